@@ -1,0 +1,67 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "LocalAuthenticationLinux",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
+        .library(name: "LocalAuthenticationTesting", targets: ["LocalAuthenticationTesting"]),
+        .executable(name: "laenclaved", targets: ["laenclaved"]),
+        .executable(name: "lactl", targets: ["lactl"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // The wire: framing, message types, limits. Shared by both sides; no other module knows bytes.
+        .target(name: "EnclaveProtocol"),
+        // The rules, no I/O: attempts, lockout, passcode delays, evaluation flow, domain state.
+        .target(name: "EnclaveCore", dependencies: [
+            "EnclaveProtocol",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
+        // The client side of the socket: connection, request/response matching, daemon auto-start.
+        // Deliberately light: Foundation and Glibc only.
+        .target(name: "EnclaveClient", dependencies: ["EnclaveProtocol"]),
+        // Apple's public API surface.
+        .target(name: "LocalAuthentication", dependencies: ["EnclaveClient", "EnclaveProtocol"]),
+        // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
+        .target(name: "EnclaveServer", dependencies: [
+            "EnclaveCore", "EnclaveProtocol",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        .executableTarget(name: "laenclaved", dependencies: [
+            "EnclaveServer",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // The kit app developers use in their own tests: an isolated daemon with a simulated sensor.
+        .target(name: "LocalAuthenticationTesting", dependencies: ["EnclaveClient", "EnclaveProtocol", "LocalAuthentication"]),
+        .executableTarget(name: "lactl", dependencies: [
+            "EnclaveClient", "EnclaveProtocol", "LocalAuthentication", "LocalAuthenticationTesting",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "la-bench", dependencies: [
+            "EnclaveClient", "EnclaveProtocol", "LocalAuthentication", "LocalAuthenticationTesting",
+        ]),
+        .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
+        .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
+        .testTarget(name: "IntegrationTests", dependencies: [
+            "LocalAuthentication", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+        ]),
+    ],
+    swiftLanguageModes: [.v5]
+)

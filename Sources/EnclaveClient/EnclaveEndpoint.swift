@@ -1,0 +1,112 @@
+import EnclaveProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Which daemon a process talks to.
+public struct EnclaveEndpoint: Sendable, Equatable {
+    public var socketPath: String
+    /// Start `laenclaved --user` when nothing answers (user mode only).
+    public var autostart: Bool
+    /// Never show a terminal prompt: input comes from simulated events only (tests, CI).
+    public var headless: Bool
+
+    public init(socketPath: String, autostart: Bool = false, headless: Bool = false) {
+        self.socketPath = socketPath; self.autostart = autostart; self.headless = headless
+    }
+
+    /// Binds `LAContext`s created inside a task to a specific daemon (the testing kit uses this, so
+    /// tests can run in parallel against isolated daemons).
+    @TaskLocal public static var override: EnclaveEndpoint?
+
+    /// The endpoint for this process: the task-local override, then `$LAENCLAVED_SOCKET`, then the
+    /// system daemon's socket if one exists, else the user-mode daemon (auto-started).
+    public static func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) -> EnclaveEndpoint {
+        if let o = override { return o }
+        let headless = environment["LA_PROMPT"] == "headless"
+        if let path = environment[EnclavePaths.socketEnvironmentKey], !path.isEmpty {
+            return EnclaveEndpoint(socketPath: path, autostart: false, headless: headless)
+        }
+        if FileManager.default.fileExists(atPath: EnclavePaths.systemSocket) {
+            return EnclaveEndpoint(socketPath: EnclavePaths.systemSocket, autostart: false, headless: headless)
+        }
+        return EnclaveEndpoint(socketPath: EnclavePaths.userSocket(environment: environment), autostart: true, headless: headless)
+    }
+}
+
+/// One shared connection per socket per process, re-established when lost.
+public enum EnclaveConnections {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var connections: [String: EnclaveConnection] = [:]
+
+    public static func shared(for endpoint: EnclaveEndpoint = .resolve()) throws -> EnclaveConnection {
+        try lock.withLock {
+            if let c = connections[endpoint.socketPath], !c.closed { return c }
+            let c: EnclaveConnection
+            do { c = try EnclaveConnection(socketPath: endpoint.socketPath) } catch EnclaveClientError.unreachable(let why) {
+                guard endpoint.autostart else { throw EnclaveClientError.unreachable(why) }
+                try DaemonLauncher.startUserDaemon(socketPath: endpoint.socketPath)
+                c = try EnclaveConnection(socketPath: endpoint.socketPath)
+            }
+            connections[endpoint.socketPath] = c
+            return c
+        }
+    }
+}
+
+/// Starts the user-mode daemon detached from the caller (its own session, stdio on /dev/null,
+/// logs in the state directory), then waits for its socket.
+public enum DaemonLauncher {
+    public static func daemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        if let p = environment[EnclavePaths.daemonEnvironmentKey], !p.isEmpty { return p }
+        if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            let sibling = (me as NSString).deletingLastPathComponent + "/laenclaved"
+            if FileManager.default.isExecutableFile(atPath: sibling) { return sibling }
+        }
+        for dir in (environment["PATH"] ?? "/usr/local/bin:/usr/bin").split(separator: ":") {
+            let candidate = "\(dir)/laenclaved"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    public static func startUserDaemon(socketPath: String, extraArguments: [String] = []) throws {
+        guard let daemon = daemonExecutable() else {
+            throw EnclaveClientError.unreachable("no daemon answers at \(socketPath) and laenclaved was not found (set \(EnclavePaths.daemonEnvironmentKey))")
+        }
+        let state = EnclavePaths.userStateDirectory()
+        try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let args = ["--user", "--socket", socketPath, "--log-file", state + "/laenclaved.log"] + extraArguments
+        let setsid = "/usr/bin/setsid"
+        if FileManager.default.isExecutableFile(atPath: setsid) {
+            let pid = try spawn(setsid, ["-f", daemon] + args)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+        } else {
+            _ = try spawn(daemon, args)
+        }
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let fd = try? EnclaveConnection.connectSocket(socketPath) { Glibc.close(fd); return }
+            usleep(20_000)
+        }
+        throw EnclaveClientError.unreachable("laenclaved was started but its socket \(socketPath) did not appear within 10 s")
+    }
+
+    /// posix_spawn with standard input, output and error on /dev/null.
+    public static func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for target in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
+            posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0)
+        }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        guard rc == 0 else { throw EnclaveClientError.unreachable("could not start \(path): \(String(cString: strerror(rc)))") }
+        return pid
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+
+/// Why biometrics are refused until the device passcode is entered.
+public enum BiometryLockReason: String, Codable, Sendable, Equatable {
+    /// Five consecutive failed matches.
+    case failures
+    /// The daemon's state was first loaded after a machine boot (system mode).
+    case boot
+    /// No successful device-owner authentication for 48 hours.
+    case inactivity
+    /// An administrator's remote-lock command.
+    case remoteLock
+}
+
+/// Whether a passcode attempt may be checked now.
+public enum PasscodeGate: Equatable, Sendable {
+    case open
+    /// Refused without being checked and without counting.
+    case wait(seconds: Double)
+    case disabled
+}
+
+/// The per-user counters and locks that guard against guessing — the one place where the
+/// attempt and lockout rules of behavior.md §3 live. Persisted after every change, before the
+/// answer leaves the daemon.
+public struct AttemptLedger: Codable, Sendable, Equatable {
+    public static let biometricLockoutThreshold = 5
+    public static let inactivityLimit: Double = 48 * 3600
+    public static let maximumReuseDuration: Double = 300
+
+    public private(set) var biometricFailures = 0
+    public private(set) var biometryLock: BiometryLockReason?
+    public private(set) var passcodeFailures = 0
+    /// Verifier output of the last wrong passcode, so the same wrong passcode twice counts once.
+    /// As hard to attack as the real verifier: it comes from the same memory-hard hash and salt.
+    public private(set) var lastWrongPasscode: Data?
+    /// When the current delay started; its length follows from `passcodeFailures`.
+    public private(set) var delayStartedAt: MonotonicStamp?
+    public private(set) var lastOwnerAuthentication: Date?
+    public private(set) var lastBiometricMatch: MonotonicStamp?
+    public private(set) var lastSeenBootID: String?
+
+    public init() {}
+
+    // MARK: Queries
+
+    /// Why biometrics are refused now, or nil when they may be tried.
+    public func biometryRefusal(now wall: Date) -> BiometryLockReason? {
+        if let biometryLock { return biometryLock }
+        if let last = lastOwnerAuthentication, wall.timeIntervalSince(last) > Self.inactivityLimit { return .inactivity }
+        return nil
+    }
+
+    public func passcodeGate(now: MonotonicStamp) -> PasscodeGate {
+        switch PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures) {
+        case .none: return .open
+        case .disabled: return .disabled
+        case .delay(let seconds):
+            guard let start = delayStartedAt, start.bootID == now.bootID else { return .open }
+            let remaining = start.seconds + seconds - now.seconds
+            return remaining > 0 ? .wait(seconds: remaining) : .open
+        }
+    }
+
+    /// Whether a biometric match within `duration` seconds (clamped to 0…300) lets an evaluation
+    /// succeed without a prompt.
+    public func allowsReuse(of duration: Double, now: MonotonicStamp) -> Bool {
+        let window = min(max(duration, 0), Self.maximumReuseDuration)
+        guard window > 0, let match = lastBiometricMatch, match.bootID == now.bootID else { return false }
+        let age = now.seconds - match.seconds
+        return age >= 0 && age <= window
+    }
+
+    // MARK: Changes (each returns nothing the caller may skip: persist after every one)
+
+    /// Called when the daemon loads this ledger. A new boot restarts a running passcode delay for
+    /// its full period (the monotonic clock restarted) and, in system mode, refuses biometrics
+    /// until the passcode is entered.
+    public mutating func noteLoaded(now: MonotonicStamp, lockBiometryOnBoot: Bool) -> Bool {
+        guard lastSeenBootID != now.bootID else { return false }
+        let wasSeen = lastSeenBootID != nil
+        lastSeenBootID = now.bootID
+        if let start = delayStartedAt, start.bootID != now.bootID { delayStartedAt = now }
+        if wasSeen, lockBiometryOnBoot, biometryLock == nil { biometryLock = .boot }
+        return true
+    }
+
+    /// A failed match. Returns true when this failure locked biometry.
+    @discardableResult
+    public mutating func recordBiometricFailure() -> Bool {
+        biometricFailures += 1
+        if biometricFailures >= Self.biometricLockoutThreshold && biometryLock == nil {
+            biometryLock = .failures
+            return true
+        }
+        return false
+    }
+
+    public mutating func recordBiometricMatch(now: MonotonicStamp, wall: Date) {
+        biometricFailures = 0
+        lastBiometricMatch = now
+        lastOwnerAuthentication = wall
+    }
+
+    /// A wrong passcode. `attempt` is the verifier output for what was typed. Returns false when it
+    /// repeated the previous wrong passcode and so did not count.
+    @discardableResult
+    public mutating func recordPasscodeFailure(attempt: Data, now: MonotonicStamp) -> Bool {
+        if let last = lastWrongPasscode, ConstantTime.equal(last, attempt) { return false }
+        lastWrongPasscode = attempt
+        passcodeFailures += 1
+        if case .delay = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures) { delayStartedAt = now }
+        return true
+    }
+
+    /// The right passcode: clears every counter and every biometric lock.
+    public mutating func recordPasscodeSuccess(wall: Date) {
+        passcodeFailures = 0
+        lastWrongPasscode = nil
+        delayStartedAt = nil
+        biometricFailures = 0
+        biometryLock = nil
+        lastOwnerAuthentication = wall
+    }
+
+    /// A new passcode was set: the owner proved themselves (or had no passcode before).
+    public mutating func passcodeChanged(wall: Date) {
+        recordPasscodeSuccess(wall: wall)
+    }
+
+    /// The passcode was removed: with it go biometrics (enrolment is removed too).
+    public mutating func passcodeRemoved() {
+        self = AttemptLedger(lastSeenBootID: lastSeenBootID)
+    }
+
+    public mutating func remoteLock() { biometryLock = .remoteLock }
+
+    /// An administrator lifts the passcode-disabled state.
+    public mutating func administratorReset() {
+        passcodeFailures = 0
+        lastWrongPasscode = nil
+        delayStartedAt = nil
+    }
+
+    private init(lastSeenBootID: String?) { self.lastSeenBootID = lastSeenBootID }
+}
+
+public enum ConstantTime {
+    /// Compares without an early exit, so timing does not reveal where two secrets differ.
+    public static func equal<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool where A.Element == UInt8, B.Element == UInt8 {
+        guard a.count == b.count else { return false }
+        var diff: UInt8 = 0
+        for (x, y) in zip(a, b) { diff |= x ^ y }
+        return diff == 0
+    }
+}

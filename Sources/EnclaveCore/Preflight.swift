@@ -1,0 +1,61 @@
+import EnclaveProtocol
+import Foundation
+
+/// What the daemon knows about the user's device when a request arrives.
+public struct DeviceFacts: Sendable, Equatable {
+    /// The biometric sensor's kind; `.none` when there is no sensor.
+    public var sensor: BiometryKind
+    public var enrolled: Bool
+    public var passcodeSet: Bool
+    public init(sensor: BiometryKind, enrolled: Bool, passcodeSet: Bool) {
+        self.sensor = sensor; self.enrolled = enrolled; self.passcodeSet = passcodeSet
+    }
+}
+
+/// `canEvaluatePolicy`'s checks, in behavior.md's order.
+public enum Preflight {
+    public static func check(_ policy: PolicyValue, facts: DeviceFacts, ledger: AttemptLedger, wall: Date) -> (LAErrorCode, String)? {
+        switch policy {
+        case .deviceOwnerAuthenticationWithBiometrics:
+            if facts.sensor == .none { return (.biometryNotAvailable, "Biometry is not available on this device.") }
+            if !facts.passcodeSet { return (.passcodeNotSet, "Passcode not set.") }
+            if !facts.enrolled { return (.biometryNotEnrolled, "No identities are enrolled.") }
+            if let reason = ledger.biometryRefusal(now: wall) { return (.biometryLockout, lockoutMessage(reason)) }
+            return nil
+        case .deviceOwnerAuthentication:
+            if !facts.passcodeSet { return (.passcodeNotSet, "Passcode not set.") }
+            return nil
+        case .deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithBiometricsOrCompanion:
+            return (.companionNotAvailable, "No companion device is available.")
+        case .deviceOwnerAuthenticationWithWristDetection:
+            return (.companionNotAvailable, "Wrist detection needs an Apple Watch; none is available on this system.")
+        }
+    }
+
+    public static func lockoutMessage(_ reason: BiometryLockReason) -> String {
+        switch reason {
+        case .failures: return "Biometry is locked out after too many failed attempts; enter the passcode."
+        case .boot: return "Biometry needs the passcode once after the system starts."
+        case .inactivity: return "Biometry needs the passcode after 48 hours without authentication."
+        case .remoteLock: return "Biometry was locked by an administrator; enter the passcode."
+        }
+    }
+}
+
+/// A context's standing after a successful evaluation: keychain and key calls given that context,
+/// and later evaluations on it, need no new prompt until it expires or is invalidated.
+public struct ContextAuthorization: Sendable, Equatable {
+    public static let defaultLifetime: Double = 300
+    public var at: MonotonicStamp
+    public var biometric: Bool
+    public init(at: MonotonicStamp, biometric: Bool) { self.at = at; self.biometric = biometric }
+
+    public func satisfies(_ policy: PolicyValue, now: MonotonicStamp, lifetime: Double) -> Bool {
+        guard at.bootID == now.bootID, now.seconds - at.seconds <= lifetime, now.seconds >= at.seconds else { return false }
+        switch policy {
+        case .deviceOwnerAuthentication: return true
+        case .deviceOwnerAuthenticationWithBiometrics: return biometric
+        default: return false
+        }
+    }
+}

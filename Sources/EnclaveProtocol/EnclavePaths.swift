@@ -1,0 +1,27 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the daemon listens and keeps its state. Both sides use this one definition.
+public enum EnclavePaths {
+    /// Client override: talk to this socket, never auto-start a daemon.
+    public static let socketEnvironmentKey = "LAENCLAVED_SOCKET"
+    /// Client override: the daemon binary to auto-start.
+    public static let daemonEnvironmentKey = "LAENCLAVED_PATH"
+    public static let systemSocket = "/run/laenclaved/socket"
+    public static let systemStateDirectory = "/var/lib/laenclaved"
+
+    public static func userSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            return runtime + "/laenclaved/socket"
+        }
+        return "/tmp/laenclaved-\(getuid())/socket"
+    }
+
+    public static func userStateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/laenclaved" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
+        return home + "/.local/share/laenclaved"
+    }
+}

@@ -1,0 +1,78 @@
+/// Length-prefixed framing: a 4-byte big-endian payload length, then the payload (one JSON message).
+///
+/// The decoder is a pure value so that the daemon (through a thin SwiftNIO adapter), the client
+/// library and the fuzz target all share one implementation of the rules.
+public enum WireLimits {
+    /// The largest payload either side accepts. Requests are small (a policy, a reason, a
+    /// passcode); 64 KiB leaves room for audit listings while bounding memory per connection.
+    public static let maxPayloadBytes = 64 * 1024
+    public static let headerBytes = 4
+    /// Longest accepted `localizedReason`, titles, identity names and passcodes, in UTF-8 bytes.
+    public static let maxTextBytes = 1024
+    public static let maxPasscodeBytes = 256
+    public static let maxQueuedEvents = 64
+}
+
+public enum FrameError: Error, Equatable, CustomStringConvertible {
+    case oversized(declared: Int)
+    case empty
+    /// The peer closed the stream in the middle of a frame.
+    case truncated(pendingBytes: Int)
+
+    public var description: String {
+        switch self {
+        case .oversized(let n): return "frame of \(n) bytes exceeds the limit of \(WireLimits.maxPayloadBytes) bytes"
+        case .empty: return "frame with an empty payload"
+        case .truncated(let n): return "stream ended inside a frame (\(n) bytes pending)"
+        }
+    }
+}
+
+public struct FrameDecoder: Sendable {
+    private var buffer: [UInt8] = []
+    private var readIndex = 0
+
+    public init() {}
+
+    public mutating func append<S: Sequence>(_ bytes: S) where S.Element == UInt8 {
+        if readIndex > 0 && readIndex == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            readIndex = 0
+        }
+        buffer.append(contentsOf: bytes)
+    }
+
+    /// The next complete payload, `nil` when more bytes are needed. Broken framing throws; the
+    /// stream cannot be resynchronised after that and must be closed.
+    public mutating func nextFrame() throws -> [UInt8]? {
+        let available = buffer.count - readIndex
+        guard available >= WireLimits.headerBytes else { return nil }
+        var length = 0
+        for i in 0..<WireLimits.headerBytes { length = length << 8 | Int(buffer[readIndex + i]) }
+        guard length > 0 else { throw FrameError.empty }
+        guard length <= WireLimits.maxPayloadBytes else { throw FrameError.oversized(declared: length) }
+        guard available >= WireLimits.headerBytes + length else { return nil }
+        let start = readIndex + WireLimits.headerBytes
+        let payload = Array(buffer[start..<start + length])
+        readIndex = start + length
+        if readIndex > 4096 && readIndex * 2 > buffer.count {
+            buffer.removeFirst(readIndex)
+            readIndex = 0
+        }
+        return payload
+    }
+
+    /// Call when the peer has closed: bytes of an unfinished frame are an error.
+    public func finish() throws {
+        let pending = buffer.count - readIndex
+        if pending > 0 { throw FrameError.truncated(pendingBytes: pending) }
+    }
+}
+
+public enum FrameEncoder {
+    public static func frame(_ payload: [UInt8]) -> [UInt8] {
+        precondition(payload.count <= WireLimits.maxPayloadBytes, "payload over the wire limit")
+        let n = UInt32(payload.count)
+        return [UInt8(n >> 24 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + payload
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+
+/// The protocol version a client announces in `hello`. A daemon answers any other value with
+/// `unsupportedVersion` and closes.
+public let enclaveProtocolVersion = 1
+
+/// Apple's `LAError.Code` raw values, as they travel on the wire. The client maps them back to
+/// `LAError`; the daemon never invents codes outside this list.
+public enum LAErrorCode: Int, Codable, Sendable, CaseIterable {
+    case authenticationFailed = -1
+    case userCancel = -2
+    case userFallback = -3
+    case systemCancel = -4
+    case passcodeNotSet = -5
+    case biometryNotAvailable = -6
+    case biometryNotEnrolled = -7
+    case biometryLockout = -8
+    case appCancel = -9
+    case invalidContext = -10
+    case companionNotAvailable = -11
+    case biometryNotPaired = -12
+    case biometryDisconnected = -13
+    case invalidDimensions = -14
+    case notInteractive = -1004
+}
+
+/// `LAPolicy` raw values. Values outside this list are rejected with `invalidParameter`.
+public enum PolicyValue: Int, Codable, Sendable, CaseIterable {
+    case deviceOwnerAuthenticationWithBiometrics = 1
+    case deviceOwnerAuthentication = 2
+    case deviceOwnerAuthenticationWithCompanion = 3
+    case deviceOwnerAuthenticationWithBiometricsOrCompanion = 4
+    case deviceOwnerAuthenticationWithWristDetection = 5
+
+    public var name: String {
+        switch self {
+        case .deviceOwnerAuthenticationWithBiometrics: return "deviceOwnerAuthenticationWithBiometrics"
+        case .deviceOwnerAuthentication: return "deviceOwnerAuthentication"
+        case .deviceOwnerAuthenticationWithCompanion: return "deviceOwnerAuthenticationWithCompanion"
+        case .deviceOwnerAuthenticationWithBiometricsOrCompanion: return "deviceOwnerAuthenticationWithBiometricsOrCompanion"
+        case .deviceOwnerAuthenticationWithWristDetection: return "deviceOwnerAuthenticationWithWristDetection"
+        }
+    }
+}
+
+/// `LABiometryType` raw values.
+public enum BiometryKind: Int, Codable, Sendable, CaseIterable {
+    case none = 0
+    case touchID = 1
+    case faceID = 2
+    case opticID = 4
+
+    public var displayName: String {
+        switch self {
+        case .none: return "none"
+        case .touchID: return "Touch ID"
+        case .faceID: return "Face ID"
+        case .opticID: return "Optic ID"
+        }
+    }
+}
+
+public enum DaemonMode: String, Codable, Sendable {
+    case user, system
+}
+
+/// What a (simulated) person does. A script queues these ahead of time; the running evaluation
+/// takes them in order and discards, with a log line, any that does not apply at that moment
+/// (a touch while the sensor is not armed, a fallback before the button is shown).
+public struct SimulatedEvent: Codable, Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Codable, Sendable, CaseIterable {
+        /// A finger or face that matches an enrolled identity.
+        case match
+        /// A finger or face that matches none.
+        case nomatch
+        case cancel
+        case fallback
+        /// Face ID's "Try Face ID Again" button.
+        case retry
+        /// The device passcode typed on the prompt's keyboard.
+        case passcode
+    }
+    public var kind: Kind
+    public var passcode: String?
+
+    public init(_ kind: Kind, passcode: String? = nil) {
+        self.kind = kind
+        self.passcode = passcode
+    }
+
+    public static let match = SimulatedEvent(.match)
+    public static let nomatch = SimulatedEvent(.nomatch)
+    public static let cancel = SimulatedEvent(.cancel)
+    public static let fallback = SimulatedEvent(.fallback)
+    public static let retry = SimulatedEvent(.retry)
+    public static func passcode(_ value: String) -> SimulatedEvent { SimulatedEvent(.passcode, passcode: value) }
+
+    public var description: String { kind == .passcode ? "passcode(••••)" : kind.rawValue }
+}
+
+/// What the person does on a prompt that a client presents (the terminal presenter).
+public enum PromptAction: String, Codable, Sendable {
+    case cancel, fallback, retry, passcode
+}
+
+/// One screen of the authentication prompt, sent by the daemon whenever it changes.
+public struct PromptScreen: Codable, Sendable, Equatable {
+    public var app: String
+    public var reason: String
+    /// The line that tells the person what to do now ("Touch ID: place your finger…", "Try Again").
+    public var instruction: String
+    public var cancelTitle: String
+    /// Present only while the fallback button is shown.
+    public var fallbackTitle: String?
+    /// Whether typing the device passcode is accepted now.
+    public var passcodeEntry: Bool
+    /// Face ID's "Try Face ID Again" button.
+    public var retryOffered: Bool
+    public var sensorArmed: Bool
+    public var sensorName: String?
+    public var sensorSimulated: Bool
+    /// Seconds until another passcode attempt is accepted, while a delay runs.
+    public var passcodeRetryAfter: Double?
+    public var passcodeDisabled: Bool
+
+    public init(app: String, reason: String, instruction: String, cancelTitle: String, fallbackTitle: String?,
+                passcodeEntry: Bool, retryOffered: Bool, sensorArmed: Bool, sensorName: String?,
+                sensorSimulated: Bool, passcodeRetryAfter: Double?, passcodeDisabled: Bool) {
+        self.app = app; self.reason = reason; self.instruction = instruction; self.cancelTitle = cancelTitle
+        self.fallbackTitle = fallbackTitle; self.passcodeEntry = passcodeEntry; self.retryOffered = retryOffered
+        self.sensorArmed = sensorArmed; self.sensorName = sensorName; self.sensorSimulated = sensorSimulated
+        self.passcodeRetryAfter = passcodeRetryAfter; self.passcodeDisabled = passcodeDisabled
+    }
+}
+
+public struct SensorInfo: Codable, Sendable, Equatable {
+    public var kind: BiometryKind
+    public var name: String
+    public var simulated: Bool
+    public init(kind: BiometryKind, name: String, simulated: Bool) {
+        self.kind = kind; self.name = name; self.simulated = simulated
+    }
+}
+
+/// Everything `lactl status` shows about the calling user. Never a template, verifier or secret.
+public struct UserStatus: Codable, Sendable, Equatable {
+    public var uid: UInt32
+    public var mode: DaemonMode
+    public var app: String
+    public var sensor: SensorInfo?
+    public var enrolled: [String]
+    public var passcodeSet: Bool
+    public var biometricFailures: Int
+    /// Why biometrics are refused right now, if they are: "failures", "boot", "inactivity", "remoteLock".
+    public var biometryLockout: String?
+    public var passcodeFailures: Int
+    public var passcodeRetryAfter: Double?
+    public var passcodeDisabled: Bool
+    public var queuedEvents: Int
+    /// The calling app's domain-state hash; nil when nothing is enrolled.
+    public var domainState: Data?
+    public var simulationEnabled: Bool
+
+    public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolled: [String], passcodeSet: Bool,
+                biometricFailures: Int, biometryLockout: String?, passcodeFailures: Int, passcodeRetryAfter: Double?,
+                passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool) {
+        self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolled = enrolled
+        self.passcodeSet = passcodeSet; self.biometricFailures = biometricFailures; self.biometryLockout = biometryLockout
+        self.passcodeFailures = passcodeFailures; self.passcodeRetryAfter = passcodeRetryAfter
+        self.passcodeDisabled = passcodeDisabled; self.queuedEvents = queuedEvents; self.domainState = domainState
+        self.simulationEnabled = simulationEnabled
+    }
+}
+
+public struct AuditEntry: Codable, Sendable, Equatable {
+    public var time: Date
+    public var uid: UInt32
+    public var pid: Int32
+    public var app: String
+    public var operation: String
+    public var policy: Int?
+    public var result: String
+    public init(time: Date, uid: UInt32, pid: Int32, app: String, operation: String, policy: Int?, result: String) {
+        self.time = time; self.uid = uid; self.pid = pid; self.app = app; self.operation = operation
+        self.policy = policy; self.result = result
+    }
+}

@@ -1,0 +1,272 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Logging
+
+/// Sends replies on one connection; several evaluations may answer at once.
+protocol ReplySink: Sendable {
+    func send(_ envelope: ReplyEnvelope) async
+}
+
+/// The `LAContext`s of one connection. A context lives as long as its connection: when the
+/// process exits, its contexts and their authorizations are gone.
+final class ConnectionContexts: @unchecked Sendable {
+    struct Entry {
+        var invalidated = false
+        var authorization: ContextAuthorization?
+        var inputs: AsyncStream<SessionInput>.Continuation?
+        var task: Task<Void, Never>?
+    }
+    private let lock = NSLock()
+    private var entries: [String: Entry] = [:]
+
+    func with<T>(_ id: String, _ body: (inout Entry) -> T) -> T {
+        lock.withLock {
+            var e = entries[id] ?? Entry()
+            defer { entries[id] = e }
+            return body(&e)
+        }
+    }
+
+    func cancelAll() {
+        let tasks = lock.withLock { entries.values.compactMap(\.task) }
+        tasks.forEach { $0.cancel() }
+    }
+}
+
+/// Turns each request of one connection into work on the user's session. Identity comes from the
+/// peer credentials taken when the connection was accepted.
+final class ConnectionHandler: @unchecked Sendable {
+    static let maxContexts = 256
+
+    let peer: PeerIdentity
+    private let daemon: EnclaveDaemon
+    private let sink: any ReplySink
+    private let contexts = ConnectionContexts()
+    private let logger: Logger
+    private var greeted = false
+    private var contextCount = 0
+
+    init(peer: PeerIdentity, daemon: EnclaveDaemon, sink: any ReplySink, logger: Logger) {
+        self.peer = peer; self.daemon = daemon; self.sink = sink; self.logger = logger
+    }
+
+    /// Called for each complete frame, in order. Returns false when the connection must close.
+    func receive(_ payload: [UInt8]) async -> Bool {
+        let envelope: RequestEnvelope
+        do { envelope = try RequestEnvelope.decode(payload) } catch let e as RequestDecodingError {
+            let code: FailureCode = e.kind == .unknownOperation ? .unknownOperation : (e.kind == .malformed ? .malformedMessage : .invalidParameter)
+            await sink.send(ReplyEnvelope(id: e.id ?? 0, reply: .failure(Failure(code, e.detail))))
+            return true
+        } catch {
+            await sink.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, "\(error)"))))
+            return true
+        }
+        let id = envelope.id
+        if case .hello(let version) = envelope.request {
+            guard version == enclaveProtocolVersion else {
+                await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.unsupportedVersion, "this daemon speaks protocol version \(enclaveProtocolVersion), not \(version)"))))
+                return false
+            }
+            greeted = true
+            await sink.send(ReplyEnvelope(id: id, reply: .hello(HelloReply(version: enclaveProtocolVersion, mode: daemon.config.mode, uid: peer.uid, app: peer.app))))
+            return true
+        }
+        guard greeted else {
+            await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.outOfOrder, "the first request on a connection must be hello"))))
+            return true
+        }
+        do {
+            if let reply = try await handle(envelope) { await sink.send(ReplyEnvelope(id: id, reply: reply)) }
+        } catch let failure as Failure {
+            await sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
+        } catch {
+            logger.error("request failed", metadata: ["op": "\(envelope.request.operation)", "error": "\(error)"])
+            await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))))
+        }
+        return true
+    }
+
+    func closed() { contexts.cancelAll() }
+
+    private func policy(_ raw: Int) throws -> PolicyValue {
+        guard let p = PolicyValue(rawValue: raw) else { throw Failure(.invalidParameter, "\(raw) is not an LAPolicy value") }
+        return p
+    }
+
+    private func checkContext(_ id: String) throws {
+        guard !id.isEmpty, id.utf8.count <= 64 else { throw Failure(.invalidParameter, "a context id has 1 to 64 bytes") }
+    }
+
+    private func checkText(_ text: String?, _ name: String, allowEmpty: Bool = true) throws {
+        guard let text else { return }
+        if !allowEmpty && text.isEmpty { throw Failure(.invalidParameter, "\(name) must not be empty") }
+        if text.utf8.count > WireLimits.maxTextBytes { throw Failure(.invalidParameter, "\(name) is longer than \(WireLimits.maxTextBytes) bytes") }
+    }
+
+    private func audit(_ operation: String, policy: Int? = nil, result: String) {
+        do {
+            try daemon.storage.appendAudit(AuditEntry(time: Date(), uid: peer.uid, pid: peer.pid, app: peer.app, operation: operation, policy: policy, result: result))
+        } catch {
+            logger.error("could not write the audit log", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Runs `body`, auditing success or the failure code; never records arguments.
+    private func audited<T>(_ operation: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            let value = try await body()
+            audit(operation, result: "ok")
+            return value
+        } catch let f as Failure {
+            audit(operation, result: f.code.rawValue)
+            throw f
+        }
+    }
+
+    private func handle(_ envelope: RequestEnvelope) async throws -> Reply? {
+        let session = try await daemon.session(for: peer.uid)
+        switch envelope.request {
+        case .hello:
+            return nil
+        case .canEvaluate(let ctx, let raw):
+            try checkContext(ctx)
+            let p = try policy(raw)
+            if contexts.with(ctx, { $0.invalidated }) {
+                return .canEvaluate(CanEvaluateReply(biometryType: daemon.sensor?.info.kind ?? .none, error: .invalidContext, message: "Invalid context.", domainState: nil))
+            }
+            return .canEvaluate(try await session.canEvaluate(policy: p, app: peer.app))
+        case .evaluate(let ctx, let raw, let options):
+            try checkContext(ctx)
+            let p = try policy(raw)
+            try checkText(options.reason, "localizedReason", allowEmpty: false)
+            try checkText(options.cancelTitle, "localizedCancelTitle")
+            try checkText(options.fallbackTitle, "localizedFallbackTitle")
+            guard options.reuseDuration.isFinite, options.reuseDuration >= 0 else {
+                throw Failure(.invalidParameter, "touchIDAuthenticationAllowableReuseDuration must be a finite number ≥ 0")
+            }
+            startEvaluation(id: envelope.id, context: ctx, policy: p, options: options, session: session)
+            return nil
+        case .promptInput(let ctx, let action, let passcode):
+            try checkContext(ctx)
+            let input: EvaluationMachine.Input
+            switch action {
+            case .cancel: input = .cancel
+            case .fallback: input = .fallback
+            case .retry: input = .retry
+            case .passcode:
+                guard let passcode, !passcode.isEmpty, passcode.utf8.count <= WireLimits.maxPasscodeBytes else {
+                    throw Failure(.invalidParameter, "a passcode has 1 to \(WireLimits.maxPasscodeBytes) bytes")
+                }
+                input = .passcodeTyped(passcode)
+            }
+            let delivered = contexts.with(ctx) { e -> Bool in
+                guard let inputs = e.inputs else { return false }
+                inputs.yield(.machine(input))
+                return true
+            }
+            guard delivered else { throw Failure(.outOfOrder, "no evaluation is running on this context") }
+            return .ok
+        case .invalidate(let ctx):
+            try checkContext(ctx)
+            contexts.with(ctx) { e in
+                e.invalidated = true
+                e.authorization = nil
+                e.inputs?.yield(.machine(.appCancel))
+            }
+            return .ok
+        case .domainState:
+            return .domainState(DomainStateReply(biometryType: daemon.sensor?.info.kind ?? .none, stateHash: try await session.domainState(app: peer.app)))
+        case .status:
+            return .status(try await session.status(app: peer.app))
+        case .setPasscode(let current, let new):
+            try await audited(current == nil ? "passcode.set" : "passcode.change") { try await session.setPasscode(current: current, new: new) }
+            return .ok
+        case .removePasscode(let current):
+            try await audited("passcode.remove") { try await session.removePasscode(current: current) }
+            return .ok
+        case .enroll(let passcode, let name):
+            try await audited("enroll") { try await session.enroll(passcode: passcode, name: name) }
+            return .ok
+        case .unenroll(let passcode, let name):
+            try await audited("unenroll") { try await session.unenroll(passcode: passcode, name: name) }
+            return .ok
+        case .simulate(let events):
+            try await session.simulate(events)
+            return .ok
+        case .clearSimulated:
+            await session.clearSimulated()
+            return .ok
+        case .audit(let limit):
+            let everyone = daemon.config.mode == .system && peer.uid == 0
+            return .audit(try daemon.storage.audit(uid: everyone ? nil : peer.uid, limit: min(max(limit, 1), 500)))
+        case .resetPasscodeLockout(let uid):
+            let target = try await administered(uid)
+            try await audited("admin.resetPasscodeLockout") { try await target.resetPasscodeLockout() }
+            return .ok
+        case .remoteLock(let uid):
+            let target = try await administered(uid)
+            try await audited("admin.remoteLock") { try await target.remoteLock() }
+            return .ok
+        }
+    }
+
+    /// Another user's state may be changed only by root, and only in system mode.
+    private func administered(_ uid: UInt32?) async throws -> UserSession {
+        let target = uid ?? peer.uid
+        if target != peer.uid && !(daemon.config.mode == .system && peer.uid == 0) {
+            throw Failure(.notPermitted, "only root may administer another user")
+        }
+        return try await daemon.session(for: target)
+    }
+
+    private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) {
+        let (stream, continuation) = AsyncStream<SessionInput>.makeStream()
+        enum Admission { case invalid, busy, tooMany, started(ContextAuthorization?) }
+        let admission = contexts.with(context) { e -> Admission in
+            if e.invalidated { return .invalid }
+            if e.inputs != nil { return .busy }
+            e.inputs = continuation
+            return .started(e.authorization)
+        }
+        let sink = self.sink
+        let kind = daemon.sensor?.info.kind ?? .none
+        switch admission {
+        case .invalid:
+            Task { await sink.send(ReplyEnvelope(id: id, reply: .evaluated(EvaluationResult(success: false, error: .invalidContext, message: "Invalid context.", biometryType: kind, domainState: nil)))) }
+            return
+        case .busy, .tooMany:
+            Task { await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.busy, "an evaluation is already running on this context")))) }
+            return
+        case .started(let authorization):
+            let peer = self.peer
+            let clock = daemon.clock
+            let task = Task {
+                let report = await session.evaluate(
+                    policy: policy, options: options, app: peer.app, authorization: authorization,
+                    inputs: stream, continuation: continuation,
+                    show: { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) })
+                let result: EvaluationResult
+                let auditResult: String
+                switch report.outcome {
+                case .success(let how):
+                    result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
+                    auditResult = "success(\(how))"
+                case .failure(let code, let message):
+                    result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
+                    auditResult = "\(code)(\(code.rawValue))"
+                }
+                self.contexts.with(context) { e in
+                    e.inputs = nil
+                    e.task = nil
+                    if case .success(let how) = report.outcome, !e.invalidated, how != .contextAuthorized {
+                        e.authorization = ContextAuthorization(at: clock.monotonic(), biometric: how == .biometric || how == .reused)
+                    }
+                }
+                self.audit("evaluate", policy: policy.rawValue, result: auditResult)
+                await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+            }
+            contexts.with(context) { e in if e.inputs != nil { e.task = task } }
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's shared parts: configuration, storage, the sensor, and one session per user.
+public final class EnclaveDaemon: Sendable {
+    public let config: DaemonConfiguration
+    let storage: Storage
+    let sensor: (any BiometricSensor)?
+    let clock: any EnclaveClock
+    let logger: Logger
+    private let sessions = SessionRegistry()
+    private let lockDescriptor: Int32
+
+    public enum StartError: Error, CustomStringConvertible {
+        case alreadyRunning(String)
+        case cannotLock(String, Int32)
+        public var description: String {
+            switch self {
+            case .alreadyRunning(let dir): return "another laenclaved already serves \(dir)"
+            case .cannotLock(let path, let e): return "cannot lock \(path): \(String(cString: strerror(e)))"
+            }
+        }
+    }
+
+    public init(config: DaemonConfiguration, clock: any EnclaveClock = SystemClock(), logger: Logger) throws {
+        // Every file the daemon creates is private to it: state 0600, directories 0700.
+        umask(0o077)
+        try Storage.makePrivateDirectory(config.stateDirectory)
+        let lockPath = config.stateDirectory + "/laenclaved.lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StartError.cannotLock(lockPath, errno) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let e = errno
+            close(fd)
+            if e == EWOULDBLOCK { throw StartError.alreadyRunning(config.stateDirectory) }
+            throw StartError.cannotLock(lockPath, e)
+        }
+        lockDescriptor = fd
+        self.config = config
+        self.clock = clock
+        self.logger = logger
+        storage = try Storage(directory: config.stateDirectory)
+        sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
+    }
+
+    deinit { close(lockDescriptor) }
+
+    func session(for uid: UInt32) async throws -> UserSession {
+        try await sessions.session(for: uid) {
+            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger)
+        }
+    }
+}
+
+actor SessionRegistry {
+    private var sessions: [UInt32: UserSession] = [:]
+    func session(for uid: UInt32, make: () throws -> UserSession) throws -> UserSession {
+        if let s = sessions[uid] { return s }
+        let s = try make()
+        sessions[uid] = s
+        return s
+    }
+}

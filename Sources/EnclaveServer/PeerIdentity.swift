@@ -1,0 +1,31 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who is on the other end of a connection, from the kernel (SO_PEERCRED) and /proc — never from
+/// anything the client says.
+public struct PeerIdentity: Sendable, Equatable {
+    public var uid: UInt32
+    public var gid: UInt32
+    public var pid: Int32
+    /// The canonical path of the client's executable: its app identity.
+    public var app: String
+
+    /// Reads the executable of `pid`. Called right after accepting, while the peer is connected.
+    static func executable(of pid: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        buffer[n] = 0
+        return String(cString: buffer)
+    }
+}
+
+/// Linux's `struct ucred` (pid, uid, gid), which Glibc's module map does not export without
+/// _GNU_SOURCE. Same layout: three 32-bit fields.
+struct KernelPeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}

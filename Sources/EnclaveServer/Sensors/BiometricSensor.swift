@@ -1,0 +1,30 @@
+import EnclaveProtocol
+
+/// One reading from an armed sensor.
+public enum SensorReading: Sendable, Equatable {
+    case match
+    case noMatch
+    /// Not a failed attempt: the person is asked to try again ("finger not centred").
+    case retryScan(String)
+}
+
+public struct SensorFailure: Error, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// A biometric sensor the daemon owns. Each kind (simulated Touch ID / Face ID, fprintd) is one file
+/// behind this protocol; the rules never see which one is in use.
+public protocol BiometricSensor: Sendable {
+    var info: SensorInfo { get }
+    /// Identities currently enrolled for the user. `stored` is the list the daemon last saved, which
+    /// is the truth for a simulated sensor and a cache for a real one.
+    func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String]
+    /// Enrols one identity and returns the new list.
+    func enroll(uid: UInt32, name: String, stored: [String]) async throws -> [String]
+    func unenroll(uid: UInt32, name: String, stored: [String]) async throws -> [String]
+    func unenrollAll(uid: UInt32, stored: [String]) async throws -> [String]
+    /// Arms the sensor and waits for one reading. Cancelling the task disarms it at once.
+    func capture(uid: UInt32) async throws -> SensorReading
+}

@@ -1,0 +1,116 @@
+import EnclaveProtocol
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The Unix-socket server: accepts, identifies the peer from the kernel, frames, and hands each
+/// request to a `ConnectionHandler`. Runs as a swift-service-lifecycle service: SIGTERM/SIGINT
+/// stop accepting, end open prompts, and remove the socket.
+public struct EnclaveService: Service {
+    let daemon: EnclaveDaemon
+    let logger: Logger
+    /// Called once the socket accepts connections (tests and the launcher wait for it).
+    let onReady: @Sendable () -> Void
+
+    public init(daemon: EnclaveDaemon, logger: Logger, onReady: @escaping @Sendable () -> Void = {}) {
+        self.daemon = daemon; self.logger = logger; self.onReady = onReady
+    }
+
+    public func run() async throws {
+        let path = daemon.config.socketPath
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // User mode: only the user may reach the socket. System mode: everyone may connect; the
+        // daemon decides per request from the peer's uid.
+        chmod(directory, daemon.config.mode == .system ? 0o755 : 0o700)
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.backlog, value: 128)
+            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        chmod(path, daemon.config.mode == .system ? 0o666 : 0o600)
+        logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
+        onReady()
+        defer { unlink(path) }
+        try await withGracefulShutdownHandler {
+            try await withThrowingDiscardingTaskGroup { group in
+                try await server.executeThenClose { inbound in
+                    for try await connection in inbound {
+                        group.addTask { await self.serve(connection) }
+                    }
+                }
+                group.cancelAll()
+            }
+        } onGracefulShutdown: {
+            server.channel.close(promise: nil)
+        }
+        logger.info("stopped")
+    }
+
+    private func peer(of channel: any Channel) async -> PeerIdentity? {
+        guard let provider = channel as? any SocketOptionProvider else { return nil }
+        do {
+            let cred: KernelPeerCredentials = try await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).get()
+            guard let app = PeerIdentity.executable(of: cred.pid) else { return nil }
+            return PeerIdentity(uid: cred.uid, gid: cred.gid, pid: cred.pid, app: app)
+        } catch {
+            return nil
+        }
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                let writer = ChannelReplySink(outbound: outbound)
+                guard let peer = await peer(of: connection.channel) else {
+                    await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client"))))
+                    return
+                }
+                if daemon.config.mode == .user && peer.uid != getuid() {
+                    logger.warning("refused a connection from another user", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+                    await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "this user-mode daemon serves uid \(getuid()) only"))))
+                    return
+                }
+                let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
+                defer { handler.closed() }
+                var decoder = FrameDecoder()
+                do {
+                    for try await buffer in inbound {
+                        decoder.append(buffer.readableBytesView)
+                        while let frame = try decoder.nextFrame() {
+                            guard await handler.receive(frame) else { return }
+                        }
+                    }
+                    try decoder.finish()
+                } catch let error as FrameError {
+                    logger.notice("closing a connection with broken framing", metadata: ["pid": "\(peer.pid)", "error": "\(error)"])
+                    await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, error.description))))
+                }
+            }
+        } catch {
+            logger.debug("connection ended", metadata: ["error": "\(error)"])
+        }
+    }
+}
+
+actor ChannelReplySink: ReplySink {
+    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
+    private var broken = false
+    init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) { self.outbound = outbound }
+
+    func send(_ envelope: ReplyEnvelope) async {
+        guard !broken else { return }
+        do {
+            try await outbound.write(ByteBuffer(bytes: FrameEncoder.frame(envelope.encoded())))
+        } catch {
+            broken = true
+        }
+    }
+}

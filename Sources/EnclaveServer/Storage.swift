@@ -1,0 +1,121 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import GRDB
+
+/// Everything the daemon keeps about one user. Written as one row in one durable transaction, so
+/// a crash leaves either the old or the new record, never a mix.
+struct UserRecord: Sendable, Equatable {
+    var uid: UInt32
+    var ledger = AttemptLedger()
+    var passcode: PasscodeVerifier?
+    /// Key for the per-app domain-state HMAC; never leaves the daemon.
+    var domainSecret: Data
+    /// Counts enrolment changes, so the domain state reflects history (add-then-remove differs).
+    var enrolmentGeneration: UInt64 = 0
+    /// Enrolled identities as last saved: the truth for the simulated sensor, a cache for a real one.
+    var enrolment: [String] = []
+}
+
+/// SQLite through GRDB, WAL with synchronous=FULL: a write has reached the disk when `save` returns.
+final class Storage: Sendable {
+    private let pool: DatabasePool
+    let directory: String
+
+    init(directory: String) throws {
+        self.directory = directory
+        try Self.makePrivateDirectory(directory)
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        let path = directory + "/enclave.sqlite"
+        pool = try DatabasePool(path: path, configuration: configuration)
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE user (
+                    uid INTEGER PRIMARY KEY,
+                    ledger BLOB NOT NULL,
+                    passcode BLOB,
+                    domainSecret BLOB NOT NULL,
+                    enrolmentGeneration INTEGER NOT NULL,
+                    enrolment BLOB NOT NULL
+                );
+                CREATE TABLE audit (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    time REAL NOT NULL,
+                    uid INTEGER NOT NULL,
+                    pid INTEGER NOT NULL,
+                    app TEXT NOT NULL,
+                    operation TEXT NOT NULL,
+                    policy INTEGER,
+                    result TEXT NOT NULL
+                );
+                CREATE INDEX audit_uid ON audit(uid, id);
+                """)
+        }
+        try migrator.migrate(pool)
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            chmod(path + suffix, 0o600)
+        }
+    }
+
+    static func makePrivateDirectory(_ path: String) throws {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        chmod(path, 0o700)
+    }
+
+    private static let encoder = JSONEncoder()
+    private static let decoder = JSONDecoder()
+
+    func loadUser(_ uid: UInt32) throws -> UserRecord? {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM user WHERE uid = ?", arguments: [Int64(uid)]) else { return nil }
+            var r = UserRecord(uid: uid, domainSecret: row["domainSecret"])
+            r.ledger = try Self.decoder.decode(AttemptLedger.self, from: row["ledger"] as Data)
+            if let p: Data = row["passcode"] { r.passcode = try Self.decoder.decode(PasscodeVerifier.self, from: p) }
+            r.enrolmentGeneration = UInt64(row["enrolmentGeneration"] as Int64)
+            r.enrolment = try Self.decoder.decode([String].self, from: row["enrolment"] as Data)
+            return r
+        }
+    }
+
+    func save(_ r: UserRecord) throws {
+        let ledger = try Self.encoder.encode(r.ledger)
+        let passcode = try r.passcode.map { try Self.encoder.encode($0) }
+        let enrolment = try Self.encoder.encode(r.enrolment)
+        try pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment)
+                VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT(uid) DO UPDATE SET ledger = excluded.ledger, passcode = excluded.passcode,
+                    domainSecret = excluded.domainSecret, enrolmentGeneration = excluded.enrolmentGeneration,
+                    enrolment = excluded.enrolment
+                """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment])
+        }
+    }
+
+    func appendAudit(_ e: AuditEntry) throws {
+        try pool.write { db in
+            try db.execute(sql: "INSERT INTO audit (time, uid, pid, app, operation, policy, result) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           arguments: [e.time.timeIntervalSince1970, Int64(e.uid), Int64(e.pid), e.app, e.operation, e.policy, e.result])
+        }
+    }
+
+    /// The newest entries first; `uid` nil means every user (root in system mode).
+    func audit(uid: UInt32?, limit: Int) throws -> [AuditEntry] {
+        try pool.read { db in
+            let rows: [Row]
+            if let uid {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE uid = ? ORDER BY id DESC LIMIT ?", arguments: [Int64(uid), limit])
+            } else {
+                rows = try Row.fetchAll(db, sql: "SELECT * FROM audit ORDER BY id DESC LIMIT ?", arguments: [limit])
+            }
+            return rows.map { row in
+                AuditEntry(time: Date(timeIntervalSince1970: row["time"]), uid: UInt32(row["uid"] as Int64), pid: Int32(row["pid"] as Int64),
+                           app: row["app"], operation: row["operation"], policy: row["policy"], result: row["result"])
+            }
+        }
+    }
+}

@@ -1,0 +1,355 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Logging
+
+/// What can reach a running evaluation.
+enum SessionInput: Sendable {
+    case machine(EvaluationMachine.Input)
+    /// Scripted events were queued; the evaluation takes them in order.
+    case simulatedAvailable
+    case sensor(SensorReading)
+    case sensorFailed(String)
+}
+
+struct EvaluationReport: Sendable {
+    var outcome: EvaluationMachine.Outcome
+    var biometryType: BiometryKind
+    var domainState: Data?
+}
+
+/// Everything about one user, serialized: the ledger, the passcode, enrolment, the scripted
+/// person's queue and the one prompt at a time. Every change is saved before the caller answers.
+actor UserSession {
+    let uid: UInt32
+    private let storage: Storage
+    private let sensor: (any BiometricSensor)?
+    private let config: DaemonConfiguration
+    private let clock: any EnclaveClock
+    private let logger: Logger
+    private var record: UserRecord
+    private var queue: [SimulatedEvent] = []
+    private var promptBusy = false
+    private var waiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var nextWaiterID: UInt64 = 0
+    private var activeInputs: AsyncStream<SessionInput>.Continuation?
+
+    init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger) throws {
+        self.uid = uid; self.storage = storage; self.sensor = sensor; self.config = config; self.clock = clock; self.logger = logger
+        let loaded = try storage.loadUser(uid)
+        var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())
+        let changed = r.ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: config.mode == .system)
+        if loaded == nil || changed { try storage.save(r) }
+        record = r
+    }
+
+    // MARK: Facts
+
+    private func identities() async throws -> [String] {
+        guard let sensor else { return [] }
+        let stored = record.enrolment
+        let now = try await sensor.enrolledIdentities(uid: uid, stored: stored)
+        if now != record.enrolment {
+            // A real sensor's set changed behind our back: that is an enrolment change too.
+            record.enrolment = now
+            record.enrolmentGeneration += 1
+            try storage.save(record)
+        }
+        return now
+    }
+
+    private func facts() async throws -> DeviceFacts {
+        DeviceFacts(sensor: sensor?.info.kind ?? .none, enrolled: !(try await identities()).isEmpty, passcodeSet: record.passcode != nil)
+    }
+
+    func domainState(app: String) async throws -> Data? {
+        let ids = try await identities()
+        return DomainStateHash.compute(secret: record.domainSecret, app: app, sensor: sensor?.info.name ?? "",
+                                       generation: record.enrolmentGeneration, identities: ids)
+    }
+
+    // MARK: Queries
+
+    func canEvaluate(policy: PolicyValue, app: String) async throws -> CanEvaluateReply {
+        let f = try await facts()
+        let problem = Preflight.check(policy, facts: f, ledger: record.ledger, wall: clock.wall())
+        let state = problem == nil && policy == .deviceOwnerAuthenticationWithBiometrics ? try await domainState(app: app) : nil
+        return CanEvaluateReply(biometryType: f.sensor, error: problem?.0, message: problem?.1, domainState: state)
+    }
+
+    func status(app: String) async throws -> UserStatus {
+        let ids = try await identities()
+        let now = clock.monotonic()
+        var retryAfter: Double?
+        var disabled = false
+        switch record.ledger.passcodeGate(now: now) {
+        case .open: break
+        case .wait(let s): retryAfter = s
+        case .disabled: disabled = true
+        }
+        return UserStatus(
+            uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolled: ids, passcodeSet: record.passcode != nil,
+            biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
+            passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
+            queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled)
+    }
+
+    // MARK: Passcode and enrolment
+
+    /// Checks the passcode outside an evaluation (changing it, enrolment). Counts like any attempt.
+    private func requirePasscode(_ passcode: String) throws {
+        guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
+        let now = clock.monotonic()
+        switch record.ledger.passcodeGate(now: now) {
+        case .wait(let s): throw Failure(.passcodeRetryLater, "passcode entry is delayed; try again in \(Int(s.rounded(.up))) s", retryAfter: s)
+        case .disabled: throw Failure(.passcodeDisabled, "passcode entry is disabled until an administrator resets it")
+        case .open: break
+        }
+        let attempt = try verifier.derive(passcode)
+        if verifier.matches(attempt) {
+            record.ledger.recordPasscodeSuccess(wall: clock.wall())
+            try storage.save(record)
+            return
+        }
+        record.ledger.recordPasscodeFailure(attempt: attempt, now: now)
+        try storage.save(record)
+        var retryAfter: Double?
+        if case .wait(let s) = record.ledger.passcodeGate(now: now) { retryAfter = s }
+        throw Failure(.passcodeIncorrect, "the passcode is not correct", retryAfter: retryAfter)
+    }
+
+    func setPasscode(current: String?, new: String) throws {
+        do { try PasscodeVerifier.validate(new) } catch { throw Failure(.invalidParameter, "\(error)") }
+        if record.passcode != nil {
+            guard let current else { throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode") }
+            try requirePasscode(current)
+        }
+        record.passcode = try PasscodeVerifier.make(passcode: new, cost: config.passcodeCost)
+        record.ledger.passcodeChanged(wall: clock.wall())
+        try storage.save(record)
+    }
+
+    /// Removing the passcode also removes every enrolled identity (behavior.md §4).
+    func removePasscode(current: String) async throws {
+        try requirePasscode(current)
+        if let sensor, !record.enrolment.isEmpty {
+            record.enrolment = try await sensor.unenrollAll(uid: uid, stored: record.enrolment)
+            record.enrolmentGeneration += 1
+        }
+        record.passcode = nil
+        record.ledger.passcodeRemoved()
+        try storage.save(record)
+    }
+
+    func enroll(passcode: String, name: String) async throws {
+        guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor to enrol on") }
+        try Self.validateIdentityName(name)
+        try requirePasscode(passcode)
+        record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment)
+        record.enrolmentGeneration += 1
+        try storage.save(record)
+    }
+
+    func unenroll(passcode: String, name: String) async throws {
+        guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor") }
+        try requirePasscode(passcode)
+        record.enrolment = try await sensor.unenroll(uid: uid, name: name, stored: record.enrolment)
+        record.enrolmentGeneration += 1
+        try storage.save(record)
+    }
+
+    static func validateIdentityName(_ name: String) throws {
+        guard !name.isEmpty, name.utf8.count <= 64,
+              name.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "-_. ".unicodeScalars.contains($0) })
+        else { throw Failure(.invalidParameter, "an identity name has 1 to 64 letters, digits, spaces, '-', '_' or '.'") }
+    }
+
+    // MARK: Administration
+
+    func resetPasscodeLockout() throws {
+        record.ledger.administratorReset()
+        try storage.save(record)
+    }
+
+    func remoteLock() throws {
+        record.ledger.remoteLock()
+        try storage.save(record)
+    }
+
+    // MARK: The scripted person
+
+    func simulate(_ events: [SimulatedEvent]) throws {
+        guard config.simulationEnabled else { throw Failure(.simulationDisabled, "this daemon does not accept simulated events") }
+        guard queue.count + events.count <= WireLimits.maxQueuedEvents else {
+            throw Failure(.invalidParameter, "at most \(WireLimits.maxQueuedEvents) events may wait in the queue")
+        }
+        for e in events where e.kind == .passcode {
+            guard let p = e.passcode, !p.isEmpty, p.utf8.count <= WireLimits.maxPasscodeBytes else {
+                throw Failure(.invalidParameter, "a passcode event needs a passcode of 1 to \(WireLimits.maxPasscodeBytes) bytes")
+            }
+        }
+        queue.append(contentsOf: events)
+        activeInputs?.yield(.simulatedAvailable)
+    }
+
+    func clearSimulated() { queue.removeAll() }
+
+    // MARK: Evaluation
+
+    func evaluate(policy: PolicyValue, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
+                  inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
+                  show: @escaping @Sendable (PromptScreen) async -> Void) async -> EvaluationReport {
+        let kind = sensor?.info.kind ?? .none
+        func configuration() async throws -> EvaluationMachine.Configuration {
+            EvaluationMachine.Configuration(
+                policy: policy, facts: try await facts(), app: app, reason: options.reason, cancelTitle: options.cancelTitle,
+                fallbackTitle: options.fallbackTitle, reuseDuration: options.reuseDuration,
+                interactionNotAllowed: options.interactionNotAllowed, sensorSimulated: sensor?.info.simulated ?? false,
+                contextAuthorization: authorization, contextLifetime: config.contextLifetime)
+        }
+        func report(_ outcome: EvaluationMachine.Outcome) async -> EvaluationReport {
+            var state: Data?
+            if case .success(let how) = outcome, policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused {
+                state = try? await domainState(app: app)
+            }
+            return EvaluationReport(outcome: outcome, biometryType: kind, domainState: state)
+        }
+        do {
+            var machine = EvaluationMachine(try await configuration())
+            var actions = machine.start(ledger: record.ledger, now: clock.monotonic(), wall: clock.wall())
+            if machine.isFinished, case .finish(let o)? = actions.last { return await report(o) }
+
+            // The prompt is needed: one per user at a time.
+            guard await acquirePrompt(timeout: config.promptQueueTimeout) else {
+                if Task.isCancelled { return await report(.failure(.appCancel, "The client went away.")) }
+                return await report(.failure(.systemCancel, "Another authentication prompt for this user took too long."))
+            }
+            defer { releasePrompt() }
+            // Facts may have changed while waiting: start afresh.
+            machine = EvaluationMachine(try await configuration())
+            actions = machine.start(ledger: record.ledger, now: clock.monotonic(), wall: clock.wall())
+            activeInputs = continuation
+            defer { activeInputs = nil }
+            let timeout = Task { [promptTimeout = config.promptTimeout] in
+                try? await Task.sleep(nanoseconds: UInt64(promptTimeout * 1e9))
+                if !Task.isCancelled { continuation.yield(.machine(.systemCancel("The prompt timed out."))) }
+            }
+            defer { timeout.cancel() }
+            if !queue.isEmpty { continuation.yield(.simulatedAvailable) }
+
+            var capture: Task<Void, Never>?
+            defer { capture?.cancel() }
+
+            func perform(_ actions: [EvaluationMachine.Action]) async -> EvaluationMachine.Outcome? {
+                for action in actions {
+                    switch action {
+                    case .persistLedger:
+                        do { try storage.save(record) } catch {
+                            logger.error("could not save the attempt ledger", metadata: ["uid": "\(uid)", "error": "\(error)"])
+                            return .failure(.systemCancel, "The enclave could not save its state.")
+                        }
+                    case .armSensor:
+                        if let sensor, !sensor.info.simulated {
+                            capture = Task { [uid] in
+                                do { continuation.yield(.sensor(try await sensor.capture(uid: uid))) } catch {
+                                    if !Task.isCancelled { continuation.yield(.sensorFailed("\(error)")) }
+                                }
+                            }
+                        }
+                    case .disarmSensor:
+                        capture?.cancel()
+                        capture = nil
+                    case .show(let screen):
+                        await show(screen)
+                    case .checkPasscode(let passcode):
+                        let result: EvaluationMachine.Input
+                        if let verifier = record.passcode, let attempt = try? verifier.derive(passcode) {
+                            result = .passcodeChecked(correct: verifier.matches(attempt), attempt: attempt)
+                        } else {
+                            result = .systemCancel("The device passcode was removed during the evaluation.")
+                        }
+                        let next = machine.handle(result, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())
+                        if let o = await perform(next) { return o }
+                    case .ignored(let why):
+                        logger.debug("ignored input", metadata: ["uid": "\(uid)", "why": "\(why)"])
+                    case .finish(let o):
+                        return o
+                    }
+                }
+                return nil
+            }
+            func feed(_ input: EvaluationMachine.Input) async -> EvaluationMachine.Outcome? {
+                await perform(machine.handle(input, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall()))
+            }
+
+            var outcome = await perform(actions)
+            if outcome == nil {
+                loop: for await input in inputs {
+                    switch input {
+                    case .machine(let i): outcome = await feed(i)
+                    case .simulatedAvailable:
+                        while outcome == nil, !queue.isEmpty {
+                            outcome = await feed(Self.machineInput(for: queue.removeFirst()))
+                        }
+                    case .sensor(.match): outcome = await feed(.match)
+                    case .sensor(.noMatch): outcome = await feed(.noMatch)
+                    case .sensor(.retryScan(let message)):
+                        logger.info("sensor asks to scan again", metadata: ["uid": "\(uid)", "message": "\(message)"])
+                    case .sensorFailed(let message):
+                        outcome = await feed(.systemCancel("The sensor failed: \(message)"))
+                    }
+                    if outcome != nil { break loop }
+                }
+            }
+            if let outcome { return await report(outcome) }
+            // The input stream ended: the client went away or invalidated the context.
+            _ = machine.handle(.appCancel, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())
+            return await report(.failure(.appCancel, "The client went away."))
+        } catch {
+            logger.error("evaluation failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
+            return EvaluationReport(outcome: .failure(.systemCancel, "The enclave could not evaluate: \(error)"), biometryType: kind, domainState: nil)
+        }
+    }
+
+    static func machineInput(for event: SimulatedEvent) -> EvaluationMachine.Input {
+        switch event.kind {
+        case .match: return .match
+        case .nomatch: return .noMatch
+        case .cancel: return .cancel
+        case .fallback: return .fallback
+        case .retry: return .retry
+        case .passcode: return .passcodeTyped(event.passcode ?? "")
+        }
+    }
+
+    // MARK: One prompt per user
+
+    private func acquirePrompt(timeout: Double) async -> Bool {
+        if !promptBusy {
+            promptBusy = true
+            return true
+        }
+        let id = nextWaiterID
+        nextWaiterID += 1
+        let timer = Task { [weak self] in
+            try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+            await self?.dropWaiter(id)
+        }
+        defer { timer.cancel() }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+                waiters.append((id, c))
+            }
+        } onCancel: {
+            Task { await self.dropWaiter(id) }
+        }
+    }
+
+    private func dropWaiter(_ id: UInt64) {
+        if let i = waiters.firstIndex(where: { $0.id == id }) { waiters.remove(at: i).continuation.resume(returning: false) }
+    }
+
+    private func releasePrompt() {
+        if waiters.isEmpty { promptBusy = false } else { waiters.removeFirst().continuation.resume(returning: true) }
+    }
+}

@@ -1,0 +1,256 @@
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+
+/// A mechanism for evaluating authentication policies and access controls — Apple's `LAContext`,
+/// backed by laenclaved. Every decision is the daemon's; this object carries the app's options
+/// and presents the prompt when the process has a terminal.
+///
+/// Our choices where Apple is silent or the platform differs:
+/// - An empty `localizedReason` fails the evaluation with `authenticationFailed` and a message
+///   naming the parameter (Apple raises an exception).
+/// - When laenclaved cannot be reached, `canEvaluatePolicy` and `evaluatePolicy` fail with
+///   `systemCancel` and a message saying so.
+/// - A context's authorization lives in the daemon and ends with the process, `invalidate()`,
+///   or after the daemon's context lifetime (300 s by default).
+open class LAContext: NSObject, @unchecked Sendable {
+    private let core: ContextCore
+    private let lock = NSLock()
+    private var _localizedFallbackTitle: String?
+    private var _localizedCancelTitle: String?
+    private var _localizedReason = ""
+    private var _reuseDuration: TimeInterval = 0
+    private var _interactionNotAllowed = false
+    private var _biometryType: LABiometryType = .none
+    private var _evaluatedPolicyDomainState: Data?
+    private var _maxBiometryFailures: NSNumber?
+
+    public override init() {
+        core = ContextCore(endpoint: EnclaveEndpoint.resolve())
+        super.init()
+    }
+
+    deinit { core.invalidate() }
+
+    // MARK: Properties
+
+    /// Title of the fallback button; nil shows the default ("Enter Password"), "" hides the button.
+    open var localizedFallbackTitle: String? {
+        get { lock.withLock { _localizedFallbackTitle } }
+        set { lock.withLock { _localizedFallbackTitle = newValue } }
+    }
+
+    /// Title of the cancel button; nil or "" shows "Cancel".
+    open var localizedCancelTitle: String? {
+        get { lock.withLock { _localizedCancelTitle } }
+        set { lock.withLock { _localizedCancelTitle = newValue } }
+    }
+
+    /// The reason used when an operation gives none (keychain calls given this context).
+    open var localizedReason: String {
+        get { lock.withLock { _localizedReason } }
+        set { lock.withLock { _localizedReason = newValue } }
+    }
+
+    /// Seconds after a successful biometric match during which a biometric evaluation succeeds
+    /// without a prompt. 0 (the default) disables reuse; values above 300 act as 300. Our choice:
+    /// any successful match through the daemon counts, as Apple counts a device unlock.
+    open var touchIDAuthenticationAllowableReuseDuration: TimeInterval {
+        get { lock.withLock { _reuseDuration } }
+        set { lock.withLock { _reuseDuration = newValue } }
+    }
+
+    /// When true, an evaluation that would need a prompt fails at once with `notInteractive`.
+    open var interactionNotAllowed: Bool {
+        get { lock.withLock { _interactionNotAllowed } }
+        set { lock.withLock { _interactionNotAllowed = newValue } }
+    }
+
+    /// Deprecated by Apple; setting it has no effect.
+    @available(*, deprecated, message: "No longer supported")
+    open var maxBiometryFailures: NSNumber? {
+        get { lock.withLock { _maxBiometryFailures } }
+        set { lock.withLock { _maxBiometryFailures = newValue } }
+    }
+
+    /// The sensor type; `.none` until `canEvaluatePolicy` has been called, as on Apple platforms.
+    open var biometryType: LABiometryType { lock.withLock { _biometryType } }
+
+    /// Set by a successful biometric `canEvaluatePolicy` or a successful biometric evaluation.
+    @available(*, deprecated, message: "Use domainState.biometry.stateHash")
+    open var evaluatedPolicyDomainState: Data? { lock.withLock { _evaluatedPolicyDomainState } }
+
+    /// The current domain state for this app, read from the daemon.
+    open var domainState: LADomainState {
+        guard let connection = try? core.connection(),
+              case .domainState(let reply)? = try? connection.request(.domainState(context: core.id))
+        else { return LADomainState(biometry: LADomainStateBiometry(biometryType: .none, stateHash: nil)) }
+        return LADomainState(biometry: LADomainStateBiometry(biometryType: LABiometryType(rawValue: reply.biometryType.rawValue) ?? .none, stateHash: reply.stateHash))
+    }
+
+    // MARK: Policies
+
+    /// Whether `policy` can be evaluated now. Does not throw: the reason comes back through `error`.
+    open func canEvaluatePolicy(_ policy: LAPolicy, error: NSErrorPointer) -> Bool {
+        func fail(_ e: LAError) -> Bool {
+            error?.pointee = e.nsError
+            return false
+        }
+        if core.isInvalidated { return fail(LAError(.invalidContext)) }
+        let reply: CanEvaluateReply
+        do {
+            let connection = try core.connection()
+            switch try connection.request(.canEvaluate(context: core.id, policy: policy.rawValue)) {
+            case .canEvaluate(let r): reply = r
+            case .failure(let f): return fail(LAError(.systemCancel, message: f.message))
+            case let other: return fail(LAError(.systemCancel, message: "unexpected reply \(other)"))
+            }
+        } catch {
+            return fail(LAError(.systemCancel, message: "\(error)"))
+        }
+        lock.withLock {
+            _biometryType = LABiometryType(rawValue: reply.biometryType.rawValue) ?? .none
+            if reply.error == nil, policy == .deviceOwnerAuthenticationWithBiometrics { _evaluatedPolicyDomainState = reply.domainState }
+        }
+        if let code = reply.error { return fail(LAError(LAError.Code(rawValue: code.rawValue) ?? .systemCancel, message: reply.message)) }
+        return true
+    }
+
+    /// Evaluates `policy`, showing the prompt with `localizedReason`. `reply` runs on a private queue.
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String, reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+        let options: EvaluationOptions = lock.withLock {
+            EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
+                              reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)
+        }
+        core.evaluate(policy: policy.rawValue, options: options) { [weak self] success, error, domainState in
+            if success, let domainState { self?.lock.withLock { self?._evaluatedPolicyDomainState = domainState } }
+            reply(success, error)
+        }
+    }
+
+    /// Evaluates `policy`; returns true or throws an `LAError`.
+    @discardableResult
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+            evaluatePolicy(policy, localizedReason: localizedReason) { success, error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
+            }
+        }
+    }
+
+    /// Ends a running evaluation with `appCancel`; every later call fails with `invalidContext`.
+    open func invalidate() { core.invalidate() }
+
+    // MARK: Credentials
+
+    private var credentials: [LACredentialType: Data] = [:]
+
+    /// Binds an app-provided credential (the application password of keychain items). Our choice:
+    /// it stays in this process until used by a keychain call; nil removes it.
+    @discardableResult
+    open func setCredential(_ credential: Data?, type: LACredentialType) -> Bool {
+        if core.isInvalidated { return false }
+        lock.withLock { credentials[type] = credential }
+        return true
+    }
+
+    open func isCredentialSet(_ type: LACredentialType) -> Bool {
+        lock.withLock { credentials[type] != nil }
+    }
+}
+
+/// The part of a context that a running evaluation holds on to, so that releasing the
+/// `LAContext` can cancel it.
+final class ContextCore: @unchecked Sendable {
+    let id = UUID().uuidString
+    let endpoint: EnclaveEndpoint
+    private let lock = NSLock()
+    private var invalidated = false
+    private var bound: EnclaveConnection?
+    private var running: Running?
+    private let replyQueue = DispatchQueue(label: "LocalAuthentication.LAContext.reply")
+
+    private struct Running {
+        var finish: @Sendable (Bool, (any Error)?, Data?) -> Void
+        var presenter: TerminalPresenter?
+    }
+
+    init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
+
+    var isInvalidated: Bool { lock.withLock { invalidated } }
+
+    /// The connection this context lives on. A context never moves to a new connection: its
+    /// daemon-side state (authorization) went away with the old one.
+    func connection() throws -> EnclaveConnection {
+        if let c = lock.withLock({ bound }) {
+            guard !c.closed else { throw EnclaveClientError.connectionLost }
+            return c
+        }
+        let c = try EnclaveConnections.shared(for: endpoint)
+        lock.withLock { if bound == nil { bound = c } }
+        return lock.withLock { bound! }
+    }
+
+    func evaluate(policy: Int, options: EvaluationOptions, completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
+        let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void = { [replyQueue] s, e, d in replyQueue.async { completion(s, e, d) } }
+        guard !options.reason.isEmpty else {
+            return deliver(false, LAError(.authenticationFailed, message: "localizedReason must be a non-empty string"), nil)
+        }
+        if isInvalidated { return deliver(false, LAError(.invalidContext), nil) }
+        let connection: EnclaveConnection
+        do { connection = try self.connection() } catch {
+            return deliver(false, LAError(.systemCancel, message: "\(error)"), nil)
+        }
+        let presenter = options.interactionNotAllowed || endpoint.headless ? nil : TerminalPresenter.open()
+        var options = options
+        options.clientPresents = presenter != nil
+        let started: Bool = lock.withLock {
+            guard !invalidated, running == nil else { return false }
+            running = Running(finish: deliver, presenter: presenter)
+            return true
+        }
+        guard started else {
+            presenter?.close()
+            return deliver(false, isInvalidated ? LAError(.invalidContext) : LAError(.systemCancel, message: "An evaluation is already running on this context."), nil)
+        }
+        let id = self.id
+        presenter?.onAction = { action, passcode in
+            switch action {
+            case .simulated(let event): connection.send(.simulate(events: [event])) { _ in }
+            case .prompt(let a): connection.send(.promptInput(context: id, action: a, passcode: passcode)) { _ in }
+            }
+        }
+        connection.send(.evaluate(context: id, policy: policy, options: options), onEvent: { reply in
+            if case .prompt(let screen) = reply { presenter?.show(screen) }
+        }, completion: { [weak self] result in
+            let outcome: (Bool, (any Error)?, Data?)
+            switch result {
+            case .success(.evaluated(let r)):
+                if r.success { outcome = (true, nil, r.domainState) } else {
+                    outcome = (false, LAError(LAError.Code(rawValue: r.error?.rawValue ?? -4) ?? .systemCancel, message: r.message), nil)
+                }
+            case .success(.failure(let f)): outcome = (false, LAError(.systemCancel, message: f.message), nil)
+            case .success(let other): outcome = (false, LAError(.systemCancel, message: "unexpected reply \(other)"), nil)
+            case .failure(let e): outcome = (false, LAError(.systemCancel, message: "\(e)"), nil)
+            }
+            self?.complete(outcome)
+            if self == nil { presenter?.close(); deliver(outcome.0, outcome.1, outcome.2) }
+        })
+    }
+
+    private func complete(_ outcome: (Bool, (any Error)?, Data?)) {
+        guard let r = lock.withLock({ () -> Running? in defer { running = nil }; return running }) else { return }
+        r.presenter?.close(result: outcome.1 == nil ? nil : "\(outcome.1!.localizedDescription)")
+        r.finish(outcome.0, outcome.1, outcome.2)
+    }
+
+    func invalidate() {
+        let (connection, wasInvalid) = lock.withLock { () -> (EnclaveConnection?, Bool) in
+            defer { invalidated = true }
+            return (bound, invalidated)
+        }
+        guard !wasInvalid else { return }
+        // The daemon ends a running evaluation with appCancel and forgets the authorization.
+        connection?.send(.invalidate(context: id)) { _ in }
+    }
+}

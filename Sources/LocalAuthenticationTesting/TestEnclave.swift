@@ -1,0 +1,189 @@
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@_exported import enum EnclaveProtocol.BiometryKind
+@_exported import struct EnclaveProtocol.SimulatedEvent
+@_exported import struct EnclaveProtocol.UserStatus
+@_exported import struct EnclaveClient.EnclaveEndpoint
+@_exported import enum EnclaveProtocol.Request
+@_exported import enum EnclaveProtocol.Reply
+
+/// An isolated laenclaved for tests: its own temporary socket and state, a simulated sensor, a
+/// passcode and enrolled identities, and a script of touches. Code under test uses the real
+/// `LAContext` against the real rules — no protocol to mock.
+///
+/// ```swift
+/// let enclave = try TestEnclave()
+/// try enclave.queue(.match)
+/// try await enclave.run {
+///     let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Unlock")
+/// }
+/// ```
+public final class TestEnclave: @unchecked Sendable {
+    public enum Sensor: String, Sendable { case touchID = "touchid", faceID = "faceid", none }
+
+    public struct Configuration: Sendable {
+        public var sensor: Sensor = .touchID
+        /// The device passcode to set at start; nil leaves none.
+        public var passcode: String? = "1234"
+        /// Identities to enrol at start (needs a passcode).
+        public var enrolled: [String] = ["right-index-finger"]
+        /// Test daemons use scrypt's minimum cost so tests stay fast (production default: 15).
+        public var passcodeCost = 10
+        public var promptTimeout: Double = 60
+        public var promptQueueTimeout: Double = 30
+        public var contextLifetime: Double = 300
+        /// Run the daemon in system mode (needs root to be meaningful: other users may connect).
+        public var systemMode = false
+        /// The laenclaved binary; default: `$LAENCLAVED_PATH`, beside this executable, or on PATH.
+        public var daemonPath: String?
+        public var extraArguments: [String] = []
+        public init() {}
+    }
+
+    public let configuration: Configuration
+    public let directory: String
+    public let socketPath: String
+    public let stateDirectory: String
+    public let logPath: String
+    private let lock = NSLock()
+    private var pid: pid_t = 0
+    private var control: EnclaveConnection?
+
+    /// The endpoint `LAContext`s created inside `run` use: this daemon, headless prompts.
+    public var endpoint: EnclaveEndpoint { EnclaveEndpoint(socketPath: socketPath, autostart: false, headless: true) }
+
+    public var processID: pid_t { lock.withLock { pid } }
+
+    public init(_ configuration: Configuration = Configuration()) throws {
+        self.configuration = configuration
+        var template = Array("/tmp/la-test-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw EnclaveClientError.unreachable("cannot create a temporary directory") }
+        directory = String(cString: made)
+        chmod(directory, 0o755)
+        socketPath = directory + "/run/socket"
+        stateDirectory = directory + "/state"
+        logPath = directory + "/laenclaved.log"
+        try start()
+        if let passcode = configuration.passcode {
+            try setPasscode(passcode)
+            for name in configuration.enrolled { try enroll(name) }
+        }
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: Process control
+
+    public func start() throws {
+        guard let daemon = configuration.daemonPath ?? DaemonLauncher.daemonExecutable() else {
+            throw EnclaveClientError.unreachable("laenclaved not found; build it (swift build) or set \(EnclavePaths.daemonEnvironmentKey)")
+        }
+        var args = [configuration.systemMode ? "--system" : "--user", "--socket", socketPath, "--state-dir", stateDirectory,
+                    "--simulated-sensor", configuration.sensor.rawValue, "--passcode-cost", String(configuration.passcodeCost),
+                    "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout", String(configuration.promptQueueTimeout),
+                    "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug"]
+        if configuration.systemMode { args.append("--allow-simulation") }
+        args += configuration.extraArguments
+        let child = try DaemonLauncher.spawn(daemon, args)
+        lock.withLock { pid = child; control = nil }
+        let deadline = Date().addingTimeInterval(20)
+        while Date() < deadline {
+            if let c = try? EnclaveConnection(socketPath: socketPath) {
+                lock.withLock { control = c }
+                return
+            }
+            var status: Int32 = 0
+            if waitpid(child, &status, WNOHANG) == child {
+                lock.withLock { pid = 0 }
+                throw EnclaveClientError.unreachable("laenclaved exited during start; log: \(logPath)")
+            }
+            usleep(20_000)
+        }
+        throw EnclaveClientError.unreachable("laenclaved did not open \(socketPath) within 20 s; log: \(logPath)")
+    }
+
+    /// SIGTERM (graceful) and wait.
+    public func stop() { signalAndWait(SIGTERM) }
+
+    /// SIGKILL: the daemon dies at whatever instant it is in.
+    public func kill() { signalAndWait(SIGKILL) }
+
+    public func restart() throws {
+        stop()
+        try start()
+    }
+
+    private func signalAndWait(_ signal: Int32) {
+        let (child, c) = lock.withLock { () -> (pid_t, EnclaveConnection?) in
+            defer { pid = 0; control = nil }
+            return (pid, control)
+        }
+        c?.close()
+        guard child > 0 else { return }
+        Glibc.kill(child, signal)
+        var status: Int32 = 0
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+    }
+
+    // MARK: Binding LAContext
+
+    /// Runs `body` with every `LAContext` created inside it bound to this daemon.
+    public func run<T>(_ body: () async throws -> T) async rethrows -> T {
+        try await EnclaveEndpoint.$override.withValue(endpoint) { try await body() }
+    }
+
+    /// Synchronous form of `run`.
+    public func run<T>(_ body: () throws -> T) rethrows -> T {
+        try EnclaveEndpoint.$override.withValue(endpoint) { try body() }
+    }
+
+    // MARK: The scripted person and the device
+
+    public func connection() throws -> EnclaveConnection {
+        if let c = lock.withLock({ control }), !c.closed { return c }
+        let c = try EnclaveConnection(socketPath: socketPath)
+        lock.withLock { control = c }
+        return c
+    }
+
+    @discardableResult
+    public func send(_ request: Request) throws -> Reply {
+        let reply = try connection().request(request)
+        if case .failure(let f) = reply { throw EnclaveClientError.failure(f) }
+        return reply
+    }
+
+    /// Queues what the person will do, in order: touches, buttons, a typed passcode.
+    public func queue(_ events: SimulatedEvent...) throws { try queue(events) }
+    public func queue(_ events: [SimulatedEvent]) throws { try send(.simulate(events: events)) }
+    public func clearQueue() throws { try send(.clearSimulated) }
+
+    public func enroll(_ name: String, passcode: String? = nil) throws {
+        try send(.enroll(passcode: passcode ?? configuration.passcode ?? "", name: name))
+    }
+
+    public func unenroll(_ name: String, passcode: String? = nil) throws {
+        try send(.unenroll(passcode: passcode ?? configuration.passcode ?? "", name: name))
+    }
+
+    public func setPasscode(_ new: String, current: String? = nil) throws { try send(.setPasscode(current: current, new: new)) }
+    public func removePasscode(current: String) throws { try send(.removePasscode(current: current)) }
+    public func remoteLock() throws { try send(.remoteLock(uid: nil)) }
+    public func resetPasscodeLockout() throws { try send(.resetPasscodeLockout(uid: nil)) }
+
+    public func status() throws -> UserStatus {
+        guard case .status(let s) = try send(.status) else { throw EnclaveClientError.protocolError("status") }
+        return s
+    }
+
+    /// The daemon's log so far (for failure messages).
+    public func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+}

@@ -1,0 +1,116 @@
+import ArgumentParser
+import EnclaveProtocol
+import EnclaveServer
+import Foundation
+import Logging
+import ServiceLifecycle
+
+@main
+struct LAEnclaved: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "laenclaved",
+        abstract: "The enclave daemon: owns sensors, enrolment, the device passcode and the failure counters.",
+        discussion: """
+            User mode (the default) serves only the user who runs it: socket under $XDG_RUNTIME_DIR, state \
+            under $XDG_DATA_HOME. The client library starts it on first use. System mode serves every user of \
+            the machine: socket in /run/laenclaved, state in /var/lib/laenclaved (run it as root or its own user).
+            """)
+
+    enum SensorChoice: String, ExpressibleByArgument, CaseIterable {
+        case touchid, faceid, none
+    }
+
+    @Flag(help: "Serve every user of the machine (default: only the invoking user).")
+    var system = false
+
+    @Flag(name: .customLong("user"), help: "Serve only the invoking user (the default).")
+    var userMode = false
+
+    @Option(help: "Socket path.")
+    var socket: String?
+
+    @Option(name: .customLong("state-dir"), help: "State directory (created 0700).")
+    var stateDirectory: String?
+
+    @Option(name: .customLong("simulated-sensor"), help: "Simulated biometric sensor: touchid, faceid or none. Default: touchid in user mode, none in system mode.")
+    var simulatedSensor: SensorChoice?
+
+    @Flag(name: .customLong("allow-simulation"), help: "Accept simulated events (scripted touches, typed passcodes). Always on in user mode unless --no-simulation.")
+    var allowSimulation = false
+
+    @Flag(name: .customLong("no-simulation"), help: "Refuse simulated events.")
+    var noSimulation = false
+
+    @Option(name: .customLong("passcode-cost"), help: "scrypt cost (log2 N) for new passcode verifiers (10…20).")
+    var passcodeCost: Int = 15
+
+    @Option(name: .customLong("prompt-timeout"), help: "Seconds a prompt may stay open before it ends with systemCancel.")
+    var promptTimeout: Double = 300
+
+    @Option(name: .customLong("prompt-queue-timeout"), help: "Seconds a second evaluation waits for the user's prompt.")
+    var promptQueueTimeout: Double = 30
+
+    @Option(name: .customLong("context-lifetime"), help: "Seconds an evaluated LAContext stays authorized.")
+    var contextLifetime: Double = 300
+
+    @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
+    var logFile: String?
+
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        if system && userMode { throw ValidationError("--system and --user exclude each other") }
+        if !(10...20).contains(passcodeCost) { throw ValidationError("--passcode-cost must be between 10 and 20") }
+        if allowSimulation && noSimulation { throw ValidationError("--allow-simulation and --no-simulation exclude each other") }
+        for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime)]
+            where !(value.isFinite && value > 0) {
+            throw ValidationError("\(name) must be a positive number of seconds")
+        }
+    }
+
+    func run() async throws {
+        let mode: DaemonMode = system ? .system : .user
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        if let logFile {
+            let fd = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            if fd >= 0 { dup2(fd, STDERR_FILENO); close(fd) }
+        }
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let logger = Logger(label: "laenclaved")
+        let sensorChoice = simulatedSensor ?? (mode == .user ? .touchid : SensorChoice.none)
+        let kind: BiometryKind? = switch sensorChoice {
+        case .touchid: .touchID
+        case .faceid: .faceID
+        case .none: nil
+        }
+        var config = DaemonConfiguration(
+            mode: mode,
+            socketPath: socket ?? (mode == .system ? EnclavePaths.systemSocket : EnclavePaths.userSocket()),
+            stateDirectory: stateDirectory ?? (mode == .system ? EnclavePaths.systemStateDirectory : EnclavePaths.userStateDirectory()),
+            simulatedSensor: kind,
+            simulationEnabled: noSimulation ? false : (mode == .user || allowSimulation))
+        config.passcodeCost = passcodeCost
+        config.promptTimeout = promptTimeout
+        config.promptQueueTimeout = promptQueueTimeout
+        config.contextLifetime = contextLifetime
+        if mode == .system && kind != nil {
+            logger.warning("SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks")
+        }
+        let daemon: EnclaveDaemon
+        do { daemon = try EnclaveDaemon(config: config, logger: logger) } catch let e as EnclaveDaemon.StartError {
+            if case .alreadyRunning = e {
+                logger.notice("\(e.description); exiting")
+                return
+            }
+            throw e
+        }
+        let service = EnclaveService(daemon: daemon, logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

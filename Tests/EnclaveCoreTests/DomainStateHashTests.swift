@@ -1,0 +1,59 @@
+import EnclaveCore
+import Foundation
+import XCTest
+
+final class DomainStateHashTests: XCTestCase {
+    let secret = Data(repeating: 0x42, count: 32)
+
+    private func hash(app: String = "/usr/bin/a", sensor: String = "touchID", generation: UInt64 = 1,
+                      identities: [String] = ["right thumb"], secret: Data? = nil) -> Data? {
+        DomainStateHash.compute(secret: secret ?? self.secret, app: app, sensor: sensor, generation: generation, identities: identities)
+    }
+
+    func testNilWhenNothingEnrolled() {
+        XCTAssertNil(hash(identities: []))
+        XCTAssertNil(hash(generation: 7, identities: []))
+    }
+
+    func testNonNilWhenEnrolled() {
+        XCTAssertEqual(hash()?.count, 32)
+    }
+
+    func testStableWhenNothingChanges() {
+        XCTAssertEqual(hash(), hash())
+        XCTAssertEqual(hash(identities: ["a", "b"]), hash(identities: ["b", "a"]), "enrolment order does not matter")
+    }
+
+    func testDiffersPerApp() {
+        XCTAssertNotEqual(hash(app: "/usr/bin/a"), hash(app: "/usr/bin/b"))
+    }
+
+    func testDiffersPerUserSecret() {
+        XCTAssertNotEqual(hash(), hash(secret: Data(repeating: 0x43, count: 32)))
+    }
+
+    func testChangesWithEnrolment() {
+        XCTAssertNotEqual(hash(generation: 1, identities: ["thumb"]), hash(generation: 2, identities: ["thumb", "index"]))
+    }
+
+    func testAddThenRemoveYieldsNewValue() {
+        let original = hash(generation: 1, identities: ["thumb"])
+        let added = hash(generation: 2, identities: ["thumb", "index"])
+        let removed = hash(generation: 3, identities: ["thumb"])
+        XCTAssertNotNil(removed)
+        XCTAssertNotEqual(removed, original, "enrolment history counts, not only the current set")
+        XCTAssertNotEqual(removed, added)
+    }
+
+    func testFieldBoundariesAreUnambiguous() {
+        // Length-prefixing: moving characters between fields must change the value.
+        XCTAssertNotEqual(hash(app: "ab", identities: ["c"]), hash(app: "a", identities: ["bc"]))
+        XCTAssertNotEqual(hash(identities: ["ab"]), hash(identities: ["a", "b"]))
+    }
+
+    func testNewSecretsAreRandom() {
+        let a = DomainStateHash.newSecret(), b = DomainStateHash.newSecret()
+        XCTAssertEqual(a.count, 32)
+        XCTAssertNotEqual(a, b)
+    }
+}
