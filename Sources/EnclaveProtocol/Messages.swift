@@ -99,7 +99,7 @@ private struct Args: Codable {
     var uid: UInt32?
 }
 
-private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args }
+private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args? }
 
 extension RequestEnvelope {
     public func encoded() -> [UInt8] {
@@ -132,7 +132,7 @@ extension RequestEnvelope {
             throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op.prefix(64))\"")
         }
         let a: Args
-        do { a = try JSONDecoder().decode(WireRequest.self, from: data).args } catch {
+        do { a = try JSONDecoder().decode(WireRequest.self, from: data).args ?? Args() } catch {
             throw RequestDecodingError(kind: .invalidArguments, id: header.id, detail: "arguments of \(header.op) are malformed: \(Self.describe(error))")
         }
         func need<T>(_ v: T?, _ name: String) throws -> T {

@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct LACtl: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lactl",
+        abstract: "Control laenclaved: status, passcode, enrolment, simulated touches, authentication, audit.",
+        subcommands: [Status.self, Passcode.self, Enroll.self, Unenroll.self, Simulate.self, Authenticate.self,
+                      Audit.self, Admin.self, Demo.self])
+}

@@ -1,0 +1,30 @@
+import ArgumentParser
+import EnclaveProtocol
+import Foundation
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Show the sensor, enrolment, lockout, counters, delays and domain state of the calling user.")
+
+    @OptionGroup var client: ClientOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() throws {
+        guard case .status(let s) = try client.call(.status) else { throw ExitCode.failure }
+        if json { return printJSON(s) }
+        print("user          uid \(s.uid), \(s.mode.rawValue)-mode daemon")
+        if let sensor = s.sensor {
+            print("sensor        \(sensor.name)\(sensor.simulated ? "  ⚠ SIMULATED: touches can be scripted" : "")")
+        } else {
+            print("sensor        none")
+        }
+        print("enrolled      \(s.enrolled.isEmpty ? "nothing" : s.enrolled.joined(separator: ", "))")
+        print("passcode      \(s.passcodeSet ? "set" : "not set")")
+        print("biometry      \(s.biometryLockout.map { "LOCKED (\($0)) — enter the passcode to unlock" } ?? "available"), \(s.biometricFailures) consecutive failed match(es)")
+        var passcode = "\(s.passcodeFailures) consecutive failure(s)"
+        if s.passcodeDisabled { passcode += ", DISABLED until an administrator resets it" }
+        if let after = s.passcodeRetryAfter { passcode += ", next attempt in \(describeSeconds(after))" }
+        print("passcode try  \(passcode)")
+        print("domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(s.app))")
+        if s.simulationEnabled { print("simulation    enabled, \(s.queuedEvents) event(s) queued") }
+    }
+}
