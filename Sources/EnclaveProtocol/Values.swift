@@ -160,15 +160,17 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// The calling app's domain-state hash; nil when nothing is enrolled.
     public var domainState: Data?
     public var simulationEnabled: Bool
+    /// Whether an authentication prompt is open for this user now.
+    public var promptOpen: Bool
 
     public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolled: [String], passcodeSet: Bool,
                 biometricFailures: Int, biometryLockout: String?, passcodeFailures: Int, passcodeRetryAfter: Double?,
-                passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool) {
+                passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool, promptOpen: Bool = false) {
         self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolled = enrolled
         self.passcodeSet = passcodeSet; self.biometricFailures = biometricFailures; self.biometryLockout = biometryLockout
         self.passcodeFailures = passcodeFailures; self.passcodeRetryAfter = passcodeRetryAfter
         self.passcodeDisabled = passcodeDisabled; self.queuedEvents = queuedEvents; self.domainState = domainState
-        self.simulationEnabled = simulationEnabled
+        self.simulationEnabled = simulationEnabled; self.promptOpen = promptOpen
     }
 }
 

@@ -91,7 +91,8 @@ actor UserSession {
             uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolled: ids, passcodeSet: record.passcode != nil,
             biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
             passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
-            queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled)
+            queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
+            promptOpen: activeInputs != nil)
     }
 
     // MARK: Passcode and enrolment

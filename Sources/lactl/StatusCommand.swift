@@ -25,6 +25,7 @@ struct Status: ParsableCommand {
         if let after = s.passcodeRetryAfter { passcode += ", next attempt in \(describeSeconds(after))" }
         print("passcode try  \(passcode)")
         print("domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(s.app))")
+        if s.promptOpen { print("prompt        open") }
         if s.simulationEnabled { print("simulation    enabled, \(s.queuedEvents) event(s) queued") }
     }
 }
