@@ -1,0 +1,137 @@
+import EnclaveClient
+import Foundation
+import LocalAuthentication
+import LocalAuthenticationTesting
+import XCTest
+
+/// behavior.md §4: the domain state is per app, follows enrolment history, and enrolment needs
+/// the passcode. The second app is a copy of lactl at another path (app identity = executable path).
+final class DomainStateTests: XCTestCase {
+    private func lactlStatus(_ lactl: String, _ enclave: TestEnclave) throws -> [String: Any] {
+        let out = try runProcess(lactl, ["status", "--json", "--socket", enclave.socketPath])
+        XCTAssertEqual(out.status, 0, out.stderr)
+        return try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as! [String: Any]
+    }
+
+    private func copyOfLactl(named name: String, in enclave: TestEnclave) throws -> String {
+        let path = enclave.directory + "/" + name
+        try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: path)
+        return path
+    }
+
+    func testTwoAppsSeeDifferentDomainStates() throws {
+        let enclave = try TestEnclave()
+        let appA = try copyOfLactl(named: "app-a", in: enclave)
+        let appB = try copyOfLactl(named: "app-b", in: enclave)
+        let a = try lactlStatus(appA, enclave)["domainState"] as? String
+        let b = try lactlStatus(appB, enclave)["domainState"] as? String
+        let aAgain = try lactlStatus(appA, enclave)["domainState"] as? String
+        let mine = enclave.run { LAContext().domainState.biometry.stateHash?.base64EncodedString() }
+        XCTAssertNotNil(a)
+        XCTAssertNotNil(b)
+        XCTAssertNotEqual(a, b, "different apps get different values")
+        XCTAssertNotEqual(a, mine)
+        XCTAssertEqual(a, aAgain, "stable while enrolment is unchanged")
+        XCTAssertEqual(try lactlStatus(appA, enclave)["app"] as? String, appA, "the app identity is the executable's path, from the kernel")
+    }
+
+    func testEveryEnrolmentChangeChangesTheDomainStateIncludingAddThenRemove() throws {
+        let enclave = try TestEnclave()
+        let state = { enclave.run { LAContext().domainState.biometry.stateHash } }
+        let initial = state()
+        XCTAssertNotNil(initial)
+        try enclave.enroll("left-thumb")
+        let added = state()
+        try enclave.unenroll("left-thumb")
+        let removed = state()
+        XCTAssertNotEqual(initial, added)
+        XCTAssertNotEqual(added, removed)
+        XCTAssertNotEqual(initial, removed, "add-then-remove leaves a different value: the hash reflects history")
+        try enclave.unenroll("right-index-finger")
+        XCTAssertNil(state(), "nil when nothing is enrolled")
+    }
+
+    func testEnrolmentNeedsTheRightPasscodeAndAWrongOneCounts() throws {
+        let enclave = try TestEnclave()
+        XCTAssertThrowsError(try enclave.enroll("intruder", passcode: "0000")) { error in
+            guard case .failure(let f)? = error as? EnclaveClientError else { return XCTFail("\(error)") }
+            XCTAssertEqual(f.code, .passcodeIncorrect)
+        }
+        let s = try enclave.status()
+        XCTAssertEqual(s.enrolled, ["right-index-finger"])
+        XCTAssertEqual(s.passcodeFailures, 1, "a wrong passcode at enrolment is a guess like any other")
+    }
+
+    func testRemovingThePasscodeRemovesEnrolment() throws {
+        let enclave = try TestEnclave()
+        try enclave.removePasscode(current: "1234")
+        let s = try enclave.status()
+        XCTAssertFalse(s.passcodeSet)
+        XCTAssertEqual(s.enrolled, [])
+        XCTAssertNil(s.domainState)
+        enclave.run { XCTAssertEqual(canEvaluate(LAContext(), .deviceOwnerAuthentication), .passcodeNotSet) }
+    }
+}
+
+/// lactl as a shell script uses it.
+final class LactlTests: XCTestCase {
+    func testAuthenticateExitStatusAndJSON() throws {
+        let enclave = try TestEnclave()
+        let lactl = productPath("lactl")
+        try enclave.queue(.match)
+        let ok = try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--policy", "biometrics", "--reason", "Deploy", "--json"])
+        XCTAssertEqual(ok.status, 0, ok.stderr)
+        let json = try JSONSerialization.jsonObject(with: Data(ok.stdout.utf8)) as! [String: Any]
+        XCTAssertEqual(json["success"] as? Bool, true)
+
+        try enclave.queue(.cancel)
+        let cancelled = try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--reason", "Deploy", "--json"])
+        XCTAssertEqual(cancelled.status, 12, "10 + |userCancel (-2)|")
+        let j = try JSONSerialization.jsonObject(with: Data(cancelled.stdout.utf8)) as! [String: Any]
+        XCTAssertEqual(j["code"] as? Int, -2)
+        XCTAssertEqual(j["name"] as? String, "userCancel")
+
+        let quiet = try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--reason", "Deploy", "--no-interaction"])
+        XCTAssertEqual(quiet.status, 30, "notInteractive")
+
+        let gone = try runProcess(lactl, ["authenticate", "--socket", enclave.directory + "/nothing", "--reason", "Deploy"])
+        XCTAssertEqual(gone.status, 69, "no daemon")
+    }
+
+    func testPasscodeAndEnrolmentFromStandardInput() throws {
+        let enclave = try TestEnclave(.with { $0.passcode = nil })
+        let lactl = productPath("lactl")
+        let socket = ["--socket", enclave.socketPath]
+        XCTAssertEqual(try runProcess(lactl, ["passcode", "set", "--stdin"] + socket, input: "2468\n").status, 0)
+        XCTAssertEqual(try runProcess(lactl, ["enroll", "right-thumb", "--stdin"] + socket, input: "2468\n").status, 0)
+        let wrong = try runProcess(lactl, ["enroll", "left-thumb", "--stdin"] + socket, input: "1111\n")
+        XCTAssertEqual(wrong.status, 1)
+        XCTAssertTrue(wrong.stderr.contains("not correct"), wrong.stderr)
+        XCTAssertEqual(try runProcess(lactl, ["passcode", "change", "--stdin"] + socket, input: "2468\n1357\n").status, 0)
+        let s = try enclave.status()
+        XCTAssertEqual(s.enrolled, ["right-thumb"])
+        XCTAssertEqual(s.passcodeFailures, 0, "the right passcode clears the failure from the wrong one")
+        let audit = try runProcess(lactl, ["audit", "--json"] + socket)
+        XCTAssertEqual(audit.status, 0)
+        XCTAssertTrue(audit.stdout.contains("passcode.change"), audit.stdout)
+        XCTAssertFalse(audit.stdout.contains("1357") || audit.stdout.contains("2468"), "no secret in the audit log")
+        XCTAssertFalse(enclave.log().contains("1357") || enclave.log().contains("2468"), "no secret in the daemon's log")
+    }
+
+    func testSimulateQueuesEventsAndRejectsUnknownOnes() throws {
+        let enclave = try TestEnclave()
+        let lactl = productPath("lactl")
+        XCTAssertEqual(try runProcess(lactl, ["simulate", "nomatch", "match", "--socket", enclave.socketPath]).status, 0)
+        XCTAssertEqual(try enclave.status().queuedEvents, 2)
+        XCTAssertNotEqual(try runProcess(lactl, ["simulate", "wiggle", "--socket", enclave.socketPath]).status, 0)
+        XCTAssertEqual(try runProcess(lactl, ["simulate", "--clear", "--socket", enclave.socketPath]).status, 0)
+        XCTAssertEqual(try enclave.status().queuedEvents, 0)
+    }
+
+    func testDemoRunsToTheEndWithoutATerminal() throws {
+        let out = try runProcess(productPath("lactl"), ["demo", "--auto"])
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains("LAError.biometryLockout (-8)"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("changed: true"), out.stdout)
+    }
+}
