@@ -1,0 +1,107 @@
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+import LocalAuthentication
+import LocalAuthenticationTesting
+
+/// Measures the daemon through the public API against an isolated daemon process:
+///  1. protocol round trip (a request that touches no storage) — the floor;
+///  2. evaluatePolicy with a queued immediate match, sequential — the full prompt path, including
+///     the durable write of the ledger and the audit entry;
+///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
+///     concurrent client connections.
+/// Usage: la-bench [iterations] [max-clients]
+@main
+struct Bench {
+    static func percentile(_ sorted: [Double], _ p: Double) -> Double {
+        sorted[min(sorted.count - 1, Int((Double(sorted.count) * p).rounded(.down)))]
+    }
+
+    static func micros(_ s: Double) -> String { String(format: "%.0f µs", s * 1e6) }
+
+    static func time(_ body: () throws -> Void) rethrows -> Double {
+        let t = DispatchTime.now().uptimeNanoseconds
+        try body()
+        return Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9
+    }
+
+    static func main() async throws {
+        let args = CommandLine.arguments
+        let iterations = args.count > 1 ? Int(args[1]) ?? 1000 : 1000
+        let maxClients = args.count > 2 ? Int(args[2]) ?? 16 : 16
+        let enclave = try TestEnclave()
+        let control = try enclave.connection()
+        print("la-bench: \(iterations) iterations, up to \(maxClients) concurrent clients, daemon pid \(enclave.processID)")
+        print("")
+        print("| measurement | p50 | p99 | mean | ops/s |")
+        print("|---|---|---|---|---|")
+
+        func row(_ name: String, _ samples: [Double]) {
+            let s = samples.sorted()
+            let mean = s.reduce(0, +) / Double(s.count)
+            print("| \(name) | \(micros(percentile(s, 0.5))) | \(micros(percentile(s, 0.99))) | \(micros(mean)) | \(String(format: "%.0f", 1 / mean)) |")
+        }
+
+        // 1. Floor: one request/response over the socket, no storage.
+        var floor: [Double] = []
+        for _ in 0..<iterations { floor.append(try time { _ = try control.request(.clearSimulated) }) }
+        row("protocol round trip (no storage)", floor)
+
+        // 2. Full prompt path with an immediate match.
+        var full: [Double] = []
+        try await enclave.run {
+            for _ in 0..<iterations {
+                try enclave.queue(.match)
+                let context = LAContext()
+                let t = DispatchTime.now().uptimeNanoseconds
+                _ = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "bench")
+                full.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9)
+            }
+        }
+        row("evaluatePolicy, queued match (prompt + 2 durable writes)", full)
+
+        var canEval: [Double] = []
+        enclave.run {
+            let context = LAContext()
+            for _ in 0..<iterations {
+                canEval.append(time { var e: NSError?; _ = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &e) })
+            }
+        }
+        row("canEvaluatePolicy", canEval)
+
+        // 3. Throughput with concurrent clients, each on its own connection.
+        print("")
+        print("| concurrent clients | canEvaluatePolicy ops/s | evaluatePolicy in reuse window ops/s |")
+        print("|---|---|---|")
+        var clients = 1
+        while clients <= maxClients {
+            let perClient = max(iterations / clients, 50)
+            let connections = try (0..<clients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
+            let canRate = try await throughput(connections, perClient) { c, i in
+                _ = try await c.request(.canEvaluate(context: "bench-\(i)", policy: 1))
+            }
+            let reuseRate = try await throughput(connections, perClient) { c, i in
+                let options = EvaluationOptions(reason: "bench", reuseDuration: 300)
+                guard case .evaluated(let r) = try await c.request(.evaluate(context: "reuse-\(i)-\(UUID().uuidString.prefix(8))", policy: 1, options: options)), r.success
+                else { throw EnclaveClientError.protocolError("reuse evaluation failed") }
+            }
+            print("| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", reuseRate)) |")
+            connections.forEach { $0.close() }
+            clients *= 4
+        }
+        enclave.stop()
+    }
+
+    static func throughput(_ connections: [EnclaveConnection], _ perClient: Int,
+                           _ op: @escaping @Sendable (EnclaveConnection, Int) async throws -> Void) async throws -> Double {
+        let start = DispatchTime.now().uptimeNanoseconds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for c in connections {
+                group.addTask { for i in 0..<perClient { try await op(c, i) } }
+            }
+            try await group.waitForAll()
+        }
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        return Double(connections.count * perClient) / seconds
+    }
+}
