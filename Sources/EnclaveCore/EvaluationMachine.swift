@@ -155,6 +155,7 @@ public struct EvaluationMachine: Sendable {
 
     private mutating func biometricFailure(ledger: inout AttemptLedger, now: MonotonicStamp) -> [Action] {
         failuresThisEvaluation += 1
+        passcodeMessage = nil
         let lockedNow = ledger.recordBiometricFailure()
         var actions: [Action] = [.persistLedger]
         let biometricOnly = configuration.policy == .deviceOwnerAuthenticationWithBiometrics
@@ -227,7 +228,9 @@ public struct EvaluationMachine: Sendable {
             } else {
                 instruction = failuresThisEvaluation == 0 ? "Touch ID: place your finger on the sensor" : "Touch ID: no match. Try Again"
             }
-            if passcodeEntryAllowed { instruction += " — or type the device passcode" }
+            if passcodeEntryAllowed {
+                instruction = passcodeMessage.map { "\($0) — or use \(c.facts.sensor.displayName)" } ?? instruction + " — or type the device passcode"
+            }
         case .faceRetryOffered: instruction = "Face Not Recognized"
         case .faceExhausted: instruction = "Face Not Recognized. Face ID will not be tried again for this request"
         default:

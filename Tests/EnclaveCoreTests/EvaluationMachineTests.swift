@@ -345,6 +345,17 @@ final class EvaluationMachineTests: XCTestCase {
         XCTAssertFalse(h.machine.isFinished)
     }
 
+    func testWrongPasscodeTypedWhileTheSensorIsArmedSaysSoAndKeepsTheSensorArmed() {
+        var h = harness(Fixture.config(.deviceOwnerAuthentication))
+        _ = h.start()
+        let actions = h.typePasscode(correct: false, attempt: Fixture.wrong(1))
+        XCTAssertEqual(actions.first, .persistLedger)
+        XCTAssertEqual(lastScreen(actions)?.instruction, "Wrong passcode. Try again. — or use Touch ID")
+        XCTAssertEqual(lastScreen(actions)?.sensorArmed, true)
+        let next = h.send(.noMatch)
+        XCTAssertEqual(lastScreen(next)?.instruction, "Touch ID: no match. Try Again — or type the device passcode")
+    }
+
     func testSameWrongPasscodeTwiceCountsOnce() {
         var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor))
         _ = h.start()
