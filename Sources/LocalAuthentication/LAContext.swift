@@ -233,8 +233,13 @@ final class ContextCore: @unchecked Sendable {
             case .success(let other): outcome = (false, LAError(.systemCancel, message: "unexpected reply \(other)"), nil)
             case .failure(let e): outcome = (false, LAError(.systemCancel, message: "\(e)"), nil)
             }
-            self?.complete(outcome)
-            if self == nil { presenter?.close(); deliver(outcome.0, outcome.1, outcome.2) }
+            // One strong look at self: the caller may release its context as soon as it is answered.
+            if let core = self {
+                core.complete(outcome)
+            } else {
+                presenter?.close()
+                deliver(outcome.0, outcome.1, outcome.2)
+            }
         })
     }
 

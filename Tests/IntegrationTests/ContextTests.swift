@@ -103,6 +103,18 @@ final class ContextTests: XCTestCase {
         }
     }
 
+    /// Regression: releasing a context right after its reply must not deliver the reply twice.
+    func testManyShortLivedContextsGetExactlyOneReplyEach() async throws {
+        let enclave = try TestEnclave()
+        try await enclave.run {
+            for _ in 0..<300 {
+                try enclave.queue(.match)
+                let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Test")
+                XCTAssertTrue(ok)
+            }
+        }
+    }
+
     func testAContextStillWorksAfterAnotherContextWasInvalidated() async throws {
         let enclave = try TestEnclave()
         try enclave.queue(.match)
