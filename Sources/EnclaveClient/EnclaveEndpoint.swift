@@ -102,6 +102,11 @@ public enum DaemonLauncher {
         for target in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
             posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0)
         }
+        // A daemon must not keep its starter's descriptors (pipes would never see end-of-file).
+        let limit = min(Int32(sysconf(Int32(_SC_OPEN_MAX))), 65536)
+        for fd in 3..<max(limit, 3) where fcntl(fd, F_GETFD) >= 0 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0

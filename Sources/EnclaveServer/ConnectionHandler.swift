@@ -104,6 +104,12 @@ final class ConnectionHandler: @unchecked Sendable {
         if text.utf8.count > WireLimits.maxTextBytes { throw Failure(.invalidParameter, "\(name) is longer than \(WireLimits.maxTextBytes) bytes") }
     }
 
+    /// A passcode longer than the wire limit can never be right: bad input, not a counted attempt.
+    private func checkPasscodeLength(_ passcode: String?, _ name: String) throws {
+        guard let passcode else { return }
+        if passcode.utf8.count > WireLimits.maxPasscodeBytes { throw Failure(.invalidParameter, "\(name) is longer than \(WireLimits.maxPasscodeBytes) bytes") }
+    }
+
     private func audit(_ operation: String, policy: Int? = nil, result: String) {
         do {
             try daemon.storage.appendAudit(AuditEntry(time: Date(), uid: peer.uid, pid: peer.pid, app: peer.app, operation: operation, policy: policy, result: result))
@@ -180,15 +186,20 @@ final class ConnectionHandler: @unchecked Sendable {
         case .status:
             return .status(try await session.status(app: peer.app))
         case .setPasscode(let current, let new):
+            try checkPasscodeLength(current, "current")
+            try checkPasscodeLength(new, "new")
             try await audited(current == nil ? "passcode.set" : "passcode.change") { try await session.setPasscode(current: current, new: new) }
             return .ok
         case .removePasscode(let current):
+            try checkPasscodeLength(current, "current")
             try await audited("passcode.remove") { try await session.removePasscode(current: current) }
             return .ok
         case .enroll(let passcode, let name):
+            try checkPasscodeLength(passcode, "passcode")
             try await audited("enroll") { try await session.enroll(passcode: passcode, name: name) }
             return .ok
         case .unenroll(let passcode, let name):
+            try checkPasscodeLength(passcode, "passcode")
             try await audited("unenroll") { try await session.unenroll(passcode: passcode, name: name) }
             return .ok
         case .simulate(let events):

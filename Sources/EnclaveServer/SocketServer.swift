@@ -30,6 +30,9 @@ public struct EnclaveService: Service {
         chmod(directory, daemon.config.mode == .system ? 0o755 : 0o700)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.backlog, value: 128)
+            // A client that shuts down its write side after its last request still gets the
+            // replies (and the explanation of a truncated frame) before the daemon closes.
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)

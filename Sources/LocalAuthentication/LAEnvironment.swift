@@ -12,19 +12,32 @@ public final class LAEnvironment: NSObject, @unchecked Sendable {
     public typealias Mechanism = LAEnvironmentMechanism
     public typealias Observer = LAEnvironmentObserver
 
-    public static let currentUser = LAEnvironment(endpoint: nil)
+    /// The environment of the user running this process, on the daemon this process talks to
+    /// (bound where it is first obtained, so observers keep polling the same daemon).
+    public static var currentUser: LAEnvironment {
+        let endpoint = EnclaveEndpoint.resolve()
+        return instancesLock.withLock {
+            if let e = instances[endpoint.socketPath] { return e }
+            let e = LAEnvironment(endpoint: endpoint)
+            instances[endpoint.socketPath] = e
+            return e
+        }
+    }
 
-    private let endpoint: EnclaveEndpoint?
+    private static let instancesLock = NSLock()
+    nonisolated(unsafe) private static var instances: [String: LAEnvironment] = [:]
+
+    private let endpoint: EnclaveEndpoint
     private let lock = NSLock()
     private var observers: [WeakObserver] = []
     private var timer: DispatchSourceTimer?
     private var lastState: LAEnvironmentState?
     private let queue = DispatchQueue(label: "LocalAuthentication.LAEnvironment")
 
-    init(endpoint: EnclaveEndpoint?) { self.endpoint = endpoint }
+    init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
 
     public var state: LAEnvironmentState {
-        guard let connection = try? EnclaveConnections.shared(for: endpoint ?? .resolve()),
+        guard let connection = try? EnclaveConnections.shared(for: endpoint),
               case .status(let s)? = try? connection.request(.status)
         else { return LAEnvironmentState(status: nil) }
         return LAEnvironmentState(status: s)

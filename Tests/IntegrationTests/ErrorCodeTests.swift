@@ -136,8 +136,10 @@ final class ErrorCodeTests: XCTestCase {
         let enclave = try TestEnclave()
         try enclave.queue(.match)
         let done = expectation(description: "reply")
+        // Hold the context: releasing it would cancel the evaluation (as on Apple platforms).
+        let context = enclave.run { LAContext() }
         enclave.run {
-            LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Test") { success, error in
+            context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Test") { success, error in
                 XCTAssertTrue(success)
                 XCTAssertNil(error)
                 XCTAssertFalse(Thread.isMainThread, "the reply runs on a private queue")
