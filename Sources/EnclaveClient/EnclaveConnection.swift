@@ -58,7 +58,8 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     public var closed: Bool { lock.withLock { isClosed } }
 
-    static func connectSocket(_ path: String) throws -> Int32 {
+    /// A connected Unix stream socket to `path` (close-on-exec); throws `unreachable`.
+    public static func connectSocket(_ path: String) throws -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)

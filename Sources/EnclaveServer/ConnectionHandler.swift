@@ -9,8 +9,13 @@ protocol ReplySink: Sendable {
 }
 
 /// The `LAContext`s of one connection. A context lives as long as its connection: when the
-/// process exits, its contexts and their authorizations are gone.
+/// process exits, its contexts and their authorizations are gone. Memory stays bounded: at most
+/// `maxLive` live contexts, and invalidated ones (explicitly, or when the app released its
+/// `LAContext`) shrink to a bounded set of ids that still answer `invalidContext`.
 final class ConnectionContexts: @unchecked Sendable {
+    static let maxLive = 1024
+    static let maxTombstones = 4096
+
     struct Entry {
         var invalidated = false
         var authorization: ContextAuthorization?
@@ -19,12 +24,35 @@ final class ConnectionContexts: @unchecked Sendable {
     }
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
+    private var tombstones: Set<String> = []
+    private var tombstoneOrder: [String] = []
 
-    func with<T>(_ id: String, _ body: (inout Entry) -> T) -> T {
-        lock.withLock {
+    /// Runs `body` on the context's entry, creating it if needed. An invalidated context gets a
+    /// throw-away entry marked invalidated: nothing written to it is kept.
+    func with<T>(_ id: String, _ body: (inout Entry) -> T) throws -> T {
+        try lock.withLock {
+            if tombstones.contains(id) {
+                var gone = Entry(invalidated: true)
+                return body(&gone)
+            }
+            if entries[id] == nil && entries.count >= Self.maxLive {
+                throw Failure(.invalidParameter, "a connection may hold at most \(Self.maxLive) live contexts; invalidate the ones you no longer use")
+            }
             var e = entries[id] ?? Entry()
             defer { entries[id] = e }
             return body(&e)
+        }
+    }
+
+    /// Ends a running evaluation with appCancel and forgets everything but the id.
+    func invalidate(_ id: String) {
+        lock.withLock {
+            entries.removeValue(forKey: id)?.inputs?.yield(.machine(.appCancel))
+            guard tombstones.insert(id).inserted else { return }
+            tombstoneOrder.append(id)
+            if tombstoneOrder.count > Self.maxTombstones {
+                tombstones.remove(tombstoneOrder.removeFirst())
+            }
         }
     }
 
@@ -37,15 +65,12 @@ final class ConnectionContexts: @unchecked Sendable {
 /// Turns each request of one connection into work on the user's session. Identity comes from the
 /// peer credentials taken when the connection was accepted.
 final class ConnectionHandler: @unchecked Sendable {
-    static let maxContexts = 256
-
     let peer: PeerIdentity
     private let daemon: EnclaveDaemon
     private let sink: any ReplySink
     private let contexts = ConnectionContexts()
     private let logger: Logger
     private var greeted = false
-    private var contextCount = 0
 
     init(peer: PeerIdentity, daemon: EnclaveDaemon, sink: any ReplySink, logger: Logger) {
         self.peer = peer; self.daemon = daemon; self.sink = sink; self.logger = logger
@@ -138,7 +163,7 @@ final class ConnectionHandler: @unchecked Sendable {
         case .canEvaluate(let ctx, let raw):
             try checkContext(ctx)
             let p = try policy(raw)
-            if contexts.with(ctx, { $0.invalidated }) {
+            if try contexts.with(ctx, { $0.invalidated }) {
                 return .canEvaluate(CanEvaluateReply(biometryType: daemon.sensor?.info.kind ?? .none, error: .invalidContext, message: "Invalid context.", domainState: nil))
             }
             return .canEvaluate(try await session.canEvaluate(policy: p, app: peer.app))
@@ -151,7 +176,7 @@ final class ConnectionHandler: @unchecked Sendable {
             guard options.reuseDuration.isFinite, options.reuseDuration >= 0 else {
                 throw Failure(.invalidParameter, "touchIDAuthenticationAllowableReuseDuration must be a finite number ≥ 0")
             }
-            startEvaluation(id: envelope.id, context: ctx, policy: p, options: options, session: session)
+            try startEvaluation(id: envelope.id, context: ctx, policy: p, options: options, session: session)
             return nil
         case .promptInput(let ctx, let action, let passcode):
             try checkContext(ctx)
@@ -166,7 +191,7 @@ final class ConnectionHandler: @unchecked Sendable {
                 }
                 input = .passcodeTyped(passcode)
             }
-            let delivered = contexts.with(ctx) { e -> Bool in
+            let delivered = try contexts.with(ctx) { e -> Bool in
                 guard let inputs = e.inputs else { return false }
                 inputs.yield(.machine(input))
                 return true
@@ -175,11 +200,7 @@ final class ConnectionHandler: @unchecked Sendable {
             return .ok
         case .invalidate(let ctx):
             try checkContext(ctx)
-            contexts.with(ctx) { e in
-                e.invalidated = true
-                e.authorization = nil
-                e.inputs?.yield(.machine(.appCancel))
-            }
+            contexts.invalidate(ctx)
             return .ok
         case .domainState:
             return .domainState(DomainStateReply(biometryType: daemon.sensor?.info.kind ?? .none, stateHash: try await session.domainState(app: peer.app)))
@@ -231,10 +252,10 @@ final class ConnectionHandler: @unchecked Sendable {
         return try await daemon.session(for: target)
     }
 
-    private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) {
+    private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {
         let (stream, continuation) = AsyncStream<SessionInput>.makeStream()
-        enum Admission { case invalid, busy, tooMany, started(ContextAuthorization?) }
-        let admission = contexts.with(context) { e -> Admission in
+        enum Admission { case invalid, busy, started(ContextAuthorization?) }
+        let admission = try contexts.with(context) { e -> Admission in
             if e.invalidated { return .invalid }
             if e.inputs != nil { return .busy }
             e.inputs = continuation
@@ -246,7 +267,7 @@ final class ConnectionHandler: @unchecked Sendable {
         case .invalid:
             Task { await sink.send(ReplyEnvelope(id: id, reply: .evaluated(EvaluationResult(success: false, error: .invalidContext, message: "Invalid context.", biometryType: kind, domainState: nil)))) }
             return
-        case .busy, .tooMany:
+        case .busy:
             Task { await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.busy, "an evaluation is already running on this context")))) }
             return
         case .started(let authorization):
@@ -267,7 +288,7 @@ final class ConnectionHandler: @unchecked Sendable {
                     result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
                     auditResult = "\(code)(\(code.rawValue))"
                 }
-                self.contexts.with(context) { e in
+                try? self.contexts.with(context) { e in
                     e.inputs = nil
                     e.task = nil
                     if case .success(let how) = report.outcome, !e.invalidated, how != .contextAuthorized {
@@ -277,7 +298,7 @@ final class ConnectionHandler: @unchecked Sendable {
                 self.audit("evaluate", policy: policy.rawValue, result: auditResult)
                 await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
             }
-            contexts.with(context) { e in if e.inputs != nil { e.task = task } }
+            try? contexts.with(context) { e in if e.inputs != nil { e.task = task } }
         }
     }
 }

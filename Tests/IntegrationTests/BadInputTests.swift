@@ -34,25 +34,7 @@ final class RawClient {
     private var sawEOF = false
 
     init(path: String) throws {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw RawClientError.connect("path too long") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw RawClientError.connect(String(cString: strerror(errno))) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw RawClientError.connect(String(cString: strerror(e)))
-        }
-        self.fd = fd
+        do { fd = try EnclaveConnection.connectSocket(path) } catch { throw RawClientError.connect("\(error)") }
     }
 
     deinit { close() }
