@@ -44,6 +44,12 @@ public final class EnclaveConnection: @unchecked Sendable {
     public init(socketPath path: String) throws {
         socketPath = path
         fd = try Self.connectSocket(path)
+        // Talk only to a daemon the kernel says is trusted: never hand a passcode to an impostor.
+        guard let daemon = PeerCredentials.of(socket: fd), Self.trustedDaemonUIDs(socketPath: path).contains(daemon.uid) else {
+            isClosed = true  // deinit still runs after a throwing init: it must not touch fd again
+            Glibc.close(fd)
+            throw EnclaveClientError.unreachable("the process at \(path) is not a trusted laenclaved (it runs as another user)")
+        }
         let thread = Thread { [self] in readLoop() }
         thread.name = "laenclaved-reader"
         thread.start()
@@ -55,6 +61,17 @@ public final class EnclaveConnection: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// Who may run the daemon we talk to: ourselves or root; for the system socket also the owner
+    /// of its directory (a dedicated daemon user; only root can create it under /run).
+    static func trustedDaemonUIDs(socketPath: String) -> Set<UInt32> {
+        var trusted: Set<UInt32> = [getuid(), 0]
+        if socketPath == EnclavePaths.systemSocket {
+            var info = stat()
+            if stat((socketPath as NSString).deletingLastPathComponent, &info) == 0 { trusted.insert(info.st_uid) }
+        }
+        return trusted
+    }
 
     public var closed: Bool { lock.withLock { isClosed } }
 

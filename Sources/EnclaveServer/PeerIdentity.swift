@@ -22,10 +22,3 @@ public struct PeerIdentity: Sendable, Equatable {
     }
 }
 
-/// Linux's `struct ucred` (pid, uid, gid), which Glibc's module map does not export without
-/// _GNU_SOURCE. Same layout: three 32-bit fields.
-struct KernelPeerCredentials: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
-}

@@ -25,6 +25,11 @@ public struct EnclaveService: Service {
         let path = daemon.config.socketPath
         let directory = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Never listen in a directory someone else controls (e.g. a pre-created /tmp/laenclaved-UID).
+        var info = stat()
+        guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else {
+            throw SocketDirectoryError(path: directory)
+        }
         // User mode: only the user may reach the socket. System mode: everyone may connect; the
         // daemon decides per request from the peer's uid.
         chmod(directory, daemon.config.mode == .system ? 0o755 : 0o700)
@@ -60,7 +65,7 @@ public struct EnclaveService: Service {
     private func peer(of channel: any Channel) async -> PeerIdentity? {
         guard let provider = channel as? any SocketOptionProvider else { return nil }
         do {
-            let cred: KernelPeerCredentials = try await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).get()
+            let cred: PeerCredentials = try await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).get()
             guard let app = PeerIdentity.executable(of: cred.pid) else { return nil }
             return PeerIdentity(uid: cred.uid, gid: cred.gid, pid: cred.pid, app: app)
         } catch {
@@ -116,4 +121,9 @@ actor ChannelReplySink: ReplySink {
             broken = true
         }
     }
+}
+
+struct SocketDirectoryError: Error, CustomStringConvertible {
+    var path: String
+    var description: String { "refusing to listen: \(path) is not a directory owned by uid \(geteuid())" }
 }

@@ -82,4 +82,46 @@ final class SystemModeTests: XCTestCase {
         XCTAssertEqual(out.status, 69, out.stdout + out.stderr)
         try eventually("the refusal to be logged") { enclave.log().contains("refused a connection from another user") }
     }
+
+    func testClientsRefuseADaemonRunByAnotherUser() throws {
+        try requireRoot()
+        var template = Array("/tmp/la-impostor-XXXXXX".utf8CString)
+        let root = String(cString: mkdtemp(&template)!)
+        chmod(root, 0o777)
+        defer {
+            _ = try? runProcess("/usr/bin/pkill", ["-f", root])
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        // An unprivileged user runs a daemon and waits for someone to hand it a passcode.
+        let impostor = Process()
+        impostor.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
+        let daemon = root + "/laenclaved"
+        try FileManager.default.copyItem(atPath: productPath("laenclaved"), toPath: daemon)
+        chmod(daemon, 0o755)
+        impostor.arguments = ["-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir", root + "/state", "--passcode-cost", "10"]
+        impostor.standardOutput = FileHandle.nullDevice
+        impostor.standardError = FileHandle.nullDevice
+        try impostor.run()
+        try eventually("the impostor's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
+        chmod(root + "/run", 0o755)
+        chmod(root + "/run/socket", 0o666)
+        XCTAssertThrowsError(try EnclaveConnection(socketPath: root + "/run/socket")) { error in
+            XCTAssertTrue("\(error)".contains("not a trusted laenclaved"), "\(error)")
+        }
+        impostor.terminate()
+        impostor.waitUntilExit()
+    }
+
+    func testTheDaemonRefusesASocketDirectoryOwnedBySomeoneElse() throws {
+        try requireRoot()
+        var template = Array("/tmp/la-foreign-XXXXXX".utf8CString)
+        let root = String(cString: mkdtemp(&template)!)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/run", withIntermediateDirectories: true)
+        chown(root + "/run", 65534, 65534)
+        let out = try runProcess(productPath("laenclaved"), ["--user", "--socket", root + "/run/socket", "--state-dir", root + "/state"])
+        XCTAssertNotEqual(out.status, 0)
+        XCTAssertTrue(out.stderr.contains("refusing to listen"), out.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/run/socket"))
+    }
 }
