@@ -89,7 +89,8 @@ public final class TestEnclave: @unchecked Sendable {
         var args = [configuration.systemMode ? "--system" : "--user", "--socket", socketPath, "--state-dir", stateDirectory,
                     "--simulated-sensor", configuration.sensor.rawValue, "--passcode-cost", String(configuration.passcodeCost),
                     "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout", String(configuration.promptQueueTimeout),
-                    "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug"]
+                    "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
+                    "--exit-with-parent"]
         if configuration.systemMode { args.append("--allow-simulation") }
         args += configuration.extraArguments
         let child = try DaemonLauncher.spawn(daemon, args)

@@ -78,12 +78,16 @@ struct Bench {
             let perClient = max(iterations / clients, 50)
             let connections = try (0..<clients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
             let canRate = try await throughput(connections, perClient) { c, i in
-                _ = try await c.request(.canEvaluate(context: "bench-\(i)", policy: 1))
+                _ = try await c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1))
             }
             let reuseRate = try await throughput(connections, perClient) { c, i in
+                // A fresh context each time (so the reuse window, not the context's own authorization,
+                // answers), released afterwards as LAContext's deinit does.
                 let options = EvaluationOptions(reason: "bench", reuseDuration: 300)
-                guard case .evaluated(let r) = try await c.request(.evaluate(context: "reuse-\(i)-\(UUID().uuidString.prefix(8))", policy: 1, options: options)), r.success
-                else { throw EnclaveClientError.protocolError("reuse evaluation failed") }
+                let context = "reuse-\(i)-\(UUID().uuidString.prefix(8))"
+                let reply = try await c.request(.evaluate(context: context, policy: 1, options: options))
+                c.send(.invalidate(context: context)) { _ in }
+                guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
             }
             print("| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", reuseRate)) |")
             connections.forEach { $0.close() }

@@ -53,6 +53,9 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("context-lifetime"), help: "Seconds an evaluated LAContext stays authorized.")
     var contextLifetime: Double = 300
 
+    @Flag(name: .customLong("exit-with-parent"), help: "Shut down when the process that started the daemon exits (used by the testing kit).")
+    var exitWithParent = false
+
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
     var logFile: String?
 
@@ -110,7 +113,11 @@ struct LAEnclaved: AsyncParsableCommand {
             throw e
         }
         let service = EnclaveService(daemon: daemon, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [service], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        var services = [ServiceGroupConfiguration.ServiceConfiguration(service: service)]
+        if exitWithParent {
+            services.append(.init(service: ParentWatcher(), successTerminationBehavior: .gracefullyShutdownGroup))
+        }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }
