@@ -93,6 +93,10 @@ struct Bench {
             connections.forEach { $0.close() }
             clients *= 4
         }
+        let status = (try? String(contentsOfFile: "/proc/\(enclave.processID)/status", encoding: .utf8)) ?? ""
+        let memory = status.split(separator: "\n").filter { $0.hasPrefix("VmHWM") || $0.hasPrefix("VmRSS") }
+        print("")
+        print("daemon memory after the run: " + memory.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", "))
         enclave.stop()
     }
 
