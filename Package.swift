@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
+        .library(name: "Security", targets: ["Security"]),
         .library(name: "LocalAuthenticationTesting", targets: ["LocalAuthenticationTesting"]),
         .executable(name: "laenclaved", targets: ["laenclaved"]),
         .executable(name: "lactl", targets: ["lactl"]),
@@ -32,6 +33,8 @@ let package = Package(
         .target(name: "EnclaveClient", dependencies: ["EnclaveProtocol"]),
         // Apple's public API surface.
         .target(name: "LocalAuthentication", dependencies: ["EnclaveClient", "EnclaveProtocol"]),
+        // Apple's keychain API: SecItem calls, kSec constants, SecAccessControl, OSStatus.
+        .target(name: "Security", dependencies: ["LocalAuthentication", "EnclaveProtocol"]),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         .target(name: "EnclaveServer", dependencies: [
             "EnclaveCore", "EnclaveProtocol",
@@ -59,8 +62,9 @@ let package = Package(
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "LocalAuthentication", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+            "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
         ]),
     ],
     swiftLanguageModes: [.v5]

@@ -21,6 +21,10 @@ public enum Request: Sendable, Equatable {
     case resetPasscodeLockout(uid: UInt32?)
     /// Refuses biometrics until the passcode is entered, like Apple's remote-lock command.
     case remoteLock(uid: UInt32?)
+    case keychainAdd(KeychainRequest)
+    case keychainCopy(KeychainRequest)
+    case keychainUpdate(KeychainRequest)
+    case keychainDelete(KeychainRequest)
 
     public var operation: String {
         switch self {
@@ -40,12 +44,17 @@ public enum Request: Sendable, Equatable {
         case .audit: return "audit"
         case .resetPasscodeLockout: return "resetPasscodeLockout"
         case .remoteLock: return "remoteLock"
+        case .keychainAdd: return "keychainAdd"
+        case .keychainCopy: return "keychainCopy"
+        case .keychainUpdate: return "keychainUpdate"
+        case .keychainDelete: return "keychainDelete"
         }
     }
 
     public static let operations: Set<String> = [
         "hello", "canEvaluate", "evaluate", "promptInput", "invalidate", "domainState", "status", "setPasscode",
         "removePasscode", "enroll", "unenroll", "simulate", "clearSimulated", "audit", "resetPasscodeLockout", "remoteLock",
+        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete",
     ]
 }
 
@@ -97,6 +106,7 @@ private struct Args: Codable {
     var events: [SimulatedEvent]?
     var limit: Int?
     var uid: UInt32?
+    var keychain: KeychainRequest?
 }
 
 private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args? }
@@ -118,6 +128,7 @@ extension RequestEnvelope {
         case .simulate(let e): a.events = e
         case .audit(let l): a.limit = l
         case .resetPasscodeLockout(let u), .remoteLock(let u): a.uid = u
+        case .keychainAdd(let k), .keychainCopy(let k), .keychainUpdate(let k), .keychainDelete(let k): a.keychain = k
         }
         return Array(try! JSONEncoder().encode(WireRequest(id: id, op: request.operation, args: a)))
     }
@@ -157,6 +168,10 @@ extension RequestEnvelope {
         case "audit": r = .audit(limit: a.limit ?? 50)
         case "resetPasscodeLockout": r = .resetPasscodeLockout(uid: a.uid)
         case "remoteLock": r = .remoteLock(uid: a.uid)
+        case "keychainAdd": r = .keychainAdd(try need(a.keychain, "keychain"))
+        case "keychainCopy": r = .keychainCopy(try need(a.keychain, "keychain"))
+        case "keychainUpdate": r = .keychainUpdate(try need(a.keychain, "keychain"))
+        case "keychainDelete": r = .keychainDelete(try need(a.keychain, "keychain"))
         default: throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op)\"")
         }
         return RequestEnvelope(id: header.id, request: r)
@@ -235,6 +250,7 @@ public enum Reply: Sendable, Equatable {
     case domainState(DomainStateReply)
     case status(UserStatus)
     case audit([AuditEntry])
+    case keychain(KeychainReply)
     case failure(Failure)
 
     public var isFinal: Bool { if case .prompt = self { return false } else { return true } }
@@ -267,6 +283,7 @@ extension Reply: Codable {
         case "domainState": self = .domainState(try c.decode(DomainStateReply.self, forKey: .value))
         case "status": self = .status(try c.decode(UserStatus.self, forKey: .value))
         case "audit": self = .audit(try c.decode([AuditEntry].self, forKey: .value))
+        case "keychain": self = .keychain(try c.decode(KeychainReply.self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
         case let other: throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown reply kind \(other)")
         }
@@ -282,6 +299,7 @@ extension Reply: Codable {
         case .domainState(let v): try c.encode("domainState", forKey: .kind); try c.encode(v, forKey: .value)
         case .status(let v): try c.encode("status", forKey: .kind); try c.encode(v, forKey: .value)
         case .audit(let v): try c.encode("audit", forKey: .kind); try c.encode(v, forKey: .value)
+        case .keychain(let v): try c.encode("keychain", forKey: .kind); try c.encode(v, forKey: .value)
         case .failure(let v): try c.encode("failure", forKey: .kind); try c.encode(v, forKey: .value)
         }
     }

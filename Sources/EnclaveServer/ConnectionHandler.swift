@@ -240,6 +240,8 @@ final class ConnectionHandler: @unchecked Sendable {
             let target = try await administered(uid)
             try await audited("admin.remoteLock") { try await target.remoteLock() }
             return .ok
+        case .keychainAdd, .keychainCopy, .keychainUpdate, .keychainDelete:
+            return .keychain(KeychainReply(status: KeychainStatus.unimplemented, message: "the keychain is not served by this daemon yet"))
         }
     }
 

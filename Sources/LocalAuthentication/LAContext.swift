@@ -14,7 +14,7 @@ import Foundation
 /// - A context's authorization lives in the daemon and ends with the process, `invalidate()`,
 ///   or after the daemon's context lifetime (300 s by default).
 open class LAContext: NSObject, @unchecked Sendable {
-    private let core: ContextCore
+    let core: ContextCore
     private let lock = NSLock()
     private var _localizedFallbackTitle: String?
     private var _localizedCancelTitle: String?
@@ -157,6 +157,8 @@ open class LAContext: NSObject, @unchecked Sendable {
     open func isCredentialSet(_ type: LACredentialType) -> Bool {
         lock.withLock { credentials[type] != nil }
     }
+
+    func credential(_ type: LACredentialType) -> Data? { lock.withLock { credentials[type] } }
 }
 
 /// The part of a context that a running evaluation holds on to, so that releasing the
@@ -171,7 +173,7 @@ final class ContextCore: @unchecked Sendable {
     private let replyQueue = DispatchQueue(label: "LocalAuthentication.LAContext.reply")
 
     private struct Running {
-        var finish: @Sendable (Bool, (any Error)?, Data?) -> Void
+        var finish: @Sendable (Result<Reply, EnclaveClientError>) -> Void
         var presenter: TerminalPresenter?
     }
 
@@ -191,27 +193,25 @@ final class ContextCore: @unchecked Sendable {
         return lock.withLock { bound! }
     }
 
-    func evaluate(policy: Int, options: EvaluationOptions, completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
-        let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void = { [replyQueue] s, e, d in replyQueue.async { completion(s, e, d) } }
-        guard !options.reason.isEmpty else {
-            return deliver(false, LAError(.authenticationFailed, message: "localizedReason must be a non-empty string"), nil)
-        }
-        if isInvalidated { return deliver(false, LAError(.invalidContext), nil) }
+    enum StartProblem: Error { case invalidated, busy, unreachable(String) }
+
+    /// Sends a request that may open a prompt on this context (an evaluation or a keychain call):
+    /// shows the daemon's prompt screens on the terminal, sends the person's keys back, and calls
+    /// `finish` once with the final reply.
+    func runPrompted(presentable: Bool, request: (_ clientPresents: Bool) -> Request,
+                     finish: @escaping @Sendable (Result<Reply, EnclaveClientError>) -> Void) throws(StartProblem) {
+        if isInvalidated { throw .invalidated }
         let connection: EnclaveConnection
-        do { connection = try self.connection() } catch {
-            return deliver(false, LAError(.systemCancel, message: "\(error)"), nil)
-        }
-        let presenter = options.interactionNotAllowed || endpoint.headless ? nil : TerminalPresenter.open()
-        var options = options
-        options.clientPresents = presenter != nil
+        do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
+        let presenter = presentable && !endpoint.headless ? TerminalPresenter.open() : nil
         let started: Bool = lock.withLock {
             guard !invalidated, running == nil else { return false }
-            running = Running(finish: deliver, presenter: presenter)
+            running = Running(finish: finish, presenter: presenter)
             return true
         }
         guard started else {
             presenter?.close()
-            return deliver(false, isInvalidated ? LAError(.invalidContext) : LAError(.systemCancel, message: "An evaluation is already running on this context."), nil)
+            throw isInvalidated ? .invalidated : .busy
         }
         let id = self.id
         presenter?.onAction = { action, passcode in
@@ -220,33 +220,62 @@ final class ContextCore: @unchecked Sendable {
             case .prompt(let a): connection.send(.promptInput(context: id, action: a, passcode: passcode)) { _ in }
             }
         }
-        connection.send(.evaluate(context: id, policy: policy, options: options), onEvent: { reply in
+        connection.send(request(presenter != nil), onEvent: { reply in
             if case .prompt(let screen) = reply { presenter?.show(screen) }
         }, completion: { [weak self] result in
-            let outcome: (Bool, (any Error)?, Data?)
-            switch result {
-            case .success(.evaluated(let r)):
-                if r.success { outcome = (true, nil, r.domainState) } else {
-                    outcome = (false, LAError(LAError.Code(rawValue: r.error?.rawValue ?? -4) ?? .systemCancel, message: r.message), nil)
-                }
-            case .success(.failure(let f)): outcome = (false, LAError(.systemCancel, message: f.message), nil)
-            case .success(let other): outcome = (false, LAError(.systemCancel, message: "unexpected reply \(other)"), nil)
-            case .failure(let e): outcome = (false, LAError(.systemCancel, message: "\(e)"), nil)
-            }
             // One strong look at self: the caller may release its context as soon as it is answered.
             if let core = self {
-                core.complete(outcome)
+                core.complete(result)
             } else {
-                presenter?.close()
-                deliver(outcome.0, outcome.1, outcome.2)
+                presenter?.close(result: Self.summary(result))
+                finish(result)
             }
         })
     }
 
-    private func complete(_ outcome: (Bool, (any Error)?, Data?)) {
+    func evaluate(policy: Int, options: EvaluationOptions, completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
+        let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void = { [replyQueue] s, e, d in replyQueue.async { completion(s, e, d) } }
+        guard !options.reason.isEmpty else {
+            return deliver(false, LAError(.authenticationFailed, message: "localizedReason must be a non-empty string"), nil)
+        }
+        do {
+            try runPrompted(presentable: !options.interactionNotAllowed, request: { presents in
+                var options = options
+                options.clientPresents = presents
+                return .evaluate(context: self.id, policy: policy, options: options)
+            }, finish: { result in
+                switch result {
+                case .success(.evaluated(let r)):
+                    if r.success { return deliver(true, nil, r.domainState) }
+                    deliver(false, LAError(LAError.Code(rawValue: r.error?.rawValue ?? -4) ?? .systemCancel, message: r.message), nil)
+                case .success(.failure(let f)): deliver(false, LAError(.systemCancel, message: f.message), nil)
+                case .success(let other): deliver(false, LAError(.systemCancel, message: "unexpected reply \(other)"), nil)
+                case .failure(let e): deliver(false, LAError(.systemCancel, message: "\(e)"), nil)
+                }
+            })
+        } catch {
+            switch error {
+            case .invalidated: deliver(false, LAError(.invalidContext), nil)
+            case .busy: deliver(false, LAError(.systemCancel, message: "An evaluation is already running on this context."), nil)
+            case .unreachable(let why): deliver(false, LAError(.systemCancel, message: why), nil)
+            }
+        }
+    }
+
+    static func summary(_ result: Result<Reply, EnclaveClientError>) -> String {
+        switch result {
+        case .success(.evaluated(let r)): return r.success ? "authenticated" : (r.message ?? "not authenticated")
+        case .success(.keychain(let k)): return k.status == 0 ? "authenticated" : (k.message ?? "status \(k.status)")
+        case .success(.failure(let f)): return f.message
+        case .success: return "done"
+        case .failure(let e): return "\(e)"
+        }
+    }
+
+    private func complete(_ result: Result<Reply, EnclaveClientError>) {
         guard let r = lock.withLock({ () -> Running? in defer { running = nil }; return running }) else { return }
-        r.presenter?.close(result: outcome.1 == nil ? nil : "\(outcome.1!.localizedDescription)")
-        r.finish(outcome.0, outcome.1, outcome.2)
+        r.presenter?.close(result: Self.summary(result))
+        r.finish(result)
     }
 
     func invalidate() {

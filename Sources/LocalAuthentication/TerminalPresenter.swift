@@ -33,8 +33,11 @@ final class TerminalPresenter: @unchecked Sendable {
         return TerminalPresenter(fd: fd)
     }
 
-    private init(fd: Int32) {
-        self.fd = fd
+    private init(fd: Int32) { self.fd = fd }
+
+    /// Raw mode and the key reader start with the first screen: a call that needs no prompt
+    /// leaves the terminal alone.
+    private func startReading() {
         tcgetattr(fd, &saved)
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
@@ -51,9 +54,10 @@ final class TerminalPresenter: @unchecked Sendable {
     }
 
     func show(_ s: PromptScreen) {
-        let first = lock.withLock { () -> Bool in defer { screen = s }; return screen == nil }
+        let first = lock.withLock { () -> Bool in defer { screen = s }; return screen == nil && !isClosed }
         var lines: [String] = []
         if first {
+            startReading()
             lines.append("")
             lines.append("┌─ \(s.app) wants to confirm it is you")
             lines.append("│  \(s.reason)")
@@ -70,16 +74,18 @@ final class TerminalPresenter: @unchecked Sendable {
     }
 
     func close(result: String? = nil) {
-        let wasClosed = lock.withLock { () -> Bool in defer { isClosed = true }; return isClosed }
+        let (wasClosed, shown) = lock.withLock { () -> (Bool, Bool) in defer { isClosed = true }; return (isClosed, screen != nil) }
         guard !wasClosed else { return }
-        var one: UInt8 = 1
-        Glibc.write(stopPipe[1], &one, 1)
-        while reader?.isFinished == false { usleep(1000) }
-        tcsetattr(fd, TCSANOW, &saved)
-        write("└─ " + (result ?? "authenticated") + "\r\n")
+        if shown {
+            var one: UInt8 = 1
+            Glibc.write(stopPipe[1], &one, 1)
+            while reader?.isFinished == false { usleep(1000) }
+            tcsetattr(fd, TCSANOW, &saved)
+            write("└─ " + (result ?? "done") + "\r\n")
+            Glibc.close(stopPipe[0])
+            Glibc.close(stopPipe[1])
+        }
         Glibc.close(fd)
-        Glibc.close(stopPipe[0])
-        Glibc.close(stopPipe[1])
     }
 
     private func write(_ text: String) {

@@ -1,0 +1,108 @@
+import Foundation
+
+/// A keychain attribute value as it travels: the five shapes Apple's keychain attributes take.
+public enum KeychainValue: Codable, Sendable, Equatable, Hashable {
+    case string(String)
+    case data(Data)
+    case int(Int64)
+    case bool(Bool)
+    case date(Date)
+}
+
+/// `SecAccessControl` on the wire: the accessibility class (`kSecAttrAccessible…` value string,
+/// e.g. "akpu") and the `SecAccessControlCreateFlags` raw value.
+public struct AccessControlValue: Codable, Sendable, Equatable {
+    public var protection: String
+    public var flags: UInt64
+    public init(protection: String, flags: UInt64) { self.protection = protection; self.flags = flags }
+}
+
+/// One SecItem call. Attribute keys are Apple's `kSec…` strings ("class", "svce", "acct", "v_Data"…).
+public struct KeychainRequest: Codable, Sendable, Equatable {
+    /// Item attributes (add), match attributes (copy, update, delete), including "class".
+    public var attributes: [String: KeychainValue]
+    /// `kSecAttrAccessControl` (add, or update's new value).
+    public var accessControl: AccessControlValue?
+    /// For update: the attributes to change ("v_Data" for the secret).
+    public var changes: [String: KeychainValue]?
+    public var changesAccessControl: AccessControlValue?
+    /// `kSecUseAuthenticationContext`: the id of an `LAContext` on this connection; a one-shot id otherwise.
+    public var context: String
+    /// The prompt's reason (`kSecUseOperationPrompt`, else the context's `localizedReason`).
+    public var reason: String?
+    /// `kSecUseAuthenticationUI`: "u_AuthUIA" (allow, default), "u_AuthUIF" (fail), "u_AuthUIS" (skip).
+    public var authenticationUI: String?
+    public var interactionNotAllowed: Bool
+    public var returnData: Bool
+    public var returnAttributes: Bool
+    public var returnPersistentRef: Bool
+    /// `kSecMatchLimitAll`; default one.
+    public var matchAll: Bool
+    /// `LAContext.setCredential(_, type: .applicationPassword)`.
+    public var applicationPassword: Data?
+    /// True when the client shows the prompt itself (terminal presenter).
+    public var clientPresents: Bool
+
+    public init(attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil, changes: [String: KeychainValue]? = nil,
+                changesAccessControl: AccessControlValue? = nil, context: String, reason: String? = nil, authenticationUI: String? = nil,
+                interactionNotAllowed: Bool = false, returnData: Bool = false, returnAttributes: Bool = false,
+                returnPersistentRef: Bool = false, matchAll: Bool = false, applicationPassword: Data? = nil, clientPresents: Bool = false) {
+        self.attributes = attributes; self.accessControl = accessControl; self.changes = changes
+        self.changesAccessControl = changesAccessControl; self.context = context; self.reason = reason
+        self.authenticationUI = authenticationUI; self.interactionNotAllowed = interactionNotAllowed; self.returnData = returnData
+        self.returnAttributes = returnAttributes; self.returnPersistentRef = returnPersistentRef; self.matchAll = matchAll
+        self.applicationPassword = applicationPassword; self.clientPresents = clientPresents
+    }
+}
+
+public struct KeychainItem: Codable, Sendable, Equatable {
+    /// Requested attributes (with "class", "pdmn", "cdat", "mdat"…); empty unless asked for.
+    public var attributes: [String: KeychainValue]
+    public var data: Data?
+    public var persistentRef: Data?
+    public init(attributes: [String: KeychainValue], data: Data?, persistentRef: Data?) {
+        self.attributes = attributes; self.data = data; self.persistentRef = persistentRef
+    }
+}
+
+/// The answer to a SecItem call: an `OSStatus` and, for copy, the matched items.
+public struct KeychainReply: Codable, Sendable, Equatable {
+    public var status: Int32
+    public var message: String?
+    public var items: [KeychainItem]
+    public init(status: Int32, message: String? = nil, items: [KeychainItem] = []) {
+        self.status = status; self.message = message; self.items = items
+    }
+}
+
+/// The `OSStatus` values the keychain answers with (SecBase.h).
+public enum KeychainStatus {
+    public static let success: Int32 = 0
+    public static let unimplemented: Int32 = -4
+    public static let param: Int32 = -50
+    public static let userCanceled: Int32 = -128
+    public static let notAvailable: Int32 = -25291
+    public static let authFailed: Int32 = -25293
+    public static let duplicateItem: Int32 = -25299
+    public static let itemNotFound: Int32 = -25300
+    /// Our documented answer for an item made unusable by an enrolment change (`.biometryCurrentSet`).
+    public static let invalidItemRef: Int32 = -25304
+    public static let interactionNotAllowed: Int32 = -25308
+    public static let decode: Int32 = -26275
+    public static let missingEntitlement: Int32 = -34018
+}
+
+public enum KeychainOperation: String, Sendable, CaseIterable {
+    case add, copy, update, delete
+}
+
+extension Request {
+    public static func keychain(_ operation: KeychainOperation, _ request: KeychainRequest) -> Request {
+        switch operation {
+        case .add: return .keychainAdd(request)
+        case .copy: return .keychainCopy(request)
+        case .update: return .keychainUpdate(request)
+        case .delete: return .keychainDelete(request)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+// The Security module: see SecItem.swift
