@@ -38,6 +38,8 @@ public final class EnclaveConnection: @unchecked Sendable {
     private var nextID: UInt64 = 1
     private var pending: [UInt64: Pending] = [:]
     private var isClosed = false
+    /// Guarded by `writeLock`.
+    private var descriptorClosed = false
     public private(set) var hello: HelloReply!
 
     /// Connects and greets. Throws `unreachable` when nothing listens at `path`.
@@ -101,13 +103,16 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Sends a request; `completion` runs on the reader thread with the final reply.
     @discardableResult
     public func send(_ request: Request, onEvent: EventHandler? = nil, completion: @escaping Completion) -> UInt64 {
-        let id: UInt64 = lock.withLock {
+        // One decision under one lock: either the request is pending (and `close` will answer
+        // it) or the connection is closed (and we answer it here) — never both.
+        let (id, accepted): (UInt64, Bool) = lock.withLock {
             let id = nextID
             nextID += 1
-            if !isClosed { pending[id] = Pending(onEvent: onEvent, completion: completion) }
-            return id
+            guard !isClosed else { return (id, false) }
+            pending[id] = Pending(onEvent: onEvent, completion: completion)
+            return (id, true)
         }
-        guard lock.withLock({ !isClosed }) else {
+        guard accepted else {
             completion(.failure(.connectionLost))
             return id
         }
@@ -149,6 +154,8 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     private func write(_ bytes: [UInt8]) -> Bool {
         writeLock.withLock {
+            // The descriptor is closed under this lock: its number may already belong to another file.
+            guard !descriptorClosed else { return false }
             var offset = 0
             while offset < bytes.count {
                 let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -178,7 +185,10 @@ public final class EnclaveConnection: @unchecked Sendable {
             }
         }
         close()
-        Glibc.close(fd)
+        writeLock.withLock {
+            descriptorClosed = true
+            Glibc.close(fd)
+        }
     }
 
     private func dispatch(_ envelope: ReplyEnvelope) {

@@ -18,6 +18,10 @@ public struct EvaluationMachine: Sendable {
         public var sensorSimulated: Bool
         public var contextAuthorization: ContextAuthorization?
         public var contextLifetime: Double
+        /// Only the device passcode proves presence (keychain items with `devicePasscode`):
+        /// biometrics are not offered and a biometric authorization or reuse does not count.
+        /// Meaningful with `.deviceOwnerAuthentication`.
+        public var passcodeOnly = false
 
         public init(policy: PolicyValue, facts: DeviceFacts, app: String, reason: String, cancelTitle: String? = nil,
                     fallbackTitle: String? = nil, reuseDuration: Double = 0, interactionNotAllowed: Bool = false,
@@ -30,13 +34,28 @@ public struct EvaluationMachine: Sendable {
         }
     }
 
-    public enum Input: Sendable, Equatable {
+    public enum Input: Sendable, Equatable, CustomStringConvertible {
         case match, noMatch, cancel, fallback, retry
         case passcodeTyped(String)
         /// The shell's answer to `.checkPasscode`: whether it matched, and the verifier output of the attempt.
         case passcodeChecked(correct: Bool, attempt: Data)
         case appCancel
         case systemCancel(String)
+
+        /// Never shows a passcode: inputs end up in log lines.
+        public var description: String {
+            switch self {
+            case .match: return "match"
+            case .noMatch: return "noMatch"
+            case .cancel: return "cancel"
+            case .fallback: return "fallback"
+            case .retry: return "retry"
+            case .passcodeTyped: return "passcodeTyped(••••)"
+            case .passcodeChecked(let correct, _): return "passcodeChecked(correct: \(correct))"
+            case .appCancel: return "appCancel"
+            case .systemCancel(let why): return "systemCancel(\(why))"
+            }
+        }
     }
 
     public enum SuccessKind: Sendable, Equatable {
@@ -84,10 +103,11 @@ public struct EvaluationMachine: Sendable {
         if let (code, message) = Preflight.check(c.policy, facts: c.facts, ledger: ledger, wall: wall) {
             return finish(.failure(code, message))
         }
-        if let auth = c.contextAuthorization, auth.satisfies(c.policy, now: now, lifetime: c.contextLifetime) {
+        if let auth = c.contextAuthorization,
+           c.passcodeOnly ? auth.satisfiesPasscodeOnly(now: now, lifetime: c.contextLifetime) : auth.satisfies(c.policy, now: now, lifetime: c.contextLifetime) {
             return finish(.success(.contextAuthorized))
         }
-        let biometricUsable = c.facts.sensor != .none && c.facts.enrolled && ledger.biometryRefusal(now: wall) == nil
+        let biometricUsable = !c.passcodeOnly && c.facts.sensor != .none && c.facts.enrolled && ledger.biometryRefusal(now: wall) == nil
         if biometricUsable && ledger.allowsReuse(of: c.reuseDuration, now: now) {
             return finish(.success(.reused))
         }
@@ -114,10 +134,12 @@ public struct EvaluationMachine: Sendable {
         case .match:
             // Only while the sensor is armed: after a Face ID failure it stays off until the user asks to retry.
             guard phase == .biometric else { return [.ignored("a matching touch while the sensor is not armed")] }
+            if let refusal = ledger.biometryRefusal(now: wall) { return biometryRefused(refusal, ledger: ledger, now: now) }
             ledger.recordBiometricMatch(now: now, wall: wall)
             return [.persistLedger] + finish(.success(.biometric))
         case .noMatch:
             guard phase == .biometric else { return [.ignored("a non-matching touch while the sensor is not armed")] }
+            if let refusal = ledger.biometryRefusal(now: wall) { return biometryRefused(refusal, ledger: ledger, now: now) }
             return biometricFailure(ledger: &ledger, now: now)
         case .retry:
             guard phase == .faceRetryOffered else { return [.ignored("retry while no retry is offered")] }
@@ -181,6 +203,15 @@ public struct EvaluationMachine: Sendable {
         }
         actions.append(.show(screen(ledger: ledger, now: now)))
         return actions
+    }
+
+    /// Biometrics became refused while the prompt was open (a remote lock, another app's fifth
+    /// failure): a touch no longer counts either way.
+    private mutating func biometryRefused(_ reason: BiometryLockReason, ledger: AttemptLedger, now: MonotonicStamp) -> [Action] {
+        if configuration.policy == .deviceOwnerAuthenticationWithBiometrics {
+            return finish(.failure(.biometryLockout, Preflight.lockoutMessage(reason)))
+        }
+        return toPasscode(ledger: ledger, now: now)
     }
 
     private mutating func toPasscode(ledger: AttemptLedger, now: MonotonicStamp) -> [Action] {

@@ -47,15 +47,37 @@ public enum Preflight {
 public struct ContextAuthorization: Sendable, Equatable {
     public static let defaultLifetime: Double = 300
     public var at: MonotonicStamp
+    /// Proven by a biometric match (or a match within the reuse window).
     public var biometric: Bool
-    public init(at: MonotonicStamp, biometric: Bool) { self.at = at; self.biometric = biometric }
+    /// Proven by the device passcode.
+    public var passcode: Bool
+
+    public init(at: MonotonicStamp, biometric: Bool, passcode: Bool = false) {
+        self.at = at; self.biometric = biometric; self.passcode = passcode
+    }
+
+    func fresh(now: MonotonicStamp, lifetime: Double) -> Bool {
+        at.bootID == now.bootID && now.seconds >= at.seconds && now.seconds - at.seconds <= lifetime
+    }
 
     public func satisfies(_ policy: PolicyValue, now: MonotonicStamp, lifetime: Double) -> Bool {
-        guard at.bootID == now.bootID, now.seconds - at.seconds <= lifetime, now.seconds >= at.seconds else { return false }
+        guard fresh(now: now, lifetime: lifetime) else { return false }
         switch policy {
         case .deviceOwnerAuthentication: return true
         case .deviceOwnerAuthenticationWithBiometrics: return biometric
         default: return false
         }
+    }
+
+    /// Whether the passcode itself was proven (items that demand `devicePasscode`).
+    public func satisfiesPasscodeOnly(now: MonotonicStamp, lifetime: Double) -> Bool {
+        fresh(now: now, lifetime: lifetime) && passcode
+    }
+
+    /// A context that proves a second factor keeps the first while it is fresh; the older time
+    /// stays, so the combination expires no later than its first part.
+    public func merged(into earlier: ContextAuthorization?, now: MonotonicStamp, lifetime: Double) -> ContextAuthorization {
+        guard let earlier, earlier.fresh(now: now, lifetime: lifetime) else { return self }
+        return ContextAuthorization(at: earlier.at, biometric: biometric || earlier.biometric, passcode: passcode || earlier.passcode)
     }
 }

@@ -19,6 +19,15 @@ public enum EnclavePaths {
         return "/tmp/laenclaved-\(getuid())/socket"
     }
 
+    public static let systemMasterKey = "/etc/laenclaved/master.key"
+
+    /// User mode: under $XDG_CONFIG_HOME, apart from the state directory.
+    public static func userMasterKey(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty { return config + "/laenclaved/master.key" }
+        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
+        return home + "/.config/laenclaved/master.key"
+    }
+
     public static func userStateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/laenclaved" }
         let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)

@@ -16,7 +16,8 @@ public enum Request: Sendable, Equatable {
     case unenroll(passcode: String, name: String)
     case simulate(events: [SimulatedEvent])
     case clearSimulated
-    case audit(limit: Int)
+    /// The caller's audit entries; with the passcode, those of all the user's apps.
+    case audit(limit: Int, passcode: String?)
     /// Clears the passcode-disabled state and its counters (root in system mode; the user in user mode).
     case resetPasscodeLockout(uid: UInt32?)
     /// Refuses biometrics until the passcode is entered, like Apple's remote-lock command.
@@ -126,7 +127,7 @@ extension RequestEnvelope {
         case .removePasscode(let cur): a.current = cur
         case .enroll(let p, let n), .unenroll(let p, let n): a.passcode = p; a.name = n
         case .simulate(let e): a.events = e
-        case .audit(let l): a.limit = l
+        case .audit(let l, let p): a.limit = l; a.passcode = p
         case .resetPasscodeLockout(let u), .remoteLock(let u): a.uid = u
         case .keychainAdd(let k), .keychainCopy(let k), .keychainUpdate(let k), .keychainDelete(let k): a.keychain = k
         }
@@ -165,7 +166,7 @@ extension RequestEnvelope {
         case "unenroll": r = .unenroll(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"))
         case "simulate": r = .simulate(events: try need(a.events, "events"))
         case "clearSimulated": r = .clearSimulated
-        case "audit": r = .audit(limit: a.limit ?? 50)
+        case "audit": r = .audit(limit: a.limit ?? 50, passcode: a.passcode)
         case "resetPasscodeLockout": r = .resetPasscodeLockout(uid: a.uid)
         case "remoteLock": r = .remoteLock(uid: a.uid)
         case "keychainAdd": r = .keychainAdd(try need(a.keychain, "keychain"))

@@ -47,7 +47,11 @@ final class ConnectionContexts: @unchecked Sendable {
     /// Ends a running evaluation with appCancel and forgets everything but the id.
     func invalidate(_ id: String) {
         lock.withLock {
-            entries.removeValue(forKey: id)?.inputs?.yield(.machine(.appCancel))
+            if let e = entries.removeValue(forKey: id) {
+                e.inputs?.yield(.machine(.appCancel))
+                // Also ends an evaluation still waiting for the user's prompt.
+                e.task?.cancel()
+            }
             guard tombstones.insert(id).inserted else { return }
             tombstoneOrder.append(id)
             if tombstoneOrder.count > Self.maxTombstones {
@@ -229,10 +233,24 @@ final class ConnectionHandler: @unchecked Sendable {
         case .clearSimulated:
             await session.clearSimulated()
             return .ok
-        case .audit(let limit):
-            let everyone = daemon.config.mode == .system && peer.uid == 0
-            return .audit(try daemon.storage.audit(uid: everyone ? nil : peer.uid, limit: min(max(limit, 1), 500)))
+        case .audit(let limit, let passcode):
+            // Other apps' entries are the user's, not this app's: they need the passcode (or root
+            // in system mode, who sees every user's).
+            let limit = min(max(limit, 1), 500)
+            if daemon.config.mode == .system && peer.uid == 0 && passcode == nil {
+                return .audit(try daemon.storage.audit(uid: nil, app: nil, limit: limit))
+            }
+            if let passcode {
+                try checkPasscodeLength(passcode, "passcode")
+                try await session.confirmPasscode(passcode)
+                return .audit(try daemon.storage.audit(uid: peer.uid, app: nil, limit: limit))
+            }
+            return .audit(try daemon.storage.audit(uid: peer.uid, app: peer.app, limit: limit))
         case .resetPasscodeLockout(let uid):
+            // Lifting one's own counter would make guessing free: in system mode only root may.
+            if daemon.config.mode == .system && peer.uid != 0 {
+                throw Failure(.notPermitted, "only root may reset passcode attempts in system mode")
+            }
             let target = try await administered(uid)
             try await audited("admin.resetPasscodeLockout") { try await target.resetPasscodeLockout() }
             return .ok
@@ -240,8 +258,10 @@ final class ConnectionHandler: @unchecked Sendable {
             let target = try await administered(uid)
             try await audited("admin.remoteLock") { try await target.remoteLock() }
             return .ok
-        case .keychainAdd, .keychainCopy, .keychainUpdate, .keychainDelete:
-            return .keychain(KeychainReply(status: KeychainStatus.unimplemented, message: "the keychain is not served by this daemon yet"))
+        case .keychainAdd(let k): try startKeychain(id: envelope.id, .add, k, session: session); return nil
+        case .keychainCopy(let k): try startKeychain(id: envelope.id, .copy, k, session: session); return nil
+        case .keychainUpdate(let k): try startKeychain(id: envelope.id, .update, k, session: session); return nil
+        case .keychainDelete(let k): try startKeychain(id: envelope.id, .delete, k, session: session); return nil
         }
     }
 
@@ -255,52 +275,94 @@ final class ConnectionHandler: @unchecked Sendable {
     }
 
     private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {
+        let sink = self.sink
+        let task = Task {
+            let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
+                                                  options: options, session: session)
+            let result: EvaluationResult
+            let auditResult: String
+            switch report.outcome {
+            case .success(let how):
+                result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
+                auditResult = "success(\(how))"
+            case .failure(let code, let message):
+                result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
+                auditResult = "\(code)(\(code.rawValue))"
+            }
+            self.audit("evaluate", policy: policy.rawValue, result: auditResult)
+            await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+        }
+        try track(task, context: context)
+    }
+
+    /// Remembers the request's task on its context, so invalidation and disconnection cancel it.
+    private func track(_ task: Task<Void, Never>, context: String) throws {
+        try contexts.with(context) { e in e.task = task }
+    }
+
+    /// One evaluation on a context: registers it to receive prompt input and `invalidate`, runs it
+    /// in the user's session, and records the context's authorization on success.
+    private func runEvaluation(requestID id: UInt64, context: String, policy: PolicyValue, passcodeOnly: Bool,
+                               options: EvaluationOptions, session: UserSession) async -> EvaluationReport {
+        let kind = daemon.sensor?.info.kind ?? .none
         let (stream, continuation) = AsyncStream<SessionInput>.makeStream()
         enum Admission { case invalid, busy, started(ContextAuthorization?) }
-        let admission = try contexts.with(context) { e -> Admission in
+        let admission = (try? contexts.with(context) { e -> Admission in
             if e.invalidated { return .invalid }
             if e.inputs != nil { return .busy }
             e.inputs = continuation
             return .started(e.authorization)
+        }) ?? .invalid
+        guard case .started(let authorization) = admission else {
+            if case .busy = admission {
+                return EvaluationReport(outcome: .failure(.systemCancel, "An evaluation is already running on this context."), biometryType: kind, domainState: nil)
+            }
+            return EvaluationReport(outcome: .failure(.invalidContext, "Invalid context."), biometryType: kind, domainState: nil)
         }
         let sink = self.sink
-        let kind = daemon.sensor?.info.kind ?? .none
-        switch admission {
-        case .invalid:
-            Task { await sink.send(ReplyEnvelope(id: id, reply: .evaluated(EvaluationResult(success: false, error: .invalidContext, message: "Invalid context.", biometryType: kind, domainState: nil)))) }
-            return
-        case .busy:
-            Task { await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.busy, "an evaluation is already running on this context")))) }
-            return
-        case .started(let authorization):
-            let peer = self.peer
-            let clock = daemon.clock
-            let task = Task {
-                let report = await session.evaluate(
-                    policy: policy, options: options, app: peer.app, authorization: authorization,
-                    inputs: stream, continuation: continuation,
-                    show: { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) })
-                let result: EvaluationResult
-                let auditResult: String
-                switch report.outcome {
-                case .success(let how):
-                    result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
-                    auditResult = "success(\(how))"
-                case .failure(let code, let message):
-                    result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
-                    auditResult = "\(code)(\(code.rawValue))"
-                }
-                try? self.contexts.with(context) { e in
-                    e.inputs = nil
-                    e.task = nil
-                    if case .success(let how) = report.outcome, !e.invalidated, how != .contextAuthorized {
-                        e.authorization = ContextAuthorization(at: clock.monotonic(), biometric: how == .biometric || how == .reused)
-                    }
-                }
-                self.audit("evaluate", policy: policy.rawValue, result: auditResult)
-                await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+        let report = await session.evaluate(
+            policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
+            inputs: stream, continuation: continuation,
+            show: { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) })
+        let clock = daemon.clock
+        let lifetime = daemon.config.contextLifetime
+        try? contexts.with(context) { e in
+            e.inputs = nil
+            if case .success(let how) = report.outcome, !e.invalidated, how != .contextAuthorized {
+                let now = clock.monotonic()
+                let proven = ContextAuthorization(at: now, biometric: how == .biometric || how == .reused, passcode: how == .passcode)
+                e.authorization = proven.merged(into: e.authorization, now: now, lifetime: lifetime)
             }
-            try? contexts.with(context) { e in if e.inputs != nil { e.task = task } }
         }
+        return report
+    }
+
+    private func startKeychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) throws {
+        try checkContext(k.context)
+        try checkText(k.reason, "kSecUseOperationPrompt")
+        try checkPasscodeLength(k.applicationPassword.map { String(decoding: $0, as: UTF8.self) }, "application password")
+        guard k.attributes.count <= 64, (k.changes?.count ?? 0) <= 64 else { throw Failure(.invalidParameter, "at most 64 attributes") }
+        let sink = self.sink
+        let task = Task {
+            let reply = await session.keychain(operation, k, app: self.peer.app) { step, reason, noUI in
+                let options = EvaluationOptions(reason: reason, interactionNotAllowed: noUI, clientPresents: k.clientPresents)
+                switch step {
+                case .biometric:
+                    return await self.runEvaluation(requestID: id, context: k.context, policy: .deviceOwnerAuthenticationWithBiometrics,
+                                                    passcodeOnly: false, options: options, session: session).outcome
+                case .owner:
+                    return await self.runEvaluation(requestID: id, context: k.context, policy: .deviceOwnerAuthentication,
+                                                    passcodeOnly: false, options: options, session: session).outcome
+                case .passcode:
+                    return await self.runEvaluation(requestID: id, context: k.context, policy: .deviceOwnerAuthentication,
+                                                    passcodeOnly: true, options: options, session: session).outcome
+                case .companion:
+                    return .failure(.companionNotAvailable, "No companion device is available.")
+                }
+            }
+            self.audit("keychain.\(operation.rawValue)", result: reply.status == 0 ? "ok" : "status \(reply.status)")
+            await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
+        }
+        try track(task, context: k.context)
     }
 }

@@ -5,6 +5,9 @@ public struct DaemonConfiguration: Sendable {
     public var mode: DaemonMode
     public var socketPath: String
     public var stateDirectory: String
+    /// The master key of keychain encryption, kept outside the state directory so that a copy of
+    /// the state alone decrypts nothing. Created (0600, directory 0700) when missing.
+    public var masterKeyPath: String
     /// The simulated sensor, if any. In system mode it runs only when explicitly enabled.
     public var simulatedSensor: BiometryKind?
     /// Whether `simulate` requests (scripted touches and typed passcodes) are accepted.
@@ -18,8 +21,8 @@ public struct DaemonConfiguration: Sendable {
     /// How long a successfully evaluated `LAContext` stays authorized.
     public var contextLifetime: Double = ContextAuthorization.defaultLifetime
 
-    public init(mode: DaemonMode, socketPath: String, stateDirectory: String, simulatedSensor: BiometryKind?, simulationEnabled: Bool) {
-        self.mode = mode; self.socketPath = socketPath; self.stateDirectory = stateDirectory
+    public init(mode: DaemonMode, socketPath: String, stateDirectory: String, masterKeyPath: String, simulatedSensor: BiometryKind?, simulationEnabled: Bool) {
+        self.mode = mode; self.socketPath = socketPath; self.stateDirectory = stateDirectory; self.masterKeyPath = masterKeyPath
         self.simulatedSensor = simulatedSensor; self.simulationEnabled = simulationEnabled
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -13,6 +14,7 @@ public final class EnclaveDaemon: Sendable {
     let sensor: (any BiometricSensor)?
     let clock: any EnclaveClock
     let logger: Logger
+    let masterKey: SymmetricKey
     private let sessions = SessionRegistry()
     private let lockDescriptor: Int32
 
@@ -45,14 +47,38 @@ public final class EnclaveDaemon: Sendable {
         self.clock = clock
         self.logger = logger
         storage = try Storage(directory: config.stateDirectory)
+        masterKey = try Self.loadMasterKey(config.masterKeyPath)
         sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
     }
 
     deinit { close(lockDescriptor) }
 
+    /// Reads the 32-byte master key, or creates it (random, 0600, in a 0700 directory).
+    static func loadMasterKey(_ path: String) throws -> SymmetricKey {
+        if let data = FileManager.default.contents(atPath: path) {
+            guard data.count == 32 else { throw KeyFileError(path: path, problem: "is not a 32-byte key") }
+            return SymmetricKey(data: data)
+        }
+        try Storage.makePrivateDirectory((path as NSString).deletingLastPathComponent)
+        let key = SymmetricKey(size: .bits256)
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw KeyFileError(path: path, problem: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        let written = key.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == 32, fsync(fd) == 0 else { throw KeyFileError(path: path, problem: "could not be written") }
+        return key
+    }
+
+    struct KeyFileError: Error, CustomStringConvertible {
+        var path: String
+        var problem: String
+        var description: String { "master key \(path) \(problem)" }
+    }
+
     func session(for uid: UInt32) async throws -> UserSession {
         try await sessions.session(for: uid) {
-            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger)
+            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger,
+                            userKey: ItemSealing.userKey(master: masterKey, uid: uid))
         }
     }
 }

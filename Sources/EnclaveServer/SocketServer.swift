@@ -62,7 +62,7 @@ public struct EnclaveService: Service {
         logger.info("stopped")
     }
 
-    private func peer(of channel: any Channel) async -> PeerIdentity? {
+    fileprivate func peer(of channel: any Channel) async -> PeerIdentity? {
         guard let provider = channel as? any SocketOptionProvider else { return nil }
         do {
             let cred: PeerCredentials = try await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).get()
@@ -76,30 +76,12 @@ public struct EnclaveService: Service {
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
         do {
             try await connection.executeThenClose { inbound, outbound in
-                let writer = ChannelReplySink(outbound: outbound)
-                guard let peer = await peer(of: connection.channel) else {
-                    await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client"))))
-                    return
-                }
-                if daemon.config.mode == .user && peer.uid != getuid() {
-                    logger.warning("refused a connection from another user", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
-                    await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "this user-mode daemon serves uid \(getuid()) only"))))
-                    return
-                }
-                let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
-                defer { handler.closed() }
-                var decoder = FrameDecoder()
-                do {
-                    for try await buffer in inbound {
-                        decoder.append(buffer.readableBytesView)
-                        while let frame = try decoder.nextFrame() {
-                            guard await handler.receive(frame) else { return }
-                        }
-                    }
-                    try decoder.finish()
-                } catch let error as FrameError {
-                    logger.notice("closing a connection with broken framing", metadata: ["pid": "\(peer.pid)", "error": "\(error)"])
-                    await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, error.description))))
+                let writer = ChannelReplySink(channel: connection.channel)
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await writer.drain(into: outbound) }
+                    await self.handleRequests(of: connection, inbound: inbound, writer: writer)
+                    writer.finish()
+                    await group.waitForAll()
                 }
             }
         } catch {
@@ -108,19 +90,67 @@ public struct EnclaveService: Service {
     }
 }
 
-actor ChannelReplySink: ReplySink {
-    private let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
-    private var broken = false
-    init(outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) { self.outbound = outbound }
-
-    func send(_ envelope: ReplyEnvelope) async {
-        guard !broken else { return }
+extension EnclaveService {
+    fileprivate func handleRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+                                    inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
+        guard let peer = await peer(of: connection.channel) else {
+            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client"))))
+            return
+        }
+        if daemon.config.mode == .user && peer.uid != getuid() {
+            logger.warning("refused a connection from another user", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
+            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "this user-mode daemon serves uid \(getuid()) only"))))
+            return
+        }
+        let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
+        defer { handler.closed() }
+        var decoder = FrameDecoder()
         do {
-            try await outbound.write(ByteBuffer(bytes: FrameEncoder.frame(envelope.encoded())))
+            for try await buffer in inbound {
+                decoder.append(buffer.readableBytesView)
+                while let frame = try decoder.nextFrame() {
+                    guard await handler.receive(frame) else { return }
+                }
+            }
+            try decoder.finish()
+        } catch let error as FrameError {
+            logger.notice("closing a connection with broken framing", metadata: ["pid": "\(peer.pid)", "error": "\(error)"])
+            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, error.description))))
         } catch {
-            broken = true
+            logger.debug("connection ended", metadata: ["error": "\(error)"])
         }
     }
+}
+
+/// Replies of one connection, in order, through a bounded queue drained by one writer task: the
+/// daemon never waits on a client's socket (a client that stops reading cannot hold the user's
+/// prompt), and a connection whose queue overflows is closed.
+final class ChannelReplySink: ReplySink, @unchecked Sendable {
+    static let queueLimit = 256
+    private let queue: AsyncStream<ReplyEnvelope>.Continuation
+    private let stream: AsyncStream<ReplyEnvelope>
+    private let channel: any Channel
+
+    init(channel: any Channel) {
+        self.channel = channel
+        (stream, queue) = AsyncStream.makeStream(of: ReplyEnvelope.self, bufferingPolicy: .bufferingOldest(Self.queueLimit))
+    }
+
+    func send(_ envelope: ReplyEnvelope) async {
+        if case .dropped = queue.yield(envelope) {
+            channel.close(promise: nil)
+        }
+    }
+
+    /// Writes queued replies until the connection ends; run it beside the request loop.
+    func drain(into outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async {
+        for await envelope in stream {
+            do { try await outbound.write(ByteBuffer(bytes: FrameEncoder.frame(envelope.encoded()))) } catch { return }
+        }
+    }
+
+    /// No more replies: the writer finishes what is queued, then stops.
+    func finish() { queue.finish() }
 }
 
 struct SocketDirectoryError: Error, CustomStringConvertible {

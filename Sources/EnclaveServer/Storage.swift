@@ -19,7 +19,7 @@ struct UserRecord: Sendable, Equatable {
 
 /// SQLite through GRDB, WAL with synchronous=FULL: a write has reached the disk when `save` returns.
 final class Storage: Sendable {
-    private let pool: DatabasePool
+    let pool: DatabasePool
     let directory: String
 
     init(directory: String) throws {
@@ -53,6 +53,33 @@ final class Storage: Sendable {
                     result TEXT NOT NULL
                 );
                 CREATE INDEX audit_uid ON audit(uid, id);
+                """)
+        }
+        migrator.registerMigration("v2-keychain") { db in
+            try db.execute(sql: """
+                CREATE TABLE item (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    uid INTEGER NOT NULL,
+                    accessGroup TEXT NOT NULL,
+                    class TEXT NOT NULL,
+                    primaryKey TEXT NOT NULL,
+                    service TEXT,
+                    account TEXT,
+                    server TEXT,
+                    attributes BLOB NOT NULL,
+                    protection TEXT NOT NULL,
+                    flags INTEGER NOT NULL,
+                    enrolmentGeneration INTEGER NOT NULL,
+                    wrappedKey BLOB NOT NULL,
+                    ciphertext BLOB NOT NULL,
+                    passwordSalt BLOB,
+                    persistentRef BLOB NOT NULL UNIQUE,
+                    created REAL NOT NULL,
+                    modified REAL NOT NULL,
+                    UNIQUE (uid, accessGroup, class, primaryKey)
+                );
+                CREATE INDEX item_lookup ON item(uid, accessGroup, class, service, account);
+                CREATE INDEX item_server ON item(uid, accessGroup, class, server);
                 """)
         }
         try migrator.migrate(pool)
@@ -103,15 +130,18 @@ final class Storage: Sendable {
         }
     }
 
-    /// The newest entries first; `uid` nil means every user (root in system mode).
-    func audit(uid: UInt32?, limit: Int) throws -> [AuditEntry] {
+    /// The newest entries first; `uid` nil means every user (root in system mode), `app` nil every app.
+    func audit(uid: UInt32?, app: String?, limit: Int) throws -> [AuditEntry] {
         try pool.read { db in
-            let rows: [Row]
-            if let uid {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM audit WHERE uid = ? ORDER BY id DESC LIMIT ?", arguments: [Int64(uid), limit])
-            } else {
-                rows = try Row.fetchAll(db, sql: "SELECT * FROM audit ORDER BY id DESC LIMIT ?", arguments: [limit])
-            }
+            var sql = "SELECT * FROM audit"
+            var arguments: StatementArguments = []
+            var conditions: [String] = []
+            if let uid { conditions.append("uid = ?"); arguments += [Int64(uid)] }
+            if let app { conditions.append("app = ?"); arguments += [app] }
+            if !conditions.isEmpty { sql += " WHERE " + conditions.joined(separator: " AND ") }
+            sql += " ORDER BY id DESC LIMIT ?"
+            arguments += [limit]
+            let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
             return rows.map { row in
                 AuditEntry(time: Date(timeIntervalSince1970: row["time"]), uid: UInt32(row["uid"] as Int64), pid: Int32(row["pid"] as Int64),
                            app: row["app"], operation: row["operation"], policy: row["policy"], result: row["result"])

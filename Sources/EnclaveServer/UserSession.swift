@@ -1,3 +1,4 @@
+import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -22,30 +23,52 @@ struct EvaluationReport: Sendable {
 /// person's queue and the one prompt at a time. Every change is saved before the caller answers.
 actor UserSession {
     let uid: UInt32
-    private let storage: Storage
-    private let sensor: (any BiometricSensor)?
-    private let config: DaemonConfiguration
-    private let clock: any EnclaveClock
-    private let logger: Logger
-    private var record: UserRecord
+    let storage: Storage
+    let sensor: (any BiometricSensor)?
+    let config: DaemonConfiguration
+    let clock: any EnclaveClock
+    let logger: Logger
+    var record: UserRecord
+    /// The record as it is on disk: what `record` returns to when a save fails, so no answer or
+    /// status ever reflects a change that was not made durable.
+    private var saved: UserRecord
+    private var enrolmentBusy = false
     private var queue: [SimulatedEvent] = []
     private var promptBusy = false
     private var waiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
     private var nextWaiterID: UInt64 = 0
     private var activeInputs: AsyncStream<SessionInput>.Continuation?
 
-    init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger) throws {
+    /// The user's key-encryption key for keychain items (derived from the master key).
+    let userKey: SymmetricKey
+
+    init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger,
+         userKey: SymmetricKey) throws {
         self.uid = uid; self.storage = storage; self.sensor = sensor; self.config = config; self.clock = clock; self.logger = logger
+        self.userKey = userKey
         let loaded = try storage.loadUser(uid)
         var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())
         let changed = r.ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: config.mode == .system)
         if loaded == nil || changed { try storage.save(r) }
         record = r
+        saved = r
+    }
+
+    /// Makes the current record durable, or returns to the last durable one and throws.
+    private func persist() throws {
+        do {
+            try storage.save(record)
+            saved = record
+        } catch {
+            record = saved
+            logger.error("could not save the user's record", metadata: ["uid": "\(uid)", "error": "\(error)"])
+            throw Failure(.internalError, "the enclave could not save its state")
+        }
     }
 
     // MARK: Facts
 
-    private func identities() async throws -> [String] {
+    func identities() async throws -> [String] {
         guard let sensor else { return [] }
         let stored = record.enrolment
         let now = try await sensor.enrolledIdentities(uid: uid, stored: stored)
@@ -53,7 +76,7 @@ actor UserSession {
             // A real sensor's set changed behind our back: that is an enrolment change too.
             record.enrolment = now
             record.enrolmentGeneration += 1
-            try storage.save(record)
+            try persist()
         }
         return now
     }
@@ -109,15 +132,18 @@ actor UserSession {
         let attempt = try verifier.derive(passcode)
         if verifier.matches(attempt) {
             record.ledger.recordPasscodeSuccess(wall: clock.wall())
-            try storage.save(record)
+            try persist()
             return
         }
         record.ledger.recordPasscodeFailure(attempt: attempt, now: now)
-        try storage.save(record)
+        try persist()
         var retryAfter: Double?
         if case .wait(let s) = record.ledger.passcodeGate(now: now) { retryAfter = s }
         throw Failure(.passcodeIncorrect, "the passcode is not correct", retryAfter: retryAfter)
     }
+
+    /// The passcode as a gate for another request (the full audit log). Counts like any attempt.
+    func confirmPasscode(_ passcode: String) throws { try requirePasscode(passcode) }
 
     func setPasscode(current: String?, new: String) throws {
         do { try PasscodeVerifier.validate(new) } catch { throw Failure(.invalidParameter, "\(error)") }
@@ -127,36 +153,54 @@ actor UserSession {
         }
         record.passcode = try PasscodeVerifier.make(passcode: new, cost: config.passcodeCost)
         record.ledger.passcodeChanged(wall: clock.wall())
-        try storage.save(record)
+        try persist()
     }
 
     /// Removing the passcode also removes every enrolled identity (behavior.md §4).
     func removePasscode(current: String) async throws {
+        // One enrolment change at a time: the sensor call suspends, and a second change must not
+        // start from the list the first is replacing.
+        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        enrolmentBusy = true
+        defer { enrolmentBusy = false }
         try requirePasscode(current)
         if let sensor, !record.enrolment.isEmpty {
             record.enrolment = try await sensor.unenrollAll(uid: uid, stored: record.enrolment)
             record.enrolmentGeneration += 1
         }
+        // Items that exist only while a passcode is set go with it.
+        let removed = try storage.deleteItems(uid: uid, protection: .whenPasscodeSetThisDeviceOnly)
+        if removed > 0 { logger.info("removed passcode-bound keychain items", metadata: ["uid": "\(uid)", "count": "\(removed)"]) }
         record.passcode = nil
         record.ledger.passcodeRemoved()
-        try storage.save(record)
+        try persist()
     }
 
     func enroll(passcode: String, name: String) async throws {
+        // One enrolment change at a time: the sensor call suspends, and a second change must not
+        // start from the list the first is replacing.
+        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        enrolmentBusy = true
+        defer { enrolmentBusy = false }
         guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor to enrol on") }
         try Self.validateIdentityName(name)
         try requirePasscode(passcode)
         record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment)
         record.enrolmentGeneration += 1
-        try storage.save(record)
+        try persist()
     }
 
     func unenroll(passcode: String, name: String) async throws {
+        // One enrolment change at a time: the sensor call suspends, and a second change must not
+        // start from the list the first is replacing.
+        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        enrolmentBusy = true
+        defer { enrolmentBusy = false }
         guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor") }
         try requirePasscode(passcode)
         record.enrolment = try await sensor.unenroll(uid: uid, name: name, stored: record.enrolment)
         record.enrolmentGeneration += 1
-        try storage.save(record)
+        try persist()
     }
 
     static func validateIdentityName(_ name: String) throws {
@@ -169,12 +213,12 @@ actor UserSession {
 
     func resetPasscodeLockout() throws {
         record.ledger.administratorReset()
-        try storage.save(record)
+        try persist()
     }
 
     func remoteLock() throws {
         record.ledger.remoteLock()
-        try storage.save(record)
+        try persist()
     }
 
     // MARK: The scripted person
@@ -197,16 +241,18 @@ actor UserSession {
 
     // MARK: Evaluation
 
-    func evaluate(policy: PolicyValue, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
+    func evaluate(policy: PolicyValue, passcodeOnly: Bool = false, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
                   inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
                   show: @escaping @Sendable (PromptScreen) async -> Void) async -> EvaluationReport {
         let kind = sensor?.info.kind ?? .none
         func configuration() async throws -> EvaluationMachine.Configuration {
-            EvaluationMachine.Configuration(
+            var c = EvaluationMachine.Configuration(
                 policy: policy, facts: try await facts(), app: app, reason: options.reason, cancelTitle: options.cancelTitle,
                 fallbackTitle: options.fallbackTitle, reuseDuration: options.reuseDuration,
                 interactionNotAllowed: options.interactionNotAllowed, sensorSimulated: sensor?.info.simulated ?? false,
                 contextAuthorization: authorization, contextLifetime: config.contextLifetime)
+            c.passcodeOnly = passcodeOnly
+            return c
         }
         func report(_ outcome: EvaluationMachine.Outcome) async -> EvaluationReport {
             var state: Data?
@@ -226,6 +272,7 @@ actor UserSession {
                 return await report(.failure(.systemCancel, "Another authentication prompt for this user took too long."))
             }
             defer { releasePrompt() }
+            if Task.isCancelled { return await report(.failure(.appCancel, "The context was invalidated.")) }
             // Facts may have changed while waiting: start afresh.
             machine = EvaluationMachine(try await configuration())
             actions = machine.start(ledger: record.ledger, now: clock.monotonic(), wall: clock.wall())
@@ -245,8 +292,7 @@ actor UserSession {
                 for action in actions {
                     switch action {
                     case .persistLedger:
-                        do { try storage.save(record) } catch {
-                            logger.error("could not save the attempt ledger", metadata: ["uid": "\(uid)", "error": "\(error)"])
+                        do { try persist() } catch {
                             return .failure(.systemCancel, "The enclave could not save its state.")
                         }
                     case .armSensor:

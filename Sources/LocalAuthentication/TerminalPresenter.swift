@@ -15,7 +15,16 @@ import Glibc
 final class TerminalPresenter: @unchecked Sendable {
     enum Action { case prompt(PromptAction), simulated(SimulatedEvent) }
 
-    var onAction: ((Action, String?) -> Void)?
+    /// Every presenter of the process works on this queue, in the order the daemon's replies
+    /// arrive: one prompt's close always comes before the next prompt's first screen, so two
+    /// prompts never read the terminal at once.
+    private static let terminal = DispatchQueue(label: "LocalAuthentication.terminal")
+
+    var onAction: ((Action, String?) -> Void)? {
+        get { lock.withLock { _onAction } }
+        set { lock.withLock { _onAction = newValue } }
+    }
+    private var _onAction: ((Action, String?) -> Void)?
     private let fd: Int32
     private var saved = termios()
     private let lock = NSLock()
@@ -53,7 +62,12 @@ final class TerminalPresenter: @unchecked Sendable {
         t.start()
     }
 
-    func show(_ s: PromptScreen) {
+    func show(_ s: PromptScreen) { Self.terminal.async { self.render(s) } }
+
+    /// Ends the prompt (restoring the terminal) once everything queued before it is shown.
+    func close(result: String? = nil) { Self.terminal.sync { self.finish(result: result) } }
+
+    private func render(_ s: PromptScreen) {
         let first = lock.withLock { () -> Bool in defer { screen = s }; return screen == nil && !isClosed }
         var lines: [String] = []
         if first {
@@ -73,7 +87,7 @@ final class TerminalPresenter: @unchecked Sendable {
         write(lines.joined(separator: "\r\n") + "\r\n")
     }
 
-    func close(result: String? = nil) {
+    private func finish(result: String?) {
         let (wasClosed, shown) = lock.withLock { () -> (Bool, Bool) in defer { isClosed = true }; return (isClosed, screen != nil) }
         guard !wasClosed else { return }
         if shown {

@@ -7,9 +7,12 @@ struct Audit: ParsableCommand {
     @OptionGroup var client: ClientOptions
     @Option(help: "How many entries, newest first.") var limit = 20
     @Flag(help: "Print JSON.") var json = false
+    @Flag(help: "Every app's entries (asks for the device passcode); default: lactl's own.") var all = false
+    @Flag(help: "With --all: read the passcode from standard input.") var stdin = false
 
     func run() throws {
-        guard case .audit(let entries) = try client.call(.audit(limit: limit)) else { throw ExitCode.failure }
+        let passcode = all ? try SecretInput.read("Device passcode", fromStdin: stdin) : nil
+        guard case .audit(let entries) = try client.call(.audit(limit: limit, passcode: passcode)) else { throw ExitCode.failure }
         if json { return printJSON(entries) }
         let f = ISO8601DateFormatter()
         for e in entries {

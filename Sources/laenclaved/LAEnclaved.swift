@@ -32,6 +32,9 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: "State directory (created 0700).")
     var stateDirectory: String?
 
+    @Option(name: .customLong("key-file"), help: "The keychain master key (created when missing). Default: $XDG_CONFIG_HOME/laenclaved/master.key in user mode, /etc/laenclaved/master.key in system mode.")
+    var keyFile: String?
+
     @Option(name: .customLong("simulated-sensor"), help: "Simulated biometric sensor: touchid, faceid or none. Default: touchid in user mode, none in system mode.")
     var simulatedSensor: SensorChoice?
 
@@ -67,8 +70,8 @@ struct LAEnclaved: AsyncParsableCommand {
         if !(10...20).contains(passcodeCost) { throw ValidationError("--passcode-cost must be between 10 and 20") }
         if allowSimulation && noSimulation { throw ValidationError("--allow-simulation and --no-simulation exclude each other") }
         for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime)]
-            where !(value.isFinite && value > 0) {
-            throw ValidationError("\(name) must be a positive number of seconds")
+            where !(value.isFinite && value > 0 && value <= 86_400) {
+            throw ValidationError("\(name) must be a number of seconds between 0 and 86400")
         }
     }
 
@@ -95,6 +98,7 @@ struct LAEnclaved: AsyncParsableCommand {
             mode: mode,
             socketPath: socket ?? (mode == .system ? EnclavePaths.systemSocket : EnclavePaths.userSocket()),
             stateDirectory: stateDirectory ?? (mode == .system ? EnclavePaths.systemStateDirectory : EnclavePaths.userStateDirectory()),
+            masterKeyPath: keyFile ?? (mode == .system ? EnclavePaths.systemMasterKey : EnclavePaths.userMasterKey()),
             simulatedSensor: kind,
             simulationEnabled: noSimulation ? false : (mode == .user || allowSimulation))
         config.passcodeCost = passcodeCost

@@ -345,6 +345,30 @@ final class EvaluationMachineTests: XCTestCase {
         XCTAssertFalse(h.machine.isFinished)
     }
 
+    func testARemoteLockDuringAnOpenPromptRefusesTheNextTouch() {
+        var h = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics))
+        _ = h.start()
+        h.ledger.remoteLock()
+        let actions = h.send(.match)
+        XCTAssertEqual(actions.last, .finish(.failure(.biometryLockout, Preflight.lockoutMessage(.remoteLock))))
+        XCTAssertNil(h.ledger.lastBiometricMatch, "a refused touch must not open the reuse window")
+    }
+
+    func testARemoteLockDuringAnOwnerPromptMovesToThePasscode() {
+        var h = harness(Fixture.config(.deviceOwnerAuthentication))
+        _ = h.start()
+        h.ledger.remoteLock()
+        let actions = h.send(.noMatch)
+        XCTAssertEqual(h.ledger.biometricFailures, 0, "a refused touch does not count")
+        XCTAssertEqual(lastScreen(actions)?.sensorArmed, false)
+        XCTAssertEqual(lastScreen(actions)?.passcodeEntry, true)
+    }
+
+    func testInputDescriptionsNeverShowAPasscode() {
+        XCTAssertFalse("\(EvaluationMachine.Input.passcodeTyped("271828"))".contains("271828"))
+        XCTAssertFalse("\([EvaluationMachine.Input.passcodeTyped("271828")])".contains("271828"))
+    }
+
     func testWrongPasscodeTypedWhileTheSensorIsArmedSaysSoAndKeepsTheSensorArmed() {
         var h = harness(Fixture.config(.deviceOwnerAuthentication))
         _ = h.start()

@@ -40,7 +40,15 @@ final class MessagesTests: XCTestCase {
         .simulate(events: [.match, .nomatch, .cancel, .fallback, .retry, .passcode("9876")]),
         .simulate(events: []),
         .clearSimulated,
-        .audit(limit: 10),
+        .audit(limit: 10, passcode: nil),
+        .keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("alice"), "v_Data": .data(Data([1, 2]))],
+                                     accessControl: AccessControlValue(protection: "akpu", flags: 8), context: "c1", reason: "r")),
+        .keychainCopy(KeychainRequest(attributes: ["class": .string("inet"), "port": .int(443), "sync": .bool(false),
+                                                   "cdat": .date(Date(timeIntervalSince1970: 1_800_000_000))],
+                                      context: "c2", authenticationUI: "u_AuthUIS", returnData: true, returnAttributes: true, matchAll: true)),
+        .keychainUpdate(KeychainRequest(attributes: ["class": .string("genp")], changes: ["v_Data": .data(Data())], context: "c3")),
+        .keychainDelete(KeychainRequest(attributes: ["class": .string("genp")], context: "c4")),
+        .audit(limit: 10, passcode: "1234"),
         .resetPasscodeLockout(uid: nil),
         .resetPasscodeLockout(uid: 1000),
         .remoteLock(uid: nil),
@@ -57,7 +65,7 @@ final class MessagesTests: XCTestCase {
     func testEveryOperationIsCoveredAndKnown() {
         let covered = Set(Self.everyRequest.map(\.operation))
         XCTAssertEqual(covered, Request.operations)
-        XCTAssertEqual(Request.operations.count, 16)
+        XCTAssertEqual(Request.operations.count, 20, "16 of issue 2 + 4 keychain operations")
     }
 
     func testLargeIdRoundTrips() throws {
@@ -78,7 +86,7 @@ final class MessagesTests: XCTestCase {
     func testHandWrittenRequestDecodes() throws {
         XCTAssertEqual(try decode(#"{"id":3,"op":"canEvaluate","args":{"context":"abc","policy":1}}"#),
                        RequestEnvelope(id: 3, request: .canEvaluate(context: "abc", policy: 1)))
-        XCTAssertEqual(try decode(#"{"id":4,"op":"audit","args":{}}"#), RequestEnvelope(id: 4, request: .audit(limit: 50)),
+        XCTAssertEqual(try decode(#"{"id":4,"op":"audit","args":{}}"#), RequestEnvelope(id: 4, request: .audit(limit: 50, passcode: nil)),
                        "audit's limit defaults to 50")
     }
 

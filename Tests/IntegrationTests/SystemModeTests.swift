@@ -51,10 +51,17 @@ final class SystemModeTests: XCTestCase {
         XCTAssertTrue(admin.stderr.contains("only root"), admin.stderr)
         XCTAssertNil(try enclave.status().biometryLockout, "root's state is untouched")
 
+        // A user cannot lift their own passcode counter in system mode: that would make guessing free.
+        let reset = try asNobody([lactl, "admin", "reset-passcode", "--socket", enclave.socketPath])
+        XCTAssertEqual(reset.status, 1)
+        XCTAssertTrue(reset.stderr.contains("only root"), reset.stderr)
+
         // Nobody's own failures do not touch root's counters.
         XCTAssertEqual(try asNobody([lactl, "passcode", "set", "--stdin", "--socket", enclave.socketPath], input: "9876\n").status, 0)
         _ = try asNobody([lactl, "enroll", "x", "--stdin", "--socket", enclave.socketPath], input: "0000\n")
         XCTAssertEqual(try enclave.status().passcodeFailures, 0)
+        let nobodyAfter = try asNobody([lactl, "status", "--json", "--socket", enclave.socketPath])
+        XCTAssertTrue(nobodyAfter.stdout.contains("\"passcodeFailures\" : 1"), "the failed guess stays counted: \(nobodyAfter.stdout)")
 
         // The state directory and database are unreadable to other users.
         let peek = try asNobody(["/bin/cat", enclave.stateDirectory + "/enclave.sqlite"])
@@ -98,7 +105,7 @@ final class SystemModeTests: XCTestCase {
         let daemon = root + "/laenclaved"
         try FileManager.default.copyItem(atPath: productPath("laenclaved"), toPath: daemon)
         chmod(daemon, 0o755)
-        impostor.arguments = ["-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir", root + "/state", "--passcode-cost", "10"]
+        impostor.arguments = ["-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir", root + "/state", "--key-file", root + "/keys/master.key", "--passcode-cost", "10"]
         impostor.standardOutput = FileHandle.nullDevice
         impostor.standardError = FileHandle.nullDevice
         try impostor.run()

@@ -1,0 +1,61 @@
+import Crypto
+import _CryptoExtras
+import Foundation
+
+/// Encryption of keychain secrets at rest. Each item has its own random AES-256-GCM key; that key
+/// is sealed under the user's key, which is derived (HKDF-SHA256) from the daemon's master key and
+/// the uid. The master key lives outside the state directory, so a copy of the state directory
+/// alone yields nothing. The item's identity is the associated data of both seals, so a sealed
+/// secret cannot be moved to another row, app or user. With `applicationPassword` the item key is
+/// sealed once more under a key derived from that password (scrypt).
+public enum ItemSealing {
+    public struct Sealed: Sendable, Equatable {
+        public var wrappedKey: Data
+        public var ciphertext: Data
+        /// scrypt salt when the item also needs the application password.
+        public var passwordSalt: Data?
+        public init(wrappedKey: Data, ciphertext: Data, passwordSalt: Data?) {
+            self.wrappedKey = wrappedKey; self.ciphertext = ciphertext; self.passwordSalt = passwordSalt
+        }
+    }
+
+    public enum Problem: Error, Equatable { case wrongKeyOrTampered, applicationPasswordNeeded }
+
+    public static func userKey(master: SymmetricKey, uid: UInt32) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: Data("laenclaved keychain v1".utf8),
+                               info: Data("uid \(uid)".utf8), outputByteCount: 32)
+    }
+
+    static func passwordKey(_ password: Data, salt: Data) throws -> SymmetricKey {
+        try KDF.Scrypt.deriveKey(from: password, salt: salt, outputByteCount: 32, rounds: 1 << 14, blockSize: 8, parallelism: 1)
+    }
+
+    public static func seal(_ secret: Data, userKey: SymmetricKey, identity: Data, applicationPassword: Data? = nil) throws -> Sealed {
+        let itemKey = SymmetricKey(size: .bits256)
+        let ciphertext = try AES.GCM.seal(secret, using: itemKey, authenticating: identity).combined!
+        var keyBytes = itemKey.withUnsafeBytes { Data($0) }
+        var salt: Data?
+        if let password = applicationPassword {
+            let s = SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }
+            salt = s
+            keyBytes = try AES.GCM.seal(keyBytes, using: try passwordKey(password, salt: s), authenticating: identity).combined!
+        }
+        let wrapped = try AES.GCM.seal(keyBytes, using: userKey, authenticating: identity).combined!
+        return Sealed(wrappedKey: wrapped, ciphertext: ciphertext, passwordSalt: salt)
+    }
+
+    public static func open(_ sealed: Sealed, userKey: SymmetricKey, identity: Data, applicationPassword: Data? = nil) throws -> Data {
+        do {
+            var keyBytes = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed.wrappedKey), using: userKey, authenticating: identity)
+            if let salt = sealed.passwordSalt {
+                guard let password = applicationPassword else { throw Problem.applicationPasswordNeeded }
+                keyBytes = try AES.GCM.open(AES.GCM.SealedBox(combined: keyBytes), using: try passwordKey(password, salt: salt), authenticating: identity)
+            }
+            return try AES.GCM.open(AES.GCM.SealedBox(combined: sealed.ciphertext), using: SymmetricKey(data: keyBytes), authenticating: identity)
+        } catch let p as Problem {
+            throw p
+        } catch {
+            throw Problem.wrongKeyOrTampered
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import GRDB
+
+/// A keychain item as stored: metadata in clear (for lookup and listing), the secret sealed.
+struct StoredItem: Sendable, Equatable {
+    var id: Int64 = 0
+    var uid: UInt32
+    var accessGroup: String
+    var itemClass: String
+    var attributes: [String: KeychainValue]
+    var protection: Protection
+    var flags: UInt64
+    /// The enrolment generation when the item was made (matters for `.biometryCurrentSet`).
+    var enrolmentGeneration: UInt64
+    var sealed: ItemSealing.Sealed
+    var persistentRef: Data
+    var created: Date
+    var modified: Date
+
+    /// Apple's primary-key attributes per class: two items may not share them.
+    static func primaryKey(class itemClass: String, _ a: [String: KeychainValue]) -> String {
+        let keys: [String]
+        switch itemClass {
+        case "genp": keys = ["acct", "svce", "sync"]
+        case "inet": keys = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "sync"]
+        default: keys = ["kcls", "klbl", "atag", "type", "bsiz", "sync"]
+        }
+        return keys.map { k in "\(k)=" + (a[k].map(Self.describe) ?? "") }.joined(separator: "\u{1F}")
+    }
+
+    static func describe(_ v: KeychainValue) -> String {
+        switch v {
+        case .string(let s): return "s:" + s
+        case .data(let d): return "d:" + d.base64EncodedString()
+        case .int(let i): return "i:\(i)"
+        case .bool(let b): return b ? "b:1" : "b:0"
+        case .date(let d): return "t:\(d.timeIntervalSince1970)"
+        }
+    }
+
+    /// What the seals authenticate: the item cannot be moved to another row, app or user.
+    var identity: Data { Data("\(uid)\u{1F}\(accessGroup)\u{1F}\(itemClass)\u{1F}".utf8) + persistentRef }
+
+    var primaryKey: String { Self.primaryKey(class: itemClass, attributes) }
+}
+
+enum KeychainStoreError: Error { case duplicate }
+
+extension Storage {
+    private static let attributeEncoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
+    private static let attributeDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
+
+    private static func string(_ a: [String: KeychainValue], _ key: String) -> String? {
+        if case .string(let s)? = a[key] { return s }
+        return nil
+    }
+
+    func insertItem(_ item: StoredItem) throws -> Int64 {
+        let attributes = try Self.attributeEncoder.encode(item.attributes)
+        do {
+            return try pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
+                                      enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [Int64(item.uid), item.accessGroup, item.itemClass, item.primaryKey,
+                                     Self.string(item.attributes, "svce"), Self.string(item.attributes, "acct"), Self.string(item.attributes, "srvr"),
+                                     attributes, item.protection.rawValue, Int64(bitPattern: item.flags), Int64(item.enrolmentGeneration),
+                                     item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt, item.persistentRef,
+                                     item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970])
+                return db.lastInsertedRowID
+            }
+        } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw KeychainStoreError.duplicate
+        }
+    }
+
+    func updateItem(_ item: StoredItem) throws {
+        let attributes = try Self.attributeEncoder.encode(item.attributes)
+        do {
+            try pool.write { db in
+                try db.execute(sql: """
+                    UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
+                        enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?
+                    WHERE id = ? AND uid = ?
+                    """, arguments: [item.primaryKey, Self.string(item.attributes, "svce"), Self.string(item.attributes, "acct"),
+                                     Self.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags),
+                                     Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt,
+                                     item.modified.timeIntervalSince1970, item.id, Int64(item.uid)])
+            }
+        } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
+            throw KeychainStoreError.duplicate
+        }
+    }
+
+    /// Candidates for a query, narrowed in SQL by the indexed attributes; the caller matches the rest.
+    func items(uid: UInt32, accessGroup: String?, itemClass: String?, service: String?, account: String?, server: String?,
+               persistentRef: Data?) throws -> [StoredItem] {
+        try pool.read { db in
+            var conditions = ["uid = ?"]
+            var arguments: StatementArguments = [Int64(uid)]
+            for (column, value) in [("accessGroup", accessGroup), ("class", itemClass), ("service", service), ("account", account), ("server", server)] {
+                if let value { conditions.append("\(column) = ?"); arguments += [value] }
+            }
+            if let persistentRef { conditions.append("persistentRef = ?"); arguments += [persistentRef] }
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id", arguments: arguments)
+            return try rows.map(Self.item(from:))
+        }
+    }
+
+    func deleteItems(ids: [Int64], uid: UInt32) throws {
+        guard !ids.isEmpty else { return }
+        try pool.write { db in
+            for id in ids { try db.execute(sql: "DELETE FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)]) }
+        }
+    }
+
+    /// Removes every item of a protection class (removing the passcode deletes `…WhenPasscodeSet…`).
+    @discardableResult
+    func deleteItems(uid: UInt32, protection: Protection) throws -> Int {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM item WHERE uid = ? AND protection = ?", arguments: [Int64(uid), protection.rawValue])
+            return db.changesCount
+        }
+    }
+
+    func itemCount(uid: UInt32) throws -> Int {
+        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE uid = ?", arguments: [Int64(uid)]) ?? 0 }
+    }
+
+    private static func item(from row: Row) throws -> StoredItem {
+        StoredItem(
+            id: row["id"], uid: UInt32(row["uid"] as Int64), accessGroup: row["accessGroup"], itemClass: row["class"],
+            attributes: try attributeDecoder.decode([String: KeychainValue].self, from: row["attributes"] as Data),
+            protection: Protection(rawValue: row["protection"]) ?? .whenUnlocked,
+            flags: UInt64(bitPattern: row["flags"] as Int64), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
+            sealed: ItemSealing.Sealed(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"], passwordSalt: row["passwordSalt"]),
+            persistentRef: row["persistentRef"], created: Date(timeIntervalSince1970: row["created"]),
+            modified: Date(timeIntervalSince1970: row["modified"]))
+    }
+}

@@ -1,0 +1,271 @@
+import EnclaveProtocol
+import Foundation
+@_spi(EnclaveKeychain) import LocalAuthentication
+
+/// A SecItem call that failed before reaching the daemon.
+struct SecMarshalError: Error, Equatable {
+    var status: OSStatus
+    var message: String
+    init(_ status: OSStatus, _ message: String) { self.status = status; self.message = message }
+}
+
+/// A SecItem dictionary turned into what the daemon needs, plus what only the client uses.
+struct SecItemCall {
+    var request: KeychainRequest
+    /// `kSecUseAuthenticationContext`; nil → `_performKeychain` makes a one-shot context.
+    var context: LAContext?
+    /// `kSecMatchLimit`: nil = one (the default), `.max` = all, n = at most n (an array).
+    var limit: Int?
+    var returnsArray: Bool { limit != nil && limit != 1 }
+    var wantsResult: Bool { request.returnData || request.returnAttributes || request.returnPersistentRef }
+}
+
+/// Pure conversion between Apple's SecItem dictionaries and the wire types. No I/O.
+///
+/// Value typing (our rules):
+/// - `String`/`NSString` → `.string`; `Data`/`NSData` → `.data`; `Date`/`NSDate` → `.date`.
+/// - A Swift `Bool`, or an `NSNumber` holding a boolean (`kCFBooleanTrue`/`False`, objCType "c" or "B")
+///   → `.bool`; any other integer `NSNumber` → `.int`; a floating `NSNumber` with an integral value →
+///   `.int`, otherwise rejected.
+/// - Anything else (arrays, dictionaries, `NSNull`, other objects) → `errSecParam`, without calling
+///   the daemon. `kSecAttrAccessControl` must be a `SecAccessControl`, `kSecUseAuthenticationContext`
+///   an `LAContext`, `kSecValueData`/`kSecValuePersistentRef` `Data`.
+enum SecItemMarshaling {
+    enum Role { case add, query, changes }
+
+    static let itemClasses: Set<String> = ["genp", "inet", "keys", "cert", "idnt"]
+    static let uiModes: Set<String> = ["u_AuthUIA", "u_AuthUIF", "u_AuthUIS"]
+
+    // MARK: Values
+
+    static func value(_ v: Any) -> KeychainValue? {
+        if let s = v as? String { return .string(s) }
+        if let d = v as? Data { return .data(d) }
+        if let d = v as? Date { return .date(d) }
+        if type(of: v) == Bool.self, let b = v as? Bool { return .bool(b) }
+        if let n = v as? NSNumber {
+            let t = String(cString: n.objCType)
+            if t == "c" || t == "B" { return .bool(n.boolValue) }
+            if t == "f" || t == "d" {
+                let x = n.doubleValue
+                guard x.rounded() == x, let i = Int64(exactly: x) else { return nil }
+                return .int(i)
+            }
+            if t == "Q" || t == "L" || t == "I" || t == "S" || t == "C" {
+                guard let i = Int64(exactly: n.uint64Value) else { return nil }
+                return .int(i)
+            }
+            return .int(n.int64Value)
+        }
+        switch v {
+        case let i as Int: return .int(Int64(i))
+        case let i as Int64: return .int(i)
+        case let i as Int32: return .int(Int64(i))
+        case let i as UInt: return Int64(exactly: i).map { .int($0) }
+        default: return nil
+        }
+    }
+
+    /// The Swift/Foundation object Apple hands back for a wire value.
+    static func object(_ v: KeychainValue) -> AnyObject {
+        switch v {
+        case .string(let s): return NSString(string: s)
+        case .data(let d): return NSData(data: d)
+        case .int(let i): return NSNumber(value: i)
+        case .bool(let b): return NSNumber(value: b)
+        case .date(let d): return NSDate(timeIntervalSinceReferenceDate: d.timeIntervalSinceReferenceDate)
+        }
+    }
+
+    static func bool(_ v: Any, _ key: String) throws(SecMarshalError) -> Bool {
+        if case .bool(let b)? = value(v) { return b }
+        if case .int(let i)? = value(v) { return i != 0 }
+        throw SecMarshalError(errSecParam, "\(key) must be a boolean")
+    }
+
+    // MARK: Dictionaries
+
+    static func entries(_ dict: CFDictionary) throws(SecMarshalError) -> [String: Any] {
+        var out: [String: Any] = [:]
+        for (k, v) in dict {
+            guard let key = k as? String else { throw SecMarshalError(errSecParam, "dictionary key \(k) is not a string") }
+            out[key] = v
+        }
+        return out
+    }
+
+    /// Builds the call for `operation`. `changes` is SecItemUpdate's `attributesToUpdate`.
+    static func call(_ operation: KeychainOperation, query: CFDictionary, changes: CFDictionary? = nil) throws(SecMarshalError) -> SecItemCall {
+        let q = try entries(query)
+        var call = SecItemCall(request: KeychainRequest(attributes: [:], context: ""), context: nil, limit: nil)
+        guard let cls = q["class"] else { throw SecMarshalError(errSecParam, "kSecClass is missing") }
+        guard let clsName = cls as? String, itemClasses.contains(clsName) else {
+            throw SecMarshalError(errSecParam, "kSecClass \(cls) is not an item class")
+        }
+        var noAuthUI = false
+        var accessible: String?
+        for (key, v) in q {
+            switch key {
+            case "u_AuthCtx":
+                guard let c = v as? LAContext else { throw SecMarshalError(errSecParam, "kSecUseAuthenticationContext must be an LAContext") }
+                call.context = c
+            case "u_AuthUI":
+                guard let s = v as? String, uiModes.contains(s) else {
+                    throw SecMarshalError(errSecParam, "kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, …Fail or …Skip")
+                }
+                if s == "u_AuthUIS" && operation != .copy {
+                    throw SecMarshalError(errSecParam, "kSecUseAuthenticationUISkip is only valid with SecItemCopyMatching")
+                }
+                call.request.authenticationUI = s
+            case "u_OpPrompt":
+                guard let s = v as? String else { throw SecMarshalError(errSecParam, "kSecUseOperationPrompt must be a string") }
+                call.request.reason = s
+            case "u_NoAuthUI":
+                noAuthUI = try bool(v, key)
+            case "nleg":
+                _ = try bool(v, key)
+            case "r_Data": call.request.returnData = try bool(v, key)
+            case "r_Attributes": call.request.returnAttributes = try bool(v, key)
+            case "r_PersistentRef": call.request.returnPersistentRef = try bool(v, key)
+            case "r_Ref":
+                if try bool(v, key) { throw SecMarshalError(errSecUnimplemented, "kSecReturnRef: no reference types in this implementation") }
+            case "m_Limit":
+                call.limit = try limit(v)
+            case "accc":
+                guard let ac = v as? SecAccessControl else { throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl") }
+                call.request.accessControl = ac.wireValue
+            case "pdmn":
+                guard let s = v as? String, secAccessibleValues.contains(s) else {
+                    throw SecMarshalError(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
+                }
+                if operation == .add { accessible = s } else { call.request.attributes[key] = .string(s) }
+            case "v_Ref":
+                throw SecMarshalError(errSecParam, "kSecValueRef: no reference types in this implementation")
+            case "v_Data", "v_PersistentRef":
+                guard let d = v as? Data else { throw SecMarshalError(errSecParam, "\(key) must be Data") }
+                call.request.attributes[key] = .data(d)
+            default:
+                if key.hasPrefix("u_") || key.hasPrefix("r_") || key.hasPrefix("m_") {
+                    throw SecMarshalError(errSecUnimplemented, "query key \(key) is not supported")
+                }
+                guard let kv = value(v) else { throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)") }
+                call.request.attributes[key] = kv
+            }
+        }
+        if noAuthUI && call.request.authenticationUI == nil { call.request.authenticationUI = "u_AuthUIF" }
+        call.request.accessControl = try combine(call.request.accessControl, accessible)
+        if let changes {
+            let (attrs, ac) = try changeSet(entries(changes))
+            call.request.changes = attrs
+            call.request.changesAccessControl = ac
+        }
+        if operation != .copy && operation != .add {
+            // Return keys and limits mean nothing for update and delete.
+            call.limit = nil
+            call.request.returnData = false; call.request.returnAttributes = false; call.request.returnPersistentRef = false
+        }
+        if operation == .add { call.limit = nil }
+        call.request.matchAll = call.returnsArray
+        return call
+    }
+
+    /// `kSecMatchLimit`: `kSecMatchLimitOne`, `kSecMatchLimitAll`, or a positive count.
+    static func limit(_ v: Any) throws(SecMarshalError) -> Int? {
+        if let s = v as? String {
+            if s == "m_LimitOne" { return nil }
+            if s == "m_LimitAll" { return .max }
+        } else if case .int(let n)? = value(v), n > 0 {
+            return n == 1 ? nil : Int(n)
+        }
+        throw SecMarshalError(errSecParam, "kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a positive number")
+    }
+
+    /// `kSecAttrAccessible` alone → access control with no flags; with `kSecAttrAccessControl` it must agree.
+    static func combine(_ ac: AccessControlValue?, _ accessible: String?) throws(SecMarshalError) -> AccessControlValue? {
+        guard let accessible else { return ac }
+        guard let ac else { return AccessControlValue(protection: accessible, flags: 0) }
+        guard ac.protection == accessible else {
+            throw SecMarshalError(errSecParam, "kSecAttrAccessible disagrees with kSecAttrAccessControl's protection")
+        }
+        return ac
+    }
+
+    /// SecItemUpdate's `attributesToUpdate`: item attributes only.
+    static func changeSet(_ c: [String: Any]) throws(SecMarshalError) -> ([String: KeychainValue], AccessControlValue?) {
+        var attrs: [String: KeychainValue] = [:]
+        var ac: AccessControlValue?
+        var accessible: String?
+        for (key, v) in c {
+            switch key {
+            case "class":
+                throw SecMarshalError(errSecParam, "kSecClass cannot be updated")
+            case "accc":
+                guard let a = v as? SecAccessControl else { throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl") }
+                ac = a.wireValue
+            case "pdmn":
+                guard let s = v as? String, secAccessibleValues.contains(s) else {
+                    throw SecMarshalError(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
+                }
+                accessible = s
+            case "v_Ref", "v_PersistentRef":
+                throw SecMarshalError(errSecParam, "\(key) cannot be updated")
+            case "v_Data":
+                guard let d = v as? Data else { throw SecMarshalError(errSecParam, "kSecValueData must be Data") }
+                attrs[key] = .data(d)
+            default:
+                if key.hasPrefix("u_") || key.hasPrefix("r_") || key.hasPrefix("m_") || key == "nleg" {
+                    throw SecMarshalError(errSecParam, "\(key) is not an attribute and cannot be updated")
+                }
+                guard let kv = value(v) else { throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)") }
+                attrs[key] = kv
+            }
+        }
+        return (attrs, try combine(ac, accessible))
+    }
+
+    // MARK: Results
+
+    /// Shapes the daemon's reply as Apple's `result`:
+    /// - failure → the status, no result;
+    /// - no return key → no result;
+    /// - only `kSecReturnData` → `Data` (NSData); only `kSecReturnPersistentRef` → the persistent ref (NSData);
+    /// - `kSecReturnAttributes`, or several return keys → an NSDictionary: the item's attributes (when
+    ///   asked), plus "v_Data" and/or "v_PersistentRef";
+    /// - `kSecMatchLimitAll` or a count > 1 (copy only) → an NSArray of those, at most count long;
+    /// - copy answered with success but no item → `errSecItemNotFound`; a reply lacking asked-for
+    ///   data → `errSecDecode`.
+    static func shape(_ reply: KeychainReply, for call: SecItemCall, operation: KeychainOperation) -> (OSStatus, CFTypeRef?) {
+        guard reply.status == errSecSuccess else { return (reply.status, nil) }
+        guard call.wantsResult, operation == .copy || operation == .add else { return (errSecSuccess, nil) }
+        if reply.items.isEmpty { return (operation == .copy ? errSecItemNotFound : errSecSuccess, nil) }
+        if operation == .copy && call.returnsArray {
+            var out: [AnyObject] = []
+            for item in reply.items.prefix(call.limit ?? .max) {
+                guard let o = object(item, call.request) else { return (errSecDecode, nil) }
+                out.append(o)
+            }
+            return (errSecSuccess, NSArray(array: out))
+        }
+        guard let o = object(reply.items[0], call.request) else { return (errSecDecode, nil) }
+        return (errSecSuccess, o)
+    }
+
+    static func object(_ item: KeychainItem, _ r: KeychainRequest) -> AnyObject? {
+        let kinds = [r.returnData, r.returnAttributes, r.returnPersistentRef].filter { $0 }.count
+        if kinds == 1 && r.returnData { return item.data.map { NSData(data: $0) } }
+        if kinds == 1 && r.returnPersistentRef { return item.persistentRef.map { NSData(data: $0) } }
+        let dict = NSMutableDictionary()
+        if r.returnAttributes {
+            for (k, v) in item.attributes { dict[NSString(string: k)] = object(v) }
+        }
+        if r.returnData {
+            guard let d = item.data else { return nil }
+            dict[NSString(string: "v_Data")] = NSData(data: d)
+        }
+        if r.returnPersistentRef {
+            guard let p = item.persistentRef else { return nil }
+            dict[NSString(string: "v_PersistentRef")] = NSData(data: p)
+        }
+        return dict.copy() as! NSDictionary
+    }
+}

@@ -1,1 +1,0 @@
-// The Security module: see SecItem.swift
