@@ -282,17 +282,24 @@ final class ConnectionHandler: @unchecked Sendable {
             let result: EvaluationResult
             let auditResult: String
             switch report.outcome {
-            case .success(let how):
+            case .success:
                 result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
-                auditResult = "success(\(how))"
             case .failure(let code, let message):
                 result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
-                auditResult = "\(code)(\(code.rawValue))"
             }
+            auditResult = Self.describe(report.outcome)
             self.audit("evaluate", policy: policy.rawValue, result: auditResult)
             await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
         }
         try track(task, context: context)
+    }
+
+    /// An outcome as the audit log records it: "success(biometric)", "userCancel(-2)"…
+    static func describe(_ outcome: EvaluationMachine.Outcome) -> String {
+        switch outcome {
+        case .success(let how): return "success(\(how))"
+        case .failure(let code, _): return "\(code)(\(code.rawValue))"
+        }
     }
 
     /// Remembers the request's task on its context, so invalidation and disconnection cancel it.
@@ -346,19 +353,16 @@ final class ConnectionHandler: @unchecked Sendable {
         let task = Task {
             let reply = await session.keychain(operation, k, app: self.peer.app) { step, reason, noUI in
                 let options = EvaluationOptions(reason: reason, interactionNotAllowed: noUI, clientPresents: k.clientPresents)
+                let policy: PolicyValue
                 switch step {
-                case .biometric:
-                    return await self.runEvaluation(requestID: id, context: k.context, policy: .deviceOwnerAuthenticationWithBiometrics,
-                                                    passcodeOnly: false, options: options, session: session).outcome
-                case .owner:
-                    return await self.runEvaluation(requestID: id, context: k.context, policy: .deviceOwnerAuthentication,
-                                                    passcodeOnly: false, options: options, session: session).outcome
-                case .passcode:
-                    return await self.runEvaluation(requestID: id, context: k.context, policy: .deviceOwnerAuthentication,
-                                                    passcodeOnly: true, options: options, session: session).outcome
-                case .companion:
-                    return .failure(.companionNotAvailable, "No companion device is available.")
+                case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
+                case .owner, .passcode: policy = .deviceOwnerAuthentication
+                case .companion: return .failure(.companionNotAvailable, "No companion device is available.")
                 }
+                let outcome = await self.runEvaluation(requestID: id, context: k.context, policy: policy, passcodeOnly: step == .passcode,
+                                                       options: options, session: session).outcome
+                self.audit("keychain.authorize", policy: policy.rawValue, result: Self.describe(outcome))
+                return outcome
             }
             self.audit("keychain.\(operation.rawValue)", result: reply.status == 0 ? "ok" : "status \(reply.status)")
             await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
