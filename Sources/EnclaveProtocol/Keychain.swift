@@ -106,3 +106,27 @@ extension Request {
         }
     }
 }
+
+/// One item as `lactl keychain list` shows it: metadata only, never the secret.
+public struct KeychainListing: Codable, Sendable, Equatable {
+    public var app: String
+    public var itemClass: String
+    public var service: String?
+    public var account: String?
+    public var server: String?
+    public var label: String?
+    public var protection: String
+    public var flags: UInt64
+    public var created: Date
+    public var modified: Date
+    /// Names the item in `keychainRemove` and `lactl keychain delete`.
+    public var persistentRef: Data
+    /// Why the item cannot be used now, if it cannot.
+    public var unusable: String?
+    public init(app: String, itemClass: String, service: String?, account: String?, server: String?, label: String?, protection: String,
+                flags: UInt64, created: Date, modified: Date, persistentRef: Data, unusable: String?) {
+        self.app = app; self.itemClass = itemClass; self.service = service; self.account = account; self.server = server
+        self.label = label; self.protection = protection; self.flags = flags; self.created = created; self.modified = modified
+        self.persistentRef = persistentRef; self.unusable = unusable
+    }
+}

@@ -26,6 +26,10 @@ public enum Request: Sendable, Equatable {
     case keychainCopy(KeychainRequest)
     case keychainUpdate(KeychainRequest)
     case keychainDelete(KeychainRequest)
+    /// Every item of the user, of every app (metadata only); needs the device passcode.
+    case keychainList(passcode: String)
+    /// Deletes any of the user's items by persistent reference; needs the device passcode.
+    case keychainRemove(passcode: String, persistentRef: Data)
 
     public var operation: String {
         switch self {
@@ -49,13 +53,15 @@ public enum Request: Sendable, Equatable {
         case .keychainCopy: return "keychainCopy"
         case .keychainUpdate: return "keychainUpdate"
         case .keychainDelete: return "keychainDelete"
+        case .keychainList: return "keychainList"
+        case .keychainRemove: return "keychainRemove"
         }
     }
 
     public static let operations: Set<String> = [
         "hello", "canEvaluate", "evaluate", "promptInput", "invalidate", "domainState", "status", "setPasscode",
         "removePasscode", "enroll", "unenroll", "simulate", "clearSimulated", "audit", "resetPasscodeLockout", "remoteLock",
-        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete",
+        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete", "keychainList", "keychainRemove",
     ]
 }
 
@@ -108,6 +114,7 @@ private struct Args: Codable {
     var limit: Int?
     var uid: UInt32?
     var keychain: KeychainRequest?
+    var persistentRef: Data?
 }
 
 private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args? }
@@ -130,6 +137,8 @@ extension RequestEnvelope {
         case .audit(let l, let p): a.limit = l; a.passcode = p
         case .resetPasscodeLockout(let u), .remoteLock(let u): a.uid = u
         case .keychainAdd(let k), .keychainCopy(let k), .keychainUpdate(let k), .keychainDelete(let k): a.keychain = k
+        case .keychainList(let p): a.passcode = p
+        case .keychainRemove(let p, let r): a.passcode = p; a.persistentRef = r
         }
         return Array(try! JSONEncoder().encode(WireRequest(id: id, op: request.operation, args: a)))
     }
@@ -173,6 +182,8 @@ extension RequestEnvelope {
         case "keychainCopy": r = .keychainCopy(try need(a.keychain, "keychain"))
         case "keychainUpdate": r = .keychainUpdate(try need(a.keychain, "keychain"))
         case "keychainDelete": r = .keychainDelete(try need(a.keychain, "keychain"))
+        case "keychainList": r = .keychainList(passcode: try need(a.passcode, "passcode"))
+        case "keychainRemove": r = .keychainRemove(passcode: try need(a.passcode, "passcode"), persistentRef: try need(a.persistentRef, "persistentRef"))
         default: throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op)\"")
         }
         return RequestEnvelope(id: header.id, request: r)
@@ -252,6 +263,7 @@ public enum Reply: Sendable, Equatable {
     case status(UserStatus)
     case audit([AuditEntry])
     case keychain(KeychainReply)
+    case keychainListing([KeychainListing])
     case failure(Failure)
 
     public var isFinal: Bool { if case .prompt = self { return false } else { return true } }
@@ -285,6 +297,7 @@ extension Reply: Codable {
         case "status": self = .status(try c.decode(UserStatus.self, forKey: .value))
         case "audit": self = .audit(try c.decode([AuditEntry].self, forKey: .value))
         case "keychain": self = .keychain(try c.decode(KeychainReply.self, forKey: .value))
+        case "keychainListing": self = .keychainListing(try c.decode([KeychainListing].self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
         case let other: throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown reply kind \(other)")
         }
@@ -301,6 +314,7 @@ extension Reply: Codable {
         case .status(let v): try c.encode("status", forKey: .kind); try c.encode(v, forKey: .value)
         case .audit(let v): try c.encode("audit", forKey: .kind); try c.encode(v, forKey: .value)
         case .keychain(let v): try c.encode("keychain", forKey: .kind); try c.encode(v, forKey: .value)
+        case .keychainListing(let v): try c.encode("keychainListing", forKey: .kind); try c.encode(v, forKey: .value)
         case .failure(let v): try c.encode("failure", forKey: .kind); try c.encode(v, forKey: .value)
         }
     }

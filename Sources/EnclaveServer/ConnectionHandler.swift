@@ -262,6 +262,13 @@ final class ConnectionHandler: @unchecked Sendable {
         case .keychainCopy(let k): try startKeychain(id: envelope.id, .copy, k, session: session); return nil
         case .keychainUpdate(let k): try startKeychain(id: envelope.id, .update, k, session: session); return nil
         case .keychainDelete(let k): try startKeychain(id: envelope.id, .delete, k, session: session); return nil
+        case .keychainList(let passcode):
+            try checkPasscodeLength(passcode, "passcode")
+            return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })
+        case .keychainRemove(let passcode, let ref):
+            try checkPasscodeLength(passcode, "passcode")
+            try await audited("keychain.remove") { try await session.keychainRemove(passcode: passcode, persistentRef: ref) }
+            return .ok
         }
     }
 

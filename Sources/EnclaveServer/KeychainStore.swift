@@ -141,3 +141,10 @@ extension Storage {
             modified: Date(timeIntervalSince1970: row["modified"]))
     }
 }
+
+extension Storage {
+    /// Every item of the user, of every app, for `lactl keychain`.
+    func allItems(uid: UInt32) throws -> [StoredItem] {
+        try items(uid: uid, accessGroup: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: nil)
+    }
+}

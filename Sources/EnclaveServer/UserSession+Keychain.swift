@@ -262,3 +262,27 @@ extension UserSession {
         return KeychainReply(status: KeychainStatus.success)
     }
 }
+
+extension UserSession {
+    /// Why an item cannot be used now, in words for `lactl keychain`.
+    private func unusableReason(_ item: StoredItem) -> String? {
+        invalidated(item) ? "invalidated: protected with biometryCurrentSet, and the enrolled identities changed since; it can only be deleted" : nil
+    }
+
+    func keychainList(passcode: String) throws -> [KeychainListing] {
+        try confirmPasscode(passcode)
+        return try storage.allItems(uid: uid).map { item in
+            func s(_ k: String) -> String? { if case .string(let v)? = item.attributes[k] { return v }; return nil }
+            return KeychainListing(app: item.accessGroup, itemClass: item.itemClass, service: s("svce"), account: s("acct"), server: s("srvr"),
+                                   label: s("labl"), protection: item.protection.rawValue, flags: item.flags, created: item.created,
+                                   modified: item.modified, persistentRef: item.persistentRef, unusable: unusableReason(item))
+        }
+    }
+
+    func keychainRemove(passcode: String, persistentRef: Data) throws {
+        try confirmPasscode(passcode)
+        let found = try storage.items(uid: uid, accessGroup: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: persistentRef)
+        guard !found.isEmpty else { throw Failure(.notFound, "no item has that reference") }
+        try storage.deleteItems(ids: found.map(\.id), uid: uid)
+    }
+}

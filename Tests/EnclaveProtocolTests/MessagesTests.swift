@@ -48,6 +48,8 @@ final class MessagesTests: XCTestCase {
                                       context: "c2", authenticationUI: "u_AuthUIS", returnData: true, returnAttributes: true, matchAll: true)),
         .keychainUpdate(KeychainRequest(attributes: ["class": .string("genp")], changes: ["v_Data": .data(Data())], context: "c3")),
         .keychainDelete(KeychainRequest(attributes: ["class": .string("genp")], context: "c4")),
+        .keychainList(passcode: "1234"),
+        .keychainRemove(passcode: "1234", persistentRef: Data([9, 9])),
         .audit(limit: 10, passcode: "1234"),
         .resetPasscodeLockout(uid: nil),
         .resetPasscodeLockout(uid: 1000),
@@ -65,7 +67,7 @@ final class MessagesTests: XCTestCase {
     func testEveryOperationIsCoveredAndKnown() {
         let covered = Set(Self.everyRequest.map(\.operation))
         XCTAssertEqual(covered, Request.operations)
-        XCTAssertEqual(Request.operations.count, 20, "16 of issue 2 + 4 keychain operations")
+        XCTAssertEqual(Request.operations.count, 22, "16 of issue 2 + 6 keychain operations")
     }
 
     func testLargeIdRoundTrips() throws {
