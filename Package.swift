@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .library(name: "Security", targets: ["Security"]),
+        .library(name: "CryptoKit", targets: ["CryptoKit"]),
         .library(name: "LocalAuthenticationTesting", targets: ["LocalAuthenticationTesting"]),
         .executable(name: "laenclaved", targets: ["laenclaved"]),
         .executable(name: "lactl", targets: ["lactl"]),
@@ -35,6 +36,11 @@ let package = Package(
         .target(name: "LocalAuthentication", dependencies: ["EnclaveClient", "EnclaveProtocol"]),
         // Apple's keychain API: SecItem calls, kSec constants, SecAccessControl, OSStatus.
         .target(name: "Security", dependencies: ["LocalAuthentication", "EnclaveProtocol"]),
+        // CryptoKit's names on Linux: swift-crypto re-exported, plus SecureEnclave keys held by laenclaved.
+        .target(name: "CryptoKit", dependencies: [
+            "Security", "LocalAuthentication", "EnclaveClient", "EnclaveProtocol",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         .target(name: "EnclaveServer", dependencies: [
             "EnclaveCore", "EnclaveProtocol",
@@ -65,7 +71,7 @@ let package = Package(
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+            "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
         ]),
     ],
     swiftLanguageModes: [.v5]

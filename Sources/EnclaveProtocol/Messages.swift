@@ -30,6 +30,8 @@ public enum Request: Sendable, Equatable {
     case keychainList(passcode: String)
     /// Deletes any of the user's items by persistent reference; needs the device passcode.
     case keychainRemove(passcode: String, persistentRef: Data)
+    /// A Secure Enclave key operation.
+    case key(KeyRequest)
 
     public var operation: String {
         switch self {
@@ -55,13 +57,14 @@ public enum Request: Sendable, Equatable {
         case .keychainDelete: return "keychainDelete"
         case .keychainList: return "keychainList"
         case .keychainRemove: return "keychainRemove"
+        case .key: return "key"
         }
     }
 
     public static let operations: Set<String> = [
         "hello", "canEvaluate", "evaluate", "promptInput", "invalidate", "domainState", "status", "setPasscode",
         "removePasscode", "enroll", "unenroll", "simulate", "clearSimulated", "audit", "resetPasscodeLockout", "remoteLock",
-        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete", "keychainList", "keychainRemove",
+        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete", "keychainList", "keychainRemove", "key",
     ]
 }
 
@@ -115,6 +118,7 @@ private struct Args: Codable {
     var uid: UInt32?
     var keychain: KeychainRequest?
     var persistentRef: Data?
+    var key: KeyRequest?
 }
 
 private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args? }
@@ -139,6 +143,7 @@ extension RequestEnvelope {
         case .keychainAdd(let k), .keychainCopy(let k), .keychainUpdate(let k), .keychainDelete(let k): a.keychain = k
         case .keychainList(let p): a.passcode = p
         case .keychainRemove(let p, let r): a.passcode = p; a.persistentRef = r
+        case .key(let k): a.key = k
         }
         return Array(try! JSONEncoder().encode(WireRequest(id: id, op: request.operation, args: a)))
     }
@@ -183,6 +188,7 @@ extension RequestEnvelope {
         case "keychainUpdate": r = .keychainUpdate(try need(a.keychain, "keychain"))
         case "keychainDelete": r = .keychainDelete(try need(a.keychain, "keychain"))
         case "keychainList": r = .keychainList(passcode: try need(a.passcode, "passcode"))
+        case "key": r = .key(try need(a.key, "key"))
         case "keychainRemove": r = .keychainRemove(passcode: try need(a.passcode, "passcode"), persistentRef: try need(a.persistentRef, "persistentRef"))
         default: throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op)\"")
         }
@@ -264,6 +270,7 @@ public enum Reply: Sendable, Equatable {
     case audit([AuditEntry])
     case keychain(KeychainReply)
     case keychainListing([KeychainListing])
+    case key(KeyReply)
     case failure(Failure)
 
     public var isFinal: Bool { if case .prompt = self { return false } else { return true } }
@@ -297,6 +304,7 @@ extension Reply: Codable {
         case "status": self = .status(try c.decode(UserStatus.self, forKey: .value))
         case "audit": self = .audit(try c.decode([AuditEntry].self, forKey: .value))
         case "keychain": self = .keychain(try c.decode(KeychainReply.self, forKey: .value))
+        case "key": self = .key(try c.decode(KeyReply.self, forKey: .value))
         case "keychainListing": self = .keychainListing(try c.decode([KeychainListing].self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
         case let other: throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown reply kind \(other)")
@@ -315,6 +323,7 @@ extension Reply: Codable {
         case .audit(let v): try c.encode("audit", forKey: .kind); try c.encode(v, forKey: .value)
         case .keychain(let v): try c.encode("keychain", forKey: .kind); try c.encode(v, forKey: .value)
         case .keychainListing(let v): try c.encode("keychainListing", forKey: .kind); try c.encode(v, forKey: .value)
+        case .key(let v): try c.encode("key", forKey: .kind); try c.encode(v, forKey: .value)
         case .failure(let v): try c.encode("failure", forKey: .kind); try c.encode(v, forKey: .value)
         }
     }

@@ -262,6 +262,7 @@ final class ConnectionHandler: @unchecked Sendable {
         case .keychainCopy(let k): try startKeychain(id: envelope.id, .copy, k, session: session); return nil
         case .keychainUpdate(let k): try startKeychain(id: envelope.id, .update, k, session: session); return nil
         case .keychainDelete(let k): try startKeychain(id: envelope.id, .delete, k, session: session); return nil
+        case .key(let k): try startKeyOperation(id: envelope.id, k, session: session); return nil
         case .keychainList(let passcode):
             try checkPasscodeLength(passcode, "passcode")
             return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })
@@ -351,6 +352,38 @@ final class ConnectionHandler: @unchecked Sendable {
         return report
     }
 
+    /// Proves one step of an access control on the request's context, auditing the result.
+    private func authorizer(requestID id: UInt64, context: String, clientPresents: Bool, audited operation: String,
+                            session: UserSession) -> KeychainAuthorizer {
+        { step, reason, noUI in
+            let options = EvaluationOptions(reason: reason, interactionNotAllowed: noUI, clientPresents: clientPresents)
+            let policy: PolicyValue
+            switch step {
+            case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
+            case .owner, .passcode: policy = .deviceOwnerAuthentication
+            case .companion: return .failure(.companionNotAvailable, "No companion device is available.")
+            }
+            let outcome = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: step == .passcode,
+                                                   options: options, session: session).outcome
+            self.audit(operation, policy: policy.rawValue, result: Self.describe(outcome))
+            return outcome
+        }
+    }
+
+    private func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws {
+        try checkContext(k.context)
+        try checkText(k.reason, "localizedReason")
+        let sink = self.sink
+        let task = Task {
+            let reply = await session.keyOperation(k, app: self.peer.app,
+                                                   authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
+                                                                              audited: "key.authorize", session: session))
+            if k.operation != .open { self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok") }
+            await sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
+        }
+        try track(task, context: k.context)
+    }
+
     private func startKeychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) throws {
         try checkContext(k.context)
         try checkText(k.reason, "kSecUseOperationPrompt")
@@ -358,19 +391,9 @@ final class ConnectionHandler: @unchecked Sendable {
         guard k.attributes.count <= 64, (k.changes?.count ?? 0) <= 64 else { throw Failure(.invalidParameter, "at most 64 attributes") }
         let sink = self.sink
         let task = Task {
-            let reply = await session.keychain(operation, k, app: self.peer.app) { step, reason, noUI in
-                let options = EvaluationOptions(reason: reason, interactionNotAllowed: noUI, clientPresents: k.clientPresents)
-                let policy: PolicyValue
-                switch step {
-                case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
-                case .owner, .passcode: policy = .deviceOwnerAuthentication
-                case .companion: return .failure(.companionNotAvailable, "No companion device is available.")
-                }
-                let outcome = await self.runEvaluation(requestID: id, context: k.context, policy: policy, passcodeOnly: step == .passcode,
-                                                       options: options, session: session).outcome
-                self.audit("keychain.authorize", policy: policy.rawValue, result: Self.describe(outcome))
-                return outcome
-            }
+            let reply = await session.keychain(operation, k, app: self.peer.app,
+                                               authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
+                                                                          audited: "keychain.authorize", session: session))
             self.audit("keychain.\(operation.rawValue)", result: reply.status == 0 ? "ok" : "status \(reply.status)")
             await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
         }

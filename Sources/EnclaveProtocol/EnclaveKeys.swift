@@ -1,0 +1,67 @@
+import Foundation
+
+/// Secure Enclave keys on the wire. A key's `dataRepresentation` is the daemon's sealed blob:
+/// only this daemon (its master key), for this user and app, can open it.
+public struct KeyRequest: Codable, Sendable, Equatable {
+    public enum Operation: String, Codable, Sendable {
+        /// Generate a key; answers the blob and the public key.
+        case create
+        /// Open a blob: answers the public key (checks it belongs to this user and app).
+        case open
+        /// ECDSA over a SHA-256 digest; needs the key's access control.
+        case sign
+        /// ECDH with a peer's public key; answers the shared secret; needs the key's access control.
+        case agree
+    }
+    public enum Kind: String, Codable, Sendable { case signing, keyAgreement }
+
+    public var operation: Operation
+    public var kind: Kind
+    public var blob: Data?
+    public var accessControl: AccessControlValue?
+    /// SHA-256 digest to sign (32 bytes).
+    public var digest: Data?
+    /// The peer's public key (X9.63) for agreement.
+    public var peerPublicKey: Data?
+    public var context: String
+    public var reason: String?
+    public var interactionNotAllowed: Bool
+    public var clientPresents: Bool
+
+    public init(operation: Operation, kind: Kind, blob: Data? = nil, accessControl: AccessControlValue? = nil, digest: Data? = nil,
+                peerPublicKey: Data? = nil, context: String, reason: String? = nil, interactionNotAllowed: Bool = false, clientPresents: Bool = false) {
+        self.operation = operation; self.kind = kind; self.blob = blob; self.accessControl = accessControl; self.digest = digest
+        self.peerPublicKey = peerPublicKey; self.context = context; self.reason = reason
+        self.interactionNotAllowed = interactionNotAllowed; self.clientPresents = clientPresents
+    }
+}
+
+public struct KeyReply: Codable, Sendable, Equatable {
+    public enum Problem: String, Codable, Sendable {
+        /// The blob is not a key of this daemon, user and app, or is damaged.
+        case invalidKey
+        /// A `.biometryCurrentSet` key after an enrolment change: permanently unusable.
+        case invalidated
+        /// The access control was not satisfied; `authenticationError` says how.
+        case authentication
+        case invalidParameter
+        case notAvailable
+    }
+    public var problem: Problem?
+    public var message: String?
+    /// With `.authentication`: the LAError code.
+    public var authenticationError: LAErrorCode?
+    public var blob: Data?
+    /// X9.63 (uncompressed) public key.
+    public var publicKey: Data?
+    /// Raw r‖s signature (64 bytes).
+    public var signature: Data?
+    /// The ECDH shared secret: the x-coordinate of the shared point (32 bytes).
+    public var sharedSecret: Data?
+
+    public init(problem: Problem? = nil, message: String? = nil, authenticationError: LAErrorCode? = nil, blob: Data? = nil,
+                publicKey: Data? = nil, signature: Data? = nil, sharedSecret: Data? = nil) {
+        self.problem = problem; self.message = message; self.authenticationError = authenticationError; self.blob = blob
+        self.publicKey = publicKey; self.signature = signature; self.sharedSecret = sharedSecret
+    }
+}
