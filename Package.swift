@@ -64,7 +64,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "la-bench", dependencies: [
-            "EnclaveClient", "EnclaveProtocol", "LocalAuthentication", "LocalAuthenticationTesting",
+            "EnclaveClient", "EnclaveProtocol", "LocalAuthentication", "Security", "LocalAuthenticationTesting",
         ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),

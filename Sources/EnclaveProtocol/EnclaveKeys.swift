@@ -12,6 +12,8 @@ public struct KeyRequest: Codable, Sendable, Equatable {
         case sign
         /// ECDH with a peer's public key; answers the shared secret; needs the key's access control.
         case agree
+        /// Checks a signature with the key's public half (no authentication).
+        case verify
     }
     public enum Kind: String, Codable, Sendable { case signing, keyAgreement }
 
@@ -19,18 +21,24 @@ public struct KeyRequest: Codable, Sendable, Equatable {
     public var kind: Kind
     public var blob: Data?
     public var accessControl: AccessControlValue?
-    /// SHA-256 digest to sign (32 bytes).
+    /// SHA-256 digest to sign or verify (32 bytes).
     public var digest: Data?
+    /// Or the message itself (at most what a frame carries); the daemon hashes it with SHA-256.
+    public var message: Data?
     /// The peer's public key (X9.63) for agreement.
     public var peerPublicKey: Data?
+    /// For verify: the DER (X9.62) signature to check against `digest`.
+    public var signature: Data?
     public var context: String
     public var reason: String?
     public var interactionNotAllowed: Bool
     public var clientPresents: Bool
 
-    public init(operation: Operation, kind: Kind, blob: Data? = nil, accessControl: AccessControlValue? = nil, digest: Data? = nil,
-                peerPublicKey: Data? = nil, context: String, reason: String? = nil, interactionNotAllowed: Bool = false, clientPresents: Bool = false) {
+    public init(operation: Operation, kind: Kind, blob: Data? = nil, accessControl: AccessControlValue? = nil, digest: Data? = nil, message: Data? = nil,
+                peerPublicKey: Data? = nil, signature: Data? = nil, context: String, reason: String? = nil, interactionNotAllowed: Bool = false,
+                clientPresents: Bool = false) {
         self.operation = operation; self.kind = kind; self.blob = blob; self.accessControl = accessControl; self.digest = digest
+        self.signature = signature; self.message = message
         self.peerPublicKey = peerPublicKey; self.context = context; self.reason = reason
         self.interactionNotAllowed = interactionNotAllowed; self.clientPresents = clientPresents
     }
@@ -56,12 +64,17 @@ public struct KeyReply: Codable, Sendable, Equatable {
     public var publicKey: Data?
     /// Raw r‖s signature (64 bytes).
     public var signature: Data?
+    /// The same signature in DER (X9.62), as SecKey's ecdsaSignature…X962 algorithms give it.
+    public var signatureDER: Data?
+    /// For verify: whether the signature is valid.
+    public var valid: Bool?
     /// The ECDH shared secret: the x-coordinate of the shared point (32 bytes).
     public var sharedSecret: Data?
 
     public init(problem: Problem? = nil, message: String? = nil, authenticationError: LAErrorCode? = nil, blob: Data? = nil,
-                publicKey: Data? = nil, signature: Data? = nil, sharedSecret: Data? = nil) {
+                publicKey: Data? = nil, signature: Data? = nil, signatureDER: Data? = nil, valid: Bool? = nil, sharedSecret: Data? = nil) {
         self.problem = problem; self.message = message; self.authenticationError = authenticationError; self.blob = blob
         self.publicKey = publicKey; self.signature = signature; self.sharedSecret = sharedSecret
+        self.signatureDER = signatureDER; self.valid = valid
     }
 }

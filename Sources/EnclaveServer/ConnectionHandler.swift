@@ -394,7 +394,12 @@ final class ConnectionHandler: @unchecked Sendable {
             let reply = await session.keychain(operation, k, app: self.peer.app,
                                                authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
                                                                           audited: "keychain.authorize", session: session))
-            self.audit("keychain.\(operation.rawValue)", result: reply.status == 0 ? "ok" : "status \(reply.status)")
+            // Changes and failures are recorded; a successful read is recorded through its
+            // authorization steps (keychain.authorize), and a read that needed none is not: that
+            // keeps reads free of a durable write.
+            if operation != .copy || reply.status != 0 {
+                self.audit("keychain.\(operation.rawValue)", result: reply.status == 0 ? "ok" : "status \(reply.status)")
+            }
             await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
         }
         try track(task, context: k.context)

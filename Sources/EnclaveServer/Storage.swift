@@ -82,6 +82,10 @@ final class Storage: Sendable {
                 CREATE INDEX item_server ON item(uid, accessGroup, class, server);
                 """)
         }
+        migrator.registerMigration("v3-account-index") { db in
+            // Apps often look items up by account alone; without this, that is a scan of the class.
+            try db.execute(sql: "CREATE INDEX item_account ON item(uid, accessGroup, class, account)")
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)

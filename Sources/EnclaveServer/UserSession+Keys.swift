@@ -52,6 +52,14 @@ extension UserSession {
             case .open:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 return KeyReply(publicKey: try Self.publicKey(of: key))
+            case .verify:
+                let key = try unseal(r.blob, kind: .signing, app: app)
+                guard let digest = Self.digest(of: r), let der = r.signature else {
+                    throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "verify needs a 32-byte digest and a DER signature"))
+                }
+                let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
+                let valid = (try? P256.Signing.ECDSASignature(derRepresentation: der)).map { publicKey.isValidSignature($0, for: digest) } ?? false
+                return KeyReply(valid: valid)
             case .sign, .agree:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 try await authorizeUse(key, r, authorize: authorize)
@@ -83,6 +91,13 @@ extension UserSession {
         return KeyReply(blob: try seal(key, app: app), publicKey: try Self.publicKey(of: key))
     }
 
+    /// The digest to sign or verify: given, or SHA-256 of the given message.
+    private static func digest(of r: KeyRequest) -> PrehashedSHA256? {
+        if let d = r.digest { return PrehashedSHA256(d) }
+        if let m = r.message { return PrehashedSHA256(Data(SHA256.hash(data: m))) }
+        return nil
+    }
+
     private static func publicKey(of key: SealedKey) throws -> Data {
         switch key.kind {
         case .signing: return try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
@@ -109,9 +124,9 @@ extension UserSession {
     private func use(_ key: SealedKey, _ r: KeyRequest) throws -> KeyReply {
         switch r.operation {
         case .sign:
-            guard let digest = r.digest.flatMap(PrehashedSHA256.init) else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "sign needs a 32-byte SHA-256 digest")) }
+            guard let digest = Self.digest(of: r) else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "sign needs a 32-byte SHA-256 digest or a message")) }
             let signature = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).signature(for: digest)
-            return KeyReply(signature: signature.rawRepresentation)
+            return KeyReply(signature: signature.rawRepresentation, signatureDER: signature.derRepresentation)
         case .agree:
             guard let peerBytes = r.peerPublicKey, let peer = try? P256.KeyAgreement.PublicKey(x963Representation: peerBytes) else {
                 throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "agree needs the peer's P-256 public key (X9.63)"))

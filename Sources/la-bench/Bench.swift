@@ -27,6 +27,9 @@ struct Bench {
 
     static func main() async throws {
         let args = CommandLine.arguments
+        if args.count > 1 && args[1] == "keychain" {
+            return try KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
+        }
         let iterations = args.count > 1 ? Int(args[1]) ?? 1000 : 1000
         let maxClients = args.count > 2 ? Int(args[2]) ?? 16 : 16
         let enclave = try TestEnclave()
