@@ -32,6 +32,11 @@ public enum Request: Sendable, Equatable {
     case keychainRemove(passcode: String, persistentRef: Data)
     /// A Secure Enclave key operation.
     case key(KeyRequest)
+    /// Sets which apps (executable paths) share a keychain access group; no apps removes the
+    /// group. Needs the device passcode: only the person decides what apps share.
+    case configureAccessGroup(passcode: String, name: String, apps: [String])
+    /// The user's access groups and their apps; needs the device passcode.
+    case accessGroups(passcode: String)
 
     public var operation: String {
         switch self {
@@ -58,13 +63,15 @@ public enum Request: Sendable, Equatable {
         case .keychainList: return "keychainList"
         case .keychainRemove: return "keychainRemove"
         case .key: return "key"
+        case .configureAccessGroup: return "configureAccessGroup"
+        case .accessGroups: return "accessGroups"
         }
     }
 
     public static let operations: Set<String> = [
         "hello", "canEvaluate", "evaluate", "promptInput", "invalidate", "domainState", "status", "setPasscode",
         "removePasscode", "enroll", "unenroll", "simulate", "clearSimulated", "audit", "resetPasscodeLockout", "remoteLock",
-        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete", "keychainList", "keychainRemove", "key",
+        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete", "keychainList", "keychainRemove", "key", "configureAccessGroup", "accessGroups",
     ]
 }
 
@@ -119,6 +126,7 @@ private struct Args: Codable {
     var keychain: KeychainRequest?
     var persistentRef: Data?
     var key: KeyRequest?
+    var apps: [String]?
 }
 
 private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args? }
@@ -144,6 +152,8 @@ extension RequestEnvelope {
         case .keychainList(let p): a.passcode = p
         case .keychainRemove(let p, let r): a.passcode = p; a.persistentRef = r
         case .key(let k): a.key = k
+        case .configureAccessGroup(let p, let n, let apps): a.passcode = p; a.name = n; a.apps = apps
+        case .accessGroups(let p): a.passcode = p
         }
         return Array(try! JSONEncoder().encode(WireRequest(id: id, op: request.operation, args: a)))
     }
@@ -189,6 +199,8 @@ extension RequestEnvelope {
         case "keychainDelete": r = .keychainDelete(try need(a.keychain, "keychain"))
         case "keychainList": r = .keychainList(passcode: try need(a.passcode, "passcode"))
         case "key": r = .key(try need(a.key, "key"))
+        case "configureAccessGroup": r = .configureAccessGroup(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"), apps: try need(a.apps, "apps"))
+        case "accessGroups": r = .accessGroups(passcode: try need(a.passcode, "passcode"))
         case "keychainRemove": r = .keychainRemove(passcode: try need(a.passcode, "passcode"), persistentRef: try need(a.persistentRef, "persistentRef"))
         default: throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op)\"")
         }
@@ -271,6 +283,7 @@ public enum Reply: Sendable, Equatable {
     case keychain(KeychainReply)
     case keychainListing([KeychainListing])
     case key(KeyReply)
+    case accessGroups([String: [String]])
     case failure(Failure)
 
     public var isFinal: Bool { if case .prompt = self { return false } else { return true } }
@@ -305,6 +318,7 @@ extension Reply: Codable {
         case "audit": self = .audit(try c.decode([AuditEntry].self, forKey: .value))
         case "keychain": self = .keychain(try c.decode(KeychainReply.self, forKey: .value))
         case "key": self = .key(try c.decode(KeyReply.self, forKey: .value))
+        case "accessGroups": self = .accessGroups(try c.decode([String: [String]].self, forKey: .value))
         case "keychainListing": self = .keychainListing(try c.decode([KeychainListing].self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
         case let other: throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown reply kind \(other)")
@@ -324,6 +338,7 @@ extension Reply: Codable {
         case .keychain(let v): try c.encode("keychain", forKey: .kind); try c.encode(v, forKey: .value)
         case .keychainListing(let v): try c.encode("keychainListing", forKey: .kind); try c.encode(v, forKey: .value)
         case .key(let v): try c.encode("key", forKey: .kind); try c.encode(v, forKey: .value)
+        case .accessGroups(let v): try c.encode("accessGroups", forKey: .kind); try c.encode(v, forKey: .value)
         case .failure(let v): try c.encode("failure", forKey: .kind); try c.encode(v, forKey: .value)
         }
     }

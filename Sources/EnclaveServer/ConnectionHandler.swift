@@ -263,6 +263,13 @@ final class ConnectionHandler: @unchecked Sendable {
         case .keychainUpdate(let k): try startKeychain(id: envelope.id, .update, k, session: session); return nil
         case .keychainDelete(let k): try startKeychain(id: envelope.id, .delete, k, session: session); return nil
         case .key(let k): try startKeyOperation(id: envelope.id, k, session: session); return nil
+        case .configureAccessGroup(let passcode, let name, let apps):
+            try checkPasscodeLength(passcode, "passcode")
+            try await audited("keychain.group") { try await session.configureAccessGroup(passcode: passcode, name: name, apps: apps) }
+            return .ok
+        case .accessGroups(let passcode):
+            try checkPasscodeLength(passcode, "passcode")
+            return .accessGroups(try await session.accessGroups(passcode: passcode))
         case .keychainList(let passcode):
             try checkPasscodeLength(passcode, "passcode")
             return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })

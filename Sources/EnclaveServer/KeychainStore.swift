@@ -96,12 +96,17 @@ extension Storage {
     }
 
     /// Candidates for a query, narrowed in SQL by the indexed attributes; the caller matches the rest.
-    func items(uid: UInt32, accessGroup: String?, itemClass: String?, service: String?, account: String?, server: String?,
+    /// `accessGroups` nil means every group of the user.
+    func items(uid: UInt32, accessGroups: [String]?, itemClass: String?, service: String?, account: String?, server: String?,
                persistentRef: Data?) throws -> [StoredItem] {
         try pool.read { db in
             var conditions = ["uid = ?"]
             var arguments: StatementArguments = [Int64(uid)]
-            for (column, value) in [("accessGroup", accessGroup), ("class", itemClass), ("service", service), ("account", account), ("server", server)] {
+            if let groups = accessGroups {
+                conditions.append("accessGroup IN (" + groups.map { _ in "?" }.joined(separator: ", ") + ")")
+                for g in groups { arguments += [g] }
+            }
+            for (column, value) in [("class", itemClass), ("service", service), ("account", account), ("server", server)] {
                 if let value { conditions.append("\(column) = ?"); arguments += [value] }
             }
             if let persistentRef { conditions.append("persistentRef = ?"); arguments += [persistentRef] }
@@ -145,6 +150,35 @@ extension Storage {
 extension Storage {
     /// Every item of the user, of every app, for `lactl keychain`.
     func allItems(uid: UInt32) throws -> [StoredItem] {
-        try items(uid: uid, accessGroup: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: nil)
+        try items(uid: uid, accessGroups: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: nil)
+    }
+}
+
+extension Storage {
+    /// The configured groups an app belongs to.
+    func accessGroups(uid: UInt32, containing app: String) throws -> [String] {
+        try pool.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM access_group WHERE uid = ? AND app = ? ORDER BY name", arguments: [Int64(uid), app])
+        }
+    }
+
+    func accessGroups(uid: UInt32) throws -> [String: [String]] {
+        try pool.read { db in
+            var groups: [String: [String]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT name, app FROM access_group WHERE uid = ? ORDER BY name, app", arguments: [Int64(uid)]) {
+                groups[row["name"], default: []].append(row["app"])
+            }
+            return groups
+        }
+    }
+
+    /// Replaces the group's members; no apps removes the group.
+    func setAccessGroup(uid: UInt32, name: String, apps: [String]) throws {
+        try pool.write { db in
+            try db.execute(sql: "DELETE FROM access_group WHERE uid = ? AND name = ?", arguments: [Int64(uid), name])
+            for app in Set(apps) {
+                try db.execute(sql: "INSERT INTO access_group (uid, name, app) VALUES (?, ?, ?)", arguments: [Int64(uid), name, app])
+            }
+        }
     }
 }

@@ -86,6 +86,9 @@ final class Storage: Sendable {
             // Apps often look items up by account alone; without this, that is a scan of the class.
             try db.execute(sql: "CREATE INDEX item_account ON item(uid, accessGroup, class, account)")
         }
+        migrator.registerMigration("v4-access-groups") { db in
+            try db.execute(sql: "CREATE TABLE access_group (uid INTEGER NOT NULL, name TEXT NOT NULL, app TEXT NOT NULL, PRIMARY KEY (uid, name, app))")
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)

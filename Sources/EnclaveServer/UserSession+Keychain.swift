@@ -54,14 +54,22 @@ extension UserSession {
         }
     }
 
-    /// Items belong to (user, access group); an app's own group is its identity. Other groups need
-    /// explicit configuration, which this version does not offer yet.
+    /// Items belong to (user, access group). An app's own group is its identity (executable path);
+    /// other groups are the ones the person configured with the app as a member.
     private func accessGroup(_ a: [String: KeychainValue], app: String) throws -> String {
         guard let value = a["agrp"] else { return app }
-        guard case .string(let group) = value, group == app else {
+        guard case .string(let group) = value, try group == app || storage.accessGroups(uid: uid, containing: app).contains(group) else {
             throw KeychainFailure(KeychainStatus.missingEntitlement, "access group \(Self.text(value)) is not configured for \(app)")
         }
         return group
+    }
+
+    /// The groups a query searches: the named one if the app may use it, else all of the app's.
+    private func searchGroups(_ query: [String: KeychainValue], app: String) throws -> [String] {
+        let mine = [app] + (try storage.accessGroups(uid: uid, containing: app))
+        guard let value = query["agrp"] else { return mine }
+        guard case .string(let group) = value, mine.contains(group) else { return [] }
+        return [group]
     }
 
     static func text(_ v: KeychainValue) -> String {
@@ -79,14 +87,15 @@ extension UserSession {
     private func matches(_ query: [String: KeychainValue], app: String) throws -> [StoredItem] {
         try checkKeys(query)
         let itemClass = try itemClass(query)
-        if let g = query["agrp"], g != .string(app) { return [] }
+        let groups = try searchGroups(query, app: app)
+        if groups.isEmpty { return [] }
         func s(_ k: String) -> String? { if case .string(let v)? = query[k] { return v }; return nil }
         var persistentRef: Data?
         if let ref = query["v_PersistentRef"] {
             guard case .data(let d) = ref else { throw KeychainFailure(KeychainStatus.param, "kSecValuePersistentRef must be data") }
             persistentRef = d
         }
-        let candidates = try storage.items(uid: uid, accessGroup: app, itemClass: itemClass, service: s("svce"), account: s("acct"),
+        let candidates = try storage.items(uid: uid, accessGroups: groups, itemClass: itemClass, service: s("svce"), account: s("acct"),
                                            server: s("srvr"), persistentRef: persistentRef)
         return candidates.filter { item in
             query.allSatisfy { key, value in Self.valueKeys.contains(key) || key == "class" || item.attributes[key] == value }
@@ -205,7 +214,7 @@ extension UserSession {
         let changes = request.changes ?? [:]
         try checkKeys(changes)
         if changes["class"] != nil { throw KeychainFailure(KeychainStatus.param, "kSecClass cannot be changed") }
-        if let g = changes["agrp"], g != .string(app) { throw KeychainFailure(KeychainStatus.missingEntitlement, "an item cannot move to another access group") }
+        if changes["agrp"] != nil { throw KeychainFailure(KeychainStatus.param, "an item cannot move to another access group") }
         if changes["v_PersistentRef"] != nil { throw KeychainFailure(KeychainStatus.param, "kSecValuePersistentRef cannot be changed") }
         var newSecret: Data?
         if let value = changes["v_Data"] {
@@ -281,8 +290,27 @@ extension UserSession {
 
     func keychainRemove(passcode: String, persistentRef: Data) throws {
         try confirmPasscode(passcode)
-        let found = try storage.items(uid: uid, accessGroup: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: persistentRef)
+        let found = try storage.items(uid: uid, accessGroups: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: persistentRef)
         guard !found.isEmpty else { throw Failure(.notFound, "no item has that reference") }
         try storage.deleteItems(ids: found.map(\.id), uid: uid)
+    }
+}
+
+extension UserSession {
+    func configureAccessGroup(passcode: String, name: String, apps: [String]) throws {
+        guard !name.isEmpty, name.utf8.count <= 128, !name.hasPrefix("/") else {
+            // App identities are absolute paths: a group named like one would hand over that app's items.
+            throw Failure(.invalidParameter, "a group name has 1 to 128 bytes and does not start with \"/\"")
+        }
+        guard apps.count <= 32, apps.allSatisfy({ $0.hasPrefix("/") && $0.utf8.count <= 1024 }) else {
+            throw Failure(.invalidParameter, "members are up to 32 absolute executable paths")
+        }
+        try confirmPasscode(passcode)
+        try storage.setAccessGroup(uid: uid, name: name, apps: apps)
+    }
+
+    func accessGroups(passcode: String) throws -> [String: [String]] {
+        try confirmPasscode(passcode)
+        return try storage.accessGroups(uid: uid)
     }
 }

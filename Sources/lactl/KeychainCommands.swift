@@ -1,11 +1,13 @@
 import ArgumentParser
+import EnclaveClient
 import EnclaveProtocol
 import Foundation
+@_spi(EnclaveKeychain) import LocalAuthentication
 
 struct Keychain: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The calling user's keychain items, of every app: metadata only, never values. Asks for the device passcode.",
-        subcommands: [List.self, Why.self, Delete.self])
+        subcommands: [List.self, Why.self, Delete.self, Share.self, Groups.self, Get.self])
 
     static func flagNames(_ flags: UInt64) -> String {
         let names: [(UInt64, String)] = [(1, "userPresence"), (2, "biometryAny"), (8, "biometryCurrentSet"), (16, "devicePasscode"),
@@ -65,6 +67,61 @@ struct Keychain: ParsableCommand {
             let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
             _ = try client.call(.keychainRemove(passcode: passcode, persistentRef: ref))
             print("deleted")
+        }
+    }
+
+    struct Share: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Let apps share keychain items through an access group (kSecAttrAccessGroup). No apps removes the group.")
+        @OptionGroup var client: ClientOptions
+        @Argument(help: "The group's name (not starting with /).") var group: String
+        @Argument(help: "Member apps: absolute executable paths.") var apps: [String] = []
+        @Flag(help: "Read the passcode from standard input.") var stdin = false
+        func run() throws {
+            let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
+            // The daemon knows apps by their canonical executable path (/proc/PID/exe).
+            let members = apps.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+            _ = try client.call(.configureAccessGroup(passcode: passcode, name: group, apps: members))
+            print(members.isEmpty ? "removed \(group)" : "\(group): \(members.joined(separator: ", "))")
+        }
+    }
+
+    struct Groups: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List access groups and their apps.")
+        @OptionGroup var client: ClientOptions
+        @Flag(help: "Read the passcode from standard input.") var stdin = false
+        @Flag(help: "Print JSON.") var json = false
+        func run() throws {
+            let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
+            guard case .accessGroups(let groups) = try client.call(.accessGroups(passcode: passcode)) else { throw ExitCode.failure }
+            if json { return printJSON(groups) }
+            if groups.isEmpty { return print("no access groups") }
+            for (name, apps) in groups.sorted(by: { $0.key < $1.key }) { print("\(name): \(apps.joined(separator: ", "))") }
+        }
+    }
+
+    struct Get: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the secret of a generic password that lactl itself may read (its own or a shared group's), asking for the owner as the item demands.")
+        @OptionGroup var client: ClientOptions
+        @Option(help: "kSecAttrService.") var service: String?
+        @Option(help: "kSecAttrAccount.") var account: String?
+        @Option(help: "kSecAttrAccessGroup.") var group: String?
+        @Option(help: "The prompt's reason.") var reason: String = "Read a keychain item"
+        func run() throws {
+            _ = try client.connection()
+            var attributes: [String: KeychainValue] = ["class": .string("genp")]
+            if let service { attributes["svce"] = .string(service) }
+            if let account { attributes["acct"] = .string(account) }
+            if let group { attributes["agrp"] = .string(group) }
+            let reply = EnclaveEndpoint.$override.withValue(client.endpoint()) {
+                LAContext._performKeychain(.copy, KeychainRequest(attributes: attributes, context: "", reason: reason, returnData: true), context: nil)
+            }
+            guard reply.status == KeychainStatus.success, let data = reply.items.first?.data else {
+                printError("lactl: \(reply.message ?? "status \(reply.status)") (\(reply.status))")
+                throw ExitCode(ExitStatus.refused)
+            }
+            FileHandle.standardOutput.write(data)
         }
     }
 }

@@ -2,6 +2,7 @@ import EnclaveClient
 import Foundation
 import LocalAuthentication
 import LocalAuthenticationTesting
+import Security
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -71,6 +72,21 @@ final class SystemModeTests: XCTestCase {
         XCTAssertEqual(st.st_mode & 0o777, 0o700)
         stat(enclave.stateDirectory + "/enclave.sqlite", &st)
         XCTAssertEqual(st.st_mode & 0o777, 0o600)
+
+        // Keychain items are per user: root's item does not exist for nobody, even for the same app.
+        enclave.run {
+            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "root-only",
+                                       kSecValueData as String: Data("r00t".utf8)] as CFDictionary, nil), errSecSuccess)
+        }
+        try FileManager.default.copyItem(atPath: lactl, toPath: enclave.directory + "/lactl-shared")
+        chmod(enclave.directory + "/lactl-shared", 0o755)
+        let sharedApp = enclave.directory + "/lactl-shared"
+        _ = try runProcess(sharedApp, ["keychain", "share", "everyone", sharedApp, "--stdin", "--socket", enclave.socketPath], input: "1234\n")
+        let nobodyRead = try asNobody([sharedApp, "keychain", "get", "--service", "root-only", "--socket", enclave.socketPath])
+        XCTAssertNotEqual(nobodyRead.status, 0)
+        XCTAssertFalse(nobodyRead.stdout.contains("r00t"))
+        let nobodyList = try asNobody([lactl, "keychain", "list", "--stdin", "--socket", enclave.socketPath], input: "9876\n")
+        XCTAssertTrue(nobodyList.stdout.contains("no items"), nobodyList.stdout + nobodyList.stderr)
 
         // Root may administer another user in system mode.
         try enclave.send(.remoteLock(uid: 65534))
