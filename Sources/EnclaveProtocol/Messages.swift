@@ -83,12 +83,29 @@ public struct EvaluationOptions: Codable, Sendable, Equatable {
     public var interactionNotAllowed: Bool
     /// True when the client shows the prompt itself (terminal presenter) and sends `promptInput`.
     public var clientPresents: Bool
+    /// Only the device passcode counts (access controls with `devicePasscode`); with policy 2.
+    public var passcodeOnly: Bool
 
     public init(reason: String, cancelTitle: String? = nil, fallbackTitle: String? = nil, reuseDuration: Double = 0,
-                interactionNotAllowed: Bool = false, clientPresents: Bool = false) {
+                interactionNotAllowed: Bool = false, clientPresents: Bool = false, passcodeOnly: Bool = false) {
         self.reason = reason; self.cancelTitle = cancelTitle; self.fallbackTitle = fallbackTitle
         self.reuseDuration = reuseDuration; self.interactionNotAllowed = interactionNotAllowed
-        self.clientPresents = clientPresents
+        self.clientPresents = clientPresents; self.passcodeOnly = passcodeOnly
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case reason, cancelTitle, fallbackTitle, reuseDuration, interactionNotAllowed, clientPresents, passcodeOnly
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        reason = try c.decode(String.self, forKey: .reason)
+        cancelTitle = try c.decodeIfPresent(String.self, forKey: .cancelTitle)
+        fallbackTitle = try c.decodeIfPresent(String.self, forKey: .fallbackTitle)
+        reuseDuration = try c.decodeIfPresent(Double.self, forKey: .reuseDuration) ?? 0
+        interactionNotAllowed = try c.decodeIfPresent(Bool.self, forKey: .interactionNotAllowed) ?? false
+        clientPresents = try c.decodeIfPresent(Bool.self, forKey: .clientPresents) ?? false
+        passcodeOnly = try c.decodeIfPresent(Bool.self, forKey: .passcodeOnly) ?? false
     }
 }
 

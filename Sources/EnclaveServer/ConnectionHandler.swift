@@ -292,7 +292,8 @@ final class ConnectionHandler: @unchecked Sendable {
     private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {
         let sink = self.sink
         let task = Task {
-            let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
+            let report = await self.runEvaluation(requestID: id, context: context, policy: policy,
+                                                  passcodeOnly: options.passcodeOnly && policy == .deviceOwnerAuthentication,
                                                   options: options, session: session)
             let result: EvaluationResult
             let auditResult: String

@@ -138,6 +138,40 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
+    /// Evaluates an access control (the flags of a `SecAccessControl`) for an operation, so the
+    /// keychain and key calls given this context afterwards do not prompt again. Each constraint
+    /// is one evaluation on this context (`devicePasscode` asks for the passcode alone).
+    /// Our choice: the access control comes as its flags' raw value through the Security module's
+    /// overload; the operation does not change what is asked.
+    @_spi(EnclaveKeychain)
+    open func evaluateAccessControlFlags(_ flags: UInt64, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
+        let userPresence: UInt64 = 1, biometry: UInt64 = 1 << 1 | 1 << 3, passcode: UInt64 = 1 << 4, companion: UInt64 = 1 << 5, or: UInt64 = 1 << 14
+        var steps: [(LAPolicy, Bool)] = []
+        if flags & or != 0 {
+            if flags & userPresence != 0 || (flags & biometry != 0 && flags & passcode != 0) { steps = [(.deviceOwnerAuthentication, false)] }
+            else if flags & biometry != 0 { steps = [(.deviceOwnerAuthenticationWithBiometrics, false)] }
+            else if flags & passcode != 0 { steps = [(.deviceOwnerAuthentication, true)] }
+            else if flags & companion != 0 { steps = [(.deviceOwnerAuthenticationWithCompanion, false)] }
+        } else {
+            if flags & userPresence != 0 { steps.append((.deviceOwnerAuthentication, false)) }
+            if flags & biometry != 0 { steps.append((.deviceOwnerAuthenticationWithBiometrics, false)) }
+            if flags & passcode != 0 { steps.append((.deviceOwnerAuthentication, true)) }
+            if flags & companion != 0 { steps.append((.deviceOwnerAuthenticationWithCompanion, false)) }
+        }
+        for (policy, passcodeOnly) in steps {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let options: EvaluationOptions = lock.withLock {
+                    EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
+                                      reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed, passcodeOnly: passcodeOnly)
+                }
+                core.evaluate(policy: policy.rawValue, options: options) { success, error, _ in
+                    if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: ()) }
+                }
+            }
+        }
+        return true
+    }
+
     /// Ends a running evaluation with `appCancel`; every later call fails with `invalidContext`.
     open func invalidate() { core.invalidate() }
 
