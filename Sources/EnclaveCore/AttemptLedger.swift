@@ -36,6 +36,8 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     public private(set) var lastWrongPasscode: Data?
     /// When the current delay started; its length follows from `passcodeFailures`.
     public private(set) var delayStartedAt: MonotonicStamp?
+    /// The same moment on the wall clock: across a reboot it tells whether the delay was over.
+    public private(set) var delayStartedWall: Date?
     public private(set) var lastOwnerAuthentication: Date?
     public private(set) var lastBiometricMatch: MonotonicStamp?
     public private(set) var lastSeenBootID: String?
@@ -76,11 +78,21 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     /// Called when the daemon loads this ledger. A new boot restarts a running passcode delay for
     /// its full period (the monotonic clock restarted) and, in system mode, refuses biometrics
     /// until the passcode is entered.
-    public mutating func noteLoaded(now: MonotonicStamp, lockBiometryOnBoot: Bool) -> Bool {
+    public mutating func noteLoaded(now: MonotonicStamp, lockBiometryOnBoot: Bool, wall: Date? = nil) -> Bool {
         guard lastSeenBootID != now.bootID else { return false }
         let wasSeen = lastSeenBootID != nil
         lastSeenBootID = now.bootID
-        if let start = delayStartedAt, start.bootID != now.bootID { delayStartedAt = now }
+        if let start = delayStartedAt, start.bootID != now.bootID {
+            // A delay still running restarts for its full period (the monotonic clock restarted);
+            // one the wall clock shows as over stays over.
+            if case .delay(let seconds) = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures),
+               let began = delayStartedWall, let wall, wall.timeIntervalSince(began) >= seconds {
+                delayStartedAt = nil
+            } else {
+                delayStartedAt = now
+                delayStartedWall = wall ?? delayStartedWall
+            }
+        }
         if wasSeen, lockBiometryOnBoot, biometryLock == nil { biometryLock = .boot }
         return true
     }
@@ -105,11 +117,14 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     /// A wrong passcode. `attempt` is the verifier output for what was typed. Returns false when it
     /// repeated the previous wrong passcode and so did not count.
     @discardableResult
-    public mutating func recordPasscodeFailure(attempt: Data, now: MonotonicStamp) -> Bool {
+    public mutating func recordPasscodeFailure(attempt: Data, now: MonotonicStamp, wall: Date? = nil) -> Bool {
         if let last = lastWrongPasscode, ConstantTime.equal(last, attempt) { return false }
         lastWrongPasscode = attempt
         passcodeFailures += 1
-        if case .delay = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures) { delayStartedAt = now }
+        if case .delay = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures) {
+            delayStartedAt = now
+            delayStartedWall = wall
+        }
         return true
     }
 
@@ -118,6 +133,7 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
         passcodeFailures = 0
         lastWrongPasscode = nil
         delayStartedAt = nil
+        delayStartedWall = nil
         biometricFailures = 0
         biometryLock = nil
         lastOwnerAuthentication = wall
@@ -140,6 +156,7 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
         passcodeFailures = 0
         lastWrongPasscode = nil
         delayStartedAt = nil
+        delayStartedWall = nil
     }
 
     private init(lastSeenBootID: String?) { self.lastSeenBootID = lastSeenBootID }

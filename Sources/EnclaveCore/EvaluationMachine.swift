@@ -167,7 +167,7 @@ public struct EvaluationMachine: Sendable {
                 ledger.recordPasscodeSuccess(wall: wall)
                 return [.persistLedger] + finish(.success(.passcode))
             }
-            ledger.recordPasscodeFailure(attempt: attempt, now: now)
+            ledger.recordPasscodeFailure(attempt: attempt, now: now, wall: wall)
             passcodeMessage = "Wrong passcode. Try again."
             return [.persistLedger, .show(screen(ledger: ledger, now: now))]
         }

@@ -48,7 +48,7 @@ actor UserSession {
         self.userKey = userKey
         let loaded = try storage.loadUser(uid)
         var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())
-        let changed = r.ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: config.mode == .system)
+        let changed = r.ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: config.mode == .system, wall: clock.wall())
         if loaded == nil || changed { try storage.save(r) }
         record = r
         saved = r
@@ -135,7 +135,7 @@ actor UserSession {
             try persist()
             return
         }
-        record.ledger.recordPasscodeFailure(attempt: attempt, now: now)
+        record.ledger.recordPasscodeFailure(attempt: attempt, now: now, wall: clock.wall())
         try persist()
         var retryAfter: Double?
         if case .wait(let s) = record.ledger.passcodeGate(now: now) { retryAfter = s }

@@ -364,4 +364,25 @@ final class AttemptLedgerTests: XCTestCase {
         XCTAssertFalse(ConstantTime.equal([1, 2, 3] as [UInt8], [1, 2] as [UInt8]))
         XCTAssertTrue(ConstantTime.equal(Data(), Data()))
     }
+
+    func testAfterARebootARunningDelayRestartsButAnExpiredOneStaysOver() {
+        let clock = ManualClock()
+        var ledger = AttemptLedger()
+        _ = ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false, wall: clock.wall())
+        for i in 1...5 { ledger.recordPasscodeFailure(attempt: Data([UInt8(i)]), now: clock.monotonic(), wall: clock.wall()) }
+        XCTAssertEqual(ledger.passcodeGate(now: clock.monotonic()), .wait(seconds: 60))
+
+        var running = ledger
+        let runningClock = ManualClock()
+        runningClock.reboot(bootID: "boot-2", after: 30)
+        _ = running.noteLoaded(now: runningClock.monotonic(), lockBiometryOnBoot: false, wall: clock.wall().addingTimeInterval(30))
+        XCTAssertEqual(running.passcodeGate(now: runningClock.monotonic()), .wait(seconds: 60), "a running delay restarts in full")
+
+        var expired = ledger
+        let laterClock = ManualClock()
+        laterClock.reboot(bootID: "boot-3", after: 7200)
+        _ = expired.noteLoaded(now: laterClock.monotonic(), lockBiometryOnBoot: false, wall: clock.wall().addingTimeInterval(7200))
+        XCTAssertEqual(expired.passcodeGate(now: laterClock.monotonic()), .open, "an expired delay is not imposed again")
+        XCTAssertEqual(expired.passcodeFailures, 5, "the counter itself stays")
+    }
 }
