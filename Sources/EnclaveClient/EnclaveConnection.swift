@@ -116,7 +116,13 @@ public final class EnclaveConnection: @unchecked Sendable {
             completion(.failure(.connectionLost))
             return id
         }
-        let frame = FrameEncoder.frame(RequestEnvelope(id: id, request: request).encoded())
+        let frame: [UInt8]
+        do { frame = try FrameEncoder.checkedFrame(RequestEnvelope(id: id, request: request).encoded()) } catch {
+            if let p = lock.withLock({ pending.removeValue(forKey: id) }) {
+                p.completion(.failure(.protocolError("the request exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit")))
+            }
+            return id
+        }
         if !write(frame) {
             if let p = lock.withLock({ pending.removeValue(forKey: id) }) { p.completion(.failure(.connectionLost)) }
         }

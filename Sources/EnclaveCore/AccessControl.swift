@@ -49,6 +49,9 @@ public struct AccessRequirement: Sendable, Equatable {
 
     /// The evaluations to pass, all of them, in order. Empty: no authentication.
     public let steps: [EvaluationStep]
+    /// `or` with the passcode among the alternatives: the passcode alone still opens the item
+    /// after an enrolment change (`biometryCurrentSet | or | devicePasscode`).
+    public let passcodeAlternative: Bool
     /// Bound to the enrolment at creation: any enrolment change makes the item unusable.
     public let currentSet: Bool
     public let applicationPassword: Bool
@@ -79,6 +82,14 @@ public struct AccessRequirement: Sendable, Equatable {
             if companion { steps.append(.companion) }
         }
         self.steps = steps
+        passcodeAlternative = anyOf && (passcode || presence)
+    }
+
+    /// The steps for an item or key made at `made` when the enrolment is now at `current`; nil
+    /// when a `biometryCurrentSet` protection has been invalidated for good.
+    public func steps(madeAt made: UInt64, enrolmentNow current: UInt64) -> [EvaluationStep]? {
+        guard currentSet && made != current else { return steps }
+        return passcodeAlternative ? [.passcode] : nil
     }
 
     public var needsAuthentication: Bool { !steps.isEmpty }

@@ -70,9 +70,17 @@ public struct FrameDecoder: Sendable {
 }
 
 public enum FrameEncoder {
-    public static func frame(_ payload: [UInt8]) -> [UInt8] {
-        precondition(payload.count <= WireLimits.maxPayloadBytes, "payload over the wire limit")
+    /// The frame for `payload`, or `FrameError.oversized` when it exceeds the wire limit. Every
+    /// path that frames what a peer caused (a reply's size depends on the request) uses this.
+    public static func checkedFrame(_ payload: [UInt8]) throws -> [UInt8] {
+        guard !payload.isEmpty else { throw FrameError.empty }
+        guard payload.count <= WireLimits.maxPayloadBytes else { throw FrameError.oversized(declared: payload.count) }
         let n = UInt32(payload.count)
         return [UInt8(n >> 24 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + payload
+    }
+
+    /// For payloads known to fit (tests, fixed messages).
+    public static func frame(_ payload: [UInt8]) -> [UInt8] {
+        do { return try checkedFrame(payload) } catch { preconditionFailure("payload over the wire limit") }
     }
 }

@@ -38,6 +38,8 @@ public struct KeychainRequest: Codable, Sendable, Equatable {
     public var returnPersistentRef: Bool
     /// `kSecMatchLimitAll`; default one.
     public var matchAll: Bool
+    /// A numeric `kSecMatchLimit` above one: the daemon stops after that many items.
+    public var limit: Int?
     /// `LAContext.setCredential(_, type: .applicationPassword)`.
     public var applicationPassword: Data?
     /// True when the client shows the prompt itself (terminal presenter).

@@ -102,9 +102,10 @@ public struct EvaluationOptions: Codable, Sendable, Equatable {
         reason = try c.decode(String.self, forKey: .reason)
         cancelTitle = try c.decodeIfPresent(String.self, forKey: .cancelTitle)
         fallbackTitle = try c.decodeIfPresent(String.self, forKey: .fallbackTitle)
-        reuseDuration = try c.decodeIfPresent(Double.self, forKey: .reuseDuration) ?? 0
-        interactionNotAllowed = try c.decodeIfPresent(Bool.self, forKey: .interactionNotAllowed) ?? false
-        clientPresents = try c.decodeIfPresent(Bool.self, forKey: .clientPresents) ?? false
+        reuseDuration = try c.decode(Double.self, forKey: .reuseDuration)
+        interactionNotAllowed = try c.decode(Bool.self, forKey: .interactionNotAllowed)
+        clientPresents = try c.decode(Bool.self, forKey: .clientPresents)
+        // Added after version 1's first release: absent means false.
         passcodeOnly = try c.decodeIfPresent(Bool.self, forKey: .passcodeOnly) ?? false
     }
 }

@@ -48,6 +48,11 @@ public final class EnclaveDaemon: Sendable {
         self.logger = logger
         storage = try Storage(directory: config.stateDirectory)
         masterKey = try Self.loadMasterKey(config.masterKeyPath)
+        // A lost or swapped key file must not silently make every item undecryptable.
+        let check = Data(HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey))
+        guard try storage.confirmMasterKey(check: check) else {
+            throw KeyFileError(path: config.masterKeyPath, problem: "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away")
+        }
         sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
     }
 
@@ -61,11 +66,17 @@ public final class EnclaveDaemon: Sendable {
         }
         try Storage.makePrivateDirectory((path as NSString).deletingLastPathComponent)
         let key = SymmetricKey(size: .bits256)
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        // Written whole or not at all: a temporary file, synced, then renamed into place.
+        let temporary = path + ".new-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw KeyFileError(path: path, problem: String(cString: strerror(errno))) }
-        defer { close(fd) }
         let written = key.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == 32, fsync(fd) == 0 else { throw KeyFileError(path: path, problem: "could not be written") }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == 32, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw KeyFileError(path: path, problem: "could not be written")
+        }
         return key
     }
 

@@ -40,13 +40,16 @@ struct StoredItem: Sendable, Equatable {
         }
     }
 
-    /// What the seals authenticate: the item cannot be moved to another row, app or user.
-    var identity: Data { Data("\(uid)\u{1F}\(accessGroup)\u{1F}\(itemClass)\u{1F}".utf8) + persistentRef }
+    /// What the seals authenticate: the item cannot be moved to another row, app or user, and its
+    /// protection cannot be weakened in the database (a changed protection needs a new seal).
+    var identity: Data {
+        Data("\(uid)\u{1F}\(accessGroup)\u{1F}\(itemClass)\u{1F}\(protection.rawValue)\u{1F}\(flags)\u{1F}\(enrolmentGeneration)\u{1F}".utf8) + persistentRef
+    }
 
     var primaryKey: String { Self.primaryKey(class: itemClass, attributes) }
 }
 
-enum KeychainStoreError: Error { case duplicate }
+enum KeychainStoreError: Error { case duplicate, changedMeanwhile }
 
 extension Storage {
     private static let attributeEncoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
@@ -77,18 +80,21 @@ extension Storage {
         }
     }
 
-    func updateItem(_ item: StoredItem) throws {
+    /// Writes `item` if the row is still as it was read (`expectedModified`): an update that
+    /// waited for a prompt never overwrites a change made meanwhile.
+    func updateItem(_ item: StoredItem, expectedModified: Date) throws {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         do {
             try pool.write { db in
                 try db.execute(sql: """
                     UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
                         enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?
-                    WHERE id = ? AND uid = ?
+                    WHERE id = ? AND uid = ? AND modified = ?
                     """, arguments: [item.primaryKey, Self.string(item.attributes, "svce"), Self.string(item.attributes, "acct"),
                                      Self.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags),
                                      Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt,
-                                     item.modified.timeIntervalSince1970, item.id, Int64(item.uid)])
+                                     item.modified.timeIntervalSince1970, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
+                if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
             }
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw KeychainStoreError.duplicate

@@ -145,7 +145,14 @@ final class ChannelReplySink: ReplySink, @unchecked Sendable {
     /// Writes queued replies until the connection ends; run it beside the request loop.
     func drain(into outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async {
         for await envelope in stream {
-            do { try await outbound.write(ByteBuffer(bytes: FrameEncoder.frame(envelope.encoded()))) } catch { return }
+            let frame: [UInt8]
+            do { frame = try FrameEncoder.checkedFrame(envelope.encoded()) } catch {
+                // A reply's size follows from the request (many or large items): answer that, never trap.
+                let tooLarge = ReplyEnvelope(id: envelope.id, reply: .failure(Failure(.invalidParameter,
+                    "the answer exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit; ask for fewer items or attributes")))
+                frame = FrameEncoder.frame(tooLarge.encoded())
+            }
+            do { try await outbound.write(ByteBuffer(bytes: frame)) } catch { return }
         }
     }
 

@@ -15,6 +15,8 @@ struct UserRecord: Sendable, Equatable {
     var enrolmentGeneration: UInt64 = 0
     /// Enrolled identities as last saved: the truth for the simulated sensor, a cache for a real one.
     var enrolment: [String] = []
+    /// Counts passcode removals: Secure Enclave keys bound to "when passcode set" die with it.
+    var passcodeEpoch: UInt64 = 0
 }
 
 /// SQLite through GRDB, WAL with synchronous=FULL: a write has reached the disk when `save` returns.
@@ -89,6 +91,12 @@ final class Storage: Sendable {
         migrator.registerMigration("v4-access-groups") { db in
             try db.execute(sql: "CREATE TABLE access_group (uid INTEGER NOT NULL, name TEXT NOT NULL, app TEXT NOT NULL, PRIMARY KEY (uid, name, app))")
         }
+        migrator.registerMigration("v5-passcode-epoch") { db in
+            try db.execute(sql: "ALTER TABLE user ADD COLUMN passcodeEpoch INTEGER NOT NULL DEFAULT 0")
+        }
+        migrator.registerMigration("v6-meta") { db in
+            try db.execute(sql: "CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)
@@ -111,6 +119,7 @@ final class Storage: Sendable {
             if let p: Data = row["passcode"] { r.passcode = try Self.decoder.decode(PasscodeVerifier.self, from: p) }
             r.enrolmentGeneration = UInt64(row["enrolmentGeneration"] as Int64)
             r.enrolment = try Self.decoder.decode([String].self, from: row["enrolment"] as Data)
+            r.passcodeEpoch = UInt64(row["passcodeEpoch"] as Int64)
             return r
         }
     }
@@ -121,12 +130,12 @@ final class Storage: Sendable {
         let enrolment = try Self.encoder.encode(r.enrolment)
         try pool.write { db in
             try db.execute(sql: """
-                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment)
-                VALUES (?, ?, ?, ?, ?, ?)
+                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(uid) DO UPDATE SET ledger = excluded.ledger, passcode = excluded.passcode,
                     domainSecret = excluded.domainSecret, enrolmentGeneration = excluded.enrolmentGeneration,
-                    enrolment = excluded.enrolment
-                """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment])
+                    enrolment = excluded.enrolment, passcodeEpoch = excluded.passcodeEpoch
+                """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment, Int64(r.passcodeEpoch)])
         }
     }
 
@@ -153,6 +162,17 @@ final class Storage: Sendable {
                 AuditEntry(time: Date(timeIntervalSince1970: row["time"]), uid: UInt32(row["uid"] as Int64), pid: Int32(row["pid"] as Int64),
                            app: row["app"], operation: row["operation"], policy: row["policy"], result: row["result"])
             }
+        }
+    }
+
+    /// Records the master key's check value on first use; afterwards answers whether `check` is it.
+    func confirmMasterKey(check: Data) throws -> Bool {
+        try pool.write { db in
+            if let stored = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'masterKeyCheck'") {
+                return ConstantTime.equal(stored, check)
+            }
+            try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('masterKeyCheck', ?)", arguments: [check])
+            return true
         }
     }
 }

@@ -77,8 +77,10 @@ extension UserSession {
         return "(not a string)"
     }
 
+    /// True when a `biometryCurrentSet` item can never be used again (no passcode alternative).
     private func invalidated(_ item: StoredItem) -> Bool {
-        (try? AccessRequirement(flags: item.flags))?.currentSet == true && item.enrolmentGeneration != record.enrolmentGeneration
+        guard let requirement = try? AccessRequirement(flags: item.flags) else { return true }
+        return requirement.steps(madeAt: item.enrolmentGeneration, enrolmentNow: record.enrolmentGeneration) == nil
     }
 
     private static let invalidatedMessage = "the item was protected with biometryCurrentSet and the enrolled identities have changed since; it can only be deleted"
@@ -103,12 +105,22 @@ extension UserSession {
     }
 
     /// Runs every step of the item's access control; throws the status a failed step maps to.
+    /// The enrolment is read fresh before and checked again after the prompt: the actor serves
+    /// other requests (an enrolment change) while a prompt is open.
     private func authorize(_ item: StoredItem, _ request: KeychainRequest, authorize: KeychainAuthorizer) async throws {
         let requirement = try AccessRequirement(flags: item.flags)
+        _ = try await identities()
+        guard let steps = requirement.steps(madeAt: item.enrolmentGeneration, enrolmentNow: record.enrolmentGeneration) else {
+            throw KeychainFailure(KeychainStatus.invalidItemRef, Self.invalidatedMessage)
+        }
         let noUI = request.interactionNotAllowed || request.authenticationUI == "u_AuthUIF" || request.authenticationUI == "u_AuthUIS"
-        for step in requirement.steps {
+        for step in steps {
             let outcome = await authorize(step, request.reason ?? "Access a keychain item", noUI)
             if case .failure(let code, let message) = outcome { throw KeychainFailure(Self.status(for: code), message) }
+        }
+        _ = try await identities()
+        if requirement.steps(madeAt: item.enrolmentGeneration, enrolmentNow: record.enrolmentGeneration) == nil {
+            throw KeychainFailure(KeychainStatus.invalidItemRef, Self.invalidatedMessage)
         }
     }
 
@@ -161,6 +173,10 @@ extension UserSession {
         if case .bool(true)? = a["sync"], ["aku", "cku", "dku", "akpu"].contains(protection.rawValue) {
             throw KeychainFailure(KeychainStatus.param, "a synchronizable item cannot be …ThisDeviceOnly")
         }
+        for (key, value) in a where key != "v_Data" {
+            if case .string(let text) = value, text.utf8.count > 4096 { throw KeychainFailure(KeychainStatus.param, "attribute \(key) is longer than 4 KiB") }
+            if case .data(let bytes) = value, bytes.count > 4096 { throw KeychainFailure(KeychainStatus.param, "attribute \(key) is larger than 4 KiB") }
+        }
         var secret = Data()
         if let value = a["v_Data"] {
             guard case .data(let d) = value else { throw KeychainFailure(KeychainStatus.param, "kSecValueData must be data") }
@@ -204,7 +220,7 @@ extension UserSession {
                 data = try open(item, request)
             }
             results.append(shaped(item, request, data: data))
-            if !request.matchAll { break }
+            if !request.matchAll || results.count >= (request.limit ?? Int.max) { break }
         }
         guard !results.isEmpty else { throw KeychainFailure(KeychainStatus.itemNotFound, "no item matches the query") }
         return KeychainReply(status: KeychainStatus.success, items: results)
@@ -214,6 +230,9 @@ extension UserSession {
         let changes = request.changes ?? [:]
         try checkKeys(changes)
         if changes["class"] != nil { throw KeychainFailure(KeychainStatus.param, "kSecClass cannot be changed") }
+        for key in ["pdmn", "cdat", "mdat"] where changes[key] != nil {
+            throw KeychainFailure(KeychainStatus.param, "\(key) is kept by the keychain; change the protection with kSecAttrAccessControl or kSecAttrAccessible")
+        }
         if changes["agrp"] != nil { throw KeychainFailure(KeychainStatus.param, "an item cannot move to another access group") }
         if changes["v_PersistentRef"] != nil { throw KeychainFailure(KeychainStatus.param, "kSecValuePersistentRef cannot be changed") }
         var newSecret: Data?
@@ -229,6 +248,13 @@ extension UserSession {
             if p == .whenPasscodeSetThisDeviceOnly && record.passcode == nil {
                 throw KeychainFailure(KeychainStatus.authFailed, "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a device passcode")
             }
+            let enrolled = try await identities()
+            if newRequirement!.currentSet && enrolled.isEmpty {
+                throw KeychainFailure(KeychainStatus.authFailed, "biometryCurrentSet needs at least one enrolled identity")
+            }
+            if newRequirement!.applicationPassword && request.applicationPassword == nil {
+                throw KeychainFailure(KeychainStatus.authFailed, "applicationPassword needs LAContext.setCredential(_:type: .applicationPassword)")
+            }
             newProtection = p
         }
         let candidates = try matches(request.attributes, app: app)
@@ -238,26 +264,28 @@ extension UserSession {
             try await self.authorize(old, request, authorize: authorize)
             var item = old
             for (key, value) in changes where !Self.valueKeys.contains(key) { item.attributes[key] = value }
-            item.attributes["mdat"] = .date(clock.wall())
-            let reseal = newSecret != nil || newRequirement != nil
-            if reseal {
-                let secret = try newSecret ?? open(old, request)
-                if let r = newRequirement, let p = newProtection {
-                    item.flags = request.changesAccessControl!.flags
-                    item.protection = p
-                    item.attributes["pdmn"] = .string(p.rawValue)
-                    item.enrolmentGeneration = record.enrolmentGeneration
-                    if r.applicationPassword && request.applicationPassword == nil {
-                        throw KeychainFailure(KeychainStatus.authFailed, "applicationPassword needs LAContext.setCredential(_:type: .applicationPassword)")
-                    }
-                }
-                let needsPassword = (try? AccessRequirement(flags: item.flags))?.applicationPassword ?? false
-                item.sealed = try ItemSealing.seal(secret, userKey: userKey, identity: item.identity,
-                                                   applicationPassword: needsPassword ? request.applicationPassword : nil)
+            if case .bool(true)? = item.attributes["sync"], ["aku", "cku", "dku", "akpu"].contains((newProtection ?? item.protection).rawValue) {
+                throw KeychainFailure(KeychainStatus.param, "a synchronizable item cannot be …ThisDeviceOnly")
             }
-            item.modified = clock.wall()
-            do { try storage.updateItem(item) } catch KeychainStoreError.duplicate {
+            let now = clock.wall()
+            item.attributes["mdat"] = .date(now)
+            if let p = newProtection {
+                item.flags = request.changesAccessControl!.flags
+                item.protection = p
+                item.attributes["pdmn"] = .string(p.rawValue)
+                item.enrolmentGeneration = record.enrolmentGeneration
+            }
+            // Every update reseals: the seal covers the protection, and opening the old item first
+            // means an item with an application password is never rewritten without it.
+            let secret = try open(old, request)
+            let needsPassword = (try? AccessRequirement(flags: item.flags))?.applicationPassword ?? false
+            item.sealed = try ItemSealing.seal(newSecret ?? secret, userKey: userKey, identity: item.identity,
+                                               applicationPassword: needsPassword ? request.applicationPassword : nil)
+            item.modified = now
+            do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.duplicate {
                 throw KeychainFailure(KeychainStatus.duplicateItem, "the change would duplicate another item's primary attributes")
+            } catch KeychainStoreError.changedMeanwhile {
+                throw KeychainFailure(KeychainStatus.itemNotFound, "the item changed or was deleted while this update waited; read it again")
             }
         }
         return KeychainReply(status: KeychainStatus.success)

@@ -23,6 +23,7 @@ private struct SealedKey: Codable {
     var protection: String
     var flags: UInt64
     var enrolmentGeneration: UInt64
+    var passcodeEpoch: UInt64
 }
 
 extension UserSession {
@@ -87,7 +88,8 @@ extension UserSession {
             throw KeyReplyError(KeyReply(problem: .notAvailable, message: "biometryCurrentSet needs at least one enrolled identity"))
         }
         let raw: Data = r.kind == .signing ? P256.Signing.PrivateKey().rawRepresentation : P256.KeyAgreement.PrivateKey().rawRepresentation
-        let key = SealedKey(kind: r.kind, privateKey: raw, protection: protection.rawValue, flags: ac.flags, enrolmentGeneration: record.enrolmentGeneration)
+        let key = SealedKey(kind: r.kind, privateKey: raw, protection: protection.rawValue, flags: ac.flags,
+                            enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch)
         return KeyReply(blob: try seal(key, app: app), publicKey: try Self.publicKey(of: key))
     }
 
@@ -107,18 +109,22 @@ extension UserSession {
 
     private func authorizeUse(_ key: SealedKey, _ r: KeyRequest, authorize: KeychainAuthorizer) async throws {
         let requirement = try AccessRequirement(flags: key.flags)
-        if requirement.currentSet && key.enrolmentGeneration != record.enrolmentGeneration {
-            throw KeyReplyError(KeyReply(problem: .invalidated, message: "the key was made with biometryCurrentSet and the enrolled identities have changed since; it can never be used again"))
+        let invalidated = KeyReplyError(KeyReply(problem: .invalidated, message: "the key was made with biometryCurrentSet and the enrolled identities have changed since; it can never be used again"))
+        if key.protection == Protection.whenPasscodeSetThisDeviceOnly.rawValue && (record.passcode == nil || key.passcodeEpoch != record.passcodeEpoch) {
+            throw KeyReplyError(KeyReply(problem: .invalidated, message: "the key needed a device passcode, which was removed; it can never be used again"))
         }
-        if key.protection == Protection.whenPasscodeSetThisDeviceOnly.rawValue && record.passcode == nil {
-            throw KeyReplyError(KeyReply(problem: .invalidated, message: "the key needs a device passcode, which was removed"))
-        }
-        for step in requirement.steps {
+        // The enrolment is read fresh before and checked again after the prompt (other requests
+        // run while it is open).
+        _ = try await identities()
+        guard let steps = requirement.steps(madeAt: key.enrolmentGeneration, enrolmentNow: record.enrolmentGeneration) else { throw invalidated }
+        for step in steps {
             let outcome = await authorize(step, r.reason ?? "Use a Secure Enclave key", r.interactionNotAllowed)
             if case .failure(let code, let message) = outcome {
                 throw KeyReplyError(KeyReply(problem: .authentication, message: message, authenticationError: code))
             }
         }
+        _ = try await identities()
+        if requirement.steps(madeAt: key.enrolmentGeneration, enrolmentNow: record.enrolmentGeneration) == nil { throw invalidated }
     }
 
     private func use(_ key: SealedKey, _ r: KeyRequest) throws -> KeyReply {

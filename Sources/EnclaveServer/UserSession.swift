@@ -172,6 +172,7 @@ actor UserSession {
         let removed = try storage.deleteItems(uid: uid, protection: .whenPasscodeSetThisDeviceOnly)
         if removed > 0 { logger.info("removed passcode-bound keychain items", metadata: ["uid": "\(uid)", "count": "\(removed)"]) }
         record.passcode = nil
+        record.passcodeEpoch += 1
         record.ledger.passcodeRemoved()
         try persist()
     }

@@ -67,8 +67,8 @@ extension LAContext {
             try owner.core.runPrompted(presentable: presentable, request: { presents in make(owner, presents) }, finish: { result in
                 switch result {
                 case .success(let reply): box.value = reply
-                case .failure(let e): box.value = .failure(Failure(.internalError, "\(e)"))
-                    box.unreachable = "\(e)"
+                case .failure(.protocolError(let why)): box.value = .failure(Failure(.invalidParameter, why))
+                case .failure(let e): box.unreachable = "\(e)"
                 }
                 done.signal()
             })

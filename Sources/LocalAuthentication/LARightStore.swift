@@ -42,9 +42,15 @@ public final class LARightStore: NSObject, @unchecked Sendable {
         return LAContext._performKeychain(op, request, context: nil)
     }
 
+    /// Rights live in the app's own access group only: never in (or read from) a shared one.
     private func identity(_ identifier: String) -> [String: KeychainValue] {
-        ["class": .string("genp"), "svce": .string(Self.service), "acct": .string(identifier)]
+        var a: [String: KeychainValue] = ["class": .string("genp"), "svce": .string(Self.service), "acct": .string(identifier)]
+        if let app = Self.ownGroup() { a["agrp"] = .string(app) }
+        return a
     }
+
+    /// The app's identity as the daemon knows it (its own access group).
+    static func ownGroup() -> String? { (try? EnclaveConnections.shared(for: .resolve()))?.hello.app }
 
     public func saveRight(_ right: LARight, identifier: String) async throws -> LAPersistedRight {
         try save(right, identifier: identifier, secret: nil)
@@ -96,7 +102,9 @@ public final class LARightStore: NSObject, @unchecked Sendable {
 
     /// Removes every right this app stored.
     public func removeAllRights() async throws {
-        let reply = keychain(.delete, ["class": .string("genp"), "svce": .string(Self.service)])
+        var all: [String: KeychainValue] = ["class": .string("genp"), "svce": .string(Self.service)]
+        if let app = Self.ownGroup() { all["agrp"] = .string(app) }
+        let reply = keychain(.delete, all)
         guard reply.status == KeychainStatus.success || reply.status == KeychainStatus.itemNotFound else {
             throw LARightStoreError.storage(reply.status, reply.message ?? "")
         }
@@ -200,8 +208,9 @@ public final class LASecret: NSObject, @unchecked Sendable {
             guard let right else { throw LAError(.invalidContext) }
             try right.requireAuthorized()
             guard present else { throw LARightStoreError.notFound("a secret for \(identifier)") }
-            var request = KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(LARightStore.service), "acct": .string(identifier)],
-                                          context: "", returnData: true)
+            var attributes: [String: KeychainValue] = ["class": .string("genp"), "svce": .string(LARightStore.service), "acct": .string(identifier)]
+            if let app = LARightStore.ownGroup() { attributes["agrp"] = .string(app) }
+            var request = KeychainRequest(attributes: attributes, context: "", returnData: true)
             request.interactionNotAllowed = true
             let reply = LAContext._performKeychain(.copy, request, context: right.context)
             guard reply.status == KeychainStatus.success, let data = reply.items.first?.data else {

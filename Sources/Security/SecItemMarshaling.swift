@@ -166,6 +166,8 @@ enum SecItemMarshaling {
         }
         if operation == .add { call.limit = nil }
         call.request.matchAll = call.returnsArray
+        // A count limit goes to the daemon too: it stops (and prompts) no further than that.
+        call.request.limit = call.limit.flatMap { $0 == .max ? nil : $0 }
         return call
     }
 
