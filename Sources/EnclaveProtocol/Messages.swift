@@ -6,6 +6,9 @@ public enum Request: Sendable, Equatable {
     case hello(version: Int)
     case canEvaluate(context: String, policy: Int)
     case evaluate(context: String, policy: Int, options: EvaluationOptions)
+    /// `evaluateAccessControl`: every constraint of a `SecAccessControlCreateFlags` value, on the
+    /// context, by the daemon's own reading of the flags. Answered like `evaluate`.
+    case authorizeAccessControl(context: String, flags: UInt64, options: EvaluationOptions)
     case promptInput(context: String, action: PromptAction, passcode: String?)
     case invalidate(context: String)
     case domainState(context: String?)
@@ -43,6 +46,7 @@ public enum Request: Sendable, Equatable {
         case .hello: return "hello"
         case .canEvaluate: return "canEvaluate"
         case .evaluate: return "evaluate"
+        case .authorizeAccessControl: return "authorizeAccessControl"
         case .promptInput: return "promptInput"
         case .invalidate: return "invalidate"
         case .domainState: return "domainState"
@@ -69,7 +73,7 @@ public enum Request: Sendable, Equatable {
     }
 
     public static let operations: Set<String> = [
-        "hello", "canEvaluate", "evaluate", "promptInput", "invalidate", "domainState", "status", "setPasscode",
+        "hello", "canEvaluate", "evaluate", "authorizeAccessControl", "promptInput", "invalidate", "domainState", "status", "setPasscode",
         "removePasscode", "enroll", "unenroll", "simulate", "clearSimulated", "audit", "resetPasscodeLockout", "remoteLock",
         "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete", "keychainList", "keychainRemove", "key", "configureAccessGroup", "accessGroups",
     ]
@@ -83,30 +87,12 @@ public struct EvaluationOptions: Codable, Sendable, Equatable {
     public var interactionNotAllowed: Bool
     /// True when the client shows the prompt itself (terminal presenter) and sends `promptInput`.
     public var clientPresents: Bool
-    /// Only the device passcode counts (access controls with `devicePasscode`); with policy 2.
-    public var passcodeOnly: Bool
 
     public init(reason: String, cancelTitle: String? = nil, fallbackTitle: String? = nil, reuseDuration: Double = 0,
-                interactionNotAllowed: Bool = false, clientPresents: Bool = false, passcodeOnly: Bool = false) {
+                interactionNotAllowed: Bool = false, clientPresents: Bool = false) {
         self.reason = reason; self.cancelTitle = cancelTitle; self.fallbackTitle = fallbackTitle
         self.reuseDuration = reuseDuration; self.interactionNotAllowed = interactionNotAllowed
-        self.clientPresents = clientPresents; self.passcodeOnly = passcodeOnly
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case reason, cancelTitle, fallbackTitle, reuseDuration, interactionNotAllowed, clientPresents, passcodeOnly
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        reason = try c.decode(String.self, forKey: .reason)
-        cancelTitle = try c.decodeIfPresent(String.self, forKey: .cancelTitle)
-        fallbackTitle = try c.decodeIfPresent(String.self, forKey: .fallbackTitle)
-        reuseDuration = try c.decode(Double.self, forKey: .reuseDuration)
-        interactionNotAllowed = try c.decode(Bool.self, forKey: .interactionNotAllowed)
-        clientPresents = try c.decode(Bool.self, forKey: .clientPresents)
-        // Added after version 1's first release: absent means false.
-        passcodeOnly = try c.decodeIfPresent(Bool.self, forKey: .passcodeOnly) ?? false
+        self.clientPresents = clientPresents
     }
 }
 
@@ -145,6 +131,7 @@ private struct Args: Codable {
     var persistentRef: Data?
     var key: KeyRequest?
     var apps: [String]?
+    var flags: UInt64?
 }
 
 private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args? }
@@ -156,6 +143,7 @@ extension RequestEnvelope {
         case .hello(let v): a.version = v
         case .canEvaluate(let c, let p): a.context = c; a.policy = p
         case .evaluate(let c, let p, let o): a.context = c; a.policy = p; a.options = o
+        case .authorizeAccessControl(let c, let f, let o): a.context = c; a.flags = f; a.options = o
         case .promptInput(let c, let action, let pass): a.context = c; a.action = action; a.passcode = pass
         case .invalidate(let c): a.context = c
         case .domainState(let c): a.context = c
@@ -198,6 +186,7 @@ extension RequestEnvelope {
         case "hello": r = .hello(version: try need(a.version, "version"))
         case "canEvaluate": r = .canEvaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"))
         case "evaluate": r = .evaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"), options: try need(a.options, "options"))
+        case "authorizeAccessControl": r = .authorizeAccessControl(context: try need(a.context, "context"), flags: try need(a.flags, "flags"), options: try need(a.options, "options"))
         case "promptInput": r = .promptInput(context: try need(a.context, "context"), action: try need(a.action, "action"), passcode: a.passcode)
         case "invalidate": r = .invalidate(context: try need(a.context, "context"))
         case "domainState": r = .domainState(context: a.context)

@@ -182,6 +182,13 @@ final class ConnectionHandler: @unchecked Sendable {
             }
             try startEvaluation(id: envelope.id, context: ctx, policy: p, options: options, session: session)
             return nil
+        case .authorizeAccessControl(let ctx, let flags, let options):
+            try checkContext(ctx)
+            try checkText(options.reason, "localizedReason", allowEmpty: false)
+            let requirement: AccessRequirement
+            do { requirement = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
+            try startAccessControl(id: envelope.id, context: ctx, requirement: requirement, options: options, session: session)
+            return nil
         case .promptInput(let ctx, let action, let passcode):
             try checkContext(ctx)
             let input: EvaluationMachine.Input
@@ -292,8 +299,7 @@ final class ConnectionHandler: @unchecked Sendable {
     private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {
         let sink = self.sink
         let task = Task {
-            let report = await self.runEvaluation(requestID: id, context: context, policy: policy,
-                                                  passcodeOnly: options.passcodeOnly && policy == .deviceOwnerAuthentication,
+            let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
                                                   options: options, session: session)
             let result: EvaluationResult
             let auditResult: String
@@ -362,9 +368,12 @@ final class ConnectionHandler: @unchecked Sendable {
 
     /// Proves one step of an access control on the request's context, auditing the result.
     private func authorizer(requestID id: UInt64, context: String, clientPresents: Bool, audited operation: String,
-                            session: UserSession) -> KeychainAuthorizer {
+                            session: UserSession, base: EvaluationOptions? = nil) -> KeychainAuthorizer {
         { step, reason, noUI in
-            let options = EvaluationOptions(reason: reason, interactionNotAllowed: noUI, clientPresents: clientPresents)
+            var options = base ?? EvaluationOptions(reason: reason)
+            options.reason = reason
+            options.interactionNotAllowed = noUI
+            options.clientPresents = clientPresents
             let policy: PolicyValue
             switch step {
             case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
@@ -376,6 +385,27 @@ final class ConnectionHandler: @unchecked Sendable {
             self.audit(operation, policy: policy.rawValue, result: Self.describe(outcome))
             return outcome
         }
+    }
+
+    /// `evaluateAccessControl`: the access control's steps in order on the context; the answer
+    /// is an `evaluated` reply like `evaluate`'s.
+    private func startAccessControl(id: UInt64, context: String, requirement: AccessRequirement, options: EvaluationOptions,
+                                    session: UserSession) throws {
+        let sink = self.sink
+        let kind = daemon.sensor?.info.kind ?? .none
+        let authorize = authorizer(requestID: id, context: context, clientPresents: options.clientPresents,
+                                   audited: "accessControl.authorize", session: session, base: options)
+        let task = Task {
+            var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
+            for step in requirement.steps {
+                if case .failure(let code, let message) = await authorize(step, options.reason, options.interactionNotAllowed) {
+                    result = EvaluationResult(success: false, error: code, message: message, biometryType: kind, domainState: nil)
+                    break
+                }
+            }
+            await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+        }
+        try track(task, context: context)
     }
 
     private func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws {

@@ -139,37 +139,21 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// Evaluates an access control (the flags of a `SecAccessControl`) for an operation, so the
-    /// keychain and key calls given this context afterwards do not prompt again. Each constraint
-    /// is one evaluation on this context (`devicePasscode` asks for the passcode alone).
-    /// Our choice: the access control comes as its flags' raw value through the Security module's
-    /// overload; the operation does not change what is asked.
+    /// keychain and key calls given this context afterwards do not prompt again. The daemon reads
+    /// the flags (the same rules as for keychain items) and runs each constraint on this context.
+    /// Our choice: the operation does not change what is asked.
     @_spi(EnclaveKeychain)
     open func evaluateAccessControlFlags(_ flags: UInt64, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
-        let userPresence: UInt64 = 1, biometry: UInt64 = 1 << 1 | 1 << 3, passcode: UInt64 = 1 << 4, companion: UInt64 = 1 << 5, or: UInt64 = 1 << 14
-        var steps: [(LAPolicy, Bool)] = []
-        if flags & or != 0 {
-            if flags & userPresence != 0 || (flags & biometry != 0 && flags & passcode != 0) { steps = [(.deviceOwnerAuthentication, false)] }
-            else if flags & biometry != 0 { steps = [(.deviceOwnerAuthenticationWithBiometrics, false)] }
-            else if flags & passcode != 0 { steps = [(.deviceOwnerAuthentication, true)] }
-            else if flags & companion != 0 { steps = [(.deviceOwnerAuthenticationWithCompanion, false)] }
-        } else {
-            if flags & userPresence != 0 { steps.append((.deviceOwnerAuthentication, false)) }
-            if flags & biometry != 0 { steps.append((.deviceOwnerAuthenticationWithBiometrics, false)) }
-            if flags & passcode != 0 { steps.append((.deviceOwnerAuthentication, true)) }
-            if flags & companion != 0 { steps.append((.deviceOwnerAuthenticationWithCompanion, false)) }
+        let options: EvaluationOptions = lock.withLock {
+            EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
+                              reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)
         }
-        for (policy, passcodeOnly) in steps {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let options: EvaluationOptions = lock.withLock {
-                    EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
-                                      reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed, passcodeOnly: passcodeOnly)
-                }
-                core.evaluate(policy: policy.rawValue, options: options) { success, error, _ in
-                    if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: ()) }
-                }
+        let id = core.id
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+            core.evaluate(options: options, request: { .authorizeAccessControl(context: id, flags: flags, options: $0) }) { success, error, _ in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
             }
         }
-        return true
     }
 
     /// Ends a running evaluation with `appCancel`; every later call fails with `invalidContext`.
@@ -268,6 +252,13 @@ final class ContextCore: @unchecked Sendable {
     }
 
     func evaluate(policy: Int, options: EvaluationOptions, completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
+        let id = self.id
+        evaluate(options: options, request: { .evaluate(context: id, policy: policy, options: $0) }, completion: completion)
+    }
+
+    /// Runs a request answered by `evaluated` (an evaluation, or an access control's steps).
+    func evaluate(options: EvaluationOptions, request: @escaping @Sendable (EvaluationOptions) -> Request,
+                  completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
         let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void = { [replyQueue] s, e, d in replyQueue.async { completion(s, e, d) } }
         guard !options.reason.isEmpty else {
             return deliver(false, LAError(.authenticationFailed, message: "localizedReason must be a non-empty string"), nil)
@@ -276,7 +267,7 @@ final class ContextCore: @unchecked Sendable {
             try runPrompted(presentable: !options.interactionNotAllowed, request: { presents in
                 var options = options
                 options.clientPresents = presents
-                return .evaluate(context: self.id, policy: policy, options: options)
+                return request(options)
             }, finish: { result in
                 switch result {
                 case .success(.evaluated(let r)):

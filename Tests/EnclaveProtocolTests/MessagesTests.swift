@@ -49,6 +49,7 @@ final class MessagesTests: XCTestCase {
         .keychainUpdate(KeychainRequest(attributes: ["class": .string("genp")], changes: ["v_Data": .data(Data())], context: "c3")),
         .keychainDelete(KeychainRequest(attributes: ["class": .string("genp")], context: "c4")),
         .keychainList(passcode: "1234"),
+        .authorizeAccessControl(context: "ac", flags: 1 << 1 | 1 << 15 | 1 << 4, options: .init(reason: "Open")),
         .configureAccessGroup(passcode: "1234", name: "team", apps: ["/usr/bin/a", "/usr/bin/b"]),
         .accessGroups(passcode: "1234"),
         .key(KeyRequest(operation: .sign, kind: .signing, blob: Data([1]), digest: Data(repeating: 7, count: 32), context: "k", reason: "sign")),
@@ -70,7 +71,7 @@ final class MessagesTests: XCTestCase {
     func testEveryOperationIsCoveredAndKnown() {
         let covered = Set(Self.everyRequest.map(\.operation))
         XCTAssertEqual(covered, Request.operations)
-        XCTAssertEqual(Request.operations.count, 25, "16 of issue 2 + 6 keychain operations + key + 2 access-group operations")
+        XCTAssertEqual(Request.operations.count, 26, "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl")
     }
 
     func testLargeIdRoundTrips() throws {
