@@ -288,6 +288,16 @@ actor UserSession {
 
             var capture: Task<Void, Never>?
             defer { capture?.cancel() }
+            /// A real sensor reads once per capture: (re)arm it whenever the machine wants it armed.
+            func arm() {
+                guard let sensor, !sensor.info.simulated else { return }
+                capture?.cancel()
+                capture = Task { [uid] in
+                    do { continuation.yield(.sensor(try await sensor.capture(uid: uid))) } catch {
+                        if !Task.isCancelled { continuation.yield(.sensorFailed("\(error)")) }
+                    }
+                }
+            }
 
             func perform(_ actions: [EvaluationMachine.Action]) async -> EvaluationMachine.Outcome? {
                 for action in actions {
@@ -297,13 +307,7 @@ actor UserSession {
                             return .failure(.systemCancel, "The enclave could not save its state.")
                         }
                     case .armSensor:
-                        if let sensor, !sensor.info.simulated {
-                            capture = Task { [uid] in
-                                do { continuation.yield(.sensor(try await sensor.capture(uid: uid))) } catch {
-                                    if !Task.isCancelled { continuation.yield(.sensorFailed("\(error)")) }
-                                }
-                            }
-                        }
+                        arm()
                     case .disarmSensor:
                         capture?.cancel()
                         capture = nil
@@ -339,10 +343,15 @@ actor UserSession {
                         while outcome == nil, !queue.isEmpty {
                             outcome = await feed(Self.machineInput(for: queue.removeFirst()))
                         }
-                    case .sensor(.match): outcome = await feed(.match)
-                    case .sensor(.noMatch): outcome = await feed(.noMatch)
-                    case .sensor(.retryScan(let message)):
-                        logger.info("sensor asks to scan again", metadata: ["uid": "\(uid)", "message": "\(message)"])
+                    case .sensor(let reading):
+                        switch reading {
+                        case .match: outcome = await feed(.match)
+                        case .noMatch: outcome = await feed(.noMatch)
+                        case .retryScan(let message):
+                            logger.info("sensor asks to scan again", metadata: ["uid": "\(uid)", "message": "\(message)"])
+                        }
+                        // The reading ended that capture; a sensor still armed reads again.
+                        if outcome == nil && machine.isSensorArmed { arm() }
                     case .sensorFailed(let message):
                         outcome = await feed(.systemCancel("The sensor failed: \(message)"))
                     }
