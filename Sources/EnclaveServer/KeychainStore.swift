@@ -137,10 +137,6 @@ extension Storage {
         }
     }
 
-    func itemCount(uid: UInt32) throws -> Int {
-        try pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE uid = ?", arguments: [Int64(uid)]) ?? 0 }
-    }
-
     private static func item(from row: Row) throws -> StoredItem {
         StoredItem(
             id: row["id"], uid: UInt32(row["uid"] as Int64), accessGroup: row["accessGroup"], itemClass: row["class"],

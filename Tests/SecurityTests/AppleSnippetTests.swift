@@ -4,21 +4,7 @@ import XCTest
 @testable import Security
 
 /// Apple's documented keychain snippet must compile unchanged against this module.
-final class AppleSnippetTests: XCTestCase {
-    private var environment: NoDaemonEnvironment?
-
-    override func setUp() {
-        super.setUp()
-        environment = NoDaemonEnvironment()
-        // Never auto-start a daemon: nothing answers here.
-        setenv("LAENCLAVED_SOCKET", "/tmp/no-such-daemon/socket", 1)
-    }
-
-    override func tearDown() {
-        environment?.restore()
-        super.tearDown()
-    }
-
+final class AppleSnippetTests: NoDaemonTestCase {
     func testAppleSnippetCompilesAndFailsWithoutDaemon() {
         let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .biometryCurrentSet, nil)!
         let context = LAContext()

@@ -4,20 +4,7 @@ import LocalAuthentication
 import XCTest
 @testable import Security
 
-final class MarshalingTests: XCTestCase {
-    private var environment: NoDaemonEnvironment?
-
-    override func setUp() {
-        super.setUp()
-        environment = NoDaemonEnvironment()
-        setenv("LAENCLAVED_SOCKET", "/tmp/no-such-daemon/socket", 1)
-    }
-
-    override func tearDown() {
-        environment?.restore()
-        super.tearDown()
-    }
-
+final class MarshalingTests: NoDaemonTestCase {
     private func call(_ q: [String: Any], file: StaticString = #filePath, line: UInt = #line) -> SecItemCall? {
         call(.copy, q, file: file, line: line)
     }
