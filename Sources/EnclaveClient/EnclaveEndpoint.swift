@@ -12,9 +12,13 @@ public struct EnclaveEndpoint: Sendable, Equatable {
     /// Never show a terminal prompt: input comes from simulated events only (tests, CI).
     public var headless: Bool
 
-    public init(socketPath: String, autostart: Bool = false, headless: Bool = false) {
-        self.socketPath = socketPath; self.autostart = autostart; self.headless = headless
+    /// `headless` defaults to what `$LA_PROMPT` asks for ("headless": never show a terminal prompt).
+    public init(socketPath: String, autostart: Bool = false, headless: Bool? = nil) {
+        self.socketPath = socketPath; self.autostart = autostart
+        self.headless = headless ?? Self.headlessRequested(ProcessInfo.processInfo.environment)
     }
+
+    static func headlessRequested(_ environment: [String: String]) -> Bool { environment["LA_PROMPT"] == "headless" }
 
     /// Binds `LAContext`s created inside a task to a specific daemon (the testing kit uses this, so
     /// tests can run in parallel against isolated daemons).
@@ -24,7 +28,7 @@ public struct EnclaveEndpoint: Sendable, Equatable {
     /// system daemon's socket if one exists, else the user-mode daemon (auto-started).
     public static func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) -> EnclaveEndpoint {
         if let o = override { return o }
-        let headless = environment["LA_PROMPT"] == "headless"
+        let headless = headlessRequested(environment)
         if let path = environment[EnclavePaths.socketEnvironmentKey], !path.isEmpty {
             return EnclaveEndpoint(socketPath: path, autostart: false, headless: headless)
         }

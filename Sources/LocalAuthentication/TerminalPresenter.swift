@@ -34,11 +34,13 @@ final class TerminalPresenter: @unchecked Sendable {
     private var reader: Thread?
     private var isClosed = false
 
-    /// nil when the process has no controlling terminal (daemons, CI, tests): headless mode.
+    /// nil when the process has no controlling terminal (daemons, CI, tests) or runs as a
+    /// background job of it: headless mode. A background job that touched the terminal's modes
+    /// would be stopped by SIGTTOU and hang; the foreground job owns the keyboard.
     static func open() -> TerminalPresenter? {
         let fd = Glibc.open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        guard isatty(fd) == 1 else { Glibc.close(fd); return nil }
+        guard isatty(fd) == 1, tcgetpgrp(fd) == getpgrp() else { Glibc.close(fd); return nil }
         return TerminalPresenter(fd: fd)
     }
 

@@ -98,6 +98,22 @@ final class LactlTests: XCTestCase {
         XCTAssertEqual(gone.status, 69, "no daemon")
     }
 
+    /// A client started as a background job of a terminal (what Foundation's Process, a CI runner
+    /// with a pseudo-terminal or `cmd &` in a shell do) must not touch that terminal: changing its
+    /// modes would stop the job with SIGTTOU forever. It runs headless; the sensor decides.
+    func testABackgroundJobOfATerminalRunsHeadlessInsteadOfStopping() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("needs script(1) for a terminal") }
+        let enclave = try TestEnclave()
+        try enclave.queue(.match)
+        // script(1) gives the shell a terminal; `set -m` makes lactl a background job of it.
+        let job = "set -m; '\(productPath("lactl"))' authenticate --socket '\(enclave.socketPath)' --policy biometrics --reason Background & wait $!"
+        var environment = ProcessInfo.processInfo.environment
+        environment["SHELL"] = "/bin/bash"
+        let out = try runProcess("/usr/bin/script", ["-qefc", job, "/dev/null"], environment: environment, headless: false, timeout: 30)
+        XCTAssertEqual(out.status, 0, out.stdout + out.stderr)
+        XCTAssertEqual(try enclave.status().queuedEvents, 0, "the queued touch answered the headless prompt")
+    }
+
     func testPasscodeAndEnrolmentFromStandardInput() throws {
         let enclave = try TestEnclave(.with { $0.passcode = nil })
         let lactl = productPath("lactl")

@@ -116,23 +116,17 @@ final class SystemModeTests: XCTestCase {
             try? FileManager.default.removeItem(atPath: root)
         }
         // An unprivileged user runs a daemon and waits for someone to hand it a passcode.
-        let impostor = Process()
-        impostor.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
         let daemon = root + "/laenclaved"
         try FileManager.default.copyItem(atPath: productPath("laenclaved"), toPath: daemon)
         chmod(daemon, 0o755)
-        impostor.arguments = ["-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir", root + "/state", "--key-file", root + "/keys/master.key", "--passcode-cost", "10"]
-        impostor.standardOutput = FileHandle.nullDevice
-        impostor.standardError = FileHandle.nullDevice
-        try impostor.run()
+        let impostor = try DaemonLauncher.spawn("/usr/sbin/runuser", ["-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir", root + "/state", "--key-file", root + "/keys/master.key", "--passcode-cost", "10"])
+        defer { terminateAndWait(impostor) }
         try eventually("the impostor's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
         chmod(root + "/run", 0o755)
         chmod(root + "/run/socket", 0o666)
         XCTAssertThrowsError(try EnclaveConnection(socketPath: root + "/run/socket")) { error in
             XCTAssertTrue("\(error)".contains("not a trusted laenclaved"), "\(error)")
         }
-        impostor.terminate()
-        impostor.waitUntilExit()
     }
 
     func testTheDaemonRefusesASocketDirectoryOwnedBySomeoneElse() throws {

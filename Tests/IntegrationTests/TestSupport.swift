@@ -18,26 +18,68 @@ struct ProcessOutput {
     var stderr: String
 }
 
-/// Runs a program to completion with no terminal (stdin from `input`).
+/// Runs a program to completion (stdin from `input`), as a headless client unless `headless` is
+/// false. A program still running after `timeout` seconds is killed (with its process group) and
+/// the test fails: a hung child must never hang the test run.
 @discardableResult
-func runProcess(_ path: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil) throws -> ProcessOutput {
+func runProcess(_ path: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil,
+                headless: Bool = true, timeout: Double = 60, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessOutput {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = arguments
     var env = environment ?? ProcessInfo.processInfo.environment
-    env["LA_PROMPT"] = "headless"
+    if headless { env["LA_PROMPT"] = "headless" } else { env["LA_PROMPT"] = nil }
     p.environment = env
     let out = Pipe(), err = Pipe(), inp = Pipe()
     p.standardOutput = out
     p.standardError = err
     p.standardInput = inp
     try p.run()
+    let pid = p.processIdentifier
+    let timedOut = TimeoutFlag()
+    let killer = DispatchWorkItem {
+        timedOut.set()
+        kill(-pid, SIGKILL)  // Foundation starts the child in a process group of its own
+        kill(pid, SIGKILL)
+    }
+    DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+    defer { killer.cancel() }
     inp.fileHandleForWriting.write(Data(input.utf8))
     try inp.fileHandleForWriting.close()
+    // Both pipes at once: a child that fills one while we wait on the other would never finish.
+    let errData = ReadBox()
+    let readingErr = DispatchGroup()
+    DispatchQueue.global().async(group: readingErr) { errData.data = err.fileHandleForReading.readDataToEndOfFile() }
     let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
+    readingErr.wait()
     p.waitUntilExit()
-    return ProcessOutput(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    if timedOut.isSet { XCTFail("\(path) \(arguments.joined(separator: " ")) did not finish within \(timeout) s", file: file, line: line) }
+    return ProcessOutput(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: errData.data, as: UTF8.self))
+}
+
+private final class TimeoutFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
+private final class ReadBox: @unchecked Sendable {
+    var data = Data()
+}
+
+/// SIGTERM to a child started with `DaemonLauncher.spawn`, then SIGKILL if it is still there
+/// after `grace` seconds; reaps it either way.
+func terminateAndWait(_ pid: pid_t, grace: Double = 10) {
+    kill(pid, SIGTERM)
+    let deadline = Date().addingTimeInterval(grace)
+    var status: Int32 = 0
+    while Date() < deadline {
+        if waitpid(pid, &status, WNOHANG) != 0 { return }
+        usleep(10_000)
+    }
+    kill(pid, SIGKILL)
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
 }
 
 /// Waits until `condition` holds (polling), failing the test after `timeout` seconds.
