@@ -9,6 +9,9 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
         .library(name: "CryptoKit", targets: ["CryptoKit"]),
         .library(name: "LocalAuthenticationTesting", targets: ["LocalAuthenticationTesting"]),
+        .library(name: "WebAuthn", targets: ["WebAuthn"]),
+        .executable(name: "touchlogin-server", targets: ["touchlogin-server"]),
+        .executable(name: "touchlogin", targets: ["touchlogin"]),
         .executable(name: "laenclaved", targets: ["laenclaved"]),
         .executable(name: "lactl", targets: ["lactl"]),
     ],
@@ -19,6 +22,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // The wire: framing, message types, limits. Shared by both sides; no other module knows bytes.
@@ -66,13 +72,51 @@ let package = Package(
         .executableTarget(name: "la-bench", dependencies: [
             "EnclaveClient", "EnclaveProtocol", "LocalAuthentication", "Security", "LocalAuthenticationTesting",
         ]),
+        // WebAuthn Level 3 server-side verification (ES256), strict CBOR/COSE, and the encoding a
+        // software platform authenticator needs. Foundation and swift-crypto only.
+        .target(name: "WebAuthn", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // The login pair's HTTP API bodies, shared by server and client.
+        .target(name: "TouchLoginAPI", dependencies: ["WebAuthn"]),
+        // The login server: rules (LoginService), storage (LoginStore: SQLite or PostgreSQL), HTTP shell (Hummingbird).
+        .target(name: "TouchLoginServer", dependencies: [
+            "TouchLoginAPI", "WebAuthn", "EnclaveCore",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
+        // The login client: the flow's state machine, the server's API, an enclave-backed authenticator.
+        .target(name: "TouchLoginClient", dependencies: ["TouchLoginAPI", "WebAuthn", "LocalAuthentication", "Security", "CryptoKit"]),
+        .executableTarget(name: "touchlogin", dependencies: [
+            "TouchLoginClient", "TouchLoginAPI", "LocalAuthentication",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // Biometric logins per second through LoginService (SQLite, PostgreSQL) vs the ECDSA verify rate.
+        .executableTarget(name: "touchlogin-bench", dependencies: [
+            "TouchLoginServer", "TouchLoginAPI", "WebAuthn",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
+        .executableTarget(name: "touchlogin-server", dependencies: [
+            "TouchLoginServer", "WebAuthn",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
         .testTarget(name: "IntegrationTests", dependencies: [
-            "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+            "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol", "WebAuthn", "TouchLoginClient",
         ]),
+        .testTarget(name: "TouchLoginClientTests", dependencies: ["TouchLoginClient"]),
+        .testTarget(name: "TouchLoginServerUnitTests", dependencies: ["TouchLoginServer"]),
+        .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto")]),
     ],
     swiftLanguageModes: [.v5]
 )

@@ -17,6 +17,10 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     public var blockSize: Int
     public var parallelism: Int
 
+    public init(salt: Data, hash: Data, cost: Int, blockSize: Int, parallelism: Int) {
+        self.salt = salt; self.hash = hash; self.cost = cost; self.blockSize = blockSize; self.parallelism = parallelism
+    }
+
     public enum Problem: Error, Equatable, CustomStringConvertible {
         case tooShort, tooLong
         public var description: String {

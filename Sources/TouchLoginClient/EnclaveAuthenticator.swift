@@ -1,0 +1,102 @@
+import CryptoKit
+import Foundation
+import LocalAuthentication
+import Security
+import TouchLoginAPI
+import WebAuthn
+
+/// A platform authenticator backed by laenclaved: the credential is a Secure Enclave P-256 key
+/// made with `.biometryCurrentSet` and `.privateKeyUsage`, so every signature needs the enrolled
+/// fingers of the day it was made. It produces WebAuthn's shapes, so the server treats it like
+/// any passkey. One `LAContext` evaluation covers a whole operation (no second prompt).
+public struct EnclaveAuthenticator: Sendable {
+    /// The origin written into clientDataJSON (the server's URL, as a browser would).
+    public let origin: String
+
+    public init(origin: String) { self.origin = origin }
+
+    public struct Registration {
+        public var request: RegistrationRequest
+        public var binding: ClientState.Binding
+    }
+
+    /// Makes a new key and answers the server's creation options with a packed self-attestation
+    /// (the new key signs, which proves the enclave holds it; this is the prompt).
+    public func register(options o: PublicKeyCredentialCreationOptionsJSON, deviceName: String, context: LAContext) throws -> Registration {
+        guard o.pubKeyCredParams.contains(where: { $0.alg == -7 /* ES256 */ }) else {
+            throw ClientError("The server does not accept ES256 keys.")
+        }
+        let rpID = o.rp.id ?? URL(string: origin)?.host ?? "localhost"
+        guard let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, [.privateKeyUsage, .biometryCurrentSet], nil) else {
+            throw ClientError("Cannot describe the key's access control.")
+        }
+        let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: access, authenticationContext: context)
+        let credentialID = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+        let clientData = CollectedClientData(type: "webauthn.create", challenge: o.challenge, origin: origin, crossOrigin: false).jsonData()
+        let authenticatorData = AuthenticatorData(
+            rpID: rpID, flags: [.userPresent, .userVerified], signCount: 0,
+            attestedCredential: .init(credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
+        let attestation = try AttestationObject.makeAttestationObject(
+            authenticatorData: authenticatorData, format: .packed, clientDataHash: Data(SHA256.hash(data: clientData)),
+            sign: { try key.signature(for: $0).derRepresentation })
+        let response = RegistrationResponseJSON(
+            id: credentialID.base64URLEncodedString(), rawId: credentialID.base64URLEncodedString(),
+            response: AuthenticatorAttestationResponseJSON(clientDataJSON: clientData.base64URLEncodedString(),
+                                                           attestationObject: attestation.base64URLEncodedString(), transports: ["internal"]),
+            authenticatorAttachment: "platform")
+        return Registration(request: RegistrationRequest(deviceName: deviceName, credential: response),
+                            binding: ClientState.Binding(credentialID: credentialID, keyBlob: key.dataRepresentation,
+                                                         domainState: context.domainState.biometry.stateHash, signCount: 0))
+    }
+
+    /// Answers the server's request options with an assertion by the bound key.
+    public func assert(options o: PublicKeyCredentialRequestOptionsJSON, binding: ClientState.Binding, context: LAContext) throws -> (AssertionRequest, UInt32) {
+        if let allowed = o.allowCredentials, !allowed.isEmpty,
+           !allowed.contains(where: { Data(base64URLEncoded: $0.id) == binding.credentialID }) {
+            throw FingerprintFailure(.deviceRevoked)
+        }
+        let key = try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: binding.keyBlob, authenticationContext: context)
+        let rpID = o.rpId ?? URL(string: origin)?.host ?? "localhost"
+        let counter = binding.signCount &+ 1
+        let clientData = CollectedClientData(type: "webauthn.get", challenge: o.challenge, origin: origin, crossOrigin: false).jsonData()
+        let authenticatorData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: counter)
+        let signature = try key.signature(for: authenticatorData.raw + Data(SHA256.hash(data: clientData)))
+        let id = binding.credentialID.base64URLEncodedString()
+        let response = AuthenticationResponseJSON(
+            id: id, rawId: id,
+            response: AuthenticatorAssertionResponseJSON(clientDataJSON: clientData.base64URLEncodedString(),
+                                                         authenticatorData: authenticatorData.raw.base64URLEncodedString(),
+                                                         signature: signature.derRepresentation.base64URLEncodedString()),
+            authenticatorAttachment: "platform")
+        return (AssertionRequest(credential: response), counter)
+    }
+}
+
+/// A fingerprint step that ended without a login, with the reason the flow needs.
+public struct FingerprintFailure: Error {
+    public var problem: FingerprintProblem
+    public init(_ problem: FingerprintProblem) { self.problem = problem }
+
+    /// LocalAuthentication's and the enclave key's errors, as the flow's reasons.
+    public static func from(_ error: any Error) -> FingerprintProblem {
+        if let f = error as? FingerprintFailure { return f.problem }
+        if let e = error as? LAError {
+            switch e.code {
+            case .userCancel, .appCancel, .systemCancel, .userFallback: return .cancelled
+            case .authenticationFailed: return .notRecognised
+            case .biometryLockout: return .lockedOut
+            case .invalidContext: return .cancelled
+            default: return .unavailable(e.localizedDescription)
+            }
+        }
+        if let e = error as? SecureEnclaveKeyError {
+            if case .keyInvalidated = e { return .keyInvalidated }
+            return .unavailable("\(e)")
+        }
+        if let e = error as? APIError {
+            if e.code == APIError.Code.unknownCredential.rawValue { return .deviceRevoked }
+            return .server(e.description)
+        }
+        return .unavailable("\(error)")
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import TouchLoginAPI
+
+/// The request context: Hummingbird's, plus the peer address the kernel reports for the
+/// connection (rate limits key on that, never on a header the client writes).
+public struct LoginRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+    public var maxUploadSize: Int { LoginHTTPServer.maxBodyBytes }
+    var address: String { remoteAddress?.ipAddress ?? remoteAddress?.pathname ?? "unknown" }
+}
+
+/// The thin HTTP shell over `LoginService`: routes, JSON in and out, errors as stable codes.
+public enum LoginHTTPServer {
+    static let maxBodyBytes = 64 * 1024
+
+    public static func router(_ service: LoginService) -> Router<LoginRequestContext> {
+        let router = Router(context: LoginRequestContext.self)
+        router.add(middleware: ErrorMiddleware(logger: service.logger, metrics: service.metrics))
+
+        router.get("/") { _, _ in html(LoginPage.html) }
+        router.get("/openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        }
+        router.get("/health") { _, _ in
+            do {
+                try await service.store.ping()
+                return try json(HealthResponse(status: "ok", storage: service.store.kind))
+            } catch {
+                throw APIError(.unavailable, "The database does not answer.")
+            }
+        }
+        router.get("/metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: service.metrics.exposition())))
+        }
+
+        let api = router.group("api")
+        api.post("accounts") { request, context in
+            try json(await service.createAccount(try await decode(CreateAccountRequest.self, request), address: context.address), status: .created)
+        }
+        api.post("session") { request, context in
+            try json(await service.passwordLogin(try await decode(PasswordLoginRequest.self, request), address: context.address))
+        }
+        api.delete("session") { request, _ in
+            _ = try await service.authenticate(bearer: bearer(request))
+            try await service.logout(token: bearer(request) ?? "")
+            return Response(status: .noContent)
+        }
+        api.get("account") { request, _ in
+            let (_, account) = try await service.authenticate(bearer: bearer(request))
+            return try json(await service.accountInfo(account))
+        }
+        api.post("devices/options") { request, _ in
+            let (session, account) = try await service.authenticate(bearer: bearer(request))
+            let body = try await decode(RegistrationOptionsRequest.self, request, emptyAs: RegistrationOptionsRequest())
+            return try json(await service.registrationOptions(session: session, account: account, body))
+        }
+        api.post("devices") { request, _ in
+            let (session, account) = try await service.authenticate(bearer: bearer(request))
+            return try json(await service.register(session: session, account: account, try await decode(RegistrationRequest.self, request)), status: .created)
+        }
+        api.get("devices") { request, _ in
+            let (_, account) = try await service.authenticate(bearer: bearer(request))
+            return try json(await service.devices(of: account))
+        }
+        api.delete("devices/:id") { request, context in
+            let (_, account) = try await service.authenticate(bearer: bearer(request))
+            try await service.revoke(account: account, credentialID: try context.parameters.require("id"))
+            return Response(status: .noContent)
+        }
+        api.post("passkey/options") { request, context in
+            let body = try await decode(AssertionOptionsRequest.self, request, emptyAs: AssertionOptionsRequest())
+            return try json(await service.assertionOptions(body, address: context.address))
+        }
+        api.post("passkey/login") { request, context in
+            try json(await service.passkeyLogin(try await decode(AssertionRequest.self, request), address: context.address))
+        }
+        return router
+    }
+
+    static func bearer(_ request: Request) -> String? {
+        guard let value = request.headers[.authorization], value.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(value.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request, emptyAs empty: T? = nil) async throws -> T {
+        var request = request
+        let buffer: ByteBuffer
+        do { buffer = try await request.collectBody(upTo: maxBodyBytes) } catch {
+            throw APIError(.payloadTooLarge, "A request body may have at most \(maxBodyBytes / 1024) KiB.")
+        }
+        if buffer.readableBytes == 0, let empty { return empty }
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+        } catch let DecodingError.keyNotFound(key, _) {
+            throw APIError(.malformedRequest, "The JSON body lacks \"\(key.stringValue)\".")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw APIError(.malformedRequest, "The JSON body has a wrong type at \(context.codingPath.map(\.stringValue).joined(separator: ".")).")
+        } catch {
+            throw APIError(.malformedRequest, "The body is not the expected JSON.")
+        }
+    }
+
+    static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    static func html(_ text: String) -> Response {
+        Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .init("Content-Security-Policy")!: "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'"],
+                 body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    /// HTTP status for each stable error code.
+    static func status(for code: String) -> HTTPResponse.Status {
+        switch APIError.Code(rawValue: code) {
+        case .malformedRequest?, .invalidUsername?, .weakPassword?: return .badRequest
+        case .accountExists?, .credentialExists?: return .conflict
+        case .invalidCredentials?, .unauthorized?, .unknownCredential?: return .unauthorized
+        case .rateLimited?: return .tooManyRequests
+        case .challengeUnknown?, .challengeExpired?: return .badRequest
+        case .notFound?: return .notFound
+        case .payloadTooLarge?: return .contentTooLarge
+        case .unavailable?: return .serviceUnavailable
+        case .internalError?: return .internalServerError
+        case nil: return .badRequest  // WebAuthn verification codes: the client sent something wrong
+        }
+    }
+}
+
+/// Turns every error into the JSON error shape; nothing else leaves the server.
+struct ErrorMiddleware: RouterMiddleware {
+    typealias Context = LoginRequestContext
+    let logger: Logger
+    let metrics: LoginMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        metrics.requests.increment()
+        do {
+            return try await next(request, context)
+        } catch let e as APIError {
+            return respond(e, status: LoginHTTPServer.status(for: e.code))
+        } catch let e as RateLimited {
+            var response = respond(APIError(.rateLimited, "Too many attempts from this \(e.scope); try again in \(e.retryAfter) s."), status: .tooManyRequests)
+            response.headers[.retryAfter] = String(e.retryAfter)
+            return response
+        } catch let e as HTTPError where e.status == .notFound {
+            return respond(APIError(.notFound, "No such endpoint: \(request.method) \(request.uri.path)"), status: .notFound)
+        } catch let e as HTTPError {
+            return respond(APIError(.malformedRequest, "\(e.status.reasonPhrase)"), status: e.status)
+        } catch {
+            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            return respond(APIError(.internalError, "The server could not complete the request."), status: .internalServerError)
+        }
+    }
+
+    private func respond(_ error: APIError, status: HTTPResponse.Status) -> Response {
+        (try? LoginHTTPServer.json(error, status: status)) ?? Response(status: status)
+    }
+}

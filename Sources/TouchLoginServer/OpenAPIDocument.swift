@@ -1,0 +1,218 @@
+/// The HTTP API, described for people and tools (served at /openapi.yaml).
+enum OpenAPIDocument {
+    static let yaml = #"""
+openapi: 3.1.0
+info:
+  title: touchlogin
+  version: "1"
+  description: |
+    Password accounts, sessions, device binding and fingerprint (passkey) login in WebAuthn's shapes.
+    Binary WebAuthn fields are base64url without padding. Every error is
+    `{"error": {"code": "...", "message": "..."}}`; codes are stable.
+servers:
+  - url: http://localhost:8080
+components:
+  securitySchemes:
+    bearer: { type: http, scheme: bearer }
+  schemas:
+    Error:
+      type: object
+      required: [error]
+      properties:
+        error:
+          type: object
+          required: [code, message]
+          properties:
+            code:
+              type: string
+              enum: [malformed_request, invalid_username, weak_password, account_exists, invalid_credentials, rate_limited,
+                     unauthorized, challenge_unknown, challenge_expired, unknown_credential, credential_exists, not_found,
+                     payload_too_large, internal_error, unavailable, malformed_cbor, malformed_client_data,
+                     malformed_authenticator_data, malformed_attestation, unsupported_attestation_format,
+                     attestation_signature_invalid, unsupported_algorithm, malformed_public_key, wrong_type,
+                     challenge_mismatch, origin_mismatch, cross_origin_not_allowed, rp_id_mismatch, user_not_present,
+                     user_not_verified, credential_id_mismatch, signature_invalid, counter_regression, too_large]
+            message: { type: string }
+    Credentials:
+      type: object
+      required: [username, password]
+      properties:
+        username: { type: string, pattern: "^[a-z0-9._@-]{1,64}$" }
+        password: { type: string, minLength: 8 }
+    Session:
+      type: object
+      required: [token, username, expiresAt, method]
+      properties:
+        token: { type: string }
+        username: { type: string }
+        expiresAt: { type: number, description: seconds since 1970 }
+        method: { type: string, enum: [password, passkey] }
+    Device:
+      type: object
+      required: [id, name, createdAt, signCount, attestationFormat]
+      properties:
+        id: { type: string, description: credential ID, base64url }
+        name: { type: string }
+        createdAt: { type: number }
+        lastUsedAt: { type: number }
+        signCount: { type: integer }
+        attestationFormat: { type: string, enum: [none, packed] }
+    Account:
+      type: object
+      required: [username, createdAt, devices]
+      properties:
+        username: { type: string }
+        createdAt: { type: number }
+        devices: { type: array, items: { $ref: "#/components/schemas/Device" } }
+    CreationOptions:
+      type: object
+      description: PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3)
+      properties:
+        publicKey: { type: object }
+    RequestOptions:
+      type: object
+      description: PublicKeyCredentialRequestOptionsJSON (WebAuthn Level 3)
+      properties:
+        publicKey: { type: object }
+    RegistrationResponse:
+      type: object
+      required: [id, rawId, type, response]
+      properties:
+        id: { type: string }
+        rawId: { type: string }
+        type: { type: string, const: public-key }
+        response:
+          type: object
+          required: [clientDataJSON, attestationObject]
+          properties:
+            clientDataJSON: { type: string }
+            attestationObject: { type: string }
+            transports: { type: array, items: { type: string } }
+    AuthenticationResponse:
+      type: object
+      required: [id, rawId, type, response]
+      properties:
+        id: { type: string }
+        rawId: { type: string }
+        type: { type: string, const: public-key }
+        response:
+          type: object
+          required: [clientDataJSON, authenticatorData, signature]
+          properties:
+            clientDataJSON: { type: string }
+            authenticatorData: { type: string }
+            signature: { type: string, description: DER ECDSA signature }
+            userHandle: { type: string }
+  responses:
+    Error:
+      description: An error with a stable code
+      content: { application/json: { schema: { $ref: "#/components/schemas/Error" } } }
+paths:
+  /health:
+    get:
+      summary: Liveness and database reachability
+      responses:
+        "200": { description: ok, content: { application/json: { schema: { type: object, properties: { status: { type: string }, storage: { type: string } } } } } }
+        "503": { $ref: "#/components/responses/Error" }
+  /metrics:
+    get:
+      summary: Prometheus text exposition
+      responses: { "200": { description: counters, content: { text/plain: { schema: { type: string } } } } }
+  /api/accounts:
+    post:
+      summary: Create an account (and sign in)
+      requestBody: { required: true, content: { application/json: { schema: { $ref: "#/components/schemas/Credentials" } } } }
+      responses:
+        "201": { description: signed in, content: { application/json: { schema: { $ref: "#/components/schemas/Session" } } } }
+        "400": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
+  /api/session:
+    post:
+      summary: Sign in with the password
+      requestBody: { required: true, content: { application/json: { schema: { $ref: "#/components/schemas/Credentials" } } } }
+      responses:
+        "200": { description: signed in, content: { application/json: { schema: { $ref: "#/components/schemas/Session" } } } }
+        "401": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
+    delete:
+      summary: Sign out (revokes the session)
+      security: [{ bearer: [] }]
+      responses:
+        "204": { description: signed out }
+        "401": { $ref: "#/components/responses/Error" }
+  /api/account:
+    get:
+      summary: The signed-in account and its devices
+      security: [{ bearer: [] }]
+      responses:
+        "200": { description: account, content: { application/json: { schema: { $ref: "#/components/schemas/Account" } } } }
+        "401": { $ref: "#/components/responses/Error" }
+  /api/devices/options:
+    post:
+      summary: Registration options (a single-use challenge bound to this session)
+      security: [{ bearer: [] }]
+      requestBody: { content: { application/json: { schema: { type: object, properties: { deviceName: { type: string } } } } } }
+      responses:
+        "200": { description: options, content: { application/json: { schema: { $ref: "#/components/schemas/CreationOptions" } } } }
+        "401": { $ref: "#/components/responses/Error" }
+  /api/devices:
+    get:
+      summary: The account's devices
+      security: [{ bearer: [] }]
+      responses:
+        "200": { description: devices, content: { application/json: { schema: { type: array, items: { $ref: "#/components/schemas/Device" } } } } }
+        "401": { $ref: "#/components/responses/Error" }
+    post:
+      summary: Register a device (attestation none or packed self-attestation, ES256)
+      security: [{ bearer: [] }]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [credential]
+              properties:
+                deviceName: { type: string }
+                credential: { $ref: "#/components/schemas/RegistrationResponse" }
+      responses:
+        "201": { description: registered, content: { application/json: { schema: { $ref: "#/components/schemas/Device" } } } }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "409": { $ref: "#/components/responses/Error" }
+  /api/devices/{id}:
+    delete:
+      summary: Revoke a device
+      security: [{ bearer: [] }]
+      parameters: [{ name: id, in: path, required: true, schema: { type: string } }]
+      responses:
+        "204": { description: revoked }
+        "401": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
+  /api/passkey/options:
+    post:
+      summary: Authentication options (a single-use challenge)
+      requestBody: { content: { application/json: { schema: { type: object, properties: { username: { type: string } } } } } }
+      responses:
+        "200": { description: options, content: { application/json: { schema: { $ref: "#/components/schemas/RequestOptions" } } } }
+        "429": { $ref: "#/components/responses/Error" }
+  /api/passkey/login:
+    post:
+      summary: Sign in with a device's assertion
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [credential]
+              properties:
+                credential: { $ref: "#/components/schemas/AuthenticationResponse" }
+      responses:
+        "200": { description: signed in, content: { application/json: { schema: { $ref: "#/components/schemas/Session" } } } }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
+"""#
+}

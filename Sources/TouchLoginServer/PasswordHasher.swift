@@ -1,0 +1,33 @@
+import EnclaveCore
+import Foundation
+
+/// Account passwords, stored as scrypt (memory-hard, the device passcode's verifier) with a
+/// per-account random salt: `scrypt$<log2 N>$<r>$<p>$<salt>$<hash>` (base64). Never stored,
+/// logged or compared in clear.
+public struct PasswordHasher: Sendable {
+    /// log2 of scrypt's N: 15 (32 MiB) by default; tests lower it to stay fast.
+    public var cost: Int
+
+    public init(cost: Int = PasscodeVerifier.defaultCost) { self.cost = max(cost, PasscodeVerifier.minimumCost) }
+
+    public func hash(_ password: String) throws -> String {
+        let v = try PasscodeVerifier.make(passcode: password, cost: cost)
+        return "scrypt$\(v.cost)$\(v.blockSize)$\(v.parallelism)$\(v.salt.base64EncodedString())$\(v.hash.base64EncodedString())"
+    }
+
+    /// Constant-time comparison; an unreadable stored hash never matches.
+    public func verify(_ password: String, against stored: String) -> Bool {
+        let parts = stored.split(separator: "$").map(String.init)
+        guard parts.count == 6, parts[0] == "scrypt", let cost = Int(parts[1]), (PasscodeVerifier.minimumCost...20).contains(cost),
+              let r = Int(parts[2]), r == 8, let p = Int(parts[3]), p == 1,
+              let salt = Data(base64Encoded: parts[4]), let hash = Data(base64Encoded: parts[5]) else { return false }
+        let verifier = PasscodeVerifier(salt: salt, hash: hash, cost: cost, blockSize: r, parallelism: p)
+        guard let attempt = try? verifier.derive(password) else { return false }
+        return verifier.matches(attempt)
+    }
+
+    /// Spends the same work as a real check, so an unknown username answers as slowly as a known one.
+    public func burn(_ password: String) {
+        _ = try? PasscodeVerifier(salt: Data(count: 16), hash: Data(), cost: cost, blockSize: 8, parallelism: 1).derive(password)
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import GRDB
+
+/// The embedded store: one SQLite file in WAL mode, every commit durable (synchronous=FULL)
+/// before the answer leaves — a sign counter that rolled back would let an assertion be replayed.
+public final class SQLiteLoginStore: LoginStore {
+    public let kind = "sqlite"
+    private let pool: DatabasePool
+
+    public init(path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) }
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        configuration.busyMode = .timeout(5)
+        let existed = FileManager.default.fileExists(atPath: path)
+        pool = try DatabasePool(path: path, configuration: configuration)
+        if !existed { chmod(path, 0o600) }
+    }
+
+    public func migrate() async throws {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.execute(sql: """
+                CREATE TABLE account (
+                    id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL,
+                    user_handle BLOB NOT NULL UNIQUE, created_at REAL NOT NULL);
+                CREATE TABLE session (
+                    token_hash BLOB PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    created_at REAL NOT NULL, expires_at REAL NOT NULL, method TEXT NOT NULL);
+                CREATE TABLE challenge (
+                    value BLOB PRIMARY KEY, purpose TEXT NOT NULL, account_id TEXT, session_token_hash BLOB,
+                    device_name TEXT, expires_at REAL NOT NULL);
+                CREATE TABLE credential (
+                    id BLOB PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    public_key BLOB NOT NULL, sign_count INTEGER NOT NULL, name TEXT NOT NULL,
+                    attestation_format TEXT NOT NULL, created_at REAL NOT NULL, last_used_at REAL);
+                CREATE INDEX credential_account ON credential(account_id);
+                CREATE TABLE rate_event (key TEXT PRIMARY KEY, window_start REAL NOT NULL, count INTEGER NOT NULL);
+                """)
+        }
+        try migrator.migrate(pool)
+    }
+
+    public func ping() async throws {
+        _ = try await pool.read { db in try Int.fetchOne(db, sql: "SELECT 1") }
+    }
+
+    public func createAccount(_ a: Account) async throws {
+        do {
+            try await pool.write { db in
+                try db.execute(sql: "INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (?, ?, ?, ?, ?)",
+                               arguments: [a.id, a.username, a.passwordHash, a.userHandle, a.createdAt])
+            }
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
+            throw LoginStoreError.duplicate
+        }
+    }
+
+    public func account(named username: String) async throws -> Account? {
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM account WHERE username = ?", arguments: [username]).map(Self.account) }
+    }
+
+    public func account(id: String) async throws -> Account? {
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM account WHERE id = ?", arguments: [id]).map(Self.account) }
+    }
+
+    private static func account(_ row: Row) -> Account {
+        Account(id: row["id"], username: row["username"], passwordHash: row["password_hash"], userHandle: row["user_handle"], createdAt: row["created_at"])
+    }
+
+    public func createSession(_ s: Session) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM session WHERE expires_at < ?", arguments: [s.createdAt])
+            try db.execute(sql: "INSERT INTO session (token_hash, account_id, created_at, expires_at, method) VALUES (?, ?, ?, ?, ?)",
+                           arguments: [s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method])
+        }
+    }
+
+    public func session(tokenHash: Data) async throws -> Session? {
+        try await pool.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM session WHERE token_hash = ?", arguments: [tokenHash]).map {
+                Session(tokenHash: $0["token_hash"], accountID: $0["account_id"], createdAt: $0["created_at"], expiresAt: $0["expires_at"], method: $0["method"])
+            }
+        }
+    }
+
+    public func deleteSession(tokenHash: Data) async throws {
+        try await pool.write { db in try db.execute(sql: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
+    }
+
+    public func storeChallenge(_ c: Challenge) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM challenge WHERE expires_at < ?", arguments: [Date().timeIntervalSince1970 - 3600])
+            try db.execute(sql: "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                           arguments: [c.value, c.purpose.rawValue, c.accountID, c.sessionTokenHash, c.deviceName, c.expiresAt])
+        }
+    }
+
+    public func takeChallenge(_ value: Data) async throws -> Challenge? {
+        try await pool.write { db in
+            guard let row = try Row.fetchOne(db, sql: "DELETE FROM challenge WHERE value = ? RETURNING *", arguments: [value]) else { return nil }
+            guard let purpose = Challenge.Purpose(rawValue: row["purpose"]) else { return nil }
+            return Challenge(value: row["value"], purpose: purpose, accountID: row["account_id"], sessionTokenHash: row["session_token_hash"],
+                             deviceName: row["device_name"], expiresAt: row["expires_at"])
+        }
+    }
+
+    public func addCredential(_ c: Credential) async throws {
+        do {
+            try await pool.write { db in
+                try db.execute(sql: """
+                    INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [c.id, c.accountID, c.publicKey, Int64(c.signCount), c.name, c.attestationFormat, c.createdAt, c.lastUsedAt])
+            }
+        } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
+            throw LoginStoreError.duplicate
+        }
+    }
+
+    public func credential(id: Data) async throws -> Credential? {
+        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM credential WHERE id = ?", arguments: [id]).map(Self.credential) }
+    }
+
+    public func credentials(accountID: String) async throws -> [Credential] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM credential WHERE account_id = ? ORDER BY created_at", arguments: [accountID]).map(Self.credential)
+        }
+    }
+
+    private static func credential(_ row: Row) -> Credential {
+        let count: Int64 = row["sign_count"]
+        return Credential(id: row["id"], accountID: row["account_id"], publicKey: row["public_key"], signCount: UInt32(truncatingIfNeeded: count),
+                          name: row["name"], attestationFormat: row["attestation_format"], createdAt: row["created_at"], lastUsedAt: row["last_used_at"])
+    }
+
+    public func advanceSignCount(credentialID: Data, expected: UInt32, newCount: UInt32, usedAt: Double) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE credential SET sign_count = ?, last_used_at = ? WHERE id = ? AND sign_count = ?",
+                           arguments: [Int64(newCount), usedAt, credentialID, Int64(expected)])
+            return db.changesCount == 1
+        }
+    }
+
+    public func deleteCredential(id: Data, accountID: String) async throws -> Bool {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM credential WHERE id = ? AND account_id = ?", arguments: [id, accountID])
+            return db.changesCount == 1
+        }
+    }
+
+    public func countEvent(key: String, windowStart: Double) async throws -> Int {
+        try await pool.write { db in
+            try Int.fetchOne(db, sql: """
+                INSERT INTO rate_event (key, window_start, count) VALUES (?, ?, 1)
+                ON CONFLICT(key) DO UPDATE SET
+                    count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
+                    window_start = excluded.window_start
+                RETURNING count
+                """, arguments: [key, windowStart]) ?? 1
+        }
+    }
+
+    public func eventCount(key: String, windowStart: Double) async throws -> Int {
+        try await pool.read { db in
+            try Int.fetchOne(db, sql: "SELECT count FROM rate_event WHERE key = ? AND window_start = ?", arguments: [key, windowStart]) ?? 0
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+
+/// A registration that passed every check. Store `credentialID`, `publicKeyCBOR`, `signCount`,
+/// `backupEligible` (and the user it belongs to); the rest is informational.
+public struct VerifiedRegistration: Sendable {
+    public let credentialID: Data
+    public let publicKey: COSEKey
+    /// The COSE key bytes exactly as the authenticator sent them; reload with `COSEKey(cbor:)`.
+    public let publicKeyCBOR: Data
+    public let signCount: UInt32
+    public let aaguid: Data
+    public let userVerified: Bool
+    public let backupEligible: Bool
+    public let backedUp: Bool
+    /// The attestation statement format, "none" or "packed" (self attestation).
+    public let attestationFormat: String
+
+    public init(credentialID: Data, publicKey: COSEKey, publicKeyCBOR: Data, signCount: UInt32, aaguid: Data,
+                userVerified: Bool, backupEligible: Bool, backedUp: Bool, attestationFormat: String) {
+        self.credentialID = credentialID
+        self.publicKey = publicKey
+        self.publicKeyCBOR = publicKeyCBOR
+        self.signCount = signCount
+        self.aaguid = aaguid
+        self.userVerified = userVerified
+        self.backupEligible = backupEligible
+        self.backedUp = backedUp
+        self.attestationFormat = attestationFormat
+    }
+}
+
+/// An assertion that passed every check. Persist `signCount` as the credential's new stored count.
+public struct VerifiedAssertion: Sendable {
+    public let signCount: UInt32
+    public let userVerified: Bool
+    /// Compare with the value stored at registration: BE must never change for a credential.
+    public let backupEligible: Bool
+    public let backedUp: Bool
+
+    public init(signCount: UInt32, userVerified: Bool, backupEligible: Bool, backedUp: Bool) {
+        self.signCount = signCount
+        self.userVerified = userVerified
+        self.backupEligible = backupEligible
+        self.backedUp = backedUp
+    }
+}

@@ -1,0 +1,287 @@
+import Foundation
+import LocalAuthentication
+import TouchLoginAPI
+import TouchLoginClient
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The shell around `LoginFlow`: performs each action (terminal, enclave, server) and feeds the
+/// outcome back; saves the persisted facts after every step.
+struct ClientSession {
+    let api: LoginAPIClient
+    let authenticator: EnclaveAuthenticator
+    let file: ClientStateFile
+    let deviceName: String
+    let host: String
+    var username: String?
+    var state: ClientState
+
+    init(options: ClientOptions, deviceName: String) throws {
+        let url = try options.serverURL
+        api = LoginAPIClient(baseURL: url)
+        authenticator = EnclaveAuthenticator(origin: try options.origin)
+        file = options.stateFile
+        self.deviceName = deviceName.isEmpty ? "this device" : deviceName
+        host = url.host ?? "the server"
+        do { state = try file.load() } catch { throw ClientError("\(error)") }
+        username = options.username ?? state.facts.username
+    }
+
+    // MARK: The login flow
+
+    mutating func runLoginFlow(enableAnswer: Bool?) async -> Bool {
+        var flow = LoginFlow(facts: state.facts)
+        var action = flow.handle(.launched)
+        while true {
+            let event: LoginFlow.Event
+            switch action {
+            case .promptFingerprint:
+                event = await fingerprintLogin()
+            case .askPassword(let note):
+                if let note { say(note) }
+                event = await passwordLogin()
+            case .offerFingerprint(let note):
+                if let note { say(note) }
+                let answer = enableAnswer ?? Terminal.confirm("Enable fingerprint login for \(username ?? "this account") on this device? [y/N] ")
+                event = .enableAnswered(answer)
+            case .registerDevice(let replacing):
+                event = await registerDevice(revokingOld: replacing)
+            case .loggedIn(let method, let note):
+                if let note { say(note) }
+                state.facts = flow.facts
+                save()
+                say("Logged in to \(host) as \(username ?? "?") with your \(method).")
+                return true
+            case .giveUp(let why):
+                state.facts = flow.facts
+                save()
+                sayError(why)
+                return false
+            }
+            action = flow.handle(event)
+            state.facts = flow.facts
+            save()
+        }
+    }
+
+    private mutating func passwordLogin() async -> LoginFlow.Event {
+        guard let name = username ?? Terminal.ask("Username: ") else { return .passwordRefused("No username given.") }
+        username = name
+        guard let password = Terminal.secret("Password for \(name): ") else { return .passwordRefused("No password given.") }
+        do {
+            let session = try await api.passwordLogin(username: name, password: password)
+            adopt(session)
+            return .passwordLoggedIn
+        } catch let e as APIError {
+            if e.code == APIError.Code.unavailable.rawValue || e.code == APIError.Code.rateLimited.rawValue {
+                // Not a wrong password: retrying at once would not help.
+                return .passwordRefused(e.message + " ")  // counted, so the flow ends instead of looping
+            }
+            return .passwordRefused(e.message)
+        } catch {
+            return .passwordRefused("\(error)")
+        }
+    }
+
+    private mutating func fingerprintLogin() async -> LoginFlow.Event {
+        guard var binding = state.binding else { return .fingerprintFailed(.keyInvalidated) }
+        let context = LAContext()
+        context.localizedFallbackTitle = "Use Password"
+        var error: NSError?
+        guard context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error) else {
+            if let e = error, e.code == LAError.Code.biometryNotEnrolled.rawValue { return .fingerprintFailed(.enrolmentChanged) }
+            return .fingerprintFailed(error.flatMap { LAError($0) }.map { FingerprintFailure.from($0) } ?? .unavailable("no biometry"))
+        }
+        if let enrolled = binding.domainState, context.domainState.biometry.stateHash != enrolled {
+            return .fingerprintFailed(.enrolmentChanged)
+        }
+        do {
+            let options = try await api.assertionOptions(username: username)
+            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Log in to \(host) as \(username ?? "you")")
+            let (request, counter) = try authenticator.assert(options: options.publicKey, binding: binding, context: context)
+            // The counter only moves forward, even if the server refuses this one.
+            binding.signCount = counter
+            state.binding = binding
+            save()
+            adopt(try await api.passkeyLogin(request))
+            return .fingerprintLoggedIn
+        } catch {
+            return .fingerprintFailed(FingerprintFailure.from(error))
+        }
+    }
+
+    private mutating func registerDevice(revokingOld: Bool) async -> LoginFlow.Event {
+        guard let token = state.session?.token else { return .registrationFailed("no session") }
+        if revokingOld, let old = state.binding {
+            try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
+            state.binding = nil
+            save()
+        }
+        let context = LAContext()
+        do {
+            let options = try await api.registrationOptions(token: token, deviceName: deviceName)
+            say("Touch the sensor to enable fingerprint login.")
+            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Enable fingerprint login to \(host)")
+            let registration = try authenticator.register(options: options.publicKey, deviceName: deviceName, context: context)
+            _ = try await api.register(token: token, registration.request)
+            state.binding = registration.binding
+            save()
+            return .deviceRegistered
+        } catch {
+            let problem = FingerprintFailure.from(error)
+            return .registrationFailed(problem.explanation)
+        }
+    }
+
+    private mutating func adopt(_ session: SessionResponse) {
+        state.session = .init(token: session.token, expiresAt: session.expiresAt, method: session.method)
+        state.facts.username = session.username
+        username = session.username
+        save()
+    }
+
+    // MARK: The other commands
+
+    mutating func signup() async -> Bool {
+        guard let name = username ?? Terminal.ask("Username: "), let password = Terminal.secret("New password for \(name): ") else {
+            sayError("A username and a password are needed.")
+            return false
+        }
+        do {
+            let session = try await api.createAccount(username: name, password: password)
+            state = ClientState()
+            adopt(session)
+            state.facts.loggedInBefore = true
+            save()
+            say("Account \(session.username) created on \(host); you are logged in. Run `touchlogin` to log in again (and enable fingerprint login).")
+            return true
+        } catch {
+            sayError("\(error)")
+            return false
+        }
+    }
+
+    mutating func enable() async -> Bool {
+        guard state.session != nil else { sayError("Log in first (touchlogin login)."); return false }
+        switch await registerDevice(revokingOld: true) {
+        case .deviceRegistered:
+            state.facts.fingerprintEnabled = true
+            state.facts.declinedFingerprint = false
+            save()
+            say("Fingerprint login is enabled.")
+            return true
+        case .registrationFailed(let why):
+            sayError("Fingerprint login could not be enabled: \(why)")
+            return false
+        default:
+            return false
+        }
+    }
+
+    mutating func disable() async -> Bool {
+        if let binding = state.binding {
+            guard let token = state.session?.token else { sayError("Log in first, so the server can revoke this device."); return false }
+            do { try await api.revokeDevice(token: token, id: binding.credentialID.base64URLEncodedString()) } catch let e as APIError where e.code == APIError.Code.notFound.rawValue {
+                // Revoked already.
+            } catch {
+                sayError("\(error)")
+                return false
+            }
+        }
+        state.binding = nil
+        state.facts.fingerprintEnabled = false
+        state.facts.declinedFingerprint = true
+        save()
+        say("Fingerprint login is off on this device; the server no longer accepts its key.")
+        return true
+    }
+
+    mutating func logout() async -> Bool {
+        guard let token = state.session?.token else { say("Not logged in."); return true }
+        do { try await api.logout(token: token) } catch let e as APIError where e.code == APIError.Code.unauthorized.rawValue {
+            // The session had ended already.
+        } catch {
+            sayError("\(error)")
+            return false
+        }
+        state.session = nil
+        save()
+        say("Logged out.")
+        return true
+    }
+
+    func printStatus(json: Bool) async {
+        var sessionAlive = false
+        var devices: [DeviceResponse] = []
+        if let token = state.session?.token, let account = try? await api.account(token: token) {
+            sessionAlive = true
+            devices = account.devices
+        }
+        let thisDevice = state.binding?.credentialID.base64URLEncodedString()
+        if json {
+            let object: [String: Any] = [
+                "server": api.baseURL.absoluteString, "username": username ?? NSNull(),
+                "loggedInBefore": state.facts.loggedInBefore, "fingerprintEnabled": state.facts.fingerprintEnabled,
+                "sessionAlive": sessionAlive, "credentialID": thisDevice ?? NSNull(),
+                "devices": devices.map { ["id": $0.id, "name": $0.name, "signCount": $0.signCount] },
+            ]
+            if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
+                print(String(decoding: data, as: UTF8.self))
+            }
+            return
+        }
+        print("server:              \(api.baseURL.absoluteString)")
+        print("username:            \(username ?? "(none yet)")")
+        print("logged in before:    \(state.facts.loggedInBefore ? "yes" : "no")")
+        print("fingerprint login:   \(state.facts.fingerprintEnabled ? "enabled" : "off")")
+        print("session:             \(sessionAlive ? "alive" : "none")")
+        if sessionAlive {
+            print("devices on server:   \(devices.isEmpty ? "none" : "")")
+            for d in devices { print("  \(d.id == thisDevice ? "*" : "-") \(d.name) (signed \(d.signCount)×)") }
+        }
+    }
+
+    private func save() {
+        do { try file.save(state) } catch { sayError("could not save \(file.path): \(error)") }
+    }
+}
+
+func say(_ text: String) { print(text); fflush(stdout) }
+func sayError(_ text: String) { FileHandle.standardError.write(Data(("touchlogin: " + text + "\n").utf8)) }
+
+/// Questions on the terminal (echo off for secrets), or lines from standard input when piped.
+enum Terminal {
+    static func ask(_ question: String) -> String? {
+        print(question, terminator: "")
+        fflush(stdout)
+        guard let line = readLine(strippingNewline: true) else { return nil }
+        let answer = line.trimmingCharacters(in: .whitespaces)
+        return answer.isEmpty ? nil : answer
+    }
+
+    static func confirm(_ question: String) -> Bool {
+        guard let answer = ask(question)?.lowercased() else { return false }
+        return answer == "y" || answer == "yes"
+    }
+
+    static func secret(_ question: String) -> String? {
+        guard isatty(STDIN_FILENO) == 1 else {
+            print(question, terminator: "")
+            fflush(stdout)
+            let line = readLine(strippingNewline: true)
+            print("")
+            return (line?.isEmpty ?? true) ? nil : line
+        }
+        var saved = termios()
+        tcgetattr(STDIN_FILENO, &saved)
+        var quiet = saved
+        quiet.c_lflag &= ~tcflag_t(ECHO)
+        tcsetattr(STDIN_FILENO, TCSANOW, &quiet)
+        defer { tcsetattr(STDIN_FILENO, TCSANOW, &saved); print("") }
+        print(question, terminator: "")
+        fflush(stdout)
+        let line = readLine(strippingNewline: true)
+        return (line?.isEmpty ?? true) ? nil : line
+    }
+}

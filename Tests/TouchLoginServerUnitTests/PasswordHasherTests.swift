@@ -1,0 +1,38 @@
+import TouchLoginServer
+import XCTest
+
+final class PasswordHasherTests: XCTestCase {
+    func testVerifiesTheRightPasswordOnly() throws {
+        let hasher = PasswordHasher(cost: 10)
+        let stored = try hasher.hash("correct horse")
+        XCTAssertTrue(stored.hasPrefix("scrypt$10$8$1$"))
+        XCTAssertFalse(stored.contains("correct horse"))
+        XCTAssertTrue(hasher.verify("correct horse", against: stored))
+        XCTAssertFalse(hasher.verify("correct horsf", against: stored))
+        XCTAssertNotEqual(try hasher.hash("correct horse"), stored, "a fresh salt each time")
+    }
+
+    func testAnUnreadableOrWeakenedHashNeverMatches() throws {
+        let hasher = PasswordHasher(cost: 10)
+        let stored = try hasher.hash("correct horse")
+        var parts = stored.split(separator: "$").map(String.init)
+        XCTAssertFalse(hasher.verify("correct horse", against: ""))
+        XCTAssertFalse(hasher.verify("correct horse", against: "plain$correct horse"))
+        parts[1] = "4"  // below the minimum cost
+        XCTAssertFalse(hasher.verify("correct horse", against: parts.joined(separator: "$")))
+        parts[1] = "10"; parts[5] = "AAAA"
+        XCTAssertFalse(hasher.verify("correct horse", against: parts.joined(separator: "$")))
+    }
+}
+
+final class RateLimitTests: XCTestCase {
+    func testFixedWindows() {
+        let rule = RateLimit(limit: 3, window: 60)
+        XCTAssertEqual(rule.windowStart(at: 119.9), 60)
+        XCTAssertEqual(rule.windowStart(at: 120), 120)
+        XCTAssertEqual(rule.retryAfter(at: 61), 59)
+        XCTAssertEqual(rule.retryAfter(at: 119.95), 1, "never 0")
+        XCTAssertFalse(rule.exceeded(by: 3))
+        XCTAssertTrue(rule.exceeded(by: 4))
+    }
+}

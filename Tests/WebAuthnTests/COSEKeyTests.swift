@@ -1,0 +1,85 @@
+import Crypto
+import Foundation
+import WebAuthn
+import XCTest
+
+final class COSEKeyTests: XCTestCase {
+    /// An ES256 COSE key from py_webauthn's test suite (a real authenticator's key).
+    let pyWebAuthnKey = Data(b64u: "pQECAyYgASFYIIeDTe-gN8A-zQclHoRnGFWN8ehM1b7yAsa8I8KIvmplIlgg4nFGT5px8o6gpPZZhO01wdy9crDSA_Ngtkx0vGpvPHI")
+
+    func map(kty: CBOR? = .int(2), alg: CBOR? = .int(-7), crv: CBOR? = .int(1),
+             x: CBOR? = nil, y: CBOR? = nil, extra: [(key: CBOR, value: CBOR)] = []) -> Data {
+        let raw = P256.Signing.PrivateKey().publicKey.rawRepresentation
+        var entries: [(key: CBOR, value: CBOR)] = []
+        if let kty { entries.append((key: .int(1), value: kty)) }
+        if let alg { entries.append((key: .int(3), value: alg)) }
+        if let crv { entries.append((key: .int(-1), value: crv)) }
+        entries.append((key: .int(-2), value: x ?? .bytes(raw.prefix(32))))
+        entries.append((key: .int(-3), value: y ?? .bytes(raw.suffix(32))))
+        return CBOR.map(entries + extra).encoded()
+    }
+
+    func testEncodesCanonicalES256Layout() {
+        let key = P256.Signing.PrivateKey().publicKey
+        let raw = key.rawRepresentation
+        let expected = Data(hex: "a5010203262001215820") + raw.prefix(32) + Data(hex: "225820") + raw.suffix(32)
+        XCTAssertEqual(COSEKey(key).cbor, expected)
+    }
+
+    func testRoundTrips() throws {
+        let key = COSEKey(P256.Signing.PrivateKey().publicKey)
+        let decoded = try COSEKey(cbor: key.cbor)
+        XCTAssertEqual(decoded, key)
+        XCTAssertEqual(decoded.publicKey.rawRepresentation, key.publicKey.rawRepresentation)
+    }
+
+    func testDecodesKnownKeyAndReencodesIdentically() throws {
+        let key = try COSEKey(cbor: pyWebAuthnKey)
+        XCTAssertEqual(key.cbor, pyWebAuthnKey)
+        XCTAssertEqual(key.publicKey.rawRepresentation.prefix(4), Data(hex: "87834def"))
+    }
+
+    func testIgnoresExtraParameters() throws {
+        XCTAssertNoThrow(try COSEKey(cbor: map(extra: [(key: .int(2), value: .bytes(Data([1, 2, 3])))])))
+    }
+
+    func testRejectsOtherAlgorithmsAsUnsupported() {
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(kty: .int(3))), "RSA")
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(kty: .int(1))), "OKP")
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(alg: .int(-35))), "ES384")
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(alg: .int(-8))), "EdDSA")
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(crv: .int(2))), "P-384")
+        // py_webauthn's RSA (RS256) credential key.
+        let rsa = Data(b64u: "pAEDAzkBACBZAQDfV20epzvQP-HtcdDpX-cGzdOxy73WQEvsU7Dnr9UWJophEfpngouvgnRLXaEUn_d8HGkp_HIx8rrpkx4BVs6X_B6ZjhLlezjIdJbLbVeb92BaEsmNn1HW2N9Xj2QM8cH-yx28_vCjf82ahQ9gyAr552Bn96G22n8jqFRQKdVpO-f-bvpvaP3IQ9F5LCX7CUaxptgbog1SFO6FI6ob5SlVVB00lVXsaYg8cIDZxCkkENkGiFPgwEaZ7995SCbiyCpUJbMqToLMgojPkAhWeyktu7TlK6UBWdJMHc3FPAIs0lH_2_2hKS-mGI1uZAFVAfW1X-mzKL0czUm2P1UlUox7IUMBAAE")
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: rsa))
+        // py_webauthn's Ed25519 (OKP) credential key.
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: Data(b64u: "pAEBAycgBiFYIMz6_SUFLiDid2Yhlq0YboyJ-CDrIrNpkPUGmJp4D3Dp")))
+    }
+
+    func testRejectsMalformedKeys() {
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: map(alg: nil)), "alg is required in WebAuthn")
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: map(kty: nil)))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: map(crv: nil)))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: map(kty: .text("EC2"))))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: map(x: .bytes(Data(count: 31)))))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: map(y: .bytes(Data(count: 33)))))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: map(y: .bool(true))), "compressed form")
+        XCTAssertThrowsWebAuthn(.malformedPublicKey,
+                                try COSEKey(cbor: map(x: .bytes(Data(count: 32)), y: .bytes(Data(repeating: 1, count: 32)))),
+                                "not on the curve")
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: CBOR.array([]).encoded()))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: Data(hex: "a501")), "truncated CBOR")
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: pyWebAuthnKey + Data([0])), "trailing byte")
+    }
+
+    func testSignatureCheckAcceptsDEROnly() throws {
+        let privateKey = P256.Signing.PrivateKey()
+        let key = COSEKey(privateKey.publicKey)
+        let message = Data("hello".utf8)
+        let signature = try privateKey.signature(for: message)
+        XCTAssertTrue(key.isValidSignature(signature.derRepresentation, for: message))
+        XCTAssertFalse(key.isValidSignature(signature.rawRepresentation, for: message), "raw r||s is not WebAuthn's encoding")
+        XCTAssertFalse(key.isValidSignature(signature.derRepresentation, for: Data("hellO".utf8)))
+        XCTAssertFalse(key.isValidSignature(Data(), for: message))
+    }
+}
