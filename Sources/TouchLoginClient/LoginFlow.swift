@@ -58,6 +58,8 @@ public struct LoginFlow: Sendable {
         case fingerprintFailed(FingerprintProblem)
         case passwordLoggedIn
         case passwordRefused(String)
+        /// No password could be tried: none given, the server unreachable or limiting attempts.
+        case passwordUnavailable(String)
         case enableAnswered(Bool)
         case deviceRegistered
         case registrationFailed(String)
@@ -116,6 +118,9 @@ public struct LoginFlow: Sendable {
             passwordFailures += 1
             if passwordFailures >= Self.passwordTries { return .giveUp("\(why) Too many wrong passwords; try again later.") }
             return .askPassword(note: why)
+
+        case .passwordUnavailable(let why):
+            return .giveUp(why)
 
         case .enableAnswered(let yes):
             if yes { return .registerDevice(replacingOldBinding: bindingEnded) }

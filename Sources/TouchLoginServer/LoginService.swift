@@ -142,7 +142,7 @@ public struct LoginService: Sendable {
     // MARK: Passkey login (assertion)
 
     public func assertionOptions(_ r: AssertionOptionsRequest, address: String) async throws -> AssertionOptionsResponse {
-        try await admit(address: address, counting: false)
+        try await admit(address: address)  // each one stores a challenge: counted, so no flood
         let challenge = Self.random(32)
         var allowed: [PublicKeyCredentialDescriptorJSON] = []
         var accountID: String?
@@ -225,11 +225,10 @@ public struct LoginService: Sendable {
         do { return try body() } catch let e as WebAuthnError { throw APIError(e.code.rawValue, e.message) }
     }
 
-    private func admit(address: String, counting: Bool = true) async throws {
+    private func admit(address: String) async throws {
         let rule = configuration.rateLimits.perAddress
         let now = clock()
-        let count = counting ? try await store.countEvent(key: "address:\(address)", windowStart: rule.windowStart(at: now))
-                             : try await store.eventCount(key: "address:\(address)", windowStart: rule.windowStart(at: now))
+        let count = try await store.countEvent(key: "address:\(address)", windowStart: rule.windowStart(at: now))
         if rule.exceeded(by: count) {
             metrics.rateLimited.increment()
             throw RateLimited(retryAfter: rule.retryAfter(at: now), scope: "address")

@@ -16,9 +16,10 @@ public struct RateLimit: Sendable, Equatable {
     public func exceeded(by count: Int) -> Bool { count > limit }
 }
 
-/// What the server limits, and how hard. Defaults: a client address may make 60 login attempts a
-/// minute (password or passkey, right or wrong); an account may see 5 failed attempts per
-/// 5 minutes, after which even the right password waits for the window to end.
+/// What the server limits, and how hard. Defaults: a client address may make 60 requests a minute
+/// that create an account, start or finish a login (password or passkey, right or wrong; a passkey
+/// login is two: options and answer); an account may see 5 failed attempts per 5 minutes, after
+/// which even the right password waits for the window to end.
 public struct RateLimits: Sendable, Equatable {
     public var perAddress = RateLimit(limit: 60, window: 60)
     public var failuresPerAccount = RateLimit(limit: 5, window: 300)

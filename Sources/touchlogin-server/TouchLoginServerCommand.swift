@@ -19,7 +19,7 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
     @Option(help: "Use PostgreSQL instead of SQLite (several instances can share it): postgres://user:password@host:port/database, or $TOUCHLOGIN_POSTGRES_URL.")
     var postgres: String?
     @Option(help: "Relying party ID: the domain the credentials belong to.") var rpID = "localhost"
-    @Option(name: .customLong("origin"), help: "An origin whose logins are accepted (repeatable; default http://<rp-id>:<port>).")
+    @Option(name: .customLong("origin"), help: "An origin whose logins are accepted (repeatable; default http://localhost:<port> for the rp-id localhost, else https://<rp-id>).")
     var origins: [String] = []
     @Option(help: "Seconds a session lasts.") var sessionLifetime: Double = 3600
     @Option(help: "Seconds a WebAuthn challenge stays valid.") var challengeLifetime: Double = 120
@@ -44,7 +44,8 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "touchlogin-server")
         var config = ServerConfiguration()
-        config.relyingParty = RelyingParty(id: rpID, origins: origins.isEmpty ? ["http://\(rpID):\(port)"] : origins)
+        let defaultOrigin = rpID == "localhost" ? "http://localhost:\(port)" : "https://\(rpID)"
+        config.relyingParty = RelyingParty(id: rpID, origins: origins.isEmpty ? [defaultOrigin] : origins)
         config.sessionLifetime = sessionLifetime
         config.challengeLifetime = challengeLifetime
         config.passwordCost = passwordCost

@@ -66,21 +66,18 @@ struct ClientSession {
     }
 
     private mutating func passwordLogin() async -> LoginFlow.Event {
-        guard let name = username ?? Terminal.ask("Username: ") else { return .passwordRefused("No username given.") }
+        guard let name = username ?? Terminal.ask("Username: ") else { return .passwordUnavailable("No username given.") }
         username = name
-        guard let password = Terminal.secret("Password for \(name): ") else { return .passwordRefused("No password given.") }
+        guard let password = Terminal.secret("Password for \(name): ") else { return .passwordUnavailable("No password given.") }
         do {
             let session = try await api.passwordLogin(username: name, password: password)
             adopt(session)
             return .passwordLoggedIn
-        } catch let e as APIError {
-            if e.code == APIError.Code.unavailable.rawValue || e.code == APIError.Code.rateLimited.rawValue {
-                // Not a wrong password: retrying at once would not help.
-                return .passwordRefused(e.message + " ")  // counted, so the flow ends instead of looping
-            }
+        } catch let e as APIError where e.code == APIError.Code.invalidCredentials.rawValue {
             return .passwordRefused(e.message)
         } catch {
-            return .passwordRefused("\(error)")
+            // Not a wrong password (server unreachable, rate limited…): asking again would not help.
+            return .passwordUnavailable("\(error)")
         }
     }
 

@@ -71,6 +71,12 @@ final class LoginFlowTests: XCTestCase {
         XCTAssertFalse(flow.loggedInThisRun)
     }
 
+    func testAPasswordThatCannotBeTriedEndsTheRunAtOnce() {
+        var flow = LoginFlow(facts: LoginFacts())
+        _ = flow.handle(.launched)
+        XCTAssertEqual(flow.handle(.passwordUnavailable("The server cannot be reached.")), .giveUp("The server cannot be reached."))
+    }
+
     func testAFailedRegistrationStillLogsInWithThePassword() {
         var flow = LoginFlow(facts: LoginFacts())
         _ = flow.handle(.launched)
