@@ -47,9 +47,11 @@ let package = Package(
             "Security", "LocalAuthentication", "EnclaveClient", "EnclaveProtocol",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // libsystemd's sd-bus (Debian: libsystemd-dev), for the fprintd sensor.
+        .systemLibrary(name: "CSdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         .target(name: "EnclaveServer", dependencies: [
-            "EnclaveCore", "EnclaveProtocol",
+            "EnclaveCore", "EnclaveProtocol", "CSdBus",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "GRDB", package: "GRDB.swift"),

@@ -98,8 +98,9 @@ public enum DaemonLauncher {
         throw EnclaveClientError.unreachable("laenclaved was started but its socket \(socketPath) did not appear within 10 s")
     }
 
-    /// posix_spawn with standard input, output and error on /dev/null.
-    public static func spawn(_ path: String, _ arguments: [String]) throws -> pid_t {
+    /// posix_spawn with standard input, output and error on /dev/null; `environment` adds to (or
+    /// replaces entries of) this process's environment.
+    public static func spawn(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -114,7 +115,11 @@ public enum DaemonLauncher {
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, environ)
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
         guard rc == 0 else { throw EnclaveClientError.unreachable("could not start \(path): \(String(cString: strerror(rc)))") }
         return pid
     }

@@ -291,9 +291,16 @@ public enum Reply: Sendable, Equatable {
     case keychainListing([KeychainListing])
     case key(KeyReply)
     case accessGroups([String: [String]])
+    /// An enrolment's progress on a real reader, before its final `ok` (not final).
+    case enrollProgress(EnrolmentProgress)
     case failure(Failure)
 
-    public var isFinal: Bool { if case .prompt = self { return false } else { return true } }
+    public var isFinal: Bool {
+        switch self {
+        case .prompt, .enrollProgress: return false
+        default: return true
+        }
+    }
 }
 
 public struct ReplyEnvelope: Codable, Sendable, Equatable {
@@ -327,6 +334,7 @@ extension Reply: Codable {
         case "key": self = .key(try c.decode(KeyReply.self, forKey: .value))
         case "accessGroups": self = .accessGroups(try c.decode([String: [String]].self, forKey: .value))
         case "keychainListing": self = .keychainListing(try c.decode([KeychainListing].self, forKey: .value))
+        case "enrollProgress": self = .enrollProgress(try c.decode(EnrolmentProgress.self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
         case let other: throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown reply kind \(other)")
         }
@@ -338,6 +346,7 @@ extension Reply: Codable {
         case .ok: try c.encode("ok", forKey: .kind)
         case .canEvaluate(let v): try c.encode("canEvaluate", forKey: .kind); try c.encode(v, forKey: .value)
         case .prompt(let v): try c.encode("prompt", forKey: .kind); try c.encode(v, forKey: .value)
+        case .enrollProgress(let v): try c.encode("enrollProgress", forKey: .kind); try c.encode(v, forKey: .value)
         case .evaluated(let v): try c.encode("evaluated", forKey: .kind); try c.encode(v, forKey: .value)
         case .domainState(let v): try c.encode("domainState", forKey: .kind); try c.encode(v, forKey: .value)
         case .status(let v): try c.encode("status", forKey: .kind); try c.encode(v, forKey: .value)

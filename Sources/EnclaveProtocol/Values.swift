@@ -187,3 +187,12 @@ public struct AuditEntry: Codable, Sendable, Equatable {
         self.policy = policy; self.result = result
     }
 }
+
+/// One step of an enrolment on a real reader: "stage 3 of 5, lift and touch again".
+public struct EnrolmentProgress: Codable, Sendable, Equatable {
+    /// Stages passed so far.
+    public var stage: Int
+    public var stages: Int
+    public var message: String
+    public init(stage: Int, stages: Int, message: String) { self.stage = stage; self.stages = stages; self.message = message }
+}

@@ -228,7 +228,21 @@ final class ConnectionHandler: @unchecked Sendable {
             return .ok
         case .enroll(let passcode, let name):
             try checkPasscodeLength(passcode, "passcode")
-            try await audited("enroll") { try await session.enroll(passcode: passcode, name: name) }
+            // A real reader's stages go to the client as they pass, in order, before the final ok.
+            let (stages, forward) = AsyncStream<EnrolmentProgress>.makeStream()
+            let sink = self.sink
+            let id = envelope.id
+            let forwarding = Task { for await p in stages { await sink.send(ReplyEnvelope(id: id, reply: .enrollProgress(p))) } }
+            defer { forwarding.cancel() }
+            do {
+                try await audited("enroll") { try await session.enroll(passcode: passcode, name: name, progress: { forward.yield($0) }) }
+            } catch {
+                forward.finish()
+                await forwarding.value
+                throw error
+            }
+            forward.finish()
+            await forwarding.value
             return .ok
         case .unenroll(let passcode, let name):
             try checkPasscodeLength(passcode, "passcode")

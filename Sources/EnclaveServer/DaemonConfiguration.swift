@@ -10,6 +10,8 @@ public struct DaemonConfiguration: Sendable {
     public var masterKeyPath: String
     /// The simulated sensor, if any. In system mode it runs only when explicitly enabled.
     public var simulatedSensor: BiometryKind?
+    /// Use the fingerprint reader fprintd serves (instead of a simulated sensor).
+    public var fprintd = false
     /// Whether `simulate` requests (scripted touches and typed passcodes) are accepted.
     public var simulationEnabled: Bool
     /// scrypt cost (log2 N) for new passcode verifiers.

@@ -53,7 +53,16 @@ public final class EnclaveDaemon: Sendable {
         guard try storage.confirmMasterKey(check: check) else {
             throw KeyFileError(path: config.masterKeyPath, problem: "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away")
         }
-        sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
+        if config.fprintd {
+            do { sensor = try FprintdSensor() } catch { throw SensorUnavailable(message: "\(error)") }
+        } else {
+            sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
+        }
+    }
+
+    public struct SensorUnavailable: Error, CustomStringConvertible {
+        public var message: String
+        public var description: String { "the fingerprint reader is not usable: \(message)" }
     }
 
     deinit { close(lockDescriptor) }

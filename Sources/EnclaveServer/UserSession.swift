@@ -11,6 +11,8 @@ enum SessionInput: Sendable {
     case simulatedAvailable
     case sensor(SensorReading)
     case sensorFailed(String)
+    /// The sensor could not read the scan ("finger not centred"): shown, not counted.
+    case sensorRetry(String)
 }
 
 struct EvaluationReport: Sendable {
@@ -177,7 +179,7 @@ actor UserSession {
         try persist()
     }
 
-    func enroll(passcode: String, name: String) async throws {
+    func enroll(passcode: String, name: String, progress: @escaping @Sendable (EnrolmentProgress) -> Void = { _ in }) async throws {
         // One enrolment change at a time: the sensor call suspends, and a second change must not
         // start from the list the first is replacing.
         guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
@@ -186,7 +188,7 @@ actor UserSession {
         guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor to enrol on") }
         try Self.validateIdentityName(name)
         try requirePasscode(passcode)
-        record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment)
+        record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment, progress: progress)
         record.enrolmentGeneration += 1
         try persist()
     }
@@ -287,14 +289,18 @@ actor UserSession {
             if !queue.isEmpty { continuation.yield(.simulatedAvailable) }
 
             var capture: Task<Void, Never>?
+            var lastScreen: PromptScreen?
             defer { capture?.cancel() }
             /// A real sensor reads once per capture: (re)arm it whenever the machine wants it armed.
             func arm() {
                 guard let sensor, !sensor.info.simulated else { return }
                 capture?.cancel()
                 capture = Task { [uid] in
-                    do { continuation.yield(.sensor(try await sensor.capture(uid: uid))) } catch {
-                        if !Task.isCancelled { continuation.yield(.sensorFailed("\(error)")) }
+                    do { continuation.yield(.sensor(try await sensor.capture(uid: uid, retry: { continuation.yield(.sensorRetry($0)) }))) } catch {
+                        if !Task.isCancelled {
+                            logger.warning("sensor failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
+                            continuation.yield(.sensorFailed("\(error)"))
+                        }
                     }
                 }
             }
@@ -312,6 +318,7 @@ actor UserSession {
                         capture?.cancel()
                         capture = nil
                     case .show(let screen):
+                        lastScreen = screen
                         await show(screen)
                     case .checkPasscode(let passcode):
                         let result: EvaluationMachine.Input
@@ -347,11 +354,16 @@ actor UserSession {
                         switch reading {
                         case .match: outcome = await feed(.match)
                         case .noMatch: outcome = await feed(.noMatch)
-                        case .retryScan(let message):
-                            logger.info("sensor asks to scan again", metadata: ["uid": "\(uid)", "message": "\(message)"])
                         }
                         // The reading ended that capture; a sensor still armed reads again.
                         if outcome == nil && machine.isSensorArmed { arm() }
+                    case .sensorRetry(let message):
+                        // Not an attempt: the person sees why and scans again; the sensor stays armed.
+                        logger.info("sensor asks to scan again", metadata: ["uid": "\(uid)", "message": "\(message)"])
+                        if var screen = lastScreen {
+                            screen.instruction = "\(screen.sensorName ?? "Sensor"): \(message)"
+                            await show(screen)
+                        }
                     case .sensorFailed(let message):
                         outcome = await feed(.systemCancel("The sensor failed: \(message)"))
                     }

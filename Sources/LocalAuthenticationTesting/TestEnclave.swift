@@ -42,6 +42,8 @@ public final class TestEnclave: @unchecked Sendable {
         /// The laenclaved binary; default: `$LAENCLAVED_PATH`, beside this executable, or on PATH.
         public var daemonPath: String?
         public var extraArguments: [String] = []
+        /// Added to the daemon's environment (e.g. `DBUS_SYSTEM_BUS_ADDRESS` for a private fprintd).
+        public var environment: [String: String] = [:]
         public init() {}
     }
 
@@ -93,7 +95,7 @@ public final class TestEnclave: @unchecked Sendable {
                     "--exit-with-parent"]
         if configuration.systemMode { args.append("--allow-simulation") }
         args += configuration.extraArguments
-        let child = try DaemonLauncher.spawn(daemon, args)
+        let child = try DaemonLauncher.spawn(daemon, args, environment: configuration.environment)
         lock.withLock { pid = child; control = nil }
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EnclaveProtocol
+import Foundation
 
 struct Passcode: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Set, change or remove the device passcode.",
@@ -48,7 +49,18 @@ struct Enroll: ParsableCommand {
     @Flag(help: "Read the passcode from standard input.") var stdin = false
     func run() throws {
         let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
-        _ = try client.call(.enroll(passcode: passcode, name: name))
+        // A real reader reports each stage: a progress bar, redrawn in place on a terminal.
+        let terminal = isatty(STDOUT_FILENO) == 1
+        _ = try client.call(.enroll(passcode: passcode, name: name), onEvent: { reply in
+            guard case .enrollProgress(let p) = reply else { return }
+            let width = 20
+            let filled = p.stages > 0 ? min(width, width * p.stage / p.stages) : 0
+            let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+            let line = "\(bar) stage \(min(p.stage + 1, p.stages)) of \(p.stages): \(p.message)"
+            if terminal { print("\r\u{1B}[K" + line, terminator: "") } else { print(line) }
+            fflush(stdout)
+        })
+        if terminal { print("") }
         print("enrolled \(name)")
     }
 }

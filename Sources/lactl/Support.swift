@@ -35,9 +35,10 @@ struct ClientOptions: ParsableArguments {
     }
 
     /// Sends a request and returns its reply; a failure reply is printed and exits 1.
-    func call(_ request: Request) throws -> Reply {
+    /// One request; `onEvent` sees the events before the final reply (an enrolment's progress).
+    func call(_ request: Request, onEvent: (@Sendable (Reply) -> Void)? = nil) throws -> Reply {
         let reply: Reply
-        do { reply = try connection().request(request) } catch {
+        do { reply = try Self.blocking(connection(), request, onEvent: onEvent) } catch {
             printError("lactl: \(error)")
             throw ExitCode(ExitStatus.daemonUnavailable)
         }
@@ -49,6 +50,22 @@ struct ClientOptions: ParsableArguments {
         }
         return reply
     }
+
+    private static func blocking(_ connection: EnclaveConnection, _ request: Request, onEvent: (@Sendable (Reply) -> Void)?) throws -> Reply {
+        guard let onEvent else { return try connection.request(request) }
+        let done = DispatchSemaphore(value: 0)
+        let box = ReplyResult()
+        connection.send(request, onEvent: onEvent) { result in
+            box.result = result
+            done.signal()
+        }
+        done.wait()
+        return try box.result!.get()
+    }
+}
+
+private final class ReplyResult: @unchecked Sendable {
+    var result: Result<Reply, EnclaveClientError>?
 }
 
 func printError(_ text: String) {

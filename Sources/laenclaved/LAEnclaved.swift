@@ -38,6 +38,9 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("simulated-sensor"), help: "Simulated biometric sensor: touchid, faceid or none. Default: touchid in user mode, none in system mode.")
     var simulatedSensor: SensorChoice?
 
+    @Flag(name: .customLong("fprintd"), help: "Use the fingerprint reader served by fprintd (D-Bus system bus; $DBUS_SYSTEM_BUS_ADDRESS is honoured).")
+    var fprintd = false
+
     @Flag(name: .customLong("allow-simulation"), help: "Accept simulated events (scripted touches, typed passcodes). Always on in user mode unless --no-simulation.")
     var allowSimulation = false
 
@@ -67,6 +70,7 @@ struct LAEnclaved: AsyncParsableCommand {
 
     func validate() throws {
         if system && userMode { throw ValidationError("--system and --user exclude each other") }
+        if fprintd && simulatedSensor != nil && simulatedSensor != SensorChoice.none { throw ValidationError("--fprintd and --simulated-sensor exclude each other") }
         if !(10...20).contains(passcodeCost) { throw ValidationError("--passcode-cost must be between 10 and 20") }
         if allowSimulation && noSimulation { throw ValidationError("--allow-simulation and --no-simulation exclude each other") }
         for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime)]
@@ -88,7 +92,7 @@ struct LAEnclaved: AsyncParsableCommand {
             return h
         }
         let logger = Logger(label: "laenclaved")
-        let sensorChoice = simulatedSensor ?? (mode == .user ? .touchid : SensorChoice.none)
+        let sensorChoice = fprintd ? SensorChoice.none : simulatedSensor ?? (mode == .user ? .touchid : SensorChoice.none)
         let kind: BiometryKind? = switch sensorChoice {
         case .touchid: .touchID
         case .faceid: .faceID
@@ -101,6 +105,7 @@ struct LAEnclaved: AsyncParsableCommand {
             masterKeyPath: keyFile ?? (mode == .system ? EnclavePaths.systemMasterKey : EnclavePaths.userMasterKey()),
             simulatedSensor: kind,
             simulationEnabled: noSimulation ? false : (mode == .user || allowSimulation))
+        config.fprintd = fprintd
         config.passcodeCost = passcodeCost
         config.promptTimeout = promptTimeout
         config.promptQueueTimeout = promptQueueTimeout

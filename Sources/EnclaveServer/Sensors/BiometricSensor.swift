@@ -4,8 +4,6 @@ import EnclaveProtocol
 public enum SensorReading: Sendable, Equatable {
     case match
     case noMatch
-    /// Not a failed attempt: the person is asked to try again ("finger not centred").
-    case retryScan(String)
 }
 
 public struct SensorFailure: Error, CustomStringConvertible {
@@ -21,10 +19,13 @@ public protocol BiometricSensor: Sendable {
     /// Identities currently enrolled for the user. `stored` is the list the daemon last saved, which
     /// is the truth for a simulated sensor and a cache for a real one.
     func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String]
-    /// Enrols one identity and returns the new list.
-    func enroll(uid: UInt32, name: String, stored: [String]) async throws -> [String]
+    /// Enrols one identity and returns the new list. A real reader reports its stages through
+    /// `progress` as they pass.
+    func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String]
     func unenroll(uid: UInt32, name: String, stored: [String]) async throws -> [String]
     func unenrollAll(uid: UInt32, stored: [String]) async throws -> [String]
-    /// Arms the sensor and waits for one reading. Cancelling the task disarms it at once.
-    func capture(uid: UInt32) async throws -> SensorReading
+    /// Arms the sensor and waits for one reading. A scan the sensor could not read ("finger not
+    /// centred") is not a reading and not a failed attempt: it goes to `retry` for the person to
+    /// see, and the sensor stays armed. Cancelling the task disarms it at once.
+    func capture(uid: UInt32, retry: @escaping @Sendable (String) -> Void) async throws -> SensorReading
 }

@@ -14,7 +14,7 @@ public struct SimulatedSensor: BiometricSensor {
 
     public func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String] { stored }
 
-    public func enroll(uid: UInt32, name: String, stored: [String]) async throws -> [String] {
+    public func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String] {
         guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
         guard stored.count < 5 else { throw Failure(.invalidParameter, "at most 5 identities may be enrolled") }
         return stored + [name]
@@ -27,7 +27,7 @@ public struct SimulatedSensor: BiometricSensor {
 
     public func unenrollAll(uid: UInt32, stored: [String]) async throws -> [String] { [] }
 
-    public func capture(uid: UInt32) async throws -> SensorReading {
+    public func capture(uid: UInt32, retry: @escaping @Sendable (String) -> Void) async throws -> SensorReading {
         while true { try await Task.sleep(nanoseconds: 3_600_000_000_000) }
     }
 }

@@ -1,0 +1,408 @@
+import EnclaveProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real fingerprint reader through fprintd (the freedesktop fingerprint daemon, D-Bus, libfprint's
+/// drivers). A claim belongs to its D-Bus connection and sd-bus to its thread, so everything that
+/// claims the reader runs on one worker thread that holds at most one claim: an evaluation's
+/// captures share it (claimed at the first, released on a match, a cancellation, an error or after
+/// a second idle — a non-match is usually followed by the next capture at once); an enrolment
+/// claims and releases. Listing the enrolled fingers needs no claim and runs on a thread of its
+/// own. A claim whose fprintd went away is dropped and made again, so a restart of fprintd heals.
+///
+/// Results: `verify-match` / `verify-no-match` are readings; the retry results ("finger not
+/// centred"…) go to the prompt and the verify goes on: never failed attempts; disconnection and unknown errors fail the
+/// capture with a clear message. fprintd emits a final `verify-no-match` when a verify is stopped
+/// while it waits: that one is never read (the capture is over by then).
+public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
+    public let info: SensorInfo
+    /// nil: the system bus.
+    let busAddress: String?
+    /// Claims, verifies and enrolments: one thread, one claim at a time.
+    private let worker: FprintdWorker
+
+    static let service = "net.reactivated.Fprint"
+    static let deviceInterface = "net.reactivated.Fprint.Device"
+    static let fingerNames = ["left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger", "left-little-finger",
+                              "right-thumb", "right-index-finger", "right-middle-finger", "right-ring-finger", "right-little-finger"]
+    /// How long a claim held by someone else (another program, a stale claim after suspend) is retried.
+    static let claimRetries = 10
+
+    /// Connects once to check that fprintd answers and has a reader; throws a clear error if not.
+    public init(busAddress: String? = nil) throws {
+        self.busAddress = busAddress
+        worker = FprintdWorker(busAddress: busAddress)
+        let name = try Self.onThisThread(busAddress) { bus in
+            let device = try Self.defaultDevice(bus)
+            return try bus.call(Self.service, device, "org.freedesktop.DBus.Properties", "Get", [Self.deviceInterface, "name"],
+                                read: SdBusConnection.readVariantString)
+        }
+        info = SensorInfo(kind: .touchID, name: "fprintd: \(name)", simulated: false)
+    }
+
+    // MARK: BiometricSensor
+
+    /// fprintd's list; while fprintd cannot be asked (restarting, no reader), the list the daemon
+    /// saved last, so status and domain state stay steady and a capture reports the real problem.
+    public func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String] {
+        let user = Self.username(uid)
+        do {
+            return try await run { bus, _ in try Self.enrolledFingers(bus, device: try Self.defaultDevice(bus), user: user) }
+        } catch is SensorFailure {
+            return stored
+        }
+    }
+
+    public func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String] {
+        guard Self.fingerNames.contains(name) else {
+            throw Failure(.invalidParameter, "fprintd enrols fingers by name: \(Self.fingerNames.joined(separator: ", "))")
+        }
+        guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
+        let user = Self.username(uid)
+        return try await worker.perform { holder, cancelled in
+            let claim = try holder.claim(for: user, cancelled: cancelled)
+            defer { holder.release() }
+            let bus = claim.bus, device = claim.device
+            let stages = (try? bus.call(Self.service, device, "org.freedesktop.DBus.Properties", "Get", [Self.deviceInterface, "num-enroll-stages"],
+                                        read: SdBusConnection.readVariantInt)) ?? 5
+            try Self.fprintd { try bus.call(Self.service, device, Self.deviceInterface, "EnrollStart", [name]) }
+            var finished = false
+            defer { if !finished { _ = try? bus.call(Self.service, device, Self.deviceInterface, "EnrollStop") } }
+            var stage = 0
+            progress(EnrolmentProgress(stage: 0, stages: stages, message: "touch the sensor"))
+            while true {
+                if cancelled() { throw CancellationError() }
+                guard let status = bus.take("EnrollStatus") else {
+                    try Self.checkStillRunning(bus)
+                    try bus.process(waiting: 100_000)
+                    continue
+                }
+                let result = status.strings.first ?? ""
+                switch result {
+                case "enroll-stage-passed":
+                    stage += 1
+                    progress(EnrolmentProgress(stage: stage, stages: stages, message: "lift and touch again"))
+                case "enroll-completed":
+                    finished = true
+                    _ = try? bus.call(Self.service, device, Self.deviceInterface, "EnrollStop")
+                    progress(EnrolmentProgress(stage: stages, stages: stages, message: "enrolled"))
+                    return try Self.enrolledFingers(bus, device: device, user: user)
+                case "enroll-duplicate": throw Failure(.alreadyExists, "that finger is enrolled already (as another name)")
+                case "enroll-data-full": throw Failure(.invalidParameter, "the reader's storage is full")
+                case "enroll-disconnected": throw SensorFailure("the fingerprint reader was disconnected during the enrolment")
+                case "enroll-failed", "enroll-unknown-error": throw SensorFailure("the fingerprint reader could not enrol (\(result))")
+                default:
+                    if let message = Self.retryMessages[result] {
+                        progress(EnrolmentProgress(stage: stage, stages: stages, message: message))
+                    } else {
+                        throw SensorFailure("fprintd answered \(result.prefix(40)) during the enrolment")
+                    }
+                }
+            }
+        }
+    }
+
+    public func unenroll(uid: UInt32, name: String, stored: [String]) async throws -> [String] {
+        let user = Self.username(uid)
+        return try await worker.perform { holder, cancelled in
+            let claim = try holder.claim(for: user, cancelled: cancelled)
+            defer { holder.release() }
+            let bus = claim.bus, device = claim.device
+            do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFinger", [name]) } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
+                throw Failure(.notFound, "\"\(name)\" is not enrolled")
+            } catch let e as SdBusConnection.CallError where e.name.hasSuffix("InvalidFingername") {
+                throw Failure(.notFound, "\"\(name)\" is not enrolled")
+            }
+            return try Self.enrolledFingers(bus, device: device, user: user)
+        }
+    }
+
+    public func unenrollAll(uid: UInt32, stored: [String]) async throws -> [String] {
+        let user = Self.username(uid)
+        return try await worker.perform { holder, cancelled in
+            let claim = try holder.claim(for: user, cancelled: cancelled)
+            defer { holder.release() }
+            let bus = claim.bus, device = claim.device
+            do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFingers2") } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {}
+            return []
+        }
+    }
+
+    public func capture(uid: UInt32, retry: @escaping @Sendable (String) -> Void) async throws -> SensorReading {
+        let user = Self.username(uid)
+        return try await worker.perform { holder, cancelled in
+            let claim = try holder.claim(for: user, cancelled: cancelled)
+            do {
+                let reading = try Self.verifyOnce(claim, user: user, cancelled: cancelled, retry: retry)
+                // A match ends the evaluation; after a non-match the evaluation usually re-arms at
+                // once, so the claim stays (a SCAN between the two is not lost) until idle.
+                if reading == .match { holder.release() } else { holder.keepIdle() }
+                return reading
+            } catch {
+                holder.release()
+                throw error
+            }
+        }
+    }
+
+    /// One verify on a held claim: started, waited for, stopped.
+    private static func verifyOnce(_ claim: FprintdClaim, user: String, cancelled: () -> Bool,
+                                   retry: (String) -> Void) throws -> SensorReading {
+        let bus = claim.bus, device = claim.device
+        func start() throws {
+            bus.discardSignals()
+            do { try bus.call(service, device, deviceInterface, "VerifyStart", ["any"]) } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
+                throw SensorFailure("fprintd has no enrolled fingerprint for \(user)")
+            } catch let e as SdBusConnection.CallError {
+                throw SensorFailure("fprintd could not start verifying: \(e)")
+            }
+        }
+        try start()
+        // Stopped whatever happens; the final status a stop emits is never read.
+        defer { _ = try? bus.call(service, device, deviceInterface, "VerifyStop") }
+        while true {
+            if cancelled() { throw CancellationError() }
+            guard let status = bus.take("VerifyStatus") else {
+                try checkStillRunning(bus)
+                try bus.process(waiting: 100_000)
+                continue
+            }
+            let result = status.strings.first ?? ""
+            switch result {
+            case "verify-match": return .match
+            case "verify-no-match": return .noMatch
+            case "verify-disconnected": throw SensorFailure("the fingerprint reader was disconnected")
+            default:
+                guard let message = retryMessages[result.replacingOccurrences(of: "verify-", with: "enroll-")] else {
+                    throw SensorFailure("the fingerprint reader failed (\(result.prefix(40)))")
+                }
+                retry(message)
+                if status.flag == true {
+                    // This verify is over: start another on the same claim.
+                    _ = try? bus.call(service, device, deviceInterface, "VerifyStop")
+                    try start()
+                }
+            }
+        }
+    }
+
+    // MARK: fprintd steps
+
+    static let retryMessages = [
+        "enroll-retry-scan": "scan again",
+        "enroll-swipe-too-short": "swipe too short, try again",
+        "enroll-finger-not-centered": "finger not centred, try again",
+        "enroll-remove-and-retry": "remove the finger and try again",
+    ]
+
+    static func defaultDevice(_ bus: SdBusConnection) throws -> String {
+        do {
+            return try bus.call(service, "/net/reactivated/Fprint/Manager", "net.reactivated.Fprint.Manager", "GetDefaultDevice", read: SdBusConnection.readObjectPath)
+        } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoSuchDevice") {
+            throw SensorFailure("fprintd sees no fingerprint reader")
+        } catch let e as SdBusConnection.CallError {
+            throw SensorFailure("fprintd does not answer (\(e))")
+        }
+    }
+
+    static func enrolledFingers(_ bus: SdBusConnection, device: String, user: String) throws -> [String] {
+        do {
+            return try bus.call(service, device, deviceInterface, "ListEnrolledFingers", [user], read: SdBusConnection.readStrings)
+        } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
+            return []
+        } catch let e as SdBusConnection.CallError {
+            throw SensorFailure("fprintd could not list the enrolled fingers: \(e)")
+        }
+    }
+
+    /// Claims the reader for `user`, retrying a while when another client holds it (a stale claim
+    /// after suspend clears when its connection dies).
+    static func claim(_ bus: SdBusConnection, device: String, user: String, cancelled: () -> Bool) throws {
+        for attempt in 0...claimRetries {
+            do {
+                try bus.call(service, device, deviceInterface, "Claim", [user])
+                bus.discardSignals()
+                return
+            } catch let e as SdBusConnection.CallError where e.name.hasSuffix("AlreadyInUse") {
+                if attempt == claimRetries || cancelled() {
+                    throw SensorFailure("the fingerprint reader is in use by another program (\(e.message))")
+                }
+                usleep(100_000)
+            } catch let e as SdBusConnection.CallError where e.name.hasSuffix("PermissionDenied") {
+                throw SensorFailure("fprintd refused to let laenclaved use the reader (polkit: \(e.message))")
+            } catch let e as SdBusConnection.CallError {
+                throw SensorFailure("fprintd could not claim the reader: \(e)")
+            }
+        }
+    }
+
+    /// fprintd gone (crashed, restarted) ends the operation: its claim and verify died with it.
+    static func checkStillRunning(_ bus: SdBusConnection) throws {
+        if let change = bus.take("NameOwnerChanged"), change.strings.first == service, change.strings.count == 3, change.strings[2].isEmpty {
+            throw SensorFailure("fprintd stopped during the operation")
+        }
+    }
+
+    static func fprintd(_ body: () throws -> Void) throws {
+        do { try body() } catch let e as SdBusConnection.CallError {
+            if e.name.hasSuffix("InvalidFingername") { throw Failure(.invalidParameter, "fprintd does not know that finger name") }
+            if e.name.hasSuffix("AlreadyInUse") { throw Failure(.busy, "the fingerprint reader is busy") }
+            throw SensorFailure("fprintd: \(e)")
+        }
+    }
+
+    static func username(_ uid: UInt32) -> String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
+        return String(cString: name)
+    }
+
+    // MARK: Threads
+
+    /// Runs `body` on a thread of its own with a new connection; cancelling the task sets the flag
+    /// `body` polls, so a waiting operation stops (and releases the reader) at once.
+    private func run<T: Sendable>(_ body: @escaping @Sendable (SdBusConnection, () -> Bool) throws -> T) async throws -> T {
+        let flag = CancelFlag()
+        let address = busAddress
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                let thread = Thread {
+                    continuation.resume(with: Result {
+                        try Self.onThisThread(address) { bus in
+                            try bus.subscribe(sender: Self.service, interface: Self.deviceInterface)
+                            try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
+                            return try body(bus, { flag.isSet })
+                        }
+                    })
+                }
+                thread.name = "laenclaved-fprintd"
+                thread.start()
+            }
+        } onCancel: {
+            flag.set()
+        }
+    }
+
+    private static func onThisThread<T>(_ address: String?, _ body: (SdBusConnection) throws -> T) throws -> T {
+        let bus: SdBusConnection
+        do { bus = try SdBusConnection(address: address) } catch {
+            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
+        }
+        return try body(bus)
+    }
+}
+
+private final class CancelFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}
+
+/// A held claim on the reader: its connection, device and user.
+final class FprintdClaim {
+    let bus: SdBusConnection
+    let device: String
+    let user: String
+    init(bus: SdBusConnection, device: String, user: String) { self.bus = bus; self.device = device; self.user = user }
+}
+
+/// The worker thread's view of the claim, handed to each job.
+final class ClaimHolder {
+    private let busAddress: String?
+    private(set) var current: FprintdClaim?
+    var idleDeadline: Date?
+    static let idleRelease: TimeInterval = 1
+
+    init(busAddress: String?) { self.busAddress = busAddress }
+
+    /// The held claim if it is for `user` and its fprintd is still the same; else a new one.
+    func claim(for user: String, cancelled: () -> Bool) throws -> FprintdClaim {
+        idleDeadline = nil
+        if let c = current, c.user == user {
+            c.bus.drain()
+            var fprintdLeft = false
+            while let change = c.bus.take("NameOwnerChanged") { if change.strings.first == FprintdSensor.service { fprintdLeft = true } }
+            if !fprintdLeft { return c }
+            current = nil  // fprintd restarted: that claim died with it
+        }
+        release()
+        let bus: SdBusConnection
+        do { bus = try SdBusConnection(address: busAddress) } catch {
+            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
+        }
+        try bus.subscribe(sender: FprintdSensor.service, interface: FprintdSensor.deviceInterface)
+        try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
+        let device = try FprintdSensor.defaultDevice(bus)
+        try FprintdSensor.claim(bus, device: device, user: user, cancelled: cancelled)
+        let c = FprintdClaim(bus: bus, device: device, user: user)
+        current = c
+        return c
+    }
+
+    func keepIdle() { idleDeadline = Date().addingTimeInterval(Self.idleRelease) }
+
+    func release() {
+        idleDeadline = nil
+        guard let c = current else { return }
+        current = nil
+        _ = try? c.bus.call(FprintdSensor.service, c.device, FprintdSensor.deviceInterface, "Release")
+    }
+}
+
+/// One thread that runs the claiming jobs in order and releases an idle claim.
+final class FprintdWorker: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [(ClaimHolder) -> Void] = []
+    private let holder: ClaimHolder
+
+    init(busAddress: String?) {
+        holder = ClaimHolder(busAddress: busAddress)
+        let thread = Thread { [unowned self] in self.loop() }
+        thread.name = "laenclaved-fprintd"
+        thread.start()
+    }
+
+    /// Runs `body` on the worker; cancelling the task sets the flag `body` polls.
+    func perform<T: Sendable>(_ body: @escaping (ClaimHolder, () -> Bool) throws -> T) async throws -> T {
+        let flag = WorkerCancelFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                condition.withLock {
+                    jobs.append { holder in continuation.resume(with: Result { try body(holder, { flag.isSet }) }) }
+                    condition.signal()
+                }
+            }
+        } onCancel: {
+            flag.set()
+        }
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty {
+                if let deadline = holder.idleDeadline {
+                    if !condition.wait(until: deadline), jobs.isEmpty {
+                        condition.unlock()
+                        holder.release()
+                        condition.lock()
+                    }
+                } else {
+                    condition.wait()
+                }
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job(holder)
+        }
+    }
+}
+
+private final class WorkerCancelFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
+}

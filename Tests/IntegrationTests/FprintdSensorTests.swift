@@ -1,0 +1,173 @@
+import EnclaveClient
+import Foundation
+import LocalAuthentication
+import LocalAuthenticationTesting
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// laenclaved with the real fprintd and libfprint's virtual reader on a private bus, a fresh stack
+/// per test. The finger is the test: it sends SCAN commands to the virtual reader once the daemon
+/// has claimed it.
+final class FprintdSensorTests: XCTestCase {
+    private func enclave(_ stack: FprintdStack) throws -> TestEnclave {
+        try TestEnclave(.with {
+            $0.sensor = .none
+            $0.enrolled = []
+            $0.extraArguments = ["--fprintd"]
+            $0.environment = stack.environment
+            $0.promptTimeout = 30
+        })
+    }
+
+    /// Enrols `finger` with the print `print` through lactl, feeding one SCAN per stage.
+    @discardableResult
+    private func enrol(_ enclave: TestEnclave, _ stack: FprintdStack, finger: String = "right-index-finger", print: String = "finger-A") throws -> ProcessOutput {
+        let done = DispatchSemaphore(value: 0)
+        let box = OutputBox()
+        DispatchQueue.global().async {
+            box.output = try? runProcess(productPath("lactl"), ["enroll", finger, "--stdin", "--socket", enclave.socketPath], input: "1234\n", timeout: 60)
+            done.signal()
+        }
+        do { for _ in 0..<5 { try stack.device("SCAN \(print)") } } catch {
+            _ = done.wait(timeout: .now() + 60)
+            XCTFail("lactl enroll: \(String(describing: box.output))\ndaemon log:\n\(enclave.log())\nfprintd log:\n\(stack.log())")
+            throw error
+        }
+        XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
+        try stack.waitUntilReleased()
+        return try XCTUnwrap(box.output)
+    }
+
+    /// An evaluation with the biometric policy running in the background.
+    private func evaluating(_ enclave: TestEnclave, _ context: LAContext? = nil) -> Task<LAError.Code?, Never> {
+        enclave.run {
+            let context = context ?? LAContext()  // made inside `run`: bound to this test's daemon
+            return Task { await evaluate(context, .deviceOwnerAuthenticationWithBiometrics) }
+        }
+    }
+
+    func testEnrolmentWithProgressThenMatchAndNoMatches() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        let status = try enclave.status()
+        XCTAssertTrue(status.sensor?.name.contains("fprintd") ?? false, "\(status)")
+        let out = try enrol(enclave, stack)
+        XCTAssertEqual(out.status, 0, out.stdout + out.stderr)
+        XCTAssertTrue(out.stdout.contains("stage 3 of 5"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("lift and touch again"), out.stdout)
+        XCTAssertTrue(try stack.enrolled(user: "root").contains("right-index-finger"), "fprintd itself lists it")
+        XCTAssertEqual(try enclave.status().enrolled, ["right-index-finger"])
+
+        let match = evaluating(enclave)
+        try stack.device("SCAN finger-A")
+        let matched = await match.value
+        XCTAssertNil(matched, "the enrolled print matches")
+        try stack.waitUntilReleased()
+
+        let mismatch = evaluating(enclave)
+        for _ in 0..<3 { try stack.device("SCAN finger-B") }
+        let refused = await mismatch.value
+        XCTAssertEqual(refused, .authenticationFailed, "three non-matches end the evaluation")
+        XCTAssertEqual(try enclave.status().biometricFailures, 3)
+        try stack.waitUntilReleased()
+
+        // Two more failures in a second evaluation: the lockout after five holds across evaluations.
+        let second = evaluating(enclave)
+        for _ in 0..<2 { try stack.device("SCAN finger-B") }
+        let lockedOut = await second.value
+        XCTAssertEqual(lockedOut, .biometryLockout)
+        try stack.waitUntilReleased()
+        XCTAssertEqual(enclave.run { canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }, .biometryLockout)
+    }
+
+    func testARetryScanIsShownButNotCounted() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        let evaluation = evaluating(enclave)
+        try stack.device("RETRY 2")  // "finger not centred": the verify goes on
+        try stack.device("SCAN finger-A")
+        let code = await evaluation.value
+        XCTAssertNil(code)
+        XCTAssertEqual(try enclave.status().biometricFailures, 0, "a retry is not a failed attempt")
+        XCTAssertTrue(enclave.log().contains("finger not centred"), "the retry reached the prompt")
+    }
+
+    func testCancellingMidScanReleasesTheReader() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        let context = enclave.run { LAContext() }
+        let evaluation = evaluating(enclave, context)
+        try stack.device("SET_SCAN_TYPE swipe")  // answers only once the daemon has claimed the reader
+        context.invalidate()
+        let code = await evaluation.value
+        XCTAssertEqual(code, .appCancel)
+        try stack.waitUntilReleased(timeout: 5)
+        // The reader is free for the next evaluation, which the next finger decides.
+        let next = evaluating(enclave)
+        try stack.device("SCAN finger-A")
+        let matched = await next.value
+        XCTAssertNil(matched)
+    }
+
+    func testFprintdKilledMidVerifyEndsTheEvaluationAndARestartRecovers() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        let evaluation = evaluating(enclave)
+        try stack.device("SET_SCAN_TYPE swipe")
+        stack.killFprintd()
+        let code = await evaluation.value
+        XCTAssertEqual(code, .systemCancel)
+        XCTAssertTrue(enclave.log().contains("fprintd stopped") || enclave.log().contains("sensor failed"), enclave.log())
+        XCTAssertEqual(try enclave.status().biometricFailures, 0, "a dead reader is not a failed attempt")
+        try stack.startFprintd()
+        let next = evaluating(enclave)
+        try stack.device("SCAN finger-A")
+        let matched = await next.value
+        XCTAssertNil(matched, "a new fprintd serves the next evaluation (prints survive the restart)")
+    }
+
+    func testAReaderHeldByAnotherProgramEndsTheEvaluationClearly() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        // Another program claims the reader and keeps it (a claim lives as long as its connection).
+        let holder = try DaemonLauncher.spawn("/usr/bin/python3", ["-c", """
+            import gi, time
+            gi.require_version("Gio", "2.0")
+            from gi.repository import Gio, GLib
+            bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
+            bus.call_sync("net.reactivated.Fprint", "/net/reactivated/Fprint/Device/0", "net.reactivated.Fprint.Device", "Claim",
+                          GLib.Variant("(s)", ("someone-else",)), None, 0, 5000, None)
+            open("\(stack.directory)/held", "w").close()
+            time.sleep(120)
+            """], environment: stack.environment)
+        defer { terminateAndWait(holder, grace: 2) }
+        try eventuallyTrue(timeout: 10) { FileManager.default.fileExists(atPath: stack.directory + "/held") }
+        let code = await evaluating(enclave).value
+        XCTAssertEqual(code, .systemCancel)
+        XCTAssertTrue(enclave.log().contains("in use by another program"), enclave.log())
+        terminateAndWait(holder, grace: 2)
+        let next = evaluating(enclave)
+        try stack.device("SCAN finger-A")
+        let matched = await next.value
+        XCTAssertNil(matched, "once the other program lets go, the reader works")
+    }
+
+    private func eventuallyTrue(timeout: Double = 5, _ condition: @escaping () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition() { return }
+            usleep(10_000)
+        }
+        XCTFail("timed out")
+    }
+}
+
+private final class OutputBox: @unchecked Sendable {
+    var output: ProcessOutput?
+}
