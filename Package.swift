@@ -49,9 +49,11 @@ let package = Package(
         ]),
         // libsystemd's sd-bus (Debian: libsystemd-dev), for the fprintd sensor.
         .systemLibrary(name: "CSdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // Linux-PAM (Debian: libpam0g-dev), for the login password as the device passcode.
+        .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         .target(name: "EnclaveServer", dependencies: [
-            "EnclaveCore", "EnclaveProtocol", "CSdBus",
+            "EnclaveCore", "EnclaveProtocol", "CSdBus", "CPAM",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -111,6 +113,7 @@ let package = Package(
         ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
+        .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
         .testTarget(name: "IntegrationTests", dependencies: [

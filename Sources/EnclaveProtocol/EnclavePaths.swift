@@ -20,6 +20,12 @@ public enum EnclavePaths {
     }
 
     public static let systemMasterKey = "/etc/laenclaved/master.key"
+    public static let systemConfiguration = "/etc/laenclaved/laenclaved.conf"
+
+    /// User mode's configuration file, beside the master key.
+    public static func userConfiguration(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        (userMasterKey(environment: environment) as NSString).deletingLastPathComponent + "/laenclaved.conf"
+    }
 
     /// User mode: under $XDG_CONFIG_HOME, apart from the state directory.
     public static func userMasterKey(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {

@@ -10,8 +10,15 @@ public struct DaemonConfiguration: Sendable {
     public var masterKeyPath: String
     /// The simulated sensor, if any. In system mode it runs only when explicitly enabled.
     public var simulatedSensor: BiometryKind?
-    /// Use the fingerprint reader fprintd serves (instead of a simulated sensor).
-    public var fprintd = false
+    /// The PAM service that checks the device passcode as the user's login password; nil: the
+    /// daemon's own passcode (set with `lactl passcode set`).
+    public var pamService: String?
+    /// The users whose passcode is their login password; nil: every user (when `pamService` is set).
+    public var pamUsers: Set<String>?
+    /// Whether to use the fingerprint reader fprintd serves. `ifAvailable` (the `auto` sensor) falls
+    /// back to `simulatedSensor` when fprintd has no reader.
+    public var fprintd: FprintdUse = .no
+    public enum FprintdUse: Sendable { case no, required, ifAvailable }
     /// Whether `simulate` requests (scripted touches and typed passcodes) are accepted.
     public var simulationEnabled: Bool
     /// scrypt cost (log2 N) for new passcode verifiers.

@@ -53,9 +53,18 @@ public final class EnclaveDaemon: Sendable {
         guard try storage.confirmMasterKey(check: check) else {
             throw KeyFileError(path: config.masterKeyPath, problem: "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away")
         }
-        if config.fprintd {
+        switch config.fprintd {
+        case .required:
             do { sensor = try FprintdSensor() } catch { throw SensorUnavailable(message: "\(error)") }
-        } else {
+        case .ifAvailable:
+            do {
+                sensor = try FprintdSensor()
+            } catch {
+                logger.notice("no fingerprint reader through fprintd; \(config.simulatedSensor.map { "using a simulated \($0.displayName)" } ?? "no biometric sensor")",
+                              metadata: ["reason": "\(error)"])
+                sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
+            }
+        case .no:
             sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
         }
     }

@@ -160,7 +160,7 @@ extension UserSession {
         let flags = request.accessControl?.flags ?? 0
         let requirement: AccessRequirement
         do { requirement = try AccessRequirement(flags: flags) } catch { throw KeychainFailure(KeychainStatus.param, "\(error)") }
-        if protection == .whenPasscodeSetThisDeviceOnly && record.passcode == nil {
+        if protection == .whenPasscodeSetThisDeviceOnly && !passcodeIsSet {
             throw KeychainFailure(KeychainStatus.authFailed, "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a device passcode")
         }
         let enrolled = try await identities()
@@ -245,7 +245,7 @@ extension UserSession {
         if let ac = request.changesAccessControl {
             guard let p = Protection(rawValue: ac.protection) else { throw KeychainFailure(KeychainStatus.param, "unknown kSecAttrAccessible value") }
             do { newRequirement = try AccessRequirement(flags: ac.flags) } catch { throw KeychainFailure(KeychainStatus.param, "\(error)") }
-            if p == .whenPasscodeSetThisDeviceOnly && record.passcode == nil {
+            if p == .whenPasscodeSetThisDeviceOnly && !passcodeIsSet {
                 throw KeychainFailure(KeychainStatus.authFailed, "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a device passcode")
             }
             let enrolled = try await identities()
@@ -306,8 +306,8 @@ extension UserSession {
         invalidated(item) ? "invalidated: protected with biometryCurrentSet, and the enrolled identities changed since; it can only be deleted" : nil
     }
 
-    func keychainList(passcode: String) throws -> [KeychainListing] {
-        try confirmPasscode(passcode)
+    func keychainList(passcode: String) async throws -> [KeychainListing] {
+        try await confirmPasscode(passcode)
         return try storage.allItems(uid: uid).map { item in
             func s(_ k: String) -> String? { if case .string(let v)? = item.attributes[k] { return v }; return nil }
             return KeychainListing(app: item.accessGroup, itemClass: item.itemClass, service: s("svce"), account: s("acct"), server: s("srvr"),
@@ -316,8 +316,8 @@ extension UserSession {
         }
     }
 
-    func keychainRemove(passcode: String, persistentRef: Data) throws {
-        try confirmPasscode(passcode)
+    func keychainRemove(passcode: String, persistentRef: Data) async throws {
+        try await confirmPasscode(passcode)
         let found = try storage.items(uid: uid, accessGroups: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: persistentRef)
         guard !found.isEmpty else { throw Failure(.notFound, "no item has that reference") }
         try storage.deleteItems(ids: found.map(\.id), uid: uid)
@@ -325,7 +325,7 @@ extension UserSession {
 }
 
 extension UserSession {
-    func configureAccessGroup(passcode: String, name: String, apps: [String]) throws {
+    func configureAccessGroup(passcode: String, name: String, apps: [String]) async throws {
         guard !name.isEmpty, name.utf8.count <= 128, !name.hasPrefix("/") else {
             // App identities are absolute paths: a group named like one would hand over that app's items.
             throw Failure(.invalidParameter, "a group name has 1 to 128 bytes and does not start with \"/\"")
@@ -333,12 +333,12 @@ extension UserSession {
         guard apps.count <= 32, apps.allSatisfy({ $0.hasPrefix("/") && $0.utf8.count <= 1024 }) else {
             throw Failure(.invalidParameter, "members are up to 32 absolute executable paths")
         }
-        try confirmPasscode(passcode)
+        try await confirmPasscode(passcode)
         try storage.setAccessGroup(uid: uid, name: name, apps: apps)
     }
 
-    func accessGroups(passcode: String) throws -> [String: [String]] {
-        try confirmPasscode(passcode)
+    func accessGroups(passcode: String) async throws -> [String: [String]] {
+        try await confirmPasscode(passcode)
         return try storage.accessGroups(uid: uid)
     }
 }

@@ -80,7 +80,7 @@ extension UserSession {
         let requirement: AccessRequirement
         do { requirement = try AccessRequirement(flags: ac.flags) } catch { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "\(error)")) }
         if requirement.applicationPassword { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "applicationPassword is not supported for Secure Enclave keys")) }
-        if protection == .whenPasscodeSetThisDeviceOnly && record.passcode == nil {
+        if protection == .whenPasscodeSetThisDeviceOnly && !passcodeIsSet {
             throw KeyReplyError(KeyReply(problem: .notAvailable, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a device passcode"))
         }
         let enrolled = try await identities()
@@ -110,7 +110,7 @@ extension UserSession {
     private func authorizeUse(_ key: SealedKey, _ r: KeyRequest, authorize: KeychainAuthorizer) async throws {
         let requirement = try AccessRequirement(flags: key.flags)
         let invalidated = KeyReplyError(KeyReply(problem: .invalidated, message: "the key was made with biometryCurrentSet and the enrolled identities have changed since; it can never be used again"))
-        if key.protection == Protection.whenPasscodeSetThisDeviceOnly.rawValue && (record.passcode == nil || key.passcodeEpoch != record.passcodeEpoch) {
+        if key.protection == Protection.whenPasscodeSetThisDeviceOnly.rawValue && (!passcodeIsSet || key.passcodeEpoch != record.passcodeEpoch) {
             throw KeyReplyError(KeyReply(problem: .invalidated, message: "the key needed a device passcode, which was removed; it can never be used again"))
         }
         // The enrolment is read fresh before and checked again after the prompt (other requests

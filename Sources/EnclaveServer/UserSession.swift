@@ -35,6 +35,7 @@ actor UserSession {
     /// status ever reflects a change that was not made durable.
     private var saved: UserRecord
     private var enrolmentBusy = false
+    private var passcodeCheckBusy = false
     private var queue: [SimulatedEvent] = []
     private var promptBusy = false
     private var waiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
@@ -84,7 +85,7 @@ actor UserSession {
     }
 
     private func facts() async throws -> DeviceFacts {
-        DeviceFacts(sensor: sensor?.info.kind ?? .none, enrolled: !(try await identities()).isEmpty, passcodeSet: record.passcode != nil)
+        DeviceFacts(sensor: sensor?.info.kind ?? .none, enrolled: !(try await identities()).isEmpty, passcodeSet: passcodeIsSet)
     }
 
     func domainState(app: String) async throws -> Data? {
@@ -113,7 +114,7 @@ actor UserSession {
         case .disabled: disabled = true
         }
         return UserStatus(
-            uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolled: ids, passcodeSet: record.passcode != nil,
+            uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolled: ids, passcodeSet: passcodeIsSet,
             biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
             passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
             queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
@@ -123,16 +124,16 @@ actor UserSession {
     // MARK: Passcode and enrolment
 
     /// Checks the passcode outside an evaluation (changing it, enrolment). Counts like any attempt.
-    private func requirePasscode(_ passcode: String) throws {
-        guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
+    private func requirePasscode(_ passcode: String) async throws {
+        guard passcodeIsSet else { throw Failure(.passcodeNotSet, "no device passcode is set") }
         let now = clock.monotonic()
         switch record.ledger.passcodeGate(now: now) {
         case .wait(let s): throw Failure(.passcodeRetryLater, "passcode entry is delayed; try again in \(Int(s.rounded(.up))) s", retryAfter: s)
         case .disabled: throw Failure(.passcodeDisabled, "passcode entry is disabled until an administrator resets it")
         case .open: break
         }
-        let attempt = try verifier.derive(passcode)
-        if verifier.matches(attempt) {
+        let (correct, attempt) = try await checkPasscode(passcode)
+        if correct {
             record.ledger.recordPasscodeSuccess(wall: clock.wall())
             try persist()
             return
@@ -144,14 +145,47 @@ actor UserSession {
         throw Failure(.passcodeIncorrect, "the passcode is not correct", retryAfter: retryAfter)
     }
 
-    /// The passcode as a gate for another request (the full audit log). Counts like any attempt.
-    func confirmPasscode(_ passcode: String) throws { try requirePasscode(passcode) }
+    /// Whether this user's device passcode is their login password, checked through PAM.
+    var usesPAM: Bool {
+        guard config.pamService != nil else { return false }
+        return config.pamUsers.map { $0.contains(username) } ?? true
+    }
 
-    func setPasscode(current: String?, new: String) throws {
+    /// A PAM user always has a passcode (the login password); else one must have been set.
+    var passcodeIsSet: Bool { usesPAM || record.passcode != nil }
+
+    var username: String {
+        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
+        return String(cString: name)
+    }
+
+    /// Whether `passcode` is right, and the memory-hard digest of the attempt that the ledger uses
+    /// to tell a repeated wrong entry from a new one. One check at a time per user: a slow PAM
+    /// stack must not let parallel requests guess past the delay rules.
+    private func checkPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data) {
+        guard !passcodeCheckBusy else { throw Failure(.busy, "another passcode check for this user is in progress") }
+        passcodeCheckBusy = true
+        defer { passcodeCheckBusy = false }
+        if usesPAM, let service = config.pamService {
+            let attempt = try PasscodeVerifier(salt: record.domainSecret, hash: Data(), cost: config.passcodeCost, blockSize: 8, parallelism: 1).derive(passcode)
+            let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
+            if case .refused(let why) = outcome { logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"]) }
+            return (outcome == .accepted, attempt)
+        }
+        guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
+        let attempt = try verifier.derive(passcode)
+        return (verifier.matches(attempt), attempt)
+    }
+
+    /// The passcode as a gate for another request (the full audit log). Counts like any attempt.
+    func confirmPasscode(_ passcode: String) async throws { try await requirePasscode(passcode) }
+
+    func setPasscode(current: String?, new: String) async throws {
+        if usesPAM { throw Failure(.notPermitted, "the device passcode is your login password (PAM service \(config.pamService ?? "")); change it with passwd") }
         do { try PasscodeVerifier.validate(new) } catch { throw Failure(.invalidParameter, "\(error)") }
         if record.passcode != nil {
             guard let current else { throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode") }
-            try requirePasscode(current)
+            try await requirePasscode(current)
         }
         record.passcode = try PasscodeVerifier.make(passcode: new, cost: config.passcodeCost)
         record.ledger.passcodeChanged(wall: clock.wall())
@@ -165,7 +199,8 @@ actor UserSession {
         guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
         enrolmentBusy = true
         defer { enrolmentBusy = false }
-        try requirePasscode(current)
+        if usesPAM { throw Failure(.notPermitted, "the device passcode is your login password (PAM service \(config.pamService ?? "")); it cannot be removed here") }
+        try await requirePasscode(current)
         if let sensor, !record.enrolment.isEmpty {
             record.enrolment = try await sensor.unenrollAll(uid: uid, stored: record.enrolment)
             record.enrolmentGeneration += 1
@@ -187,7 +222,7 @@ actor UserSession {
         defer { enrolmentBusy = false }
         guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor to enrol on") }
         try Self.validateIdentityName(name)
-        try requirePasscode(passcode)
+        try await requirePasscode(passcode)
         record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment, progress: progress)
         record.enrolmentGeneration += 1
         try persist()
@@ -200,7 +235,7 @@ actor UserSession {
         enrolmentBusy = true
         defer { enrolmentBusy = false }
         guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor") }
-        try requirePasscode(passcode)
+        try await requirePasscode(passcode)
         record.enrolment = try await sensor.unenroll(uid: uid, name: name, stored: record.enrolment)
         record.enrolmentGeneration += 1
         try persist()
@@ -322,8 +357,8 @@ actor UserSession {
                         await show(screen)
                     case .checkPasscode(let passcode):
                         let result: EvaluationMachine.Input
-                        if let verifier = record.passcode, let attempt = try? verifier.derive(passcode) {
-                            result = .passcodeChecked(correct: verifier.matches(attempt), attempt: attempt)
+                        if let (correct, attempt) = try? await checkPasscode(passcode) {
+                            result = .passcodeChecked(correct: correct, attempt: attempt)
                         } else {
                             result = .systemCancel("The device passcode was removed during the evaluation.")
                         }

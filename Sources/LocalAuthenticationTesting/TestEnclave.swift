@@ -89,7 +89,7 @@ public final class TestEnclave: @unchecked Sendable {
             throw EnclaveClientError.unreachable("laenclaved not found; build it (swift build) or set \(EnclavePaths.daemonEnvironmentKey)")
         }
         var args = [configuration.systemMode ? "--system" : "--user", "--socket", socketPath, "--state-dir", stateDirectory,
-                    "--key-file", directory + "/keys/master.key", "--simulated-sensor", configuration.sensor.rawValue, "--passcode-cost", String(configuration.passcodeCost),
+                    "--key-file", directory + "/keys/master.key", "--config", directory + "/laenclaved.conf", "--simulated-sensor", configuration.sensor.rawValue, "--passcode-cost", String(configuration.passcodeCost),
                     "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout", String(configuration.promptQueueTimeout),
                     "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
                     "--exit-with-parent"]

@@ -14,6 +14,13 @@ struct Status: ParsableCommand {
         print("user          uid \(s.uid), \(s.mode.rawValue)-mode daemon")
         if let sensor = s.sensor {
             print("sensor        \(sensor.name)\(sensor.simulated ? "  ⚠ SIMULATED: touches can be scripted" : "")")
+            if sensor.simulated && s.mode == .system {
+                // A system daemon guards every user of the machine: say it where nobody can miss it.
+                printError("""
+                    ⚠⚠ WARNING: this SYSTEM daemon uses a SIMULATED \(sensor.kind.displayName) sensor\(s.simulationEnabled ? " and accepts scripted input" : "").
+                    ⚠⚠ Anyone who can queue events passes biometric checks. Use sensor = fprintd (or auto) in \(EnclavePaths.systemConfiguration).
+                    """)
+            }
         } else {
             print("sensor        none")
         }

@@ -41,6 +41,18 @@ struct LAEnclaved: AsyncParsableCommand {
     @Flag(name: .customLong("fprintd"), help: "Use the fingerprint reader served by fprintd (D-Bus system bus; $DBUS_SYSTEM_BUS_ADDRESS is honoured).")
     var fprintd = false
 
+    @Option(name: .customLong("config"), help: "Configuration file (default: /etc/laenclaved/laenclaved.conf in system mode, $XDG_CONFIG_HOME/laenclaved/laenclaved.conf in user mode; see docs/configuration.md).")
+    var configFile: String?
+
+    @Option(name: .customLong("passcode-source"), help: "enclave (the daemon's own passcode) or pam (the user's login password, checked through PAM).")
+    var passcodeSource: String?
+
+    @Option(name: .customLong("pam-service"), help: "The PAM service (a file in /etc/pam.d) that checks login passwords.")
+    var pamService: String?
+
+    @Option(name: .customLong("pam-users"), help: "Comma-separated users whose passcode is their login password (default: every user).")
+    var pamUsers: String?
+
     @Flag(name: .customLong("allow-simulation"), help: "Accept simulated events (scripted touches, typed passcodes). Always on in user mode unless --no-simulation.")
     var allowSimulation = false
 
@@ -71,6 +83,7 @@ struct LAEnclaved: AsyncParsableCommand {
     func validate() throws {
         if system && userMode { throw ValidationError("--system and --user exclude each other") }
         if fprintd && simulatedSensor != nil && simulatedSensor != SensorChoice.none { throw ValidationError("--fprintd and --simulated-sensor exclude each other") }
+        if let passcodeSource, DaemonSettings.PasscodeSource(rawValue: passcodeSource) == nil { throw ValidationError("--passcode-source is enclave or pam") }
         if !(10...20).contains(passcodeCost) { throw ValidationError("--passcode-cost must be between 10 and 20") }
         if allowSimulation && noSimulation { throw ValidationError("--allow-simulation and --no-simulation exclude each other") }
         for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime)]
@@ -92,11 +105,27 @@ struct LAEnclaved: AsyncParsableCommand {
             return h
         }
         let logger = Logger(label: "laenclaved")
-        let sensorChoice = fprintd ? SensorChoice.none : simulatedSensor ?? (mode == .user ? .touchid : SensorChoice.none)
-        let kind: BiometryKind? = switch sensorChoice {
-        case .touchid: .touchID
-        case .faceid: .faceID
-        case .none: nil
+        // The configuration file, then the command line over it.
+        let settingsPath = configFile ?? (mode == .system ? EnclavePaths.systemConfiguration : EnclavePaths.userConfiguration())
+        var settings: DaemonSettings
+        do { settings = try DaemonSettings.load(settingsPath) } catch {
+            throw ValidationError("\(settingsPath): \(error)")
+        }
+        if let simulatedSensor {
+            settings.sensor = switch simulatedSensor { case .touchid: .simulatedTouchID; case .faceid: .simulatedFaceID; case .none: .none }
+        }
+        if fprintd { settings.sensor = .fprintd }
+        if let passcodeSource, let source = DaemonSettings.PasscodeSource(rawValue: passcodeSource) { settings.passcodeSource = source }
+        if let pamService { settings.pamService = pamService }
+        if let pamUsers { settings.pamUsers = Set(pamUsers.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+        if allowSimulation { settings.allowSimulation = true }
+        if noSimulation { settings.allowSimulation = false }
+
+        let kind: BiometryKind? = switch settings.sensor {
+        case .simulatedTouchID: .touchID
+        case .simulatedFaceID: .faceID
+        case .auto: mode == .user ? .touchID : nil  // what `auto` falls back to without a reader
+        case .fprintd, .none: nil
         }
         var config = DaemonConfiguration(
             mode: mode,
@@ -104,13 +133,17 @@ struct LAEnclaved: AsyncParsableCommand {
             stateDirectory: stateDirectory ?? (mode == .system ? EnclavePaths.systemStateDirectory : EnclavePaths.userStateDirectory()),
             masterKeyPath: keyFile ?? (mode == .system ? EnclavePaths.systemMasterKey : EnclavePaths.userMasterKey()),
             simulatedSensor: kind,
-            simulationEnabled: noSimulation ? false : (mode == .user || allowSimulation))
-        config.fprintd = fprintd
+            simulationEnabled: settings.allowSimulation ?? (mode == .user))
+        config.fprintd = switch settings.sensor { case .fprintd: .required; case .auto: .ifAvailable; default: .no }
+        if settings.passcodeSource == .pam {
+            config.pamService = settings.pamService
+            config.pamUsers = settings.pamUsers
+        }
         config.passcodeCost = passcodeCost
         config.promptTimeout = promptTimeout
         config.promptQueueTimeout = promptQueueTimeout
         config.contextLifetime = contextLifetime
-        if mode == .system && kind != nil {
+        if mode == .system && (settings.sensor == .simulatedTouchID || settings.sensor == .simulatedFaceID) {
             logger.warning("SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks")
         }
         let daemon: EnclaveDaemon

@@ -152,10 +152,11 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertEqual(code, .systemCancel)
         XCTAssertTrue(enclave.log().contains("in use by another program"), enclave.log())
         terminateAndWait(holder, grace: 2)
+        try stack.waitUntilReleased()  // fprintd closes the reader once it sees the holder gone
         let next = evaluating(enclave)
         try stack.device("SCAN finger-A")
         let matched = await next.value
-        XCTAssertNil(matched, "once the other program lets go, the reader works")
+        XCTAssertNil(matched, "once the other program lets go, the reader works: \(enclave.log().suffix(1500))")
     }
 
     private func eventuallyTrue(timeout: Double = 5, _ condition: @escaping () -> Bool) throws {

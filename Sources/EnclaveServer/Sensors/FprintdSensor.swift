@@ -33,13 +33,13 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     /// Connects once to check that fprintd answers and has a reader; throws a clear error if not.
     public init(busAddress: String? = nil) throws {
         self.busAddress = busAddress
-        worker = FprintdWorker(busAddress: busAddress)
         let name = try Self.onThisThread(busAddress) { bus in
             let device = try Self.defaultDevice(bus)
             return try bus.call(Self.service, device, "org.freedesktop.DBus.Properties", "Get", [Self.deviceInterface, "name"],
                                 read: SdBusConnection.readVariantString)
         }
         info = SensorInfo(kind: .touchID, name: "fprintd: \(name)", simulated: false)
+        worker = FprintdWorker(busAddress: busAddress)
     }
 
     // MARK: BiometricSensor
@@ -359,7 +359,8 @@ final class FprintdWorker: @unchecked Sendable {
 
     init(busAddress: String?) {
         holder = ClaimHolder(busAddress: busAddress)
-        let thread = Thread { [unowned self] in self.loop() }
+        // The thread keeps its worker: both live as long as the daemon's sensor.
+        let thread = Thread { self.loop() }
         thread.name = "laenclaved-fprintd"
         thread.start()
     }

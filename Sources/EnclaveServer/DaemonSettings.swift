@@ -1,0 +1,90 @@
+import Foundation
+
+/// What the configuration file chooses (`/etc/laenclaved/laenclaved.conf` in system mode,
+/// `$XDG_CONFIG_HOME/laenclaved/laenclaved.conf` in user mode): `key = value` lines, `#` comments.
+/// Command-line options override the file. Parsing is pure; an unknown key or value is an error
+/// naming its line, so a typo never silently weakens the configuration.
+///
+/// ```
+/// sensor = auto              # auto | fprintd | simulated-touchid | simulated-faceid | none
+/// passcode-source = enclave  # enclave | pam
+/// pam-service = laenclaved   # the /etc/pam.d service that checks login passwords
+/// pam-users = alice, bob     # only these users' passcode is their login password (default: all)
+/// allow-simulation = no      # system mode: accept scripted touches and typed passcodes
+/// ```
+public struct DaemonSettings: Equatable, Sendable {
+    public enum Sensor: String, Sendable, CaseIterable {
+        /// fprintd when it has a reader; else a simulated Touch ID in user mode, none in system mode.
+        case auto
+        case fprintd
+        case simulatedTouchID = "simulated-touchid"
+        case simulatedFaceID = "simulated-faceid"
+        case none
+    }
+
+    public enum PasscodeSource: String, Sendable, CaseIterable { case enclave, pam }
+
+    public var sensor: Sensor = .auto
+    public var passcodeSource: PasscodeSource = .enclave
+    public var pamService = "laenclaved"
+    public var pamUsers: Set<String>?
+    public var allowSimulation: Bool?
+
+    public init() {}
+
+    public struct ParseError: Error, CustomStringConvertible, Equatable {
+        public var line: Int
+        public var problem: String
+        public var description: String { "line \(line): \(problem)" }
+    }
+
+    public static func parse(_ text: String) throws -> DaemonSettings {
+        var settings = DaemonSettings()
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+            if line.isEmpty { continue }
+            let number = index + 1
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard parts.count == 2, !parts[0].isEmpty else { throw ParseError(line: number, problem: "expected key = value") }
+            let (key, value) = (parts[0], parts[1])
+            func choice<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws -> T where T.RawValue == String {
+                guard let v = T(rawValue: value) else {
+                    throw ParseError(line: number, problem: "\(key) is one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value.prefix(40))\"")
+                }
+                return v
+            }
+            switch key {
+            case "sensor": settings.sensor = try choice(Sensor.self)
+            case "passcode-source": settings.passcodeSource = try choice(PasscodeSource.self)
+            case "pam-service":
+                guard !value.isEmpty, value.count <= 64, value.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
+                    throw ParseError(line: number, problem: "pam-service is the name of a file in /etc/pam.d")
+                }
+                settings.pamService = value
+            case "pam-users":
+                let users = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                guard !users.isEmpty else { throw ParseError(line: number, problem: "pam-users lists user names, separated by commas") }
+                settings.pamUsers = Set(users)
+            case "allow-simulation":
+                switch value.lowercased() {
+                case "yes", "true", "on": settings.allowSimulation = true
+                case "no", "false", "off": settings.allowSimulation = false
+                default: throw ParseError(line: number, problem: "allow-simulation is yes or no")
+                }
+            default:
+                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation)")
+            }
+        }
+        return settings
+    }
+
+    /// The file at `path`, or the defaults when there is none.
+    public static func load(_ path: String) throws -> DaemonSettings {
+        guard FileManager.default.fileExists(atPath: path) else { return DaemonSettings() }
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw ParseError(line: 0, problem: "cannot read \(path): \(error.localizedDescription)")
+        }
+        return try parse(text)
+    }
+}

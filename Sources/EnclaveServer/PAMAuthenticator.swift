@@ -1,0 +1,56 @@
+import CPAM
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Checks a password with PAM (the configured service's `auth` and `account` stacks). The password
+/// lives only in memory for the call: copied for PAM's conversation, wiped and freed after; it is
+/// never logged. Runs on a thread of its own: a PAM stack may sleep (pam_faildelay) or block.
+enum PAMAuthenticator {
+    enum Outcome: Equatable { case accepted, refused(String) }
+
+    static func check(service: String, user: String, password: String) async -> Outcome {
+        await withCheckedContinuation { continuation in
+            let thread = Thread { continuation.resume(returning: checkNow(service: service, user: user, password: password)) }
+            thread.name = "laenclaved-pam"
+            thread.start()
+        }
+    }
+
+    private static func checkNow(service: String, user: String, password: String) -> Outcome {
+        guard let secret = strdup(password) else { return .refused("out of memory") }
+        defer {
+            memset(secret, 0, strlen(secret))
+            free(secret)
+        }
+        // PAM asks through this C callback; the password arrives as its appdata.
+        let converse: @convention(c) (Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+                                      UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?) -> Int32 = { count, messages, responses, appdata in
+            guard count > 0, let messages, let responses, let appdata,
+                  let replies = calloc(Int(count), MemoryLayout<pam_response>.size)?.assumingMemoryBound(to: pam_response.self) else { return PAM_CONV_ERR }
+            let password = appdata.assumingMemoryBound(to: CChar.self)
+            for i in 0..<Int(count) {
+                let style = messages[i]?.pointee.msg_style ?? 0
+                if style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON { replies[i].resp = strdup(password) }
+            }
+            responses.pointee = replies
+            return PAM_SUCCESS
+        }
+        var conversation = pam_conv(conv: converse, appdata_ptr: UnsafeMutableRawPointer(secret))
+        var handle: OpaquePointer?
+        var status = pam_start(service, user, &conversation, &handle)
+        guard status == PAM_SUCCESS, let handle else { return .refused(describe(handle, status)) }
+        defer { pam_end(handle, status) }
+        status = pam_authenticate(handle, Int32(PAM_SILENT) | Int32(PAM_DISALLOW_NULL_AUTHTOK))
+        guard status == PAM_SUCCESS else { return .refused(describe(handle, status)) }
+        status = pam_acct_mgmt(handle, Int32(PAM_SILENT))
+        guard status == PAM_SUCCESS else { return .refused(describe(handle, status)) }
+        return .accepted
+    }
+
+    private static func describe(_ handle: OpaquePointer?, _ status: Int32) -> String {
+        guard let handle else { return "PAM error \(status)" }
+        return pam_strerror(handle, status).map { String(cString: $0) } ?? "PAM error \(status)"
+    }
+}

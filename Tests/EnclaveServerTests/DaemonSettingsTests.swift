@@ -1,0 +1,52 @@
+import EnclaveServer
+import XCTest
+
+final class DaemonSettingsTests: XCTestCase {
+    func testDefaults() throws {
+        let s = try DaemonSettings.parse("")
+        XCTAssertEqual(s.sensor, .auto)
+        XCTAssertEqual(s.passcodeSource, .enclave)
+        XCTAssertEqual(s.pamService, "laenclaved")
+        XCTAssertNil(s.pamUsers)
+        XCTAssertNil(s.allowSimulation)
+    }
+
+    func testEveryKeyWithCommentsAndSpaces() throws {
+        let s = try DaemonSettings.parse("""
+            # a comment
+            sensor = fprintd          # trailing comment
+              passcode-source=pam
+            pam-service = login
+            pam-users = alice, bob ,carol
+
+            allow-simulation = yes
+            """)
+        XCTAssertEqual(s.sensor, .fprintd)
+        XCTAssertEqual(s.passcodeSource, .pam)
+        XCTAssertEqual(s.pamService, "login")
+        XCTAssertEqual(s.pamUsers, ["alice", "bob", "carol"])
+        XCTAssertEqual(s.allowSimulation, true)
+    }
+
+    func testMistakesNameTheirLine() {
+        for (text, line, fragment) in [
+            ("sensor = fingerprint", 1, "sensor is one of"),
+            ("\npasscode-source = ldap", 2, "passcode-source is one of"),
+            ("allow-simulation = maybe", 1, "yes or no"),
+            ("pam-service = ../shadow", 1, "/etc/pam.d"),
+            ("pam-users = ,", 1, "user names"),
+            ("sensr = auto", 1, "unknown setting"),
+            ("just words", 1, "key = value"),
+        ] {
+            XCTAssertThrowsError(try DaemonSettings.parse(text), text) { error in
+                guard let e = error as? DaemonSettings.ParseError else { return XCTFail("\(error)") }
+                XCTAssertEqual(e.line, line, text)
+                XCTAssertTrue(e.problem.contains(fragment), "\(text): \(e.problem)")
+            }
+        }
+    }
+
+    func testAMissingFileMeansTheDefaults() throws {
+        XCTAssertEqual(try DaemonSettings.load("/nonexistent/laenclaved.conf"), DaemonSettings())
+    }
+}
