@@ -23,30 +23,20 @@ public struct EnclaveService: Service {
 
     public func run() async throws {
         let path = daemon.config.socketPath
-        let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        // Never listen in a directory someone else controls (e.g. a pre-created /tmp/laenclaved-UID).
-        var info = stat()
-        guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else {
-            throw SocketDirectoryError(path: directory)
+        // Socket activation: systemd made the socket (path, owner, mode) and keeps it across
+        // restarts; serve it as it is and never unlink it.
+        let activated = try SocketActivation.takeListener()
+        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        if let activated {
+            warnIfUntrustedDirectory(of: activated.path)
+            server = try await bootstrap().bind(activated.descriptor) { Self.wrap($0) }
+            logger.info("listening", metadata: ["socket": "\(activated.path)", "activation": "systemd", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
+        } else {
+            server = try await bindSocketFile(path)
+            logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
         }
-        // User mode: only the user may reach the socket. System mode: everyone may connect; the
-        // daemon decides per request from the peer's uid.
-        chmod(directory, daemon.config.mode == .system ? 0o755 : 0o700)
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(ChannelOptions.backlog, value: 128)
-            // A client that shuts down its write side after its last request still gets the
-            // replies (and the explanation of a truncated frame) before the daemon closes.
-            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
-            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                }
-            }
-        chmod(path, daemon.config.mode == .system ? 0o666 : 0o600)
-        logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
         onReady()
-        defer { unlink(path) }
+        defer { if activated == nil { unlink(path) } }
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
@@ -60,6 +50,47 @@ public struct EnclaveService: Service {
             server.channel.close(promise: nil)
         }
         logger.info("stopped")
+    }
+
+    private func bootstrap() -> ServerBootstrap {
+        ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(ChannelOptions.backlog, value: 128)
+            // A client that shuts down its write side after its last request still gets the
+            // replies (and the explanation of a truncated frame) before the daemon closes.
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+    }
+
+    private static func wrap(_ channel: any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> {
+        channel.eventLoop.makeCompletedFuture {
+            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+        }
+    }
+
+    /// Creates the socket file itself (no socket activation).
+    private func bindSocketFile(_ path: String) async throws -> NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never> {
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Never listen in a directory someone else controls (e.g. a pre-created /tmp/laenclaved-UID).
+        var info = stat()
+        guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else {
+            throw SocketDirectoryError(path: directory)
+        }
+        // User mode: only the user may reach the socket. System mode: everyone may connect; the
+        // daemon decides per request from the peer's uid.
+        chmod(directory, daemon.config.mode == .system ? 0o755 : 0o700)
+        let server = try await bootstrap().bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { Self.wrap($0) }
+        chmod(path, daemon.config.mode == .system ? 0o666 : 0o600)
+        return server
+    }
+
+    /// Clients trust a system daemon run by root, by themselves, or by the owner of the socket's
+    /// directory: an activated daemon whose directory belongs to someone else will be refused by them.
+    private func warnIfUntrustedDirectory(of socketPath: String) {
+        let directory = (socketPath as NSString).deletingLastPathComponent
+        var info = stat()
+        guard geteuid() != 0, stat(directory, &info) == 0, info.st_uid != geteuid() else { return }
+        logger.warning("the socket's directory is not owned by the daemon's user: clients will not trust this daemon",
+                       metadata: ["directory": "\(directory)", "owner": "\(info.st_uid)", "daemon": "\(geteuid())"])
     }
 
     fileprivate func peer(of channel: any Channel) async -> PeerIdentity? {

@@ -1,0 +1,353 @@
+import ArgumentParser
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `lactl doctor`: what an administrator checks after installing (or when an app says the daemon
+/// is unreachable), one line each — `ok`, `problem` (with a one-line fix) or `note` (optional, or
+/// not visible to the caller). Exits 0 when there is no problem, 1 otherwise.
+struct Doctor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the installation: socket, daemon, its user, permissions, state, key, sensor, fprintd, D-Bus, PAM.",
+        discussion: """
+            Each line is ok, problem (followed by a fix) or note (optional, or not visible to you). \
+            Exit status: 0 when there is no problem, 1 otherwise. Run it as root (sudo lactl doctor) to \
+            include the system daemon's state directory, database and key file.
+            """)
+
+    @OptionGroup var client: ClientOptions
+    @Option(name: .customLong("state-dir"), help: "The daemon's state directory, when it is not the default of its mode.")
+    var stateDirectory: String?
+    @Option(name: .customLong("key-file"), help: "The daemon's master key file, when it is not the default of its mode.")
+    var keyFile: String?
+
+    func run() throws {
+        var report = DoctorReport()
+        diagnose(into: &report)
+        if report.problems > 0 {
+            print("\(report.problems) problem(s)")
+            throw ExitCode(1)
+        }
+        print("no problem found")
+    }
+
+    private func diagnose(into report: inout DoctorReport) {
+        let endpoint = client.endpoint()
+        let path = endpoint.socketPath
+        let isSystemSocket = path == EnclavePaths.systemSocket
+        // Which socket apps use, and why.
+        let origin: String
+        if client.socket != nil {
+            origin = "given with --socket"
+        } else if let env = ProcessInfo.processInfo.environment[EnclavePaths.socketEnvironmentKey], !env.isEmpty {
+            origin = "from $\(EnclavePaths.socketEnvironmentKey)"
+        } else if isSystemSocket {
+            origin = "the system daemon's: apps of every user use it"
+        } else {
+            origin = "the user daemon's (no system socket at \(EnclavePaths.systemSocket))"
+        }
+        let socketInfo = FileInfo(path)
+        switch socketInfo {
+        case .missing where endpoint.autostart:
+            report.note("socket", "\(path): \(origin); the user daemon is not running, apps start it on first use")
+            report.note("system", "no system daemon: to serve every user, install the package (README: \"Installing as a system service\")")
+            // Nothing more to check without a daemon; the state of a user daemon is still worth a look.
+            checkState(mode: .user, daemonUID: getuid(), created: false, into: &report)
+            checkHostServices(into: &report)
+            return
+        case .missing:
+            report.problem("socket", "\(path) (\(origin)) does not exist",
+                           fix: isSystemSocket ? "sudo systemctl enable --now laenclaved.socket" : "start the daemon, or pass the socket it listens on with --socket")
+            checkHostServices(into: &report)
+            return
+        case .hidden(let e):
+            report.problem("socket", "\(path) cannot be examined: \(String(cString: strerror(e)))",
+                           fix: "the directory of the socket must be searchable by every user (chmod 0755 \((path as NSString).deletingLastPathComponent))")
+            checkHostServices(into: &report)
+            return
+        case .present(let st) where (st.st_mode & S_IFMT) != S_IFSOCK:
+            report.problem("socket", "\(path) exists but is not a socket", fix: "remove it and restart the daemon (sudo systemctl restart laenclaved.socket)")
+            checkHostServices(into: &report)
+            return
+        case .present:
+            report.ok("socket", "\(path): \(origin)")
+        }
+
+        // Who answers: the kernel's word (SO_PEERCRED), before saying anything to it.
+        var credentials: PeerCredentials?
+        do {
+            credentials = try Self.listenerCredentials(path)
+        } catch {
+            report.problem("daemon", "nothing answers at \(path): \(error)",
+                           fix: isSystemSocket ? "sudo systemctl restart laenclaved.socket; journalctl -u laenclaved says why it stopped"
+                                               : "remove the stale socket (rm \(path)); apps start the user daemon again")
+            checkSocketPermissions(path, mode: isSystemSocket ? .system : .user, daemonUID: nil, into: &report)
+            checkHostServices(into: &report)
+            return
+        }
+        var daemonUID = credentials?.uid
+        let connection: EnclaveConnection
+        do {
+            connection = try EnclaveConnection(socketPath: path)
+        } catch {
+            let mode: DaemonMode = isSystemSocket ? .system : .user
+            // A daemon that refuses a client says why in a reply to no request, then closes: the
+            // connection only reports the loss, so listen (without saying anything) for the reason.
+            let refusal = (error as? EnclaveClientError) == .connectionLost ? Self.refusal(at: path) : nil
+            if let refusal, refusal.contains("could not identify") {
+                report.problem("daemon", "it refuses this client: \(refusal) (it cannot read /proc/PID/exe of other users' processes)",
+                               fix: "give the daemon CAP_SYS_PTRACE (the packaged unit's AmbientCapabilities=CAP_SYS_PTRACE) or run it as root")
+            } else if let refusal {
+                report.problem("daemon", "it refuses this client: \(refusal)", fix: "use a daemon that serves you: the system daemon, or your own user daemon")
+            } else if case .unreachable(let why)? = error as? EnclaveClientError, why.contains("not a trusted") {
+                report.problem("daemon", why, fix: "the system daemon must run as root or as the owner of \((path as NSString).deletingLastPathComponent) (sudo systemd-tmpfiles --create laenclaved.conf)")
+            } else {
+                report.problem("daemon", "\(error)", fix: isSystemSocket ? "journalctl -u laenclaved says what the daemon did" : "see laenclaved.log in your state directory")
+            }
+            reportUser(daemonUID, pid: credentials?.pid, mode: mode, socketPath: path, into: &report)
+            checkSocketPermissions(path, mode: mode, daemonUID: daemonUID, into: &report)
+            checkState(mode: mode, daemonUID: daemonUID, into: &report)
+            checkHostServices(into: &report)
+            return
+        }
+        defer { connection.close() }
+        // Socket activation: a connection made before the daemon started reports whoever called
+        // listen() first — systemd (pid 1, root). The daemon listens again when it starts; ask anew.
+        if let c = credentials, c.pid == 1 || c.uid == 0, let again = try? Self.listenerCredentials(path) {
+            credentials = again
+            daemonUID = again.uid
+        }
+        let mode = connection.hello.mode
+        report.ok("daemon", "answers (protocol \(connection.hello.version), \(mode.rawValue) mode\(credentials.map { ", pid \($0.pid)" } ?? ""))")
+        reportUser(daemonUID, pid: credentials?.pid, mode: mode, socketPath: path, into: &report)
+        checkSocketPermissions(path, mode: mode, daemonUID: daemonUID, into: &report)
+        checkState(mode: mode, daemonUID: daemonUID, into: &report)
+        // The sensor, from the daemon itself (what `lactl status` shows).
+        var readerInUse = false
+        do {
+            guard case .status(let s) = try connection.request(.status) else { throw EnclaveClientError.protocolError("no status") }
+            checkSensor(s, into: &report)
+            readerInUse = s.sensor.map { !$0.simulated } ?? false
+        } catch {
+            report.problem("sensor", "the daemon did not say: \(error)", fix: "lactl status shows the daemon's answer; journalctl -u laenclaved its log")
+        }
+        checkHostServices(readerInUse: readerInUse, into: &report)
+    }
+
+    /// SO_PEERCRED of a connection to `path`: the process that last called listen() on the socket.
+    static func listenerCredentials(_ path: String) throws -> PeerCredentials? {
+        let fd = try EnclaveConnection.connectSocket(path)
+        defer { close(fd) }
+        return PeerCredentials.of(socket: fd)
+    }
+
+    /// The reason a daemon gives when it refuses a connection (sent unasked, right after accept).
+    static func refusal(at path: String) -> String? {
+        guard let fd = try? EnclaveConnection.connectSocket(path) else { return nil }
+        defer { close(fd) }
+        var decoder = FrameDecoder()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date().addingTimeInterval(2)
+        while Date() < deadline {
+            var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&descriptor, 1, 200) >= 0 else { return nil }
+            guard descriptor.revents != 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard n > 0 else { return nil }
+            decoder.append(buffer[0..<n])
+            if let frame = try? decoder.nextFrame(), let envelope = try? ReplyEnvelope.decode(frame) {
+                if case .failure(let f) = envelope.reply { return f.message }
+                return nil
+            }
+        }
+        return nil
+    }
+
+    // MARK: the checks
+
+    private func reportUser(_ uid: UInt32?, pid: Int32?, mode: DaemonMode, socketPath: String, into report: inout DoctorReport) {
+        guard let uid else {
+            return report.problem("user", "the kernel did not report who runs the daemon", fix: "check with: ss -xlp | grep laenclaved")
+        }
+        let who = "\(userName(uid)) (uid \(uid))"
+        switch mode {
+        case .user:
+            if uid == getuid() { report.ok("user", "runs as you, \(who)") } else {
+                report.problem("user", "a user daemon run by \(who), not by you", fix: "stop it and let your apps start your own (or use the system socket)")
+            }
+        case .system:
+            let directory = (socketPath as NSString).deletingLastPathComponent
+            let owner = FileInfo(directory).stat?.st_uid
+            if uid == 0 {
+                report.ok("user", "runs as \(who); the packaged unit runs it as the dedicated user laenclaved")
+            } else if owner == uid {
+                report.ok("user", "runs as \(who), the owner of \(directory), so clients trust it")
+            } else {
+                report.problem("user", "runs as \(who), but \(directory) belongs to \(owner.map(userName) ?? "nobody known"): clients refuse it",
+                               fix: "sudo systemd-tmpfiles --create laenclaved.conf (makes \(directory) the daemon user's)")
+            }
+        }
+    }
+
+    private func checkSocketPermissions(_ path: String, mode: DaemonMode, daemonUID: UInt32?, into report: inout DoctorReport) {
+        let directory = (path as NSString).deletingLastPathComponent
+        guard let dir = FileInfo(directory).stat, let sock = FileInfo(path).stat else {
+            return report.note("permissions", "\(directory) or its socket cannot be examined")
+        }
+        let dirMode = dir.st_mode & 0o7777, sockMode = sock.st_mode & 0o777
+        let summary = "\(directory) \(octal(dirMode)) \(userName(dir.st_uid)), socket \(octal(sockMode)) \(userName(sock.st_uid))"
+        var trouble: [String] = []
+        var fix = ""
+        switch mode {
+        case .system:
+            if dirMode & 0o022 != 0 { trouble.append("the directory is writable by others"); fix = "sudo chmod 0755 \(directory)" }
+            if dirMode & 0o001 == 0 { trouble.append("other users cannot reach the socket"); fix = "sudo chmod 0755 \(directory)" }
+            if sockMode & 0o002 == 0 {
+                trouble.append("other users cannot connect (the socket needs mode 0666; the daemon decides by uid)")
+                fix = "SocketMode=0666 in laenclaved.socket, then sudo systemctl restart laenclaved.socket"
+            }
+            if let daemonUID, daemonUID != 0, dir.st_uid != daemonUID {
+                trouble.append("the directory is not the daemon user's"); fix = "sudo systemd-tmpfiles --create laenclaved.conf"
+            }
+        case .user:
+            if dirMode & 0o077 != 0 { trouble.append("the directory is open to others"); fix = "chmod 0700 \(directory)" }
+            if dir.st_uid != getuid() { trouble.append("the directory is not yours"); fix = "remove \(directory) and let your apps start the daemon again" }
+        }
+        if trouble.isEmpty { report.ok("permissions", summary) } else {
+            report.problem("permissions", summary + ": " + trouble.joined(separator: "; "), fix: fix)
+        }
+    }
+
+    /// `created`: whether a daemon has run (then what it makes at start must exist).
+    private func checkState(mode: DaemonMode, daemonUID: UInt32?, created: Bool = true, into report: inout DoctorReport) {
+        let state = stateDirectory ?? (mode == .system ? EnclavePaths.systemStateDirectory : EnclavePaths.userStateDirectory())
+        let key = keyFile ?? (mode == .system ? EnclavePaths.systemMasterKey : EnclavePaths.userMasterKey())
+        let owner = daemonUID ?? (mode == .system ? getpwnam("laenclaved").map { $0.pointee.pw_uid } : getuid())
+        let tmpfilesFix = mode == .system ? "sudo systemd-tmpfiles --create laenclaved.conf" : nil
+        checkPrivate(directory: state, file: state + "/enclave.sqlite", label: "state", owner: owner, created: created,
+                     missingFix: "the daemon creates it when it starts; if it runs with --state-dir, pass that here too", ownerFix: tmpfilesFix, into: &report)
+        checkPrivate(directory: (key as NSString).deletingLastPathComponent, file: key, label: "master key", owner: owner, created: created,
+                     missingFix: "the daemon creates it when it starts (its user must own \((key as NSString).deletingLastPathComponent)); if it runs with --key-file, pass that here too",
+                     ownerFix: tmpfilesFix, into: &report)
+    }
+
+    /// A 0700 directory and a 0600 file in it, both the daemon's.
+    private func checkPrivate(directory: String, file: String, label: String, owner: UInt32?, created: Bool,
+                              missingFix: String, ownerFix: String?, into report: inout DoctorReport) {
+        let dir: stat
+        switch FileInfo(directory) {
+        case .missing where !created: return report.note(label, "\(directory) does not exist yet: the daemon makes it when it first starts")
+        case .missing: return report.problem(label, "\(directory) does not exist", fix: missingFix)
+        case .hidden(let e): return report.note(label, "\(directory) cannot be seen by you (\(String(cString: strerror(e)))); run lactl doctor as root")
+        case .present(let st): dir = st
+        }
+        let expectedOwner = owner.map { " \(userName($0))" } ?? ""
+        if dir.st_mode & 0o077 != 0 || (owner != nil && dir.st_uid != owner) {
+            return report.problem(label, "\(directory) is \(octal(dir.st_mode & 0o7777)) \(userName(dir.st_uid)); it must be 0700\(expectedOwner)",
+                                  fix: ownerFix ?? "chmod 0700 \(directory)")
+        }
+        switch FileInfo(file) {
+        case .missing where !created:
+            report.note(label, "\(file) does not exist yet: the daemon makes it when it first starts")
+        case .missing:
+            report.problem(label, "\(file) does not exist (\(directory) is 0700\(expectedOwner))", fix: missingFix)
+        case .hidden:
+            report.note(label, "\(directory) is 0700 \(userName(dir.st_uid)); \((file as NSString).lastPathComponent) inside cannot be seen by you (run lactl doctor as root)")
+        case .present(let st):
+            if st.st_mode & 0o077 != 0 || (owner != nil && st.st_uid != owner) {
+                report.problem(label, "\(file) is \(octal(st.st_mode & 0o777)) \(userName(st.st_uid)); it must be 0600\(expectedOwner)",
+                               fix: "sudo chmod 0600 \(file)\(owner.map { "; sudo chown \(userName($0)) \(file)" } ?? "")")
+            } else {
+                report.ok(label, "\(directory) 0700, \((file as NSString).lastPathComponent) \(octal(st.st_mode & 0o777)), \(userName(st.st_uid))")
+            }
+        }
+    }
+
+    private func checkSensor(_ s: UserStatus, into report: inout DoctorReport) {
+        let name = s.sensor.map { "\($0.name)\($0.simulated ? " (SIMULATED)" : "")" } ?? "none (device passcode only)"
+        let simulated = s.sensor?.simulated == true
+        switch s.mode {
+        case .system where simulated || s.simulationEnabled:
+            report.problem("sensor", "⚠ \(name)\(s.simulationEnabled ? ", simulated events accepted" : ""): anyone who can queue events passes biometric checks",
+                           fix: "remove --simulated-sensor and --allow-simulation from the daemon's command (sudo systemctl edit laenclaved.service)")
+        case .user where simulated:
+            report.note("sensor", "\(name): the user daemon's default; touches can be scripted")
+        default:
+            if s.sensor == nil { report.note("sensor", name) } else { report.ok("sensor", name) }
+        }
+    }
+
+    /// fprintd, the D-Bus system bus it answers on, and the optional PAM service file. They are
+    /// problems only when the daemon uses a real reader; otherwise notes.
+    private func checkHostServices(readerInUse: Bool = false, into report: inout DoctorReport) {
+        let fprintd = "/usr/libexec/fprintd"
+        let hasFprintd = FileManager.default.isExecutableFile(atPath: fprintd)
+        if hasFprintd { report.ok("fprintd", "\(fprintd) is installed") } else if readerInUse {
+            report.problem("fprintd", "\(fprintd) is not installed, but the daemon uses a fingerprint reader", fix: "sudo apt install fprintd")
+        } else {
+            report.note("fprintd", "\(fprintd) is not installed: needed only for a real fingerprint reader (sudo apt install fprintd)")
+        }
+        var bus = "/run/dbus/system_bus_socket"
+        if let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"], let range = address.range(of: "unix:path=") {
+            bus = String(address[range.upperBound...].prefix { $0 != "," && $0 != ";" })
+        }
+        if case .present(let st) = FileInfo(bus), (st.st_mode & S_IFMT) == S_IFSOCK {
+            report.ok("d-bus", "the system bus socket \(bus) exists")
+        } else if readerInUse {
+            report.problem("d-bus", "no system bus at \(bus): fprintd cannot be reached", fix: "sudo apt install dbus && sudo systemctl start dbus")
+        } else {
+            report.note("d-bus", "no system bus at \(bus): needed only for fprintd")
+        }
+        let pam = "/etc/pam.d/laenclaved"
+        if FileManager.default.fileExists(atPath: pam) { report.ok("pam", "\(pam) exists") } else {
+            report.note("pam", "\(pam) is absent (optional: used only with passcode-source = pam, see docs/configuration.md)")
+        }
+    }
+}
+
+/// The lines of a diagnosis, printed as they are found.
+struct DoctorReport {
+    private(set) var problems = 0
+
+    mutating func ok(_ check: String, _ detail: String) { line("ok", check, detail) }
+    mutating func note(_ check: String, _ detail: String) { line("note", check, detail) }
+    mutating func problem(_ check: String, _ detail: String, fix: String) {
+        problems += 1
+        line("problem", check, detail)
+        print(String(repeating: " ", count: 9) + "fix: " + fix)
+    }
+
+    private func line(_ marker: String, _ check: String, _ detail: String) {
+        print(marker.padding(toLength: 8, withPad: " ", startingAt: 0) + " " + (check + ":").padding(toLength: 13, withPad: " ", startingAt: 0) + " " + detail)
+    }
+}
+
+/// stat(2) of a path, telling a missing file from one the caller may not see.
+private enum FileInfo {
+    case present(stat)
+    case missing
+    case hidden(Int32)
+
+    init(_ path: String) {
+        var st = Glibc.stat()
+        if statPath(path, &st) == 0 { self = .present(st) } else if errno == ENOENT || errno == ENOTDIR { self = .missing } else { self = .hidden(errno) }
+    }
+
+    var stat: Glibc.stat? { if case .present(let st) = self { return st } else { return nil } }
+}
+
+/// stat(2) itself: inside `FileInfo` the name `stat` means its property.
+private func statPath(_ path: String, _ st: inout Glibc.stat) -> Int32 { stat(path, &st) }
+
+private func userName(_ uid: UInt32) -> String {
+    guard let pw = getpwuid(uid) else { return "uid \(uid)" }
+    return String(cString: pw.pointee.pw_name)
+}
+
+private func octal(_ mode: mode_t) -> String {
+    let text = String(mode, radix: 8)
+    return String(repeating: "0", count: max(0, 4 - text.count)) + text
+}
