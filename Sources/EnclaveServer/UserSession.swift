@@ -357,9 +357,12 @@ actor UserSession {
                         await show(screen)
                     case .checkPasscode(let passcode):
                         let result: EvaluationMachine.Input
-                        if let (correct, attempt) = try? await checkPasscode(passcode) {
+                        do {
+                            let (correct, attempt) = try await checkPasscode(passcode)
                             result = .passcodeChecked(correct: correct, attempt: attempt)
-                        } else {
+                        } catch let f as Failure where f.code == .busy {
+                            result = .systemCancel("Another passcode check for this user was in progress.")
+                        } catch {
                             result = .systemCancel("The device passcode was removed during the evaluation.")
                         }
                         let next = machine.handle(result, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())

@@ -293,6 +293,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     }
 }
 
+/// Set from a task's cancellation handler, polled by a blocking D-Bus loop on another thread.
 private final class CancelFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
@@ -367,7 +368,7 @@ final class FprintdWorker: @unchecked Sendable {
 
     /// Runs `body` on the worker; cancelling the task sets the flag `body` polls.
     func perform<T: Sendable>(_ body: @escaping (ClaimHolder, () -> Bool) throws -> T) async throws -> T {
-        let flag = WorkerCancelFlag()
+        let flag = CancelFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 condition.withLock {
@@ -401,9 +402,3 @@ final class FprintdWorker: @unchecked Sendable {
     }
 }
 
-private final class WorkerCancelFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
-}
