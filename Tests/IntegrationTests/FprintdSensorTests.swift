@@ -113,6 +113,28 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertNil(matched)
     }
 
+    /// Two apps ask at once: the second waits for the first's prompt, then gets the reader; each
+    /// touch decides its own evaluation and none leaks into the other.
+    func testTwoEvaluationsContendingForTheReaderAreServedInTurn() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        let first = evaluating(enclave)
+        try stack.device("SET_SCAN_TYPE swipe")  // the first holds the reader now
+        let second = evaluating(enclave)
+        try eventuallyTrue(timeout: 5) { ((try? enclave.status().promptOpen) ?? false) }
+        try stack.device("SCAN finger-B")  // a stranger's finger: the first's attempt fails…
+        try stack.device("SCAN finger-A")  // …then the owner's: the first succeeds
+        let firstCode = await first.value
+        XCTAssertNil(firstCode)
+        try stack.device("SCAN finger-A")  // the second now has the reader
+        let secondCode = await second.value
+        XCTAssertNil(secondCode)
+        XCTAssertEqual(try enclave.status().biometricFailures, 0, "the first's success reset the count")
+        guard case .audit(let entries) = try enclave.send(.audit(limit: 10, passcode: "1234")) else { return XCTFail() }
+        XCTAssertEqual(entries.filter { $0.operation == "evaluate" && $0.result.hasPrefix("success") }.count, 2, "\(entries)")
+    }
+
     func testFprintdKilledMidVerifyEndsTheEvaluationAndARestartRecovers() async throws {
         let stack = try FprintdStack()
         let enclave = try enclave(stack)
