@@ -189,18 +189,29 @@ public struct AuthenticatorAssertionResponseJSON: Codable, Equatable, Sendable {
     }
 }
 
-public struct RegistrationResponseJSON: Codable, Equatable, Sendable {
+/// What both kinds of authenticator response carry.
+public protocol AuthenticatorResponseJSON: Codable, Equatable, Sendable {
+    /// base64url.
+    var clientDataJSON: String { get }
+}
+
+extension AuthenticatorAttestationResponseJSON: AuthenticatorResponseJSON {}
+extension AuthenticatorAssertionResponseJSON: AuthenticatorResponseJSON {}
+
+/// A `PublicKeyCredential` as `toJSON()` serialises it: the registration and the authentication
+/// responses differ only in `response`.
+public struct PublicKeyCredentialJSON<Response: AuthenticatorResponseJSON>: Codable, Equatable, Sendable {
     /// base64url of `rawId`.
     public var id: String
     /// base64url.
     public var rawId: String
     /// "public-key".
     public var type: String
-    public var response: AuthenticatorAttestationResponseJSON
+    public var response: Response
     public var clientExtensionResults: AuthenticationExtensionsClientOutputsJSON
     public var authenticatorAttachment: String?
 
-    public init(id: String, rawId: String, type: String = "public-key", response: AuthenticatorAttestationResponseJSON,
+    public init(id: String, rawId: String, type: String = "public-key", response: Response,
                 clientExtensionResults: AuthenticationExtensionsClientOutputsJSON = .init(),
                 authenticatorAttachment: String? = nil) {
         self.id = id
@@ -221,46 +232,19 @@ public struct RegistrationResponseJSON: Codable, Equatable, Sendable {
     public var decodedClientDataJSON: Data {
         get throws { try JSONField.decode(response.clientDataJSON, name: "clientDataJSON", code: .malformedClientData) }
     }
+}
 
+public typealias RegistrationResponseJSON = PublicKeyCredentialJSON<AuthenticatorAttestationResponseJSON>
+public typealias AuthenticationResponseJSON = PublicKeyCredentialJSON<AuthenticatorAssertionResponseJSON>
+
+extension PublicKeyCredentialJSON where Response == AuthenticatorAttestationResponseJSON {
     /// `malformedAttestation` if not base64url.
     public var decodedAttestationObject: Data {
         get throws { try JSONField.decode(response.attestationObject, name: "attestationObject", code: .malformedAttestation) }
     }
 }
 
-public struct AuthenticationResponseJSON: Codable, Equatable, Sendable {
-    /// base64url of `rawId`.
-    public var id: String
-    /// base64url.
-    public var rawId: String
-    /// "public-key".
-    public var type: String
-    public var response: AuthenticatorAssertionResponseJSON
-    public var clientExtensionResults: AuthenticationExtensionsClientOutputsJSON
-    public var authenticatorAttachment: String?
-
-    public init(id: String, rawId: String, type: String = "public-key", response: AuthenticatorAssertionResponseJSON,
-                clientExtensionResults: AuthenticationExtensionsClientOutputsJSON = .init(),
-                authenticatorAttachment: String? = nil) {
-        self.id = id
-        self.rawId = rawId
-        self.type = type
-        self.response = response
-        self.clientExtensionResults = clientExtensionResults
-        self.authenticatorAttachment = authenticatorAttachment
-    }
-
-    /// The credential ID. `malformedClientData` if not base64url or `type` is not "public-key";
-    /// `credentialIDMismatch` if `id` and `rawId` differ.
-    public var decodedRawID: Data {
-        get throws { try JSONField.credentialID(id: id, rawId: rawId, type: type) }
-    }
-
-    /// `malformedClientData` if not base64url.
-    public var decodedClientDataJSON: Data {
-        get throws { try JSONField.decode(response.clientDataJSON, name: "clientDataJSON", code: .malformedClientData) }
-    }
-
+extension PublicKeyCredentialJSON where Response == AuthenticatorAssertionResponseJSON {
     /// `malformedAuthenticatorData` if not base64url.
     public var decodedAuthenticatorData: Data {
         get throws { try JSONField.decode(response.authenticatorData, name: "authenticatorData", code: .malformedAuthenticatorData) }
