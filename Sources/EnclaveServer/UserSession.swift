@@ -154,10 +154,7 @@ actor UserSession {
     /// A PAM user always has a passcode (the login password); else one must have been set.
     var passcodeIsSet: Bool { usesPAM || record.passcode != nil }
 
-    var username: String {
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
-        return String(cString: name)
-    }
+    var username: String { accountName(uid: uid) }
 
     /// Whether `passcode` is right, and the memory-hard digest of the attempt that the ledger uses
     /// to tell a repeated wrong entry from a new one. One check at a time per user: a slow PAM
@@ -459,4 +456,10 @@ actor UserSession {
     private func releasePrompt() {
         if waiters.isEmpty { promptBusy = false } else { waiters.removeFirst().continuation.resume(returning: true) }
     }
+}
+
+/// The account name of `uid` (PAM and fprintd know users by name), or the number when it has none.
+func accountName(uid: UInt32) -> String {
+    guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
+    return String(cString: name)
 }

@@ -122,7 +122,7 @@ final class FprintdSensorTests: XCTestCase {
         let first = evaluating(enclave)
         try stack.device("SET_SCAN_TYPE swipe")  // the first holds the reader now
         let second = evaluating(enclave)
-        try eventuallyTrue(timeout: 5) { ((try? enclave.status().promptOpen) ?? false) }
+        eventually("the first prompt to open", timeout: 5) { (try? enclave.status().promptOpen) ?? false }
         try stack.device("SCAN finger-B")  // a stranger's finger: the first's attempt fails…
         try stack.device("SCAN finger-A")  // …then the owner's: the first succeeds
         let firstCode = await first.value
@@ -169,7 +169,7 @@ final class FprintdSensorTests: XCTestCase {
             time.sleep(120)
             """], environment: stack.environment)
         defer { terminateAndWait(holder, grace: 2) }
-        try eventuallyTrue(timeout: 10) { FileManager.default.fileExists(atPath: stack.directory + "/held") }
+        eventually("the other program's claim", timeout: 10) { FileManager.default.fileExists(atPath: stack.directory + "/held") }
         let code = await evaluating(enclave).value
         XCTAssertEqual(code, .systemCancel)
         XCTAssertTrue(enclave.log().contains("in use by another program"), enclave.log())
@@ -181,14 +181,6 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertNil(matched, "once the other program lets go, the reader works: \(enclave.log().suffix(1500))")
     }
 
-    private func eventuallyTrue(timeout: Double = 5, _ condition: @escaping () -> Bool) throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if condition() { return }
-            usleep(10_000)
-        }
-        XCTFail("timed out")
-    }
 }
 
 private final class OutputBox: @unchecked Sendable {

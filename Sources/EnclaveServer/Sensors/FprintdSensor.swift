@@ -253,10 +253,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
         }
     }
 
-    static func username(_ uid: UInt32) -> String {
-        guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
-        return String(cString: name)
-    }
+    static func username(_ uid: UInt32) -> String { accountName(uid: uid) }
 
     // MARK: Threads
 
