@@ -133,6 +133,11 @@ final class PostgresTestDatabase {
         guard let admin = ProcessInfo.processInfo.environment["TOUCHLOGIN_TEST_POSTGRES"], !admin.isEmpty else {
             throw XCTSkip("no PostgreSQL: run through scripts/test, which starts one and sets TOUCHLOGIN_TEST_POSTGRES")
         }
+        // A URL with anything around it would make psql take it for a database name on the local
+        // socket: say what is wrong instead.
+        guard admin.hasPrefix("postgres://"), !admin.contains(where: \.isNewline) else {
+            throw NSError(domain: "psql", code: 1, userInfo: [NSLocalizedDescriptionKey: "TOUCHLOGIN_TEST_POSTGRES is not one postgres:// URL: \(admin.debugDescription)"])
+        }
         self.admin = admin
         name = "touchlogin_\(UInt32.random(in: 0...UInt32.max))"
         let made = try runProcess("/usr/bin/psql", [admin, "-qAtc", "CREATE DATABASE \(name)"])
