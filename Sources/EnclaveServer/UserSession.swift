@@ -322,7 +322,10 @@ actor UserSession {
 
             var capture: Task<Void, Never>?
             var lastScreen: PromptScreen?
-            defer { capture?.cancel() }
+            defer {
+                capture?.cancel()
+                sensor?.disarm(uid: uid)
+            }
             /// A real sensor reads once per capture: (re)arm it whenever the machine wants it armed.
             func arm() {
                 guard let sensor, !sensor.info.simulated else { return }
@@ -349,6 +352,7 @@ actor UserSession {
                     case .disarmSensor:
                         capture?.cancel()
                         capture = nil
+                        sensor?.disarm(uid: uid)
                     case .show(let screen):
                         lastScreen = screen
                         await show(screen)

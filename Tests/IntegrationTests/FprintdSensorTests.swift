@@ -69,7 +69,7 @@ final class FprintdSensorTests: XCTestCase {
         let mismatch = evaluating(enclave)
         for _ in 0..<3 { try stack.device("SCAN finger-B") }
         let refused = await mismatch.value
-        XCTAssertEqual(refused, .authenticationFailed, "three non-matches end the evaluation")
+        XCTAssertEqual(refused, .authenticationFailed, "three non-matches end the evaluation\ndaemon log:\n\(enclave.log())\nfprintd log:\n\(stack.log())")
         XCTAssertEqual(try enclave.status().biometricFailures, 3)
         try stack.waitUntilReleased()
 
@@ -80,6 +80,25 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertEqual(lockedOut, .biometryLockout)
         try stack.waitUntilReleased()
         XCTAssertEqual(enclave.run { canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }, .biometryLockout)
+    }
+
+    /// After the third non-match the prompt moves on to the passcode: the session disarms the
+    /// sensor, the reader is let go while the prompt stays open, and the passcode decides.
+    func testMovingOnToThePasscodeLetsGoOfTheReader() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        let evaluation = enclave.run {
+            let context = LAContext()
+            return Task { await evaluate(context, .deviceOwnerAuthentication) }
+        }
+        for _ in 0..<3 { try stack.device("SCAN finger-B") }
+        try stack.waitUntilReleased()
+        XCTAssertTrue(try enclave.status().promptOpen, "the prompt waits for the passcode")
+        XCTAssertEqual(try enclave.status().biometricFailures, 3)
+        try enclave.queue(.passcode("1234"))
+        let code = await evaluation.value
+        XCTAssertNil(code, enclave.log())
     }
 
     func testARetryScanIsShownButNotCounted() async throws {

@@ -53,7 +53,8 @@ final class FprintdStack {
 
     deinit {
         stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        // LA_KEEP_FPRINTD_STACK=1 keeps the directory, fprintd's debug log with it, to read after a run.
+        if ProcessInfo.processInfo.environment["LA_KEEP_FPRINTD_STACK"] == nil { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     /// What a process needs to use this stack as its system bus.
@@ -93,8 +94,12 @@ final class FprintdStack {
                 defer { close(fd) }
                 _ = command.withCString { send(fd, $0, strlen($0), 0) }
                 var buffer = [UInt8](repeating: 0, count: 256)
-                while recv(fd, &buffer, buffer.count, 0) > 0 {}
-                return
+                var received = 0
+                repeat { received = recv(fd, &buffer, buffer.count, 0) } while received > 0
+                // The device closes a connection it has read; a reset means the reader closed
+                // before reading it: released in the middle of an operation, which loses fingers.
+                if received == 0 { return }
+                throw NSError(domain: "fprintd", code: 3, userInfo: [NSLocalizedDescriptionKey: "the virtual reader closed before reading \(command) (released mid-operation?)"])
             }
             usleep(10_000)
         }

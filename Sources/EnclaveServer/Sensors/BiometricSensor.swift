@@ -28,4 +28,13 @@ public protocol BiometricSensor: Sendable {
     /// centred") is not a reading and not a failed attempt: it goes to `retry` for the person to
     /// see, and the sensor stays armed. Cancelling the task disarms it at once.
     func capture(uid: UInt32, retry: @escaping @Sendable (String) -> Void) async throws -> SensorReading
+    /// The evaluation wants no more readings (it ended, or moved on to the passcode). A real reader
+    /// keeps the device between the captures of one evaluation and lets go of it here. Returns at
+    /// once; the release follows the captures already asked for.
+    func disarm(uid: UInt32)
+}
+
+extension BiometricSensor {
+    /// A simulated sensor holds nothing between captures.
+    public func disarm(uid: UInt32) {}
 }

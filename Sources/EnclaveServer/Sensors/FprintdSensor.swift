@@ -7,9 +7,9 @@ import Glibc
 /// A real fingerprint reader through fprintd (the freedesktop fingerprint daemon, D-Bus, libfprint's
 /// drivers). A claim belongs to its D-Bus connection and sd-bus to its thread, so everything that
 /// claims the reader runs on one worker thread that holds at most one claim: an evaluation's
-/// captures share it (claimed at the first, released on a match, a cancellation, an error or after
-/// a second idle — a non-match is usually followed by the next capture at once); an enrolment
-/// claims and releases. Listing the enrolled fingers needs no claim and runs on a thread of its
+/// captures share it (claimed at the first, released on a match, a cancellation, an error or when
+/// the evaluation disarms the sensor), so a finger placed between two attempts waits in the reader
+/// instead of being dropped by a close; an enrolment claims and releases. Listing the enrolled fingers needs no claim and runs on a thread of its
 /// own. A claim whose fprintd went away is dropped and made again, so a restart of fprintd heals.
 ///
 /// Results: `verify-match` / `verify-no-match` are readings; the retry results ("finger not
@@ -136,8 +136,8 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
             let claim = try holder.claim(for: user, cancelled: cancelled)
             do {
                 let reading = try Self.verifyOnce(claim, user: user, cancelled: cancelled, retry: retry)
-                // A match ends the evaluation; after a non-match the evaluation usually re-arms at
-                // once, so the claim stays (a SCAN between the two is not lost) until idle.
+                // A match ends the evaluation; after a non-match the evaluation re-arms or disarms,
+                // so the claim stays until it says which (idle release only as a safety net).
                 if reading == .match { holder.release() } else { holder.keepIdle() }
                 return reading
             } catch {
@@ -145,6 +145,10 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
                 throw error
             }
         }
+    }
+
+    public func disarm(uid: UInt32) {
+        worker.enqueue { holder in holder.release() }
     }
 
     /// One verify on a held claim: started, waited for, stopped.
@@ -311,7 +315,9 @@ final class ClaimHolder {
     private let busAddress: String?
     private(set) var current: FprintdClaim?
     var idleDeadline: Date?
-    static let idleRelease: TimeInterval = 1
+    /// Between two captures of one evaluation the daemon only records the attempt: a claim idle this
+    /// long belongs to an evaluation that ended without disarming, and goes.
+    static let idleRelease: TimeInterval = 30
 
     init(busAddress: String?) { self.busAddress = busAddress }
 
@@ -368,13 +374,18 @@ final class FprintdWorker: @unchecked Sendable {
         let flag = CancelFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                condition.withLock {
-                    jobs.append { holder in continuation.resume(with: Result { try body(holder, { flag.isSet }) }) }
-                    condition.signal()
-                }
+                enqueue { holder in continuation.resume(with: Result { try body(holder, { flag.isSet }) }) }
             }
         } onCancel: {
             flag.set()
+        }
+    }
+
+    /// Runs `job` on the worker after the jobs already queued.
+    func enqueue(_ job: @escaping (ClaimHolder) -> Void) {
+        condition.withLock {
+            jobs.append(job)
+            condition.signal()
         }
     }
 
