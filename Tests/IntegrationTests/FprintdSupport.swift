@@ -116,8 +116,16 @@ final class FprintdStack {
         }
     }
 
-    /// The end of fprintd's own log (G_MESSAGES_DEBUG=all), for failure messages.
-    func log() -> String { String(((try? String(contentsOfFile: directory + "/fprintd.log", encoding: .utf8)) ?? "").suffix(3000)) }
+    /// What fprintd and the virtual reader did, from fprintd's own log (G_MESSAGES_DEBUG=all): the
+    /// commands the reader got and used, the D-Bus methods called, results and warnings; for
+    /// failure messages.
+    func log() -> String {
+        let all = (try? String(contentsOfFile: directory + "/fprintd.log", encoding: .utf8)) ?? ""
+        let events = ["Received command", "Processing command", "Could not process", "scanned print", "Authorization granted",
+                      "report_verify_status", "verify_cb", "enroll_cb", "Completing action", "WARNING", "CRITICAL"]
+        let lines = all.split(separator: "\n").filter { line in events.contains { line.contains($0) } }
+        return lines.suffix(80).joined(separator: "\n")
+    }
 
     /// Enrolled fingers as fprintd itself lists them.
     func enrolled(user: String) throws -> String {
