@@ -41,9 +41,10 @@ final class FprintdSensorTests: XCTestCase {
     }
 
     /// A stranger's finger on the reader; returns once the daemon has counted the attempt.
-    /// libfprint's virtual reader hands a command that arrives while a finished verify is still
-    /// completing to that finished verify, which drops it: so a test never puts the next finger
-    /// down before the last attempt was counted, as a person could not either.
+    /// Fingers queued ahead in libfprint's virtual reader were now and then never counted (its
+    /// source hands a command that arrives while a finished verify is still completing to that
+    /// verify): so a test puts the next finger down only once the last attempt was counted, as a
+    /// person does.
     private func strangersFinger(_ enclave: TestEnclave, _ stack: FprintdStack, counted failures: Int,
                                  file: StaticString = #filePath, line: UInt = #line) throws {
         try stack.device("SCAN finger-B")
