@@ -10,7 +10,8 @@ import Glibc
 /// package, `dpkg -i` installs it (user, directories, units), the daemon is started the way
 /// laenclaved.service starts it — as the laenclaved user holding only CAP_SYS_PTRACE, on a listening
 /// socket passed by socket activation — and a second user (`nobody`) sets a passcode and
-/// authenticates through it; `lactl doctor` diagnoses it; `dpkg -r` and `dpkg -P` clean up.
+/// authenticates through it; the polkit rule it ships is judged by the real polkitd; `lactl
+/// doctor` diagnoses it; `dpkg -r` and `dpkg -P` clean up.
 /// systemd is not PID 1 here, so the test does what the units say by hand. Needs root and dpkg-deb.
 final class PackageInstallTests: XCTestCase {
     private static let repository = URL(fileURLWithPath: #filePath)
@@ -53,6 +54,7 @@ final class PackageInstallTests: XCTestCase {
         let install = try runProcess("/usr/bin/dpkg", ["-i", deb], timeout: 300)
         XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
         try checkInstalledFiles()
+        try polkitLetsOnlyTheDaemonUseTheReader()
 
         try daemonWithoutCapabilityRefusesOtherUsers()
         try activatedDaemonServesASecondUser()
@@ -62,7 +64,7 @@ final class PackageInstallTests: XCTestCase {
         let remove = try runProcess("/usr/bin/dpkg", ["-r", "laenclaved"], timeout: 120)
         XCTAssertEqual(remove.status, 0, remove.stdout + remove.stderr)
         for path in [daemonPath, lactlPath, "/lib/systemd/system/laenclaved.service", "/lib/systemd/system/laenclaved.socket",
-                     "/usr/lib/sysusers.d/laenclaved.conf", "/usr/lib/tmpfiles.d/laenclaved.conf", socketPath, "/run/laenclaved"] {
+                     "/usr/lib/sysusers.d/laenclaved.conf", "/usr/lib/tmpfiles.d/laenclaved.conf", Self.polkitRule, socketPath, "/run/laenclaved"] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left after dpkg -r")
         }
         XCTAssertTrue(FileManager.default.fileExists(atPath: "/var/lib/laenclaved/enclave.sqlite"), "dpkg -r keeps the state")
@@ -160,7 +162,7 @@ final class PackageInstallTests: XCTestCase {
         for (path, mode) in [(daemonPath, 0o755), (lactlPath, 0o755),
                              ("/lib/systemd/system/laenclaved.socket", 0o644), ("/lib/systemd/system/laenclaved.service", 0o644),
                              ("/usr/lib/sysusers.d/laenclaved.conf", 0o644), ("/usr/lib/tmpfiles.d/laenclaved.conf", 0o644),
-                             ("/usr/share/doc/laenclaved/README.md", 0o644)] {
+                             ("/usr/share/doc/laenclaved/README.md", 0o644), (Self.polkitRule, 0o644)] {
             let st = try XCTUnwrap(info(path), "\(path) is not installed")
             XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
             XCTAssertEqual(st.st_uid, 0, path)
@@ -184,6 +186,50 @@ final class PackageInstallTests: XCTestCase {
             let verify = try runProcess("/usr/bin/systemd-analyze", ["verify", "--man=no", "/lib/systemd/system/laenclaved.socket", "/lib/systemd/system/laenclaved.service"])
             XCTAssertEqual(verify.status, 0, "the units do not verify: \(verify.stdout)\(verify.stderr)")
         }
+    }
+
+    static let polkitRule = "/usr/share/polkit-1/rules.d/50-laenclaved.rules"
+
+    /// The packaged polkit rule as the real polkitd judges it (on a private bus standing in for the
+    /// system bus): fprintd's verify, enroll and setusername for the laenclaved user, for nobody
+    /// else, and nothing more for laenclaved.
+    private func polkitLetsOnlyTheDaemonUseTheReader() throws {
+        let polkitd = "/usr/lib/polkit-1/polkitd", pkcheck = "/usr/bin/pkcheck"
+        guard FileManager.default.isExecutableFile(atPath: polkitd), FileManager.default.isExecutableFile(atPath: pkcheck),
+              FileManager.default.fileExists(atPath: "/usr/share/polkit-1/actions/net.reactivated.fprint.device.policy") else {
+            return XCTFail("polkitd and fprintd's actions are needed to judge the packaged rule (scripts/setup-debian installs them)")
+        }
+        let directory = logDirectory + "/polkit"
+        mkdir(directory, 0o755)
+        // FprintdStack's permissive bus: polkitd never finishes starting on one without the eavesdrop rules.
+        try """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <listen>unix:path=\(directory)/bus.sock</listen>
+          <auth>EXTERNAL</auth>
+          <policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/></policy>
+        </busconfig>
+        """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        daemons.append(try DaemonLauncher.spawn("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork"]))
+        eventually("the private bus") { FileManager.default.fileExists(atPath: directory + "/bus.sock") }
+        chmod(directory + "/bus.sock", 0o666)  // pkcheck runs as the users it asks about
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(directory)/bus.sock"]
+        daemons.append(try DaemonLauncher.spawn(polkitd, [], environment: environment))
+        let up = try runProcess("/usr/bin/gdbus", ["wait", "--system", "--timeout", "10", "org.freedesktop.PolicyKit1"],
+                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: 20)
+        XCTAssertEqual(up.status, 0, "polkitd did not start: \(up.stderr)")
+
+        func allowed(_ user: String, _ action: String) throws -> Bool {
+            // pkcheck asks about its own process: the shell's pid, which exec hands to pkcheck.
+            let out = try runProcess("/usr/sbin/runuser", ["-u", user, "--", "/bin/sh", "-c", "exec \(pkcheck) --action-id \(action) --process $$"],
+                                     environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: 30)
+            return out.status == 0
+        }
+        for action in ["verify", "enroll", "setusername"].map({ "net.reactivated.fprint.device." + $0 }) {
+            XCTAssertTrue(try allowed("laenclaved", action), "laenclaved may \(action)")
+            XCTAssertFalse(try allowed("nobody", action), "nobody may not \(action)")
+        }
+        XCTAssertFalse(try allowed("laenclaved", "org.freedesktop.hostname1.set-hostname"), "the rule grants nothing else")
     }
 
     /// As plain `runuser -u laenclaved` starts it, without CAP_SYS_PTRACE, the daemon cannot read
