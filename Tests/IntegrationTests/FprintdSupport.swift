@@ -5,9 +5,9 @@ import XCTest
 import Glibc
 #endif
 
-/// A fresh, private fprintd for one test (../shared/notes/fprintd.md): its own D-Bus bus standing
-/// in for the system bus, python-dbusmock's polkit allowing fprintd's actions, and the real
-/// fprintd with libfprint's virtual device, driven through its socket.
+/// A fresh, private fprintd for one test (../shared/notes/fprintd.md): a `PrivateSystemBus`,
+/// python-dbusmock's polkit allowing fprintd's actions, and the real fprintd with libfprint's
+/// virtual device, driven through its socket.
 final class FprintdStack {
     let directory: String
     let busAddress: String
@@ -25,20 +25,12 @@ final class FprintdStack {
         guard Self.available else { throw XCTSkip("fprintd, dbus and python3-dbusmock are needed (scripts/setup-debian installs them)") }
         var template = Array("/tmp/la-fp-XXXXXX".utf8CString)
         directory = String(cString: mkdtemp(&template)!)
-        busAddress = "unix:path=\(directory)/bus.sock"
         deviceSocket = directory + "/vdev.sock"
         try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <listen>unix:path=\(directory)/bus.sock</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/></policy>
-        </busconfig>
-        """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
+        let privateBus = try PrivateSystemBus(directory: directory)
+        busAddress = privateBus.address
+        bus = privateBus.pid
         do {
-            bus = try DaemonLauncher.spawn("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork"])
-            try eventuallyTrue("the private bus") { FileManager.default.fileExists(atPath: self.directory + "/bus.sock") }
             polkit = try DaemonLauncher.spawn("/usr/bin/python3", ["-m", "dbusmock", "--system", "-t", "polkitd"], environment: environment)
             try gdbus(["wait", "--system", "--timeout", "10", "org.freedesktop.PolicyKit1"])
             try gdbus(["call", "--system", "-d", "org.freedesktop.PolicyKit1", "-o", "/org/freedesktop/PolicyKit1/Authority",

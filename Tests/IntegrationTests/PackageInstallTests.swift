@@ -201,19 +201,9 @@ final class PackageInstallTests: XCTestCase {
         }
         let directory = logDirectory + "/polkit"
         mkdir(directory, 0o755)
-        // FprintdStack's permissive bus: polkitd never finishes starting on one without the eavesdrop rules.
-        try """
-        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN" "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-        <busconfig>
-          <listen>unix:path=\(directory)/bus.sock</listen>
-          <auth>EXTERNAL</auth>
-          <policy context="default"><allow user="*"/><allow own="*"/><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/></policy>
-        </busconfig>
-        """.write(toFile: directory + "/bus.conf", atomically: true, encoding: .utf8)
-        daemons.append(try DaemonLauncher.spawn("/usr/bin/dbus-daemon", ["--config-file=\(directory)/bus.conf", "--nofork"]))
-        eventually("the private bus") { FileManager.default.fileExists(atPath: directory + "/bus.sock") }
-        chmod(directory + "/bus.sock", 0o666)  // pkcheck runs as the users it asks about
-        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(directory)/bus.sock"]
+        let bus = try PrivateSystemBus(directory: directory)
+        daemons.append(bus.pid)
+        let environment = bus.environment
         daemons.append(try DaemonLauncher.spawn(polkitd, [], environment: environment))
         let up = try runProcess("/usr/bin/gdbus", ["wait", "--system", "--timeout", "10", "org.freedesktop.PolicyKit1"],
                                 environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: 20)
