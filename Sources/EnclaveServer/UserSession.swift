@@ -322,10 +322,13 @@ actor UserSession {
 
             var capture: Task<Void, Never>?
             var lastScreen: PromptScreen?
-            defer {
+            /// No more readings: the capture stops and a real reader is let go.
+            func disarm() {
                 capture?.cancel()
+                capture = nil
                 sensor?.disarm(uid: uid)
             }
+            defer { disarm() }
             /// A real sensor reads once per capture: (re)arm it whenever the machine wants it armed.
             func arm() {
                 guard let sensor, !sensor.info.simulated else { return }
@@ -350,9 +353,7 @@ actor UserSession {
                     case .armSensor:
                         arm()
                     case .disarmSensor:
-                        capture?.cancel()
-                        capture = nil
-                        sensor?.disarm(uid: uid)
+                        disarm()
                     case .show(let screen):
                         lastScreen = screen
                         await show(screen)

@@ -9,8 +9,8 @@ import Glibc
 /// claims the reader runs on one worker thread that holds at most one claim: an evaluation's
 /// captures share it (claimed at the first, released on a match, a cancellation, an error or when
 /// the evaluation disarms the sensor), so a finger placed between two attempts waits in the reader
-/// instead of being dropped by a close; an enrolment claims and releases. Listing the enrolled fingers needs no claim and runs on a thread of its
-/// own. A claim whose fprintd went away is dropped and made again, so a restart of fprintd heals.
+/// instead of being dropped by a close; an enrolment claims and releases. Listing the enrolled
+/// fingers needs no claim and runs on a thread of its own. A claim whose fprintd went away is dropped and made again, so a restart of fprintd heals.
 ///
 /// Results: `verify-match` / `verify-no-match` are readings; the retry results ("finger not
 /// centred"…) go to the prompt and the verify goes on: never failed attempts; disconnection and unknown errors fail the
@@ -47,7 +47,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     /// fprintd's list; while fprintd cannot be asked (restarting, no reader), the list the daemon
     /// saved last, so status and domain state stay steady and a capture reports the real problem.
     public func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String] {
-        let user = Self.username(uid)
+        let user = accountName(uid: uid)
         do {
             return try await run { bus, _ in try Self.enrolledFingers(bus, device: try Self.defaultDevice(bus), user: user) }
         } catch is SensorFailure {
@@ -60,7 +60,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
             throw Failure(.invalidParameter, "fprintd enrols fingers by name: \(Self.fingerNames.joined(separator: ", "))")
         }
         guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
-        let user = Self.username(uid)
+        let user = accountName(uid: uid)
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
@@ -105,7 +105,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     }
 
     public func unenroll(uid: UInt32, name: String, stored: [String]) async throws -> [String] {
-        let user = Self.username(uid)
+        let user = accountName(uid: uid)
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
@@ -120,7 +120,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     }
 
     public func unenrollAll(uid: UInt32, stored: [String]) async throws -> [String] {
-        let user = Self.username(uid)
+        let user = accountName(uid: uid)
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
@@ -131,7 +131,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     }
 
     public func capture(uid: UInt32, retry: @escaping @Sendable (String) -> Void) async throws -> SensorReading {
-        let user = Self.username(uid)
+        let user = accountName(uid: uid)
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             do {
@@ -256,8 +256,6 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
             throw SensorFailure("fprintd: \(e)")
         }
     }
-
-    static func username(_ uid: UInt32) -> String { accountName(uid: uid) }
 
     // MARK: Threads
 
