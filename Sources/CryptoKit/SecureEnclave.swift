@@ -52,7 +52,7 @@ enum EnclaveKey {
 
     static func create(_ kind: KeyRequest.Kind, _ accessControl: SecAccessControl, _ context: LAContext?) throws -> (Data, Data) {
         let reply = try run(KeyRequest(operation: .create, kind: kind,
-                                       accessControl: AccessControlValue(protection: accessControl.protection, flags: UInt64(accessControl.flags.rawValue)),
+                                       accessControl: accessControl.wireValue,
                                        context: ""), context: context)
         guard let blob = reply.blob, let publicKey = reply.publicKey else { throw SecureEnclaveKeyError.unavailable("the daemon returned no key") }
         return (blob, publicKey)

@@ -1,17 +1,5 @@
 import EnclaveProtocol
 
-/// `kSecAttrAccessible…`: when an item may be used, and whether it may leave the device.
-public enum Protection: String, Codable, Sendable, CaseIterable {
-    case whenUnlocked = "ak"
-    case afterFirstUnlock = "ck"
-    case always = "dk"
-    case whenUnlockedThisDeviceOnly = "aku"
-    case afterFirstUnlockThisDeviceOnly = "cku"
-    case alwaysThisDeviceOnly = "dku"
-    /// Needs a device passcode to be stored, and is deleted when the passcode is removed.
-    case whenPasscodeSetThisDeviceOnly = "akpu"
-}
-
 /// One way of proving presence that an evaluation can ask for.
 public enum EvaluationStep: Sendable, Equatable {
     /// Biometrics only (`deviceOwnerAuthenticationWithBiometrics`).
@@ -36,17 +24,6 @@ public struct AccessRequirement: Sendable, Equatable {
         }
     }
 
-    public static let userPresence: UInt64 = 1 << 0
-    public static let biometryAny: UInt64 = 1 << 1
-    public static let biometryCurrentSet: UInt64 = 1 << 3
-    public static let devicePasscode: UInt64 = 1 << 4
-    public static let companion: UInt64 = 1 << 5
-    public static let or: UInt64 = 1 << 14
-    public static let and: UInt64 = 1 << 15
-    public static let privateKeyUsage: UInt64 = 1 << 30
-    public static let applicationPassword: UInt64 = 1 << 31
-    static let known = userPresence | biometryAny | biometryCurrentSet | devicePasscode | companion | or | and | privateKeyUsage | applicationPassword
-
     /// The evaluations to pass, all of them, in order. Empty: no authentication.
     public let steps: [EvaluationStep]
     /// `or` with the passcode among the alternatives: the passcode alone still opens the item
@@ -57,16 +34,16 @@ public struct AccessRequirement: Sendable, Equatable {
     public let applicationPassword: Bool
 
     /// Several constraints without `or` must all be met (our reading of Apple's default: `and`).
-    public init(flags: UInt64) throws {
-        if flags & ~Self.known != 0 { throw Problem.unknownFlags(flags & ~Self.known) }
-        let anyOf = flags & Self.or != 0
-        if anyOf && flags & Self.and != 0 { throw Problem.andWithOr }
-        currentSet = flags & Self.biometryCurrentSet != 0
-        applicationPassword = flags & Self.applicationPassword != 0
-        let biometry = flags & (Self.biometryAny | Self.biometryCurrentSet) != 0
-        let passcode = flags & Self.devicePasscode != 0
-        let presence = flags & Self.userPresence != 0
-        let companion = flags & Self.companion != 0
+    public init(flags: AccessControlFlags) throws {
+        if flags.unknownBits != 0 { throw Problem.unknownFlags(flags.unknownBits) }
+        let anyOf = flags.contains(.or)
+        if anyOf && flags.contains(.and) { throw Problem.andWithOr }
+        currentSet = flags.contains(.biometryCurrentSet)
+        applicationPassword = flags.contains(.applicationPassword)
+        let biometry = !flags.isDisjoint(with: .biometry)
+        let passcode = flags.contains(.devicePasscode)
+        let presence = flags.contains(.userPresence)
+        let companion = flags.contains(.companion)
         var steps: [EvaluationStep] = []
         if anyOf {
             // Any one suffices: the owner policy offers biometrics and the passcode at once; a

@@ -9,12 +9,11 @@ public enum KeychainValue: Codable, Sendable, Equatable, Hashable {
     case date(Date)
 }
 
-/// `SecAccessControl` on the wire: the accessibility class (`kSecAttrAccessible…` value string,
-/// e.g. "akpu") and the `SecAccessControlCreateFlags` raw value.
+/// `SecAccessControl` on the wire: the accessibility class and the `SecAccessControlCreateFlags`.
 public struct AccessControlValue: Codable, Sendable, Equatable {
-    public var protection: String
-    public var flags: UInt64
-    public init(protection: String, flags: UInt64) { self.protection = protection; self.flags = flags }
+    public var protection: Protection
+    public var flags: AccessControlFlags
+    public init(protection: Protection, flags: AccessControlFlags) { self.protection = protection; self.flags = flags }
 }
 
 /// One SecItem call. Attribute keys are Apple's `kSec…` strings ("class", "svce", "acct", "v_Data"…).
@@ -30,8 +29,8 @@ public struct KeychainRequest: Codable, Sendable, Equatable {
     public var context: String
     /// The prompt's reason (`kSecUseOperationPrompt`, else the context's `localizedReason`).
     public var reason: String?
-    /// `kSecUseAuthenticationUI`: "u_AuthUIA" (allow, default), "u_AuthUIF" (fail), "u_AuthUIS" (skip).
-    public var authenticationUI: String?
+    /// `kSecUseAuthenticationUI`; nil is `.allow`.
+    public var authenticationUI: AuthenticationUI?
     public var interactionNotAllowed: Bool
     public var returnData: Bool
     public var returnAttributes: Bool
@@ -46,7 +45,7 @@ public struct KeychainRequest: Codable, Sendable, Equatable {
     public var clientPresents: Bool
 
     public init(attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil, changes: [String: KeychainValue]? = nil,
-                changesAccessControl: AccessControlValue? = nil, context: String, reason: String? = nil, authenticationUI: String? = nil,
+                changesAccessControl: AccessControlValue? = nil, context: String, reason: String? = nil, authenticationUI: AuthenticationUI? = nil,
                 interactionNotAllowed: Bool = false, returnData: Bool = false, returnAttributes: Bool = false,
                 returnPersistentRef: Bool = false, matchAll: Bool = false, applicationPassword: Data? = nil, clientPresents: Bool = false) {
         self.attributes = attributes; self.accessControl = accessControl; self.changes = changes
@@ -69,29 +68,12 @@ public struct KeychainItem: Codable, Sendable, Equatable {
 
 /// The answer to a SecItem call: an `OSStatus` and, for copy, the matched items.
 public struct KeychainReply: Codable, Sendable, Equatable {
-    public var status: Int32
+    public var status: KeychainStatus
     public var message: String?
     public var items: [KeychainItem]
-    public init(status: Int32, message: String? = nil, items: [KeychainItem] = []) {
+    public init(status: KeychainStatus, message: String? = nil, items: [KeychainItem] = []) {
         self.status = status; self.message = message; self.items = items
     }
-}
-
-/// The `OSStatus` values the keychain answers with (SecBase.h).
-public enum KeychainStatus {
-    public static let success: Int32 = 0
-    public static let unimplemented: Int32 = -4
-    public static let param: Int32 = -50
-    public static let userCanceled: Int32 = -128
-    public static let notAvailable: Int32 = -25291
-    public static let authFailed: Int32 = -25293
-    public static let duplicateItem: Int32 = -25299
-    public static let itemNotFound: Int32 = -25300
-    /// Our documented answer for an item made unusable by an enrolment change (`.biometryCurrentSet`).
-    public static let invalidItemRef: Int32 = -25304
-    public static let interactionNotAllowed: Int32 = -25308
-    public static let decode: Int32 = -26275
-    public static let missingEntitlement: Int32 = -34018
 }
 
 public enum KeychainOperation: String, Sendable, CaseIterable {
@@ -117,16 +99,16 @@ public struct KeychainListing: Codable, Sendable, Equatable {
     public var account: String?
     public var server: String?
     public var label: String?
-    public var protection: String
-    public var flags: UInt64
+    public var protection: Protection
+    public var flags: AccessControlFlags
     public var created: Date
     public var modified: Date
     /// Names the item in `keychainRemove` and `lactl keychain delete`.
     public var persistentRef: Data
     /// Why the item cannot be used now, if it cannot.
     public var unusable: String?
-    public init(app: String, itemClass: String, service: String?, account: String?, server: String?, label: String?, protection: String,
-                flags: UInt64, created: Date, modified: Date, persistentRef: Data, unusable: String?) {
+    public init(app: String, itemClass: String, service: String?, account: String?, server: String?, label: String?, protection: Protection,
+                flags: AccessControlFlags, created: Date, modified: Date, persistentRef: Data, unusable: String?) {
         self.app = app; self.itemClass = itemClass; self.service = service; self.account = account; self.server = server
         self.label = label; self.protection = protection; self.flags = flags; self.created = created; self.modified = modified
         self.persistentRef = persistentRef; self.unusable = unusable

@@ -8,7 +8,7 @@ public enum Request: Sendable, Equatable {
     case evaluate(context: String, policy: Int, options: EvaluationOptions)
     /// `evaluateAccessControl`: every constraint of a `SecAccessControlCreateFlags` value, on the
     /// context, by the daemon's own reading of the flags. Answered like `evaluate`.
-    case authorizeAccessControl(context: String, flags: UInt64, options: EvaluationOptions)
+    case authorizeAccessControl(context: String, flags: AccessControlFlags, options: EvaluationOptions)
     case promptInput(context: String, action: PromptAction, passcode: String?)
     case invalidate(context: String)
     case domainState(context: String?)
@@ -41,42 +41,46 @@ public enum Request: Sendable, Equatable {
     /// The user's access groups and their apps; needs the device passcode.
     case accessGroups(passcode: String)
 
-    public var operation: String {
+    /// The operation's name on the wire.
+    public var operation: Operation {
         switch self {
-        case .hello: return "hello"
-        case .canEvaluate: return "canEvaluate"
-        case .evaluate: return "evaluate"
-        case .authorizeAccessControl: return "authorizeAccessControl"
-        case .promptInput: return "promptInput"
-        case .invalidate: return "invalidate"
-        case .domainState: return "domainState"
-        case .status: return "status"
-        case .setPasscode: return "setPasscode"
-        case .removePasscode: return "removePasscode"
-        case .enroll: return "enroll"
-        case .unenroll: return "unenroll"
-        case .simulate: return "simulate"
-        case .clearSimulated: return "clearSimulated"
-        case .audit: return "audit"
-        case .resetPasscodeLockout: return "resetPasscodeLockout"
-        case .remoteLock: return "remoteLock"
-        case .keychainAdd: return "keychainAdd"
-        case .keychainCopy: return "keychainCopy"
-        case .keychainUpdate: return "keychainUpdate"
-        case .keychainDelete: return "keychainDelete"
-        case .keychainList: return "keychainList"
-        case .keychainRemove: return "keychainRemove"
-        case .key: return "key"
-        case .configureAccessGroup: return "configureAccessGroup"
-        case .accessGroups: return "accessGroups"
+        case .hello: return .hello
+        case .canEvaluate: return .canEvaluate
+        case .evaluate: return .evaluate
+        case .authorizeAccessControl: return .authorizeAccessControl
+        case .promptInput: return .promptInput
+        case .invalidate: return .invalidate
+        case .domainState: return .domainState
+        case .status: return .status
+        case .setPasscode: return .setPasscode
+        case .removePasscode: return .removePasscode
+        case .enroll: return .enroll
+        case .unenroll: return .unenroll
+        case .simulate: return .simulate
+        case .clearSimulated: return .clearSimulated
+        case .audit: return .audit
+        case .resetPasscodeLockout: return .resetPasscodeLockout
+        case .remoteLock: return .remoteLock
+        case .keychainAdd: return .keychainAdd
+        case .keychainCopy: return .keychainCopy
+        case .keychainUpdate: return .keychainUpdate
+        case .keychainDelete: return .keychainDelete
+        case .keychainList: return .keychainList
+        case .keychainRemove: return .keychainRemove
+        case .key: return .key
+        case .configureAccessGroup: return .configureAccessGroup
+        case .accessGroups: return .accessGroups
         }
     }
 
-    public static let operations: Set<String> = [
-        "hello", "canEvaluate", "evaluate", "authorizeAccessControl", "promptInput", "invalidate", "domainState", "status", "setPasscode",
-        "removePasscode", "enroll", "unenroll", "simulate", "clearSimulated", "audit", "resetPasscodeLockout", "remoteLock",
-        "keychainAdd", "keychainCopy", "keychainUpdate", "keychainDelete", "keychainList", "keychainRemove", "key", "configureAccessGroup", "accessGroups",
-    ]
+    /// Every operation's wire name: the one list (decoding switches over it exhaustively).
+    public enum Operation: String, Codable, Sendable, CaseIterable {
+        case hello, canEvaluate, evaluate, authorizeAccessControl, promptInput, invalidate, domainState, status, setPasscode
+        case removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout, remoteLock
+        case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key, configureAccessGroup, accessGroups
+    }
+
+    public static var operations: Set<String> { Set(Operation.allCases.map(\.rawValue)) }
 }
 
 public struct EvaluationOptions: Codable, Sendable, Equatable {
@@ -131,10 +135,10 @@ private struct Args: Codable {
     var persistentRef: Data?
     var key: KeyRequest?
     var apps: [String]?
-    var flags: UInt64?
+    var flags: AccessControlFlags?
 }
 
-private struct WireRequest: Codable { var id: UInt64; var op: String; var args: Args? }
+private struct WireRequest: Codable { var id: UInt64; var op: Request.Operation; var args: Args? }
 
 extension RequestEnvelope {
     public func encoded() -> [UInt8] {
@@ -170,7 +174,7 @@ extension RequestEnvelope {
         do { header = try JSONDecoder().decode(Header.self, from: data) } catch {
             throw RequestDecodingError(kind: .malformed, id: nil, detail: "not a request object with a numeric \"id\" and a string \"op\"")
         }
-        guard Request.operations.contains(header.op) else {
+        guard let op = Request.Operation(rawValue: header.op) else {
             throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op.prefix(64))\"")
         }
         let a: Args
@@ -182,34 +186,33 @@ extension RequestEnvelope {
             return v
         }
         let r: Request
-        switch header.op {
-        case "hello": r = .hello(version: try need(a.version, "version"))
-        case "canEvaluate": r = .canEvaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"))
-        case "evaluate": r = .evaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"), options: try need(a.options, "options"))
-        case "authorizeAccessControl": r = .authorizeAccessControl(context: try need(a.context, "context"), flags: try need(a.flags, "flags"), options: try need(a.options, "options"))
-        case "promptInput": r = .promptInput(context: try need(a.context, "context"), action: try need(a.action, "action"), passcode: a.passcode)
-        case "invalidate": r = .invalidate(context: try need(a.context, "context"))
-        case "domainState": r = .domainState(context: a.context)
-        case "status": r = .status
-        case "setPasscode": r = .setPasscode(current: a.current, new: try need(a.new, "new"))
-        case "removePasscode": r = .removePasscode(current: try need(a.current, "current"))
-        case "enroll": r = .enroll(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"))
-        case "unenroll": r = .unenroll(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"))
-        case "simulate": r = .simulate(events: try need(a.events, "events"))
-        case "clearSimulated": r = .clearSimulated
-        case "audit": r = .audit(limit: a.limit ?? 50, passcode: a.passcode)
-        case "resetPasscodeLockout": r = .resetPasscodeLockout(uid: a.uid)
-        case "remoteLock": r = .remoteLock(uid: a.uid)
-        case "keychainAdd": r = .keychainAdd(try need(a.keychain, "keychain"))
-        case "keychainCopy": r = .keychainCopy(try need(a.keychain, "keychain"))
-        case "keychainUpdate": r = .keychainUpdate(try need(a.keychain, "keychain"))
-        case "keychainDelete": r = .keychainDelete(try need(a.keychain, "keychain"))
-        case "keychainList": r = .keychainList(passcode: try need(a.passcode, "passcode"))
-        case "key": r = .key(try need(a.key, "key"))
-        case "configureAccessGroup": r = .configureAccessGroup(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"), apps: try need(a.apps, "apps"))
-        case "accessGroups": r = .accessGroups(passcode: try need(a.passcode, "passcode"))
-        case "keychainRemove": r = .keychainRemove(passcode: try need(a.passcode, "passcode"), persistentRef: try need(a.persistentRef, "persistentRef"))
-        default: throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op)\"")
+        switch op {
+        case .hello: r = .hello(version: try need(a.version, "version"))
+        case .canEvaluate: r = .canEvaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"))
+        case .evaluate: r = .evaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"), options: try need(a.options, "options"))
+        case .authorizeAccessControl: r = .authorizeAccessControl(context: try need(a.context, "context"), flags: try need(a.flags, "flags"), options: try need(a.options, "options"))
+        case .promptInput: r = .promptInput(context: try need(a.context, "context"), action: try need(a.action, "action"), passcode: a.passcode)
+        case .invalidate: r = .invalidate(context: try need(a.context, "context"))
+        case .domainState: r = .domainState(context: a.context)
+        case .status: r = .status
+        case .setPasscode: r = .setPasscode(current: a.current, new: try need(a.new, "new"))
+        case .removePasscode: r = .removePasscode(current: try need(a.current, "current"))
+        case .enroll: r = .enroll(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"))
+        case .unenroll: r = .unenroll(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"))
+        case .simulate: r = .simulate(events: try need(a.events, "events"))
+        case .clearSimulated: r = .clearSimulated
+        case .audit: r = .audit(limit: a.limit ?? 50, passcode: a.passcode)
+        case .resetPasscodeLockout: r = .resetPasscodeLockout(uid: a.uid)
+        case .remoteLock: r = .remoteLock(uid: a.uid)
+        case .keychainAdd: r = .keychainAdd(try need(a.keychain, "keychain"))
+        case .keychainCopy: r = .keychainCopy(try need(a.keychain, "keychain"))
+        case .keychainUpdate: r = .keychainUpdate(try need(a.keychain, "keychain"))
+        case .keychainDelete: r = .keychainDelete(try need(a.keychain, "keychain"))
+        case .keychainList: r = .keychainList(passcode: try need(a.passcode, "passcode"))
+        case .key: r = .key(try need(a.key, "key"))
+        case .configureAccessGroup: r = .configureAccessGroup(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"), apps: try need(a.apps, "apps"))
+        case .accessGroups: r = .accessGroups(passcode: try need(a.passcode, "passcode"))
+        case .keychainRemove: r = .keychainRemove(passcode: try need(a.passcode, "passcode"), persistentRef: try need(a.persistentRef, "persistentRef"))
         }
         return RequestEnvelope(id: header.id, request: r)
     }

@@ -185,9 +185,8 @@ final class ConnectionHandler: @unchecked Sendable {
         case .authorizeAccessControl(let ctx, let flags, let options):
             try checkContext(ctx)
             try checkText(options.reason, "localizedReason", allowEmpty: false)
-            let requirement: AccessRequirement
-            do { requirement = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
-            try startAccessControl(id: envelope.id, context: ctx, requirement: requirement, options: options, session: session)
+            do { _ = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
+            try startAccessControl(id: envelope.id, context: ctx, flags: flags, options: options, session: session)
             return nil
         case .promptInput(let ctx, let action, let passcode):
             try checkContext(ctx)
@@ -382,7 +381,7 @@ final class ConnectionHandler: @unchecked Sendable {
 
     /// Proves one step of an access control on the request's context, auditing the result.
     private func authorizer(requestID id: UInt64, context: String, clientPresents: Bool, audited operation: String,
-                            session: UserSession, base: EvaluationOptions? = nil) -> KeychainAuthorizer {
+                            session: UserSession, base: EvaluationOptions? = nil) -> StepAuthorizer {
         { step, reason, noUI in
             var options = base ?? EvaluationOptions(reason: reason)
             options.reason = reason
@@ -403,19 +402,20 @@ final class ConnectionHandler: @unchecked Sendable {
 
     /// `evaluateAccessControl`: the access control's steps in order on the context; the answer
     /// is an `evaluated` reply like `evaluate`'s.
-    private func startAccessControl(id: UInt64, context: String, requirement: AccessRequirement, options: EvaluationOptions,
+    private func startAccessControl(id: UInt64, context: String, flags: AccessControlFlags, options: EvaluationOptions,
                                     session: UserSession) throws {
         let sink = self.sink
         let kind = daemon.sensor?.info.kind ?? .none
         let authorize = authorizer(requestID: id, context: context, clientPresents: options.clientPresents,
                                    audited: "accessControl.authorize", session: session, base: options)
+        let prover = AccessProver(state: { try await session.accessState() }, authorize: authorize)
         let task = Task {
             var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
-            for step in requirement.steps {
-                if case .failure(let code, let message) = await authorize(step, options.reason, options.interactionNotAllowed) {
-                    result = EvaluationResult(success: false, error: code, message: message, biometryType: kind, domainState: nil)
-                    break
-                }
+            do throws(AccessDenial) {
+                try await prover.prove(AccessPlan.Protected(flags: flags, protection: nil, enrolmentGeneration: nil),
+                                       reason: options.reason, noUI: options.interactionNotAllowed)
+            } catch {
+                result = EvaluationResult(error, biometryType: kind)
             }
             await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
         }
@@ -449,8 +449,8 @@ final class ConnectionHandler: @unchecked Sendable {
             // Changes and failures are recorded; a successful read is recorded through its
             // authorization steps (keychain.authorize), and a read that needed none is not: that
             // keeps reads free of a durable write.
-            if operation != .copy || reply.status != 0 {
-                self.audit("keychain.\(operation.rawValue)", result: reply.status == 0 ? "ok" : "status \(reply.status)")
+            if operation != .copy || reply.status != .success {
+                self.audit("keychain.\(operation.rawValue)", result: reply.status == .success ? "ok" : "status \(reply.status)")
             }
             await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
         }

@@ -11,7 +11,7 @@ struct StoredItem: Sendable, Equatable {
     var itemClass: String
     var attributes: [String: KeychainValue]
     var protection: Protection
-    var flags: UInt64
+    var flags: AccessControlFlags
     /// The enrolment generation when the item was made (matters for `.biometryCurrentSet`).
     var enrolmentGeneration: UInt64
     var sealed: ItemSealing.Sealed
@@ -43,10 +43,15 @@ struct StoredItem: Sendable, Equatable {
     /// What the seals authenticate: the item cannot be moved to another row, app or user, and its
     /// protection cannot be weakened in the database (a changed protection needs a new seal).
     var identity: Data {
-        Data("\(uid)\u{1F}\(accessGroup)\u{1F}\(itemClass)\u{1F}\(protection.rawValue)\u{1F}\(flags)\u{1F}\(enrolmentGeneration)\u{1F}".utf8) + persistentRef
+        Data("\(uid)\u{1F}\(accessGroup)\u{1F}\(itemClass)\u{1F}\(protection.rawValue)\u{1F}\(flags.rawValue)\u{1F}\(enrolmentGeneration)\u{1F}".utf8) + persistentRef
     }
 
     var primaryKey: String { Self.primaryKey(class: itemClass, attributes) }
+
+    /// What its access plan is made from.
+    var protected: AccessPlan.Protected {
+        AccessPlan.Protected(flags: flags, protection: protection, enrolmentGeneration: enrolmentGeneration)
+    }
 }
 
 enum KeychainStoreError: Error { case duplicate, changedMeanwhile }
@@ -55,10 +60,6 @@ extension Storage {
     private static let attributeEncoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
     private static let attributeDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
 
-    private static func string(_ a: [String: KeychainValue], _ key: String) -> String? {
-        if case .string(let s)? = a[key] { return s }
-        return nil
-    }
 
     func insertItem(_ item: StoredItem) throws -> Int64 {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
@@ -69,8 +70,8 @@ extension Storage {
                                       enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [Int64(item.uid), item.accessGroup, item.itemClass, item.primaryKey,
-                                     Self.string(item.attributes, "svce"), Self.string(item.attributes, "acct"), Self.string(item.attributes, "srvr"),
-                                     attributes, item.protection.rawValue, Int64(bitPattern: item.flags), Int64(item.enrolmentGeneration),
+                                     KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"), KeychainRules.string(item.attributes, "srvr"),
+                                     attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue), Int64(item.enrolmentGeneration),
                                      item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt, item.persistentRef,
                                      item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970])
                 return db.lastInsertedRowID
@@ -90,8 +91,8 @@ extension Storage {
                     UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
                         enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?
                     WHERE id = ? AND uid = ? AND modified = ?
-                    """, arguments: [item.primaryKey, Self.string(item.attributes, "svce"), Self.string(item.attributes, "acct"),
-                                     Self.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags),
+                    """, arguments: [item.primaryKey, KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"),
+                                     KeychainRules.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue),
                                      Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt,
                                      item.modified.timeIntervalSince1970, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
                 if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
@@ -142,7 +143,7 @@ extension Storage {
             id: row["id"], uid: UInt32(row["uid"] as Int64), accessGroup: row["accessGroup"], itemClass: row["class"],
             attributes: try attributeDecoder.decode([String: KeychainValue].self, from: row["attributes"] as Data),
             protection: Protection(rawValue: row["protection"]) ?? .whenUnlocked,
-            flags: UInt64(bitPattern: row["flags"] as Int64), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
+            flags: AccessControlFlags(rawValue: UInt64(bitPattern: row["flags"] as Int64)), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
             sealed: ItemSealing.Sealed(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"], passwordSalt: row["passwordSalt"]),
             persistentRef: row["persistentRef"], created: Date(timeIntervalSince1970: row["created"]),
             modified: Date(timeIntervalSince1970: row["modified"]))

@@ -16,37 +16,15 @@ struct PrehashedSHA256: Digest {
     var description: String { "SHA256 digest" }
 }
 
-/// What a key blob holds, sealed: the private key never leaves the daemon in clear.
-private struct SealedKey: Codable {
-    var kind: KeyRequest.Kind
-    var privateKey: Data
-    var protection: String
-    var flags: UInt64
-    var enrolmentGeneration: UInt64
-    var passcodeEpoch: UInt64
-}
-
 extension UserSession {
-    private static let blobMagic = Data("LAK1".utf8)
-
-    /// The blob is bound to this user and app: another app (or user, or daemon) cannot open it.
-    private func blobIdentity(app: String) -> Data { Data("secure-enclave-key\u{1F}\(uid)\u{1F}\(app)".utf8) }
-
-    private func seal(_ key: SealedKey, app: String) throws -> Data {
-        let payload = try JSONEncoder().encode(key)
-        return Self.blobMagic + (try AES.GCM.seal(payload, using: userKey, authenticating: blobIdentity(app: app)).combined!)
-    }
-
-    private func unseal(_ blob: Data?, kind: KeyRequest.Kind, app: String) throws -> SealedKey {
-        guard let blob, blob.count > Self.blobMagic.count, blob.prefix(Self.blobMagic.count) == Self.blobMagic,
-              let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(Self.blobMagic.count)),
-              let payload = try? AES.GCM.open(box, using: userKey, authenticating: blobIdentity(app: app)),
-              let key = try? JSONDecoder().decode(SealedKey.self, from: payload), key.kind == kind
-        else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged")) }
+    private func unseal(_ blob: Data?, kind: KeyRequest.Kind, app: String) throws -> KeyBlob {
+        guard let key = KeyBlob.open(blob, kind: kind, userKey: userKey, uid: uid, app: app) else {
+            throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged"))
+        }
         return key
     }
 
-    func keyOperation(_ r: KeyRequest, app: String, authorize: KeychainAuthorizer) async -> KeyReply {
+    func keyOperation(_ r: KeyRequest, app: String, authorize: @escaping StepAuthorizer) async -> KeyReply {
         do {
             switch r.operation {
             case .create: return try await createKey(r, app: app)
@@ -63,7 +41,10 @@ extension UserSession {
                 return KeyReply(valid: valid)
             case .sign, .agree:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
-                try await authorizeUse(key, r, authorize: authorize)
+                let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
+                do throws(AccessDenial) { try await prover.prove(key.protected, reason: r.reason ?? "Use a Secure Enclave key", noUI: r.interactionNotAllowed) } catch {
+                    return KeyReply(error)
+                }
                 return try use(key, r)
             }
         } catch let e as KeyReplyError {
@@ -75,22 +56,17 @@ extension UserSession {
     }
 
     private func createKey(_ r: KeyRequest, app: String) async throws -> KeyReply {
-        let ac = r.accessControl ?? AccessControlValue(protection: Protection.afterFirstUnlockThisDeviceOnly.rawValue, flags: 0)
-        guard let protection = Protection(rawValue: ac.protection) else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "unknown protection \"\(ac.protection.prefix(16))\"")) }
+        let ac = r.accessControl ?? AccessControlValue(protection: .afterFirstUnlockThisDeviceOnly, flags: [])
         let requirement: AccessRequirement
         do { requirement = try AccessRequirement(flags: ac.flags) } catch { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "\(error)")) }
         if requirement.applicationPassword { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "applicationPassword is not supported for Secure Enclave keys")) }
-        if protection == .whenPasscodeSetThisDeviceOnly && !passcodeIsSet {
-            throw KeyReplyError(KeyReply(problem: .notAvailable, message: "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a device passcode"))
-        }
-        let enrolled = try await identities()
-        if requirement.currentSet && enrolled.isEmpty {
-            throw KeyReplyError(KeyReply(problem: .notAvailable, message: "biometryCurrentSet needs at least one enrolled identity"))
+        if let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: false) {
+            throw KeyReplyError(KeyReply(problem: .notAvailable, message: problem.description))
         }
         let raw: Data = r.kind == .signing ? P256.Signing.PrivateKey().rawRepresentation : P256.KeyAgreement.PrivateKey().rawRepresentation
-        let key = SealedKey(kind: r.kind, privateKey: raw, protection: protection.rawValue, flags: ac.flags,
-                            enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch)
-        return KeyReply(blob: try seal(key, app: app), publicKey: try Self.publicKey(of: key))
+        let key = KeyBlob(kind: r.kind, privateKey: raw, protection: ac.protection, flags: ac.flags,
+                          enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch)
+        return KeyReply(blob: try key.sealed(userKey: userKey, uid: uid, app: app), publicKey: try Self.publicKey(of: key))
     }
 
     /// The digest to sign or verify: given, or SHA-256 of the given message.
@@ -100,34 +76,14 @@ extension UserSession {
         return nil
     }
 
-    private static func publicKey(of key: SealedKey) throws -> Data {
+    private static func publicKey(of key: KeyBlob) throws -> Data {
         switch key.kind {
         case .signing: return try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
         case .keyAgreement: return try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
         }
     }
 
-    private func authorizeUse(_ key: SealedKey, _ r: KeyRequest, authorize: KeychainAuthorizer) async throws {
-        let requirement = try AccessRequirement(flags: key.flags)
-        let invalidated = KeyReplyError(KeyReply(problem: .invalidated, message: "the key was made with biometryCurrentSet and the enrolled identities have changed since; it can never be used again"))
-        if key.protection == Protection.whenPasscodeSetThisDeviceOnly.rawValue && (!passcodeIsSet || key.passcodeEpoch != record.passcodeEpoch) {
-            throw KeyReplyError(KeyReply(problem: .invalidated, message: "the key needed a device passcode, which was removed; it can never be used again"))
-        }
-        // The enrolment is read fresh before and checked again after the prompt (other requests
-        // run while it is open).
-        _ = try await identities()
-        guard let steps = requirement.steps(madeAt: key.enrolmentGeneration, enrolmentNow: record.enrolmentGeneration) else { throw invalidated }
-        for step in steps {
-            let outcome = await authorize(step, r.reason ?? "Use a Secure Enclave key", r.interactionNotAllowed)
-            if case .failure(let code, let message) = outcome {
-                throw KeyReplyError(KeyReply(problem: .authentication, message: message, authenticationError: code))
-            }
-        }
-        _ = try await identities()
-        if requirement.steps(madeAt: key.enrolmentGeneration, enrolmentNow: record.enrolmentGeneration) == nil { throw invalidated }
-    }
-
-    private func use(_ key: SealedKey, _ r: KeyRequest) throws -> KeyReply {
+    private func use(_ key: KeyBlob, _ r: KeyRequest) throws -> KeyReply {
         switch r.operation {
         case .sign:
             guard let digest = Self.digest(of: r) else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "sign needs a 32-byte SHA-256 digest or a message")) }

@@ -10,7 +10,7 @@ extension LAContext {
     /// that is released afterwards. Failures to reach the daemon answer `errSecNotAvailable`.
     public static func _performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) -> KeychainReply {
         var request = base
-        let presentable = !base.interactionNotAllowed && base.authenticationUI != "u_AuthUIF" && base.authenticationUI != "u_AuthUIS"
+        let presentable = !base.interactionNotAllowed && !(base.authenticationUI?.forbidsPrompt ?? false)
         let result = perform(context: context, presentable: presentable) { owner, presents in
             request.context = owner.core.id
             if request.reason == nil || request.reason!.isEmpty {

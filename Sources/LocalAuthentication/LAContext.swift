@@ -143,7 +143,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// the flags (the same rules as for keychain items) and runs each constraint on this context.
     /// Our choice: the operation does not change what is asked.
     @_spi(EnclaveKeychain)
-    open func evaluateAccessControlFlags(_ flags: UInt64, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
+    open func evaluateAccessControlFlags(_ flags: AccessControlFlags, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
         let options: EvaluationOptions = lock.withLock {
             EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
                               reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)
@@ -290,7 +290,7 @@ final class ContextCore: @unchecked Sendable {
     static func summary(_ result: Result<Reply, EnclaveClientError>) -> String {
         switch result {
         case .success(.evaluated(let r)): return r.success ? "authenticated" : (r.message ?? "not authenticated")
-        case .success(.keychain(let k)): return k.status == 0 ? "authenticated" : (k.message ?? "status \(k.status)")
+        case .success(.keychain(let k)): return k.status == .success ? "authenticated" : (k.message ?? "status \(k.status)")
         case .success(.failure(let f)): return f.message
         case .success: return "done"
         case .failure(let e): return "\(e)"

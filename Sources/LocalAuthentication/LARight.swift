@@ -23,12 +23,12 @@ public final class LAAuthenticationRequirement: NSObject, @unchecked Sendable {
     var policy: LAPolicy { kind == .default || kind == .biometryOrPasscode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics }
 
     /// The `SecAccessControlCreateFlags` raw value a persisted right's key and secret carry.
-    var accessControlFlags: UInt64 {
+    var accessControlFlags: AccessControlFlags {
         switch kind {
-        case .default: return 1 << 0 | 1 << 30                      // userPresence | privateKeyUsage
-        case .biometry: return 1 << 1 | 1 << 30                     // biometryAny | privateKeyUsage
-        case .biometryCurrentSet: return 1 << 3 | 1 << 30           // biometryCurrentSet | privateKeyUsage
-        case .biometryOrPasscode: return 1 << 1 | 1 << 14 | 1 << 4 | 1 << 30  // biometryAny | or | devicePasscode
+        case .default: return [.userPresence, .privateKeyUsage]
+        case .biometry: return [.biometryAny, .privateKeyUsage]
+        case .biometryCurrentSet: return [.biometryCurrentSet, .privateKeyUsage]
+        case .biometryOrPasscode: return [.biometryAny, .or, .devicePasscode, .privateKeyUsage]
         }
     }
 }

@@ -63,9 +63,9 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     private func save(_ right: LARight, identifier: String, secret: Data?) throws -> LAPersistedRight {
         let flags = right.requirement.accessControlFlags
         let key = LAContext._performKeyOperation(KeyRequest(operation: .create, kind: .signing,
-                                                            accessControl: AccessControlValue(protection: "aku", flags: flags), context: ""), context: nil)
+                                                            accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags), context: ""), context: nil)
         guard key.problem == nil, let blob = key.blob, let publicKey = key.publicKey else {
-            throw LARightStoreError.storage(KeychainStatus.notAvailable, key.message ?? "the enclave made no key")
+            throw LARightStoreError.storage(KeychainStatus.notAvailable.rawValue, key.message ?? "the enclave made no key")
         }
         let enrolment = right.requirement.kind == .biometryCurrentSet ? LAContext().domainState.biometry.stateHash : nil
         let record = Record(requirement: right.requirement.kind, keyBlob: blob, publicKey: publicKey, hasSecret: secret != nil, enrolment: enrolment)
@@ -73,8 +73,8 @@ public final class LARightStore: NSObject, @unchecked Sendable {
         attributes["gena"] = .data(try JSONEncoder().encode(record))
         attributes["v_Data"] = .data(secret ?? Data())
         _ = keychain(.delete, identity(identifier))
-        let added = keychain(.add, attributes, accessControl: AccessControlValue(protection: "aku", flags: flags & ~(1 << 30)))
-        guard added.status == KeychainStatus.success else { throw LARightStoreError.storage(added.status, added.message ?? "") }
+        let added = keychain(.add, attributes, accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags.subtracting(.privateKeyUsage)))
+        guard added.status == KeychainStatus.success else { throw LARightStoreError.storage(added.status.rawValue, added.message ?? "") }
         return LAPersistedRight(identifier: identifier, record: record)
     }
 
@@ -82,10 +82,10 @@ public final class LARightStore: NSObject, @unchecked Sendable {
         let found = keychain(.copy, identity(identifier), returnAttributes: true)
         guard found.status == KeychainStatus.success, let item = found.items.first else {
             if found.status == KeychainStatus.itemNotFound { throw LARightStoreError.notFound(identifier) }
-            throw LARightStoreError.storage(found.status, found.message ?? "")
+            throw LARightStoreError.storage(found.status.rawValue, found.message ?? "")
         }
         guard case .data(let json)? = item.attributes["gena"], let record = try? JSONDecoder().decode(Record.self, from: json) else {
-            throw LARightStoreError.storage(KeychainStatus.decode, "the stored right is damaged")
+            throw LARightStoreError.storage(KeychainStatus.decode.rawValue, "the stored right is damaged")
         }
         return LAPersistedRight(identifier: identifier, record: record)
     }
@@ -97,7 +97,7 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     public func removeRight(forIdentifier identifier: String) async throws {
         let reply = keychain(.delete, identity(identifier))
         if reply.status == KeychainStatus.itemNotFound { throw LARightStoreError.notFound(identifier) }
-        guard reply.status == KeychainStatus.success else { throw LARightStoreError.storage(reply.status, reply.message ?? "") }
+        guard reply.status == KeychainStatus.success else { throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "") }
     }
 
     /// Removes every right this app stored.
@@ -106,7 +106,7 @@ public final class LARightStore: NSObject, @unchecked Sendable {
         if let app = Self.ownGroup() { all["agrp"] = .string(app) }
         let reply = keychain(.delete, all)
         guard reply.status == KeychainStatus.success || reply.status == KeychainStatus.itemNotFound else {
-            throw LARightStoreError.storage(reply.status, reply.message ?? "")
+            throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "")
         }
     }
 }
@@ -153,7 +153,7 @@ public final class LAPrivateKey: NSObject, @unchecked Sendable {
                                                               message: digest ? nil : data, context: ""), context: right.context)
         guard reply.problem == nil, let der = reply.signatureDER else {
             if let code = reply.authenticationError { throw LAError(LAError.Code(rawValue: code.rawValue) ?? .authenticationFailed, message: reply.message) }
-            throw LARightStoreError.storage(KeychainStatus.authFailed, reply.message ?? "the key could not sign")
+            throw LARightStoreError.storage(KeychainStatus.authFailed.rawValue, reply.message ?? "the key could not sign")
         }
         return der
     }
@@ -214,7 +214,7 @@ public final class LASecret: NSObject, @unchecked Sendable {
             request.interactionNotAllowed = true
             let reply = LAContext._performKeychain(.copy, request, context: right.context)
             guard reply.status == KeychainStatus.success, let data = reply.items.first?.data else {
-                throw LARightStoreError.storage(reply.status, reply.message ?? "")
+                throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "")
             }
             return data
         }

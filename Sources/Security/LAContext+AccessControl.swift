@@ -8,7 +8,7 @@ extension LAContext {
     @discardableResult
     public func evaluateAccessControl(_ accessControl: SecAccessControl, operation: LAAccessControlOperation,
                                       localizedReason: String) async throws -> Bool {
-        try await evaluateAccessControlFlags(UInt64(accessControl.flags.rawValue), operation: operation, localizedReason: localizedReason)
+        try await evaluateAccessControlFlags(accessControl.wireValue.flags, operation: operation, localizedReason: localizedReason)
     }
 
     public func evaluateAccessControl(_ accessControl: SecAccessControl, operation: LAAccessControlOperation, localizedReason: String,

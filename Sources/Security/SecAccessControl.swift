@@ -34,9 +34,9 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
     public static let applicationPassword = SecAccessControlCreateFlags(rawValue: 1 << 31)
 
     /// The authentication constraints (what `and` / `or` combine).
-    static let constraintMask: CFOptionFlags = 1 << 0 | 1 << 1 | 1 << 3 | 1 << 4 | 1 << 5
+    static let constraintMask = CFOptionFlags(AccessControlFlags.constraints.rawValue)
     /// Every bit Apple defines.
-    static let knownMask: CFOptionFlags = constraintMask | 1 << 14 | 1 << 15 | 1 << 30 | 1 << 31
+    static let knownMask = CFOptionFlags(AccessControlFlags.known.rawValue)
 }
 
 /// Apple's `SecAccessControl`: an accessibility class (`kSecAttrAccessible…` value) plus
@@ -45,22 +45,20 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
 /// Create it with `SecAccessControlCreateWithFlags`.
 public final class SecAccessControl: CustomStringConvertible, @unchecked Sendable {
     /// The `kSecAttrAccessible…` value string, e.g. "akpu".
-    public let protection: String
+    public var protection: String { accessibility.rawValue }
     public let flags: SecAccessControlCreateFlags
+    let accessibility: Protection
 
-    init(protection: String, flags: SecAccessControlCreateFlags) {
-        self.protection = protection
+    init(protection: Protection, flags: SecAccessControlCreateFlags) {
+        self.accessibility = protection
         self.flags = flags
     }
 
     public var description: String { "<SecAccessControl protection: \(protection), flags: 0x\(String(flags.rawValue, radix: 16))>" }
 
     /// The wire form.
-    var wireValue: AccessControlValue { AccessControlValue(protection: protection, flags: UInt64(flags.rawValue)) }
+    package var wireValue: AccessControlValue { AccessControlValue(protection: accessibility, flags: AccessControlFlags(rawValue: UInt64(flags.rawValue))) }
 }
-
-/// The seven `kSecAttrAccessible…` value strings.
-let secAccessibleValues: Set<String> = ["ak", "ck", "dk", "aku", "cku", "dku", "akpu"]
 
 /// Creates an access-control object (Apple's `SecAccessControlCreateWithFlags`). `allocator` is ignored.
 ///
@@ -88,7 +86,7 @@ public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protect
     guard let p = protection as? String else {
         return fail("SecAccessControlCreateWithFlags: protection must be a kSecAttrAccessible value (a string)")
     }
-    guard secAccessibleValues.contains(p) else {
+    guard let accessibility = Protection(rawValue: p) else {
         return fail("SecAccessControlCreateWithFlags: unknown protection '\(p)'; expected a kSecAttrAccessible value")
     }
     let raw = flags.rawValue
@@ -104,5 +102,5 @@ public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protect
     if flags.contains(.biometryAny) && flags.contains(.biometryCurrentSet) {
         return fail("SecAccessControlCreateWithFlags: biometryAny and biometryCurrentSet cannot be combined")
     }
-    return SecAccessControl(protection: p, flags: flags)
+    return SecAccessControl(protection: accessibility, flags: flags)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import EnclaveProtocol
 
 // Apple's kSec… constants with the string values of Apple's SecItemConstants.c. Dictionaries built
 // with these keys are what SecItemAdd / SecItemCopyMatching / SecItemUpdate / SecItemDelete read;
@@ -96,22 +97,22 @@ public let kSecUseNoAuthenticationUI: CFString = "u_NoAuthUI"
 /// lives in the one (data-protection style) keychain laenclaved keeps.
 public let kSecUseDataProtectionKeychain: CFString = "nleg"
 
-// MARK: OSStatus (SecBase.h)
+// MARK: OSStatus (SecBase.h): the values of EnclaveProtocol's one table
 
-public let errSecSuccess: OSStatus = 0
-public let errSecUnimplemented: OSStatus = -4
-public let errSecParam: OSStatus = -50
-public let errSecAllocate: OSStatus = -108
-public let errSecUserCanceled: OSStatus = -128
-public let errSecNotAvailable: OSStatus = -25291
-public let errSecAuthFailed: OSStatus = -25293
-public let errSecDuplicateItem: OSStatus = -25299
-public let errSecItemNotFound: OSStatus = -25300
+public let errSecSuccess: OSStatus = KeychainStatus.success.rawValue
+public let errSecUnimplemented: OSStatus = KeychainStatus.unimplemented.rawValue
+public let errSecParam: OSStatus = KeychainStatus.param.rawValue
+public let errSecAllocate: OSStatus = KeychainStatus.allocate.rawValue
+public let errSecUserCanceled: OSStatus = KeychainStatus.userCanceled.rawValue
+public let errSecNotAvailable: OSStatus = KeychainStatus.notAvailable.rawValue
+public let errSecAuthFailed: OSStatus = KeychainStatus.authFailed.rawValue
+public let errSecDuplicateItem: OSStatus = KeychainStatus.duplicateItem.rawValue
+public let errSecItemNotFound: OSStatus = KeychainStatus.itemNotFound.rawValue
 /// Our documented answer for an item made permanently unusable by a change of enrolled biometrics
 /// (`.biometryCurrentSet`); Apple's exact status in that case is not documented.
-public let errSecInvalidItemRef: OSStatus = -25304
-public let errSecInteractionNotAllowed: OSStatus = -25308
-public let errSecInteractionRequired: OSStatus = -25315
-public let errSecDecode: OSStatus = -26275
-public let errSecMissingEntitlement: OSStatus = -34018
-public let errSecVerifyFailed: OSStatus = -67808
+public let errSecInvalidItemRef: OSStatus = KeychainStatus.invalidItemRef.rawValue
+public let errSecInteractionNotAllowed: OSStatus = KeychainStatus.interactionNotAllowed.rawValue
+public let errSecInteractionRequired: OSStatus = KeychainStatus.interactionRequired.rawValue
+public let errSecDecode: OSStatus = KeychainStatus.decode.rawValue
+public let errSecMissingEntitlement: OSStatus = KeychainStatus.missingEntitlement.rawValue
+public let errSecVerifyFailed: OSStatus = KeychainStatus.verifyFailed.rawValue

@@ -34,7 +34,6 @@ enum SecItemMarshaling {
     enum Role { case add, query, changes }
 
     static let itemClasses: Set<String> = ["genp", "inet", "keys", "cert", "idnt"]
-    static let uiModes: Set<String> = ["u_AuthUIA", "u_AuthUIF", "u_AuthUIS"]
 
     // MARK: Values
 
@@ -103,20 +102,20 @@ enum SecItemMarshaling {
             throw SecMarshalError(errSecParam, "kSecClass \(cls) is not an item class")
         }
         var noAuthUI = false
-        var accessible: String?
+        var accessible: Protection?
         for (key, v) in q {
             switch key {
             case "u_AuthCtx":
                 guard let c = v as? LAContext else { throw SecMarshalError(errSecParam, "kSecUseAuthenticationContext must be an LAContext") }
                 call.context = c
             case "u_AuthUI":
-                guard let s = v as? String, uiModes.contains(s) else {
+                guard let s = v as? String, let mode = AuthenticationUI(rawValue: s) else {
                     throw SecMarshalError(errSecParam, "kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, …Fail or …Skip")
                 }
-                if s == "u_AuthUIS" && operation != .copy {
+                if mode == .skip && operation != .copy {
                     throw SecMarshalError(errSecParam, "kSecUseAuthenticationUISkip is only valid with SecItemCopyMatching")
                 }
-                call.request.authenticationUI = s
+                call.request.authenticationUI = mode
             case "u_OpPrompt":
                 guard let s = v as? String else { throw SecMarshalError(errSecParam, "kSecUseOperationPrompt must be a string") }
                 call.request.reason = s
@@ -135,10 +134,10 @@ enum SecItemMarshaling {
                 guard let ac = v as? SecAccessControl else { throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl") }
                 call.request.accessControl = ac.wireValue
             case "pdmn":
-                guard let s = v as? String, secAccessibleValues.contains(s) else {
+                guard let s = v as? String, let p = Protection(rawValue: s) else {
                     throw SecMarshalError(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
                 }
-                if operation == .add { accessible = s } else { call.request.attributes[key] = .string(s) }
+                if operation == .add { accessible = p } else { call.request.attributes[key] = .string(s) }
             case "v_Ref":
                 throw SecMarshalError(errSecParam, "kSecValueRef: no reference types in this implementation")
             case "v_Data", "v_PersistentRef":
@@ -152,7 +151,7 @@ enum SecItemMarshaling {
                 call.request.attributes[key] = kv
             }
         }
-        if noAuthUI && call.request.authenticationUI == nil { call.request.authenticationUI = "u_AuthUIF" }
+        if noAuthUI && call.request.authenticationUI == nil { call.request.authenticationUI = .fail }
         call.request.accessControl = try combine(call.request.accessControl, accessible)
         if let changes {
             let (attrs, ac) = try changeSet(entries(changes))
@@ -183,9 +182,9 @@ enum SecItemMarshaling {
     }
 
     /// `kSecAttrAccessible` alone → access control with no flags; with `kSecAttrAccessControl` it must agree.
-    static func combine(_ ac: AccessControlValue?, _ accessible: String?) throws(SecMarshalError) -> AccessControlValue? {
+    static func combine(_ ac: AccessControlValue?, _ accessible: Protection?) throws(SecMarshalError) -> AccessControlValue? {
         guard let accessible else { return ac }
-        guard let ac else { return AccessControlValue(protection: accessible, flags: 0) }
+        guard let ac else { return AccessControlValue(protection: accessible, flags: []) }
         guard ac.protection == accessible else {
             throw SecMarshalError(errSecParam, "kSecAttrAccessible disagrees with kSecAttrAccessControl's protection")
         }
@@ -196,7 +195,7 @@ enum SecItemMarshaling {
     static func changeSet(_ c: [String: Any]) throws(SecMarshalError) -> ([String: KeychainValue], AccessControlValue?) {
         var attrs: [String: KeychainValue] = [:]
         var ac: AccessControlValue?
-        var accessible: String?
+        var accessible: Protection?
         for (key, v) in c {
             switch key {
             case "class":
@@ -205,10 +204,10 @@ enum SecItemMarshaling {
                 guard let a = v as? SecAccessControl else { throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl") }
                 ac = a.wireValue
             case "pdmn":
-                guard let s = v as? String, secAccessibleValues.contains(s) else {
+                guard let s = v as? String, let p = Protection(rawValue: s) else {
                     throw SecMarshalError(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
                 }
-                accessible = s
+                accessible = p
             case "v_Ref", "v_PersistentRef":
                 throw SecMarshalError(errSecParam, "\(key) cannot be updated")
             case "v_Data":
@@ -237,7 +236,7 @@ enum SecItemMarshaling {
     /// - copy answered with success but no item → `errSecItemNotFound`; a reply lacking asked-for
     ///   data → `errSecDecode`.
     static func shape(_ reply: KeychainReply, for call: SecItemCall, operation: KeychainOperation) -> (OSStatus, CFTypeRef?) {
-        guard reply.status == errSecSuccess else { return (reply.status, nil) }
+        guard reply.status == .success else { return (reply.status.rawValue, nil) }
         guard call.wantsResult, operation == .copy || operation == .add else { return (errSecSuccess, nil) }
         if reply.items.isEmpty { return (operation == .copy ? errSecItemNotFound : errSecSuccess, nil) }
         if operation == .copy && call.returnsArray {

@@ -9,14 +9,6 @@ struct Keychain: ParsableCommand {
         abstract: "The calling user's keychain items, of every app: metadata only, never values. Asks for the device passcode.",
         subcommands: [List.self, Why.self, Delete.self, Share.self, Groups.self, Get.self])
 
-    static func flagNames(_ flags: UInt64) -> String {
-        let names: [(UInt64, String)] = [(1, "userPresence"), (2, "biometryAny"), (8, "biometryCurrentSet"), (16, "devicePasscode"),
-                                         (32, "companion"), (1 << 14, "or"), (1 << 15, "and"), (1 << 30, "privateKeyUsage"),
-                                         (1 << 31, "applicationPassword")]
-        let set = names.filter { flags & $0.0 != 0 }.map(\.1)
-        return set.isEmpty ? "none" : set.joined(separator: ",")
-    }
-
     static func listing(_ client: ClientOptions, stdin: Bool) throws -> [KeychainListing] {
         let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
         guard case .keychainListing(let items) = try client.call(.keychainList(passcode: passcode)) else { throw ExitCode.failure }
@@ -41,7 +33,7 @@ struct Keychain: ParsableCommand {
             if items.isEmpty { return print("no items") }
             for i in items {
                 let name = [i.service ?? i.server, i.account].compactMap { $0 }.joined(separator: " / ")
-                print("\(i.persistentRef.base64EncodedString())  \(i.itemClass)  \(name.isEmpty ? "-" : name)  [\(i.protection); \(Keychain.flagNames(i.flags))]  \(i.app)\(i.unusable == nil ? "" : "  UNUSABLE")")
+                print("\(i.persistentRef.base64EncodedString())  \(i.itemClass)  \(name.isEmpty ? "-" : name)  [\(i.protection); \(i.flags.names)]  \(i.app)\(i.unusable == nil ? "" : "  UNUSABLE")")
             }
         }
     }
@@ -53,7 +45,7 @@ struct Keychain: ParsableCommand {
         @Flag(help: "Read the passcode from standard input.") var stdin = false
         func run() throws {
             let item = try Keychain.find(reference, in: try Keychain.listing(client, stdin: stdin))
-            print(item.unusable ?? "usable: it asks for \(Keychain.flagNames(item.flags)) at use")
+            print(item.unusable ?? "usable: it asks for \(item.flags.names) at use")
         }
     }
 

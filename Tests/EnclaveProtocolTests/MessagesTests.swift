@@ -42,14 +42,14 @@ final class MessagesTests: XCTestCase {
         .clearSimulated,
         .audit(limit: 10, passcode: nil),
         .keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("alice"), "v_Data": .data(Data([1, 2]))],
-                                     accessControl: AccessControlValue(protection: "akpu", flags: 8), context: "c1", reason: "r")),
+                                     accessControl: AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: .biometryCurrentSet), context: "c1", reason: "r")),
         .keychainCopy(KeychainRequest(attributes: ["class": .string("inet"), "port": .int(443), "sync": .bool(false),
                                                    "cdat": .date(Date(timeIntervalSince1970: 1_800_000_000))],
-                                      context: "c2", authenticationUI: "u_AuthUIS", returnData: true, returnAttributes: true, matchAll: true)),
+                                      context: "c2", authenticationUI: .skip, returnData: true, returnAttributes: true, matchAll: true)),
         .keychainUpdate(KeychainRequest(attributes: ["class": .string("genp")], changes: ["v_Data": .data(Data())], context: "c3")),
         .keychainDelete(KeychainRequest(attributes: ["class": .string("genp")], context: "c4")),
         .keychainList(passcode: "1234"),
-        .authorizeAccessControl(context: "ac", flags: 1 << 1 | 1 << 15 | 1 << 4, options: .init(reason: "Open")),
+        .authorizeAccessControl(context: "ac", flags: [.biometryAny, .and, .devicePasscode], options: .init(reason: "Open")),
         .configureAccessGroup(passcode: "1234", name: "team", apps: ["/usr/bin/a", "/usr/bin/b"]),
         .accessGroups(passcode: "1234"),
         .key(KeyRequest(operation: .sign, kind: .signing, blob: Data([1]), digest: Data(repeating: 7, count: 32), context: "k", reason: "sign")),
@@ -69,7 +69,7 @@ final class MessagesTests: XCTestCase {
     }
 
     func testEveryOperationIsCoveredAndKnown() {
-        let covered = Set(Self.everyRequest.map(\.operation))
+        let covered = Set(Self.everyRequest.map(\.operation.rawValue))
         XCTAssertEqual(covered, Request.operations)
         XCTAssertEqual(Request.operations.count, 26, "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl")
     }

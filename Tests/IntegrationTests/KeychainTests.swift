@@ -232,11 +232,11 @@ final class KeychainTests: XCTestCase {
         defer { c.close() }
         guard case .keychain(let mine) = try c.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("mine")],
                                                                                      context: "k", returnData: true))) else { return XCTFail() }
-        XCTAssertEqual(mine.status, errSecSuccess, "the same app sees its item")
+        XCTAssertEqual(mine.status, .success, "the same app sees its item")
         // A raw request claiming another app's access group sees nothing.
         guard case .keychain(let claimed) = try c.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "agrp": .string(lactl)],
                                                                                         context: "k2", returnData: true))) else { return XCTFail() }
-        XCTAssertEqual(claimed.status, errSecItemNotFound)
+        XCTAssertEqual(claimed.status, .itemNotFound)
     }
 
     func testItemsSurviveASIGKILLDuringWrites() throws {

@@ -29,7 +29,7 @@ final class AccessControlTests: XCTestCase {
         XCTAssertNil(error)
         XCTAssertEqual(ac?.protection, "akpu")
         XCTAssertEqual(ac?.flags, [.biometryAny, .or, .devicePasscode])
-        XCTAssertEqual(ac?.wireValue, AccessControlValue(protection: "akpu", flags: 2 | 16 | 16384))
+        XCTAssertEqual(ac?.wireValue, AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: [.biometryAny, .devicePasscode, .or]))
         XCTAssertNotNil(SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlocked, [], nil))
         XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil))
         XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,

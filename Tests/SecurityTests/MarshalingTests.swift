@@ -81,7 +81,7 @@ final class MarshalingTests: NoDaemonTestCase {
     func testUnsupportedValueNeverReachesDaemon() {
         var called = false
         let saved = secItemTransport
-        secItemTransport = { _, _, _ in called = true; return KeychainReply(status: errSecSuccess) }
+        secItemTransport = { _, _, _ in called = true; return KeychainReply(status: .success) }
         defer { secItemTransport = saved }
         var q = base
         q[kSecAttrLabel as String] = [1]
@@ -149,11 +149,11 @@ final class MarshalingTests: NoDaemonTestCase {
     func testUIModesAndPrompt() {
         var q = base
         q[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUIAllow
-        XCTAssertEqual(call(q)?.request.authenticationUI, "u_AuthUIA")
+        XCTAssertEqual(call(q)?.request.authenticationUI, .allow)
         q[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUIFail
-        XCTAssertEqual(call(.add, q)?.request.authenticationUI, "u_AuthUIF")
+        XCTAssertEqual(call(.add, q)?.request.authenticationUI, .fail)
         q[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUISkip
-        XCTAssertEqual(call(q)?.request.authenticationUI, "u_AuthUIS")
+        XCTAssertEqual(call(q)?.request.authenticationUI, .skip)
         XCTAssertEqual(failure(.add, q), errSecParam, "Skip is only for SecItemCopyMatching")
         XCTAssertEqual(failure(.delete, q), errSecParam)
         q[kSecUseAuthenticationUI as String] = "u_Whatever"
@@ -162,9 +162,9 @@ final class MarshalingTests: NoDaemonTestCase {
         XCTAssertNil(call(q)?.request.authenticationUI)
 
         q[kSecUseNoAuthenticationUI as String] = true
-        XCTAssertEqual(call(q)?.request.authenticationUI, "u_AuthUIF")
+        XCTAssertEqual(call(q)?.request.authenticationUI, .fail)
         q[kSecUseAuthenticationUI as String] = kSecUseAuthenticationUIAllow
-        XCTAssertEqual(call(q)?.request.authenticationUI, "u_AuthUIA", "the explicit mode wins")
+        XCTAssertEqual(call(q)?.request.authenticationUI, .allow, "the explicit mode wins")
         q[kSecUseNoAuthenticationUI as String] = nil
 
         q[kSecUseOperationPrompt as String] = "Unlock the vault"
@@ -179,14 +179,14 @@ final class MarshalingTests: NoDaemonTestCase {
         q[kSecAttrAccessControl as String] = ac
         q[kSecValueData as String] = Data("pw".utf8)
         let c = call(.add, q)
-        XCTAssertEqual(c?.request.accessControl, AccessControlValue(protection: "akpu", flags: 8))
+        XCTAssertEqual(c?.request.accessControl, AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: .biometryCurrentSet))
         XCTAssertEqual(c?.request.attributes["v_Data"], .data(Data("pw".utf8)))
         XCTAssertNil(c?.request.attributes["accc"])
 
         // Accessible alone → access control without flags.
         var a = base
         a[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlock
-        XCTAssertEqual(call(.add, a)?.request.accessControl, AccessControlValue(protection: "ck", flags: 0))
+        XCTAssertEqual(call(.add, a)?.request.accessControl, AccessControlValue(protection: .afterFirstUnlock, flags: []))
         XCTAssertNil(call(.add, a)?.request.attributes["pdmn"])
         // In a query it is a match attribute.
         XCTAssertEqual(call(.copy, a)?.request.attributes["pdmn"], .string("ck"))
@@ -194,7 +194,7 @@ final class MarshalingTests: NoDaemonTestCase {
 
         // Both: must agree.
         q[kSecAttrAccessible as String] = kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly
-        XCTAssertEqual(call(.add, q)?.request.accessControl?.flags, 8)
+        XCTAssertEqual(call(.add, q)?.request.accessControl?.flags, .biometryCurrentSet)
         q[kSecAttrAccessible as String] = kSecAttrAccessibleWhenUnlocked
         XCTAssertEqual(failure(.add, q), errSecParam)
 
@@ -253,11 +253,11 @@ final class MarshalingTests: NoDaemonTestCase {
                                             kSecAttrAccessControl as String: ac])
         XCTAssertEqual(c?.request.attributes, ["class": .string("genp"), "acct": .string("alice")])
         XCTAssertEqual(c?.request.changes, ["v_Data": .data(Data([7])), "labl": .string("L")])
-        XCTAssertEqual(c?.request.changesAccessControl, AccessControlValue(protection: "ak", flags: 1))
+        XCTAssertEqual(c?.request.changesAccessControl, AccessControlValue(protection: .whenUnlocked, flags: .userPresence))
         XCTAssertNil(c?.request.accessControl)
 
         XCTAssertEqual(call(.update, q, changes: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])?
-            .request.changesAccessControl, AccessControlValue(protection: "ck", flags: 0))
+            .request.changesAccessControl, AccessControlValue(protection: .afterFirstUnlock, flags: []))
         XCTAssertEqual(failure(.update, q, changes: [kSecClass as String: kSecClassKey]), errSecParam)
         XCTAssertEqual(failure(.update, q, changes: [kSecReturnData as String: true]), errSecParam)
         XCTAssertEqual(failure(.update, q, changes: [kSecAttrLabel as String: [1]]), errSecParam)

@@ -18,7 +18,7 @@ final class ResultShapingTests: XCTestCase {
 
     private func shape(_ items: [KeychainItem], _ r: KeychainRequest, limit: Int? = nil, op: KeychainOperation = .copy,
                        status: OSStatus = errSecSuccess) -> (OSStatus, CFTypeRef?) {
-        SecItemMarshaling.shape(KeychainReply(status: status, items: items), for: SecItemCall(request: r, context: nil, limit: limit), operation: op)
+        SecItemMarshaling.shape(KeychainReply(status: KeychainStatus(rawValue: status), items: items), for: SecItemCall(request: r, context: nil, limit: limit), operation: op)
     }
 
     func testOnlyDataGivesData() {
@@ -101,7 +101,7 @@ final class ResultShapingTests: XCTestCase {
         let saved = secItemTransport
         defer { secItemTransport = saved }
         var seen: [(KeychainOperation, KeychainRequest)] = []
-        let reply = KeychainReply(status: errSecSuccess, items: [item1, item2])
+        let reply = KeychainReply(status: .success, items: [item1, item2])
         secItemTransport = { op, r, _ in seen.append((op, r)); return reply }
 
         var item: CFTypeRef?
@@ -124,7 +124,7 @@ final class ResultShapingTests: XCTestCase {
         XCTAssertEqual(SecItemDelete(q as CFDictionary), errSecSuccess)
         XCTAssertEqual(seen.last?.0, .delete)
 
-        secItemTransport = { _, _, _ in KeychainReply(status: errSecInvalidItemRef, message: "enrolment changed") }
+        secItemTransport = { _, _, _ in KeychainReply(status: .invalidItemRef, message: "enrolment changed") }
         XCTAssertEqual(SecItemCopyMatching(q as CFDictionary, &item), errSecInvalidItemRef)
         XCTAssertNil(item, "result is cleared on failure")
     }

@@ -1,0 +1,108 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import XCTest
+
+/// `KeychainRules` and `CreationProblem`: what an add, an update and a query may carry.
+final class KeychainRulesTests: XCTestCase {
+    private let base: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "v_Data": .data(Data([1, 2]))]
+
+    private func addStatus(_ a: [String: KeychainValue], _ ac: AccessControlValue? = nil) -> KeychainStatus? {
+        do { _ = try KeychainRules.newItem(a, accessControl: ac); return nil } catch { return error.status }
+    }
+
+    func testAddRefusals() {
+        func with(_ key: String, _ value: KeychainValue?) -> [String: KeychainValue] { var a = base; a[key] = value; return a }
+        let table: [([String: KeychainValue], AccessControlValue?, KeychainStatus?, String)] = [
+            (base, nil, nil, "a plain generic password"),
+            (with("class", nil), nil, .param, "no class"),
+            (with("class", .int(1)), nil, .param, "class not a string"),
+            (with("class", .string("cert")), nil, .unimplemented, "certificates"),
+            (with("class", .string("idnt")), nil, .unimplemented, "identities"),
+            (with("class", .string("nope")), nil, .param, "unknown class"),
+            (with("zzzz", .string("x")), nil, .param, "unknown attribute"),
+            (with("pdmn", .string("nope")), nil, .param, "unknown accessibility"),
+            (with("pdmn", .int(1)), nil, .param, "accessibility not a string"),
+            (with("v_Data", .string("x")), nil, .param, "value not data"),
+            (with("labl", .string(String(repeating: "x", count: 4097))), nil, .param, "attribute over 4 KiB"),
+            (with("gena", .data(Data(count: 4097))), nil, .param, "data attribute over 4 KiB"),
+            (with("v_Data", .data(Data(count: 60_000))), nil, nil, "the value has no 4 KiB limit"),
+            (with("sync", .bool(true)), AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: []), .param, "synchronizable ThisDeviceOnly"),
+            (with("sync", .bool(true)), AccessControlValue(protection: .whenUnlocked, flags: []), nil, "synchronizable, not bound to the device"),
+            (base, AccessControlValue(protection: .whenUnlocked, flags: [.and, .or, .devicePasscode]), .param, "and with or"),
+            (base, AccessControlValue(protection: .whenUnlocked, flags: AccessControlFlags(rawValue: 1 << 7)), .param, "unknown flag bits"),
+        ]
+        for (a, ac, status, why) in table { XCTAssertEqual(addStatus(a, ac), status, why) }
+    }
+
+    func testAddChoosesTheProtection() throws {
+        XCTAssertEqual(try KeychainRules.newItem(base, accessControl: nil).protection, .whenUnlocked, "the default, as on Apple")
+        var a = base
+        a["pdmn"] = .string("cku")
+        XCTAssertEqual(try KeychainRules.newItem(a, accessControl: nil).protection, .afterFirstUnlockThisDeviceOnly)
+        let ac = AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: .biometryCurrentSet)
+        let item = try KeychainRules.newItem(base, accessControl: ac)
+        XCTAssertEqual(item.protection, .whenPasscodeSetThisDeviceOnly, "the access control's protection wins")
+        XCTAssertEqual(item.flags, .biometryCurrentSet)
+        XCTAssertEqual(item.secret, Data([1, 2]))
+        XCTAssertNil(item.attributes["v_Data"], "the value is not an attribute")
+        XCTAssertEqual(item.itemClass, "genp")
+    }
+
+    func testUpdateRefusals() {
+        let table: [([String: KeychainValue], KeychainStatus?, String)] = [
+            (["labl": .string("new")], nil, ""),
+            (["v_Data": .data(Data([9]))], nil, "a new secret"),
+            (["class": .string("inet")], .param, "class"),
+            (["pdmn": .string("ak")], .param, "kept by the keychain"),
+            (["cdat": .date(Date())], .param, ""),
+            (["mdat": .date(Date())], .param, ""),
+            (["agrp": .string("g")], .param, "another access group"),
+            (["v_PersistentRef": .data(Data([1]))], .param, ""),
+            (["v_Data": .int(1)], .param, "value not data"),
+            (["bogus": .int(1)], .param, "unknown attribute"),
+            (["labl": .string(String(repeating: "x", count: 4097))], .param, "over 4 KiB"),
+        ]
+        for (changes, status, why) in table {
+            var got: KeychainStatus?
+            do { _ = try KeychainRules.changes(changes, accessControl: nil) } catch { got = error.status }
+            XCTAssertEqual(got, status, why)
+        }
+        let changes = try? KeychainRules.changes(["v_Data": .data(Data([9])), "labl": .string("l")],
+                                                 accessControl: AccessControlValue(protection: .whenUnlocked, flags: .userPresence))
+        XCTAssertEqual(changes?.secret, Data([9]))
+        XCTAssertEqual(changes?.attributes, ["labl": .string("l")])
+        XCTAssertEqual(changes?.requirement?.steps, [.owner])
+    }
+
+    func testQueriesMatchEveryAttribute() {
+        let stored: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "labl": .string("L")]
+        XCTAssertTrue(KeychainRules.matches(stored, query: ["class": .string("genp"), "svce": .string("s")]))
+        XCTAssertTrue(KeychainRules.matches(stored, query: ["class": .string("genp"), "v_PersistentRef": .data(Data([1]))]),
+                      "value keys are the storage's to match")
+        XCTAssertFalse(KeychainRules.matches(stored, query: ["svce": .string("s"), "labl": .string("other")]))
+        XCTAssertFalse(KeychainRules.matches(stored, query: ["gena": .data(Data())]), "an attribute the item lacks")
+        XCTAssertThrowsError(try KeychainRules.persistentRef(["v_PersistentRef": .string("x")]))
+    }
+
+    func testCreationRules() throws {
+        let bound = try AccessRequirement(flags: .biometryCurrentSet)
+        let password = try AccessRequirement(flags: .applicationPassword)
+        let none = try AccessRequirement(flags: [])
+        let table: [(Protection, AccessRequirement, Bool, Bool, Bool, CreationProblem?)] = [
+            (.whenUnlocked, none, false, false, false, nil),
+            (.whenPasscodeSetThisDeviceOnly, none, false, true, false, .passcodeNeeded),
+            (.whenPasscodeSetThisDeviceOnly, none, true, false, false, nil),
+            (.whenUnlocked, bound, true, false, false, .enrolmentNeeded),
+            (.whenUnlocked, bound, true, true, false, nil),
+            (.whenUnlocked, password, true, true, false, .applicationPasswordNeeded),
+            (.whenUnlocked, password, true, true, true, nil),
+            (.whenPasscodeSetThisDeviceOnly, bound, false, false, false, .passcodeNeeded),
+        ]
+        for (protection, requirement, passcode, enrolled, given, problem) in table {
+            XCTAssertEqual(CreationProblem.check(protection: protection, requirement: requirement, passcodeSet: passcode, enrolled: enrolled,
+                                                 applicationPasswordGiven: given), problem, "\(protection) \(requirement)")
+        }
+        XCTAssertEqual(KeychainFailure(.enrolmentNeeded).status, .authFailed)
+    }
+}
