@@ -27,6 +27,7 @@ struct Bench {
 
     static func main() async throws {
         let args = CommandLine.arguments
+        if args.count > 2 && args[1] == "echo-server" { RawSocketEcho.serve(path: args[2]) }
         if args.count > 1 && args[1] == "keychain" {
             return try KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
         }
@@ -36,14 +37,21 @@ struct Bench {
         let control = try enclave.connection()
         print("la-bench: \(iterations) iterations, up to \(maxClients) concurrent clients, daemon pid \(enclave.processID)")
         print("")
-        print("| measurement | p50 | p99 | mean | ops/s |")
-        print("|---|---|---|---|---|")
+        print("| measurement | p50 | p99 | mean | ops/s | p50 ÷ raw round trip |")
+        print("|---|---|---|---|---|---|")
 
+        var raw = 0.0
         func row(_ name: String, _ samples: [Double]) {
             let s = samples.sorted()
             let mean = s.reduce(0, +) / Double(s.count)
-            print("| \(name) | \(micros(percentile(s, 0.5))) | \(micros(percentile(s, 0.99))) | \(micros(mean)) | \(String(format: "%.0f", 1 / mean)) |")
+            let p50 = percentile(s, 0.5)
+            print("| \(name) | \(micros(p50)) | \(micros(percentile(s, 0.99))) | \(micros(mean)) | \(String(format: "%.0f", 1 / mean)) | \(String(format: "%.2f", p50 / raw)) |")
         }
+
+        // 0. The physical limit: a raw Unix-socket request/response between two processes.
+        let echo = try RawSocketEcho.measure(iterations: iterations)
+        raw = percentile(echo.sorted(), 0.5)
+        row("raw Unix-socket round trip (echo pair, the limit)", echo)
 
         // 1. Floor: one request/response over the socket, no storage.
         var floor: [Double] = []
@@ -61,7 +69,19 @@ struct Bench {
                 full.append(Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9)
             }
         }
-        row("evaluatePolicy, queued match (prompt + 2 durable writes)", full)
+        row("evaluatePolicy, queued match (prompt + durable record)", full)
+
+        // The matches above opened the reuse window: evaluations inside it change no counter.
+        var reuse: [Double] = []
+        for i in 0..<iterations {
+            let context = "sequential-reuse-\(i)"
+            let start = DispatchTime.now().uptimeNanoseconds
+            let reply = try await control.request(.evaluate(context: context, policy: 1, options: EvaluationOptions(reason: "bench", reuseDuration: 300)))
+            reuse.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
+            _ = try await control.request(.invalidate(context: context))
+        }
+        row("evaluatePolicy in the reuse window (no counter change)", reuse)
 
         var canEval: [Double] = []
         enclave.run {

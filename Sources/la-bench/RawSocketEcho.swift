@@ -1,0 +1,92 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The physical limit the daemon's round trip is compared with, measured in the same run: a
+/// request/response over a Unix stream socket between two processes, framed as the daemon's
+/// protocol is (4-byte length + payload), with a payload the size of a small request. No JSON,
+/// no storage, no thread hops beyond the two processes' own.
+///   la-bench echo-server PATH   serves until the client closes (started by `RawSocketEcho.measure`)
+enum RawSocketEcho {
+    static let payloadBytes = 96
+
+    /// Serves one connection on `path`: reads a frame, writes it back, until end of file.
+    static func serve(path: String) -> Never {
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = unixAddress(path)
+        unlink(path)
+        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        guard listener >= 0, bound == 0, listen(listener, 1) == 0 else { exit(2) }
+        print("ready")
+        fflush(stdout)
+        let connection = accept(listener, nil, nil)
+        var buffer = [UInt8](repeating: 0, count: 4 + 65536)
+        while readExactly(connection, &buffer, 4) {
+            let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
+            guard length <= 65536, readFrom(connection, &buffer, offset: 4, count: length), writeAll(connection, buffer, 4 + length) else { break }
+        }
+        unlink(path)
+        exit(0)
+    }
+
+    /// p50 and p99 of `iterations` round trips to a child echo server, in seconds.
+    static func measure(iterations: Int) throws -> [Double] {
+        let path = NSTemporaryDirectory() + "la-bench-echo-\(getpid()).sock"
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        server.arguments = ["echo-server", path]
+        let ready = Pipe()
+        server.standardOutput = ready
+        try server.run()
+        _ = ready.fileHandleForReading.readData(ofLength: 6)
+        defer { server.waitUntilExit() }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = unixAddress(path)
+        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
+        var frame = [UInt8](repeating: 0x61, count: 4 + payloadBytes)
+        frame[0] = 0; frame[1] = 0; frame[2] = UInt8(payloadBytes >> 8); frame[3] = UInt8(payloadBytes & 0xFF)
+        var reply = [UInt8](repeating: 0, count: 4 + payloadBytes)
+        var samples: [Double] = []
+        for _ in 0..<(iterations + 100) {
+            let start = DispatchTime.now().uptimeNanoseconds
+            guard writeAll(fd, frame, frame.count), readExactly(fd, &reply, reply.count) else { throw CocoaError(.fileReadUnknown) }
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }
+        return Array(samples.dropFirst(100))
+    }
+
+    private static func unixAddress(_ path: String) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            let bytes = Array(path.utf8.prefix(raw.count - 1))
+            raw.copyBytes(from: bytes)
+        }
+        return address
+    }
+
+    private static func readExactly(_ fd: Int32, _ buffer: inout [UInt8], _ count: Int) -> Bool { readFrom(fd, &buffer, offset: 0, count: count) }
+
+    private static func readFrom(_ fd: Int32, _ buffer: inout [UInt8], offset: Int, count: Int) -> Bool {
+        var done = 0
+        while done < count {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress! + offset + done, count - done) }
+            if n <= 0 { return false }
+            done += n
+        }
+        return true
+    }
+
+    private static func writeAll(_ fd: Int32, _ buffer: [UInt8], _ count: Int) -> Bool {
+        var done = 0
+        while done < count {
+            let n = buffer.withUnsafeBytes { write(fd, $0.baseAddress! + done, count - done) }
+            if n <= 0 { return false }
+            done += n
+        }
+        return true
+    }
+}
