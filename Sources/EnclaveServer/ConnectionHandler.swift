@@ -139,12 +139,13 @@ final class ConnectionHandler: @unchecked Sendable {
         if passcode.utf8.count > WireLimits.maxPasscodeBytes { throw Failure(.invalidParameter, "\(name) is longer than \(WireLimits.maxPasscodeBytes) bytes") }
     }
 
+    private func auditEntry(_ operation: String, policy: Int? = nil, result: String) -> AuditEntry {
+        AuditEntry(time: Date(), uid: peer.uid, pid: peer.pid, app: peer.app, operation: operation, policy: policy, result: result)
+    }
+
+    /// Records an entry with the next group commit (see `AuditLog`).
     private func audit(_ operation: String, policy: Int? = nil, result: String) {
-        do {
-            try daemon.storage.appendAudit(AuditEntry(time: Date(), uid: peer.uid, pid: peer.pid, app: peer.app, operation: operation, policy: policy, result: result))
-        } catch {
-            logger.error("could not write the audit log", metadata: ["error": "\(error)"])
-        }
+        daemon.auditLog.append(auditEntry(operation, policy: policy, result: result))
     }
 
     /// Runs `body`, auditing success or the failure code; never records arguments.
@@ -258,14 +259,14 @@ final class ConnectionHandler: @unchecked Sendable {
             // in system mode, who sees every user's).
             let limit = min(max(limit, 1), 500)
             if daemon.config.mode == .system && peer.uid == 0 && passcode == nil {
-                return .audit(try daemon.storage.audit(uid: nil, app: nil, limit: limit))
+                return .audit(try daemon.auditLog.read(uid: nil, app: nil, limit: limit))
             }
             if let passcode {
                 try checkPasscodeLength(passcode, "passcode")
                 try await session.confirmPasscode(passcode)
-                return .audit(try daemon.storage.audit(uid: peer.uid, app: nil, limit: limit))
+                return .audit(try daemon.auditLog.read(uid: peer.uid, app: nil, limit: limit))
             }
-            return .audit(try daemon.storage.audit(uid: peer.uid, app: peer.app, limit: limit))
+            return .audit(try daemon.auditLog.read(uid: peer.uid, app: peer.app, limit: limit))
         case .resetPasscodeLockout(let uid):
             // Lifting one's own counter would make guessing free: in system mode only root may.
             if daemon.config.mode == .system && peer.uid != 0 {
@@ -313,7 +314,7 @@ final class ConnectionHandler: @unchecked Sendable {
         let sink = self.sink
         let task = Task {
             let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
-                                                  options: options, session: session)
+                                                  options: options, session: session, audited: "evaluate")
             let result: EvaluationResult
             let auditResult: String
             switch report.outcome {
@@ -323,7 +324,7 @@ final class ConnectionHandler: @unchecked Sendable {
                 result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
             }
             auditResult = Self.describe(report.outcome)
-            self.audit("evaluate", policy: policy.rawValue, result: auditResult)
+            if !report.audited { self.audit("evaluate", policy: policy.rawValue, result: auditResult) }
             await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
         }
         try track(task, context: context)
@@ -344,8 +345,10 @@ final class ConnectionHandler: @unchecked Sendable {
 
     /// One evaluation on a context: registers it to receive prompt input and `invalidate`, runs it
     /// in the user's session, and records the context's authorization on success.
+    /// The evaluation's audit entry is written with the record when the evaluation changed it
+    /// (`report.audited`); otherwise the caller records it.
     private func runEvaluation(requestID id: UInt64, context: String, policy: PolicyValue, passcodeOnly: Bool,
-                               options: EvaluationOptions, session: UserSession) async -> EvaluationReport {
+                               options: EvaluationOptions, session: UserSession, audited operation: String) async -> EvaluationReport {
         let kind = daemon.sensor?.info.kind ?? .none
         let (stream, continuation) = AsyncStream<SessionInput>.makeStream()
         enum Admission { case invalid, busy, started(ContextAuthorization?) }
@@ -365,7 +368,8 @@ final class ConnectionHandler: @unchecked Sendable {
         let report = await session.evaluate(
             policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
             inputs: stream, continuation: continuation,
-            show: { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) })
+            show: { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) },
+            audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) })
         let clock = daemon.clock
         let lifetime = daemon.config.contextLifetime
         try? contexts.with(context) { e in
@@ -393,10 +397,10 @@ final class ConnectionHandler: @unchecked Sendable {
             case .owner, .passcode: policy = .deviceOwnerAuthentication
             case .companion: return .failure(.companionNotAvailable, "No companion device is available.")
             }
-            let outcome = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: step == .passcode,
-                                                   options: options, session: session).outcome
-            self.audit(operation, policy: policy.rawValue, result: Self.describe(outcome))
-            return outcome
+            let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: step == .passcode,
+                                                  options: options, session: session, audited: operation)
+            if !report.audited { self.audit(operation, policy: policy.rawValue, result: Self.describe(report.outcome)) }
+            return report.outcome
         }
     }
 

@@ -11,6 +11,7 @@ import Glibc
 public final class EnclaveDaemon: Sendable {
     public let config: DaemonConfiguration
     let storage: Storage
+    let auditLog: AuditLog
     let sensor: (any BiometricSensor)?
     let clock: any EnclaveClock
     let logger: Logger
@@ -47,6 +48,7 @@ public final class EnclaveDaemon: Sendable {
         self.clock = clock
         self.logger = logger
         storage = try Storage(directory: config.stateDirectory)
+        auditLog = AuditLog(storage: storage, logger: logger)
         masterKey = try Self.loadMasterKey(config.masterKeyPath)
         // A lost or swapped key file must not silently make every item undecryptable.
         let check = Data(HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey))

@@ -49,6 +49,8 @@ public struct EnclaveService: Service {
         } onGracefulShutdown: {
             server.channel.close(promise: nil)
         }
+        // Entries waiting for the next group commit are written before the process exits.
+        daemon.auditLog.flush()
         logger.info("stopped")
     }
 

@@ -124,7 +124,8 @@ final class Storage: Sendable {
         }
     }
 
-    func save(_ r: UserRecord) throws {
+    /// Writes the record, and the audit entries that go with its change, in one durable transaction.
+    func save(_ r: UserRecord, audit: [AuditEntry] = []) throws {
         let ledger = try Self.encoder.encode(r.ledger)
         let passcode = try r.passcode.map { try Self.encoder.encode($0) }
         let enrolment = try Self.encoder.encode(r.enrolment)
@@ -136,13 +137,19 @@ final class Storage: Sendable {
                     domainSecret = excluded.domainSecret, enrolmentGeneration = excluded.enrolmentGeneration,
                     enrolment = excluded.enrolment, passcodeEpoch = excluded.passcodeEpoch
                 """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment, Int64(r.passcodeEpoch)])
+            try Self.insert(audit, db)
         }
     }
 
-    func appendAudit(_ e: AuditEntry) throws {
-        try pool.write { db in
-            try db.execute(sql: "INSERT INTO audit (time, uid, pid, app, operation, policy, result) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                           arguments: [e.time.timeIntervalSince1970, Int64(e.uid), Int64(e.pid), e.app, e.operation, e.policy, e.result])
+    func appendAudit(_ entries: [AuditEntry]) throws {
+        try pool.write { db in try Self.insert(entries, db) }
+    }
+
+    private static func insert(_ entries: [AuditEntry], _ db: Database) throws {
+        guard !entries.isEmpty else { return }
+        let statement = try db.cachedStatement(sql: "INSERT INTO audit (time, uid, pid, app, operation, policy, result) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        for e in entries {
+            try statement.execute(arguments: [e.time.timeIntervalSince1970, Int64(e.uid), Int64(e.pid), e.app, e.operation, e.policy, e.result])
         }
     }
 

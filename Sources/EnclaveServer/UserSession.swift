@@ -19,6 +19,8 @@ struct EvaluationReport: Sendable {
     var outcome: EvaluationMachine.Outcome
     var biometryType: BiometryKind
     var domainState: Data?
+    /// The audit entry was written in the same transaction as the record the evaluation changed.
+    var audited = false
 }
 
 /// Everything about one user, serialized: the ledger, the passcode, enrolment, the scripted
@@ -57,10 +59,11 @@ actor UserSession {
         saved = r
     }
 
-    /// Makes the current record durable, or returns to the last durable one and throws.
-    private func persist() throws {
+    /// Makes the current record durable (with the audit entries of its change), or returns to the
+    /// last durable one and throws.
+    private func persist(audit: [AuditEntry] = []) throws {
         do {
-            try storage.save(record)
+            try storage.save(record, audit: audit)
             saved = record
         } catch {
             record = saved
@@ -278,7 +281,8 @@ actor UserSession {
 
     func evaluate(policy: PolicyValue, passcodeOnly: Bool = false, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
                   inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
-                  show: @escaping @Sendable (PromptScreen) async -> Void) async -> EvaluationReport {
+                  show: @escaping @Sendable (PromptScreen) async -> Void,
+                  audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry) async -> EvaluationReport {
         let kind = sensor?.info.kind ?? .none
         func configuration() async throws -> EvaluationMachine.Configuration {
             var c = EvaluationMachine.Configuration(
@@ -289,12 +293,30 @@ actor UserSession {
             c.passcodeOnly = passcodeOnly
             return c
         }
+        // A ledger change is saved lazily, just before the next thing the client could see: a
+        // prompt screen, or the answer — then together with the evaluation's audit entry, in one
+        // durable transaction.
+        var unsaved = false
+        var audited = false
+        func save(finishing outcome: EvaluationMachine.Outcome?) -> Bool {
+            guard unsaved else { return true }
+            do {
+                try persist(audit: outcome.map { [audit($0)] } ?? [])
+                unsaved = false
+                audited = outcome != nil
+                return true
+            } catch {
+                return false
+            }
+        }
         func report(_ outcome: EvaluationMachine.Outcome) async -> EvaluationReport {
+            var outcome = outcome
+            if !save(finishing: outcome) { outcome = .failure(.systemCancel, "The enclave could not save its state.") }
             var state: Data?
             if case .success(let how) = outcome, policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused {
                 state = try? await domainState(app: app)
             }
-            return EvaluationReport(outcome: outcome, biometryType: kind, domainState: state)
+            return EvaluationReport(outcome: outcome, biometryType: kind, domainState: state, audited: audited)
         }
         do {
             var machine = EvaluationMachine(try await configuration())
@@ -347,17 +369,18 @@ actor UserSession {
                 for action in actions {
                     switch action {
                     case .persistLedger:
-                        do { try persist() } catch {
-                            return .failure(.systemCancel, "The enclave could not save its state.")
-                        }
+                        unsaved = true
                     case .armSensor:
                         arm()
                     case .disarmSensor:
                         disarm()
                     case .show(let screen):
+                        guard save(finishing: nil) else { return .failure(.systemCancel, "The enclave could not save its state.") }
                         lastScreen = screen
                         await show(screen)
                     case .checkPasscode(let passcode):
+                        // The check suspends, and other requests must not see an unsaved change.
+                        guard save(finishing: nil) else { return .failure(.systemCancel, "The enclave could not save its state.") }
                         let result: EvaluationMachine.Input
                         do {
                             let (correct, attempt) = try await checkPasscode(passcode)
@@ -416,6 +439,7 @@ actor UserSession {
             return await report(.failure(.appCancel, "The client went away."))
         } catch {
             logger.error("evaluation failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
+            _ = save(finishing: nil)
             return EvaluationReport(outcome: .failure(.systemCancel, "The enclave could not evaluate: \(error)"), biometryType: kind, domainState: nil)
         }
     }
