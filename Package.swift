@@ -113,7 +113,7 @@ let package = Package(
         ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
-        .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer"]),
+        .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer", "EnclaveCore", "EnclaveProtocol"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
         .testTarget(name: "IntegrationTests", dependencies: [
