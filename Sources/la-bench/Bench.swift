@@ -52,6 +52,7 @@ struct Bench {
         let echo = try RawSocketEcho.measure(iterations: iterations)
         raw = percentile(echo.sorted(), 0.5)
         row("raw Unix-socket round trip (echo pair, the limit)", echo)
+        row("one durable write (4 KiB + fdatasync, the other limit)", RawSocketEcho.durableWrites(iterations: min(iterations, 500), directory: enclave.stateDirectory))
 
         // 1. Floor: one request/response over the socket, no storage.
         var floor: [Double] = []

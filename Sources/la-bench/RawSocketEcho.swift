@@ -58,6 +58,24 @@ enum RawSocketEcho {
         return Array(samples.dropFirst(100))
     }
 
+    /// The other limit, for figures that include a durable write: a 4 KiB write and `fdatasync`
+    /// on a file in `directory` (the file system the daemon's state lives on), as one SQLite WAL
+    /// commit with `synchronous=FULL` at least costs.
+    static func durableWrites(iterations: Int, directory: String) -> [Double] {
+        let path = directory + "/la-bench-durable-\(getpid())"
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        defer { close(fd); unlink(path) }
+        let block = [UInt8](repeating: 0x5A, count: 4096)
+        var samples: [Double] = []
+        for i in 0..<iterations {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, off_t((i % 64) * 4096)) }
+            fdatasync(fd)
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        }
+        return samples
+    }
+
     private static func unixAddress(_ path: String) -> sockaddr_un {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
