@@ -255,23 +255,19 @@ final class ConnectionHandler: @unchecked Sendable {
             await session.clearSimulated()
             return .ok
         case .audit(let limit, let passcode):
-            // Other apps' entries are the user's, not this app's: they need the passcode (or root
-            // in system mode, who sees every user's).
             let limit = min(max(limit, 1), 500)
-            if daemon.config.mode == .system && peer.uid == 0 && passcode == nil {
+            switch AdminPolicy.auditScope(caller: peer.uid, mode: daemon.config.mode, passcodeGiven: passcode != nil) {
+            case .everyUser:
                 return .audit(try daemon.auditLog.read(uid: nil, app: nil, limit: limit))
-            }
-            if let passcode {
+            case .everyAppOfCaller:
                 try checkPasscodeLength(passcode, "passcode")
-                try await session.confirmPasscode(passcode)
+                try await session.confirmPasscode(passcode ?? "")
                 return .audit(try daemon.auditLog.read(uid: peer.uid, app: nil, limit: limit))
+            case .callingApp:
+                return .audit(try daemon.auditLog.read(uid: peer.uid, app: peer.app, limit: limit))
             }
-            return .audit(try daemon.auditLog.read(uid: peer.uid, app: peer.app, limit: limit))
         case .resetPasscodeLockout(let uid):
-            // Lifting one's own counter would make guessing free: in system mode only root may.
-            if daemon.config.mode == .system && peer.uid != 0 {
-                throw Failure(.notPermitted, "only root may reset passcode attempts in system mode")
-            }
+            try AdminPolicy.checkPasscodeLockoutReset(caller: peer.uid, mode: daemon.config.mode)
             let target = try await administered(uid)
             try await audited("admin.resetPasscodeLockout") { try await target.resetPasscodeLockout() }
             return .ok
@@ -301,13 +297,8 @@ final class ConnectionHandler: @unchecked Sendable {
         }
     }
 
-    /// Another user's state may be changed only by root, and only in system mode.
     private func administered(_ uid: UInt32?) async throws -> UserSession {
-        let target = uid ?? peer.uid
-        if target != peer.uid && !(daemon.config.mode == .system && peer.uid == 0) {
-            throw Failure(.notPermitted, "only root may administer another user")
-        }
-        return try await daemon.session(for: target)
+        try await daemon.session(for: try AdminPolicy.target(uid, caller: peer.uid, mode: daemon.config.mode))
     }
 
     private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {
