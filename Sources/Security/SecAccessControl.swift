@@ -7,31 +7,34 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
     public init(rawValue: CFOptionFlags) { self.rawValue = rawValue }
 
     /// Biometry or the device passcode; biometry need not be enrolled.
-    public static let userPresence = SecAccessControlCreateFlags(rawValue: 1 << 0)
+    public static let userPresence = SecAccessControlCreateFlags(.userPresence)
     /// Any enrolled biometric identity; survives enrolment changes.
-    public static let biometryAny = SecAccessControlCreateFlags(rawValue: 1 << 1)
+    public static let biometryAny = SecAccessControlCreateFlags(.biometryAny)
     @available(*, deprecated, renamed: "biometryAny")
-    public static let touchIDAny = SecAccessControlCreateFlags(rawValue: 1 << 1)
+    public static let touchIDAny = SecAccessControlCreateFlags(.biometryAny)
     /// Only the biometric enrolment current when the item was created; any enrolment change makes
     /// the item permanently unusable (`errSecInvalidItemRef` here).
-    public static let biometryCurrentSet = SecAccessControlCreateFlags(rawValue: 1 << 3)
+    public static let biometryCurrentSet = SecAccessControlCreateFlags(.biometryCurrentSet)
     @available(*, deprecated, renamed: "biometryCurrentSet")
-    public static let touchIDCurrentSet = SecAccessControlCreateFlags(rawValue: 1 << 3)
+    public static let touchIDCurrentSet = SecAccessControlCreateFlags(.biometryCurrentSet)
     /// The device passcode.
-    public static let devicePasscode = SecAccessControlCreateFlags(rawValue: 1 << 4)
+    public static let devicePasscode = SecAccessControlCreateFlags(.devicePasscode)
     @available(*, deprecated, renamed: "companion")
-    public static let watch = SecAccessControlCreateFlags(rawValue: 1 << 5)
+    public static let watch = SecAccessControlCreateFlags(.companion)
     /// A paired companion device.
-    public static let companion = SecAccessControlCreateFlags(rawValue: 1 << 5)
+    public static let companion = SecAccessControlCreateFlags(.companion)
     /// Any one of the listed constraints suffices.
-    public static let or = SecAccessControlCreateFlags(rawValue: 1 << 14)
+    public static let or = SecAccessControlCreateFlags(.or)
     /// All listed constraints are required.
-    public static let and = SecAccessControlCreateFlags(rawValue: 1 << 15)
+    public static let and = SecAccessControlCreateFlags(.and)
     /// Access control for private-key operations (signing…).
-    public static let privateKeyUsage = SecAccessControlCreateFlags(rawValue: 1 << 30)
+    public static let privateKeyUsage = SecAccessControlCreateFlags(.privateKeyUsage)
     /// Extra encryption with an application-supplied password
     /// (`LAContext.setCredential(_:type: .applicationPassword)`); not a constraint.
-    public static let applicationPassword = SecAccessControlCreateFlags(rawValue: 1 << 31)
+    public static let applicationPassword = SecAccessControlCreateFlags(.applicationPassword)
+
+    /// Apple's values, from the one definition the wire and the daemon share.
+    init(_ flags: AccessControlFlags) { self.init(rawValue: CFOptionFlags(flags.rawValue)) }
 
     /// The authentication constraints (what `and` / `or` combine).
     static let constraintMask = CFOptionFlags(AccessControlFlags.constraints.rawValue)
