@@ -293,9 +293,9 @@ actor UserSession {
             c.passcodeOnly = passcodeOnly
             return c
         }
-        // A ledger change is saved lazily, just before the next thing the client could see: a
-        // prompt screen, or the answer — then together with the evaluation's audit entry, in one
-        // durable transaction.
+        // A ledger change is saved just before the next thing the client could see or the next
+        // suspension — a prompt screen, a passcode check, waiting for input — or with the answer,
+        // then together with the evaluation's audit entry in one durable transaction.
         var unsaved = false
         var audited = false
         func save(finishing outcome: EvaluationMachine.Outcome?) -> Bool {
@@ -398,6 +398,8 @@ actor UserSession {
                         return o
                     }
                 }
+                // The evaluation now waits for input: nothing unsaved may outlive this batch.
+                guard save(finishing: nil) else { return .failure(.systemCancel, "The enclave could not save its state.") }
                 return nil
             }
             func feed(_ input: EvaluationMachine.Input) async -> EvaluationMachine.Outcome? {
