@@ -24,14 +24,19 @@ final class AuditLog: @unchecked Sendable {
     init(storage: Storage, logger: Logger) { self.storage = storage; self.logger = logger }
 
     func append(_ entry: AuditEntry) {
-        let schedule: Bool = lock.withLock {
+        enum Next { case nothing, later, now }
+        let next: Next = lock.withLock {
             pending.append(entry)
-            if scheduled && pending.count < Self.batchLimit { return false }
+            if pending.count == Self.batchLimit { return .now }
+            if scheduled { return .nothing }
             scheduled = true
-            return true
+            return .later
         }
-        guard schedule else { return }
-        writer.asyncAfter(deadline: .now() + Self.interval) { self.writePending() }
+        switch next {
+        case .nothing: return
+        case .later: writer.asyncAfter(deadline: .now() + Self.interval) { self.writePending() }
+        case .now: writer.async { self.writePending() }
+        }
     }
 
     /// Writes whatever waits, and returns when it is durable.

@@ -172,9 +172,8 @@ extension UserSession {
             // Every update reseals: the seal covers the protection, and opening the old item first
             // means an item with an application password is never rewritten without it.
             let secret = try open(old, request)
-            let needsPassword = (try? AccessRequirement(flags: item.flags))?.applicationPassword ?? false
             item.sealed = try ItemSealing.seal(changes.secret ?? secret, userKey: userKey, identity: item.identity,
-                                               applicationPassword: needsPassword ? request.applicationPassword : nil)
+                                               applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil)
             item.modified = now
             do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.duplicate {
                 throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
