@@ -80,8 +80,20 @@ public struct EnclaveService: Service {
         // User mode: only the user may reach the socket. System mode: everyone may connect; the
         // daemon decides per request from the peer's uid.
         chmod(directory, daemon.config.mode == .system ? 0o755 : 0o700)
-        let server = try await bootstrap().bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { Self.wrap($0) }
-        chmod(path, daemon.config.mode == .system ? 0o666 : 0o600)
+        // Bound under a temporary name and renamed into place once its mode is final: a client never
+        // finds the socket with the umask's 0700 (refused as another user) during start-up.
+        var existing = stat()
+        if lstat(path, &existing) == 0, (existing.st_mode & S_IFMT) != S_IFSOCK {
+            throw SocketPathOccupiedError(path: path)
+        }
+        let temporary = path + ".\(getpid()).new"
+        let server = try await bootstrap().bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) { Self.wrap($0) }
+        guard chmod(temporary, daemon.config.mode == .system ? 0o666 : 0o600) == 0, rename(temporary, path) == 0 else {
+            let code = errno
+            unlink(temporary)
+            try? await server.channel.close()
+            throw SocketPathOccupiedError(path: path, errno: code)
+        }
         return server
     }
 
@@ -196,4 +208,13 @@ final class ChannelReplySink: ReplySink, @unchecked Sendable {
 struct SocketDirectoryError: Error, CustomStringConvertible {
     var path: String
     var description: String { "refusing to listen: \(path) is not a directory owned by uid \(geteuid())" }
+}
+
+struct SocketPathOccupiedError: Error, CustomStringConvertible {
+    var path: String
+    var errno: Int32? = nil
+    var description: String {
+        if let errno { return "could not put the socket in place at \(path): \(String(cString: strerror(errno)))" }
+        return "refusing to listen: \(path) exists and is not a socket"
+    }
 }
