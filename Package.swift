@@ -123,5 +123,5 @@ let package = Package(
         .testTarget(name: "TouchLoginServerUnitTests", dependencies: ["TouchLoginServer"]),
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto")]),
     ],
-    swiftLanguageModes: [.v5]
+    swiftLanguageModes: [.v6]
 )

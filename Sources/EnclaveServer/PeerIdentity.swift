@@ -14,11 +14,12 @@ public struct PeerIdentity: Sendable, Equatable {
 
     /// Reads the executable of `pid`. Called right after accepting, while the peer is connected.
     static func executable(of pid: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
+        let n = buffer.withUnsafeMutableBytes { bytes in
+            readlink("/proc/\(pid)/exe", bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
+        }
         guard n > 0 else { return nil }
-        buffer[n] = 0
-        return String(cString: buffer)
+        return String(decoding: buffer[..<n], as: UTF8.self)
     }
 }
 

@@ -4,25 +4,6 @@ import EnclaveProtocol
 import Foundation
 import Logging
 
-/// What can reach a running evaluation.
-enum SessionInput: Sendable {
-    case machine(EvaluationMachine.Input)
-    /// Scripted events were queued; the evaluation takes them in order.
-    case simulatedAvailable
-    case sensor(SensorReading)
-    case sensorFailed(String)
-    /// The sensor could not read the scan ("finger not centred"): shown, not counted.
-    case sensorRetry(String)
-}
-
-struct EvaluationReport: Sendable {
-    var outcome: EvaluationMachine.Outcome
-    var biometryType: BiometryKind
-    var domainState: Data?
-    /// The audit entry was written in the same transaction as the record the evaluation changed.
-    var audited = false
-}
-
 /// Everything about one user, serialized: the ledger, the passcode, enrolment, the scripted
 /// person's queue and the one prompt at a time. Every change is saved before the caller answers.
 actor UserSession {
@@ -39,10 +20,9 @@ actor UserSession {
     private var enrolmentBusy = false
     private var passcodeCheckBusy = false
     private var queue: [SimulatedEvent] = []
-    private var promptBusy = false
-    private var waiters: [(id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
-    private var nextWaiterID: UInt64 = 0
-    private var activeInputs: AsyncStream<SessionInput>.Continuation?
+    private var prompt = PromptQueue()
+    /// The running evaluation's inputs, while this user's prompt is open.
+    var activeInputs: AsyncStream<SessionInput>.Continuation?
 
     /// The user's key-encryption key for keychain items (derived from the master key).
     let userKey: SymmetricKey
@@ -61,7 +41,7 @@ actor UserSession {
 
     /// Makes the current record durable (with the audit entries of its change), or returns to the
     /// last durable one and throws.
-    private func persist(audit: [AuditEntry] = []) throws {
+    func persist(audit: [AuditEntry] = []) throws {
         do {
             try storage.save(record, audit: audit)
             saved = record
@@ -87,7 +67,7 @@ actor UserSession {
         return now
     }
 
-    private func facts() async throws -> DeviceFacts {
+    func facts() async throws -> DeviceFacts {
         DeviceFacts(sensor: sensor?.info.kind ?? .none, enrolled: !(try await identities()).isEmpty, passcodeSet: passcodeIsSet)
     }
 
@@ -162,7 +142,7 @@ actor UserSession {
     /// Whether `passcode` is right, and the memory-hard digest of the attempt that the ledger uses
     /// to tell a repeated wrong entry from a new one. One check at a time per user: a slow PAM
     /// stack must not let parallel requests guess past the delay rules.
-    private func checkPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data) {
+    func checkPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data) {
         guard !passcodeCheckBusy else { throw Failure(.busy, "another passcode check for this user is in progress") }
         passcodeCheckBusy = true
         defer { passcodeCheckBusy = false }
@@ -277,216 +257,46 @@ actor UserSession {
 
     func clearSimulated() { queue.removeAll() }
 
+    var hasQueuedEvents: Bool { !queue.isEmpty }
+
+    /// The next scripted event, for the running evaluation.
+    func takeQueuedEvent() -> SimulatedEvent? { queue.isEmpty ? nil : queue.removeFirst() }
+
     // MARK: Evaluation
 
     func evaluate(policy: PolicyValue, passcodeOnly: Bool = false, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
                   inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
                   show: @escaping @Sendable (PromptScreen) async -> Void,
                   audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry) async -> EvaluationReport {
-        let kind = sensor?.info.kind ?? .none
-        func configuration() async throws -> EvaluationMachine.Configuration {
-            var c = EvaluationMachine.Configuration(
-                policy: policy, facts: try await facts(), app: app, reason: options.reason, cancelTitle: options.cancelTitle,
-                fallbackTitle: options.fallbackTitle, reuseDuration: options.reuseDuration,
-                interactionNotAllowed: options.interactionNotAllowed, sensorSimulated: sensor?.info.simulated ?? false,
-                contextAuthorization: authorization, contextLifetime: config.contextLifetime)
-            c.passcodeOnly = passcodeOnly
-            return c
-        }
-        // A ledger change is saved just before the next thing the client could see or the next
-        // suspension — a prompt screen, a passcode check, waiting for input — or with the answer,
-        // then together with the evaluation's audit entry in one durable transaction.
-        var unsaved = false
-        var audited = false
-        func save(finishing outcome: EvaluationMachine.Outcome?) -> Bool {
-            guard unsaved else { return true }
-            do {
-                try persist(audit: outcome.map { [audit($0)] } ?? [])
-                unsaved = false
-                audited = outcome != nil
-                return true
-            } catch {
-                return false
-            }
-        }
-        func report(_ outcome: EvaluationMachine.Outcome) async -> EvaluationReport {
-            var outcome = outcome
-            if !save(finishing: outcome) { outcome = .failure(.systemCancel, "The enclave could not save its state.") }
-            var state: Data?
-            if case .success(let how) = outcome, policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused {
-                state = try? await domainState(app: app)
-            }
-            return EvaluationReport(outcome: outcome, biometryType: kind, domainState: state, audited: audited)
-        }
-        do {
-            var machine = EvaluationMachine(try await configuration())
-            var actions = machine.start(ledger: record.ledger, now: clock.monotonic(), wall: clock.wall())
-            if machine.isFinished, case .finish(let o)? = actions.last { return await report(o) }
-
-            // The prompt is needed: one per user at a time.
-            guard await acquirePrompt(timeout: config.promptQueueTimeout) else {
-                if Task.isCancelled { return await report(.failure(.appCancel, "The client went away.")) }
-                return await report(.failure(.systemCancel, "Another authentication prompt for this user took too long."))
-            }
-            defer { releasePrompt() }
-            if Task.isCancelled { return await report(.failure(.appCancel, "The context was invalidated.")) }
-            // Facts may have changed while waiting: start afresh.
-            machine = EvaluationMachine(try await configuration())
-            actions = machine.start(ledger: record.ledger, now: clock.monotonic(), wall: clock.wall())
-            activeInputs = continuation
-            defer { activeInputs = nil }
-            let timeout = Task { [promptTimeout = config.promptTimeout] in
-                try? await Task.sleep(nanoseconds: UInt64(promptTimeout * 1e9))
-                if !Task.isCancelled { continuation.yield(.machine(.systemCancel("The prompt timed out."))) }
-            }
-            defer { timeout.cancel() }
-            if !queue.isEmpty { continuation.yield(.simulatedAvailable) }
-
-            var capture: Task<Void, Never>?
-            var lastScreen: PromptScreen?
-            /// No more readings: the capture stops and a real reader is let go.
-            func disarm() {
-                capture?.cancel()
-                capture = nil
-                sensor?.disarm(uid: uid)
-            }
-            defer { disarm() }
-            /// A real sensor reads once per capture: (re)arm it whenever the machine wants it armed.
-            func arm() {
-                guard let sensor, !sensor.info.simulated else { return }
-                capture?.cancel()
-                capture = Task { [uid] in
-                    do { continuation.yield(.sensor(try await sensor.capture(uid: uid, retry: { continuation.yield(.sensorRetry($0)) }))) } catch {
-                        if !Task.isCancelled {
-                            logger.warning("sensor failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
-                            continuation.yield(.sensorFailed("\(error)"))
-                        }
-                    }
-                }
-            }
-
-            func perform(_ actions: [EvaluationMachine.Action]) async -> EvaluationMachine.Outcome? {
-                for action in actions {
-                    switch action {
-                    case .persistLedger:
-                        unsaved = true
-                    case .armSensor:
-                        arm()
-                    case .disarmSensor:
-                        disarm()
-                    case .show(let screen):
-                        guard save(finishing: nil) else { return .failure(.systemCancel, "The enclave could not save its state.") }
-                        lastScreen = screen
-                        await show(screen)
-                    case .checkPasscode(let passcode):
-                        // The check suspends, and other requests must not see an unsaved change.
-                        guard save(finishing: nil) else { return .failure(.systemCancel, "The enclave could not save its state.") }
-                        let result: EvaluationMachine.Input
-                        do {
-                            let (correct, attempt) = try await checkPasscode(passcode)
-                            result = .passcodeChecked(correct: correct, attempt: attempt)
-                        } catch let f as Failure where f.code == .busy {
-                            result = .systemCancel("Another passcode check for this user was in progress.")
-                        } catch {
-                            result = .systemCancel("The device passcode was removed during the evaluation.")
-                        }
-                        let next = machine.handle(result, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())
-                        if let o = await perform(next) { return o }
-                    case .ignored(let why):
-                        logger.debug("ignored input", metadata: ["uid": "\(uid)", "why": "\(why)"])
-                    case .finish(let o):
-                        return o
-                    }
-                }
-                // The evaluation now waits for input: nothing unsaved may outlive this batch.
-                guard save(finishing: nil) else { return .failure(.systemCancel, "The enclave could not save its state.") }
-                return nil
-            }
-            func feed(_ input: EvaluationMachine.Input) async -> EvaluationMachine.Outcome? {
-                await perform(machine.handle(input, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall()))
-            }
-
-            var outcome = await perform(actions)
-            if outcome == nil {
-                loop: for await input in inputs {
-                    switch input {
-                    case .machine(let i): outcome = await feed(i)
-                    case .simulatedAvailable:
-                        while outcome == nil, !queue.isEmpty {
-                            outcome = await feed(Self.machineInput(for: queue.removeFirst()))
-                        }
-                    case .sensor(let reading):
-                        switch reading {
-                        case .match: outcome = await feed(.match)
-                        case .noMatch: outcome = await feed(.noMatch)
-                        }
-                        // The reading ended that capture; a sensor still armed reads again.
-                        if outcome == nil && machine.isSensorArmed { arm() }
-                    case .sensorRetry(let message):
-                        // Not an attempt: the person sees why and scans again; the sensor stays armed.
-                        logger.info("sensor asks to scan again", metadata: ["uid": "\(uid)", "message": "\(message)"])
-                        if var screen = lastScreen {
-                            screen.instruction = "\(screen.sensorName ?? "Sensor"): \(message)"
-                            await show(screen)
-                        }
-                    case .sensorFailed(let message):
-                        outcome = await feed(.systemCancel("The sensor failed: \(message)"))
-                    }
-                    if outcome != nil { break loop }
-                }
-            }
-            if let outcome { return await report(outcome) }
-            // The input stream ended: the client went away or invalidated the context.
-            _ = machine.handle(.appCancel, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())
-            return await report(.failure(.appCancel, "The client went away."))
-        } catch {
-            logger.error("evaluation failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
-            _ = save(finishing: nil)
-            return EvaluationReport(outcome: .failure(.systemCancel, "The enclave could not evaluate: \(error)"), biometryType: kind, domainState: nil)
-        }
+        var runner = EvaluationRunner(policy: policy, passcodeOnly: passcodeOnly, options: options, app: app, authorization: authorization,
+                                      inputs: inputs, continuation: continuation, show: show, audit: audit)
+        return await runner.run(on: self)
     }
 
-    static func machineInput(for event: SimulatedEvent) -> EvaluationMachine.Input {
-        switch event.kind {
-        case .match: return .match
-        case .nomatch: return .noMatch
-        case .cancel: return .cancel
-        case .fallback: return .fallback
-        case .retry: return .retry
-        case .passcode: return .passcodeTyped(event.passcode ?? "")
-        }
-    }
+    /// The biometry this user's evaluations report.
+    var sensorKind: BiometryKind { sensor?.info.kind ?? .none }
 
     // MARK: One prompt per user
 
-    private func acquirePrompt(timeout: Double) async -> Bool {
-        if !promptBusy {
-            promptBusy = true
-            return true
-        }
-        let id = nextWaiterID
-        nextWaiterID += 1
+    func acquirePrompt(timeout: Double) async -> Bool {
+        guard let id = prompt.enter() else { return true }
         let timer = Task { [weak self] in
             try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
-            await self?.dropWaiter(id)
+            await self?.dropPromptWaiter(id)
         }
         defer { timer.cancel() }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-                waiters.append((id, c))
+                prompt.wait(id, c)
             }
         } onCancel: {
-            Task { await self.dropWaiter(id) }
+            Task { await self.dropPromptWaiter(id) }
         }
     }
 
-    private func dropWaiter(_ id: UInt64) {
-        if let i = waiters.firstIndex(where: { $0.id == id }) { waiters.remove(at: i).continuation.resume(returning: false) }
-    }
+    private func dropPromptWaiter(_ id: UInt64) { prompt.drop(id) }
 
-    private func releasePrompt() {
-        if waiters.isEmpty { promptBusy = false } else { waiters.removeFirst().continuation.resume(returning: true) }
-    }
+    func releasePrompt() { prompt.leave() }
 }
 
 /// The account name of `uid` (PAM and fprintd know users by name), or the number when it has none.

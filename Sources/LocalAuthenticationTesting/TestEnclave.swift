@@ -139,8 +139,8 @@ public final class TestEnclave: @unchecked Sendable {
     // MARK: Binding LAContext
 
     /// Runs `body` with every `LAContext` created inside it bound to this daemon.
-    public func run<T>(_ body: () async throws -> T) async rethrows -> T {
-        try await EnclaveEndpoint.$override.withValue(endpoint) { try await body() }
+    public func run<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async rethrows -> T {
+        try await EnclaveEndpoint.$override.withValue(endpoint, operation: body, isolation: isolation)
     }
 
     /// Synchronous form of `run`.

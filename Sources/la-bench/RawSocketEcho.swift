@@ -19,7 +19,7 @@ enum RawSocketEcho {
         let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
         guard listener >= 0, bound == 0, listen(listener, 1) == 0 else { exit(2) }
         print("ready")
-        fflush(stdout)
+        fflush(nil)
         let connection = accept(listener, nil, nil)
         var buffer = [UInt8](repeating: 0, count: 4 + 65536)
         while readExactly(connection, &buffer, 4) {

@@ -43,7 +43,7 @@ private struct Tour {
     func pause() {
         guard interactive else { return }
         print("   (press Enter to continue)", terminator: "")
-        fflush(stdout)
+        fflush(nil)
         _ = readLine()
     }
 

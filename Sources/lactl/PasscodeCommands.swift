@@ -58,7 +58,7 @@ struct Enroll: ParsableCommand {
             let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
             let line = "\(bar) stage \(min(p.stage + 1, p.stages)) of \(p.stages): \(p.message)"
             if terminal { print("\r\u{1B}[K" + line, terminator: "") } else { print(line) }
-            fflush(stdout)
+            fflush(nil)
         })
         if terminal { print("") }
         print("enrolled \(name)")

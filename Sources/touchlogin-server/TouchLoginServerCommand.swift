@@ -77,7 +77,7 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
                 logger.info("listening", metadata: ["address": "\(channel.localAddress?.description ?? "?")", "storage": "\(store.kind)", "database": "\(path)",
                                                      "rp": "\(relyingParty.id)", "origins": "\(relyingParty.origins.joined(separator: ","))"])
                 print("touchlogin-server listening on http://\(host):\(channel.localAddress?.port ?? port)")
-                fflush(stdout)
+                fflush(nil)  // every output stream: the global stdout is not reachable from a Sendable closure
             },
             logger: logger)
         if postgresURL != nil { app.beforeServerStarts { try await store.migrate() } }

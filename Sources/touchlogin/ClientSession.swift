@@ -244,14 +244,14 @@ struct ClientSession {
     }
 }
 
-func say(_ text: String) { print(text); fflush(stdout) }
+func say(_ text: String) { print(text); fflush(nil) }
 func sayError(_ text: String) { FileHandle.standardError.write(Data(("touchlogin: " + text + "\n").utf8)) }
 
 /// Questions on the terminal (echo off for secrets), or lines from standard input when piped.
 enum Terminal {
     static func ask(_ question: String) -> String? {
         print(question, terminator: "")
-        fflush(stdout)
+        fflush(nil)
         guard let line = readLine(strippingNewline: true) else { return nil }
         let answer = line.trimmingCharacters(in: .whitespaces)
         return answer.isEmpty ? nil : answer
@@ -265,7 +265,7 @@ enum Terminal {
     static func secret(_ question: String) -> String? {
         guard isatty(STDIN_FILENO) == 1 else {
             print(question, terminator: "")
-            fflush(stdout)
+            fflush(nil)
             let line = readLine(strippingNewline: true)
             print("")
             return (line?.isEmpty ?? true) ? nil : line
@@ -277,7 +277,7 @@ enum Terminal {
         tcsetattr(STDIN_FILENO, TCSANOW, &quiet)
         defer { tcsetattr(STDIN_FILENO, TCSANOW, &saved); print("") }
         print(question, terminator: "")
-        fflush(stdout)
+        fflush(nil)
         let line = readLine(strippingNewline: true)
         return (line?.isEmpty ?? true) ? nil : line
     }

@@ -156,7 +156,7 @@ final class AttemptLedgerTests: XCTestCase {
         XCTAssertEqual(restored, l)
         XCTAssertEqual(restored.passcodeFailures, 6)
         // Same boot: the daemon restarted, the machine did not.
-        restored.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = restored.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         XCTAssertEqual(restored.passcodeGate(now: clock.monotonic()), .wait(seconds: 200))
         // And counting continues from where it was.
         clock.advance(200)
@@ -192,10 +192,10 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testDisabledStateSurvivesReboot() {
         var l = AttemptLedger()
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         for i in 0..<10 { l.recordPasscodeFailure(attempt: Fixture.wrong(i), now: clock.monotonic()) }
         clock.reboot(bootID: "boot-2")
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         XCTAssertEqual(l.passcodeGate(now: clock.monotonic()), .disabled)
     }
 
@@ -210,7 +210,7 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testLoadAfterRebootLocksBiometryInSystemMode() {
         var l = AttemptLedger()
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         clock.reboot(bootID: "boot-2")
         XCTAssertTrue(l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true))
         XCTAssertEqual(l.biometryLock, .boot)
@@ -221,7 +221,7 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testLoadAfterRebootDoesNotLockInUserMode() {
         var l = AttemptLedger()
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         clock.reboot(bootID: "boot-2")
         XCTAssertTrue(l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false))
         XCTAssertNil(l.biometryLock)
@@ -229,7 +229,7 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testReloadWithinSameBootChangesNothing() {
         var l = AttemptLedger()
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         let before = l
         clock.advance(10)
         XCTAssertFalse(l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true))
@@ -239,9 +239,9 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testBootLockDoesNotReplaceFailureLockout() {
         var l = AttemptLedger.withBiometricFailures(5)
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         clock.reboot(bootID: "boot-2")
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         XCTAssertEqual(l.biometryLock, .failures)
     }
 
@@ -269,10 +269,10 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testInactivitySpansReboots() {
         var l = AttemptLedger()
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         l.recordPasscodeSuccess(wall: clock.wall())
         clock.reboot(bootID: "boot-2", after: 49 * 3600)
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         XCTAssertEqual(l.biometryRefusal(now: clock.wall()), .inactivity)
     }
 
@@ -345,7 +345,7 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testPasscodeRemovedResetsButRemembersBoot() {
         var l = AttemptLedger()
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         for i in 0..<3 { l.recordPasscodeFailure(attempt: Fixture.wrong(i), now: clock.monotonic()) }
         l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
         l.passcodeRemoved()

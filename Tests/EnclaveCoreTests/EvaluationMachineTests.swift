@@ -462,7 +462,7 @@ final class EvaluationMachineTests: XCTestCase {
         clock.advance(15)
         // The daemon restarts: the ledger is reloaded from storage and a new evaluation begins.
         var restored = try JSONDecoder().decode(AttemptLedger.self, from: JSONEncoder().encode(h.ledger))
-        restored.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = restored.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         var again = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor), restored)
         XCTAssertEqual(lastScreen(again.start())?.passcodeRetryAfter, 45)
         XCTAssertEqual(again.send(.passcodeTyped("1234")).count, 1)
@@ -471,12 +471,12 @@ final class EvaluationMachineTests: XCTestCase {
 
     func testRebootRestartsDelayInMachine() throws {
         var ledger = AttemptLedger()
-        ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         for i in 0..<5 { ledger.recordPasscodeFailure(attempt: Fixture.wrong(i), now: clock.monotonic()) }
         clock.advance(50)
         clock.reboot(bootID: "boot-2")
         var restored = try JSONDecoder().decode(AttemptLedger.self, from: JSONEncoder().encode(ledger))
-        restored.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
+        _ = restored.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
         var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor), restored)
         XCTAssertEqual(lastScreen(h.start())?.passcodeRetryAfter, 60)
     }
@@ -509,10 +509,10 @@ final class EvaluationMachineTests: XCTestCase {
 
     private func ledgerAfterSecondBoot() -> AttemptLedger {
         var l = AttemptLedger()
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         l.recordPasscodeSuccess(wall: clock.wall())
         clock.reboot(bootID: "boot-2")
-        l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         return l
     }
 

@@ -38,9 +38,9 @@ final class PreflightTests: XCTestCase {
 
     func testBiometricPolicyLockoutForEveryRefusalReason() {
         var boot = AttemptLedger()
-        boot.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = boot.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         clock.reboot(bootID: "boot-2")
-        boot.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
+        _ = boot.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         var remote = AttemptLedger()
         remote.remoteLock()
         var inactive = AttemptLedger()

@@ -42,7 +42,7 @@ final class ContextTests: XCTestCase {
     func testAnEvaluatedContextStaysAuthorizedWithoutAnotherPrompt() async throws {
         let enclave = try TestEnclave(.with { $0.promptTimeout = 2 })
         try enclave.queue(.match)
-        try await enclave.run {
+        await enclave.run {
             let context = LAContext()
             let first = await evaluate(context, .deviceOwnerAuthenticationWithBiometrics)
             XCTAssertNil(first)

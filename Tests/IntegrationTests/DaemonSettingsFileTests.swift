@@ -33,7 +33,7 @@ final class DaemonSettingsFileTests: XCTestCase {
                                                                            "--key-file", dir + "/keys/master.key", "--config", dir + "/laenclaved.conf",
                                                                            "--passcode-cost", "10", "--exit-with-parent"])
         defer { terminateAndWait(daemon) }
-        try eventually("the daemon's socket") { FileManager.default.fileExists(atPath: dir + "/run/socket") }
+        eventually("the daemon's socket") { FileManager.default.fileExists(atPath: dir + "/run/socket") }
         let status = try runProcess(productPath("lactl"), ["status", "--socket", dir + "/run/socket"])
         XCTAssertEqual(status.status, 0, status.stderr)
         XCTAssertTrue(status.stdout.contains("Simulated Face ID"), status.stdout)
@@ -49,7 +49,7 @@ final class DaemonSettingsFileTests: XCTestCase {
                                                                            "--passcode-cost", "10", "--exit-with-parent", "--log-file", dir + "/log"],
                                               environment: ["DBUS_SYSTEM_BUS_ADDRESS": "unix:path=\(dir)/no-bus"])
         defer { terminateAndWait(daemon) }
-        try eventually("the daemon's socket") { FileManager.default.fileExists(atPath: dir + "/run/socket") }
+        eventually("the daemon's socket") { FileManager.default.fileExists(atPath: dir + "/run/socket") }
         let status = try runProcess(productPath("lactl"), ["status", "--socket", dir + "/run/socket"])
         XCTAssertTrue(status.stdout.contains("Simulated Touch ID"), status.stdout)
         XCTAssertTrue((try? String(contentsOfFile: dir + "/log", encoding: .utf8))?.contains("no fingerprint reader through fprintd") ?? false)

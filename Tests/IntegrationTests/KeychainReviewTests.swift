@@ -11,7 +11,7 @@ import XCTest
 final class KeychainReviewTests: XCTestCase {
     func testAReplyOverTheMessageLimitIsAnErrorNotACrash() throws {
         let enclave = try TestEnclave()
-        try enclave.run {
+        enclave.run {
             let big = Data(repeating: 0x41, count: 4096)
             for i in 0..<20 {
                 XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "big\(i)",
@@ -33,7 +33,7 @@ final class KeychainReviewTests: XCTestCase {
 
     func testAnUpdateWithoutTheApplicationPasswordCannotStripIt() throws {
         let enclave = try TestEnclave()
-        try enclave.run {
+        enclave.run {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
             let owner = LAContext()
             owner.setCredential(Data("pw".utf8), type: .applicationPassword)

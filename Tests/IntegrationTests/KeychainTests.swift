@@ -123,7 +123,7 @@ final class KeychainTests: XCTestCase {
 
     func testInteractionNotAllowedAndSkip() throws {
         let enclave = try TestEnclave()
-        try enclave.run {
+        enclave.run {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil)!
             XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "locked",
                                        kSecAttrAccessControl as String: access, kSecValueData as String: Data("x".utf8)] as CFDictionary, nil), errSecSuccess)
@@ -151,7 +151,7 @@ final class KeychainTests: XCTestCase {
 
     func testStatusCodesForDuplicatesMissingItemsAndBadInput() throws {
         let enclave = try TestEnclave()
-        try enclave.run {
+        enclave.run {
             let add: [String: Any] = [kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "example.com",
                                       kSecAttrAccount as String: "carol", kSecAttrPort as String: 443, kSecValueData as String: Data("pw".utf8)]
             XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
@@ -198,7 +198,7 @@ final class KeychainTests: XCTestCase {
 
     func testApplicationPassword() throws {
         let enclave = try TestEnclave()
-        try enclave.run {
+        enclave.run {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
             let context = LAContext()
             context.setCredential(Data("app-pw".utf8), type: .applicationPassword)
@@ -220,7 +220,7 @@ final class KeychainTests: XCTestCase {
 
     func testTwoAppsAndTwoDaemonsCannotSeeEachOthersItems() throws {
         let enclave = try TestEnclave()
-        try enclave.run {
+        enclave.run {
             XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "mine",
                                        kSecValueData as String: Data("secret".utf8)] as CFDictionary, nil), errSecSuccess)
         }
@@ -243,7 +243,7 @@ final class KeychainTests: XCTestCase {
         let enclave = try TestEnclave()
         var committed: [String] = []
         for round in 0..<8 {
-            try enclave.run {
+            enclave.run {
                 for i in 0..<10 {
                     let account = "r\(round)-\(i)"
                     if SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: account,
@@ -255,7 +255,7 @@ final class KeychainTests: XCTestCase {
             enclave.kill()
             try enclave.start()
         }
-        try enclave.run {
+        enclave.run {
             var all: CFTypeRef?
             XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
                                                 kSecReturnAttributes as String: true, kSecReturnData as String: true] as CFDictionary, &all), errSecSuccess)
@@ -287,7 +287,7 @@ final class KeychainTests: XCTestCase {
 final class LactlKeychainTests: XCTestCase {
     func testListWhyAndDelete() throws {
         let enclave = try TestEnclave()
-        try enclave.run {
+        enclave.run {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .biometryCurrentSet, nil)!
             XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "example.com",
                                        kSecAttrAccount as String: "alice", kSecAttrAccessControl as String: access,

@@ -19,10 +19,10 @@ final class ParentExitTests: XCTestCase {
         try shell.run()
         let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         let daemon = try XCTUnwrap(pid_t(line), "daemon pid from: \(line)")
-        try eventually("the daemon's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
+        eventually("the daemon's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
         kill(shell.processIdentifier, SIGKILL)
         shell.waitUntilExit()
-        try eventually("the daemon to exit after its parent died", timeout: 5) { kill(daemon, 0) != 0 }
+        eventually("the daemon to exit after its parent died", timeout: 5) { kill(daemon, 0) != 0 }
         XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/run/socket"), "it shut down gracefully")
     }
 }

@@ -103,7 +103,7 @@ final class SystemModeTests: XCTestCase {
         chmod(enclave.socketPath, 0o666)
         let out = try asNobody([lactl, "status", "--json", "--socket", enclave.socketPath])
         XCTAssertEqual(out.status, 69, out.stdout + out.stderr)
-        try eventually("the refusal to be logged") { enclave.log().contains("refused a connection from another user") }
+        eventually("the refusal to be logged") { enclave.log().contains("refused a connection from another user") }
     }
 
     func testClientsRefuseADaemonRunByAnotherUser() throws {
@@ -121,7 +121,7 @@ final class SystemModeTests: XCTestCase {
         chmod(daemon, 0o755)
         let impostor = try DaemonLauncher.spawn("/usr/sbin/runuser", ["-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir", root + "/state", "--key-file", root + "/keys/master.key", "--passcode-cost", "10"])
         defer { terminateAndWait(impostor) }
-        try eventually("the impostor's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
+        eventually("the impostor's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
         chmod(root + "/run", 0o755)
         chmod(root + "/run/socket", 0o666)
         XCTAssertThrowsError(try EnclaveConnection(socketPath: root + "/run/socket")) { error in

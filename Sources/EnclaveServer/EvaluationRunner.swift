@@ -1,0 +1,245 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Logging
+
+/// What can reach a running evaluation.
+enum SessionInput: Sendable {
+    case machine(EvaluationMachine.Input)
+    /// Scripted events were queued; the evaluation takes them in order.
+    case simulatedAvailable
+    case sensor(SensorReading)
+    case sensorFailed(String)
+    /// The sensor could not read the scan ("finger not centred"): shown, not counted.
+    case sensorRetry(String)
+}
+
+struct EvaluationReport: Sendable {
+    var outcome: EvaluationMachine.Outcome
+    var biometryType: BiometryKind
+    var domainState: Data?
+    /// The audit entry was written in the same transaction as the record the evaluation changed.
+    var audited = false
+}
+
+/// One evaluation's shell: performs what `EvaluationMachine` asks for — screens, the sensor, passcode
+/// checks, saving the ledger — and feeds it what happens. Every step runs on the user's
+/// `UserSession` (the `isolated` parameter), so the ledger it changes has one owner.
+struct EvaluationRunner {
+    var policy: PolicyValue
+    var passcodeOnly: Bool
+    var options: EvaluationOptions
+    var app: String
+    var authorization: ContextAuthorization?
+    var inputs: AsyncStream<SessionInput>
+    var continuation: AsyncStream<SessionInput>.Continuation
+    var show: @Sendable (PromptScreen) async -> Void
+    var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+
+    private var machine: EvaluationMachine?
+    /// A ledger change not yet durable. It is saved just before the next thing the client could
+    /// see or the next suspension — a prompt screen, a passcode check, waiting for input — or with
+    /// the answer, then together with the evaluation's audit entry in one durable transaction.
+    private var unsaved = false
+    private var audited = false
+    private var capture: Task<Void, Never>?
+    private var lastScreen: PromptScreen?
+
+    init(policy: PolicyValue, passcodeOnly: Bool, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
+         inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
+         show: @escaping @Sendable (PromptScreen) async -> Void, audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry) {
+        self.policy = policy; self.passcodeOnly = passcodeOnly; self.options = options; self.app = app
+        self.authorization = authorization; self.inputs = inputs; self.continuation = continuation
+        self.show = show; self.audit = audit
+    }
+
+    mutating func run(on session: isolated UserSession) async -> EvaluationReport {
+        do {
+            var actions = try await start(on: session)
+            if let machine, machine.isFinished, case .finish(let o)? = actions.last { return await report(o, on: session) }
+
+            // The prompt is needed: one per user at a time.
+            guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) else {
+                if Task.isCancelled { return await report(.failure(.appCancel, "The client went away."), on: session) }
+                return await report(.failure(.systemCancel, "Another authentication prompt for this user took too long."), on: session)
+            }
+            defer { session.releasePrompt() }
+            if Task.isCancelled { return await report(.failure(.appCancel, "The context was invalidated."), on: session) }
+            // Facts may have changed while waiting: start afresh.
+            actions = try await start(on: session)
+            session.activeInputs = continuation
+            defer { session.activeInputs = nil }
+            let timeout = Task { [promptTimeout = session.config.promptTimeout, continuation] in
+                try? await Task.sleep(nanoseconds: UInt64(promptTimeout * 1e9))
+                if !Task.isCancelled { continuation.yield(.machine(.systemCancel("The prompt timed out."))) }
+            }
+            defer { timeout.cancel() }
+            if session.hasQueuedEvents { continuation.yield(.simulatedAvailable) }
+            defer { disarm(on: session) }
+
+            if let outcome = await perform(actions, on: session) { return await report(outcome, on: session) }
+            for await input in inputs {
+                if let outcome = await handle(input, on: session) { return await report(outcome, on: session) }
+            }
+            // The input stream ended: the client went away or invalidated the context.
+            _ = feedMachine(.appCancel, on: session)
+            return await report(.failure(.appCancel, "The client went away."), on: session)
+        } catch {
+            session.logger.error("evaluation failed", metadata: ["uid": "\(session.uid)", "error": "\(error)"])
+            _ = save(finishing: nil, on: session)
+            return EvaluationReport(outcome: .failure(.systemCancel, "The enclave could not evaluate: \(error)"),
+                                    biometryType: session.sensorKind, domainState: nil)
+        }
+    }
+
+    private mutating func start(on session: isolated UserSession) async throws -> [EvaluationMachine.Action] {
+        var configuration = EvaluationMachine.Configuration(
+            policy: policy, facts: try await session.facts(), app: app, reason: options.reason, cancelTitle: options.cancelTitle,
+            fallbackTitle: options.fallbackTitle, reuseDuration: options.reuseDuration,
+            interactionNotAllowed: options.interactionNotAllowed, sensorSimulated: session.sensor?.info.simulated ?? false,
+            contextAuthorization: authorization, contextLifetime: session.config.contextLifetime)
+        configuration.passcodeOnly = passcodeOnly
+        var machine = EvaluationMachine(configuration)
+        let actions = machine.start(ledger: session.record.ledger, now: session.clock.monotonic(), wall: session.clock.wall())
+        self.machine = machine
+        return actions
+    }
+
+    private mutating func handle(_ input: SessionInput, on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
+        switch input {
+        case .machine(let i):
+            return await feed(i, on: session)
+        case .simulatedAvailable:
+            while let event = session.takeQueuedEvent() {
+                if let outcome = await feed(Self.machineInput(for: event), on: session) { return outcome }
+            }
+            return nil
+        case .sensor(let reading):
+            let outcome: EvaluationMachine.Outcome?
+            switch reading {
+            case .match: outcome = await feed(.match, on: session)
+            case .noMatch: outcome = await feed(.noMatch, on: session)
+            }
+            // The reading ended that capture; a sensor still armed reads again.
+            if outcome == nil, machine?.isSensorArmed == true { arm(on: session) }
+            return outcome
+        case .sensorRetry(let message):
+            // Not an attempt: the person sees why and scans again; the sensor stays armed.
+            session.logger.info("sensor asks to scan again", metadata: ["uid": "\(session.uid)", "message": "\(message)"])
+            if var screen = lastScreen {
+                screen.instruction = "\(screen.sensorName ?? "Sensor"): \(message)"
+                await show(screen)
+            }
+            return nil
+        case .sensorFailed(let message):
+            return await feed(.systemCancel("The sensor failed: \(message)"), on: session)
+        }
+    }
+
+    private mutating func feed(_ input: EvaluationMachine.Input, on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
+        await perform(feedMachine(input, on: session), on: session)
+    }
+
+    private mutating func feedMachine(_ input: EvaluationMachine.Input, on session: isolated UserSession) -> [EvaluationMachine.Action] {
+        guard var machine else { return [] }
+        let actions = machine.handle(input, ledger: &session.record.ledger, now: session.clock.monotonic(), wall: session.clock.wall())
+        self.machine = machine
+        return actions
+    }
+
+    private mutating func perform(_ actions: [EvaluationMachine.Action], on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
+        let unsavable = EvaluationMachine.Outcome.failure(.systemCancel, "The enclave could not save its state.")
+        // A passcode check's answer puts the machine's next actions in front of the rest.
+        var pending = actions[...]
+        while let action = pending.popFirst() {
+            switch action {
+            case .persistLedger:
+                unsaved = true
+            case .armSensor:
+                arm(on: session)
+            case .disarmSensor:
+                disarm(on: session)
+            case .show(let screen):
+                guard save(finishing: nil, on: session) else { return unsavable }
+                lastScreen = screen
+                await show(screen)
+            case .checkPasscode(let passcode):
+                // The check suspends, and other requests must not see an unsaved change.
+                guard save(finishing: nil, on: session) else { return unsavable }
+                let result: EvaluationMachine.Input
+                do {
+                    let (correct, attempt) = try await session.checkPasscode(passcode)
+                    result = .passcodeChecked(correct: correct, attempt: attempt)
+                } catch let f as Failure where f.code == .busy {
+                    result = .systemCancel("Another passcode check for this user was in progress.")
+                } catch {
+                    result = .systemCancel("The device passcode was removed during the evaluation.")
+                }
+                pending = feedMachine(result, on: session)[...] + pending
+            case .ignored(let why):
+                session.logger.debug("ignored input", metadata: ["uid": "\(session.uid)", "why": "\(why)"])
+            case .finish(let outcome):
+                return outcome
+            }
+        }
+        // The evaluation now waits for input: nothing unsaved may outlive this batch.
+        guard save(finishing: nil, on: session) else { return unsavable }
+        return nil
+    }
+
+    /// A real sensor reads once per capture: (re)arm it whenever the machine wants it armed.
+    private mutating func arm(on session: isolated UserSession) {
+        guard let sensor = session.sensor, !sensor.info.simulated else { return }
+        capture?.cancel()
+        capture = Task { [uid = session.uid, logger = session.logger, continuation] in
+            do {
+                continuation.yield(.sensor(try await sensor.capture(uid: uid, retry: { continuation.yield(.sensorRetry($0)) })))
+            } catch {
+                if !Task.isCancelled {
+                    logger.warning("sensor failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
+                    continuation.yield(.sensorFailed("\(error)"))
+                }
+            }
+        }
+    }
+
+    /// No more readings: the capture stops and a real reader is let go.
+    private mutating func disarm(on session: isolated UserSession) {
+        capture?.cancel()
+        capture = nil
+        session.sensor?.disarm(uid: session.uid)
+    }
+
+    private mutating func save(finishing outcome: EvaluationMachine.Outcome?, on session: isolated UserSession) -> Bool {
+        guard unsaved else { return true }
+        do {
+            try session.persist(audit: outcome.map { [audit($0)] } ?? [])
+            unsaved = false
+            audited = outcome != nil
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    private mutating func report(_ outcome: EvaluationMachine.Outcome, on session: isolated UserSession) async -> EvaluationReport {
+        var outcome = outcome
+        if !save(finishing: outcome, on: session) { outcome = .failure(.systemCancel, "The enclave could not save its state.") }
+        var state: Data?
+        if case .success(let how) = outcome, policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused {
+            state = try? await session.domainState(app: app)
+        }
+        return EvaluationReport(outcome: outcome, biometryType: session.sensorKind, domainState: state, audited: audited)
+    }
+
+    static func machineInput(for event: SimulatedEvent) -> EvaluationMachine.Input {
+        switch event.kind {
+        case .match: return .match
+        case .nomatch: return .noMatch
+        case .cancel: return .cancel
+        case .fallback: return .fallback
+        case .retry: return .retry
+        case .passcode: return .passcodeTyped(event.passcode ?? "")
+        }
+    }
+}
