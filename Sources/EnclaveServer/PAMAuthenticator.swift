@@ -6,15 +6,15 @@ import Glibc
 
 /// Checks a password with PAM (the configured service's `auth` and `account` stacks). The password
 /// lives only in memory for the call: copied for PAM's conversation, wiped and freed after; it is
-/// never logged. Runs on a thread of its own: a PAM stack may sleep (pam_faildelay) or block.
+/// never logged. Runs on `BlockingWork`'s waiting pool: a PAM stack may sleep (pam_faildelay) or block.
 enum PAMAuthenticator {
-    enum Outcome: Equatable { case accepted, refused(String) }
+    enum Outcome: Equatable, Sendable { case accepted, refused(String) }
 
     static func check(service: String, user: String, password: String) async -> Outcome {
-        await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: checkNow(service: service, user: user, password: password)) }
-            thread.name = "laenclaved-pam"
-            thread.start()
+        do {
+            return try await BlockingWork.waiting { checkNow(service: service, user: user, password: password) }
+        } catch {
+            return .refused("the PAM check could not run: \(error)")
         }
     }
 

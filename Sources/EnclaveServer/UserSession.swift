@@ -147,13 +147,14 @@ actor UserSession {
         passcodeCheckBusy = true
         defer { passcodeCheckBusy = false }
         if usesPAM, let service = config.pamService {
-            let attempt = try PasscodeVerifier(salt: record.domainSecret, hash: Data(), cost: config.passcodeCost, blockSize: 8, parallelism: 1).derive(passcode)
+            let keyed = PasscodeVerifier(salt: record.domainSecret, hash: Data(), cost: config.passcodeCost, blockSize: 8, parallelism: 1)
+            let attempt = try await BlockingWork.compute { try keyed.derive(passcode) }
             let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
             if case .refused(let why) = outcome { logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"]) }
             return (outcome == .accepted, attempt)
         }
         guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
-        let attempt = try verifier.derive(passcode)
+        let attempt = try await BlockingWork.compute { try verifier.derive(passcode) }
         return (verifier.matches(attempt), attempt)
     }
 
@@ -167,7 +168,8 @@ actor UserSession {
             guard let current else { throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode") }
             try await requirePasscode(current)
         }
-        record.passcode = try PasscodeVerifier.make(passcode: new, cost: config.passcodeCost)
+        let cost = config.passcodeCost
+        record.passcode = try await BlockingWork.compute { try PasscodeVerifier.make(passcode: new, cost: cost) }
         record.ledger.passcodeChanged(wall: clock.wall())
         try persist()
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EnclaveCore
 import EnclaveProtocol
 import EnclaveServer
 import Foundation
@@ -107,45 +108,32 @@ struct LAEnclaved: AsyncParsableCommand {
         let logger = Logger(label: "laenclaved")
         // The configuration file, then the command line over it.
         let settingsPath = configFile ?? (mode == .system ? EnclavePaths.systemConfiguration : EnclavePaths.userConfiguration())
-        var settings: DaemonSettings
+        let settings: DaemonSettings
         do { settings = try DaemonSettings.load(settingsPath) } catch {
             throw ValidationError("\(settingsPath): \(error)")
         }
+        var commandLine = DaemonCommandLine(mode: mode)
+        commandLine.socket = socket
+        commandLine.stateDirectory = stateDirectory
+        commandLine.keyFile = keyFile
         if let simulatedSensor {
-            settings.sensor = switch simulatedSensor { case .touchid: .simulatedTouchID; case .faceid: .simulatedFaceID; case .none: .none }
+            commandLine.sensor = switch simulatedSensor { case .touchid: .simulatedTouchID; case .faceid: .simulatedFaceID; case .none: DaemonSettings.Sensor.none }
         }
-        if fprintd { settings.sensor = .fprintd }
-        if let passcodeSource, let source = DaemonSettings.PasscodeSource(rawValue: passcodeSource) { settings.passcodeSource = source }
-        if let pamService { settings.pamService = pamService }
-        if let pamUsers { settings.pamUsers = Set(pamUsers.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
-        if allowSimulation { settings.allowSimulation = true }
-        if noSimulation { settings.allowSimulation = false }
-
-        let kind: BiometryKind? = switch settings.sensor {
-        case .simulatedTouchID: .touchID
-        case .simulatedFaceID: .faceID
-        case .auto: mode == .user ? .touchID : nil  // what `auto` falls back to without a reader
-        case .fprintd, .none: nil
-        }
-        var config = DaemonConfiguration(
-            mode: mode,
-            socketPath: socket ?? (mode == .system ? EnclavePaths.systemSocket : EnclavePaths.userSocket()),
-            stateDirectory: stateDirectory ?? (mode == .system ? EnclavePaths.systemStateDirectory : EnclavePaths.userStateDirectory()),
-            masterKeyPath: keyFile ?? (mode == .system ? EnclavePaths.systemMasterKey : EnclavePaths.userMasterKey()),
-            simulatedSensor: kind,
-            simulationEnabled: settings.allowSimulation ?? (mode == .user))
-        config.fprintd = switch settings.sensor { case .fprintd: .required; case .auto: .ifAvailable; default: .no }
-        if settings.passcodeSource == .pam {
-            config.pamService = settings.pamService
-            config.pamUsers = settings.pamUsers
-        }
-        config.passcodeCost = passcodeCost
-        config.promptTimeout = promptTimeout
-        config.promptQueueTimeout = promptQueueTimeout
-        config.contextLifetime = contextLifetime
-        if mode == .system && (settings.sensor == .simulatedTouchID || settings.sensor == .simulatedFaceID) {
-            logger.warning("SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks")
-        }
+        if fprintd { commandLine.sensor = .fprintd }
+        commandLine.passcodeSource = passcodeSource.flatMap(DaemonSettings.PasscodeSource.init(rawValue:))
+        commandLine.pamService = pamService
+        commandLine.pamUsers = pamUsers.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+        if allowSimulation { commandLine.allowSimulation = true }
+        if noSimulation { commandLine.allowSimulation = false }
+        commandLine.passcodeCost = passcodeCost
+        commandLine.promptTimeout = promptTimeout
+        commandLine.promptQueueTimeout = promptQueueTimeout
+        commandLine.contextLifetime = contextLifetime
+        let defaults = mode == .system
+            ? DaemonDefaultPaths(socket: EnclavePaths.systemSocket, stateDirectory: EnclavePaths.systemStateDirectory, masterKey: EnclavePaths.systemMasterKey)
+            : DaemonDefaultPaths(socket: EnclavePaths.userSocket(), stateDirectory: EnclavePaths.userStateDirectory(), masterKey: EnclavePaths.userMasterKey())
+        let config = DaemonConfiguration.resolve(file: settings, commandLine: commandLine, defaults: defaults)
+        for warning in config.warnings { logger.warning("\(warning)") }
         let daemon: EnclaveDaemon
         do { daemon = try EnclaveDaemon(config: config, logger: logger) } catch let e as EnclaveDaemon.StartError {
             if case .alreadyRunning = e {

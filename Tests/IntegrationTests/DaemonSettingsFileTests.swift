@@ -54,4 +54,19 @@ final class DaemonSettingsFileTests: XCTestCase {
         XCTAssertTrue(status.stdout.contains("Simulated Touch ID"), status.stdout)
         XCTAssertTrue((try? String(contentsOfFile: dir + "/log", encoding: .utf8))?.contains("no fingerprint reader through fprintd") ?? false)
     }
+
+    func testTheCommandLineOverridesTheFilesSensorWithNone() throws {
+        let dir = directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try "sensor = simulated-faceid\n".write(toFile: dir + "/laenclaved.conf", atomically: true, encoding: .utf8)
+        let daemon = try DaemonLauncher.spawn(productPath("laenclaved"), ["--user", "--socket", dir + "/run/socket", "--state-dir", dir + "/state",
+                                                                           "--key-file", dir + "/keys/master.key", "--config", dir + "/laenclaved.conf",
+                                                                           "--simulated-sensor", "none", "--passcode-cost", "10", "--exit-with-parent"])
+        defer { terminateAndWait(daemon) }
+        eventually("the daemon's socket") { FileManager.default.fileExists(atPath: dir + "/run/socket") }
+        let status = try runProcess(productPath("lactl"), ["status", "--json", "--socket", dir + "/run/socket"])
+        XCTAssertEqual(status.status, 0, status.stderr)
+        XCTAssertFalse(status.stdout.contains("Face ID"), status.stdout)
+        XCTAssertFalse(status.stdout.contains("\"sensor\" : {"), "no sensor at all: \(status.stdout)")
+    }
 }

@@ -1,4 +1,4 @@
-import EnclaveServer
+import EnclaveCore
 import XCTest
 
 final class DaemonSettingsTests: XCTestCase {

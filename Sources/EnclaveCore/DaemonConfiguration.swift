@@ -1,0 +1,113 @@
+import EnclaveProtocol
+
+public struct DaemonConfiguration: Sendable {
+    public var mode: DaemonMode
+    public var socketPath: String
+    public var stateDirectory: String
+    /// The master key of keychain encryption, kept outside the state directory so that a copy of
+    /// the state alone decrypts nothing. Created (0600, directory 0700) when missing.
+    public var masterKeyPath: String
+    /// The simulated sensor, if any. In system mode it runs only when explicitly enabled.
+    public var simulatedSensor: BiometryKind?
+    /// The PAM service that checks the device passcode as the user's login password; nil: the
+    /// daemon's own passcode (set with `lactl passcode set`).
+    public var pamService: String?
+    /// The users whose passcode is their login password; nil: every user (when `pamService` is set).
+    public var pamUsers: Set<String>?
+    /// Whether to use the fingerprint reader fprintd serves. `ifAvailable` (the `auto` sensor) falls
+    /// back to `simulatedSensor` when fprintd has no reader.
+    public var fprintd: FprintdUse = .no
+    public enum FprintdUse: Sendable { case no, required, ifAvailable }
+    /// Whether `simulate` requests (scripted touches and typed passcodes) are accepted.
+    public var simulationEnabled: Bool
+    /// scrypt cost (log2 N) for new passcode verifiers.
+    public var passcodeCost: Int = PasscodeVerifier.defaultCost
+    /// How long one prompt may stay open before it ends with `systemCancel`.
+    public var promptTimeout: Double = 300
+    /// How long a second evaluation of the same user waits for the prompt before `systemCancel`.
+    public var promptQueueTimeout: Double = 30
+    /// How long a successfully evaluated `LAContext` stays authorized.
+    public var contextLifetime: Double = ContextAuthorization.defaultLifetime
+
+    public init(mode: DaemonMode, socketPath: String, stateDirectory: String, masterKeyPath: String, simulatedSensor: BiometryKind?, simulationEnabled: Bool) {
+        self.mode = mode; self.socketPath = socketPath; self.stateDirectory = stateDirectory; self.masterKeyPath = masterKeyPath
+        self.simulatedSensor = simulatedSensor; self.simulationEnabled = simulationEnabled
+    }
+}
+
+/// What the daemon's command line said: each value, when given, overrides the configuration file.
+public struct DaemonCommandLine: Sendable, Equatable {
+    public var mode: DaemonMode
+    public var socket: String?
+    public var stateDirectory: String?
+    public var keyFile: String?
+    /// `--simulated-sensor` or `--fprintd`, as the file's `sensor` would say it.
+    public var sensor: DaemonSettings.Sensor?
+    public var passcodeSource: DaemonSettings.PasscodeSource?
+    public var pamService: String?
+    public var pamUsers: Set<String>?
+    /// `--allow-simulation` (true) or `--no-simulation` (false).
+    public var allowSimulation: Bool?
+    public var passcodeCost = PasscodeVerifier.defaultCost
+    public var promptTimeout: Double = 300
+    public var promptQueueTimeout: Double = 30
+    public var contextLifetime = ContextAuthorization.defaultLifetime
+
+    public init(mode: DaemonMode) { self.mode = mode }
+}
+
+/// Where a daemon of each mode listens and keeps its state when nothing says otherwise
+/// (`EnclavePaths`, read from the environment by the executable).
+public struct DaemonDefaultPaths: Sendable, Equatable {
+    public var socket: String
+    public var stateDirectory: String
+    public var masterKey: String
+
+    public init(socket: String, stateDirectory: String, masterKey: String) {
+        self.socket = socket; self.stateDirectory = stateDirectory; self.masterKey = masterKey
+    }
+}
+
+extension DaemonConfiguration {
+    /// The one merge of the configuration file, the command line over it, and the mode's defaults.
+    public static func resolve(file: DaemonSettings, commandLine: DaemonCommandLine, defaults: DaemonDefaultPaths) -> DaemonConfiguration {
+        let mode = commandLine.mode
+        var settings = file
+        if let sensor = commandLine.sensor { settings.sensor = sensor }
+        if let source = commandLine.passcodeSource { settings.passcodeSource = source }
+        if let service = commandLine.pamService { settings.pamService = service }
+        if let users = commandLine.pamUsers { settings.pamUsers = users }
+        if let allow = commandLine.allowSimulation { settings.allowSimulation = allow }
+
+        let simulated: BiometryKind? = switch settings.sensor {
+        case .simulatedTouchID: .touchID
+        case .simulatedFaceID: .faceID
+        case .auto: mode == .user ? .touchID : nil  // what `auto` falls back to without a reader
+        case .fprintd, .none: nil
+        }
+        var config = DaemonConfiguration(
+            mode: mode,
+            socketPath: commandLine.socket ?? defaults.socket,
+            stateDirectory: commandLine.stateDirectory ?? defaults.stateDirectory,
+            masterKeyPath: commandLine.keyFile ?? defaults.masterKey,
+            simulatedSensor: simulated,
+            simulationEnabled: settings.allowSimulation ?? (mode == .user))
+        config.fprintd = switch settings.sensor { case .fprintd: .required; case .auto: .ifAvailable; default: .no }
+        if settings.passcodeSource == .pam {
+            config.pamService = settings.pamService
+            config.pamUsers = settings.pamUsers
+        }
+        config.passcodeCost = commandLine.passcodeCost
+        config.promptTimeout = commandLine.promptTimeout
+        config.promptQueueTimeout = commandLine.promptQueueTimeout
+        config.contextLifetime = commandLine.contextLifetime
+        return config
+    }
+
+    /// What the daemon says loudly at start: a configuration that weakens the promise.
+    public var warnings: [String] {
+        // `auto` never falls back to a simulator in system mode, so a simulated sensor here was chosen.
+        guard mode == .system, simulatedSensor != nil else { return [] }
+        return ["SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks"]
+    }
+}

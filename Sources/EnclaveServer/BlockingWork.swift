@@ -1,0 +1,25 @@
+import NIOPosix
+
+/// Work that holds a thread — scrypt (32 MiB and ~0.1 s at the default cost), a PAM stack that may
+/// sleep for seconds — runs on bounded pools: never on a user's actor, where it would stall every
+/// other request of that user, nor on the cooperative threads every user shares.
+enum BlockingWork {
+    /// CPU-bound work: NIO's shared pool, one thread per core, which also bounds scrypt's memory.
+    static func compute<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(work)
+    }
+
+    /// Work that mostly waits (PAM's fail delay, a remote PAM module): its own pool, so slow stacks
+    /// never hold up anyone's scrypt; at most this many run at once, the rest queue.
+    static func waiting<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await waitingPool.runIfActive(work)
+    }
+
+    static let waitingThreads = 4
+
+    private static let waitingPool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: waitingThreads)
+        pool.start()
+        return pool
+    }()
+}

@@ -1,0 +1,105 @@
+import EnclaveCore
+import EnclaveProtocol
+import XCTest
+
+/// The merge of the configuration file, the command line over it, and the mode's defaults.
+final class DaemonConfigurationTests: XCTestCase {
+    private let userPaths = DaemonDefaultPaths(socket: "/run/user/1000/laenclaved/socket", stateDirectory: "/home/a/.local/share/laenclaved",
+                                               masterKey: "/home/a/.config/laenclaved/master.key")
+    private let systemPaths = DaemonDefaultPaths(socket: "/run/laenclaved/socket", stateDirectory: "/var/lib/laenclaved", masterKey: "/etc/laenclaved/master.key")
+
+    private func resolve(_ mode: DaemonMode, file: String = "", _ change: (inout DaemonCommandLine) -> Void = { _ in }) throws -> DaemonConfiguration {
+        var commandLine = DaemonCommandLine(mode: mode)
+        change(&commandLine)
+        return DaemonConfiguration.resolve(file: try DaemonSettings.parse(file), commandLine: commandLine,
+                                           defaults: mode == .system ? systemPaths : userPaths)
+    }
+
+    func testTheModesDefaults() throws {
+        let user = try resolve(.user)
+        XCTAssertEqual(user.socketPath, userPaths.socket)
+        XCTAssertEqual(user.stateDirectory, userPaths.stateDirectory)
+        XCTAssertEqual(user.masterKeyPath, userPaths.masterKey)
+        XCTAssertEqual(user.simulatedSensor, .touchID, "auto falls back to a simulated Touch ID in user mode")
+        XCTAssertEqual(user.fprintd, .ifAvailable)
+        XCTAssertTrue(user.simulationEnabled)
+        XCTAssertNil(user.pamService)
+        XCTAssertEqual(user.passcodeCost, PasscodeVerifier.defaultCost)
+        XCTAssertEqual(user.warnings, [])
+
+        let system = try resolve(.system)
+        XCTAssertEqual(system.socketPath, systemPaths.socket)
+        XCTAssertNil(system.simulatedSensor, "auto never falls back to a simulator in system mode")
+        XCTAssertEqual(system.fprintd, .ifAvailable)
+        XCTAssertFalse(system.simulationEnabled)
+        XCTAssertEqual(system.warnings, [])
+    }
+
+    /// Each row: the file's `sensor`, the command line's, and what runs.
+    func testTheSensor() throws {
+        let rows: [(file: String?, commandLine: DaemonSettings.Sensor?, mode: DaemonMode, simulated: BiometryKind?, fprintd: DaemonConfiguration.FprintdUse)] = [
+            (nil, nil, .user, .touchID, .ifAvailable),
+            ("fprintd", nil, .user, nil, .required),
+            ("simulated-faceid", nil, .user, .faceID, .no),
+            ("simulated-faceid", .fprintd, .user, nil, .required),
+            ("fprintd", .simulatedTouchID, .user, .touchID, .no),
+            ("fprintd", DaemonSettings.Sensor.none, .user, nil, .no),
+            ("none", nil, .system, nil, .no),
+            ("auto", nil, .system, nil, .ifAvailable),
+            ("simulated-touchid", nil, .system, .touchID, .no),
+        ]
+        for row in rows {
+            let config = try resolve(row.mode, file: row.file.map { "sensor = \($0)" } ?? "") { $0.sensor = row.commandLine }
+            XCTAssertEqual(config.simulatedSensor, row.simulated, "\(row)")
+            XCTAssertEqual(config.fprintd, row.fprintd, "\(row)")
+        }
+    }
+
+    func testASimulatedSensorInSystemModeIsLoud() throws {
+        XCTAssertEqual(try resolve(.system, file: "sensor = simulated-faceid").warnings.count, 1)
+        XCTAssertEqual(try resolve(.system) { $0.sensor = .simulatedTouchID }.warnings.count, 1)
+        XCTAssertEqual(try resolve(.user, file: "sensor = simulated-faceid").warnings, [], "user mode simulates by default")
+    }
+
+    func testSimulationFollowsTheModeUnlessSaidOtherwise() throws {
+        XCTAssertFalse(try resolve(.user) { $0.allowSimulation = false }.simulationEnabled)
+        XCTAssertTrue(try resolve(.system, file: "allow-simulation = yes").simulationEnabled)
+        XCTAssertFalse(try resolve(.system, file: "allow-simulation = yes") { $0.allowSimulation = false }.simulationEnabled, "the command line wins")
+        XCTAssertTrue(try resolve(.user, file: "allow-simulation = no") { $0.allowSimulation = true }.simulationEnabled)
+    }
+
+    func testPAMSettingsApplyOnlyWhenPAMIsThePasscodeSource() throws {
+        let notPAM = try resolve(.system, file: "pam-service = login\npam-users = alice")
+        XCTAssertNil(notPAM.pamService, "a PAM service alone does not make PAM the source")
+        XCTAssertNil(notPAM.pamUsers)
+
+        let fromFile = try resolve(.system, file: "passcode-source = pam\npam-users = alice, bob")
+        XCTAssertEqual(fromFile.pamService, "laenclaved")
+        XCTAssertEqual(fromFile.pamUsers, ["alice", "bob"])
+
+        let overridden = try resolve(.system, file: "passcode-source = pam\npam-service = login") {
+            $0.pamService = "laenclaved-test"
+            $0.pamUsers = ["carol"]
+        }
+        XCTAssertEqual(overridden.pamService, "laenclaved-test")
+        XCTAssertEqual(overridden.pamUsers, ["carol"])
+
+        XCTAssertNil(try resolve(.system, file: "passcode-source = pam") { $0.passcodeSource = .enclave }.pamService)
+        XCTAssertEqual(try resolve(.user) { $0.passcodeSource = .pam }.pamService, "laenclaved")
+    }
+
+    func testTheCommandLinesPathsAndTimes() throws {
+        let config = try resolve(.user) {
+            $0.socket = "/tmp/s"
+            $0.stateDirectory = "/tmp/state"
+            $0.keyFile = "/tmp/key"
+            $0.passcodeCost = 10
+            $0.promptTimeout = 5
+            $0.promptQueueTimeout = 2
+            $0.contextLifetime = 60
+        }
+        XCTAssertEqual([config.socketPath, config.stateDirectory, config.masterKeyPath], ["/tmp/s", "/tmp/state", "/tmp/key"])
+        XCTAssertEqual(config.passcodeCost, 10)
+        XCTAssertEqual([config.promptTimeout, config.promptQueueTimeout, config.contextLifetime], [5, 2, 60])
+    }
+}
