@@ -8,61 +8,26 @@ protocol ReplySink: Sendable {
     func send(_ envelope: ReplyEnvelope) async
 }
 
-/// The `LAContext`s of one connection. A context lives as long as its connection: when the
-/// process exits, its contexts and their authorizations are gone. Memory stays bounded: at most
-/// `maxLive` live contexts, and invalidated ones (explicitly, or when the app released its
-/// `LAContext`) shrink to a bounded set of ids that still answer `invalidContext`.
+/// What runs on a context: the evaluation's input channel and the request's task.
+struct RunningRequest: Sendable {
+    var inputs: AsyncStream<SessionInput>.Continuation?
+    var task: Task<Void, Never>?
+
+    /// Ends it as a vanished client would: an evaluation reads appCancel; a request waiting for
+    /// the user's prompt, or for anything else, is cancelled.
+    func end() {
+        inputs?.yield(.machine(.appCancel))
+        task?.cancel()
+    }
+}
+
+/// One connection's `ContextTable`, shared by its concurrent requests.
 final class ConnectionContexts: @unchecked Sendable {
-    static let maxLive = 1024
-    static let maxTombstones = 4096
-
-    struct Entry {
-        var invalidated = false
-        var authorization: ContextAuthorization?
-        var inputs: AsyncStream<SessionInput>.Continuation?
-        var task: Task<Void, Never>?
-    }
     private let lock = NSLock()
-    private var entries: [String: Entry] = [:]
-    private var tombstones: Set<String> = []
-    private var tombstoneOrder: [String] = []
+    private var table = ContextTable<RunningRequest>()
 
-    /// Runs `body` on the context's entry, creating it if needed. An invalidated context gets a
-    /// throw-away entry marked invalidated: nothing written to it is kept.
-    func with<T>(_ id: String, _ body: (inout Entry) -> T) throws -> T {
-        try lock.withLock {
-            if tombstones.contains(id) {
-                var gone = Entry(invalidated: true)
-                return body(&gone)
-            }
-            if entries[id] == nil && entries.count >= Self.maxLive {
-                throw Failure(.invalidParameter, "a connection may hold at most \(Self.maxLive) live contexts; invalidate the ones you no longer use")
-            }
-            var e = entries[id] ?? Entry()
-            defer { entries[id] = e }
-            return body(&e)
-        }
-    }
-
-    /// Ends a running evaluation with appCancel and forgets everything but the id.
-    func invalidate(_ id: String) {
-        lock.withLock {
-            if let e = entries.removeValue(forKey: id) {
-                e.inputs?.yield(.machine(.appCancel))
-                // Also ends an evaluation still waiting for the user's prompt.
-                e.task?.cancel()
-            }
-            guard tombstones.insert(id).inserted else { return }
-            tombstoneOrder.append(id)
-            if tombstoneOrder.count > Self.maxTombstones {
-                tombstones.remove(tombstoneOrder.removeFirst())
-            }
-        }
-    }
-
-    func cancelAll() {
-        let tasks = lock.withLock { entries.values.compactMap(\.task) }
-        tasks.forEach { $0.cancel() }
+    func callAsFunction<T>(_ body: (inout ContextTable<RunningRequest>) throws -> T) rethrows -> T {
+        try lock.withLock { try body(&table) }
     }
 }
 
@@ -116,7 +81,7 @@ final class ConnectionHandler: @unchecked Sendable {
         return true
     }
 
-    func closed() { contexts.cancelAll() }
+    func closed() { contexts { $0.close() }.forEach { $0.end() } }
 
     private func policy(_ raw: Int) throws -> PolicyValue {
         guard let p = PolicyValue(rawValue: raw) else { throw Failure(.invalidParameter, "\(raw) is not an LAPolicy value") }
@@ -161,14 +126,14 @@ final class ConnectionHandler: @unchecked Sendable {
     }
 
     private func handle(_ envelope: RequestEnvelope) async throws -> Reply? {
-        let session = try await daemon.session(for: peer.uid)
+        let session = try daemon.session(for: peer.uid)
         switch envelope.request {
         case .hello:
             return nil
         case .canEvaluate(let ctx, let raw):
             try checkContext(ctx)
             let p = try policy(raw)
-            if try contexts.with(ctx, { $0.invalidated }) {
+            if !(try contexts { try $0.use(ctx) }) {
                 return .canEvaluate(CanEvaluateReply(biometryType: daemon.sensor?.info.kind ?? .none, error: .invalidContext, message: "Invalid context.", domainState: nil))
             }
             return .canEvaluate(try await session.canEvaluate(policy: p, app: peer.app))
@@ -202,16 +167,12 @@ final class ConnectionHandler: @unchecked Sendable {
                 }
                 input = .passcodeTyped(passcode)
             }
-            let delivered = try contexts.with(ctx) { e -> Bool in
-                guard let inputs = e.inputs else { return false }
-                inputs.yield(.machine(input))
-                return true
-            }
-            guard delivered else { throw Failure(.outOfOrder, "no evaluation is running on this context") }
+            guard let inputs = contexts({ $0.evaluation(ctx)?.inputs }) else { throw Failure(.outOfOrder, "no evaluation is running on this context") }
+            inputs.yield(.machine(input))
             return .ok
         case .invalidate(let ctx):
             try checkContext(ctx)
-            contexts.invalidate(ctx)
+            contexts { $0.invalidate(ctx) }.forEach { $0.end() }
             return .ok
         case .domainState:
             return .domainState(DomainStateReply(biometryType: daemon.sensor?.info.kind ?? .none, stateHash: try await session.domainState(app: peer.app)))
@@ -298,12 +259,12 @@ final class ConnectionHandler: @unchecked Sendable {
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {
-        try await daemon.session(for: try AdminPolicy.target(uid, caller: peer.uid, mode: daemon.config.mode))
+        try daemon.session(for: try AdminPolicy.target(uid, caller: peer.uid, mode: daemon.config.mode))
     }
 
     private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {
         let sink = self.sink
-        let task = Task {
+        try start(on: context) {
             let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
                                                   options: options, session: session, audited: "evaluate")
             let result: EvaluationResult
@@ -318,7 +279,6 @@ final class ConnectionHandler: @unchecked Sendable {
             if !report.audited { self.audit("evaluate", policy: policy.rawValue, result: auditResult) }
             await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
         }
-        try track(task, context: context)
     }
 
     /// An outcome as the audit log records it: "success(biometric)", "userCancel(-2)"…
@@ -329,9 +289,20 @@ final class ConnectionHandler: @unchecked Sendable {
         }
     }
 
-    /// Remembers the request's task on its context, so invalidation and disconnection cancel it.
-    private func track(_ task: Task<Void, Never>, context: String) throws {
-        try contexts.with(context) { e in e.task = task }
+    /// Runs a request as a task of its own, tracked on its context so that invalidation and
+    /// disconnection end it. On an invalidated context the request still runs (one that needs no
+    /// authentication answers as usual; an evaluation finds the context invalid), untracked.
+    private func start(on context: String, _ body: @escaping @Sendable () async -> Void) throws {
+        let contexts = self.contexts
+        guard let ticket = try contexts({ try $0.track(context, RunningRequest()) }) else {
+            Task { await body() }
+            return
+        }
+        let task = Task {
+            await body()
+            contexts { $0.untrack(context, ticket: ticket) }
+        }
+        contexts { $0.update(context, ticket: ticket) { $0.task = task } }
     }
 
     /// One evaluation on a context: registers it to receive prompt input and `invalidate`, runs it
@@ -342,13 +313,7 @@ final class ConnectionHandler: @unchecked Sendable {
                                options: EvaluationOptions, session: UserSession, audited operation: String) async -> EvaluationReport {
         let kind = daemon.sensor?.info.kind ?? .none
         let (stream, continuation) = AsyncStream<SessionInput>.makeStream()
-        enum Admission { case invalid, busy, started(ContextAuthorization?) }
-        let admission = (try? contexts.with(context) { e -> Admission in
-            if e.invalidated { return .invalid }
-            if e.inputs != nil { return .busy }
-            e.inputs = continuation
-            return .started(e.authorization)
-        }) ?? .invalid
+        let admission = (try? contexts { try $0.admit(context, evaluation: RunningRequest(inputs: continuation)) }) ?? .invalidated
         guard case .started(let authorization) = admission else {
             if case .busy = admission {
                 return EvaluationReport(outcome: .failure(.systemCancel, "An evaluation is already running on this context."), biometryType: kind, domainState: nil)
@@ -363,14 +328,12 @@ final class ConnectionHandler: @unchecked Sendable {
             audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) })
         let clock = daemon.clock
         let lifetime = daemon.config.contextLifetime
-        try? contexts.with(context) { e in
-            e.inputs = nil
-            if case .success(let how) = report.outcome, !e.invalidated, how != .contextAuthorized {
-                let now = clock.monotonic()
-                let proven = ContextAuthorization(at: now, biometric: how == .biometric || how == .reused, passcode: how == .passcode)
-                e.authorization = proven.merged(into: e.authorization, now: now, lifetime: lifetime)
-            }
+        let now = clock.monotonic()
+        var proven: ContextAuthorization?
+        if case .success(let how) = report.outcome, how != .contextAuthorized {
+            proven = ContextAuthorization(at: now, biometric: how == .biometric || how == .reused, passcode: how == .passcode)
         }
+        contexts { $0.finish(context, proven: proven, now: now, lifetime: lifetime) }
         return report
     }
 
@@ -404,7 +367,7 @@ final class ConnectionHandler: @unchecked Sendable {
         let authorize = authorizer(requestID: id, context: context, clientPresents: options.clientPresents,
                                    audited: "accessControl.authorize", session: session, base: options)
         let prover = AccessProver(state: { try await session.accessState() }, authorize: authorize)
-        let task = Task {
+        try start(on: context) {
             var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
             do throws(AccessDenial) {
                 try await prover.prove(AccessPlan.Protected(flags: flags, protection: nil, enrolmentGeneration: nil),
@@ -414,21 +377,19 @@ final class ConnectionHandler: @unchecked Sendable {
             }
             await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
         }
-        try track(task, context: context)
     }
 
     private func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws {
         try checkContext(k.context)
         try checkText(k.reason, "localizedReason")
         let sink = self.sink
-        let task = Task {
+        try start(on: k.context) {
             let reply = await session.keyOperation(k, app: self.peer.app,
                                                    authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
                                                                               audited: "key.authorize", session: session))
             if k.operation != .open { self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok") }
             await sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
         }
-        try track(task, context: k.context)
     }
 
     private func startKeychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) throws {
@@ -437,7 +398,7 @@ final class ConnectionHandler: @unchecked Sendable {
         try checkPasscodeLength(k.applicationPassword.map { String(decoding: $0, as: UTF8.self) }, "application password")
         guard k.attributes.count <= 64, (k.changes?.count ?? 0) <= 64 else { throw Failure(.invalidParameter, "at most 64 attributes") }
         let sink = self.sink
-        let task = Task {
+        try start(on: k.context) {
             let reply = await session.keychain(operation, k, app: self.peer.app,
                                                authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
                                                                           audited: "keychain.authorize", session: session))
@@ -449,6 +410,5 @@ final class ConnectionHandler: @unchecked Sendable {
             }
             await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
         }
-        try track(task, context: k.context)
     }
 }

@@ -106,20 +106,27 @@ public final class EnclaveDaemon: Sendable {
         var description: String { "master key \(path) \(problem)" }
     }
 
-    func session(for uid: UInt32) async throws -> UserSession {
-        try await sessions.session(for: uid) {
+    /// The user's session, made on first use.
+    func session(for uid: UInt32) throws -> UserSession {
+        try sessions.session(for: uid) {
             try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger,
                             userKey: ItemSealing.userKey(master: masterKey, uid: uid))
         }
     }
 }
 
-actor SessionRegistry {
+/// One `UserSession` per uid. A lock, not an actor: the look-up is on every request's path and
+/// must not cost a hop; only a user's first request makes (and loads) a session under it.
+final class SessionRegistry: @unchecked Sendable {
+    private let lock = NSLock()
     private var sessions: [UInt32: UserSession] = [:]
+
     func session(for uid: UInt32, make: () throws -> UserSession) throws -> UserSession {
-        if let s = sessions[uid] { return s }
-        let s = try make()
-        sessions[uid] = s
-        return s
+        try lock.withLock {
+            if let s = sessions[uid] { return s }
+            let s = try make()
+            sessions[uid] = s
+            return s
+        }
     }
 }

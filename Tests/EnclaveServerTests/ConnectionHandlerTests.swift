@@ -132,4 +132,28 @@ final class ConnectionHandlerTests: XCTestCase {
         let steps = try await audit().filter { $0.operation == "accessControl.authorize" }.map(\.result)
         XCTAssertEqual(steps.sorted(), ["success(biometric)", "success(passcode)"])
     }
+
+    /// Attack: two evaluations on one context, then the client goes. Every request of a closed
+    /// connection ends: none keeps the user's prompt, nor eats the touch queued for the next app.
+    func testAClosedConnectionLeavesNoEvaluationBehind() async throws {
+        let options = EvaluationOptions(reason: "Unlock")
+        for id in [UInt64(500), 501] {
+            let open = await handler.receive(RequestEnvelope(id: id, request: .evaluate(context: "twice", policy: 1, options: options)).encoded())
+            XCTAssertTrue(open)
+        }
+        guard case .evaluated(let second) = try await sink.final(501), !second.success else { return XCTFail("one evaluation per context") }
+        handler.closed()
+        guard case .evaluated(let orphan) = try await sink.final(500) else { return XCTFail("the first evaluation ended with its connection") }
+        XCTAssertEqual(orphan.error, .appCancel)
+
+        let next = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: "/usr/bin/next-app"), daemon: daemon,
+                                     sink: sink, logger: Logger(label: "test"))
+        defer { next.closed() }
+        _ = await next.receive(RequestEnvelope(id: 600, request: .hello(version: enclaveProtocolVersion)).encoded())
+        _ = await next.receive(RequestEnvelope(id: 601, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
+        _ = try await sink.final(601)
+        _ = await next.receive(RequestEnvelope(id: 602, request: .evaluate(context: "n", policy: 1, options: options)).encoded())
+        guard case .evaluated(let result) = try await sink.final(602) else { return XCTFail() }
+        XCTAssertTrue(result.success, "the next app's evaluation got the prompt and its touch: \(result)")
+    }
 }

@@ -32,7 +32,7 @@ final class UserSessionTests: XCTestCase {
     }
 
     func testAPasscodeCheckDoesNotHoldUpTheUsersOtherRequests() async throws {
-        let session = try await daemon.session(for: getuid())
+        let session = try daemon.session(for: getuid())
         try await session.setPasscode(current: nil, new: "1234")
         let order = FinishOrder()
         let check = Task {
@@ -49,7 +49,7 @@ final class UserSessionTests: XCTestCase {
     }
 
     func testOnePasscodeCheckAtATimePerUser() async throws {
-        let session = try await daemon.session(for: getuid())
+        let session = try daemon.session(for: getuid())
         try await session.setPasscode(current: nil, new: "1234")
         let first = Task { try await session.checkPasscode("1234") }
         try await Task.sleep(nanoseconds: 20_000_000)
