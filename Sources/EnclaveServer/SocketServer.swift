@@ -120,14 +120,10 @@ public struct EnclaveService: Service {
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
         do {
-            try await connection.executeThenClose { inbound, outbound in
+            try await connection.executeThenClose { inbound, _ in
                 let writer = ChannelReplySink(channel: connection.channel)
-                await withTaskGroup(of: Void.self) { group in
-                    group.addTask { await writer.drain(into: outbound) }
-                    await self.handleRequests(of: connection, inbound: inbound, writer: writer)
-                    writer.finish()
-                    await group.waitForAll()
-                }
+                await self.handleRequests(of: connection, inbound: inbound, writer: writer)
+                await writer.finish()
             }
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])
@@ -167,42 +163,62 @@ extension EnclaveService {
     }
 }
 
-/// Replies of one connection, in order, through a bounded queue drained by one writer task: the
-/// daemon never waits on a client's socket (a client that stops reading cannot hold the user's
-/// prompt), and a connection whose queue overflows is closed.
+/// Replies of one connection, encoded where they are made and written straight to the channel
+/// (which keeps their order): the daemon never waits on a client's socket — a client that stops
+/// reading cannot hold the user's prompt — and a connection with more than `pendingLimit` replies
+/// or `pendingBytesLimit` bytes not yet taken by the kernel is closed, so a client that never
+/// reads holds a bounded amount of memory.
 final class ChannelReplySink: ReplySink, @unchecked Sendable {
-    static let queueLimit = 256
-    private let queue: AsyncStream<ReplyEnvelope>.Continuation
-    private let stream: AsyncStream<ReplyEnvelope>
+    static let pendingLimit = 256
+    static let pendingBytesLimit = 16 * (WireLimits.maxPayloadBytes + 4)
     private let channel: any Channel
+    private let lock = NSLock()
+    private var pending = 0
+    private var pendingBytes = 0
+    private var lastWrite: EventLoopFuture<Void>?
+    private var finished = false
 
     init(channel: any Channel) {
         self.channel = channel
-        (stream, queue) = AsyncStream.makeStream(of: ReplyEnvelope.self, bufferingPolicy: .bufferingOldest(Self.queueLimit))
     }
 
     func send(_ envelope: ReplyEnvelope) async {
-        if case .dropped = queue.yield(envelope) {
-            channel.close(promise: nil)
+        let frame: [UInt8]
+        do { frame = try FrameEncoder.checkedFrame(envelope.encoded()) } catch {
+            // A reply's size follows from the request (many or large items): answer that, never trap.
+            let tooLarge = ReplyEnvelope(id: envelope.id, reply: .failure(Failure(.invalidParameter,
+                "the answer exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit; ask for fewer items or attributes")))
+            frame = FrameEncoder.frame(tooLarge.encoded())
         }
-    }
-
-    /// Writes queued replies until the connection ends; run it beside the request loop.
-    func drain(into outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async {
-        for await envelope in stream {
-            let frame: [UInt8]
-            do { frame = try FrameEncoder.checkedFrame(envelope.encoded()) } catch {
-                // A reply's size follows from the request (many or large items): answer that, never trap.
-                let tooLarge = ReplyEnvelope(id: envelope.id, reply: .failure(Failure(.invalidParameter,
-                    "the answer exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit; ask for fewer items or attributes")))
-                frame = FrameEncoder.frame(tooLarge.encoded())
+        let size = frame.count
+        let admitted: Bool = lock.withLock {
+            guard !finished, pending < Self.pendingLimit, pendingBytes + size <= Self.pendingBytesLimit else { return false }
+            pending += 1
+            pendingBytes += size
+            return true
+        }
+        guard admitted else {
+            if lock.withLock({ !finished }) { channel.close(promise: nil) }
+            return
+        }
+        let written: EventLoopFuture<Void> = channel.writeAndFlush(ByteBuffer(bytes: frame))
+        lock.withLock { lastWrite = written }
+        written.whenComplete { [self] _ in
+            lock.withLock {
+                pending -= 1
+                pendingBytes -= size
             }
-            do { try await outbound.write(ByteBuffer(bytes: frame)) } catch { return }
         }
     }
 
-    /// No more replies: the writer finishes what is queued, then stops.
-    func finish() { queue.finish() }
+    /// No more replies: waits until those sent are written (or the connection failed).
+    func finish() async {
+        let last = lock.withLock {
+            finished = true
+            return lastWrite
+        }
+        try? await last?.get()
+    }
 }
 
 struct SocketDirectoryError: Error, CustomStringConvertible {
