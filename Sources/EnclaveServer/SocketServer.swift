@@ -41,7 +41,7 @@ public struct EnclaveService: Service {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
                     for try await connection in inbound {
-                        group.addTask { await self.serve(connection) }
+                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) { await self.serve(connection) }
                     }
                 }
                 group.cancelAll()
