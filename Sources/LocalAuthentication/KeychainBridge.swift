@@ -9,9 +9,32 @@ extension LAContext {
     /// Runs `request` synchronously, as SecItem calls are. `context` nil makes a one-shot context
     /// that is released afterwards. Failures to reach the daemon answer `errSecNotAvailable`.
     public static func _performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) -> KeychainReply {
-        var request = base
+        let (presentable, make) = keychainRequest(operation, base)
+        return keychainReply(perform(context: context, presentable: presentable, make))
+    }
+
+    /// The same, for async callers: waits for the answer (and any prompt) without holding a thread.
+    public static func _performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) async -> KeychainReply {
+        let (presentable, make) = keychainRequest(operation, base)
+        return keychainReply(await perform(context: context, presentable: presentable, make))
+    }
+
+    /// Runs a Secure Enclave key operation synchronously on `context` (or a one-shot context).
+    public static func _performKeyOperation(_ base: KeyRequest, context: LAContext?) -> KeyReply {
+        keyReply(perform(context: context, presentable: !base.interactionNotAllowed, keyRequest(base)))
+    }
+
+    /// The same, for async callers: waits for the answer (and any prompt) without holding a thread.
+    public static func _performKeyOperation(_ base: KeyRequest, context: LAContext?) async -> KeyReply {
+        keyReply(await perform(context: context, presentable: !base.interactionNotAllowed, keyRequest(base)))
+    }
+
+    private typealias MakeRequest = @Sendable (LAContext, Bool) -> Request
+
+    private static func keychainRequest(_ operation: KeychainOperation, _ base: KeychainRequest) -> (presentable: Bool, MakeRequest) {
         let presentable = !base.interactionNotAllowed && !(base.authenticationUI?.forbidsPrompt ?? false)
-        let result = perform(context: context, presentable: presentable) { owner, presents in
+        return (presentable, { owner, presents in
+            var request = base
             request.context = owner.core.id
             if request.reason == nil || request.reason!.isEmpty {
                 let r = owner.localizedReason
@@ -21,7 +44,10 @@ extension LAContext {
             if request.applicationPassword == nil { request.applicationPassword = owner.credential(.applicationPassword) }
             request.clientPresents = presents
             return .keychain(operation, request)
-        }
+        })
+    }
+
+    private static func keychainReply(_ result: Result<Reply, ContextCore.StartProblem>) -> KeychainReply {
         switch result {
         case .success(.keychain(let k)): return k
         case .success(.failure(let f)): return KeychainReply(status: KeychainStatus.param, message: f.message)
@@ -32,10 +58,9 @@ extension LAContext {
         }
     }
 
-    /// Runs a Secure Enclave key operation synchronously on `context` (or a one-shot context).
-    public static func _performKeyOperation(_ base: KeyRequest, context: LAContext?) -> KeyReply {
-        var request = base
-        let result = perform(context: context, presentable: !base.interactionNotAllowed) { owner, presents in
+    private static func keyRequest(_ base: KeyRequest) -> MakeRequest {
+        { owner, presents in
+            var request = base
             request.context = owner.core.id
             if request.reason == nil || request.reason!.isEmpty {
                 let r = owner.localizedReason
@@ -45,6 +70,9 @@ extension LAContext {
             request.clientPresents = presents
             return .key(request)
         }
+    }
+
+    private static func keyReply(_ result: Result<Reply, ContextCore.StartProblem>) -> KeyReply {
         switch result {
         case .success(.key(let k)): return k
         case .success(.failure(let f)): return KeyReply(problem: .invalidParameter, message: f.message)
@@ -56,32 +84,45 @@ extension LAContext {
     }
 
     /// One blocking request on the caller's context (or a one-shot one, released afterwards),
-    /// presenting any prompt the daemon opens.
-    private static func perform(context: LAContext?, presentable: Bool,
-                                _ make: @escaping (LAContext, Bool) -> Request) -> Result<Reply, ContextCore.StartProblem> {
-        let owner = context ?? LAContext()
-        defer { if context == nil { owner.invalidate() } }
+    /// presenting any prompt the daemon opens: for the synchronous API (SecItem…), as on Apple's.
+    private static func perform(context: LAContext?, presentable: Bool, _ make: MakeRequest) -> Result<Reply, ContextCore.StartProblem> {
         let done = DispatchSemaphore(value: 0)
         let box = ReplyBox()
-        do {
-            try owner.core.runPrompted(presentable: presentable, request: { presents in make(owner, presents) }, finish: { result in
-                switch result {
-                case .success(let reply): box.value = reply
-                case .failure(.protocolError(let why)): box.value = .failure(Failure(.invalidParameter, why))
-                case .failure(let e): box.unreachable = "\(e)"
-                }
-                done.signal()
-            })
-        } catch {
-            return .failure(error)
+        start(context: context, presentable: presentable, make) { result in
+            box.value = result
+            done.signal()
         }
         done.wait()
-        if let why = box.unreachable { return .failure(.unreachable(why)) }
-        return .success(box.value ?? .failure(Failure(.internalError, "no reply")))
+        return box.value ?? .success(.failure(Failure(.internalError, "no reply")))
+    }
+
+    private static func perform(context: LAContext?, presentable: Bool, _ make: MakeRequest) async -> Result<Reply, ContextCore.StartProblem> {
+        await withCheckedContinuation { continuation in
+            start(context: context, presentable: presentable, make) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Starts one request; `finish` gets its answer exactly once.
+    private static func start(context: LAContext?, presentable: Bool, _ make: MakeRequest,
+                              finish: @escaping @Sendable (Result<Reply, ContextCore.StartProblem>) -> Void) {
+        let owner = context ?? LAContext()
+        let oneShot = context == nil
+        do {
+            try owner.core.runPrompted(presentable: presentable, request: { presents in make(owner, presents) }, finish: { result in
+                if oneShot { owner.invalidate() }
+                switch result {
+                case .success(let reply): finish(.success(reply))
+                case .failure(.protocolError(let why)): finish(.success(.failure(Failure(.invalidParameter, why))))
+                case .failure(let e): finish(.failure(.unreachable("\(e)")))
+                }
+            })
+        } catch {
+            if oneShot { owner.invalidate() }
+            finish(.failure(error))
+        }
     }
 }
 
 private final class ReplyBox: @unchecked Sendable {
-    var value: Reply?
-    var unreachable: String?
+    var value: Result<Reply, ContextCore.StartProblem>?
 }

@@ -82,9 +82,17 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// The current domain state for this app, read from the daemon.
     open var domainState: LADomainState {
-        guard let connection = try? core.connection(),
-              case .domainState(let reply)? = try? connection.request(.domainState(context: core.id))
-        else { return LADomainState(biometry: LADomainStateBiometry(biometryType: .none, stateHash: nil)) }
+        Self.domainState(from: (try? core.connection()).flatMap { try? $0.request(.domainState(context: core.id)) })
+    }
+
+    /// `domainState` for async callers, without holding a thread while the daemon answers.
+    func currentDomainState() async -> LADomainState {
+        guard let connection = try? core.connection() else { return Self.domainState(from: nil) }
+        return Self.domainState(from: try? await connection.request(.domainState(context: core.id)))
+    }
+
+    private static func domainState(from reply: Reply?) -> LADomainState {
+        guard case .domainState(let reply)? = reply else { return LADomainState(biometry: LADomainStateBiometry(biometryType: .none, stateHash: nil)) }
         return LADomainState(biometry: LADomainStateBiometry(biometryType: LABiometryType(rawValue: reply.biometryType.rawValue) ?? .none, stateHash: reply.stateHash))
     }
 
@@ -92,28 +100,40 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// Whether `policy` can be evaluated now. Does not throw: the reason comes back through `error`.
     open func canEvaluatePolicy(_ policy: LAPolicy, error: NSErrorPointer) -> Bool {
-        func fail(_ e: LAError) -> Bool {
-            error?.pointee = e.nsError
-            return false
+        let problem: LAError?
+        if core.isInvalidated {
+            problem = LAError(.invalidContext)
+        } else {
+            problem = absorb(Result { try core.connection().request(.canEvaluate(context: core.id, policy: policy.rawValue)) }, policy: policy)
         }
-        if core.isInvalidated { return fail(LAError(.invalidContext)) }
+        if let problem { error?.pointee = problem.nsError }
+        return problem == nil
+    }
+
+    /// `canEvaluatePolicy` for async callers, without holding a thread while the daemon answers.
+    func canEvaluate(_ policy: LAPolicy) async -> LAError? {
+        if core.isInvalidated { return LAError(.invalidContext) }
+        let reply: Result<Reply, any Error>
+        do { reply = .success(try await core.connection().request(.canEvaluate(context: core.id, policy: policy.rawValue))) } catch { reply = .failure(error) }
+        return absorb(reply, policy: policy)
+    }
+
+    /// Takes what a `canEvaluate` answer says about the device (biometry type, domain state);
+    /// returns why the policy cannot be evaluated, or nil.
+    private func absorb(_ answer: Result<Reply, any Error>, policy: LAPolicy) -> LAError? {
         let reply: CanEvaluateReply
-        do {
-            let connection = try core.connection()
-            switch try connection.request(.canEvaluate(context: core.id, policy: policy.rawValue)) {
-            case .canEvaluate(let r): reply = r
-            case .failure(let f): return fail(LAError(.systemCancel, message: f.message))
-            case let other: return fail(LAError(.systemCancel, message: "unexpected reply \(other)"))
-            }
-        } catch {
-            return fail(LAError(.systemCancel, message: "\(error)"))
+        switch answer {
+        case .success(.canEvaluate(let r)): reply = r
+        case .success(.failure(let f)): return LAError(.systemCancel, message: f.message)
+        case .success(let other): return LAError(.systemCancel, message: "unexpected reply \(other)")
+        case .failure(let error): return LAError(.systemCancel, message: "\(error)")
         }
         lock.withLock {
             _biometryType = LABiometryType(rawValue: reply.biometryType.rawValue) ?? .none
             if reply.error == nil, policy == .deviceOwnerAuthenticationWithBiometrics { _evaluatedPolicyDomainState = reply.domainState }
         }
-        if let code = reply.error { return fail(LAError(LAError.Code(rawValue: code.rawValue) ?? .systemCancel, message: reply.message)) }
-        return true
+        if let code = reply.error { return LAError(LAError.Code(rawValue: code.rawValue) ?? .systemCancel, message: reply.message) }
+        return nil
     }
 
     /// Evaluates `policy`, showing the prompt with `localizedReason`. `reply` runs on a private queue.

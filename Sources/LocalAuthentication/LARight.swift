@@ -80,7 +80,7 @@ open class LARight: NSObject, @unchecked Sendable {
         }
         do {
             try await context.evaluatePolicy(requirement.policy, localizedReason: localizedReason)
-            if requirement.kind == .biometryCurrentSet, enrolment != context.domainState.biometry.stateHash {
+            if requirement.kind == .biometryCurrentSet, await enrolment != context.currentDomainState().biometry.stateHash {
                 throw LAError(.authenticationFailed, userInfo: [NSLocalizedDescriptionKey: "The enrolled identities changed since this right was created."])
             }
             lock.withLock { _state = .authorized }
@@ -98,11 +98,8 @@ open class LARight: NSObject, @unchecked Sendable {
 
     /// Throws the reason the right cannot be authorized now; returns when it can.
     public func checkCanAuthorize() async throws {
-        var error: NSError?
-        guard context.canEvaluatePolicy(requirement.policy, error: &error) else {
-            throw error.flatMap { LAError($0) } ?? LAError(.authenticationFailed)
-        }
-        if requirement.kind == .biometryCurrentSet, enrolment != context.domainState.biometry.stateHash {
+        if let problem = await context.canEvaluate(requirement.policy) { throw problem }
+        if requirement.kind == .biometryCurrentSet, await enrolment != context.currentDomainState().biometry.stateHash {
             throw LAError(.authenticationFailed, userInfo: [NSLocalizedDescriptionKey: "The enrolled identities changed since this right was created."])
         }
     }

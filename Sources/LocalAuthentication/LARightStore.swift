@@ -36,10 +36,10 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     }
 
     private func keychain(_ op: KeychainOperation, _ attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil,
-                          returnAttributes: Bool = false, matchAll: Bool = false) -> KeychainReply {
+                          returnAttributes: Bool = false, matchAll: Bool = false) async -> KeychainReply {
         var request = KeychainRequest(attributes: attributes, accessControl: accessControl, context: "", returnAttributes: returnAttributes, matchAll: matchAll)
         request.interactionNotAllowed = true
-        return LAContext._performKeychain(op, request, context: nil)
+        return await LAContext._performKeychain(op, request, context: nil)
     }
 
     /// Rights live in the app's own access group only: never in (or read from) a shared one.
@@ -53,33 +53,33 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     static func ownGroup() -> String? { (try? EnclaveConnections.shared(for: .resolve()))?.hello.app }
 
     public func saveRight(_ right: LARight, identifier: String) async throws -> LAPersistedRight {
-        try save(right, identifier: identifier, secret: nil)
+        try await save(right, identifier: identifier, secret: nil)
     }
 
     public func saveRight(_ right: LARight, identifier: String, secret: Data) async throws -> LAPersistedRight {
-        try save(right, identifier: identifier, secret: secret)
+        try await save(right, identifier: identifier, secret: secret)
     }
 
-    private func save(_ right: LARight, identifier: String, secret: Data?) throws -> LAPersistedRight {
+    private func save(_ right: LARight, identifier: String, secret: Data?) async throws -> LAPersistedRight {
         let flags = right.requirement.accessControlFlags
-        let key = LAContext._performKeyOperation(KeyRequest(operation: .create, kind: .signing,
+        let key = await LAContext._performKeyOperation(KeyRequest(operation: .create, kind: .signing,
                                                             accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags), context: ""), context: nil)
         guard key.problem == nil, let blob = key.blob, let publicKey = key.publicKey else {
             throw LARightStoreError.storage(KeychainStatus.notAvailable.rawValue, key.message ?? "the enclave made no key")
         }
-        let enrolment = right.requirement.kind == .biometryCurrentSet ? LAContext().domainState.biometry.stateHash : nil
+        let enrolment = right.requirement.kind == .biometryCurrentSet ? await LAContext().currentDomainState().biometry.stateHash : nil
         let record = Record(requirement: right.requirement.kind, keyBlob: blob, publicKey: publicKey, hasSecret: secret != nil, enrolment: enrolment)
         var attributes = identity(identifier)
         attributes["gena"] = .data(try JSONEncoder().encode(record))
         attributes["v_Data"] = .data(secret ?? Data())
-        _ = keychain(.delete, identity(identifier))
-        let added = keychain(.add, attributes, accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags.subtracting(.privateKeyUsage)))
+        _ = await keychain(.delete, identity(identifier))
+        let added = await keychain(.add, attributes, accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags.subtracting(.privateKeyUsage)))
         guard added.status == KeychainStatus.success else { throw LARightStoreError.storage(added.status.rawValue, added.message ?? "") }
         return LAPersistedRight(identifier: identifier, record: record)
     }
 
     public func right(forIdentifier identifier: String) async throws -> LAPersistedRight {
-        let found = keychain(.copy, identity(identifier), returnAttributes: true)
+        let found = await keychain(.copy, identity(identifier), returnAttributes: true)
         guard found.status == KeychainStatus.success, let item = found.items.first else {
             if found.status == KeychainStatus.itemNotFound { throw LARightStoreError.notFound(identifier) }
             throw LARightStoreError.storage(found.status.rawValue, found.message ?? "")
@@ -95,7 +95,7 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     }
 
     public func removeRight(forIdentifier identifier: String) async throws {
-        let reply = keychain(.delete, identity(identifier))
+        let reply = await keychain(.delete, identity(identifier))
         if reply.status == KeychainStatus.itemNotFound { throw LARightStoreError.notFound(identifier) }
         guard reply.status == KeychainStatus.success else { throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "") }
     }
@@ -104,7 +104,7 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     public func removeAllRights() async throws {
         var all: [String: KeychainValue] = ["class": .string("genp"), "svce": .string(Self.service)]
         if let app = Self.ownGroup() { all["agrp"] = .string(app) }
-        let reply = keychain(.delete, all)
+        let reply = await keychain(.delete, all)
         guard reply.status == KeychainStatus.success || reply.status == KeychainStatus.itemNotFound else {
             throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "")
         }
@@ -149,7 +149,7 @@ public final class LAPrivateKey: NSObject, @unchecked Sendable {
         try right.requireAuthorized()
         guard canSign(using: algorithm) else { throw LARightStoreError.unsupported("\(algorithm.rawValue) is not supported; use ecdsaSignatureMessageX962SHA256") }
         let digest = algorithm == .ecdsaSignatureDigestX962SHA256
-        let reply = LAContext._performKeyOperation(KeyRequest(operation: .sign, kind: .signing, blob: blob, digest: digest ? data : nil,
+        let reply = await LAContext._performKeyOperation(KeyRequest(operation: .sign, kind: .signing, blob: blob, digest: digest ? data : nil,
                                                               message: digest ? nil : data, context: ""), context: right.context)
         guard reply.problem == nil, let der = reply.signatureDER else {
             if let code = reply.authenticationError { throw LAError(LAError.Code(rawValue: code.rawValue) ?? .authenticationFailed, message: reply.message) }
@@ -185,7 +185,7 @@ public final class LAPublicKey: NSObject, @unchecked Sendable {
     public func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm) async throws {
         guard canVerify(using: algorithm) else { throw LARightStoreError.unsupported("\(algorithm.rawValue) is not supported") }
         let digest = algorithm == .ecdsaSignatureDigestX962SHA256
-        let reply = LAContext._performKeyOperation(KeyRequest(operation: .verify, kind: .signing, blob: blob, digest: digest ? signedData : nil,
+        let reply = await LAContext._performKeyOperation(KeyRequest(operation: .verify, kind: .signing, blob: blob, digest: digest ? signedData : nil,
                                                               message: digest ? nil : signedData, signature: signature, context: ""), context: nil)
         guard reply.valid == true else { throw LAError(.authenticationFailed, message: reply.message ?? "The signature does not verify.") }
     }
@@ -212,7 +212,7 @@ public final class LASecret: NSObject, @unchecked Sendable {
             if let app = LARightStore.ownGroup() { attributes["agrp"] = .string(app) }
             var request = KeychainRequest(attributes: attributes, context: "", returnData: true)
             request.interactionNotAllowed = true
-            let reply = LAContext._performKeychain(.copy, request, context: right.context)
+            let reply = await LAContext._performKeychain(.copy, request, context: right.context)
             guard reply.status == KeychainStatus.success, let data = reply.items.first?.data else {
                 throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "")
             }
