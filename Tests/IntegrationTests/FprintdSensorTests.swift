@@ -219,6 +219,23 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertNil(matched, "once the other program lets go, the reader works: \(enclave.log().suffix(1500))")
     }
 
+
+    /// The enrolled list is read on one long-lived connection and kept a moment (an evaluation
+    /// reads it several times), yet a deletion made with another tool is still seen.
+    func testReadsShareOneConnectionAndAnotherToolsDeletionIsSeen() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        XCTAssertEqual(try enclave.status().enrolled, ["right-index-finger"])
+        let before = try stack.newestConnectionNumber()
+        for _ in 0..<20 { _ = try enclave.status() }
+        let after = try stack.newestConnectionNumber()
+        // The second query is itself one connection.
+        XCTAssertLessThanOrEqual(after - before, 2, "twenty status requests opened \(after - before - 1) connections to the bus")
+
+        try stack.deletePrints(user: "root")
+        eventually("the daemon to see the prints deleted through fprintd", timeout: 10) { (try? enclave.status().enrolled) == [] }
+    }
 }
 
 private final class OutputBox: @unchecked Sendable {

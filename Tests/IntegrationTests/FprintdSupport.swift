@@ -126,6 +126,34 @@ final class FprintdStack {
         return out.stdout + out.stderr
     }
 
+    /// The number in the newest unique name the private bus gave out (":1.N"): how many
+    /// connections were made so far, this query's own included.
+    func newestConnectionNumber() throws -> Int {
+        let out = try runProcess("/usr/bin/gdbus", ["call", "--system", "-d", "org.freedesktop.DBus", "-o", "/org/freedesktop/DBus",
+                                                    "-m", "org.freedesktop.DBus.ListNames"], environment: processEnvironment)
+        let numbers = out.stdout.split(separator: "'").compactMap { name in name.hasPrefix(":1.") ? Int(name.dropFirst(3)) : nil }
+        guard let newest = numbers.max() else {
+            throw NSError(domain: "fprintd", code: 5, userInfo: [NSLocalizedDescriptionKey: "no unique names: \(out.stdout) \(out.stderr)"])
+        }
+        return newest
+    }
+
+    /// Deletes `user`'s prints through fprintd, as GNOME Settings or fprintd-delete would.
+    func deletePrints(user: String) throws {
+        let script = """
+            import dbus, sys
+            bus = dbus.SystemBus()
+            device = dbus.Interface(bus.get_object("net.reactivated.Fprint", "/net/reactivated/Fprint/Device/0"), "net.reactivated.Fprint.Device")
+            device.Claim(sys.argv[1])
+            device.DeleteEnrolledFingers2()
+            device.Release()
+            """
+        let out = try runProcess("/usr/bin/python3", ["-c", script, user], environment: processEnvironment, timeout: 20)
+        guard out.status == 0 else {
+            throw NSError(domain: "fprintd", code: 6, userInfo: [NSLocalizedDescriptionKey: "deleting the prints: \(out.stderr)"])
+        }
+    }
+
     var processEnvironment: [String: String] { ProcessInfo.processInfo.environment.merging(environment) { $1 } }
 
     private func gdbus(_ arguments: [String]) throws {

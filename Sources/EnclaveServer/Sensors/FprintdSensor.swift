@@ -21,7 +21,14 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     /// nil: the system bus.
     let busAddress: String?
     /// Claims, verifies and enrolments: one thread, one claim at a time.
-    private let worker: FprintdWorker
+    private let worker: FprintdWorker<ClaimHolder>
+    /// Enrolled-list reads: a thread of their own (a verify may hold the worker for minutes) with
+    /// one connection kept open.
+    private let queries: FprintdWorker<FprintdQueryConnection>
+    private let cacheLock = NSLock()
+    private var cache = EnrolledListCache()
+    /// Monotonic seconds, for the cache.
+    private let now: @Sendable () -> Double
 
     static let service = "net.reactivated.Fprint"
     static let deviceInterface = "net.reactivated.Fprint.Device"
@@ -31,7 +38,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     static let claimRetries = 10
 
     /// Connects once to check that fprintd answers and has a reader; throws a clear error if not.
-    public init(busAddress: String? = nil) throws {
+    public init(busAddress: String? = nil, now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) throws {
         self.busAddress = busAddress
         let name = try Self.onThisThread(busAddress) { bus in
             let device = try Self.defaultDevice(bus)
@@ -39,7 +46,9 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
                                 read: SdBusConnection.readVariantString)
         }
         info = SensorInfo(kind: .touchID, name: "fprintd: \(name)", simulated: false)
-        worker = FprintdWorker(busAddress: busAddress)
+        worker = FprintdWorker(ClaimHolder(busAddress: busAddress), name: "laenclaved-fprintd")
+        queries = FprintdWorker(FprintdQueryConnection(busAddress: busAddress), name: "laenclaved-fprintd-queries")
+        self.now = now
     }
 
     // MARK: BiometricSensor
@@ -48,11 +57,26 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     /// saved last, so status and domain state stay steady and a capture reports the real problem.
     public func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String] {
         let user = accountName(uid: uid)
+        let started = now()
+        let (cached, generation) = cacheLock.withLock { (cache.fingers(of: user, now: started), cache.generation) }
+        if let cached { return cached }
         do {
-            return try await run { bus, _ in try Self.enrolledFingers(bus, device: try Self.defaultDevice(bus), user: user) }
+            let (fingers, fprintdChanged) = try await queries.perform { connection, _ in
+                try connection.read { bus, device in try Self.enrolledFingers(bus, device: device, user: user) }
+            }
+            cacheLock.withLock {
+                if fprintdChanged { cache.forgetAll() } else { cache.store(fingers, of: user, at: started, generation: generation) }
+            }
+            return fingers
         } catch is SensorFailure {
             return stored
         }
+    }
+
+    /// Our own change of `uid`'s prints: the next read asks fprintd.
+    private func forgetEnrolled(_ uid: UInt32) {
+        let user = accountName(uid: uid)
+        cacheLock.withLock { cache.forget(user) }
     }
 
     public func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String] {
@@ -61,6 +85,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
         }
         guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
         let user = accountName(uid: uid)
+        defer { forgetEnrolled(uid) }
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
@@ -106,6 +131,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
 
     public func unenroll(uid: UInt32, name: String, stored: [String]) async throws -> [String] {
         let user = accountName(uid: uid)
+        defer { forgetEnrolled(uid) }
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
@@ -121,6 +147,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
 
     public func unenrollAll(uid: UInt32, stored: [String]) async throws -> [String] {
         let user = accountName(uid: uid)
+        defer { forgetEnrolled(uid) }
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
@@ -259,30 +286,6 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
 
     // MARK: Threads
 
-    /// Runs `body` on a thread of its own with a new connection; cancelling the task sets the flag
-    /// `body` polls, so a waiting operation stops (and releases the reader) at once.
-    private func run<T: Sendable>(_ body: @escaping @Sendable (SdBusConnection, () -> Bool) throws -> T) async throws -> T {
-        let flag = CancelFlag()
-        let address = busAddress
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                let thread = Thread {
-                    continuation.resume(with: Result {
-                        try Self.onThisThread(address) { bus in
-                            try bus.subscribe(sender: Self.service, interface: Self.deviceInterface)
-                            try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
-                            return try body(bus, { flag.isSet })
-                        }
-                    })
-                }
-                thread.name = "laenclaved-fprintd"
-                thread.start()
-            }
-        } onCancel: {
-            flag.set()
-        }
-    }
-
     private static func onThisThread<T>(_ address: String?, _ body: (SdBusConnection) throws -> T) throws -> T {
         let bus: SdBusConnection
         do { bus = try SdBusConnection(address: address) } catch {
@@ -309,7 +312,7 @@ final class FprintdClaim {
 }
 
 /// The worker thread's view of the claim, handed to each job.
-final class ClaimHolder {
+final class ClaimHolder: FprintdThreadState {
     private let busAddress: String?
     private(set) var current: FprintdClaim?
     var idleDeadline: Date?
@@ -345,6 +348,8 @@ final class ClaimHolder {
 
     func keepIdle() { idleDeadline = Date().addingTimeInterval(Self.idleRelease) }
 
+    func idle() { release() }
+
     func release() {
         idleDeadline = nil
         guard let c = current else { return }
@@ -353,26 +358,83 @@ final class ClaimHolder {
     }
 }
 
-/// One thread that runs the claiming jobs in order and releases an idle claim.
-final class FprintdWorker: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [(ClaimHolder) -> Void] = []
-    private let holder: ClaimHolder
+/// What a worker thread keeps between its jobs (a claim, a connection).
+protocol FprintdThreadState: AnyObject, SendableMetatype {
+    /// When the thread, with no job, calls `idle()`; nil: never.
+    var idleDeadline: Date? { get }
+    func idle()
+}
 
-    init(busAddress: String?) {
-        holder = ClaimHolder(busAddress: busAddress)
+/// The query thread's connection to fprintd, kept open between reads and made again after a failure.
+final class FprintdQueryConnection: FprintdThreadState {
+    private let busAddress: String?
+    private var bus: SdBusConnection?
+    private var device: String?
+
+    init(busAddress: String?) { self.busAddress = busAddress }
+
+    var idleDeadline: Date? { nil }
+    func idle() {}
+
+    /// Runs `body` on the open connection and fprintd's reader; also says whether fprintd restarted
+    /// or finished an enrolment since the last read (what was read before may be stale).
+    func read<T>(_ body: (SdBusConnection, String) throws -> T) throws -> (T, changed: Bool) {
+        do {
+            let (bus, device, changed) = try open()
+            return (try body(bus, device), changed)
+        } catch {
+            bus = nil
+            device = nil
+            throw error
+        }
+    }
+
+    private func open() throws -> (SdBusConnection, String, changed: Bool) {
+        if let bus, let device {
+            bus.drain()
+            var changed = false
+            while let change = bus.take("NameOwnerChanged") { if change.strings.first == FprintdSensor.service { changed = true } }
+            while let status = bus.take("EnrollStatus") { if status.strings.first == "enroll-completed" { changed = true } }
+            bus.discardSignals()
+            if !changed { return (bus, device, false) }
+            // fprintd restarted: its reader's object path may be another.
+            self.device = try FprintdSensor.defaultDevice(bus)
+            return (bus, self.device!, true)
+        }
+        let bus: SdBusConnection
+        do { bus = try SdBusConnection(address: busAddress) } catch {
+            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
+        }
+        try bus.subscribe(sender: FprintdSensor.service, interface: FprintdSensor.deviceInterface)
+        try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
+        let device = try FprintdSensor.defaultDevice(bus)
+        self.bus = bus
+        self.device = device
+        // A new connection: what was read on the one before may be stale.
+        return (bus, device, true)
+    }
+}
+
+/// One thread that runs its jobs in order, with the state it keeps between them.
+final class FprintdWorker<State: FprintdThreadState>: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [(State) -> Void] = []
+    private let state: State
+
+    init(_ state: State, name: String) {
+        self.state = state
         // The thread keeps its worker: both live as long as the daemon's sensor.
         let thread = Thread { self.loop() }
-        thread.name = "laenclaved-fprintd"
+        thread.name = name
         thread.start()
     }
 
     /// Runs `body` on the worker; cancelling the task sets the flag `body` polls.
-    func perform<T: Sendable>(_ body: @escaping (ClaimHolder, () -> Bool) throws -> T) async throws -> T {
+    func perform<T: Sendable>(_ body: @escaping (State, () -> Bool) throws -> T) async throws -> T {
         let flag = CancelFlag()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                enqueue { holder in continuation.resume(with: Result { try body(holder, { flag.isSet }) }) }
+                enqueue { state in continuation.resume(with: Result { try body(state, { flag.isSet }) }) }
             }
         } onCancel: {
             flag.set()
@@ -380,7 +442,7 @@ final class FprintdWorker: @unchecked Sendable {
     }
 
     /// Runs `job` on the worker after the jobs already queued.
-    func enqueue(_ job: @escaping (ClaimHolder) -> Void) {
+    func enqueue(_ job: @escaping (State) -> Void) {
         condition.withLock {
             jobs.append(job)
             condition.signal()
@@ -391,10 +453,10 @@ final class FprintdWorker: @unchecked Sendable {
         while true {
             condition.lock()
             while jobs.isEmpty {
-                if let deadline = holder.idleDeadline {
+                if let deadline = state.idleDeadline {
                     if !condition.wait(until: deadline), jobs.isEmpty {
                         condition.unlock()
-                        holder.release()
+                        state.idle()
                         condition.lock()
                     }
                 } else {
@@ -403,8 +465,7 @@ final class FprintdWorker: @unchecked Sendable {
             }
             let job = jobs.removeFirst()
             condition.unlock()
-            job(holder)
+            job(state)
         }
     }
 }
-
