@@ -116,8 +116,20 @@ let package = Package(
         .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer", "EnclaveCore", "EnclaveProtocol"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
-        .testTarget(name: "IntegrationTests", dependencies: [
-            "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol", "WebAuthn", "TouchLoginClient",
+        // Whole-process tests, by concern; their shared helpers (processes, waiting) in one target.
+        .target(name: "IntegrationSupport", dependencies: ["LocalAuthentication", "LocalAuthenticationTesting"], path: "Tests/IntegrationSupport"),
+        // The daemon and lactl as processes: sockets, bad input, crashes, system mode, sensors, packaging.
+        .testTarget(name: "DaemonProcessTests", dependencies: [
+            "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+        ]),
+        // Apple's API (LocalAuthentication, Security, CryptoKit) against a daemon through TestEnclave.
+        .testTarget(name: "AppleAPITests", dependencies: [
+            "IntegrationSupport", "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+        ]),
+        // Fingerprint login end to end: the server process, the client, independent authenticators.
+        .testTarget(name: "TouchLoginEndToEndTests", dependencies: [
+            "IntegrationSupport", "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+            "WebAuthn", "TouchLoginClient",
         ]),
         .testTarget(name: "TouchLoginClientTests", dependencies: ["TouchLoginClient"]),
         .testTarget(name: "TouchLoginServerUnitTests", dependencies: ["TouchLoginServer"]),

@@ -7,7 +7,7 @@ import XCTest
 
 /// The daemon's core driven in-process: a real `EnclaveDaemon` (its storage in a temporary
 /// directory, a manual clock, a simulated Touch ID) and one `ConnectionHandler` whose replies go
-/// to a recording sink. No socket, no process: what only processes show stays in IntegrationTests.
+/// to a recording sink. No socket, no process: what only processes show stays in the process-level targets (DaemonProcessTests, AppleAPITests, TouchLoginEndToEndTests).
 final class ConnectionHandlerTests: XCTestCase {
     /// Replies as the handler sends them, awaitable by request id.
     actor RecordingReplySink: ReplySink {

@@ -1,0 +1,39 @@
+import Foundation
+import IntegrationSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// User mode: the first client starts the daemon when no socket answers, detached from the client,
+/// with its socket under $XDG_RUNTIME_DIR and its state under $XDG_DATA_HOME.
+final class AutostartTests: XCTestCase {
+    func testTheFirstClientStartsTheUserDaemon() throws {
+        var template = Array("/tmp/la-autostart-XXXXXX".utf8CString)
+        let root = String(cString: mkdtemp(&template)!)
+        defer {
+            _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/runtime"])
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
+                   "LAENCLAVED_PATH": productPath("laenclaved")]
+        try FileManager.default.createDirectory(atPath: root + "/runtime", withIntermediateDirectories: true)
+        let first = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
+        XCTAssertEqual(first.status, 0, first.stderr)
+        XCTAssertTrue(first.stdout.contains("\"mode\" : \"user\""), first.stdout)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: root + "/runtime/laenclaved/socket"))
+        XCTAssertTrue(FileManager.default.fileExists(atPath: root + "/data/laenclaved/enclave.sqlite"))
+        var st = stat()
+        stat(root + "/data/laenclaved", &st)
+        XCTAssertEqual(st.st_mode & 0o777, 0o700)
+        stat(root + "/runtime/laenclaved", &st)
+        XCTAssertEqual(st.st_mode & 0o777, 0o700)
+        // The daemon outlived the client that started it; a second client finds it.
+        XCTAssertEqual(try runProcess(productPath("lactl"), ["passcode", "set", "--stdin"], input: "4321\n", environment: env).status, 0)
+        let second = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
+        XCTAssertTrue(second.stdout.contains("\"passcodeSet\" : true"), second.stdout)
+        let log = (try? String(contentsOfFile: root + "/data/laenclaved/laenclaved.log", encoding: .utf8)) ?? ""
+        XCTAssertTrue(log.contains("listening"), log)
+        XCTAssertFalse(log.contains("4321"), "the passcode never reaches the log")
+    }
+}

@@ -1,0 +1,800 @@
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+import IntegrationSupport
+import LocalAuthentication
+import LocalAuthenticationTesting
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// MARK: - A raw client: bytes on a Unix socket, no help from EnclaveConnection
+
+enum RawClientError: Error, CustomStringConvertible {
+    case connect(String)
+    case timeout(TimeInterval)
+    case notJSON(String)
+
+    var description: String {
+        switch self {
+        case .connect(let why): return "cannot connect: \(why)"
+        case .timeout(let t): return "no reply and no close within \(t) s"
+        case .notJSON(let text): return "the daemon sent a frame that is not a JSON object: \(text)"
+        }
+    }
+}
+
+/// One connection to the daemon's socket that writes exactly the bytes a test asks for and
+/// parses replies by hand (4-byte big-endian length + JSON object).
+final class RawClient {
+    enum Frame { case payload([UInt8]), closed, timeout }
+
+    private(set) var fd: Int32
+    private var buffer: [UInt8] = []
+    private var sawEOF = false
+
+    init(path: String) throws {
+        do { fd = try EnclaveConnection.connectSocket(path) } catch { throw RawClientError.connect("\(error)") }
+    }
+
+    deinit { close() }
+
+    /// Writes `bytes` as they are. False when the daemon has already closed (EPIPE, ECONNRESET).
+    @discardableResult
+    func sendRaw(_ bytes: [UInt8]) -> Bool {
+        guard fd >= 0 else { return false }
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return false }
+            offset += n
+        }
+        return true
+    }
+
+    /// Writes the 4-byte big-endian length of `payload`, then `payload` (no size check: tests lie on purpose elsewhere).
+    @discardableResult
+    func sendFrame(_ payload: [UInt8]) -> Bool {
+        sendRaw(Self.header(payload.count) + payload)
+    }
+
+    @discardableResult
+    func sendFrame(_ text: String) -> Bool { sendFrame(Array(text.utf8)) }
+
+    /// Serialises a JSON object (keys sorted) and sends it as one frame.
+    @discardableResult
+    func sendJSON(_ object: [String: Any]) -> Bool {
+        let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+        return sendFrame(Array(data))
+    }
+
+    /// Sends a well-formed request `{"id":id,"op":op,"args":args}`.
+    @discardableResult
+    func sendRequest(id: UInt64, op: String, args: [String: Any]? = nil) -> Bool {
+        var object: [String: Any] = ["id": Int(id), "op": op]
+        if let args { object["args"] = args }
+        return sendJSON(object)
+    }
+
+    static func header(_ length: Int) -> [UInt8] {
+        let n = UInt32(truncatingIfNeeded: length)
+        return [UInt8(n >> 24 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)]
+    }
+
+    /// The next whole frame the daemon sent, `.closed` on end of stream (or reset), `.timeout` otherwise.
+    func readFrame(timeout: TimeInterval = 10) -> Frame {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if buffer.count >= 4 {
+                let length = buffer[0..<4].reduce(0) { $0 << 8 | Int($1) }
+                if buffer.count >= 4 + length {
+                    let payload = Array(buffer[4..<4 + length])
+                    buffer.removeFirst(4 + length)
+                    return .payload(payload)
+                }
+            }
+            if sawEOF || fd < 0 { return .closed }
+            let remaining = deadline.timeIntervalSinceNow
+            guard remaining > 0 else { return .timeout }
+            var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, Int32(min(remaining * 1000, 1000).rounded(.up)))
+            if ready < 0 && errno == EINTR { continue }
+            if ready <= 0 { continue }
+            var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { continue }
+            if n <= 0 { sawEOF = true; continue }
+            buffer.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// The next reply as a JSON dictionary; nil when the daemon closed the connection.
+    /// Throws when neither happens within `timeout` (a hang is a bug too).
+    func readReply(timeout: TimeInterval = 10) throws -> [String: Any]? {
+        switch readFrame(timeout: timeout) {
+        case .closed: return nil
+        case .timeout: throw RawClientError.timeout(timeout)
+        case .payload(let bytes):
+            guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
+                throw RawClientError.notJSON(String(decoding: bytes, as: UTF8.self))
+            }
+            return object
+        }
+    }
+
+    /// True when the daemon closes the stream within `timeout` without sending anything more.
+    func isClosed(timeout: TimeInterval = 10) -> Bool {
+        if case .closed = readFrame(timeout: timeout) { return true }
+        return false
+    }
+
+    /// Closes at once with a reset (SO_LINGER 0): the way a crashing client vanishes.
+    func abort() {
+        guard fd >= 0 else { return }
+        var l = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size))
+        close()
+    }
+
+    func shutdownWrite() { if fd >= 0 { _ = shutdown(fd, Int32(SHUT_WR)) } }
+
+    func close() {
+        guard fd >= 0 else { return }
+        Glibc.close(fd)
+        fd = -1
+    }
+}
+
+// MARK: - Reply helpers
+
+private func number(_ any: Any?) -> Int64? {
+    switch any {
+    case let n as Int: return Int64(n)
+    case let n as Int64: return n
+    case let n as UInt64: return Int64(exactly: n)
+    case let n as NSNumber: return n.int64Value
+    default: return nil
+    }
+}
+
+// MARK: - The tests
+
+/// behavior.md §7: every malformed, oversized, truncated or out-of-order message gets a clear error
+/// answer or a clean close; the daemon keeps serving everyone else, loses no state, never crashes.
+final class BadInputTests: XCTestCase {
+    private var enclave: TestEnclave!
+    private var baseline: UserStatus!
+
+    override func setUpWithError() throws {
+        enclave = try TestEnclave()
+        baseline = try freshStatus()
+        XCTAssertTrue(baseline.passcodeSet)
+        XCTAssertEqual(baseline.enrolled, ["right-index-finger"])
+        XCTAssertEqual(baseline.biometricFailures, 0)
+        XCTAssertEqual(baseline.passcodeFailures, 0)
+        XCTAssertEqual(baseline.queuedEvents, 0)
+    }
+
+    override func tearDown() {
+        enclave = nil
+        baseline = nil
+    }
+
+    // MARK: Helpers
+
+    /// `status` over a brand-new connection (not the kit's cached control connection).
+    private func freshStatus() throws -> UserStatus {
+        let connection = try EnclaveConnection(socketPath: enclave.socketPath)
+        defer { connection.close() }
+        guard case .status(let s) = try connection.request(.status) else {
+            throw EnclaveClientError.protocolError("status did not answer with a status")
+        }
+        return s
+    }
+
+    private func raw() throws -> RawClient { try RawClient(path: enclave.socketPath) }
+
+    /// A raw connection that has already said hello.
+    private func greeted(id: UInt64 = 1, file: StaticString = #filePath, line: UInt = #line) throws -> RawClient {
+        let client = try raw()
+        client.sendRequest(id: id, op: "hello", args: ["version": enclaveProtocolVersion])
+        let reply = try client.readReply()
+        assertKind(reply, id: id, kind: "hello", file: file, line: line)
+        return client
+    }
+
+    private func assertKind(_ reply: [String: Any]?, id: UInt64, kind: String, file: StaticString = #filePath, line: UInt = #line) {
+        guard let reply else { return XCTFail("the daemon closed instead of answering \(kind)", file: file, line: line) }
+        XCTAssertEqual(number(reply["id"]), Int64(id), "reply id in \(reply)", file: file, line: line)
+        let body = reply["reply"] as? [String: Any]
+        XCTAssertEqual(body?["kind"] as? String, kind, "reply kind in \(reply)", file: file, line: line)
+    }
+
+    /// Asserts `{"id": id, "reply": {"kind": "failure", "value": {"code": code, "message": "…"}}}`.
+    private func assertFailure(_ reply: [String: Any]?, id: UInt64, code: FailureCode, file: StaticString = #filePath, line: UInt = #line) {
+        guard let reply else { return XCTFail("the daemon closed instead of answering \(code.rawValue)", file: file, line: line) }
+        XCTAssertEqual(Set(reply.keys), ["id", "reply"], "\(reply)", file: file, line: line)
+        XCTAssertEqual(number(reply["id"]), Int64(id), "reply id in \(reply)", file: file, line: line)
+        guard let body = reply["reply"] as? [String: Any] else { return XCTFail("no reply object in \(reply)", file: file, line: line) }
+        XCTAssertEqual(body["kind"] as? String, "failure", "\(reply)", file: file, line: line)
+        guard let value = body["value"] as? [String: Any] else { return XCTFail("no failure value in \(reply)", file: file, line: line) }
+        XCTAssertEqual(value["code"] as? String, code.rawValue, "\(reply)", file: file, line: line)
+        let message = value["message"] as? String
+        XCTAssertFalse(message?.isEmpty ?? true, "a failure explains itself: \(reply)", file: file, line: line)
+        // The raw reply also decodes with the protocol's own types.
+        if let data = try? JSONSerialization.data(withJSONObject: reply),
+           let envelope = try? ReplyEnvelope.decode(Array(data)) {
+            XCTAssertEqual(envelope.id, id, file: file, line: line)
+            if case .failure(let f) = envelope.reply { XCTAssertEqual(f.code, code, file: file, line: line) } else {
+                XCTFail("decoded as \(envelope.reply)", file: file, line: line)
+            }
+        } else {
+            XCTFail("the reply does not decode as a ReplyEnvelope: \(reply)", file: file, line: line)
+        }
+    }
+
+    private func expectFailure(_ client: RawClient, id: UInt64, code: FailureCode, file: StaticString = #filePath, line: UInt = #line) throws {
+        assertFailure(try client.readReply(), id: id, code: code, file: file, line: line)
+    }
+
+    private func assertClosed(_ client: RawClient, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(client.isClosed(), "the daemon must close the connection after \(what)", file: file, line: line)
+    }
+
+    /// The daemon process is alive, a new client can greet and read its status, and nothing changed.
+    private func assertDaemonServes(_ expected: UserStatus? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
+        let pid = enclave.processID
+        XCTAssertGreaterThan(pid, 0, file: file, line: line)
+        var status: Int32 = 0
+        XCTAssertEqual(waitpid(pid, &status, WNOHANG), 0, "laenclaved exited; log:\n\(enclave.log())", file: file, line: line)
+        // A raw newcomer greets.
+        let client = try raw()
+        defer { client.close() }
+        client.sendRequest(id: 99, op: "hello", args: ["version": enclaveProtocolVersion])
+        assertKind(try client.readReply(), id: 99, kind: "hello", file: file, line: line)
+        client.sendRequest(id: 100, op: "status")
+        assertKind(try client.readReply(), id: 100, kind: "status", file: file, line: line)
+        // The client library works, and the state is what it was.
+        let now = try freshStatus()
+        XCTAssertEqual(now, expected ?? baseline, "state changed", file: file, line: line)
+        XCTAssertTrue(now.passcodeSet, file: file, line: line)
+        XCTAssertEqual(try enclave.status(), now, file: file, line: line)
+    }
+
+    /// A new client gets the (one per user) prompt and can end it: no evaluation of a vanished client
+    /// still holds it. Deterministic: the input goes to this context, not to the shared simulated queue.
+    private func assertPromptIsFree(file: StaticString = #filePath, line: UInt = #line) throws {
+        let client = try greeted(id: 1, file: file, line: line)
+        defer { client.close() }
+        var o = options(); o["clientPresents"] = true
+        client.sendRequest(id: 2, op: "evaluate", args: ["context": "probe", "policy": 1, "options": o])
+        // Waiting behind a leaked prompt would end after the prompt-queue timeout (30 s) with systemCancel.
+        assertKind(try client.readReply(timeout: 45), id: 2, kind: "prompt", file: file, line: line)
+        client.sendRequest(id: 3, op: "promptInput", args: ["context": "probe", "action": "cancel"])
+        var final: [String: Any]?
+        for _ in 0..<20 {
+            guard let reply = try client.readReply() else { break }
+            let kind = (reply["reply"] as? [String: Any])?["kind"] as? String
+            if number(reply["id"]) == 3 { assertKind(reply, id: 3, kind: "ok", file: file, line: line); continue }
+            if kind == "evaluated" { final = reply; break }
+        }
+        assertKind(final, id: 2, kind: "evaluated", file: file, line: line)
+        let value = (final?["reply"] as? [String: Any])?["value"] as? [String: Any]
+        XCTAssertEqual(number(value?["error"]), Int64(LAErrorCode.userCancel.rawValue), "\(String(describing: final))", file: file, line: line)
+    }
+
+    private func options(reason: Any = "Unlock the vault") -> [String: Any] {
+        ["reason": reason, "reuseDuration": 0, "interactionNotAllowed": false, "clientPresents": false]
+    }
+
+    // MARK: Framing
+
+    func testMalformedJSONInValidFrameAnswersMalformedAndKeepsTheConnection() throws {
+        let client = try raw()
+        let payloads = [
+            "{not json", "{\"id\": 1, \"op\": \"hello\"", "[1, 2, 3]", "\"hello\"", "42", "null", "{}",
+            "{\"op\": \"hello\", \"args\": {\"version\": 1}}",               // no id
+            "{\"id\": \"1\", \"op\": \"hello\"}",                            // id as a string
+            "{\"id\": -1, \"op\": \"hello\"}",                               // id not a UInt64
+            "{\"id\": 1, \"op\": 7}",                                        // op as a number
+            "{\"id\": 1}",                                                   // no op
+            "\u{FEFF}garbage",
+        ]
+        for payload in payloads {
+            XCTAssertTrue(client.sendFrame(payload))
+            assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+        }
+        // Invalid UTF-8 in a valid frame.
+        XCTAssertTrue(client.sendFrame([0x7b, 0xff, 0xfe, 0x22, 0xc3, 0x28, 0x7d]))
+        assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+        // Still the same, usable connection.
+        client.sendRequest(id: 5, op: "hello", args: ["version": enclaveProtocolVersion])
+        assertKind(try client.readReply(), id: 5, kind: "hello")
+        client.sendFrame("{oops")
+        assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+        client.sendRequest(id: 6, op: "status")
+        assertKind(try client.readReply(), id: 6, kind: "status")
+        try assertDaemonServes()
+    }
+
+    func testOversizedDeclaredLengthAnswersMalformedThenCloses() throws {
+        for declared in [WireLimits.maxPayloadBytes + 1, 1 << 20, Int(Int32.max), Int(UInt32.max)] {
+            let client = try raw()
+            client.sendRaw(RawClient.header(declared) + Array("{\"id\":1,\"op\":\"hello\"".utf8))
+            assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+            assertClosed(client, "a frame declaring \(declared) bytes")
+        }
+        // Also after hello, on a connection that was in use.
+        let client = try greeted()
+        client.sendRaw(RawClient.header(WireLimits.maxPayloadBytes + 1))
+        assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+        assertClosed(client, "an oversized frame after hello")
+        // The limit itself is accepted: a 64 KiB payload (JSON padded with spaces) is a request.
+        let big = try greeted()
+        let json = Array("{\"id\":3,\"op\":\"status\"}".utf8)
+        big.sendFrame(json + [UInt8](repeating: 0x20, count: WireLimits.maxPayloadBytes - json.count))
+        assertKind(try big.readReply(), id: 3, kind: "status")
+        try assertDaemonServes()
+    }
+
+    func testZeroLengthFrameAnswersMalformedThenCloses() throws {
+        let fresh = try raw()
+        fresh.sendRaw(RawClient.header(0))
+        assertFailure(try fresh.readReply(), id: 0, code: .malformedMessage)
+        assertClosed(fresh, "an empty frame")
+
+        let client = try greeted()
+        client.sendRaw(RawClient.header(0) + RawClient.header(2) + Array("{}".utf8))
+        assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+        assertClosed(client, "an empty frame after hello")
+        try assertDaemonServes()
+    }
+
+    func testTruncatedFrameThenCloseLeavesTheDaemonServing() throws {
+        let hello = Array("{\"id\":1,\"op\":\"hello\",\"args\":{\"version\":1}}".utf8)
+        // Header only, partial header, header + part of the payload; each followed by end of stream.
+        let cuts: [[UInt8]] = [RawClient.header(hello.count), [0, 0], RawClient.header(hello.count) + hello.prefix(10)]
+        for cut in cuts {
+            let client = try raw()
+            XCTAssertTrue(client.sendRaw(cut))
+            client.shutdownWrite()
+            // Broken framing: either an explanation then the close, or just the close.
+            if let reply = try client.readReply() {
+                assertFailure(reply, id: 0, code: .malformedMessage)
+                assertClosed(client, "a truncated frame")
+            }
+        }
+        // A complete request followed by a truncated one: the complete one is still answered.
+        let client = try raw()
+        client.sendRaw(RawClient.header(hello.count) + hello + RawClient.header(100) + Array("{\"id\":2".utf8))
+        client.shutdownWrite()
+        assertKind(try client.readReply(), id: 1, kind: "hello")
+        if let reply = try client.readReply() {
+            assertFailure(reply, id: 0, code: .malformedMessage)
+            assertClosed(client, "a truncated frame after hello")
+        }
+        try assertDaemonServes()
+    }
+
+    // MARK: Order and version
+
+    func testRequestBeforeHelloAnswersOutOfOrder() throws {
+        let client = try raw()
+        client.sendRequest(id: 7, op: "status")
+        try expectFailure(client, id: 7, code: .outOfOrder)
+        client.sendRequest(id: 8, op: "canEvaluate", args: ["context": "c1", "policy": 1])
+        try expectFailure(client, id: 8, code: .outOfOrder)
+        client.sendRequest(id: 9, op: "setPasscode", args: ["new": "999999"])
+        try expectFailure(client, id: 9, code: .outOfOrder)
+        client.sendRequest(id: 10, op: "simulate", args: ["events": [["kind": "match"]]])
+        try expectFailure(client, id: 10, code: .outOfOrder)
+        client.sendRequest(id: 11, op: "removePasscode", args: ["current": "1234"])
+        try expectFailure(client, id: 11, code: .outOfOrder)
+        // The connection is still usable: hello, then requests work.
+        client.sendRequest(id: 12, op: "hello", args: ["version": enclaveProtocolVersion])
+        assertKind(try client.readReply(), id: 12, kind: "hello")
+        client.sendRequest(id: 13, op: "status")
+        assertKind(try client.readReply(), id: 13, kind: "status")
+        try assertDaemonServes()
+    }
+
+    func testHelloWithWrongVersionAnswersUnsupportedVersionThenCloses() throws {
+        for (id, version) in [(UInt64(3), 2), (4, 0), (5, -1), (6, 1_000_000)] {
+            let client = try raw()
+            client.sendRequest(id: id, op: "hello", args: ["version": version])
+            try expectFailure(client, id: id, code: .unsupportedVersion)
+            assertClosed(client, "hello version \(version)")
+        }
+        // Even after a good hello, a second one with a wrong version ends the connection.
+        let client = try greeted()
+        client.sendRequest(id: 20, op: "hello", args: ["version": 2])
+        try expectFailure(client, id: 20, code: .unsupportedVersion)
+        assertClosed(client, "a second hello with a wrong version")
+        try assertDaemonServes()
+    }
+
+    // MARK: Operations and arguments
+
+    func testUnknownOperationAnswersWithTheRequestsID() throws {
+        let client = try greeted()
+        for (id, op) in [(UInt64(42), "frobnicate"), (43, ""), (44, "Status"), (45, "hello "), (46, String(repeating: "x", count: 5000)),
+                         (UInt64(1) << 62, "evaluatePolicy")] {
+            client.sendRequest(id: id, op: op, args: ["context": "c1"])
+            try expectFailure(client, id: id, code: .unknownOperation)
+        }
+        client.sendRequest(id: 47, op: "status")
+        assertKind(try client.readReply(), id: 47, kind: "status")
+        try assertDaemonServes()
+    }
+
+    func testWrongArgumentTypesAnswerInvalidParameter() throws {
+        let client = try greeted()
+        let cases: [(UInt64, String, Any)] = [
+            (10, "canEvaluate", ["context": "c1", "policy": "1"]),
+            (11, "canEvaluate", ["context": 5, "policy": 1]),
+            (12, "canEvaluate", ["context": "c1", "policy": 1.5]),
+            (13, "canEvaluate", ["context": "c1", "policy": true]),
+            (14, "canEvaluate", ["context": "c1", "policy": NSNull()]),
+            (15, "evaluate", ["context": "c1", "policy": 1, "options": "Unlock"]),
+            (16, "evaluate", ["context": "c1", "policy": 1, "options": options(reason: 7)]),
+            (17, "setPasscode", ["current": "1234", "new": 5678]),
+            (18, "promptInput", ["context": "c1", "action": "explode"]),
+            (19, "simulate", ["events": ["match"]]),
+            (20, "simulate", ["events": [["kind": "lick"]]]),
+            (21, "simulate", ["events": ["kind": "match"]]),
+            (22, "audit", ["limit": "all"]),
+            (23, "remoteLock", ["uid": -1]),
+            (24, "canEvaluate", ["c1", 1]),
+            (25, "status", "please"),
+            (26, "canEvaluate", ["context": "c1", "policy": 1e30]),
+        ]
+        for (id, op, args) in cases {
+            client.sendJSON(["id": Int(id), "op": op, "args": args])
+            try expectFailure(client, id: id, code: .invalidParameter)
+        }
+        // An empty or overlong context id is a bad parameter too.
+        client.sendRequest(id: 30, op: "canEvaluate", args: ["context": "", "policy": 1])
+        try expectFailure(client, id: 30, code: .invalidParameter)
+        client.sendRequest(id: 31, op: "canEvaluate", args: ["context": String(repeating: "c", count: 65), "policy": 1])
+        try expectFailure(client, id: 31, code: .invalidParameter)
+        client.sendRequest(id: 32, op: "status")
+        assertKind(try client.readReply(), id: 32, kind: "status")
+        try assertDaemonServes()
+    }
+
+    func testMissingRequiredArgumentsAnswerInvalidParameter() throws {
+        let unGreeted = try raw()
+        unGreeted.sendRequest(id: 1, op: "hello")
+        try expectFailure(unGreeted, id: 1, code: .invalidParameter)
+        unGreeted.sendRequest(id: 2, op: "hello", args: [:])
+        try expectFailure(unGreeted, id: 2, code: .invalidParameter)
+        unGreeted.sendRequest(id: 3, op: "hello", args: ["version": enclaveProtocolVersion])
+        assertKind(try unGreeted.readReply(), id: 3, kind: "hello")
+
+        let client = try greeted()
+        let cases: [(UInt64, String, [String: Any]?)] = [
+            (10, "canEvaluate", nil),
+            (11, "canEvaluate", ["context": "c1"]),
+            (12, "canEvaluate", ["policy": 1]),
+            (13, "evaluate", ["context": "c1", "policy": 1]),
+            (14, "evaluate", ["context": "c1", "options": options()]),
+            (15, "evaluate", ["context": "c1", "policy": 1, "options": ["reason": "Unlock"]]),
+            (16, "promptInput", ["context": "c1"]),
+            (17, "promptInput", ["action": "cancel"]),
+            (18, "invalidate", [:]),
+            (19, "setPasscode", ["current": "1234"]),
+            (20, "removePasscode", nil),
+            (21, "enroll", ["passcode": "1234"]),
+            (22, "enroll", ["name": "left-thumb"]),
+            (23, "unenroll", ["passcode": "1234"]),
+            (24, "simulate", [:]),
+            (25, "simulate", ["events": [["passcode": "1234"]]]),
+        ]
+        for (id, op, args) in cases {
+            client.sendRequest(id: id, op: op, args: args)
+            try expectFailure(client, id: id, code: .invalidParameter)
+        }
+        // A passcode action without its passcode.
+        client.sendRequest(id: 26, op: "promptInput", args: ["context": "c1", "action": "passcode"])
+        try expectFailure(client, id: 26, code: .invalidParameter)
+        client.sendRequest(id: 27, op: "status")
+        assertKind(try client.readReply(), id: 27, kind: "status")
+        try assertDaemonServes()
+    }
+
+    func testBadPolicyValuesAnswerInvalidParameter() throws {
+        let client = try greeted()
+        var id: UInt64 = 100
+        for policy in [0, 6, -1, 99, Int.max, Int.min] {
+            id += 1
+            client.sendRequest(id: id, op: "canEvaluate", args: ["context": "c\(id)", "policy": policy])
+            try expectFailure(client, id: id, code: .invalidParameter)
+            id += 1
+            client.sendRequest(id: id, op: "evaluate", args: ["context": "c\(id)", "policy": policy, "options": options()])
+            try expectFailure(client, id: id, code: .invalidParameter)
+        }
+        // The valid range still answers canEvaluate (not a failure).
+        for policy in 1...5 {
+            id += 1
+            client.sendRequest(id: id, op: "canEvaluate", args: ["context": "ok", "policy": policy])
+            assertKind(try client.readReply(), id: id, kind: "canEvaluate")
+        }
+        let status = try freshStatus()
+        XCTAssertEqual(status.biometricFailures, 0)
+        try assertDaemonServes()
+    }
+
+    func testEmptyAndOverlongReasonAnswerInvalidParameter() throws {
+        let client = try greeted()
+        let bad: [(UInt64, String)] = [
+            (1, ""),
+            (2, String(repeating: "a", count: WireLimits.maxTextBytes + 1)),
+            (3, String(repeating: "é", count: WireLimits.maxTextBytes / 2 + 1)),   // 513 characters, 1026 bytes
+            (4, String(repeating: "r", count: 60_000)),
+        ]
+        for (id, reason) in bad {
+            for policy in [1, 2] {
+                client.sendRequest(id: id * 10 + UInt64(policy), op: "evaluate", args: ["context": "r\(id)-\(policy)", "policy": policy, "options": options(reason: reason)])
+                try expectFailure(client, id: id * 10 + UInt64(policy), code: .invalidParameter)
+            }
+        }
+        // Overlong titles too.
+        var o = options()
+        o["cancelTitle"] = String(repeating: "c", count: WireLimits.maxTextBytes + 1)
+        client.sendRequest(id: 50, op: "evaluate", args: ["context": "t1", "policy": 1, "options": o])
+        try expectFailure(client, id: 50, code: .invalidParameter)
+        o = options()
+        o["fallbackTitle"] = String(repeating: "f", count: WireLimits.maxTextBytes + 1)
+        client.sendRequest(id: 51, op: "evaluate", args: ["context": "t2", "policy": 1, "options": o])
+        try expectFailure(client, id: 51, code: .invalidParameter)
+        // A rejected evaluate started nothing: promptInput on its context finds no evaluation.
+        client.sendRequest(id: 52, op: "promptInput", args: ["context": "r1-1", "action": "cancel"])
+        try expectFailure(client, id: 52, code: .outOfOrder)
+        // Exactly 1024 bytes is accepted: the evaluation runs and a queued cancel ends it.
+        try enclave.queue(.cancel)
+        client.sendRequest(id: 60, op: "evaluate", args: ["context": "max", "policy": 1, "options": options(reason: String(repeating: "m", count: WireLimits.maxTextBytes))])
+        var final: [String: Any]?
+        for _ in 0..<20 {
+            let reply = try client.readReply()
+            XCTAssertEqual(number(reply?["id"]), 60)
+            if (reply?["reply"] as? [String: Any])?["kind"] as? String == "prompt" { continue }
+            final = reply
+            break
+        }
+        assertKind(final, id: 60, kind: "evaluated")
+        let value = (final?["reply"] as? [String: Any])?["value"] as? [String: Any]
+        XCTAssertEqual(value?["success"] as? Bool, false)
+        XCTAssertEqual(number(value?["error"]), Int64(LAErrorCode.userCancel.rawValue))
+        try assertDaemonServes()
+    }
+
+    func testOverlongPasscodeAnswersInvalidParameter() throws {
+        let client = try greeted()
+        let long = String(repeating: "9", count: WireLimits.maxPasscodeBytes + 1)
+        let longMultibyte = String(repeating: "ü", count: WireLimits.maxPasscodeBytes / 2 + 1)   // 258 bytes
+        client.sendRequest(id: 1, op: "setPasscode", args: ["current": "1234", "new": long])
+        try expectFailure(client, id: 1, code: .invalidParameter)
+        client.sendRequest(id: 2, op: "setPasscode", args: ["current": "1234", "new": longMultibyte])
+        try expectFailure(client, id: 2, code: .invalidParameter)
+        client.sendRequest(id: 3, op: "setPasscode", args: ["new": long])
+        try expectFailure(client, id: 3, code: .invalidParameter)
+        // A current passcode over the limit can never be right: bad input, not a counted attempt.
+        client.sendRequest(id: 4, op: "setPasscode", args: ["current": long, "new": "567890"])
+        try expectFailure(client, id: 4, code: .invalidParameter)
+        client.sendRequest(id: 5, op: "promptInput", args: ["context": "c1", "action": "passcode", "passcode": long])
+        try expectFailure(client, id: 5, code: .invalidParameter)
+        client.sendRequest(id: 6, op: "promptInput", args: ["context": "c1", "action": "passcode", "passcode": ""])
+        try expectFailure(client, id: 6, code: .invalidParameter)
+        client.sendRequest(id: 7, op: "simulate", args: ["events": [["kind": "passcode", "passcode": long]]])
+        try expectFailure(client, id: 7, code: .invalidParameter)
+        client.sendRequest(id: 8, op: "simulate", args: ["events": [["kind": "passcode"]]])
+        try expectFailure(client, id: 8, code: .invalidParameter)
+
+        // During a running evaluation too: the prompt stays, the passcode is unchanged.
+        client.sendRequest(id: 9, op: "evaluate", args: ["context": "run", "policy": 2, "options": {
+            var o = options(); o["clientPresents"] = true; return o }()])
+        let first = try client.readReply()
+        assertKind(first, id: 9, kind: "prompt")
+        client.sendRequest(id: 10, op: "promptInput", args: ["context": "run", "action": "passcode", "passcode": long])
+        var sawFailure = false
+        for _ in 0..<10 {
+            guard let reply = try client.readReply() else { return XCTFail("closed") }
+            if number(reply["id"]) == 10 { assertFailure(reply, id: 10, code: .invalidParameter); sawFailure = true; break }
+            assertKind(reply, id: 9, kind: "prompt")
+        }
+        XCTAssertTrue(sawFailure)
+        client.sendRequest(id: 11, op: "promptInput", args: ["context": "run", "action": "cancel"])
+        var final: [String: Any]?
+        var sawOK = false
+        // The input's acknowledgement and the evaluation's answer are separate replies in no
+        // defined order: read until both have come.
+        for _ in 0..<20 where !(sawOK && final != nil) {
+            guard let reply = try client.readReply() else { return XCTFail("closed") }
+            let kind = (reply["reply"] as? [String: Any])?["kind"] as? String
+            if number(reply["id"]) == 11 { assertKind(reply, id: 11, kind: "ok"); sawOK = true; continue }
+            if kind == "evaluated" { final = reply }
+        }
+        XCTAssertTrue(sawOK)
+        assertKind(final, id: 9, kind: "evaluated")
+        let value = (final?["reply"] as? [String: Any])?["value"] as? [String: Any]
+        XCTAssertEqual(number(value?["error"]), Int64(LAErrorCode.userCancel.rawValue))
+        try assertDaemonServes()
+        // The passcode is still "1234": changing it with that current passcode works.
+        try enclave.setPasscode("5678", current: "1234")
+    }
+
+    func testSimulateWithMoreThan64EventsAnswersInvalidParameter() throws {
+        let client = try greeted()
+        let event: [String: Any] = ["kind": "match"]
+        client.sendRequest(id: 1, op: "simulate", args: ["events": Array(repeating: event, count: WireLimits.maxQueuedEvents + 1)])
+        try expectFailure(client, id: 1, code: .invalidParameter)
+        client.sendRequest(id: 2, op: "simulate", args: ["events": Array(repeating: event, count: 1_000)])
+        try expectFailure(client, id: 2, code: .invalidParameter)
+        XCTAssertEqual(try freshStatus().queuedEvents, 0, "a refused batch queues nothing")
+        // 64 fit; one more does not (the limit counts what already waits).
+        client.sendRequest(id: 3, op: "simulate", args: ["events": Array(repeating: event, count: WireLimits.maxQueuedEvents)])
+        assertKind(try client.readReply(), id: 3, kind: "ok")
+        client.sendRequest(id: 4, op: "simulate", args: ["events": [event]])
+        try expectFailure(client, id: 4, code: .invalidParameter)
+        XCTAssertEqual(try freshStatus().queuedEvents, WireLimits.maxQueuedEvents)
+        client.sendRequest(id: 5, op: "clearSimulated")
+        assertKind(try client.readReply(), id: 5, kind: "ok")
+        try assertDaemonServes()
+    }
+
+    func testPromptInputWithoutEvaluationAnswersOutOfOrder() throws {
+        let client = try greeted()
+        var id: UInt64 = 0
+        for action in ["cancel", "fallback", "retry"] {
+            id += 1
+            client.sendRequest(id: id, op: "promptInput", args: ["context": "idle", "action": action])
+            try expectFailure(client, id: id, code: .outOfOrder)
+        }
+        id += 1
+        client.sendRequest(id: id, op: "promptInput", args: ["context": "idle", "action": "passcode", "passcode": "1234"])
+        try expectFailure(client, id: id, code: .outOfOrder)
+        // Also after the context was invalidated, and after a finished evaluation.
+        id += 1
+        client.sendRequest(id: id, op: "invalidate", args: ["context": "gone"])
+        assertKind(try client.readReply(), id: id, kind: "ok")
+        id += 1
+        client.sendRequest(id: id, op: "promptInput", args: ["context": "gone", "action": "cancel"])
+        try expectFailure(client, id: id, code: .outOfOrder)
+        // A passcode typed with no prompt is not an attempt.
+        XCTAssertEqual(try freshStatus().passcodeFailures, 0)
+        try assertDaemonServes()
+    }
+
+    // MARK: Garbage and abuse
+
+    func testGarbageBinaryBytesGetMalformedOrCloseAndNothingElse() throws {
+        var rng = SplitMix64(seed: 0x5eed_1a_e0c1a5e)
+        func garbage(_ n: Int) -> [UInt8] { (0..<n).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
+
+        // Garbage whose first 4 bytes declare an absurd length: broken framing.
+        for _ in 0..<5 {
+            let client = try raw()
+            let bytes = [0xde, 0xad, 0xbe, 0xef] + garbage(4096)
+            client.sendRaw(bytes)
+            assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+            assertClosed(client, "garbage")
+        }
+        // Garbage inside correctly sized frames: each answered, the connection goes on.
+        let client = try raw()
+        for size in [1, 3, 17, 512, 4096, WireLimits.maxPayloadBytes] {
+            client.sendFrame(garbage(size))
+            assertFailure(try client.readReply(), id: 0, code: .malformedMessage)
+        }
+        client.sendRequest(id: 77, op: "hello", args: ["version": enclaveProtocolVersion])
+        assertKind(try client.readReply(), id: 77, kind: "hello")
+
+        // Purely random streams: whatever comes back is a malformedMessage failure, then a close.
+        for _ in 0..<10 {
+            let c = try raw()
+            c.sendRaw(garbage(Int(rng.next() % 8192) + 1))
+            var replies = 0
+            while replies < 64 {
+                let reply: [String: Any]?
+                do { reply = try c.readReply(timeout: 0.5) } catch RawClientError.timeout { break }
+                guard let reply else { break }
+                assertFailure(reply, id: 0, code: .malformedMessage)
+                replies += 1
+            }
+            c.abort()
+        }
+        let checked = try raw()
+        let stream = [0x00, 0x00, 0x00, 0x05] + Array("\u{0}\u{1}\u{2}\u{3}\u{4}".utf8) + [0x00, 0x01, 0x00, 0x01] + garbage(65537)
+        checked.sendRaw(stream)
+        assertFailure(try checked.readReply(), id: 0, code: .malformedMessage)
+        assertFailure(try checked.readReply(), id: 0, code: .malformedMessage)   // 65537 declared: oversized
+        assertClosed(checked, "an oversized frame in a garbage stream")
+        try assertDaemonServes()
+    }
+
+    func testTwoHundredConnectionsOpenedAndClosedAbruptly() async throws {
+        // A long-lived, greeted client must be served throughout.
+        let survivor = try greeted(id: 1)
+        var id: UInt64 = 1
+        for batch in 0..<10 {
+            var clients: [RawClient] = []
+            for i in 0..<20 {
+                let c = try raw()
+                switch (batch * 20 + i) % 4 {
+                case 0: break                                                  // nothing at all
+                case 1: c.sendRequest(id: 1, op: "hello", args: ["version": 1]) // hello, never read
+                case 2: c.sendRaw(RawClient.header(40) + Array("{\"id\":".utf8)) // half a frame
+                default: c.sendRequest(id: 1, op: "status")                      // out of order, never read
+                }
+                clients.append(c)
+            }
+            for (i, c) in clients.enumerated() { i % 2 == 0 ? c.abort() : c.close() }
+            id += 1
+            survivor.sendRequest(id: id, op: "status")
+            assertKind(try survivor.readReply(), id: id, kind: "status")
+        }
+        // Evaluations started on connections that vanish do not wedge the prompt for others.
+        for _ in 0..<3 {
+            let c = try greeted(id: 1)
+            c.sendRequest(id: 2, op: "evaluate", args: ["context": "x", "policy": 1, "options": options()])
+            c.abort()
+        }
+        // The daemon reads a vanished client's last frames before it sees the end: wait until it
+        // has answered all three (appCancel), or a late one could take the touch queued below.
+        try eventually("the three orphaned evaluations ended", timeout: 30) {
+            guard case .audit(let entries) = try enclave.send(.audit(limit: 50, passcode: nil)) else { return false }
+            return entries.filter { $0.operation == "evaluate" && $0.result.hasPrefix("appCancel") }.count >= 3
+        }
+        try assertPromptIsFree()
+        try enclave.queue(.match)
+        try await enclave.run {
+            let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "After the storm")
+            XCTAssertTrue(ok)
+        }
+        try assertDaemonServes()
+    }
+
+    func testClientSendingHalfAFrameAndVanishing() async throws {
+        let bystander = try greeted(id: 1)
+        let hello = Array("{\"id\":1,\"op\":\"hello\",\"args\":{\"version\":1}}".utf8)
+        for cut in [1, 2, 3, 4, 5, hello.count / 2, hello.count + 3] {
+            let c = try raw()
+            c.sendRaw(Array((RawClient.header(hello.count) + hello).prefix(cut)))
+            c.abort()
+        }
+        // Half a frame after hello, with an evaluation running on that connection.
+        let vanishing = try greeted(id: 1)
+        var o = options(); o["clientPresents"] = true
+        vanishing.sendRequest(id: 2, op: "evaluate", args: ["context": "v", "policy": 2, "options": o])
+        assertKind(try vanishing.readReply(), id: 2, kind: "prompt")
+        let request = Array("{\"id\":3,\"op\":\"promptInput\",\"args\":{\"context\":\"v\",\"action\":\"passcode\",\"passcode\":\"0000\"}}".utf8)
+        vanishing.sendRaw(RawClient.header(request.count) + request.prefix(request.count / 2))
+        vanishing.abort()
+
+        bystander.sendRequest(id: 2, op: "status")
+        assertKind(try bystander.readReply(), id: 2, kind: "status")
+        // The half-sent wrong passcode was never an attempt, and the prompt is free again.
+        try assertPromptIsFree()
+        try enclave.queue(.match)
+        try await enclave.run {
+            let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Still here")
+            XCTAssertTrue(ok)
+        }
+        try assertDaemonServes()
+    }
+}
+
+/// A small deterministic generator so that garbage is the same on every run.
+private struct SplitMix64 {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import IntegrationSupport
+import LocalAuthenticationTesting
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The device passcode as the user's login password, checked through PAM, with our attempt rules
+/// on top. A throw-away user and a dedicated PAM service (pam_unix without its failure delay).
+final class PAMPasscodeTests: XCTestCase {
+    func testTheLoginPasswordIsThePasscodeAndTheRulesStillCount() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser"),
+              FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/security/pam_unix.so") || FileManager.default.fileExists(atPath: "/lib/x86_64-linux-gnu/security/pam_unix.so")
+        else { throw XCTSkip("needs root, useradd, runuser and pam_unix") }
+        let suffix = String(UInt32.random(in: 100_000...999_999))
+        let user = "lapam\(suffix)", service = "laenclaved-test-\(suffix)", password = "Corr3ct-Horse-\(suffix)"
+        XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]).status, 0)
+        defer { _ = try? runProcess("/usr/sbin/userdel", [user]) }
+        XCTAssertEqual(try runProcess("/usr/sbin/chpasswd", [], input: "\(user):\(password)\n").status, 0)
+        try "auth required pam_unix.so nodelay\naccount required pam_unix.so\n".write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/\(service)") }
+
+        let enclave = try TestEnclave(.with {
+            $0.systemMode = true
+            $0.passcode = nil
+            $0.enrolled = []
+            $0.extraArguments = ["--passcode-source", "pam", "--pam-service", service, "--pam-users", user]
+        })
+        let lactl = enclave.directory + "/lactl"
+        try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: lactl)
+        chmod(lactl, 0o755)
+        func asUser(_ arguments: [String], input: String = "") throws -> ProcessOutput {
+            try runProcess("/usr/sbin/runuser", ["-u", user, "--", lactl] + arguments + ["--socket", enclave.socketPath], input: input,
+                           environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
+        }
+
+        let status = try asUser(["status", "--json"])
+        XCTAssertTrue(status.stdout.contains("\"passcodeSet\" : true"), "a PAM user always has a passcode: \(status.stdout)\(status.stderr)")
+        XCTAssertFalse(try enclave.status().passcodeSet, "root is not in pam-users: its own passcode, none set")
+
+        XCTAssertEqual(try asUser(["simulate", "passcode=\(password)"]).status, 0)
+        let ok = try asUser(["authenticate", "--policy", "deviceOwnerAuthentication", "--reason", "Sign the release"])
+        XCTAssertEqual(ok.status, 0, ok.stdout + ok.stderr)
+
+        let wrong = try asUser(["keychain", "list", "--stdin"], input: "not-my-password\n")
+        XCTAssertNotEqual(wrong.status, 0)
+        XCTAssertTrue(wrong.stderr.contains("not correct"), wrong.stderr)
+        XCTAssertTrue(try asUser(["status", "--json"]).stdout.contains("\"passcodeFailures\" : 1"), "our counter counts PAM's refusals")
+        let right = try asUser(["keychain", "list", "--stdin"], input: password + "\n")
+        XCTAssertEqual(right.status, 0, right.stderr)
+
+        let change = try asUser(["passcode", "set", "--stdin"], input: "1234\n")
+        XCTAssertNotEqual(change.status, 0)
+        XCTAssertTrue(change.stderr.contains("login password"), change.stderr)
+        XCTAssertFalse(enclave.log().contains(password), "the password never reaches the log")
+        XCTAssertFalse(try String(contentsOfFile: enclave.stateDirectory + "/enclave.sqlite", encoding: .isoLatin1).contains(password), "nor the disk")
+    }
+}

@@ -1,0 +1,439 @@
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+import IntegrationSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The system install, end to end on this (throw-away) machine: `scripts/build-deb` builds the
+/// package, `dpkg -i` installs it (user, directories, units), the daemon is started the way
+/// laenclaved.service starts it — as the laenclaved user holding only CAP_SYS_PTRACE, on a listening
+/// socket passed by socket activation — and a second user (`nobody`) sets a passcode and
+/// authenticates through it; the polkit rule it ships is judged by the real polkitd; `lactl
+/// doctor` diagnoses it; `dpkg -r` and `dpkg -P` clean up.
+/// systemd is not PID 1 here, so the test does what the units say by hand. Needs root and dpkg-deb.
+final class PackageInstallTests: XCTestCase {
+    private static let repository = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    private let socketPath = EnclavePaths.systemSocket
+    private let daemonPath = "/usr/bin/laenclaved"
+    private let lactlPath = "/usr/bin/lactl"
+    private var daemons: [pid_t] = []
+    private var listener: Int32 = -1
+    private var logDirectory = ""
+    /// Set once the package test starts changing the system: only then does tearDown purge.
+    private var changedTheSystem = false
+
+    override func tearDown() {
+        daemons.forEach { terminateAndWait($0) }
+        daemons = []
+        if listener >= 0 { close(listener); listener = -1 }
+        // Never leave a system daemon's socket behind: clients would stop using their user daemons.
+        if changedTheSystem {
+            if installed() { _ = try? runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120) }
+            unlink(socketPath)
+            rmdir("/run/laenclaved")
+        }
+        if !logDirectory.isEmpty { try? FileManager.default.removeItem(atPath: logDirectory) }
+        super.tearDown()
+    }
+
+    func testTheDebianPackageInstallsRunsAsItsOwnUserAndIsRemovedCleanly() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root: installs a Debian package on this machine") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg-deb") else { throw XCTSkip("needs dpkg-deb") }
+        var template = Array("/tmp/la-package-XXXXXX".utf8CString)
+        logDirectory = String(cString: mkdtemp(&template)!)
+        chmod(logDirectory, 0o755)
+
+        let deb = try buildPackage()
+        // Start from nothing (a previous run, or a package a person installed), then install.
+        changedTheSystem = true
+        if installed() { XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120).status, 0) }
+        unlink(socketPath)
+        let install = try runProcess("/usr/bin/dpkg", ["-i", deb], timeout: 300)
+        XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
+        try checkInstalledFiles()
+        try polkitLetsOnlyTheDaemonUseTheReader()
+
+        try daemonWithoutCapabilityRefusesOtherUsers()
+        try activatedDaemonServesASecondUser()
+        try restartedDaemonKeepsStateAndIsHealthy()
+
+        // Remove: the programs and units go, the state and the key stay for a reinstall.
+        let remove = try runProcess("/usr/bin/dpkg", ["-r", "laenclaved"], timeout: 120)
+        XCTAssertEqual(remove.status, 0, remove.stdout + remove.stderr)
+        for path in [daemonPath, lactlPath, "/lib/systemd/system/laenclaved.service", "/lib/systemd/system/laenclaved.socket",
+                     "/usr/lib/sysusers.d/laenclaved.conf", "/usr/lib/tmpfiles.d/laenclaved.conf", Self.polkitRule, socketPath, "/run/laenclaved"] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left after dpkg -r")
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "/var/lib/laenclaved/enclave.sqlite"), "dpkg -r keeps the state")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: EnclavePaths.systemMasterKey), "dpkg -r keeps the master key")
+        // Purge: the state and the key go too.
+        let purge = try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120)
+        XCTAssertEqual(purge.status, 0, purge.stdout + purge.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/var/lib/laenclaved"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/laenclaved"))
+        XCTAssertFalse(installed())
+    }
+
+    /// Socket activation on its own (any user, no package): the daemon serves the socket it is
+    /// given, leaves the file alone when it stops, ignores variables meant for another process, and
+    /// refuses to start on a descriptor that is not a listening socket.
+    func testSocketActivationServesThePassedSocketAndNeverRemovesIt() throws {
+        var template = Array("/tmp/la-activation-XXXXXX".utf8CString)
+        logDirectory = String(cString: mkdtemp(&template)!)
+        let root = logDirectory
+        mkdir(root + "/run", 0o700)
+        let path = root + "/run/socket"
+        let arguments = [productPath("laenclaved"), "--user", "--socket", path, "--state-dir", root + "/state",
+                         "--key-file", root + "/keys/master.key", "--passcode-cost", "10"]
+        listener = try listeningSocket(at: path, owner: nil, mode: 0o600)
+        let inode = try XCTUnwrap(info(path)).st_ino
+        let log = root + "/activated.log"
+        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil))
+        let daemon = try spawnWithSocket(arguments, descriptor: listener, log: log)
+        daemons.append(daemon)
+        // While this process holds the listening socket a connection never fails, it waits in the
+        // backlog: connect only to a daemon that said it serves, so a crash cannot hang the test.
+        try waitUntilListening(daemon, log: log)
+        let connection = try EnclaveConnection(socketPath: path)
+        XCTAssertEqual(connection.hello.mode, .user)
+        connection.close()
+        XCTAssertTrue(daemonLog(log).contains("activation=systemd"), daemonLog(log))
+        terminateAndWait(daemon)
+        daemons.removeAll { $0 == daemon }
+        XCTAssertEqual(info(path)?.st_ino, inode, "an activated daemon must not remove or re-create the socket: \(daemonLog(log))")
+        XCTAssertTrue(daemonLog(log).contains("stopped"), daemonLog(log))
+
+        // Variables for another pid are not ours: the daemon binds the socket itself (a new file).
+        let own = try spawnWithSocket(arguments, descriptor: listener, log: log, listenPID: "1")
+        daemons.append(own)
+        eventually("the daemon's own socket") { info(path).map { $0.st_ino != inode } ?? false }
+        XCTAssertNoThrow(try EnclaveConnection(socketPath: path).close())
+        terminateAndWait(own)
+        daemons.removeAll { $0 == own }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path), "a daemon that bound the socket removes it")
+
+        // Descriptor 3 is not a listening socket: refuse, never bind another.
+        let file = open(log, O_RDONLY | O_CLOEXEC)
+        defer { close(file) }
+        let bad = try spawnWithSocket(arguments, descriptor: file, log: log)
+        daemons.append(bad)
+        var status: Int32 = 0
+        var reaped = false
+        eventually("the daemon to give up", timeout: 20) {
+            reaped = waitpid(bad, &status, WNOHANG) == bad
+            return reaped
+        }
+        if reaped { daemons.removeAll { $0 == bad } }
+        XCTAssertNotEqual(status, 0, "exit status")
+        XCTAssertTrue(daemonLog(log).contains("is not a listening Unix stream socket"), daemonLog(log))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path))
+    }
+
+    // MARK: steps
+
+    /// scripts/build-deb: a release build (minutes). Progress lines keep the test watchdog from
+    /// taking the silence for a hang.
+    private func buildPackage() throws -> String {
+        let started = Date()
+        let heartbeat = DispatchSource.makeTimerSource(queue: .global())
+        heartbeat.schedule(deadline: .now() + 30, repeating: 30)
+        heartbeat.setEventHandler {
+            FileHandle.standardError.write(Data("PackageInstallTests: scripts/build-deb running for \(Int(Date().timeIntervalSince(started))) s\n".utf8))
+        }
+        heartbeat.resume()
+        defer { heartbeat.cancel() }
+        let build = try runProcess("/bin/bash", [Self.repository + "/scripts/build-deb"], timeout: 20 * 60)
+        XCTAssertEqual(build.status, 0, build.stdout + build.stderr)
+        let directory = Self.repository + "/.build/deb"
+        let arch = try runProcess("/usr/bin/dpkg", ["--print-architecture"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let debs = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("laenclaved_") && $0.hasSuffix("_\(arch).deb") }
+        let newest = try debs.max { a, b in
+            try modified(directory + "/" + a) < modified(directory + "/" + b)
+        }
+        let deb = try XCTUnwrap(newest.map { directory + "/" + $0 }, "build-deb made no package: \(build.stdout)\(build.stderr)")
+        print("PackageInstallTests: built \(deb) in \(Int(Date().timeIntervalSince(started))) s")
+        return deb
+    }
+
+    private func checkInstalledFiles() throws {
+        for (path, mode) in [(daemonPath, 0o755), (lactlPath, 0o755),
+                             ("/lib/systemd/system/laenclaved.socket", 0o644), ("/lib/systemd/system/laenclaved.service", 0o644),
+                             ("/usr/lib/sysusers.d/laenclaved.conf", 0o644), ("/usr/lib/tmpfiles.d/laenclaved.conf", 0o644),
+                             ("/usr/share/doc/laenclaved/README.md", 0o644), (Self.polkitRule, 0o644)] {
+            let st = try XCTUnwrap(info(path), "\(path) is not installed")
+            XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
+            XCTAssertEqual(st.st_uid, 0, path)
+        }
+        // The postinst made the user and its directories.
+        let pw = try XCTUnwrap(getpwnam("laenclaved"), "the laenclaved user was not created")
+        let uid = pw.pointee.pw_uid, gid = pw.pointee.pw_gid
+        XCTAssertNotEqual(uid, 0)
+        XCTAssertEqual(String(cString: pw.pointee.pw_dir), "/var/lib/laenclaved")
+        XCTAssertTrue(String(cString: pw.pointee.pw_shell).hasSuffix("nologin"), "no login shell")
+        for (path, mode) in [("/run/laenclaved", 0o755), ("/var/lib/laenclaved", 0o700), ("/etc/laenclaved", 0o700)] {
+            let st = try XCTUnwrap(info(path), "\(path) was not created")
+            XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
+            XCTAssertEqual(st.st_uid, uid, path)
+            XCTAssertEqual(st.st_gid, gid, path)
+        }
+        // Statically linked Swift: nothing of the toolchain is needed where the package goes.
+        let ldd = try runProcess("/usr/bin/ldd", [daemonPath])
+        XCTAssertFalse(ldd.stdout.contains("libswift") || ldd.stdout.contains("libFoundation"), ldd.stdout)
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
+            let verify = try runProcess("/usr/bin/systemd-analyze", ["verify", "--man=no", "/lib/systemd/system/laenclaved.socket", "/lib/systemd/system/laenclaved.service"])
+            XCTAssertEqual(verify.status, 0, "the units do not verify: \(verify.stdout)\(verify.stderr)")
+        }
+    }
+
+    static let polkitRule = "/usr/share/polkit-1/rules.d/50-laenclaved.rules"
+
+    /// The packaged polkit rule as the real polkitd judges it (on a private bus standing in for the
+    /// system bus): fprintd's verify, enroll and setusername for the laenclaved user, for nobody
+    /// else, and nothing more for laenclaved.
+    private func polkitLetsOnlyTheDaemonUseTheReader() throws {
+        let polkitd = "/usr/lib/polkit-1/polkitd", pkcheck = "/usr/bin/pkcheck"
+        guard FileManager.default.isExecutableFile(atPath: polkitd), FileManager.default.isExecutableFile(atPath: pkcheck),
+              FileManager.default.fileExists(atPath: "/usr/share/polkit-1/actions/net.reactivated.fprint.device.policy") else {
+            return XCTFail("polkitd and fprintd's actions are needed to judge the packaged rule (scripts/setup-debian installs them)")
+        }
+        let directory = logDirectory + "/polkit"
+        mkdir(directory, 0o755)
+        let bus = try PrivateSystemBus(directory: directory)
+        daemons.append(bus.pid)
+        let environment = bus.environment
+        daemons.append(try DaemonLauncher.spawn(polkitd, [], environment: environment))
+        let up = try runProcess("/usr/bin/gdbus", ["wait", "--system", "--timeout", "10", "org.freedesktop.PolicyKit1"],
+                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: 20)
+        XCTAssertEqual(up.status, 0, "polkitd did not start: \(up.stderr)")
+
+        func allowed(_ user: String, _ action: String) throws -> Bool {
+            // pkcheck asks about its own process: the shell's pid, which exec hands to pkcheck.
+            let out = try runProcess("/usr/sbin/runuser", ["-u", user, "--", "/bin/sh", "-c", "exec \(pkcheck) --action-id \(action) --process $$"],
+                                     environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: 30)
+            return out.status == 0
+        }
+        for action in ["verify", "enroll", "setusername"].map({ "net.reactivated.fprint.device." + $0 }) {
+            XCTAssertTrue(try allowed("laenclaved", action), "laenclaved may \(action)")
+            XCTAssertFalse(try allowed("nobody", action), "nobody may not \(action)")
+        }
+        XCTAssertFalse(try allowed("laenclaved", "org.freedesktop.hostname1.set-hostname"), "the rule grants nothing else")
+    }
+
+    /// As plain `runuser -u laenclaved` starts it, without CAP_SYS_PTRACE, the daemon cannot read
+    /// other users' /proc/PID/exe and so refuses them: what the unit's AmbientCapabilities is for.
+    /// Binding the socket itself, it also removes the file when it stops.
+    private func daemonWithoutCapabilityRefusesOtherUsers() throws {
+        let log = try logFile("plain.log")
+        let daemon = try DaemonLauncher.spawn("/usr/sbin/runuser", ["-u", "laenclaved", "--", daemonPath, "--system", "--passcode-cost", "10", "--log-file", log])
+        daemons.append(daemon)
+        eventually("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socketPath) }
+        let st = try XCTUnwrap(info(socketPath))
+        XCTAssertEqual(st.st_mode & 0o777, 0o666)
+        let refused = try asNobody([lactlPath, "status"])
+        XCTAssertEqual(refused.status, 69, refused.stdout + refused.stderr)
+        let doctor = try asNobody([lactlPath, "doctor"])
+        XCTAssertEqual(doctor.status, 1, doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("could not identify this client"), doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("CAP_SYS_PTRACE"), doctor.stdout)
+        terminateAndWait(daemon)
+        daemons.removeAll { $0 == daemon }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: socketPath), "a daemon that bound the socket removes it")
+    }
+
+    /// Socket activation with simulation on (what a test machine may do): nobody's passcode and an
+    /// authentication with a scripted passcode, through the installed lactl and the system socket.
+    private func activatedDaemonServesASecondUser() throws {
+        listener = try listeningSocket()
+        let inode = try XCTUnwrap(info(socketPath)).st_ino
+        let log = try logFile("activated.log")
+        let daemon = try spawnActivated(["--system", "--passcode-cost", "10", "--simulated-sensor", "touchid", "--allow-simulation"], log: log)
+        daemons.append(daemon)
+        try waitUntilListening(daemon, log: log)
+
+        // No --socket: the client finds the system socket itself.
+        let status = try asNobody([lactlPath, "status"])
+        XCTAssertEqual(status.status, 0, status.stderr + daemonLog(log))
+        XCTAssertTrue(status.stdout.contains("uid 65534, system-mode daemon"), status.stdout)
+        XCTAssertTrue(status.stdout.contains("⚠ SIMULATED"), "simulation must be loud: \(status.stdout)")
+        XCTAssertTrue(status.stdout.contains("simulation    enabled"), status.stdout)
+        XCTAssertTrue(daemonLog(log).contains("activation=systemd"), daemonLog(log))
+        XCTAssertTrue(daemonLog(log).contains("SIMULATED SENSOR ENABLED IN SYSTEM MODE"), daemonLog(log))
+
+        let set = try asNobody([lactlPath, "passcode", "set", "--stdin"], input: "2468\n")
+        XCTAssertEqual(set.status, 0, set.stdout + set.stderr)
+        XCTAssertEqual(try asNobody([lactlPath, "simulate", "passcode=2468"]).status, 0)
+        let auth = try asNobody([lactlPath, "authenticate", "--policy", "deviceOwnerAuthentication", "--reason", "Package test"])
+        XCTAssertEqual(auth.status, 0, auth.stdout + auth.stderr)
+        XCTAssertTrue(auth.stdout.contains("authenticated"), auth.stdout)
+        // A wrong passcode counts (the person then gives up): the daemon's counter, not the client's.
+        XCTAssertEqual(try asNobody([lactlPath, "simulate", "passcode=1111", "cancel"]).status, 0)
+        let wrong = try asNobody([lactlPath, "authenticate", "--policy", "owner", "--reason", "Package test"])
+        XCTAssertEqual(wrong.status, 12, "userCancel after the wrong passcode: \(wrong.stdout)\(wrong.stderr)")
+
+        // The doctor, as the second user and as root (who also sees the state and the key).
+        let nobodyDoctor = try asNobody([lactlPath, "doctor"])
+        XCTAssertEqual(nobodyDoctor.status, 1, "a simulated sensor in system mode is a problem: \(nobodyDoctor.stdout)")
+        for check in ["socket", "daemon", "user", "permissions"] { XCTAssertTrue(has(nobodyDoctor.stdout, "ok", check), "\(check): \(nobodyDoctor.stdout)") }
+        XCTAssertTrue(has(nobodyDoctor.stdout, "problem", "sensor"), nobodyDoctor.stdout)
+        XCTAssertTrue(has(nobodyDoctor.stdout, "note", "state"), "nobody cannot see the state: \(nobodyDoctor.stdout)")
+        XCTAssertTrue(nobodyDoctor.stdout.contains("runs as laenclaved"), nobodyDoctor.stdout)
+        let rootDoctor = try runProcess(lactlPath, ["doctor"])
+        for check in ["socket", "daemon", "user", "permissions", "state", "master key"] { XCTAssertTrue(has(rootDoctor.stdout, "ok", check), "\(check): \(rootDoctor.stdout)") }
+
+        terminateAndWait(daemon)
+        daemons.removeAll { $0 == daemon }
+        // Activated, the daemon leaves the socket to whoever made it (systemd keeps listening on it).
+        XCTAssertEqual(info(socketPath)?.st_ino, inode, "an activated daemon must not remove or re-create the socket")
+    }
+
+    /// As systemd restarts the service on the same socket, without simulation: the state survived,
+    /// scripted input is refused, and the doctor finds no problem.
+    private func restartedDaemonKeepsStateAndIsHealthy() throws {
+        let log = try logFile("restarted.log")
+        let daemon = try spawnActivated(["--system", "--passcode-cost", "10"], log: log)
+        daemons.append(daemon)
+        try waitUntilListening(daemon, log: log)
+        let status = try asNobody([lactlPath, "status", "--json"])
+        XCTAssertEqual(status.status, 0, status.stderr + daemonLog(log))
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
+        XCTAssertEqual(json["passcodeSet"] as? Bool, true, "nobody's passcode survives the restart")
+        XCTAssertEqual(json["passcodeFailures"] as? Int, 1, "and so does the failure")
+        let simulate = try asNobody([lactlPath, "simulate", "match"])
+        XCTAssertEqual(simulate.status, 1, simulate.stdout)
+        let doctor = try runProcess(lactlPath, ["doctor"])
+        XCTAssertEqual(doctor.status, 0, doctor.stdout + doctor.stderr)
+        XCTAssertFalse(doctor.stdout.split(separator: "\n").contains { $0.hasPrefix("problem") }, doctor.stdout)
+        XCTAssertTrue(doctor.stdout.contains("no problem found"), doctor.stdout)
+        XCTAssertTrue(has(doctor.stdout, "note", "sensor"), doctor.stdout)
+        terminateAndWait(daemon)
+        daemons.removeAll { $0 == daemon }
+        // systemd's RemoveOnStop=yes, when the socket unit stops.
+        close(listener)
+        listener = -1
+        unlink(socketPath)
+    }
+
+    // MARK: helpers
+
+    private func installed() -> Bool {
+        guard let out = try? runProcess("/usr/bin/dpkg-query", ["-W", "-f=${Status}", "laenclaved"]) else { return false }
+        return out.stdout.contains("ok installed") || out.stdout.contains("config-files")
+    }
+
+    private func asNobody(_ arguments: [String], input: String = "") throws -> ProcessOutput {
+        try runProcess("/usr/sbin/runuser", ["-u", "nobody", "--"] + arguments, input: input,
+                       environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
+    }
+
+    /// Whether the doctor printed `marker` (ok, problem, note) for `check`.
+    private func has(_ report: String, _ marker: String, _ check: String) -> Bool {
+        report.split(separator: "\n").contains { line in
+            line.hasPrefix(marker + " ") && line.dropFirst(marker.count).trimmingCharacters(in: .whitespaces).hasPrefix(check + ":")
+        }
+    }
+
+    private func info(_ path: String) -> stat? {
+        var st = stat()
+        return stat(path, &st) == 0 ? st : nil
+    }
+
+    private func modified(_ path: String) throws -> Date {
+        try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date ?? .distantPast
+    }
+
+    /// A log file the daemon (as laenclaved) may append to.
+    private func logFile(_ name: String) throws -> String {
+        let path = logDirectory + "/" + name
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil))
+        let pw = try XCTUnwrap(getpwnam("laenclaved"))
+        chown(path, pw.pointee.pw_uid, pw.pointee.pw_gid)
+        chmod(path, 0o600)
+        return path
+    }
+
+    /// Waits for the daemon's "listening" line; fails (with its log) if it exits or stays silent.
+    private func waitUntilListening(_ daemon: pid_t, log: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        var exited = false
+        eventually("the daemon to listen", timeout: 20, file: file, line: line) {
+            var status: Int32 = 0
+            exited = waitpid(daemon, &status, WNOHANG) == daemon
+            return exited || daemonLog(log).contains("listening")
+        }
+        if exited { daemons.removeAll { $0 == daemon } }
+        guard !exited, daemonLog(log).contains("listening") else {
+            throw EnclaveClientError.unreachable("the daemon did not start: \(daemonLog(log))")
+        }
+    }
+
+    private func daemonLog(_ path: String) -> String {
+        (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    }
+
+    /// What laenclaved.socket does: a listening socket at `path` (the system path: laenclaved's, 0666).
+    /// Kept above descriptor 3 and close-on-exec until it is handed to a daemon.
+    private func listeningSocket(at path: String? = nil, owner: String? = "laenclaved", mode: mode_t = 0o666) throws -> Int32 {
+        let path = path ?? socketPath
+        unlink(path)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8))
+            raw[path.utf8.count] = 0
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(fd, 128) == 0 else {
+            let e = errno
+            close(fd)
+            throw XCTSkip("cannot listen on \(path): \(String(cString: strerror(e)))")
+        }
+        if let owner {
+            let pw = try XCTUnwrap(getpwnam(owner))
+            chown(path, pw.pointee.pw_uid, pw.pointee.pw_gid)
+        }
+        chmod(path, mode)
+        let high = fcntl(fd, F_DUPFD_CLOEXEC, 100)
+        close(fd)
+        return high
+    }
+
+    /// What laenclaved.service does: the daemon as laenclaved with CAP_SYS_PTRACE only and no new
+    /// privileges (setpriv does not fork), the listening socket as descriptor 3, LISTEN_PID its pid.
+    private func spawnActivated(_ arguments: [String], log: String) throws -> pid_t {
+        try spawnWithSocket(["/usr/bin/setpriv", "--reuid=laenclaved", "--regid=laenclaved", "--init-groups",
+                             "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace",
+                             "--no-new-privs", "--", daemonPath] + arguments, descriptor: listener, log: log)
+    }
+
+    /// Runs `command` with `descriptor` as its descriptor 3 and the socket-activation variables
+    /// (through a shell that execs it, so that LISTEN_PID is the command's own pid).
+    private func spawnWithSocket(_ command: [String], descriptor: Int32, log: String, listenPID: String = "$$") throws -> pid_t {
+        let argv = ["/bin/sh", "-c", "export LISTEN_PID=\(listenPID); exec \"$@\"", "sh"] + command
+        let environment = ["PATH=/usr/bin:/bin", "LISTEN_FDS=1", "LISTEN_FDNAMES=laenclaved.socket"]
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log, O_WRONLY | O_APPEND, 0)
+        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO)
+        let limit = min(Int32(sysconf(Int32(_SC_OPEN_MAX))), 65536)
+        for fd in 3..<max(limit, 3) where fd != descriptor && fcntl(fd, F_GETFD) >= 0 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
+        posix_spawn_file_actions_adddup2(&actions, descriptor, 3)  // dup2 clears close-on-exec on 3
+        let argvC: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
+        let envC: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
+        defer { (argvC + envC).forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, argv[0], &actions, nil, argvC, envC)
+        guard rc == 0 else { throw EnclaveClientError.unreachable("could not start \(command[0]): \(String(cString: strerror(rc)))") }
+        return pid
+    }
+}

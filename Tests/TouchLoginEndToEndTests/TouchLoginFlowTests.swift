@@ -1,0 +1,132 @@
+import Crypto
+import Foundation
+import IntegrationSupport
+import LocalAuthenticationTesting
+import WebAuthn
+import XCTest
+
+/// The fingerprint-login flow end to end: the real daemon (simulated sensor), the real server
+/// (SQLite) and the real client, each its own process.
+final class TouchLoginFlowTests: XCTestCase {
+    func testFirstLoginEnablesThenTheFingerprintLogsIn() throws {
+        for sensor in [TestEnclave.Sensor.touchID, .faceID] {
+            let enclave = try TestEnclave(.with { $0.sensor = sensor })
+            let server = try LoginServerProcess()
+            let client = LoginClient(enclave: enclave, server: server)
+            try client.signUpAndEnable()
+            try enclave.queue(.match)
+            let second = try client.run([])
+            XCTAssertEqual(second.status, 0, second.stderr)
+            XCTAssertTrue(second.stdout.contains("with your fingerprint"), "\(sensor): \(second.stdout)")
+            XCTAssertFalse(second.stdout.contains("Password"), "no password asked")
+            let status = try client.run(["status", "--json"])
+            let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as! [String: Any]
+            XCTAssertEqual(json["fingerprintEnabled"] as? Bool, true)
+            XCTAssertEqual(json["sessionAlive"] as? Bool, true)
+            XCTAssertEqual((json["devices"] as? [[String: Any]])?.first?["signCount"] as? Int, 1)
+        }
+    }
+
+    func testThreeNonMatchesThenThePasswordWithOnePromptPerLaunch() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        try enclave.queue(.nomatch, .nomatch, .nomatch)
+        let out = try client.run([], input: "correct horse\n")
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains("not recognised"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("with your password"), out.stdout)
+        XCTAssertEqual(try enclave.status().queuedEvents, 0)
+        // Fingerprint login stays enabled: the next launch prompts again.
+        try enclave.queue(.match)
+        XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
+    }
+
+    func testCancelGoesToThePasswordWithoutASecondPrompt() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        try enclave.queue(.cancel, .match)
+        let out = try client.run([], input: "correct horse\n")
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains("cancelled"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("with your password"), out.stdout)
+        XCTAssertEqual(try enclave.status().queuedEvents, 1, "one prompt per launch: the queued match is still there")
+    }
+
+    func testLockoutAfterFiveThenThePasscodeUnlocksTheFingerprint() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        try enclave.queue(.nomatch, .nomatch, .nomatch)
+        XCTAssertTrue(try client.run([], input: "correct horse\n").stdout.contains("with your password"))
+        try enclave.queue(.nomatch, .nomatch)
+        let locked = try client.run([], input: "correct horse\n")
+        XCTAssertTrue(locked.stdout.contains("locked"), locked.stdout)
+        XCTAssertTrue(locked.stdout.contains("with your password"), locked.stdout)
+        XCTAssertNotNil(try enclave.status().biometryLockout)
+        // A locked sensor is not even prompted: straight to the password.
+        let again = try client.run([], input: "correct horse\n")
+        XCTAssertTrue(again.stdout.contains("locked"), again.stdout)
+        // The device passcode (deviceOwnerAuthentication) lifts the lockout; the fingerprint works again.
+        try enclave.queue(.passcode("1234"))
+        let unlock = try runProcess(productPath("lactl"), ["authenticate", "--socket", enclave.socketPath, "--policy", "deviceOwnerAuthentication", "--reason", "Unlock"])
+        XCTAssertEqual(unlock.status, 0, unlock.stderr)
+        try enclave.queue(.match)
+        XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
+    }
+
+    func testAnEnrolmentChangeRequiresThePasswordAndReEnablingReplacesTheDevice() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        let oldCredential = try XCTUnwrap((client.state()["binding"] as? [String: Any])?["credentialID"] as? String)
+        try enclave.enroll("someone-elses-finger")
+        try enclave.queue(.match)  // for the re-enabling touch
+        let out = try client.run([], input: "correct horse\ny\n")
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains("fingerprints on this device changed"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("enabled again"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("Fingerprint login is enabled"), out.stdout)
+        let newCredential = try XCTUnwrap((client.state()["binding"] as? [String: Any])?["credentialID"] as? String)
+        XCTAssertNotEqual(newCredential, oldCredential)
+        let (status, devices, _) = try server.http("GET", "/api/devices", token: client.token)
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual((devices as? [[String: Any]])?.count, 1, "the old credential was revoked: \(String(describing: devices))")
+        try enclave.queue(.match)
+        XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
+    }
+
+    func testARevokedDeviceFallsBackToThePasswordAndLogoutEndsTheSession() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        let (_, devices, _) = try server.http("GET", "/api/devices", token: client.token)
+        let id = try XCTUnwrap((devices as? [[String: Any]])?.first?["id"] as? String)
+        XCTAssertEqual(try server.http("DELETE", "/api/devices/\(id)", token: client.token).0, 204)
+        try enclave.queue(.match)
+        let out = try client.run([], input: "correct horse\nn\n")
+        XCTAssertEqual(out.status, 0, out.stderr)
+        XCTAssertTrue(out.stdout.contains("no longer registered"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("with your password"), out.stdout)
+
+        let token = try XCTUnwrap(client.token)
+        XCTAssertEqual(try client.run(["logout"]).status, 0)
+        XCTAssertEqual(LoginServerProcess.code(try server.http("GET", "/api/account", token: token).1), "unauthorized", "logout revokes the session")
+    }
+
+    func testThreeWrongPasswordsEndTheRun() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        XCTAssertEqual(try client.run(["signup", "--username", "bob"], input: "correct horse\n").status, 0)
+        let out = try client.run([], input: "wrong one\nwrong two\nwrong three\n")
+        XCTAssertEqual(out.status, 1)
+        XCTAssertTrue(out.stderr.contains("Too many wrong passwords"), out.stderr)
+    }
+}

@@ -1,0 +1,141 @@
+import Crypto
+import Foundation
+import IntegrationSupport
+import LocalAuthenticationTesting
+import WebAuthn
+import XCTest
+
+/// The server's WebAuthn rules over real HTTP, with a software authenticator in the test.
+final class TouchLoginServerTests: XCTestCase {
+    struct SoftwareAuthenticator {
+        let key = P256.Signing.PrivateKey()
+        let credentialID = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
+        var origin: String
+        var rpID = "localhost"
+        var counter: UInt32 = 0
+
+        func registration(options: [String: Any], format: AttestationFormat = .packed) throws -> [String: Any] {
+            let challenge = options["challenge"] as! String
+            let clientData = CollectedClientData(type: "webauthn.create", challenge: challenge, origin: origin).jsonData()
+            let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: 0,
+                                             attestedCredential: .init(credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
+            let attestation = try AttestationObject.makeAttestationObject(authenticatorData: authData, format: format, clientDataHash: Data(SHA256.hash(data: clientData)),
+                                                                          sign: { try key.signature(for: $0).derRepresentation })
+            let id = credentialID.base64URLEncodedString()
+            return ["id": id, "rawId": id, "type": "public-key", "clientExtensionResults": [String: Any](),
+                    "response": ["clientDataJSON": clientData.base64URLEncodedString(), "attestationObject": attestation.base64URLEncodedString()]]
+        }
+
+        mutating func assertion(options: [String: Any], origin: String? = nil, counter: UInt32? = nil) throws -> [String: Any] {
+            self.counter = counter ?? self.counter + 1
+            let clientData = CollectedClientData(type: "webauthn.get", challenge: options["challenge"] as! String, origin: origin ?? self.origin).jsonData()
+            let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: self.counter)
+            let signature = try key.signature(for: authData.raw + Data(SHA256.hash(data: clientData))).derRepresentation
+            let id = credentialID.base64URLEncodedString()
+            return ["id": id, "rawId": id, "type": "public-key", "clientExtensionResults": [String: Any](),
+                    "response": ["clientDataJSON": clientData.base64URLEncodedString(), "authenticatorData": authData.raw.base64URLEncodedString(),
+                                 "signature": signature.base64URLEncodedString()]]
+        }
+    }
+
+    /// An account with one registered software credential; returns the authenticator.
+    private func registered(_ server: LoginServerProcess, username: String = "carol") throws -> SoftwareAuthenticator {
+        let (created, session, _) = try server.http("POST", "/api/accounts", json: ["username": username, "password": "correct horse"])
+        XCTAssertEqual(created, 201)
+        let token = (session as! [String: Any])["token"] as! String
+        let (_, options, _) = try server.http("POST", "/api/devices/options", json: ["deviceName": "soft"], token: token)
+        let authenticator = SoftwareAuthenticator(origin: server.baseURL)
+        let publicKey = (options as! [String: Any])["publicKey"] as! [String: Any]
+        let (status, body, _) = try server.http("POST", "/api/devices", json: ["credential": try authenticator.registration(options: publicKey)], token: token)
+        XCTAssertEqual(status, 201, "\(String(describing: body))")
+        return authenticator
+    }
+
+    private func loginOptions(_ server: LoginServerProcess) throws -> [String: Any] {
+        let (_, options, _) = try server.http("POST", "/api/passkey/options", json: ["username": "carol"])
+        return (options as! [String: Any])["publicKey"] as! [String: Any]
+    }
+
+    func testReplayCounterRegressionAndWrongOriginAreRefused() throws {
+        let server = try LoginServerProcess()
+        var authenticator = try registered(server)
+        let assertion = try authenticator.assertion(options: try loginOptions(server))
+        XCTAssertEqual(try server.http("POST", "/api/passkey/login", json: ["credential": assertion]).0, 200)
+        let replay = try server.http("POST", "/api/passkey/login", json: ["credential": assertion])
+        XCTAssertEqual(LoginServerProcess.code(replay.1), "challenge_unknown", "a challenge is single-use")
+
+        let regressed = try authenticator.assertion(options: try loginOptions(server), counter: 1)
+        XCTAssertEqual(LoginServerProcess.code(try server.http("POST", "/api/passkey/login", json: ["credential": regressed]).1), "counter_regression")
+
+        let foreign = try authenticator.assertion(options: try loginOptions(server), origin: "http://evil.example", counter: 10)
+        XCTAssertEqual(LoginServerProcess.code(try server.http("POST", "/api/passkey/login", json: ["credential": foreign]).1), "origin_mismatch")
+
+        let good = try authenticator.assertion(options: try loginOptions(server), counter: 11)
+        XCTAssertEqual(try server.http("POST", "/api/passkey/login", json: ["credential": good]).0, 200, "the credential still works")
+    }
+
+    func testAnExpiredChallengeIsRefused() throws {
+        let server = try LoginServerProcess(["--challenge-lifetime", "1"])
+        var authenticator = try registered(server)
+        let options = try loginOptions(server)
+        Thread.sleep(forTimeInterval: 1.3)
+        let late = try authenticator.assertion(options: options)
+        XCTAssertEqual(LoginServerProcess.code(try server.http("POST", "/api/passkey/login", json: ["credential": late]).1), "challenge_expired")
+    }
+
+    func testMalformedCBORAndJSONGetClearErrors() throws {
+        let server = try LoginServerProcess()
+        let authenticator = try registered(server)
+        let (_, session, _) = try server.http("POST", "/api/session", json: ["username": "carol", "password": "correct horse"])
+        let token = (session as! [String: Any])["token"] as! String
+        let (_, options, _) = try server.http("POST", "/api/devices/options", json: [String: Any](), token: token)
+        var credential = try authenticator.registration(options: (options as! [String: Any])["publicKey"] as! [String: Any])
+        var response = credential["response"] as! [String: Any]
+        response["attestationObject"] = Data([0xa3, 0x63, 0x66, 0x6d, 0x74, 0xff]).base64URLEncodedString()  // truncated CBOR map
+        credential["response"] = response
+        let (status, body, _) = try server.http("POST", "/api/devices", json: ["credential": credential], token: token)
+        XCTAssertEqual(status, 400)
+        XCTAssertEqual(LoginServerProcess.code(body), "malformed_cbor", "\(String(describing: body))")
+
+        let (jsonStatus, jsonBody, _) = try server.http("POST", "/api/session", body: Data("{\"username\": ".utf8))
+        XCTAssertEqual(jsonStatus, 400)
+        XCTAssertEqual(LoginServerProcess.code(jsonBody), "malformed_request")
+        let (missingStatus, missingBody, _) = try server.http("POST", "/api/session", json: ["username": "carol"])
+        XCTAssertEqual(missingStatus, 400)
+        XCTAssertTrue(((missingBody as? [String: Any])?["error"] as? [String: Any])?["message"].map { "\($0)" }?.contains("password") ?? false)
+        let huge = try server.http("POST", "/api/session", body: Data(repeating: 0x20, count: 100_000))
+        XCTAssertEqual(LoginServerProcess.code(huge.1), "payload_too_large")
+    }
+
+    func testRateLimitsPerAccountAndPerAddress() throws {
+        let server = try LoginServerProcess(["--account-failure-limit", "3", "--address-limit", "8"])
+        awayFromARateLimitWindowEnd()
+        XCTAssertEqual(try server.http("POST", "/api/accounts", json: ["username": "dave", "password": "correct horse"]).0, 201)
+        for _ in 0..<3 {
+            XCTAssertEqual(LoginServerProcess.code(try server.http("POST", "/api/session", json: ["username": "dave", "password": "guess"]).1), "invalid_credentials")
+        }
+        let (status, body, headers) = try server.http("POST", "/api/session", json: ["username": "dave", "password": "correct horse"])
+        XCTAssertEqual(status, 429, "even the right password waits once the account saw 3 failures")
+        XCTAssertEqual(LoginServerProcess.code(body), "rate_limited")
+        XCTAssertNotNil(headers["Retry-After"] ?? headers["retry-after"])
+        var codes: [String?] = []
+        for _ in 0..<5 { codes.append(LoginServerProcess.code(try server.http("POST", "/api/session", json: ["username": "nobody-\(codes.count)", "password": "x"]).1)) }
+        XCTAssertEqual(codes.last, "rate_limited", "the address is limited too: \(codes)")
+    }
+
+    func testHealthMetricsOpenAPIAndThePage() throws {
+        let server = try LoginServerProcess()
+        let (status, health, _) = try server.http("GET", "/health")
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual((health as? [String: Any])?["storage"] as? String, "sqlite")
+        _ = try registered(server)
+        let metrics = try String(contentsOf: URL(string: server.baseURL + "/metrics")!, encoding: .utf8)
+        XCTAssertTrue(metrics.contains("touchlogin_device_registrations_total{result=\"success\"} 1"), metrics)
+        let openapi = try String(contentsOf: URL(string: server.baseURL + "/openapi.yaml")!, encoding: .utf8)
+        XCTAssertTrue(openapi.contains("/api/passkey/login"))
+        let page = try String(contentsOf: URL(string: server.baseURL + "/")!, encoding: .utf8)
+        XCTAssertTrue(page.contains("navigator.credentials.get"))
+        XCTAssertEqual(LoginServerProcess.code(try server.http("GET", "/api/nothing").1), "not_found")
+    }
+}
+
