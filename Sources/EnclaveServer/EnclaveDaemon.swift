@@ -31,8 +31,8 @@ public final class EnclaveDaemon: Sendable {
     }
 
     public init(config: DaemonConfiguration, clock: any EnclaveClock = SystemClock(), logger: Logger) throws {
-        // Every file the daemon creates is private to it: state 0600, directories 0700.
-        umask(0o077)
+        // Every file made here gets its mode explicitly (state 0600, directories 0700); the process's
+        // umask is the executable's to set, not a library's (tests run daemons in-process).
         try Storage.makePrivateDirectory(config.stateDirectory)
         let lockPath = config.stateDirectory + "/laenclaved.lock"
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)

@@ -94,6 +94,8 @@ struct LAEnclaved: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Every file the daemon creates is private to it, whatever made it forget a mode.
+        umask(0o077)
         let mode: DaemonMode = system ? .system : .user
         let level = Logger.Level(rawValue: logLevel) ?? .info
         if let logFile {
