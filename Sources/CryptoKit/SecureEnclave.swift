@@ -2,7 +2,7 @@
 import EnclaveClient
 import EnclaveProtocol
 import Foundation
-@_spi(EnclaveKeychain) import LocalAuthentication
+import LocalAuthentication
 import Security
 
 /// The Secure Enclave, played by laenclaved: keys are generated there and their private halves
@@ -36,7 +36,7 @@ public enum SecureEnclaveKeyError: Error, Equatable, CustomStringConvertible {
 enum EnclaveKey {
 
     static func run(_ request: KeyRequest, context: LAContext?) throws -> KeyReply {
-        let reply = LAContext._performKeyOperation(request, context: context)
+        let reply = LAContext.performKeyOperation(request, context: context)
         guard let problem = reply.problem else { return reply }
         let message = reply.message ?? problem.rawValue
         switch problem {

@@ -2,30 +2,30 @@ import EnclaveClient
 import EnclaveProtocol
 import Foundation
 
-/// What the Security module needs from LocalAuthentication: run one keychain request on a
-/// context (the caller's, or a one-shot one), presenting any prompt the daemon opens.
-@_spi(EnclaveKeychain)
+/// What the Security and CryptoKit modules need from LocalAuthentication: run one keychain or key
+/// request on a context (the caller's, or a one-shot one), presenting any prompt the daemon opens.
+/// `package` access: the modules of this package reach it, an app never does.
 extension LAContext {
     /// Runs `request` synchronously, as SecItem calls are. `context` nil makes a one-shot context
     /// that is released afterwards. Failures to reach the daemon answer `errSecNotAvailable`.
-    public static func _performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) -> KeychainReply {
+    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) -> KeychainReply {
         let (presentable, make) = keychainRequest(operation, base)
         return keychainReply(perform(context: context, presentable: presentable, make))
     }
 
     /// The same, for async callers: waits for the answer (and any prompt) without holding a thread.
-    public static func _performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) async -> KeychainReply {
+    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) async -> KeychainReply {
         let (presentable, make) = keychainRequest(operation, base)
         return keychainReply(await perform(context: context, presentable: presentable, make))
     }
 
     /// Runs a Secure Enclave key operation synchronously on `context` (or a one-shot context).
-    public static func _performKeyOperation(_ base: KeyRequest, context: LAContext?) -> KeyReply {
+    package static func performKeyOperation(_ base: KeyRequest, context: LAContext?) -> KeyReply {
         keyReply(perform(context: context, presentable: !base.interactionNotAllowed, keyRequest(base)))
     }
 
     /// The same, for async callers: waits for the answer (and any prompt) without holding a thread.
-    public static func _performKeyOperation(_ base: KeyRequest, context: LAContext?) async -> KeyReply {
+    package static func performKeyOperation(_ base: KeyRequest, context: LAContext?) async -> KeyReply {
         keyReply(await perform(context: context, presentable: !base.interactionNotAllowed, keyRequest(base)))
     }
 

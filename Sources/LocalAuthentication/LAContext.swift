@@ -162,8 +162,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// keychain and key calls given this context afterwards do not prompt again. The daemon reads
     /// the flags (the same rules as for keychain items) and runs each constraint on this context.
     /// Our choice: the operation does not change what is asked.
-    @_spi(EnclaveKeychain)
-    open func evaluateAccessControlFlags(_ flags: AccessControlFlags, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
+    package func evaluateAccessControlFlags(_ flags: AccessControlFlags, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
         let options: EvaluationOptions = lock.withLock {
             EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
                               reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)

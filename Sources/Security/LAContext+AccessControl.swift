@@ -1,5 +1,5 @@
 import Foundation
-@_spi(EnclaveKeychain) import LocalAuthentication
+import LocalAuthentication
 
 extension LAContext {
     /// Apple's `evaluateAccessControl(_:operation:localizedReason:)`: evaluates the access

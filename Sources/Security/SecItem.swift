@@ -1,6 +1,6 @@
 import EnclaveProtocol
 import Foundation
-@_spi(EnclaveKeychain) import LocalAuthentication
+import LocalAuthentication
 
 // Apple's SecItem API, answered by laenclaved. Every call is synchronous, as Apple's are, and may
 // show an authentication prompt (through the `LAContext` given as `kSecUseAuthenticationContext`,
@@ -17,7 +17,7 @@ import Foundation
 
 /// The transport; tests replace it to answer with synthetic replies.
 nonisolated(unsafe) var secItemTransport: (KeychainOperation, KeychainRequest, LAContext?) -> KeychainReply = { op, request, context in
-    LAContext._performKeychain(op, request, context: context)
+    LAContext.performKeychain(op, request, context: context)
 }
 
 func secItemPerform(_ operation: KeychainOperation, _ query: CFDictionary, changes: CFDictionary?,

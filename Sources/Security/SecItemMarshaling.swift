@@ -1,6 +1,6 @@
 import EnclaveProtocol
 import Foundation
-@_spi(EnclaveKeychain) import LocalAuthentication
+import LocalAuthentication
 
 /// A SecItem call that failed before reaching the daemon.
 struct SecMarshalError: Error, Equatable {
@@ -12,7 +12,7 @@ struct SecMarshalError: Error, Equatable {
 /// A SecItem dictionary turned into what the daemon needs, plus what only the client uses.
 struct SecItemCall {
     var request: KeychainRequest
-    /// `kSecUseAuthenticationContext`; nil → `_performKeychain` makes a one-shot context.
+    /// `kSecUseAuthenticationContext`; nil → `performKeychain` makes a one-shot context.
     var context: LAContext?
     /// `kSecMatchLimit`: nil = one (the default), `.max` = all, n = at most n (an array).
     var limit: Int?
