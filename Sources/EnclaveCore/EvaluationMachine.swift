@@ -155,19 +155,16 @@ public struct EvaluationMachine: Sendable {
         case .passcodeTyped(let passcode):
             guard passcodeEntryAllowed else { return [.ignored("a passcode where this policy takes none")] }
             guard !passcode.isEmpty else { return [.ignored("an empty passcode")] }
-            switch ledger.passcodeGate(now: now) {
-            case .open: return [.checkPasscode(passcode)]
-            case .wait, .disabled:
+            guard PasscodeCheck.admit(passcodeSet: configuration.facts.passcodeSet, ledger: ledger, now: now) == nil else {
                 passcodeMessage = nil
                 return [.show(screen(ledger: ledger, now: now))]
             }
+            return [.checkPasscode(passcode)]
         case .passcodeChecked(let correct, let attempt):
             guard passcodeEntryAllowed else { return [.ignored("a passcode result where this policy takes none")] }
-            if correct {
-                ledger.recordPasscodeSuccess(wall: wall)
+            if PasscodeCheck.record(correct: correct, attempt: attempt, ledger: &ledger, now: now, wall: wall) == .accepted {
                 return [.persistLedger] + finish(.success(.passcode))
             }
-            ledger.recordPasscodeFailure(attempt: attempt, now: now, wall: wall)
             passcodeMessage = "Wrong passcode. Try again."
             return [.persistLedger, .show(screen(ledger: ledger, now: now))]
         }

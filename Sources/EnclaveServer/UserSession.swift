@@ -108,24 +108,11 @@ actor UserSession {
 
     /// Checks the passcode outside an evaluation (changing it, enrolment). Counts like any attempt.
     private func requirePasscode(_ passcode: String) async throws {
-        guard passcodeIsSet else { throw Failure(.passcodeNotSet, "no device passcode is set") }
-        let now = clock.monotonic()
-        switch record.ledger.passcodeGate(now: now) {
-        case .wait(let s): throw Failure(.passcodeRetryLater, "passcode entry is delayed; try again in \(Int(s.rounded(.up))) s", retryAfter: s)
-        case .disabled: throw Failure(.passcodeDisabled, "passcode entry is disabled until an administrator resets it")
-        case .open: break
-        }
+        if let refusal = PasscodeCheck.admit(passcodeSet: passcodeIsSet, ledger: record.ledger, now: clock.monotonic()) { throw refusal.failure }
         let (correct, attempt) = try await checkPasscode(passcode)
-        if correct {
-            record.ledger.recordPasscodeSuccess(wall: clock.wall())
-            try persist()
-            return
-        }
-        record.ledger.recordPasscodeFailure(attempt: attempt, now: now, wall: clock.wall())
+        let result = PasscodeCheck.record(correct: correct, attempt: attempt, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())
         try persist()
-        var retryAfter: Double?
-        if case .wait(let s) = record.ledger.passcodeGate(now: now) { retryAfter = s }
-        throw Failure(.passcodeIncorrect, "the passcode is not correct", retryAfter: retryAfter)
+        if let failure = result.failure { throw failure }
     }
 
     /// Whether this user's device passcode is their login password, checked through PAM.
