@@ -5,12 +5,7 @@ import Foundation
 import Glibc
 #endif
 
-@_exported import enum EnclaveProtocol.BiometryKind
-@_exported import struct EnclaveProtocol.SimulatedEvent
-@_exported import struct EnclaveProtocol.UserStatus
-@_exported import struct EnclaveClient.EnclaveEndpoint
-@_exported import enum EnclaveProtocol.Request
-@_exported import enum EnclaveProtocol.Reply
+import LocalAuthentication
 
 /// An isolated laenclaved for tests: its own temporary socket and state, a simulated sensor, a
 /// passcode and enrolled identities, and a script of touches. Code under test uses the real
@@ -157,6 +152,7 @@ public final class TestEnclave: @unchecked Sendable {
         return c
     }
 
+    /// One request on the wire, for what the kit has no method for (`import EnclaveProtocol`).
     @discardableResult
     public func send(_ request: Request) throws -> Reply {
         let reply = try connection().request(request)
@@ -165,8 +161,8 @@ public final class TestEnclave: @unchecked Sendable {
     }
 
     /// Queues what the person will do, in order: touches, buttons, a typed passcode.
-    public func queue(_ events: SimulatedEvent...) throws { try queue(events) }
-    public func queue(_ events: [SimulatedEvent]) throws { try send(.simulate(events: events)) }
+    public func queue(_ events: Event...) throws { try queue(events) }
+    public func queue(_ events: [Event]) throws { try send(.simulate(events: events.map(\.simulated))) }
     public func clearQueue() throws { try send(.clearSimulated) }
 
     public func enroll(_ name: String, passcode: String? = nil) throws {
@@ -182,9 +178,9 @@ public final class TestEnclave: @unchecked Sendable {
     public func remoteLock() throws { try send(.remoteLock(uid: nil)) }
     public func resetPasscodeLockout() throws { try send(.resetPasscodeLockout(uid: nil)) }
 
-    public func status() throws -> UserStatus {
+    public func status() throws -> Status {
         guard case .status(let s) = try send(.status) else { throw EnclaveClientError.protocolError("status") }
-        return s
+        return Status(s)
     }
 
     /// The daemon's log so far (for failure messages).

@@ -48,7 +48,7 @@ private struct Tour {
     }
 
     /// Runs one evaluation; in auto mode the person's actions are queued first.
-    func evaluate(_ policy: LAPolicy, reason: String, script: [SimulatedEvent], keys: String) throws -> (Bool, LAError?) {
+    func evaluate(_ policy: LAPolicy, reason: String, script: [TestEnclave.Event], keys: String) throws -> (Bool, LAError?) {
         if interactive { say("   → at the prompt: \(keys)") } else { try enclave.queue(script) }
         let context = EnclaveEndpoint.$override.withValue(endpoint) { LAContext() }
         let result = evaluateSynchronously(context, policy, reason: reason)
@@ -58,7 +58,7 @@ private struct Tour {
         return result
     }
 
-    func status() throws -> UserStatus { try enclave.status() }
+    func status() throws -> TestEnclave.Status { try enclave.status() }
 
     func failuresLine() throws -> String {
         let s = try status()
@@ -114,7 +114,7 @@ private struct Tour {
         // Face ID stops after two misses per request, so reaching five may take several requests.
         for _ in 0..<4 where try status().biometryLockout == nil {
             let remaining = 5 - (try status().biometricFailures)
-            let strangers: [SimulatedEvent] = faceID
+            let strangers: [TestEnclave.Event] = faceID
                 ? (remaining >= 2 ? [.nomatch, .retry, .nomatch, .cancel] : [.nomatch])
                 : Array(repeating: .nomatch, count: min(remaining, 3))
             _ = try evaluate(.deviceOwnerAuthenticationWithBiometrics, reason: "Unlock your notes", script: strangers,

@@ -1,3 +1,4 @@
+import EnclaveClient
 import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting

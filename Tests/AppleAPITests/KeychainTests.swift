@@ -94,7 +94,7 @@ final class KeychainTests: XCTestCase {
                                            kSecAttrAccessControl as String: access, kSecValueData as String: Data(account.utf8)] as CFDictionary, nil),
                                errSecSuccess, account)
             }
-            func read(_ account: String, _ events: [SimulatedEvent]) throws -> OSStatus {
+            func read(_ account: String, _ events: [TestEnclave.Event]) throws -> OSStatus {
                 try enclave.clearQueue()
                 try enclave.queue(events)
                 var item: CFTypeRef?

@@ -17,7 +17,7 @@ final class PromptScreenTests: XCTestCase {
         var value: [PromptScreen] { lock.withLock { all } }
     }
 
-    private func screens(_ enclave: TestEnclave, policy: LAPolicy, options: EvaluationOptions, script: [SimulatedEvent]) async throws -> ([PromptScreen], EvaluationResult?) {
+    private func screens(_ enclave: TestEnclave, policy: LAPolicy, options: EvaluationOptions, script: [TestEnclave.Event]) async throws -> ([PromptScreen], EvaluationResult?) {
         let connection = try EnclaveConnection(socketPath: enclave.socketPath)
         defer { connection.close() }
         let seen = Screens()
@@ -59,7 +59,7 @@ final class PromptScreenTests: XCTestCase {
 
     func testADelayShowsTheTimeLeft() async throws {
         let enclave = try TestEnclave(.with { $0.enrolled = [] })
-        let wrong: [SimulatedEvent] = (1...5).map { .passcode("000\($0)") } + [.passcode("1234"), .cancel]
+        let wrong: [TestEnclave.Event] = (1...5).map { .passcode("000\($0)") } + [.passcode("1234"), .cancel]
         let (shown, _) = try await screens(enclave, policy: .deviceOwnerAuthentication, options: EvaluationOptions(reason: "Sign in"), script: wrong)
         let delayed = try XCTUnwrap(shown.last { $0.passcodeRetryAfter != nil })
         XCTAssertEqual(delayed.passcodeRetryAfter ?? 0, 60, accuracy: 5)

@@ -261,7 +261,13 @@ final class BadInputTests: XCTestCase {
         let now = try freshStatus()
         XCTAssertEqual(now, expected ?? baseline, "state changed", file: file, line: line)
         XCTAssertTrue(now.passcodeSet, file: file, line: line)
-        XCTAssertEqual(try enclave.status(), now, file: file, line: line)
+        let kit = try enclave.status()
+        XCTAssertEqual([kit.biometricFailures, kit.passcodeFailures, kit.queuedEvents], [now.biometricFailures, now.passcodeFailures, now.queuedEvents],
+                       file: file, line: line)
+        XCTAssertEqual(kit.enrolled, now.enrolled, file: file, line: line)
+        XCTAssertEqual(kit.passcodeSet, now.passcodeSet, file: file, line: line)
+        XCTAssertEqual(kit.biometryLockout, now.biometryLockout, file: file, line: line)
+        XCTAssertEqual(kit.domainState, now.domainState, file: file, line: line)
     }
 
     /// A new client gets the (one per user) prompt and can end it: no evaluation of a vanished client
