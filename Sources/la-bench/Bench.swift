@@ -29,7 +29,7 @@ struct Bench {
         let args = CommandLine.arguments
         if args.count > 2 && args[1] == "echo-server" { RawSocketEcho.serve(path: args[2]) }
         if args.count > 1 && args[1] == "keychain" {
-            return try KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
+            return try await KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
         }
         let iterations = args.count > 1 ? Int(args[1]) ?? 1000 : 1000
         let maxClients = args.count > 2 ? Int(args[2]) ?? 16 : 16

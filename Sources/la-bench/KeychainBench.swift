@@ -1,13 +1,19 @@
+import EnclaveClient
+import EnclaveProtocol
 import Foundation
 import LocalAuthentication
 import LocalAuthenticationTesting
 import Security
 
 /// `la-bench keychain N`: store N generic passwords, 300 random lookups by attribute (with the
-/// secret), 300 deletes by attribute — through SecItem calls, the real socket and daemon. Prints
-/// one JSON line, the same shape as bench/keychain/gnome_keyring.py.
+/// secret), 300 deletes by attribute — through SecItem calls, the real socket and daemon. Then, on
+/// 16 connections at once, lookups and stores. Prints one JSON line, the same shape as
+/// bench/keychain/gnome_keyring.py, with the limits measured in the same run: the raw Unix-socket
+/// round trip and one durable write (the single writer's commit rate).
 enum KeychainBench {
-    static func run(items n: Int) throws {
+    static let concurrentClients = 16
+
+    static func run(items n: Int) async throws {
         let enclave = try TestEnclave(.with { $0.passcode = nil })
         defer { enclave.stop() }
         func timed(_ body: () -> OSStatus) -> Double {
@@ -17,6 +23,7 @@ enum KeychainBench {
             return Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9
         }
         var store: [Double] = [], lookups: [Double] = [], deletes: [Double] = []
+        var victims = Set<Int>()
         enclave.run {
             for i in 0..<n {
                 store.append(timed {
@@ -36,7 +43,6 @@ enum KeychainBench {
                     return status
                 })
             }
-            var victims = Set<Int>()
             while victims.count < min(300, n) { victims.insert(Int.random(in: 0..<n, using: &rng)) }
             for j in victims {
                 deletes.append(timed {
@@ -45,12 +51,40 @@ enum KeychainBench {
                 })
             }
         }
+        // 16 clients at once, each on its own connection: lookups of the items above, then stores of new ones.
+        let connections = try (0..<concurrentClients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
+        defer { connections.forEach { $0.close() } }
+        let perClient = 300
+        let left = (0..<n).filter { !victims.contains($0) }
+        guard !left.isEmpty else { throw EnclaveClientError.protocolError("no items left to look up: use more than 300") }
+        let lookupRate = try await Bench.throughput(connections, perClient) { c, i in
+            let j = left[(i * 7919) % left.count]
+            let reply = try await c.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench"),
+                                                                                      "acct": .string("user\(j)")], context: "bench", returnData: true)))
+            guard case .keychain(let k) = reply, k.status == .success, k.items.first?.data == Data("secret-\(j)".utf8) else {
+                throw EnclaveClientError.protocolError("lookup: \(reply)")
+            }
+        }
+        let storeRate = try await Bench.throughput(connections, perClient) { c, i in
+            let id = UUID().uuidString
+            let reply = try await c.request(.keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench-concurrent"),
+                                                                                     "acct": .string(id), "v_Data": .data(Data(id.utf8))], context: "bench")))
+            guard case .keychain(let k) = reply, k.status == .success else { throw EnclaveClientError.protocolError("store: \(reply)") }
+        }
+        let raw = try RawSocketEcho.measure(iterations: 2000).sorted()
+        let durable = RawSocketEcho.durableWrites(iterations: 500, directory: enclave.stateDirectory)
+        let rawP50 = raw[raw.count / 2]
+        let commitRate = Double(durable.count) / durable.reduce(0, +)
+        let lookupP50 = lookups.sorted()[lookups.count / 2]
+
         func stats(_ xs: [Double]) -> String {
             let s = xs.sorted()
             let p50 = s[s.count / 2] * 1e3, p99 = s[min(s.count - 1, Int(Double(s.count) * 0.99))] * 1e3
             return String(format: "{\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"ops_per_s\": %.1f}", p50, p99, Double(s.count) / s.reduce(0, +))
         }
-        print("{\"peer\": \"laenclaved\", \"items\": \(n), \"store\": \(stats(store)), \"lookup\": \(stats(lookups)), \"delete\": \(stats(deletes))}")
+        print("{\"peer\": \"laenclaved\", \"items\": \(n), \"store\": \(stats(store)), \"lookup\": \(stats(lookups)), \"delete\": \(stats(deletes)), "
+              + String(format: "\"raw_round_trip_us\": %.1f, \"lookup_p50_over_raw\": %.1f, \"durable_commits_per_s\": %.0f, ", rawP50 * 1e6, lookupP50 / rawP50, commitRate)
+              + String(format: "\"lookup_16_clients_per_s\": %.0f, \"store_16_clients_per_s\": %.0f, \"store_16_over_commit_rate\": %.2f}", lookupRate, storeRate, storeRate / commitRate))
     }
 }
 
