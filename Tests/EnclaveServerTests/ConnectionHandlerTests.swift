@@ -14,15 +14,19 @@ final class ConnectionHandlerTests: XCTestCase {
         private(set) var replies: [ReplyEnvelope] = []
         func send(_ envelope: ReplyEnvelope) async { replies.append(envelope) }
 
-        /// The final reply to `id`, waiting for it up to `timeout` seconds.
+        /// The final reply to `id`, waiting for it up to `timeout` seconds; taken, so the next call
+        /// for the same id (id 0: a message that had none) waits for the next such reply.
         func final(_ id: UInt64, timeout: Double = 5) async throws -> Reply {
             let deadline = Date().addingTimeInterval(timeout)
             while Date() < deadline {
-                if let r = replies.first(where: { $0.id == id && $0.reply.isFinal }) { return r.reply }
+                if let i = replies.firstIndex(where: { $0.id == id && $0.reply.isFinal }) { return replies.remove(at: i).reply }
                 try await Task.sleep(nanoseconds: 1_000_000)
             }
             throw Failure(.internalError, "no final reply to \(id) within \(timeout) s; got \(replies)")
         }
+
+        /// Whether a prompt screen was sent for `id`.
+        func sawPrompt(_ id: UInt64) -> Bool { replies.contains { $0.id == id && !$0.reply.isFinal } }
     }
 
     private var directory: String!
@@ -71,6 +75,309 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .audit(let entries) = try await request(.audit(limit: 100, passcode: nil)) else { return [] }
         return entries
     }
+
+    // MARK: Bad input, as raw JSON payloads (behavior.md §7): a clear answer, nothing changed
+
+    /// Sends one payload as the socket layer would hand it over.
+    @discardableResult
+    private func receive(_ payload: [UInt8], on target: ConnectionHandler? = nil) async -> Bool {
+        await (target ?? handler).receive(payload)
+    }
+
+    private func receive(json object: Any, on target: ConnectionHandler? = nil) async {
+        let open = await receive(Array(try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed])), on: target)
+        XCTAssertTrue(open, "the connection stays open after \(object)")
+    }
+
+    /// `{"id": id, "op": op, "args": args}`, args left out when nil.
+    private func send(_ id: UInt64, _ op: String, _ args: Any? = nil, on target: ConnectionHandler? = nil) async {
+        var object: [String: Any] = ["id": Int(id), "op": op]
+        if let args { object["args"] = args }
+        await receive(json: object, on: target)
+    }
+
+    private func expectFailure(_ id: UInt64, _ code: FailureCode, file: StaticString = #filePath, line: UInt = #line) async throws {
+        guard case .failure(let f) = try await sink.final(id) else { return XCTFail("\(id): not a failure", file: file, line: line) }
+        XCTAssertEqual(f.code, code, "\(id): \(f.message)", file: file, line: line)
+        XCTAssertFalse(f.message.isEmpty, "a failure explains itself", file: file, line: line)
+    }
+
+    private func expectKind(_ id: UInt64, _ operation: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let reply = try await sink.final(id)
+        if case .failure(let f) = reply { return XCTFail("\(id): \(f)", file: file, line: line) }
+        XCTAssertTrue("\(reply)".hasPrefix(operation), "\(id): \(reply)", file: file, line: line)
+    }
+
+    private func options(reason: Any = "Unlock the vault") -> [String: Any] {
+        ["reason": reason, "reuseDuration": 0, "interactionNotAllowed": false, "clientPresents": false]
+    }
+
+    /// Nothing a refused request could have changed did change.
+    private func assertNothingChanged(file: StaticString = #filePath, line: UInt = #line) async throws {
+        guard case .status(let status) = try await request(.status) else { return XCTFail("no status", file: file, line: line) }
+        XCTAssertEqual(status.biometricFailures, 0, file: file, line: line)
+        XCTAssertEqual(status.passcodeFailures, 0, file: file, line: line)
+        XCTAssertEqual(status.enrolled, ["right thumb"], file: file, line: line)
+        XCTAssertTrue(status.passcodeSet, file: file, line: line)
+        XCTAssertFalse(status.promptOpen, file: file, line: line)
+    }
+
+    func testMalformedJSONAnswersMalformedAndKeepsTheConnection() async throws {
+        let payloads = [
+            "{not json", "{\"id\": 1, \"op\": \"hello\"", "[1, 2, 3]", "\"hello\"", "42", "null", "{}",
+            "{\"op\": \"hello\", \"args\": {\"version\": 1}}",               // no id
+            "{\"id\": \"1\", \"op\": \"hello\"}",                            // id as a string
+            "{\"id\": -1, \"op\": \"hello\"}",                               // id not a UInt64
+            "{\"id\": 1, \"op\": 7}",                                        // op as a number
+            "{\"id\": 1}",                                                   // no op
+            "\u{FEFF}garbage",
+        ]
+        for payload in payloads {
+            let open = await receive(Array(payload.utf8))
+            XCTAssertTrue(open)
+            try await expectFailure(0, .malformedMessage)
+        }
+        // Invalid UTF-8.
+        let open = await receive([0x7b, 0xff, 0xfe, 0x22, 0xc3, 0x28, 0x7d])
+        XCTAssertTrue(open)
+        try await expectFailure(0, .malformedMessage)
+        // Still the same, usable connection.
+        await send(5, "hello", ["version": enclaveProtocolVersion])
+        try await expectKind(5, "hello")
+        await receive(Array("{oops".utf8))
+        try await expectFailure(0, .malformedMessage)
+        await send(6, "status")
+        try await expectKind(6, "status")
+        try await assertNothingChanged()
+    }
+
+    func testUnknownOperationAnswersWithTheRequestsID() async throws {
+        for (id, op) in [(UInt64(42), "frobnicate"), (43, ""), (44, "Status"), (45, "hello "), (46, String(repeating: "x", count: 5000)),
+                         (UInt64(1) << 62, "evaluatePolicy")] {
+            await send(id, op, ["context": "c1"])
+            try await expectFailure(id, .unknownOperation)
+        }
+        await send(47, "status")
+        try await expectKind(47, "status")
+    }
+
+    func testWrongArgumentTypesAnswerInvalidParameter() async throws {
+        let cases: [(UInt64, String, Any)] = [
+            (10, "canEvaluate", ["context": "c1", "policy": "1"]),
+            (11, "canEvaluate", ["context": 5, "policy": 1]),
+            (12, "canEvaluate", ["context": "c1", "policy": 1.5]),
+            (13, "canEvaluate", ["context": "c1", "policy": true]),
+            (14, "canEvaluate", ["context": "c1", "policy": NSNull()]),
+            (15, "evaluate", ["context": "c1", "policy": 1, "options": "Unlock"]),
+            (16, "evaluate", ["context": "c1", "policy": 1, "options": options(reason: 7)]),
+            (17, "setPasscode", ["current": "1234", "new": 5678]),
+            (18, "promptInput", ["context": "c1", "action": "explode"]),
+            (19, "simulate", ["events": ["match"]]),
+            (20, "simulate", ["events": [["kind": "lick"]]]),
+            (21, "simulate", ["events": ["kind": "match"]]),
+            (22, "audit", ["limit": "all"]),
+            (23, "remoteLock", ["uid": -1]),
+            (24, "canEvaluate", ["c1", 1]),
+            (25, "status", "please"),
+            (26, "canEvaluate", ["context": "c1", "policy": 1e30]),
+        ]
+        for (id, op, args) in cases {
+            await send(id, op, args)
+            try await expectFailure(id, .invalidParameter)
+        }
+        // An empty or overlong context id is a bad parameter too.
+        await send(30, "canEvaluate", ["context": "", "policy": 1])
+        try await expectFailure(30, .invalidParameter)
+        await send(31, "canEvaluate", ["context": String(repeating: "c", count: 65), "policy": 1])
+        try await expectFailure(31, .invalidParameter)
+        await send(32, "status")
+        try await expectKind(32, "status")
+        try await assertNothingChanged()
+    }
+
+    func testMissingRequiredArgumentsAnswerInvalidParameter() async throws {
+        let unGreeted = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
+                                          logger: Logger(label: "test"))
+        defer { unGreeted.closed() }
+        await send(1001, "hello", on: unGreeted)
+        try await expectFailure(1001, .invalidParameter)
+        await send(1002, "hello", [String: Any](), on: unGreeted)
+        try await expectFailure(1002, .invalidParameter)
+        await send(1003, "hello", ["version": enclaveProtocolVersion], on: unGreeted)
+        try await expectKind(1003, "hello")
+
+        let cases: [(UInt64, String, [String: Any]?)] = [
+            (10, "canEvaluate", nil),
+            (11, "canEvaluate", ["context": "c1"]),
+            (12, "canEvaluate", ["policy": 1]),
+            (13, "evaluate", ["context": "c1", "policy": 1]),
+            (14, "evaluate", ["context": "c1", "options": options()]),
+            (15, "evaluate", ["context": "c1", "policy": 1, "options": ["reason": "Unlock"]]),
+            (16, "promptInput", ["context": "c1"]),
+            (17, "promptInput", ["action": "cancel"]),
+            (18, "invalidate", [:]),
+            (19, "setPasscode", ["current": "1234"]),
+            (20, "removePasscode", nil),
+            (21, "enroll", ["passcode": "1234"]),
+            (22, "enroll", ["name": "left-thumb"]),
+            (23, "unenroll", ["passcode": "1234"]),
+            (24, "simulate", [:]),
+            (25, "simulate", ["events": [["passcode": "1234"]]]),
+        ]
+        for (id, op, args) in cases {
+            await send(id, op, args)
+            try await expectFailure(id, .invalidParameter)
+        }
+        // A passcode action without its passcode.
+        await send(26, "promptInput", ["context": "c1", "action": "passcode"])
+        try await expectFailure(26, .invalidParameter)
+        await send(27, "status")
+        try await expectKind(27, "status")
+        try await assertNothingChanged()
+    }
+
+    func testBadPolicyValuesAnswerInvalidParameter() async throws {
+        var id: UInt64 = 100
+        for policy in [0, 6, -1, 99, Int.max, Int.min] {
+            id += 1
+            await send(id, "canEvaluate", ["context": "c\(id)", "policy": policy])
+            try await expectFailure(id, .invalidParameter)
+            id += 1
+            await send(id, "evaluate", ["context": "c\(id)", "policy": policy, "options": options()])
+            try await expectFailure(id, .invalidParameter)
+        }
+        // The valid range still answers canEvaluate (not a failure).
+        for policy in 1...5 {
+            id += 1
+            await send(id, "canEvaluate", ["context": "ok", "policy": policy])
+            try await expectKind(id, "canEvaluate")
+        }
+        try await assertNothingChanged()
+    }
+
+    func testEmptyAndOverlongReasonAndTitlesAnswerInvalidParameter() async throws {
+        let bad: [(UInt64, String)] = [
+            (1, ""),
+            (2, String(repeating: "a", count: WireLimits.maxTextBytes + 1)),
+            (3, String(repeating: "é", count: WireLimits.maxTextBytes / 2 + 1)),   // 513 characters, 1026 bytes
+            (4, String(repeating: "r", count: 60_000)),
+        ]
+        for (id, reason) in bad {
+            for policy in [1, 2] {
+                await send(id * 10 + UInt64(policy), "evaluate", ["context": "r\(id)-\(policy)", "policy": policy, "options": options(reason: reason)])
+                try await expectFailure(id * 10 + UInt64(policy), .invalidParameter)
+            }
+        }
+        var o = options()
+        o["cancelTitle"] = String(repeating: "c", count: WireLimits.maxTextBytes + 1)
+        await send(50, "evaluate", ["context": "t1", "policy": 1, "options": o])
+        try await expectFailure(50, .invalidParameter)
+        o = options()
+        o["fallbackTitle"] = String(repeating: "f", count: WireLimits.maxTextBytes + 1)
+        await send(51, "evaluate", ["context": "t2", "policy": 1, "options": o])
+        try await expectFailure(51, .invalidParameter)
+        // A rejected evaluate started nothing: promptInput on its context finds no evaluation.
+        await send(52, "promptInput", ["context": "r1-1", "action": "cancel"])
+        try await expectFailure(52, .outOfOrder)
+        // Exactly 1024 bytes is accepted: the evaluation runs and a queued cancel ends it.
+        _ = try await request(.simulate(events: [SimulatedEvent(.cancel)]))
+        await send(60, "evaluate", ["context": "max", "policy": 1, "options": options(reason: String(repeating: "m", count: WireLimits.maxTextBytes))])
+        guard case .evaluated(let result) = try await sink.final(60) else { return XCTFail("no evaluation") }
+        XCTAssertFalse(result.success)
+        XCTAssertEqual(result.error, .userCancel)
+        try await assertNothingChanged()
+    }
+
+    func testOverlongPasscodeAnswersInvalidParameterAndIsNotAnAttempt() async throws {
+        let long = String(repeating: "9", count: WireLimits.maxPasscodeBytes + 1)
+        let longMultibyte = String(repeating: "ü", count: WireLimits.maxPasscodeBytes / 2 + 1)   // 258 bytes
+        await send(1, "setPasscode", ["current": "1234", "new": long])
+        try await expectFailure(1, .invalidParameter)
+        await send(2, "setPasscode", ["current": "1234", "new": longMultibyte])
+        try await expectFailure(2, .invalidParameter)
+        await send(3, "setPasscode", ["new": long])
+        try await expectFailure(3, .invalidParameter)
+        // A current passcode over the limit can never be right: bad input, not a counted attempt.
+        await send(4, "setPasscode", ["current": long, "new": "567890"])
+        try await expectFailure(4, .invalidParameter)
+        await send(5, "promptInput", ["context": "c1", "action": "passcode", "passcode": long])
+        try await expectFailure(5, .invalidParameter)
+        await send(6, "promptInput", ["context": "c1", "action": "passcode", "passcode": ""])
+        try await expectFailure(6, .invalidParameter)
+        await send(7, "simulate", ["events": [["kind": "passcode", "passcode": long]]])
+        try await expectFailure(7, .invalidParameter)
+        await send(8, "simulate", ["events": [["kind": "passcode"]]])
+        try await expectFailure(8, .invalidParameter)
+
+        // During a running evaluation too: the prompt stays, the passcode is unchanged.
+        var presenting = options()
+        presenting["clientPresents"] = true
+        await send(9, "evaluate", ["context": "run", "policy": 2, "options": presenting])
+        let deadline = Date().addingTimeInterval(5)
+        while !(await sink.sawPrompt(9)), Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        let prompted = await sink.sawPrompt(9)
+        XCTAssertTrue(prompted, "the evaluation shows its prompt")
+        await send(10, "promptInput", ["context": "run", "action": "passcode", "passcode": long])
+        try await expectFailure(10, .invalidParameter)
+        await send(11, "promptInput", ["context": "run", "action": "cancel"])
+        try await expectKind(11, "ok")
+        guard case .evaluated(let result) = try await sink.final(9) else { return XCTFail("no evaluation") }
+        XCTAssertEqual(result.error, .userCancel)
+        try await assertNothingChanged()
+        // The passcode is still "1234": changing it with that current passcode works.
+        guard case .ok = try await request(.setPasscode(current: "1234", new: "5678")) else { return XCTFail("the passcode changed") }
+    }
+
+    func testSimulateWithMoreThan64EventsAnswersInvalidParameter() async throws {
+        let event: [String: Any] = ["kind": "match"]
+        await send(1, "simulate", ["events": Array(repeating: event, count: WireLimits.maxQueuedEvents + 1)])
+        try await expectFailure(1, .invalidParameter)
+        await send(2, "simulate", ["events": Array(repeating: event, count: 1_000)])
+        try await expectFailure(2, .invalidParameter)
+        guard case .status(let none) = try await request(.status) else { return XCTFail() }
+        XCTAssertEqual(none.queuedEvents, 0, "a refused batch queues nothing")
+        // 64 fit; one more does not (the limit counts what already waits).
+        await send(3, "simulate", ["events": Array(repeating: event, count: WireLimits.maxQueuedEvents)])
+        try await expectKind(3, "ok")
+        await send(4, "simulate", ["events": [event]])
+        try await expectFailure(4, .invalidParameter)
+        guard case .status(let full) = try await request(.status) else { return XCTFail() }
+        XCTAssertEqual(full.queuedEvents, WireLimits.maxQueuedEvents)
+        await send(5, "clearSimulated")
+        try await expectKind(5, "ok")
+        try await assertNothingChanged()
+    }
+
+    func testPromptInputWithoutEvaluationAnswersOutOfOrder() async throws {
+        var id: UInt64 = 0
+        for action in ["cancel", "fallback", "retry"] {
+            id += 1
+            await send(id, "promptInput", ["context": "idle", "action": action])
+            try await expectFailure(id, .outOfOrder)
+        }
+        id += 1
+        await send(id, "promptInput", ["context": "idle", "action": "passcode", "passcode": "1234"])
+        try await expectFailure(id, .outOfOrder)
+        // Also after the context was invalidated, and after a finished evaluation.
+        id += 1
+        await send(id, "invalidate", ["context": "gone"])
+        try await expectKind(id, "ok")
+        id += 1
+        await send(id, "promptInput", ["context": "gone", "action": "cancel"])
+        try await expectFailure(id, .outOfOrder)
+        _ = try await request(.simulate(events: [SimulatedEvent(.match)]))
+        id += 1
+        await send(id, "evaluate", ["context": "done", "policy": 1, "options": options()])
+        guard case .evaluated(let result) = try await sink.final(id), result.success else { return XCTFail("the match") }
+        id += 1
+        await send(id, "promptInput", ["context": "done", "action": "cancel"])
+        try await expectFailure(id, .outOfOrder)
+        // A passcode typed with no prompt is not an attempt.
+        guard case .status(let status) = try await request(.status) else { return XCTFail() }
+        XCTAssertEqual(status.passcodeFailures, 0)
+    }
+
+    // MARK: Requests
 
     func testTheFirstRequestMustBeHello() async throws {
         let fresh = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
