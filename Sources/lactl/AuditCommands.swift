@@ -17,7 +17,7 @@ struct Audit: ParsableCommand {
         let f = ISO8601DateFormatter()
         for e in entries {
             let policy = e.policy.flatMap { PolicyValue(rawValue: $0)?.name } ?? ""
-            print("\(f.string(from: e.time))  uid \(e.uid)  pid \(e.pid)  \(e.operation) \(policy)  → \(e.result)  [\(e.app)]")
+            print("\(f.string(from: e.time))  uid \(e.uid)  pid \(e.pid)  \(Printable.field(e.operation)) \(policy)  → \(Printable.field(e.result))  [\(Printable.field(e.app))]")
         }
     }
 }

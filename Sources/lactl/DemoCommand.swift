@@ -38,7 +38,7 @@ private struct Tour {
     var endpoint: EnclaveEndpoint { EnclaveEndpoint(socketPath: enclave.socketPath, autostart: false, headless: !interactive) }
 
     func say(_ text: String) { print(text) }
-    func heading(_ n: Int, _ title: String) { print("\n\u{1B}[1m\(n). \(title)\u{1B}[0m") }
+    func heading(_ n: Int, _ title: String) { Swift.print("\n\u{1B}[1m\(n). \(Printable.escaped(title))\u{1B}[0m") }
 
     func pause() {
         guard interactive else { return }

@@ -33,7 +33,7 @@ struct Keychain: ParsableCommand {
             if items.isEmpty { return print("no items") }
             for i in items {
                 let name = [i.service ?? i.server, i.account].compactMap { $0 }.joined(separator: " / ")
-                print("\(i.persistentRef.base64EncodedString())  \(i.itemClass)  \(name.isEmpty ? "-" : name)  [\(i.protection); \(i.flags.names)]  \(i.app)\(i.unusable == nil ? "" : "  UNUSABLE")")
+                print("\(i.persistentRef.base64EncodedString())  \(Printable.field(i.itemClass))  \(name.isEmpty ? "-" : Printable.field(name))  [\(i.protection); \(i.flags.names)]  \(Printable.field(i.app))\(i.unusable == nil ? "" : "  UNUSABLE")")
             }
         }
     }
@@ -74,7 +74,7 @@ struct Keychain: ParsableCommand {
             // The daemon knows apps by their canonical executable path (/proc/PID/exe).
             let members = apps.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
             _ = try client.call(.configureAccessGroup(passcode: passcode, name: group, apps: members))
-            print(members.isEmpty ? "removed \(group)" : "\(group): \(members.joined(separator: ", "))")
+            print(members.isEmpty ? "removed \(Printable.field(group))" : "\(Printable.field(group)): \(members.map(Printable.field).joined(separator: ", "))")
         }
     }
 
@@ -88,7 +88,7 @@ struct Keychain: ParsableCommand {
             guard case .accessGroups(let groups) = try client.call(.accessGroups(passcode: passcode)) else { throw ExitCode.failure }
             if json { return printJSON(groups) }
             if groups.isEmpty { return print("no access groups") }
-            for (name, apps) in groups.sorted(by: { $0.key < $1.key }) { print("\(name): \(apps.joined(separator: ", "))") }
+            for (name, apps) in groups.sorted(by: { $0.key < $1.key }) { print("\(Printable.field(name)): \(apps.map(Printable.field).joined(separator: ", "))") }
         }
     }
 

@@ -57,7 +57,7 @@ struct Enroll: ParsableCommand {
             let filled = p.stages > 0 ? min(width, width * p.stage / p.stages) : 0
             let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
             let line = "\(bar) stage \(min(p.stage + 1, p.stages)) of \(p.stages): \(p.message)"
-            if terminal { print("\r\u{1B}[K" + line, terminator: "") } else { print(line) }
+            if terminal { Swift.print("\r\u{1B}[K" + Printable.field(line), terminator: "") } else { print(line) }
             fflush(nil)
         })
         if terminal { print("") }

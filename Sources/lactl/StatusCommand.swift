@@ -13,7 +13,7 @@ struct Status: ParsableCommand {
         if json { return printJSON(s) }
         print("user          uid \(s.uid), \(s.mode.rawValue)-mode daemon")
         if let sensor = s.sensor {
-            print("sensor        \(sensor.name)\(sensor.simulated ? "  ⚠ SIMULATED: touches can be scripted" : "")")
+            print("sensor        \(Printable.field(sensor.name))\(sensor.simulated ? "  ⚠ SIMULATED: touches can be scripted" : "")")
             if sensor.simulated && s.mode == .system {
                 // A system daemon guards every user of the machine: say it where nobody can miss it.
                 printError("""
@@ -24,14 +24,14 @@ struct Status: ParsableCommand {
         } else {
             print("sensor        none")
         }
-        print("enrolled      \(s.enrolled.isEmpty ? "nothing" : s.enrolled.joined(separator: ", "))")
+        print("enrolled      \(s.enrolled.isEmpty ? "nothing" : s.enrolled.map(Printable.field).joined(separator: ", "))")
         print("passcode      \(s.passcodeSet ? "set" : "not set")")
         print("biometry      \(s.biometryLockout.map { "LOCKED (\($0)) — enter the passcode to unlock" } ?? "available"), \(s.biometricFailures) consecutive failed match(es)")
         var passcode = "\(s.passcodeFailures) consecutive failure(s)"
         if s.passcodeDisabled { passcode += ", DISABLED until an administrator resets it" }
         if let after = s.passcodeRetryAfter { passcode += ", next attempt in \(describeSeconds(after))" }
         print("passcode try  \(passcode)")
-        print("domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(s.app))")
+        print("domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(Printable.field(s.app)))")
         if s.promptOpen { print("prompt        open") }
         if s.simulationEnabled { print("simulation    enabled, \(s.queuedEvents) event(s) queued") }
     }

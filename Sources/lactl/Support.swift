@@ -69,7 +69,7 @@ private final class ReplyResult: @unchecked Sendable {
 }
 
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    FileHandle.standardError.write(Data((Printable.escaped(text) + "\n").utf8))
 }
 
 func printJSON<T: Encodable>(_ value: T) {

@@ -39,4 +39,37 @@ final class LactlKeychainTests: XCTestCase {
         let after = try runProcess(lactl, ["keychain", "list", "--stdin"] + socket, input: "1234\n")
         XCTAssertTrue(after.stdout.contains("no items"), after.stdout)
     }
+
+    /// Attack: an app names its item, or its own executable, with terminal control sequences (a
+    /// title change, a screen clear, an 8-bit CSI, a bidi override); whoever runs `lactl keychain
+    /// list` or `lactl audit` — root, in system mode — must see them as text, never obey them.
+    func testControlSequencesFromAppsReachTheTerminalOnlyAsText() throws {
+        let enclave = try TestEnclave()
+        let hostile = "label\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m\u{202E}gnp.exe\nfake line"
+        enclave.run {
+            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+                                       kSecAttrAccount as String: hostile, kSecAttrLabel as String: hostile,
+                                       kSecValueData as String: Data("v".utf8)] as CFDictionary, nil), errSecSuccess)
+        }
+        // An app whose path carries an escape: its requests are audited under that path.
+        let evil = enclave.directory + "/evil\u{1B}[31mapp"
+        try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: evil)
+        chmod(evil, 0o755)
+        let socket = ["--socket", enclave.socketPath]
+        XCTAssertEqual(try runProcess(evil, ["keychain", "list", "--stdin"] + socket, input: "1234\n").status, 0)
+
+        let lactl = productPath("lactl")
+        let list = try runProcess(lactl, ["keychain", "list", "--stdin"] + socket, input: "1234\n")
+        let audit = try runProcess(lactl, ["audit", "--all", "--stdin"] + socket, input: "1234\n")
+        XCTAssertEqual(list.status, 0, list.stderr)
+        XCTAssertEqual(audit.status, 0, audit.stderr)
+        XCTAssertTrue(audit.stdout.contains("evil"), audit.stdout)
+        for (what, out) in [("keychain list", list.stdout), ("audit", audit.stdout)] {
+            let controls = out.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) }
+            XCTAssertEqual(controls.map { String($0.value, radix: 16) }, [], "\(what) wrote control characters: \(out.debugDescription)")
+        }
+        XCTAssertTrue(list.stdout.contains("\\u{1B}]0;owned"), "shown as text: \(list.stdout)")
+        XCTAssertFalse(list.stdout.contains("\nfake line"), "an item cannot start a line of its own: \(list.stdout)")
+        XCTAssertTrue(audit.stdout.contains("evil\\u{1B}[31mapp"), "shown as text: \(audit.stdout)")
+    }
 }

@@ -1,0 +1,41 @@
+import Foundation
+
+/// What lactl prints comes partly from others: app paths, item labels and accounts, group and
+/// identity names, the daemon's messages. Any of them may carry terminal control sequences (a
+/// title change, a screen clear, an 8-bit CSI, a bidi override that reverses what follows), and in
+/// system mode the terminal is root's. Every human-readable line goes through here: those
+/// characters are shown as `\u{1B}` and never reach the terminal as themselves.
+enum Printable {
+    /// `text` with every control character escaped; newlines and tabs too when `singleLine`.
+    static func escaped(_ text: String, singleLine: Bool = false) -> String {
+        var out = ""
+        out.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
+        for scalar in text.unicodeScalars {
+            if isControl(scalar, keepLayout: !singleLine) {
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// One field of someone else's text inside a line: it cannot start a line of its own either.
+    static func field(_ text: String) -> String { escaped(text, singleLine: true) }
+
+    private static func isControl(_ scalar: Unicode.Scalar, keepLayout: Bool) -> Bool {
+        switch scalar.value {
+        case 0x0A, 0x09: return !keepLayout
+        case 0x00...0x1F, 0x7F...0x9F: return true
+        // Bidirectional embeddings, overrides and isolates, and the Arabic letter mark.
+        case 0x202A...0x202E, 0x2066...0x2069, 0x061C, 0x200E, 0x200F: return true
+        default: return false
+        }
+    }
+}
+
+/// lactl's `print`: the line with control characters escaped (see `Printable`). Our own terminal
+/// formatting goes through `Swift.print` around text that was escaped first.
+func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+    Swift.print(Printable.escaped(items.map { "\($0)" }.joined(separator: separator)), terminator: terminator)
+}
