@@ -28,6 +28,10 @@ public struct DaemonConfiguration: Sendable {
     public var promptQueueTimeout: Double = 30
     /// How long a successfully evaluated `LAContext` stays authorized.
     public var contextLifetime: Double = ContextAuthorization.defaultLifetime
+    /// Connections served at once, per user and in all.
+    public var connectionLimits: ConnectionBudget.Limits = .standard
+    /// How long a new connection may take to say hello before it is closed.
+    public var helloTimeout: Double = 10
 
     public init(mode: DaemonMode, socketPath: String, stateDirectory: String, masterKeyPath: String, simulatedSensor: BiometryKind?, simulationEnabled: Bool) {
         self.mode = mode; self.socketPath = socketPath; self.stateDirectory = stateDirectory; self.masterKeyPath = masterKeyPath
@@ -52,6 +56,8 @@ public struct DaemonCommandLine: Sendable, Equatable {
     public var promptTimeout: Double = 300
     public var promptQueueTimeout: Double = 30
     public var contextLifetime = ContextAuthorization.defaultLifetime
+    public var connectionLimits: ConnectionBudget.Limits = .standard
+    public var helloTimeout: Double = 10
 
     public init(mode: DaemonMode) { self.mode = mode }
 }
@@ -101,6 +107,8 @@ extension DaemonConfiguration {
         config.promptTimeout = commandLine.promptTimeout
         config.promptQueueTimeout = commandLine.promptQueueTimeout
         config.contextLifetime = commandLine.contextLifetime
+        config.connectionLimits = commandLine.connectionLimits
+        config.helloTimeout = commandLine.helloTimeout
         return config
     }
 

@@ -39,7 +39,13 @@ final class ConnectionHandler: @unchecked Sendable {
     private let sink: any ReplySink
     private let contexts = ConnectionContexts()
     private let logger: Logger
-    private var greeted = false
+    private let greetedLock = NSLock()
+    private var _greeted = false
+    /// Whether the connection said hello (read by the hello deadline on the event loop).
+    var greeted: Bool {
+        get { greetedLock.withLock { _greeted } }
+        set { greetedLock.withLock { _greeted = newValue } }
+    }
 
     init(peer: PeerIdentity, daemon: EnclaveDaemon, sink: any ReplySink, logger: Logger) {
         self.peer = peer; self.daemon = daemon; self.sink = sink; self.logger = logger

@@ -1,3 +1,4 @@
+import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import Logging
@@ -14,11 +15,14 @@ import Glibc
 public struct EnclaveService: Service {
     let daemon: EnclaveDaemon
     let logger: Logger
+    /// Connections served at once, per user and in all (`ConnectionBudget`).
+    let connections: ConnectionCounter
     /// Called once the socket accepts connections (tests and the launcher wait for it).
     let onReady: @Sendable () -> Void
 
     public init(daemon: EnclaveDaemon, logger: Logger, onReady: @escaping @Sendable () -> Void = {}) {
         self.daemon = daemon; self.logger = logger; self.onReady = onReady
+        connections = ConnectionCounter(limits: daemon.config.connectionLimits)
     }
 
     public func run() async throws {
@@ -143,8 +147,20 @@ extension EnclaveService {
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "this user-mode daemon serves uid \(getuid()) only"))))
             return
         }
+        if let refusal = connections.admit(peer.uid) {
+            logger.notice("refused a connection over the limit", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)", "why": "\(refusal)"])
+            await writer.send(ReplyEnvelope(id: 0, reply: .failure(refusal.failure)))
+            return
+        }
+        defer { connections.release(peer.uid) }
         let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
         defer { handler.closed() }
+        // A connection that never says hello holds a descriptor and a slot of its user's budget.
+        let channel = connection.channel
+        let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {
+            if !handler.greeted { channel.close(promise: nil) }
+        }
+        defer { helloDeadline.cancel() }
         var decoder = FrameDecoder()
         do {
             for try await buffer in inbound {
@@ -219,6 +235,17 @@ final class ChannelReplySink: ReplySink, @unchecked Sendable {
         }
         try? await last?.get()
     }
+}
+
+/// The daemon's `ConnectionBudget`, shared by its connections' tasks.
+final class ConnectionCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var budget: ConnectionBudget
+
+    init(limits: ConnectionBudget.Limits) { budget = ConnectionBudget(limits: limits) }
+
+    func admit(_ uid: UInt32) -> ConnectionBudget.Refusal? { lock.withLock { budget.admit(uid) } }
+    func release(_ uid: UInt32) { lock.withLock { budget.release(uid) } }
 }
 
 struct SocketDirectoryError: Error, CustomStringConvertible {

@@ -72,6 +72,15 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("context-lifetime"), help: "Seconds an evaluated LAContext stays authorized.")
     var contextLifetime: Double = 300
 
+    @Option(name: .customLong("max-connections-per-user"), help: "Connections one user may hold at once (default 256).")
+    var maxConnectionsPerUser = ConnectionBudget.Limits.standard.perUser
+
+    @Option(name: .customLong("max-connections"), help: "Connections the daemon serves at once (default 4096; lowered to what the descriptor limit allows).")
+    var maxConnections = ConnectionBudget.Limits.standard.total
+
+    @Option(name: .customLong("hello-timeout"), help: "Seconds a new connection may take to say hello before it is closed.")
+    var helloTimeout: Double = 10
+
     @Flag(name: .customLong("exit-with-parent"), help: "Shut down when the process that started the daemon exits (used by the testing kit).")
     var exitWithParent = false
 
@@ -87,7 +96,9 @@ struct LAEnclaved: AsyncParsableCommand {
         if let passcodeSource, DaemonSettings.PasscodeSource(rawValue: passcodeSource) == nil { throw ValidationError("--passcode-source is enclave or pam") }
         if !(10...20).contains(passcodeCost) { throw ValidationError("--passcode-cost must be between 10 and 20") }
         if allowSimulation && noSimulation { throw ValidationError("--allow-simulation and --no-simulation exclude each other") }
-        for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime)]
+        if maxConnectionsPerUser < 1 || maxConnections < 1 { throw ValidationError("--max-connections-per-user and --max-connections must be at least 1") }
+        for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime),
+                              ("--hello-timeout", helloTimeout)]
             where !(value.isFinite && value > 0 && value <= 86_400) {
             throw ValidationError("\(name) must be a number of seconds between 0 and 86400")
         }
@@ -131,11 +142,20 @@ struct LAEnclaved: AsyncParsableCommand {
         commandLine.promptTimeout = promptTimeout
         commandLine.promptQueueTimeout = promptQueueTimeout
         commandLine.contextLifetime = contextLifetime
+        commandLine.helloTimeout = helloTimeout
+        // Every connection is a descriptor: take what the limits need, and never promise more
+        // connections than the descriptors allow (an accept loop out of descriptors spins).
+        let descriptors = Self.raiseDescriptorLimit(to: maxConnections + ConnectionBudget.descriptorReserve)
+        commandLine.connectionLimits = ConnectionBudget.Limits(perUser: maxConnectionsPerUser,
+                                                               total: max(1, min(maxConnections, descriptors - ConnectionBudget.descriptorReserve)))
         let defaults = mode == .system
             ? DaemonDefaultPaths(socket: EnclavePaths.systemSocket, stateDirectory: EnclavePaths.systemStateDirectory, masterKey: EnclavePaths.systemMasterKey)
             : DaemonDefaultPaths(socket: EnclavePaths.userSocket(), stateDirectory: EnclavePaths.userStateDirectory(), masterKey: EnclavePaths.userMasterKey())
         let config = DaemonConfiguration.resolve(file: settings, commandLine: commandLine, defaults: defaults)
         for warning in config.warnings { logger.warning("\(warning)") }
+        if config.connectionLimits.total < maxConnections {
+            logger.warning("the descriptor limit allows only \(config.connectionLimits.total) connections", metadata: ["asked": "\(maxConnections)"])
+        }
         let daemon: EnclaveDaemon
         do { daemon = try EnclaveDaemon(config: config, logger: logger) } catch let e as EnclaveDaemon.StartError {
             if case .alreadyRunning = e {
@@ -151,5 +171,17 @@ struct LAEnclaved: AsyncParsableCommand {
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+
+    /// Raises the soft descriptor limit toward `wanted` (up to the hard limit); returns the limit now.
+    static func raiseDescriptorLimit(to wanted: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return wanted }
+        if limit.rlim_cur < rlim_t(wanted) {
+            limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
+            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
     }
 }
