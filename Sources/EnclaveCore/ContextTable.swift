@@ -10,6 +10,9 @@ import EnclaveProtocol
 public struct ContextTable<Running> {
     public static var maxLive: Int { 1024 }
     public static var maxTombstones: Int { 4096 }
+    /// Requests running at once on one connection (each a task, most waiting for the user's one
+    /// prompt): a client that pipelines thousands holds no more than this.
+    public static var maxRunning: Int { 64 }
 
     public struct Entry {
         public var authorization: ContextAuthorization?
@@ -31,6 +34,8 @@ public struct ContextTable<Running> {
     private var tombstones: Set<String> = []
     private var tombstoneOrder: [String] = []
     private var nextTicket: UInt64 = 0
+    /// Tracked requests not yet ended, on every context.
+    public private(set) var running = 0
 
     public init() {}
 
@@ -58,13 +63,17 @@ public struct ContextTable<Running> {
 
     /// A request starts running on the context: its ticket, or nil when the context was
     /// invalidated (the request must not run).
-    public mutating func track(_ id: String, _ running: Running) throws -> UInt64? {
+    public mutating func track(_ id: String, _ request: Running) throws -> UInt64? {
+        guard running < Self.maxRunning else {
+            throw Failure(.busy, "a connection may run at most \(Self.maxRunning) requests at once; wait for their answers")
+        }
         if tombstones.contains(id) { return nil }
         var e = try touch(id)
         let ticket = nextTicket
         nextTicket += 1
-        e.work[ticket] = running
+        e.work[ticket] = request
         live[id] = e
+        running += 1
         return ticket
     }
 
@@ -78,7 +87,7 @@ public struct ContextTable<Running> {
 
     /// The request ended.
     public mutating func untrack(_ id: String, ticket: UInt64) {
-        live[id]?.work[ticket] = nil
+        if live[id]?.work.removeValue(forKey: ticket) != nil { running -= 1 }
     }
 
     /// An evaluation asks for the context's prompt input.
@@ -105,7 +114,9 @@ public struct ContextTable<Running> {
 
     /// Forgets everything but the id; returns what was running on it, for the shell to end.
     public mutating func invalidate(_ id: String) -> [Running] {
-        let ended = live.removeValue(forKey: id).map(Self.running(in:)) ?? []
+        let removed = live.removeValue(forKey: id)
+        running -= removed?.work.count ?? 0
+        let ended = removed.map(Self.running(in:)) ?? []
         if tombstones.insert(id).inserted {
             tombstoneOrder.append(id)
             if tombstoneOrder.count > Self.maxTombstones { tombstones.remove(tombstoneOrder.removeFirst()) }
@@ -117,6 +128,7 @@ public struct ContextTable<Running> {
     public mutating func close() -> [Running] {
         let ended = live.values.flatMap(Self.running(in:))
         live.removeAll()
+        running = 0
         return ended
     }
 

@@ -85,4 +85,25 @@ final class ContextTableTests: XCTestCase {
         XCTAssertFalse(try table.use("gone1"))
         XCTAssertFalse(try table.use("gone\(Table.maxTombstones)"))
     }
+
+    func testRunningRequestsAreBoundedPerConnection() throws {
+        var table = Table()
+        var tickets: [(String, UInt64)] = []
+        for i in 0..<Table.maxRunning {
+            let context = "c\(i % 3)"
+            tickets.append((context, try XCTUnwrap(try table.track(context, "request \(i)"))))
+        }
+        XCTAssertThrowsError(try table.track("c0", "one too many")) { error in
+            XCTAssertEqual((error as? Failure)?.code, .busy)
+        }
+        let (context, ticket) = tickets.removeFirst()
+        table.untrack(context, ticket: ticket)
+        table.untrack(context, ticket: ticket)
+        XCTAssertEqual(table.running, Table.maxRunning - 1, "untracking twice frees one slot")
+        XCTAssertNotNil(try table.track("c0", "now there is room"))
+        _ = table.invalidate("c1")
+        XCTAssertLessThan(table.running, Table.maxRunning - 1, "an invalidated context's requests are no longer running")
+        _ = table.close()
+        XCTAssertEqual(table.running, 0)
+    }
 }

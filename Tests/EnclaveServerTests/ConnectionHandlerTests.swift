@@ -463,4 +463,26 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .evaluated(let result) = try await sink.final(602) else { return XCTFail() }
         XCTAssertTrue(result.success, "the next app's evaluation got the prompt and its touch: \(result)")
     }
+
+    /// Attack: a client pipelines 200 evaluations on 200 contexts and reads nothing. Each would be a
+    /// task waiting for the user's one prompt; the connection runs at most `maxRunning` at once.
+    func testAConnectionRunsABoundedNumberOfRequests() async throws {
+        let options = EvaluationOptions(reason: "Unlock")
+        for i in 0..<200 {
+            _ = await handler.receive(RequestEnvelope(id: UInt64(2000 + i), request: .evaluate(context: "flood-\(i)", policy: 1, options: options)).encoded())
+        }
+        let limit = ContextTable<RunningRequest>.maxRunning
+        var busy = 0
+        for i in limit..<200 {
+            guard case .failure(let f) = try await sink.final(UInt64(2000 + i)) else { continue }
+            XCTAssertEqual(f.code, .busy)
+            busy += 1
+        }
+        XCTAssertEqual(busy, 200 - limit, "every request past the limit is answered busy at once")
+        handler.closed()
+        for i in 0..<limit {
+            guard case .evaluated(let result) = try await sink.final(UInt64(2000 + i)) else { return XCTFail("request \(i)") }
+            XCTAssertFalse(result.success)
+        }
+    }
 }
