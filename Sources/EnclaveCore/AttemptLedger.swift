@@ -32,7 +32,9 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     public private(set) var biometryLock: BiometryLockReason?
     public private(set) var passcodeFailures = 0
     /// Verifier output of the last wrong passcode, so the same wrong passcode twice counts once.
-    /// As hard to attack as the real verifier: it comes from the same memory-hard hash and salt.
+    /// Kept in memory only (not in `CodingKeys`): on disk it would hand a thief of the state the
+    /// hash of a near-miss — often a one-character typo of the real passcode. After a restart the
+    /// same wrong entry counts again.
     public private(set) var lastWrongPasscode: Data?
     /// When the current delay started; its length follows from `passcodeFailures`.
     public private(set) var delayStartedAt: MonotonicStamp?
@@ -43,6 +45,11 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     public private(set) var lastSeenBootID: String?
 
     public init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case biometricFailures, biometryLock, passcodeFailures, delayStartedAt, delayStartedWall
+        case lastOwnerAuthentication, lastBiometricMatch, lastSeenBootID
+    }
 
     // MARK: Queries
 
@@ -114,11 +121,12 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
         lastOwnerAuthentication = wall
     }
 
-    /// A wrong passcode. `attempt` is the verifier output for what was typed. Returns false when it
-    /// repeated the previous wrong passcode and so did not count.
+    /// A wrong passcode. `attempt` is the verifier output for what was typed; nil when the check was
+    /// not ours (PAM: a stack may also try a fingerprint, so no refusal is a repeat). Returns false
+    /// when it repeated the previous wrong passcode and so did not count.
     @discardableResult
-    public mutating func recordPasscodeFailure(attempt: Data, now: MonotonicStamp, wall: Date? = nil) -> Bool {
-        if let last = lastWrongPasscode, ConstantTime.equal(last, attempt) { return false }
+    public mutating func recordPasscodeFailure(attempt: Data?, now: MonotonicStamp, wall: Date? = nil) -> Bool {
+        if let attempt, let last = lastWrongPasscode, ConstantTime.equal(last, attempt) { return false }
         lastWrongPasscode = attempt
         passcodeFailures += 1
         if case .delay = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures) {

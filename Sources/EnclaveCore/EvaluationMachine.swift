@@ -38,7 +38,7 @@ public struct EvaluationMachine: Sendable {
         case match, noMatch, cancel, fallback, retry
         case passcodeTyped(String)
         /// The shell's answer to `.checkPasscode`: whether it matched, and the verifier output of the attempt.
-        case passcodeChecked(correct: Bool, attempt: Data)
+        case passcodeChecked(correct: Bool, attempt: Data?)
         case appCancel
         case systemCancel(String)
 

@@ -23,7 +23,8 @@ public enum PasscodeCheck {
 
     public enum Result: Equatable, Sendable {
         case accepted
-        /// Counted (unless it repeats the last wrong entry); `retryAfter` when entry is now delayed.
+        /// Counted (unless it repeats the last wrong entry of our own verifier); `retryAfter` when
+        /// entry is now delayed.
         case incorrect(retryAfter: Double?)
 
         /// The answer outside an evaluation: nil when accepted.
@@ -44,7 +45,7 @@ public enum PasscodeCheck {
     }
 
     /// Records a checked entry; the ledger must then be saved before anyone learns the result.
-    public static func record(correct: Bool, attempt: Data, ledger: inout AttemptLedger, now: MonotonicStamp, wall: Date) -> Result {
+    public static func record(correct: Bool, attempt: Data?, ledger: inout AttemptLedger, now: MonotonicStamp, wall: Date) -> Result {
         if correct {
             ledger.recordPasscodeSuccess(wall: wall)
             return .accepted

@@ -127,18 +127,17 @@ actor UserSession {
     var username: String { accountName(uid: uid) }
 
     /// Whether `passcode` is right, and the memory-hard digest of the attempt that the ledger uses
-    /// to tell a repeated wrong entry from a new one. One check at a time per user: a slow PAM
-    /// stack must not let parallel requests guess past the delay rules.
-    func checkPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data) {
+    /// to tell a repeated wrong entry from a new one (nil with PAM: its stack decides, and may try a
+    /// fingerprint too, so every refusal counts). One check at a time per user: a slow PAM stack
+    /// must not let parallel requests guess past the delay rules.
+    func checkPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data?) {
         guard !passcodeCheckBusy else { throw Failure(.busy, "another passcode check for this user is in progress") }
         passcodeCheckBusy = true
         defer { passcodeCheckBusy = false }
         if usesPAM, let service = config.pamService {
-            let keyed = PasscodeVerifier(salt: record.domainSecret, hash: Data(), cost: config.passcodeCost, blockSize: 8, parallelism: 1)
-            let attempt = try await BlockingWork.compute { try keyed.derive(passcode) }
             let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
             if case .refused(let why) = outcome { logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"]) }
-            return (outcome == .accepted, attempt)
+            return (outcome == .accepted, nil)
         }
         guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
         let attempt = try await BlockingWork.compute { try verifier.derive(passcode) }

@@ -47,6 +47,10 @@ final class PAMPasscodeTests: XCTestCase {
         XCTAssertNotEqual(wrong.status, 0)
         XCTAssertTrue(wrong.stderr.contains("not correct"), wrong.stderr)
         XCTAssertTrue(try asUser(["status", "--json"]).stdout.contains("\"passcodeFailures\" : 1"), "our counter counts PAM's refusals")
+        // The same wrong password again is a new attempt: a PAM stack (pam_fprintd) may have tried
+        // a fingerprint with it, so no refusal of PAM's is a free repeat.
+        XCTAssertNotEqual(try asUser(["keychain", "list", "--stdin"], input: "not-my-password\n").status, 0)
+        XCTAssertTrue(try asUser(["status", "--json"]).stdout.contains("\"passcodeFailures\" : 2"), "each refusal counts")
         let right = try asUser(["keychain", "list", "--stdin"], input: password + "\n")
         XCTAssertEqual(right.status, 0, right.stderr)
 

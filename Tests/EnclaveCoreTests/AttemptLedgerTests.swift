@@ -153,7 +153,16 @@ final class AttemptLedgerTests: XCTestCase {
         clock.advance(100)
         let data = try JSONEncoder().encode(l)
         var restored = try JSONDecoder().decode(AttemptLedger.self, from: data)
-        XCTAssertEqual(restored, l)
+        // Everything durable comes back; the last wrong passcode's digest never went to disk.
+        XCTAssertEqual(restored.biometricFailures, l.biometricFailures)
+        XCTAssertEqual(restored.biometryLock, l.biometryLock)
+        XCTAssertEqual(restored.delayStartedAt, l.delayStartedAt)
+        XCTAssertEqual(restored.delayStartedWall, l.delayStartedWall)
+        XCTAssertEqual(restored.lastOwnerAuthentication, l.lastOwnerAuthentication)
+        XCTAssertEqual(restored.lastBiometricMatch, l.lastBiometricMatch)
+        XCTAssertEqual(restored.lastSeenBootID, l.lastSeenBootID)
+        XCTAssertNotNil(l.lastWrongPasscode)
+        XCTAssertNil(restored.lastWrongPasscode)
         XCTAssertEqual(restored.passcodeFailures, 6)
         // Same boot: the daemon restarted, the machine did not.
         _ = restored.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false)
@@ -384,5 +393,37 @@ final class AttemptLedgerTests: XCTestCase {
         _ = expired.noteLoaded(now: laterClock.monotonic(), lockBiometryOnBoot: false, wall: clock.wall().addingTimeInterval(7200))
         XCTAssertEqual(expired.passcodeGate(now: laterClock.monotonic()), .open, "an expired delay is not imposed again")
         XCTAssertEqual(expired.passcodeFailures, 5, "the counter itself stays")
+    }
+
+    func testARefusalThatIsNotOurVerifiersAlwaysCounts() {
+        var l = AttemptLedger()
+        // PAM: no digest of what was typed; the stack may have tried a fingerprint as well.
+        XCTAssertTrue(l.recordPasscodeFailure(attempt: nil, now: clock.monotonic()))
+        XCTAssertTrue(l.recordPasscodeFailure(attempt: nil, now: clock.monotonic()))
+        XCTAssertEqual(l.passcodeFailures, 2)
+        XCTAssertNil(l.lastWrongPasscode)
+        // Our own verifier's repeat still counts once, and a refusal in between breaks the run.
+        XCTAssertTrue(l.recordPasscodeFailure(attempt: Fixture.wrong(1), now: clock.monotonic()))
+        XCTAssertFalse(l.recordPasscodeFailure(attempt: Fixture.wrong(1), now: clock.monotonic()))
+        XCTAssertTrue(l.recordPasscodeFailure(attempt: nil, now: clock.monotonic()))
+        XCTAssertTrue(l.recordPasscodeFailure(attempt: Fixture.wrong(1), now: clock.monotonic()))
+        XCTAssertEqual(l.passcodeFailures, 5)
+    }
+
+    func testTheLastWrongPasscodeNeverReachesTheDisk() throws {
+        var l = AttemptLedger()
+        l.recordPasscodeFailure(attempt: Fixture.wrong(7), now: clock.monotonic(), wall: clock.wall())
+        XCTAssertNotNil(l.lastWrongPasscode)
+        let stored = try JSONEncoder().encode(l)
+        XCTAssertFalse(String(decoding: stored, as: UTF8.self).contains("lastWrongPasscode"), String(decoding: stored, as: UTF8.self))
+        XCTAssertNil(stored.range(of: Fixture.wrong(7)), "nor its bytes")
+        let loaded = try JSONDecoder().decode(AttemptLedger.self, from: stored)
+        XCTAssertNil(loaded.lastWrongPasscode)
+        XCTAssertEqual(loaded.passcodeFailures, 1, "the count itself is durable")
+        // State written before this change still loads; its stored digest is dropped.
+        let old = #"{"biometricFailures":0,"passcodeFailures":3,"lastWrongPasscode":"qgcA"}"#
+        let upgraded = try JSONDecoder().decode(AttemptLedger.self, from: Data(old.utf8))
+        XCTAssertEqual(upgraded.passcodeFailures, 3)
+        XCTAssertNil(upgraded.lastWrongPasscode)
     }
 }
