@@ -116,105 +116,165 @@ public struct RequestDecodingError: Error, Equatable, CustomStringConvertible {
     public var description: String { "\(kind.rawValue): \(detail)" }
 }
 
-private struct Header: Decodable { var id: UInt64; var op: String }
+/// The wire's request: `{"id": 7, "op": "canEvaluate", "args": {…}}`, with one Codable payload per
+/// shape of arguments; decoded in one pass (the operation is read first and chooses the payload).
+private enum WireKey: String, CodingKey { case id, op, args }
 
-private struct Args: Codable {
-    var version: Int?
-    var context: String?
-    var policy: Int?
-    var options: EvaluationOptions?
-    var action: PromptAction?
-    var passcode: String?
-    var current: String?
-    var new: String?
-    var name: String?
-    var events: [SimulatedEvent]?
-    var limit: Int?
-    var uid: UInt32?
-    var keychain: KeychainRequest?
-    var persistentRef: Data?
-    var key: KeyRequest?
-    var apps: [String]?
-    var flags: AccessControlFlags?
+/// The arguments of each operation, exactly as they travel.
+private enum Payload {
+    /// No arguments, but what is sent must still be an object.
+    struct None: Codable {
+        private enum NoKeys: CodingKey {}
+        init() {}
+        init(from decoder: any Decoder) throws { _ = try decoder.container(keyedBy: NoKeys.self) }
+        func encode(to encoder: any Encoder) throws { _ = encoder.container(keyedBy: NoKeys.self) }
+    }
+    struct Hello: Codable { var version: Int }
+    struct ContextPolicy: Codable { var context: String; var policy: Int }
+    struct Evaluate: Codable { var context: String; var policy: Int; var options: EvaluationOptions }
+    struct AccessControl: Codable { var context: String; var flags: AccessControlFlags; var options: EvaluationOptions }
+    struct PromptInput: Codable { var context: String; var action: PromptAction; var passcode: String? }
+    struct Context: Codable { var context: String }
+    struct MaybeContext: Codable { var context: String? }
+    struct SetPasscode: Codable { var current: String?; var new: String }
+    struct CurrentPasscode: Codable { var current: String }
+    struct Enrolment: Codable { var passcode: String; var name: String }
+    struct Simulate: Codable { var events: [SimulatedEvent] }
+    struct Audit: Codable { var limit: Int?; var passcode: String? }
+    struct MaybeUID: Codable { var uid: UInt32? }
+    struct Keychain: Codable { var keychain: KeychainRequest }
+    struct Passcode: Codable { var passcode: String }
+    struct KeychainRemove: Codable { var passcode: String; var persistentRef: Data }
+    struct Key: Codable { var key: KeyRequest }
+    struct AccessGroup: Codable { var passcode: String; var name: String; var apps: [String] }
 }
 
-private struct WireRequest: Codable { var id: UInt64; var op: Request.Operation; var args: Args? }
+private struct WireRequest: Codable {
+    var envelope: RequestEnvelope
+
+    init(_ envelope: RequestEnvelope) { self.envelope = envelope }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: WireKey.self)
+        try c.encode(envelope.id, forKey: .id)
+        try c.encode(envelope.request.operation, forKey: .op)
+        func args<T: Encodable>(_ payload: T) throws { try c.encode(payload, forKey: .args) }
+        switch envelope.request {
+        case .hello(let v): try args(Payload.Hello(version: v))
+        case .canEvaluate(let c, let p): try args(Payload.ContextPolicy(context: c, policy: p))
+        case .evaluate(let c, let p, let o): try args(Payload.Evaluate(context: c, policy: p, options: o))
+        case .authorizeAccessControl(let c, let f, let o): try args(Payload.AccessControl(context: c, flags: f, options: o))
+        case .promptInput(let c, let action, let pass): try args(Payload.PromptInput(context: c, action: action, passcode: pass))
+        case .invalidate(let c): try args(Payload.Context(context: c))
+        case .domainState(let c): try args(Payload.MaybeContext(context: c))
+        case .status, .clearSimulated: try args(Payload.None())
+        case .setPasscode(let cur, let new): try args(Payload.SetPasscode(current: cur, new: new))
+        case .removePasscode(let cur): try args(Payload.CurrentPasscode(current: cur))
+        case .enroll(let p, let n), .unenroll(let p, let n): try args(Payload.Enrolment(passcode: p, name: n))
+        case .simulate(let e): try args(Payload.Simulate(events: e))
+        case .audit(let l, let p): try args(Payload.Audit(limit: l, passcode: p))
+        case .resetPasscodeLockout(let u), .remoteLock(let u): try args(Payload.MaybeUID(uid: u))
+        case .keychainAdd(let k), .keychainCopy(let k), .keychainUpdate(let k), .keychainDelete(let k): try args(Payload.Keychain(keychain: k))
+        case .keychainList(let p), .accessGroups(let p): try args(Payload.Passcode(passcode: p))
+        case .keychainRemove(let p, let r): try args(Payload.KeychainRemove(passcode: p, persistentRef: r))
+        case .key(let k): try args(Payload.Key(key: k))
+        case .configureAccessGroup(let p, let n, let apps): try args(Payload.AccessGroup(passcode: p, name: n, apps: apps))
+        }
+    }
+
+    init(from decoder: any Decoder) throws {
+        let c: KeyedDecodingContainer<WireKey>
+        let id: UInt64
+        let name: String
+        do {
+            c = try decoder.container(keyedBy: WireKey.self)
+            id = try c.decode(UInt64.self, forKey: .id)
+            name = try c.decode(String.self, forKey: .op)
+        } catch {
+            throw RequestDecodingError(kind: .malformed, id: nil, detail: "not a request object with a numeric \"id\" and a string \"op\"")
+        }
+        guard let op = Request.Operation(rawValue: name) else {
+            throw RequestDecodingError(kind: .unknownOperation, id: id, detail: "unknown operation \"\(name.prefix(64))\"")
+        }
+        do {
+            envelope = RequestEnvelope(id: id, request: try Self.request(op, from: c))
+        } catch {
+            throw RequestDecodingError(kind: .invalidArguments, id: id, detail: "arguments of \(name) are malformed: \(RequestEnvelope.describe(error))")
+        }
+    }
+
+    private static func request(_ op: Request.Operation, from c: KeyedDecodingContainer<WireKey>) throws -> Request {
+        func args<T: Decodable>(_ type: T.Type) throws -> T { try c.decode(type, forKey: .args) }
+        /// Operations whose arguments may all be left out.
+        func optionalArgs<T: Decodable>(_ type: T.Type) throws -> T? { try c.decodeIfPresent(type, forKey: .args) }
+        switch op {
+        case .hello: return .hello(version: try args(Payload.Hello.self).version)
+        case .canEvaluate:
+            let a = try args(Payload.ContextPolicy.self)
+            return .canEvaluate(context: a.context, policy: a.policy)
+        case .evaluate:
+            let a = try args(Payload.Evaluate.self)
+            return .evaluate(context: a.context, policy: a.policy, options: a.options)
+        case .authorizeAccessControl:
+            let a = try args(Payload.AccessControl.self)
+            return .authorizeAccessControl(context: a.context, flags: a.flags, options: a.options)
+        case .promptInput:
+            let a = try args(Payload.PromptInput.self)
+            return .promptInput(context: a.context, action: a.action, passcode: a.passcode)
+        case .invalidate: return .invalidate(context: try args(Payload.Context.self).context)
+        case .domainState: return .domainState(context: try optionalArgs(Payload.MaybeContext.self)?.context)
+        case .status:
+            _ = try optionalArgs(Payload.None.self)
+            return .status
+        case .clearSimulated:
+            _ = try optionalArgs(Payload.None.self)
+            return .clearSimulated
+        case .setPasscode:
+            let a = try args(Payload.SetPasscode.self)
+            return .setPasscode(current: a.current, new: a.new)
+        case .removePasscode: return .removePasscode(current: try args(Payload.CurrentPasscode.self).current)
+        case .enroll:
+            let a = try args(Payload.Enrolment.self)
+            return .enroll(passcode: a.passcode, name: a.name)
+        case .unenroll:
+            let a = try args(Payload.Enrolment.self)
+            return .unenroll(passcode: a.passcode, name: a.name)
+        case .simulate: return .simulate(events: try args(Payload.Simulate.self).events)
+        case .audit:
+            let a = try optionalArgs(Payload.Audit.self)
+            return .audit(limit: a?.limit ?? 50, passcode: a?.passcode)
+        case .resetPasscodeLockout: return .resetPasscodeLockout(uid: try optionalArgs(Payload.MaybeUID.self)?.uid)
+        case .remoteLock: return .remoteLock(uid: try optionalArgs(Payload.MaybeUID.self)?.uid)
+        case .keychainAdd: return .keychainAdd(try args(Payload.Keychain.self).keychain)
+        case .keychainCopy: return .keychainCopy(try args(Payload.Keychain.self).keychain)
+        case .keychainUpdate: return .keychainUpdate(try args(Payload.Keychain.self).keychain)
+        case .keychainDelete: return .keychainDelete(try args(Payload.Keychain.self).keychain)
+        case .keychainList: return .keychainList(passcode: try args(Payload.Passcode.self).passcode)
+        case .keychainRemove:
+            let a = try args(Payload.KeychainRemove.self)
+            return .keychainRemove(passcode: a.passcode, persistentRef: a.persistentRef)
+        case .key: return .key(try args(Payload.Key.self).key)
+        case .configureAccessGroup:
+            let a = try args(Payload.AccessGroup.self)
+            return .configureAccessGroup(passcode: a.passcode, name: a.name, apps: a.apps)
+        case .accessGroups: return .accessGroups(passcode: try args(Payload.Passcode.self).passcode)
+        }
+    }
+}
 
 extension RequestEnvelope {
     public func encoded() -> [UInt8] {
-        var a = Args()
-        switch request {
-        case .hello(let v): a.version = v
-        case .canEvaluate(let c, let p): a.context = c; a.policy = p
-        case .evaluate(let c, let p, let o): a.context = c; a.policy = p; a.options = o
-        case .authorizeAccessControl(let c, let f, let o): a.context = c; a.flags = f; a.options = o
-        case .promptInput(let c, let action, let pass): a.context = c; a.action = action; a.passcode = pass
-        case .invalidate(let c): a.context = c
-        case .domainState(let c): a.context = c
-        case .status, .clearSimulated: break
-        case .setPasscode(let cur, let new): a.current = cur; a.new = new
-        case .removePasscode(let cur): a.current = cur
-        case .enroll(let p, let n), .unenroll(let p, let n): a.passcode = p; a.name = n
-        case .simulate(let e): a.events = e
-        case .audit(let l, let p): a.limit = l; a.passcode = p
-        case .resetPasscodeLockout(let u), .remoteLock(let u): a.uid = u
-        case .keychainAdd(let k), .keychainCopy(let k), .keychainUpdate(let k), .keychainDelete(let k): a.keychain = k
-        case .keychainList(let p): a.passcode = p
-        case .keychainRemove(let p, let r): a.passcode = p; a.persistentRef = r
-        case .key(let k): a.key = k
-        case .configureAccessGroup(let p, let n, let apps): a.passcode = p; a.name = n; a.apps = apps
-        case .accessGroups(let p): a.passcode = p
-        }
-        return Array(try! JSONEncoder().encode(WireRequest(id: id, op: request.operation, args: a)))
+        Array(try! JSONEncoder().encode(WireRequest(self)))
     }
 
     public static func decode(_ payload: [UInt8]) throws -> RequestEnvelope {
-        let data = Data(payload)
-        let header: Header
-        do { header = try JSONDecoder().decode(Header.self, from: data) } catch {
+        do {
+            return try JSONDecoder().decode(WireRequest.self, from: Data(payload)).envelope
+        } catch let e as RequestDecodingError {
+            throw e
+        } catch {
             throw RequestDecodingError(kind: .malformed, id: nil, detail: "not a request object with a numeric \"id\" and a string \"op\"")
         }
-        guard let op = Request.Operation(rawValue: header.op) else {
-            throw RequestDecodingError(kind: .unknownOperation, id: header.id, detail: "unknown operation \"\(header.op.prefix(64))\"")
-        }
-        let a: Args
-        do { a = try JSONDecoder().decode(WireRequest.self, from: data).args ?? Args() } catch {
-            throw RequestDecodingError(kind: .invalidArguments, id: header.id, detail: "arguments of \(header.op) are malformed: \(Self.describe(error))")
-        }
-        func need<T>(_ v: T?, _ name: String) throws -> T {
-            guard let v else { throw RequestDecodingError(kind: .invalidArguments, id: header.id, detail: "\(header.op) needs \"\(name)\"") }
-            return v
-        }
-        let r: Request
-        switch op {
-        case .hello: r = .hello(version: try need(a.version, "version"))
-        case .canEvaluate: r = .canEvaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"))
-        case .evaluate: r = .evaluate(context: try need(a.context, "context"), policy: try need(a.policy, "policy"), options: try need(a.options, "options"))
-        case .authorizeAccessControl: r = .authorizeAccessControl(context: try need(a.context, "context"), flags: try need(a.flags, "flags"), options: try need(a.options, "options"))
-        case .promptInput: r = .promptInput(context: try need(a.context, "context"), action: try need(a.action, "action"), passcode: a.passcode)
-        case .invalidate: r = .invalidate(context: try need(a.context, "context"))
-        case .domainState: r = .domainState(context: a.context)
-        case .status: r = .status
-        case .setPasscode: r = .setPasscode(current: a.current, new: try need(a.new, "new"))
-        case .removePasscode: r = .removePasscode(current: try need(a.current, "current"))
-        case .enroll: r = .enroll(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"))
-        case .unenroll: r = .unenroll(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"))
-        case .simulate: r = .simulate(events: try need(a.events, "events"))
-        case .clearSimulated: r = .clearSimulated
-        case .audit: r = .audit(limit: a.limit ?? 50, passcode: a.passcode)
-        case .resetPasscodeLockout: r = .resetPasscodeLockout(uid: a.uid)
-        case .remoteLock: r = .remoteLock(uid: a.uid)
-        case .keychainAdd: r = .keychainAdd(try need(a.keychain, "keychain"))
-        case .keychainCopy: r = .keychainCopy(try need(a.keychain, "keychain"))
-        case .keychainUpdate: r = .keychainUpdate(try need(a.keychain, "keychain"))
-        case .keychainDelete: r = .keychainDelete(try need(a.keychain, "keychain"))
-        case .keychainList: r = .keychainList(passcode: try need(a.passcode, "passcode"))
-        case .key: r = .key(try need(a.key, "key"))
-        case .configureAccessGroup: r = .configureAccessGroup(passcode: try need(a.passcode, "passcode"), name: try need(a.name, "name"), apps: try need(a.apps, "apps"))
-        case .accessGroups: r = .accessGroups(passcode: try need(a.passcode, "passcode"))
-        case .keychainRemove: r = .keychainRemove(passcode: try need(a.passcode, "passcode"), persistentRef: try need(a.persistentRef, "persistentRef"))
-        }
-        return RequestEnvelope(id: header.id, request: r)
     }
 
     static func describe(_ error: Error) -> String {
