@@ -32,6 +32,11 @@ public struct DaemonConfiguration: Sendable {
     public var connectionLimits: ConnectionBudget.Limits = .standard
     /// How long a new connection may take to say hello before it is closed.
     public var helloTimeout: Double = 10
+    /// How much of the keychain one user may fill (our choice: 10,000 items, 64 MiB).
+    public var keychainQuotaItems = DaemonConfiguration.standardKeychainQuotaItems
+    public var keychainQuotaBytes = DaemonConfiguration.standardKeychainQuotaBytes
+    public static let standardKeychainQuotaItems = 10_000
+    public static let standardKeychainQuotaBytes = 64 << 20
 
     public init(mode: DaemonMode, socketPath: String, stateDirectory: String, masterKeyPath: String, simulatedSensor: BiometryKind?, simulationEnabled: Bool) {
         self.mode = mode; self.socketPath = socketPath; self.stateDirectory = stateDirectory; self.masterKeyPath = masterKeyPath

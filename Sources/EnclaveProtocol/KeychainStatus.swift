@@ -7,6 +7,8 @@ public struct KeychainStatus: RawRepresentable, Codable, Sendable, Hashable, Cus
 
     public static let success = KeychainStatus(rawValue: 0)
     public static let unimplemented = KeychainStatus(rawValue: -4)
+    /// Also our answer when a user's keychain is at its quota (items or bytes).
+    public static let diskFull = KeychainStatus(rawValue: -34)
     public static let param = KeychainStatus(rawValue: -50)
     public static let allocate = KeychainStatus(rawValue: -108)
     public static let userCanceled = KeychainStatus(rawValue: -128)

@@ -47,7 +47,7 @@ public final class EnclaveDaemon: Sendable {
         self.config = config
         self.clock = clock
         self.logger = logger
-        storage = try Storage(directory: config.stateDirectory)
+        storage = try Storage(directory: config.stateDirectory, quota: KeychainQuota(items: config.keychainQuotaItems, bytes: config.keychainQuotaBytes))
         auditLog = AuditLog(storage: storage, logger: logger)
         masterKey = try Self.loadMasterKey(config.masterKeyPath)
         // A lost or swapped key file must not silently make every item undecryptable.

@@ -54,7 +54,16 @@ struct StoredItem: Sendable, Equatable {
     }
 }
 
-enum KeychainStoreError: Error { case duplicate, changedMeanwhile }
+enum KeychainStoreError: Error { case duplicate, changedMeanwhile, quotaExceeded(String) }
+
+/// How much of the keychain one user may fill: every item and byte is on the disk every user's
+/// counters are written to. Our choice: far beyond what apps keep (passwords, tokens, keys), far
+/// below a disk.
+struct KeychainQuota: Sendable, Equatable {
+    var items: Int
+    var bytes: Int
+    static let standard = KeychainQuota(items: DaemonConfiguration.standardKeychainQuotaItems, bytes: DaemonConfiguration.standardKeychainQuotaBytes)
+}
 
 extension Storage {
     private static let attributeEncoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
@@ -63,8 +72,10 @@ extension Storage {
 
     func insertItem(_ item: StoredItem) throws -> Int64 {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
+        let size = item.sealed.ciphertext.count + attributes.count
         do {
             return try pool.write { db in
+                try checkQuota(db, uid: item.uid, newItems: 1, growth: size)
                 try db.execute(sql: """
                     INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
                                       enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified)
@@ -87,6 +98,9 @@ extension Storage {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         do {
             try pool.write { db in
+                let old = try Int.fetchOne(db, sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
+                                           arguments: [item.id, Int64(item.uid)]) ?? 0
+                try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
                 try db.execute(sql: """
                     UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
                         enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?
@@ -99,6 +113,19 @@ extension Storage {
             }
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw KeychainStoreError.duplicate
+        }
+    }
+
+    /// Refuses a change that would take `uid` past its quota; within the change's own transaction.
+    private func checkQuota(_ db: Database, uid: UInt32, newItems: Int, growth: Int) throws {
+        guard newItems > 0 || growth > 0 else { return }
+        let row = try Row.fetchOne(db, sql: "SELECT items, bytes FROM item_usage WHERE uid = ?", arguments: [Int64(uid)])
+        let items: Int = row?["items"] ?? 0, bytes: Int = row?["bytes"] ?? 0
+        if items + newItems > quota.items {
+            throw KeychainStoreError.quotaExceeded("this user's keychain holds \(items) items, the most it may (\(quota.items))")
+        }
+        if bytes + growth > quota.bytes {
+            throw KeychainStoreError.quotaExceeded("this user's keychain would pass its \(quota.bytes >> 20) MiB")
         }
     }
 

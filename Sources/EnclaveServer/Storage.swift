@@ -23,9 +23,14 @@ struct UserRecord: Sendable, Equatable {
 final class Storage: Sendable {
     let pool: DatabasePool
     let directory: String
+    /// How much of the keychain one user may fill.
+    let quota: KeychainQuota
+    /// Audit entries kept per user, the newest (our choice: about a month of a busy desktop).
+    static let auditRowsPerUser = 10_000
 
-    init(directory: String) throws {
+    init(directory: String, quota: KeychainQuota = .standard) throws {
         self.directory = directory
+        self.quota = quota
         try Self.makePrivateDirectory(directory)
         var configuration = Configuration()
         configuration.prepareDatabase { db in
@@ -96,6 +101,34 @@ final class Storage: Sendable {
         }
         migrator.registerMigration("v6-meta") { db in
             try db.execute(sql: "CREATE TABLE meta (name TEXT PRIMARY KEY, value BLOB NOT NULL)")
+        }
+        migrator.registerMigration("v7-bounded-per-user") { db in
+            // The audit log keeps each user's newest entries: an app that makes thousands of
+            // requests a second cannot fill the disk every user's counters are written to.
+            try db.execute(sql: """
+                CREATE TRIGGER audit_rotation AFTER INSERT ON audit WHEN NEW.id % 256 = 0
+                BEGIN
+                    DELETE FROM audit WHERE uid = NEW.uid AND id <= (
+                        SELECT id FROM audit WHERE uid = NEW.uid ORDER BY id DESC LIMIT 1 OFFSET \(Self.auditRowsPerUser));
+                END;
+                """)
+            // What each user's items take, kept by the database itself, for the keychain quota.
+            try db.execute(sql: """
+                CREATE TABLE item_usage (uid INTEGER PRIMARY KEY, items INTEGER NOT NULL, bytes INTEGER NOT NULL);
+                INSERT INTO item_usage (uid, items, bytes)
+                    SELECT uid, COUNT(*), SUM(LENGTH(ciphertext) + LENGTH(attributes)) FROM item GROUP BY uid;
+                CREATE TRIGGER item_usage_insert AFTER INSERT ON item BEGIN
+                    INSERT INTO item_usage (uid, items, bytes) VALUES (NEW.uid, 1, LENGTH(NEW.ciphertext) + LENGTH(NEW.attributes))
+                    ON CONFLICT(uid) DO UPDATE SET items = items + 1, bytes = bytes + LENGTH(NEW.ciphertext) + LENGTH(NEW.attributes);
+                END;
+                CREATE TRIGGER item_usage_delete AFTER DELETE ON item BEGIN
+                    UPDATE item_usage SET items = items - 1, bytes = bytes - LENGTH(OLD.ciphertext) - LENGTH(OLD.attributes) WHERE uid = OLD.uid;
+                END;
+                CREATE TRIGGER item_usage_update AFTER UPDATE OF ciphertext, attributes ON item BEGIN
+                    UPDATE item_usage SET bytes = bytes - LENGTH(OLD.ciphertext) - LENGTH(OLD.attributes)
+                        + LENGTH(NEW.ciphertext) + LENGTH(NEW.attributes) WHERE uid = NEW.uid;
+                END;
+                """)
         }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {

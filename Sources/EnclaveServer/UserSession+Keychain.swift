@@ -116,7 +116,9 @@ extension UserSession {
                               persistentRef: SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }, created: now, modified: now)
         item.sealed = try ItemSealing.seal(new.secret, userKey: userKey, identity: item.identity,
                                            applicationPassword: new.requirement.applicationPassword ? request.applicationPassword : nil)
-        do { item.id = try storage.insertItem(item) } catch KeychainStoreError.duplicate {
+        do { item.id = try storage.insertItem(item) } catch KeychainStoreError.quotaExceeded(let why) {
+            throw KeychainFailure(.diskFull, why)
+        } catch KeychainStoreError.duplicate {
             throw KeychainFailure(.duplicateItem, "an item with the same primary attributes exists")
         }
         let wantsResult = request.returnData || request.returnAttributes || request.returnPersistentRef
@@ -175,7 +177,9 @@ extension UserSession {
             item.sealed = try ItemSealing.seal(changes.secret ?? secret, userKey: userKey, identity: item.identity,
                                                applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil)
             item.modified = now
-            do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.duplicate {
+            do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.quotaExceeded(let why) {
+                throw KeychainFailure(.diskFull, why)
+            } catch KeychainStoreError.duplicate {
                 throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
             } catch KeychainStoreError.changedMeanwhile {
                 throw KeychainFailure(.itemNotFound, "the item changed or was deleted while this update waited; read it again")

@@ -104,6 +104,7 @@ nonisolated(unsafe) public let kSecUseDataProtectionKeychain: CFString = "nleg"
 
 public let errSecSuccess: OSStatus = KeychainStatus.success.rawValue
 public let errSecUnimplemented: OSStatus = KeychainStatus.unimplemented.rawValue
+public let errSecDiskFull: OSStatus = KeychainStatus.diskFull.rawValue
 public let errSecParam: OSStatus = KeychainStatus.param.rawValue
 public let errSecAllocate: OSStatus = KeychainStatus.allocate.rawValue
 public let errSecUserCanceled: OSStatus = KeychainStatus.userCanceled.rawValue

@@ -79,6 +79,7 @@ func secErrorMessage(_ status: OSStatus) -> String {
     switch status {
     case errSecSuccess: return "No error."
     case errSecUnimplemented: return "Function or operation not implemented."
+    case errSecDiskFull: return "The disk is full."
     case errSecParam: return "One or more parameters passed to a function were not valid."
     case errSecAllocate: return "Failed to allocate memory."
     case errSecUserCanceled: return "User canceled the operation."

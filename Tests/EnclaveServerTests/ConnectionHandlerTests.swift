@@ -485,4 +485,41 @@ final class ConnectionHandlerTests: XCTestCase {
             XCTAssertFalse(result.success)
         }
     }
+
+    /// Attack: one user stores items without end (the disk every user's counters live on). At the
+    /// quota the keychain answers errSecDiskFull; deleting makes room again.
+    func testAUsersKeychainStopsAtItsQuota() async throws {
+        handler.closed()
+        var config = daemon.config
+        config.keychainQuotaItems = 3
+        config.keychainQuotaBytes = 4096
+        config.stateDirectory = directory + "/quota-state"
+        daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
+        handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
+                                    logger: Logger(label: "test"))
+        _ = try await request(.hello(version: enclaveProtocolVersion))
+        func add(_ account: String, bytes: Int = 10) async throws -> KeychainReply {
+            try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string(account),
+                                                                  "v_Data": .data(Data(repeating: 7, count: bytes))], context: "q"))
+        }
+        for i in 0..<3 {
+            let added = try await add("a\(i)")
+            XCTAssertEqual(added.status, .success)
+        }
+        let fourth = try await add("a3")
+        XCTAssertEqual(fourth.status, .diskFull, fourth.message ?? "")
+        XCTAssertTrue(fourth.message?.contains("3 items") ?? false, fourth.message ?? "")
+        let deleted = try await keychain(.delete, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a0")],
+                                                                  context: "q"))
+        XCTAssertEqual(deleted.status, .success)
+        let again = try await add("a3")
+        XCTAssertEqual(again.status, .success, "a deletion makes room")
+        // Bytes too: an update that would pass them is refused and changes nothing.
+        let grow = try await keychain(.update, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a1")],
+                                                               changes: ["v_Data": .data(Data(repeating: 1, count: 8192))], context: "q"))
+        XCTAssertEqual(grow.status, .diskFull, grow.message ?? "")
+        let still = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a1")],
+                                                              context: "q", returnData: true))
+        XCTAssertEqual(still.items.first?.data, Data(repeating: 7, count: 10))
+    }
 }
