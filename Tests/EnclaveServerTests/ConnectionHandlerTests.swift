@@ -522,4 +522,32 @@ final class ConnectionHandlerTests: XCTestCase {
                                                               context: "q", returnData: true))
         XCTAssertEqual(still.items.first?.data, Data(repeating: 7, count: 10))
     }
+
+    /// A keychain read waiting on its prompt ends with its connection: it answers, lets go of the
+    /// user's prompt, and the touch queued for the next app is the next app's.
+    func testAKeychainReadWaitingOnItsPromptEndsWithItsConnection() async throws {
+        let add = try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("p"), "v_Data": .data(Data("x".utf8))],
+                                                            accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: .biometryAny),
+                                                            context: "add"))
+        XCTAssertEqual(add.status, .success)
+        let query = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("p")], context: "read", reason: "Read", returnData: true)
+        _ = await handler.receive(RequestEnvelope(id: 700, request: .keychainCopy(query)).encoded())
+        let deadline = Date().addingTimeInterval(5)
+        while !(await sink.sawPrompt(700)), Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        let prompted = await sink.sawPrompt(700)
+        XCTAssertTrue(prompted, "the read waits on its prompt")
+        handler.closed()
+        guard case .keychain(let ended) = try await sink.final(700) else { return XCTFail("the read answered") }
+        XCTAssertNotEqual(ended.status, .success)
+
+        let next = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: "/usr/bin/next-app"), daemon: daemon,
+                                     sink: sink, logger: Logger(label: "test"))
+        defer { next.closed() }
+        _ = await next.receive(RequestEnvelope(id: 701, request: .hello(version: enclaveProtocolVersion)).encoded())
+        _ = await next.receive(RequestEnvelope(id: 702, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
+        _ = try await sink.final(702)
+        _ = await next.receive(RequestEnvelope(id: 703, request: .evaluate(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock"))).encoded())
+        guard case .evaluated(let result) = try await sink.final(703) else { return XCTFail() }
+        XCTAssertTrue(result.success, "the next app got the prompt and its touch: \(result)")
+    }
 }
