@@ -8,16 +8,17 @@ protocol ReplySink: Sendable {
     func send(_ envelope: ReplyEnvelope) async
 }
 
-/// What runs on a context: the evaluation's input channel and the request's task.
+/// What runs on a context: the evaluation's input channel and the request's stop signal.
 struct RunningRequest: Sendable {
     var inputs: AsyncStream<SessionInput>.Continuation?
-    var task: Task<Void, Never>?
+    var stop: AsyncStream<Never>.Continuation?
 
-    /// Ends it as a vanished client would: an evaluation reads appCancel; a request waiting for
-    /// the user's prompt, or for anything else, is cancelled.
-    func end() {
-        inputs?.yield(.machine(.appCancel))
-        task?.cancel()
+    /// Ends it: an evaluation reads `input` (appCancel when its client went or invalidated the
+    /// context, systemCancel when the daemon stops); a request waiting for the user's prompt, or
+    /// for anything else, is cancelled.
+    func end(_ input: EvaluationMachine.Input = .appCancel) {
+        inputs?.yield(.machine(input))
+        stop?.finish()
     }
 }
 
@@ -47,8 +48,22 @@ final class ConnectionHandler: @unchecked Sendable {
         set { greetedLock.withLock { _greeted = newValue } }
     }
 
+    /// Requests that run on their own (evaluations, keychain and key calls), for `run()`.
+    private let jobs: AsyncStream<@Sendable () async -> Void>
+    private let jobQueue: AsyncStream<@Sendable () async -> Void>.Continuation
+
     init(peer: PeerIdentity, daemon: EnclaveDaemon, sink: any ReplySink, logger: Logger) {
         self.peer = peer; self.daemon = daemon; self.sink = sink; self.logger = logger
+        (jobs, jobQueue) = AsyncStream.makeStream()
+    }
+
+    /// Runs the connection's requests as child tasks of one task group, until `closed()`, then
+    /// waits for every one of them: nothing a connection started outlives it. Run it beside the
+    /// loop that feeds `receive`.
+    func run() async {
+        await withDiscardingTaskGroup { group in
+            for await job in jobs { group.addTask { await job() } }
+        }
     }
 
     /// Called for each complete frame, in order. Returns false when the connection must close.
@@ -87,7 +102,14 @@ final class ConnectionHandler: @unchecked Sendable {
         return true
     }
 
-    func closed() { contexts { $0.close() }.forEach { $0.end() } }
+    /// The connection ended: every request on it ends, and `run()` returns once they have. When the
+    /// daemon itself is stopping, the evaluations answer systemCancel (the client is still there
+    /// to read it); otherwise the client went away and they end with appCancel.
+    func closed() {
+        let input: EvaluationMachine.Input = daemon.stopping.isSet ? .systemCancel("The enclave daemon is stopping.") : .appCancel
+        contexts { $0.close() }.forEach { $0.end(input) }
+        jobQueue.finish()
+    }
 
     private func policy(_ raw: Int) throws -> PolicyValue {
         guard let p = PolicyValue(rawValue: raw) else { throw Failure(.invalidParameter, "\(raw) is not an LAPolicy value") }
@@ -300,15 +322,21 @@ final class ConnectionHandler: @unchecked Sendable {
     /// authentication answers as usual; an evaluation finds the context invalid), untracked.
     private func start(on context: String, _ body: @escaping @Sendable () async -> Void) throws {
         let contexts = self.contexts
-        guard let ticket = try contexts({ try $0.track(context, RunningRequest()) }) else {
-            Task { await body() }
+        let (stop, stopper) = AsyncStream<Never>.makeStream()
+        guard let ticket = try contexts({ try $0.track(context, RunningRequest(stop: stopper)) }) else {
+            jobQueue.yield(body)
             return
         }
-        let task = Task {
-            await body()
+        jobQueue.yield {
+            // The request, or its end when its context or connection goes: whichever comes first.
+            await withTaskGroup(of: Void.self) { race in
+                race.addTask { await body() }
+                race.addTask { for await _ in stop {} }
+                _ = await race.next()
+                race.cancelAll()
+            }
             contexts { $0.untrack(context, ticket: ticket) }
         }
-        contexts { $0.update(context, ticket: ticket) { $0.task = task } }
     }
 
     /// One evaluation on a context: registers it to receive prompt input and `invalidate`, runs it

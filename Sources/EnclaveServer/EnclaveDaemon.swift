@@ -17,6 +17,8 @@ public final class EnclaveDaemon: Sendable {
     let logger: Logger
     let masterKey: SymmetricKey
     private let sessions = SessionRegistry()
+    /// Set when a graceful stop begins: what ends then ends with systemCancel, not appCancel.
+    let stopping = StopFlag()
     private let lockDescriptor: Int32
 
     public enum StartError: Error, CustomStringConvertible {
@@ -109,7 +111,7 @@ public final class EnclaveDaemon: Sendable {
     /// The user's session, made on first use.
     func session(for uid: UInt32) throws -> UserSession {
         try sessions.session(for: uid) {
-            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger,
+            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger, stopping: stopping,
                             userKey: ItemSealing.userKey(master: masterKey, uid: uid))
         }
     }
@@ -129,4 +131,12 @@ final class SessionRegistry: @unchecked Sendable {
             return s
         }
     }
+}
+
+/// Whether the daemon is stopping, readable from any thread.
+final class StopFlag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = false
+    func set() { lock.withLock { value = true } }
+    var isSet: Bool { lock.withLock { value } }
 }

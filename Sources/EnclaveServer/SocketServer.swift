@@ -51,6 +51,7 @@ public struct EnclaveService: Service {
                 group.cancelAll()
             }
         } onGracefulShutdown: {
+            daemon.stopping.set()
             server.channel.close(promise: nil)
         }
         // Entries waiting for the next group commit are written before the process exits.
@@ -154,7 +155,15 @@ extension EnclaveService {
         }
         defer { connections.release(peer.uid) }
         let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
-        defer { handler.closed() }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await handler.run() }
+            defer { handler.closed() }
+            await readRequests(of: connection, inbound: inbound, writer: writer, handler: handler, peer: peer)
+        }
+    }
+
+    private func readRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity) async {
         // A connection that never says hello holds a descriptor and a slot of its user's budget.
         let channel = connection.channel
         let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {

@@ -26,10 +26,18 @@ actor UserSession {
 
     /// The user's key-encryption key for keychain items (derived from the master key).
     let userKey: SymmetricKey
+    /// The daemon's graceful stop has begun.
+    let stopping: StopFlag
+
+    /// How an evaluation ends when its task is cancelled: its client went away, or the daemon stops.
+    var cancelledOutcome: EvaluationMachine.Outcome {
+        stopping.isSet ? .failure(.systemCancel, "The enclave daemon is stopping.") : .failure(.appCancel, "The client went away.")
+    }
 
     init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger,
-         userKey: SymmetricKey) throws {
+         stopping: StopFlag = StopFlag(), userKey: SymmetricKey) throws {
         self.uid = uid; self.storage = storage; self.sensor = sensor; self.config = config; self.clock = clock; self.logger = logger
+        self.stopping = stopping
         self.userKey = userKey
         let loaded = try storage.loadUser(uid)
         var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())

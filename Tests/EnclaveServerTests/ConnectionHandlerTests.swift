@@ -34,6 +34,8 @@ final class ConnectionHandlerTests: XCTestCase {
     private var sink: RecordingReplySink!
     private var handler: ConnectionHandler!
     private var nextID: UInt64 = 1
+    private var runners: [Task<Void, Never>] = []
+    private var handlers: [ConnectionHandler] = []
     private let app = "/usr/bin/example-app"
 
     override func setUp() async throws {
@@ -43,8 +45,7 @@ final class ConnectionHandlerTests: XCTestCase {
         config.passcodeCost = 10
         daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
         sink = RecordingReplySink()
-        handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
-                                    logger: Logger(label: "test"))
+        handler = connect(app)
         _ = try await request(.hello(version: enclaveProtocolVersion))
         _ = try await request(.setPasscode(current: nil, new: "1234"))
         _ = try await request(.enroll(passcode: "1234", name: "right thumb"))
@@ -52,9 +53,22 @@ final class ConnectionHandlerTests: XCTestCase {
 
     override func tearDown() async throws {
         handler.closed()
+        handlers.forEach { $0.closed() }
+        // Each connection's requests run in one task group: closing it ends them all, and its
+        // `run()` returns only then.
+        for runner in runners { await runner.value }
         handler = nil
         daemon = nil
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A handler for a new connection of `app`, its requests running as they would on a socket.
+    private func connect(_ app: String) -> ConnectionHandler {
+        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
+                                        logger: Logger(label: "test"))
+        runners.append(Task { await handler.run() })
+        handlers.append(handler)
+        return handler
     }
 
     @discardableResult
@@ -196,8 +210,7 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     func testMissingRequiredArgumentsAnswerInvalidParameter() async throws {
-        let unGreeted = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
-                                          logger: Logger(label: "test"))
+        let unGreeted = connect(app)
         defer { unGreeted.closed() }
         await send(1001, "hello", on: unGreeted)
         try await expectFailure(1001, .invalidParameter)
@@ -380,8 +393,7 @@ final class ConnectionHandlerTests: XCTestCase {
     // MARK: Requests
 
     func testTheFirstRequestMustBeHello() async throws {
-        let fresh = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
-                                      logger: Logger(label: "test"))
+        let fresh = connect(app)
         let open = await fresh.receive(RequestEnvelope(id: 900, request: .status).encoded())
         XCTAssertTrue(open)
         guard case .failure(let f) = try await sink.final(900) else { return XCTFail() }
@@ -453,8 +465,7 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .evaluated(let orphan) = try await sink.final(500) else { return XCTFail("the first evaluation ended with its connection") }
         XCTAssertEqual(orphan.error, .appCancel)
 
-        let next = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: "/usr/bin/next-app"), daemon: daemon,
-                                     sink: sink, logger: Logger(label: "test"))
+        let next = connect("/usr/bin/next-app")
         defer { next.closed() }
         _ = await next.receive(RequestEnvelope(id: 600, request: .hello(version: enclaveProtocolVersion)).encoded())
         _ = await next.receive(RequestEnvelope(id: 601, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
@@ -495,8 +506,7 @@ final class ConnectionHandlerTests: XCTestCase {
         config.keychainQuotaBytes = 4096
         config.stateDirectory = directory + "/quota-state"
         daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
-        handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
-                                    logger: Logger(label: "test"))
+        handler = connect(app)
         _ = try await request(.hello(version: enclaveProtocolVersion))
         func add(_ account: String, bytes: Int = 10) async throws -> KeychainReply {
             try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string(account),
@@ -540,8 +550,7 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .keychain(let ended) = try await sink.final(700) else { return XCTFail("the read answered") }
         XCTAssertNotEqual(ended.status, .success)
 
-        let next = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: "/usr/bin/next-app"), daemon: daemon,
-                                     sink: sink, logger: Logger(label: "test"))
+        let next = connect("/usr/bin/next-app")
         defer { next.closed() }
         _ = await next.receive(RequestEnvelope(id: 701, request: .hello(version: enclaveProtocolVersion)).encoded())
         _ = await next.receive(RequestEnvelope(id: 702, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
