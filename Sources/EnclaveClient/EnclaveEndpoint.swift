@@ -82,13 +82,18 @@ public enum DaemonLauncher {
         let state = EnclavePaths.userStateDirectory()
         try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let args = ["--user", "--socket", socketPath, "--log-file", state + "/laenclaved.log"] + extraArguments
+        // The daemon is the user's, not the app's: it gets the variables that say where the user's
+        // files and buses are, never the rest of whichever app happened to start it (a library to
+        // preload, malloc debugging, the app's own secrets).
+        let environment = ProcessInfo.processInfo.environment.filter { inheritedEnvironment.contains($0.key) }
+            .merging(["PATH": "/usr/local/bin:/usr/bin:/bin"]) { $1 }
         let setsid = "/usr/bin/setsid"
         if FileManager.default.isExecutableFile(atPath: setsid) {
-            let pid = try spawn(setsid, ["-f", daemon] + args)
+            let pid = try spawn(setsid, ["-f", daemon] + args, environment: environment, inherit: false)
             var status: Int32 = 0
             waitpid(pid, &status, 0)
         } else {
-            _ = try spawn(daemon, args)
+            _ = try spawn(daemon, args, environment: environment, inherit: false)
         }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
@@ -98,9 +103,15 @@ public enum DaemonLauncher {
         throw EnclaveClientError.unreachable("laenclaved was started but its socket \(socketPath) did not appear within 10 s")
     }
 
+    /// What a user daemon started on an app's behalf inherits from it.
+    public static let inheritedEnvironment: Set<String> = [
+        "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ",
+        "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "DBUS_SYSTEM_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS",
+    ]
+
     /// posix_spawn with standard input, output and error on /dev/null; `environment` adds to (or
-    /// replaces entries of) this process's environment.
-    public static func spawn(_ path: String, _ arguments: [String], environment: [String: String] = [:]) throws -> pid_t {
+    /// replaces entries of) this process's environment, or is the whole of it when `inherit` is false.
+    public static func spawn(_ path: String, _ arguments: [String], environment: [String: String] = [:], inherit: Bool = true) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -115,7 +126,7 @@ public enum DaemonLauncher {
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var pid: pid_t = 0
-        var merged = ProcessInfo.processInfo.environment
+        var merged = inherit ? ProcessInfo.processInfo.environment : [:]
         for (key, value) in environment { merged[key] = value }
         let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { envp.forEach { free($0) } }

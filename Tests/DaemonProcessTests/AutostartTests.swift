@@ -1,3 +1,4 @@
+import EnclaveClient
 import Foundation
 import IntegrationSupport
 import XCTest
@@ -35,5 +36,29 @@ final class AutostartTests: XCTestCase {
         let log = (try? String(contentsOfFile: root + "/data/laenclaved/laenclaved.log", encoding: .utf8)) ?? ""
         XCTAssertTrue(log.contains("listening"), log)
         XCTAssertFalse(log.contains("4321"), "the passcode never reaches the log")
+    }
+
+    /// Attack: the app that happens to connect first chooses the daemon's environment — a library
+    /// to preload, a locale, its secrets. The daemon gets only what it needs.
+    func testTheUserDaemonStartsWithACleanEnvironment() throws {
+        var template = Array("/tmp/la-autostart-XXXXXX".utf8CString)
+        let root = String(cString: mkdtemp(&template)!)
+        defer {
+            _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/runtime"])
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
+                   "LAENCLAVED_PATH": productPath("laenclaved"), "APP_SECRET_TOKEN": "hunter2", "LD_PRELOAD": "", "MALLOC_CHECK_": "3"]
+        try FileManager.default.createDirectory(atPath: root + "/runtime", withIntermediateDirectories: true)
+        XCTAssertEqual(try runProcess(productPath("lactl"), ["status"], environment: env).status, 0)
+        let found = try runProcess("/usr/bin/pgrep", ["-f", root + "/runtime/laenclaved/socket"])
+        let pid = try XCTUnwrap(found.stdout.split(separator: "\n").first.map(String.init), "the daemon runs")
+        let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self)
+        let names = Set(environ.split(separator: "\0").compactMap { $0.split(separator: "=", maxSplits: 1).first.map(String.init) })
+        XCTAssertFalse(names.contains("APP_SECRET_TOKEN"), "\(names.sorted())")
+        XCTAssertFalse(names.contains("LD_PRELOAD"), "\(names.sorted())")
+        XCTAssertFalse(names.contains("MALLOC_CHECK_"), "\(names.sorted())")
+        XCTAssertTrue(names.isSubset(of: DaemonLauncher.inheritedEnvironment), "only what the daemon needs: \(names.sorted())")
+        XCTAssertTrue(environ.contains("XDG_DATA_HOME=\(root)/data"), "where its state lives still reaches it")
     }
 }
