@@ -9,16 +9,24 @@ import Glibc
 /// User mode: the first client starts the daemon when no socket answers, detached from the client,
 /// with its socket under $XDG_RUNTIME_DIR and its state under $XDG_DATA_HOME.
 final class AutostartTests: XCTestCase {
-    func testTheFirstClientStartsTheUserDaemon() throws {
+    /// A throw-away home with an empty runtime directory; no daemon serves it yet.
+    private func home() throws -> String {
         var template = Array("/tmp/la-autostart-XXXXXX".utf8CString)
         let root = String(cString: mkdtemp(&template)!)
-        defer {
-            _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/runtime"])
-            try? FileManager.default.removeItem(atPath: root)
-        }
+        return root
+    }
+
+    /// Stops the daemon the test started there and removes the home.
+    private func forget(_ root: String) {
+        _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/runtime"])
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    func testTheFirstClientStartsTheUserDaemon() throws {
+        let root = try home()
+        defer { forget(root) }
         let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
                    "LAENCLAVED_PATH": productPath("laenclaved")]
-        try FileManager.default.createDirectory(atPath: root + "/runtime", withIntermediateDirectories: true)
         let first = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
         XCTAssertEqual(first.status, 0, first.stderr)
         XCTAssertTrue(first.stdout.contains("\"mode\" : \"user\""), first.stdout)
@@ -41,15 +49,10 @@ final class AutostartTests: XCTestCase {
     /// Attack: the app that happens to connect first chooses the daemon's environment — a library
     /// to preload, a locale, its secrets. The daemon gets only what it needs.
     func testTheUserDaemonStartsWithACleanEnvironment() throws {
-        var template = Array("/tmp/la-autostart-XXXXXX".utf8CString)
-        let root = String(cString: mkdtemp(&template)!)
-        defer {
-            _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/runtime"])
-            try? FileManager.default.removeItem(atPath: root)
-        }
+        let root = try home()
+        defer { forget(root) }
         let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
                    "LAENCLAVED_PATH": productPath("laenclaved"), "APP_SECRET_TOKEN": "hunter2", "LD_PRELOAD": "", "MALLOC_CHECK_": "3"]
-        try FileManager.default.createDirectory(atPath: root + "/runtime", withIntermediateDirectories: true)
         XCTAssertEqual(try runProcess(productPath("lactl"), ["status"], environment: env).status, 0)
         let found = try runProcess("/usr/bin/pgrep", ["-f", root + "/runtime/laenclaved/socket"])
         let pid = try XCTUnwrap(found.stdout.split(separator: "\n").first.map(String.init), "the daemon runs")

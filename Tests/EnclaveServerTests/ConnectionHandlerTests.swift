@@ -71,6 +71,18 @@ final class ConnectionHandlerTests: XCTestCase {
         return handler
     }
 
+    /// Another app connects, queues a touch and evaluates: it gets the user's prompt and the touch.
+    private func assertTheNextAppGetsThePromptAndItsTouch(ids first: UInt64, file: StaticString = #filePath, line: UInt = #line) async throws {
+        let next = connect("/usr/bin/next-app")
+        defer { next.closed() }
+        _ = await next.receive(RequestEnvelope(id: first, request: .hello(version: enclaveProtocolVersion)).encoded())
+        _ = await next.receive(RequestEnvelope(id: first + 1, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
+        _ = try await sink.final(first + 1)
+        _ = await next.receive(RequestEnvelope(id: first + 2, request: .evaluate(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock"))).encoded())
+        guard case .evaluated(let result) = try await sink.final(first + 2) else { return XCTFail("no evaluation", file: file, line: line) }
+        XCTAssertTrue(result.success, "the next app got the prompt and its touch: \(result)", file: file, line: line)
+    }
+
     @discardableResult
     private func request(_ r: Request) async throws -> Reply {
         let id = nextID
@@ -465,14 +477,7 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .evaluated(let orphan) = try await sink.final(500) else { return XCTFail("the first evaluation ended with its connection") }
         XCTAssertEqual(orphan.error, .appCancel)
 
-        let next = connect("/usr/bin/next-app")
-        defer { next.closed() }
-        _ = await next.receive(RequestEnvelope(id: 600, request: .hello(version: enclaveProtocolVersion)).encoded())
-        _ = await next.receive(RequestEnvelope(id: 601, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
-        _ = try await sink.final(601)
-        _ = await next.receive(RequestEnvelope(id: 602, request: .evaluate(context: "n", policy: 1, options: options)).encoded())
-        guard case .evaluated(let result) = try await sink.final(602) else { return XCTFail() }
-        XCTAssertTrue(result.success, "the next app's evaluation got the prompt and its touch: \(result)")
+        try await assertTheNextAppGetsThePromptAndItsTouch(ids: 600)
     }
 
     /// Attack: a client pipelines 200 evaluations on 200 contexts and reads nothing. Each would be a
@@ -550,13 +555,6 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .keychain(let ended) = try await sink.final(700) else { return XCTFail("the read answered") }
         XCTAssertNotEqual(ended.status, .success)
 
-        let next = connect("/usr/bin/next-app")
-        defer { next.closed() }
-        _ = await next.receive(RequestEnvelope(id: 701, request: .hello(version: enclaveProtocolVersion)).encoded())
-        _ = await next.receive(RequestEnvelope(id: 702, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
-        _ = try await sink.final(702)
-        _ = await next.receive(RequestEnvelope(id: 703, request: .evaluate(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock"))).encoded())
-        guard case .evaluated(let result) = try await sink.final(703) else { return XCTFail() }
-        XCTAssertTrue(result.success, "the next app got the prompt and its touch: \(result)")
+        try await assertTheNextAppGetsThePromptAndItsTouch(ids: 710)
     }
 }

@@ -238,6 +238,18 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
         }
     }
 
+    /// A new connection to fprintd that hears its device's signals and its coming and going, and
+    /// the object path of its reader.
+    static func connect(_ address: String?) throws -> (SdBusConnection, device: String) {
+        let bus: SdBusConnection
+        do { bus = try SdBusConnection(address: address) } catch {
+            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
+        }
+        try bus.subscribe(sender: service, interface: deviceInterface)
+        try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
+        return (bus, try defaultDevice(bus))
+    }
+
     static func enrolledFingers(_ bus: SdBusConnection, device: String, user: String) throws -> [String] {
         do {
             return try bus.call(service, device, deviceInterface, "ListEnrolledFingers", [user], read: SdBusConnection.readStrings)
@@ -333,13 +345,7 @@ final class ClaimHolder: FprintdThreadState {
             current = nil  // fprintd restarted: that claim died with it
         }
         release()
-        let bus: SdBusConnection
-        do { bus = try SdBusConnection(address: busAddress) } catch {
-            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
-        }
-        try bus.subscribe(sender: FprintdSensor.service, interface: FprintdSensor.deviceInterface)
-        try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
-        let device = try FprintdSensor.defaultDevice(bus)
+        let (bus, device) = try FprintdSensor.connect(busAddress)
         try FprintdSensor.claim(bus, device: device, user: user, cancelled: cancelled)
         let c = FprintdClaim(bus: bus, device: device, user: user)
         current = c
@@ -401,13 +407,7 @@ final class FprintdQueryConnection: FprintdThreadState {
             self.device = try FprintdSensor.defaultDevice(bus)
             return (bus, self.device!, true)
         }
-        let bus: SdBusConnection
-        do { bus = try SdBusConnection(address: busAddress) } catch {
-            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
-        }
-        try bus.subscribe(sender: FprintdSensor.service, interface: FprintdSensor.deviceInterface)
-        try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
-        let device = try FprintdSensor.defaultDevice(bus)
+        let (bus, device) = try FprintdSensor.connect(busAddress)
         self.bus = bus
         self.device = device
         // A new connection: what was read on the one before may be stale.
