@@ -40,10 +40,7 @@ final class ConnectionHandlerTests: XCTestCase {
 
     override func setUp() async throws {
         directory = NSTemporaryDirectory() + "connection-handler-\(UUID().uuidString)"
-        var config = DaemonConfiguration(mode: .user, socketPath: directory + "/socket", stateDirectory: directory + "/state",
-                                         masterKeyPath: directory + "/keys/master.key", simulatedSensor: .touchID, simulationEnabled: true)
-        config.passcodeCost = 10
-        daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(config: .inProcess(directory), clock: ManualClock(), logger: Logger(label: "test"))
         sink = RecordingReplySink()
         handler = connect(app)
         _ = try await request(.hello(version: enclaveProtocolVersion))

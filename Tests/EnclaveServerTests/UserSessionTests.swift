@@ -12,12 +12,9 @@ final class UserSessionTests: XCTestCase {
 
     override func setUp() async throws {
         directory = NSTemporaryDirectory() + "user-session-\(UUID().uuidString)"
-        var config = DaemonConfiguration(mode: .user, socketPath: directory + "/socket", stateDirectory: directory + "/state",
-                                         masterKeyPath: directory + "/keys/master.key", simulatedSensor: .touchID, simulationEnabled: true)
         // scrypt at 2^14 (16 MiB): long enough that a request arriving during a check would plainly
         // wait behind it if the check ran on the user's actor.
-        config.passcodeCost = 14
-        daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 14), clock: ManualClock(), logger: Logger(label: "test"))
     }
 
     override func tearDown() async throws {
