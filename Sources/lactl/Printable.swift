@@ -23,6 +23,21 @@ enum Printable {
     /// One field of someone else's text inside a line: it cannot start a line of its own either.
     static func field(_ text: String) -> String { escaped(text, singleLine: true) }
 
+    /// JSON text with the control characters JSONEncoder leaves as they are (DEL, C1, bidi) written
+    /// as JSON's own `\u00XX` escapes: still the same JSON, and nothing a terminal would obey. (They
+    /// can only stand inside strings: everything structural in JSON is plain ASCII.)
+    static func json(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value >= 0x20, isControl(scalar, keepLayout: true) {
+                out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
     private static func isControl(_ scalar: Unicode.Scalar, keepLayout: Bool) -> Bool {
         switch scalar.value {
         case 0x0A, 0x09: return !keepLayout

@@ -76,7 +76,7 @@ func printJSON<T: Encodable>(_ value: T) {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     encoder.dateEncodingStrategy = .iso8601
-    print(String(decoding: try! encoder.encode(value), as: UTF8.self))
+    Swift.print(Printable.json(String(decoding: try! encoder.encode(value), as: UTF8.self)))
 }
 
 /// Reads a secret: one line from standard input with `--stdin` (scripts), else from the terminal

@@ -71,5 +71,12 @@ final class LactlKeychainTests: XCTestCase {
         XCTAssertTrue(list.stdout.contains("\\u{1B}]0;owned"), "shown as text: \(list.stdout)")
         XCTAssertFalse(list.stdout.contains("\nfake line"), "an item cannot start a line of its own: \(list.stdout)")
         XCTAssertTrue(audit.stdout.contains("evil\\u{1B}[31mapp"), "shown as text: \(audit.stdout)")
+        // --json stays JSON, with the same text inside, and no control character reaches the terminal either.
+        let json = try runProcess(lactl, ["keychain", "list", "--json", "--stdin"] + socket, input: "1234\n")
+        XCTAssertEqual(json.status, 0, json.stderr)
+        let controls = json.stdout.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) }
+        XCTAssertEqual(controls.map { String($0.value, radix: 16) }, [], json.stdout.debugDescription)
+        let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], json.stdout)
+        XCTAssertEqual(items.first?["account"] as? String, hostile, "the same text, exactly")
     }
 }
