@@ -106,7 +106,7 @@ final class ConnectionHandler: @unchecked Sendable {
     /// daemon itself is stopping, the evaluations answer systemCancel (the client is still there
     /// to read it); otherwise the client went away and they end with appCancel.
     func closed() {
-        let input: EvaluationMachine.Input = daemon.stopping.isSet ? .systemCancel("The enclave daemon is stopping.") : .appCancel
+        let input = daemon.stopping.endingInput
         contexts { $0.close() }.forEach { $0.end(input) }
         jobQueue.finish()
     }

@@ -133,10 +133,21 @@ final class SessionRegistry: @unchecked Sendable {
     }
 }
 
-/// Whether the daemon is stopping, readable from any thread.
+/// Whether the daemon is stopping, readable from any thread; and so how an evaluation ends when
+/// its request is ended from outside: appCancel (its client went, or invalidated the context), or
+/// systemCancel once the daemon is stopping (the client is still there to read it).
 final class StopFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var value = false
+    private static let reason = "The enclave daemon is stopping."
     func set() { lock.withLock { value = true } }
     var isSet: Bool { lock.withLock { value } }
+
+    /// The input that ends a running evaluation.
+    var endingInput: EvaluationMachine.Input { isSet ? .systemCancel(Self.reason) : .appCancel }
+
+    /// The answer of an evaluation ended that way; `appCancelReason` says why when it is appCancel.
+    func endingOutcome(_ appCancelReason: String = "The client went away.") -> EvaluationMachine.Outcome {
+        isSet ? .failure(.systemCancel, Self.reason) : .failure(.appCancel, appCancelReason)
+    }
 }

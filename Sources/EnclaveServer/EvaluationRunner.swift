@@ -60,11 +60,11 @@ struct EvaluationRunner {
 
             // The prompt is needed: one per user at a time.
             guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) else {
-                if Task.isCancelled { return await report(session.cancelledOutcome, on: session) }
+                if Task.isCancelled { return await report(session.stopping.endingOutcome(), on: session) }
                 return await report(.failure(.systemCancel, "Another authentication prompt for this user took too long."), on: session)
             }
             defer { session.releasePrompt() }
-            if Task.isCancelled { return await report(session.stopping.isSet ? session.cancelledOutcome : .failure(.appCancel, "The context was invalidated."), on: session) }
+            if Task.isCancelled { return await report(session.stopping.endingOutcome("The context was invalidated."), on: session) }
             // Facts may have changed while waiting: start afresh.
             actions = try await start(on: session)
             session.activeInputs = continuation
@@ -82,9 +82,8 @@ struct EvaluationRunner {
                 if let outcome = await handle(input, on: session) { return await report(outcome, on: session) }
             }
             // The input stream ended: the client went away or invalidated the context, or the daemon stops.
-            let ended = session.cancelledOutcome
-            _ = feedMachine(session.stopping.isSet ? .systemCancel("The enclave daemon is stopping.") : .appCancel, on: session)
-            return await report(ended, on: session)
+            _ = feedMachine(session.stopping.endingInput, on: session)
+            return await report(session.stopping.endingOutcome(), on: session)
         } catch {
             session.logger.error("evaluation failed", metadata: ["uid": "\(session.uid)", "error": "\(error)"])
             _ = save(finishing: nil, on: session)

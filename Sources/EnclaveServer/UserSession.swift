@@ -26,13 +26,8 @@ actor UserSession {
 
     /// The user's key-encryption key for keychain items (derived from the master key).
     let userKey: SymmetricKey
-    /// The daemon's graceful stop has begun.
+    /// The daemon's graceful stop has begun: evaluations ended from outside answer systemCancel.
     let stopping: StopFlag
-
-    /// How an evaluation ends when its task is cancelled: its client went away, or the daemon stops.
-    var cancelledOutcome: EvaluationMachine.Outcome {
-        stopping.isSet ? .failure(.systemCancel, "The enclave daemon is stopping.") : .failure(.appCancel, "The client went away.")
-    }
 
     init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger,
          stopping: StopFlag = StopFlag(), userKey: SymmetricKey) throws {

@@ -30,7 +30,8 @@ enum Printable {
         var out = ""
         for scalar in text.unicodeScalars {
             if scalar.value >= 0x20, isControl(scalar, keepLayout: true) {
-                out += "\\u" + String(repeating: "0", count: 4 - String(scalar.value, radix: 16).count) + String(scalar.value, radix: 16)
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             } else {
                 out.unicodeScalars.append(scalar)
             }
