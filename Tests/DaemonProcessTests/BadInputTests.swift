@@ -4,6 +4,7 @@ import Foundation
 import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting
+import Security
 import XCTest
 #if canImport(Glibc)
 import Glibc
@@ -333,6 +334,31 @@ final class BadInputTests: XCTestCase {
             let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "After the storm")
             XCTAssertTrue(ok)
         }
+        try assertDaemonServes()
+    }
+
+    /// Attack: a client asks for large answers (each near the 64 KiB message limit) and stops
+    /// reading. Its unwritten replies are bounded in bytes, not only in number: past 1 MiB the
+    /// daemon closes the connection instead of holding 40 × 64 KiB (or, before, 256 of them).
+    func testAClientThatStopsReadingLargeAnswersIsClosed() throws {
+        let secret = Data(repeating: 0x5A, count: 45_000)
+        try enclave.run {
+            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "large",
+                                       kSecValueData as String: secret] as CFDictionary, nil), errSecSuccess)
+        }
+        let client = try greeted()
+        let query = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("large")], context: "big", returnData: true)
+        for id in UInt64(100)..<140 {
+            XCTAssertTrue(client.sendFrame(RequestEnvelope(id: id, request: .keychainCopy(query)).encoded()))
+        }
+        Thread.sleep(forTimeInterval: 1)
+        var answered = 0
+        while answered < 40, let reply = try client.readReply(timeout: 10) {
+            assertKind(reply, id: 100 + UInt64(answered), kind: "keychain")
+            answered += 1
+        }
+        XCTAssertLessThan(answered, 40, "the daemon closed the connection once its unwritten replies passed 1 MiB")
+        XCTAssertTrue(client.isClosed(timeout: 5))
         try assertDaemonServes()
     }
 
