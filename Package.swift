@@ -51,9 +51,11 @@ let package = Package(
         .systemLibrary(name: "CSdBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // Linux-PAM (Debian: libpam0g-dev), for the login password as the device passcode.
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
+        // SO_PEERPIDFD and sock_diag's view of Unix sockets (headers only: Debian's linux-libc-dev).
+        .systemLibrary(name: "CPeerSocket"),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         .target(name: "EnclaveServer", dependencies: [
-            "EnclaveCore", "EnclaveProtocol", "CSdBus", "CPAM",
+            "EnclaveCore", "EnclaveProtocol", "CSdBus", "CPAM", "CPeerSocket",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -113,14 +115,14 @@ let package = Package(
         ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
-        .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer", "EnclaveCore", "EnclaveProtocol"]),
+        .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
         // Whole-process tests, by concern; their shared helpers (processes, waiting) in one target.
         .target(name: "IntegrationSupport", dependencies: ["LocalAuthentication", "LocalAuthenticationTesting"], path: "Tests/IntegrationSupport"),
         // The daemon and lactl as processes: sockets, bad input, crashes, system mode, sensors, packaging.
         .testTarget(name: "DaemonProcessTests", dependencies: [
-            "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+            "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol", "EnclaveCore",
         ]),
         // Apple's API (LocalAuthentication, Security, CryptoKit) against a daemon through TestEnclave.
         .testTarget(name: "AppleAPITests", dependencies: [

@@ -36,7 +36,16 @@ public struct ConnectionBudget: Sendable {
 
     /// Descriptors the daemon needs beyond its connections (database, log, sensor, D-Bus, pools).
     public static let descriptorReserve = 128
-    public var descriptorsNeeded: Int { limits.total + Self.descriptorReserve }
+    /// A connection holds its socket and its client's pinned `/proc/PID` (`PeerProcess`).
+    public static let descriptorsPerConnection = 2
+
+    /// The descriptors `connections` connections and the daemon itself need.
+    public static func descriptors(forConnections connections: Int) -> Int { connections * descriptorsPerConnection + descriptorReserve }
+
+    /// How many connections `descriptors` descriptors allow (at least one).
+    public static func connections(forDescriptors descriptors: Int) -> Int { max(1, (descriptors - descriptorReserve) / descriptorsPerConnection) }
+
+    public var descriptorsNeeded: Int { Self.descriptors(forConnections: limits.total) }
 
     public func connections(of uid: UInt32) -> Int { open[uid] ?? 0 }
 

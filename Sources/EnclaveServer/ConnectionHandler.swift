@@ -418,7 +418,7 @@ final class ConnectionHandler: @unchecked Sendable {
         try checkText(k.reason, "localizedReason")
         let sink = self.sink
         try start(on: k.context) {
-            let reply = await session.keyOperation(k, app: self.peer.app,
+            let reply = await session.keyOperation(k, app: self.peer.identity,
                                                    authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
                                                                               audited: "key.authorize", session: session))
             if k.operation != .open { self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok") }
@@ -433,7 +433,7 @@ final class ConnectionHandler: @unchecked Sendable {
         guard k.attributes.count <= 64, (k.changes?.count ?? 0) <= 64 else { throw Failure(.invalidParameter, "at most 64 attributes") }
         let sink = self.sink
         try start(on: k.context) {
-            let reply = await session.keychain(operation, k, app: self.peer.app,
+            let reply = await session.keychain(operation, k, app: self.peer.identity,
                                                authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
                                                                           audited: "keychain.authorize", session: session))
             // Changes and failures are recorded; a successful read is recorded through its

@@ -1,25 +1,19 @@
+import EnclaveCore
 import Foundation
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// Who is on the other end of a connection, from the kernel (SO_PEERCRED) and /proc — never from
-/// anything the client says.
+/// Who is on the other end of a connection, from the kernel (SO_PEERCRED, SO_PEERPIDFD, /proc and
+/// sock_diag, pinned by `PeerProcess`) — never from anything the client says.
 public struct PeerIdentity: Sendable, Equatable {
     public var uid: UInt32
     public var gid: UInt32
     public var pid: Int32
-    /// The canonical path of the client's executable: its app identity.
-    public var app: String
+    /// The app: a verified executable path, an interpreter's, or an unverified executable's.
+    public var identity: AppIdentity
 
-    /// Reads the executable of `pid`. Called right after accepting, while the peer is connected.
-    static func executable(of pid: Int32) -> String? {
-        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX))
-        let n = buffer.withUnsafeMutableBytes { bytes in
-            readlink("/proc/\(pid)/exe", bytes.baseAddress!.assumingMemoryBound(to: CChar.self), bytes.count)
-        }
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[..<n], as: UTF8.self)
+    /// The identity's name, as items, keys, domain state and audit entries store it.
+    public var app: String { identity.name }
+
+    public init(uid: UInt32, gid: UInt32, pid: Int32, identity: AppIdentity) {
+        self.uid = uid; self.gid = gid; self.pid = pid; self.identity = identity
     }
 }
-

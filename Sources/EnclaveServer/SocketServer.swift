@@ -30,10 +30,10 @@ public struct EnclaveService: Service {
         // Socket activation: systemd made the socket (path, owner, mode) and keeps it across
         // restarts; serve it as it is and never unlink it.
         let activated = try SocketActivation.takeListener()
-        let server: NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never>
+        let server: NIOAsyncChannel<AcceptedConnection, Never>
         if let activated {
             warnIfUntrustedDirectory(of: activated.path)
-            server = try await bootstrap().bind(activated.descriptor) { Self.wrap($0) }
+            server = try await bootstrap().bind(activated.descriptor) { self.accepted($0) }
             logger.info("listening", metadata: ["socket": "\(activated.path)", "activation": "systemd", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
         } else {
             server = try await bindSocketFile(path)
@@ -45,7 +45,7 @@ public struct EnclaveService: Service {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
                     for try await connection in inbound {
-                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) { await self.serve(connection) }
+                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.channel.eventLoop)) { await self.serve(connection) }
                     }
                 }
                 group.cancelAll()
@@ -67,14 +67,21 @@ public struct EnclaveService: Service {
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
     }
 
-    private static func wrap(_ channel: any Channel) -> EventLoopFuture<NIOAsyncChannel<ByteBuffer, ByteBuffer>> {
-        channel.eventLoop.makeCompletedFuture {
-            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+    /// The child channel's initializer: the peer is admitted and pinned before anything else.
+    private func accepted(_ channel: any Channel) -> EventLoopFuture<AcceptedConnection> {
+        let connections = self.connections
+        return AcceptedConnection.admit(channel, mode: daemon.config.mode, connections: connections).flatMapThrowing { admission in
+            do {
+                return AcceptedConnection(channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel), admission: admission)
+            } catch {
+                if case .admitted(let credentials, _, _) = admission { connections.release(credentials.uid) }
+                throw error
+            }
         }
     }
 
     /// Creates the socket file itself (no socket activation).
-    private func bindSocketFile(_ path: String) async throws -> NIOAsyncChannel<NIOAsyncChannel<ByteBuffer, ByteBuffer>, Never> {
+    private func bindSocketFile(_ path: String) async throws -> NIOAsyncChannel<AcceptedConnection, Never> {
         let directory = (path as NSString).deletingLastPathComponent
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // Never listen in a directory someone else controls (e.g. a pre-created /tmp/laenclaved-UID).
@@ -92,7 +99,7 @@ public struct EnclaveService: Service {
             throw SocketPathOccupiedError(path: path)
         }
         let temporary = path + ".\(getpid()).new"
-        let server = try await bootstrap().bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) { Self.wrap($0) }
+        let server = try await bootstrap().bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) { self.accepted($0) }
         guard chmod(temporary, daemon.config.mode == .system ? 0o666 : 0o600) == 0, rename(temporary, path) == 0 else {
             let code = errno
             unlink(temporary)
@@ -112,22 +119,12 @@ public struct EnclaveService: Service {
                        metadata: ["directory": "\(directory)", "owner": "\(info.st_uid)", "daemon": "\(geteuid())"])
     }
 
-    fileprivate func peer(of channel: any Channel) async -> PeerIdentity? {
-        guard let provider = channel as? any SocketOptionProvider else { return nil }
-        do {
-            let cred: PeerCredentials = try await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).get()
-            guard let app = PeerIdentity.executable(of: cred.pid) else { return nil }
-            return PeerIdentity(uid: cred.uid, gid: cred.gid, pid: cred.pid, app: app)
-        } catch {
-            return nil
-        }
-    }
-
-    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+    private func serve(_ accepted: AcceptedConnection) async {
+        let connection = accepted.channel
         do {
             try await connection.executeThenClose { inbound, _ in
                 let writer = ChannelReplySink(channel: connection.channel)
-                await self.handleRequests(of: connection, inbound: inbound, writer: writer)
+                await self.handleRequests(of: connection, admission: accepted.admission, inbound: inbound, writer: writer)
                 await writer.finish()
             }
         } catch {
@@ -137,33 +134,39 @@ public struct EnclaveService: Service {
 }
 
 extension EnclaveService {
-    fileprivate func handleRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+    fileprivate func handleRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, admission: AcceptedConnection.Admission,
                                     inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
-        guard let peer = await peer(of: connection.channel) else {
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client"))))
+        let credentials: PeerCredentials, process: PeerProcess, cookie: UInt64
+        switch admission {
+        case .admitted(let c, let p, let k): (credentials, process, cookie) = (c, p, k)
+        case .refused(let failure, let log, let pid, let uid):
+            logger.notice("\(log)", metadata: ["pid": "\(pid)", "uid": "\(uid.map(String.init) ?? "?")", "why": "\(failure.message)"])
+            await writer.send(ReplyEnvelope(id: 0, reply: .failure(failure)))
             return
         }
-        if daemon.config.mode == .user && peer.uid != getuid() {
-            logger.warning("refused a connection from another user", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)"])
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "this user-mode daemon serves uid \(getuid()) only"))))
+        defer { connections.release(credentials.uid) }
+        // After the executable was read: a process that exec'd in between has lost the connection.
+        do throws(PeerProcess.Refusal) { try process.confirmHolds(connectionCookie: cookie) } catch {
+            logger.notice("refused a client the daemon could not identify", metadata: ["pid": "\(credentials.pid)", "why": "\(error)"])
+            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client: \(error)"))))
             return
         }
-        if let refusal = connections.admit(peer.uid) {
-            logger.notice("refused a connection over the limit", metadata: ["uid": "\(peer.uid)", "pid": "\(peer.pid)", "why": "\(refusal)"])
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(refusal.failure)))
-            return
-        }
-        defer { connections.release(peer.uid) }
+        let peer = PeerIdentity(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, identity: process.identity)
+        await serve(connection, peer: peer, process: process, inbound: inbound, writer: writer)
+    }
+
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: PeerIdentity, process: PeerProcess,
+                       inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
         let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
         await withDiscardingTaskGroup { group in
             group.addTask { await handler.run() }
             defer { handler.closed() }
-            await readRequests(of: connection, inbound: inbound, writer: writer, handler: handler, peer: peer)
+            await readRequests(of: connection, inbound: inbound, writer: writer, handler: handler, peer: peer, process: process)
         }
     }
 
     private func readRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
-                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity) async {
+                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity, process: PeerProcess) async {
         // A connection that never says hello holds a descriptor and a slot of its user's budget.
         let channel = connection.channel
         let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {
@@ -175,6 +178,12 @@ extension EnclaveService {
             for try await buffer in inbound {
                 decoder.append(buffer.readableBytesView)
                 while let frame = try decoder.nextFrame() {
+                    // The connection is the pinned process's, running what it ran when pinned.
+                    if process.executableChanged() {
+                        logger.notice("closing a connection whose process ran another executable or ended", metadata: ["pid": "\(peer.pid)", "app": "\(peer.app)"])
+                        await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the process that opened this connection runs another executable now, or has ended"))))
+                        return
+                    }
                     guard await handler.receive(frame) else { return }
                 }
             }

@@ -4,7 +4,7 @@ import EnclaveProtocol
 import Foundation
 
 extension UserSession {
-    func keychain(_ operation: KeychainOperation, _ request: KeychainRequest, app: String, authorize: @escaping StepAuthorizer) async -> KeychainReply {
+    func keychain(_ operation: KeychainOperation, _ request: KeychainRequest, app: AppIdentity, authorize: @escaping StepAuthorizer) async -> KeychainReply {
         let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
         do {
             switch operation {
@@ -38,17 +38,24 @@ extension UserSession {
 
     /// Items belong to (user, access group). An app's own group is its identity (executable path);
     /// other groups are the ones the person configured with the app as a member.
-    private func accessGroup(_ a: [String: KeychainValue], app: String) throws -> String {
-        guard let value = a["agrp"] else { return app }
-        guard case .string(let group) = value, try group == app || storage.accessGroups(uid: uid, containing: app).contains(group) else {
+    /// An interpreter has no group of its own (`AppIdentity`): only the groups it was put in.
+    private func accessGroup(_ a: [String: KeychainValue], app: AppIdentity) throws -> String {
+        guard let value = a["agrp"] else {
+            guard let own = app.ownGroup else {
+                throw KeychainFailure(.missingEntitlement, "\(app) runs other programs' code, so it has no keychain items of its own: "
+                                      + "name an access group the person put it in (lactl keychain share GROUP \(app.name))")
+            }
+            return own
+        }
+        guard case .string(let group) = value, try group == app.ownGroup || storage.accessGroups(uid: uid, containing: app.name).contains(group) else {
             throw KeychainFailure(.missingEntitlement, "access group \(KeychainRules.describe(value)) is not configured for \(app)")
         }
         return group
     }
 
     /// The groups a query searches: the named one if the app may use it, else all of the app's.
-    private func searchGroups(_ query: [String: KeychainValue], app: String) throws -> [String] {
-        let mine = [app] + (try storage.accessGroups(uid: uid, containing: app))
+    private func searchGroups(_ query: [String: KeychainValue], app: AppIdentity) throws -> [String] {
+        let mine = (app.ownGroup.map { [$0] } ?? []) + (try storage.accessGroups(uid: uid, containing: app.name))
         guard let value = query["agrp"] else { return mine }
         guard case .string(let group) = value, mine.contains(group) else { return [] }
         return [group]
@@ -61,7 +68,7 @@ extension UserSession {
     }
 
     /// Candidates matching every attribute of the query, in creation order.
-    private func matches(_ query: [String: KeychainValue], app: String) throws -> [StoredItem] {
+    private func matches(_ query: [String: KeychainValue], app: AppIdentity) throws -> [StoredItem] {
         try KeychainRules.checkKeys(query)
         let itemClass = try KeychainRules.itemClass(query)
         let groups = try searchGroups(query, app: app)
@@ -97,7 +104,7 @@ extension UserSession {
 
     // MARK: Operations
 
-    private func keychainAdd(_ request: KeychainRequest, app: String) async throws -> KeychainReply {
+    private func keychainAdd(_ request: KeychainRequest, app: AppIdentity) async throws -> KeychainReply {
         let new = try KeychainRules.newItem(request.attributes, accessControl: request.accessControl)
         let group = try accessGroup(request.attributes, app: app)
         if let problem = try await creationProblem(new.protection, new.requirement, applicationPasswordGiven: request.applicationPassword != nil) {
@@ -125,7 +132,7 @@ extension UserSession {
         return KeychainReply(status: .success, items: wantsResult ? [shaped(item, request, data: new.secret)] : [])
     }
 
-    private func keychainCopy(_ request: KeychainRequest, app: String, prover: AccessProver) async throws -> KeychainReply {
+    private func keychainCopy(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
         let candidates = try matches(request.attributes, app: app)
         var results: [KeychainItem] = []
         for item in candidates {
@@ -149,7 +156,7 @@ extension UserSession {
         return KeychainReply(status: .success, items: results)
     }
 
-    private func keychainUpdate(_ request: KeychainRequest, app: String, prover: AccessProver) async throws -> KeychainReply {
+    private func keychainUpdate(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
         let changes = try KeychainRules.changes(request.changes ?? [:], accessControl: request.changesAccessControl)
         if let ac = changes.accessControl, let requirement = changes.requirement,
            let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: request.applicationPassword != nil) {
@@ -189,7 +196,7 @@ extension UserSession {
     }
 
     /// Deleting needs no authentication: an invalidated item can always be removed.
-    private func keychainDelete(_ request: KeychainRequest, app: String) throws -> KeychainReply {
+    private func keychainDelete(_ request: KeychainRequest, app: AppIdentity) throws -> KeychainReply {
         let candidates = try matches(request.attributes, app: app)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
         try storage.deleteItems(ids: candidates.map(\.id), uid: uid)
@@ -224,9 +231,9 @@ extension UserSession {
 
 extension UserSession {
     func configureAccessGroup(passcode: String, name: String, apps: [String]) async throws {
-        guard !name.isEmpty, name.utf8.count <= 128, !name.hasPrefix("/") else {
-            // App identities are absolute paths: a group named like one would hand over that app's items.
-            throw Failure(.invalidParameter, "a group name has 1 to 128 bytes and does not start with \"/\"")
+        guard !name.isEmpty, name.utf8.count <= 128, !AppIdentity.isIdentityName(name) else {
+            // A group named like an app identity would hand over that app's items.
+            throw Failure(.invalidParameter, "a group name has 1 to 128 bytes and does not start with \"/\" or \"\(AppIdentity.unverifiedPrefix)\"")
         }
         guard apps.count <= 32, apps.allSatisfy({ $0.hasPrefix("/") && $0.utf8.count <= 1024 }) else {
             throw Failure(.invalidParameter, "members are up to 32 absolute executable paths")

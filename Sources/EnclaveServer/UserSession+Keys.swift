@@ -17,14 +17,22 @@ struct PrehashedSHA256: Digest {
 }
 
 extension UserSession {
-    private func unseal(_ blob: Data?, kind: KeyRequest.Kind, app: String) throws -> KeyBlob {
-        guard let key = KeyBlob.open(blob, kind: kind, userKey: userKey, uid: uid, app: app) else {
+    /// The key owner of `app`: an interpreter has none (`AppIdentity`).
+    private func owner(_ app: AppIdentity) throws -> String {
+        guard let own = app.ownGroup else {
+            throw KeyReplyError(KeyReply(problem: .notAvailable, message: "\(app) runs other programs' code, so it has no Secure Enclave keys of its own"))
+        }
+        return own
+    }
+
+    private func unseal(_ blob: Data?, kind: KeyRequest.Kind, app: AppIdentity) throws -> KeyBlob {
+        guard let key = KeyBlob.open(blob, kind: kind, userKey: userKey, uid: uid, app: try owner(app)) else {
             throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged"))
         }
         return key
     }
 
-    func keyOperation(_ r: KeyRequest, app: String, authorize: @escaping StepAuthorizer) async -> KeyReply {
+    func keyOperation(_ r: KeyRequest, app: AppIdentity, authorize: @escaping StepAuthorizer) async -> KeyReply {
         do {
             switch r.operation {
             case .create: return try await createKey(r, app: app)
@@ -55,7 +63,8 @@ extension UserSession {
         }
     }
 
-    private func createKey(_ r: KeyRequest, app: String) async throws -> KeyReply {
+    private func createKey(_ r: KeyRequest, app: AppIdentity) async throws -> KeyReply {
+        let owner = try owner(app)
         let ac = r.accessControl ?? AccessControlValue(protection: .afterFirstUnlockThisDeviceOnly, flags: [])
         let requirement: AccessRequirement
         do { requirement = try AccessRequirement(flags: ac.flags) } catch { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "\(error)")) }
@@ -66,7 +75,7 @@ extension UserSession {
         let raw: Data = r.kind == .signing ? P256.Signing.PrivateKey().rawRepresentation : P256.KeyAgreement.PrivateKey().rawRepresentation
         let key = KeyBlob(kind: r.kind, privateKey: raw, protection: ac.protection, flags: ac.flags,
                           enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch)
-        return KeyReply(blob: try key.sealed(userKey: userKey, uid: uid, app: app), publicKey: try Self.publicKey(of: key))
+        return KeyReply(blob: try key.sealed(userKey: userKey, uid: uid, app: owner), publicKey: try Self.publicKey(of: key))
     }
 
     /// The digest to sign or verify: given, or SHA-256 of the given message.

@@ -97,9 +97,13 @@ struct Doctor: ParsableCommand {
             // A daemon that refuses a client says why in a reply to no request, then closes: the
             // connection only reports the loss, so listen (without saying anything) for the reason.
             let refusal = (error as? EnclaveClientError) == .connectionLost ? Self.refusal(at: path) : nil
-            if let refusal, refusal.contains("could not identify") {
-                report.problem("daemon", "it refuses this client: \(refusal) (it cannot read /proc/PID/exe of other users' processes)",
-                               fix: "give the daemon CAP_SYS_PTRACE (the packaged unit's AmbientCapabilities=CAP_SYS_PTRACE) or run it as root")
+            if let refusal, refusal.contains("could not identify"), refusal.contains("cannot read the client process") {
+                report.problem("daemon", "it refuses this client: \(refusal) (it cannot read /proc/PID of other users' processes)",
+                               fix: "give the daemon CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (the packaged unit's AmbientCapabilities=) or run it as root")
+            } else if let refusal, refusal.contains("sock_diag") {
+                report.problem("daemon", "it refuses this client: \(refusal)",
+                               fix: "the daemon needs AF_NETLINK sockets (sock_diag, module unix_diag) in the network namespace of its listening socket: "
+                                    + "no PrivateNetwork=, and RestrictAddressFamilies=AF_UNIX AF_NETLINK")
             } else if let refusal {
                 report.problem("daemon", "it refuses this client: \(refusal)", fix: "use a daemon that serves you: the system daemon, or your own user daemon")
             } else if case .unreachable(let why)? = error as? EnclaveClientError, why.contains("not a trusted") {

@@ -143,11 +143,11 @@ struct LAEnclaved: AsyncParsableCommand {
         commandLine.promptQueueTimeout = promptQueueTimeout
         commandLine.contextLifetime = contextLifetime
         commandLine.helloTimeout = helloTimeout
-        // Every connection is a descriptor: take what the limits need, and never promise more
+        // Connections are descriptors: take what the limits need, and never promise more
         // connections than the descriptors allow (an accept loop out of descriptors spins).
-        let descriptors = Self.raiseDescriptorLimit(to: maxConnections + ConnectionBudget.descriptorReserve)
+        let descriptors = Self.raiseDescriptorLimit(to: ConnectionBudget.descriptors(forConnections: maxConnections))
         commandLine.connectionLimits = ConnectionBudget.Limits(perUser: maxConnectionsPerUser,
-                                                               total: max(1, min(maxConnections, descriptors - ConnectionBudget.descriptorReserve)))
+                                                               total: min(maxConnections, ConnectionBudget.connections(forDescriptors: descriptors)))
         let defaults = mode == .system
             ? DaemonDefaultPaths(socket: EnclavePaths.systemSocket, stateDirectory: EnclavePaths.systemStateDirectory, masterKey: EnclavePaths.systemMasterKey)
             : DaemonDefaultPaths(socket: EnclavePaths.userSocket(), stateDirectory: EnclavePaths.userStateDirectory(), masterKey: EnclavePaths.userMasterKey())

@@ -9,7 +9,7 @@ import Glibc
 
 /// The system install, end to end on this (throw-away) machine: `scripts/build-deb` builds the
 /// package, `dpkg -i` installs it (user, directories, units), the daemon is started the way
-/// laenclaved.service starts it — as the laenclaved user holding only CAP_SYS_PTRACE, on a listening
+/// laenclaved.service starts it — as the laenclaved user holding only the unit's capabilities, on a listening
 /// socket passed by socket activation — and a second user (`nobody`) sets a passcode and
 /// authenticates through it; the polkit rule it ships is judged by the real polkitd; `lactl
 /// doctor` diagnoses it; `dpkg -r` and `dpkg -P` clean up.
@@ -223,8 +223,8 @@ final class PackageInstallTests: XCTestCase {
         XCTAssertFalse(try allowed("laenclaved", "org.freedesktop.hostname1.set-hostname"), "the rule grants nothing else")
     }
 
-    /// As plain `runuser -u laenclaved` starts it, without CAP_SYS_PTRACE, the daemon cannot read
-    /// other users' /proc/PID/exe and so refuses them: what the unit's AmbientCapabilities is for.
+    /// As plain `runuser -u laenclaved` starts it, without capabilities, the daemon cannot read
+    /// other users' /proc/PID and so refuses them: what the unit's AmbientCapabilities is for.
     /// Binding the socket itself, it also removes the file when it stops.
     private func daemonWithoutCapabilityRefusesOtherUsers() throws {
         let log = try logFile("plain.log")
@@ -404,12 +404,18 @@ final class PackageInstallTests: XCTestCase {
         return high
     }
 
-    /// What laenclaved.service does: the daemon as laenclaved with CAP_SYS_PTRACE only and no new
-    /// privileges (setpriv does not fork), the listening socket as descriptor 3, LISTEN_PID its pid.
+    /// What laenclaved.service does: the daemon as laenclaved with the installed unit's capabilities
+    /// only (`AmbientCapabilities=`) and no new privileges (setpriv does not fork), the listening
+    /// socket as descriptor 3, LISTEN_PID its pid.
     private func spawnActivated(_ arguments: [String], log: String) throws -> pid_t {
-        try spawnWithSocket(["/usr/bin/setpriv", "--reuid=laenclaved", "--regid=laenclaved", "--init-groups",
-                             "--inh-caps=-all,+sys_ptrace", "--ambient-caps=-all,+sys_ptrace", "--bounding-set=-all,+sys_ptrace",
-                             "--no-new-privs", "--", daemonPath] + arguments, descriptor: listener, log: log)
+        let unit = try String(contentsOfFile: "/lib/systemd/system/laenclaved.service", encoding: .utf8)
+        let capabilities = unit.split(separator: "\n").filter { $0.hasPrefix("AmbientCapabilities=") }
+            .flatMap { $0.dropFirst("AmbientCapabilities=".count).split(separator: " ") }
+            .map { "+" + $0.lowercased().replacingOccurrences(of: "cap_", with: "") }.joined(separator: ",")
+        XCTAssertFalse(capabilities.isEmpty, "the unit grants its capabilities with AmbientCapabilities=")
+        return try spawnWithSocket(["/usr/bin/setpriv", "--reuid=laenclaved", "--regid=laenclaved", "--init-groups",
+                                    "--inh-caps=-all,\(capabilities)", "--ambient-caps=-all,\(capabilities)", "--bounding-set=-all,\(capabilities)",
+                                    "--no-new-privs", "--", daemonPath] + arguments, descriptor: listener, log: log)
     }
 
     /// Runs `command` with `descriptor` as its descriptor 3 and the socket-activation variables

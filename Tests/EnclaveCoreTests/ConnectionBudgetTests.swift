@@ -38,6 +38,17 @@ final class ConnectionBudgetTests: XCTestCase {
         XCTAssertEqual(ConnectionBudget.Refusal.userFull(limit: 256).failure.code, .busy)
         XCTAssertTrue(ConnectionBudget.Refusal.userFull(limit: 256).failure.message.contains("256"))
         XCTAssertEqual(ConnectionBudget.Refusal.daemonFull(limit: 4096).failure.code, .busy)
-        XCTAssertGreaterThan(ConnectionBudget.Limits.standard.total + ConnectionBudget.descriptorReserve, ConnectionBudget.Limits.standard.total)
+    }
+
+    /// Each connection holds two descriptors (its socket and its client's pinned /proc/PID).
+    func testTheDescriptorArithmetic() {
+        let cases: [(connections: Int, descriptors: Int)] = [(4096, 8320), (256, 640), (1, 130)]
+        for c in cases {
+            XCTAssertEqual(ConnectionBudget.descriptors(forConnections: c.connections), c.descriptors)
+            XCTAssertEqual(ConnectionBudget.connections(forDescriptors: c.descriptors), c.connections)
+        }
+        XCTAssertEqual(ConnectionBudget.connections(forDescriptors: 1024), 448, "a process's usual 1,024 descriptors")
+        XCTAssertEqual(ConnectionBudget.connections(forDescriptors: 100), 1, "never none")
+        XCTAssertEqual(ConnectionBudget(limits: .standard).descriptorsNeeded, 8320)
     }
 }

@@ -60,8 +60,9 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     /// A handler for a new connection of `app`, its requests running as they would on a socket.
-    private func connect(_ app: String) -> ConnectionHandler {
-        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), app: app), daemon: daemon, sink: sink,
+    private func connect(_ app: String, kind: AppIdentity.Kind = .app) -> ConnectionHandler {
+        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: AppIdentity(name: app, kind: kind)),
+                                        daemon: daemon, sink: sink,
                                         logger: Logger(label: "test"))
         runners.append(Task { await handler.run() })
         handlers.append(handler)
@@ -425,6 +426,35 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(read.items.first?.data, secret)
         let steps = try await audit().filter { $0.operation == "keychain.authorize" }.map(\.result)
         XCTAssertEqual(steps.sorted(), ["success(biometric)", "userCancel(-2)"])
+    }
+
+    /// An interpreter is one identity for every script it runs: it keeps no secrets of its own, only
+    /// in a group the person put it in (and names).
+    func testAnInterpreterKeepsSecretsOnlyInAGroupThePersonPutItIn() async throws {
+        let python = "/usr/bin/python3.11"
+        handler.closed()
+        handler = connect(python, kind: .interpreter)
+        _ = try await request(.hello(version: enclaveProtocolVersion))
+        let item: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("script"), "v_Data": .data(Data("token".utf8))]
+        let own = try await keychain(.add, KeychainRequest(attributes: item, context: "k"))
+        XCTAssertEqual(own.status, .missingEntitlement, own.message ?? "")
+        XCTAssertTrue(own.message?.contains("lactl keychain share") ?? false, own.message ?? "")
+        guard case .key(let key) = try await request(.key(KeyRequest(operation: .create, kind: .signing, context: "k"))) else { return XCTFail("no key reply") }
+        XCTAssertEqual(key.problem, .notAvailable, key.message ?? "")
+        XCTAssertNil(key.blob)
+
+        _ = try await request(.configureAccessGroup(passcode: "1234", name: "scripts", apps: [python]))
+        var grouped = item
+        grouped["agrp"] = .string("scripts")
+        let added = try await keychain(.add, KeychainRequest(attributes: grouped, context: "k"))
+        XCTAssertEqual(added.status, .success, added.message ?? "")
+        let read = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("script")], context: "k", returnData: true))
+        XCTAssertEqual(read.items.first?.data, Data("token".utf8), "the group is searched without naming it")
+        // The interpreter's path is no group name, so no app can claim its place either.
+        guard case .failure(let refused) = try await request(.configureAccessGroup(passcode: "1234", name: AppIdentity.unverifiedPrefix + "1:2:/x", apps: [python])) else {
+            return XCTFail("a group named like an identity was accepted")
+        }
+        XCTAssertEqual(refused.code, .invalidParameter)
     }
 
     func testAnEnrolmentChangeInvalidatesACurrentSetItemForGood() async throws {

@@ -1,0 +1,80 @@
+/// Which app a client is, decided from what the kernel says about the executable it runs — never
+/// from anything the client sends.
+///
+/// The kernel names the executable (`/proc/PID/exe`) as the *client* sees it, inside the client's
+/// mount namespace: a process in a namespace of its own can bind-mount any file over
+/// `/usr/bin/victim` and be named `/usr/bin/victim`. The file it runs, though (device and inode of
+/// `/proc/PID/exe`), is the same in every namespace. So a path is the app's identity only when the
+/// daemon, in its own view, finds that very file at that path. Anything else — a Flatpak or bwrap
+/// sandbox, a deleted or replaced binary, a forgery — is an unverified app that shares nothing with
+/// any other: its identity names the file it runs, never just the path it claims.
+///
+/// An interpreter (`python3`, `node`, `sh`, the dynamic loader run directly…) is one executable for
+/// every script it runs, and the script is only the client's word (its arguments). It keeps its
+/// identity for evaluations, but has no keychain group or keys of its own: one script's secrets
+/// would be every other script's. A person who wants a script to keep secrets puts the interpreter
+/// in an access group (`lactl keychain share`), and the script names that group. Our own rule:
+/// Apple's platforms identify apps by code signature and have no such case.
+public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
+    public enum Kind: String, Sendable, Codable {
+        /// A verified executable path.
+        case app
+        /// A verified path of an executable that runs other code (scripts, other binaries).
+        case interpreter
+        /// An executable the daemon cannot find at the path the client's namespace gives it.
+        case unverified
+    }
+
+    /// A file as the kernel identifies it, the same in every mount namespace.
+    public struct FileID: Sendable, Hashable {
+        public var device: UInt64
+        public var inode: UInt64
+        public init(device: UInt64, inode: UInt64) { self.device = device; self.inode = inode }
+    }
+
+    /// The identity as stored with items, keys, domain state and audit entries.
+    public let name: String
+    public let kind: Kind
+
+    public init(name: String, kind: Kind) { self.name = name; self.kind = kind }
+
+    public var description: String { name }
+
+    /// The prefix of unverified identities. No access group may be named like an identity (a group
+    /// named like an app would hand over that app's items).
+    public static let unverifiedPrefix = "unverified:"
+
+    /// The identity of a process running `running`, which its own namespace names `path`; `atPath`
+    /// is the file the daemon finds at `path` in its own view (nil: none).
+    public static func resolve(path: String, running: FileID, atPath: FileID?) -> AppIdentity {
+        guard path.hasPrefix("/"), atPath == running else {
+            return AppIdentity(name: "\(unverifiedPrefix)\(running.device):\(running.inode):\(path)", kind: .unverified)
+        }
+        return AppIdentity(name: path, kind: isInterpreter(path) ? .interpreter : .app)
+    }
+
+    /// The keychain group and key owner that is the app's own, if it may have one.
+    public var ownGroup: String? { kind == .interpreter ? nil : name }
+
+    /// Whether `name` has the shape of an app identity, so that no access group may take it.
+    public static func isIdentityName(_ name: String) -> Bool {
+        name.hasPrefix("/") || name.hasPrefix(unverifiedPrefix)
+    }
+
+    /// Executables that run code the kernel does not name: script interpreters and shells, runtimes
+    /// of other languages, the dynamic loader run as a program, emulators, and relays that hand any
+    /// program's bytes to the socket. Matched on the file name; `*` ends a prefix (`python3.11`).
+    public static let interpreters: [String] = [
+        "python*", "pypy*", "node", "nodejs", "deno", "bun", "perl*", "ruby*", "irb*", "php*", "lua*", "luajit*",
+        "tclsh*", "wish*", "expect", "bash", "sh", "dash", "zsh", "ksh*", "mksh", "yash", "fish", "tcsh", "csh", "busybox",
+        "java", "jshell", "dotnet", "mono", "Rscript", "R", "julia", "guile*", "gawk", "mawk", "awk", "osh", "elvish", "nu",
+        "ld-linux*", "ld.so", "ld64.so*", "qemu-*", "gdb", "socat", "nc", "nc.*", "ncat", "netcat", "swift", "swift-frontend",
+    ]
+
+    public static func isInterpreter(_ path: String) -> Bool {
+        let file = path.split(separator: "/").last.map(String.init) ?? path
+        return interpreters.contains { pattern in
+            pattern.hasSuffix("*") ? file.hasPrefix(pattern.dropLast()) : file == pattern
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import CPeerSocket
+import EnclaveCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The process at the other end of one connection, pinned when the connection is accepted and
+/// held to it for the connection's life.
+///
+/// The kernel's SO_PEERCRED names the process that connected, by pid. Three ways to borrow another
+/// app's identity from there, and what stops each:
+/// - **pid reuse:** `/proc/PID` is opened once, as a directory handle that names that process only
+///   (after it ends, the handle finds nothing, whoever gets the pid next); with SO_PEERPIDFD the
+///   handle is confirmed to be the connecting process's, which was still running after it opened.
+/// - **connect, then exec the victim** (keeping the socket in a child): the executable is read at
+///   once, and then the process must be holding this very connection (sock_diag names the socket at
+///   its end), close-on-exec. A process that exec'd the victim before that point has lost the
+///   connection on exec, or holds it inheritable: refused. One that exec's later is caught by
+///   `executableChanged()`, which the server asks before every request.
+/// - **a namespace of its own:** `AppIdentity.resolve`, from the file the process runs.
+/// What stays possible for code running as the same user: injecting into the real executable
+/// (`LD_PRELOAD`, ptrace where `kernel.yama.ptrace_scope` allows it); see docs/architecture.md.
+final class PeerProcess: @unchecked Sendable {
+    enum Refusal: Error, Equatable, CustomStringConvertible {
+        case ended
+        case unreadable(Int32)
+        case notHoldingConnection
+        case inheritableConnection
+        case socketUnknown(Int32)
+
+        var description: String {
+            switch self {
+            case .ended: return "the process that connected has ended"
+            case .unreadable(let e): return "the daemon cannot read the client process (\(String(cString: strerror(e))))"
+            case .notHoldingConnection: return "the process that connected no longer holds the connection (it closed it, or exec'd)"
+            case .inheritableConnection: return "the connection must be close-on-exec in the process that opened it (SOCK_CLOEXEC)"
+            case .socketUnknown(let e): return "the kernel could not name the client's socket (sock_diag: \(String(cString: strerror(e))))"
+            }
+        }
+    }
+
+    let pid: Int32
+    /// The executable's path as the client's own mount namespace names it.
+    let executablePath: String
+    /// The file the process ran when it was pinned.
+    let executable: AppIdentity.FileID
+    /// `/proc/PID`, opened while the connecting process ran: it names that process and no other.
+    private let directory: Int32
+
+    /// Pins `pid`. `pidfd` (SO_PEERPIDFD; nil where the kernel lacks it) confirms that the
+    /// directory opened is the connecting process's; the caller keeps and closes it.
+    init(pid: Int32, pidfd: Int32?) throws(Refusal) {
+        self.pid = pid
+        let directory = open("/proc/\(pid)", la_o_path | O_DIRECTORY | O_CLOEXEC)
+        guard directory >= 0 else { throw errno == ENOENT ? .ended : .unreadable(errno) }
+        if let pidfd {
+            var ready = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+            // Readable: the process has exited, and the pid may since name another.
+            guard poll(&ready, 1, 0) == 0 else { Glibc.close(directory); throw .ended }
+        }
+        guard let file = Self.executableFile(directory), let path = Self.executablePath(directory) else {
+            let code = errno
+            Glibc.close(directory)
+            throw code == ENOENT || code == ESRCH ? .ended : .unreadable(code)
+        }
+        self.directory = directory
+        self.executable = file
+        self.executablePath = path
+    }
+
+    deinit { Glibc.close(directory) }
+
+    /// The app this process is, judged in the daemon's own view of the file system.
+    var identity: AppIdentity {
+        var info = stat()
+        let atPath = stat(executablePath, &info) == 0 ? AppIdentity.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+        return AppIdentity.resolve(path: executablePath, running: executable, atPath: atPath)
+    }
+
+    /// Whether the process no longer runs the executable it was pinned with (it exec'd another, or
+    /// ended). One `fstatat` on the pinned directory.
+    func executableChanged() -> Bool {
+        Self.executableFile(directory) != executable
+    }
+
+    /// Checks that the pinned process holds the client end of the connection whose daemon end has
+    /// the socket cookie `cookie`, in every descriptor it has for it, close-on-exec. Called after
+    /// the executable was read: an exec in between closes the descriptor (or left it inheritable).
+    func confirmHolds(connectionCookie cookie: UInt64) throws(Refusal) {
+        let found = la_unix_peer_inode(cookie)
+        guard found >= 0 else { throw .socketUnknown(Int32(-found)) }
+        guard found > 0 else { throw .notHoldingConnection }
+        let target = "socket:[\(found)]"
+        let fds = openat(directory, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fds >= 0 else { throw errno == ENOENT || errno == ESRCH ? .ended : .unreadable(errno) }
+        guard let listing = fdopendir(fds) else { Glibc.close(fds); throw .unreadable(errno) }
+        defer { closedir(listing) }
+        var holding: [String] = []
+        var link = [CChar](repeating: 0, count: 64)
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            guard name.first?.isNumber == true else { continue }
+            let n = readlinkat(fds, name, &link, link.count - 1)
+            guard n > 0 else { continue }
+            link[n] = 0
+            if String(cString: link) == target { holding.append(name) }
+        }
+        guard !holding.isEmpty else { throw Self.executableFile(directory) == nil ? .ended : .notHoldingConnection }
+        for fd in holding {
+            guard let flags = Self.descriptorFlags(directory, fd) else { throw .notHoldingConnection }
+            guard flags & Int(O_CLOEXEC) != 0 else { throw .inheritableConnection }
+        }
+    }
+
+    private static func executableFile(_ directory: Int32) -> AppIdentity.FileID? {
+        var info = stat()
+        guard fstatat(directory, "exe", &info, 0) == 0 else { return nil }
+        return AppIdentity.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
+    private static func executablePath(_ directory: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlinkat(directory, "exe", &buffer, Int(PATH_MAX))
+        guard n > 0 else { return nil }
+        buffer[n] = 0
+        return String(cString: buffer)
+    }
+
+    /// The open flags of descriptor `fd` of the process (`flags:` in `/proc/PID/fdinfo/FD`, octal).
+    private static func descriptorFlags(_ directory: Int32, _ fd: String) -> Int? {
+        let file = openat(directory, "fdinfo/\(fd)", O_RDONLY | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { Glibc.close(file) }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let n = read(file, &buffer, buffer.count)
+        guard n > 0 else { return nil }
+        for line in String(decoding: buffer[..<n], as: UTF8.self).split(separator: "\n") where line.hasPrefix("flags:") {
+            return Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
+        }
+        return nil
+    }
+}
+
