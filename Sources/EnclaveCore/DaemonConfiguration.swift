@@ -18,8 +18,13 @@ public struct DaemonConfiguration: Sendable {
     /// back to `simulatedSensor` when fprintd has no reader.
     public var fprintd: FprintdUse = .no
     public enum FprintdUse: Sendable { case no, required, ifAvailable }
-    /// Whether `simulate` requests (scripted touches and typed passcodes) are accepted.
+    /// Whether `simulate` requests (scripted touches and typed passcodes) are accepted. The merge
+    /// gives the mode's default; the daemon narrows it once it knows its sensor
+    /// (`simulationAccepted(realSensor:)`).
     public var simulationEnabled: Bool
+    /// Whether simulation was turned on by name (`allow-simulation = yes`, `--allow-simulation`),
+    /// not by the user mode's default: only that lets scripted input reach a real reader.
+    public var simulationExplicit = false
     /// scrypt cost (log2 N) for new passcode verifiers.
     public var passcodeCost: Int = PasscodeVerifier.defaultCost
     /// How long one prompt may stay open before it ends with `systemCancel`.
@@ -103,6 +108,7 @@ extension DaemonConfiguration {
             masterKeyPath: commandLine.keyFile ?? defaults.masterKey,
             simulatedSensor: simulated,
             simulationEnabled: settings.allowSimulation ?? (mode == .user))
+        config.simulationExplicit = settings.allowSimulation == true
         config.fprintd = switch settings.sensor { case .fprintd: .required; case .auto: .ifAvailable; default: .no }
         if settings.passcodeSource == .pam {
             config.pamService = settings.pamService
@@ -115,6 +121,20 @@ extension DaemonConfiguration {
         config.connectionLimits = commandLine.connectionLimits
         config.helloTimeout = commandLine.helloTimeout
         return config
+    }
+
+    /// Whether `simulate` is accepted with this sensor. With a real reader a scripted touch would pass
+    /// a prompt the person is meant to answer with a finger, so only when an administrator asked for
+    /// it by name (our choice: Apple has no simulation at all; ours exists for tests and demos, which
+    /// use simulated sensors).
+    public func simulationAccepted(realSensor: Bool) -> Bool {
+        realSensor ? simulationExplicit : simulationEnabled
+    }
+
+    /// What the daemon says loudly once its sensor is chosen.
+    public func sensorWarnings(realSensor: Bool) -> [String] {
+        guard realSensor, simulationAccepted(realSensor: true) else { return [] }
+        return ["SIMULATION ENABLED WITH A REAL FINGERPRINT READER: scripted touches and passcodes (lactl simulate) pass its prompts"]
     }
 
     /// What the daemon says loudly at start: a configuration that weakens the promise.

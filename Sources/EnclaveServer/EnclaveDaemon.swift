@@ -9,6 +9,7 @@ import Glibc
 
 /// The daemon's shared parts: configuration, storage, the sensor, and one session per user.
 public final class EnclaveDaemon: Sendable {
+    /// As resolved, with simulation narrowed to what the chosen sensor allows.
     public let config: DaemonConfiguration
     let storage: Storage
     let auditLog: AuditLog
@@ -46,7 +47,6 @@ public final class EnclaveDaemon: Sendable {
             throw StartError.cannotLock(lockPath, e)
         }
         lockDescriptor = fd
-        self.config = config
         self.clock = clock
         self.logger = logger
         storage = try Storage(directory: config.stateDirectory, quota: KeychainQuota(items: config.keychainQuotaItems, bytes: config.keychainQuotaBytes))
@@ -71,6 +71,11 @@ public final class EnclaveDaemon: Sendable {
         case .no:
             sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
         }
+        let realSensor = sensor is FprintdSensor
+        var effective = config
+        effective.simulationEnabled = config.simulationAccepted(realSensor: realSensor)
+        self.config = effective
+        for warning in config.sensorWarnings(realSensor: realSensor) { logger.warning("\(warning)") }
     }
 
     public struct SensorUnavailable: Error, CustomStringConvertible {

@@ -233,7 +233,12 @@ actor UserSession {
     // MARK: The scripted person
 
     func simulate(_ events: [SimulatedEvent]) throws {
-        guard config.simulationEnabled else { throw Failure(.simulationDisabled, "this daemon does not accept simulated events") }
+        guard config.simulationEnabled else {
+            if let sensor, !sensor.info.simulated {
+                throw Failure(.simulationDisabled, "this daemon uses a real fingerprint reader: scripted touches and passcodes are refused unless the administrator allows simulation (allow-simulation = yes, --allow-simulation)")
+            }
+            throw Failure(.simulationDisabled, "this daemon does not accept simulated events")
+        }
         guard queue.count + events.count <= WireLimits.maxQueuedEvents else {
             throw Failure(.invalidParameter, "at most \(WireLimits.maxQueuedEvents) events may wait in the queue")
         }

@@ -36,6 +36,10 @@ public final class TestEnclave: @unchecked Sendable {
         public var systemMode = false
         /// The laenclaved binary; default: `$LAENCLAVED_PATH`, beside this executable, or on PATH.
         public var daemonPath: String?
+        /// Whether the daemon accepts scripted touches and passcodes: true (`--allow-simulation`, the
+        /// default here, so tests can script the person whatever the sensor), false
+        /// (`--no-simulation`), nil (the daemon's own default, as an installation has it).
+        public var allowsSimulation: Bool? = true
         public var extraArguments: [String] = []
         /// Added to the daemon's environment (e.g. `DBUS_SYSTEM_BUS_ADDRESS` for a private fprintd).
         public var environment: [String: String] = [:]
@@ -88,7 +92,11 @@ public final class TestEnclave: @unchecked Sendable {
                     "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout", String(configuration.promptQueueTimeout),
                     "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
                     "--exit-with-parent"]
-        if configuration.systemMode { args.append("--allow-simulation") }
+        switch configuration.allowsSimulation {
+        case true?: args.append("--allow-simulation")
+        case false?: args.append("--no-simulation")
+        case nil: break
+        }
         args += configuration.extraArguments
         let child = try DaemonLauncher.spawn(daemon, args, environment: configuration.environment)
         lock.withLock { pid = child; control = nil }

@@ -84,6 +84,13 @@ struct Bench {
         }
         row("evaluatePolicy in the reuse window (no counter change)", reuse)
 
+        // A new connection: accept, the client's identity pinned and checked, hello, close.
+        var connect: [Double] = []
+        for _ in 0..<min(iterations, 1000) {
+            connect.append(try time { try EnclaveConnection(socketPath: enclave.socketPath).close() })
+        }
+        row("connection set-up (connect, identity, hello)", connect)
+
         var canEval: [Double] = []
         enclave.run {
             let context = LAContext()

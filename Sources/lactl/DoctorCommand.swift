@@ -274,6 +274,9 @@ struct Doctor: ParsableCommand {
         let name = s.sensor.map { "\($0.name)\($0.simulated ? " (SIMULATED)" : "")" } ?? "none (device passcode only)"
         let simulated = s.sensor?.simulated == true
         switch s.mode {
+        case _ where s.sensor != nil && !simulated && s.simulationEnabled:
+            report.problem("sensor", "⚠ \(name), simulated events accepted: `lactl simulate` passes the real reader's prompts",
+                           fix: "remove allow-simulation from the configuration file and --allow-simulation from the daemon's command")
         case .system where simulated || s.simulationEnabled:
             report.problem("sensor", "⚠ \(name)\(s.simulationEnabled ? ", simulated events accepted" : ""): anyone who can queue events passes biometric checks",
                            fix: "remove --simulated-sensor and --allow-simulation from the daemon's command (sudo systemctl edit laenclaved.service)")

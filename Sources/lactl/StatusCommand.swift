@@ -21,6 +21,12 @@ struct Status: ParsableCommand {
                     ⚠⚠ Anyone who can queue events passes biometric checks. Use sensor = fprintd (or auto) in \(EnclavePaths.systemConfiguration).
                     """)
             }
+            if !sensor.simulated && s.simulationEnabled {
+                printError("""
+                    ⚠⚠ WARNING: this daemon accepts scripted touches and passcodes with a REAL fingerprint reader:
+                    ⚠⚠ `lactl simulate` passes its prompts. Remove allow-simulation / --allow-simulation unless this machine is for testing.
+                    """)
+            }
         } else {
             print("sensor        none")
         }

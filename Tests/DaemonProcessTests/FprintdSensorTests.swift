@@ -67,6 +67,34 @@ final class FprintdSensorTests: XCTestCase {
         }
     }
 
+    /// A real reader and a daemon as installed (nobody turned simulation on): `lactl simulate
+    /// match` must not pass a real-fingerprint prompt. Before, user mode accepted scripted touches
+    /// whatever the sensor, and the evaluation succeeded with no finger on the reader.
+    func testAScriptedTouchCannotPassARealReadersPrompt() async throws {
+        let stack = try FprintdStack()
+        let enclave = try TestEnclave(.with {
+            $0.sensor = .none
+            $0.enrolled = []
+            $0.extraArguments = ["--fprintd"]
+            $0.environment = stack.environment
+            $0.promptTimeout = 30
+            $0.allowsSimulation = nil  // the daemon's own default, as an installation has it
+        })
+        try enrol(enclave, stack)
+        let evaluation = evaluating(enclave)
+        try stack.waitUntilClaimed()
+        let scripted = try runProcess(productPath("lactl"), ["simulate", "match", "--socket", enclave.socketPath])
+        XCTAssertNotEqual(scripted.status, 0, "a scripted touch was accepted with a real reader")
+        XCTAssertTrue(scripted.stderr.contains("real fingerprint reader"), scripted.stderr)
+        let status = try enclave.status()
+        XCTAssertFalse(status.simulationEnabled, "status says simulation is off")
+        XCTAssertEqual(status.queuedEvents, 0)
+        // The prompt is still the person's: their finger decides.
+        try stack.device("SCAN finger-A")
+        let code = await evaluation.value
+        XCTAssertNil(code, enclave.log())
+    }
+
     func testEnrolmentWithProgressThenMatchAndNoMatches() async throws {
         let stack = try FprintdStack()
         let enclave = try enclave(stack)

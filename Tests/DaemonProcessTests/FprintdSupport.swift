@@ -109,6 +109,15 @@ final class FprintdStack {
         }
     }
 
+    /// Waits until the reader is claimed and listening (a verify or enrol is under way).
+    func waitUntilClaimed(timeout: Double = 10) throws {
+        try eventuallyTrue("the reader to be claimed", timeout: timeout) {
+            guard let fd = try? EnclaveConnection.connectSocket(self.deviceSocket) else { return false }
+            close(fd)
+            return true
+        }
+    }
+
     /// What fprintd and the virtual reader did, from fprintd's own log (G_MESSAGES_DEBUG=all): the
     /// commands the reader got and used, the D-Bus methods called, results and warnings; for
     /// failure messages.

@@ -68,6 +68,27 @@ final class DaemonConfigurationTests: XCTestCase {
         XCTAssertTrue(try resolve(.user, file: "allow-simulation = no") { $0.allowSimulation = true }.simulationEnabled)
     }
 
+    /// With a real reader, scripted input only when the administrator said so — then loudly.
+    func testARealReaderAcceptsScriptedInputOnlyWhenSimulationWasTurnedOnExplicitly() throws {
+        let cases: [(mode: DaemonMode, file: String, flag: Bool?, simulatedSensor: Bool, realSensor: Bool, warned: Bool)] = [
+            (.user, "", nil, true, false, false),
+            (.user, "allow-simulation = no", nil, false, false, false),
+            (.user, "allow-simulation = yes", nil, true, true, true),
+            (.user, "", true, true, true, true),
+            (.user, "allow-simulation = yes", false, false, false, false),
+            (.system, "", nil, false, false, false),
+            (.system, "", true, true, true, true),
+        ]
+        for c in cases {
+            let config = try resolve(c.mode, file: c.file) { $0.allowSimulation = c.flag }
+            let why = "\(c.mode) file \"\(c.file)\" flag \(String(describing: c.flag))"
+            XCTAssertEqual(config.simulationAccepted(realSensor: false), c.simulatedSensor, why)
+            XCTAssertEqual(config.simulationAccepted(realSensor: true), c.realSensor, why)
+            XCTAssertEqual(config.sensorWarnings(realSensor: true).contains { $0.contains("REAL FINGERPRINT READER") }, c.warned, why)
+            XCTAssertEqual(config.sensorWarnings(realSensor: false), [], why)
+        }
+    }
+
     func testPAMSettingsApplyOnlyWhenPAMIsThePasscodeSource() throws {
         let notPAM = try resolve(.system, file: "pam-service = login\npam-users = alice")
         XCTAssertNil(notPAM.pamService, "a PAM service alone does not make PAM the source")
