@@ -22,6 +22,9 @@ public struct EvaluationMachine: Sendable {
         /// biometrics are not offered and a biometric authorization or reuse does not count.
         /// Meaningful with `.deviceOwnerAuthentication`.
         public var passcodeOnly = false
+        /// The sensor is a real reader and the daemon accepts scripted input anyway (simulation
+        /// turned on by name): every screen says so.
+        public var scriptedInputOnRealSensor = false
 
         public init(policy: PolicyValue, facts: DeviceFacts, app: String, reason: String, cancelTitle: String? = nil,
                     fallbackTitle: String? = nil, reuseDuration: Double = 0, interactionNotAllowed: Bool = false,
@@ -275,14 +278,18 @@ public struct EvaluationMachine: Sendable {
                 if phase == .passcode { instruction = "Passcode entry is disabled until an administrator resets it (lactl admin reset-passcode)" }
             }
         }
-        return PromptScreen(
+        var screen = PromptScreen(
             app: c.app, reason: c.reason, instruction: instruction,
             cancelTitle: (c.cancelTitle?.isEmpty ?? true) ? "Cancel" : c.cancelTitle!,
             fallbackTitle: fallbackVisible ? ((c.fallbackTitle?.isEmpty ?? true) ? "Enter Password" : c.fallbackTitle!) : nil,
             passcodeEntry: passcodeEntryAllowed && !disabled, retryOffered: phase == .faceRetryOffered,
             sensorArmed: sensorArmed, sensorName: sensorName, sensorSimulated: c.sensorSimulated,
             passcodeRetryAfter: retryAfter, passcodeDisabled: disabled)
+        if c.scriptedInputOnRealSensor { screen.warning = Self.scriptedInputWarning }
+        return screen
     }
+
+    public static let scriptedInputWarning = "⚠ SIMULATION IS ON: scripted touches and passcodes (lactl simulate) pass this real reader's prompt"
 
     static func describe(_ seconds: Double) -> String {
         let s = Int(seconds.rounded(.up))

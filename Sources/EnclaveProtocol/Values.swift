@@ -122,6 +122,9 @@ public struct PromptScreen: Codable, Sendable, Equatable {
     /// Seconds until another passcode attempt is accepted, while a delay runs.
     public var passcodeRetryAfter: Double?
     public var passcodeDisabled: Bool
+    /// A line the prompt must show where nobody misses it: the daemon accepts scripted input on a
+    /// real reader (our addition; absent otherwise).
+    public var warning: String?
 
     public init(app: String, reason: String, instruction: String, cancelTitle: String, fallbackTitle: String?,
                 passcodeEntry: Bool, retryOffered: Bool, sensorArmed: Bool, sensorName: String?,

@@ -85,6 +85,7 @@ final class TerminalPresenter: @unchecked Sendable {
         if let f = s.fallbackTitle { keys.append("Ctrl-F: \(f)") }
         keys.append("Esc: \(s.cancelTitle)")
         lines.append("│  [" + keys.joined(separator: " · ") + "]")
+        if let warning = s.warning { lines.append("│  \(warning)") }
         if s.sensorSimulated && s.sensorArmed { lines.append("│  simulated \(s.sensorName ?? "sensor"): Ctrl-T matching touch · Ctrl-N non-matching touch") }
         write(lines.joined(separator: "\r\n") + "\r\n")
     }

@@ -1,4 +1,6 @@
 import EnclaveClient
+import EnclaveCore
+import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import LocalAuthentication
@@ -93,6 +95,33 @@ final class FprintdSensorTests: XCTestCase {
         try stack.device("SCAN finger-A")
         let code = await evaluation.value
         XCTAssertNil(code, enclave.log())
+    }
+
+    /// Simulation turned on by name with a real reader (the testing kit's default): scripted input
+    /// is accepted, and the log, `lactl status` and every prompt screen say so.
+    func testARealReaderWithSimulationTurnedOnSaysSoEverywhere() throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        XCTAssertTrue(enclave.log().contains("SIMULATION ENABLED WITH A REAL FINGERPRINT READER"), enclave.log())
+        let status = try runProcess(productPath("lactl"), ["status", "--socket", enclave.socketPath])
+        XCTAssertTrue(status.stderr.contains("REAL fingerprint reader"), status.stderr)
+        let client = try RawClient(path: enclave.socketPath)
+        defer { client.close() }
+        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+        XCTAssertEqual((try client.readReply()?["reply"] as? [String: Any])?["kind"] as? String, "hello")
+        client.sendRequest(id: 2, op: "evaluate", args: ["context": "c", "policy": 1,
+                                                         "options": ["reason": "Unlock", "reuseDuration": 0, "interactionNotAllowed": false, "clientPresents": true]])
+        let prompt = try client.readReply(timeout: 30)?["reply"] as? [String: Any]
+        XCTAssertEqual(prompt?["kind"] as? String, "prompt", "\(String(describing: prompt))")
+        XCTAssertEqual((prompt?["value"] as? [String: Any])?["warning"] as? String, EvaluationMachine.scriptedInputWarning)
+        try enclave.queue(.match)
+        var final: [String: Any]?
+        for _ in 0..<10 {
+            guard let reply = try client.readReply(timeout: 30)?["reply"] as? [String: Any] else { break }
+            if reply["kind"] as? String == "evaluated" { final = reply["value"] as? [String: Any]; break }
+        }
+        XCTAssertEqual(final?["success"] as? Bool, true, "a scripted match passes when simulation was asked for: \(String(describing: final))")
     }
 
     func testEnrolmentWithProgressThenMatchAndNoMatches() async throws {

@@ -25,6 +25,19 @@ final class EvaluationMachineTests: XCTestCase {
         XCTAssertFalse(h.machine.isFinished)
     }
 
+    /// Scripted input on a real reader is said on every screen: armed, after a failed match, at the passcode.
+    func testEveryScreenWarnsWhenScriptedInputReachesARealReader() {
+        for onRealSensor in [false, true] {
+            var config = Fixture.config(.deviceOwnerAuthentication)
+            config.scriptedInputOnRealSensor = onRealSensor
+            var h = harness(config)
+            let expected = onRealSensor ? EvaluationMachine.scriptedInputWarning : nil
+            XCTAssertEqual(lastScreen(h.start())?.warning, expected)
+            XCTAssertEqual(lastScreen(h.send(.noMatch))?.warning, expected)
+            XCTAssertEqual(lastScreen(h.send(.fallback))?.warning, expected)
+        }
+    }
+
     func testOwnerPolicyWithBiometricsArmsSensorAndAcceptsPasscode() {
         var h = harness(Fixture.config(.deviceOwnerAuthentication))
         let actions = h.start()
