@@ -42,13 +42,15 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     public private(set) var delayStartedWall: Date?
     public private(set) var lastOwnerAuthentication: Date?
     public private(set) var lastBiometricMatch: MonotonicStamp?
+    /// The app whose evaluation that match was: only it may reuse it.
+    public private(set) var lastBiometricMatchApp: String?
     public private(set) var lastSeenBootID: String?
 
     public init() {}
 
     private enum CodingKeys: String, CodingKey {
         case biometricFailures, biometryLock, passcodeFailures, delayStartedAt, delayStartedWall
-        case lastOwnerAuthentication, lastBiometricMatch, lastSeenBootID
+        case lastOwnerAuthentication, lastBiometricMatch, lastBiometricMatchApp, lastSeenBootID
     }
 
     // MARK: Queries
@@ -71,11 +73,13 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
         }
     }
 
-    /// Whether a biometric match within `duration` seconds (clamped to 0…300) lets an evaluation
-    /// succeed without a prompt.
-    public func allowsReuse(of duration: Double, now: MonotonicStamp) -> Bool {
+    /// Whether a biometric match within `duration` seconds (clamped to 0…300) lets an evaluation of
+    /// `app` succeed without a prompt. Only a match of `app`'s own evaluation counts, and only the
+    /// user's last match: another app's would let any app piggyback on every touch the person gives
+    /// (our rule; Apple counts only the device unlock, which no app can ask for).
+    public func allowsReuse(of duration: Double, now: MonotonicStamp, app: String) -> Bool {
         let window = min(max(duration, 0), Self.maximumReuseDuration)
-        guard window > 0, let match = lastBiometricMatch, match.bootID == now.bootID else { return false }
+        guard window > 0, let match = lastBiometricMatch, match.bootID == now.bootID, lastBiometricMatchApp == app else { return false }
         let age = now.seconds - match.seconds
         return age >= 0 && age <= window
     }
@@ -115,9 +119,10 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
         return false
     }
 
-    public mutating func recordBiometricMatch(now: MonotonicStamp, wall: Date) {
+    public mutating func recordBiometricMatch(now: MonotonicStamp, wall: Date, app: String) {
         biometricFailures = 0
         lastBiometricMatch = now
+        lastBiometricMatchApp = app
         lastOwnerAuthentication = wall
     }
 

@@ -111,7 +111,7 @@ public struct EvaluationMachine: Sendable {
             return finish(.success(.contextAuthorized))
         }
         let biometricUsable = !c.passcodeOnly && c.facts.sensor != .none && c.facts.enrolled && ledger.biometryRefusal(now: wall) == nil
-        if biometricUsable && ledger.allowsReuse(of: c.reuseDuration, now: now) {
+        if biometricUsable && ledger.allowsReuse(of: c.reuseDuration, now: now, app: c.app) {
             return finish(.success(.reused))
         }
         if c.interactionNotAllowed {
@@ -138,7 +138,7 @@ public struct EvaluationMachine: Sendable {
             // Only while the sensor is armed: after a Face ID failure it stays off until the user asks to retry.
             guard phase == .biometric else { return [.ignored("a matching touch while the sensor is not armed")] }
             if let refusal = ledger.biometryRefusal(now: wall) { return biometryRefused(refusal, ledger: ledger, now: now) }
-            ledger.recordBiometricMatch(now: now, wall: wall)
+            ledger.recordBiometricMatch(now: now, wall: wall, app: configuration.app)
             return [.persistLedger] + finish(.success(.biometric))
         case .noMatch:
             guard phase == .biometric else { return [.ignored("a non-matching touch while the sensor is not armed")] }

@@ -125,6 +125,27 @@ final class AppIdentityAttackTests: XCTestCase {
 
     /// Two scripts run by one interpreter are one executable: the first one's secret would be the
     /// second one's. An interpreter keeps no items of its own.
+    /// Another app sets the longest reuse window and asks without a prompt: before, the victim's
+    /// fingerprint match (one user-wide "last match") passed it too, so any app could piggyback on
+    /// every touch the person gave another app. Now only the app's own match counts.
+    func testAnotherAppsMatchDoesNotPassTheReuseWindow() async throws {
+        let enclave = try TestEnclave()
+        let piggyback = ["authenticate", "--policy", "biometrics", "--reason", "Piggyback", "--reuse-duration", "300",
+                         "--no-interaction", "--socket", enclave.socketPath]
+        try enclave.queue(.match)
+        let victim = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
+        XCTAssertNil(victim, "the victim's own touch")
+        let attack = try runProcess(productPath("lactl"), piggyback)
+        XCTAssertEqual(attack.status, 30, "another app passed on the victim's touch: \(attack.stdout)\(attack.stderr)")
+
+        // Its own match does count for it.
+        try enclave.queue(.match)
+        let own = try runProcess(productPath("lactl"), ["authenticate", "--policy", "biometrics", "--reason", "Own", "--socket", enclave.socketPath])
+        XCTAssertEqual(own.status, 0, own.stderr)
+        let reused = try runProcess(productPath("lactl"), piggyback)
+        XCTAssertEqual(reused.status, 0, "its own match within the window: \(reused.stderr)")
+    }
+
     func testOneScriptCannotReadAnotherScriptsSecret() throws {
         let enclave = try TestEnclave()
         let script = """

@@ -44,7 +44,7 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testMatchResetsConsecutiveFailureCounter() {
         var l = AttemptLedger.withBiometricFailures(4)
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         XCTAssertEqual(l.biometricFailures, 0)
         // Four more failures are needed again... and the fifth locks.
         for _ in 0..<4 { XCTAssertFalse(l.recordBiometricFailure()) }
@@ -55,7 +55,7 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testOnlyCorrectPasscodeClearsBiometricLockout() {
         var l = AttemptLedger.withBiometricFailures(5)
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         XCTAssertEqual(l.biometryRefusal(now: clock.wall()), .failures, "a match does not lift the lockout")
         l.recordPasscodeFailure(attempt: Fixture.wrong(1), now: clock.monotonic())
         XCTAssertEqual(l.biometryRefusal(now: clock.wall()), .failures, "a wrong passcode does not lift it")
@@ -269,7 +269,7 @@ final class AttemptLedgerTests: XCTestCase {
         var l = AttemptLedger()
         l.recordPasscodeSuccess(wall: clock.wall())
         clock.advance(47 * 3600)
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         clock.advance(47 * 3600)
         XCTAssertNil(l.biometryRefusal(now: clock.wall()))
         clock.advance(3600 + 1)
@@ -289,7 +289,7 @@ final class AttemptLedgerTests: XCTestCase {
         var l = AttemptLedger()
         l.remoteLock()
         XCTAssertEqual(l.biometryRefusal(now: clock.wall()), .remoteLock)
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         XCTAssertEqual(l.biometryRefusal(now: clock.wall()), .remoteLock)
         l.recordPasscodeSuccess(wall: clock.wall())
         XCTAssertNil(l.biometryRefusal(now: clock.wall()))
@@ -299,44 +299,60 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testReuseWithinWindow() {
         var l = AttemptLedger()
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         clock.advance(10)
-        XCTAssertTrue(l.allowsReuse(of: 10, now: clock.monotonic()))
-        XCTAssertFalse(l.allowsReuse(of: 9.5, now: clock.monotonic()))
+        XCTAssertTrue(l.allowsReuse(of: 10, now: clock.monotonic(), app: "/usr/bin/app"))
+        XCTAssertFalse(l.allowsReuse(of: 9.5, now: clock.monotonic(), app: "/usr/bin/app"))
+    }
+
+    /// Only the app's own match, and only the user's last one: no app rides on another's touch.
+    func testReuseCountsOnlyTheSameAppsMatch() {
+        var l = AttemptLedger()
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/victim")
+        clock.advance(1)
+        let table: [(app: String, reused: Bool)] = [("/usr/bin/victim", true), ("/usr/bin/other", false), ("", false)]
+        for row in table { XCTAssertEqual(l.allowsReuse(of: 300, now: clock.monotonic(), app: row.app), row.reused, row.app) }
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/other")
+        XCTAssertTrue(l.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/other"))
+        XCTAssertFalse(l.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/victim"), "a later match of another app replaces it")
+        // Persisted with the ledger: a restarted daemon keeps whose match it was.
+        let reloaded = try! JSONDecoder().decode(AttemptLedger.self, from: JSONEncoder().encode(l))
+        XCTAssertTrue(reloaded.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/other"))
+        XCTAssertFalse(reloaded.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/victim"))
     }
 
     func testZeroReuseDurationNeverReuses() {
         var l = AttemptLedger()
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
-        XCTAssertFalse(l.allowsReuse(of: 0, now: clock.monotonic()))
-        XCTAssertFalse(l.allowsReuse(of: -5, now: clock.monotonic()))
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
+        XCTAssertFalse(l.allowsReuse(of: 0, now: clock.monotonic(), app: "/usr/bin/app"))
+        XCTAssertFalse(l.allowsReuse(of: -5, now: clock.monotonic(), app: "/usr/bin/app"))
     }
 
     func testReuseWithoutAnyMatchIsRefused() {
-        XCTAssertFalse(AttemptLedger().allowsReuse(of: 300, now: clock.monotonic()))
+        XCTAssertFalse(AttemptLedger().allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/app"))
     }
 
     func testReuseDurationClampsToThreeHundredSeconds() {
         var l = AttemptLedger()
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         clock.advance(300)
-        XCTAssertTrue(l.allowsReuse(of: 10_000, now: clock.monotonic()))
+        XCTAssertTrue(l.allowsReuse(of: 10_000, now: clock.monotonic(), app: "/usr/bin/app"))
         clock.advance(1)
-        XCTAssertFalse(l.allowsReuse(of: 10_000, now: clock.monotonic()))
+        XCTAssertFalse(l.allowsReuse(of: 10_000, now: clock.monotonic(), app: "/usr/bin/app"))
         XCTAssertEqual(AttemptLedger.maximumReuseDuration, 300)
     }
 
     func testReuseNotAcrossBoots() {
         var l = AttemptLedger()
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         clock.reboot(bootID: "boot-2", after: 1)
-        XCTAssertFalse(l.allowsReuse(of: 300, now: clock.monotonic()))
+        XCTAssertFalse(l.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/app"))
     }
 
     func testPasscodeSuccessIsNotABiometricMatchForReuse() {
         var l = AttemptLedger()
         l.recordPasscodeSuccess(wall: clock.wall())
-        XCTAssertFalse(l.allowsReuse(of: 300, now: clock.monotonic()))
+        XCTAssertFalse(l.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/app"))
     }
 
     // MARK: Passcode set / removed
@@ -356,7 +372,7 @@ final class AttemptLedgerTests: XCTestCase {
         var l = AttemptLedger()
         _ = l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: true)
         for i in 0..<3 { l.recordPasscodeFailure(attempt: Fixture.wrong(i), now: clock.monotonic()) }
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/app")
         l.passcodeRemoved()
         XCTAssertEqual(l.passcodeFailures, 0)
         XCTAssertNil(l.lastBiometricMatch)

@@ -545,7 +545,7 @@ final class EvaluationMachineTests: XCTestCase {
 
     func testInactivityRefusesBiometricPolicyAndOwnerGoesToPasscode() {
         var ledger = AttemptLedger()
-        ledger.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        ledger.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: Fixture.app)
         clock.advance(48 * 3600 + 60)
         var bio = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics), ledger)
         XCTAssertEqual(bio.start(), [.finish(.failure(.biometryLockout, Preflight.lockoutMessage(.inactivity)))])
@@ -570,7 +570,7 @@ final class EvaluationMachineTests: XCTestCase {
 
     private func ledgerWithMatch() -> AttemptLedger {
         var l = AttemptLedger()
-        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall())
+        l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: Fixture.app)
         return l
     }
 
