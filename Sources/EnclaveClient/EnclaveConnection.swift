@@ -42,12 +42,14 @@ public final class EnclaveConnection: @unchecked Sendable {
     private var descriptorClosed = false
     public private(set) var hello: HelloReply!
 
-    /// Connects and greets. Throws `unreachable` when nothing listens at `path`.
-    public init(socketPath path: String) throws {
+    /// Connects and greets. Throws `unreachable` when nothing listens at `path`. `alsoTrusting`:
+    /// daemon uids trusted beyond the usual (root reaching a user's own daemon to administer it;
+    /// nothing secret may then be sent).
+    public init(socketPath path: String, alsoTrusting extra: Set<UInt32> = []) throws {
         socketPath = path
         fd = try Self.connectSocket(path)
         // Talk only to a daemon the kernel says is trusted: never hand a passcode to an impostor.
-        guard let daemon = PeerCredentials.of(socket: fd), Self.trustedDaemonUIDs(socketPath: path).contains(daemon.uid) else {
+        guard let daemon = PeerCredentials.of(socket: fd), Self.trustedDaemonUIDs(socketPath: path).union(extra).contains(daemon.uid) else {
             isClosed = true  // deinit still runs after a throwing init: it must not touch fd again
             Glibc.close(fd)
             throw EnclaveClientError.unreachable("the process at \(path) is not a trusted laenclaved (it runs as another user)")

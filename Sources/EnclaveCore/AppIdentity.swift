@@ -23,6 +23,9 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         case interpreter
         /// An executable the daemon cannot find at the path the client's namespace gives it.
         case unverified
+        /// Root, connected to a user-mode daemon that runs as someone else: not an app at all, and
+        /// served only what `AdminPolicy.administratorMay` allows.
+        case administrator
     }
 
     /// A file as the kernel identifies it, the same in every mount namespace.
@@ -53,12 +56,15 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         return AppIdentity(name: path, kind: isInterpreter(path) ? .interpreter : .app)
     }
 
+    /// Root visiting a user-mode daemon (its process is not the daemon's to read, nor needed).
+    public static let administrator = AppIdentity(name: "administrator:root", kind: .administrator)
+
     /// The keychain group and key owner that is the app's own, if it may have one.
-    public var ownGroup: String? { kind == .interpreter ? nil : name }
+    public var ownGroup: String? { kind == .app || kind == .unverified ? name : nil }
 
     /// Whether `name` has the shape of an app identity, so that no access group may take it.
     public static func isIdentityName(_ name: String) -> Bool {
-        name.hasPrefix("/") || name.hasPrefix(unverifiedPrefix)
+        name.hasPrefix("/") || name.hasPrefix(unverifiedPrefix) || name == administrator.name
     }
 
     /// Executables that run code the kernel does not name: script interpreters and shells, runtimes

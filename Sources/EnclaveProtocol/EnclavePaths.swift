@@ -19,6 +19,10 @@ public enum EnclavePaths {
         return "/tmp/laenclaved-\(getuid())/socket"
     }
 
+    /// Where the user-mode daemon of `uid` listens when that user's session has the usual
+    /// `XDG_RUNTIME_DIR` (/run/user/UID), as root finds it to administer it.
+    public static func userSocket(ofUser uid: UInt32) -> String { "/run/user/\(uid)/laenclaved/socket" }
+
     public static let systemMasterKey = "/etc/laenclaved/master.key"
     public static let systemConfiguration = "/etc/laenclaved/laenclaved.conf"
 

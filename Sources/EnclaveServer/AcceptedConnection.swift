@@ -13,6 +13,9 @@ struct AcceptedConnection: Sendable {
     enum Admission: Sendable {
         /// Counted in the budget: release `credentials.uid` when the connection ends.
         case admitted(PeerCredentials, PeerProcess, connectionCookie: UInt64)
+        /// Root, connected to a user-mode daemon that runs as another user (`AppIdentity.administrator`):
+        /// counted in the budget like any peer, not pinned (its process is not the daemon's to read).
+        case administrator(PeerCredentials)
         /// Not counted; the failure is sent, then the connection closes.
         case refused(Failure, log: String, pid: Int32, uid: UInt32?)
     }
@@ -24,7 +27,7 @@ struct AcceptedConnection: Sendable {
     /// connection: the kernel's facts about the peer, the user-mode and budget checks, then the pin
     /// (`PeerProcess`) — so that the executable read is as near the connect as the kernel lets
     /// anyone get, and a refused connection costs no more than its socket.
-    static func admit(_ channel: any Channel, mode: DaemonMode, connections: ConnectionCounter) -> EventLoopFuture<Admission> {
+    static func admit(_ channel: any Channel, mode: DaemonMode, servedUser: UInt32, connections: ConnectionCounter) -> EventLoopFuture<Admission> {
         guard let provider = channel as? any SocketOptionProvider else {
             return channel.eventLoop.makeSucceededFuture(.refused(Failure(.notPermitted, "the daemon could not identify this client"),
                                                                   log: "refused a client the daemon could not identify", pid: 0, uid: nil))
@@ -38,13 +41,15 @@ struct AcceptedConnection: Sendable {
         return credentials.and(pidfd).and(cookie).map { pair, cookie in
             let (credentials, pidfd) = pair
             defer { if let pidfd { close(pidfd) } }
-            if mode == .user && credentials.uid != getuid() {
-                return .refused(Failure(.notPermitted, "this user-mode daemon serves uid \(getuid()) only"),
+            let visiting = mode == .user && credentials.uid != servedUser
+            if visiting && credentials.uid != 0 {
+                return .refused(Failure(.notPermitted, "this user-mode daemon serves uid \(servedUser) only"),
                                 log: "refused a connection from another user", pid: credentials.pid, uid: credentials.uid)
             }
             if let refusal = connections.admit(credentials.uid) {
                 return .refused(refusal.failure, log: "refused a connection over the limit", pid: credentials.pid, uid: credentials.uid)
             }
+            if visiting { return .administrator(credentials) }
             do throws(PeerProcess.Refusal) {
                 return .admitted(credentials, try PeerProcess(pid: credentials.pid, pidfd: pidfd), connectionCookie: cookie)
             } catch {
@@ -55,6 +60,16 @@ struct AcceptedConnection: Sendable {
         }.recover { error in
             .refused(Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
                      log: "refused a client the daemon could not identify", pid: 0, uid: nil)
+        }
+    }
+}
+
+extension AcceptedConnection.Admission {
+    /// The uid counted in the connection budget, to release when the connection ends.
+    var countedUser: UInt32? {
+        switch self {
+        case .admitted(let credentials, _, _), .administrator(let credentials): credentials.uid
+        case .refused: nil
         }
     }
 }

@@ -154,7 +154,10 @@ final class ConnectionHandler: @unchecked Sendable {
     }
 
     private func handle(_ envelope: RequestEnvelope) async throws -> Reply? {
-        let session = try daemon.session(for: peer.uid)
+        if peer.identity.kind == .administrator {
+            guard AdminPolicy.administratorMay(envelope.request.operation) else { throw AdminPolicy.administratorRefusal }
+        }
+        let session = try daemon.session(for: peer.identity.kind == .administrator ? daemon.servedUser : peer.uid)
         switch envelope.request {
         case .hello:
             return nil
@@ -287,7 +290,7 @@ final class ConnectionHandler: @unchecked Sendable {
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {
-        try daemon.session(for: try AdminPolicy.target(uid, caller: peer.uid, mode: daemon.config.mode))
+        try daemon.session(for: try AdminPolicy.target(uid, caller: peer.uid, mode: daemon.config.mode, servedUser: daemon.servedUser))
     }
 
     private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {

@@ -33,7 +33,11 @@ public final class EnclaveDaemon: Sendable {
         }
     }
 
-    public init(config: DaemonConfiguration, clock: any EnclaveClock = SystemClock(), logger: Logger) throws {
+    /// The user a user-mode daemon serves: the one it runs as (in-process tests may name another).
+    public let servedUser: UInt32
+
+    public init(config: DaemonConfiguration, clock: any EnclaveClock = SystemClock(), servedUser: UInt32 = getuid(), logger: Logger) throws {
+        self.servedUser = servedUser
         // Every file made here gets its mode explicitly (state 0600, directories 0700); the process's
         // umask is the executable's to set, not a library's (tests run daemons in-process).
         try Storage.makePrivateDirectory(config.stateDirectory)

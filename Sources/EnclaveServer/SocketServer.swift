@@ -70,11 +70,11 @@ public struct EnclaveService: Service {
     /// The child channel's initializer: the peer is admitted and pinned before anything else.
     private func accepted(_ channel: any Channel) -> EventLoopFuture<AcceptedConnection> {
         let connections = self.connections
-        return AcceptedConnection.admit(channel, mode: daemon.config.mode, connections: connections).flatMapThrowing { admission in
+        return AcceptedConnection.admit(channel, mode: daemon.config.mode, servedUser: daemon.servedUser, connections: connections).flatMapThrowing { admission in
             do {
                 return AcceptedConnection(channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel), admission: admission)
             } catch {
-                if case .admitted(let credentials, _, _) = admission { connections.release(credentials.uid) }
+                if let uid = admission.countedUser { connections.release(uid) }
                 throw error
             }
         }
@@ -139,6 +139,12 @@ extension EnclaveService {
         let credentials: PeerCredentials, process: PeerProcess, cookie: UInt64
         switch admission {
         case .admitted(let c, let p, let k): (credentials, process, cookie) = (c, p, k)
+        case .administrator(let c):
+            defer { connections.release(c.uid) }
+            logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
+            let peer = PeerIdentity(uid: c.uid, gid: c.gid, pid: c.pid, identity: .administrator)
+            await serve(connection, peer: peer, process: nil, inbound: inbound, writer: writer)
+            return
         case .refused(let failure, let log, let pid, let uid):
             logger.notice("\(log)", metadata: ["pid": "\(pid)", "uid": "\(uid.map(String.init) ?? "?")", "why": "\(failure.message)"])
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(failure)))
@@ -155,7 +161,7 @@ extension EnclaveService {
         await serve(connection, peer: peer, process: process, inbound: inbound, writer: writer)
     }
 
-    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: PeerIdentity, process: PeerProcess,
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: PeerIdentity, process: PeerProcess?,
                        inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
         let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
         await withDiscardingTaskGroup { group in
@@ -166,7 +172,7 @@ extension EnclaveService {
     }
 
     private func readRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
-                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity, process: PeerProcess) async {
+                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity, process: PeerProcess?) async {
         // A connection that never says hello holds a descriptor and a slot of its user's budget.
         let channel = connection.channel
         let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {
@@ -179,7 +185,7 @@ extension EnclaveService {
                 decoder.append(buffer.readableBytesView)
                 while let frame = try decoder.nextFrame() {
                     // The connection is the pinned process's, running what it ran when pinned.
-                    if process.executableChanged() {
+                    if process?.executableChanged() == true {
                         logger.notice("closing a connection whose process ran another executable or ended", metadata: ["pid": "\(peer.pid)", "app": "\(peer.app)"])
                         await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the process that opened this connection runs another executable now, or has ended"))))
                         return

@@ -1,4 +1,5 @@
 import ArgumentParser
+import EnclaveClient
 import EnclaveProtocol
 import Foundation
 
@@ -28,12 +29,28 @@ struct Admin: ParsableCommand {
 
     struct ResetPasscode: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "reset-passcode",
-            abstract: "Clear the passcode failure counter and delays (root in system mode; the user in user mode).")
+            abstract: "Clear the passcode failure counter and delays (root only: an app that could would make guessing free).")
         @OptionGroup var client: ClientOptions
-        @Option(help: "The user (system mode, root only).") var uid: UInt32?
+        @Option(help: "The user (root only): whose counter the system daemon resets; without a system daemon, the user whose own daemon (/run/user/UID/laenclaved/socket) root reaches.") var uid: UInt32?
         func run() throws {
-            _ = try client.call(.resetPasscodeLockout(uid: uid))
+            if getuid() == 0, let path = userDaemonSocket() {
+                // Root reaching a user's own daemon, which runs as that user: trusted for this
+                // request, which carries nothing secret.
+                var owner = stat()
+                let extra: Set<UInt32> = stat((path as NSString).deletingLastPathComponent, &owner) == 0 ? [owner.st_uid] : []
+                _ = try client.call(.resetPasscodeLockout(uid: uid), on: { try EnclaveConnection(socketPath: path, alsoTrusting: extra) })
+            } else {
+                _ = try client.call(.resetPasscodeLockout(uid: uid))
+            }
             print("passcode attempts reset")
+        }
+
+        /// The socket of a user-mode daemon root administers: the one named, or the user's when no
+        /// system daemon runs.
+        private func userDaemonSocket() -> String? {
+            if let socket = client.socket { return socket == EnclavePaths.systemSocket ? nil : socket }
+            guard let uid, !FileManager.default.fileExists(atPath: EnclavePaths.systemSocket) else { return nil }
+            return EnclavePaths.userSocket(ofUser: uid)
         }
     }
 

@@ -36,9 +36,9 @@ struct ClientOptions: ParsableArguments {
 
     /// Sends a request and returns its reply; a failure reply is printed and exits 1.
     /// One request; `onEvent` sees the events before the final reply (an enrolment's progress).
-    func call(_ request: Request, onEvent: (@Sendable (Reply) -> Void)? = nil) throws -> Reply {
+    func call(_ request: Request, onEvent: (@Sendable (Reply) -> Void)? = nil, on connect: (() throws -> EnclaveConnection)? = nil) throws -> Reply {
         let reply: Reply
-        do { reply = try Self.blocking(connection(), request, onEvent: onEvent) } catch {
+        do { reply = try Self.blocking(connect?() ?? connection(), request, onEvent: onEvent) } catch {
             printError("lactl: \(error)")
             throw ExitCode(ExitStatus.daemonUnavailable)
         }

@@ -100,6 +100,36 @@ final class ConnectionHandlerTests: XCTestCase {
         return entries
     }
 
+    /// A user-mode daemon serving uid 4242: its own apps cannot lift the passcode counter (they are
+    /// what guesses); root, visiting as `administrator:root`, can — and can ask nothing else.
+    func testOnlyRootVisitingLiftsTheCounterOfAUsersDaemon() async throws {
+        let dir = NSTemporaryDirectory() + "served-user-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let served = try EnclaveDaemon(config: .inProcess(dir), clock: ManualClock(), servedUser: 4242, logger: Logger(label: "test"))
+        let sink = RecordingReplySink()
+        var id: UInt64 = 1000
+        func ask(_ handler: ConnectionHandler, _ request: Request) async throws -> Reply {
+            id += 1
+            _ = await handler.receive(RequestEnvelope(id: id, request: request).encoded())
+            return try await sink.final(id)
+        }
+        let app = ConnectionHandler(peer: PeerIdentity(uid: 4242, gid: 4242, pid: 1, identity: AppIdentity(name: self.app, kind: .app)),
+                                    daemon: served, sink: sink, logger: Logger(label: "test"))
+        let root = ConnectionHandler(peer: PeerIdentity(uid: 0, gid: 0, pid: 2, identity: .administrator),
+                                     daemon: served, sink: sink, logger: Logger(label: "test"))
+        defer { app.closed(); root.closed() }
+        for handler in [app, root] { _ = try await ask(handler, .hello(version: enclaveProtocolVersion)) }
+        guard case .failure(let refused) = try await ask(app, .resetPasscodeLockout(uid: nil)) else { return XCTFail("an app lifted the counter") }
+        XCTAssertEqual(refused.code, .notPermitted)
+        guard case .ok = try await ask(root, .resetPasscodeLockout(uid: nil)) else { return XCTFail("root could not lift the counter") }
+        guard case .failure(let other) = try await ask(root, .resetPasscodeLockout(uid: 1000)) else { return XCTFail("root reached another user here") }
+        XCTAssertEqual(other.code, .notPermitted)
+        for request: Request in [.status, .audit(limit: 5, passcode: nil), .remoteLock(uid: nil), .simulate(events: [SimulatedEvent(.match)])] {
+            guard case .failure(let f) = try await ask(root, request) else { return XCTFail("root was served \(request.operation)") }
+            XCTAssertEqual(f, AdminPolicy.administratorRefusal)
+        }
+    }
+
     // MARK: Bad input, as raw JSON payloads (behavior.md §7): a clear answer, nothing changed
 
     /// Sends one payload as the socket layer would hand it over.
