@@ -72,7 +72,7 @@ let package = Package(
         // The kit app developers use in their own tests: an isolated daemon with a simulated sensor.
         .target(name: "LocalAuthenticationTesting", dependencies: ["EnclaveClient", "EnclaveProtocol", "LocalAuthentication"]),
         .executableTarget(name: "lactl", dependencies: [
-            "EnclaveClient", "EnclaveProtocol", "LocalAuthentication", "LocalAuthenticationTesting",
+            "EnclaveClient", "EnclaveCore", "EnclaveProtocol", "LocalAuthentication", "LocalAuthenticationTesting",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "la-bench", dependencies: [

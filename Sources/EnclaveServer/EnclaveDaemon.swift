@@ -80,6 +80,9 @@ public final class EnclaveDaemon: Sendable {
         effective.simulationEnabled = config.simulationAccepted(realSensor: realSensor)
         self.config = effective
         for warning in config.sensorWarnings(realSensor: realSensor) { logger.warning("\(warning)") }
+        if let service = config.pamService, let why = PAMAuthenticator.unsuitability(service: service) {
+            logger.error("PAM passcode checks will be refused: \(why)")
+        }
     }
 
     public struct SensorUnavailable: Error, CustomStringConvertible {

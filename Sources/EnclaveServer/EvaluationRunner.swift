@@ -173,6 +173,8 @@ struct EvaluationRunner {
                     result = .passcodeChecked(correct: correct, attempt: attempt)
                 } catch let f as Failure where f.code == .busy {
                     result = .systemCancel("Another passcode check for this user was in progress.")
+                } catch let f as Failure where f.code == .notPermitted {
+                    result = .systemCancel(f.message)
                 } catch {
                     result = .systemCancel("The device passcode was removed during the evaluation.")
                 }

@@ -1,4 +1,5 @@
 import CPAM
+import EnclaveCore
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +9,18 @@ import Glibc
 /// lives only in memory for the call: copied for PAM's conversation, wiped and freed after; it is
 /// never logged. Runs on `BlockingWork`'s waiting pool: a PAM stack may sleep (pam_faildelay) or block.
 enum PAMAuthenticator {
-    enum Outcome: Equatable, Sendable { case accepted, refused(String) }
+    enum Outcome: Equatable, Sendable {
+        case accepted, refused(String)
+        /// The service can succeed without the password: not asked at all.
+        case unsuitable(String)
+    }
+
+    /// Why `service` is not a passcode check, if it is not.
+    static func unsuitability(service: String) -> String? {
+        let other = PAMStack.read(service: service, PAMStack.systemFile).otherFactors
+        guard !other.isEmpty else { return nil }
+        return "the PAM service \(service) can succeed without the password (\(other.joined(separator: ", "))): that would count as the passcode, so the daemon uses password-only stacks only; point pam-service at one, such as the shipped /etc/pam.d/laenclaved"
+    }
 
     static func check(service: String, user: String, password: String) async -> Outcome {
         do {
@@ -19,6 +31,8 @@ enum PAMAuthenticator {
     }
 
     private static func checkNow(service: String, user: String, password: String) -> Outcome {
+        // Read at every check: pam-auth-update may add pam_fprintd to common-auth at any time.
+        if let why = unsuitability(service: service) { return .unsuitable(why) }
         guard let secret = strdup(password) else { return .refused("out of memory") }
         defer {
             memset(secret, 0, strlen(secret))

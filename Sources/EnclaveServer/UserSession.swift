@@ -61,7 +61,7 @@ actor UserSession {
         guard let sensor else { return [] }
         let stored = record.enrolment
         let now = try await sensor.enrolledIdentities(uid: uid, stored: stored)
-        if now != record.enrolment {
+        if EnrolmentSet.changed(from: stored, to: now) {
             // A real sensor's set changed behind our back: that is an enrolment change too.
             record.enrolment = now
             record.enrolmentGeneration += 1
@@ -139,6 +139,7 @@ actor UserSession {
         defer { passcodeCheckBusy = false }
         if usesPAM, let service = config.pamService {
             let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
+            if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }
             if case .refused(let why) = outcome { logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"]) }
             return (outcome == .accepted, nil)
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import EnclaveClient
+import EnclaveCore
 import EnclaveProtocol
 import Foundation
 #if canImport(Glibc)
@@ -308,9 +309,37 @@ struct Doctor: ParsableCommand {
         } else {
             report.note("d-bus", "no system bus at \(bus): needed only for fprintd")
         }
-        let pam = "/etc/pam.d/laenclaved"
-        if FileManager.default.fileExists(atPath: pam) { report.ok("pam", "\(pam) exists") } else {
-            report.note("pam", "\(pam) is absent (optional: used only with passcode-source = pam, see docs/configuration.md)")
+        checkPAMService(into: &report)
+    }
+
+    /// The PAM service the system daemon would check passwords with: it must be password-only, or
+    /// the daemon refuses its checks (`PAMStack`). A problem when the configuration uses PAM.
+    private func checkPAMService(into report: inout DoctorReport) {
+        let settings = (try? String(contentsOfFile: EnclavePaths.systemConfiguration, encoding: .utf8)).flatMap { try? DaemonSettings.parse($0) }
+        let service = settings?.pamService ?? DaemonSettings().pamService
+        let inUse = settings?.passcodeSource == .pam
+        let path = "/etc/pam.d/\(service)"
+        guard FileManager.default.fileExists(atPath: path) else {
+            if inUse {
+                report.problem("pam", "\(path) is absent, and passcode-source = pam uses it", fix: "sudo install -m 0644 packaging/laenclaved.pam \(path)")
+            } else {
+                report.note("pam", "\(path) is absent (used only with passcode-source = pam, see docs/configuration.md)")
+            }
+            return
+        }
+        let stack = PAMStack.read(service: service, PAMStack.systemFile)
+        let modules = stack.authModules.isEmpty ? "no auth module" : stack.authModules.joined(separator: ", ")
+        if !stack.otherFactors.isEmpty {
+            let detail = "\(path) can succeed without the password (\(stack.otherFactors.joined(separator: ", "))): the daemon refuses its checks, or a finger or token would count as the passcode"
+            if inUse {
+                report.problem("pam", detail, fix: "make \(path) password-only: auth required pam_unix.so nodelay, account required pam_unix.so (the shipped file)")
+            } else {
+                report.note("pam", detail + "; not in use (passcode-source is not pam)")
+            }
+        } else if !stack.missing.isEmpty {
+            report.note("pam", "\(path) names files that do not exist: \(stack.missing.joined(separator: ", ")); auth modules: \(modules)")
+        } else {
+            report.ok("pam", "\(path): password-only (\(modules))\(inUse ? "" : "; not in use")")
         }
     }
 }

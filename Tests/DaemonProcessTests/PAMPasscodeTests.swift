@@ -10,30 +10,8 @@ import Glibc
 /// on top. A throw-away user and a dedicated PAM service (pam_unix without its failure delay).
 final class PAMPasscodeTests: XCTestCase {
     func testTheLoginPasswordIsThePasscodeAndTheRulesStillCount() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser"),
-              FileManager.default.fileExists(atPath: "/usr/lib/x86_64-linux-gnu/security/pam_unix.so") || FileManager.default.fileExists(atPath: "/lib/x86_64-linux-gnu/security/pam_unix.so")
-        else { throw XCTSkip("needs root, useradd, runuser and pam_unix") }
-        let suffix = String(UInt32.random(in: 100_000...999_999))
-        let user = "lapam\(suffix)", service = "laenclaved-test-\(suffix)", password = "Corr3ct-Horse-\(suffix)"
-        XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]).status, 0)
-        defer { _ = try? runProcess("/usr/sbin/userdel", [user]) }
-        XCTAssertEqual(try runProcess("/usr/sbin/chpasswd", [], input: "\(user):\(password)\n").status, 0)
-        try "auth required pam_unix.so nodelay\naccount required pam_unix.so\n".write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
-        defer { unlink("/etc/pam.d/\(service)") }
-
-        let enclave = try TestEnclave(.with {
-            $0.systemMode = true
-            $0.passcode = nil
-            $0.enrolled = []
-            $0.extraArguments = ["--passcode-source", "pam", "--pam-service", service, "--pam-users", user]
-        })
-        let lactl = enclave.directory + "/lactl"
-        try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: lactl)
-        chmod(lactl, 0o755)
-        func asUser(_ arguments: [String], input: String = "") throws -> ProcessOutput {
-            try runProcess("/usr/sbin/runuser", ["-u", user, "--", lactl] + arguments + ["--socket", enclave.socketPath], input: input,
-                           environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
-        }
+        let asUser = try pamDaemon(stack: "auth required pam_unix.so nodelay\naccount required pam_unix.so\n")
+        let (enclave, password) = (asUser.enclave, asUser.password)
 
         let status = try asUser(["status", "--json"])
         XCTAssertTrue(status.stdout.contains("\"passcodeSet\" : true"), "a PAM user always has a passcode: \(status.stdout)\(status.stderr)")
@@ -59,5 +37,71 @@ final class PAMPasscodeTests: XCTestCase {
         XCTAssertTrue(change.stderr.contains("login password"), change.stderr)
         XCTAssertFalse(enclave.log().contains(password), "the password never reaches the log")
         XCTAssertFalse(try String(contentsOfFile: enclave.stateDirectory + "/enclave.sqlite", encoding: .isoLatin1).contains(password), "nor the disk")
+    }
+
+    /// A stack that can succeed without the password — pam_fprintd on a finger, pam_u2f on a token;
+    /// here pam_rootok, which succeeds for the daemon itself (root) — would have any typed string
+    /// recorded as a passcode success. Before, the wrong password opened the user's keychain
+    /// listing; now the daemon refuses the stack with a clear error and counts nothing.
+    func testAStackThatTakesAnotherFactorIsNotAPasscode() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to write a PAM service") }
+        // The other factor hides one include down, as pam-auth-update writes common-auth.
+        let common = "laenclaved-test-common-\(UInt32.random(in: 100_000...999_999))"
+        try "auth [success=2 default=ignore] pam_rootok.so\nauth [success=1 default=ignore] pam_unix.so nodelay\nauth requisite pam_deny.so\nauth required pam_permit.so\n"
+            .write(toFile: "/etc/pam.d/\(common)", atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/\(common)") }
+        let asUser = try pamDaemon(stack: "@include \(common)\naccount required pam_unix.so\n")
+        let enclave = asUser.enclave
+        let wrong = try asUser(["keychain", "list", "--stdin"], input: "not-my-password\n")
+        XCTAssertNotEqual(wrong.status, 0, "a wrong password passed as the passcode: \(wrong.stdout)")
+        XCTAssertTrue(wrong.stderr.contains("pam_rootok") && wrong.stderr.contains("password-only"), wrong.stderr)
+        XCTAssertTrue(try asUser(["status", "--json"]).stdout.contains("\"passcodeFailures\" : 0"), "a refused stack counts nothing")
+        XCTAssertTrue(enclave.log().contains("pam_rootok"), "the daemon says so at start")
+    }
+
+    private var cleanups: [() -> Void] = []
+
+    override func tearDown() {
+        cleanups.reversed().forEach { $0() }
+        cleanups = []
+    }
+
+    /// A system daemon whose passcode for a throw-away user (with a password) is checked through a
+    /// PAM service of its own with `stack`; and a way to run lactl as that user.
+    private func pamDaemon(stack: String) throws -> PAMUser {
+        let security = ["/usr/lib/x86_64-linux-gnu/security", "/lib/x86_64-linux-gnu/security"]
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser"),
+              ["pam_unix.so", "pam_rootok.so"].allSatisfy({ module in security.contains { FileManager.default.fileExists(atPath: "\($0)/\(module)") } })
+        else { throw XCTSkip("needs root, useradd, runuser, pam_unix and pam_rootok") }
+        let suffix = String(UInt32.random(in: 100_000...999_999))
+        let user = "lapam\(suffix)", service = "laenclaved-test-\(suffix)", password = "Corr3ct-Horse-\(suffix)"
+        XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]).status, 0)
+        cleanups.append { _ = try? runProcess("/usr/sbin/userdel", [user]) }
+        XCTAssertEqual(try runProcess("/usr/sbin/chpasswd", [], input: "\(user):\(password)\n").status, 0)
+        try stack.write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
+        cleanups.append { unlink("/etc/pam.d/\(service)") }
+        let enclave = try TestEnclave(.with {
+            $0.systemMode = true
+            $0.passcode = nil
+            $0.enrolled = []
+            $0.extraArguments = ["--passcode-source", "pam", "--pam-service", service, "--pam-users", user]
+        })
+        let lactl = enclave.directory + "/lactl"
+        try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: lactl)
+        chmod(lactl, 0o755)
+        return PAMUser(enclave: enclave, user: user, password: password, lactl: lactl)
+    }
+}
+
+/// A throw-away user whose passcode is checked through PAM, and lactl run as that user.
+private struct PAMUser {
+    let enclave: TestEnclave
+    let user: String
+    let password: String
+    let lactl: String
+
+    func callAsFunction(_ arguments: [String], input: String = "") throws -> ProcessOutput {
+        try runProcess("/usr/sbin/runuser", ["-u", user, "--", lactl] + arguments + ["--socket", enclave.socketPath], input: input,
+                       environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
     }
 }

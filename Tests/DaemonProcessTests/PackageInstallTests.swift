@@ -52,6 +52,8 @@ final class PackageInstallTests: XCTestCase {
         changedTheSystem = true
         if installed() { XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120).status, 0) }
         unlink(socketPath)
+        // A PAM service left by `scripts/install` would make dpkg ask about its conffile.
+        unlink(Self.pamService)
         let install = try runProcess("/usr/bin/dpkg", ["-i", deb], timeout: 300)
         XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
         try checkInstalledFiles()
@@ -69,12 +71,14 @@ final class PackageInstallTests: XCTestCase {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left after dpkg -r")
         }
         XCTAssertTrue(FileManager.default.fileExists(atPath: "/var/lib/laenclaved/enclave.sqlite"), "dpkg -r keeps the state")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: Self.pamService), "dpkg -r keeps the PAM service, a conffile")
         XCTAssertTrue(FileManager.default.fileExists(atPath: EnclavePaths.systemMasterKey), "dpkg -r keeps the master key")
         // Purge: the state and the key go too.
         let purge = try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120)
         XCTAssertEqual(purge.status, 0, purge.stdout + purge.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/var/lib/laenclaved"))
         XCTAssertFalse(FileManager.default.fileExists(atPath: "/etc/laenclaved"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: Self.pamService), "dpkg -P removes the PAM service")
         XCTAssertFalse(installed())
     }
 
@@ -163,7 +167,7 @@ final class PackageInstallTests: XCTestCase {
         for (path, mode) in [(daemonPath, 0o755), (lactlPath, 0o755),
                              ("/lib/systemd/system/laenclaved.socket", 0o644), ("/lib/systemd/system/laenclaved.service", 0o644),
                              ("/usr/lib/sysusers.d/laenclaved.conf", 0o644), ("/usr/lib/tmpfiles.d/laenclaved.conf", 0o644),
-                             ("/usr/share/doc/laenclaved/README.md", 0o644), (Self.polkitRule, 0o644)] {
+                             ("/usr/share/doc/laenclaved/README.md", 0o644), (Self.polkitRule, 0o644), (Self.pamService, 0o644)] {
             let st = try XCTUnwrap(info(path), "\(path) is not installed")
             XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
             XCTAssertEqual(st.st_uid, 0, path)
@@ -190,6 +194,7 @@ final class PackageInstallTests: XCTestCase {
     }
 
     static let polkitRule = "/usr/share/polkit-1/rules.d/50-laenclaved.rules"
+    static let pamService = "/etc/pam.d/laenclaved"
 
     /// The packaged polkit rule as the real polkitd judges it (on a private bus standing in for the
     /// system bus): fprintd's verify, enroll and setusername for the laenclaved user, for nobody
