@@ -124,6 +124,37 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertEqual(final?["success"] as? Bool, true, "a scripted match passes when simulation was asked for: \(String(describing: final))")
     }
 
+    /// logind decides who may arm the reader: a user logged in only elsewhere (ssh, cron: "online")
+    /// cannot claim it from the person at the machine, and a capture ends once its user stops being
+    /// the active one. Before, the daemon armed the reader for whoever asked.
+    func testTheReaderIsArmedOnlyForTheUserAtTheMachine() async throws {
+        let stack = try FprintdStack()
+        let enclave = try enclave(stack)
+        try enrol(enclave, stack)
+        try stack.waitUntilReleased()
+
+        try stack.setLoginState("online")
+        let away = await evaluating(enclave).value
+        XCTAssertEqual(away, .systemCancel, "an evaluation for a user who is not at the machine")
+        XCTAssertTrue(enclave.log().contains("armed only for the user at the machine"), enclave.log())
+        XCTAssertThrowsError(try EnclaveConnection.connectSocket(stack.deviceSocket), "the reader was claimed for a user not at the machine")
+
+        try stack.setLoginState("active")
+        let present = evaluating(enclave)
+        try stack.device("SCAN finger-A")
+        let code = await present.value
+        XCTAssertNil(code, enclave.log())
+        try stack.waitUntilReleased()
+
+        // At the machine when the prompt opened, away before touching: the capture ends.
+        let leaving = evaluating(enclave)
+        try stack.waitUntilClaimed()
+        try stack.setLoginState("online")
+        let left = await leaving.value
+        XCTAssertEqual(left, .systemCancel)
+        try stack.waitUntilReleased()
+    }
+
     func testEnrolmentWithProgressThenMatchAndNoMatches() async throws {
         let stack = try FprintdStack()
         let enclave = try enclave(stack)

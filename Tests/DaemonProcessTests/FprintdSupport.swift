@@ -15,6 +15,7 @@ final class FprintdStack {
     let deviceSocket: String
     private var bus: pid_t = 0
     private var polkit: pid_t = 0
+    private var logind: pid_t = 0
     private(set) var fprintd: pid_t = 0
 
     static var available: Bool {
@@ -37,6 +38,15 @@ final class FprintdStack {
             try gdbus(["call", "--system", "-d", "org.freedesktop.PolicyKit1", "-o", "/org/freedesktop/PolicyKit1/Authority",
                        "-m", "org.freedesktop.DBus.Mock.SetAllowed",
                        "['net.reactivated.fprint.device.enroll','net.reactivated.fprint.device.verify','net.reactivated.fprint.device.setusername']"])
+            // logind, with the test's user at the machine (the daemon arms the reader only then).
+            logind = try DaemonLauncher.spawn("/usr/bin/python3", ["-m", "dbusmock", "--system", "-t", "logind"], environment: environment)
+            try gdbus(["wait", "--system", "--timeout", "10", "org.freedesktop.login1"])
+            try gdbus(["call", "--system", "-d", "org.freedesktop.login1", "-o", "/org/freedesktop/login1",
+                       "-m", "org.freedesktop.DBus.Mock.AddSession", "c1", "seat0", String(getuid()), "tester", "true"])
+            // Debian 12's dbusmock answers GetUser with a TypeError (it adds a str to a UInt32).
+            try gdbus(["call", "--system", "-d", "org.freedesktop.login1", "-o", "/org/freedesktop/login1",
+                       "-m", "org.freedesktop.DBus.Mock.AddMethod", "org.freedesktop.login1.Manager", "GetUser", "u", "o",
+                       "ret = '/org/freedesktop/login1/user/%u' % args[0]"])
             try startFprintd()
         } catch {
             stop()
@@ -62,6 +72,13 @@ final class FprintdStack {
         try gdbus(["wait", "--system", "--timeout", "10", "net.reactivated.Fprint"])
     }
 
+    /// What logind says of the test's user: "active" (at the machine), "online" (logged in
+    /// elsewhere: ssh, another seat's background), …
+    func setLoginState(_ state: String) throws {
+        try gdbus(["call", "--system", "-d", "org.freedesktop.login1", "-o", "/org/freedesktop/login1/user/\(getuid())",
+                   "-m", "org.freedesktop.DBus.Mock.UpdateProperties", "org.freedesktop.login1.User", "{'State': <'\(state)'>}"])
+    }
+
     /// SIGKILL: fprintd dies at whatever point it is.
     func killFprintd() {
         guard fprintd > 0 else { return }
@@ -74,8 +91,8 @@ final class FprintdStack {
 
     private func stop() {
         killFprintd()
-        for pid in [polkit, bus] where pid > 0 { terminateAndWait(pid, grace: 3) }
-        polkit = 0; bus = 0
+        for pid in [polkit, logind, bus] where pid > 0 { terminateAndWait(pid, grace: 3) }
+        polkit = 0; logind = 0; bus = 0
     }
 
     /// Sends one command to the virtual device once it listens (it does only while the reader is

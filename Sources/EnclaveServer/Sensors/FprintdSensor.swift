@@ -1,3 +1,4 @@
+import EnclaveCore
 import EnclaveProtocol
 import Foundation
 #if canImport(Glibc)
@@ -87,7 +88,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
         let user = accountName(uid: uid)
         defer { forgetEnrolled(uid) }
         return try await worker.perform { holder, cancelled in
-            let claim = try holder.claim(for: user, cancelled: cancelled)
+            let claim = try holder.claim(for: user, presentUID: uid, cancelled: cancelled)
             defer { holder.release() }
             let bus = claim.bus, device = claim.device
             let stages = (try? bus.call(Self.service, device, "org.freedesktop.DBus.Properties", "Get", [Self.deviceInterface, "num-enroll-stages"],
@@ -160,9 +161,9 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     public func capture(uid: UInt32, retry: @escaping @Sendable (String) -> Void) async throws -> SensorReading {
         let user = accountName(uid: uid)
         return try await worker.perform { holder, cancelled in
-            let claim = try holder.claim(for: user, cancelled: cancelled)
+            let claim = try holder.claim(for: user, presentUID: uid, cancelled: cancelled)
             do {
-                let reading = try Self.verifyOnce(claim, user: user, cancelled: cancelled, retry: retry)
+                let reading = try Self.verifyOnce(claim, uid: uid, cancelled: cancelled, retry: retry)
                 // A match ends the evaluation; after a non-match the evaluation re-arms or disarms,
                 // so the claim stays until it says which (idle release only as a safety net).
                 if reading == .match { holder.release() } else { holder.keepIdle() }
@@ -178,10 +179,12 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
         worker.enqueue { holder in holder.release() }
     }
 
-    /// One verify on a held claim: started, waited for, stopped.
-    private static func verifyOnce(_ claim: FprintdClaim, user: String, cancelled: () -> Bool,
+    /// One verify on a held claim: started only while `uid` is the user at the machine
+    /// (`SessionPresence`, asked again every second), waited for, stopped.
+    private static func verifyOnce(_ claim: FprintdClaim, uid: UInt32, cancelled: () -> Bool,
                                    retry: (String) -> Void) throws -> SensorReading {
-        let bus = claim.bus, device = claim.device
+        let bus = claim.bus, device = claim.device, user = claim.user
+        var presenceChecked = Date()
         func start() throws {
             bus.discardSignals()
             do { try bus.call(service, device, deviceInterface, "VerifyStart", ["any"]) } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
@@ -195,6 +198,10 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
         defer { _ = try? bus.call(service, device, deviceInterface, "VerifyStop") }
         while true {
             if cancelled() { throw CancellationError() }
+            if Date().timeIntervalSince(presenceChecked) >= 1 {
+                try requirePresence(bus, uid: uid)
+                presenceChecked = Date()
+            }
             guard let status = bus.take("VerifyStatus") else {
                 try checkStillRunning(bus)
                 try bus.process(waiting: 100_000)
@@ -220,6 +227,22 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     }
 
     // MARK: fprintd steps
+
+    /// Refuses to arm the reader for `uid` unless it is the user at the machine (`SessionPresence`).
+    static func requirePresence(_ bus: SdBusConnection, uid: UInt32) throws {
+        let state = loginState(bus, uid: uid)
+        guard SessionPresence.mayArmReader(userState: state) else { throw SensorFailure(SessionPresence.refusal(uid: uid, userState: state)) }
+    }
+
+    /// logind's `User.State` for `uid` ("active", "online", "lingering"…), nil when logind knows no
+    /// such user or cannot be asked.
+    static func loginState(_ bus: SdBusConnection, uid: UInt32) -> String? {
+        let login = "org.freedesktop.login1"
+        guard let path = try? bus.call(login, "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "GetUser", uint32: uid,
+                                       read: SdBusConnection.readObjectPath) else { return nil }
+        return try? bus.call(login, path, "org.freedesktop.DBus.Properties", "Get", ["org.freedesktop.login1.User", "State"],
+                             read: SdBusConnection.readVariantString)
+    }
 
     static let retryMessages = [
         "enroll-retry-scan": "scan again",
@@ -335,17 +358,23 @@ final class ClaimHolder: FprintdThreadState {
     init(busAddress: String?) { self.busAddress = busAddress }
 
     /// The held claim if it is for `user` and its fprintd is still the same; else a new one.
-    func claim(for user: String, cancelled: () -> Bool) throws -> FprintdClaim {
+    /// `presentUID`: the reader is to be armed for this uid, who must be the user at the machine
+    /// (checked before fprintd is asked for a claim, so nobody else's use is disturbed).
+    func claim(for user: String, presentUID: UInt32? = nil, cancelled: () -> Bool) throws -> FprintdClaim {
         idleDeadline = nil
         if let c = current, c.user == user {
             c.bus.drain()
             var fprintdLeft = false
             while let change = c.bus.take("NameOwnerChanged") { if change.strings.first == FprintdSensor.service { fprintdLeft = true } }
-            if !fprintdLeft { return c }
+            if !fprintdLeft {
+                if let uid = presentUID { try FprintdSensor.requirePresence(c.bus, uid: uid) }
+                return c
+            }
             current = nil  // fprintd restarted: that claim died with it
         }
         release()
         let (bus, device) = try FprintdSensor.connect(busAddress)
+        if let uid = presentUID { try FprintdSensor.requirePresence(bus, uid: uid) }
         try FprintdSensor.claim(bus, device: device, user: user, cancelled: cancelled)
         let c = FprintdClaim(bus: bus, device: device, user: user)
         current = c

@@ -90,10 +90,26 @@ final class SdBusConnection {
     /// Calls a method whose arguments are all strings; the reply is read by `read`.
     func call<T>(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [String] = [],
                  timeout: UInt64 = 10_000_000, read: (OpaquePointer?) throws -> T) throws -> T {
+        try invoke(destination, path, interface, member, timeout: timeout, append: { message in
+            for argument in arguments { try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), argument), "arguments of \(member)") }
+        }, read: read)
+    }
+
+    /// Calls a method whose one argument is a uint32 (logind's `GetUser`).
+    func call<T>(_ destination: String, _ path: String, _ interface: String, _ member: String, uint32 value: UInt32,
+                 read: (OpaquePointer?) throws -> T) throws -> T {
+        try invoke(destination, path, interface, member, timeout: 10_000_000, append: { message in
+            var value = value
+            try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &value), "arguments of \(member)")
+        }, read: read)
+    }
+
+    private func invoke<T>(_ destination: String, _ path: String, _ interface: String, _ member: String, timeout: UInt64,
+                           append: (OpaquePointer?) throws -> Void, read: (OpaquePointer?) throws -> T) throws -> T {
         var message: OpaquePointer?
         try check(sd_bus_message_new_method_call(bus, &message, destination, path, interface, member), "preparing \(member)")
         defer { sd_bus_message_unref(message) }
-        for argument in arguments { try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), argument), "arguments of \(member)") }
+        try append(message)
         var error = sd_bus_error()
         defer { sd_bus_error_free(&error) }
         var reply: OpaquePointer?
