@@ -163,7 +163,8 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// The calling app's domain-state hash; nil when nothing is enrolled.
     public var domainState: Data?
     public var simulationEnabled: Bool
-    /// Whether an authentication prompt is open for this user now.
+    /// Whether the calling app's own authentication prompt is open now. Another app's prompt is not
+    /// reported: which app asks the person, and when, is not any other app's business (our rule).
     public var promptOpen: Bool
 
     public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolled: [String], passcodeSet: Bool,

@@ -68,7 +68,8 @@ struct EvaluationRunner {
             // Facts may have changed while waiting: start afresh.
             actions = try await start(on: session)
             session.activeInputs = continuation
-            defer { session.activeInputs = nil }
+            session.activePromptApp = app
+            defer { session.activeInputs = nil; session.activePromptApp = nil }
             let timeout = Task { [promptTimeout = session.config.promptTimeout, continuation] in
                 try? await Task.sleep(nanoseconds: UInt64(promptTimeout * 1e9))
                 if !Task.isCancelled { continuation.yield(.machine(.systemCancel("The prompt timed out."))) }

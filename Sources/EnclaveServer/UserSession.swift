@@ -23,6 +23,8 @@ actor UserSession {
     private var prompt = PromptQueue()
     /// The running evaluation's inputs, while this user's prompt is open.
     var activeInputs: AsyncStream<SessionInput>.Continuation?
+    /// The app whose prompt is open: only it is told so (`UserStatus.promptOpen`).
+    var activePromptApp: String?
 
     /// The user's key-encryption key for keychain items (derived from the master key).
     let userKey: SymmetricKey
@@ -104,7 +106,7 @@ actor UserSession {
             biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
             passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
             queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
-            promptOpen: activeInputs != nil)
+            promptOpen: activePromptApp == app)
     }
 
     // MARK: Passcode and enrolment

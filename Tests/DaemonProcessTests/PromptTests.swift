@@ -50,10 +50,11 @@ final class PromptTests: XCTestCase {
         lactl.standardOutput = FileHandle.nullDevice
         lactl.standardError = FileHandle.nullDevice
         try lactl.run()
-        try eventually("lactl's prompt to open") { try enclave.status().promptOpen }
+        try eventually("lactl's prompt to open") { try lactlSeesItsPromptOpen(enclave) }
+        XCTAssertFalse(try enclave.status().promptOpen, "another app is not told of lactl's prompt")
         kill(lactl.processIdentifier, SIGKILL)
         lactl.waitUntilExit()
-        try eventually("the prompt to be released", timeout: 5) { try !enclave.status().promptOpen }
+        try eventually("the prompt to be released", timeout: 5) { try !lactlSeesItsPromptOpen(enclave) }
         try enclave.queue(.match)
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
         XCTAssertNil(code, "the next app gets the sensor and the queued touch")
@@ -127,5 +128,12 @@ final class PromptTests: XCTestCase {
         try enclave.queue(.passcode("1234"), .cancel)
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
         XCTAssertEqual(code, .userCancel)
+    }
+
+    /// `promptOpen` as lactl (the app whose prompt it is) reads it.
+    private func lactlSeesItsPromptOpen(_ enclave: TestEnclave) throws -> Bool {
+        let status = try runProcess(productPath("lactl"), ["status", "--json", "--socket", enclave.socketPath])
+        let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        return json?["promptOpen"] as? Bool ?? false
     }
 }
