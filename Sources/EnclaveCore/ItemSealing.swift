@@ -19,7 +19,7 @@ public enum ItemSealing {
         }
     }
 
-    public enum Problem: Error, Equatable { case wrongKeyOrTampered, applicationPasswordNeeded }
+    public enum Problem: Error, Equatable { case wrongKeyOrTampered, applicationPasswordNeeded, wrongApplicationPassword }
 
     public static func userKey(master: SymmetricKey, uid: UInt32) -> SymmetricKey {
         HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: Data("laenclaved keychain v1".utf8),
@@ -49,7 +49,11 @@ public enum ItemSealing {
             var keyBytes = try AES.GCM.open(AES.GCM.SealedBox(combined: sealed.wrappedKey), using: userKey, authenticating: identity)
             if let salt = sealed.passwordSalt {
                 guard let password = applicationPassword else { throw Problem.applicationPasswordNeeded }
-                keyBytes = try AES.GCM.open(AES.GCM.SealedBox(combined: keyBytes), using: try passwordKey(password, salt: salt), authenticating: identity)
+                // The outer wrap opened with the user key: a failure here is the password's.
+                let box = try AES.GCM.SealedBox(combined: keyBytes)
+                do { keyBytes = try AES.GCM.open(box, using: try passwordKey(password, salt: salt), authenticating: identity) } catch {
+                    throw Problem.wrongApplicationPassword
+                }
             }
             return try AES.GCM.open(AES.GCM.SealedBox(combined: sealed.ciphertext), using: SymmetricKey(data: keyBytes), authenticating: identity)
         } catch let p as Problem {

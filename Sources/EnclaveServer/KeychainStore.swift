@@ -149,6 +149,31 @@ extension Storage {
         }
     }
 
+    /// The item's wrong application passwords so far.
+    func applicationPasswordAttempts(item id: Int64) throws -> ApplicationPasswordAttempts {
+        try pool.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT failures, delayStarted FROM item_password_attempts WHERE item = ?", arguments: [id]) else {
+                return ApplicationPasswordAttempts()
+            }
+            let started: Double? = row["delayStarted"]
+            return ApplicationPasswordAttempts(failures: row["failures"], delayStartedAt: started.map(Date.init(timeIntervalSince1970:)))
+        }
+    }
+
+    /// Stores the count, durably, before the answer leaves the daemon (none: the row goes).
+    func setApplicationPasswordAttempts(_ attempts: ApplicationPasswordAttempts, item id: Int64) throws {
+        try pool.write { db in
+            if attempts.failures == 0 {
+                try db.execute(sql: "DELETE FROM item_password_attempts WHERE item = ?", arguments: [id])
+            } else {
+                try db.execute(sql: """
+                    INSERT INTO item_password_attempts (item, failures, delayStarted) VALUES (?, ?, ?)
+                    ON CONFLICT(item) DO UPDATE SET failures = excluded.failures, delayStarted = excluded.delayStarted
+                    """, arguments: [id, attempts.failures, attempts.delayStartedAt?.timeIntervalSince1970])
+            }
+        }
+    }
+
     func deleteItems(ids: [Int64], uid: UInt32) throws {
         guard !ids.isEmpty else { return }
         try pool.write { db in

@@ -130,6 +130,15 @@ final class Storage: Sendable {
                 END;
                 """)
         }
+        migrator.registerMigration("v8-application-password-attempts") { db in
+            // Wrong application passwords per item (`ApplicationPasswordAttempts`), gone with the item.
+            try db.execute(sql: """
+                CREATE TABLE item_password_attempts (
+                    item INTEGER PRIMARY KEY REFERENCES item(id) ON DELETE CASCADE,
+                    failures INTEGER NOT NULL,
+                    delayStarted REAL)
+                """)
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)

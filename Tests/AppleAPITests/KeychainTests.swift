@@ -219,6 +219,34 @@ final class KeychainTests: XCTestCase {
         }
     }
 
+    /// Guessing an item's application password: five wrong ones, then entry for that item is
+    /// delayed — the right password too, until the delay is over — and the count survives a
+    /// restart. Before, every guess was checked, as fast as the daemon answered.
+    func testWrongApplicationPasswordsAreCountedAndDelayed() throws {
+        let enclave = try TestEnclave()
+        func read(_ password: String) -> OSStatus {
+            enclave.run {
+                let c = LAContext()
+                c.setCredential(Data(password.utf8), type: .applicationPassword)
+                var item: CFTypeRef?
+                return SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
+                                            kSecUseAuthenticationContext as String: c, kSecReturnData as String: true] as CFDictionary, &item)
+            }
+        }
+        enclave.run {
+            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
+            let context = LAContext()
+            context.setCredential(Data("app-pw".utf8), type: .applicationPassword)
+            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
+                                       kSecAttrAccessControl as String: access, kSecUseAuthenticationContext as String: context,
+                                       kSecValueData as String: Data("inner".utf8)] as CFDictionary, nil), errSecSuccess)
+        }
+        for guess in 0..<5 { XCTAssertEqual(read("guess-\(guess)"), errSecAuthFailed) }
+        XCTAssertEqual(read("app-pw"), errSecAuthFailed, "the right password passed during the delay: guessing was free")
+        try enclave.restart()
+        XCTAssertEqual(read("app-pw"), errSecAuthFailed, "the delay survives a restart")
+    }
+
     func testTwoAppsAndTwoDaemonsCannotSeeEachOthersItems() throws {
         let enclave = try TestEnclave()
         enclave.run {
