@@ -197,25 +197,32 @@ final class KeychainTests: XCTestCase {
         }
     }
 
+    /// Adds the item "vault", locked with the application password "app-pw" (inside `enclave.run`).
+    private func addVault() {
+        let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
+        let context = LAContext()
+        context.setCredential(Data("app-pw".utf8), type: .applicationPassword)
+        XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
+                                   kSecAttrAccessControl as String: access, kSecUseAuthenticationContext as String: context,
+                                   kSecValueData as String: Data("inner".utf8)] as CFDictionary, nil), errSecSuccess)
+    }
+
+    /// Reads "vault" with `password` as the context's application password (inside `enclave.run`).
+    private func readVault(_ password: String?) -> OSStatus {
+        let c = LAContext()
+        if let password { c.setCredential(Data(password.utf8), type: .applicationPassword) }
+        var item: CFTypeRef?
+        return SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
+                                    kSecUseAuthenticationContext as String: c, kSecReturnData as String: true] as CFDictionary, &item)
+    }
+
     func testApplicationPassword() throws {
         let enclave = try TestEnclave()
         enclave.run {
-            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
-            let context = LAContext()
-            context.setCredential(Data("app-pw".utf8), type: .applicationPassword)
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
-                                       kSecAttrAccessControl as String: access, kSecUseAuthenticationContext as String: context,
-                                       kSecValueData as String: Data("inner".utf8)] as CFDictionary, nil), errSecSuccess)
-            func read(_ password: String?) -> OSStatus {
-                let c = LAContext()
-                if let password { c.setCredential(Data(password.utf8), type: .applicationPassword) }
-                var item: CFTypeRef?
-                return SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
-                                            kSecUseAuthenticationContext as String: c, kSecReturnData as String: true] as CFDictionary, &item)
-            }
-            XCTAssertEqual(read("app-pw"), errSecSuccess)
-            XCTAssertEqual(read("wrong"), errSecAuthFailed)
-            XCTAssertEqual(read(nil), errSecAuthFailed)
+            addVault()
+            XCTAssertEqual(readVault("app-pw"), errSecSuccess)
+            XCTAssertEqual(readVault("wrong"), errSecAuthFailed)
+            XCTAssertEqual(readVault(nil), errSecAuthFailed)
         }
     }
 
@@ -224,27 +231,11 @@ final class KeychainTests: XCTestCase {
     /// restart. Before, every guess was checked, as fast as the daemon answered.
     func testWrongApplicationPasswordsAreCountedAndDelayed() throws {
         let enclave = try TestEnclave()
-        func read(_ password: String) -> OSStatus {
-            enclave.run {
-                let c = LAContext()
-                c.setCredential(Data(password.utf8), type: .applicationPassword)
-                var item: CFTypeRef?
-                return SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
-                                            kSecUseAuthenticationContext as String: c, kSecReturnData as String: true] as CFDictionary, &item)
-            }
-        }
-        enclave.run {
-            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
-            let context = LAContext()
-            context.setCredential(Data("app-pw".utf8), type: .applicationPassword)
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "vault",
-                                       kSecAttrAccessControl as String: access, kSecUseAuthenticationContext as String: context,
-                                       kSecValueData as String: Data("inner".utf8)] as CFDictionary, nil), errSecSuccess)
-        }
-        for guess in 0..<5 { XCTAssertEqual(read("guess-\(guess)"), errSecAuthFailed) }
-        XCTAssertEqual(read("app-pw"), errSecAuthFailed, "the right password passed during the delay: guessing was free")
+        enclave.run { addVault() }
+        for guess in 0..<5 { XCTAssertEqual(enclave.run { readVault("guess-\(guess)") }, errSecAuthFailed) }
+        XCTAssertEqual(enclave.run { readVault("app-pw") }, errSecAuthFailed, "the right password passed during the delay: guessing was free")
         try enclave.restart()
-        XCTAssertEqual(read("app-pw"), errSecAuthFailed, "the delay survives a restart")
+        XCTAssertEqual(enclave.run { readVault("app-pw") }, errSecAuthFailed, "the delay survives a restart")
     }
 
     func testTwoAppsAndTwoDaemonsCannotSeeEachOthersItems() throws {
