@@ -45,7 +45,7 @@ struct Keychain: ParsableCommand {
         @Flag(help: "Read the passcode from standard input.") var stdin = false
         func run() throws {
             let item = try Keychain.find(reference, in: try Keychain.listing(client, stdin: stdin))
-            print(item.unusable ?? "usable: it asks for \(item.flags.names) at use")
+            print(Printable.escaped(item.unusable ?? "usable: it asks for \(item.flags.names) at use"))
         }
     }
 
