@@ -25,6 +25,8 @@ public struct DaemonConfiguration: Sendable {
     /// Whether simulation was turned on by name (`allow-simulation = yes`, `--allow-simulation`),
     /// not by the user mode's default: only that lets scripted input reach a real reader.
     public var simulationExplicit = false
+    /// Whether the sensor the daemon chose is a real reader (set by `narrowSimulation`).
+    public private(set) var realSensor = false
     /// scrypt cost (log2 N) for new passcode verifiers.
     public var passcodeCost: Int = PasscodeVerifier.defaultCost
     /// How long one prompt may stay open before it ends with `systemCancel`.
@@ -130,6 +132,15 @@ extension DaemonConfiguration {
     public func simulationAccepted(realSensor: Bool) -> Bool {
         realSensor ? simulationExplicit : simulationEnabled
     }
+
+    /// The configuration once the daemon has chosen its sensor: simulation as that sensor allows.
+    public mutating func narrowSimulation(realSensor: Bool) {
+        simulationEnabled = simulationAccepted(realSensor: realSensor)
+        self.realSensor = realSensor
+    }
+
+    /// Scripted input reaches a real reader (after `narrowSimulation`): every prompt says so.
+    public var scriptedInputOnRealSensor: Bool { realSensor && simulationEnabled }
 
     /// What the daemon says loudly once its sensor is chosen.
     public func sensorWarnings(realSensor: Bool) -> [String] {

@@ -154,10 +154,12 @@ final class ConnectionHandler: @unchecked Sendable {
     }
 
     private func handle(_ envelope: RequestEnvelope) async throws -> Reply? {
+        var sessionUser = peer.uid
         if peer.identity.kind == .administrator {
             guard AdminPolicy.administratorMay(envelope.request.operation) else { throw AdminPolicy.administratorRefusal }
+            sessionUser = daemon.servedUser
         }
-        let session = try daemon.session(for: peer.identity.kind == .administrator ? daemon.servedUser : peer.uid)
+        let session = try daemon.session(for: sessionUser)
         switch envelope.request {
         case .hello:
             return nil

@@ -75,9 +75,9 @@ public final class EnclaveDaemon: Sendable {
         case .no:
             sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
         }
-        let realSensor = sensor is FprintdSensor
+        let realSensor = sensor.map { !$0.info.simulated } ?? false
         var effective = config
-        effective.simulationEnabled = config.simulationAccepted(realSensor: realSensor)
+        effective.narrowSimulation(realSensor: realSensor)
         self.config = effective
         for warning in config.sensorWarnings(realSensor: realSensor) { logger.warning("\(warning)") }
         if let service = config.pamService, let why = PAMAuthenticator.unsuitability(service: service) {

@@ -100,7 +100,7 @@ struct EvaluationRunner {
             interactionNotAllowed: options.interactionNotAllowed, sensorSimulated: session.sensor?.info.simulated ?? false,
             contextAuthorization: authorization, contextLifetime: session.config.contextLifetime)
         configuration.passcodeOnly = passcodeOnly
-        configuration.scriptedInputOnRealSensor = session.sensor.map { !$0.info.simulated } == true && session.config.simulationEnabled
+        configuration.scriptedInputOnRealSensor = session.config.scriptedInputOnRealSensor
         var machine = EvaluationMachine(configuration)
         let actions = machine.start(ledger: session.record.ledger, now: session.clock.monotonic(), wall: session.clock.wall())
         self.machine = machine

@@ -237,7 +237,7 @@ actor UserSession {
 
     func simulate(_ events: [SimulatedEvent]) throws {
         guard config.simulationEnabled else {
-            if let sensor, !sensor.info.simulated {
+            if config.realSensor {
                 throw Failure(.simulationDisabled, "this daemon uses a real fingerprint reader: scripted touches and passcodes are refused unless the administrator allows simulation (allow-simulation = yes, --allow-simulation)")
             }
             throw Failure(.simulationDisabled, "this daemon does not accept simulated events")
