@@ -92,6 +92,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // The login client: the flow's state machine, the server's API, an enclave-backed authenticator.
         .target(name: "TouchLoginClient", dependencies: ["TouchLoginAPI", "WebAuthn", "LocalAuthentication", "Security", "CryptoKit"]),
@@ -131,10 +132,17 @@ let package = Package(
         // Fingerprint login end to end: the server process, the client, independent authenticators.
         .testTarget(name: "TouchLoginEndToEndTests", dependencies: [
             "IntegrationSupport", "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
-            "WebAuthn", "TouchLoginClient",
+            "WebAuthn", "TouchLoginClient", "TouchLoginTestSupport",
         ]),
         .testTarget(name: "TouchLoginClientTests", dependencies: ["TouchLoginClient"]),
-        .testTarget(name: "TouchLoginServerUnitTests", dependencies: ["TouchLoginServer"]),
+        // The login server's core in-process (its rules, a manual clock) and through HummingbirdTesting's router.
+        .target(name: "TouchLoginTestSupport", dependencies: [
+            "TouchLoginServer", "TouchLoginAPI", "WebAuthn", .product(name: "Crypto", package: "swift-crypto"),
+        ], path: "Tests/TouchLoginTestSupport"),
+        .testTarget(name: "TouchLoginServerUnitTests", dependencies: [
+            "TouchLoginServer", "TouchLoginAPI", "TouchLoginTestSupport", "WebAuthn",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto")]),
     ],
     swiftLanguageModes: [.v6]

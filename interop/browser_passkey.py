@@ -105,6 +105,17 @@ try:
     if who != "browser-user" or how != "passkey":
         finish(1, "FAILED: signed in as %r by %r" % (who, how))
     count = send("WebAuthn.getCredentials", authenticatorId=authenticator)["credentials"][0]["signCount"]
-    finish(0, "browser: passkey registered, signed out, signed in with it (sign count %d)" % count)
+    # A passkey session changes devices only after the password is typed again (step-up).
+    js("document.getElementById('passkey-register').click()")
+    wait_status("Type your password again")
+    js("document.getElementById('step-up-password').value = 'correct horse battery'")
+    js("document.getElementById('step-up-confirm').click()")
+    deadline = time.time() + 20
+    while time.time() < deadline and not js("document.getElementById('step-up').classList.contains('hidden')"):
+        time.sleep(0.1)
+    if not js("document.getElementById('step-up').classList.contains('hidden')"):
+        finish(1, "FAILED: the step-up was not accepted: %r" % js("document.getElementById('status').textContent"))
+    print("ok: step-up accepted")
+    finish(0, "browser: passkey registered, signed out, signed in with it (sign count %d), step-up accepted" % count)
 except Exception as error:
     finish(1, "FAILED: %s: %s" % (type(error).__name__, error))

@@ -33,5 +33,9 @@ public struct APIError: Error, Codable, Sendable, Equatable, CustomStringConvert
         case payloadTooLarge = "payload_too_large"
         case internalError = "internal_error"
         case unavailable = "unavailable"
+        /// Binding or revoking a device needs the password typed again in this session.
+        case stepUpRequired = "step_up_required"
+        /// Too many consecutive wrong passwords: the password path waits for a passkey login or an operator.
+        case passwordLocked = "password_locked"
     }
 }

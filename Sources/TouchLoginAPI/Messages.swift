@@ -16,6 +16,12 @@ public struct PasswordLoginRequest: Codable, Sendable {
     public init(username: String, password: String) { self.username = username; self.password = password }
 }
 
+/// The account's password, typed again into a live session (a step-up before changing devices).
+public struct PasswordConfirmationRequest: Codable, Sendable {
+    public var password: String
+    public init(password: String) { self.password = password }
+}
+
 /// A signed-in session: send `token` as `Authorization: Bearer <token>`.
 public struct SessionResponse: Codable, Sendable {
     public var token: String

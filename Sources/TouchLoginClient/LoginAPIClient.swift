@@ -19,6 +19,11 @@ public struct LoginAPIClient: Sendable {
         try await call("POST", "api/session", PasswordLoginRequest(username: username, password: password))
     }
 
+    /// A step-up: the password typed again into the session, before devices change.
+    public func confirmPassword(token: String, password: String) async throws {
+        let _: Empty = try await call("POST", "api/session/password", PasswordConfirmationRequest(password: password), token: token)
+    }
+
     public func logout(token: String) async throws {
         let _: Empty = try await call("DELETE", "api/session", Optional<Empty>.none, token: token)
     }

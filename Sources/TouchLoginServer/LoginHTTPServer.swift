@@ -6,7 +6,8 @@ import NIOCore
 import TouchLoginAPI
 
 /// The request context: Hummingbird's, plus the peer address the kernel reports for the
-/// connection (rate limits key on that, never on a header the client writes).
+/// connection (limits key on that, or on what a trusted proxy forwarded — never on a header an
+/// untrusted client writes).
 public struct LoginRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
@@ -15,7 +16,6 @@ public struct LoginRequestContext: RequestContext, RemoteAddressRequestContext {
         remoteAddress = source.channel.remoteAddress
     }
     public var maxUploadSize: Int { LoginHTTPServer.maxBodyBytes }
-    var address: String { remoteAddress?.ipAddress ?? remoteAddress?.pathname ?? "unknown" }
 }
 
 /// The thin HTTP shell over `LoginService`: routes, JSON in and out, errors as stable codes.
@@ -24,6 +24,14 @@ public enum LoginHTTPServer {
 
     public static func router(_ service: LoginService) -> Router<LoginRequestContext> {
         let router = Router(context: LoginRequestContext.self)
+        let clientAddress = service.configuration.clientAddress
+        /// The client's address as the limits see it.
+        @Sendable func address(_ request: Request, _ context: LoginRequestContext) -> String {
+            let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
+            let resolved = clientAddress.resolve(peer: peer, forwarded: request.headers[values: .forwarded],
+                                                 xForwardedFor: request.headers[values: .xForwardedFor])
+            return resolved?.description ?? context.remoteAddress?.pathname ?? "unknown"
+        }
         router.add(middleware: ErrorMiddleware(logger: service.logger, metrics: service.metrics))
 
         router.get("/") { _, _ in html(LoginPage.html) }
@@ -44,10 +52,16 @@ public enum LoginHTTPServer {
 
         let api = router.group("api")
         api.post("accounts") { request, context in
-            try json(await service.createAccount(try await decode(CreateAccountRequest.self, request), address: context.address), status: .created)
+            try json(await service.createAccount(try await decode(CreateAccountRequest.self, request), address: address(request, context)), status: .created)
         }
         api.post("session") { request, context in
-            try json(await service.passwordLogin(try await decode(PasswordLoginRequest.self, request), address: context.address))
+            try json(await service.passwordLogin(try await decode(PasswordLoginRequest.self, request), address: address(request, context)))
+        }
+        api.post("session/password") { request, context in
+            let (session, account) = try await service.authenticate(bearer: bearer(request))
+            try await service.confirmPassword(session: session, account: account, try await decode(PasswordConfirmationRequest.self, request),
+                                              address: address(request, context))
+            return Response(status: .noContent)
         }
         api.delete("session") { request, _ in
             _ = try await service.authenticate(bearer: bearer(request))
@@ -72,16 +86,16 @@ public enum LoginHTTPServer {
             return try json(await service.devices(of: account))
         }
         api.delete("devices/:id") { request, context in
-            let (_, account) = try await service.authenticate(bearer: bearer(request))
-            try await service.revoke(account: account, credentialID: try context.parameters.require("id"))
+            let (session, account) = try await service.authenticate(bearer: bearer(request))
+            try await service.revoke(session: session, account: account, credentialID: try context.parameters.require("id"))
             return Response(status: .noContent)
         }
         api.post("passkey/options") { request, context in
             let body = try await decode(AssertionOptionsRequest.self, request, emptyAs: AssertionOptionsRequest())
-            return try json(await service.assertionOptions(body, address: context.address))
+            return try json(await service.assertionOptions(body, address: address(request, context)))
         }
         api.post("passkey/login") { request, context in
-            try json(await service.passkeyLogin(try await decode(AssertionRequest.self, request), address: context.address))
+            try json(await service.passkeyLogin(try await decode(AssertionRequest.self, request), address: address(request, context)))
         }
         return router
     }
@@ -129,6 +143,8 @@ public enum LoginHTTPServer {
         case .rateLimited?: return .tooManyRequests
         case .challengeUnknown?, .challengeExpired?: return .badRequest
         case .notFound?: return .notFound
+        case .stepUpRequired?: return .forbidden
+        case .passwordLocked?: return HTTPResponse.Status(code: 423, reasonPhrase: "Locked")
         case .payloadTooLarge?: return .contentTooLarge
         case .unavailable?: return .serviceUnavailable
         case .internalError?: return .internalServerError
@@ -150,7 +166,8 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let e as APIError {
             return respond(e, status: LoginHTTPServer.status(for: e.code))
         } catch let e as RateLimited {
-            var response = respond(APIError(.rateLimited, "Too many attempts from this \(e.scope); try again in \(e.retryAfter) s."), status: .tooManyRequests)
+            let from = e.scope == "account" ? "for this account" : "from this address"
+            var response = respond(APIError(.rateLimited, "Too many attempts \(from); try again in \(e.retryAfter) s."), status: .tooManyRequests)
             response.headers[.retryAfter] = String(e.retryAfter)
             return response
         } catch let e as HTTPError where e.status == .notFound {
@@ -166,4 +183,9 @@ struct ErrorMiddleware: RouterMiddleware {
     private func respond(_ error: APIError, status: HTTPResponse.Status) -> Response {
         (try? LoginHTTPServer.json(error, status: status)) ?? Response(status: status)
     }
+}
+
+extension HTTPField.Name {
+    static let forwarded = Self("Forwarded")!
+    static let xForwardedFor = Self("X-Forwarded-For")!
 }

@@ -40,6 +40,10 @@ enum LoginPage {
   <label>Name for this device <input id="device-name" value="browser"></label>
   <button id="passkey-register">Add a passkey</button>
  </fieldset>
+ <fieldset id="step-up" class="hidden"><legend>Confirm it is you</legend>
+  <label>Password <input id="step-up-password" type="password" autocomplete="current-password"></label>
+  <button id="step-up-confirm">Confirm</button>
+ </fieldset>
  <button id="logout">Sign out</button>
 </section>
 <script>
@@ -57,8 +61,23 @@ async function api(method, path, body) {
   const response = await fetch("/api/" + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await response.text();
   const data = text ? JSON.parse(text) : null;
-  if (!response.ok) throw new Error(data && data.error ? data.error.message + " (" + data.error.code + ")" : response.statusText);
+  if (!response.ok) {
+    const error = new Error(data && data.error ? data.error.message + " (" + data.error.code + ")" : response.statusText);
+    error.code = data && data.error ? data.error.code : undefined;
+    throw error;
+  }
   return data;
+}
+// Devices change only with the password typed recently (the server's rule): when it asks, the
+// change waits for the password, then runs again.
+let pendingChange = null;
+async function change(step) {
+  try { await step(); } catch (e) {
+    if (e.code !== "step_up_required") throw e;
+    pendingChange = step;
+    $("step-up").classList.remove("hidden");
+    say("Type your password again to change this account's devices.");
+  }
 }
 function creationOptions(o) {
   return { ...o, challenge: b64u.decode(o.challenge), user: { ...o.user, id: b64u.decode(o.user.id) },
@@ -86,7 +105,7 @@ async function signedIn(session) {
     li.textContent = d.name + " (" + d.attestationFormat + ") ";
     const remove = document.createElement("button");
     remove.textContent = "Remove";
-    remove.onclick = () => run(async () => { await api("DELETE", "devices/" + d.id); await signedIn(); say("Device removed."); });
+    remove.onclick = () => run(() => change(async () => { await api("DELETE", "devices/" + d.id); await signedIn(); say("Device removed."); }));
     li.append(remove);
     return li;
   }));
@@ -107,12 +126,20 @@ $("signup").onclick = () => run(async () => {
   await signedIn(await api("POST", "accounts", { username: $("username").value, password: $("password").value }));
   say("Account created.");
 });
-$("passkey-register").onclick = () => run(async () => {
+$("passkey-register").onclick = () => run(() => change(async () => {
   const options = await api("POST", "devices/options", { deviceName: $("device-name").value });
   const credential = await navigator.credentials.create({ publicKey: creationOptions(options.publicKey) });
   await api("POST", "devices", { deviceName: $("device-name").value, credential: registrationJSON(credential) });
   await signedIn();
   say("Passkey added: next time, sign in with it.");
+}));
+$("step-up-confirm").onclick = () => run(async () => {
+  await api("POST", "session/password", { password: $("step-up-password").value });
+  $("step-up-password").value = "";
+  $("step-up").classList.add("hidden");
+  const step = pendingChange;
+  pendingChange = null;
+  if (step) await change(step);
 });
 $("passkey-login").onclick = () => run(async () => {
   const username = $("username").value.trim();

@@ -1,16 +1,21 @@
 import Crypto
 import Foundation
 import Logging
+import Synchronization
 import TouchLoginAPI
 import WebAuthn
 
 /// The login server's rules, apart from HTTP: accounts, sessions, device binding and passkey
-/// login, rate limits. Every method either returns the answer or throws an `APIError`.
+/// login, limits against guessing and flooding. Every method either returns the answer or throws
+/// an `APIError` (or `RateLimited`).
 public struct LoginService: Sendable {
     public let store: any LoginStore
     public let configuration: ServerConfiguration
     public let metrics: LoginMetrics
     let hasher: PasswordHasher
+    let passwordWork: PasswordWork
+    let addressLimits: AddressLimits
+    let secret = SecretCache()
     let clock: @Sendable () -> Double
     let logger: Logger
 
@@ -21,6 +26,8 @@ public struct LoginService: Sendable {
         self.configuration = configuration
         self.metrics = metrics
         self.hasher = PasswordHasher(cost: configuration.passwordCost)
+        self.passwordWork = PasswordWork(limit: configuration.passwordChecksAtOnce)
+        self.addressLimits = AddressLimits(configuration.rateLimits)
         self.clock = clock
         self.logger = logger
     }
@@ -28,36 +35,40 @@ public struct LoginService: Sendable {
     // MARK: Accounts and passwords
 
     public func createAccount(_ r: CreateAccountRequest, address: String) async throws -> SessionResponse {
-        try await admit(address: address)
+        try admit(address)
         let username = try Self.normalized(r.username)
         guard r.password.count >= 8 else { throw APIError(.weakPassword, "A password needs at least 8 characters.") }
         guard r.password.utf8.count <= 256 else { throw APIError(.weakPassword, "A password may have at most 256 bytes.") }
-        let account = Account(id: UUID().uuidString.lowercased(), username: username, passwordHash: try hasher.hash(r.password),
+        let password = r.password, hasher = self.hasher
+        let hash = try await passwordWork.run { try hasher.hash(password) }
+        let account = Account(id: UUID().uuidString.lowercased(), username: username, passwordHash: hash,
                               userHandle: Self.random(32), createdAt: clock())
         do { try await store.createAccount(account) } catch LoginStoreError.duplicate {
             throw APIError(.accountExists, "That username is taken.")
         }
         logger.info("account created", metadata: ["account": "\(account.id)"])
-        return try await startSession(for: account, method: "password")
+        return try await startSession(for: account, method: "password", passwordVerified: true)
     }
 
     public func passwordLogin(_ r: PasswordLoginRequest, address: String) async throws -> SessionResponse {
-        try await admit(address: address)
-        let username = (try? Self.normalized(r.username)) ?? ""
-        guard let account = try await store.account(named: username) else {
-            hasher.burn(r.password)
-            metrics.passwordLogins.failure()
-            throw APIError(.invalidCredentials, "Wrong username or password.")
-        }
-        try await checkFailures(of: account)
-        guard hasher.verify(r.password, against: account.passwordHash) else {
-            _ = try await store.countEvent(key: "failures:\(account.id)", windowStart: configuration.rateLimits.failuresPerAccount.windowStart(at: clock()))
-            metrics.passwordLogins.failure()
-            logger.notice("password login failed", metadata: ["account": "\(account.id)", "address": "\(address)"])
-            throw APIError(.invalidCredentials, "Wrong username or password.")
-        }
+        try admit(address)
+        let account = try await checkPassword(r.password, username: (try? Self.normalized(r.username)) ?? "", address: address)
         metrics.passwordLogins.success()
-        return try await startSession(for: account, method: "password")
+        return try await startSession(for: account, method: "password", passwordVerified: true)
+    }
+
+    /// A step-up: the account's password typed again into a live session, which may then change
+    /// the account's devices for `ServerConfiguration.stepUpWindow` seconds.
+    public func confirmPassword(session: Session, account: Account, _ r: PasswordConfirmationRequest, address: String) async throws {
+        try admit(address)
+        _ = try await checkPassword(r.password, username: account.username, address: address)
+        try await store.markPasswordVerified(tokenHash: session.tokenHash, at: clock())
+        logger.info("password confirmed", metadata: ["account": "\(account.id)"])
+    }
+
+    /// Clears the password failures of `username`: the operator's reset of a locked password path.
+    public func liftPasswordLock(username: String) async throws {
+        try await store.clearFailures(keys: [Self.passwordKeys(username: (try? Self.normalized(username)) ?? username, addressKey: "")[0]])
     }
 
     public func logout(token: String) async throws {
@@ -78,9 +89,18 @@ public struct LoginService: Sendable {
         AccountResponse(username: account.username, createdAt: account.createdAt, devices: try await devices(of: account))
     }
 
+    /// Forgets expired sessions and challenges and long-idle failure records (the server runs it
+    /// every minute, off the login path).
+    public func removeExpired() async throws {
+        let now = clock()
+        try await store.removeExpired(now: now, failuresIdleSince: now - configuration.failureMemory,
+                                      lockAt: configuration.rateLimits.passwordPerAccount.lockAfter)
+    }
+
     // MARK: Devices (registration)
 
     public func registrationOptions(session: Session, account: Account, _ r: RegistrationOptionsRequest) async throws -> RegistrationOptionsResponse {
+        try requireFreshPassword(session)
         let challenge = Self.random(32)
         let name = try Self.deviceName(r.deviceName)
         try await store.storeChallenge(Challenge(value: challenge, purpose: .registration, accountID: account.id, sessionTokenHash: session.tokenHash,
@@ -98,6 +118,7 @@ public struct LoginService: Sendable {
     }
 
     public func register(session: Session, account: Account, _ r: RegistrationRequest) async throws -> DeviceResponse {
+        try requireFreshPassword(session)
         let credentialID = try webAuthn { try r.credential.decodedRawID }
         let clientDataJSON = try webAuthn { try r.credential.decodedClientDataJSON }
         let attestationObject = try webAuthn { try r.credential.decodedAttestationObject }
@@ -132,8 +153,12 @@ public struct LoginService: Sendable {
         try await store.credentials(accountID: account.id).map(Self.device)
     }
 
-    public func revoke(account: Account, credentialID: String) async throws {
-        guard let id = Data(base64URLEncoded: credentialID), try await store.deleteCredential(id: id, accountID: account.id) else {
+    /// A session may revoke the credential it logged in with (a device turning its own fingerprint
+    /// login off); any other needs a fresh password, like binding.
+    public func revoke(session: Session, account: Account, credentialID: String) async throws {
+        let id = Data(base64URLEncoded: credentialID)
+        if id == nil || id != session.credentialID { try requireFreshPassword(session) }
+        guard let id, try await store.deleteCredential(id: id, accountID: account.id) else {
             throw APIError(.notFound, "No such device on this account.")
         }
         logger.info("device revoked", metadata: ["account": "\(account.id)"])
@@ -142,13 +167,18 @@ public struct LoginService: Sendable {
     // MARK: Passkey login (assertion)
 
     public func assertionOptions(_ r: AssertionOptionsRequest, address: String) async throws -> AssertionOptionsResponse {
-        try await admit(address: address)  // each one stores a challenge: counted, so no flood
+        try admit(address)  // each one stores a challenge: counted, so no flood
         let challenge = Self.random(32)
         var allowed: [PublicKeyCredentialDescriptorJSON] = []
         var accountID: String?
-        if let name = r.username, let username = try? Self.normalized(name), let account = try await store.account(named: username) {
-            accountID = account.id
-            allowed = try await store.credentials(accountID: account.id).map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: nil) }
+        if let name = r.username {
+            // One look-up whether the account exists or not, and a decoy where it has no
+            // credential: the answer does not tell which names are accounts.
+            let username = (try? Self.normalized(name)) ?? name
+            let credentials = try await store.credentials(username: username)
+            accountID = credentials.first?.accountID
+            let ids = credentials.isEmpty ? [try await decoyCredentialID(for: username)] : credentials.map(\.id)
+            allowed = ids.map { .init(type: "public-key", id: $0.base64URLEncodedString(), transports: nil) }
         }
         try await store.storeChallenge(Challenge(value: challenge, purpose: .authentication, accountID: accountID, sessionTokenHash: nil,
                                                  deviceName: nil, expiresAt: clock() + configuration.challengeLifetime))
@@ -159,7 +189,29 @@ public struct LoginService: Sendable {
     }
 
     public func passkeyLogin(_ r: AssertionRequest, address: String) async throws -> SessionResponse {
-        try await admit(address: address)
+        try admit(address)
+        let addressKey = Self.addressKey(address)
+        if case .limited(let wait) = addressLimits.mayTryPasskey(from: addressKey, at: clock()) {
+            metrics.rateLimited.increment()
+            throw RateLimited(retryAfter: Self.seconds(wait), scope: "address")
+        }
+        do {
+            let (account, credentialID) = try await verifyAssertion(r)
+            metrics.passkeyLogins.success()
+            // The owner proved possession of a device: the password path's lock is lifted.
+            try await store.clearFailures(keys: [Self.passwordKeys(username: account.username, addressKey: addressKey)[0]])
+            return try await startSession(for: account, method: "passkey", credentialID: credentialID)
+        } catch let e as APIError {
+            // A refused assertion costs the address, never the account: a signature cannot be
+            // guessed, so an account count would only let anyone lock the owner out.
+            addressLimits.passkeyFailed(from: addressKey, at: clock())
+            metrics.passkeyLogins.failure()
+            logger.notice("passkey login refused", metadata: ["code": "\(e.code)", "address": "\(address)"])
+            throw e
+        }
+    }
+
+    private func verifyAssertion(_ r: AssertionRequest) async throws -> (Account, Data) {
         let credentialID = try webAuthn { try r.credential.decodedRawID }
         let clientDataJSON = try webAuthn { try r.credential.decodedClientDataJSON }
         let authenticatorData = try webAuthn { try r.credential.decodedAuthenticatorData }
@@ -168,44 +220,91 @@ public struct LoginService: Sendable {
         let challenge = try await takeChallenge(from: clientDataJSON, purpose: .authentication)
         guard let credential = try await store.credential(id: credentialID),
               let account = try await store.account(id: credential.accountID) else {
-            metrics.passkeyLogins.failure()
             throw APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.")
         }
         if let expected = challenge.accountID, expected != account.id {
             throw APIError(.unknownCredential, "This device is not registered for that account.")
         }
-        try await checkFailures(of: account)
-        do {
+        try webAuthn {
+            // Without a username the credential alone names the account: the authenticator must
+            // confirm whose it is (WebAuthn §7.2 step 6).
+            if challenge.accountID == nil, userHandle == nil {
+                throw WebAuthnError(.credentialIDMismatch, "a login without a username needs the authenticator's userHandle")
+            }
             if let userHandle, userHandle != account.userHandle {
                 throw WebAuthnError(.credentialIDMismatch, "userHandle does not belong to the credential's account")
             }
-            let verified = try WebAuthnVerifier.verifyAssertion(
+        }
+        let verified = try webAuthn {
+            try WebAuthnVerifier.verifyAssertion(
                 credentialID: credentialID, clientDataJSON: clientDataJSON, authenticatorData: authenticatorData,
                 signature: signature, userHandle: userHandle, expectedChallenge: challenge.value,
                 relyingParty: configuration.relyingParty, credentialPublicKey: try COSEKey(cbor: credential.publicKey),
                 storedSignCount: credential.signCount, requireUserVerification: configuration.requireUserVerification)
-            guard try await store.advanceSignCount(credentialID: credentialID, expected: credential.signCount, newCount: verified.signCount, usedAt: clock()) else {
-                throw WebAuthnError(.counterRegression, "the sign counter moved meanwhile (a concurrent replay)")
-            }
-        } catch let e as WebAuthnError {
-            _ = try await store.countEvent(key: "failures:\(account.id)", windowStart: configuration.rateLimits.failuresPerAccount.windowStart(at: clock()))
-            metrics.passkeyLogins.failure()
-            logger.notice("passkey login refused", metadata: ["account": "\(account.id)", "code": "\(e.code.rawValue)", "address": "\(address)"])
-            throw APIError(e.code.rawValue, e.message)
         }
-        metrics.passkeyLogins.success()
-        return try await startSession(for: account, method: "passkey")
+        guard try await store.advanceSignCount(credentialID: credentialID, expected: credential.signCount, newCount: verified.signCount, usedAt: clock()) else {
+            throw APIError(WebAuthnError.Code.counterRegression.rawValue, "the sign counter moved meanwhile (a concurrent replay)")
+        }
+        return (account, credentialID)
     }
 
     // MARK: Shared steps
 
-    private func startSession(for account: Account, method: String) async throws -> SessionResponse {
+    private func startSession(for account: Account, method: String, passwordVerified: Bool = false, credentialID: Data? = nil) async throws -> SessionResponse {
         let token = Self.random(32).base64URLEncodedString()
         let now = clock()
         let session = Session(tokenHash: Self.tokenHash(token), accountID: account.id, createdAt: now,
-                              expiresAt: now + configuration.sessionLifetime, method: method)
+                              expiresAt: now + configuration.sessionLifetime, method: method,
+                              passwordVerifiedAt: passwordVerified ? now : nil, credentialID: credentialID)
         try await store.createSession(session)
         return SessionResponse(token: token, username: account.username, expiresAt: session.expiresAt, method: method)
+    }
+
+    /// The password check behind every password entry: counted before it is made (so parallel
+    /// guesses cannot outrun the count), per username and per address and username, on the
+    /// schedules of `RateLimits`; an unknown username costs and answers exactly as a known one.
+    private func checkPassword(_ password: String, username: String, address: String) async throws -> Account {
+        let keys = Self.passwordKeys(username: username, addressKey: Self.addressKey(address))
+        let now = clock()
+        let limits = configuration.rateLimits
+        let decision = try await store.admitAttempt(keys: keys, at: now) { records in
+            limits.passwordPerAccount.decide(records[keys[0]], at: now).combined(with: limits.passwordPerAddressAndAccount.decide(records[keys[1]], at: now))
+        }
+        switch decision {
+        case .admitted: break
+        case .wait(let seconds):
+            metrics.rateLimited.increment()
+            throw RateLimited(retryAfter: Self.seconds(seconds), scope: "account")
+        case .locked:
+            metrics.rateLimited.increment()
+            throw APIError(.passwordLocked, "Password sign-in for this account is locked after too many failed attempts; sign in with a passkey, or ask the operator to lift it.")
+        }
+        let account = try await store.account(named: username)
+        let stored = account?.passwordHash, hasher = self.hasher
+        let matches = try await passwordWork.run {
+            guard let stored else { hasher.burn(password); return false }
+            return hasher.verify(password, against: stored)
+        }
+        guard matches, let account else {
+            metrics.passwordLogins.failure()
+            logger.notice("password refused", metadata: ["username": "\(username)", "address": "\(address)"])
+            throw APIError(.invalidCredentials, "Wrong username or password.")
+        }
+        try await store.clearFailures(keys: keys)
+        return account
+    }
+
+    private func requireFreshPassword(_ session: Session) throws {
+        guard let verified = session.passwordVerifiedAt, clock() - verified <= configuration.stepUpWindow else {
+            throw APIError(.stepUpRequired, "Changing this account's devices needs its password typed again (POST /api/session/password).")
+        }
+    }
+
+    /// A credential ID for a name with no credential: stable (the same name gets the same ID, as
+    /// a real account's would), unpredictable without the deployment's secret.
+    private func decoyCredentialID(for username: String) async throws -> Data {
+        let key = try await secret.value { try await store.secret() }
+        return Data(HMAC<SHA256>.authenticationCode(for: Data("decoy-credential\u{0}\(username)".utf8), using: SymmetricKey(data: key)))
     }
 
     /// The challenge named in clientDataJSON, taken (single use) and checked for purpose and age.
@@ -225,24 +324,22 @@ public struct LoginService: Sendable {
         do { return try body() } catch let e as WebAuthnError { throw APIError(e.code.rawValue, e.message) }
     }
 
-    private func admit(address: String) async throws {
-        let rule = configuration.rateLimits.perAddress
-        let now = clock()
-        let count = try await store.countEvent(key: "address:\(address)", windowStart: rule.windowStart(at: now))
-        if rule.exceeded(by: count) {
+    private func admit(_ address: String) throws {
+        if case .limited(let wait) = addressLimits.admitRequest(from: Self.addressKey(address), at: clock()) {
             metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: rule.retryAfter(at: now), scope: "address")
+            throw RateLimited(retryAfter: Self.seconds(wait), scope: "address")
         }
     }
 
-    private func checkFailures(of account: Account) async throws {
-        let rule = configuration.rateLimits.failuresPerAccount
-        let now = clock()
-        if try await store.eventCount(key: "failures:\(account.id)", windowStart: rule.windowStart(at: now)) >= rule.limit {
-            metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: rule.retryAfter(at: now), scope: "account")
-        }
+    /// What limits count per: an IPv4 address, an IPv6 /64, else the text as given.
+    static func addressKey(_ address: String) -> String { IPAddress(address)?.limitKey ?? address }
+
+    /// The failure keys of a password entry: the username's, and the address's for that username.
+    static func passwordKeys(username: String, addressKey: String) -> [String] {
+        ["password \(username)", "password \(username) from \(addressKey)"]
     }
+
+    static func seconds(_ wait: Double) -> Int { max(1, Int(wait.rounded(.up))) }
 
     static func normalized(_ username: String) throws -> String {
         let name = username.trimmingCharacters(in: .whitespaces).lowercased()
@@ -271,6 +368,18 @@ public struct LoginService: Sendable {
     static func random(_ count: Int) -> Data {
         var generator = SystemRandomNumberGenerator()
         return Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+}
+
+/// The deployment secret, read from the store once.
+final class SecretCache: Sendable {
+    private let cached = Mutex<Data?>(nil)
+
+    func value(_ load: () async throws -> Data) async throws -> Data {
+        if let known = cached.withLock({ $0 }) { return known }
+        let loaded = try await load()
+        cached.withLock { $0 = loaded }
+        return loaded
     }
 }
 

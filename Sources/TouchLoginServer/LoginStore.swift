@@ -17,6 +17,8 @@ public protocol LoginStore: Sendable {
     func createSession(_ session: Session) async throws
     func session(tokenHash: Data) async throws -> Session?
     func deleteSession(tokenHash: Data) async throws
+    /// The session's owner typed the account's password at `time` (a step-up).
+    func markPasswordVerified(tokenHash: Data, at time: Double) async throws
 
     func storeChallenge(_ challenge: Challenge) async throws
     /// Removes and returns the challenge: each is used at most once, whatever the outcome.
@@ -26,16 +28,28 @@ public protocol LoginStore: Sendable {
     func addCredential(_ credential: Credential) async throws
     func credential(id: Data) async throws -> Credential?
     func credentials(accountID: String) async throws -> [Credential]
+    /// The credentials of the account named `username` (none if there is no such account), in one
+    /// look-up either way: the answer for an unknown name costs what a known one does.
+    func credentials(username: String) async throws -> [Credential]
     /// Compare-and-set: stores `newCount` only if the stored count is still `expected`, so two
     /// instances verifying the same assertion cannot both accept it.
     func advanceSignCount(credentialID: Data, expected: UInt32, newCount: UInt32, usedAt: Double) async throws -> Bool
     func deleteCredential(id: Data, accountID: String) async throws -> Bool
 
-    /// Counts one event for `key` in the fixed window starting at `windowStart`; returns the count
-    /// in that window including this one. Older windows of the key are forgotten.
-    func countEvent(key: String, windowStart: Double) async throws -> Int
-    /// The count for `key` in the window starting at `windowStart`, without counting.
-    func eventCount(key: String, windowStart: Double) async throws -> Int
+    /// In one transaction: the failure records of `keys`, `decide`'s verdict on them and, if it
+    /// admits the attempt, one more failure on each key at `now` — durable before this returns, so
+    /// the attempt is counted before its secret is checked (the caller clears the keys when it
+    /// succeeds). Instances sharing the store share the counts.
+    func admitAttempt(keys: [String], at now: Double, decide: @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision
+    func clearFailures(keys: [String]) async throws
+
+    /// Forgets expired sessions and challenges, and failure records idle since `failuresIdleSince`
+    /// unless they reached `lockAt` (a lock waits for its reset).
+    func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws
+
+    /// This deployment's random secret (created on first use; shared by every instance): keys the
+    /// decoy credential IDs that unknown usernames get.
+    func secret() async throws -> Data
 }
 
 public enum LoginStoreError: Error, Equatable {
@@ -58,6 +72,10 @@ public struct Session: Sendable, Equatable {
     public var createdAt: Double
     public var expiresAt: Double
     public var method: String
+    /// When the account's password was last typed into this session (at login or as a step-up).
+    public var passwordVerifiedAt: Double?
+    /// The credential a passkey login used.
+    public var credentialID: Data?
 }
 
 public struct Challenge: Sendable, Equatable {

@@ -27,7 +27,7 @@ components:
               type: string
               enum: [malformed_request, invalid_username, weak_password, account_exists, invalid_credentials, rate_limited,
                      unauthorized, challenge_unknown, challenge_expired, unknown_credential, credential_exists, not_found,
-                     payload_too_large, internal_error, unavailable, malformed_cbor, malformed_client_data,
+                     payload_too_large, internal_error, unavailable, step_up_required, password_locked, malformed_cbor, malformed_client_data,
                      malformed_authenticator_data, malformed_attestation, unsupported_attestation_format,
                      attestation_signature_invalid, unsupported_algorithm, malformed_public_key, wrong_type,
                      challenge_mismatch, origin_mismatch, cross_origin_not_allowed, rp_id_mismatch, user_not_present,
@@ -134,6 +134,7 @@ paths:
       responses:
         "200": { description: signed in, content: { application/json: { schema: { $ref: "#/components/schemas/Session" } } } }
         "401": { $ref: "#/components/responses/Error" }
+        "423": { $ref: "#/components/responses/Error" }
         "429": { $ref: "#/components/responses/Error" }
     delete:
       summary: Sign out (revokes the session)
@@ -141,6 +142,16 @@ paths:
       responses:
         "204": { description: signed out }
         "401": { $ref: "#/components/responses/Error" }
+  /api/session/password:
+    post:
+      summary: Type the password again (a step-up); for five minutes the session may then bind and revoke devices
+      security: [{ bearer: [] }]
+      requestBody: { required: true, content: { application/json: { schema: { type: object, required: [password], properties: { password: { type: string } } } } } }
+      responses:
+        "204": { description: confirmed }
+        "401": { $ref: "#/components/responses/Error" }
+        "423": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
   /api/account:
     get:
       summary: The signed-in account and its devices
@@ -150,12 +161,13 @@ paths:
         "401": { $ref: "#/components/responses/Error" }
   /api/devices/options:
     post:
-      summary: Registration options (a single-use challenge bound to this session)
+      summary: Registration options (a single-use challenge bound to this session); needs the password typed in the last five minutes
       security: [{ bearer: [] }]
       requestBody: { content: { application/json: { schema: { type: object, properties: { deviceName: { type: string } } } } } }
       responses:
         "200": { description: options, content: { application/json: { schema: { $ref: "#/components/schemas/CreationOptions" } } } }
         "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
   /api/devices:
     get:
       summary: The account's devices
@@ -180,19 +192,21 @@ paths:
         "201": { description: registered, content: { application/json: { schema: { $ref: "#/components/schemas/Device" } } } }
         "400": { $ref: "#/components/responses/Error" }
         "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
         "409": { $ref: "#/components/responses/Error" }
   /api/devices/{id}:
     delete:
-      summary: Revoke a device
+      summary: Revoke a device (the session's own passkey, or any with the password typed in the last five minutes)
       security: [{ bearer: [] }]
       parameters: [{ name: id, in: path, required: true, schema: { type: string } }]
       responses:
         "204": { description: revoked }
         "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
         "404": { $ref: "#/components/responses/Error" }
   /api/passkey/options:
     post:
-      summary: Authentication options (a single-use challenge)
+      summary: Authentication options (a single-use challenge); a name without a passkey gets a stable decoy credential ID
       requestBody: { content: { application/json: { schema: { type: object, properties: { username: { type: string } } } } } }
       responses:
         "200": { description: options, content: { application/json: { schema: { $ref: "#/components/schemas/RequestOptions" } } } }

@@ -41,7 +41,15 @@ public final class PostgresLoginStore: LoginStore {
                 "CREATE TABLE IF NOT EXISTS challenge (value BYTEA PRIMARY KEY, purpose TEXT NOT NULL, account_id TEXT, session_token_hash BYTEA, device_name TEXT, expires_at DOUBLE PRECISION NOT NULL)",
                 "CREATE TABLE IF NOT EXISTS credential (id BYTEA PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE, public_key BYTEA NOT NULL, sign_count BIGINT NOT NULL, name TEXT NOT NULL, attestation_format TEXT NOT NULL, created_at DOUBLE PRECISION NOT NULL, last_used_at DOUBLE PRECISION)",
                 "CREATE INDEX IF NOT EXISTS credential_account ON credential(account_id)",
-                "CREATE TABLE IF NOT EXISTS rate_event (key TEXT PRIMARY KEY, window_start DOUBLE PRECISION NOT NULL, count INTEGER NOT NULL)",
+                // Step-up, failure schedules instead of fixed windows, indexed expiry, the decoy secret.
+                "ALTER TABLE session ADD COLUMN IF NOT EXISTS password_verified_at DOUBLE PRECISION",
+                "ALTER TABLE session ADD COLUMN IF NOT EXISTS credential_id BYTEA",
+                "CREATE INDEX IF NOT EXISTS session_expiry ON session(expires_at)",
+                "CREATE INDEX IF NOT EXISTS challenge_expiry ON challenge(expires_at)",
+                "DROP TABLE IF EXISTS rate_event",
+                "CREATE TABLE IF NOT EXISTS login_failure (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_failure_at DOUBLE PRECISION NOT NULL)",
+                "CREATE INDEX IF NOT EXISTS login_failure_idle ON login_failure(last_failure_at)",
+                "CREATE TABLE IF NOT EXISTS server_secret (name TEXT PRIMARY KEY, value BYTEA NOT NULL)",
             ] {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
@@ -74,14 +82,17 @@ public final class PostgresLoginStore: LoginStore {
     }
 
     public func createSession(_ s: Session) async throws {
-        try await client.query("DELETE FROM session WHERE expires_at < \(s.createdAt)", logger: logger)
-        try await client.query("INSERT INTO session (token_hash, account_id, created_at, expires_at, method) VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method))", logger: logger)
+        try await client.query("""
+            INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
+            VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method), \(s.passwordVerifiedAt), \(s.credentialID))
+            """, logger: logger)
     }
 
     public func session(tokenHash: Data) async throws -> Session? {
-        let rows = try await client.query("SELECT token_hash, account_id, created_at, expires_at, method FROM session WHERE token_hash = \(tokenHash)", logger: logger)
-        for try await (hash, account, created, expires, method) in rows.decode((Data, String, Double, Double, String).self) {
-            return Session(tokenHash: hash, accountID: account, createdAt: created, expiresAt: expires, method: method)
+        let rows = try await client.query("SELECT token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id FROM session WHERE token_hash = \(tokenHash)", logger: logger)
+        for try await (hash, account, created, expires, method, verified, credential) in rows.decode((Data, String, Double, Double, String, Double?, Data?).self) {
+            return Session(tokenHash: hash, accountID: account, createdAt: created, expiresAt: expires, method: method,
+                           passwordVerifiedAt: verified, credentialID: credential)
         }
         return nil
     }
@@ -90,9 +101,11 @@ public final class PostgresLoginStore: LoginStore {
         try await client.query("DELETE FROM session WHERE token_hash = \(tokenHash)", logger: logger)
     }
 
+    public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
+        try await client.query("UPDATE session SET password_verified_at = \(time) WHERE token_hash = \(tokenHash)", logger: logger)
+    }
+
     public func storeChallenge(_ c: Challenge) async throws {
-        let stale = Date().timeIntervalSince1970 - 3600
-        try await client.query("DELETE FROM challenge WHERE expires_at < \(stale)", logger: logger)
         try await client.query("INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (\(c.value), \(c.purpose.rawValue), \(c.accountID), \(c.sessionTokenHash), \(c.deviceName), \(c.expiresAt))", logger: logger)
     }
 
@@ -122,6 +135,13 @@ public final class PostgresLoginStore: LoginStore {
         try await credentials(client.query("SELECT id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at FROM credential WHERE account_id = \(accountID) ORDER BY created_at", logger: logger))
     }
 
+    public func credentials(username: String) async throws -> [Credential] {
+        try await credentials(client.query("""
+            SELECT c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at
+            FROM account a JOIN credential c ON c.account_id = a.id WHERE a.username = \(username) ORDER BY c.created_at
+            """, logger: logger))
+    }
+
     private func credentials(_ rows: PostgresRowSequence) async throws -> [Credential] {
         var found: [Credential] = []
         for try await (id, account, key, count, name, format, created, used) in rows.decode((Data, String, Data, Int64, String, String, Double, Double?).self) {
@@ -143,22 +163,45 @@ public final class PostgresLoginStore: LoginStore {
         return false
     }
 
-    public func countEvent(key: String, windowStart: Double) async throws -> Int {
-        let rows = try await client.query("""
-            INSERT INTO rate_event (key, window_start, count) VALUES (\(key), \(windowStart), 1)
-            ON CONFLICT (key) DO UPDATE SET
-                count = CASE WHEN rate_event.window_start = EXCLUDED.window_start THEN rate_event.count + 1 ELSE 1 END,
-                window_start = EXCLUDED.window_start
-            RETURNING count
-            """, logger: logger)
-        for try await count in rows.decode(Int32.self) { return Int(count) }
-        return 1
+    public func admitAttempt(keys: [String], at now: Double, decide: @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
+        try await client.withTransaction(logger: logger) { connection in
+            // The rows may not exist yet: a transaction-scoped advisory lock per key serialises
+            // instances deciding on the same key (hashtextextended: 64 bits of the key).
+            for key in keys.sorted() {
+                try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
+            }
+            var records: [String: FailureRecord] = [:]
+            let rows = try await connection.query("SELECT key, failures, last_failure_at FROM login_failure WHERE key = ANY(\(keys))", logger: logger)
+            for try await (key, failures, last) in rows.decode((String, Int32, Double).self) {
+                records[key] = FailureRecord(failures: Int(failures), lastFailureAt: last)
+            }
+            let decision = decide(records)
+            guard decision == .admitted else { return decision }
+            for key in keys {
+                try await connection.query("""
+                    INSERT INTO login_failure (key, failures, last_failure_at) VALUES (\(key), 1, \(now))
+                    ON CONFLICT (key) DO UPDATE SET failures = login_failure.failures + 1, last_failure_at = EXCLUDED.last_failure_at
+                    """, logger: logger)
+            }
+            return decision
+        }
     }
 
-    public func eventCount(key: String, windowStart: Double) async throws -> Int {
-        let rows = try await client.query("SELECT count FROM rate_event WHERE key = \(key) AND window_start = \(windowStart)", logger: logger)
-        for try await count in rows.decode(Int32.self) { return Int(count) }
-        return 0
+    public func clearFailures(keys: [String]) async throws {
+        try await client.query("DELETE FROM login_failure WHERE key = ANY(\(keys))", logger: logger)
+    }
+
+    public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws {
+        try await client.query("DELETE FROM session WHERE expires_at < \(now)", logger: logger)
+        try await client.query("DELETE FROM challenge WHERE expires_at < \(now)", logger: logger)
+        try await client.query("DELETE FROM login_failure WHERE last_failure_at < \(failuresIdleSince) AND failures < \(Int32(clamping: lockAt ?? Int(Int32.max)))", logger: logger)
+    }
+
+    public func secret() async throws -> Data {
+        try await client.query("INSERT INTO server_secret (name, value) VALUES ('decoy', \(LoginService.random(32))) ON CONFLICT (name) DO NOTHING", logger: logger)
+        let rows = try await client.query("SELECT value FROM server_secret WHERE name = 'decoy'", logger: logger)
+        for try await value in rows.decode(Data.self) { return value }
+        return Data()
     }
 
     private func unique(_ body: () async throws -> Void) async throws {

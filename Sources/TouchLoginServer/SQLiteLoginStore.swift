@@ -41,6 +41,20 @@ public final class SQLiteLoginStore: LoginStore {
                 CREATE TABLE rate_event (key TEXT PRIMARY KEY, window_start REAL NOT NULL, count INTEGER NOT NULL);
                 """)
         }
+        migrator.registerMigration("v2") { db in
+            // Step-up, failure schedules instead of fixed windows, indexed expiry, the decoy secret.
+            try db.execute(sql: """
+                ALTER TABLE session ADD COLUMN password_verified_at REAL;
+                ALTER TABLE session ADD COLUMN credential_id BLOB;
+                UPDATE session SET password_verified_at = created_at WHERE method = 'password';
+                CREATE INDEX session_expiry ON session(expires_at);
+                CREATE INDEX challenge_expiry ON challenge(expires_at);
+                DROP TABLE rate_event;
+                CREATE TABLE login_failure (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_failure_at REAL NOT NULL);
+                CREATE INDEX login_failure_idle ON login_failure(last_failure_at);
+                CREATE TABLE server_secret (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+                """)
+        }
         try migrator.migrate(pool)
     }
 
@@ -73,16 +87,18 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func createSession(_ s: Session) async throws {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM session WHERE expires_at < ?", arguments: [s.createdAt])
-            try db.execute(sql: "INSERT INTO session (token_hash, account_id, created_at, expires_at, method) VALUES (?, ?, ?, ?, ?)",
-                           arguments: [s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method])
+            try db.execute(sql: """
+                INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method, s.passwordVerifiedAt, s.credentialID])
         }
     }
 
     public func session(tokenHash: Data) async throws -> Session? {
         try await pool.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM session WHERE token_hash = ?", arguments: [tokenHash]).map {
-                Session(tokenHash: $0["token_hash"], accountID: $0["account_id"], createdAt: $0["created_at"], expiresAt: $0["expires_at"], method: $0["method"])
+                Session(tokenHash: $0["token_hash"], accountID: $0["account_id"], createdAt: $0["created_at"], expiresAt: $0["expires_at"], method: $0["method"],
+                        passwordVerifiedAt: $0["password_verified_at"], credentialID: $0["credential_id"])
             }
         }
     }
@@ -91,9 +107,14 @@ public final class SQLiteLoginStore: LoginStore {
         try await pool.write { db in try db.execute(sql: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
     }
 
+    public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [time, tokenHash])
+        }
+    }
+
     public func storeChallenge(_ c: Challenge) async throws {
         try await pool.write { db in
-            try db.execute(sql: "DELETE FROM challenge WHERE expires_at < ?", arguments: [Date().timeIntervalSince1970 - 3600])
             try db.execute(sql: "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
                            arguments: [c.value, c.purpose.rawValue, c.accountID, c.sessionTokenHash, c.deviceName, c.expiresAt])
         }
@@ -131,6 +152,15 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
+    public func credentials(username: String) async throws -> [Credential] {
+        try await pool.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT credential.* FROM account JOIN credential ON credential.account_id = account.id
+                WHERE account.username = ? ORDER BY credential.created_at
+                """, arguments: [username]).map(Self.credential)
+        }
+    }
+
     private static func credential(_ row: Row) -> Credential {
         let count: Int64 = row["sign_count"]
         return Credential(id: row["id"], accountID: row["account_id"], publicKey: row["public_key"], signCount: UInt32(truncatingIfNeeded: count),
@@ -152,21 +182,45 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
-    public func countEvent(key: String, windowStart: Double) async throws -> Int {
+    public func admitAttempt(keys: [String], at now: Double, decide: @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
         try await pool.write { db in
-            try Int.fetchOne(db, sql: """
-                INSERT INTO rate_event (key, window_start, count) VALUES (?, ?, 1)
-                ON CONFLICT(key) DO UPDATE SET
-                    count = CASE WHEN window_start = excluded.window_start THEN count + 1 ELSE 1 END,
-                    window_start = excluded.window_start
-                RETURNING count
-                """, arguments: [key, windowStart]) ?? 1
+            var records: [String: FailureRecord] = [:]
+            for key in keys {
+                if let row = try Row.fetchOne(db, sql: "SELECT failures, last_failure_at FROM login_failure WHERE key = ?", arguments: [key]) {
+                    records[key] = FailureRecord(failures: row["failures"], lastFailureAt: row["last_failure_at"])
+                }
+            }
+            let decision = decide(records)
+            guard decision == .admitted else { return decision }
+            for key in keys {
+                try db.execute(sql: """
+                    INSERT INTO login_failure (key, failures, last_failure_at) VALUES (?, 1, ?)
+                    ON CONFLICT(key) DO UPDATE SET failures = failures + 1, last_failure_at = excluded.last_failure_at
+                    """, arguments: [key, now])
+            }
+            return decision
         }
     }
 
-    public func eventCount(key: String, windowStart: Double) async throws -> Int {
-        try await pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT count FROM rate_event WHERE key = ? AND window_start = ?", arguments: [key, windowStart]) ?? 0
+    public func clearFailures(keys: [String]) async throws {
+        try await pool.write { db in
+            for key in keys { try db.execute(sql: "DELETE FROM login_failure WHERE key = ?", arguments: [key]) }
+        }
+    }
+
+    public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws {
+        try await pool.write { db in
+            try db.execute(sql: "DELETE FROM session WHERE expires_at < ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM challenge WHERE expires_at < ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM login_failure WHERE last_failure_at < ? AND failures < ?", arguments: [failuresIdleSince, lockAt ?? Int.max])
+        }
+    }
+
+    public func secret() async throws -> Data {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT INTO server_secret (name, value) VALUES ('decoy', ?) ON CONFLICT(name) DO NOTHING",
+                           arguments: [LoginService.random(32)])
+            return try Data.fetchOne(db, sql: "SELECT value FROM server_secret WHERE name = 'decoy'") ?? Data()
         }
     }
 }

@@ -12,5 +12,14 @@ public struct ServerConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// Fingerprint login means the authenticator verified the user: UV is required by default.
     public var requireUserVerification = true
+    /// Seconds after a password entry during which the session may bind or revoke devices.
+    public var stepUpWindow: Double = 300
+    /// Seconds a failure record is kept after its last failure (a lock is kept until lifted).
+    public var failureMemory: Double = 30 * 86_400
+    /// Password checks waiting or running at once; past that the server answers "busy".
+    public var passwordChecksAtOnce = 64
+    /// Proxies whose `Forwarded` / `X-Forwarded-For` name the client (none by default: the
+    /// peer address is the client).
+    public var clientAddress = ClientAddress()
     public init() {}
 }

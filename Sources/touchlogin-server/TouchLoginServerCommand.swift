@@ -11,28 +11,83 @@ import WebAuthn
 struct TouchLoginServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "touchlogin-server",
-        abstract: "The fingerprint-login server: password accounts, device binding and passkey login (WebAuthn shapes).")
+        abstract: "The fingerprint-login server: password accounts, device binding and passkey login (WebAuthn shapes).",
+        subcommands: [Serve.self, LiftLock.self], defaultSubcommand: Serve.self)
+}
 
-    @Option(help: "Address to listen on.") var host = "127.0.0.1"
-    @Option(help: "Port to listen on.") var port = 8080
+/// Where the accounts are: one SQLite file, or a PostgreSQL several instances share.
+struct StorageOptions: ParsableArguments {
     @Option(help: "SQLite database file (default: $XDG_DATA_HOME/touchlogin/server.sqlite).") var database: String?
     @Option(help: "Use PostgreSQL instead of SQLite (several instances can share it): postgres://user:password@host:port/database, or $TOUCHLOGIN_POSTGRES_URL.")
     var postgres: String?
+
+    var postgresURL: String? { postgres ?? ProcessInfo.processInfo.environment["TOUCHLOGIN_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 } }
+    var sqlitePath: String { database ?? Self.defaultDatabasePath() }
+
+    static func defaultDatabasePath() -> String {
+        let environment = ProcessInfo.processInfo.environment
+        let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/share")
+        return data + "/touchlogin/server.sqlite"
+    }
+}
+
+/// The operator's reset of a password path locked after too many wrong passwords.
+struct LiftLock: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lift-lock", abstract: "Let an account's password be tried again after it locked (its owner was verified another way).")
+    @OptionGroup var storage: StorageOptions
+    @Argument(help: "The account's username.") var username: String
+
+    func run() async throws {
+        let logger = Logger(label: "touchlogin-server")
+        if let url = storage.postgresURL {
+            let client = try PostgresLoginStore.client(url: url)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                let store = PostgresLoginStore(client: client, logger: logger)
+                try await store.migrate()
+                try await LoginService(store: store, configuration: ServerConfiguration()).liftPasswordLock(username: username)
+                group.cancelAll()
+            }
+        } else {
+            let store = try SQLiteLoginStore(path: storage.sqlitePath)
+            try await store.migrate()
+            try await LoginService(store: store, configuration: ServerConfiguration()).liftPasswordLock(username: username)
+        }
+        print("The password of \(username) may be tried again.")
+    }
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve the login API and page (the default).")
+
+    @Option(help: "Address to listen on.") var host = "127.0.0.1"
+    @Option(help: "Port to listen on.") var port = 8080
+    @OptionGroup var storage: StorageOptions
     @Option(help: "Relying party ID: the domain the credentials belong to.") var rpID = "localhost"
     @Option(name: .customLong("origin"), help: "An origin whose logins are accepted (repeatable; default http://localhost:<port> for the rp-id localhost, else https://<rp-id>).")
     var origins: [String] = []
     @Option(help: "Seconds a session lasts.") var sessionLifetime: Double = 3600
     @Option(help: "Seconds a WebAuthn challenge stays valid.") var challengeLifetime: Double = 120
     @Option(help: "scrypt cost (log2 N) for new password hashes, 10…20.") var passwordCost = 15
-    @Option(help: "Login attempts allowed per client address per minute.") var addressLimit = 60
-    @Option(help: "Failed logins allowed per account per 5 minutes.") var accountFailureLimit = 5
+    @Option(help: "Requests that sign up or log in allowed per client address (IPv6: per /64) per minute, all at once if need be.") var addressLimit = 60
+    @Option(help: "Wrong passwords per account before each further attempt waits (5 s, doubling to 60 s).") var accountFailureLimit = 5
+    @Option(help: "Consecutive wrong passwords after which the account's password path locks until a passkey login or `touchlogin-server lift-lock USERNAME`.")
+    var passwordLockAfter = 100
+    @Option(name: .customLong("trusted-proxy"), help: "A proxy (address or CIDR network, repeatable) whose Forwarded / X-Forwarded-For header names the client.")
+    var trustedProxies: [String] = []
+    @Option(help: "Seconds after typing the password in which a session may bind or revoke devices.") var stepUpWindow: Double = 300
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
 
     func validate() throws {
         guard (10...20).contains(passwordCost) else { throw ValidationError("--password-cost must be 10…20") }
         guard sessionLifetime > 0, challengeLifetime > 0 else { throw ValidationError("lifetimes must be positive") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
-        guard addressLimit > 0, accountFailureLimit > 0 else { throw ValidationError("limits must be positive") }
+        guard addressLimit > 0, accountFailureLimit >= 0, passwordLockAfter > accountFailureLimit else {
+            throw ValidationError("limits must be positive, and --password-lock-after above --account-failure-limit")
+        }
+        guard stepUpWindow > 0 else { throw ValidationError("--step-up-window must be positive") }
+        for proxy in trustedProxies where IPNetwork(proxy) == nil { throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR network") }
     }
 
     func run() async throws {
@@ -49,11 +104,14 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
         config.sessionLifetime = sessionLifetime
         config.challengeLifetime = challengeLifetime
         config.passwordCost = passwordCost
-        config.rateLimits.perAddress.limit = addressLimit
-        config.rateLimits.failuresPerAccount.limit = accountFailureLimit
+        config.rateLimits.perAddress = .perMinute(addressLimit)
+        config.rateLimits.passwordPerAccount.freeFailures = accountFailureLimit
+        config.rateLimits.passwordPerAccount.lockAfter = passwordLockAfter
+        config.clientAddress = ClientAddress(trustedProxies: trustedProxies.compactMap(IPNetwork.init))
+        config.stepUpWindow = stepUpWindow
 
         let relyingParty = config.relyingParty
-        let postgresURL = postgres ?? ProcessInfo.processInfo.environment["TOUCHLOGIN_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+        let postgresURL = storage.postgresURL
         let store: any LoginStore
         var services: [any Service] = []
         let path: String
@@ -63,12 +121,13 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
             store = PostgresLoginStore(client: client, logger: logger)
             path = postgresURL.replacingOccurrences(of: #"://[^@/]*@"#, with: "://…@", options: .regularExpression)  // no password in logs
         } else {
-            path = database ?? Self.defaultDatabasePath()
+            path = storage.sqlitePath
             let sqlite = try SQLiteLoginStore(path: path)
             try await sqlite.migrate()
             store = sqlite
         }
         let service = LoginService(store: store, configuration: config, logger: logger)
+        services.append(ExpiredRecordsCleanup(service: service, logger: logger))
         var app = Application(
             router: LoginHTTPServer.router(service),
             configuration: .init(address: .hostname(host, port: port), serverName: "touchlogin-server"),
@@ -83,10 +142,20 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
         if postgresURL != nil { app.beforeServerStarts { try await store.migrate() } }
         try await app.runService()
     }
+}
 
-    static func defaultDatabasePath() -> String {
-        let environment = ProcessInfo.processInfo.environment
-        let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/share")
-        return data + "/touchlogin/server.sqlite"
+/// Expired sessions and challenges, and failure records idle for a month, removed every minute
+/// off the login path (the expiry columns are indexed).
+struct ExpiredRecordsCleanup: Service {
+    let service: LoginService
+    let logger: Logger
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown {
+            while true {
+                try await Task.sleep(for: .seconds(60))
+                do { try await service.removeExpired() } catch { logger.warning("removing expired records failed", metadata: ["error": "\(error)"]) }
+            }
+        }
     }
 }

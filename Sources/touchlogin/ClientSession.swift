@@ -110,14 +110,15 @@ struct ClientSession {
 
     private mutating func registerDevice(revokingOld: Bool) async -> LoginFlow.Event {
         guard let token = state.session?.token else { return .registrationFailed("no session") }
-        if revokingOld, let old = state.binding {
-            try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
-            state.binding = nil
-            save()
-        }
         let context = LAContext()
         do {
-            let options = try await api.registrationOptions(token: token, deviceName: deviceName)
+            let api = self.api, deviceName = self.deviceName
+            let options = try await withStepUp(token: token) { try await api.registrationOptions(token: token, deviceName: deviceName) }
+            if revokingOld, let old = state.binding {
+                try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
+                state.binding = nil
+                save()
+            }
             say("Touch the sensor to enable fingerprint login.")
             try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Enable fingerprint login to \(host)")
             let registration = try authenticator.register(options: options.publicKey, deviceName: deviceName, context: context)
@@ -128,6 +129,16 @@ struct ClientSession {
         } catch {
             let problem = FingerprintFailure.from(error)
             return .registrationFailed(problem.explanation)
+        }
+    }
+
+    /// Runs `change`; if the server wants the password typed again first (a session made by a
+    /// fingerprint, or a password typed long ago), asks for it once, confirms it and runs `change` again.
+    private func withStepUp<T>(token: String, _ change: () async throws -> T) async throws -> T {
+        do { return try await change() } catch let e as APIError where e.code == APIError.Code.stepUpRequired.rawValue {
+            guard let password = Terminal.secret("Password for \(username ?? "this account") (to change its devices): ") else { throw e }
+            try await api.confirmPassword(token: token, password: password)
+            return try await change()
         }
     }
 
@@ -179,7 +190,10 @@ struct ClientSession {
     mutating func disable() async -> Bool {
         if let binding = state.binding {
             guard let token = state.session?.token else { sayError("Log in first, so the server can revoke this device."); return false }
-            do { try await api.revokeDevice(token: token, id: binding.credentialID.base64URLEncodedString()) } catch let e as APIError where e.code == APIError.Code.notFound.rawValue {
+            let api = self.api
+            do {
+                try await withStepUp(token: token) { try await api.revokeDevice(token: token, id: binding.credentialID.base64URLEncodedString()) }
+            } catch let e as APIError where e.code == APIError.Code.notFound.rawValue {
                 // Revoked already.
             } catch {
                 sayError("\(error)")

@@ -27,6 +27,25 @@ final class TouchLoginFlowTests: XCTestCase {
         }
     }
 
+    func testEnablingAgainAfterAFingerprintLoginAsksForThePassword() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        try enclave.queue(.match)
+        XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
+        // The session was made by the fingerprint: the server wants the password before a new key.
+        try enclave.queue(.match)
+        let refused = try client.run(["enable"], input: "wrong password\n")
+        XCTAssertNotEqual(refused.status, 0, refused.stdout)
+        try enclave.queue(.match)
+        let enabled = try client.run(["enable"], input: "correct horse\n")
+        XCTAssertEqual(enabled.status, 0, enabled.stdout + enabled.stderr)
+        XCTAssertTrue(enabled.stdout.contains("Fingerprint login is enabled"), enabled.stdout)
+        let status = try JSONSerialization.jsonObject(with: Data(try client.run(["status", "--json"]).stdout.utf8)) as! [String: Any]
+        XCTAssertEqual((status["devices"] as? [[String: Any]])?.count, 1, "the old key was revoked, the new one bound")
+    }
+
     func testThreeNonMatchesThenThePasswordWithOnePromptPerLaunch() throws {
         let enclave = try TestEnclave()
         let server = try LoginServerProcess()

@@ -1,6 +1,7 @@
 import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
+import TouchLoginTestSupport
 import XCTest
 
 /// Two server instances behind one PostgreSQL: challenges, counters and rate limits are shared, so
@@ -17,7 +18,7 @@ final class TouchLoginPostgresTests: XCTestCase {
         XCTAssertEqual(created, 201)
         let token = (session as! [String: Any])["token"] as! String
         let (_, options, _) = try a.http("POST", "/api/devices/options", json: [String: Any](), token: token)
-        var authenticator = TouchLoginServerTests.SoftwareAuthenticator(origin: a.baseURL)
+        var authenticator = SoftwareAuthenticator(origin: a.baseURL)
         let registration = try authenticator.registration(options: (options as! [String: Any])["publicKey"] as! [String: Any])
         XCTAssertEqual(try b.http("POST", "/api/devices", json: ["credential": registration], token: token).0, 201, "B knows A's session and challenge")
 

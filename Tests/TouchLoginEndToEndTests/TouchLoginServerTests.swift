@@ -2,42 +2,12 @@ import Crypto
 import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
+import TouchLoginTestSupport
 import WebAuthn
 import XCTest
 
 /// The server's WebAuthn rules over real HTTP, with a software authenticator in the test.
 final class TouchLoginServerTests: XCTestCase {
-    struct SoftwareAuthenticator {
-        let key = P256.Signing.PrivateKey()
-        let credentialID = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
-        var origin: String
-        var rpID = "localhost"
-        var counter: UInt32 = 0
-
-        func registration(options: [String: Any], format: AttestationFormat = .packed) throws -> [String: Any] {
-            let challenge = options["challenge"] as! String
-            let clientData = CollectedClientData(type: "webauthn.create", challenge: challenge, origin: origin).jsonData()
-            let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: 0,
-                                             attestedCredential: .init(credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
-            let attestation = try AttestationObject.makeAttestationObject(authenticatorData: authData, format: format, clientDataHash: Data(SHA256.hash(data: clientData)),
-                                                                          sign: { try key.signature(for: $0).derRepresentation })
-            let id = credentialID.base64URLEncodedString()
-            return ["id": id, "rawId": id, "type": "public-key", "clientExtensionResults": [String: Any](),
-                    "response": ["clientDataJSON": clientData.base64URLEncodedString(), "attestationObject": attestation.base64URLEncodedString()]]
-        }
-
-        mutating func assertion(options: [String: Any], origin: String? = nil, counter: UInt32? = nil) throws -> [String: Any] {
-            self.counter = counter ?? self.counter + 1
-            let clientData = CollectedClientData(type: "webauthn.get", challenge: options["challenge"] as! String, origin: origin ?? self.origin).jsonData()
-            let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: self.counter)
-            let signature = try key.signature(for: authData.raw + Data(SHA256.hash(data: clientData))).derRepresentation
-            let id = credentialID.base64URLEncodedString()
-            return ["id": id, "rawId": id, "type": "public-key", "clientExtensionResults": [String: Any](),
-                    "response": ["clientDataJSON": clientData.base64URLEncodedString(), "authenticatorData": authData.raw.base64URLEncodedString(),
-                                 "signature": signature.base64URLEncodedString()]]
-        }
-    }
-
     /// An account with one registered software credential; returns the authenticator.
     private func registered(_ server: LoginServerProcess, username: String = "carol") throws -> SoftwareAuthenticator {
         let (created, session, _) = try server.http("POST", "/api/accounts", json: ["username": username, "password": "correct horse"])
@@ -121,6 +91,18 @@ final class TouchLoginServerTests: XCTestCase {
         var codes: [String?] = []
         for _ in 0..<5 { codes.append(LoginServerProcess.code(try server.http("POST", "/api/session", json: ["username": "nobody-\(codes.count)", "password": "x"]).1)) }
         XCTAssertEqual(codes.last, "rate_limited", "the address is limited too: \(codes)")
+    }
+
+    func testALockedPasswordPathOpensWithTheOperatorsLiftLock() throws {
+        let server = try LoginServerProcess(["--account-failure-limit", "0", "--password-lock-after", "1"])
+        XCTAssertEqual(try server.http("POST", "/api/accounts", json: ["username": "frank", "password": "correct horse"]).0, 201)
+        XCTAssertEqual(LoginServerProcess.code(try server.http("POST", "/api/session", json: ["username": "frank", "password": "guess"]).1), "invalid_credentials")
+        let (status, body, _) = try server.http("POST", "/api/session", json: ["username": "frank", "password": "correct horse"])
+        XCTAssertEqual(status, 423)
+        XCTAssertEqual(LoginServerProcess.code(body), "password_locked")
+        let lift = try runProcess(productPath("touchlogin-server"), ["lift-lock", "--database", server.directory + "/server.sqlite", "frank"])
+        XCTAssertEqual(lift.status, 0, lift.stderr)
+        XCTAssertEqual(try server.http("POST", "/api/session", json: ["username": "frank", "password": "correct horse"]).0, 200)
     }
 
     func testHealthMetricsOpenAPIAndThePage() throws {

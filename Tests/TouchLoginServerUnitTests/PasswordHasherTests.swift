@@ -24,15 +24,3 @@ final class PasswordHasherTests: XCTestCase {
         XCTAssertFalse(hasher.verify("correct horse", against: parts.joined(separator: "$")))
     }
 }
-
-final class RateLimitTests: XCTestCase {
-    func testFixedWindows() {
-        let rule = RateLimit(limit: 3, window: 60)
-        XCTAssertEqual(rule.windowStart(at: 119.9), 60)
-        XCTAssertEqual(rule.windowStart(at: 120), 120)
-        XCTAssertEqual(rule.retryAfter(at: 61), 59)
-        XCTAssertEqual(rule.retryAfter(at: 119.95), 1, "never 0")
-        XCTAssertFalse(rule.exceeded(by: 3))
-        XCTAssertTrue(rule.exceeded(by: 4))
-    }
-}

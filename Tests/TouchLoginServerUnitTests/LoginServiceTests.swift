@@ -1,0 +1,123 @@
+import Foundation
+import TouchLoginAPI
+@testable import TouchLoginServer
+import TouchLoginTestSupport
+import WebAuthn
+import XCTest
+
+/// The login service's rules against abuse, driven in-process with a manual clock: each test is an
+/// attack that worked before its rule existed.
+final class LoginServiceTests: XCTestCase {
+    let attacker = "203.0.113.66"
+    let owner = "198.51.100.7"
+
+    func testWrongPasswordsNeverBlockTheOwnersPasskey() async throws {
+        let h = try await LoginServiceHarness()
+        var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        for _ in 0..<12 { _ = await LoginServiceHarness.code { try await h.passwordLogin("carol", "guess", from: self.attacker) } }
+        let session = try await h.passkeyLogin(&passkey, username: "carol", from: owner)
+        XCTAssertEqual(session.method, "passkey")
+    }
+
+    func testAssertionsSignedByAnotherKeyUnderALeakedCredentialIDDoNotLockTheOwnerOut() async throws {
+        let h = try await LoginServiceHarness()
+        var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        var forger = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
+        for _ in 0..<10 {
+            let code = await LoginServiceHarness.code { try await h.passkeyLogin(&forger, username: "carol", claiming: passkey.credentialID, from: self.attacker) }
+            XCTAssertNotNil(code, "a forged assertion is refused")
+        }
+        let session = try await h.passkeyLogin(&passkey, username: "carol", from: owner)
+        XCTAssertEqual(session.method, "passkey")
+        let stillForging = await LoginServiceHarness.code { try await h.passkeyLogin(&forger, username: "carol", claiming: passkey.credentialID, from: self.attacker) }
+        XCTAssertEqual(stillForging, "rate_limited", "the forger's own address is what slows down")
+    }
+
+    func testPasskeyOptionsLookTheSameWhetherTheAccountExistsOrNot() async throws {
+        let h = try await LoginServiceHarness()
+        _ = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        try await h.signUp("dave")  // an account without a passkey
+        func allowed(_ name: String) async throws -> [String] {
+            try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: attacker).publicKey.allowCredentials?.map(\.id) ?? []
+        }
+        let real = try await allowed("carol"), noPasskey = try await allowed("dave"), unknown = try await allowed("nobody")
+        XCTAssertEqual(real.count, 1)
+        XCTAssertEqual(noPasskey.count, real.count, "an account without a passkey answers like one with")
+        XCTAssertEqual(unknown.count, real.count, "an unknown name answers like a real one")
+        XCTAssertEqual(unknown.first.flatMap { Data(base64URLEncoded: $0) }?.count, real.first.flatMap { Data(base64URLEncoded: $0) }?.count)
+        let again = try await allowed("nobody")
+        XCTAssertEqual(again, unknown, "the decoy is stable, as a real credential ID is")
+        let other = try await allowed("nobody-else")
+        XCTAssertNotEqual(other, unknown)
+    }
+
+    func testFailedPasswordsAnswerTheSameForUnknownUsernames() async throws {
+        let h = try await LoginServiceHarness()
+        try await h.signUp("carol")
+        var known: [String?] = [], unknown: [String?] = []
+        for _ in 0..<8 {
+            known.append(await LoginServiceHarness.code { try await h.passwordLogin("carol", "guess", from: self.attacker) })
+            unknown.append(await LoginServiceHarness.code { try await h.passwordLogin("nobody", "guess", from: self.attacker) })
+        }
+        XCTAssertEqual(known, unknown)
+        XCTAssertTrue(known.contains("rate_limited"), "\(known)")
+    }
+
+    func testPasswordGuessingIsBoundedPerAccount() async throws {
+        let h = try await LoginServiceHarness()
+        try await h.signUp("carol")
+        // A patient attacker for a simulated day: every refusal waits exactly as long as told.
+        var guesses = 0
+        let end = h.clock.now + 86_400
+        while h.clock.now < end {
+            do {
+                _ = try await h.passwordLogin("carol", "guess-\(guesses)", from: "203.0.113.\(guesses % 200)")
+                XCTFail("a wrong password was accepted")
+            } catch let limited as RateLimited {
+                h.clock.advance(by: Double(limited.retryAfter))
+            } catch let e as APIError where e.code == "invalid_credentials" {
+                guesses += 1
+            } catch let e as APIError where e.code == "password_locked" {
+                break
+            }
+        }
+        XCTAssertLessThanOrEqual(guesses, 100, "at most 100 consecutive failures per account (NIST SP 800-63B)")
+        let right = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        XCTAssertEqual(right, "password_locked", "after that the password path waits for a reset")
+    }
+
+    func testAPasskeySessionCanNeitherBindNorRevokeDevices() async throws {
+        let h = try await LoginServiceHarness()
+        var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        let laptop = try await h.bindPasskey(token: try await h.passwordLogin("carol", "correct horse").token, name: "laptop")
+        let stolen = try await h.passkeyLogin(&passkey, username: "carol")
+        let (session, account) = try await h.service.authenticate(bearer: stolen.token)
+        let bind = await LoginServiceHarness.code {
+            try await h.service.registrationOptions(session: session, account: account, RegistrationOptionsRequest(deviceName: "attacker"))
+        }
+        XCTAssertEqual(bind, "step_up_required")
+        let revoke = await LoginServiceHarness.code {
+            try await h.service.revoke(session: session, account: account, credentialID: laptop.credentialID.base64URLEncodedString())
+        }
+        XCTAssertEqual(revoke, "step_up_required")
+        let devices = try await h.service.devices(of: account)
+        XCTAssertEqual(devices.count, 2)
+    }
+
+    func testExpiredSessionsAndIdleFailuresAreRemoved() async throws {
+        let h = try await LoginServiceHarness()
+        let session = try await h.signUp("carol")
+        _ = await LoginServiceHarness.code { try await h.passwordLogin("nobody", "guess") }
+        h.clock.advance(by: h.service.configuration.sessionLifetime + 1)
+        try await h.service.removeExpired()
+        let stored = try await h.service.store.session(tokenHash: LoginService.tokenHash(session.token))
+        XCTAssertNil(stored, "an expired session is removed")
+        let keys = LoginService.passwordKeys(username: "nobody", addressKey: "192.0.2.1")
+        let kept = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in records.isEmpty ? .locked : .admitted }
+        XCTAssertEqual(kept, .admitted, "a failure an hour old is kept")
+        h.clock.advance(by: h.service.configuration.failureMemory + 1)
+        try await h.service.removeExpired()
+        let forgotten = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in records.isEmpty ? .locked : .admitted }
+        XCTAssertEqual(forgotten, .locked, "a month-idle failure record is forgotten")
+    }
+}

@@ -1,0 +1,58 @@
+import Crypto
+import Foundation
+import WebAuthn
+
+/// A passkey authenticator in the test's own memory (a P-256 key, a credential ID, a counter):
+/// what a browser and a security key would send, signed for real, without the daemon.
+public struct SoftwareAuthenticator: Sendable {
+    public let key = P256.Signing.PrivateKey()
+    public let credentialID: Data
+    public var origin: String
+    public var rpID = "localhost"
+    public var counter: UInt32 = 0
+
+    public init(origin: String, credentialID: Data = Data((0..<32).map { _ in UInt8.random(in: 0...255) })) {
+        self.origin = origin
+        self.credentialID = credentialID
+    }
+
+    /// The answer to `navigator.credentials.create` for these options.
+    public func registration(challenge: String, format: AttestationFormat = .packed) throws -> RegistrationResponseJSON {
+        let clientData = CollectedClientData(type: "webauthn.create", challenge: challenge, origin: origin).jsonData()
+        let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: 0,
+                                         attestedCredential: .init(credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
+        let key = self.key
+        let attestation = try AttestationObject.makeAttestationObject(authenticatorData: authData, format: format, clientDataHash: Data(SHA256.hash(data: clientData)),
+                                                                      sign: { try key.signature(for: $0).derRepresentation })
+        let id = credentialID.base64URLEncodedString()
+        return RegistrationResponseJSON(id: id, rawId: id, response: .init(clientDataJSON: clientData.base64URLEncodedString(),
+                                                                          attestationObject: attestation.base64URLEncodedString()))
+    }
+
+    /// The answer to `navigator.credentials.get`; each one advances the counter unless `counter` is given.
+    /// `as`: claim another credential ID (an attacker signing with this key under a leaked ID).
+    public mutating func assertion(challenge: String, origin: String? = nil, counter: UInt32? = nil, as claimedID: Data? = nil,
+                                   userHandle: Data? = nil) throws -> AuthenticationResponseJSON {
+        self.counter = counter ?? self.counter + 1
+        let clientData = CollectedClientData(type: "webauthn.get", challenge: challenge, origin: origin ?? self.origin).jsonData()
+        let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: self.counter)
+        let signature = try key.signature(for: authData.raw + Data(SHA256.hash(data: clientData))).derRepresentation
+        let id = (claimedID ?? credentialID).base64URLEncodedString()
+        return AuthenticationResponseJSON(id: id, rawId: id, response: .init(
+            clientDataJSON: clientData.base64URLEncodedString(), authenticatorData: authData.raw.base64URLEncodedString(),
+            signature: signature.base64URLEncodedString(), userHandle: userHandle?.base64URLEncodedString()))
+    }
+
+    /// The same answers as JSON objects, for tests that speak raw HTTP.
+    public func registration(options: [String: Any], format: AttestationFormat = .packed) throws -> [String: Any] {
+        try Self.object(registration(challenge: options["challenge"] as! String, format: format))
+    }
+
+    public mutating func assertion(options: [String: Any], origin: String? = nil, counter: UInt32? = nil) throws -> [String: Any] {
+        try Self.object(assertion(challenge: options["challenge"] as! String, origin: origin, counter: counter))
+    }
+
+    static func object(_ value: some Encodable) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: JSONEncoder().encode(value)) as! [String: Any]
+    }
+}
