@@ -100,11 +100,14 @@ let package = Package(
             "TouchLoginClient", "TouchLoginAPI", "LocalAuthentication",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // Biometric logins per second through LoginService (SQLite, PostgreSQL) vs the ECDSA verify rate.
+        // Biometric logins per second through LoginService (SQLite, PostgreSQL), and over HTTP against
+        // running servers, vs the ECDSA verify rate.
         .executableTarget(name: "touchlogin-bench", dependencies: [
             "TouchLoginServer", "TouchLoginAPI", "WebAuthn",
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            // Its HTTP mode's client: HTTP/1.1 with keep-alive, already built for the tests.
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .executableTarget(name: "touchlogin-server", dependencies: [
             "TouchLoginServer", "WebAuthn",

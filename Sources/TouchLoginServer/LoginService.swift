@@ -167,23 +167,24 @@ public struct LoginService: Sendable {
     // MARK: Passkey login (assertion)
 
     public func assertionOptions(_ r: AssertionOptionsRequest, address: String) async throws -> AssertionOptionsResponse {
-        try admit(address)  // each one stores a challenge: counted, so no flood
-        let challenge = Self.random(32)
+        try admit(address)
+        let key = try await secretKey()
         var allowed: [PublicKeyCredentialDescriptorJSON] = []
-        var accountID: String?
+        var binding = SignedChallenge.unbound
         if let name = r.username {
             // One look-up whether the account exists or not, and a decoy where it has no
             // credential: the answer does not tell which names are accounts.
             let username = (try? Self.normalized(name)) ?? name
             let credentials = try await store.credentials(username: username)
-            accountID = credentials.first?.accountID
-            let ids = credentials.isEmpty ? [try await decoyCredentialID(for: username)] : credentials.map(\.id)
+            let ids = credentials.isEmpty ? [Self.mac("decoy-credential", username, key)] : credentials.map(\.id)
             allowed = ids.map { .init(type: "public-key", id: $0.base64URLEncodedString(), transports: nil) }
+            binding = Self.binding(accountID: credentials.first?.accountID, username: username, key)
         }
-        try await store.storeChallenge(Challenge(value: challenge, purpose: .authentication, accountID: accountID, sessionTokenHash: nil,
-                                                 deviceName: nil, expiresAt: clock() + configuration.challengeLifetime))
+        // Signed, not stored: asking for options writes nothing.
+        let challenge = SignedChallenge(purpose: .authentication, expiresAt: clock() + configuration.challengeLifetime,
+                                        nonce: Self.random(16), binding: binding)
         return AssertionOptionsResponse(publicKey: PublicKeyCredentialRequestOptionsJSON(
-            challenge: challenge.base64URLEncodedString(), timeout: UInt32(configuration.challengeLifetime * 1000),
+            challenge: challenge.sealed(with: key).base64URLEncodedString(), timeout: UInt32(configuration.challengeLifetime * 1000),
             rpId: configuration.relyingParty.id, allowCredentials: allowed,
             userVerification: configuration.requireUserVerification ? "required" : "preferred"))
     }
@@ -196,11 +197,9 @@ public struct LoginService: Sendable {
             throw RateLimited(retryAfter: Self.seconds(wait), scope: "address")
         }
         do {
-            let (account, credentialID) = try await verifyAssertion(r)
+            let session = try await completeAssertion(r, addressKey: addressKey)
             metrics.passkeyLogins.success()
-            // The owner proved possession of a device: the password path's lock is lifted.
-            try await store.clearFailures(keys: [Self.passwordKeys(username: account.username, addressKey: addressKey)[0]])
-            return try await startSession(for: account, method: "passkey", credentialID: credentialID)
+            return session
         } catch let e as APIError {
             // A refused assertion costs the address, never the account: a signature cannot be
             // guessed, so an account count would only let anyone lock the owner out.
@@ -211,53 +210,93 @@ public struct LoginService: Sendable {
         }
     }
 
-    private func verifyAssertion(_ r: AssertionRequest) async throws -> (Account, Data) {
+    /// Verifies the assertion, then completes the login in one transaction: the challenge used,
+    /// the counter advanced, the session made, the password lock lifted (the owner proved
+    /// possession of a device). A refused assertion leaves its challenge usable until it expires
+    /// (the per-address passkey limit bounds the tries).
+    private func completeAssertion(_ r: AssertionRequest, addressKey: String) async throws -> SessionResponse {
         let credentialID = try webAuthn { try r.credential.decodedRawID }
         let clientDataJSON = try webAuthn { try r.credential.decodedClientDataJSON }
         let authenticatorData = try webAuthn { try r.credential.decodedAuthenticatorData }
         let signature = try webAuthn { try r.credential.decodedSignature }
         let userHandle = try webAuthn { try r.credential.decodedUserHandle }
-        let challenge = try await takeChallenge(from: clientDataJSON, purpose: .authentication)
-        guard let credential = try await store.credential(id: credentialID),
-              let account = try await store.account(id: credential.accountID) else {
+        let key = try await secretKey()
+        let (challenge, token) = try openChallenge(from: clientDataJSON, key: key)
+        guard let (credential, account) = try await store.credentialAndAccount(id: credentialID) else {
             throw APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.")
         }
-        if let expected = challenge.accountID, expected != account.id {
+        if challenge.isBound, challenge.binding != Self.binding(accountID: account.id, username: account.username, key) {
             throw APIError(.unknownCredential, "This device is not registered for that account.")
         }
-        try webAuthn {
+        func verify() throws -> VerifiedAssertion { try webAuthn {
             // Without a username the credential alone names the account: the authenticator must
             // confirm whose it is (WebAuthn §7.2 step 6).
-            if challenge.accountID == nil, userHandle == nil {
+            if !challenge.isBound, userHandle == nil {
                 throw WebAuthnError(.credentialIDMismatch, "a login without a username needs the authenticator's userHandle")
             }
             if let userHandle, userHandle != account.userHandle {
                 throw WebAuthnError(.credentialIDMismatch, "userHandle does not belong to the credential's account")
             }
-        }
-        let verified = try webAuthn {
-            try WebAuthnVerifier.verifyAssertion(
+            return try WebAuthnVerifier.verifyAssertion(
                 credentialID: credentialID, clientDataJSON: clientDataJSON, authenticatorData: authenticatorData,
-                signature: signature, userHandle: userHandle, expectedChallenge: challenge.value,
+                signature: signature, userHandle: userHandle, expectedChallenge: token,
                 relyingParty: configuration.relyingParty, credentialPublicKey: try COSEKey(cbor: credential.publicKey),
                 storedSignCount: credential.signCount, requireUserVerification: configuration.requireUserVerification)
+        } }
+        let verified: VerifiedAssertion
+        do {
+            verified = try verify()
+        } catch let e as APIError where e.code == WebAuthnError.Code.counterRegression.rawValue {
+            // The same assertion again: the counter refuses it before the nonce is looked at; say why.
+            if try await store.isChallengeUsed(nonce: challenge.nonce) {
+                throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
+            }
+            throw e
         }
-        guard try await store.advanceSignCount(credentialID: credentialID, expected: credential.signCount, newCount: verified.signCount, usedAt: clock()) else {
-            throw APIError(WebAuthnError.Code.counterRegression.rawValue, "the sign counter moved meanwhile (a concurrent replay)")
+        let (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
+        let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
+            challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
+            expectedSignCount: credential.signCount, newSignCount: verified.signCount, session: session,
+            clearingFailures: Self.passwordKeys(username: account.username, addressKey: addressKey)[0]))
+        switch outcome {
+        case .completed: return response
+        case .challengeUsed: throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
+        case .counterMoved: throw APIError(WebAuthnError.Code.counterRegression.rawValue, "the sign counter moved meanwhile (a concurrent replay)")
         }
-        return (account, credentialID)
+    }
+
+    /// The signed challenge named in clientDataJSON, checked for origin (ours), purpose and age.
+    private func openChallenge(from clientDataJSON: Data, key: SymmetricKey) throws -> (SignedChallenge, Data) {
+        let clientData: CollectedClientData
+        do { clientData = try CollectedClientData(json: clientDataJSON) } catch let e as WebAuthnError { throw APIError(e.code.rawValue, e.message) }
+        do {
+            guard let token = Data(base64URLEncoded: clientData.challenge) else { throw SignedChallenge.Problem.unknown }
+            let challenge = try SignedChallenge.open(token, with: key, at: clock())
+            guard challenge.purpose == .authentication else { throw SignedChallenge.Problem.unknown }
+            return (challenge, token)
+        } catch SignedChallenge.Problem.expired {
+            throw APIError(.challengeExpired, "The challenge expired; ask for new options.")
+        } catch {
+            throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
+        }
     }
 
     // MARK: Shared steps
 
-    private func startSession(for account: Account, method: String, passwordVerified: Bool = false, credentialID: Data? = nil) async throws -> SessionResponse {
+    private func startSession(for account: Account, method: String, passwordVerified: Bool = false) async throws -> SessionResponse {
+        let (response, session) = newSession(for: account, method: method, passwordVerifiedAt: passwordVerified ? clock() : nil)
+        try await store.createSession(session)
+        return response
+    }
+
+    /// A new bearer token and the session row that stands for it (the store keeps only its hash).
+    private func newSession(for account: Account, method: String, passwordVerifiedAt: Double? = nil, credentialID: Data? = nil) -> (SessionResponse, Session) {
         let token = Self.random(32).base64URLEncodedString()
         let now = clock()
         let session = Session(tokenHash: Self.tokenHash(token), accountID: account.id, createdAt: now,
                               expiresAt: now + configuration.sessionLifetime, method: method,
-                              passwordVerifiedAt: passwordVerified ? now : nil, credentialID: credentialID)
-        try await store.createSession(session)
-        return SessionResponse(token: token, username: account.username, expiresAt: session.expiresAt, method: method)
+                              passwordVerifiedAt: passwordVerifiedAt, credentialID: credentialID)
+        return (SessionResponse(token: token, username: account.username, expiresAt: session.expiresAt, method: method), session)
     }
 
     /// The password check behind every password entry: counted before it is made (so parallel
@@ -300,14 +339,24 @@ public struct LoginService: Sendable {
         }
     }
 
-    /// A credential ID for a name with no credential: stable (the same name gets the same ID, as
-    /// a real account's would), unpredictable without the deployment's secret.
-    private func decoyCredentialID(for username: String) async throws -> Data {
-        let key = try await secret.value { try await store.secret() }
-        return Data(HMAC<SHA256>.authenticationCode(for: Data("decoy-credential\u{0}\(username)".utf8), using: SymmetricKey(data: key)))
+    /// The deployment's secret as a MAC key (read from the store once).
+    private func secretKey() async throws -> SymmetricKey {
+        SymmetricKey(data: try await secret.value { try await store.secret() })
     }
 
-    /// The challenge named in clientDataJSON, taken (single use) and checked for purpose and age.
+    /// HMAC-SHA-256 of `label` and `value` under the deployment's secret: a decoy credential ID
+    /// (stable for a name, as a real one is; unpredictable without the secret) or a binding.
+    static func mac(_ label: String, _ value: String, _ key: SymmetricKey) -> Data {
+        Data(HMAC<SHA256>.authenticationCode(for: Data("\(label)\u{0}\(value)".utf8), using: key))
+    }
+
+    /// What ties a login challenge to the named account: 16 bytes of a MAC of the account's ID,
+    /// or of the name when no account with a credential has it — the same size and look either way.
+    static func binding(accountID: String?, username: String, _ key: SymmetricKey) -> Data {
+        (accountID.map { mac("challenge-account", $0, key) } ?? mac("challenge-nobody", username, key)).prefix(16)
+    }
+
+    /// The registration challenge named in clientDataJSON, taken (single use) and checked for purpose and age.
     private func takeChallenge(from clientDataJSON: Data, purpose: Challenge.Purpose) async throws -> Challenge {
         let clientData: CollectedClientData
         do { clientData = try CollectedClientData(json: clientDataJSON) } catch let e as WebAuthnError { throw APIError(e.code.rawValue, e.message) }

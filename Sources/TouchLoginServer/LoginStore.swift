@@ -26,14 +26,12 @@ public protocol LoginStore: Sendable {
 
     /// Throws `LoginStoreError.duplicate` when the credential ID is registered already.
     func addCredential(_ credential: Credential) async throws
-    func credential(id: Data) async throws -> Credential?
+    /// The credential and the account it belongs to, in one look-up.
+    func credentialAndAccount(id: Data) async throws -> (Credential, Account)?
     func credentials(accountID: String) async throws -> [Credential]
     /// The credentials of the account named `username` (none if there is no such account), in one
     /// look-up either way: the answer for an unknown name costs what a known one does.
     func credentials(username: String) async throws -> [Credential]
-    /// Compare-and-set: stores `newCount` only if the stored count is still `expected`, so two
-    /// instances verifying the same assertion cannot both accept it.
-    func advanceSignCount(credentialID: Data, expected: UInt32, newCount: UInt32, usedAt: Double) async throws -> Bool
     func deleteCredential(id: Data, accountID: String) async throws -> Bool
 
     /// In one transaction: the failure records of `keys`, `decide`'s verdict on them and, if it
@@ -43,13 +41,38 @@ public protocol LoginStore: Sendable {
     func admitAttempt(keys: [String], at now: Double, decide: @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision
     func clearFailures(keys: [String]) async throws
 
-    /// Forgets expired sessions and challenges, and failure records idle since `failuresIdleSince`
+    /// Everything a verified passkey login changes, in one transaction: the challenge's nonce
+    /// recorded as used, the sign counter compared and set, the session created, the password
+    /// failures of `clearingFailures` forgotten. Nothing but the nonce is kept unless it completes.
+    func completePasskeyLogin(_ completion: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome
+    /// Whether a login challenge's nonce was used (asked only to name a refusal: a replay).
+    func isChallengeUsed(nonce: Data) async throws -> Bool
+
+    /// Forgets expired sessions, challenges and used-challenge nonces, and failure records idle since `failuresIdleSince`
     /// unless they reached `lockAt` (a lock waits for its reset).
     func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws
 
     /// This deployment's random secret (created on first use; shared by every instance): keys the
-    /// decoy credential IDs that unknown usernames get.
+    /// login challenges' MACs and the decoy credential IDs that unknown usernames get.
     func secret() async throws -> Data
+}
+
+public struct PasskeyLoginCompletion: Sendable {
+    public var challengeNonce: Data
+    public var challengeExpiresAt: Double
+    public var credentialID: Data
+    public var expectedSignCount: UInt32
+    public var newSignCount: UInt32
+    public var session: Session
+    public var clearingFailures: String
+}
+
+public enum PasskeyLoginOutcome: Sendable, Equatable {
+    case completed
+    /// The nonce was used already (a replay, perhaps at another instance).
+    case challengeUsed
+    /// The sign counter moved since it was read (a concurrent use of the same assertion).
+    case counterMoved
 }
 
 public enum LoginStoreError: Error, Equatable {
@@ -82,7 +105,8 @@ public struct Challenge: Sendable, Equatable {
     public enum Purpose: String, Sendable { case registration, authentication }
     public var value: Data
     public var purpose: Purpose
-    /// Registration: the signed-in account; authentication: the named account, if any.
+    /// The signed-in account. (Stored challenges are registration's; login challenges are
+    /// `SignedChallenge`s, never stored.)
     public var accountID: String?
     /// Registration is bound to the session that asked for it.
     public var sessionTokenHash: Data?

@@ -50,6 +50,9 @@ public final class PostgresLoginStore: LoginStore {
                 "CREATE TABLE IF NOT EXISTS login_failure (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_failure_at DOUBLE PRECISION NOT NULL)",
                 "CREATE INDEX IF NOT EXISTS login_failure_idle ON login_failure(last_failure_at)",
                 "CREATE TABLE IF NOT EXISTS server_secret (name TEXT PRIMARY KEY, value BYTEA NOT NULL)",
+                // Login challenges are signed, not stored: only the nonces of used ones are kept.
+                "CREATE TABLE IF NOT EXISTS used_challenge (nonce BYTEA PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL)",
+                "CREATE INDEX IF NOT EXISTS used_challenge_expiry ON used_challenge(expires_at)",
             ] {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
@@ -127,12 +130,56 @@ public final class PostgresLoginStore: LoginStore {
         }
     }
 
-    public func credential(id: Data) async throws -> Credential? {
-        try await credentials(client.query("SELECT id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at FROM credential WHERE id = \(id)", logger: logger)).first
-    }
-
     public func credentials(accountID: String) async throws -> [Credential] {
         try await credentials(client.query("SELECT id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at FROM credential WHERE account_id = \(accountID) ORDER BY created_at", logger: logger))
+    }
+
+    public func credentialAndAccount(id: Data) async throws -> (Credential, Account)? {
+        let rows = try await client.query("""
+            SELECT c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at,
+                   a.username, a.password_hash, a.user_handle, a.created_at
+            FROM credential c JOIN account a ON a.id = c.account_id WHERE c.id = \(id)
+            """, logger: logger)
+        for try await row in rows {
+            let (id, account, key, count, name, format, created, used, username, hash, handle, accountCreated) =
+                try row.decode((Data, String, Data, Int64, String, String, Double, Double?, String, String, Data, Double).self)
+            return (Credential(id: id, accountID: account, publicKey: key, signCount: UInt32(truncatingIfNeeded: count), name: name,
+                               attestationFormat: format, createdAt: created, lastUsedAt: used),
+                    Account(id: account, username: username, passwordHash: hash, userHandle: handle, createdAt: accountCreated))
+        }
+        return nil
+    }
+
+    public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
+        let s = c.session
+        return try await client.withTransaction(logger: logger) { connection in
+            let used = try await connection.query("""
+                INSERT INTO used_challenge (nonce, expires_at) VALUES (\(c.challengeNonce), \(c.challengeExpiresAt))
+                ON CONFLICT (nonce) DO NOTHING RETURNING nonce
+                """, logger: logger)
+            var recorded = false
+            for try await _ in used.decode(Data.self) { recorded = true }
+            guard recorded else { return .challengeUsed }
+            let moved = try await connection.query("""
+                UPDATE credential SET sign_count = \(Int64(c.newSignCount)), last_used_at = \(s.createdAt)
+                WHERE id = \(c.credentialID) AND sign_count = \(Int64(c.expectedSignCount)) RETURNING id
+                """, logger: logger)
+            var advanced = false
+            for try await _ in moved.decode(Data.self) { advanced = true }
+            guard advanced else { return .counterMoved }
+            try await connection.query("""
+                INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
+                VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method), \(s.passwordVerifiedAt), \(s.credentialID))
+                """, logger: logger)
+            try await connection.query("DELETE FROM login_failure WHERE key = \(c.clearingFailures)", logger: logger)
+            return .completed
+        }
+    }
+
+    public func isChallengeUsed(nonce: Data) async throws -> Bool {
+        let rows = try await client.query("SELECT nonce FROM used_challenge WHERE nonce = \(nonce)", logger: logger)
+        for try await _ in rows.decode(Data.self) { return true }
+        return false
     }
 
     public func credentials(username: String) async throws -> [Credential] {
@@ -149,12 +196,6 @@ public final class PostgresLoginStore: LoginStore {
                                     attestationFormat: format, createdAt: created, lastUsedAt: used))
         }
         return found
-    }
-
-    public func advanceSignCount(credentialID: Data, expected: UInt32, newCount: UInt32, usedAt: Double) async throws -> Bool {
-        let rows = try await client.query("UPDATE credential SET sign_count = \(Int64(newCount)), last_used_at = \(usedAt) WHERE id = \(credentialID) AND sign_count = \(Int64(expected)) RETURNING id", logger: logger)
-        for try await _ in rows.decode(Data.self) { return true }
-        return false
     }
 
     public func deleteCredential(id: Data, accountID: String) async throws -> Bool {
@@ -194,6 +235,7 @@ public final class PostgresLoginStore: LoginStore {
     public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws {
         try await client.query("DELETE FROM session WHERE expires_at < \(now)", logger: logger)
         try await client.query("DELETE FROM challenge WHERE expires_at < \(now)", logger: logger)
+        try await client.query("DELETE FROM used_challenge WHERE expires_at < \(now)", logger: logger)
         try await client.query("DELETE FROM login_failure WHERE last_failure_at < \(failuresIdleSince) AND failures < \(Int32(clamping: lockAt ?? Int(Int32.max)))", logger: logger)
     }
 

@@ -55,6 +55,13 @@ public final class SQLiteLoginStore: LoginStore {
                 CREATE TABLE server_secret (name TEXT PRIMARY KEY, value BLOB NOT NULL);
                 """)
         }
+        migrator.registerMigration("v3") { db in
+            // Login challenges are signed, not stored: only the nonces of used ones are kept.
+            try db.execute(sql: """
+                CREATE TABLE used_challenge (nonce BLOB PRIMARY KEY, expires_at REAL NOT NULL);
+                CREATE INDEX used_challenge_expiry ON used_challenge(expires_at);
+                """)
+        }
         try migrator.migrate(pool)
     }
 
@@ -86,12 +93,14 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func createSession(_ s: Session) async throws {
-        try await pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
-                """, arguments: [s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method, s.passwordVerifiedAt, s.credentialID])
-        }
+        try await pool.write { db in try Self.insert(s, db) }
+    }
+
+    private static func insert(_ s: Session, _ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """, arguments: [s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method, s.passwordVerifiedAt, s.credentialID])
     }
 
     public func session(tokenHash: Data) async throws -> Session? {
@@ -142,14 +151,35 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
-    public func credential(id: Data) async throws -> Credential? {
-        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM credential WHERE id = ?", arguments: [id]).map(Self.credential) }
-    }
-
     public func credentials(accountID: String) async throws -> [Credential] {
         try await pool.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM credential WHERE account_id = ? ORDER BY created_at", arguments: [accountID]).map(Self.credential)
         }
+    }
+
+    public func credentialAndAccount(id: Data) async throws -> (Credential, Account)? {
+        try await pool.read { db in
+            guard let credential = try Row.fetchOne(db, sql: "SELECT * FROM credential WHERE id = ?", arguments: [id]).map(Self.credential),
+                  let account = try Row.fetchOne(db, sql: "SELECT * FROM account WHERE id = ?", arguments: [credential.accountID]).map(Self.account) else { return nil }
+            return (credential, account)
+        }
+    }
+
+    public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
+        try await pool.write { db in
+            try db.execute(sql: "INSERT OR IGNORE INTO used_challenge (nonce, expires_at) VALUES (?, ?)", arguments: [c.challengeNonce, c.challengeExpiresAt])
+            guard db.changesCount == 1 else { return .challengeUsed }
+            try db.execute(sql: "UPDATE credential SET sign_count = ?, last_used_at = ? WHERE id = ? AND sign_count = ?",
+                           arguments: [Int64(c.newSignCount), c.session.createdAt, c.credentialID, Int64(c.expectedSignCount)])
+            guard db.changesCount == 1 else { return .counterMoved }
+            try Self.insert(c.session, db)
+            try db.execute(sql: "DELETE FROM login_failure WHERE key = ?", arguments: [c.clearingFailures])
+            return .completed
+        }
+    }
+
+    public func isChallengeUsed(nonce: Data) async throws -> Bool {
+        try await pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM used_challenge WHERE nonce = ?)", arguments: [nonce]) ?? false }
     }
 
     public func credentials(username: String) async throws -> [Credential] {
@@ -165,14 +195,6 @@ public final class SQLiteLoginStore: LoginStore {
         let count: Int64 = row["sign_count"]
         return Credential(id: row["id"], accountID: row["account_id"], publicKey: row["public_key"], signCount: UInt32(truncatingIfNeeded: count),
                           name: row["name"], attestationFormat: row["attestation_format"], createdAt: row["created_at"], lastUsedAt: row["last_used_at"])
-    }
-
-    public func advanceSignCount(credentialID: Data, expected: UInt32, newCount: UInt32, usedAt: Double) async throws -> Bool {
-        try await pool.write { db in
-            try db.execute(sql: "UPDATE credential SET sign_count = ?, last_used_at = ? WHERE id = ? AND sign_count = ?",
-                           arguments: [Int64(newCount), usedAt, credentialID, Int64(expected)])
-            return db.changesCount == 1
-        }
     }
 
     public func deleteCredential(id: Data, accountID: String) async throws -> Bool {
@@ -212,6 +234,7 @@ public final class SQLiteLoginStore: LoginStore {
         try await pool.write { db in
             try db.execute(sql: "DELETE FROM session WHERE expires_at < ?", arguments: [now])
             try db.execute(sql: "DELETE FROM challenge WHERE expires_at < ?", arguments: [now])
+            try db.execute(sql: "DELETE FROM used_challenge WHERE expires_at < ?", arguments: [now])
             try db.execute(sql: "DELETE FROM login_failure WHERE last_failure_at < ? AND failures < ?", arguments: [failuresIdleSince, lockAt ?? Int.max])
         }
     }

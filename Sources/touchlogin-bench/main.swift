@@ -10,6 +10,22 @@ import WebAuthn
 // P-256 verify rate on the same machine as the ceiling.
 //
 // usage: touchlogin-bench [LOGINS] [postgres://… admin URL for a throw-away database]
+//        touchlogin-bench http CLIENTS SECONDS URL [URL…] [--pid PID…]   (full logins over HTTP)
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "http" {
+    var arguments = Array(CommandLine.arguments.dropFirst(2))
+    var pids: [Int32] = []
+    if let flag = arguments.firstIndex(of: "--pid") {
+        pids = arguments[(flag + 1)...].compactMap { Int32($0) }
+        arguments.removeSubrange(flag...)
+    }
+    guard arguments.count >= 3, let clients = Int(arguments[0]), let seconds = Double(arguments[1]) else {
+        print("usage: touchlogin-bench http CLIENTS SECONDS URL [URL…] [--pid PID…]")
+        exit(2)
+    }
+    try await HTTPBench(urls: arguments[2...].compactMap(URL.init(string:)), clients: clients, seconds: seconds, serverPIDs: pids).run()
+    exit(0)
+}
 
 let logins = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 2000 : 2000
 let postgresURL = CommandLine.arguments.count > 2 ? CommandLine.arguments[2] : nil
