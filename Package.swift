@@ -145,6 +145,7 @@ let package = Package(
         .testTarget(name: "TouchLoginServerUnitTests", dependencies: [
             "TouchLoginServer", "TouchLoginAPI", "TouchLoginTestSupport", "WebAuthn",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto")]),
     ],

@@ -38,7 +38,7 @@ public protocol LoginStore: Sendable {
     /// admits the attempt, one more failure on each key at `now` — durable before this returns, so
     /// the attempt is counted before its secret is checked (the caller clears the keys when it
     /// succeeds). Instances sharing the store share the counts.
-    func admitAttempt(keys: [String], at now: Double, decide: @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision
+    func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision
     func clearFailures(keys: [String]) async throws
 
     /// Everything a verified passkey login changes, in one transaction: the challenge's nonce

@@ -204,7 +204,7 @@ public final class PostgresLoginStore: LoginStore {
         return false
     }
 
-    public func admitAttempt(keys: [String], at now: Double, decide: @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
+    public func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
         try await client.withTransaction(logger: logger) { connection in
             // The rows may not exist yet: a transaction-scoped advisory lock per key serialises
             // instances deciding on the same key (hashtextextended: 64 bits of the key).

@@ -3,9 +3,11 @@ import GRDB
 
 /// The embedded store: one SQLite file in WAL mode, every commit durable (synchronous=FULL)
 /// before the answer leaves — a sign counter that rolled back would let an assertion be replayed.
+/// Writes go through one batching writer (`SQLiteGroupCommit`): concurrent logins share a commit.
 public final class SQLiteLoginStore: LoginStore {
     public let kind = "sqlite"
     private let pool: DatabasePool
+    private let writer: SQLiteGroupCommit
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
@@ -17,6 +19,7 @@ public final class SQLiteLoginStore: LoginStore {
         configuration.busyMode = .timeout(5)
         let existed = FileManager.default.fileExists(atPath: path)
         pool = try DatabasePool(path: path, configuration: configuration)
+        writer = SQLiteGroupCommit(pool)
         if !existed { chmod(path, 0o600) }
     }
 
@@ -71,7 +74,7 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func createAccount(_ a: Account) async throws {
         do {
-            try await pool.write { db in
+            try await writer.write { db in
                 try db.execute(sql: "INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (?, ?, ?, ?, ?)",
                                arguments: [a.id, a.username, a.passwordHash, a.userHandle, a.createdAt])
             }
@@ -93,7 +96,7 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func createSession(_ s: Session) async throws {
-        try await pool.write { db in try Self.insert(s, db) }
+        try await writer.write { db in try Self.insert(s, db) }
     }
 
     private static func insert(_ s: Session, _ db: Database) throws {
@@ -113,24 +116,24 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func deleteSession(tokenHash: Data) async throws {
-        try await pool.write { db in try db.execute(sql: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
+        try await writer.write { db in try db.execute(sql: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
     }
 
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [time, tokenHash])
         }
     }
 
     public func storeChallenge(_ c: Challenge) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
                            arguments: [c.value, c.purpose.rawValue, c.accountID, c.sessionTokenHash, c.deviceName, c.expiresAt])
         }
     }
 
     public func takeChallenge(_ value: Data) async throws -> Challenge? {
-        try await pool.write { db in
+        try await writer.write { db in
             guard let row = try Row.fetchOne(db, sql: "DELETE FROM challenge WHERE value = ? RETURNING *", arguments: [value]) else { return nil }
             guard let purpose = Challenge.Purpose(rawValue: row["purpose"]) else { return nil }
             return Challenge(value: row["value"], purpose: purpose, accountID: row["account_id"], sessionTokenHash: row["session_token_hash"],
@@ -140,7 +143,7 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func addCredential(_ c: Credential) async throws {
         do {
-            try await pool.write { db in
+            try await writer.write { db in
                 try db.execute(sql: """
                     INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -166,7 +169,7 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "INSERT OR IGNORE INTO used_challenge (nonce, expires_at) VALUES (?, ?)", arguments: [c.challengeNonce, c.challengeExpiresAt])
             guard db.changesCount == 1 else { return .challengeUsed }
             try db.execute(sql: "UPDATE credential SET sign_count = ?, last_used_at = ? WHERE id = ? AND sign_count = ?",
@@ -198,14 +201,14 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func deleteCredential(id: Data, accountID: String) async throws -> Bool {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "DELETE FROM credential WHERE id = ? AND account_id = ?", arguments: [id, accountID])
             return db.changesCount == 1
         }
     }
 
-    public func admitAttempt(keys: [String], at now: Double, decide: @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
-        try await pool.write { db in
+    public func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
+        try await writer.write { db in
             var records: [String: FailureRecord] = [:]
             for key in keys {
                 if let row = try Row.fetchOne(db, sql: "SELECT failures, last_failure_at FROM login_failure WHERE key = ?", arguments: [key]) {
@@ -225,13 +228,13 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func clearFailures(keys: [String]) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             for key in keys { try db.execute(sql: "DELETE FROM login_failure WHERE key = ?", arguments: [key]) }
         }
     }
 
     public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "DELETE FROM session WHERE expires_at < ?", arguments: [now])
             try db.execute(sql: "DELETE FROM challenge WHERE expires_at < ?", arguments: [now])
             try db.execute(sql: "DELETE FROM used_challenge WHERE expires_at < ?", arguments: [now])
@@ -240,7 +243,7 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func secret() async throws -> Data {
-        try await pool.write { db in
+        try await writer.write { db in
             try db.execute(sql: "INSERT INTO server_secret (name, value) VALUES ('decoy', ?) ON CONFLICT(name) DO NOTHING",
                            arguments: [LoginService.random(32)])
             return try Data.fetchOne(db, sql: "SELECT value FROM server_secret WHERE name = 'decoy'") ?? Data()
