@@ -75,7 +75,7 @@ public final class SQLiteLoginStore: LoginStore {
     public func createAccount(_ a: Account) async throws {
         do {
             try await writer.write { db in
-                try db.execute(sql: "INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (?, ?, ?, ?, ?)",
+                try db.execute(cached: "INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (?, ?, ?, ?, ?)",
                                arguments: [a.id, a.username, a.passwordHash, a.userHandle, a.createdAt])
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
@@ -84,11 +84,11 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func account(named username: String) async throws -> Account? {
-        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM account WHERE username = ?", arguments: [username]).map(Self.account) }
+        try await pool.read { db in try Row.fetchOne(db, cached: "SELECT * FROM account WHERE username = ?", arguments: [username]).map(Self.account) }
     }
 
     public func account(id: String) async throws -> Account? {
-        try await pool.read { db in try Row.fetchOne(db, sql: "SELECT * FROM account WHERE id = ?", arguments: [id]).map(Self.account) }
+        try await pool.read { db in try Row.fetchOne(db, cached: "SELECT * FROM account WHERE id = ?", arguments: [id]).map(Self.account) }
     }
 
     private static func account(_ row: Row) -> Account {
@@ -100,7 +100,7 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     private static func insert(_ s: Session, _ db: Database) throws {
-        try db.execute(sql: """
+        try db.execute(cached: """
             INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
             VALUES (?, ?, ?, ?, ?, ?, ?)
             """, arguments: [s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method, s.passwordVerifiedAt, s.credentialID])
@@ -108,7 +108,7 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func session(tokenHash: Data) async throws -> Session? {
         try await pool.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM session WHERE token_hash = ?", arguments: [tokenHash]).map {
+            try Row.fetchOne(db, cached: "SELECT * FROM session WHERE token_hash = ?", arguments: [tokenHash]).map {
                 Session(tokenHash: $0["token_hash"], accountID: $0["account_id"], createdAt: $0["created_at"], expiresAt: $0["expires_at"], method: $0["method"],
                         passwordVerifiedAt: $0["password_verified_at"], credentialID: $0["credential_id"])
             }
@@ -116,25 +116,25 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func deleteSession(tokenHash: Data) async throws {
-        try await writer.write { db in try db.execute(sql: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
+        try await writer.write { db in try db.execute(cached: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
     }
 
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
         try await writer.write { db in
-            try db.execute(sql: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [time, tokenHash])
+            try db.execute(cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [time, tokenHash])
         }
     }
 
     public func storeChallenge(_ c: Challenge) async throws {
         try await writer.write { db in
-            try db.execute(sql: "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+            try db.execute(cached: "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
                            arguments: [c.value, c.purpose.rawValue, c.accountID, c.sessionTokenHash, c.deviceName, c.expiresAt])
         }
     }
 
     public func takeChallenge(_ value: Data) async throws -> Challenge? {
         try await writer.write { db in
-            guard let row = try Row.fetchOne(db, sql: "DELETE FROM challenge WHERE value = ? RETURNING *", arguments: [value]) else { return nil }
+            guard let row = try Row.fetchOne(db, cached: "DELETE FROM challenge WHERE value = ? RETURNING *", arguments: [value]) else { return nil }
             guard let purpose = Challenge.Purpose(rawValue: row["purpose"]) else { return nil }
             return Challenge(value: row["value"], purpose: purpose, accountID: row["account_id"], sessionTokenHash: row["session_token_hash"],
                              deviceName: row["device_name"], expiresAt: row["expires_at"])
@@ -144,7 +144,7 @@ public final class SQLiteLoginStore: LoginStore {
     public func addCredential(_ c: Credential) async throws {
         do {
             try await writer.write { db in
-                try db.execute(sql: """
+                try db.execute(cached: """
                     INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [c.id, c.accountID, c.publicKey, Int64(c.signCount), c.name, c.attestationFormat, c.createdAt, c.lastUsedAt])
@@ -156,27 +156,27 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func credentials(accountID: String) async throws -> [Credential] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM credential WHERE account_id = ? ORDER BY created_at", arguments: [accountID]).map(Self.credential)
+            try Row.fetchAll(db, cached: "SELECT * FROM credential WHERE account_id = ? ORDER BY created_at", arguments: [accountID]).map(Self.credential)
         }
     }
 
     public func credentialAndAccount(id: Data) async throws -> (Credential, Account)? {
         try await pool.read { db in
-            guard let credential = try Row.fetchOne(db, sql: "SELECT * FROM credential WHERE id = ?", arguments: [id]).map(Self.credential),
-                  let account = try Row.fetchOne(db, sql: "SELECT * FROM account WHERE id = ?", arguments: [credential.accountID]).map(Self.account) else { return nil }
+            guard let credential = try Row.fetchOne(db, cached: "SELECT * FROM credential WHERE id = ?", arguments: [id]).map(Self.credential),
+                  let account = try Row.fetchOne(db, cached: "SELECT * FROM account WHERE id = ?", arguments: [credential.accountID]).map(Self.account) else { return nil }
             return (credential, account)
         }
     }
 
     public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
         try await writer.write { db in
-            try db.execute(sql: "INSERT OR IGNORE INTO used_challenge (nonce, expires_at) VALUES (?, ?)", arguments: [c.challengeNonce, c.challengeExpiresAt])
+            try db.execute(cached: "INSERT OR IGNORE INTO used_challenge (nonce, expires_at) VALUES (?, ?)", arguments: [c.challengeNonce, c.challengeExpiresAt])
             guard db.changesCount == 1 else { return .challengeUsed }
-            try db.execute(sql: "UPDATE credential SET sign_count = ?, last_used_at = ? WHERE id = ? AND sign_count = ?",
+            try db.execute(cached: "UPDATE credential SET sign_count = ?, last_used_at = ? WHERE id = ? AND sign_count = ?",
                            arguments: [Int64(c.newSignCount), c.session.createdAt, c.credentialID, Int64(c.expectedSignCount)])
             guard db.changesCount == 1 else { return .counterMoved }
             try Self.insert(c.session, db)
-            try db.execute(sql: "DELETE FROM login_failure WHERE key = ?", arguments: [c.clearingFailures])
+            try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [c.clearingFailures])
             return .completed
         }
     }
@@ -187,7 +187,7 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func credentials(username: String) async throws -> [Credential] {
         try await pool.read { db in
-            try Row.fetchAll(db, sql: """
+            try Row.fetchAll(db, cached: """
                 SELECT credential.* FROM account JOIN credential ON credential.account_id = account.id
                 WHERE account.username = ? ORDER BY credential.created_at
                 """, arguments: [username]).map(Self.credential)
@@ -202,7 +202,7 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func deleteCredential(id: Data, accountID: String) async throws -> Bool {
         try await writer.write { db in
-            try db.execute(sql: "DELETE FROM credential WHERE id = ? AND account_id = ?", arguments: [id, accountID])
+            try db.execute(cached: "DELETE FROM credential WHERE id = ? AND account_id = ?", arguments: [id, accountID])
             return db.changesCount == 1
         }
     }
@@ -211,14 +211,14 @@ public final class SQLiteLoginStore: LoginStore {
         try await writer.write { db in
             var records: [String: FailureRecord] = [:]
             for key in keys {
-                if let row = try Row.fetchOne(db, sql: "SELECT failures, last_failure_at FROM login_failure WHERE key = ?", arguments: [key]) {
+                if let row = try Row.fetchOne(db, cached: "SELECT failures, last_failure_at FROM login_failure WHERE key = ?", arguments: [key]) {
                     records[key] = FailureRecord(failures: row["failures"], lastFailureAt: row["last_failure_at"])
                 }
             }
             let decision = decide(records)
             guard decision == .admitted else { return decision }
             for key in keys {
-                try db.execute(sql: """
+                try db.execute(cached: """
                     INSERT INTO login_failure (key, failures, last_failure_at) VALUES (?, 1, ?)
                     ON CONFLICT(key) DO UPDATE SET failures = failures + 1, last_failure_at = excluded.last_failure_at
                     """, arguments: [key, now])
@@ -229,24 +229,42 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func clearFailures(keys: [String]) async throws {
         try await writer.write { db in
-            for key in keys { try db.execute(sql: "DELETE FROM login_failure WHERE key = ?", arguments: [key]) }
+            for key in keys { try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [key]) }
         }
     }
 
     public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws {
         try await writer.write { db in
-            try db.execute(sql: "DELETE FROM session WHERE expires_at < ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM challenge WHERE expires_at < ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM used_challenge WHERE expires_at < ?", arguments: [now])
-            try db.execute(sql: "DELETE FROM login_failure WHERE last_failure_at < ? AND failures < ?", arguments: [failuresIdleSince, lockAt ?? Int.max])
+            try db.execute(cached: "DELETE FROM session WHERE expires_at < ?", arguments: [now])
+            try db.execute(cached: "DELETE FROM challenge WHERE expires_at < ?", arguments: [now])
+            try db.execute(cached: "DELETE FROM used_challenge WHERE expires_at < ?", arguments: [now])
+            try db.execute(cached: "DELETE FROM login_failure WHERE last_failure_at < ? AND failures < ?", arguments: [failuresIdleSince, lockAt ?? Int.max])
         }
     }
 
     public func secret() async throws -> Data {
         try await writer.write { db in
-            try db.execute(sql: "INSERT INTO server_secret (name, value) VALUES ('decoy', ?) ON CONFLICT(name) DO NOTHING",
+            try db.execute(cached: "INSERT INTO server_secret (name, value) VALUES ('decoy', ?) ON CONFLICT(name) DO NOTHING",
                            arguments: [LoginService.random(32)])
             return try Data.fetchOne(db, sql: "SELECT value FROM server_secret WHERE name = 'decoy'") ?? Data()
         }
+    }
+}
+
+// Every statement of the login path goes through the connection's statement cache: compiled (and
+// run past GRDB's authorizer) once per connection instead of once per login.
+extension Database {
+    func execute(cached sql: String, arguments: StatementArguments = []) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+}
+
+extension Row {
+    static func fetchOne(_ db: Database, cached sql: String, arguments: StatementArguments = []) throws -> Row? {
+        try fetchOne(db.cachedStatement(sql: sql), arguments: arguments)
+    }
+
+    static func fetchAll(_ db: Database, cached sql: String, arguments: StatementArguments = []) throws -> [Row] {
+        try fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
     }
 }
