@@ -146,6 +146,7 @@ let package = Package(
             "TouchLoginServer", "TouchLoginAPI", "TouchLoginTestSupport", "WebAuthn",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
         .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto")]),
     ],
