@@ -105,6 +105,9 @@ try:
     if who != "browser-user" or how != "passkey":
         finish(1, "FAILED: signed in as %r by %r" % (who, how))
     count = send("WebAuthn.getCredentials", authenticatorId=authenticator)["credentials"][0]["signCount"]
+    activity = js("document.getElementById('activity').textContent")
+    if "passkey-login" not in activity or "device-added" not in activity:
+        finish(1, "FAILED: the activity list shows %r" % activity)
     # A passkey session changes devices only after the password is typed again (step-up).
     js("document.getElementById('passkey-register').click()")
     wait_status("Type your password again")

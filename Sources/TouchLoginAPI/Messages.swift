@@ -30,8 +30,11 @@ public struct SessionResponse: Codable, Sendable {
     public var expiresAt: Double
     /// "password" or "passkey".
     public var method: String
-    public init(token: String, username: String, expiresAt: Double, method: String) {
-        self.token = token; self.username = username; self.expiresAt = expiresAt; self.method = method
+    /// At a passkey login: the devices added to the account since this device last logged in
+    /// (a device its owner did not add means someone else has the account).
+    public var newDevices: [DeviceResponse]?
+    public init(token: String, username: String, expiresAt: Double, method: String, newDevices: [DeviceResponse]? = nil) {
+        self.token = token; self.username = username; self.expiresAt = expiresAt; self.method = method; self.newDevices = newDevices
     }
 }
 
@@ -39,8 +42,23 @@ public struct AccountResponse: Codable, Sendable {
     public var username: String
     public var createdAt: Double
     public var devices: [DeviceResponse]
-    public init(username: String, createdAt: Double, devices: [DeviceResponse]) {
-        self.username = username; self.createdAt = createdAt; self.devices = devices
+    /// The newest sign-ins and device changes, newest first (kept 90 days).
+    public var activity: [ActivityResponse]?
+    public init(username: String, createdAt: Double, devices: [DeviceResponse], activity: [ActivityResponse]? = nil) {
+        self.username = username; self.createdAt = createdAt; self.devices = devices; self.activity = activity
+    }
+}
+
+/// One thing that happened to the account: when, what, with which device, from which address.
+public struct ActivityResponse: Codable, Sendable, Equatable {
+    public var at: Double
+    /// "sign-up", "password-login", "passkey-login", "device-added" or "device-revoked".
+    public var kind: String
+    public var deviceID: String?
+    public var deviceName: String?
+    public var address: String
+    public init(at: Double, kind: String, deviceID: String?, deviceName: String?, address: String) {
+        self.at = at; self.kind = kind; self.deviceID = deviceID; self.deviceName = deviceName; self.address = address
     }
 }
 

@@ -77,9 +77,10 @@ public enum LoginHTTPServer {
             let body = try await decode(RegistrationOptionsRequest.self, request, emptyAs: RegistrationOptionsRequest())
             return try json(await service.registrationOptions(session: session, account: account, body))
         }
-        api.post("devices") { request, _ in
+        api.post("devices") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
-            return try json(await service.register(session: session, account: account, try await decode(RegistrationRequest.self, request)), status: .created)
+            return try json(await service.register(session: session, account: account, try await decode(RegistrationRequest.self, request),
+                                                   address: address(request, context)), status: .created)
         }
         api.get("devices") { request, _ in
             let (_, account) = try await service.authenticate(bearer: bearer(request))
@@ -87,7 +88,7 @@ public enum LoginHTTPServer {
         }
         api.delete("devices/:id") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
-            try await service.revoke(session: session, account: account, credentialID: try context.parameters.require("id"))
+            try await service.revoke(session: session, account: account, credentialID: try context.parameters.require("id"), address: address(request, context))
             return Response(status: .noContent)
         }
         api.post("passkey/options") { request, context in

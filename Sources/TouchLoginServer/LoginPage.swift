@@ -40,6 +40,10 @@ enum LoginPage {
   <label>Name for this device <input id="device-name" value="browser"></label>
   <button id="passkey-register">Add a passkey</button>
  </fieldset>
+ <fieldset>
+  <legend>Recent activity</legend>
+  <ul id="activity"></ul>
+ </fieldset>
  <fieldset id="step-up" class="hidden"><legend>Confirm it is you</legend>
   <label>Password <input id="step-up-password" type="password" autocomplete="current-password"></label>
   <button id="step-up-confirm">Confirm</button>
@@ -109,6 +113,12 @@ async function signedIn(session) {
     li.append(remove);
     return li;
   }));
+  const when = (t) => new Date(t * 1000).toLocaleString();
+  $("activity").replaceChildren(...(account.activity || []).slice(0, 20).map(a => {
+    const li = document.createElement("li");
+    li.textContent = when(a.at) + " — " + a.kind + (a.deviceName ? " “" + a.deviceName + "”" : "") + " from " + a.address;
+    return li;
+  }));
   $("signed-out").classList.add("hidden");
   $("signed-in").classList.remove("hidden");
 }
@@ -145,8 +155,10 @@ $("passkey-login").onclick = () => run(async () => {
   const username = $("username").value.trim();
   const options = await api("POST", "passkey/options", username ? { username } : {});
   const credential = await navigator.credentials.get({ publicKey: requestOptions(options.publicKey) });
-  await signedIn(await api("POST", "passkey/login", { credential: assertionJSON(credential) }));
-  say("Signed in with your passkey.");
+  const session = await api("POST", "passkey/login", { credential: assertionJSON(credential) });
+  await signedIn(session);
+  const added = (session.newDevices || []).map(d => "“" + d.name + "”").join(", ");
+  say("Signed in with your passkey." + (added ? " Added since this passkey was last used: " + added + ". If that was not you, remove it and change your password." : ""));
 });
 $("logout").onclick = () => run(async () => { await api("DELETE", "session"); signedOut(); say("Signed out."); });
 if (token) run(() => signedIn()).catch(signedOut);

@@ -47,14 +47,14 @@ public struct LoginService: Sendable {
             throw APIError(.accountExists, "That username is taken.")
         }
         logger.info("account created", metadata: ["account": "\(account.id)"])
-        return try await startSession(for: account, method: "password", passwordVerified: true)
+        return try await startSession(for: account, event: .signUp, address: address)
     }
 
     public func passwordLogin(_ r: PasswordLoginRequest, address: String) async throws -> SessionResponse {
         try admit(address)
         let account = try await checkPassword(r.password, username: (try? Self.normalized(r.username)) ?? "", address: address)
         metrics.passwordLogins.success()
-        return try await startSession(for: account, method: "password", passwordVerified: true)
+        return try await startSession(for: account, event: .passwordLogin, address: address)
     }
 
     /// A step-up: the account's password typed again into a live session, which may then change
@@ -86,7 +86,8 @@ public struct LoginService: Sendable {
     }
 
     public func accountInfo(_ account: Account) async throws -> AccountResponse {
-        AccountResponse(username: account.username, createdAt: account.createdAt, devices: try await devices(of: account))
+        AccountResponse(username: account.username, createdAt: account.createdAt, devices: try await devices(of: account),
+                        activity: try await store.events(accountID: account.id, limit: 50).map(Self.activity))
     }
 
     /// Forgets expired sessions and challenges and long-idle failure records (the server runs it
@@ -94,7 +95,7 @@ public struct LoginService: Sendable {
     public func removeExpired() async throws {
         let now = clock()
         try await store.removeExpired(now: now, failuresIdleSince: now - configuration.failureMemory,
-                                      lockAt: configuration.rateLimits.passwordPerAccount.lockAfter)
+                                      lockAt: configuration.rateLimits.passwordPerAccount.lockAfter, eventsBefore: now - configuration.activityMemory)
     }
 
     // MARK: Devices (registration)
@@ -117,7 +118,7 @@ public struct LoginService: Sendable {
             attestation: "none"))
     }
 
-    public func register(session: Session, account: Account, _ r: RegistrationRequest) async throws -> DeviceResponse {
+    public func register(session: Session, account: Account, _ r: RegistrationRequest, address: String) async throws -> DeviceResponse {
         try requireFreshPassword(session)
         let credentialID = try webAuthn { try r.credential.decodedRawID }
         let clientDataJSON = try webAuthn { try r.credential.decodedClientDataJSON }
@@ -141,7 +142,8 @@ public struct LoginService: Sendable {
         let name = try Self.deviceName(r.deviceName) ?? challenge.deviceName ?? "device"
         let credential = Credential(id: verified.credentialID, accountID: account.id, publicKey: verified.publicKeyCBOR, signCount: verified.signCount,
                                     name: name, attestationFormat: verified.attestationFormat, createdAt: clock(), lastUsedAt: nil)
-        do { try await store.addCredential(credential) } catch LoginStoreError.duplicate {
+        let event = AccountEvent(accountID: account.id, at: credential.createdAt, kind: .deviceAdded, credentialID: credential.id, deviceName: name, address: address)
+        do { try await store.addCredential(credential, event: event) } catch LoginStoreError.duplicate {
             throw APIError(.credentialExists, "That credential is registered already.")
         }
         metrics.registrations.success()
@@ -155,10 +157,12 @@ public struct LoginService: Sendable {
 
     /// A session may revoke the credential it logged in with (a device turning its own fingerprint
     /// login off); any other needs a fresh password, like binding.
-    public func revoke(session: Session, account: Account, credentialID: String) async throws {
+    public func revoke(session: Session, account: Account, credentialID: String, address: String) async throws {
         let id = Data(base64URLEncoded: credentialID)
         if id == nil || id != session.credentialID { try requireFreshPassword(session) }
-        guard let id, try await store.deleteCredential(id: id, accountID: account.id) else {
+        let name = try await store.credentials(accountID: account.id).first { $0.id == id }?.name
+        let event = AccountEvent(accountID: account.id, at: clock(), kind: .deviceRevoked, credentialID: id, deviceName: name, address: address)
+        guard let id, try await store.deleteCredential(id: id, accountID: account.id, event: event) else {
             throw APIError(.notFound, "No such device on this account.")
         }
         logger.info("device revoked", metadata: ["account": "\(account.id)"])
@@ -197,7 +201,7 @@ public struct LoginService: Sendable {
             throw RateLimited(retryAfter: Self.seconds(wait), scope: "address")
         }
         do {
-            let session = try await completeAssertion(r, addressKey: addressKey)
+            let session = try await completeAssertion(r, address: address)
             metrics.passkeyLogins.success()
             return session
         } catch let e as APIError {
@@ -214,7 +218,7 @@ public struct LoginService: Sendable {
     /// the counter advanced, the session made, the password lock lifted (the owner proved
     /// possession of a device). A refused assertion leaves its challenge usable until it expires
     /// (the per-address passkey limit bounds the tries).
-    private func completeAssertion(_ r: AssertionRequest, addressKey: String) async throws -> SessionResponse {
+    private func completeAssertion(_ r: AssertionRequest, address: String) async throws -> SessionResponse {
         let credentialID = try webAuthn { try r.credential.decodedRawID }
         let clientDataJSON = try webAuthn { try r.credential.decodedClientDataJSON }
         let authenticatorData = try webAuthn { try r.credential.decodedAuthenticatorData }
@@ -253,13 +257,19 @@ public struct LoginService: Sendable {
             }
             throw e
         }
-        let (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
+        var (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
         let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
             challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
             expectedSignCount: credential.signCount, newSignCount: verified.signCount, session: session,
-            clearingFailures: Self.passwordKeys(username: account.username, addressKey: addressKey)[0]))
+            clearingFailures: Self.passwordKeys(username: account.username, addressKey: Self.addressKey(address))[0],
+            event: AccountEvent(accountID: account.id, at: session.createdAt, kind: .passkeyLogin, credentialID: credentialID,
+                                deviceName: credential.name, address: address)))
         switch outcome {
-        case .completed: return response
+        case .completed:
+            // Announced to this device: what was bound since it last logged in.
+            let since = credential.lastUsedAt ?? credential.createdAt
+            response.newDevices = try await store.credentials(accountID: account.id).filter { $0.id != credentialID && $0.createdAt > since }.map(Self.device)
+            return response
         case .challengeUsed: throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
         case .counterMoved: throw APIError(WebAuthnError.Code.counterRegression.rawValue, "the sign counter moved meanwhile (a concurrent replay)")
         }
@@ -283,9 +293,11 @@ public struct LoginService: Sendable {
 
     // MARK: Shared steps
 
-    private func startSession(for account: Account, method: String, passwordVerified: Bool = false) async throws -> SessionResponse {
-        let (response, session) = newSession(for: account, method: method, passwordVerifiedAt: passwordVerified ? clock() : nil)
-        try await store.createSession(session)
+    /// A session made by typing the password (a sign-up or a password login).
+    private func startSession(for account: Account, event: AccountEvent.Kind, address: String) async throws -> SessionResponse {
+        let now = clock()
+        let (response, session) = newSession(for: account, method: "password", passwordVerifiedAt: now)
+        try await store.createSession(session, event: AccountEvent(accountID: account.id, at: now, kind: event, address: address))
         return response
     }
 
@@ -401,7 +413,9 @@ public struct LoginService: Sendable {
 
     static func deviceName(_ name: String?) throws -> String? {
         guard let name = name?.trimmingCharacters(in: .whitespacesAndNewlines), !name.isEmpty else { return nil }
-        guard name.count <= 64, !name.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) }) else {
+        // Names are printed by clients in terminals and pages: no control or format characters
+        // (escape sequences, bidi overrides, zero-width marks).
+        guard name.count <= 64, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
             throw APIError(.malformedRequest, "A device name has at most 64 printable characters.")
         }
         return name
@@ -410,6 +424,10 @@ public struct LoginService: Sendable {
     static func device(_ c: Credential) -> DeviceResponse {
         DeviceResponse(id: c.id.base64URLEncodedString(), name: c.name, createdAt: c.createdAt, lastUsedAt: c.lastUsedAt,
                        signCount: c.signCount, attestationFormat: c.attestationFormat)
+    }
+
+    static func activity(_ e: AccountEvent) -> ActivityResponse {
+        ActivityResponse(at: e.at, kind: e.kind.rawValue, deviceID: e.credentialID?.base64URLEncodedString(), deviceName: e.deviceName, address: e.address)
     }
 
     static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }

@@ -14,7 +14,8 @@ public protocol LoginStore: Sendable {
     func account(named username: String) async throws -> Account?
     func account(id: String) async throws -> Account?
 
-    func createSession(_ session: Session) async throws
+    /// The session and the event that made it (a sign-up or a password login), together.
+    func createSession(_ session: Session, event: AccountEvent) async throws
     func session(tokenHash: Data) async throws -> Session?
     func deleteSession(tokenHash: Data) async throws
     /// The session's owner typed the account's password at `time` (a step-up).
@@ -25,14 +26,16 @@ public protocol LoginStore: Sendable {
     func takeChallenge(_ value: Data) async throws -> Challenge?
 
     /// Throws `LoginStoreError.duplicate` when the credential ID is registered already.
-    func addCredential(_ credential: Credential) async throws
+    func addCredential(_ credential: Credential, event: AccountEvent) async throws
     /// The credential and the account it belongs to, in one look-up.
     func credentialAndAccount(id: Data) async throws -> (Credential, Account)?
     func credentials(accountID: String) async throws -> [Credential]
     /// The credentials of the account named `username` (none if there is no such account), in one
     /// look-up either way: the answer for an unknown name costs what a known one does.
     func credentials(username: String) async throws -> [Credential]
-    func deleteCredential(id: Data, accountID: String) async throws -> Bool
+    func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool
+    /// The account's newest events, newest first.
+    func events(accountID: String, limit: Int) async throws -> [AccountEvent]
 
     /// In one transaction: the failure records of `keys`, `decide`'s verdict on them and, if it
     /// admits the attempt, one more failure on each key at `now` — durable before this returns, so
@@ -48,9 +51,10 @@ public protocol LoginStore: Sendable {
     /// Whether a login challenge's nonce was used (asked only to name a refusal: a replay).
     func isChallengeUsed(nonce: Data) async throws -> Bool
 
-    /// Forgets expired sessions, challenges and used-challenge nonces, and failure records idle since `failuresIdleSince`
-    /// unless they reached `lockAt` (a lock waits for its reset).
-    func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws
+    /// Forgets expired sessions, challenges and used-challenge nonces, events older than
+    /// `eventsBefore`, and failure records idle since `failuresIdleSince` unless they reached
+    /// `lockAt` (a lock waits for its reset).
+    func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?, eventsBefore: Double) async throws
 
     /// This deployment's random secret (created on first use; shared by every instance): keys the
     /// login challenges' MACs and the decoy credential IDs that unknown usernames get.
@@ -65,6 +69,26 @@ public struct PasskeyLoginCompletion: Sendable {
     public var newSignCount: UInt32
     public var session: Session
     public var clearingFailures: String
+    public var event: AccountEvent
+}
+
+/// Something that happened to an account, kept for its owner to see (`GET /api/account`): how
+/// and from where it was signed into, which devices were added and removed.
+public struct AccountEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable, Codable {
+        case signUp = "sign-up"
+        case passwordLogin = "password-login"
+        case passkeyLogin = "passkey-login"
+        case deviceAdded = "device-added"
+        case deviceRevoked = "device-revoked"
+    }
+    public var accountID: String
+    public var at: Double
+    public var kind: Kind
+    public var credentialID: Data?
+    public var deviceName: String?
+    /// The client's address as the limits saw it.
+    public var address: String
 }
 
 public enum PasskeyLoginOutcome: Sendable, Equatable {

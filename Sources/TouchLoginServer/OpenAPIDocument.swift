@@ -47,6 +47,7 @@ components:
         username: { type: string }
         expiresAt: { type: number, description: seconds since 1970 }
         method: { type: string, enum: [password, passkey] }
+        newDevices: { type: array, description: "at a passkey login, devices added since this one last logged in", items: { $ref: "#/components/schemas/Device" } }
     Device:
       type: object
       required: [id, name, createdAt, signCount, attestationFormat]
@@ -64,6 +65,16 @@ components:
         username: { type: string }
         createdAt: { type: number }
         devices: { type: array, items: { $ref: "#/components/schemas/Device" } }
+        activity: { type: array, description: newest first, kept 90 days, items: { $ref: "#/components/schemas/Activity" } }
+    Activity:
+      type: object
+      required: [at, kind, address]
+      properties:
+        at: { type: number }
+        kind: { type: string, enum: [sign-up, password-login, passkey-login, device-added, device-revoked] }
+        deviceID: { type: string }
+        deviceName: { type: string }
+        address: { type: string, description: the client address the server's limits saw }
     CreationOptions:
       type: object
       description: PublicKeyCredentialCreationOptionsJSON (WebAuthn Level 3)

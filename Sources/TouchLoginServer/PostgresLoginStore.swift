@@ -53,6 +53,9 @@ public final class PostgresLoginStore: LoginStore {
                 // Login challenges are signed, not stored: only the nonces of used ones are kept.
                 "CREATE TABLE IF NOT EXISTS used_challenge (nonce BYTEA PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL)",
                 "CREATE INDEX IF NOT EXISTS used_challenge_expiry ON used_challenge(expires_at)",
+                "CREATE TABLE IF NOT EXISTS account_event (id BIGSERIAL PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE, at DOUBLE PRECISION NOT NULL, kind TEXT NOT NULL, credential_id BYTEA, device_name TEXT, address TEXT NOT NULL)",
+                "CREATE INDEX IF NOT EXISTS account_event_account ON account_event(account_id, at)",
+                "CREATE INDEX IF NOT EXISTS account_event_at ON account_event(at)",
             ] {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
@@ -84,11 +87,34 @@ public final class PostgresLoginStore: LoginStore {
         return nil
     }
 
-    public func createSession(_ s: Session) async throws {
-        try await client.query("""
-            INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
-            VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method), \(s.passwordVerifiedAt), \(s.credentialID))
+    public func createSession(_ s: Session, event: AccountEvent) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("""
+                INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
+                VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method), \(s.passwordVerifiedAt), \(s.credentialID))
+                """, logger: logger)
+            try await Self.insert(event, connection, logger)
+        }
+    }
+
+    private static func insert(_ e: AccountEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        try await connection.query("""
+            INSERT INTO account_event (account_id, at, kind, credential_id, device_name, address)
+            VALUES (\(e.accountID), \(e.at), \(e.kind.rawValue), \(e.credentialID), \(e.deviceName), \(e.address))
             """, logger: logger)
+    }
+
+    public func events(accountID: String, limit: Int) async throws -> [AccountEvent] {
+        let rows = try await client.query("""
+            SELECT account_id, at, kind, credential_id, device_name, address FROM account_event
+            WHERE account_id = \(accountID) ORDER BY at DESC, id DESC LIMIT \(Int64(limit))
+            """, logger: logger)
+        var found: [AccountEvent] = []
+        for try await (account, at, kind, credential, device, address) in rows.decode((String, Double, String, Data?, String?, String).self) {
+            guard let kind = AccountEvent.Kind(rawValue: kind) else { continue }
+            found.append(AccountEvent(accountID: account, at: at, kind: kind, credentialID: credential, deviceName: device, address: address))
+        }
+        return found
     }
 
     public func session(tokenHash: Data) async throws -> Session? {
@@ -121,12 +147,15 @@ public final class PostgresLoginStore: LoginStore {
         return nil
     }
 
-    public func addCredential(_ c: Credential) async throws {
+    public func addCredential(_ c: Credential, event: AccountEvent) async throws {
         try await unique {
-            try await client.query("""
+            try await client.withTransaction(logger: logger) { connection in
+            try await Self.insert(event, connection, logger)
+            try await connection.query("""
                 INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at)
                 VALUES (\(c.id), \(c.accountID), \(c.publicKey), \(Int64(c.signCount)), \(c.name), \(c.attestationFormat), \(c.createdAt), \(c.lastUsedAt))
                 """, logger: logger)
+            }
         }
     }
 
@@ -171,6 +200,7 @@ public final class PostgresLoginStore: LoginStore {
                 INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
                 VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method), \(s.passwordVerifiedAt), \(s.credentialID))
                 """, logger: logger)
+            try await Self.insert(c.event, connection, logger)
             try await connection.query("DELETE FROM login_failure WHERE key = \(c.clearingFailures)", logger: logger)
             return .completed
         }
@@ -198,10 +228,14 @@ public final class PostgresLoginStore: LoginStore {
         return found
     }
 
-    public func deleteCredential(id: Data, accountID: String) async throws -> Bool {
-        let rows = try await client.query("DELETE FROM credential WHERE id = \(id) AND account_id = \(accountID) RETURNING id", logger: logger)
-        for try await _ in rows.decode(Data.self) { return true }
-        return false
+    public func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool {
+        try await client.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query("DELETE FROM credential WHERE id = \(id) AND account_id = \(accountID) RETURNING id", logger: logger)
+            var deleted = false
+            for try await _ in rows.decode(Data.self) { deleted = true }
+            if deleted { try await Self.insert(event, connection, logger) }
+            return deleted
+        }
     }
 
     public func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
@@ -232,7 +266,8 @@ public final class PostgresLoginStore: LoginStore {
         try await client.query("DELETE FROM login_failure WHERE key = ANY(\(keys))", logger: logger)
     }
 
-    public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws {
+    public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?, eventsBefore: Double) async throws {
+        try await client.query("DELETE FROM account_event WHERE at < \(eventsBefore)", logger: logger)
         try await client.query("DELETE FROM session WHERE expires_at < \(now)", logger: logger)
         try await client.query("DELETE FROM challenge WHERE expires_at < \(now)", logger: logger)
         try await client.query("DELETE FROM used_challenge WHERE expires_at < \(now)", logger: logger)

@@ -65,6 +65,15 @@ public final class SQLiteLoginStore: LoginStore {
                 CREATE INDEX used_challenge_expiry ON used_challenge(expires_at);
                 """)
         }
+        migrator.registerMigration("v4") { db in
+            try db.execute(sql: """
+                CREATE TABLE account_event (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                    at REAL NOT NULL, kind TEXT NOT NULL, credential_id BLOB, device_name TEXT, address TEXT NOT NULL);
+                CREATE INDEX account_event_account ON account_event(account_id, at);
+                CREATE INDEX account_event_at ON account_event(at);
+                """)
+        }
         try migrator.migrate(pool)
     }
 
@@ -95,8 +104,28 @@ public final class SQLiteLoginStore: LoginStore {
         Account(id: row["id"], username: row["username"], passwordHash: row["password_hash"], userHandle: row["user_handle"], createdAt: row["created_at"])
     }
 
-    public func createSession(_ s: Session) async throws {
-        try await writer.write { db in try Self.insert(s, db) }
+    public func createSession(_ s: Session, event: AccountEvent) async throws {
+        try await writer.write { db in
+            try Self.insert(s, db)
+            try Self.insert(event, db)
+        }
+    }
+
+    private static func insert(_ e: AccountEvent, _ db: Database) throws {
+        try db.execute(cached: "INSERT INTO account_event (account_id, at, kind, credential_id, device_name, address) VALUES (?, ?, ?, ?, ?, ?)",
+                       arguments: [e.accountID, e.at, e.kind.rawValue, e.credentialID, e.deviceName, e.address])
+    }
+
+    public func events(accountID: String, limit: Int) async throws -> [AccountEvent] {
+        try await pool.read { db in
+            try Row.fetchAll(db, cached: "SELECT * FROM account_event WHERE account_id = ? ORDER BY at DESC, id DESC LIMIT ?", arguments: [accountID, limit])
+                .compactMap { row in
+                    AccountEvent.Kind(rawValue: row["kind"]).map {
+                        AccountEvent(accountID: row["account_id"], at: row["at"], kind: $0, credentialID: row["credential_id"],
+                                     deviceName: row["device_name"], address: row["address"])
+                    }
+                }
+        }
     }
 
     private static func insert(_ s: Session, _ db: Database) throws {
@@ -141,9 +170,10 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
-    public func addCredential(_ c: Credential) async throws {
+    public func addCredential(_ c: Credential, event: AccountEvent) async throws {
         do {
             try await writer.write { db in
+                try Self.insert(event, db)
                 try db.execute(cached: """
                     INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -176,6 +206,7 @@ public final class SQLiteLoginStore: LoginStore {
                            arguments: [Int64(c.newSignCount), c.session.createdAt, c.credentialID, Int64(c.expectedSignCount)])
             guard db.changesCount == 1 else { return .counterMoved }
             try Self.insert(c.session, db)
+            try Self.insert(c.event, db)
             try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [c.clearingFailures])
             return .completed
         }
@@ -200,10 +231,12 @@ public final class SQLiteLoginStore: LoginStore {
                           name: row["name"], attestationFormat: row["attestation_format"], createdAt: row["created_at"], lastUsedAt: row["last_used_at"])
     }
 
-    public func deleteCredential(id: Data, accountID: String) async throws -> Bool {
+    public func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool {
         try await writer.write { db in
             try db.execute(cached: "DELETE FROM credential WHERE id = ? AND account_id = ?", arguments: [id, accountID])
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            try Self.insert(event, db)
+            return true
         }
     }
 
@@ -233,8 +266,9 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
-    public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?) async throws {
+    public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?, eventsBefore: Double) async throws {
         try await writer.write { db in
+            try db.execute(cached: "DELETE FROM account_event WHERE at < ?", arguments: [eventsBefore])
             try db.execute(cached: "DELETE FROM session WHERE expires_at < ?", arguments: [now])
             try db.execute(cached: "DELETE FROM challenge WHERE expires_at < ?", arguments: [now])
             try db.execute(cached: "DELETE FROM used_challenge WHERE expires_at < ?", arguments: [now])

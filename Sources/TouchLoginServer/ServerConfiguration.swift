@@ -16,6 +16,8 @@ public struct ServerConfiguration: Sendable {
     public var stepUpWindow: Double = 300
     /// Seconds a failure record is kept after its last failure (a lock is kept until lifted).
     public var failureMemory: Double = 30 * 86_400
+    /// Seconds an account's activity (sign-ins, device changes) is kept.
+    public var activityMemory: Double = 90 * 86_400
     /// Password checks waiting or running at once; past that the server answers "busy".
     public var passwordChecksAtOnce = 64
     /// Proxies whose `Forwarded` / `X-Forwarded-For` name the client (none by default: the

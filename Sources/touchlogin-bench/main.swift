@@ -64,7 +64,7 @@ func loginRate(_ store: any LoginStore, count: Int) async throws -> Figures {
     let attestation = AttestationObject.makeAttestationObject(authenticatorData: authData, format: .none, clientDataHash: Data(SHA256.hash(data: clientData)), sign: { _ in Data() })
     let id = credentialID.base64URLEncodedString()
     _ = try await service.register(session: s, account: account, RegistrationRequest(deviceName: "bench", credential: RegistrationResponseJSON(
-        id: id, rawId: id, response: AuthenticatorAttestationResponseJSON(clientDataJSON: clientData.base64URLEncodedString(), attestationObject: attestation.base64URLEncodedString()))))
+        id: id, rawId: id, response: AuthenticatorAttestationResponseJSON(clientDataJSON: clientData.base64URLEncodedString(), attestationObject: attestation.base64URLEncodedString()))), address: "bench")
 
     var latencies: [Double] = []
     latencies.reserveCapacity(count)

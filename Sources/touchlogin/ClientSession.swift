@@ -101,7 +101,12 @@ struct ClientSession {
             binding.signCount = counter
             state.binding = binding
             save()
-            adopt(try await api.passkeyLogin(request))
+            let session = try await api.passkeyLogin(request)
+            adopt(session)
+            for device in session.newDevices ?? [] {
+                say("Note: a device was added to your account since this one last logged in: \"\(device.name)\", "
+                    + "\(Self.date(device.createdAt)). If that was not you, change your password and remove it (touchlogin status shows the account's activity).")
+            }
             return .fingerprintLoggedIn
         } catch {
             return .fingerprintFailed(FingerprintFailure.from(error))
@@ -225,9 +230,11 @@ struct ClientSession {
     func printStatus(json: Bool) async {
         var sessionAlive = false
         var devices: [DeviceResponse] = []
+        var activity: [ActivityResponse] = []
         if let token = state.session?.token, let account = try? await api.account(token: token) {
             sessionAlive = true
             devices = account.devices
+            activity = account.activity ?? []
         }
         let thisDevice = state.binding?.credentialID.base64URLEncodedString()
         if json {
@@ -236,6 +243,7 @@ struct ClientSession {
                 "loggedInBefore": state.facts.loggedInBefore, "fingerprintEnabled": state.facts.fingerprintEnabled,
                 "sessionAlive": sessionAlive, "credentialID": thisDevice ?? NSNull(),
                 "devices": devices.map { ["id": $0.id, "name": $0.name, "signCount": $0.signCount] },
+                "activity": activity.map { ["at": $0.at, "kind": $0.kind, "device": $0.deviceName ?? NSNull(), "address": $0.address] as [String: Any] },
             ]
             if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
                 print(String(decoding: data, as: UTF8.self))
@@ -250,7 +258,18 @@ struct ClientSession {
         if sessionAlive {
             print("devices on server:   \(devices.isEmpty ? "none" : "")")
             for d in devices { print("  \(d.id == thisDevice ? "*" : "-") \(d.name) (signed \(d.signCount)×)") }
+            print("recent activity:     \(activity.isEmpty ? "none" : "")")
+            for a in activity.prefix(10) {
+                let device = a.deviceName.map { " \"\($0)\"" } ?? ""
+                print("  \(Self.date(a.at))  \(a.kind)\(device) from \(a.address)")
+            }
         }
+    }
+
+    static func date(_ seconds: Double) -> String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd HH:mm"
+        return formatter.string(from: Date(timeIntervalSince1970: seconds))
     }
 
     private func save() {

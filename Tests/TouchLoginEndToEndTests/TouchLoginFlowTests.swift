@@ -46,6 +46,23 @@ final class TouchLoginFlowTests: XCTestCase {
         XCTAssertEqual((status["devices"] as? [[String: Any]])?.count, 1, "the old key was revoked, the new one bound")
     }
 
+    func testADeviceIsToldWhenAnotherWasBoundAndStatusShowsTheActivity() throws {
+        let server = try LoginServerProcess()
+        let phone = LoginClient(enclave: try TestEnclave(), server: server)
+        try phone.signUpAndEnable()
+        let laptopEnclave = try TestEnclave()
+        let laptop = LoginClient(enclave: laptopEnclave, server: server)
+        try laptopEnclave.queue(.match)
+        let bound = try laptop.run(["--username", "alice", "--device-name", "laptop"], input: "correct horse\ny\n")
+        XCTAssertTrue(bound.stdout.contains("Fingerprint login is enabled"), bound.stdout + bound.stderr)
+        try phone.enclave.queue(.match)
+        let next = try phone.run([])
+        XCTAssertTrue(next.stdout.contains("a device was added to your account since this one last logged in: \"laptop\""), next.stdout)
+        let status = try phone.run(["status"]).stdout
+        XCTAssertTrue(status.contains("device-added \"laptop\" from 127.0.0.1"), status)
+        XCTAssertTrue(status.contains("passkey-login"), status)
+    }
+
     func testThreeNonMatchesThenThePasswordWithOnePromptPerLaunch() throws {
         let enclave = try TestEnclave()
         let server = try LoginServerProcess()

@@ -97,7 +97,7 @@ final class LoginServiceTests: XCTestCase {
         }
         XCTAssertEqual(bind, "step_up_required")
         let revoke = await LoginServiceHarness.code {
-            try await h.service.revoke(session: session, account: account, credentialID: laptop.credentialID.base64URLEncodedString())
+            try await h.service.revoke(session: session, account: account, credentialID: laptop.credentialID.base64URLEncodedString(), address: self.attacker)
         }
         XCTAssertEqual(revoke, "step_up_required")
         let devices = try await h.service.devices(of: account)
@@ -119,5 +119,38 @@ final class LoginServiceTests: XCTestCase {
         try await h.service.removeExpired()
         let forgotten = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in records.isEmpty ? .locked : .admitted }
         XCTAssertEqual(forgotten, .locked, "a month-idle failure record is forgotten")
+    }
+
+    func testTheOwnerSeesSignInsAndDeviceChangesAndIsToldOfANewDevice() async throws {
+        let h = try await LoginServiceHarness()
+        var phone = try await h.bindPasskey(token: try await h.signUp("carol", from: owner).token, name: "phone", from: owner)
+        h.clock.advance(by: 10)
+        let first = try await h.passkeyLogin(&phone, username: "carol", from: owner)
+        XCTAssertEqual(first.newDevices ?? [], [])
+        // Someone with the password binds a device of their own…
+        h.clock.advance(by: 10)
+        let stolen = try await h.passwordLogin("carol", "correct horse", from: attacker)
+        _ = try await h.bindPasskey(token: stolen.token, name: "not mine", from: attacker)
+        // …and the owner's phone is told at its next login, once.
+        h.clock.advance(by: 10)
+        let next = try await h.passkeyLogin(&phone, username: "carol", from: owner)
+        XCTAssertEqual(next.newDevices?.map(\.name), ["not mine"])
+        h.clock.advance(by: 10)
+        let after = try await h.passkeyLogin(&phone, username: "carol", from: owner)
+        XCTAssertEqual(after.newDevices ?? [], [])
+
+        let (_, account) = try await h.service.authenticate(bearer: after.token)
+        let activity = try await h.service.accountInfo(account).activity ?? []
+        XCTAssertEqual(activity.map(\.kind), ["passkey-login", "passkey-login", "device-added", "password-login", "passkey-login", "device-added", "sign-up"])
+        XCTAssertEqual(activity.map(\.address), [owner, owner, attacker, attacker, owner, owner, owner])
+        XCTAssertEqual(activity[2].deviceName, "not mine")
+    }
+
+    func testDeviceNamesWithControlOrFormatCharactersAreRefused() throws {
+        for bad in ["\u{1B}]0;owned\u{7}", "gpj\u{202E}exe.txt", "a\u{200B}b", "line\nbreak", String(repeating: "x", count: 65)] {
+            XCTAssertThrowsError(try LoginService.deviceName(bad), bad.debugDescription)
+        }
+        XCTAssertEqual(try LoginService.deviceName("  Carol’s phone ☎ "), "Carol’s phone ☎")
+        XCTAssertNil(try LoginService.deviceName("   "))
     }
 }

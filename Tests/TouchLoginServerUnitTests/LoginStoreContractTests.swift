@@ -45,6 +45,10 @@ final class LoginStoreContractTests: XCTestCase {
         Account(id: UUID().uuidString, username: name, passwordHash: "scrypt$x", userHandle: Data(UUID().uuidString.utf8), createdAt: 1)
     }
 
+    func event(_ account: Account, _ kind: AccountEvent.Kind, at: Double = 1) -> AccountEvent {
+        AccountEvent(accountID: account.id, at: at, kind: kind, address: "192.0.2.1")
+    }
+
     func credential(of account: Account, count: UInt32 = 0) -> Credential {
         Credential(id: Data(UUID().uuidString.utf8), accountID: account.id, publicKey: Data([1, 2, 3]), signCount: count, name: "key",
                    attestationFormat: "none", createdAt: 2, lastUsedAt: nil)
@@ -74,13 +78,13 @@ final class LoginStoreContractTests: XCTestCase {
             let carol = account("carol")
             try await store.createAccount(carol)
             let key = credential(of: carol, count: 3)
-            try await store.addCredential(key)
+            try await store.addCredential(key, event: event(carol, .deviceAdded))
             func completion(nonce: UInt8, expected: UInt32, new: UInt32) -> PasskeyLoginCompletion {
                 PasskeyLoginCompletion(challengeNonce: Data(repeating: nonce, count: 16), challengeExpiresAt: 500, credentialID: key.id,
                                        expectedSignCount: expected, newSignCount: new,
                                        session: Session(tokenHash: Data(repeating: nonce, count: 32), accountID: carol.id, createdAt: 100, expiresAt: 200,
                                                         method: "passkey", credentialID: key.id),
-                                       clearingFailures: "password carol")
+                                       clearingFailures: "password carol", event: event(carol, .passkeyLogin, at: Double(nonce) + 10))
             }
             let first = try await store.completePasskeyLogin(completion(nonce: 1, expected: 3, new: 4))
             XCTAssertEqual(first, .completed, kind)
@@ -97,6 +101,8 @@ final class LoginStoreContractTests: XCTestCase {
             let found = try await store.credentialAndAccount(id: key.id)
             XCTAssertEqual(found?.0.signCount, 4, kind)
             XCTAssertEqual(found?.1, carol, kind)
+            let events = try await store.events(accountID: carol.id, limit: 10)
+            XCTAssertEqual(events.map(\.kind), [.passkeyLogin, .deviceAdded], "\(kind): only the completed login is recorded, newest first")
         }
     }
 
@@ -104,20 +110,23 @@ final class LoginStoreContractTests: XCTestCase {
         try await forEachStore { kind, store in
             let dave = account("dave")
             try await store.createAccount(dave)
-            try await store.addCredential(credential(of: dave))
+            try await store.addCredential(credential(of: dave), event: event(dave, .deviceAdded))
             let daves = try await store.credentials(username: "dave")
             let nobodys = try await store.credentials(username: "nobody")
             XCTAssertEqual(daves.count, 1, kind)
             XCTAssertEqual(nobodys.count, 0, kind)
 
-            try await store.createSession(Session(tokenHash: Data([9]), accountID: dave.id, createdAt: 0, expiresAt: 50, method: "password", passwordVerifiedAt: 0))
+            try await store.createSession(Session(tokenHash: Data([9]), accountID: dave.id, createdAt: 0, expiresAt: 50, method: "password", passwordVerifiedAt: 0),
+                                          event: event(dave, .passwordLogin, at: 30))
             try await store.markPasswordVerified(tokenHash: Data([9]), at: 40)
             let verified = try await store.session(tokenHash: Data([9]))
             XCTAssertEqual(verified?.passwordVerifiedAt, 40, kind)
             for (key, failures) in [("idle", 3), ("locked", 100)] {
                 for _ in 0..<failures { _ = try await store.admitAttempt(keys: [key], at: 10) { _ in .admitted } }
             }
-            try await store.removeExpired(now: 60, failuresIdleSince: 20, lockAt: 100)
+            try await store.removeExpired(now: 60, failuresIdleSince: 20, lockAt: 100, eventsBefore: 20)
+            let events = try await store.events(accountID: dave.id, limit: 10)
+            XCTAssertEqual(events.map(\.kind), [.passwordLogin], "\(kind): the old event is gone, the newer kept")
             let expired = try await store.session(tokenHash: Data([9]))
             XCTAssertNil(expired, kind)
             let left = try await store.admitAttempt(keys: ["idle", "locked"], at: 60) { records in records["idle"] == nil && records["locked"]?.failures == 100 ? .locked : .admitted }
