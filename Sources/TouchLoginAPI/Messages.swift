@@ -70,10 +70,24 @@ public struct DeviceResponse: Codable, Sendable, Equatable {
     public var lastUsedAt: Double?
     public var signCount: UInt32
     public var attestationFormat: String
+    /// The authenticator model's AAGUID (all zeros when it does not say).
+    public var aaguid: String?
+    public var transports: [String]?
+    /// BE: the credential may be synced to other devices (a passkey in a password manager).
+    public var backupEligible: Bool?
+    /// BS: it is backed up now (as of the last login).
+    public var backedUp: Bool?
+    /// The authenticator verified the user when the credential was made (uvInitialized).
+    public var userVerified: Bool?
     public init(id: String, name: String, createdAt: Double, lastUsedAt: Double?, signCount: UInt32, attestationFormat: String) {
         self.id = id; self.name = name; self.createdAt = createdAt; self.lastUsedAt = lastUsedAt
         self.signCount = signCount; self.attestationFormat = attestationFormat
     }
+}
+
+public struct RenameDeviceRequest: Codable, Sendable {
+    public var name: String
+    public init(name: String) { self.name = name }
 }
 
 public struct RegistrationOptionsRequest: Codable, Sendable {

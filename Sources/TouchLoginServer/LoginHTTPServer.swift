@@ -86,6 +86,11 @@ public enum LoginHTTPServer {
             let (_, account) = try await service.authenticate(bearer: bearer(request))
             return try json(await service.devices(of: account))
         }
+        api.patch("devices/:id") { request, context in
+            let (session, account) = try await service.authenticate(bearer: bearer(request))
+            return try json(await service.rename(session: session, account: account, credentialID: try context.parameters.require("id"),
+                                                 try await decode(RenameDeviceRequest.self, request)))
+        }
         api.delete("devices/:id") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
             try await service.revoke(session: session, account: account, credentialID: try context.parameters.require("id"), address: address(request, context))

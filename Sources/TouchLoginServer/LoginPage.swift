@@ -106,7 +106,15 @@ async function signedIn(session) {
   $("who").textContent = account.username;
   $("devices").replaceChildren(...account.devices.map(d => {
     const li = document.createElement("li");
-    li.textContent = d.name + " (" + d.attestationFormat + ") ";
+    li.textContent = d.name + " (" + [d.attestationFormat, d.backupEligible ? (d.backedUp ? "synced" : "may sync") : "this device only",
+                                      ...(d.transports || [])].join(", ") + ") ";
+    const rename = document.createElement("button");
+    rename.textContent = "Rename";
+    rename.onclick = () => run(() => change(async () => {
+      const name = window.prompt("New name for " + d.name, d.name);
+      if (name) { await api("PATCH", "devices/" + d.id, { name }); await signedIn(); say("Device renamed."); }
+    }));
+    li.append(rename);
     const remove = document.createElement("button");
     remove.textContent = "Remove";
     remove.onclick = () => run(() => change(async () => { await api("DELETE", "devices/" + d.id); await signedIn(); say("Device removed."); }));

@@ -140,8 +140,12 @@ public struct LoginService: Sendable {
             throw APIError(WebAuthnError.Code.credentialIDMismatch.rawValue, "rawId differs from the attested credential ID.")
         }
         let name = try Self.deviceName(r.deviceName) ?? challenge.deviceName ?? "device"
-        let credential = Credential(id: verified.credentialID, accountID: account.id, publicKey: verified.publicKeyCBOR, signCount: verified.signCount,
-                                    name: name, attestationFormat: verified.attestationFormat, createdAt: clock(), lastUsedAt: nil)
+        var credential = Credential(id: verified.credentialID, accountID: account.id, publicKey: verified.publicKeyCBOR, signCount: verified.signCount,
+                                    name: name, attestationFormat: verified.attestationFormat, createdAt: clock(), lastUsedAt: nil,
+                                    aaguid: verified.aaguid, transports: Self.transports(r.credential.response.transports))
+        credential.backupEligible = verified.backupEligible
+        credential.backedUp = verified.backedUp
+        credential.userVerifiedAtRegistration = verified.userVerified
         let event = AccountEvent(accountID: account.id, at: credential.createdAt, kind: .deviceAdded, credentialID: credential.id, deviceName: name, address: address)
         do { try await store.addCredential(credential, event: event) } catch LoginStoreError.duplicate {
             throw APIError(.credentialExists, "That credential is registered already.")
@@ -149,6 +153,18 @@ public struct LoginService: Sendable {
         metrics.registrations.success()
         logger.info("device registered", metadata: ["account": "\(account.id)", "format": "\(verified.attestationFormat)"])
         return Self.device(credential)
+    }
+
+    /// A new name for one of the account's devices; like any change of devices, with the password
+    /// typed recently (a name is what the owner recognises a device by).
+    public func rename(session: Session, account: Account, credentialID: String, _ r: RenameDeviceRequest) async throws -> DeviceResponse {
+        try requireFreshPassword(session)
+        guard let name = try Self.deviceName(r.name) else { throw APIError(.malformedRequest, "A device needs a name.") }
+        guard let id = Data(base64URLEncoded: credentialID), try await store.renameCredential(id: id, accountID: account.id, name: name),
+              let renamed = try await store.credentials(accountID: account.id).first(where: { $0.id == id }) else {
+            throw APIError(.notFound, "No such device on this account.")
+        }
+        return Self.device(renamed)
     }
 
     public func devices(of account: Account) async throws -> [DeviceResponse] {
@@ -180,8 +196,9 @@ public struct LoginService: Sendable {
             // credential: the answer does not tell which names are accounts.
             let username = (try? Self.normalized(name)) ?? name
             let credentials = try await store.credentials(username: username)
-            let ids = credentials.isEmpty ? [Self.mac("decoy-credential", username, key)] : credentials.map(\.id)
-            allowed = ids.map { .init(type: "public-key", id: $0.base64URLEncodedString(), transports: nil) }
+            allowed = credentials.isEmpty
+                ? [.init(type: "public-key", id: Self.mac("decoy-credential", username, key).base64URLEncodedString(), transports: nil)]
+                : credentials.map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: $0.transports.isEmpty ? nil : $0.transports) }
             binding = Self.binding(accountID: credentials.first?.accountID, username: username, key)
         }
         // Signed, not stored: asking for options writes nothing.
@@ -241,11 +258,16 @@ public struct LoginService: Sendable {
             if let userHandle, userHandle != account.userHandle {
                 throw WebAuthnError(.credentialIDMismatch, "userHandle does not belong to the credential's account")
             }
-            return try WebAuthnVerifier.verifyAssertion(
+            let verified = try WebAuthnVerifier.verifyAssertion(
                 credentialID: credentialID, clientDataJSON: clientDataJSON, authenticatorData: authenticatorData,
                 signature: signature, userHandle: userHandle, expectedChallenge: token,
                 relyingParty: configuration.relyingParty, credentialPublicKey: try COSEKey(cbor: credential.publicKey),
                 storedSignCount: credential.signCount, requireUserVerification: configuration.requireUserVerification)
+            // BE is fixed for a credential's life (WebAuthn §6.1.3): a change means another authenticator.
+            guard verified.backupEligible == credential.backupEligible else {
+                throw WebAuthnError(.credentialIDMismatch, "the backup eligibility (BE) differs from the one registered")
+            }
+            return verified
         } }
         let verified: VerifiedAssertion
         do {
@@ -260,7 +282,7 @@ public struct LoginService: Sendable {
         var (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
         let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
             challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
-            expectedSignCount: credential.signCount, newSignCount: verified.signCount, session: session,
+            expectedSignCount: credential.signCount, newSignCount: verified.signCount, backedUp: verified.backedUp, session: session,
             clearingFailures: Self.passwordKeys(username: account.username, addressKey: Self.addressKey(address))[0],
             event: AccountEvent(accountID: account.id, at: session.createdAt, kind: .passkeyLogin, credentialID: credentialID,
                                 deviceName: credential.name, address: address)))
@@ -422,8 +444,20 @@ public struct LoginService: Sendable {
     }
 
     static func device(_ c: Credential) -> DeviceResponse {
-        DeviceResponse(id: c.id.base64URLEncodedString(), name: c.name, createdAt: c.createdAt, lastUsedAt: c.lastUsedAt,
-                       signCount: c.signCount, attestationFormat: c.attestationFormat)
+        var device = DeviceResponse(id: c.id.base64URLEncodedString(), name: c.name, createdAt: c.createdAt, lastUsedAt: c.lastUsedAt,
+                                    signCount: c.signCount, attestationFormat: c.attestationFormat)
+        if c.aaguid.count == 16 { device.aaguid = UUID(uuid: c.aaguid.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }).uuidString.lowercased() }
+        device.transports = c.transports
+        device.backupEligible = c.backupEligible
+        device.backedUp = c.backedUp
+        device.userVerified = c.userVerifiedAtRegistration
+        return device
+    }
+
+    /// The transports a browser reported, as far as WebAuthn names them (at most 8, each short).
+    static func transports(_ reported: [String]?) -> [String] {
+        let known: Set = ["usb", "nfc", "ble", "smart-card", "hybrid", "internal", "cable"]
+        return Array((reported ?? []).filter(known.contains).prefix(8))
     }
 
     static func activity(_ e: AccountEvent) -> ActivityResponse {

@@ -33,6 +33,7 @@ public protocol LoginStore: Sendable {
     /// The credentials of the account named `username` (none if there is no such account), in one
     /// look-up either way: the answer for an unknown name costs what a known one does.
     func credentials(username: String) async throws -> [Credential]
+    func renameCredential(id: Data, accountID: String, name: String) async throws -> Bool
     func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool
     /// The account's newest events, newest first.
     func events(accountID: String, limit: Int) async throws -> [AccountEvent]
@@ -67,6 +68,8 @@ public struct PasskeyLoginCompletion: Sendable {
     public var credentialID: Data
     public var expectedSignCount: UInt32
     public var newSignCount: UInt32
+    /// The backup state (BS) the assertion reported.
+    public var backedUp: Bool
     public var session: Session
     public var clearingFailures: String
     public var event: AccountEvent
@@ -147,4 +150,19 @@ public struct Credential: Sendable, Equatable {
     public var attestationFormat: String
     public var createdAt: Double
     public var lastUsedAt: Double?
+    /// What the authenticator said of itself at registration: its model (AAGUID), how it can be
+    /// reached (transports, as the browser reported them), whether the credential may be backed up
+    /// (BE, fixed for its life) and is (BS, updated at each login), and whether it verified the
+    /// user when it was made (WebAuthn's uvInitialized).
+    public var aaguid = Data(count: 16)
+    public var transports: [String] = []
+    public var backupEligible = false
+    public var backedUp = false
+    public var userVerifiedAtRegistration = false
+
+    /// BE, BS and uvInitialized as one number in the stores (bits 1, 2, 4).
+    var flags: Int { (backupEligible ? 1 : 0) | (backedUp ? 2 : 0) | (userVerifiedAtRegistration ? 4 : 0) }
+    mutating func setFlags(_ flags: Int) {
+        backupEligible = flags & 1 != 0; backedUp = flags & 2 != 0; userVerifiedAtRegistration = flags & 4 != 0
+    }
 }

@@ -58,6 +58,11 @@ components:
         lastUsedAt: { type: number }
         signCount: { type: integer }
         attestationFormat: { type: string, enum: [none, packed] }
+        aaguid: { type: string, description: the authenticator model (all zeros when it does not say) }
+        transports: { type: array, items: { type: string } }
+        backupEligible: { type: boolean, description: "BE: may be synced to other devices" }
+        backedUp: { type: boolean, description: "BS: backed up as of the last login" }
+        userVerified: { type: boolean, description: the authenticator verified the user at registration (uvInitialized) }
     Account:
       type: object
       required: [username, createdAt, devices]
@@ -206,6 +211,16 @@ paths:
         "403": { $ref: "#/components/responses/Error" }
         "409": { $ref: "#/components/responses/Error" }
   /api/devices/{id}:
+    patch:
+      summary: Rename a device (with the password typed in the last five minutes)
+      security: [{ bearer: [] }]
+      parameters: [{ name: id, in: path, required: true, schema: { type: string } }]
+      requestBody: { required: true, content: { application/json: { schema: { type: object, required: [name], properties: { name: { type: string, maxLength: 64 } } } } } }
+      responses:
+        "200": { description: renamed, content: { application/json: { schema: { $ref: "#/components/schemas/Device" } } } }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
+        "404": { $ref: "#/components/responses/Error" }
     delete:
       summary: Revoke a device (the session's own passkey, or any with the password typed in the last five minutes)
       security: [{ bearer: [] }]

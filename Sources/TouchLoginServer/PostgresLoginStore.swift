@@ -53,6 +53,9 @@ public final class PostgresLoginStore: LoginStore {
                 // Login challenges are signed, not stored: only the nonces of used ones are kept.
                 "CREATE TABLE IF NOT EXISTS used_challenge (nonce BYTEA PRIMARY KEY, expires_at DOUBLE PRECISION NOT NULL)",
                 "CREATE INDEX IF NOT EXISTS used_challenge_expiry ON used_challenge(expires_at)",
+                "ALTER TABLE credential ADD COLUMN IF NOT EXISTS aaguid BYTEA NOT NULL DEFAULT '\\x00000000000000000000000000000000'",
+                "ALTER TABLE credential ADD COLUMN IF NOT EXISTS transports TEXT NOT NULL DEFAULT ''",
+                "ALTER TABLE credential ADD COLUMN IF NOT EXISTS flags INTEGER NOT NULL DEFAULT 0",
                 "CREATE TABLE IF NOT EXISTS account_event (id BIGSERIAL PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE, at DOUBLE PRECISION NOT NULL, kind TEXT NOT NULL, credential_id BYTEA, device_name TEXT, address TEXT NOT NULL)",
                 "CREATE INDEX IF NOT EXISTS account_event_account ON account_event(account_id, at)",
                 "CREATE INDEX IF NOT EXISTS account_event_at ON account_event(at)",
@@ -152,31 +155,45 @@ public final class PostgresLoginStore: LoginStore {
             try await client.withTransaction(logger: logger) { connection in
             try await Self.insert(event, connection, logger)
             try await connection.query("""
-                INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at)
-                VALUES (\(c.id), \(c.accountID), \(c.publicKey), \(Int64(c.signCount)), \(c.name), \(c.attestationFormat), \(c.createdAt), \(c.lastUsedAt))
+                INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags)
+                VALUES (\(c.id), \(c.accountID), \(c.publicKey), \(Int64(c.signCount)), \(c.name), \(c.attestationFormat), \(c.createdAt), \(c.lastUsedAt),
+                        \(c.aaguid), \(c.transports.joined(separator: ",")), \(Int32(c.flags)))
                 """, logger: logger)
             }
         }
     }
 
     public func credentials(accountID: String) async throws -> [Credential] {
-        try await credentials(client.query("SELECT id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at FROM credential WHERE account_id = \(accountID) ORDER BY created_at", logger: logger))
+        try await credentials(client.query("SELECT \(unescaped: Self.credentialColumns) FROM credential c WHERE c.account_id = \(accountID) ORDER BY c.created_at", logger: logger))
     }
 
     public func credentialAndAccount(id: Data) async throws -> (Credential, Account)? {
         let rows = try await client.query("""
-            SELECT c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at,
-                   a.username, a.password_hash, a.user_handle, a.created_at
+            SELECT \(unescaped: Self.credentialColumns), a.username, a.password_hash, a.user_handle, a.created_at AS account_created_at
             FROM credential c JOIN account a ON a.id = c.account_id WHERE c.id = \(id)
             """, logger: logger)
         for try await row in rows {
-            let (id, account, key, count, name, format, created, used, username, hash, handle, accountCreated) =
-                try row.decode((Data, String, Data, Int64, String, String, Double, Double?, String, String, Data, Double).self)
-            return (Credential(id: id, accountID: account, publicKey: key, signCount: UInt32(truncatingIfNeeded: count), name: name,
-                               attestationFormat: format, createdAt: created, lastUsedAt: used),
-                    Account(id: account, username: username, passwordHash: hash, userHandle: handle, createdAt: accountCreated))
+            let credential = try Self.credential(row)
+            let columns = row.makeRandomAccess()
+            return (credential, Account(id: credential.accountID, username: try columns["username"].decode(String.self),
+                                        passwordHash: try columns["password_hash"].decode(String.self), userHandle: try columns["user_handle"].decode(Data.self),
+                                        createdAt: try columns["account_created_at"].decode(Double.self)))
         }
         return nil
+    }
+
+    static let credentialColumns = "c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at, c.aaguid, c.transports, c.flags"
+
+    static func credential(_ row: PostgresRow) throws -> Credential {
+        let c = row.makeRandomAccess()
+        var credential = Credential(
+            id: try c["id"].decode(Data.self), accountID: try c["account_id"].decode(String.self), publicKey: try c["public_key"].decode(Data.self),
+            signCount: UInt32(truncatingIfNeeded: try c["sign_count"].decode(Int64.self)), name: try c["name"].decode(String.self),
+            attestationFormat: try c["attestation_format"].decode(String.self), createdAt: try c["created_at"].decode(Double.self),
+            lastUsedAt: try c["last_used_at"].decode(Double?.self), aaguid: try c["aaguid"].decode(Data.self),
+            transports: try c["transports"].decode(String.self).split(separator: ",").map(String.init))
+        credential.setFlags(Int(try c["flags"].decode(Int32.self)))
+        return credential
     }
 
     public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
@@ -190,7 +207,7 @@ public final class PostgresLoginStore: LoginStore {
             for try await _ in used.decode(Data.self) { recorded = true }
             guard recorded else { return .challengeUsed }
             let moved = try await connection.query("""
-                UPDATE credential SET sign_count = \(Int64(c.newSignCount)), last_used_at = \(s.createdAt)
+                UPDATE credential SET sign_count = \(Int64(c.newSignCount)), last_used_at = \(s.createdAt), flags = (flags & ~2) | \(Int32(c.backedUp ? 2 : 0))
                 WHERE id = \(c.credentialID) AND sign_count = \(Int64(c.expectedSignCount)) RETURNING id
                 """, logger: logger)
             var advanced = false
@@ -214,18 +231,21 @@ public final class PostgresLoginStore: LoginStore {
 
     public func credentials(username: String) async throws -> [Credential] {
         try await credentials(client.query("""
-            SELECT c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at
+            SELECT \(unescaped: Self.credentialColumns)
             FROM account a JOIN credential c ON c.account_id = a.id WHERE a.username = \(username) ORDER BY c.created_at
             """, logger: logger))
     }
 
     private func credentials(_ rows: PostgresRowSequence) async throws -> [Credential] {
         var found: [Credential] = []
-        for try await (id, account, key, count, name, format, created, used) in rows.decode((Data, String, Data, Int64, String, String, Double, Double?).self) {
-            found.append(Credential(id: id, accountID: account, publicKey: key, signCount: UInt32(truncatingIfNeeded: count), name: name,
-                                    attestationFormat: format, createdAt: created, lastUsedAt: used))
-        }
+        for try await row in rows { found.append(try Self.credential(row)) }
         return found
+    }
+
+    public func renameCredential(id: Data, accountID: String, name: String) async throws -> Bool {
+        let rows = try await client.query("UPDATE credential SET name = \(name) WHERE id = \(id) AND account_id = \(accountID) RETURNING id", logger: logger)
+        for try await _ in rows.decode(Data.self) { return true }
+        return false
     }
 
     public func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool {

@@ -74,6 +74,14 @@ public final class SQLiteLoginStore: LoginStore {
                 CREATE INDEX account_event_at ON account_event(at);
                 """)
         }
+        migrator.registerMigration("v5") { db in
+            // What the authenticator said of itself: AAGUID, transports, BE/BS/uvInitialized.
+            try db.execute(sql: """
+                ALTER TABLE credential ADD COLUMN aaguid BLOB NOT NULL DEFAULT x'00000000000000000000000000000000';
+                ALTER TABLE credential ADD COLUMN transports TEXT NOT NULL DEFAULT '';
+                ALTER TABLE credential ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         try migrator.migrate(pool)
     }
 
@@ -175,9 +183,10 @@ public final class SQLiteLoginStore: LoginStore {
             try await writer.write { db in
                 try Self.insert(event, db)
                 try db.execute(cached: """
-                    INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [c.id, c.accountID, c.publicKey, Int64(c.signCount), c.name, c.attestationFormat, c.createdAt, c.lastUsedAt])
+                    INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [c.id, c.accountID, c.publicKey, Int64(c.signCount), c.name, c.attestationFormat, c.createdAt, c.lastUsedAt,
+                                     c.aaguid, c.transports.joined(separator: ","), c.flags])
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
             throw LoginStoreError.duplicate
@@ -202,8 +211,8 @@ public final class SQLiteLoginStore: LoginStore {
         try await writer.write { db in
             try db.execute(cached: "INSERT OR IGNORE INTO used_challenge (nonce, expires_at) VALUES (?, ?)", arguments: [c.challengeNonce, c.challengeExpiresAt])
             guard db.changesCount == 1 else { return .challengeUsed }
-            try db.execute(cached: "UPDATE credential SET sign_count = ?, last_used_at = ? WHERE id = ? AND sign_count = ?",
-                           arguments: [Int64(c.newSignCount), c.session.createdAt, c.credentialID, Int64(c.expectedSignCount)])
+            try db.execute(cached: "UPDATE credential SET sign_count = ?, last_used_at = ?, flags = (flags & ~2) | ? WHERE id = ? AND sign_count = ?",
+                           arguments: [Int64(c.newSignCount), c.session.createdAt, c.backedUp ? 2 : 0, c.credentialID, Int64(c.expectedSignCount)])
             guard db.changesCount == 1 else { return .counterMoved }
             try Self.insert(c.session, db)
             try Self.insert(c.event, db)
@@ -227,8 +236,19 @@ public final class SQLiteLoginStore: LoginStore {
 
     private static func credential(_ row: Row) -> Credential {
         let count: Int64 = row["sign_count"]
-        return Credential(id: row["id"], accountID: row["account_id"], publicKey: row["public_key"], signCount: UInt32(truncatingIfNeeded: count),
-                          name: row["name"], attestationFormat: row["attestation_format"], createdAt: row["created_at"], lastUsedAt: row["last_used_at"])
+        let transports: String = row["transports"]
+        var credential = Credential(id: row["id"], accountID: row["account_id"], publicKey: row["public_key"], signCount: UInt32(truncatingIfNeeded: count),
+                                    name: row["name"], attestationFormat: row["attestation_format"], createdAt: row["created_at"], lastUsedAt: row["last_used_at"],
+                                    aaguid: row["aaguid"], transports: transports.split(separator: ",").map(String.init))
+        credential.setFlags(row["flags"])
+        return credential
+    }
+
+    public func renameCredential(id: Data, accountID: String, name: String) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(cached: "UPDATE credential SET name = ? WHERE id = ? AND account_id = ?", arguments: [name, id, accountID])
+            return db.changesCount == 1
+        }
     }
 
     public func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool {

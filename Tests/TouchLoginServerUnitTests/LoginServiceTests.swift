@@ -153,4 +153,37 @@ final class LoginServiceTests: XCTestCase {
         XCTAssertEqual(try LoginService.deviceName("  Carol’s phone ☎ "), "Carol’s phone ☎")
         XCTAssertNil(try LoginService.deviceName("   "))
     }
+
+    func testADeviceKeepsWhatItsAuthenticatorSaidAndIsRenamedOnlyAfterAStepUp() async throws {
+        let h = try await LoginServiceHarness()
+        var made = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
+        made.flags = [.userPresent, .userVerified, .backupEligible, .backedUp]
+        made.aaguid = Data((1...16).map { UInt8($0) })
+        let token = try await h.signUp("carol").token
+        var passkey = try await h.bindPasskey(token: token, authenticator: made, transports: ["internal", "hybrid", "bogus"])
+        let (session, account) = try await h.service.authenticate(bearer: token)
+        var device = try await h.service.devices(of: account)[0]
+        XCTAssertEqual(device.aaguid, "01020304-0506-0708-090a-0b0c0d0e0f10")
+        XCTAssertEqual(device.transports, ["internal", "hybrid"], "only transports WebAuthn names")
+        XCTAssertEqual([device.backupEligible, device.backedUp, device.userVerified], [true, true, true])
+        let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: "carol"), address: attacker)
+        XCTAssertEqual(options.publicKey.allowCredentials?.first?.transports, ["internal", "hybrid"], "the browser is told how to reach it")
+
+        passkey.flags = [.userPresent, .userVerified, .backupEligible]
+        _ = try await h.passkeyLogin(&passkey, username: "carol")
+        device = try await h.service.devices(of: account)[0]
+        XCTAssertEqual(device.backedUp, false, "BS follows the last login")
+        passkey.flags = [.userPresent, .userVerified]
+        let changedBE = await LoginServiceHarness.code { try await h.passkeyLogin(&passkey, username: "carol") }
+        XCTAssertEqual(changedBE, "credential_id_mismatch", "BE never changes for a credential")
+
+        let renamed = try await h.service.rename(session: session, account: account, credentialID: device.id, RenameDeviceRequest(name: "work phone"))
+        XCTAssertEqual(renamed.name, "work phone")
+        passkey.flags = [.userPresent, .userVerified, .backupEligible]
+        let (passkeySession, _) = try await h.service.authenticate(bearer: try await h.passkeyLogin(&passkey, username: "carol").token)
+        let disguise = await LoginServiceHarness.code {
+            try await h.service.rename(session: passkeySession, account: account, credentialID: device.id, RenameDeviceRequest(name: "phone"))
+        }
+        XCTAssertEqual(disguise, "step_up_required")
+    }
 }

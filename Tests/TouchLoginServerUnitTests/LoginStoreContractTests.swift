@@ -50,8 +50,11 @@ final class LoginStoreContractTests: XCTestCase {
     }
 
     func credential(of account: Account, count: UInt32 = 0) -> Credential {
-        Credential(id: Data(UUID().uuidString.utf8), accountID: account.id, publicKey: Data([1, 2, 3]), signCount: count, name: "key",
-                   attestationFormat: "none", createdAt: 2, lastUsedAt: nil)
+        var credential = Credential(id: Data(UUID().uuidString.utf8), accountID: account.id, publicKey: Data([1, 2, 3]), signCount: count, name: "key",
+                                    attestationFormat: "none", createdAt: 2, lastUsedAt: nil, aaguid: Data(repeating: 0xab, count: 16), transports: ["internal", "hybrid"])
+        credential.backupEligible = true
+        credential.userVerifiedAtRegistration = true
+        return credential
     }
 
     func testParallelAttemptsAreCountedBeforeTheyAreChecked() async throws {
@@ -81,7 +84,7 @@ final class LoginStoreContractTests: XCTestCase {
             try await store.addCredential(key, event: event(carol, .deviceAdded))
             func completion(nonce: UInt8, expected: UInt32, new: UInt32) -> PasskeyLoginCompletion {
                 PasskeyLoginCompletion(challengeNonce: Data(repeating: nonce, count: 16), challengeExpiresAt: 500, credentialID: key.id,
-                                       expectedSignCount: expected, newSignCount: new,
+                                       expectedSignCount: expected, newSignCount: new, backedUp: true,
                                        session: Session(tokenHash: Data(repeating: nonce, count: 32), accountID: carol.id, createdAt: 100, expiresAt: 200,
                                                         method: "passkey", credentialID: key.id),
                                        clearingFailures: "password carol", event: event(carol, .passkeyLogin, at: Double(nonce) + 10))
@@ -100,6 +103,9 @@ final class LoginStoreContractTests: XCTestCase {
             XCTAssertEqual(made?.credentialID, key.id, kind)
             let found = try await store.credentialAndAccount(id: key.id)
             XCTAssertEqual(found?.0.signCount, 4, kind)
+            XCTAssertEqual(found?.0.aaguid, key.aaguid, kind)
+            XCTAssertEqual(found?.0.transports, ["internal", "hybrid"], kind)
+            XCTAssertEqual(found.map { [$0.0.backupEligible, $0.0.backedUp, $0.0.userVerifiedAtRegistration] }, [true, true, true], "\(kind): BS set by the login")
             XCTAssertEqual(found?.1, carol, kind)
             let events = try await store.events(accountID: carol.id, limit: 10)
             XCTAssertEqual(events.map(\.kind), [.passkeyLogin, .deviceAdded], "\(kind): only the completed login is recorded, newest first")

@@ -10,6 +10,9 @@ public struct SoftwareAuthenticator: Sendable {
     public var origin: String
     public var rpID = "localhost"
     public var counter: UInt32 = 0
+    /// What the authenticator reports of itself: flags (BE/BS among them) and its model.
+    public var flags: AuthenticatorData.Flags = [.userPresent, .userVerified]
+    public var aaguid = Data(count: 16)
 
     public init(origin: String, credentialID: Data = Data((0..<32).map { _ in UInt8.random(in: 0...255) })) {
         self.origin = origin
@@ -17,16 +20,16 @@ public struct SoftwareAuthenticator: Sendable {
     }
 
     /// The answer to `navigator.credentials.create` for these options.
-    public func registration(challenge: String, format: AttestationFormat = .packed) throws -> RegistrationResponseJSON {
+    public func registration(challenge: String, format: AttestationFormat = .packed, transports: [String]? = nil) throws -> RegistrationResponseJSON {
         let clientData = CollectedClientData(type: "webauthn.create", challenge: challenge, origin: origin).jsonData()
-        let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: 0,
-                                         attestedCredential: .init(credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
+        let authData = AuthenticatorData(rpID: rpID, flags: flags, signCount: 0,
+                                         attestedCredential: .init(aaguid: aaguid, credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
         let key = self.key
         let attestation = try AttestationObject.makeAttestationObject(authenticatorData: authData, format: format, clientDataHash: Data(SHA256.hash(data: clientData)),
                                                                       sign: { try key.signature(for: $0).derRepresentation })
         let id = credentialID.base64URLEncodedString()
         return RegistrationResponseJSON(id: id, rawId: id, response: .init(clientDataJSON: clientData.base64URLEncodedString(),
-                                                                          attestationObject: attestation.base64URLEncodedString()))
+                                                                          attestationObject: attestation.base64URLEncodedString(), transports: transports))
     }
 
     /// The answer to `navigator.credentials.get`; each one advances the counter unless `counter` is given.
@@ -35,7 +38,7 @@ public struct SoftwareAuthenticator: Sendable {
                                    userHandle: Data? = nil) throws -> AuthenticationResponseJSON {
         self.counter = counter ?? self.counter + 1
         let clientData = CollectedClientData(type: "webauthn.get", challenge: challenge, origin: origin ?? self.origin).jsonData()
-        let authData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: self.counter)
+        let authData = AuthenticatorData(rpID: rpID, flags: flags, signCount: self.counter)
         let signature = try key.signature(for: authData.raw + Data(SHA256.hash(data: clientData))).derRepresentation
         let id = (claimedID ?? credentialID).base64URLEncodedString()
         return AuthenticationResponseJSON(id: id, rawId: id, response: .init(
