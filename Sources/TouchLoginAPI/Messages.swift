@@ -22,6 +22,13 @@ public struct PasswordConfirmationRequest: Codable, Sendable {
     public init(password: String) { self.password = password }
 }
 
+/// A new password: with the current one, or in a session where it was typed in the last minutes.
+public struct PasswordChangeRequest: Codable, Sendable {
+    public var currentPassword: String?
+    public var newPassword: String
+    public init(currentPassword: String?, newPassword: String) { self.currentPassword = currentPassword; self.newPassword = newPassword }
+}
+
 /// A signed-in session: send `token` as `Authorization: Bearer <token>`.
 public struct SessionResponse: Codable, Sendable {
     public var token: String
@@ -52,7 +59,7 @@ public struct AccountResponse: Codable, Sendable {
 /// One thing that happened to the account: when, what, with which device, from which address.
 public struct ActivityResponse: Codable, Sendable, Equatable {
     public var at: Double
-    /// "sign-up", "password-login", "passkey-login", "device-added" or "device-revoked".
+    /// "sign-up", "password-login", "passkey-login", "device-added", "device-revoked" or "password-changed".
     public var kind: String
     public var deviceID: String?
     public var deviceName: String?

@@ -24,6 +24,10 @@ public struct LoginAPIClient: Sendable {
         let _: Empty = try await call("POST", "api/session/password", PasswordConfirmationRequest(password: password), token: token)
     }
 
+    public func changePassword(token: String, current: String, new: String) async throws {
+        let _: Empty = try await call("POST", "api/account/password", PasswordChangeRequest(currentPassword: current, newPassword: new), token: token)
+    }
+
     public func logout(token: String) async throws {
         let _: Empty = try await call("DELETE", "api/session", Optional<Empty>.none, token: token)
     }

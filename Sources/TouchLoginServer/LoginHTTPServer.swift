@@ -68,6 +68,12 @@ public enum LoginHTTPServer {
             try await service.logout(token: bearer(request) ?? "")
             return Response(status: .noContent)
         }
+        api.post("account/password") { request, context in
+            let (session, account) = try await service.authenticate(bearer: bearer(request))
+            try await service.changePassword(session: session, account: account, try await decode(PasswordChangeRequest.self, request),
+                                             address: address(request, context))
+            return Response(status: .noContent)
+        }
         api.get("account") { request, _ in
             let (_, account) = try await service.authenticate(bearer: bearer(request))
             return try json(await service.accountInfo(account))

@@ -41,6 +41,12 @@ enum LoginPage {
   <button id="passkey-register">Add a passkey</button>
  </fieldset>
  <fieldset>
+  <legend>Password</legend>
+  <label>Current <input id="current-password" type="password" autocomplete="current-password"></label>
+  <label>New <input id="new-password" type="password" autocomplete="new-password"></label>
+  <button id="change-password">Change password</button>
+ </fieldset>
+ <fieldset>
   <legend>Recent activity</legend>
   <ul id="activity"></ul>
  </fieldset>
@@ -167,6 +173,12 @@ $("passkey-login").onclick = () => run(async () => {
   await signedIn(session);
   const added = (session.newDevices || []).map(d => "“" + d.name + "”").join(", ");
   say("Signed in with your passkey." + (added ? " Added since this passkey was last used: " + added + ". If that was not you, remove it and change your password." : ""));
+});
+$("change-password").onclick = () => run(async () => {
+  await api("POST", "account/password", { currentPassword: $("current-password").value, newPassword: $("new-password").value });
+  $("current-password").value = ""; $("new-password").value = "";
+  await signedIn();
+  say("Password changed; every other session has ended.");
 });
 $("logout").onclick = () => run(async () => { await api("DELETE", "session"); signedOut(); say("Signed out."); });
 if (token) run(() => signedIn()).catch(signedOut);

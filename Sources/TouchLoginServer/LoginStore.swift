@@ -18,6 +18,10 @@ public protocol LoginStore: Sendable {
     func createSession(_ session: Session, event: AccountEvent) async throws
     func session(tokenHash: Data) async throws -> Session?
     func deleteSession(tokenHash: Data) async throws
+    /// A new password hash; every other session of the account ends, the password's failures are
+    /// forgotten, the event is recorded — together.
+    func changePassword(accountID: String, hash: String, keepingSession tokenHash: Data, verifiedAt: Double,
+                        clearingFailures key: String, event: AccountEvent) async throws
     /// The session's owner typed the account's password at `time` (a step-up).
     func markPasswordVerified(tokenHash: Data, at time: Double) async throws
 
@@ -84,6 +88,7 @@ public struct AccountEvent: Sendable, Equatable {
         case passkeyLogin = "passkey-login"
         case deviceAdded = "device-added"
         case deviceRevoked = "device-revoked"
+        case passwordChanged = "password-changed"
     }
     public var accountID: String
     public var at: Double

@@ -76,7 +76,7 @@ components:
       required: [at, kind, address]
       properties:
         at: { type: number }
-        kind: { type: string, enum: [sign-up, password-login, passkey-login, device-added, device-revoked] }
+        kind: { type: string, enum: [sign-up, password-login, passkey-login, device-added, device-revoked, password-changed] }
         deviceID: { type: string }
         deviceName: { type: string }
         address: { type: string, description: the client address the server's limits saw }
@@ -166,6 +166,18 @@ paths:
       responses:
         "204": { description: confirmed }
         "401": { $ref: "#/components/responses/Error" }
+        "423": { $ref: "#/components/responses/Error" }
+        "429": { $ref: "#/components/responses/Error" }
+  /api/account/password:
+    post:
+      summary: Change the password, with the current one or after a step-up; every other session of the account ends
+      security: [{ bearer: [] }]
+      requestBody: { required: true, content: { application/json: { schema: { type: object, required: [newPassword], properties: { currentPassword: { type: string }, newPassword: { type: string, minLength: 8 } } } } } }
+      responses:
+        "204": { description: changed }
+        "400": { $ref: "#/components/responses/Error" }
+        "401": { $ref: "#/components/responses/Error" }
+        "403": { $ref: "#/components/responses/Error" }
         "423": { $ref: "#/components/responses/Error" }
         "429": { $ref: "#/components/responses/Error" }
   /api/account:

@@ -133,6 +133,17 @@ public final class PostgresLoginStore: LoginStore {
         try await client.query("DELETE FROM session WHERE token_hash = \(tokenHash)", logger: logger)
     }
 
+    public func changePassword(accountID: String, hash: String, keepingSession tokenHash: Data, verifiedAt: Double,
+                               clearingFailures key: String, event: AccountEvent) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("UPDATE account SET password_hash = \(hash) WHERE id = \(accountID)", logger: logger)
+            try await connection.query("DELETE FROM session WHERE account_id = \(accountID) AND token_hash != \(tokenHash)", logger: logger)
+            try await connection.query("UPDATE session SET password_verified_at = \(verifiedAt) WHERE token_hash = \(tokenHash)", logger: logger)
+            try await connection.query("DELETE FROM login_failure WHERE key = \(key)", logger: logger)
+            try await Self.insert(event, connection, logger)
+        }
+    }
+
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
         try await client.query("UPDATE session SET password_verified_at = \(time) WHERE token_hash = \(tokenHash)", logger: logger)
     }

@@ -156,6 +156,17 @@ public final class SQLiteLoginStore: LoginStore {
         try await writer.write { db in try db.execute(cached: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
     }
 
+    public func changePassword(accountID: String, hash: String, keepingSession tokenHash: Data, verifiedAt: Double,
+                               clearingFailures key: String, event: AccountEvent) async throws {
+        try await writer.write { db in
+            try db.execute(cached: "UPDATE account SET password_hash = ? WHERE id = ?", arguments: [hash, accountID])
+            try db.execute(cached: "DELETE FROM session WHERE account_id = ? AND token_hash != ?", arguments: [accountID, tokenHash])
+            try db.execute(cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [verifiedAt, tokenHash])
+            try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [key])
+            try Self.insert(event, db)
+        }
+    }
+
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
         try await writer.write { db in
             try db.execute(cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [time, tokenHash])

@@ -213,6 +213,22 @@ struct ClientSession {
         return true
     }
 
+    func changePassword() async -> Bool {
+        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return false }
+        guard let current = Terminal.secret("Current password: "), let new = Terminal.secret("New password (8+ characters): ") else {
+            sayError("Both passwords are needed.")
+            return false
+        }
+        do {
+            try await api.changePassword(token: token, current: current, new: new)
+            say("Password changed; every other session of the account has ended.")
+            return true
+        } catch {
+            sayError("\(error)")
+            return false
+        }
+    }
+
     mutating func logout() async -> Bool {
         guard let token = state.session?.token else { say("Not logged in."); return true }
         do { try await api.logout(token: token) } catch let e as APIError where e.code == APIError.Code.unauthorized.rawValue {

@@ -9,7 +9,7 @@ struct TouchLoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "touchlogin",
         abstract: "Log in to a touchlogin server with your fingerprint (after one password login).",
-        subcommands: [Login.self, Signup.self, Status.self, Enable.self, Disable.self, Logout.self],
+        subcommands: [Login.self, Signup.self, Status.self, Enable.self, Disable.self, Password.self, Logout.self],
         defaultSubcommand: Login.self)
 }
 
@@ -97,6 +97,16 @@ struct Disable: AsyncParsableCommand {
     func run() async throws {
         var session = try ClientSession(options: options, deviceName: "")
         guard await session.disable() else { throw ExitCode(1) }
+    }
+}
+
+struct Password: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Change the account's password (asks the current one, then the new one); every other session ends.")
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        let session = try ClientSession(options: options, deviceName: "")
+        guard await session.changePassword() else { throw ExitCode(1) }
     }
 }
 

@@ -63,6 +63,17 @@ final class TouchLoginFlowTests: XCTestCase {
         XCTAssertTrue(status.contains("passkey-login"), status)
     }
 
+    func testThePasswordChangesFromTheClient() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        let changed = try client.run(["password"], input: "correct horse\nbattery staple horse\n")
+        XCTAssertEqual(changed.status, 0, changed.stdout + changed.stderr)
+        XCTAssertEqual(try server.http("POST", "/api/session", json: ["username": "alice", "password": "battery staple horse"]).0, 200)
+        XCTAssertTrue(try client.run(["status"]).stdout.contains("password-changed"))
+    }
+
     func testThreeNonMatchesThenThePasswordWithOnePromptPerLaunch() throws {
         let enclave = try TestEnclave()
         let server = try LoginServerProcess()

@@ -186,4 +186,35 @@ final class LoginServiceTests: XCTestCase {
         }
         XCTAssertEqual(disguise, "step_up_required")
     }
+
+    func testChangingThePasswordSignsOutEveryOtherSession() async throws {
+        let h = try await LoginServiceHarness()
+        let mine = try await h.signUp("carol", from: owner)
+        var passkey = try await h.bindPasskey(token: mine.token, from: owner)
+        let thief = try await h.passwordLogin("carol", "correct horse", from: attacker)
+        let (session, account) = try await h.service.authenticate(bearer: mine.token)
+        func change(_ current: String?, _ new: String, in session: Session) async -> String? {
+            await LoginServiceHarness.code {
+                try await h.service.changePassword(session: session, account: account, PasswordChangeRequest(currentPassword: current, newPassword: new), address: self.owner)
+            }
+        }
+        let wrongCurrent = await change("guess", "new long passphrase", in: session)
+        XCTAssertEqual(wrongCurrent, "invalid_credentials")
+        let weak = await change("correct horse", "short", in: session)
+        XCTAssertEqual(weak, "weak_password")
+        let (passkeySession, _) = try await h.service.authenticate(bearer: try await h.passkeyLogin(&passkey, username: "carol", from: owner).token)
+        let withoutProof = await change(nil, "new long passphrase", in: passkeySession)
+        XCTAssertEqual(withoutProof, "step_up_required")
+
+        let changed = await change("correct horse", "new long passphrase", in: session)
+        XCTAssertNil(changed)
+        let thiefAfter = await LoginServiceHarness.code { try await h.service.authenticate(bearer: thief.token) }
+        XCTAssertEqual(thiefAfter, "unauthorized", "whoever knew the old password is signed out")
+        _ = try await h.service.authenticate(bearer: mine.token)
+        let old = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        XCTAssertEqual(old, "invalid_credentials")
+        _ = try await h.passwordLogin("carol", "new long passphrase", from: owner)
+        let activity = try await h.service.accountInfo(account).activity ?? []
+        XCTAssertTrue(activity.contains { $0.kind == "password-changed" && $0.address == owner })
+    }
 }
