@@ -4,6 +4,7 @@ sign out, sign in with the passkey.
 
 usage: browser_passkey.py CHROMIUM SERVER_URL
 """
+import base64
 import json
 import os
 import shutil
@@ -95,6 +96,15 @@ try:
     credentials = send("WebAuthn.getCredentials", authenticatorId=authenticator)["credentials"]
     if len(credentials) != 1:
         finish(1, "FAILED: the virtual authenticator holds %d credentials" % len(credentials))
+    # Signed out, the page offers passkey autofill (conditional mediation); the virtual
+    # authenticator approves at once, as a person picking the suggestion would.
+    js("document.getElementById('logout').click()")
+    wait_status("Signed in with your passkey.")
+    print("ok: autofill signed in")
+    if js("document.getElementById('how').textContent") != "passkey":
+        finish(1, "FAILED: autofill did not sign in with the passkey")
+    # Without autofill, the button.
+    js("PublicKeyCredential.isConditionalMediationAvailable = async () => false")
     js("document.getElementById('logout').click()")
     wait_status("Signed out.")
     js("document.getElementById('password').value = ''")
@@ -119,6 +129,13 @@ try:
     if not js("document.getElementById('step-up').classList.contains('hidden')"):
         finish(1, "FAILED: the step-up was not accepted: %r" % js("document.getElementById('status').textContent"))
     print("ok: step-up accepted")
+    shot = os.environ.get("TOUCHLOGIN_SCREENSHOT")
+    if shot:
+        send("Emulation.setDeviceMetricsOverride", width=900, height=1100, deviceScaleFactor=1, mobile=False)
+        js("signedIn().then(() => say(\"Signed in with your passkey (autofill).\"))")
+        time.sleep(0.5)
+        with open(shot, "wb") as out:
+            out.write(base64.b64decode(send("Page.captureScreenshot", format="png")["data"]))
     finish(0, "browser: passkey registered, signed out, signed in with it (sign count %d), step-up accepted" % count)
 except Exception as error:
     finish(1, "FAILED: %s: %s" % (type(error).__name__, error))

@@ -107,6 +107,7 @@ function assertionJSON(c) {
                        signature: b64u.encode(c.response.signature), userHandle: c.response.userHandle ? b64u.encode(c.response.userHandle) : undefined } };
 }
 async function signedIn(session) {
+  if (autofill) { autofill.abort(); autofill = null; }
   if (session) { token = session.token; sessionStorage.setItem("token", token); $("how").textContent = session.method; }
   const account = await api("GET", "account");
   $("who").textContent = account.username;
@@ -138,6 +139,7 @@ async function signedIn(session) {
 }
 function signedOut() {
   token = null; sessionStorage.removeItem("token");
+  run(offerAutofill);
   $("signed-in").classList.add("hidden");
   $("signed-out").classList.remove("hidden");
 }
@@ -165,14 +167,27 @@ $("step-up-confirm").onclick = () => run(async () => {
   pendingChange = null;
   if (step) await change(step);
 });
-$("passkey-login").onclick = () => run(async () => {
-  const username = $("username").value.trim();
-  const options = await api("POST", "passkey/options", username ? { username } : {});
-  const credential = await navigator.credentials.get({ publicKey: requestOptions(options.publicKey) });
+async function passkeyLogin(options, mediation, signal) {
+  const credential = await navigator.credentials.get({ publicKey: requestOptions(options.publicKey), mediation, signal });
   const session = await api("POST", "passkey/login", { credential: assertionJSON(credential) });
   await signedIn(session);
   const added = (session.newDevices || []).map(d => "“" + d.name + "”").join(", ");
   say("Signed in with your passkey." + (added ? " Added since this passkey was last used: " + added + ". If that was not you, remove it and change your password." : ""));
+}
+// Passkey autofill (conditional mediation): the browser offers the passkeys it holds for this
+// site in the username field's suggestions; picking one signs in. A button press takes over.
+let autofill = null;
+async function offerAutofill() {
+  if (token || !window.PublicKeyCredential || !PublicKeyCredential.isConditionalMediationAvailable ||
+      !(await PublicKeyCredential.isConditionalMediationAvailable())) return;
+  autofill = new AbortController();
+  const options = await api("POST", "passkey/options", {});
+  try { await passkeyLogin(options, "conditional", autofill.signal); } catch (e) { if (e.name !== "AbortError") say(e.message); }
+}
+$("passkey-login").onclick = () => run(async () => {
+  if (autofill) { autofill.abort(); autofill = null; }
+  const username = $("username").value.trim();
+  await passkeyLogin(await api("POST", "passkey/options", username ? { username } : {}), "optional");
 });
 $("change-password").onclick = () => run(async () => {
   await api("POST", "account/password", { currentPassword: $("current-password").value, newPassword: $("new-password").value });
@@ -182,6 +197,7 @@ $("change-password").onclick = () => run(async () => {
 });
 $("logout").onclick = () => run(async () => { await api("DELETE", "session"); signedOut(); say("Signed out."); });
 if (token) run(() => signedIn()).catch(signedOut);
+run(offerAutofill);
 </script>
 </body>
 </html>

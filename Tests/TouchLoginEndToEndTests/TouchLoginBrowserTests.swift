@@ -22,6 +22,7 @@ final class TouchLoginBrowserTests: XCTestCase {
         let out = try runProcess(python, [script, chromium, server.baseURL], timeout: 120)
         XCTAssertEqual(out.status, 0, out.stdout + out.stderr)
         XCTAssertTrue(out.stdout.contains("signed in with it"), out.stdout)
+        XCTAssertTrue(out.stdout.contains("ok: autofill signed in"), "passkey autofill (conditional mediation): " + out.stdout)
         XCTAssertTrue(out.stdout.contains("step-up accepted"), "adding a device from a passkey session asked for the password: " + out.stdout)
         let (_, session, _) = try server.http("POST", "/api/session", json: ["username": "browser-user", "password": "correct horse battery"])
         let token = try XCTUnwrap((session as? [String: Any])?["token"] as? String)
