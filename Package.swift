@@ -109,6 +109,9 @@ let package = Package(
             // Its HTTP mode's client: HTTP/1.1 with keep-alive, already built for the tests.
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
+        // libFuzzer targets for CBOR/COSE, authenticator data and the API's JSON (scripts/fuzz-webauthn);
+        // the ordinary build replays a corpus through all three.
+        .executableTarget(name: "webauthn-fuzz", dependencies: ["WebAuthn", "TouchLoginAPI"], path: "Fuzz/WebAuthn", exclude: ["corpus"]),
         .executableTarget(name: "touchlogin-server", dependencies: [
             "TouchLoginServer", "WebAuthn",
             .product(name: "PostgresNIO", package: "postgres-nio"),

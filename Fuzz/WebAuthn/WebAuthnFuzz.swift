@@ -1,0 +1,68 @@
+// libFuzzer targets for what the login server parses from strangers: CBOR and COSE keys,
+// authenticator data and attestation objects, clientDataJSON and the JSON shapes of the API.
+// scripts/fuzz-webauthn builds this with -sanitize=fuzzer,address -DFUZZING and runs one target
+// (WEBAUTHN_FUZZ_TARGET=cbor|authdata|json); the ordinary build is a replayer that runs every
+// target over the files it is given (the committed corpus, a crash libFuzzer wrote).
+
+import Foundation
+import TouchLoginAPI
+import WebAuthn
+
+enum WebAuthnFuzz {
+    enum Target: String, CaseIterable { case cbor, authdata, json }
+
+    static func run(_ target: Target, _ data: Data) {
+        switch target {
+        case .cbor:
+            if let value = try? CBOR.decode(data) {
+                // What decodes must encode again to something that decodes to the same value.
+                let again = try? CBOR.decode(value.encoded())
+                precondition(again == value, "CBOR round trip differs")
+            }
+            _ = try? CBOR.decodePrefix(data)
+            _ = try? COSEKey(cbor: data)
+        case .authdata:
+            _ = try? AuthenticatorData(data)
+            _ = try? AttestationObject(data)
+        case .json:
+            _ = try? CollectedClientData(json: data)
+            let decoder = JSONDecoder()
+            if let registration = try? decoder.decode(RegistrationRequest.self, from: data) {
+                _ = try? registration.credential.decodedRawID
+                _ = try? registration.credential.decodedAttestationObject
+            }
+            if let assertion = try? decoder.decode(AssertionRequest.self, from: data) {
+                _ = try? assertion.credential.decodedAuthenticatorData
+                _ = try? assertion.credential.decodedSignature
+                _ = try? assertion.credential.decodedUserHandle
+            }
+        }
+    }
+}
+
+#if FUZZING
+private let selected = WebAuthnFuzz.Target(rawValue: ProcessInfo.processInfo.environment["WEBAUTHN_FUZZ_TARGET"] ?? "") ?? .cbor
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func webAuthnFuzzOneInput(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int32 {
+    WebAuthnFuzz.run(selected, Data(bytes: bytes, count: count))
+    return 0
+}
+#else
+@main
+struct WebAuthnFuzzReplay {
+    static func main() throws {
+        var files = 0
+        for path in CommandLine.arguments.dropFirst() {
+            let url = URL(fileURLWithPath: path)
+            let paths = (try? FileManager.default.contentsOfDirectory(atPath: path))?.map { url.appendingPathComponent($0).path } ?? [path]
+            for file in paths {
+                let data = try Data(contentsOf: URL(fileURLWithPath: file))
+                for target in WebAuthnFuzz.Target.allCases { WebAuthnFuzz.run(target, data) }
+                files += 1
+            }
+        }
+        print("replayed \(files) inputs through \(WebAuthnFuzz.Target.allCases.count) targets: no crash")
+    }
+}
+#endif
