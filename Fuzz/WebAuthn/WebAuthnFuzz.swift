@@ -41,12 +41,24 @@ enum WebAuthnFuzz {
 }
 
 #if FUZZING
+// libFuzzer's own driver, entered from our main: SwiftPM gives an executable's entry point its own
+// name, so libFuzzer's `main` cannot be the program's.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+
 private let selected = WebAuthnFuzz.Target(rawValue: ProcessInfo.processInfo.environment["WEBAUTHN_FUZZ_TARGET"] ?? "") ?? .cbor
 
-@_cdecl("LLVMFuzzerTestOneInput")
-public func webAuthnFuzzOneInput(_ bytes: UnsafePointer<UInt8>, _ count: Int) -> Int32 {
-    WebAuthnFuzz.run(selected, Data(bytes: bytes, count: count))
-    return 0
+@main
+struct WebAuthnFuzzDriver {
+    static func main() {
+        var argc = CommandLine.argc
+        var argv = CommandLine.unsafeArgv
+        exit(LLVMFuzzerRunDriver(&argc, &argv) { bytes, count in
+            WebAuthnFuzz.run(selected, bytes.map { Data(bytes: $0, count: count) } ?? Data())
+            return 0
+        })
+    }
 }
 #else
 @main

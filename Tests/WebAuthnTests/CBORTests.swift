@@ -54,6 +54,18 @@ final class CBORTests: XCTestCase {
         XCTAssertEqual(try CBOR.decode(Data(hex: "fbfff0000000000000")), .float(-.infinity))
     }
 
+    /// Every NaN decodes to the one NaN the encoder writes, so decode → encode → decode is stable
+    /// (the fuzzer's find: `f9ff3c`, a half NaN with its sign and a payload, came back different).
+    func testEveryNaNDecodesToTheCanonicalOne() throws {
+        for hex in ["f97e00", "f9ff3c", "f97c01", "fa7fc00001", "faffffffff", "fb7ff8000000000001", "fbfff8000000000000"] {
+            let value = try CBOR.decode(Data(hex: hex))
+            XCTAssertEqual(value, .float(.nan), hex)
+            XCTAssertEqual(try CBOR.decode(value.encoded()), value, hex)
+        }
+        let found = try CBOR.decode(Data(hex: "a182a18261 61f9ff3c6161f93c0040".replacingOccurrences(of: " ", with: "")))
+        XCTAssertEqual(try CBOR.decode(found.encoded()), found, "the fuzzer's input round-trips")
+    }
+
     func testNegativeIntegerValues() throws {
         XCTAssertEqual(try CBOR.decode(Data(hex: "26")).intValue, -7)
         XCTAssertEqual(CBOR.int(-7).encoded().hex, "26")
