@@ -79,7 +79,6 @@ final class TouchLoginServerTests: XCTestCase {
 
     func testRateLimitsPerAccountAndPerAddress() throws {
         let server = try LoginServerProcess(["--account-failure-limit", "3", "--address-limit", "8"])
-        awayFromARateLimitWindowEnd()
         XCTAssertEqual(try server.http("POST", "/api/accounts", json: ["username": "dave", "password": "correct horse"]).0, 201)
         for _ in 0..<3 {
             XCTAssertEqual(LoginServerProcess.code(try server.http("POST", "/api/session", json: ["username": "dave", "password": "guess"]).1), "invalid_credentials")

@@ -11,14 +11,6 @@ import Glibc
 #endif
 
 /// A real touchlogin-server process on a free loopback port with its own SQLite file.
-/// The server counts its limits in fixed windows of the wall clock (a minute per address, five
-/// minutes per account, `RateLimit`): requests on both sides of a window's end are counted apart.
-/// A test that counts up to a limit starts well inside a minute, so its requests share one window.
-func awayFromARateLimitWindowEnd() {
-    let intoMinute = Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 60)
-    if intoMinute > 45 { Thread.sleep(forTimeInterval: 60.1 - intoMinute) }
-}
-
 final class LoginServerProcess {
     let directory: String
     let port: Int
