@@ -44,6 +44,10 @@ public struct LoginAPIClient: Sendable {
         try await call("POST", "api/devices", request, token: token)
     }
 
+    public func renameDevice(token: String, id: String, name: String) async throws -> DeviceResponse {
+        try await call("PATCH", "api/devices/\(id)", RenameDeviceRequest(name: name), token: token)
+    }
+
     public func revokeDevice(token: String, id: String) async throws {
         let _: Empty = try await call("DELETE", "api/devices/\(id)", Optional<Empty>.none, token: token)
     }

@@ -213,6 +213,67 @@ struct ClientSession {
         return true
     }
 
+    // MARK: Devices
+
+    func listDevices() async -> Bool {
+        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return false }
+        do {
+            let devices = try await api.account(token: token).devices
+            let mine = state.binding?.credentialID.base64URLEncodedString()
+            if devices.isEmpty { say("No device can sign in to this account with a passkey.") }
+            for d in devices {
+                let kind = d.backupEligible == true ? (d.backedUp == true ? "synced" : "may sync") : "this device only"
+                say("\(d.id == mine ? "*" : "-") \(d.name)  [\(d.id.prefix(12))…]  added \(Self.date(d.createdAt)), "
+                    + "last used \(d.lastUsedAt.map(Self.date) ?? "never"), \(kind)")
+            }
+            return true
+        } catch {
+            sayError("\(error)")
+            return false
+        }
+    }
+
+    mutating func renameDevice(_ which: String, to name: String) async -> Bool {
+        await changeDevice(which) { api, token, device in
+            _ = try await api.renameDevice(token: token, id: device.id, name: name)
+            say("Renamed \"\(device.name)\" to \"\(name)\".")
+        }
+    }
+
+    mutating func removeDevice(_ which: String) async -> Bool {
+        let mine = state.binding?.credentialID.base64URLEncodedString()
+        let removed = await changeDevice(which) { api, token, device in
+            try await api.revokeDevice(token: token, id: device.id)
+            say("Removed \"\(device.name)\": it can no longer sign in.")
+        }
+        if removed, let mine, (try? await api.account(token: state.session?.token ?? "").devices.contains { $0.id == mine }) == false {
+            state.binding = nil
+            state.facts.fingerprintEnabled = false
+            save()
+        }
+        return removed
+    }
+
+    /// The device named `which` (its name, or the start of its ID), changed by `change`, with the
+    /// password asked for if the server wants a step-up.
+    private func changeDevice(_ which: String, _ change: @escaping (LoginAPIClient, String, DeviceResponse) async throws -> Void) async -> Bool {
+        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return false }
+        do {
+            let devices = try await api.account(token: token).devices
+            let matches = devices.filter { $0.name == which || $0.id.hasPrefix(which) }
+            guard matches.count == 1, let device = matches.first else {
+                sayError(matches.isEmpty ? "No device is named \"\(which)\"." : "\"\(which)\" names several devices; give the start of its ID.")
+                return false
+            }
+            let api = self.api
+            try await withStepUp(token: token) { try await change(api, token, device) }
+            return true
+        } catch {
+            sayError("\(error)")
+            return false
+        }
+    }
+
     func changePassword() async -> Bool {
         guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return false }
         guard let current = Terminal.secret("Current password: "), let new = Terminal.secret("New password (8+ characters): ") else {

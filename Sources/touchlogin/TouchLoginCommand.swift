@@ -9,7 +9,7 @@ struct TouchLoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "touchlogin",
         abstract: "Log in to a touchlogin server with your fingerprint (after one password login).",
-        subcommands: [Login.self, Signup.self, Status.self, Enable.self, Disable.self, Password.self, Logout.self],
+        subcommands: [Login.self, Signup.self, Status.self, Devices.self, Enable.self, Disable.self, Password.self, Logout.self],
         defaultSubcommand: Login.self)
 }
 
@@ -97,6 +97,26 @@ struct Disable: AsyncParsableCommand {
     func run() async throws {
         var session = try ClientSession(options: options, deviceName: "")
         guard await session.disable() else { throw ExitCode(1) }
+    }
+}
+
+struct Devices: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The account's devices: list them, or rename or remove one (by its name or the start of its ID; asks the password when the server wants it).")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "list (default), rename or remove.") var action = "list"
+    @Argument(help: "rename/remove: the device; rename: then its new name.") var arguments: [String] = []
+
+    func run() async throws {
+        var session = try ClientSession(options: options, deviceName: "")
+        let done: Bool
+        switch (action, arguments.count) {
+        case ("list", 0): done = await session.listDevices()
+        case ("rename", 2): done = await session.renameDevice(arguments[0], to: arguments[1])
+        case ("remove", 1): done = await session.removeDevice(arguments[0])
+        default: throw ValidationError("usage: touchlogin devices [list | rename DEVICE NEW-NAME | remove DEVICE]")
+        }
+        guard done else { throw ExitCode(1) }
     }
 }
 

@@ -63,6 +63,28 @@ final class TouchLoginFlowTests: XCTestCase {
         XCTAssertTrue(status.contains("passkey-login"), status)
     }
 
+    func testDevicesAreListedRenamedAndRemovedFromTheClient() throws {
+        let server = try LoginServerProcess()
+        let phone = LoginClient(enclave: try TestEnclave(), server: server)
+        try phone.signUpAndEnable()
+        let laptopEnclave = try TestEnclave()
+        try laptopEnclave.queue(.match)
+        _ = try LoginClient(enclave: laptopEnclave, server: server).run(["--username", "alice", "--device-name", "laptop"], input: "correct horse\ny\n")
+        try phone.enclave.queue(.match)
+        XCTAssertTrue(try phone.run([]).stdout.contains("with your fingerprint"))
+        let listed = try phone.run(["devices"])
+        XCTAssertTrue(listed.stdout.contains("- laptop"), listed.stdout)
+        XCTAssertTrue(listed.stdout.contains("* "), "this device is marked: \(listed.stdout)")
+        // A fingerprint session: the server asks for the password before the change.
+        let renamed = try phone.run(["devices", "rename", "laptop", "work laptop"], input: "correct horse\n")
+        XCTAssertEqual(renamed.status, 0, renamed.stdout + renamed.stderr)
+        XCTAssertTrue(renamed.stdout.contains("Renamed \"laptop\" to \"work laptop\""), renamed.stdout)
+        let removed = try phone.run(["devices", "remove", "work laptop"])
+        XCTAssertEqual(removed.status, 0, removed.stdout + removed.stderr)
+        XCTAssertFalse(try phone.run(["devices"]).stdout.contains("laptop"))
+        XCTAssertNotEqual(try phone.run(["devices", "remove", "nothing"]).status, 0)
+    }
+
     func testThePasswordChangesFromTheClient() throws {
         let enclave = try TestEnclave()
         let server = try LoginServerProcess()
