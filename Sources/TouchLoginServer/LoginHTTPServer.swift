@@ -178,7 +178,7 @@ struct ErrorMiddleware: RouterMiddleware {
         } catch let e as APIError {
             return respond(e, status: LoginHTTPServer.status(for: e.code))
         } catch let e as RateLimited {
-            let from = e.scope == "account" ? "for this account" : "from this address"
+            let from = e.scope == .account ? "for this account" : "from this address"
             var response = respond(APIError(.rateLimited, "Too many attempts \(from); try again in \(e.retryAfter) s."), status: .tooManyRequests)
             response.headers[.retryAfter] = String(e.retryAfter)
             return response

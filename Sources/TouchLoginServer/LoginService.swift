@@ -75,7 +75,7 @@ public struct LoginService: Sendable {
         let hash = try await newPasswordHash(r.newPassword)
         let now = clock()
         try await store.changePassword(accountID: account.id, hash: hash, keepingSession: session.tokenHash, verifiedAt: now,
-                                       clearingFailures: Self.passwordKeys(username: account.username, addressKey: "")[0],
+                                       clearingFailures: Self.accountPasswordKey(account.username),
                                        event: AccountEvent(accountID: account.id, at: now, kind: .passwordChanged, address: address))
         logger.info("password changed", metadata: ["account": "\(account.id)"])
     }
@@ -90,7 +90,7 @@ public struct LoginService: Sendable {
 
     /// Clears the password failures of `username`: the operator's reset of a locked password path.
     public func liftPasswordLock(username: String) async throws {
-        try await store.clearFailures(keys: [Self.passwordKeys(username: (try? Self.normalized(username)) ?? username, addressKey: "")[0]])
+        try await store.clearFailures(keys: [Self.accountPasswordKey((try? Self.normalized(username)) ?? username)])
     }
 
     public func logout(token: String) async throws {
@@ -237,7 +237,7 @@ public struct LoginService: Sendable {
         let addressKey = Self.addressKey(address)
         if case .limited(let wait) = addressLimits.mayTryPasskey(from: addressKey, at: clock()) {
             metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: Self.seconds(wait), scope: "address")
+            throw RateLimited(retryAfter: Self.seconds(wait), scope: .address)
         }
         do {
             let session = try await completeAssertion(r, address: address)
@@ -305,7 +305,7 @@ public struct LoginService: Sendable {
         let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
             challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
             expectedSignCount: credential.signCount, newSignCount: verified.signCount, backedUp: verified.backedUp, session: session,
-            clearingFailures: Self.passwordKeys(username: account.username, addressKey: Self.addressKey(address))[0],
+            clearingFailures: Self.accountPasswordKey(account.username),
             event: AccountEvent(accountID: account.id, at: session.createdAt, kind: .passkeyLogin, credentialID: credentialID,
                                 deviceName: credential.name, address: address)))
         switch outcome {
@@ -369,7 +369,7 @@ public struct LoginService: Sendable {
         case .admitted: break
         case .wait(let seconds):
             metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: Self.seconds(seconds), scope: "account")
+            throw RateLimited(retryAfter: Self.seconds(seconds), scope: .account)
         case .locked:
             metrics.rateLimited.increment()
             throw APIError(.passwordLocked, "Password sign-in for this account is locked after too many failed attempts; sign in with a passkey, or ask the operator to lift it.")
@@ -432,7 +432,7 @@ public struct LoginService: Sendable {
     private func admit(_ address: String) throws {
         if case .limited(let wait) = addressLimits.admitRequest(from: Self.addressKey(address), at: clock()) {
             metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: Self.seconds(wait), scope: "address")
+            throw RateLimited(retryAfter: Self.seconds(wait), scope: .address)
         }
     }
 
@@ -441,8 +441,11 @@ public struct LoginService: Sendable {
 
     /// The failure keys of a password entry: the username's, and the address's for that username.
     static func passwordKeys(username: String, addressKey: String) -> [String] {
-        ["password \(username)", "password \(username) from \(addressKey)"]
+        [accountPasswordKey(username), "password \(username) from \(addressKey)"]
     }
+
+    /// The username's own failure key (the one that locks; a success anywhere clears it).
+    static func accountPasswordKey(_ username: String) -> String { "password \(username)" }
 
     static func seconds(_ wait: Double) -> Int { max(1, Int(wait.rounded(.up))) }
 
@@ -509,5 +512,6 @@ final class SecretCache: Sendable {
 /// Too many attempts: HTTP 429 with Retry-After.
 public struct RateLimited: Error {
     public var retryAfter: Int
-    public var scope: String
+    public enum Scope: Sendable { case address, account }
+    public var scope: Scope
 }

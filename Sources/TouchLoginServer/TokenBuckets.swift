@@ -33,7 +33,7 @@ public struct TokenBuckets: Sendable {
         var bucket = refilled(key, at: now)
         guard bucket.tokens >= 1 else {
             buckets[key] = bucket
-            return .limited(retryAfter: (1 - bucket.tokens) / rule.refillPerSecond)
+            return decision(bucket)
         }
         bucket.tokens -= 1
         store(bucket, for: key, at: now)
@@ -42,8 +42,11 @@ public struct TokenBuckets: Sendable {
 
     /// Whether `key` has a token, without taking it.
     public func check(_ key: String, at now: Double) -> Decision {
-        let bucket = refilled(key, at: now)
-        return bucket.tokens >= 1 ? .allowed : .limited(retryAfter: (1 - bucket.tokens) / rule.refillPerSecond)
+        decision(refilled(key, at: now))
+    }
+
+    private func decision(_ bucket: Bucket) -> Decision {
+        bucket.tokens >= 1 ? .allowed : .limited(retryAfter: (1 - bucket.tokens) / rule.refillPerSecond)
     }
 
     private func refilled(_ key: String, at now: Double) -> Bucket {

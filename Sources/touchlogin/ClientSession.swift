@@ -237,40 +237,39 @@ struct ClientSession {
         await changeDevice(which) { api, token, device in
             _ = try await api.renameDevice(token: token, id: device.id, name: name)
             say("Renamed \"\(device.name)\" to \"\(name)\".")
-        }
+        } != nil
     }
 
     mutating func removeDevice(_ which: String) async -> Bool {
-        let mine = state.binding?.credentialID.base64URLEncodedString()
         let removed = await changeDevice(which) { api, token, device in
             try await api.revokeDevice(token: token, id: device.id)
             say("Removed \"\(device.name)\": it can no longer sign in.")
         }
-        if removed, let mine, (try? await api.account(token: state.session?.token ?? "").devices.contains { $0.id == mine }) == false {
+        if let removed, removed.id == state.binding?.credentialID.base64URLEncodedString() {
             state.binding = nil
             state.facts.fingerprintEnabled = false
             save()
         }
-        return removed
+        return removed != nil
     }
 
     /// The device named `which` (its name, or the start of its ID), changed by `change`, with the
-    /// password asked for if the server wants a step-up.
-    private func changeDevice(_ which: String, _ change: @escaping (LoginAPIClient, String, DeviceResponse) async throws -> Void) async -> Bool {
-        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return false }
+    /// password asked for if the server wants a step-up; the device, or nil if nothing changed.
+    private func changeDevice(_ which: String, _ change: @escaping (LoginAPIClient, String, DeviceResponse) async throws -> Void) async -> DeviceResponse? {
+        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return nil }
         do {
             let devices = try await api.account(token: token).devices
             let matches = devices.filter { $0.name == which || $0.id.hasPrefix(which) }
             guard matches.count == 1, let device = matches.first else {
                 sayError(matches.isEmpty ? "No device is named \"\(which)\"." : "\"\(which)\" names several devices; give the start of its ID.")
-                return false
+                return nil
             }
             let api = self.api
             try await withStepUp(token: token) { try await change(api, token, device) }
-            return true
+            return device
         } catch {
             sayError("\(error)")
-            return false
+            return nil
         }
     }
 
