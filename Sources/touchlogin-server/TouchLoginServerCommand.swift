@@ -151,9 +151,10 @@ struct ExpiredRecordsCleanup: Service {
     let logger: Logger
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while true {
-                try await Task.sleep(for: .seconds(60))
+        // A shutdown cancels the wait: that is this service's normal end, not a failure (a thrown
+        // CancellationError would make the whole server exit 1).
+        await cancelWhenGracefulShutdown {
+            while (try? await Task.sleep(for: .seconds(60))) != nil {
                 do { try await service.removeExpired() } catch { logger.warning("removing expired records failed", metadata: ["error": "\(error)"]) }
             }
         }

@@ -104,6 +104,25 @@ final class TouchLoginServerTests: XCTestCase {
         XCTAssertEqual(try server.http("POST", "/api/session", json: ["username": "frank", "password": "correct horse"]).0, 200)
     }
 
+    func testSIGTERMEndsTheServerCleanly() throws {
+        let directory = NSTemporaryDirectory() + "login-sigterm-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let port = LoginServerProcess.freePort()
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: productPath("touchlogin-server"))
+        server.arguments = ["--port", String(port), "--database", directory + "/server.sqlite", "--log-level", "warning"]
+        let errors = Pipe()
+        server.standardError = errors
+        server.standardOutput = FileHandle.nullDevice
+        try server.run()
+        eventually("the server answers") { (try? Data(contentsOf: URL(string: "http://localhost:\(port)/health")!)) != nil }
+        server.terminate()
+        server.waitUntilExit()
+        let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(server.terminationStatus, 0, said)
+        XCTAssertFalse(said.contains("Error"), said)
+    }
+
     func testHealthMetricsOpenAPIAndThePage() throws {
         let server = try LoginServerProcess()
         let (status, health, _) = try server.http("GET", "/health")
