@@ -38,10 +38,15 @@ let package = Package(
         // The client side of the socket: connection, request/response matching, daemon auto-start.
         // Deliberately light: Foundation and Glibc only.
         .target(name: "EnclaveClient", dependencies: ["EnclaveProtocol"]),
-        // Apple's public API surface.
-        .target(name: "LocalAuthentication", dependencies: ["EnclaveClient", "EnclaveProtocol"]),
-        // Apple's keychain API: SecItem calls, kSec constants, SecAccessControl, OSStatus.
-        .target(name: "Security", dependencies: ["LocalAuthentication", "EnclaveProtocol"]),
+        // Apple's keychain API: SecItem calls, kSec constants, SecAccessControl, SecKey, OSStatus. Below
+        // LocalAuthentication, as on Apple platforms: it sees an LAContext only as a request context.
+        .target(name: "Security", dependencies: [
+            "EnclaveClient", "EnclaveProtocol",
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
+        // Apple's LocalAuthentication; `import LocalAuthentication` brings Security with it, as Apple's does.
+        .target(name: "LocalAuthentication", dependencies: ["Security", "EnclaveClient", "EnclaveProtocol"]),
         // CryptoKit's names on Linux: swift-crypto re-exported, plus SecureEnclave keys held by laenclaved.
         .target(name: "CryptoKit", dependencies: [
             "Security", "LocalAuthentication", "EnclaveClient", "EnclaveProtocol",

@@ -36,7 +36,7 @@ public enum SecureEnclaveKeyError: Error, Equatable, CustomStringConvertible {
 enum EnclaveKey {
 
     static func run(_ request: KeyRequest, context: LAContext?) throws -> KeyReply {
-        let reply = LAContext.performKeyOperation(request, context: context)
+        let reply = ContextRequests.performKeyOperation(request, context: context)
         guard let problem = reply.problem else { return reply }
         let message = reply.message ?? problem.rawValue
         switch problem {

@@ -15,7 +15,9 @@ public struct KeyRequest: Codable, Sendable, Equatable {
         /// Checks a signature with the key's public half (no authentication).
         case verify
     }
-    public enum Kind: String, Codable, Sendable { case signing, keyAgreement }
+    /// What a key is for. `general`: SecKey's Secure Enclave keys, which sign and agree both (as
+    /// Apple's made by `SecKeyCreateRandomKey` do); CryptoKit's keys are one or the other.
+    public enum Kind: String, Codable, Sendable { case signing, keyAgreement, general }
 
     public var operation: Operation
     public var kind: Kind
@@ -29,18 +31,34 @@ public struct KeyRequest: Codable, Sendable, Equatable {
     public var peerPublicKey: Data?
     /// For verify: the DER (X9.62) signature to check against `digest`.
     public var signature: Data?
+    /// For agree: derive this many bytes from the secret (ANSI X9.63) and answer those instead.
+    public var derivation: KeyDerivation?
     public var context: String
     public var reason: String?
     public var interactionNotAllowed: Bool
     public var clientPresents: Bool
 
     public init(operation: Operation, kind: Kind, blob: Data? = nil, accessControl: AccessControlValue? = nil, digest: Data? = nil, message: Data? = nil,
-                peerPublicKey: Data? = nil, signature: Data? = nil, context: String, reason: String? = nil, interactionNotAllowed: Bool = false,
+                peerPublicKey: Data? = nil, signature: Data? = nil, derivation: KeyDerivation? = nil, context: String, reason: String? = nil, interactionNotAllowed: Bool = false,
                 clientPresents: Bool = false) {
         self.operation = operation; self.kind = kind; self.blob = blob; self.accessControl = accessControl; self.digest = digest
-        self.signature = signature; self.message = message
+        self.signature = signature; self.message = message; self.derivation = derivation
         self.peerPublicKey = peerPublicKey; self.context = context; self.reason = reason
         self.interactionNotAllowed = interactionNotAllowed; self.clientPresents = clientPresents
+    }
+}
+
+/// ANSI X9.63 key derivation from an agreement's shared secret, done in the daemon so the
+/// derivation is swift-crypto's own (a shared secret cannot be rebuilt from bytes in an app).
+public struct KeyDerivation: Codable, Sendable, Equatable {
+    public enum Hash: String, Codable, Sendable { case sha1, sha256, sha384, sha512 }
+    public var hash: Hash
+    public var sharedInfo: Data
+    /// Bytes to derive: 1…65536.
+    public var byteCount: Int
+
+    public init(hash: Hash, sharedInfo: Data, byteCount: Int) {
+        self.hash = hash; self.sharedInfo = sharedInfo; self.byteCount = byteCount
     }
 }
 
@@ -70,11 +88,14 @@ public struct KeyReply: Codable, Sendable, Equatable {
     public var valid: Bool?
     /// The ECDH shared secret: the x-coordinate of the shared point (32 bytes).
     public var sharedSecret: Data?
+    /// With a derivation: the derived bytes (and no shared secret).
+    public var derivedKey: Data?
 
     public init(problem: Problem? = nil, message: String? = nil, authenticationError: LAErrorCode? = nil, blob: Data? = nil,
-                publicKey: Data? = nil, signature: Data? = nil, signatureDER: Data? = nil, valid: Bool? = nil, sharedSecret: Data? = nil) {
+                publicKey: Data? = nil, signature: Data? = nil, signatureDER: Data? = nil, valid: Bool? = nil, sharedSecret: Data? = nil,
+                derivedKey: Data? = nil) {
         self.problem = problem; self.message = message; self.authenticationError = authenticationError; self.blob = blob
         self.publicKey = publicKey; self.signature = signature; self.sharedSecret = sharedSecret
-        self.signatureDER = signatureDER; self.valid = valid
+        self.signatureDER = signatureDER; self.valid = valid; self.derivedKey = derivedKey
     }
 }

@@ -40,7 +40,8 @@ extension UserSession {
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 return KeyReply(publicKey: try Self.publicKey(of: key))
             case .verify:
-                let key = try unseal(r.blob, kind: .signing, app: app)
+                guard r.kind != .keyAgreement else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a key agreement key does not verify")) }
+                let key = try unseal(r.blob, kind: r.kind, app: app)
                 guard let digest = Self.digest(of: r), let der = r.signature else {
                     throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "verify needs a 32-byte digest and a DER signature"))
                 }
@@ -72,7 +73,7 @@ extension UserSession {
         if let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: false) {
             throw KeyReplyError(KeyReply(problem: .notAvailable, message: problem.description))
         }
-        let raw: Data = r.kind == .signing ? P256.Signing.PrivateKey().rawRepresentation : P256.KeyAgreement.PrivateKey().rawRepresentation
+        let raw: Data = r.kind == .keyAgreement ? P256.KeyAgreement.PrivateKey().rawRepresentation : P256.Signing.PrivateKey().rawRepresentation
         let key = KeyBlob(kind: r.kind, privateKey: raw, protection: ac.protection, flags: ac.flags,
                           enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch)
         return KeyReply(blob: try key.sealed(userKey: userKey, uid: uid, app: owner), publicKey: try Self.publicKey(of: key))
@@ -87,7 +88,7 @@ extension UserSession {
 
     private static func publicKey(of key: KeyBlob) throws -> Data {
         switch key.kind {
-        case .signing: return try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
+        case .signing, .general: return try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
         case .keyAgreement: return try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
         }
     }
@@ -95,6 +96,7 @@ extension UserSession {
     private func use(_ key: KeyBlob, _ r: KeyRequest) throws -> KeyReply {
         switch r.operation {
         case .sign:
+            guard key.kind != .keyAgreement else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a key agreement key does not sign")) }
             guard let digest = Self.digest(of: r) else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "sign needs a 32-byte SHA-256 digest or a message")) }
             let signature = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).signature(for: digest)
             return KeyReply(signature: signature.rawRepresentation, signatureDER: signature.derRepresentation)
@@ -102,11 +104,30 @@ extension UserSession {
             guard let peerBytes = r.peerPublicKey, let peer = try? P256.KeyAgreement.PublicKey(x963Representation: peerBytes) else {
                 throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "agree needs the peer's P-256 public key (X9.63)"))
             }
+            guard key.kind != .signing else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a signing key does not agree")) }
             let secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).sharedSecretFromKeyAgreement(with: peer)
-            return KeyReply(sharedSecret: secret.withUnsafeBytes { Data($0) })
+            guard let d = r.derivation else { return KeyReply(sharedSecret: secret.withUnsafeBytes { Data($0) }) }
+            guard (1...65536).contains(d.byteCount), d.sharedInfo.count <= 4096 else {
+                throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a derivation takes 1…65536 bytes and at most 4096 bytes of shared info"))
+            }
+            return KeyReply(derivedKey: Self.derive(secret, d))
         default:
             throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "not a use of a key"))
         }
+    }
+}
+
+extension UserSession {
+    /// ANSI X9.63 from an agreement, as swift-crypto makes it.
+    fileprivate static func derive(_ secret: SharedSecret, _ d: KeyDerivation) -> Data {
+        let key: SymmetricKey
+        switch d.hash {
+        case .sha1: key = secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
+        case .sha256: key = secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
+        case .sha384: key = secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
+        case .sha512: key = secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
+        }
+        return key.withUnsafeBytes { Data($0) }
     }
 }
 

@@ -14,7 +14,7 @@ import Foundation
 /// - A context's authorization lives in the daemon and ends with the process, `invalidate()`,
 ///   or after the daemon's context lifetime (300 s by default).
 open class LAContext: NSObject, @unchecked Sendable {
-    let core: ContextCore
+    package let core: ContextCore
     private let lock = NSLock()
     private var _localizedFallbackTitle: String?
     private var _localizedCancelTitle: String?
@@ -162,7 +162,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// keychain and key calls given this context afterwards do not prompt again. The daemon reads
     /// the flags (the same rules as for keychain items) and runs each constraint on this context.
     /// Our choice: the operation does not change what is asked.
-    package func evaluateAccessControlFlags(_ flags: AccessControlFlags, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
+    func evaluateAccessControlFlags(_ flags: AccessControlFlags, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
         let options: EvaluationOptions = lock.withLock {
             EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
                               reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)
@@ -198,78 +198,11 @@ open class LAContext: NSObject, @unchecked Sendable {
     func credential(_ type: LACredentialType) -> Data? { lock.withLock { credentials[type] } }
 }
 
-/// The part of a context that a running evaluation holds on to, so that releasing the
-/// `LAContext` can cancel it.
-final class ContextCore: @unchecked Sendable {
-    let id = UUID().uuidString
-    let endpoint: EnclaveEndpoint
-    private let lock = NSLock()
-    private var invalidated = false
-    private var bound: EnclaveConnection?
-    private var running: Running?
-    private let replyQueue = DispatchQueue(label: "LocalAuthentication.LAContext.reply")
+extension LAContext: RequestContext {
+    package var applicationPassword: Data? { credential(.applicationPassword) }
+}
 
-    private struct Running {
-        var finish: @Sendable (Result<Reply, EnclaveClientError>) -> Void
-        var presenter: TerminalPresenter?
-    }
-
-    init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
-
-    var isInvalidated: Bool { lock.withLock { invalidated } }
-
-    /// The connection this context lives on. A context never moves to a new connection: its
-    /// daemon-side state (authorization) went away with the old one.
-    func connection() throws -> EnclaveConnection {
-        if let c = lock.withLock({ bound }) {
-            guard !c.closed else { throw EnclaveClientError.connectionLost }
-            return c
-        }
-        let c = try EnclaveConnections.shared(for: endpoint)
-        lock.withLock { if bound == nil { bound = c } }
-        return lock.withLock { bound! }
-    }
-
-    enum StartProblem: Error { case invalidated, busy, unreachable(String) }
-
-    /// Sends a request that may open a prompt on this context (an evaluation or a keychain call):
-    /// shows the daemon's prompt screens on the terminal, sends the person's keys back, and calls
-    /// `finish` once with the final reply.
-    func runPrompted(presentable: Bool, request: (_ clientPresents: Bool) -> Request,
-                     finish: @escaping @Sendable (Result<Reply, EnclaveClientError>) -> Void) throws(StartProblem) {
-        if isInvalidated { throw .invalidated }
-        let connection: EnclaveConnection
-        do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
-        let presenter = presentable && !endpoint.headless ? TerminalPresenter.open() : nil
-        let started: Bool = lock.withLock {
-            guard !invalidated, running == nil else { return false }
-            running = Running(finish: finish, presenter: presenter)
-            return true
-        }
-        guard started else {
-            presenter?.close()
-            throw isInvalidated ? .invalidated : .busy
-        }
-        let id = self.id
-        presenter?.onAction = { action, passcode in
-            switch action {
-            case .simulated(let event): connection.send(.simulate(events: [event])) { _ in }
-            case .prompt(let a): connection.send(.promptInput(context: id, action: a, passcode: passcode)) { _ in }
-            }
-        }
-        connection.send(request(presenter != nil), onEvent: { reply in
-            if case .prompt(let screen) = reply { presenter?.show(screen) }
-        }, completion: { [weak self] result in
-            // One strong look at self: the caller may release its context as soon as it is answered.
-            if let core = self {
-                core.complete(result)
-            } else {
-                presenter?.close(result: Self.summary(result))
-                finish(result)
-            }
-        })
-    }
-
+extension ContextCore {
     func evaluate(policy: Int, options: EvaluationOptions, completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
         let id = self.id
         evaluate(options: options, request: { .evaluate(context: id, policy: policy, options: $0) }, completion: completion)
@@ -304,31 +237,5 @@ final class ContextCore: @unchecked Sendable {
             case .unreachable(let why): deliver(false, LAError(.systemCancel, message: why), nil)
             }
         }
-    }
-
-    static func summary(_ result: Result<Reply, EnclaveClientError>) -> String {
-        switch result {
-        case .success(.evaluated(let r)): return r.success ? "authenticated" : (r.message ?? "not authenticated")
-        case .success(.keychain(let k)): return k.status == .success ? "authenticated" : (k.message ?? "status \(k.status)")
-        case .success(.failure(let f)): return f.message
-        case .success: return "done"
-        case .failure(let e): return "\(e)"
-        }
-    }
-
-    private func complete(_ result: Result<Reply, EnclaveClientError>) {
-        guard let r = lock.withLock({ () -> Running? in defer { running = nil }; return running }) else { return }
-        r.presenter?.close(result: Self.summary(result))
-        r.finish(result)
-    }
-
-    func invalidate() {
-        let (connection, wasInvalid) = lock.withLock { () -> (EnclaveConnection?, Bool) in
-            defer { invalidated = true }
-            return (bound, invalidated)
-        }
-        guard !wasInvalid else { return }
-        // The daemon ends a running evaluation with appCancel and forgets the authorization.
-        connection?.send(.invalidate(context: id)) { _ in }
     }
 }

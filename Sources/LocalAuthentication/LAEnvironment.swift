@@ -11,6 +11,9 @@ public final class LAEnvironment: NSObject, @unchecked Sendable {
     public typealias State = LAEnvironmentState
     public typealias Mechanism = LAEnvironmentMechanism
     public typealias Observer = LAEnvironmentObserver
+    public typealias MechanismBiometry = LAEnvironmentMechanismBiometry
+    public typealias MechanismUserPassword = LAEnvironmentMechanismUserPassword
+    public typealias MechanismCompanion = LAEnvironmentMechanismCompanion
 
     /// The environment of the user running this process, on the daemon this process talks to
     /// (bound where it is first obtained, so observers keep polling the same daemon).

@@ -6,8 +6,17 @@ public let kLAErrorDomain = LAErrorDomain
 
 /// Error codes of LocalAuthentication, with Apple's raw values. Thrown by the async API and
 /// passed to reply blocks; `canEvaluatePolicy` reports the same codes as `NSError`s in `LAErrorDomain`.
-public struct LAError: CustomNSError, Hashable, Sendable {
-    public enum Code: Int, Sendable, Hashable, CaseIterable {
+///
+/// Bridged to `NSError` as Apple's imported error structs are (`_BridgedStoredNSError`): the error
+/// is stored as its `NSError`, `LAError(_nsError:)` wraps one, and `error as? LAError` turns an
+/// `NSError` in `LAErrorDomain` (the one `canEvaluatePolicy` gives) back into an `LAError`.
+/// Our choices: two `LAError`s are equal when their codes are (Apple compares the whole `NSError`,
+/// user info included; our messages are ours); an error made from a code alone carries our
+/// message as its `localizedDescription`.
+public struct LAError: _BridgedStoredNSError, Hashable, @unchecked Sendable {
+    public enum Code: Int, _ErrorCodeProtocol, Sendable, Hashable, CaseIterable {
+        public typealias _ErrorType = LAError
+
         case authenticationFailed = -1
         case userCancel = -2
         case userFallback = -3
@@ -30,33 +39,41 @@ public struct LAError: CustomNSError, Hashable, Sendable {
         public static var companionNotAvailable: Code { .watchNotAvailable }
     }
 
-    public let code: Code
-    /// The human-readable explanation (our wording; Apple's varies by OS version and is not a contract).
-    public let message: String
+    /// The error as Apple stores it: an `NSError` in `LAErrorDomain`. `_` as in Apple's interface.
+    public let _nsError: NSError
+
+    /// Wraps an `NSError` in `LAErrorDomain` with one of the codes above (a programmer error
+    /// otherwise, as on Apple platforms; `error as? LAError` is the checked way).
+    public init(_nsError: NSError) {
+        precondition(_nsError.domain == LAErrorDomain && Code(rawValue: _nsError.code) != nil,
+                     "LAError(_nsError:) needs an NSError in \(LAErrorDomain) with an LAError code, not \(_nsError.domain) \(_nsError.code)")
+        self._nsError = _nsError
+    }
 
     public init(_ code: Code, userInfo: [String: Any] = [:]) {
-        self.code = code
-        self.message = (userInfo[NSLocalizedDescriptionKey] as? String) ?? Self.defaultMessage(code)
+        var info = userInfo
+        if info[NSLocalizedDescriptionKey] == nil { info[NSLocalizedDescriptionKey] = Self.defaultMessage(code) }
+        self.init(_nsError: NSError(domain: LAErrorDomain, code: code.rawValue, userInfo: info))
     }
 
     init(_ code: Code, message: String?) {
-        self.code = code
-        self.message = message ?? Self.defaultMessage(code)
+        self.init(code, userInfo: message.map { [NSLocalizedDescriptionKey: $0] } ?? [:])
     }
 
     public static var errorDomain: String { LAErrorDomain }
-    public var errorCode: Int { code.rawValue }
-    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: message] }
-    public var userInfo: [String: Any] { errorUserInfo }
-    public var localizedDescription: String { message }
+    public static var _nsErrorDomain: String { LAErrorDomain }
+    public var code: Code { Code(rawValue: _nsError.code)! }
+    /// The human-readable explanation (our wording; Apple's varies by OS version and is not a contract).
+    public var message: String { _nsError.localizedDescription }
 
     public static func == (a: LAError, b: LAError) -> Bool { a.code == b.code }
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
-    /// Reads an `NSError` from `canEvaluatePolicy` back as an `LAError` (Linux has no automatic bridging).
+    /// Reads an `NSError` from `canEvaluatePolicy` back as an `LAError`; nil for another domain or
+    /// code. Our addition; `error as? LAError` does the same.
     public init?(_ error: NSError) {
-        guard error.domain == LAErrorDomain, let code = Code(rawValue: error.code) else { return nil }
-        self.init(code, message: error.localizedDescription)
+        guard error.domain == LAErrorDomain, Code(rawValue: error.code) != nil else { return nil }
+        self.init(_nsError: error)
     }
 
     public static var authenticationFailed: Code { .authenticationFailed }
@@ -99,7 +116,26 @@ public struct LAError: CustomNSError, Hashable, Sendable {
         }
     }
 
-    var nsError: NSError { NSError(domain: LAErrorDomain, code: code.rawValue, userInfo: errorUserInfo) }
+    var nsError: NSError { _nsError }
+}
+
+/// What makes `error as? LAError` work on an `NSError`: Linux has no Objective-C bridging, but the
+/// Swift runtime casts through `_ObjectiveCBridgeable` on every platform.
+extension LAError: _ObjectiveCBridgeable {
+    public func _bridgeToObjectiveC() -> NSError { _nsError }
+
+    public static func _forceBridgeFromObjectiveC(_ source: NSError, result: inout LAError?) {
+        result = LAError(_nsError: source)
+    }
+
+    public static func _conditionallyBridgeFromObjectiveC(_ source: NSError, result: inout LAError?) -> Bool {
+        result = LAError(source)
+        return result != nil
+    }
+
+    public static func _unconditionallyBridgeFromObjectiveC(_ source: NSError?) -> LAError {
+        LAError(_nsError: source ?? NSError(domain: LAErrorDomain, code: Code.systemCancel.rawValue))
+    }
 }
 
 extension LAError.Code {

@@ -39,7 +39,7 @@ public final class LARightStore: NSObject, @unchecked Sendable {
                           returnAttributes: Bool = false, matchAll: Bool = false) async -> KeychainReply {
         var request = KeychainRequest(attributes: attributes, accessControl: accessControl, context: "", returnAttributes: returnAttributes, matchAll: matchAll)
         request.interactionNotAllowed = true
-        return await LAContext.performKeychain(op, request, context: nil)
+        return await ContextRequests.performKeychain(op, request, context: nil)
     }
 
     /// Rights live in the app's own access group only: never in (or read from) a shared one.
@@ -62,7 +62,7 @@ public final class LARightStore: NSObject, @unchecked Sendable {
 
     private func save(_ right: LARight, identifier: String, secret: Data?) async throws -> LAPersistedRight {
         let flags = right.requirement.accessControlFlags
-        let key = await LAContext.performKeyOperation(KeyRequest(operation: .create, kind: .signing,
+        let key = await ContextRequests.performKeyOperation(KeyRequest(operation: .create, kind: .signing,
                                                             accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags), context: ""), context: nil)
         guard key.problem == nil, let blob = key.blob, let publicKey = key.publicKey else {
             throw LARightStoreError.storage(KeychainStatus.notAvailable.rawValue, key.message ?? "the enclave made no key")
@@ -149,7 +149,7 @@ public final class LAPrivateKey: NSObject, @unchecked Sendable {
         try right.requireAuthorized()
         guard canSign(using: algorithm) else { throw LARightStoreError.unsupported("\(algorithm.rawValue) is not supported; use ecdsaSignatureMessageX962SHA256") }
         let digest = algorithm == .ecdsaSignatureDigestX962SHA256
-        let reply = await LAContext.performKeyOperation(KeyRequest(operation: .sign, kind: .signing, blob: blob, digest: digest ? data : nil,
+        let reply = await ContextRequests.performKeyOperation(KeyRequest(operation: .sign, kind: .signing, blob: blob, digest: digest ? data : nil,
                                                               message: digest ? nil : data, context: ""), context: right.context)
         guard reply.problem == nil, let der = reply.signatureDER else {
             if let code = reply.authenticationError { throw LAError(LAError.Code(rawValue: code.rawValue) ?? .authenticationFailed, message: reply.message) }
@@ -185,7 +185,7 @@ public final class LAPublicKey: NSObject, @unchecked Sendable {
     public func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm) async throws {
         guard canVerify(using: algorithm) else { throw LARightStoreError.unsupported("\(algorithm.rawValue) is not supported") }
         let digest = algorithm == .ecdsaSignatureDigestX962SHA256
-        let reply = await LAContext.performKeyOperation(KeyRequest(operation: .verify, kind: .signing, blob: blob, digest: digest ? signedData : nil,
+        let reply = await ContextRequests.performKeyOperation(KeyRequest(operation: .verify, kind: .signing, blob: blob, digest: digest ? signedData : nil,
                                                               message: digest ? nil : signedData, signature: signature, context: ""), context: nil)
         guard reply.valid == true else { throw LAError(.authenticationFailed, message: reply.message ?? "The signature does not verify.") }
     }
@@ -212,7 +212,7 @@ public final class LASecret: NSObject, @unchecked Sendable {
             if let app = LARightStore.ownGroup() { attributes["agrp"] = .string(app) }
             var request = KeychainRequest(attributes: attributes, context: "", returnData: true)
             request.interactionNotAllowed = true
-            let reply = await LAContext.performKeychain(.copy, request, context: right.context)
+            let reply = await ContextRequests.performKeychain(.copy, request, context: right.context)
             guard reply.status == KeychainStatus.success, let data = reply.items.first?.data else {
                 throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "")
             }

@@ -4,8 +4,8 @@ import Foundation
 // it uses, mapped onto Foundation's bridged classes, so that `query as CFDictionary`,
 // `kSecClass as String` and `item as? Data` compile and behave as on Apple platforms.
 //
-// Our choice: the aliases are plain Foundation types, not distinct CF types; `CFGetTypeID` and the
-// CF functions that operate on them are not provided.
+// Our choice: the aliases are plain Foundation types, not distinct CF types; `CFGetTypeID` answers
+// from the object's Foundation class (below).
 
 /// Any object: Apple's `CFTypeRef`. Results of SecItem calls arrive as one of these.
 public typealias CFTypeRef = AnyObject
@@ -15,6 +15,11 @@ public typealias CFData = NSData
 public typealias CFArray = NSArray
 /// `kCFBooleanTrue`/`kCFBooleanFalse` are `NSNumber`s holding a `Bool`.
 public typealias CFBoolean = NSNumber
+
+/// Apple's `kCFBooleanTrue` / `kCFBooleanFalse` (`CFBoolean!`), as the keychain's value rules read
+/// them: a boolean `NSNumber`.
+nonisolated(unsafe) public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
+nonisolated(unsafe) public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
 public typealias CFNumber = NSNumber
 public typealias CFDate = NSDate
 public typealias CFError = NSError
@@ -31,3 +36,34 @@ public final class CFAllocator: @unchecked Sendable {
 
 /// The default allocator. Our choice: `nil`, which every function here treats as the default.
 public let kCFAllocatorDefault: CFAllocator? = nil
+
+/// Apple's `CFTypeID`: which CoreFoundation type an object is.
+public typealias CFTypeID = UInt
+
+/// Our type IDs (Apple's values are not a contract and differ between releases): one per type
+/// the keychain and key calls hand out, stable within a process.
+public func CFGetTypeID(_ cf: CFTypeRef!) -> CFTypeID {
+    switch cf {
+    case is SecKey: return SecKeyGetTypeID()
+    case is SecAccessControl: return SecAccessControlGetTypeID()
+    case let n as NSNumber: return String(cString: n.objCType) == "c" || String(cString: n.objCType) == "B" ? CFBooleanGetTypeID() : CFNumberGetTypeID()
+    case is NSString: return CFStringGetTypeID()
+    case is NSData: return CFDataGetTypeID()
+    case is NSDictionary: return CFDictionaryGetTypeID()
+    case is NSArray: return CFArrayGetTypeID()
+    case is NSDate: return CFDateGetTypeID()
+    case is NSError: return CFErrorGetTypeID()
+    default: return 0
+    }
+}
+
+public func CFStringGetTypeID() -> CFTypeID { 7 }
+public func CFDictionaryGetTypeID() -> CFTypeID { 18 }
+public func CFArrayGetTypeID() -> CFTypeID { 19 }
+public func CFDataGetTypeID() -> CFTypeID { 20 }
+public func CFBooleanGetTypeID() -> CFTypeID { 21 }
+public func CFNumberGetTypeID() -> CFTypeID { 22 }
+public func CFDateGetTypeID() -> CFTypeID { 42 }
+public func CFErrorGetTypeID() -> CFTypeID { 30 }
+public func SecKeyGetTypeID() -> CFTypeID { 301 }
+public func SecAccessControlGetTypeID() -> CFTypeID { 302 }

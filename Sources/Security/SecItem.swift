@@ -1,6 +1,6 @@
+import EnclaveClient
 import EnclaveProtocol
 import Foundation
-import LocalAuthentication
 
 // Apple's SecItem API, answered by laenclaved. Every call is synchronous, as Apple's are, and may
 // show an authentication prompt (through the `LAContext` given as `kSecUseAuthenticationContext`,
@@ -16,8 +16,8 @@ import LocalAuthentication
 // - Items made unusable by a change of enrolled biometrics answer `errSecInvalidItemRef`.
 
 /// The transport; tests replace it to answer with synthetic replies.
-nonisolated(unsafe) var secItemTransport: (KeychainOperation, KeychainRequest, LAContext?) -> KeychainReply = { op, request, context in
-    LAContext.performKeychain(op, request, context: context)
+nonisolated(unsafe) var secItemTransport: (KeychainOperation, KeychainRequest, (any RequestContext)?) -> KeychainReply = { op, request, context in
+    ContextRequests.performKeychain(op, request, context: context)
 }
 
 func secItemPerform(_ operation: KeychainOperation, _ query: CFDictionary, changes: CFDictionary?,
@@ -69,31 +69,14 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
 }
 
 /// A human-readable message for `status` (Apple's `SecCopyErrorMessageString`); `reserved` is
-/// ignored. Texts follow Apple's; `errSecInvalidItemRef` also names our use of it (an enrolment
-/// change). Our choice for unknown statuses: "OSStatus <n>" rather than nil.
+/// ignored. Texts are Apple's (SecErrorMessages.strings, as Security's build makes it from
+/// SecBase.h), except two that say what differs here: `errSecNotAvailable` names laenclaved, and
+/// `errSecInvalidItemRef` also names our use of it (an enrolment change). Unknown statuses answer
+/// "OSStatus <n>", as Apple's do.
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
     NSString(string: secErrorMessage(status))
 }
 
 func secErrorMessage(_ status: OSStatus) -> String {
-    switch status {
-    case errSecSuccess: return "No error."
-    case errSecUnimplemented: return "Function or operation not implemented."
-    case errSecDiskFull: return "The disk is full."
-    case errSecParam: return "One or more parameters passed to a function were not valid."
-    case errSecAllocate: return "Failed to allocate memory."
-    case errSecUserCanceled: return "User canceled the operation."
-    case errSecNotAvailable: return "No keychain is available. The keychain daemon (laenclaved) could not be reached."
-    case errSecAuthFailed: return "The user name or passphrase you entered is not correct."
-    case errSecDuplicateItem: return "The specified item already exists in the keychain."
-    case errSecItemNotFound: return "The specified item could not be found in the keychain."
-    case errSecInvalidItemRef:
-        return "The specified item is no longer valid. It may have been deleted from the keychain, or invalidated by a change of enrolled biometrics."
-    case errSecInteractionNotAllowed: return "User interaction is not allowed."
-    case errSecInteractionRequired: return "User interaction is required, but is currently not allowed."
-    case errSecDecode: return "Unable to decode the provided data."
-    case errSecMissingEntitlement: return "A required entitlement isn't present."
-    case errSecVerifyFailed: return "A cryptographic verification failure has occurred."
-    default: return "OSStatus \(status)"
-    }
+    secErrorMessages[status] ?? "OSStatus \(status)"
 }

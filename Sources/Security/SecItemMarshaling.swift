@@ -1,6 +1,6 @@
 import EnclaveProtocol
 import Foundation
-import LocalAuthentication
+import EnclaveClient
 
 /// A SecItem call that failed before reaching the daemon.
 struct SecMarshalError: Error, Equatable {
@@ -13,11 +13,15 @@ struct SecMarshalError: Error, Equatable {
 struct SecItemCall {
     var request: KeychainRequest
     /// `kSecUseAuthenticationContext`; nil → `performKeychain` makes a one-shot context.
-    var context: LAContext?
+    var context: (any RequestContext)?
     /// `kSecMatchLimit`: nil = one (the default), `.max` = all, n = at most n (an array).
     var limit: Int?
+    /// `kSecReturnRef` on key items: the daemon is asked for data and attributes, and the
+    /// result carries `SecKey`s; `shown` is what the caller asked to see beside the reference.
+    var returnRef = false
+    var shown = (data: false, attributes: false)
     var returnsArray: Bool { limit != nil && limit != 1 }
-    var wantsResult: Bool { request.returnData || request.returnAttributes || request.returnPersistentRef }
+    var wantsResult: Bool { returnRef || request.returnData || request.returnAttributes || request.returnPersistentRef }
 }
 
 /// Pure conversion between Apple's SecItem dictionaries and the wire types. No I/O.
@@ -97,7 +101,16 @@ enum SecItemMarshaling {
     static func call(_ operation: KeychainOperation, query: CFDictionary, changes: CFDictionary? = nil) throws(SecMarshalError) -> SecItemCall {
         let q = try entries(query)
         var call = SecItemCall(request: KeychainRequest(attributes: [:], context: ""), context: nil, limit: nil)
-        guard let cls = q["class"] else { throw SecMarshalError(errSecParam, "kSecClass is missing") }
+        // A key given as kSecValueRef says its class.
+        let cls: Any
+        if let c = q["class"] {
+            cls = c
+        } else if q["v_Ref"] is SecKey {
+            cls = "keys"
+            call.request.attributes["class"] = .string("keys")
+        } else {
+            throw SecMarshalError(errSecParam, "kSecClass is missing")
+        }
         guard let clsName = cls as? String, itemClasses.contains(clsName) else {
             throw SecMarshalError(errSecParam, "kSecClass \(cls) is not an item class")
         }
@@ -106,7 +119,7 @@ enum SecItemMarshaling {
         for (key, v) in q {
             switch key {
             case "u_AuthCtx":
-                guard let c = v as? LAContext else { throw SecMarshalError(errSecParam, "kSecUseAuthenticationContext must be an LAContext") }
+                guard let c = v as? any RequestContext else { throw SecMarshalError(errSecParam, "kSecUseAuthenticationContext must be an LAContext") }
                 call.context = c
             case "u_AuthUI":
                 guard let s = v as? String, let mode = AuthenticationUI(rawValue: s) else {
@@ -127,7 +140,7 @@ enum SecItemMarshaling {
             case "r_Attributes": call.request.returnAttributes = try bool(v, key)
             case "r_PersistentRef": call.request.returnPersistentRef = try bool(v, key)
             case "r_Ref":
-                if try bool(v, key) { throw SecMarshalError(errSecUnimplemented, "kSecReturnRef: no reference types in this implementation") }
+                call.returnRef = try bool(v, key)
             case "m_Limit":
                 call.limit = try limit(v)
             case "accc":
@@ -139,7 +152,15 @@ enum SecItemMarshaling {
                 }
                 if operation == .add { accessible = p } else { call.request.attributes[key] = .string(s) }
             case "v_Ref":
-                throw SecMarshalError(errSecParam, "kSecValueRef: no reference types in this implementation")
+                guard let secKey = v as? SecKey else { throw SecMarshalError(errSecParam, "kSecValueRef must be a SecKey (no other reference types here)") }
+                guard clsName == "keys" else { throw SecMarshalError(errSecParam, "a SecKey kSecValueRef needs kSecClassKey") }
+                if operation == .add {
+                    for (k, kv) in secKey.keyAttributes where call.request.attributes[k] == nil { call.request.attributes[k] = kv }
+                    call.request.attributes["v_Data"] = .data(secKey.itemData)
+                } else {
+                    call.request.attributes["klbl"] = .data(secKey.applicationLabel)
+                    call.request.attributes["kcls"] = .string(secKey.isPrivate ? "1" : "0")
+                }
             case "v_Data", "v_PersistentRef":
                 guard let d = v as? Data else { throw SecMarshalError(errSecParam, "\(key) must be Data") }
                 call.request.attributes[key] = .data(d)
@@ -152,6 +173,12 @@ enum SecItemMarshaling {
             }
         }
         if noAuthUI && call.request.authenticationUI == nil { call.request.authenticationUI = .fail }
+        if call.returnRef {
+            guard clsName == "keys" else { throw SecMarshalError(errSecUnimplemented, "kSecReturnRef: only key items have reference objects here") }
+            call.shown = (call.request.returnData, call.request.returnAttributes)
+            call.request.returnData = true
+            call.request.returnAttributes = true
+        }
         call.request.accessControl = try combine(call.request.accessControl, accessible)
         if let changes {
             let (attrs, ac) = try changeSet(entries(changes))
@@ -161,6 +188,7 @@ enum SecItemMarshaling {
         if operation != .copy && operation != .add {
             // Return keys and limits mean nothing for update and delete.
             call.limit = nil
+            call.returnRef = false
             call.request.returnData = false; call.request.returnAttributes = false; call.request.returnPersistentRef = false
         }
         if operation == .add { call.limit = nil }
@@ -242,13 +270,30 @@ enum SecItemMarshaling {
         if operation == .copy && call.returnsArray {
             var out: [AnyObject] = []
             for item in reply.items.prefix(call.limit ?? .max) {
-                guard let o = object(item, call.request) else { return (errSecDecode, nil) }
+                guard let o = object(item, call) else { return (errSecDecode, nil) }
                 out.append(o)
             }
             return (errSecSuccess, NSArray(array: out))
         }
-        guard let o = object(reply.items[0], call.request) else { return (errSecDecode, nil) }
+        guard let o = object(reply.items[0], call) else { return (errSecDecode, nil) }
         return (errSecSuccess, o)
+    }
+
+    static func object(_ item: KeychainItem, _ call: SecItemCall) -> AnyObject? {
+        guard call.returnRef else { return object(item, call.request) }
+        guard let data = item.data,
+              let key = try? SecKey.fromItem(data: data, attributes: item.attributes, context: call.context, reason: call.request.reason)
+        else { return nil }
+        if !call.shown.data && !call.shown.attributes && !call.request.returnPersistentRef { return key }
+        // Several return keys: a dictionary, as Apple's.
+        let dict = NSMutableDictionary()
+        if call.shown.attributes {
+            for (k, v) in item.attributes { dict[NSString(string: k)] = object(v) }
+        }
+        if call.shown.data { dict[NSString(string: "v_Data")] = NSData(data: data) }
+        if call.request.returnPersistentRef, let p = item.persistentRef { dict[NSString(string: "v_PersistentRef")] = NSData(data: p) }
+        dict[NSString(string: "v_Ref")] = key
+        return dict.copy() as? NSDictionary
     }
 
     static func object(_ item: KeychainItem, _ r: KeychainRequest) -> AnyObject? {

@@ -107,7 +107,7 @@ struct Keychain: ParsableCommand {
             if let account { attributes["acct"] = .string(account) }
             if let group { attributes["agrp"] = .string(group) }
             let reply = EnclaveEndpoint.$override.withValue(client.endpoint()) {
-                LAContext.performKeychain(.copy, KeychainRequest(attributes: attributes, context: "", reason: reason, returnData: true), context: nil)
+                ContextRequests.performKeychain(.copy, KeychainRequest(attributes: attributes, context: "", reason: reason, returnData: true), context: nil)
             }
             guard reply.status == KeychainStatus.success, let data = reply.items.first?.data else {
                 printError("lactl: \(reply.message ?? "status \(reply.status)") (\(reply.status))")

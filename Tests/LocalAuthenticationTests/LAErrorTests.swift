@@ -156,6 +156,27 @@ final class LAErrorTests: XCTestCase {
         XCTAssertNil(LAError(NSError(domain: "com.apple.Security", code: -2)))
     }
 
+    /// Apple's bridging: what `canEvaluatePolicy` puts in its error pointer is an `NSError`, and
+    /// app code reads it with `as? LAError` or wraps it with `LAError(_nsError:)`.
+    func testAnNSErrorInTheDomainCastsToLAError() {
+        let ns = NSError(domain: LAErrorDomain, code: -7, userInfo: [NSLocalizedDescriptionKey: "No identities are enrolled."])
+        let asError: Error = ns
+        XCTAssertEqual((asError as? LAError)?.code, .biometryNotEnrolled)
+        XCTAssertEqual((ns as Any as? LAError)?.localizedDescription, "No identities are enrolled.")
+        let wrapped = LAError(_nsError: ns)
+        XCTAssertEqual(wrapped.code, .biometryNotEnrolled)
+        XCTAssertTrue(wrapped._nsError === ns)
+        XCTAssertTrue((wrapped as NSError) === ns || (wrapped as NSError).isEqual(ns))
+        switch asError {
+        case LAError.biometryNotEnrolled: break
+        default: XCTFail("an NSError in the domain must match the LAError pattern in a switch")
+        }
+        // Another domain, or a code LAError does not have: no cast.
+        XCTAssertNil(NSError(domain: NSCocoaErrorDomain, code: -7) as Any as? LAError)
+        XCTAssertNil(NSError(domain: LAErrorDomain, code: 3) as Any as? LAError)
+        XCTAssertEqual(LAError.Code.userCancel.rawValue, LAError(.userCancel).errorCode)
+    }
+
     func testCConstants() {
         XCTAssertEqual(kLAErrorAuthenticationFailed, -1)
         XCTAssertEqual(kLAErrorUserCancel, -2)

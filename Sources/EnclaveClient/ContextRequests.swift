@@ -2,34 +2,53 @@ import EnclaveClient
 import EnclaveProtocol
 import Foundation
 
-/// What the Security and CryptoKit modules need from LocalAuthentication: run one keychain or key
-/// request on a context (the caller's, or a one-shot one), presenting any prompt the daemon opens.
-/// `package` access: the modules of this package reach it, an app never does.
-extension LAContext {
+/// What a keychain or key call needs from the app's context (`LAContext`): its daemon-side
+/// identity and the options it carries. Security and CryptoKit see contexts through this, so that
+/// Security sits below LocalAuthentication as on Apple platforms (`import LocalAuthentication`
+/// brings Security with it). `package` access: an app never reaches it.
+package protocol RequestContext: AnyObject, Sendable {
+    var core: ContextCore { get }
+    var localizedReason: String { get }
+    var interactionNotAllowed: Bool { get }
+    /// The credential set with `setCredential(_:type: .applicationPassword)`, if any.
+    var applicationPassword: Data? { get }
+}
+
+/// The context of a call given none: default options, released after its one request.
+private final class OneShotContext: RequestContext {
+    let core = ContextCore(endpoint: EnclaveEndpoint.resolve())
+    var localizedReason: String { "" }
+    var interactionNotAllowed: Bool { false }
+    var applicationPassword: Data? { nil }
+}
+
+/// Runs one keychain or key request on a context (the caller's, or a one-shot one), presenting
+/// any prompt the daemon opens.
+package enum ContextRequests {
     /// Runs `request` synchronously, as SecItem calls are. `context` nil makes a one-shot context
     /// that is released afterwards. Failures to reach the daemon answer `errSecNotAvailable`.
-    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) -> KeychainReply {
+    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: (any RequestContext)?) -> KeychainReply {
         let (presentable, make) = keychainRequest(operation, base)
         return keychainReply(perform(context: context, presentable: presentable, make))
     }
 
     /// The same, for async callers: waits for the answer (and any prompt) without holding a thread.
-    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: LAContext?) async -> KeychainReply {
+    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: (any RequestContext)?) async -> KeychainReply {
         let (presentable, make) = keychainRequest(operation, base)
         return keychainReply(await perform(context: context, presentable: presentable, make))
     }
 
     /// Runs a Secure Enclave key operation synchronously on `context` (or a one-shot context).
-    package static func performKeyOperation(_ base: KeyRequest, context: LAContext?) -> KeyReply {
+    package static func performKeyOperation(_ base: KeyRequest, context: (any RequestContext)?) -> KeyReply {
         keyReply(perform(context: context, presentable: !base.interactionNotAllowed, keyRequest(base)))
     }
 
     /// The same, for async callers: waits for the answer (and any prompt) without holding a thread.
-    package static func performKeyOperation(_ base: KeyRequest, context: LAContext?) async -> KeyReply {
+    package static func performKeyOperation(_ base: KeyRequest, context: (any RequestContext)?) async -> KeyReply {
         keyReply(await perform(context: context, presentable: !base.interactionNotAllowed, keyRequest(base)))
     }
 
-    private typealias MakeRequest = @Sendable (LAContext, Bool) -> Request
+    private typealias MakeRequest = @Sendable (any RequestContext, Bool) -> Request
 
     private static func keychainRequest(_ operation: KeychainOperation, _ base: KeychainRequest) -> (presentable: Bool, MakeRequest) {
         let presentable = !base.interactionNotAllowed && !(base.authenticationUI?.forbidsPrompt ?? false)
@@ -41,7 +60,7 @@ extension LAContext {
                 request.reason = r.isEmpty ? nil : r
             }
             request.interactionNotAllowed = request.interactionNotAllowed || owner.interactionNotAllowed
-            if request.applicationPassword == nil { request.applicationPassword = owner.credential(.applicationPassword) }
+            if request.applicationPassword == nil { request.applicationPassword = owner.applicationPassword }
             request.clientPresents = presents
             return .keychain(operation, request)
         })
@@ -85,7 +104,7 @@ extension LAContext {
 
     /// One blocking request on the caller's context (or a one-shot one, released afterwards),
     /// presenting any prompt the daemon opens: for the synchronous API (SecItem…), as on Apple's.
-    private static func perform(context: LAContext?, presentable: Bool, _ make: MakeRequest) -> Result<Reply, ContextCore.StartProblem> {
+    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: MakeRequest) -> Result<Reply, ContextCore.StartProblem> {
         let done = DispatchSemaphore(value: 0)
         let box = ReplyBox()
         start(context: context, presentable: presentable, make) { result in
@@ -96,20 +115,20 @@ extension LAContext {
         return box.value ?? .success(.failure(Failure(.internalError, "no reply")))
     }
 
-    private static func perform(context: LAContext?, presentable: Bool, _ make: MakeRequest) async -> Result<Reply, ContextCore.StartProblem> {
+    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: MakeRequest) async -> Result<Reply, ContextCore.StartProblem> {
         await withCheckedContinuation { continuation in
             start(context: context, presentable: presentable, make) { continuation.resume(returning: $0) }
         }
     }
 
     /// Starts one request; `finish` gets its answer exactly once.
-    private static func start(context: LAContext?, presentable: Bool, _ make: MakeRequest,
+    private static func start(context: (any RequestContext)?, presentable: Bool, _ make: MakeRequest,
                               finish: @escaping @Sendable (Result<Reply, ContextCore.StartProblem>) -> Void) {
-        let owner = context ?? LAContext()
+        let owner: any RequestContext = context ?? OneShotContext()
         let oneShot = context == nil
         do {
             try owner.core.runPrompted(presentable: presentable, request: { presents in make(owner, presents) }, finish: { result in
-                if oneShot { owner.invalidate() }
+                if oneShot { owner.core.invalidate() }
                 switch result {
                 case .success(let reply): finish(.success(reply))
                 case .failure(.protocolError(let why)): finish(.success(.failure(Failure(.invalidParameter, why))))
@@ -117,7 +136,7 @@ extension LAContext {
                 }
             })
         } catch {
-            if oneShot { owner.invalidate() }
+            if oneShot { owner.core.invalidate() }
             finish(.failure(error))
         }
     }

@@ -1,5 +1,5 @@
 import Foundation
-import LocalAuthentication
+import Security
 
 extension LAContext {
     /// Apple's `evaluateAccessControl(_:operation:localizedReason:)`: evaluates the access

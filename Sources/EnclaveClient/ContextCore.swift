@@ -1,0 +1,102 @@
+import EnclaveProtocol
+import Foundation
+
+/// The part of a context that a running evaluation holds on to, so that releasing the
+/// `LAContext` can cancel it.
+package final class ContextCore: @unchecked Sendable {
+    package let id = UUID().uuidString
+    package let endpoint: EnclaveEndpoint
+    private let lock = NSLock()
+    private var invalidated = false
+    private var bound: EnclaveConnection?
+    private var running: Running?
+    /// Where an evaluation's reply block runs (a private serial queue, as Apple's).
+    package let replyQueue = DispatchQueue(label: "LocalAuthentication.LAContext.reply")
+
+    private struct Running {
+        var finish: @Sendable (Result<Reply, EnclaveClientError>) -> Void
+        var presenter: TerminalPresenter?
+    }
+
+    package init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
+
+    package var isInvalidated: Bool { lock.withLock { invalidated } }
+
+    /// The connection this context lives on. A context never moves to a new connection: its
+    /// daemon-side state (authorization) went away with the old one.
+    package func connection() throws -> EnclaveConnection {
+        if let c = lock.withLock({ bound }) {
+            guard !c.closed else { throw EnclaveClientError.connectionLost }
+            return c
+        }
+        let c = try EnclaveConnections.shared(for: endpoint)
+        lock.withLock { if bound == nil { bound = c } }
+        return lock.withLock { bound! }
+    }
+
+    package enum StartProblem: Error { case invalidated, busy, unreachable(String) }
+
+    /// Sends a request that may open a prompt on this context (an evaluation or a keychain call):
+    /// shows the daemon's prompt screens on the terminal, sends the person's keys back, and calls
+    /// `finish` once with the final reply.
+    package func runPrompted(presentable: Bool, request: (_ clientPresents: Bool) -> Request,
+                     finish: @escaping @Sendable (Result<Reply, EnclaveClientError>) -> Void) throws(StartProblem) {
+        if isInvalidated { throw .invalidated }
+        let connection: EnclaveConnection
+        do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
+        let presenter = presentable && !endpoint.headless ? TerminalPresenter.open() : nil
+        let started: Bool = lock.withLock {
+            guard !invalidated, running == nil else { return false }
+            running = Running(finish: finish, presenter: presenter)
+            return true
+        }
+        guard started else {
+            presenter?.close()
+            throw isInvalidated ? .invalidated : .busy
+        }
+        let id = self.id
+        presenter?.onAction = { action, passcode in
+            switch action {
+            case .simulated(let event): connection.send(.simulate(events: [event])) { _ in }
+            case .prompt(let a): connection.send(.promptInput(context: id, action: a, passcode: passcode)) { _ in }
+            }
+        }
+        connection.send(request(presenter != nil), onEvent: { reply in
+            if case .prompt(let screen) = reply { presenter?.show(screen) }
+        }, completion: { [weak self] result in
+            // One strong look at self: the caller may release its context as soon as it is answered.
+            if let core = self {
+                core.complete(result)
+            } else {
+                presenter?.close(result: Self.summary(result))
+                finish(result)
+            }
+        })
+    }
+
+    package static func summary(_ result: Result<Reply, EnclaveClientError>) -> String {
+        switch result {
+        case .success(.evaluated(let r)): return r.success ? "authenticated" : (r.message ?? "not authenticated")
+        case .success(.keychain(let k)): return k.status == .success ? "authenticated" : (k.message ?? "status \(k.status)")
+        case .success(.failure(let f)): return f.message
+        case .success: return "done"
+        case .failure(let e): return "\(e)"
+        }
+    }
+
+    private func complete(_ result: Result<Reply, EnclaveClientError>) {
+        guard let r = lock.withLock({ () -> Running? in defer { running = nil }; return running }) else { return }
+        r.presenter?.close(result: Self.summary(result))
+        r.finish(result)
+    }
+
+    package func invalidate() {
+        let (connection, wasInvalid) = lock.withLock { () -> (EnclaveConnection?, Bool) in
+            defer { invalidated = true }
+            return (bound, invalidated)
+        }
+        guard !wasInvalid else { return }
+        // The daemon ends a running evaluation with appCancel and forgets the authorization.
+        connection?.send(.invalidate(context: id)) { _ in }
+    }
+}

@@ -1,0 +1,284 @@
+import Crypto
+import _CryptoExtras
+import EnclaveProtocol
+import Foundation
+
+/// What each key can run, and running it. The algorithm's meaning comes from its spec
+/// (SecKeyAlgorithmSpec); the math from swift-crypto, or laenclaved for Secure Enclave keys.
+extension SecKey {
+    /// Why `operation` with `algorithm` cannot run on this key, or nil when it can.
+    func refusal(_ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> SecFailure? {
+        guard let spec = algorithm.spec else { return SecFailure(errSecParam, "\(algorithm.rawValue) is not a SecKeyAlgorithm") }
+        let base: SecKeyOperationType = (operation == .verify) ? .sign : (operation == .decrypt) ? .encrypt : operation
+        guard spec.operation == base else { return SecFailure(errSecParam, "\(algorithm.rawValue) is not a \(operation.name) algorithm") }
+        let needsPrivate = operation == .sign || operation == .decrypt || operation == .keyExchange
+        guard needsPrivate == isPrivate else {
+            return SecFailure(errSecParam, "\(operation.name) needs a \(needsPrivate ? "private" : "public") key; this is \(self)")
+        }
+        let notHere = SecFailure(errSecParam, "\(algorithm.rawValue) is not supported by \(self)")
+        if spec.needsMissingHash { return SecFailure(errSecUnimplemented, "\(algorithm.rawValue) needs SHA-224, which is not available on Linux") }
+        switch spec {
+        case .ecdsa, .ecdh, .ecies:
+            return isRSA ? notHere : nil
+        case .rsaSignature(let input, let hash, let padding):
+            guard isRSA else { return notHere }
+            // swift-crypto signs only digests it made itself, and has no raw RSA.
+            if input == .digest || hash == nil || padding == .raw {
+                return SecFailure(errSecUnimplemented, "\(algorithm.rawValue) is not available on Linux (swift-crypto has no RSA over a caller's digest, nor raw RSA); use the message form")
+            }
+            return nil
+        case .rsaEncryption(let padding):
+            guard isRSA else { return notHere }
+            switch padding {
+            case .pkcs1, .oaep(.sha1), .oaep(.sha256): return nil
+            default: return SecFailure(errSecUnimplemented, "\(algorithm.rawValue) is not available on Linux (swift-crypto offers RSA PKCS#1 v1.5 and OAEP with SHA-1 or SHA-256)")
+            }
+        }
+    }
+
+    private func checked(_ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) throws(SecFailure) -> SecKeyAlgorithmSpec {
+        if let refusal = refusal(operation, algorithm) { throw refusal }
+        return algorithm.spec!
+    }
+
+    // MARK: Signatures
+
+    func sign(_ data: Data, _ algorithm: SecKeyAlgorithm) throws(SecFailure) -> Data {
+        switch try checked(.sign, algorithm) {
+        case .ecdsa(let input, let hash, let format):
+            let digest = try Self.digest(data, input, hash, algorithm)
+            switch material {
+            case .ec(let k):
+                let s = try k.sign(digest: digest)
+                return format == .x962 ? s.der : s.raw
+            case .enclave(let k):
+                let reply = try k.run(KeyRequest(operation: .sign, kind: .general, digest: Self.p256Digest(digest), context: ""))
+                guard let der = reply.signatureDER, let raw = reply.signature else { throw SecFailure(errSecInternalComponent, "the enclave answered no signature") }
+                return format == .x962 ? der : raw
+            default: throw SecFailure(errSecParam, "not an EC key")
+            }
+        case .rsaSignature(_, let hash?, let padding):
+            guard case .rsaPrivate(let k) = material else { throw SecFailure(errSecParam, "not an RSA private key") }
+            do {
+                let p: _RSA.Signing.Padding = padding == .pss ? .PSS : .insecurePKCS1v1_5
+                switch hash {
+                case .sha1: return try k.signature(for: Insecure.SHA1.hash(data: data), padding: p).rawRepresentation
+                case .sha256: return try k.signature(for: SHA256.hash(data: data), padding: p).rawRepresentation
+                case .sha384: return try k.signature(for: SHA384.hash(data: data), padding: p).rawRepresentation
+                case .sha512: return try k.signature(for: SHA512.hash(data: data), padding: p).rawRepresentation
+                case .sha224: throw SecFailure(errSecUnimplemented, "SHA-224 is not available on Linux")
+                }
+            } catch let e as SecFailure {
+                throw e
+            } catch {
+                throw SecFailure(errSecParam, "RSA signing failed: \(error)")
+            }
+        default:
+            throw SecFailure(errSecParam, "\(algorithm.rawValue) does not sign")
+        }
+    }
+
+    /// Whether `signature` is valid; throws only when the call itself is wrong.
+    func verify(_ data: Data, signature: Data, _ algorithm: SecKeyAlgorithm) throws(SecFailure) -> Bool {
+        switch try checked(.verify, algorithm) {
+        case .ecdsa(let input, let hash, let format):
+            guard case .ec(let k) = material else { throw SecFailure(errSecParam, "not an EC public key") }
+            return k.isValid(signature: signature, format: format, digest: try Self.digest(data, input, hash, algorithm))
+        case .rsaSignature(_, let hash?, let padding):
+            guard case .rsaPublic(let k) = material else { throw SecFailure(errSecParam, "not an RSA public key") }
+            let s = _RSA.Signing.RSASignature(rawRepresentation: signature)
+            let p: _RSA.Signing.Padding = padding == .pss ? .PSS : .insecurePKCS1v1_5
+            switch hash {
+            case .sha1: return k.isValidSignature(s, for: Insecure.SHA1.hash(data: data), padding: p)
+            case .sha256: return k.isValidSignature(s, for: SHA256.hash(data: data), padding: p)
+            case .sha384: return k.isValidSignature(s, for: SHA384.hash(data: data), padding: p)
+            case .sha512: return k.isValidSignature(s, for: SHA512.hash(data: data), padding: p)
+            case .sha224: throw SecFailure(errSecUnimplemented, "SHA-224 is not available on Linux")
+            }
+        default:
+            throw SecFailure(errSecParam, "\(algorithm.rawValue) does not verify")
+        }
+    }
+
+    /// The digest an ECDSA algorithm signs: the caller's (checked against the algorithm's hash
+    /// size, as Apple checks it) or the message's.
+    private static func digest(_ data: Data, _ input: SecKeyAlgorithmSpec.Input, _ hash: SecKeyAlgorithmSpec.Hash?,
+                               _ algorithm: SecKeyAlgorithm) throws(SecFailure) -> Data {
+        guard let hash else { return data }
+        if input == .message { return try hash.digest(of: data) }
+        guard data.count == hash.byteCount else {
+            throw SecFailure(errSecParam, "bad digest size for signing with algorithm \(algorithm.rawValue): \(data.count) bytes, not \(hash.byteCount)")
+        }
+        return data
+    }
+
+    /// A digest as P-256 ECDSA reads it, in the 32 bytes the enclave takes: a longer one's leftmost
+    /// 256 bits, a shorter one's value unchanged (zeros in front). The same signature either way.
+    static func p256Digest(_ digest: Data) -> Data {
+        digest.count >= 32 ? Data(digest.prefix(32)) : Data(repeating: 0, count: 32 - digest.count) + digest
+    }
+
+    // MARK: Encryption
+
+    func encrypt(_ plaintext: Data, _ algorithm: SecKeyAlgorithm) throws(SecFailure) -> Data {
+        switch try checked(.encrypt, algorithm) {
+        case .ecies(_, let hash, let variableIV):
+            guard case .ec(let recipient) = material else { throw SecFailure(errSecParam, "not an EC public key") }
+            let ephemeral = ECKeyMaterial.generate(recipient.curve)
+            let secret = try ephemeral.sharedSecret(with: recipient.publicX963)
+            let keyAndIV = try hash.x963(secret, sharedInfo: ephemeral.publicX963, byteCount: ECIES.derivedBytes(recipient.curve, variableIV))
+            return ephemeral.publicX963 + (try ECIES.seal(plaintext, keyAndIV: keyAndIV, variableIV: variableIV))
+        case .rsaEncryption(let padding):
+            guard case .rsaPublic(let k) = material else { throw SecFailure(errSecParam, "not an RSA public key") }
+            do {
+                let key = try _RSA.Encryption.PublicKey(unsafeDERRepresentation: k.derRepresentation)
+                return try key.encrypt(plaintext, padding: Self.rsaPadding(padding))
+            } catch let e as SecFailure {
+                throw e
+            } catch {
+                throw SecFailure(errSecParam, "RSA encryption failed (is the plaintext too long for the key?): \(error)")
+            }
+        default:
+            throw SecFailure(errSecParam, "\(algorithm.rawValue) does not encrypt")
+        }
+    }
+
+    func decrypt(_ ciphertext: Data, _ algorithm: SecKeyAlgorithm) throws(SecFailure) -> Data {
+        switch try checked(.decrypt, algorithm) {
+        case .ecies(_, let hash, let variableIV):
+            let curve: ECKeyMaterial.Curve
+            switch material {
+            case .ec(let k): curve = k.curve
+            case .enclave: curve = .p256
+            default: throw SecFailure(errSecParam, "not an EC private key")
+            }
+            let pointBytes = 1 + 2 * curve.fieldBytes
+            guard ciphertext.count >= pointBytes + 16 else { throw SecFailure(errSecParam, "ECIES: input data too short") }
+            let ephemeral = Data(ciphertext.prefix(pointBytes))
+            let count = ECIES.derivedBytes(curve, variableIV)
+            let keyAndIV: Data
+            switch material {
+            case .ec(let k):
+                keyAndIV = try hash.x963(try k.sharedSecret(with: ephemeral), sharedInfo: ephemeral, byteCount: count)
+            case .enclave(let k):
+                let derivation = KeyDerivation(hash: try hash.wire, sharedInfo: ephemeral, byteCount: count)
+                let reply = try k.run(KeyRequest(operation: .agree, kind: .general, peerPublicKey: ephemeral, derivation: derivation, context: ""))
+                guard let derived = reply.derivedKey else { throw SecFailure(errSecInternalComponent, "the enclave answered no derived key") }
+                keyAndIV = derived
+            default: throw SecFailure(errSecParam, "not an EC private key")
+            }
+            return try ECIES.open(Data(ciphertext.dropFirst(pointBytes)), keyAndIV: keyAndIV, variableIV: variableIV)
+        case .rsaEncryption(let padding):
+            guard case .rsaPrivate(let k) = material else { throw SecFailure(errSecParam, "not an RSA private key") }
+            do {
+                let key = try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: k.derRepresentation)
+                return try key.decrypt(ciphertext, padding: Self.rsaPadding(padding))
+            } catch let e as SecFailure {
+                throw e
+            } catch {
+                throw SecFailure(errSecDecode, "RSA decryption failed")
+            }
+        default:
+            throw SecFailure(errSecParam, "\(algorithm.rawValue) does not decrypt")
+        }
+    }
+
+    private static func rsaPadding(_ p: SecKeyAlgorithmSpec.RSAEncryptionPadding) throws(SecFailure) -> _RSA.Encryption.Padding {
+        switch p {
+        case .pkcs1: return ._WEAK_AND_INSECURE_PKCS_V1_5
+        case .oaep(.sha1): return .PKCS1_OAEP
+        case .oaep(.sha256): return .PKCS1_OAEP_SHA256
+        default: throw SecFailure(errSecUnimplemented, "this RSA padding is not available on Linux")
+        }
+    }
+
+    // MARK: Key exchange
+
+    /// ECDH with `peer`; with a KDF, `requestedSize` bytes derived with `sharedInfo`.
+    func exchange(with peer: SecKey, _ algorithm: SecKeyAlgorithm, requestedSize: Int?, sharedInfo: Data) throws(SecFailure) -> Data {
+        guard case .ecdh(_, let kdf) = try checked(.keyExchange, algorithm) else {
+            throw SecFailure(errSecParam, "\(algorithm.rawValue) is not a key exchange")
+        }
+        guard case .ec(let other) = peer.material, !other.isPrivate else { throw SecFailure(errSecParam, "the other key must be an EC public key") }
+        var size = 0
+        if kdf != nil {
+            guard let requestedSize, requestedSize > 0, requestedSize <= 1 << 16 else {
+                throw SecFailure(errSecParam, "kSecKeyKeyExchangeParameterRequestedSize must be a positive byte count (at most 65536) for \(algorithm.rawValue)")
+            }
+            size = requestedSize
+        }
+        switch material {
+        case .ec(let k):
+            guard other.curve == k.curve else { throw SecFailure(errSecParam, "the keys are on different curves") }
+            let secret = try k.sharedSecret(with: other.publicX963)
+            guard let kdf else { return secret.withUnsafeBytes { Data($0) } }
+            return try kdf.x963(secret, sharedInfo: sharedInfo, byteCount: size)
+        case .enclave(let k):
+            guard other.curve == .p256 else { throw SecFailure(errSecParam, "a Secure Enclave key exchanges only with P-256 keys") }
+            var derivation: KeyDerivation?
+            if let kdf { derivation = KeyDerivation(hash: try kdf.wire, sharedInfo: sharedInfo, byteCount: size) }
+            let reply = try k.run(KeyRequest(operation: .agree, kind: .general, peerPublicKey: other.publicX963, derivation: derivation, context: ""))
+            guard let out = derivation == nil ? reply.sharedSecret : reply.derivedKey else { throw SecFailure(errSecInternalComponent, "the enclave answered no secret") }
+            return out
+        default:
+            throw SecFailure(errSecParam, "not an EC private key")
+        }
+    }
+}
+
+/// Apple's ECIES framing (Security's SecKeyAdaptors): the ephemeral public key, then AES-GCM's
+/// ciphertext and 16-byte tag. The X9.63 KDF (shared info: the ephemeral public key) yields a
+/// 16-byte AES key for curves up to 256 bits and 32 bytes above, followed, in the variable-IV
+/// algorithms, by a 16-byte IV; the others use 16 zero bytes as IV.
+enum ECIES {
+    static let ivBytes = 16
+
+    static func derivedBytes(_ curve: ECKeyMaterial.Curve, _ variableIV: Bool) -> Int {
+        (curve.bits > 256 ? 32 : 16) + (variableIV ? ivBytes : 0)
+    }
+
+    private static func split(_ keyAndIV: Data, _ variableIV: Bool) throws(SecFailure) -> (SymmetricKey, AES.GCM.Nonce) {
+        let keyBytes = variableIV ? keyAndIV.count - ivBytes : keyAndIV.count
+        let iv = variableIV ? Data(keyAndIV.suffix(ivBytes)) : Data(count: ivBytes)
+        do {
+            return (SymmetricKey(data: keyAndIV.prefix(keyBytes)), try AES.GCM.Nonce(data: iv))
+        } catch {
+            throw SecFailure(errSecInternalComponent, "ECIES: bad IV: \(error)")
+        }
+    }
+
+    static func seal(_ plaintext: Data, keyAndIV: Data, variableIV: Bool) throws(SecFailure) -> Data {
+        let (key, nonce) = try split(keyAndIV, variableIV)
+        do {
+            let box = try AES.GCM.seal(plaintext, using: key, nonce: nonce)
+            return box.ciphertext + box.tag
+        } catch {
+            throw SecFailure(errSecParam, "ECIES: failed to AES-GCM encrypt data")
+        }
+    }
+
+    static func open(_ body: Data, keyAndIV: Data, variableIV: Bool) throws(SecFailure) -> Data {
+        let (key, nonce) = try split(keyAndIV, variableIV)
+        do {
+            let box = try AES.GCM.SealedBox(nonce: nonce, ciphertext: body.dropLast(16), tag: body.suffix(16))
+            return try AES.GCM.open(box, using: key)
+        } catch {
+            throw SecFailure(errSecParam, "ECIES: failed to AES-GCM decrypt data")
+        }
+    }
+}
+
+extension SecKeyAlgorithmSpec.Hash {
+    /// The hash as the daemon's key derivation names it.
+    var wire: KeyDerivation.Hash {
+        get throws(SecFailure) {
+            switch self {
+            case .sha1: return .sha1
+            case .sha224: throw SecFailure(errSecUnimplemented, "SHA-224 is not available on Linux")
+            case .sha256: return .sha256
+            case .sha384: return .sha384
+            case .sha512: return .sha512
+            }
+        }
+    }
+}
