@@ -140,6 +140,11 @@ let package = Package(
         .testTarget(name: "AppleAPITests", dependencies: [
             "IntegrationSupport", "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
         ]),
+        // App code in the shapes of Apple's documentation and samples, compiled in Swift 5 mode as apps
+        // are, run against a daemon (issue 13's proof that Apple-platform code compiles unchanged).
+        .testTarget(name: "AppleShapesTests", dependencies: [
+            "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting",
+        ], swiftSettings: [.swiftLanguageMode(.v5)]),
         // Fingerprint login end to end: the server process, the client, independent authenticators.
         .testTarget(name: "TouchLoginEndToEndTests", dependencies: [
             "IntegrationSupport", "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",

@@ -11,7 +11,7 @@ extension LAContext {
         try await evaluateAccessControlFlags(accessControl.wireValue.flags, operation: operation, localizedReason: localizedReason)
     }
 
-    public func evaluateAccessControl(_ accessControl: SecAccessControl, operation: LAAccessControlOperation, localizedReason: String,
+    @preconcurrency public func evaluateAccessControl(_ accessControl: SecAccessControl, operation: LAAccessControlOperation, localizedReason: String,
                                       reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
         Task {
             do { reply(try await evaluateAccessControl(accessControl, operation: operation, localizedReason: localizedReason), nil) }

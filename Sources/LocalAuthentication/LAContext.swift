@@ -137,7 +137,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     /// Evaluates `policy`, showing the prompt with `localizedReason`. `reply` runs on a private queue.
-    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String, reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+    @preconcurrency open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String, reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
         let options: EvaluationOptions = lock.withLock {
             EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
                               reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)

@@ -90,7 +90,7 @@ open class LARight: NSObject, @unchecked Sendable {
         }
     }
 
-    public func authorize(localizedReason: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+    @preconcurrency public func authorize(localizedReason: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
         Task {
             do { try await authorize(localizedReason: localizedReason); completion(nil) } catch { completion(error) }
         }
@@ -104,6 +104,12 @@ open class LARight: NSObject, @unchecked Sendable {
         }
     }
 
+    @preconcurrency public func checkCanAuthorize(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        Task {
+            do { try await checkCanAuthorize(); completion(nil) } catch { completion(error) }
+        }
+    }
+
     /// Ends the authorization; the next use needs `authorize` again.
     public func deauthorize() async {
         lock.withLock {
@@ -113,7 +119,7 @@ open class LARight: NSObject, @unchecked Sendable {
         }
     }
 
-    public func deauthorize(completion: @escaping @Sendable () -> Void) {
+    @preconcurrency public func deauthorize(completion: @escaping @Sendable () -> Void) {
         Task { await deauthorize(); completion() }
     }
 

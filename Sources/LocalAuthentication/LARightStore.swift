@@ -2,7 +2,11 @@ import EnclaveClient
 import EnclaveProtocol
 import Foundation
 
-public enum LARightStoreError: Error, Equatable, CustomStringConvertible {
+/// Why the right store refused. Our type where Apple documents no codes: it bridges to an `NSError`
+/// in `NSOSStatusErrorDomain` with the keychain's status (rights are keychain items and enclave
+/// keys), `errSecItemNotFound` for a missing right and `errSecUnimplemented` for what Linux lacks.
+/// Authentication failures are `LAError`s, as Apple's.
+public enum LARightStoreError: Error, Equatable, CustomStringConvertible, CustomNSError {
     /// No right is stored under the identifier (for this app).
     case notFound(String)
     /// The keychain or the enclave refused (status and message).
@@ -16,6 +20,16 @@ public enum LARightStoreError: Error, Equatable, CustomStringConvertible {
         case .unsupported(let what): return what
         }
     }
+
+    public static var errorDomain: String { NSOSStatusErrorDomain }
+    public var errorCode: Int {
+        switch self {
+        case .notFound: return Int(errSecItemNotFound)
+        case .storage(let status, _): return Int(status)
+        case .unsupported: return Int(errSecUnimplemented)
+        }
+    }
+    public var errorUserInfo: [String: Any] { [NSLocalizedDescriptionKey: description] }
 }
 
 /// Persisted rights, each with a Secure Enclave key and an optional secret that are usable only
@@ -33,6 +47,8 @@ public final class LARightStore: NSObject, @unchecked Sendable {
         var publicKey: Data
         var hasSecret: Bool
         var enrolment: Data?
+        /// nil: a right saved before rights' keys were `general` (signing only).
+        var keyKind: KeyRequest.Kind?
     }
 
     private func keychain(_ op: KeychainOperation, _ attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil,
@@ -62,13 +78,14 @@ public final class LARightStore: NSObject, @unchecked Sendable {
 
     private func save(_ right: LARight, identifier: String, secret: Data?) async throws -> LAPersistedRight {
         let flags = right.requirement.accessControlFlags
-        let key = await ContextRequests.performKeyOperation(KeyRequest(operation: .create, kind: .signing,
+        let key = await ContextRequests.performKeyOperation(KeyRequest(operation: .create, kind: .general,
                                                             accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags), context: ""), context: nil)
         guard key.problem == nil, let blob = key.blob, let publicKey = key.publicKey else {
             throw LARightStoreError.storage(KeychainStatus.notAvailable.rawValue, key.message ?? "the enclave made no key")
         }
         let enrolment = right.requirement.kind == .biometryCurrentSet ? await LAContext().currentDomainState().biometry.stateHash : nil
-        let record = Record(requirement: right.requirement.kind, keyBlob: blob, publicKey: publicKey, hasSecret: secret != nil, enrolment: enrolment)
+        let record = Record(requirement: right.requirement.kind, keyBlob: blob, publicKey: publicKey, hasSecret: secret != nil, enrolment: enrolment,
+                            keyKind: .general)
         var attributes = identity(identifier)
         attributes["gena"] = .data(try JSONEncoder().encode(record))
         attributes["v_Data"] = .data(secret ?? Data())
@@ -101,6 +118,38 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     }
 
     /// Removes every right this app stored.
+    @preconcurrency public func right(forIdentifier identifier: String, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
+        deliver(completion) { try await self.right(forIdentifier: identifier) }
+    }
+
+    @preconcurrency public func saveRight(_ right: LARight, identifier: String, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
+        let right = UncheckedBox(right)
+        deliver(completion) { try await self.saveRight(right.value, identifier: identifier) }
+    }
+
+    @preconcurrency public func saveRight(_ right: LARight, identifier: String, secret: Data, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
+        let right = UncheckedBox(right)
+        deliver(completion) { try await self.saveRight(right.value, identifier: identifier, secret: secret) }
+    }
+
+    @preconcurrency public func removeRight(_ right: LAPersistedRight, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        Task {
+            do { try await removeRight(right); completion(nil) } catch { completion(error) }
+        }
+    }
+
+    @preconcurrency public func removeRight(forIdentifier identifier: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        Task {
+            do { try await removeRight(forIdentifier: identifier); completion(nil) } catch { completion(error) }
+        }
+    }
+
+    @preconcurrency public func removeAllRights(completion: @escaping @Sendable ((any Error)?) -> Void) {
+        Task {
+            do { try await removeAllRights(); completion(nil) } catch { completion(error) }
+        }
+    }
+
     public func removeAllRights() async throws {
         var all: [String: KeychainValue] = ["class": .string("genp"), "svce": .string(Self.service)]
         if let app = Self.ownGroup() { all["agrp"] = .string(app) }
@@ -120,80 +169,141 @@ public final class LAPersistedRight: LARight, @unchecked Sendable {
     init(identifier: String, record: LARightStore.Record) {
         self.identifier = identifier
         super.init(requirement: LAAuthenticationRequirement(record.requirement), enrolment: record.enrolment)
-        key = LAPrivateKey(blob: record.keyBlob, publicKey: record.publicKey, right: self)
+        key = LAPrivateKey(blob: record.keyBlob, publicKey: record.publicKey, kind: record.keyKind ?? .signing, right: self)
         secret = LASecret(identifier: identifier, present: record.hasSecret, right: self)
     }
 }
 
-/// The private key of a persisted right: private-key operations need the right authorized.
-/// Our choice: an ECDSA P-256 signing key; decryption and key exchange are not offered
-/// (`canDecrypt`/`canExchangeKeys` answer false).
+/// The private key of a persisted right: a Secure Enclave P-256 key that signs, decrypts (ECIES)
+/// and agrees (ECDH) with the algorithms SecKey offers for such a key; private-key operations need
+/// the right authorized. Our note: a right saved before rights could decrypt has a signing-only key
+/// (`canDecrypt`/`canExchangeKeys` answer false for it).
 public final class LAPrivateKey: NSObject, @unchecked Sendable {
-    let blob: Data
+    let key: SecKey
     public let publicKey: LAPublicKey
     private weak var right: LARight?
 
-    init(blob: Data, publicKey: Data, right: LARight) {
-        self.blob = blob
-        self.publicKey = LAPublicKey(blob: blob, bytes: publicKey)
+    init(blob: Data, publicKey: Data, kind: KeyRequest.Kind, right: LARight) {
+        key = SecKey.enclave(publicKey: publicKey, blob: blob, kind: kind, context: right.context)
+        self.publicKey = LAPublicKey(bytes: publicKey)
         self.right = right
     }
 
-    public func canSign(using algorithm: SecKeyAlgorithm) -> Bool {
-        algorithm == .ecdsaSignatureMessageX962SHA256 || algorithm == .ecdsaSignatureDigestX962SHA256
+    public func canSign(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .sign, algorithm) }
+    public func canDecrypt(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .decrypt, algorithm) }
+    public func canExchangeKeys(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .keyExchange, algorithm) }
+
+    /// A signature as SecKeyCreateSignature gives it (X9.62 DER for the X962 algorithms).
+    public func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
+        try await use { key, error in SecKeyCreateSignature(key, algorithm, data as CFData, error) as Data? }
     }
 
-    /// An X9.62 (DER) ECDSA signature, as SecKeyCreateSignature gives it.
-    public func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
+    public func decrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
+        try await use { key, error in SecKeyCreateDecryptedData(key, algorithm, data as CFData, error) as Data? }
+    }
+
+    /// ECDH with `publicKey` (X9.63, as `LAPublicKey.bytes` gives it); `parameters` as
+    /// SecKeyCopyKeyExchangeResult's.
+    public func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any]) async throws -> Data {
+        let attributes = [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary
+        var problem: Unmanaged<CFError>?
+        guard let peer = SecKeyCreateWithData(publicKey as CFData, attributes, &problem) else { throw problem!.takeRetainedValue() as Error }
+        let params = UncheckedBox(NSDictionary(dictionary: Dictionary(uniqueKeysWithValues: parameters.map { ("\($0.key)", $0.value) })))
+        return try await use { key, error in SecKeyCopyKeyExchangeResult(key, algorithm, peer, params.value, error) as Data? }
+    }
+
+    @preconcurrency public func sign(_ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        deliver(completion) { try await self.sign(data, algorithm: algorithm) }
+    }
+
+    @preconcurrency public func decrypt(_ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        deliver(completion) { try await self.decrypt(data, algorithm: algorithm) }
+    }
+
+    @preconcurrency public func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any],
+                             completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        let parameters = UncheckedBox(parameters)
+        deliver(completion) { try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters.value) }
+    }
+
+    /// Runs one private-key operation once the right is authorized, off the cooperative pool (the
+    /// SecKey call waits for the daemon). An authentication failure comes back as the `LAError` it
+    /// was; anything else as SecKey's error (`NSOSStatusErrorDomain`).
+    private func use(_ body: @escaping @Sendable (SecKey, UnsafeMutablePointer<Unmanaged<CFError>?>) -> Data?) async throws -> Data {
         guard let right else { throw LAError(.invalidContext) }
         try right.requireAuthorized()
-        guard canSign(using: algorithm) else { throw LARightStoreError.unsupported("\(algorithm.rawValue) is not supported; use ecdsaSignatureMessageX962SHA256") }
-        let digest = algorithm == .ecdsaSignatureDigestX962SHA256
-        let reply = await ContextRequests.performKeyOperation(KeyRequest(operation: .sign, kind: .signing, blob: blob, digest: digest ? data : nil,
-                                                              message: digest ? nil : data, context: ""), context: right.context)
-        guard reply.problem == nil, let der = reply.signatureDER else {
-            if let code = reply.authenticationError { throw LAError(LAError.Code(rawValue: code.rawValue) ?? .authenticationFailed, message: reply.message) }
-            throw LARightStoreError.storage(KeychainStatus.authFailed.rawValue, reply.message ?? "the key could not sign")
+        let key = self.key
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
+            LAPrivateKey.queue.async {
+                var error: Unmanaged<CFError>?
+                if let out = body(key, &error) { return continuation.resume(returning: out) }
+                let failure = error?.takeRetainedValue() ?? NSError(domain: NSOSStatusErrorDomain, code: Int(errSecInternalComponent))
+                if let la = failure.userInfo[NSUnderlyingErrorKey] as? NSError, let e = LAError(la) {
+                    return continuation.resume(throwing: e)
+                }
+                continuation.resume(throwing: failure)
+            }
         }
-        return der
     }
 
-    public func canDecrypt(using algorithm: SecKeyAlgorithm) -> Bool { false }
-    public func decrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
-        throw LARightStoreError.unsupported("a right's key decrypts nothing on Linux yet")
-    }
-    public func canExchangeKeys(using algorithm: SecKeyAlgorithm) -> Bool { false }
-    public func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any]) async throws -> Data {
-        throw LARightStoreError.unsupported("a right's key is a signing key; key exchange is not offered on Linux yet")
-    }
+    private static let queue = DispatchQueue(label: "LocalAuthentication.LAPrivateKey", attributes: .concurrent)
 }
 
-/// The public key of a persisted right: usable whether or not the right is authorized.
+/// The public key of a persisted right: usable whether or not the right is authorized; a
+/// software P-256 key (SecKey's) that verifies and encrypts (ECIES).
 public final class LAPublicKey: NSObject, @unchecked Sendable {
-    let blob: Data
     private let raw: Data
-    init(blob: Data, bytes: Data) { self.blob = blob; raw = bytes }
+    let key: SecKey?
+
+    init(bytes: Data) {
+        raw = bytes
+        key = SecKeyCreateWithData(bytes as CFData, [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, nil)
+    }
 
     /// The key in X9.63 form (04 ‖ x ‖ y), as SecKeyCopyExternalRepresentation gives it.
     public var bytes: Data { get async throws { raw } }
 
-    public func canVerify(using algorithm: SecKeyAlgorithm) -> Bool {
-        algorithm == .ecdsaSignatureMessageX962SHA256 || algorithm == .ecdsaSignatureDigestX962SHA256
-    }
+    @preconcurrency public func exportBytes(completion: @escaping @Sendable (Data?, (any Error)?) -> Void) { completion(raw, nil) }
 
-    /// Throws when the signature does not verify.
+    public func canVerify(using algorithm: SecKeyAlgorithm) -> Bool { key.map { SecKeyIsAlgorithmSupported($0, .verify, algorithm) } ?? false }
+    public func canEncrypt(using algorithm: SecKeyAlgorithm) -> Bool { key.map { SecKeyIsAlgorithmSupported($0, .encrypt, algorithm) } ?? false }
+
+    /// Throws SecKey's error (`errSecVerifyFailed`) when the signature does not verify.
     public func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm) async throws {
-        guard canVerify(using: algorithm) else { throw LARightStoreError.unsupported("\(algorithm.rawValue) is not supported") }
-        let digest = algorithm == .ecdsaSignatureDigestX962SHA256
-        let reply = await ContextRequests.performKeyOperation(KeyRequest(operation: .verify, kind: .signing, blob: blob, digest: digest ? signedData : nil,
-                                                              message: digest ? nil : signedData, signature: signature, context: ""), context: nil)
-        guard reply.valid == true else { throw LAError(.authenticationFailed, message: reply.message ?? "The signature does not verify.") }
+        guard let key else { throw NSError(domain: NSOSStatusErrorDomain, code: Int(errSecDecode)) }
+        var error: Unmanaged<CFError>?
+        guard SecKeyVerifySignature(key, algorithm, signedData as CFData, signature as CFData, &error) else { throw error!.takeRetainedValue() as Error }
     }
 
-    public func canEncrypt(using algorithm: SecKeyAlgorithm) -> Bool { false }
     public func encrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
-        throw LARightStoreError.unsupported("a right's key encrypts nothing on Linux yet")
+        guard let key else { throw NSError(domain: NSOSStatusErrorDomain, code: Int(errSecDecode)) }
+        var error: Unmanaged<CFError>?
+        guard let out = SecKeyCreateEncryptedData(key, algorithm, data as CFData, &error) else { throw error!.takeRetainedValue() as Error }
+        return out as Data
     }
+
+    @preconcurrency public func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable ((any Error)?) -> Void) {
+        Task {
+            do { try await verify(signedData, signature: signature, algorithm: algorithm); completion(nil) } catch { completion(error) }
+        }
+    }
+
+    @preconcurrency public func encrypt(_ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        deliver(completion) { try await self.encrypt(data, algorithm: algorithm) }
+    }
+}
+
+/// Apple's completion-handler twin of an async call: `completion` gets the value or the error.
+func deliver<T: Sendable>(_ completion: @escaping @Sendable (T?, (any Error)?) -> Void, _ body: @escaping @Sendable () async throws -> T) {
+    Task {
+        do { completion(try await body(), nil) } catch { completion(nil, error) }
+    }
+}
+
+/// A value Swift cannot prove `Sendable` (`[AnyHashable: Any]`) that is only read once handed over.
+struct UncheckedBox<T>: @unchecked Sendable {
+    let value: T
+    init(_ value: T) { self.value = value }
 }
 
 /// The secret stored with a persisted right: readable only while the right is authorized.
@@ -202,6 +312,10 @@ public final class LASecret: NSObject, @unchecked Sendable {
     let present: Bool
     private weak var right: LARight?
     init(identifier: String, present: Bool, right: LARight) { self.identifier = identifier; self.present = present; self.right = right }
+
+    @preconcurrency public func loadData(completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        deliver(completion) { try await self.rawData }
+    }
 
     public var rawData: Data {
         get async throws {

@@ -23,14 +23,20 @@ public func CFErrorCopyRecoverySuggestion(_ err: CFError) -> CFString? { err.loc
 struct SecFailure: Error {
     let status: OSStatus
     let message: String
+    /// What the authentication said, when a prompt ended the call (an `LAError` in
+    /// LocalAuthentication's domain): `NSUnderlyingErrorKey`, as on Apple platforms.
+    let underlying: NSError?
 
-    init(_ status: OSStatus, _ message: String) {
+    init(_ status: OSStatus, _ message: String, underlying: NSError? = nil) {
         self.status = status
         self.message = message
+        self.underlying = underlying
     }
 
     var cfError: CFError {
-        NSError(domain: NSOSStatusErrorDomain, code: Int(status), userInfo: [NSLocalizedDescriptionKey: message])
+        var info: [String: Any] = [NSLocalizedDescriptionKey: message]
+        if let underlying { info[NSUnderlyingErrorKey] = underlying }
+        return NSError(domain: NSOSStatusErrorDomain, code: Int(status), userInfo: info)
     }
 
     /// Hands the error to a caller's `&error` (retained, as Apple's `Unmanaged<CFError>` out-parameters are).
@@ -47,4 +53,17 @@ func secKeyCall<T>(_ out: UnsafeMutablePointer<Unmanaged<CFError>?>?, _ body: ()
         error.report(to: out)
         return nil
     }
+}
+
+nonisolated(unsafe) public let kCFErrorDomainPOSIX: CFErrorDomain! = "NSPOSIXErrorDomain"
+nonisolated(unsafe) public let kCFErrorDomainCocoa: CFErrorDomain! = "NSCocoaErrorDomain"
+nonisolated(unsafe) public let kCFErrorDescriptionKey: CFString! = "NSDescription"
+nonisolated(unsafe) public let kCFErrorLocalizedDescriptionKey: CFString! = "NSLocalizedDescription"
+nonisolated(unsafe) public let kCFErrorLocalizedFailureReasonKey: CFString! = "NSLocalizedFailureReason"
+nonisolated(unsafe) public let kCFErrorUnderlyingErrorKey: CFString! = "NSUnderlyingError"
+
+public func CFErrorCreate(_ allocator: CFAllocator!, _ domain: CFErrorDomain!, _ code: CFIndex, _ userInfo: CFDictionary!) -> CFError! {
+    var info: [String: Any] = [:]
+    for (k, v) in (userInfo ?? NSDictionary()) { if let key = k as? String { info[key] = v } }
+    return NSError(domain: domain as String, code: code, userInfo: info)
 }

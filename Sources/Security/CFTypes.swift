@@ -18,8 +18,8 @@ public typealias CFBoolean = NSNumber
 
 /// Apple's `kCFBooleanTrue` / `kCFBooleanFalse` (`CFBoolean!`), as the keychain's value rules read
 /// them: a boolean `NSNumber`.
-nonisolated(unsafe) public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
-nonisolated(unsafe) public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
+public let kCFBooleanTrue: CFBoolean! = NSNumber(value: true)
+public let kCFBooleanFalse: CFBoolean! = NSNumber(value: false)
 public typealias CFNumber = NSNumber
 public typealias CFDate = NSDate
 public typealias CFError = NSError
@@ -67,3 +67,14 @@ public func CFDateGetTypeID() -> CFTypeID { 42 }
 public func CFErrorGetTypeID() -> CFTypeID { 30 }
 public func SecKeyGetTypeID() -> CFTypeID { 301 }
 public func SecAccessControlGetTypeID() -> CFTypeID { 302 }
+
+public typealias CFHashCode = UInt
+
+public func CFBooleanGetValue(_ boolean: CFBoolean!) -> Bool { boolean.boolValue }
+/// Our reading of CoreFoundation's equality: Foundation's `isEqual`.
+public func CFEqual(_ cf1: CFTypeRef!, _ cf2: CFTypeRef!) -> Bool {
+    guard let a = cf1 as? NSObject else { return cf1 === cf2 }
+    return a.isEqual(cf2)
+}
+public func CFHash(_ cf: CFTypeRef!) -> CFHashCode { UInt(bitPattern: (cf as? NSObject)?.hash ?? ObjectIdentifier(cf).hashValue) }
+public func CFCopyDescription(_ cf: CFTypeRef!) -> CFString! { NSString(string: String(describing: cf!)) }

@@ -139,6 +139,12 @@ public final class SecKey: CustomStringConvertible, @unchecked Sendable {
         if keyClass != "0" && keyClass != "1" { throw SecFailure(errSecParam, "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate") }
     }
 
+    /// A Secure Enclave key held elsewhere in this package (a persisted right's key), used on
+    /// `context` like any SecKey.
+    package static func enclave(publicKey: Data, blob: Data, kind: KeyRequest.Kind, context: (any RequestContext)?) -> SecKey {
+        SecKey(.enclave(EnclaveKeyMaterial(publicX963: publicKey, blob: blob, context: context, reason: nil, kind: kind)))
+    }
+
     public var description: String {
         let kind: String
         switch material {
@@ -158,14 +164,18 @@ struct EnclaveKeyMaterial: @unchecked Sendable {
     let blob: Data
     let context: (any RequestContext)?
     let reason: String?
+    /// SecKey's keys are `general`; a right's key made before rights could decrypt is `signing`.
+    var kind: KeyRequest.Kind = .general
 
     func run(_ request: KeyRequest) throws(SecFailure) -> KeyReply {
         var request = request
         request.blob = blob
+        request.kind = kind
         if request.reason == nil { request.reason = reason }
         let reply = ContextRequests.performKeyOperation(request, context: context)
         guard let problem = reply.problem else { return reply }
-        throw SecFailure(Self.status(problem, reply.authenticationError), reply.message ?? "the Secure Enclave key operation failed")
+        let underlying = reply.authenticationError.map { NSError(domain: "com.apple.LocalAuthentication", code: $0.rawValue, userInfo: reply.message.map { [NSLocalizedDescriptionKey: $0] } ?? [:]) }
+        throw SecFailure(Self.status(problem, reply.authenticationError), reply.message ?? "the Secure Enclave key operation failed", underlying: underlying)
     }
 
     /// How a daemon refusal reads as an `OSStatus`. Our mapping (Apple's for these cases is not

@@ -52,7 +52,7 @@ public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
     secKeyCall(error) { () throws(SecFailure) -> CFData in NSData(data: try key.sign(dataToSign as Data, algorithm)) }
 }
 
-/// Our note: a signature that does not verify answers false with `errSecVerifyFailed`, as Apple's.
+/// A signature that does not verify answers false with `errSecVerifyFailed`, as Apple's does.
 public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
                                   _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
     secKeyCall(error) { () throws(SecFailure) -> Bool in
@@ -189,4 +189,15 @@ struct SecKeyParameters {
         guard let d = v as? NSDictionary else { throw SecFailure(errSecParam, "\(key) must be a dictionary") }
         return try SecKeyParameters(d)
     }
+}
+
+/// Apple's `SecKeyKeyExchangeParameter` (a typed CFString): the keys of
+/// `SecKeyCopyKeyExchangeResult`'s parameters, as Swift code names them.
+public struct SecKeyKeyExchangeParameter: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(rawValue: CFString) { self.rawValue = rawValue as String }
+
+    public static let requestedSize = SecKeyKeyExchangeParameter(rawValue: "requestedSize")
+    public static let sharedInfo = SecKeyKeyExchangeParameter(rawValue: "sharedInfo")
 }

@@ -19,6 +19,9 @@ extension SecKey {
         if spec.needsMissingHash { return SecFailure(errSecUnimplemented, "\(algorithm.rawValue) needs SHA-224, which is not available on Linux") }
         switch spec {
         case .ecdsa, .ecdh, .ecies:
+            if case .enclave(let k) = material, k.kind == .signing, operation != .sign {
+                return SecFailure(errSecParam, "\(algorithm.rawValue): this Secure Enclave key only signs")
+            }
             return isRSA ? notHere : nil
         case .rsaSignature(let input, let hash, let padding):
             guard isRSA else { return notHere }

@@ -74,4 +74,68 @@ final class LARightTests: XCTestCase {
             }
         }
     }
+
+    /// A right's key decrypts what its public key encrypted (ECIES, Apple's framing) and agrees
+    /// with another key — the rights API's key operations beside signing, through the daemon. It
+    /// refused both before ("a right's key decrypts nothing on Linux yet").
+    func testAPersistedRightsKeyDecryptsAndExchanges() async throws {
+        let enclave = try TestEnclave()
+        try await enclave.run {
+            let store = LARightStore.shared
+            try await store.removeAllRights()
+            let right = try await store.saveRight(LARight(), identifier: "mailbox")
+            let algorithm = SecKeyAlgorithm.eciesEncryptionCofactorVariableIVX963SHA256AESGCM
+            XCTAssertTrue(right.key.publicKey.canEncrypt(using: algorithm))
+            XCTAssertTrue(right.key.canDecrypt(using: algorithm))
+            let sealed = try await right.key.publicKey.encrypt(Data("a letter".utf8), algorithm: algorithm)
+            try enclave.queue(.match)
+            try await right.authorize(localizedReason: "Read the letter")
+            let opened = try await right.key.decrypt(sealed, algorithm: algorithm)
+            XCTAssertEqual(opened, Data("a letter".utf8))
+
+            let other = SecKeyCreateRandomKey([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256] as CFDictionary, nil)!
+            let otherPublic = SecKeyCopyExternalRepresentation(SecKeyCopyPublicKey(other)!, nil)! as Data
+            let parameters: [AnyHashable: Any] = [kSecKeyKeyExchangeParameterRequestedSize as String: 16]
+            let ours = try await right.key.exchangeKeys(publicKey: otherPublic, algorithm: .ecdhKeyExchangeStandardX963SHA256, parameters: parameters)
+            let rightPublic = SecKeyCreateWithData(try await right.key.publicKey.bytes as CFData,
+                                                   [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, nil)!
+            let theirs = SecKeyCopyKeyExchangeResult(other, .ecdhKeyExchangeStandardX963SHA256, rightPublic, parameters as NSDictionary, nil) as Data?
+            XCTAssertEqual(ours, theirs)
+            XCTAssertEqual(ours.count, 16)
+        }
+    }
+
+    /// The completion-handler twins Apple's rights API has beside its async forms, and a missing
+    /// right as the keychain's NSError.
+    func testCompletionHandlerForms() throws {
+        let enclave = try TestEnclave()
+        enclave.run {
+            let saved = expectation(description: "saved")
+            LARightStore.shared.saveRight(LARight(), identifier: "twin") { right, error in
+                XCTAssertNotNil(right)
+                XCTAssertNil(error)
+                saved.fulfill()
+            }
+            wait(for: [saved], timeout: 10)
+            let missing = expectation(description: "missing")
+            LARightStore.shared.right(forIdentifier: "no-such-right") { right, error in
+                XCTAssertNil(right)
+                let ns = error.map { $0 as NSError }
+                XCTAssertEqual(ns?.domain, NSOSStatusErrorDomain)
+                XCTAssertEqual(ns?.code, Int(errSecItemNotFound))
+                missing.fulfill()
+            }
+            let checked = expectation(description: "checked")
+            LARight().checkCanAuthorize { error in
+                XCTAssertNil(error)
+                checked.fulfill()
+            }
+            let removed = expectation(description: "removed")
+            LARightStore.shared.removeAllRights { error in
+                XCTAssertNil(error)
+                removed.fulfill()
+            }
+            wait(for: [missing, checked, removed], timeout: 10)
+        }
+    }
 }

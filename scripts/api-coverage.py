@@ -1,0 +1,146 @@
+"""The coverage table: every row of docs/apple-api/*.tsv looked up among our symbols.
+Run through scripts/api-coverage, which extracts the symbol graphs this reads."""
+import csv, glob, json, os, re, sys
+
+docs, graphs, out = sys.argv[1:4]
+
+# Apple symbols that cannot exist on Linux, with why.
+NOT_APPLICABLE = {
+    "LAContext.ObjectWillChangePublisher": "Combine (ObservableObject) is not available on Linux",
+    "CFRelease": "unavailable in Swift on Apple platforms too (ARC)",
+    "CFRetain": "unavailable in Swift on Apple platforms too (ARC)",
+}
+NOT_APPLICABLE_PREFIXES = {
+    "LARight.authorize(localizedReason:in:": "authorizes in a window (LAPresentationContext); Linux has no UIKit/AppKit windows",
+    "LAAuthenticationView": "a SwiftUI/AppKit view; Linux has neither",
+    "LAPresentationContext": "a UIKit/AppKit window reference; Linux has neither",
+}
+
+def rows(name):
+    with open(os.path.join(docs, name), newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+# Our symbols: dotted path -> doc comment.
+ours, aliases = {}, {}
+for path in glob.glob(os.path.join(graphs, "*.symbols.json")):
+    with open(path, encoding="utf-8") as f:
+        graph = json.load(f)
+    for s in graph["symbols"]:
+        key = ".".join(s["pathComponents"])
+        doc = " ".join(l["text"] for l in (s.get("docComment") or {}).get("lines", []))
+        ours.setdefault(key, doc)
+        if s["kind"]["identifier"] == "swift.typealias":
+            target = [f["spelling"] for f in s.get("declarationFragments", []) if f.get("kind") == "typeIdentifier"]
+            if target:
+                aliases[key] = target[-1]
+
+def split_top(params):
+    depth, part, parts = 0, "", []
+    for ch in params:
+        if ch in "([<": depth += 1
+        if ch in ")]>": depth -= 1
+        if ch == "," and depth == 0:
+            parts.append(part); part = ""
+        else:
+            part += ch
+    if part.strip(): parts.append(part)
+    return parts
+
+def function_key(name, params):
+    labels = []
+    for p in split_top(params):
+        p = p.strip()
+        if not p: continue
+        head = p.split(":")[0].split()
+        labels.append(head[0] + ":")
+    return "%s(%s)" % (name, "".join(labels))
+
+def key_of(symbol):
+    """A row's symbol as our dotted path (labels in Swift's selector form)."""
+    s = symbol.strip().replace("`", "")
+    s = re.sub(r"^(@\w+\s+)*(optional\s+)?", "", s)
+    s = re.sub(r"^(static |class |final |open |public )*(func|var|let|case|class|struct|enum|protocol|typealias|init)?\s*", lambda m: "" if m.group(2) != "init" else "init", s)
+    m = re.match(r"^([\w.]+)\s*\((.*)\)", s)
+    if m and not re.match(r"^[\w.]+\s*\(rawValue", s):
+        # function or initializer: the parameter list up to its closing parenthesis
+        name = m.group(1)
+        depth, end = 0, None
+        start = s.index("(")
+        for i in range(start, len(s)):
+            if s[i] == "(": depth += 1
+            elif s[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    end = i; break
+        return function_key(name, s[start + 1:end])
+    return re.split(r"[\s:=({]", s, maxsplit=1)[0]
+
+sources = ""
+for dirpath, _, files in os.walk(os.path.join(os.path.dirname(docs.rstrip("/")), "..", "Sources")):
+    for name in files:
+        if name.endswith(".swift"):
+            with open(os.path.join(dirpath, name), encoding="utf-8") as f:
+                sources += f.read()
+
+def lookup(key):
+    if key in ours: return key
+    # The compiler's symbol graph leaves out underscored names (LAError._nsError, init(_nsError:)).
+    last = key.split(".")[-1]
+    if last.startswith("_") or "(_" in last and last.split("(")[1].startswith("_nsError"):
+        member = last.split("(")[0]
+        if re.search(r"public (let|var|init)\s*%s" % re.escape(member if member != "init" else "(_nsError"), sources):
+            return key
+    parts = key.split(".")
+    for i in range(len(parts), 0, -1):
+        head = ".".join(parts[:i])
+        if head in aliases:
+            alt = ".".join([aliases[head]] + parts[i:])
+            if alt in ours: return alt
+    return None
+
+def note_of(doc):
+    m = re.search(r"(Our (?:choice|difference|note|mapping)[^.]*\.(?:[^.]*\.)?)", doc)
+    return m.group(1).strip() if m else None
+
+sections = [
+    ("Security: kSec constants", "ksec.tsv", lambda r: r["name"]),
+    ("Security: errSec codes", "errsec.tsv", lambda r: r["name"]),
+    ("Security: SecKeyAlgorithm", "seckeyalgorithm.tsv", lambda r: r["swift_name"]),
+    ("Security and CoreFoundation: functions and types", "functions.tsv", lambda r: r["name"] if not r["swift_signature"].startswith("func ") else key_of(r["swift_signature"])),
+    ("LocalAuthentication", "localauthentication.tsv", lambda r: key_of(r["symbol"])),
+]
+
+lines, totals = [], []
+for title, file, keyer in sections:
+    counts = {"present": 0, "different": 0, "not applicable": 0, "missing": 0}
+    table = []
+    seen = set()
+    for r in rows(file):
+        key = keyer(r)
+        if key in seen: continue
+        seen.add(key)
+        found = lookup(key)
+        if key in NOT_APPLICABLE or any(key.startswith(p) for p in NOT_APPLICABLE_PREFIXES):
+            status, note = "not applicable", NOT_APPLICABLE.get(key) or next(v for p, v in NOT_APPLICABLE_PREFIXES.items() if key.startswith(p))
+        elif found is None:
+            status, note = "missing", ""
+        else:
+            why = note_of(ours.get(found, ""))
+            status, note = ("different", why) if why else ("present", "" if found == key else "as " + found)
+        counts[status] += 1
+        table.append("| `%s` | %s | %s |" % (key.replace("|", "\\|"), status, (note or "").replace("|", "\\|")))
+    totals.append((title, counts))
+    lines += ["", "## " + title, "", "| Apple symbol | ours | note |", "|---|---|---|"] + table
+
+head = ["# Apple's API on Linux: coverage", "",
+        "Generated by `bash scripts/api-coverage` from docs/apple-api/*.tsv (our extract of Apple's headers,",
+        "Security sources and documentation) against the public symbols of our Security, LocalAuthentication",
+        "and CryptoKit modules, read by the compiler. \"different\": present, with a documented difference (the",
+        "note quotes our doc comment). Do not edit by hand.", "",
+        "| framework part | present | different | not applicable | missing |", "|---|---|---|---|---|"]
+for title, c in totals:
+    head.append("| %s | %d | %d | %d | %d |" % (title, c["present"], c["different"], c["not applicable"], c["missing"]))
+with open(out, "w", encoding="utf-8") as f:
+    f.write("\n".join(head + lines) + "\n")
+for title, c in totals:
+    print("%-50s present %4d  different %3d  n/a %2d  missing %3d" % (title, c["present"], c["different"], c["not applicable"], c["missing"]))
