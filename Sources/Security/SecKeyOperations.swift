@@ -33,8 +33,8 @@ extension SecKey {
         case .rsaEncryption(let padding):
             guard isRSA else { return notHere }
             switch padding {
-            case .pkcs1, .oaep(.sha1), .oaep(.sha256): return nil
-            default: return SecFailure(errSecUnimplemented, "\(algorithm.rawValue) is not available on Linux (swift-crypto offers RSA PKCS#1 v1.5 and OAEP with SHA-1 or SHA-256)")
+            case .pkcs1, .oaep(.sha1), .oaep(.sha256), .oaepAESGCM(.sha1), .oaepAESGCM(.sha256): return nil
+            default: return SecFailure(errSecUnimplemented, "\(algorithm.rawValue) is not available on Linux (swift-crypto offers RSA PKCS#1 v1.5, and OAEP with SHA-1 or SHA-256 only)")
             }
         }
     }
@@ -135,6 +135,13 @@ extension SecKey {
             guard case .rsaPublic(let k) = material else { throw SecFailure(errSecParam, "not an RSA public key") }
             do {
                 let key = try _RSA.Encryption.PublicKey(unsafeDERRepresentation: k.derRepresentation)
+                if case .oaepAESGCM(let hash) = padding {
+                    // Apple's RSA key wrapping: a fresh AES key wrapped with OAEP, then AES-GCM with the
+                    // public key as associated data (Security's SecKeyAdaptors).
+                    let session = SymmetricKey(size: k.keySizeInBits >= 4096 ? .bits256 : .bits128)
+                    let wrapped = try key.encrypt(session.withUnsafeBytes { Data($0) }, padding: Self.rsaPadding(.oaep(hash)))
+                    return wrapped + (try RSAKeyWrap.seal(plaintext, key: session, publicKey: k.pkcs1DERRepresentation))
+                }
                 return try key.encrypt(plaintext, padding: Self.rsaPadding(padding))
             } catch let e as SecFailure {
                 throw e
@@ -175,6 +182,13 @@ extension SecKey {
             guard case .rsaPrivate(let k) = material else { throw SecFailure(errSecParam, "not an RSA private key") }
             do {
                 let key = try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: k.derRepresentation)
+                if case .oaepAESGCM(let hash) = padding {
+                    let blockBytes = k.keySizeInBits / 8
+                    guard ciphertext.count >= blockBytes + 16 else { throw SecFailure(errSecParam, "RSA-WRAP too short input data") }
+                    let session = try key.decrypt(ciphertext.prefix(blockBytes), padding: Self.rsaPadding(.oaep(hash)))
+                    guard session.count == (k.keySizeInBits >= 4096 ? 32 : 16) else { throw SecFailure(errSecParam, "RSA-WRAP bad ciphertext, unexpected session key size") }
+                    return try RSAKeyWrap.open(Data(ciphertext.dropFirst(blockBytes)), key: SymmetricKey(data: session), publicKey: k.publicKey.pkcs1DERRepresentation)
+                }
                 return try key.decrypt(ciphertext, padding: Self.rsaPadding(padding))
             } catch let e as SecFailure {
                 throw e
@@ -267,6 +281,28 @@ enum ECIES {
             return try AES.GCM.open(box, using: key)
         } catch {
             throw SecFailure(errSecParam, "ECIES: failed to AES-GCM decrypt data")
+        }
+    }
+}
+
+/// The AES-GCM half of Apple's RSA-OAEP key wrapping: 16 zero bytes of IV, the RSA public key's
+/// PKCS#1 form as associated data, the 16-byte tag last.
+enum RSAKeyWrap {
+    static func seal(_ plaintext: Data, key: SymmetricKey, publicKey: Data) throws(SecFailure) -> Data {
+        do {
+            let box = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: Data(count: 16)), authenticating: publicKey)
+            return box.ciphertext + box.tag
+        } catch {
+            throw SecFailure(errSecParam, "RSAWRAP: failed to AES-GCM encrypt data")
+        }
+    }
+
+    static func open(_ body: Data, key: SymmetricKey, publicKey: Data) throws(SecFailure) -> Data {
+        do {
+            let box = try AES.GCM.SealedBox(nonce: try AES.GCM.Nonce(data: Data(count: 16)), ciphertext: body.dropLast(16), tag: body.suffix(16))
+            return try AES.GCM.open(box, using: key, authenticating: publicKey)
+        } catch {
+            throw SecFailure(errSecParam, "RSA-WRAP: failed to AES-GCM decrypt data")
         }
     }
 }

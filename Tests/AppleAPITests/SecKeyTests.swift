@@ -131,6 +131,13 @@ final class SecKeyTests: XCTestCase {
             XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecDuplicateItem)
             XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassKey, kSecAttrApplicationTag: Data("ec".utf8), kSecReturnRef: true] as CFDictionary, &item), errSecSuccess)
             XCTAssertEqual(SecKeyCopyExternalRepresentation(item as! SecKey, nil) as Data?, SecKeyCopyExternalRepresentation(ec, nil) as Data?)
+            // A persistent reference finds the key item again, as a reference.
+            var persistent: CFTypeRef?
+            XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassKey, kSecAttrApplicationTag: Data("ec".utf8), kSecReturnPersistentRef: true] as CFDictionary,
+                                               &persistent), errSecSuccess)
+            let reference = try XCTUnwrap(persistent as? Data)
+            XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassKey, kSecValuePersistentRef: reference, kSecReturnRef: true] as CFDictionary, &item), errSecSuccess)
+            XCTAssertEqual(SecKeyCopyExternalRepresentation(item as! SecKey, nil) as Data?, SecKeyCopyExternalRepresentation(ec, nil) as Data?)
             XCTAssertEqual(SecItemDelete([kSecClass: kSecClassKey, kSecValueRef: ec] as CFDictionary), errSecSuccess)
             XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassKey, kSecAttrApplicationTag: Data("ec".utf8)] as CFDictionary, nil), errSecItemNotFound)
             // Other classes have no reference objects here.

@@ -64,4 +64,31 @@ final class SecKeyAlgorithmTests: XCTestCase {
         XCTAssertEqual(SecKeyOperationType.decrypt.rawValue, 3)
         XCTAssertEqual(SecKeyOperationType.keyExchange.rawValue, 4)
     }
+
+    /// What Linux lacks, exactly (docs/apple-api-coverage.md says the same): every other algorithm
+    /// runs on some software key. Secure Enclave keys run the EC ones (AppleAPITests).
+    func testEveryAlgorithmRunsOnSomeKeyExceptWhatLinuxLacks() throws {
+        var keys: [SecKey] = []
+        for (type, bits) in [(kSecAttrKeyTypeECSECPrimeRandom, 256), (kSecAttrKeyTypeRSA, 2048)] {
+            let key = try XCTUnwrap(SecKeyCreateRandomKey([kSecAttrKeyType: type, kSecAttrKeySizeInBits: bits] as CFDictionary, nil))
+            keys += [key, SecKeyCopyPublicKey(key)!]
+        }
+        let operations: [SecKeyOperationType] = [.sign, .verify, .encrypt, .decrypt, .keyExchange]
+        var lacking: Set<String> = []
+        for (name, value) in try appleTable() {
+            let algorithm = SecKeyAlgorithm(rawValue: value)
+            let runs = keys.contains { key in operations.contains { SecKeyIsAlgorithmSupported(key, $0, algorithm) } }
+            if !runs { lacking.insert(name) }
+        }
+        let sha224 = lacking.filter { $0.contains("SHA224") }
+        XCTAssertEqual(sha224.count, 16, "swift-crypto has no SHA-224")
+        XCTAssertEqual(lacking.subtracting(sha224), [
+            "rsaSignatureRaw", "rsaSignatureDigestPKCS1v15Raw",
+            "rsaSignatureDigestPKCS1v15SHA1", "rsaSignatureDigestPKCS1v15SHA256", "rsaSignatureDigestPKCS1v15SHA384", "rsaSignatureDigestPKCS1v15SHA512",
+            "rsaSignatureDigestPSSSHA1", "rsaSignatureDigestPSSSHA256", "rsaSignatureDigestPSSSHA384", "rsaSignatureDigestPSSSHA512",
+            "rsaEncryptionRaw", "rsaEncryptionOAEPSHA384", "rsaEncryptionOAEPSHA512",
+            "rsaEncryptionOAEPSHA384AESGCM", "rsaEncryptionOAEPSHA512AESGCM",
+        ])
+        XCTAssertEqual(87 - lacking.count, 56)
+    }
 }

@@ -97,6 +97,11 @@ final class SecKeyInteropTests: XCTestCase {
         let encrypted = try check(["op": "rsa-oaep-encrypt", "public": external(SecKeyCopyPublicKey(k)!), "plaintext": message.hex])
         let ciphertext = try XCTUnwrap(encrypted["ciphertext"].flatMap(Data.init(hex:)))
         XCTAssertEqual(SecKeyCreateDecryptedData(k, .rsaEncryptionOAEPSHA256, ciphertext as CFData, nil) as Data?, message)
+
+        // Apple's RSA key wrapping: OAEP-wrapped AES key, then AES-GCM over the public key.
+        let wrapped = SecKeyCreateEncryptedData(SecKeyCopyPublicKey(k)!, .rsaEncryptionOAEPSHA256AESGCM, message as CFData, nil)! as Data
+        let unwrapped = try check(["op": "rsa-wrap-decrypt", "private": external(k), "public": external(SecKeyCopyPublicKey(k)!), "ciphertext": wrapped.hex])
+        XCTAssertEqual(unwrapped["plaintext"], message.hex)
     }
 
     /// The other side. Apple's ECIES framing as Security's SecKeyAdaptors.m makes it: ephemeral
@@ -176,6 +181,12 @@ elif op == "rsa-pss-verify":
 elif op == "rsa-oaep-encrypt":
     out["ciphertext"] = rsa_public(req["public"]).encrypt(bytes.fromhex(req["plaintext"]),
                                                           padding.OAEP(mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=None)).hex()
+elif op == "rsa-wrap-decrypt":
+    pem = b"-----BEGIN RSA PRIVATE KEY-----\n" + base64.encodebytes(bytes.fromhex(req["private"])) + b"-----END RSA PRIVATE KEY-----\n"
+    key = serialization.load_pem_private_key(pem, password=None)
+    data = bytes.fromhex(req["ciphertext"]); n = key.key_size // 8
+    session = key.decrypt(data[:n], padding.OAEP(mgf=padding.MGF1(hashes.SHA256()), algorithm=hashes.SHA256(), label=None))
+    out["plaintext"] = AESGCM(session).decrypt(bytes(16), data[n:], bytes.fromhex(req["public"])).hex()
 json.dump(out, sys.stdout)
 """#
 }

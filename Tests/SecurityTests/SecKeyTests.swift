@@ -144,7 +144,8 @@ final class SecKeyTests: XCTestCase {
         }
         XCTAssertFalse(SecKeyIsAlgorithmSupported(key, .sign, .rsaSignatureDigestPKCS1v15SHA256), "swift-crypto signs no caller digest")
         XCTAssertFalse(SecKeyIsAlgorithmSupported(key, .sign, .rsaSignatureRaw))
-        for algorithm: SecKeyAlgorithm in [.rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA1, .rsaEncryptionPKCS1] {
+        for algorithm: SecKeyAlgorithm in [.rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA1, .rsaEncryptionPKCS1, .rsaEncryptionOAEPSHA256AESGCM,
+                                           .rsaEncryptionOAEPSHA1AESGCM] {
             let c = try XCTUnwrap(SecKeyCreateEncryptedData(pub, algorithm, message as CFData, &error), algorithm.rawValue)
             XCTAssertEqual(SecKeyCreateDecryptedData(key, algorithm, c, &error) as Data?, message)
         }
