@@ -14,6 +14,17 @@ package protocol RequestContext: AnyObject, Sendable {
     var applicationPassword: Data? { get }
 }
 
+/// The fields a keychain or key request takes from the context it runs on.
+protocol ContextBoundRequest {
+    var context: String { get set }
+    var reason: String? { get set }
+    var interactionNotAllowed: Bool { get set }
+    var clientPresents: Bool { get set }
+}
+
+extension KeychainRequest: ContextBoundRequest {}
+extension KeyRequest: ContextBoundRequest {}
+
 /// The context of a call given none: default options, released after its one request.
 private final class OneShotContext: RequestContext {
     let core = ContextCore(endpoint: EnclaveEndpoint.resolve())
@@ -53,15 +64,8 @@ package enum ContextRequests {
     private static func keychainRequest(_ operation: KeychainOperation, _ base: KeychainRequest) -> (presentable: Bool, MakeRequest) {
         let presentable = !base.interactionNotAllowed && !(base.authenticationUI?.forbidsPrompt ?? false)
         return (presentable, { owner, presents in
-            var request = base
-            request.context = owner.core.id
-            if request.reason == nil || request.reason!.isEmpty {
-                let r = owner.localizedReason
-                request.reason = r.isEmpty ? nil : r
-            }
-            request.interactionNotAllowed = request.interactionNotAllowed || owner.interactionNotAllowed
+            var request = bind(base, to: owner, presents: presents)
             if request.applicationPassword == nil { request.applicationPassword = owner.applicationPassword }
-            request.clientPresents = presents
             return .keychain(operation, request)
         })
     }
@@ -78,17 +82,21 @@ package enum ContextRequests {
     }
 
     private static func keyRequest(_ base: KeyRequest) -> MakeRequest {
-        { owner, presents in
-            var request = base
-            request.context = owner.core.id
-            if request.reason == nil || request.reason!.isEmpty {
-                let r = owner.localizedReason
-                request.reason = r.isEmpty ? nil : r
-            }
-            request.interactionNotAllowed = request.interactionNotAllowed || owner.interactionNotAllowed
-            request.clientPresents = presents
-            return .key(request)
+        { owner, presents in .key(bind(base, to: owner, presents: presents)) }
+    }
+
+    /// A request as it runs on `owner`: its context, the context's reason when the call gave
+    /// none, and no prompt when either forbids one.
+    private static func bind<R: ContextBoundRequest>(_ base: R, to owner: any RequestContext, presents: Bool) -> R {
+        var request = base
+        request.context = owner.core.id
+        if request.reason?.isEmpty ?? true {
+            let r = owner.localizedReason
+            request.reason = r.isEmpty ? nil : r
         }
+        request.interactionNotAllowed = request.interactionNotAllowed || owner.interactionNotAllowed
+        request.clientPresents = presents
+        return request
     }
 
     private static func keyReply(_ result: Result<Reply, ContextCore.StartProblem>) -> KeyReply {
