@@ -76,9 +76,27 @@ public enum KeychainRules {
     }
 
     /// Whether a stored item's attributes satisfy every attribute of the query (the value keys
-    /// and the class are matched by the storage's look-up).
+    /// and the class are matched by the storage's look-up). `sync` as Apple reads it: a query
+    /// without it (or false) finds only items that are not synchronizable, true only those that
+    /// are, `kSecAttrSynchronizableAny` ("syna") both.
     public static func matches(_ attributes: [String: KeychainValue], query: [String: KeychainValue]) -> Bool {
-        query.allSatisfy { key, value in valueKeys.contains(key) || key == "class" || attributes[key] == value }
+        guard synchronizableMatches(attributes["sync"], query["sync"]) else { return false }
+        return query.allSatisfy { key, value in valueKeys.contains(key) || key == "class" || key == "sync" || attributes[key] == value }
+    }
+
+    static let synchronizableAny = KeychainValue.string("syna")
+
+    private static func synchronizableMatches(_ stored: KeychainValue?, _ asked: KeychainValue?) -> Bool {
+        if asked == synchronizableAny { return true }
+        return isTrue(stored) == isTrue(asked)
+    }
+
+    private static func isTrue(_ v: KeychainValue?) -> Bool {
+        switch v {
+        case .bool(let b)?: return b
+        case .int(let i)?: return i != 0
+        default: return false
+        }
     }
 
     /// What `SecItemAdd` asks to store, checked.
@@ -155,6 +173,7 @@ public enum KeychainRules {
 
     /// A synchronizable item cannot be bound to this device.
     public static func checkSynchronizable(_ a: [String: KeychainValue], protection: Protection) throws(KeychainFailure) {
+        if a["sync"] == synchronizableAny { throw KeychainFailure(.param, "kSecAttrSynchronizableAny is for queries; an item is synchronizable or not") }
         if case .bool(true)? = a["sync"], protection.isThisDeviceOnly {
             throw KeychainFailure(.param, "a synchronizable item cannot be …ThisDeviceOnly")
         }

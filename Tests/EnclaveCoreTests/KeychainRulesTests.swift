@@ -29,6 +29,7 @@ final class KeychainRulesTests: XCTestCase {
             (with("v_Data", .data(Data(count: 60_000))), nil, nil, "the value has no 4 KiB limit"),
             (with("sync", .bool(true)), AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: []), .param, "synchronizable ThisDeviceOnly"),
             (with("sync", .bool(true)), AccessControlValue(protection: .whenUnlocked, flags: []), nil, "synchronizable, not bound to the device"),
+            (with("sync", .string("syna")), AccessControlValue(protection: .whenUnlocked, flags: []), .param, "Any is for queries"),
             (base, AccessControlValue(protection: .whenUnlocked, flags: [.and, .or, .devicePasscode]), .param, "and with or"),
             (base, AccessControlValue(protection: .whenUnlocked, flags: AccessControlFlags(rawValue: 1 << 7)), .param, "unknown flag bits"),
         ]
@@ -83,6 +84,34 @@ final class KeychainRulesTests: XCTestCase {
         XCTAssertFalse(KeychainRules.matches(stored, query: ["svce": .string("s"), "labl": .string("other")]))
         XCTAssertFalse(KeychainRules.matches(stored, query: ["gena": .data(Data())]), "an attribute the item lacks")
         XCTAssertThrowsError(try KeychainRules.persistentRef(["v_PersistentRef": .string("x")]))
+    }
+
+    /// Apple's rule for kSecAttrSynchronizable in a query: absent or false finds only items that
+    /// are not synchronizable, true only those that are, kSecAttrSynchronizableAny both.
+    func testSynchronizableInQueries() {
+        let plain: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s")]
+        var synced = plain
+        synced["sync"] = .bool(true)
+        var unsynced = plain
+        unsynced["sync"] = .bool(false)
+        let table: [([String: KeychainValue], KeychainValue?, Bool, String)] = [
+            (plain, nil, true, "absent finds an item stored without it"),
+            (unsynced, nil, true, "absent finds an item stored as false"),
+            (synced, nil, false, "absent does not find a synchronizable item"),
+            (plain, .bool(false), true, "false finds an item stored without it"),
+            (synced, .bool(false), false, "false does not find a synchronizable item"),
+            (synced, .bool(true), true, "true finds a synchronizable item"),
+            (plain, .bool(true), false, "true does not find an item stored without it"),
+            (synced, .int(1), true, "1 is true"),
+            (synced, .string("syna"), true, "Any finds a synchronizable item"),
+            (plain, .string("syna"), true, "Any finds an item stored without it"),
+            (unsynced, .string("syna"), true, "Any finds an item stored as false"),
+        ]
+        for (stored, sync, expected, why) in table {
+            var query: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s")]
+            query["sync"] = sync
+            XCTAssertEqual(KeychainRules.matches(stored, query: query), expected, why)
+        }
     }
 
     func testCreationRules() throws {
