@@ -78,3 +78,11 @@ public func CFEqual(_ cf1: CFTypeRef!, _ cf2: CFTypeRef!) -> Bool {
 }
 public func CFHash(_ cf: CFTypeRef!) -> CFHashCode { UInt(bitPattern: (cf as? NSObject)?.hash ?? ObjectIdentifier(cf).hashValue) }
 public func CFCopyDescription(_ cf: CFTypeRef!) -> CFString! { NSString(string: String(describing: cf!)) }
+
+/// On Apple platforms an `NSString` in an `AnyHashable` is the `String` it holds, so a result
+/// dictionary bridged to `[AnyHashable: Any]` (keys `String`) answers `dict[kSecAttrAccount]`.
+/// swift-corelibs-foundation's `NSString` has no such representation, and our CFStrings are
+/// NSStrings: this gives them Apple's, for every NSString of a process that links Security.
+extension NSString: @retroactive _HasCustomAnyHashableRepresentation {
+    public func _toCustomAnyHashable() -> AnyHashable? { AnyHashable(String(self)) }
+}

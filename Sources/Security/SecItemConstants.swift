@@ -179,7 +179,7 @@ nonisolated(unsafe) public let kSecMatchLimitAll: CFString = "m_LimitAll"
 nonisolated(unsafe) public let kSecReturnData: CFString = "r_Data"
 nonisolated(unsafe) public let kSecReturnAttributes: CFString = "r_Attributes"
 /// With `kSecClassKey`: the item as a `SecKey`. Our choice: other classes have no reference
-/// objects here (`errSecUnimplemented`).
+/// objects here, and for them it asks for nothing (wrappers ask for it beside the attributes).
 nonisolated(unsafe) public let kSecReturnRef: CFString = "r_Ref"
 nonisolated(unsafe) public let kSecReturnPersistentRef: CFString = "r_PersistentRef"
 nonisolated(unsafe) public let kSecValueData: CFString = "v_Data"

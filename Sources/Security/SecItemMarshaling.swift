@@ -173,8 +173,9 @@ enum SecItemMarshaling {
             }
         }
         if noAuthUI && call.request.authenticationUI == nil { call.request.authenticationUI = .fail }
+        // Only key items have reference objects; for other classes kSecReturnRef asks for nothing.
+        if call.returnRef && clsName != "keys" { call.returnRef = false }
         if call.returnRef {
-            guard clsName == "keys" else { throw SecMarshalError(errSecUnimplemented, "kSecReturnRef: only key items have reference objects here") }
             call.shown = (call.request.returnData, call.request.returnAttributes)
             call.request.returnData = true
             call.request.returnAttributes = true

@@ -140,8 +140,13 @@ final class SecKeyTests: XCTestCase {
             XCTAssertEqual(SecKeyCopyExternalRepresentation(item as! SecKey, nil) as Data?, SecKeyCopyExternalRepresentation(ec, nil) as Data?)
             XCTAssertEqual(SecItemDelete([kSecClass: kSecClassKey, kSecValueRef: ec] as CFDictionary), errSecSuccess)
             XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassKey, kSecAttrApplicationTag: Data("ec".utf8)] as CFDictionary, nil), errSecItemNotFound)
-            // Other classes have no reference objects here.
-            XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecReturnRef: true] as CFDictionary, &item), errSecUnimplemented)
+            // A password item has no reference object: kSecReturnRef beside other return keys adds nothing.
+            XCTAssertEqual(SecItemAdd([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecValueData: Data("p".utf8)] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(SecItemCopyMatching([kSecClass: kSecClassGenericPassword, kSecAttrAccount: "a", kSecReturnRef: true, kSecReturnData: true,
+                                                kSecReturnAttributes: true] as CFDictionary, &item), errSecSuccess)
+            let password = try XCTUnwrap(item as? [String: Any])
+            XCTAssertEqual(password[kSecValueData as String] as? Data, Data("p".utf8))
+            XCTAssertNil(password[kSecValueRef as String])
         }
     }
 }

@@ -73,4 +73,15 @@ final class ConstantsTests: XCTestCase {
         item = nil
         XCTAssertNil(item)
     }
+
+    /// A keychain result bridged to Swift has `String` keys; Apple code reads it with the kSec
+    /// constants themselves (an NSString hashes as its String, as on Apple platforms).
+    func testAConstantFindsItsKeyInABridgedResult() {
+        let bridged: [AnyHashable: Any] = ["acct": "alice", "svce": "mail"]
+        XCTAssertEqual(bridged[kSecAttrAccount] as? String, "alice")
+        XCTAssertEqual(bridged[AnyHashable(kSecAttrService)] as? String, "mail")
+        XCTAssertEqual(Set<AnyHashable>([kSecAttrAccount, "acct"]).count, 1)
+        let keyedByConstants: [AnyHashable: Any] = [kSecAttrLabel: "L"]
+        XCTAssertEqual(keyedByConstants["labl"] as? String, "L")
+    }
 }
