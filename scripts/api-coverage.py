@@ -146,6 +146,13 @@ head = ["# Apple's API on Linux: coverage", "",
         "Security sources and documentation) against the public symbols of our Security, LocalAuthentication",
         "and CryptoKit modules, read by the compiler. \"different\": present, with a documented difference (the",
         "note quotes our doc comment). Do not edit by hand.", "",
+        "Differences no symbol shows:",
+        "- `import Foundation` alone does not bring Security's names, as Apple's Foundation does: Linux's",
+        "  Foundation is not ours to change. Add `import Security` (or `import LocalAuthentication`).",
+        "- The CF types are Foundation's classes (`CFString` is `NSString`, `CFDictionary` `NSDictionary`, `CFError`",
+        "  `NSError`); an `NSString` hashes as its `String` in `AnyHashable`, as on Apple platforms.",
+        "- `error as? LAError` reads an `NSError` in `LAErrorDomain` (through `_ObjectiveCBridgeable`, which the",
+        "  Swift runtime honours without Objective-C).", "",
         "| framework part | present | different | not applicable | missing |", "|---|---|---|---|---|"]
 for title, c in totals:
     head.append("| %s | %d | %d | %d | %d |" % (title, c["present"], c["different"], c["not applicable"], c["missing"]))
