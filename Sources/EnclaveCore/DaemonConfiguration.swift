@@ -29,6 +29,8 @@ public struct DaemonConfiguration: Sendable {
     public private(set) var realSensor = false
     /// scrypt cost (log2 N) for new passcode verifiers.
     public var passcodeCost: Int = PasscodeVerifier.defaultCost
+    /// Characters a new passcode needs.
+    public var passcodeMinimumLength = PasscodeVerifier.minimumLength
     /// How long one prompt may stay open before it ends with `systemCancel`.
     public var promptTimeout: Double = 300
     /// How long a second evaluation of the same user waits for the prompt before `systemCancel`.
@@ -65,6 +67,7 @@ public struct DaemonCommandLine: Sendable, Equatable {
     /// `--allow-simulation` (true) or `--no-simulation` (false).
     public var allowSimulation: Bool?
     public var passcodeCost = PasscodeVerifier.defaultCost
+    public var passcodeMinimumLength = PasscodeVerifier.minimumLength
     public var promptTimeout: Double = 300
     public var promptQueueTimeout: Double = 30
     public var contextLifetime = ContextAuthorization.defaultLifetime
@@ -117,6 +120,7 @@ extension DaemonConfiguration {
             config.pamUsers = settings.pamUsers
         }
         config.passcodeCost = commandLine.passcodeCost
+        config.passcodeMinimumLength = commandLine.passcodeMinimumLength
         config.promptTimeout = commandLine.promptTimeout
         config.promptQueueTimeout = commandLine.promptQueueTimeout
         config.contextLifetime = commandLine.contextLifetime

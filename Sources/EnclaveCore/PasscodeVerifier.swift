@@ -5,45 +5,69 @@ import Foundation
 /// The stored form of the device passcode: scrypt with a per-user random salt. The plain passcode
 /// exists only for the duration of one check and is never stored or logged.
 public struct PasscodeVerifier: Codable, Sendable, Equatable {
-    /// log2 of scrypt's N. 15 (32 MiB, ~0.1 s on the reference machine) is the default; tests may
-    /// choose a cheaper cost, never below `minimumCost`.
-    public static let defaultCost = 15
+    /// log2 of scrypt's N for new verifiers: 17 with r = 8, p = 1 (OWASP's minimum for scrypt:
+    /// 128 MiB and about half a second a check); tests may choose a cheaper cost, never below
+    /// `minimumCost`. Verifiers made at a lower cost are remade at this one on their next success.
+    public static let defaultCost = 17
     public static let minimumCost = 10
-    public static let minimumLength = 4
+    /// The memory one check takes: 128 · r · N bytes.
+    public static func memory(cost: Int, blockSize: Int = 8) -> Int { 128 * blockSize * (1 << cost) }
+    /// Characters a new passcode needs by default (configurable down to `lowestMinimumLength`);
+    /// passcodes set before keep working.
+    public static let minimumLength = 6
+    public static let lowestMinimumLength = 4
 
     public var salt: Data
     public var hash: Data
     public var cost: Int
     public var blockSize: Int
     public var parallelism: Int
+    /// The passcode's length in characters, noted when it is set or next checked (nil: not known
+    /// yet, a verifier from before). Not a secret worth keeping: the prompt shows as many dots, as
+    /// Apple's lock screen shows its passcode's kind. `lactl doctor` says when it is below today's minimum.
+    public var length: Int?
 
-    public init(salt: Data, hash: Data, cost: Int, blockSize: Int, parallelism: Int) {
+    public init(salt: Data, hash: Data, cost: Int, blockSize: Int, parallelism: Int, length: Int? = nil) {
         self.salt = salt; self.hash = hash; self.cost = cost; self.blockSize = blockSize; self.parallelism = parallelism
+        self.length = length
     }
 
     public enum Problem: Error, Equatable, CustomStringConvertible {
-        case tooShort, tooLong
+        case tooShort(minimum: Int), tooLong
         public var description: String {
             switch self {
-            case .tooShort: return "a passcode needs at least \(PasscodeVerifier.minimumLength) characters"
+            case .tooShort(let minimum): return "a passcode needs at least \(minimum) characters"
             case .tooLong: return "a passcode may have at most 256 bytes"
             }
         }
     }
 
-    public static func validate(_ passcode: String) throws {
-        if passcode.count < minimumLength { throw Problem.tooShort }
+    public static func validate(_ passcode: String, minimumLength: Int = minimumLength) throws {
+        if passcode.count < max(minimumLength, lowestMinimumLength) { throw Problem.tooShort(minimum: max(minimumLength, lowestMinimumLength)) }
         if passcode.utf8.count > 256 { throw Problem.tooLong }
     }
 
-    public static func make(passcode: String, cost: Int = defaultCost) throws -> PasscodeVerifier {
-        try validate(passcode)
+    /// A verifier for a new passcode, which must have `minimumLength` characters.
+    public static func make(passcode: String, cost: Int = defaultCost, minimumLength: Int = minimumLength) throws -> PasscodeVerifier {
+        try validate(passcode, minimumLength: minimumLength)
+        return try remade(passcode: passcode, cost: cost)
+    }
+
+    /// Whether this verifier is weaker than one made now at `cost` would be.
+    public func needsUpgrade(toCost cost: Int) -> Bool {
+        self.cost < max(cost, Self.minimumCost) || blockSize < 8 || parallelism != 1
+    }
+
+    /// A fresh verifier (new salt, `cost`) for a passcode that was just checked: no length rule,
+    /// as a passcode set before the rule keeps working.
+    public static func remade(passcode: String, cost: Int) throws -> PasscodeVerifier {
+        if passcode.utf8.count > 256 { throw Problem.tooLong }
         var salt = Data(count: 16)
         salt.withUnsafeMutableBytes { buf in
             var rng = SystemRandomNumberGenerator()
             for i in buf.indices { buf[i] = UInt8.random(in: 0...255, using: &rng) }
         }
-        var v = PasscodeVerifier(salt: salt, hash: Data(), cost: max(cost, minimumCost), blockSize: 8, parallelism: 1)
+        var v = PasscodeVerifier(salt: salt, hash: Data(), cost: max(cost, minimumCost), blockSize: 8, parallelism: 1, length: passcode.count)
         v.hash = try v.derive(passcode)
         return v
     }

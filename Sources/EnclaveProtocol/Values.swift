@@ -166,10 +166,16 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// Whether the calling app's own authentication prompt is open now. Another app's prompt is not
     /// reported: which app asks the person, and when, is not any other app's business (our rule).
     public var promptOpen: Bool
+    /// Characters a new passcode needs, and whether the one set is shorter (known once it has
+    /// been set or checked under the rule; nil otherwise, and with PAM).
+    public var passcodeMinimumLength: Int?
+    public var passcodeShorterThanMinimum: Bool?
 
     public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolled: [String], passcodeSet: Bool,
                 biometricFailures: Int, biometryLockout: String?, passcodeFailures: Int, passcodeRetryAfter: Double?,
-                passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool, promptOpen: Bool = false) {
+                passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool, promptOpen: Bool = false,
+                passcodeMinimumLength: Int? = nil, passcodeShorterThanMinimum: Bool? = nil) {
+        self.passcodeMinimumLength = passcodeMinimumLength; self.passcodeShorterThanMinimum = passcodeShorterThanMinimum
         self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolled = enrolled
         self.passcodeSet = passcodeSet; self.biometricFailures = biometricFailures; self.biometryLockout = biometryLockout
         self.passcodeFailures = passcodeFailures; self.passcodeRetryAfter = passcodeRetryAfter

@@ -106,7 +106,8 @@ actor UserSession {
             biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
             passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
             queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
-            promptOpen: activePromptApp == app)
+            promptOpen: activePromptApp == app, passcodeMinimumLength: usesPAM ? nil : config.passcodeMinimumLength,
+            passcodeShorterThanMinimum: usesPAM ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength })
     }
 
     // MARK: Passcode and enrolment
@@ -147,7 +148,25 @@ actor UserSession {
         }
         guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
         let attempt = try await BlockingWork.compute { try verifier.derive(passcode) }
-        return (verifier.matches(attempt), attempt)
+        let correct = verifier.matches(attempt)
+        if correct { await refresh(verifier, knowing: passcode) }
+        return (correct, attempt)
+    }
+
+    /// After a right passcode: a verifier weaker than today's cost is remade at it, and the
+    /// passcode's length is noted if it was not. The change becomes durable with the success the
+    /// caller saves next; a failure to remake leaves the old verifier working.
+    private func refresh(_ verifier: PasscodeVerifier, knowing passcode: String) async {
+        var next = verifier
+        if verifier.needsUpgrade(toCost: config.passcodeCost) {
+            let cost = config.passcodeCost
+            guard let remade = try? await BlockingWork.compute({ try PasscodeVerifier.remade(passcode: passcode, cost: cost) }) else { return }
+            next = remade
+            logger.info("passcode verifier upgraded", metadata: ["uid": "\(uid)", "from": "\(verifier.cost)", "to": "\(cost)"])
+        }
+        next.length = passcode.count
+        // The passcode may have changed while scrypt ran.
+        if next != verifier, record.passcode == verifier { record.passcode = next }
     }
 
     /// The passcode as a gate for another request (the full audit log). Counts like any attempt.
@@ -155,13 +174,13 @@ actor UserSession {
 
     func setPasscode(current: String?, new: String) async throws {
         if usesPAM { throw Failure(.notPermitted, "the device passcode is your login password (PAM service \(config.pamService ?? "")); change it with passwd") }
-        do { try PasscodeVerifier.validate(new) } catch { throw Failure(.invalidParameter, "\(error)") }
+        do { try PasscodeVerifier.validate(new, minimumLength: config.passcodeMinimumLength) } catch { throw Failure(.invalidParameter, "\(error)") }
         if record.passcode != nil {
             guard let current else { throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode") }
             try await requirePasscode(current)
         }
-        let cost = config.passcodeCost
-        record.passcode = try await BlockingWork.compute { try PasscodeVerifier.make(passcode: new, cost: cost) }
+        let (cost, minimum) = (config.passcodeCost, config.passcodeMinimumLength)
+        record.passcode = try await BlockingWork.compute { try PasscodeVerifier.make(passcode: new, cost: cost, minimumLength: minimum) }
         record.ledger.passcodeChanged(wall: clock.wall())
         try persist()
     }

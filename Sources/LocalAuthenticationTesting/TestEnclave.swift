@@ -29,6 +29,9 @@ public final class TestEnclave: @unchecked Sendable {
         public var enrolled: [String] = ["right-index-finger"]
         /// Test daemons use scrypt's minimum cost so tests stay fast (production default: 15).
         public var passcodeCost = 10
+        /// Test daemons accept 4-character passcodes (like the default "1234"); laenclaved's own
+        /// default for new passcodes is 6.
+        public var passcodeMinimumLength = 4
         public var promptTimeout: Double = 60
         public var promptQueueTimeout: Double = 30
         public var contextLifetime: Double = 300
@@ -89,6 +92,7 @@ public final class TestEnclave: @unchecked Sendable {
         }
         var args = [configuration.systemMode ? "--system" : "--user", "--socket", socketPath, "--state-dir", stateDirectory,
                     "--key-file", directory + "/keys/master.key", "--config", directory + "/laenclaved.conf", "--simulated-sensor", configuration.sensor.rawValue, "--passcode-cost", String(configuration.passcodeCost),
+                    "--passcode-minimum-length", String(configuration.passcodeMinimumLength),
                     "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout", String(configuration.promptQueueTimeout),
                     "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
                     "--exit-with-parent"]

@@ -5,13 +5,16 @@ import Foundation
 /// per-account random salt: `scrypt$<log2 N>$<r>$<p>$<salt>$<hash>` (base64). Never stored,
 /// logged or compared in clear.
 public struct PasswordHasher: Sendable {
-    /// log2 of scrypt's N: 15 (32 MiB) by default; tests lower it to stay fast.
+    /// log2 of scrypt's N: 15 (32 MiB) by default — the server's own choice, below the device
+    /// passcode's 17, because up to 64 checks run at once here; tests lower it to stay fast.
     public var cost: Int
+    public static let defaultCost = 15
 
-    public init(cost: Int = PasscodeVerifier.defaultCost) { self.cost = max(cost, PasscodeVerifier.minimumCost) }
+    public init(cost: Int = PasswordHasher.defaultCost) { self.cost = max(cost, PasscodeVerifier.minimumCost) }
 
+    /// The password rules are the server's (LoginService); this only hashes.
     public func hash(_ password: String) throws -> String {
-        let v = try PasscodeVerifier.make(passcode: password, cost: cost)
+        let v = try PasscodeVerifier.remade(passcode: password, cost: cost)
         return "scrypt$\(v.cost)$\(v.blockSize)$\(v.parallelism)$\(v.salt.base64EncodedString())$\(v.hash.base64EncodedString())"
     }
 

@@ -135,6 +135,7 @@ struct Doctor: ParsableCommand {
         do {
             guard case .status(let s) = try connection.request(.status) else { throw EnclaveClientError.protocolError("no status") }
             checkSensor(s, into: &report)
+            checkPasscodeLength(s, into: &report)
             readerInUse = s.sensor.map { !$0.simulated } ?? false
         } catch {
             report.problem("sensor", "the daemon did not say: \(error)", fix: "lactl status shows the daemon's answer; journalctl -u laenclaved its log")
@@ -269,6 +270,12 @@ struct Doctor: ParsableCommand {
                 report.ok(label, "\(directory) 0700, \((file as NSString).lastPathComponent) \(octal(st.st_mode & 0o777)), \(userName(st.st_uid))")
             }
         }
+    }
+
+    /// A passcode set before the length rule keeps working; the person hears that it is short.
+    private func checkPasscodeLength(_ s: UserStatus, into report: inout DoctorReport) {
+        guard s.passcodeShorterThanMinimum == true, let minimum = s.passcodeMinimumLength else { return }
+        report.note("passcode", "shorter than the \(minimum) characters a new passcode needs; it keeps working — `lactl passcode change` sets a longer one")
     }
 
     private func checkSensor(_ s: UserStatus, into report: inout DoctorReport) {

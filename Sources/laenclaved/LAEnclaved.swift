@@ -60,8 +60,11 @@ struct LAEnclaved: AsyncParsableCommand {
     @Flag(name: .customLong("no-simulation"), help: "Refuse simulated events.")
     var noSimulation = false
 
-    @Option(name: .customLong("passcode-cost"), help: "scrypt cost (log2 N) for new passcode verifiers (10…20).")
-    var passcodeCost: Int = 15
+    @Option(name: .customLong("passcode-cost"), help: "scrypt cost (log2 N, r = 8) for new passcode verifiers (10…20; 17 = 128 MiB a check).")
+    var passcodeCost: Int = PasscodeVerifier.defaultCost
+
+    @Option(name: .customLong("passcode-minimum-length"), help: "Characters a new passcode needs (4…64); passcodes set before keep working.")
+    var passcodeMinimumLength: Int = PasscodeVerifier.minimumLength
 
     @Option(name: .customLong("prompt-timeout"), help: "Seconds a prompt may stay open before it ends with systemCancel.")
     var promptTimeout: Double = 300
@@ -95,6 +98,9 @@ struct LAEnclaved: AsyncParsableCommand {
         if fprintd && simulatedSensor != nil && simulatedSensor != SensorChoice.none { throw ValidationError("--fprintd and --simulated-sensor exclude each other") }
         if let passcodeSource, DaemonSettings.PasscodeSource(rawValue: passcodeSource) == nil { throw ValidationError("--passcode-source is enclave or pam") }
         if !(10...20).contains(passcodeCost) { throw ValidationError("--passcode-cost must be between 10 and 20") }
+        if !(PasscodeVerifier.lowestMinimumLength...64).contains(passcodeMinimumLength) {
+            throw ValidationError("--passcode-minimum-length must be between \(PasscodeVerifier.lowestMinimumLength) and 64")
+        }
         if allowSimulation && noSimulation { throw ValidationError("--allow-simulation and --no-simulation exclude each other") }
         if maxConnectionsPerUser < 1 || maxConnections < 1 { throw ValidationError("--max-connections-per-user and --max-connections must be at least 1") }
         for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime),
@@ -139,6 +145,7 @@ struct LAEnclaved: AsyncParsableCommand {
         if allowSimulation { commandLine.allowSimulation = true }
         if noSimulation { commandLine.allowSimulation = false }
         commandLine.passcodeCost = passcodeCost
+        commandLine.passcodeMinimumLength = passcodeMinimumLength
         commandLine.promptTimeout = promptTimeout
         commandLine.promptQueueTimeout = promptQueueTimeout
         commandLine.contextLifetime = contextLifetime

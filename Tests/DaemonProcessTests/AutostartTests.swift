@@ -38,12 +38,12 @@ final class AutostartTests: XCTestCase {
         stat(root + "/runtime/laenclaved", &st)
         XCTAssertEqual(st.st_mode & 0o777, 0o700)
         // The daemon outlived the client that started it; a second client finds it.
-        XCTAssertEqual(try runProcess(productPath("lactl"), ["passcode", "set", "--stdin"], input: "4321\n", environment: env).status, 0)
+        XCTAssertEqual(try runProcess(productPath("lactl"), ["passcode", "set", "--stdin"], input: "432100\n", environment: env).status, 0)
         let second = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
         XCTAssertTrue(second.stdout.contains("\"passcodeSet\" : true"), second.stdout)
         let log = (try? String(contentsOfFile: root + "/data/laenclaved/laenclaved.log", encoding: .utf8)) ?? ""
         XCTAssertTrue(log.contains("listening"), log)
-        XCTAssertFalse(log.contains("4321"), "the passcode never reaches the log")
+        XCTAssertFalse(log.contains("432100"), "the passcode never reaches the log")
     }
 
     /// Attack: the app that happens to connect first chooses the daemon's environment — a library

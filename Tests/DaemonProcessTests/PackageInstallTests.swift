@@ -268,9 +268,9 @@ final class PackageInstallTests: XCTestCase {
         XCTAssertTrue(daemonLog(log).contains("activation=systemd"), daemonLog(log))
         XCTAssertTrue(daemonLog(log).contains("SIMULATED SENSOR ENABLED IN SYSTEM MODE"), daemonLog(log))
 
-        let set = try asNobody([lactlPath, "passcode", "set", "--stdin"], input: "2468\n")
+        let set = try asNobody([lactlPath, "passcode", "set", "--stdin"], input: "246810\n")
         XCTAssertEqual(set.status, 0, set.stdout + set.stderr)
-        XCTAssertEqual(try asNobody([lactlPath, "simulate", "passcode=2468"]).status, 0)
+        XCTAssertEqual(try asNobody([lactlPath, "simulate", "passcode=246810"]).status, 0)
         let auth = try asNobody([lactlPath, "authenticate", "--policy", "deviceOwnerAuthentication", "--reason", "Package test"])
         XCTAssertEqual(auth.status, 0, auth.stdout + auth.stderr)
         XCTAssertTrue(auth.stdout.contains("authenticated"), auth.stdout)

@@ -35,7 +35,7 @@ final class PasscodeLockoutAttackTests: XCTestCase {
             "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
             "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent"])
         eventually("the user daemon's socket") { FileManager.default.fileExists(atPath: "\(dir)/run/socket") }
-        let set = try lactl(["passcode", "set", "--stdin"], input: "1234\n")
+        let set = try lactl(["passcode", "set", "--stdin"], input: "123456\n")
         XCTAssertEqual(set.status, 0, set.stderr + log())
     }
 
@@ -60,7 +60,7 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         // The administrator can: root reaches the user's daemon for this one request.
         let root = try runProcess("\(dir)/bin/lactl", ["admin", "reset-passcode", "--socket", "\(dir)/run/socket"])
         XCTAssertEqual(root.status, 0, root.stderr + log())
-        let right = try guessing("1234")
+        let right = try guessing("123456")
         XCTAssertEqual(right.status, 0, right.stderr)
     }
 
@@ -71,7 +71,7 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
         XCTAssertEqual((try client.readReply()?["reply"] as? [String: Any])?["kind"] as? String, "hello")
         let requests: [(String, [String: Any]?)] = [
-            ("status", nil), ("audit", ["limit": 10, "passcode": "1234"]), ("keychainList", ["passcode": "1234"]),
+            ("status", nil), ("audit", ["limit": 10, "passcode": "123456"]), ("keychainList", ["passcode": "123456"]),
             ("simulate", ["events": [["kind": "match"]]]), ("remoteLock", nil),
         ]
         for (n, (op, args)) in requests.enumerated() {

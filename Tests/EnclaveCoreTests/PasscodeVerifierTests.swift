@@ -37,14 +37,36 @@ final class PasscodeVerifierTests: XCTestCase {
         XCTAssertNotEqual(v.hash, Data("246810".utf8))
     }
 
+    /// New passcodes need 6 characters by default; a configuration may lower it to 4, never below.
     func testTooShortPasscodeRejected() {
-        XCTAssertThrowsError(try PasscodeVerifier.make(passcode: "123", cost: 10)) { error in
-            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort)
+        XCTAssertThrowsError(try PasscodeVerifier.make(passcode: "12345", cost: 10)) { error in
+            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort(minimum: 6))
         }
         XCTAssertThrowsError(try PasscodeVerifier.make(passcode: "", cost: 10)) { error in
-            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort)
+            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort(minimum: 6))
         }
-        XCTAssertNoThrow(try PasscodeVerifier.validate("1234"))
+        XCTAssertNoThrow(try PasscodeVerifier.validate("123456"))
+        XCTAssertNoThrow(try PasscodeVerifier.validate("1234", minimumLength: 4))
+        XCTAssertThrowsError(try PasscodeVerifier.validate("123", minimumLength: 2)) { error in
+            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort(minimum: 4), "never below 4")
+        }
+        XCTAssertEqual(try PasscodeVerifier.make(passcode: "123456", cost: 10).length, 6)
+    }
+
+    /// OWASP's minimum for scrypt: N = 2^17, r = 8, p = 1 — 128 MiB a check.
+    func testNewVerifiersUseOWASPsCostAndOldOnesAskForAnUpgrade() throws {
+        XCTAssertEqual(PasscodeVerifier.defaultCost, 17)
+        XCTAssertEqual(PasscodeVerifier.memory(cost: 17), 128 << 20)
+        let old = try PasscodeVerifier.remade(passcode: "1234", cost: 15)
+        XCTAssertTrue(old.needsUpgrade(toCost: 17))
+        XCTAssertFalse(old.needsUpgrade(toCost: 15))
+        XCTAssertFalse(try PasscodeVerifier.remade(passcode: "1234", cost: 12).needsUpgrade(toCost: 10), "never below the minimum cost")
+        // A verifier stored before the length was noted reads back (no length field).
+        var json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(old)) as! [String: Any]
+        json["length"] = nil
+        let decoded = try JSONDecoder().decode(PasscodeVerifier.self, from: JSONSerialization.data(withJSONObject: json))
+        XCTAssertTrue(decoded.matches(try decoded.derive("1234")))
+        XCTAssertNil(decoded.length)
     }
 
     func testTooLongPasscodeRejected() {

@@ -59,4 +59,64 @@ final class UserSessionTests: XCTestCase {
         let (correct, _) = try await first.value
         XCTAssertTrue(correct)
     }
+
+    /// New passcodes need the configured length (6 by default); the status says whether the one
+    /// set has it.
+    func testNewPasscodesNeedTheMinimumLength() async throws {
+        daemon = nil
+        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeMinimumLength: PasscodeVerifier.minimumLength), clock: ManualClock(),
+                                   logger: Logger(label: "test"))
+        let session = try daemon.session(for: getuid())
+        do {
+            try await session.setPasscode(current: nil, new: "12345")
+            XCTFail("5 characters are fewer than 6")
+        } catch let f as Failure {
+            XCTAssertEqual(f.code, .invalidParameter)
+            XCTAssertTrue(f.message.contains("at least 6"), f.message)
+        }
+        try await session.setPasscode(current: nil, new: "123456")
+        let status = try await session.status(app: "/usr/bin/example-app")
+        XCTAssertEqual(status.passcodeMinimumLength, 6)
+        XCTAssertEqual(status.passcodeShorterThanMinimum, false)
+    }
+
+    /// A verifier made at a lower cost (or under a shorter rule) keeps working, is remade at today's
+    /// cost on its next success — durably — and is never touched by a wrong entry.
+    func testAWeakerVerifierIsRemadeOnItsNextSuccess() async throws {
+        let old = try daemon.session(for: getuid())
+        try await old.setPasscode(current: nil, new: "1234")
+        let stored = await old.record.passcode
+        let before = try XCTUnwrap(stored)
+        XCTAssertEqual(before.cost, 14)
+        daemon = nil
+
+        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 15, passcodeMinimumLength: 6), clock: ManualClock(),
+                                   logger: Logger(label: "test"))
+        let session = try daemon.session(for: getuid())
+        let shorter = try await session.status(app: "/usr/bin/example-app").passcodeShorterThanMinimum
+        XCTAssertEqual(shorter, true, "known from when it was set")
+        let (wrong, _) = try await session.checkPasscode("9999")
+        XCTAssertFalse(wrong)
+        let unchanged = await session.record.passcode
+        XCTAssertEqual(unchanged, before, "a wrong entry changes nothing")
+        let (right, _) = try await session.checkPasscode("1234")
+        XCTAssertTrue(right, "the shorter passcode keeps working")
+        try await session.persist()
+        let upgraded = await session.record.passcode
+        let after = try XCTUnwrap(upgraded)
+        XCTAssertEqual(after.cost, 15)
+        XCTAssertNotEqual(after.salt, before.salt)
+        XCTAssertEqual(after.length, 4)
+        daemon = nil
+
+        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 15, passcodeMinimumLength: 6), clock: ManualClock(),
+                                   logger: Logger(label: "test"))
+        let reopened = try daemon.session(for: getuid())
+        let durable = await reopened.record.passcode?.cost
+        XCTAssertEqual(durable, 15, "the upgrade is durable")
+        let again = try await reopened.checkPasscode("1234").correct
+        XCTAssertTrue(again)
+        let stillShorter = try await reopened.status(app: "/usr/bin/example-app").passcodeShorterThanMinimum
+        XCTAssertEqual(stillShorter, true)
+    }
 }
