@@ -81,7 +81,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "la-bench", dependencies: [
-            "EnclaveClient", "EnclaveProtocol", "LocalAuthentication", "Security", "LocalAuthenticationTesting",
+            "EnclaveClient", "EnclaveProtocol", "EnclaveCore", "LocalAuthentication", "Security", "LocalAuthenticationTesting",
         ]),
         // WebAuthn Level 3 server-side verification (ES256), strict CBOR/COSE, and the encoding a
         // software platform authenticator needs. Foundation and swift-crypto only.

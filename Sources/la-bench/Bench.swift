@@ -28,6 +28,9 @@ struct Bench {
     static func main() async throws {
         let args = CommandLine.arguments
         if args.count > 2 && args[1] == "echo-server" { RawSocketEcho.serve(path: args[2]) }
+        if args.count > 1 && args[1] == "passcode" {
+            return try await PasscodeBench.run(checks: args.count > 2 ? Int(args[2]) ?? 10 : 10)
+        }
         if args.count > 1 && args[1] == "keychain" {
             return try await KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
         }
