@@ -62,23 +62,45 @@ public enum EnclaveConnections {
 /// Starts the user-mode daemon detached from the caller (its own session, stdio on /dev/null,
 /// logs in the state directory), then waits for its socket.
 public enum DaemonLauncher {
-    public static func daemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
-        if let p = environment[EnclavePaths.daemonEnvironmentKey], !p.isEmpty { return p }
+    /// Where an installed `laenclaved` is looked for after `$LAENCLAVED_PATH` and the app's own
+    /// directory.
+    public static let installedLocations = ["/usr/bin/laenclaved", "/usr/local/bin/laenclaved", "/usr/libexec/laenclaved"]
+
+    /// The daemon to start: `$LAENCLAVED_PATH`, else a `laenclaved` beside this program, else an
+    /// installed location — and only if it is installed: a root-owned file in root-owned
+    /// directories that nobody else can write, so no app (nor whoever set its environment) picks
+    /// the program every app of the user will trust. Our rule; the testing kit starts its own
+    /// daemon explicitly and is not concerned.
+    public static func daemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+        var refused: [String] = []
+        for candidate in candidates(environment) where FileManager.default.isExecutableFile(atPath: candidate) {
+            if InstalledProgram.check(candidate) { return candidate }
+            refused.append(candidate)
+        }
+        if refused.isEmpty {
+            throw EnclaveClientError.unreachable("laenclaved is not installed (looked in \(installedLocations.joined(separator: ", ")))")
+        }
+        throw EnclaveClientError.unreachable("laenclaved is not started from \(refused.joined(separator: ", ")): not an installed program "
+            + "(owned by root, writable by root alone, in root's directories); install it, or start `laenclaved --user` yourself")
+    }
+
+    /// The first `laenclaved` found in the same places, installed or not: for the testing kit,
+    /// whose daemon serves only the test's own socket, which no other app trusts.
+    public static func anyDaemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+        candidates(environment).first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+
+    private static func candidates(_ environment: [String: String]) -> [String] {
+        var candidates: [String] = []
+        if let p = environment[EnclavePaths.daemonEnvironmentKey], !p.isEmpty { candidates.append(p) }
         if let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            let sibling = (me as NSString).deletingLastPathComponent + "/laenclaved"
-            if FileManager.default.isExecutableFile(atPath: sibling) { return sibling }
+            candidates.append((me as NSString).deletingLastPathComponent + "/laenclaved")
         }
-        for dir in (environment["PATH"] ?? "/usr/local/bin:/usr/bin").split(separator: ":") {
-            let candidate = "\(dir)/laenclaved"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
+        return candidates + installedLocations
     }
 
     public static func startUserDaemon(socketPath: String, extraArguments: [String] = []) throws {
-        guard let daemon = daemonExecutable() else {
-            throw EnclaveClientError.unreachable("no daemon answers at \(socketPath) and laenclaved was not found (set \(EnclavePaths.daemonEnvironmentKey))")
-        }
+        let daemon = try daemonExecutable()
         let state = EnclavePaths.userStateDirectory()
         try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let args = ["--user", "--socket", socketPath, "--log-file", state + "/laenclaved.log"] + extraArguments
@@ -101,6 +123,25 @@ public enum DaemonLauncher {
             usleep(20_000)
         }
         throw EnclaveClientError.unreachable("laenclaved was started but its socket \(socketPath) did not appear within 10 s")
+    }
+
+    /// Whether a path is an installed program (see `daemonExecutable`).
+    enum InstalledProgram {
+        static func check(_ path: String) -> Bool {
+            guard let real = realpath(path, nil) else { return false }
+            defer { free(real) }
+            var current = String(cString: real)
+            var st = stat()
+            guard stat(current, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, rootOwnedAndClosed(st) else { return false }
+            while current != "/" {
+                current = (current as NSString).deletingLastPathComponent
+                if current.isEmpty { current = "/" }
+                guard stat(current, &st) == 0, rootOwnedAndClosed(st) else { return false }
+            }
+            return true
+        }
+
+        private static func rootOwnedAndClosed(_ st: stat) -> Bool { st.st_uid == 0 && st.st_mode & 0o022 == 0 }
     }
 
     /// What a user daemon started on an app's behalf inherits from it.

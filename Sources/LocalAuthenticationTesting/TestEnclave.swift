@@ -87,7 +87,7 @@ public final class TestEnclave: @unchecked Sendable {
     // MARK: Process control
 
     public func start() throws {
-        guard let daemon = configuration.daemonPath ?? DaemonLauncher.daemonExecutable() else {
+        guard let daemon = configuration.daemonPath ?? DaemonLauncher.anyDaemonExecutable() else {
             throw EnclaveClientError.unreachable("laenclaved not found; build it (swift build) or set \(EnclavePaths.daemonEnvironmentKey)")
         }
         var args = [configuration.systemMode ? "--system" : "--user", "--socket", socketPath, "--state-dir", stateDirectory,

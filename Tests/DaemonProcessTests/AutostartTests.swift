@@ -64,4 +64,35 @@ final class AutostartTests: XCTestCase {
         XCTAssertTrue(names.isSubset(of: DaemonLauncher.inheritedEnvironment), "only what the daemon needs: \(names.sorted())")
         XCTAssertTrue(environ.contains("XDG_DATA_HOME=\(root)/data"), "where its state lives still reaches it")
     }
+
+    /// Attack: whoever sets the first app's environment, or puts a `laenclaved` beside an app, chose
+    /// the program every app of the user then trusts with its passcode and secrets. Only an
+    /// installed program (root's, writable by root alone, in root's directories) is started.
+    func testOnlyAnInstalledDaemonIsStarted() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to act as another user") }
+        let root = try home()
+        defer { forget(root) }
+        let nobody: uid_t = 65534
+        for dir in ["", "/bin", "/runtime", "/data"] {
+            try FileManager.default.createDirectory(atPath: root + dir, withIntermediateDirectories: true)
+            chown(root + dir, nobody, nobody)
+            chmod(root + dir, 0o755)
+        }
+        // A program of the attacker's, where the environment and the app's own directory point.
+        let fake = root + "/bin/laenclaved"
+        try "#!/bin/sh\ntouch \(root)/started-the-fake\n".write(toFile: fake, atomically: true, encoding: .utf8)
+        chown(fake, nobody, nobody)
+        chmod(fake, 0o755)
+        let lactl = root + "/bin/lactl"
+        try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: lactl)
+        chmod(lactl, 0o755)
+        let common = ["HOME=\(root)", "XDG_RUNTIME_DIR=\(root)/runtime", "XDG_DATA_HOME=\(root)/data", "PATH=/usr/bin:/bin"]
+        for (name, environment) in [("LAENCLAVED_PATH", common + ["LAENCLAVED_PATH=\(fake)"]), ("beside the app", common)] {
+            try? FileManager.default.removeItem(atPath: root + "/started-the-fake")
+            let run = try runProcess("/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/env", "-i"] + environment + [lactl, "status"])
+            XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/started-the-fake"), "\(name): the attacker's program was started")
+            XCTAssertNotEqual(run.status, 0, name)
+            XCTAssertTrue(run.stderr.contains("installed"), "\(name): \(run.stderr)")
+        }
+    }
 }
