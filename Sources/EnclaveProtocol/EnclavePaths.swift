@@ -12,11 +12,25 @@ public enum EnclavePaths {
     public static let systemSocket = "/run/laenclaved/socket"
     public static let systemStateDirectory = "/var/lib/laenclaved"
 
+    /// The user daemon's socket: under `$XDG_RUNTIME_DIR`; without it (an ssh or cron session
+    /// that did not set it), under logind's `/run/user/UID` when that is the user's, else in the
+    /// user's own state directory — never first in a shared directory such as /tmp, where another
+    /// user could create the directory before the user's daemon does (our rule; the daemon refuses
+    /// a directory it does not own). /tmp only when the state directory's path is too long for a
+    /// socket (108 bytes).
     public static func userSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
             return runtime + "/laenclaved/socket"
         }
-        return "/tmp/laenclaved-\(getuid())/socket"
+        let uid = getuid()
+        var info = stat()
+        let logind = "/run/user/\(uid)"
+        if stat(logind, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == uid {
+            return logind + "/laenclaved/socket"
+        }
+        let own = userStateDirectory(environment: environment) + "/run/socket"
+        if own.utf8.count < 108 { return own }
+        return "/tmp/laenclaved-\(uid)/socket"
     }
 
     /// Where the user-mode daemon of `uid` listens when that user's session has the usual

@@ -95,4 +95,27 @@ final class AutostartTests: XCTestCase {
             XCTAssertTrue(run.stderr.contains("installed"), "\(name): \(run.stderr)")
         }
     }
+
+    /// Attack: without $XDG_RUNTIME_DIR the socket's directory was /tmp/laenclaved-UID, which any
+    /// other user can create first: the daemon (rightly) refuses to listen there, so the user had
+    /// no daemon at all. The socket now lives where only the user can create it.
+    func testAnotherUserCannotTakeTheSocketDirectoryFirst() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to act as another user") }
+        let squatted = "/tmp/laenclaved-\(getuid())"
+        if FileManager.default.fileExists(atPath: squatted) { throw XCTSkip("\(squatted) exists on this machine") }
+        let root = try home()
+        defer {
+            forget(root)
+            try? FileManager.default.removeItem(atPath: squatted)
+        }
+        try FileManager.default.createDirectory(atPath: squatted, withIntermediateDirectories: false)
+        chown(squatted, 65534, 65534)
+        chmod(squatted, 0o777)
+        // No XDG_RUNTIME_DIR, as in an ssh or cron session without logind.
+        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_DATA_HOME": root + "/data", "LAENCLAVED_PATH": productPath("laenclaved")]
+        let run = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
+        XCTAssertEqual(run.status, 0, "the user gets a daemon though another user squats /tmp: \(run.stderr)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: squatted), [], "nothing of the user's went into the squatted directory")
+        _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/data"])
+    }
 }
