@@ -2,7 +2,7 @@
 Run through scripts/api-coverage, which extracts the symbol graphs this reads."""
 import csv, glob, json, os, re, sys
 
-docs, graphs, out = sys.argv[1:4]
+docs, graphs, out, source_dir = sys.argv[1:5]
 
 # Apple symbols that cannot exist on Linux, with why.
 NOT_APPLICABLE = {
@@ -76,7 +76,7 @@ def key_of(symbol):
     return re.split(r"[\s:=({]", s, maxsplit=1)[0]
 
 sources = ""
-for dirpath, _, files in os.walk(os.path.join(os.path.dirname(docs.rstrip("/")), "..", "Sources")):
+for dirpath, _, files in os.walk(source_dir):
     for name in files:
         if name.endswith(".swift"):
             with open(os.path.join(dirpath, name), encoding="utf-8") as f:

@@ -12,11 +12,7 @@ enum BlockingWork {
 
     static let scryptThreads = 2
 
-    private static let scryptPool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: scryptThreads)
-        pool.start()
-        return pool
-    }()
+    private static let scryptPool = started(threads: scryptThreads)
 
     /// Work that mostly waits (PAM's fail delay, a remote PAM module): its own pool, so slow stacks
     /// never hold up anyone's scrypt; at most this many run at once, the rest queue.
@@ -26,9 +22,11 @@ enum BlockingWork {
 
     static let waitingThreads = 4
 
-    private static let waitingPool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: waitingThreads)
+    private static let waitingPool = started(threads: waitingThreads)
+
+    private static func started(threads: Int) -> NIOThreadPool {
+        let pool = NIOThreadPool(numberOfThreads: threads)
         pool.start()
         return pool
-    }()
+    }
 }
