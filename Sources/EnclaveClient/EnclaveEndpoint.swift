@@ -74,7 +74,9 @@ public enum DaemonLauncher {
     public static func daemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
         var refused: [String] = []
         for candidate in candidates(environment) where FileManager.default.isExecutableFile(atPath: candidate) {
-            if InstalledProgram.check(candidate) { return candidate }
+            // The path checked is the path started: the resolved file, in root's directories, which
+            // no one else can swap (a link the caller controls could be re-pointed in between).
+            if let installed = InstalledProgram.resolved(candidate) { return installed }
             refused.append(candidate)
         }
         if refused.isEmpty {
@@ -99,11 +101,14 @@ public enum DaemonLauncher {
         return candidates + installedLocations
     }
 
-    public static func startUserDaemon(socketPath: String, extraArguments: [String] = []) throws {
+    /// Our note: this vets which program starts, not what any process of the same user could run
+    /// itself — in user mode the user's own processes are trusted with the user's daemon
+    /// (docs/architecture.md, "The trust line"); the system daemon is the boundary between apps.
+    static func startUserDaemon(socketPath: String) throws {
         let daemon = try daemonExecutable()
         let state = EnclavePaths.userStateDirectory()
         try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let args = ["--user", "--socket", socketPath, "--log-file", state + "/laenclaved.log"] + extraArguments
+        let args = ["--user", "--socket", socketPath, "--log-file", state + "/laenclaved.log"]
         // The daemon is the user's, not the app's: it gets the variables that say where the user's
         // files and buses are, never the rest of whichever app happened to start it (a library to
         // preload, malloc debugging, the app's own secrets).
@@ -127,18 +132,20 @@ public enum DaemonLauncher {
 
     /// Whether a path is an installed program (see `daemonExecutable`).
     enum InstalledProgram {
-        static func check(_ path: String) -> Bool {
-            guard let real = realpath(path, nil) else { return false }
+        /// The absolute, link-free path of `path` when it is an installed program; nil otherwise.
+        static func resolved(_ path: String) -> String? {
+            guard let real = realpath(path, nil) else { return nil }
             defer { free(real) }
-            var current = String(cString: real)
+            let resolved = String(cString: real)
+            var current = resolved
             var st = stat()
-            guard stat(current, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, rootOwnedAndClosed(st) else { return false }
+            guard lstat(current, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG, rootOwnedAndClosed(st) else { return nil }
             while current != "/" {
                 current = (current as NSString).deletingLastPathComponent
                 if current.isEmpty { current = "/" }
-                guard stat(current, &st) == 0, rootOwnedAndClosed(st) else { return false }
+                guard lstat(current, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, rootOwnedAndClosed(st) else { return nil }
             }
-            return true
+            return resolved
         }
 
         private static func rootOwnedAndClosed(_ st: stat) -> Bool { st.st_uid == 0 && st.st_mode & 0o022 == 0 }

@@ -174,7 +174,7 @@ public enum KeychainRules {
     /// A synchronizable item cannot be bound to this device.
     public static func checkSynchronizable(_ a: [String: KeychainValue], protection: Protection) throws(KeychainFailure) {
         if a["sync"] == synchronizableAny { throw KeychainFailure(.param, "kSecAttrSynchronizableAny is for queries; an item is synchronizable or not") }
-        if case .bool(true)? = a["sync"], protection.isThisDeviceOnly {
+        if isTrue(a["sync"]), protection.isThisDeviceOnly {
             throw KeychainFailure(.param, "a synchronizable item cannot be …ThisDeviceOnly")
         }
     }

@@ -50,11 +50,13 @@ extension UserSession {
                 return KeyReply(valid: valid)
             case .sign, .agree:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
+                // A request that cannot succeed is refused before anyone is asked for a finger.
+                let use = try Self.use(of: key, r)
                 let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
                 do throws(AccessDenial) { try await prover.prove(key.protected, reason: r.reason ?? "Use a Secure Enclave key", noUI: r.interactionNotAllowed) } catch {
                     return KeyReply(error)
                 }
-                return try use(key, r)
+                return try perform(use, with: key)
             }
         } catch let e as KeyReplyError {
             return e.reply
@@ -93,26 +95,43 @@ extension UserSession {
         }
     }
 
-    private func use(_ key: KeyBlob, _ r: KeyRequest) throws -> KeyReply {
+    /// What a sign or agree request asks of a key, checked in full (kind, digest, peer key,
+    /// derivation bounds) before its access control is proved.
+    private enum KeyUse {
+        case sign(PrehashedSHA256)
+        case agree(P256.KeyAgreement.PublicKey, KeyDerivation?)
+    }
+
+    private static func use(of key: KeyBlob, _ r: KeyRequest) throws -> KeyUse {
+        func refuse(_ message: String) -> KeyReplyError { KeyReplyError(KeyReply(problem: .invalidParameter, message: message)) }
         switch r.operation {
         case .sign:
-            guard key.kind != .keyAgreement else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a key agreement key does not sign")) }
-            guard let digest = Self.digest(of: r) else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "sign needs a 32-byte SHA-256 digest or a message")) }
+            guard key.kind != .keyAgreement else { throw refuse("a key agreement key does not sign") }
+            guard let digest = digest(of: r) else { throw refuse("sign needs a 32-byte SHA-256 digest or a message") }
+            return .sign(digest)
+        case .agree:
+            guard key.kind != .signing else { throw refuse("a signing key does not agree") }
+            guard let peerBytes = r.peerPublicKey, let peer = try? P256.KeyAgreement.PublicKey(x963Representation: peerBytes) else {
+                throw refuse("agree needs the peer's P-256 public key (X9.63)")
+            }
+            if let d = r.derivation, !(1...65536).contains(d.byteCount) || d.sharedInfo.count > 4096 {
+                throw refuse("a derivation takes 1…65536 bytes and at most 4096 bytes of shared info")
+            }
+            return .agree(peer, r.derivation)
+        default:
+            throw refuse("not a use of a key")
+        }
+    }
+
+    private func perform(_ use: KeyUse, with key: KeyBlob) throws -> KeyReply {
+        switch use {
+        case .sign(let digest):
             let signature = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).signature(for: digest)
             return KeyReply(signature: signature.rawRepresentation, signatureDER: signature.derRepresentation)
-        case .agree:
-            guard let peerBytes = r.peerPublicKey, let peer = try? P256.KeyAgreement.PublicKey(x963Representation: peerBytes) else {
-                throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "agree needs the peer's P-256 public key (X9.63)"))
-            }
-            guard key.kind != .signing else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a signing key does not agree")) }
+        case .agree(let peer, let derivation):
             let secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).sharedSecretFromKeyAgreement(with: peer)
-            guard let d = r.derivation else { return KeyReply(sharedSecret: secret.withUnsafeBytes { Data($0) }) }
-            guard (1...65536).contains(d.byteCount), d.sharedInfo.count <= 4096 else {
-                throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a derivation takes 1…65536 bytes and at most 4096 bytes of shared info"))
-            }
+            guard let d = derivation else { return KeyReply(sharedSecret: secret.withUnsafeBytes { Data($0) }) }
             return KeyReply(derivedKey: Self.derive(secret, d))
-        default:
-            throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "not a use of a key"))
         }
     }
 }

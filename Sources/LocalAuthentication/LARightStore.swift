@@ -179,15 +179,26 @@ public final class LAPersistedRight: LARight, @unchecked Sendable {
 /// the right authorized. Our note: a right saved before rights could decrypt has a signing-only key
 /// (`canDecrypt`/`canExchangeKeys` answer false for it).
 public final class LAPrivateKey: NSObject, @unchecked Sendable {
-    let key: SecKey
+    private let blob: Data
+    private let publicBytes: Data
+    private let kind: KeyRequest.Kind
     public let publicKey: LAPublicKey
     private weak var right: LARight?
 
     init(blob: Data, publicKey: Data, kind: KeyRequest.Kind, right: LARight) {
-        key = SecKey.enclave(publicKey: publicKey, blob: blob, kind: kind, context: right.context)
+        self.blob = blob
+        self.publicBytes = publicKey
+        self.kind = kind
         self.publicKey = LAPublicKey(bytes: publicKey)
         self.right = right
     }
+
+    /// The key on the right's context as it is now: `deauthorize` gives the right a new one.
+    private func key(on context: (any RequestContext)?) -> SecKey {
+        SecKey.enclave(publicKey: publicBytes, blob: blob, kind: kind, context: context)
+    }
+
+    private var key: SecKey { key(on: nil) }
 
     public func canSign(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .sign, algorithm) }
     public func canDecrypt(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .decrypt, algorithm) }
@@ -208,7 +219,14 @@ public final class LAPrivateKey: NSObject, @unchecked Sendable {
         let attributes = [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary
         var problem: Unmanaged<CFError>?
         guard let peer = SecKeyCreateWithData(publicKey as CFData, attributes, &problem) else { throw problem!.takeRetainedValue() as Error }
-        let params = UncheckedBox(NSDictionary(dictionary: Dictionary(uniqueKeysWithValues: parameters.map { ("\($0.key)", $0.value) })))
+        var named: [String: Any] = [:]
+        for (key, value) in parameters {
+            guard let name = (key.base as? String) ?? (key.base as? NSString).map({ String($0) }) else {
+                throw LARightStoreError.unsupported("exchangeKeys parameters are keyed by kSecKeyKeyExchangeParameter… names, not \(key)")
+            }
+            named[name] = value
+        }
+        let params = UncheckedBox(NSDictionary(dictionary: named))
         return try await use { key, error in SecKeyCopyKeyExchangeResult(key, algorithm, peer, params.value, error) as Data? }
     }
 
@@ -232,7 +250,7 @@ public final class LAPrivateKey: NSObject, @unchecked Sendable {
     private func use(_ body: @escaping @Sendable (SecKey, UnsafeMutablePointer<Unmanaged<CFError>?>) -> Data?) async throws -> Data {
         guard let right else { throw LAError(.invalidContext) }
         try right.requireAuthorized()
-        let key = self.key
+        let key = key(on: right.context)
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Data, any Error>) in
             LAPrivateKey.queue.async {
                 var error: Unmanaged<CFError>?

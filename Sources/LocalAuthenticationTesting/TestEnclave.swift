@@ -27,7 +27,7 @@ public final class TestEnclave: @unchecked Sendable {
         public var passcode: String? = "1234"
         /// Identities to enrol at start (needs a passcode).
         public var enrolled: [String] = ["right-index-finger"]
-        /// Test daemons use scrypt's minimum cost so tests stay fast (production default: 15).
+        /// Test daemons use scrypt's minimum cost so tests stay fast (laenclaved's default: 17).
         public var passcodeCost = 10
         /// Test daemons accept 4-character passcodes (like the default "1234"); laenclaved's own
         /// default for new passcodes is 6.

@@ -15,12 +15,9 @@ struct ECKeyMaterial: Sendable {
         init?(bits: Int) { self.init(rawValue: bits) }
 
         /// The curve of an X9.63 public (`1 + 2n` bytes) or private (`1 + 3n`) representation.
-        static func of(x963 count: Int) -> (Curve, isPrivate: Bool)? {
-            for c in allCases {
-                if count == 1 + 2 * c.fieldBytes { return (c, false) }
-                if count == 1 + 3 * c.fieldBytes { return (c, true) }
-            }
-            return nil
+        /// The class is needed: P-384's public key and P-256's private key are both 97 bytes.
+        static func of(x963 count: Int, isPrivate: Bool) -> Curve? {
+            allCases.first { count == 1 + (isPrivate ? 3 : 2) * $0.fieldBytes }
         }
     }
 
@@ -43,11 +40,11 @@ struct ECKeyMaterial: Sendable {
         }
     }
 
-    /// Reads Apple's external representation, checking that the point is on the curve and that
-    /// a private scalar matches it.
-    init(externalRepresentation data: Data) throws(SecFailure) {
-        guard let (curve, isPrivate) = Curve.of(x963: data.count), data.first == 0x04 else {
-            throw SecFailure(errSecDecode, "not an X9.63 EC key of P-256, P-384 or P-521 (\(data.count) bytes)")
+    /// Reads Apple's external representation of a public or private key, checking that the point
+    /// is on the curve and that a private scalar matches it.
+    init(externalRepresentation data: Data, isPrivate: Bool) throws(SecFailure) {
+        guard let curve = Curve.of(x963: data.count, isPrivate: isPrivate), data.first == 0x04 else {
+            throw SecFailure(errSecDecode, "not an X9.63 \(isPrivate ? "private" : "public") EC key of P-256, P-384 or P-521 (\(data.count) bytes)")
         }
         let n = curve.fieldBytes
         let publicPart = Data(data.prefix(1 + 2 * n))

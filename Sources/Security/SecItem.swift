@@ -10,7 +10,8 @@ import Foundation
 // exact value-typing and result-shaping rules):
 // - A malformed dictionary (missing or unknown kSecClass, an unsupported value type, a wrong type for
 //   a kSecUse…/kSecReturn…/kSecMatch… key) fails with `errSecParam` before the daemon is asked;
-//   an unsupported kSecUse…/kSecReturn…/kSecMatch… key and `kSecReturnRef` fail with `errSecUnimplemented`.
+//   an unsupported kSecUse…/kSecReturn…/kSecMatch… key fails with `errSecUnimplemented`; `kSecReturnRef`
+//   answers `SecKey`s for key items and asks for nothing for other classes.
 // - When laenclaved cannot be reached the status is `errSecNotAvailable`.
 // - `result` is set to nil whenever the call fails.
 // - Items made unusable by a change of enrolled biometrics answer `errSecInvalidItemRef`.

@@ -271,9 +271,15 @@ enum SecItemMarshaling {
         if operation == .copy && call.returnsArray {
             var out: [AnyObject] = []
             for item in reply.items.prefix(call.limit ?? .max) {
-                guard let o = object(item, call) else { return (errSecDecode, nil) }
+                guard let o = object(item, call) else {
+                    // A key item no SecKey can be made of (a symmetric key, another app's format)
+                    // is left out of a list of references rather than failing the list.
+                    if call.returnRef { continue }
+                    return (errSecDecode, nil)
+                }
                 out.append(o)
             }
+            if out.isEmpty { return (errSecItemNotFound, nil) }
             return (errSecSuccess, NSArray(array: out))
         }
         guard let o = object(reply.items[0], call) else { return (errSecDecode, nil) }

@@ -118,11 +118,10 @@ public final class SecKey: CustomStringConvertible, @unchecked Sendable {
     convenience init(data: Data, type: String, keyClass: String, itemAttributes: [String: KeychainValue] = [:]) throws(SecFailure) {
         switch type {
         case "73":
-            let k = try ECKeyMaterial(externalRepresentation: data)
-            guard k.isPrivate == (keyClass == "1") else {
-                throw SecFailure(errSecParam, "the data is a \(k.isPrivate ? "private" : "public") key but kSecAttrKeyClass says otherwise")
+            guard keyClass == "0" || keyClass == "1" else {
+                throw SecFailure(errSecParam, "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate")
             }
-            self.init(.ec(k), itemAttributes: itemAttributes)
+            self.init(.ec(try ECKeyMaterial(externalRepresentation: data, isPrivate: keyClass == "1")), itemAttributes: itemAttributes)
         case "42":
             do {
                 if keyClass == "1" {

@@ -139,7 +139,7 @@ public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperati
 /// Apple's `SecKeyGetBlockSize`: RSA, the modulus in bytes. Our choice for EC keys (Apple's value
 /// is not documented): the longest DER signature of the curve.
 public func SecKeyGetBlockSize(_ key: SecKey) -> Int {
-    if key.isRSA { return key.sizeInBits / 8 }
+    if key.isRSA { return (key.sizeInBits + 7) / 8 }
     let n = (key.sizeInBits + 7) / 8
     // SEQUENCE { INTEGER r, INTEGER s }, each integer at most n + 1 bytes.
     let body = 2 * (2 + n + 1)

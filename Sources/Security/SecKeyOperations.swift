@@ -183,7 +183,7 @@ extension SecKey {
             do {
                 let key = try _RSA.Encryption.PrivateKey(unsafeDERRepresentation: k.derRepresentation)
                 if case .oaepAESGCM(let hash) = padding {
-                    let blockBytes = k.keySizeInBits / 8
+                    let blockBytes = (k.keySizeInBits + 7) / 8
                     guard ciphertext.count >= blockBytes + 16 else { throw SecFailure(errSecParam, "RSA-WRAP too short input data") }
                     let session = try key.decrypt(ciphertext.prefix(blockBytes), padding: Self.rsaPadding(.oaep(hash)))
                     guard session.count == (k.keySizeInBits >= 4096 ? 32 : 16) else { throw SecFailure(errSecParam, "RSA-WRAP bad ciphertext, unexpected session key size") }
@@ -219,6 +219,7 @@ extension SecKey {
         guard case .ec(let other) = peer.material, !other.isPrivate else { throw SecFailure(errSecParam, "the other key must be an EC public key") }
         var size = 0
         if kdf != nil {
+            guard sharedInfo.count <= 4096 else { throw SecFailure(errSecParam, "kSecKeyKeyExchangeParameterSharedInfo may have at most 4096 bytes") }
             guard let requestedSize, requestedSize > 0, requestedSize <= 1 << 16 else {
                 throw SecFailure(errSecParam, "kSecKeyKeyExchangeParameterRequestedSize must be a positive byte count (at most 65536) for \(algorithm.rawValue)")
             }

@@ -102,6 +102,18 @@ final class LARightTests: XCTestCase {
             let theirs = SecKeyCopyKeyExchangeResult(other, .ecdhKeyExchangeStandardX963SHA256, rightPublic, parameters as NSDictionary, nil) as Data?
             XCTAssertEqual(ours, theirs)
             XCTAssertEqual(ours.count, 16)
+            // Parameters keyed as Swift code writes them (the typed name's raw value) work too.
+            let typed: [AnyHashable: Any] = [SecKeyKeyExchangeParameter.requestedSize.rawValue: 16]
+            let again = try await right.key.exchangeKeys(publicKey: otherPublic, algorithm: .ecdhKeyExchangeStandardX963SHA256, parameters: typed)
+            XCTAssertEqual(again, ours)
+
+            // After deauthorize and authorize the key uses the right's new context (it kept the
+            // invalidated one before).
+            await right.deauthorize()
+            try enclave.queue(.match)
+            try await right.authorize(localizedReason: "Read it again")
+            let reopened = try await right.key.decrypt(sealed, algorithm: algorithm)
+            XCTAssertEqual(reopened, Data("a letter".utf8))
         }
     }
 

@@ -153,7 +153,9 @@ final class SecKeyTests: XCTestCase {
     }
 
     func testExternalRepresentationsRoundTrip() throws {
-        for (type, bits) in [(kSecAttrKeyTypeECSECPrimeRandom, 256), (kSecAttrKeyTypeECSECPrimeRandom, 521), (kSecAttrKeyTypeRSA, 2048)] {
+        // P-384's public key and P-256's private key are both 97 bytes: the key class tells them apart.
+        for (type, bits) in [(kSecAttrKeyTypeECSECPrimeRandom, 256), (kSecAttrKeyTypeECSECPrimeRandom, 384), (kSecAttrKeyTypeECSECPrimeRandom, 521),
+                             (kSecAttrKeyTypeRSA, 2048)] {
             let key = try makeKey(type, bits)
             var error: Unmanaged<CFError>?
             let privateData = try XCTUnwrap(SecKeyCopyExternalRepresentation(key, &error))
