@@ -97,6 +97,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // The login client: the flow's state machine, the server's API, an enclave-backed authenticator.

@@ -5,10 +5,11 @@ import Foundation
 /// per-account random salt: `scrypt$<log2 N>$<r>$<p>$<salt>$<hash>` (base64). Never stored,
 /// logged or compared in clear.
 public struct PasswordHasher: Sendable {
-    /// log2 of scrypt's N: 15 (32 MiB) by default — the server's own choice, below the device
-    /// passcode's 17, because up to 64 checks run at once here; tests lower it to stay fast.
+    /// log2 of scrypt's N: 17 (OWASP's minimum for scrypt with r = 8: 128 MiB a check) by
+    /// default, as the device passcode's; tests lower it to stay fast. Hashes made at another cost
+    /// keep verifying (the cost is in the stored string).
     public var cost: Int
-    public static let defaultCost = 15
+    public static let defaultCost = PasscodeVerifier.defaultCost
 
     public init(cost: Int = PasswordHasher.defaultCost) { self.cost = max(cost, PasscodeVerifier.minimumCost) }
 

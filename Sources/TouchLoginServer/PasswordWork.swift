@@ -1,14 +1,23 @@
+import NIOCore
 import NIOPosix
 import Synchronization
 import TouchLoginAPI
 
-/// Where password hashing runs: NIO's blocking pool, never a cooperative thread or an event loop
-/// (scrypt is tens of milliseconds of memory-hard work; on the cooperative pool two of them stall
-/// every other request on a 2-core machine). At most `limit` checks wait or run at once; past
-/// that the answer is "busy" at once rather than a queue that grows with the flood.
+/// Where password hashing runs: a pool of its own, never a cooperative thread or an event loop
+/// (scrypt is a third of a second of memory-hard work at the default cost; on the cooperative pool
+/// two of them stall every other request on a 2-core machine). At most `runningAtOnce` checks run
+/// (one per core, at most 4: scrypt's memory peaks at 4 × 128 MiB at the default cost), and at
+/// most `limit` run or wait; past that the answer is "busy" at once rather than a queue that grows
+/// with the flood.
 public final class PasswordWork: Sendable {
     public let limit: Int
     private let pending = Mutex(0)
+    public static let runningAtOnce = min(System.coreCount, 4)
+    private static let pool: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: runningAtOnce)
+        pool.start()
+        return pool
+    }()
 
     public init(limit: Int = 64) { self.limit = limit }
 
@@ -20,6 +29,6 @@ public final class PasswordWork: Sendable {
         }
         guard admitted else { throw APIError(.unavailable, "The server is busy checking passwords; try again in a moment.") }
         defer { pending.withLock { $0 -= 1 } }
-        return try await NIOThreadPool.singleton.runIfActive(body)
+        return try await Self.pool.runIfActive(body)
     }
 }

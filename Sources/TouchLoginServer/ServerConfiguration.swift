@@ -8,7 +8,7 @@ public struct ServerConfiguration: Sendable {
     public var relyingPartyName = "touchlogin"
     public var sessionLifetime: Double = 3600
     public var challengeLifetime: Double = 120
-    public var passwordCost = 15
+    public var passwordCost = PasswordHasher.defaultCost
     public var rateLimits = RateLimits()
     /// Fingerprint login means the authenticator verified the user: UV is required by default.
     public var requireUserVerification = true

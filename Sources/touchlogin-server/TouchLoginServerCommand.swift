@@ -69,7 +69,7 @@ struct Serve: AsyncParsableCommand {
     var origins: [String] = []
     @Option(help: "Seconds a session lasts.") var sessionLifetime: Double = 3600
     @Option(help: "Seconds a WebAuthn challenge stays valid.") var challengeLifetime: Double = 120
-    @Option(help: "scrypt cost (log2 N) for new password hashes, 10…20.") var passwordCost = 15
+    @Option(help: "scrypt cost (log2 N, r = 8) for new password hashes, 10…20; 17 = 128 MiB a check.") var passwordCost = PasswordHasher.defaultCost
     @Option(help: "Requests that sign up or log in allowed per client address (IPv6: per /64) per minute, all at once if need be.") var addressLimit = 60
     @Option(help: "Wrong passwords per account before each further attempt waits (5 s, doubling to 60 s).") var accountFailureLimit = 5
     @Option(help: "Consecutive wrong passwords after which the account's password path locks until a passkey login or `touchlogin-server lift-lock USERNAME`.")
