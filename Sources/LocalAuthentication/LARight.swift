@@ -91,9 +91,7 @@ open class LARight: NSObject, @unchecked Sendable {
     }
 
     @preconcurrency public func authorize(localizedReason: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
-        Task {
-            do { try await authorize(localizedReason: localizedReason); completion(nil) } catch { completion(error) }
-        }
+        deliver(completion) { try await self.authorize(localizedReason: localizedReason) }
     }
 
     /// Throws the reason the right cannot be authorized now; returns when it can.
@@ -105,9 +103,7 @@ open class LARight: NSObject, @unchecked Sendable {
     }
 
     @preconcurrency public func checkCanAuthorize(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        Task {
-            do { try await checkCanAuthorize(); completion(nil) } catch { completion(error) }
-        }
+        deliver(completion) { try await self.checkCanAuthorize() }
     }
 
     /// Ends the authorization; the next use needs `authorize` again.

@@ -133,21 +133,15 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     }
 
     @preconcurrency public func removeRight(_ right: LAPersistedRight, completion: @escaping @Sendable ((any Error)?) -> Void) {
-        Task {
-            do { try await removeRight(right); completion(nil) } catch { completion(error) }
-        }
+        deliver(completion) { try await self.removeRight(right) }
     }
 
     @preconcurrency public func removeRight(forIdentifier identifier: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
-        Task {
-            do { try await removeRight(forIdentifier: identifier); completion(nil) } catch { completion(error) }
-        }
+        deliver(completion) { try await self.removeRight(forIdentifier: identifier) }
     }
 
     @preconcurrency public func removeAllRights(completion: @escaping @Sendable ((any Error)?) -> Void) {
-        Task {
-            do { try await removeAllRights(); completion(nil) } catch { completion(error) }
-        }
+        deliver(completion) { try await self.removeAllRights() }
     }
 
     public func removeAllRights() async throws {
@@ -301,13 +295,19 @@ public final class LAPublicKey: NSObject, @unchecked Sendable {
     }
 
     @preconcurrency public func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable ((any Error)?) -> Void) {
-        Task {
-            do { try await verify(signedData, signature: signature, algorithm: algorithm); completion(nil) } catch { completion(error) }
-        }
+        deliver(completion) { try await self.verify(signedData, signature: signature, algorithm: algorithm) }
     }
 
     @preconcurrency public func encrypt(_ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
         deliver(completion) { try await self.encrypt(data, algorithm: algorithm) }
+    }
+}
+
+/// Apple's completion-handler twin of an async call that answers nothing: `completion` gets nil
+/// or the error.
+func deliver(_ completion: @escaping @Sendable ((any Error)?) -> Void, _ body: @escaping @Sendable () async throws -> Void) {
+    Task {
+        do { try await body(); completion(nil) } catch { completion(error) }
     }
 }
 

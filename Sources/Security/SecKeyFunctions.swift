@@ -16,6 +16,9 @@ public enum SecKeyOperationType: Int, Sendable {
     case decrypt = 3
     case keyExchange = 4
 
+    /// Signing, decrypting and key exchange use a private key; verifying and encrypting a public one.
+    var needsPrivateKey: Bool { self == .sign || self == .decrypt || self == .keyExchange }
+
     var name: String {
         switch self {
         case .sign: return "signing"
@@ -122,8 +125,7 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     if out["perm"] == nil { out[NSString(string: "perm")] = NSNumber(value: false) }
     let can: [(String, SecKeyOperationType)] = [("sign", .sign), ("vrfy", .verify), ("encr", .encrypt), ("decr", .decrypt), ("drve", .keyExchange)]
     for (attribute, operation) in can {
-        let needsPrivate = operation == .sign || operation == .decrypt || operation == .keyExchange
-        let usable = needsPrivate == key.isPrivate && (operation != .keyExchange || !key.isRSA)
+        let usable = operation.needsPrivateKey == key.isPrivate && (operation != .keyExchange || !key.isRSA)
         out[NSString(string: attribute)] = NSNumber(value: usable)
     }
     out[NSString(string: "wrap")] = NSNumber(value: false)

@@ -11,9 +11,8 @@ extension SecKey {
         guard let spec = algorithm.spec else { return SecFailure(errSecParam, "\(algorithm.rawValue) is not a SecKeyAlgorithm") }
         let base: SecKeyOperationType = (operation == .verify) ? .sign : (operation == .decrypt) ? .encrypt : operation
         guard spec.operation == base else { return SecFailure(errSecParam, "\(algorithm.rawValue) is not a \(operation.name) algorithm") }
-        let needsPrivate = operation == .sign || operation == .decrypt || operation == .keyExchange
-        guard needsPrivate == isPrivate else {
-            return SecFailure(errSecParam, "\(operation.name) needs a \(needsPrivate ? "private" : "public") key; this is \(self)")
+        guard operation.needsPrivateKey == isPrivate else {
+            return SecFailure(errSecParam, "\(operation.name) needs a \(operation.needsPrivateKey ? "private" : "public") key; this is \(self)")
         }
         let notHere = SecFailure(errSecParam, "\(algorithm.rawValue) is not supported by \(self)")
         if spec.needsMissingHash { return SecFailure(errSecUnimplemented, "\(algorithm.rawValue) needs SHA-224, which is not available on Linux") }
