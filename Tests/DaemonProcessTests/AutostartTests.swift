@@ -118,4 +118,28 @@ final class AutostartTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: squatted), [], "nothing of the user's went into the squatted directory")
         _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/data"])
     }
+
+    /// Attack: the check looked through a link it did not own, then the daemon was started by the
+    /// link's name — which its owner could re-point at another program in between. The program
+    /// started must be named by the path that was checked.
+    func testTheDaemonIsStartedByThePathThatWasChecked() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root to act as another user") }
+        let root = try home()
+        defer { forget(root) }
+        try FileManager.default.createDirectory(atPath: root + "/links", withIntermediateDirectories: true)
+        chown(root + "/links", 65534, 65534)
+        let link = root + "/links/laenclaved"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: productPath("laenclaved"))
+        lchown(link, 65534, 65534)
+        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
+                   "LAENCLAVED_PATH": link]
+        let run = try runProcess(productPath("lactl"), ["status"], environment: env)
+        XCTAssertEqual(run.status, 0, run.stderr)
+        let found = try runProcess("/usr/bin/pgrep", ["-f", root + "/runtime/laenclaved/socket"])
+        let pid = try XCTUnwrap(found.stdout.split(separator: "\n").first.map(String.init), "the daemon runs")
+        let cmdline = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
+        let program = String(decoding: cmdline.split(separator: 0).first ?? Data(), as: UTF8.self)
+        XCTAssertEqual(program, URL(fileURLWithPath: productPath("laenclaved")).resolvingSymlinksInPath().path,
+                       "started by the resolved, checked path, not by the link another user controls")
+    }
 }
