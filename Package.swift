@@ -37,7 +37,7 @@ let package = Package(
         ]),
         // The client side of the socket: connection, request/response matching, daemon auto-start.
         // Deliberately light: Foundation and Glibc only.
-        .target(name: "EnclaveClient", dependencies: ["EnclaveProtocol"]),
+        .target(name: "EnclaveClient", dependencies: ["EnclaveProtocol", "CPeerSocket"]),
         // Apple's keychain API: SecItem calls, kSec constants, SecAccessControl, SecKey, OSStatus. Below
         // LocalAuthentication, as on Apple platforms: it sees an LAContext only as a request context.
         .target(name: "Security", dependencies: [
@@ -132,10 +132,10 @@ let package = Package(
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "EnclaveProtocol"]),
         // Whole-process tests, by concern; their shared helpers (processes, waiting) in one target.
-        .target(name: "IntegrationSupport", dependencies: ["LocalAuthentication", "LocalAuthenticationTesting"], path: "Tests/IntegrationSupport"),
+        .target(name: "IntegrationSupport", dependencies: ["LocalAuthentication", "LocalAuthenticationTesting", "EnclaveClient"], path: "Tests/IntegrationSupport"),
         // The daemon and lactl as processes: sockets, bad input, crashes, system mode, sensors, packaging.
         .testTarget(name: "DaemonProcessTests", dependencies: [
-            "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol", "EnclaveCore",
+            "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol", "EnclaveCore", "CPeerSocket",
         ]),
         // Apple's API (LocalAuthentication, Security, CryptoKit) against a daemon through TestEnclave.
         .testTarget(name: "AppleAPITests", dependencies: [

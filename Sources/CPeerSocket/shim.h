@@ -92,3 +92,78 @@ static inline int64_t la_unix_peer_inode(uint64_t cookie) {
     close(nl);
     return found;
 }
+
+// Descriptor passing (SCM_RIGHTS), for the handoff socket: the CMSG_* macros do not reach Swift.
+
+/// Sends `length` bytes with descriptor `fd` attached, in one sendmsg. Returns what sendmsg returns.
+static inline ssize_t la_send_with_descriptor(int socket, const void *bytes, size_t length, int fd) {
+    struct iovec io = { .iov_base = (void *)bytes, .iov_len = length };
+    union {
+        char buffer[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+    header->cmsg_level = SOL_SOCKET;
+    header->cmsg_type = SCM_RIGHTS;
+    header->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(header), &fd, sizeof(int));
+    ssize_t n;
+    do { n = sendmsg(socket, &message, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+    return n;
+}
+
+/// Receives up to `length` bytes and the descriptors that came with them (close-on-exec), at most
+/// `capacity` of them into `fds`, their count into `*count`; descriptors beyond that are closed and
+/// counted too, so the caller can refuse the message. Non-blocking. Returns what recvmsg returns.
+static inline ssize_t la_receive_with_descriptors(int socket, void *bytes, size_t length, int *fds, int capacity, int *count) {
+    struct iovec io = { .iov_base = bytes, .iov_len = length };
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * 8)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    message.msg_control = control.buffer;
+    message.msg_controllen = sizeof control.buffer;
+    *count = 0;
+    ssize_t n;
+    do { n = recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC); } while (n < 0 && errno == EINTR);
+    if (n < 0) return n;
+    for (struct cmsghdr *h = CMSG_FIRSTHDR(&message); h != NULL; h = CMSG_NXTHDR(&message, h)) {
+        if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS) continue;
+        int received = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        for (int i = 0; i < received; i++) {
+            int fd;
+            memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
+            if (*count < capacity) fds[*count] = fd; else close(fd);
+            *count += 1;
+        }
+    }
+    // Truncated control data: descriptors were lost; report one more than fit, so it is refused.
+    if (message.msg_flags & MSG_CTRUNC) *count += capacity + 1;
+    return n;
+}
+
+// accept4 and pipe2 are behind _GNU_SOURCE, which Swift's Glibc module is built without: through
+// syscall(2), so that no descriptor is ever without close-on-exec (PAM may run helpers).
+#include <sys/syscall.h>
+
+/// accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK).
+static inline int la_accept_cloexec_nonblocking(int fd) {
+    return (int)syscall(SYS_accept4, fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+/// pipe2(fds, O_CLOEXEC | O_NONBLOCK).
+static inline int la_pipe_cloexec_nonblocking(int fds[2]) {
+    return (int)syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK);
+}

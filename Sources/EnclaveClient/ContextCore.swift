@@ -15,7 +15,6 @@ package final class ContextCore: @unchecked Sendable {
 
     private struct Running {
         var finish: @Sendable (Result<Reply, EnclaveClientError>) -> Void
-        var presenter: TerminalPresenter?
     }
 
     package init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
@@ -36,57 +35,32 @@ package final class ContextCore: @unchecked Sendable {
 
     package enum StartProblem: Error { case invalidated, busy, unreachable(String) }
 
-    /// Sends a request that may open a prompt on this context (an evaluation or a keychain call):
-    /// shows the daemon's prompt screens on the terminal, sends the person's keys back, and calls
-    /// `finish` once with the final reply.
-    package func runPrompted(presentable: Bool, request: (_ clientPresents: Bool) -> Request,
+    /// Sends a request that may open a prompt on this context (an evaluation or a keychain call),
+    /// and calls `finish` once with the final reply. When the process runs in the foreground of a
+    /// terminal, the daemon draws the prompt there and reads the person's keys itself
+    /// (`presentingOnTerminal`); this process never sees them.
+    package func runPrompted(presentable: Bool, request: @escaping @Sendable (_ onTerminal: Bool) -> Request,
                      finish: @escaping @Sendable (Result<Reply, EnclaveClientError>) -> Void) throws(StartProblem) {
         if isInvalidated { throw .invalidated }
         let connection: EnclaveConnection
         do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
-        let presenter = presentable && !endpoint.headless ? TerminalPresenter.open() : nil
         let started: Bool = lock.withLock {
             guard !invalidated, running == nil else { return false }
-            running = Running(finish: finish, presenter: presenter)
+            running = Running(finish: finish)
             return true
         }
-        guard started else {
-            presenter?.close()
-            throw isInvalidated ? .invalidated : .busy
+        guard started else { throw isInvalidated ? .invalidated : .busy }
+        let send: @Sendable (Bool) -> Void = { [weak self] onTerminal in
+            connection.send(request(onTerminal), completion: { [weak self] result in
+                // One strong look at self: the caller may release its context as soon as it is answered.
+                if let core = self { core.complete(result) } else { finish(result) }
+            })
         }
-        let id = self.id
-        presenter?.onAction = { action, passcode in
-            switch action {
-            case .simulated(let event): connection.send(.simulate(events: [event])) { _ in }
-            case .prompt(let a): connection.send(.promptInput(context: id, action: a, passcode: passcode)) { _ in }
-            }
-        }
-        connection.send(request(presenter != nil), onEvent: { reply in
-            if case .prompt(let screen) = reply { presenter?.show(screen) }
-        }, completion: { [weak self] result in
-            // One strong look at self: the caller may release its context as soon as it is answered.
-            if let core = self {
-                core.complete(result)
-            } else {
-                presenter?.close(result: Self.summary(result))
-                finish(result)
-            }
-        })
-    }
-
-    package static func summary(_ result: Result<Reply, EnclaveClientError>) -> String {
-        switch result {
-        case .success(.evaluated(let r)): return r.success ? "authenticated" : (r.message ?? "not authenticated")
-        case .success(.keychain(let k)): return k.status == .success ? "authenticated" : (k.message ?? "status \(k.status)")
-        case .success(.failure(let f)): return f.message
-        case .success: return "done"
-        case .failure(let e): return "\(e)"
-        }
+        if presentable && !endpoint.headless { connection.presentingOnTerminal(send) } else { send(false) }
     }
 
     private func complete(_ result: Result<Reply, EnclaveClientError>) {
         guard let r = lock.withLock({ () -> Running? in defer { running = nil }; return running }) else { return }
-        r.presenter?.close(result: Self.summary(result))
         r.finish(result)
     }
 

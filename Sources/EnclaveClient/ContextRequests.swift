@@ -1,4 +1,3 @@
-import EnclaveClient
 import EnclaveProtocol
 import Foundation
 
@@ -19,7 +18,7 @@ protocol ContextBoundRequest {
     var context: String { get set }
     var reason: String? { get set }
     var interactionNotAllowed: Bool { get set }
-    var clientPresents: Bool { get set }
+    var onTerminal: Bool { get set }
 }
 
 extension KeychainRequest: ContextBoundRequest {}
@@ -95,7 +94,7 @@ package enum ContextRequests {
             request.reason = r.isEmpty ? nil : r
         }
         request.interactionNotAllowed = request.interactionNotAllowed || owner.interactionNotAllowed
-        request.clientPresents = presents
+        request.onTerminal = presents
         return request
     }
 
@@ -112,7 +111,7 @@ package enum ContextRequests {
 
     /// One blocking request on the caller's context (or a one-shot one, released afterwards),
     /// presenting any prompt the daemon opens: for the synchronous API (SecItem…), as on Apple's.
-    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: MakeRequest) -> Result<Reply, ContextCore.StartProblem> {
+    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest) -> Result<Reply, ContextCore.StartProblem> {
         let done = DispatchSemaphore(value: 0)
         let box = ReplyBox()
         start(context: context, presentable: presentable, make) { result in
@@ -123,14 +122,14 @@ package enum ContextRequests {
         return box.value ?? .success(.failure(Failure(.internalError, "no reply")))
     }
 
-    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: MakeRequest) async -> Result<Reply, ContextCore.StartProblem> {
+    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest) async -> Result<Reply, ContextCore.StartProblem> {
         await withCheckedContinuation { continuation in
             start(context: context, presentable: presentable, make) { continuation.resume(returning: $0) }
         }
     }
 
     /// Starts one request; `finish` gets its answer exactly once.
-    private static func start(context: (any RequestContext)?, presentable: Bool, _ make: MakeRequest,
+    private static func start(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest,
                               finish: @escaping @Sendable (Result<Reply, ContextCore.StartProblem>) -> Void) {
         let owner: any RequestContext = context ?? OneShotContext()
         let oneShot = context == nil

@@ -41,6 +41,9 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Guarded by `writeLock`.
     private var descriptorClosed = false
     public private(set) var hello: HelloReply!
+    /// The uids the daemon may run as (checked again on the handoff socket).
+    let trustedDaemons: Set<UInt32>
+    let terminalHandoff = TerminalHandoffState()
 
     /// Connects and greets. Throws `unreachable` when nothing listens at `path`. `alsoTrusting`:
     /// daemon uids trusted beyond the usual (root reaching a user's own daemon to administer it;
@@ -48,8 +51,9 @@ public final class EnclaveConnection: @unchecked Sendable {
     public init(socketPath path: String, alsoTrusting extra: Set<UInt32> = []) throws {
         socketPath = path
         fd = try Self.connectSocket(path)
-        // Talk only to a daemon the kernel says is trusted: never hand a passcode to an impostor.
-        guard let daemon = PeerCredentials.of(socket: fd), Self.trustedDaemonUIDs(socketPath: path).union(extra).contains(daemon.uid) else {
+        trustedDaemons = Self.trustedDaemonUIDs(socketPath: path).union(extra)
+        // Talk only to a daemon the kernel says is trusted: never hand a terminal or a secret to an impostor.
+        guard let daemon = PeerCredentials.of(socket: fd), trustedDaemons.contains(daemon.uid) else {
             isClosed = true  // deinit still runs after a throwing init: it must not touch fd again
             Glibc.close(fd)
             throw EnclaveClientError.unreachable("the process at \(path) is not a trusted laenclaved (it runs as another user)")

@@ -36,15 +36,16 @@ public struct KeyRequest: Codable, Sendable, Equatable {
     public var context: String
     public var reason: String?
     public var interactionNotAllowed: Bool
-    public var clientPresents: Bool
+    /// A prompt is drawn on the terminal this connection handed over (`EvaluationOptions.onTerminal`).
+    public var onTerminal: Bool
 
     public init(operation: Operation, kind: Kind, blob: Data? = nil, accessControl: AccessControlValue? = nil, digest: Data? = nil, message: Data? = nil,
                 peerPublicKey: Data? = nil, signature: Data? = nil, derivation: KeyDerivation? = nil, context: String, reason: String? = nil, interactionNotAllowed: Bool = false,
-                clientPresents: Bool = false) {
+                onTerminal: Bool = false) {
         self.operation = operation; self.kind = kind; self.blob = blob; self.accessControl = accessControl; self.digest = digest
         self.signature = signature; self.message = message; self.derivation = derivation
         self.peerPublicKey = peerPublicKey; self.context = context; self.reason = reason
-        self.interactionNotAllowed = interactionNotAllowed; self.clientPresents = clientPresents
+        self.interactionNotAllowed = interactionNotAllowed; self.onTerminal = onTerminal
     }
 }
 

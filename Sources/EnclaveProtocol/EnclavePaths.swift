@@ -29,9 +29,13 @@ public enum EnclavePaths {
             return logind + "/laenclaved/socket"
         }
         let own = userStateDirectory(environment: environment) + "/run/socket"
-        if own.utf8.count < 108 { return own }
+        if (own + handoffSuffix).utf8.count < 108 { return own }
         return "/tmp/laenclaved-\(uid)/socket"
     }
+
+    /// The handoff socket beside a daemon's socket (`Handoff`): same directory, same guard.
+    public static func handoffSocket(for socketPath: String) -> String { socketPath + handoffSuffix }
+    public static let handoffSuffix = ".handoff"
 
     /// Where the user-mode daemon of `uid` listens when that user's session has the usual
     /// `XDG_RUNTIME_DIR` (/run/user/UID), as root finds it to administer it.

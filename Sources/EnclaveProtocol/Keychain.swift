@@ -41,18 +41,18 @@ public struct KeychainRequest: Codable, Sendable, Equatable {
     public var limit: Int?
     /// `LAContext.setCredential(_, type: .applicationPassword)`.
     public var applicationPassword: Data?
-    /// True when the client shows the prompt itself (terminal presenter).
-    public var clientPresents: Bool
+    /// A prompt is drawn on the terminal this connection handed over (`EvaluationOptions.onTerminal`).
+    public var onTerminal: Bool
 
     public init(attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil, changes: [String: KeychainValue]? = nil,
                 changesAccessControl: AccessControlValue? = nil, context: String, reason: String? = nil, authenticationUI: AuthenticationUI? = nil,
                 interactionNotAllowed: Bool = false, returnData: Bool = false, returnAttributes: Bool = false,
-                returnPersistentRef: Bool = false, matchAll: Bool = false, applicationPassword: Data? = nil, clientPresents: Bool = false) {
+                returnPersistentRef: Bool = false, matchAll: Bool = false, applicationPassword: Data? = nil, onTerminal: Bool = false) {
         self.attributes = attributes; self.accessControl = accessControl; self.changes = changes
         self.changesAccessControl = changesAccessControl; self.context = context; self.reason = reason
         self.authenticationUI = authenticationUI; self.interactionNotAllowed = interactionNotAllowed; self.returnData = returnData
         self.returnAttributes = returnAttributes; self.returnPersistentRef = returnPersistentRef; self.matchAll = matchAll
-        self.applicationPassword = applicationPassword; self.clientPresents = clientPresents
+        self.applicationPassword = applicationPassword; self.onTerminal = onTerminal
     }
 }
 

@@ -9,7 +9,11 @@ public enum Request: Sendable, Equatable {
     /// `evaluateAccessControl`: every constraint of a `SecAccessControlCreateFlags` value, on the
     /// context, by the daemon's own reading of the flags. Answered like `evaluate`.
     case authorizeAccessControl(context: String, flags: AccessControlFlags, options: EvaluationOptions)
-    case promptInput(context: String, action: PromptAction, passcode: String?)
+    /// A one-time ticket to hand the daemon a descriptor on its handoff socket
+    /// (`EnclavePaths.handoffSocket`): the terminal the daemon draws its prompt on. Answered with
+    /// `handoffTicket`. There is no request that carries the person's keys: the daemon reads them
+    /// from the handed terminal itself, so the passcode never passes through the app.
+    case handoff(kind: HandedDescriptor)
     case invalidate(context: String)
     case domainState(context: String?)
     case status
@@ -48,7 +52,7 @@ public enum Request: Sendable, Equatable {
         case .canEvaluate: return .canEvaluate
         case .evaluate: return .evaluate
         case .authorizeAccessControl: return .authorizeAccessControl
-        case .promptInput: return .promptInput
+        case .handoff: return .handoff
         case .invalidate: return .invalidate
         case .domainState: return .domainState
         case .status: return .status
@@ -75,7 +79,7 @@ public enum Request: Sendable, Equatable {
 
     /// Every operation's wire name: the one list (decoding switches over it exhaustively).
     public enum Operation: String, Codable, Sendable, CaseIterable {
-        case hello, canEvaluate, evaluate, authorizeAccessControl, promptInput, invalidate, domainState, status, setPasscode
+        case hello, canEvaluate, evaluate, authorizeAccessControl, handoff, invalidate, domainState, status, setPasscode
         case removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout, remoteLock
         case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key, configureAccessGroup, accessGroups
     }
@@ -89,14 +93,16 @@ public struct EvaluationOptions: Codable, Sendable, Equatable {
     public var fallbackTitle: String?
     public var reuseDuration: Double
     public var interactionNotAllowed: Bool
-    /// True when the client shows the prompt itself (terminal presenter) and sends `promptInput`.
-    public var clientPresents: Bool
+    /// Draw the prompt on the terminal this connection handed over (`handoff`), and read the
+    /// person's keys there; otherwise the prompt is headless (screens go to the client as `prompt`
+    /// replies, and only the sensor or a simulated person can answer).
+    public var onTerminal: Bool
 
     public init(reason: String, cancelTitle: String? = nil, fallbackTitle: String? = nil, reuseDuration: Double = 0,
-                interactionNotAllowed: Bool = false, clientPresents: Bool = false) {
+                interactionNotAllowed: Bool = false, onTerminal: Bool = false) {
         self.reason = reason; self.cancelTitle = cancelTitle; self.fallbackTitle = fallbackTitle
         self.reuseDuration = reuseDuration; self.interactionNotAllowed = interactionNotAllowed
-        self.clientPresents = clientPresents
+        self.onTerminal = onTerminal
     }
 }
 
@@ -133,7 +139,7 @@ private enum Payload {
     struct ContextPolicy: Codable { var context: String; var policy: Int }
     struct Evaluate: Codable { var context: String; var policy: Int; var options: EvaluationOptions }
     struct AccessControl: Codable { var context: String; var flags: AccessControlFlags; var options: EvaluationOptions }
-    struct PromptInput: Codable { var context: String; var action: PromptAction; var passcode: String? }
+    struct Handoff: Codable { var kind: HandedDescriptor }
     struct Context: Codable { var context: String }
     struct MaybeContext: Codable { var context: String? }
     struct SetPasscode: Codable { var current: String?; var new: String }
@@ -164,7 +170,7 @@ private struct WireRequest: Codable {
         case .canEvaluate(let c, let p): try args(Payload.ContextPolicy(context: c, policy: p))
         case .evaluate(let c, let p, let o): try args(Payload.Evaluate(context: c, policy: p, options: o))
         case .authorizeAccessControl(let c, let f, let o): try args(Payload.AccessControl(context: c, flags: f, options: o))
-        case .promptInput(let c, let action, let pass): try args(Payload.PromptInput(context: c, action: action, passcode: pass))
+        case .handoff(let kind): try args(Payload.Handoff(kind: kind))
         case .invalidate(let c): try args(Payload.Context(context: c))
         case .domainState(let c): try args(Payload.MaybeContext(context: c))
         case .status, .clearSimulated: try args(Payload.None())
@@ -218,9 +224,7 @@ private struct WireRequest: Codable {
         case .authorizeAccessControl:
             let a = try args(Payload.AccessControl.self)
             return .authorizeAccessControl(context: a.context, flags: a.flags, options: a.options)
-        case .promptInput:
-            let a = try args(Payload.PromptInput.self)
-            return .promptInput(context: a.context, action: a.action, passcode: a.passcode)
+        case .handoff: return .handoff(kind: try args(Payload.Handoff.self).kind)
         case .invalidate: return .invalidate(context: try args(Payload.Context.self).context)
         case .domainState: return .domainState(context: try optionalArgs(Payload.MaybeContext.self)?.context)
         case .status:
@@ -354,6 +358,8 @@ public enum Reply: Sendable, Equatable {
     case keychainListing([KeychainListing])
     case key(KeyReply)
     case accessGroups([String: [String]])
+    /// `handoff`'s one-time ticket (`Handoff.ticketBytes` bytes).
+    case handoffTicket(Data)
     /// An enrolment's progress on a real reader, before its final `ok` (not final).
     case enrollProgress(EnrolmentProgress)
     case failure(Failure)
@@ -399,6 +405,7 @@ extension Reply: Codable {
         case "keychainListing": self = .keychainListing(try c.decode([KeychainListing].self, forKey: .value))
         case "enrollProgress": self = .enrollProgress(try c.decode(EnrolmentProgress.self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
+        case "handoffTicket": self = .handoffTicket(try c.decode(Data.self, forKey: .value))
         case let other: throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown reply kind \(other)")
         }
     }
@@ -418,6 +425,7 @@ extension Reply: Codable {
         case .keychainListing(let v): try c.encode("keychainListing", forKey: .kind); try c.encode(v, forKey: .value)
         case .key(let v): try c.encode("key", forKey: .kind); try c.encode(v, forKey: .value)
         case .accessGroups(let v): try c.encode("accessGroups", forKey: .kind); try c.encode(v, forKey: .value)
+        case .handoffTicket(let v): try c.encode("handoffTicket", forKey: .kind); try c.encode(v, forKey: .value)
         case .failure(let v): try c.encode("failure", forKey: .kind); try c.encode(v, forKey: .value)
         }
     }

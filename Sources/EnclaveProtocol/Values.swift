@@ -99,10 +99,6 @@ public struct SimulatedEvent: Codable, Sendable, Equatable, CustomStringConverti
 }
 
 /// What the person does on a prompt that a client presents (the terminal presenter).
-public enum PromptAction: String, Codable, Sendable {
-    case cancel, fallback, retry, passcode
-}
-
 /// One screen of the authentication prompt, sent by the daemon whenever it changes.
 public struct PromptScreen: Codable, Sendable, Equatable {
     public var app: String

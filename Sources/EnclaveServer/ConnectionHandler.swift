@@ -22,6 +22,13 @@ struct RunningRequest: Sendable {
     }
 }
 
+/// Numbers the daemon's connections (handoff tickets name the connection they are for).
+enum ConnectionNumbers {
+    private static let lock = NSLock()
+    nonisolated(unsafe) private static var last: UInt64 = 0
+    static func next() -> UInt64 { lock.withLock { last += 1; return last } }
+}
+
 /// One connection's `ContextTable`, shared by its concurrent requests.
 final class ConnectionContexts: @unchecked Sendable {
     private let lock = NSLock()
@@ -39,6 +46,10 @@ final class ConnectionHandler: @unchecked Sendable {
     private let daemon: EnclaveDaemon
     private let sink: any ReplySink
     private let contexts = ConnectionContexts()
+    /// The terminal the client handed over (`handoff`), where its prompts are drawn.
+    private let terminal = HandedTerminal()
+    /// This connection among the daemon's, for its handoff tickets.
+    private let number = ConnectionNumbers.next()
     private let logger: Logger
     private let greetedLock = NSLock()
     private var _greeted = false
@@ -108,6 +119,8 @@ final class ConnectionHandler: @unchecked Sendable {
     func closed() {
         let input = daemon.stopping.endingInput
         contexts { $0.close() }.forEach { $0.end(input) }
+        daemon.handoff.revoke(connection: number)
+        terminal.close()
         jobQueue.finish()
     }
 
@@ -187,22 +200,9 @@ final class ConnectionHandler: @unchecked Sendable {
             do { _ = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
             try startAccessControl(id: envelope.id, context: ctx, flags: flags, options: options, session: session)
             return nil
-        case .promptInput(let ctx, let action, let passcode):
-            try checkContext(ctx)
-            let input: EvaluationMachine.Input
-            switch action {
-            case .cancel: input = .cancel
-            case .fallback: input = .fallback
-            case .retry: input = .retry
-            case .passcode:
-                guard let passcode, !passcode.isEmpty, passcode.utf8.count <= WireLimits.maxPasscodeBytes else {
-                    throw Failure(.invalidParameter, "a passcode has 1 to \(WireLimits.maxPasscodeBytes) bytes")
-                }
-                input = .passcodeTyped(passcode)
-            }
-            guard let inputs = contexts({ $0.evaluation(ctx)?.inputs }) else { throw Failure(.outOfOrder, "no evaluation is running on this context") }
-            inputs.yield(.machine(input))
-            return .ok
+        case .handoff(let kind):
+            let owner = HandoffTickets<HandedTerminal>.Owner(uid: peer.uid, pid: peer.pid)
+            return .handoffTicket(daemon.handoff.issue(to: owner, connection: number, kind: kind, destination: terminal))
         case .invalidate(let ctx):
             try checkContext(ctx)
             contexts { $0.invalidate(ctx) }.forEach { $0.end() }
@@ -360,11 +360,19 @@ final class ConnectionHandler: @unchecked Sendable {
             return EvaluationReport(outcome: .failure(.invalidContext, "Invalid context."), biometryType: kind, domainState: nil)
         }
         let sink = self.sink
+        // On the handed terminal the daemon draws and reads the keys; otherwise the prompt is
+        // headless and its screens go to the client.
+        let prompt = (options.onTerminal ? terminal.duplicate() : nil).map { fd in
+            TerminalPrompt(fd: fd, onAction: { continuation.yield(Self.input(for: $0)) },
+                           onLost: { continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed."))) })
+        }
+        let show: @Sendable (PromptScreen) async -> Void
+        if let prompt { show = { prompt.show($0) } } else { show = { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) } }
         let report = await session.evaluate(
             policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
-            inputs: stream, continuation: continuation,
-            show: { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) },
+            inputs: stream, continuation: continuation, show: show,
             audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) })
+        await prompt?.close(result: Self.closingLine(report.outcome))
         let clock = daemon.clock
         let lifetime = daemon.config.contextLifetime
         let now = clock.monotonic()
@@ -376,14 +384,34 @@ final class ConnectionHandler: @unchecked Sendable {
         return report
     }
 
+    /// What a key on the trusted terminal prompt means to the evaluation.
+    static func input(for action: PromptKeyboard.Action) -> SessionInput {
+        switch action {
+        case .cancel, .escape: return .machine(.cancel)
+        case .fallback: return .machine(.fallback)
+        case .retry: return .machine(.retry)
+        case .passcode(let p): return .machine(.passcodeTyped(p))
+        case .simulatedMatch: return .machine(.match)
+        case .simulatedNoMatch: return .machine(.noMatch)
+        }
+    }
+
+    /// The prompt's last line on the terminal.
+    static func closingLine(_ outcome: EvaluationMachine.Outcome) -> String {
+        switch outcome {
+        case .success: return "authenticated"
+        case .failure(_, let message): return message
+        }
+    }
+
     /// Proves one step of an access control on the request's context, auditing the result.
-    private func authorizer(requestID id: UInt64, context: String, clientPresents: Bool, audited operation: String,
+    private func authorizer(requestID id: UInt64, context: String, onTerminal: Bool, audited operation: String,
                             session: UserSession, base: EvaluationOptions? = nil) -> StepAuthorizer {
         { step, reason, noUI in
             var options = base ?? EvaluationOptions(reason: reason)
             options.reason = reason
             options.interactionNotAllowed = noUI
-            options.clientPresents = clientPresents
+            options.onTerminal = onTerminal
             let policy: PolicyValue
             switch step {
             case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
@@ -403,7 +431,7 @@ final class ConnectionHandler: @unchecked Sendable {
                                     session: UserSession) throws {
         let sink = self.sink
         let kind = daemon.sensor?.info.kind ?? .none
-        let authorize = authorizer(requestID: id, context: context, clientPresents: options.clientPresents,
+        let authorize = authorizer(requestID: id, context: context, onTerminal: options.onTerminal,
                                    audited: "accessControl.authorize", session: session, base: options)
         let prover = AccessProver(state: { try await session.accessState() }, authorize: authorize)
         try start(on: context) {
@@ -424,7 +452,7 @@ final class ConnectionHandler: @unchecked Sendable {
         let sink = self.sink
         try start(on: k.context) {
             let reply = await session.keyOperation(k, app: self.peer.identity,
-                                                   authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
+                                                   authorize: self.authorizer(requestID: id, context: k.context, onTerminal: k.onTerminal,
                                                                               audited: "key.authorize", session: session))
             if k.operation != .open { self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok") }
             await sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
@@ -439,7 +467,7 @@ final class ConnectionHandler: @unchecked Sendable {
         let sink = self.sink
         try start(on: k.context) {
             let reply = await session.keychain(operation, k, app: self.peer.identity,
-                                               authorize: self.authorizer(requestID: id, context: k.context, clientPresents: k.clientPresents,
+                                               authorize: self.authorizer(requestID: id, context: k.context, onTerminal: k.onTerminal,
                                                                           audited: "keychain.authorize", session: session))
             // Changes and failures are recorded; a successful read is recorded through its
             // authorization steps (keychain.authorize), and a read that needed none is not: that

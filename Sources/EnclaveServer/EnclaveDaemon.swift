@@ -20,6 +20,8 @@ public final class EnclaveDaemon: Sendable {
     private let sessions = SessionRegistry()
     /// Set when a graceful stop begins: what ends then ends with systemCancel, not appCancel.
     let stopping = StopFlag()
+    /// Tickets of the handoff socket (`HandoffServer`), issued on connections.
+    let handoff: HandoffRegistry
     private let lockDescriptor: Int32
 
     public enum StartError: Error, CustomStringConvertible {
@@ -53,6 +55,7 @@ public final class EnclaveDaemon: Sendable {
         lockDescriptor = fd
         self.clock = clock
         self.logger = logger
+        handoff = HandoffRegistry(clock: clock)
         storage = try Storage(directory: config.stateDirectory, quota: KeychainQuota(items: config.keychainQuotaItems, bytes: config.keychainQuotaBytes))
         auditLog = AuditLog(storage: storage, logger: logger)
         masterKey = try Self.loadMasterKey(config.masterKeyPath)

@@ -1,3 +1,5 @@
+import CPeerSocket
+import EnclaveProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -20,6 +22,13 @@ public enum SocketActivation {
         public var path: String
     }
 
+    /// The daemon's socket, and the handoff socket beside it when the unit passes one too
+    /// (`ListenStream=…/socket.handoff`, see `Handoff`).
+    public struct Listeners: Sendable, Equatable {
+        public var main: Listener
+        public var handoff: Listener?
+    }
+
     public struct ActivationError: Error, CustomStringConvertible {
         public var description: String
     }
@@ -29,7 +38,7 @@ public enum SocketActivation {
     /// are removed either way, so no child inherits them. Throws when the environment says a socket
     /// was passed but descriptor 3 (or the one named `laenclaved.socket`) is not a listening Unix
     /// stream socket: a daemon that cannot serve the socket systemd holds must not bind another.
-    public static func takeListener() throws -> Listener? {
+    public static func takeListeners() throws -> Listeners? {
         let pid = environmentValue("LISTEN_PID")
         let count = environmentValue("LISTEN_FDS")
         let names = environmentValue("LISTEN_FDNAMES")
@@ -41,17 +50,23 @@ public enum SocketActivation {
         let descriptors = Array(firstDescriptor..<(firstDescriptor + n))
         // sd_listen_fds does the same: passed descriptors must not leak into children.
         for fd in descriptors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        var chosen = firstDescriptor
+        let paths = descriptors.map(listeningUnixStreamPath)
+        // The daemon's socket: the one named laenclaved.socket, else the first that is not a handoff socket.
+        var chosen = descriptors.indices.first { paths[$0].map { !$0.hasSuffix(EnclavePaths.handoffSuffix) } ?? true } ?? 0
         if n > 1, let names {
             let list = names.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            if let index = list.firstIndex(of: descriptorName), index < descriptors.count { chosen = descriptors[index] }
+            if let index = list.indices.first(where: { list[$0] == descriptorName && $0 < descriptors.count
+                && !(paths[$0]?.hasSuffix(EnclavePaths.handoffSuffix) ?? false) }) { chosen = index }
         }
+        guard let path = paths[chosen] else {
+            for fd in descriptors { close(fd) }
+            throw ActivationError(description: "socket activation: descriptor \(descriptors[chosen]) is not a listening Unix stream socket bound to a path")
+        }
+        let handoff = descriptors.indices.first { paths[$0] == EnclavePaths.handoffSocket(for: path) }
         // Extra descriptors are not ours to serve; holding them open would only keep them alive.
-        for fd in descriptors where fd != chosen { close(fd) }
-        guard let path = listeningUnixStreamPath(chosen) else {
-            throw ActivationError(description: "socket activation: descriptor \(chosen) is not a listening Unix stream socket bound to a path")
-        }
-        return Listener(descriptor: chosen, path: path)
+        for index in descriptors.indices where index != chosen && index != handoff { close(descriptors[index]) }
+        return Listeners(main: Listener(descriptor: descriptors[chosen], path: path),
+                         handoff: handoff.map { Listener(descriptor: descriptors[$0], path: paths[$0]!) })
     }
 
     private static func environmentValue(_ key: String) -> String? {

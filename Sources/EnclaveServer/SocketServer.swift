@@ -29,7 +29,8 @@ public struct EnclaveService: Service {
         let path = daemon.config.socketPath
         // Socket activation: systemd made the socket (path, owner, mode) and keeps it across
         // restarts; serve it as it is and never unlink it.
-        let activated = try SocketActivation.takeListener()
+        let listeners = try SocketActivation.takeListeners()
+        let activated = listeners?.main
         let server: NIOAsyncChannel<AcceptedConnection, Never>
         if let activated {
             warnIfUntrustedDirectory(of: activated.path)
@@ -39,6 +40,8 @@ public struct EnclaveService: Service {
             server = try await bindSocketFile(path)
             logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
         }
+        let handoff = try startHandoff(passed: listeners?.handoff, socketPath: activated?.path ?? path)
+        defer { handoff?.stop() }
         onReady()
         defer { if activated == nil { unlink(path) } }
         try await withGracefulShutdownHandler {
@@ -57,6 +60,26 @@ public struct EnclaveService: Service {
         // Entries waiting for the next group commit are written before the process exits.
         daemon.auditLog.flush()
         logger.info("stopped")
+    }
+
+    /// The handoff socket beside the daemon's (`Handoff`): systemd's when the unit passes it,
+    /// else bound here. Without it every prompt is headless; the daemon still serves.
+    private func startHandoff(passed: SocketActivation.Listener?, socketPath: String) throws -> HandoffServer? {
+        let server: HandoffServer
+        if let passed {
+            server = HandoffServer(listener: passed.descriptor, path: nil, registry: daemon.handoff, logger: logger)
+        } else {
+            let path = EnclavePaths.handoffSocket(for: socketPath)
+            do {
+                let fd = try HandoffServer.bind(path: path, mode: daemon.config.mode == .system ? 0o666 : 0o600)
+                server = HandoffServer(listener: fd, path: path, registry: daemon.handoff, logger: logger)
+            } catch {
+                logger.warning("no handoff socket: prompts cannot be shown on an app's terminal", metadata: ["path": "\(path)", "error": "\(error)"])
+                return nil
+            }
+        }
+        server.start()
+        return server
     }
 
     private func bootstrap() -> ServerBootstrap {

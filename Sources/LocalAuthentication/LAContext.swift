@@ -218,7 +218,7 @@ extension ContextCore {
         do {
             try runPrompted(presentable: !options.interactionNotAllowed, request: { presents in
                 var options = options
-                options.clientPresents = presents
+                options.onTerminal = presents
                 return request(options)
             }, finish: { result in
                 switch result {

@@ -121,15 +121,16 @@ final class BadInputTests: XCTestCase {
     }
 
     /// A new client gets the (one per user) prompt and can end it: no evaluation of a vanished client
-    /// still holds it. Deterministic: the input goes to this context, not to the shared simulated queue.
+    /// still holds it. Deterministic: invalidating this context ends this evaluation, whatever the
+    /// shared simulated queue holds.
     private func assertPromptIsFree(file: StaticString = #filePath, line: UInt = #line) throws {
         let client = try greeted(id: 1, file: file, line: line)
         defer { client.close() }
-        var o = options(); o["clientPresents"] = true
+        var o = options(); o["onTerminal"] = true
         client.sendRequest(id: 2, op: "evaluate", args: ["context": "probe", "policy": 1, "options": o])
         // Waiting behind a leaked prompt would end after the prompt-queue timeout (30 s) with systemCancel.
         assertKind(try client.readReply(timeout: 45), id: 2, kind: "prompt", file: file, line: line)
-        client.sendRequest(id: 3, op: "promptInput", args: ["context": "probe", "action": "cancel"])
+        client.sendRequest(id: 3, op: "invalidate", args: ["context": "probe"])
         var final: [String: Any]?
         for _ in 0..<20 {
             guard let reply = try client.readReply() else { break }
@@ -139,11 +140,11 @@ final class BadInputTests: XCTestCase {
         }
         assertKind(final, id: 2, kind: "evaluated", file: file, line: line)
         let value = (final?["reply"] as? [String: Any])?["value"] as? [String: Any]
-        XCTAssertEqual(number(value?["error"]), Int64(LAErrorCode.userCancel.rawValue), "\(String(describing: final))", file: file, line: line)
+        XCTAssertEqual(number(value?["error"]), Int64(LAErrorCode.appCancel.rawValue), "\(String(describing: final))", file: file, line: line)
     }
 
     private func options(reason: Any = "Unlock the vault") -> [String: Any] {
-        ["reason": reason, "reuseDuration": 0, "interactionNotAllowed": false, "clientPresents": false]
+        ["reason": reason, "reuseDuration": 0, "interactionNotAllowed": false, "onTerminal": false]
     }
 
     // MARK: Framing
@@ -372,10 +373,10 @@ final class BadInputTests: XCTestCase {
         }
         // Half a frame after hello, with an evaluation running on that connection.
         let vanishing = try greeted(id: 1)
-        var o = options(); o["clientPresents"] = true
+        var o = options(); o["onTerminal"] = true
         vanishing.sendRequest(id: 2, op: "evaluate", args: ["context": "v", "policy": 2, "options": o])
         assertKind(try vanishing.readReply(), id: 2, kind: "prompt")
-        let request = Array("{\"id\":3,\"op\":\"promptInput\",\"args\":{\"context\":\"v\",\"action\":\"passcode\",\"passcode\":\"0000\"}}".utf8)
+        let request = Array("{\"id\":3,\"op\":\"simulate\",\"args\":{\"events\":[{\"kind\":\"passcode\",\"passcode\":\"0000\"}]}}".utf8)
         vanishing.sendRaw(RawClient.header(request.count) + request.prefix(request.count / 2))
         vanishing.abort()
 

@@ -111,7 +111,7 @@ final class FprintdSensorTests: XCTestCase {
         client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
         XCTAssertEqual((try client.readReply()?["reply"] as? [String: Any])?["kind"] as? String, "hello")
         client.sendRequest(id: 2, op: "evaluate", args: ["context": "c", "policy": 1,
-                                                         "options": ["reason": "Unlock", "reuseDuration": 0, "interactionNotAllowed": false, "clientPresents": true]])
+                                                         "options": ["reason": "Unlock", "reuseDuration": 0, "interactionNotAllowed": false, "onTerminal": true]])
         let prompt = try client.readReply(timeout: 30)?["reply"] as? [String: Any]
         XCTAssertEqual(prompt?["kind"] as? String, "prompt", "\(String(describing: prompt))")
         XCTAssertEqual((prompt?["value"] as? [String: Any])?["warning"] as? String, EvaluationMachine.scriptedInputWarning)

@@ -1,4 +1,5 @@
 import EnclaveClient
+import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import XCTest
@@ -10,13 +11,13 @@ import Glibc
 /// own command at the first connection — no app starts the daemon or lends it its environment.
 /// Run here as systemd would run them, with systemd-socket-activate (scripts/setup-debian installs it).
 final class UserUnitTests: XCTestCase {
-    private func unit(_ name: String) throws -> [String: String] {
+    private func unit(_ name: String) throws -> [String: [String]] {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let text = try String(contentsOf: repository.appendingPathComponent("packaging/user/\(name)"), encoding: .utf8)
-        var values: [String: String] = [:]
+        var values: [String: [String]] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
-            if parts.count == 2 { values[parts[0]] = parts[1] }
+            if parts.count == 2 { values[parts[0], default: []].append(parts[1]) }
         }
         return values
     }
@@ -25,9 +26,10 @@ final class UserUnitTests: XCTestCase {
         let activate = "/usr/bin/systemd-socket-activate"
         guard FileManager.default.isExecutableFile(atPath: activate) else { throw XCTSkip("systemd-socket-activate is missing (scripts/setup-debian installs systemd)") }
         let socketUnit = try unit("laenclaved.socket"), serviceUnit = try unit("laenclaved.service")
-        XCTAssertEqual(socketUnit["ListenStream"], "%t/laenclaved/socket", "where clients look first ($XDG_RUNTIME_DIR)")
-        XCTAssertEqual(socketUnit["SocketMode"], "0600")
-        var command = try XCTUnwrap(serviceUnit["ExecStart"]).split(separator: " ").map(String.init)
+        XCTAssertEqual(socketUnit["ListenStream"], ["%t/laenclaved/socket", "%t/laenclaved/socket.handoff"],
+                       "where clients look first ($XDG_RUNTIME_DIR), and the handoff socket beside it")
+        XCTAssertEqual(socketUnit["SocketMode"], ["0600"])
+        var command = try XCTUnwrap(serviceUnit["ExecStart"]?.first).split(separator: " ").map(String.init)
         XCTAssertEqual(command, ["/usr/bin/laenclaved", "--user"])
         command[0] = productPath("laenclaved")
 
@@ -36,9 +38,10 @@ final class UserUnitTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let runtime = root + "/runtime"
         try FileManager.default.createDirectory(atPath: runtime + "/laenclaved", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let socket = try XCTUnwrap(socketUnit["ListenStream"]).replacingOccurrences(of: "%t", with: runtime)
+        let sockets = try XCTUnwrap(socketUnit["ListenStream"]).map { $0.replacingOccurrences(of: "%t", with: runtime) }
+        let socket = sockets[0]
         let environment = ["HOME=\(root)", "XDG_RUNTIME_DIR=\(runtime)", "XDG_DATA_HOME=\(root)/data", "XDG_CONFIG_HOME=\(root)/config", "PATH=/usr/bin:/bin"]
-        let pid = try DaemonLauncher.spawn(activate, ["-l", socket] + environment.flatMap { ["-E", $0] } + ["--"] + command)
+        let pid = try DaemonLauncher.spawn(activate, sockets.flatMap { ["-l", $0] } + environment.flatMap { ["-E", $0] } + ["--"] + command)
         defer { kill(pid, SIGTERM); var status: Int32 = 0; waitpid(pid, &status, 0) }
         try eventually("the unit's socket listens") { FileManager.default.fileExists(atPath: socket) }
         XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/data/laenclaved"), "nothing runs before the first connection")
@@ -47,6 +50,13 @@ final class UserUnitTests: XCTestCase {
         XCTAssertEqual(status.status, 0, status.stderr)
         XCTAssertTrue(status.stdout.contains("\"mode\" : \"user\""), status.stdout)
         XCTAssertTrue(FileManager.default.fileExists(atPath: root + "/data/laenclaved/enclave.sqlite"), "the daemon keeps the user's state in the user's directory")
+        // The daemon serves the handoff socket systemd passed it (it answers garbage with a status byte).
+        let handoff = try EnclaveConnection.connectSocket(EnclavePaths.handoffSocket(for: socket))
+        defer { close(handoff) }
+        XCTAssertEqual(send(handoff, [1, 2, 3], 3, Int32(MSG_NOSIGNAL)), 3)
+        var answer: UInt8 = 255
+        XCTAssertEqual(recv(handoff, &answer, 1, 0), 1)
+        XCTAssertEqual(answer, HandoffStatus.malformed.rawValue)
         // The daemon is the activator's process itself (systemd-socket-activate execs it), with only
         // the environment it was given (TERM is the activator's own addition).
         let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self)

@@ -22,12 +22,9 @@ final class MessagesTests: XCTestCase {
         .canEvaluate(context: "ctx-1", policy: 1),
         .evaluate(context: "ctx-2", policy: 2, options: EvaluationOptions(reason: "Unlock", cancelTitle: "Not Now",
                                                                          fallbackTitle: "", reuseDuration: 30.5,
-                                                                         interactionNotAllowed: true, clientPresents: true)),
+                                                                         interactionNotAllowed: true, onTerminal: true)),
         .evaluate(context: "ctx-3", policy: 99, options: EvaluationOptions(reason: "Unlock")),
-        .promptInput(context: "ctx-2", action: .passcode, passcode: "1234"),
-        .promptInput(context: "ctx-2", action: .cancel, passcode: nil),
-        .promptInput(context: "ctx-2", action: .fallback, passcode: nil),
-        .promptInput(context: "ctx-2", action: .retry, passcode: nil),
+        .handoff(kind: .terminal),
         .invalidate(context: "ctx-1"),
         .domainState(context: "ctx-1"),
         .domainState(context: nil),
@@ -100,6 +97,8 @@ final class MessagesTests: XCTestCase {
         assertDecodingError(#"{"id":7,"op":"frobnicate","args":{}}"#, .unknownOperation, id: 7)
         assertDecodingError(#"{"id":8,"op":"","args":{}}"#, .unknownOperation, id: 8)
         assertDecodingError(#"{"id":9,"op":"Status","args":{}}"#, .unknownOperation, id: 9)
+        // No request carries the person's keys (the daemon reads them from the handed terminal).
+        assertDecodingError(#"{"id":10,"op":"promptInput","args":{"context":"c","action":"passcode","passcode":"1234"}}"#, .unknownOperation, id: 10)
     }
 
     func testMissingArgumentsAreInvalidArgumentsWithId() {
@@ -108,7 +107,7 @@ final class MessagesTests: XCTestCase {
         assertDecodingError(#"{"id":13,"op":"evaluate","args":{"context":"c","policy":1}}"#, .invalidArguments, id: 13)
         assertDecodingError(#"{"id":14,"op":"enroll","args":{"passcode":"1234"}}"#, .invalidArguments, id: 14)
         assertDecodingError(#"{"id":15,"op":"setPasscode","args":{"current":"1234"}}"#, .invalidArguments, id: 15)
-        assertDecodingError(#"{"id":16,"op":"promptInput","args":{"context":"c"}}"#, .invalidArguments, id: 16)
+        assertDecodingError(#"{"id":16,"op":"handoff","args":{}}"#, .invalidArguments, id: 16)
         assertDecodingError(#"{"id":17,"op":"simulate","args":{}}"#, .invalidArguments, id: 17)
         assertDecodingError(#"{"id":18,"op":"removePasscode","args":{}}"#, .invalidArguments, id: 18)
     }
@@ -116,7 +115,7 @@ final class MessagesTests: XCTestCase {
     func testIllTypedArgumentsAreInvalidArgumentsWithId() {
         assertDecodingError(#"{"id":21,"op":"canEvaluate","args":{"context":"c","policy":"one"}}"#, .invalidArguments, id: 21)
         assertDecodingError(#"{"id":22,"op":"hello","args":{"version":1.5}}"#, .invalidArguments, id: 22)
-        assertDecodingError(#"{"id":23,"op":"promptInput","args":{"context":"c","action":"dance"}}"#, .invalidArguments, id: 23)
+        assertDecodingError(#"{"id":23,"op":"handoff","args":{"kind":"dance"}}"#, .invalidArguments, id: 23)
         assertDecodingError(#"{"id":24,"op":"remoteLock","args":{"uid":-1}}"#, .invalidArguments, id: 24)
         assertDecodingError(#"{"id":25,"op":"simulate","args":{"events":[{"kind":"wave"}]}}"#, .invalidArguments, id: 25)
         assertDecodingError(#"{"id":26,"op":"evaluate","args":{"context":"c","policy":1,"options":{"reason":5}}}"#, .invalidArguments, id: 26)
@@ -173,6 +172,7 @@ final class MessagesTests: XCTestCase {
                 AuditEntry(time: Date(timeIntervalSince1970: 1_800_000_124.5), uid: 1000, pid: 4243, app: "/usr/bin/app",
                            operation: "status", policy: nil, result: "ok")]),
         .audit([]),
+        .handoffTicket(Data(repeating: 0xA5, count: 16)),
         .failure(Failure(.passcodeRetryLater, "try again later", retryAfter: 60)),
         .failure(Failure(.unknownOperation, "unknown operation \"x\"")),
     ]

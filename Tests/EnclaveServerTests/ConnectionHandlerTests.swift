@@ -27,6 +27,7 @@ final class ConnectionHandlerTests: XCTestCase {
 
         /// Whether a prompt screen was sent for `id`.
         func sawPrompt(_ id: UInt64) -> Bool { replies.contains { $0.id == id && !$0.reply.isFinal } }
+        func hasFinal(_ id: UInt64) -> Bool { replies.contains { $0.id == id && $0.reply.isFinal } }
     }
 
     private var directory: String!
@@ -163,7 +164,7 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     private func options(reason: Any = "Unlock the vault") -> [String: Any] {
-        ["reason": reason, "reuseDuration": 0, "interactionNotAllowed": false, "clientPresents": false]
+        ["reason": reason, "reuseDuration": 0, "interactionNotAllowed": false, "onTerminal": false]
     }
 
     /// Nothing a refused request could have changed did change.
@@ -225,7 +226,7 @@ final class ConnectionHandlerTests: XCTestCase {
             (15, "evaluate", ["context": "c1", "policy": 1, "options": "Unlock"]),
             (16, "evaluate", ["context": "c1", "policy": 1, "options": options(reason: 7)]),
             (17, "setPasscode", ["current": "1234", "new": 5678]),
-            (18, "promptInput", ["context": "c1", "action": "explode"]),
+            (18, "handoff", ["kind": "explode"]),
             (19, "simulate", ["events": ["match"]]),
             (20, "simulate", ["events": [["kind": "lick"]]]),
             (21, "simulate", ["events": ["kind": "match"]]),
@@ -266,8 +267,8 @@ final class ConnectionHandlerTests: XCTestCase {
             (13, "evaluate", ["context": "c1", "policy": 1]),
             (14, "evaluate", ["context": "c1", "options": options()]),
             (15, "evaluate", ["context": "c1", "policy": 1, "options": ["reason": "Unlock"]]),
-            (16, "promptInput", ["context": "c1"]),
-            (17, "promptInput", ["action": "cancel"]),
+            (16, "handoff", [:]),
+            (17, "handoff", nil),
             (18, "invalidate", [:]),
             (19, "setPasscode", ["current": "1234"]),
             (20, "removePasscode", nil),
@@ -281,9 +282,9 @@ final class ConnectionHandlerTests: XCTestCase {
             await send(id, op, args)
             try await expectFailure(id, .invalidParameter)
         }
-        // A passcode action without its passcode.
-        await send(26, "promptInput", ["context": "c1", "action": "passcode"])
-        try await expectFailure(26, .invalidParameter)
+        // No request carries the person's keys: the app's own prompt input is gone.
+        await send(26, "promptInput", ["context": "c1", "action": "passcode", "passcode": "1234"])
+        try await expectFailure(26, .unknownOperation)
         await send(27, "status")
         try await expectKind(27, "status")
         try await assertNothingChanged()
@@ -329,9 +330,13 @@ final class ConnectionHandlerTests: XCTestCase {
         o["fallbackTitle"] = String(repeating: "f", count: WireLimits.maxTextBytes + 1)
         await send(51, "evaluate", ["context": "t2", "policy": 1, "options": o])
         try await expectFailure(51, .invalidParameter)
-        // A rejected evaluate started nothing: promptInput on its context finds no evaluation.
-        await send(52, "promptInput", ["context": "r1-1", "action": "cancel"])
-        try await expectFailure(52, .outOfOrder)
+        // A rejected evaluate started nothing: no prompt was shown for any of them.
+        for id: UInt64 in [11, 12, 21, 22, 31, 32, 41, 42, 50, 51] {
+            let prompted = await sink.sawPrompt(id)
+            XCTAssertFalse(prompted, "\(id)")
+        }
+        guard case .status(let afterRejected) = try await request(.status) else { return XCTFail() }
+        XCTAssertFalse(afterRejected.promptOpen)
         // Exactly 1024 bytes is accepted: the evaluation runs and a queued cancel ends it.
         _ = try await request(.simulate(events: [SimulatedEvent(.cancel)]))
         await send(60, "evaluate", ["context": "max", "policy": 1, "options": options(reason: String(repeating: "m", count: WireLimits.maxTextBytes))])
@@ -354,8 +359,8 @@ final class ConnectionHandlerTests: XCTestCase {
         await send(4, "setPasscode", ["current": long, "new": "567890"])
         try await expectFailure(4, .invalidParameter)
         await send(5, "promptInput", ["context": "c1", "action": "passcode", "passcode": long])
-        try await expectFailure(5, .invalidParameter)
-        await send(6, "promptInput", ["context": "c1", "action": "passcode", "passcode": ""])
+        try await expectFailure(5, .unknownOperation)
+        await send(6, "simulate", ["events": [["kind": "passcode", "passcode": ""]]])
         try await expectFailure(6, .invalidParameter)
         await send(7, "simulate", ["events": [["kind": "passcode", "passcode": long]]])
         try await expectFailure(7, .invalidParameter)
@@ -364,15 +369,15 @@ final class ConnectionHandlerTests: XCTestCase {
 
         // During a running evaluation too: the prompt stays, the passcode is unchanged.
         var presenting = options()
-        presenting["clientPresents"] = true
+        presenting["onTerminal"] = true
         await send(9, "evaluate", ["context": "run", "policy": 2, "options": presenting])
         let deadline = Date().addingTimeInterval(5)
         while !(await sink.sawPrompt(9)), Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
         let prompted = await sink.sawPrompt(9)
         XCTAssertTrue(prompted, "the evaluation shows its prompt")
-        await send(10, "promptInput", ["context": "run", "action": "passcode", "passcode": long])
+        await send(10, "simulate", ["events": [["kind": "passcode", "passcode": long]]])
         try await expectFailure(10, .invalidParameter)
-        await send(11, "promptInput", ["context": "run", "action": "cancel"])
+        await send(11, "simulate", ["events": [["kind": "cancel"]]])
         try await expectKind(11, "ok")
         guard case .evaluated(let result) = try await sink.final(9) else { return XCTFail("no evaluation") }
         XCTAssertEqual(result.error, .userCancel)
@@ -401,33 +406,46 @@ final class ConnectionHandlerTests: XCTestCase {
         try await assertNothingChanged()
     }
 
-    func testPromptInputWithoutEvaluationAnswersOutOfOrder() async throws {
+    /// The app's own prompt input is gone (the trusted prompt reads the person's keys itself): every
+    /// form of it is an unknown operation, changes nothing, and counts no attempt — with no
+    /// evaluation, and while one runs (which goes on waiting for the person).
+    func testPromptInputIsNotARequestAnyMore() async throws {
         var id: UInt64 = 0
-        for action in ["cancel", "fallback", "retry"] {
+        for args: [String: Any] in [["context": "idle", "action": "cancel"], ["context": "idle", "action": "passcode", "passcode": "1234"]] {
             id += 1
-            await send(id, "promptInput", ["context": "idle", "action": action])
-            try await expectFailure(id, .outOfOrder)
+            await send(id, "promptInput", args)
+            try await expectFailure(id, .unknownOperation)
         }
         id += 1
-        await send(id, "promptInput", ["context": "idle", "action": "passcode", "passcode": "1234"])
-        try await expectFailure(id, .outOfOrder)
-        // Also after the context was invalidated, and after a finished evaluation.
+        let running = id
+        await send(running, "evaluate", ["context": "run", "policy": 2, "options": options()])
+        let deadline = Date().addingTimeInterval(5)
+        while !(await sink.sawPrompt(running)), Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        for args: [String: Any] in [["context": "run", "action": "passcode", "passcode": "1234"], ["context": "run", "action": "cancel"]] {
+            id += 1
+            await send(id, "promptInput", args)
+            try await expectFailure(id, .unknownOperation)
+        }
+        let finished = await sink.hasFinal(running)
+        XCTAssertFalse(finished, "the evaluation still waits for the person")
         id += 1
-        await send(id, "invalidate", ["context": "gone"])
-        try await expectKind(id, "ok")
-        id += 1
-        await send(id, "promptInput", ["context": "gone", "action": "cancel"])
-        try await expectFailure(id, .outOfOrder)
-        _ = try await request(.simulate(events: [SimulatedEvent(.match)]))
-        id += 1
-        await send(id, "evaluate", ["context": "done", "policy": 1, "options": options()])
-        guard case .evaluated(let result) = try await sink.final(id), result.success else { return XCTFail("the match") }
-        id += 1
-        await send(id, "promptInput", ["context": "done", "action": "cancel"])
-        try await expectFailure(id, .outOfOrder)
-        // A passcode typed with no prompt is not an attempt.
+        await send(id, "invalidate", ["context": "run"])
+        guard case .evaluated(let result) = try await sink.final(running) else { return XCTFail("no evaluation") }
+        XCTAssertEqual(result.error, .appCancel)
         guard case .status(let status) = try await request(.status) else { return XCTFail() }
         XCTAssertEqual(status.passcodeFailures, 0)
+    }
+
+    /// `handoff` answers a fresh ticket of `Handoff.ticketBytes` random bytes each time.
+    func testHandoffAnswersAFreshTicket() async throws {
+        await send(1, "handoff", ["kind": "terminal"])
+        await send(2, "handoff", ["kind": "terminal"])
+        guard case .handoffTicket(let first) = try await sink.final(1), case .handoffTicket(let second) = try await sink.final(2) else {
+            return XCTFail("no tickets")
+        }
+        XCTAssertEqual(first.count, Handoff.ticketBytes)
+        XCTAssertEqual(second.count, Handoff.ticketBytes)
+        XCTAssertNotEqual(first, second)
     }
 
     // MARK: Requests

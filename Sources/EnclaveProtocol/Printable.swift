@@ -1,13 +1,13 @@
 import Foundation
 
-/// What lactl prints comes partly from others: app paths, item labels and accounts, group and
+/// What lactl prints, and what the daemon draws on a person's terminal, comes partly from others: app paths, item labels and accounts, group and
 /// identity names, the daemon's messages. Any of them may carry terminal control sequences (a
 /// title change, a screen clear, an 8-bit CSI, a bidi override that reverses what follows), and in
 /// system mode the terminal is root's. Every human-readable line goes through here: those
 /// characters are shown as `\u{1B}` and never reach the terminal as themselves.
-enum Printable {
+public enum Printable {
     /// `text` with every control character escaped; newlines and tabs too when `singleLine`.
-    static func escaped(_ text: String, singleLine: Bool = false) -> String {
+    public static func escaped(_ text: String, singleLine: Bool = false) -> String {
         var out = ""
         out.unicodeScalars.reserveCapacity(text.unicodeScalars.count)
         for scalar in text.unicodeScalars {
@@ -21,12 +21,12 @@ enum Printable {
     }
 
     /// One field of someone else's text inside a line: it cannot start a line of its own either.
-    static func field(_ text: String) -> String { escaped(text, singleLine: true) }
+    public static func field(_ text: String) -> String { escaped(text, singleLine: true) }
 
     /// JSON text with the control characters JSONEncoder leaves as they are (DEL, C1, bidi) written
     /// as JSON's own `\u00XX` escapes: still the same JSON, and nothing a terminal would obey. (They
     /// can only stand inside strings: everything structural in JSON is plain ASCII.)
-    static func json(_ text: String) -> String {
+    public static func json(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             if scalar.value >= 0x20, isControl(scalar, keepLayout: true) {
@@ -48,10 +48,4 @@ enum Printable {
         default: return false
         }
     }
-}
-
-/// lactl's `print`: the line with control characters escaped (see `Printable`). Our own terminal
-/// formatting goes through `Swift.print` around text that was escaped first.
-func print(_ items: Any..., separator: String = " ", terminator: String = "\n") {
-    Swift.print(Printable.escaped(items.map { "\($0)" }.joined(separator: separator)), terminator: terminator)
 }

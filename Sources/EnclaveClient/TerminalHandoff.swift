@@ -1,0 +1,103 @@
+import CPeerSocket
+import EnclaveProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The process's controlling terminal, handed to the daemon so that the daemon draws the prompt
+/// and reads the person's keys itself (as sudo does): the passcode never enters the app's process.
+enum ControllingTerminal {
+    /// A fresh descriptor of /dev/tty (its own open file description, which the daemon may make
+    /// non-blocking without touching the app's), when this process runs in the terminal's
+    /// foreground. nil with no terminal (daemons, CI, tests) or as a background job: the daemon
+    /// must not take the keyboard from the job in front.
+    static func openForeground() -> (descriptor: Int32, device: UInt64)? {
+        let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard isatty(fd) == 1, tcgetpgrp(fd) == getpgrp(), fstat(fd, &info) == 0 else { close(fd); return nil }
+        return (fd, UInt64(info.st_rdev))
+    }
+}
+
+extension EnclaveConnection {
+    struct HandoffFailed: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// Sends `descriptor` with `ticket` on the daemon's handoff socket (`Handoff`) and reads the
+    /// daemon's answer. Blocking (at most a few seconds): run it off the cooperative pool.
+    func handOver(_ descriptor: Int32, ticket: Data) throws {
+        let path = EnclavePaths.handoffSocket(for: socketPath)
+        let socket: Int32
+        do { socket = try Self.connectSocket(path) } catch { throw HandoffFailed(description: "\(error)") }
+        defer { Glibc.close(socket) }
+        // The same daemon as the connection's, or no terminal goes anywhere.
+        guard let daemon = PeerCredentials.of(socket: socket), trustedDaemons.contains(daemon.uid) else {
+            throw HandoffFailed(description: "the process at \(path) is not a trusted laenclaved")
+        }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        let bytes = [UInt8](ticket)
+        guard la_send_with_descriptor(socket, bytes, bytes.count, descriptor) == bytes.count else {
+            throw HandoffFailed(description: "could not send the handoff: \(String(cString: strerror(errno)))")
+        }
+        var answer: UInt8 = 255
+        guard recv(socket, &answer, 1, 0) == 1 else { throw HandoffFailed(description: "the daemon did not answer the handoff") }
+        guard let status = HandoffStatus(rawValue: answer), status == .accepted else {
+            throw HandoffFailed(description: HandoffStatus(rawValue: answer)?.description ?? "handoff status \(answer)")
+        }
+    }
+
+    /// Calls `then(true)` once the daemon holds this process's controlling terminal (handed once
+    /// per connection and terminal), or `then(false)` when the prompt must be headless: no
+    /// terminal, a background job, or a failed handoff.
+    public func presentingOnTerminal(_ then: @escaping @Sendable (Bool) -> Void) {
+        guard let terminal = ControllingTerminal.openForeground() else { return then(false) }
+        switch terminalHandoff.begin(device: terminal.device, waiter: then) {
+        case .handed:
+            Glibc.close(terminal.descriptor)
+            then(true)
+        case .waiting:
+            Glibc.close(terminal.descriptor)
+        case .start:
+            send(.handoff(kind: .terminal)) { [self] result in
+                // Off the reader thread: the exchange waits for the daemon's answer.
+                DispatchQueue.global().async { [self] in
+                    var handed = false
+                    if case .success(.handoffTicket(let ticket)) = result {
+                        handed = (try? handOver(terminal.descriptor, ticket: ticket)) != nil
+                    }
+                    Glibc.close(terminal.descriptor)
+                    terminalHandoff.finish(device: terminal.device, handed: handed).forEach { $0(handed) }
+                }
+            }
+        }
+    }
+}
+
+/// Which terminal a connection has handed over, and who waits while a handoff runs.
+final class TerminalHandoffState: @unchecked Sendable {
+    enum Begin { case handed, waiting, start }
+    private let lock = NSLock()
+    private var handed: UInt64?
+    private var waiters: [@Sendable (Bool) -> Void]?
+
+    func begin(device: UInt64, waiter: @escaping @Sendable (Bool) -> Void) -> Begin {
+        lock.withLock {
+            if handed == device { return .handed }
+            if waiters != nil { waiters!.append(waiter); return .waiting }
+            waiters = [waiter]
+            return .start
+        }
+    }
+
+    func finish(device: UInt64, handed ok: Bool) -> [@Sendable (Bool) -> Void] {
+        lock.withLock {
+            if ok { handed = device }
+            defer { waiters = nil }
+            return waiters ?? []
+        }
+    }
+}

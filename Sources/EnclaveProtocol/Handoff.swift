@@ -1,0 +1,50 @@
+/// A descriptor a client hands the daemon on the handoff socket (SCM_RIGHTS), so that the daemon,
+/// not the app, talks to the person.
+public enum HandedDescriptor: String, Codable, Sendable, CaseIterable {
+    /// The client's controlling terminal: the daemon draws the prompt and reads the keys itself,
+    /// as sudo does; the app learns only the outcome.
+    case terminal
+}
+
+/// The handoff socket's one exchange. Why a second socket: the daemon's connections are read by
+/// SwiftNIO, which reads stream sockets without ancillary data (the kernel then drops a passed
+/// descriptor); the handoff socket is read with `recvmsg` by a small loop of its own.
+///
+/// 1. On its connection the client asks `handoff(kind:)` and gets a ticket of `ticketBytes` random
+///    bytes, valid for `ticketLifetime` seconds, for one descriptor, for that connection only.
+/// 2. It connects to `EnclavePaths.handoffSocket(for:)` and sends the ticket's bytes with the
+///    descriptor attached, in one `sendmsg`.
+/// 3. The daemon checks that the kernel's peer (SO_PEERCRED) is the process that asked, and the
+///    descriptor's kind, then answers one `HandoffStatus` byte and closes.
+public enum Handoff {
+    public static let ticketBytes = 16
+    public static let ticketLifetime: Double = 10
+    /// How long the daemon waits for a ticket after the connect.
+    public static let exchangeTimeout: Double = 2
+}
+
+public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringConvertible {
+    case accepted = 0
+    /// Never issued, already used, expired, or its connection has closed.
+    case unknownTicket = 1
+    /// The ticket was issued to another process (or user).
+    case wrongProcess = 2
+    /// `terminal` was asked for, and the descriptor is not a terminal.
+    case notATerminal = 3
+    case noDescriptor = 4
+    case malformed = 5
+    /// Too many handoffs of this user are waiting.
+    case busy = 6
+
+    public var description: String {
+        switch self {
+        case .accepted: return "accepted"
+        case .unknownTicket: return "the handoff ticket is unknown, used or expired"
+        case .wrongProcess: return "the handoff ticket belongs to another process"
+        case .notATerminal: return "the handed descriptor is not a terminal"
+        case .noDescriptor: return "no descriptor came with the handoff ticket"
+        case .malformed: return "the handoff message is not a ticket"
+        case .busy: return "too many handoffs of this user are waiting"
+        }
+    }
+}

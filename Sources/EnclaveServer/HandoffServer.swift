@@ -1,0 +1,253 @@
+import CPeerSocket
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Logging
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connection's handed terminal: set by the handoff socket, read by the connection's prompts,
+/// closed with the connection. A descriptor that arrives after the close is closed at once.
+final class HandedTerminal: @unchecked Sendable {
+    private let lock = NSLock()
+    private var descriptor: Int32?
+    private var closed = false
+
+    /// Takes ownership of `fd`; false (and `fd` closed) when the connection has ended.
+    func receive(_ fd: Int32) -> Bool {
+        let (taken, previous): (Bool, Int32?) = lock.withLock {
+            guard !closed else { return (false, nil) }
+            defer { descriptor = fd }
+            return (true, descriptor)
+        }
+        if !taken { Glibc.close(fd); return false }
+        // A second handoff replaces the first terminal; a prompt drawing on the first holds its own duplicate.
+        if let previous { Glibc.close(previous) }
+        return true
+    }
+
+    /// A duplicate of the terminal for one prompt (the prompt closes it), or nil when none was handed.
+    func duplicate() -> Int32? {
+        lock.withLock {
+            guard let descriptor else { return nil }
+            let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 3)
+            return copy >= 0 ? copy : nil
+        }
+    }
+
+    func close() {
+        let fd: Int32? = lock.withLock {
+            closed = true
+            defer { descriptor = nil }
+            return descriptor
+        }
+        if let fd { Glibc.close(fd) }
+    }
+}
+
+/// The daemon's `HandoffTickets`, shared by the connections (which issue and revoke) and the
+/// handoff loop (which redeems).
+final class HandoffRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var tickets = HandoffTickets<HandedTerminal>()
+    private let clock: any EnclaveClock
+
+    init(clock: any EnclaveClock) { self.clock = clock }
+
+    func issue(to owner: HandoffTickets<HandedTerminal>.Owner, connection: UInt64, kind: HandedDescriptor, destination: HandedTerminal) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        let token = Data((0..<Handoff.ticketBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let now = clock.monotonic().seconds
+        lock.withLock { tickets.issue(token, to: owner, connection: connection, kind: kind, destination: destination, now: now) }
+        return token
+    }
+
+    func redeem(_ token: Data, by peer: HandoffTickets<HandedTerminal>.Owner) -> Result<HandoffTickets<HandedTerminal>.Redeemed, HandoffStatus> {
+        let now = clock.monotonic().seconds
+        return lock.withLock { tickets.redeem(token, by: peer, now: now) }
+    }
+
+    func revoke(connection: UInt64) { lock.withLock { tickets.revoke(connection: connection) } }
+}
+
+/// The handoff socket's loop (`Handoff`), on a thread of its own: it never runs on the event
+/// loops or the cooperative pool, and it blocks only in `poll`. Non-blocking throughout: a
+/// client that connects and sends nothing holds one slot of its own user's for at most
+/// `Handoff.exchangeTimeout`, and at most `perUserWaiting` of them — it never delays another user.
+final class HandoffServer: @unchecked Sendable {
+    static let perUserWaiting = 4
+    static let waiting = 256
+
+    private let listener: Int32
+    private let path: String?
+    private let registry: HandoffRegistry
+    private let logger: Logger
+    private var wake: [Int32] = [-1, -1]
+    private var thread: Thread?
+    private let finished = DispatchSemaphore(value: 0)
+
+    private struct Pending {
+        var fd: Int32
+        var peer: HandoffTickets<HandedTerminal>.Owner
+        var deadline: Double
+    }
+
+    /// `path`: the file to remove when the loop stops (nil when systemd owns it).
+    init(listener: Int32, path: String?, registry: HandoffRegistry, logger: Logger) {
+        self.listener = listener; self.path = path; self.registry = registry; self.logger = logger
+    }
+
+    /// Binds `path` (0666 in system mode, 0600 in user mode, like the daemon's socket), replacing a
+    /// stale socket file; throws when something else is there.
+    static func bind(path: String, mode: mode_t) throws -> Int32 {
+        var existing = stat()
+        if lstat(path, &existing) == 0 {
+            guard (existing.st_mode & S_IFMT) == S_IFSOCK else { throw SocketPathOccupiedError(path: path) }
+            unlink(path)
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard fd >= 0 else { throw SocketPathOccupiedError(path: path, errno: errno) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(fd); throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: bytes); raw[bytes.count] = 0 }
+        // Bound under a temporary name and renamed once its mode is final, as the daemon's socket.
+        let temporary = path + ".\(getpid()).new"
+        unlink(temporary)
+        var temporaryAddress = address
+        let temporaryBytes = Array(temporary.utf8)
+        guard temporaryBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(fd); throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &temporaryAddress.sun_path) { raw in raw.copyBytes(from: temporaryBytes); raw[temporaryBytes.count] = 0 }
+        let bound = withUnsafePointer(to: &temporaryAddress) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, chmod(temporary, mode) == 0, listen(fd, 64) == 0, rename(temporary, path) == 0 else {
+            let e = errno
+            unlink(temporary)
+            close(fd)
+            throw SocketPathOccupiedError(path: path, errno: e)
+        }
+        return fd
+    }
+
+    func start() {
+        _ = la_pipe_cloexec_nonblocking(&wake)
+        _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        let t = Thread { [self] in
+            loop()
+            finished.signal()
+        }
+        t.name = "laenclaved-handoff"
+        thread = t
+        t.start()
+    }
+
+    /// Ends the loop and waits for it; closes the listener (and removes its file when it made it).
+    func stop() {
+        guard thread != nil else { return }
+        var one: UInt8 = 1
+        _ = write(wake[1], &one, 1)
+        finished.wait()
+        thread = nil
+        close(wake[0]); close(wake[1])
+        close(listener)
+        if let path { unlink(path) }
+    }
+
+    private func loop() {
+        var pending: [Pending] = []
+        defer { pending.forEach { close($0.fd) } }
+        while true {
+            let now = monotonicSeconds()
+            pending.removeAll { p in
+                guard p.deadline <= now else { return false }
+                answer(p.fd, .malformed)
+                return true
+            }
+            var fds = [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0), pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+            fds += pending.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            let timeout = pending.map(\.deadline).min().map { Int32(max(1, ($0 - now) * 1000)) } ?? -1
+            let n = poll(&fds, nfds_t(fds.count), timeout)
+            if n < 0 && errno != EINTR { logger.error("the handoff socket failed", metadata: ["errno": "\(errno)"]); return }
+            if fds[0].revents != 0 { return }
+            var done: Set<Int32> = []
+            for (index, p) in pending.enumerated() where fds[index + 2].revents != 0 {
+                if exchange(p) { done.insert(p.fd) }
+            }
+            pending.removeAll { done.contains($0.fd) }
+            if fds[1].revents & Int16(POLLIN) != 0 { acceptAll(into: &pending) }
+        }
+    }
+
+    private func acceptAll(into pending: inout [Pending]) {
+        while true {
+            let fd = la_accept_cloexec_nonblocking(listener)
+            guard fd >= 0 else { return }
+            guard let credentials = PeerCredentials.of(socket: fd) else { close(fd); continue }
+            let peer = HandoffTickets<HandedTerminal>.Owner(uid: credentials.uid, pid: credentials.pid)
+            guard pending.count < Self.waiting, pending.filter({ $0.peer.uid == peer.uid }).count < Self.perUserWaiting else {
+                answer(fd, .busy)
+                continue
+            }
+            pending.append(Pending(fd: fd, peer: peer, deadline: monotonicSeconds() + Handoff.exchangeTimeout))
+        }
+    }
+
+    /// The one message: the ticket's bytes with exactly one descriptor. False when there was
+    /// nothing to read after all (it stays pending until its deadline).
+    private func exchange(_ p: Pending) -> Bool {
+        var bytes = [UInt8](repeating: 0, count: Handoff.ticketBytes + 1)
+        var received = [Int32](repeating: -1, count: 1)
+        var count: Int32 = 0
+        let n = la_receive_with_descriptors(p.fd, &bytes, bytes.count, &received, 1, &count)
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return false }
+        let descriptor: Int32? = count == 1 ? received[0] : nil
+        let status: HandoffStatus
+        if count > 1 {
+            if received[0] >= 0 { close(received[0]) }
+            status = .malformed
+        } else if n != Handoff.ticketBytes {
+            if let descriptor { close(descriptor) }
+            status = .malformed
+        } else if let descriptor {
+            status = deliver(descriptor, ticket: Data(bytes.prefix(Handoff.ticketBytes)), peer: p.peer)
+        } else {
+            // The ticket is spent either way: whoever sent it gets no second try.
+            _ = registry.redeem(Data(bytes.prefix(Handoff.ticketBytes)), by: p.peer)
+            status = .noDescriptor
+        }
+        if status != .accepted {
+            logger.notice("refused a handoff", metadata: ["uid": "\(p.peer.uid)", "pid": "\(p.peer.pid)", "why": "\(status)"])
+        }
+        answer(p.fd, status)
+        return true
+    }
+
+    private func deliver(_ descriptor: Int32, ticket: Data, peer: HandoffTickets<HandedTerminal>.Owner) -> HandoffStatus {
+        switch registry.redeem(ticket, by: peer) {
+        case .failure(let status):
+            close(descriptor)
+            return status
+        case .success(let redeemed):
+            switch redeemed.kind {
+            case .terminal:
+                guard isatty(descriptor) == 1 else { close(descriptor); return .notATerminal }
+            }
+            return redeemed.destination.receive(descriptor) ? .accepted : .unknownTicket
+        }
+    }
+
+    private func answer(_ fd: Int32, _ status: HandoffStatus) {
+        var byte = status.rawValue
+        _ = send(fd, &byte, 1, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
+        close(fd)
+    }
+
+    private func monotonicSeconds() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+}

@@ -1,0 +1,137 @@
+import CPeerSocket
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One prompt on the terminal a client handed over (`HandedTerminal`): the daemon draws the
+/// screens and reads the person's keys (raw mode, echo off) on a thread of its own, and what the
+/// person does goes straight into the evaluation. The app's process never sees a key.
+///
+/// The descriptor is the client's own open file description of /dev/tty, made non-blocking here:
+/// a stopped or flooded terminal never blocks the daemon (a screen that cannot be written whole
+/// is cut short, never waited for).
+final class TerminalPrompt: @unchecked Sendable {
+    private let fd: Int32
+    private let onAction: @Sendable (PromptKeyboard.Action) -> Void
+    private let onLost: @Sendable () -> Void
+    /// Screens and the closing line in the order they were made.
+    private let output = DispatchQueue(label: "laenclaved.terminal-prompt")
+    private let lock = NSLock()
+    private var keyboard = PromptKeyboard()
+    private var screen: PromptScreen?
+    private var saved = termios()
+    private var started = false
+    private var closed = false
+    private var stopPipe: [Int32] = [-1, -1]
+    private let readerDone = DispatchSemaphore(value: 0)
+
+    /// Takes ownership of `fd`.
+    init(fd: Int32, onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void, onLost: @escaping @Sendable () -> Void) {
+        self.fd = fd; self.onAction = onAction; self.onLost = onLost
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    /// The evaluation's `EvaluationRunner.show`: draws the screen; the first one starts raw mode
+    /// and the key reader, so a request that needs no prompt leaves the terminal alone.
+    func show(_ s: PromptScreen) {
+        output.async { [self] in
+            let first = lock.withLock { () -> Bool? in
+                guard !closed else { return nil }
+                defer { screen = s; started = true }
+                return !started
+            }
+            guard let first else { return }
+            if first { startReading() }
+            write(PromptText.lines(s, first: first).joined(separator: "\r\n") + "\r\n")
+        }
+    }
+
+    /// Ends the prompt: stops the reader, restores the terminal, writes the outcome (on the
+    /// prompt's own queue: the caller's thread never waits on a terminal).
+    func close(result: String) async {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in output.async { [self] in
+            defer { done.resume() }
+            let wasStarted = lock.withLock { () -> Bool in defer { closed = true }; return started }
+            if wasStarted {
+                var one: UInt8 = 1
+                _ = Glibc.write(stopPipe[1], &one, 1)
+                readerDone.wait()
+                tcsetattr(fd, TCSANOW, &saved)
+                write(PromptText.closing(result) + "\r\n")
+                Glibc.close(stopPipe[0]); Glibc.close(stopPipe[1])
+            }
+            lock.withLock { keyboard.clear() }
+            Glibc.close(fd)
+        } }
+    }
+
+    private func startReading() {
+        tcgetattr(fd, &saved)
+        var raw = saved
+        raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
+        withUnsafeMutableBytes(of: &raw.c_cc) { cc in
+            cc[Int(VMIN)] = 1
+            cc[Int(VTIME)] = 0
+        }
+        tcsetattr(fd, TCSANOW, &raw)
+        _ = la_pipe_cloexec_nonblocking(&stopPipe)
+        let reader = Thread { [self] in
+            readKeys()
+            readerDone.signal()
+        }
+        reader.name = "laenclaved.prompt-keys"
+        reader.start()
+    }
+
+    private func readKeys() {
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0)]
+        while true {
+            fds[0].revents = 0; fds[1].revents = 0
+            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return onLost() }
+            if fds[1].revents != 0 { return }
+            guard fds[0].revents != 0 else { continue }
+            var byte: UInt8 = 0
+            let n = Glibc.read(fd, &byte, 1)
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+            // End of file, EIO or a hang-up: the terminal is gone (its window closed, ssh dropped).
+            guard n == 1 else { return onLost() }
+            let action = lock.withLock { keyboard.key(byte, on: screen) }
+            switch action {
+            case .escape?:
+                if !drainEscapeSequence() { onAction(.cancel) }
+            case .passcode?:
+                write(PromptText.checking + "\r\n")
+                onAction(action!)
+            case let other?:
+                onAction(other)
+            case nil:
+                break
+            }
+        }
+    }
+
+    /// Arrow keys and the like arrive as ESC [ …: swallowed rather than read as cancel.
+    private func drainEscapeSequence() -> Bool {
+        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&p, 1, 30) > 0 else { return false }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        _ = Glibc.read(fd, &buffer, buffer.count)
+        return true
+    }
+
+    private func write(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        var stalls = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            if n > 0 { offset += n; continue }
+            guard n < 0, errno == EAGAIN || errno == EINTR, stalls < 20 else { return }
+            stalls += 1
+            usleep(5_000)
+        }
+    }
+}

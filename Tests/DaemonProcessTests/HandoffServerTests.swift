@@ -1,0 +1,113 @@
+import CPeerSocket
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+import IntegrationSupport
+import LocalAuthenticationTesting
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The handoff socket as an attacker would try it: a ticket shown by another process, a ticket
+/// used twice, a descriptor that is not a terminal, no descriptor, garbage, and connections that
+/// say nothing. Each gets its status byte and hands nothing over.
+final class HandoffServerTests: XCTestCase {
+    private var enclave: TestEnclave!
+
+    override func setUpWithError() throws { enclave = try TestEnclave() }
+
+    private var handoffPath: String { EnclavePaths.handoffSocket(for: enclave.socketPath) }
+
+    /// A greeted connection and a terminal ticket issued on it.
+    private func ticket() throws -> (RawClient, Data) {
+        let client = try RawClient(path: enclave.socketPath)
+        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+        _ = try client.readReply()
+        client.sendRequest(id: 2, op: "handoff", args: ["kind": "terminal"])
+        let reply = try client.readReply()?["reply"] as? [String: Any]
+        guard reply?["kind"] as? String == "handoffTicket", let text = reply?["value"] as? String, let token = Data(base64Encoded: text) else {
+            throw XCTSkip("no ticket: \(String(describing: reply))")
+        }
+        return (client, token)
+    }
+
+    /// Sends `bytes` (with `descriptor` attached when given) on a fresh handoff connection; the status byte.
+    private func handOver(_ bytes: [UInt8], descriptor: Int32?) throws -> HandoffStatus? {
+        let socket = try EnclaveConnection.connectSocket(handoffPath)
+        defer { close(socket) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        if let descriptor {
+            XCTAssertEqual(la_send_with_descriptor(socket, bytes, bytes.count, descriptor), bytes.count)
+        } else {
+            XCTAssertEqual(send(socket, bytes, bytes.count, Int32(MSG_NOSIGNAL)), bytes.count)
+        }
+        var answer: UInt8 = 255
+        guard recv(socket, &answer, 1, 0) == 1 else { return nil }
+        return HandoffStatus(rawValue: answer)
+    }
+
+    func testADescriptorThatIsNotATerminalIsRefused() throws {
+        let (client, token) = try ticket()
+        defer { client.close() }
+        var pipeEnds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&pipeEnds), 0)
+        defer { close(pipeEnds[0]); close(pipeEnds[1]) }
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: pipeEnds[0]), .notATerminal)
+        // The ticket is spent: the same bytes again find nothing.
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: pipeEnds[0]), .unknownTicket)
+    }
+
+    /// A ticket learned by another process (another app of the same user) is worth nothing to it:
+    /// the kernel names the process on the handoff socket, and it is not the one that asked.
+    func testATicketShownByAnotherProcessIsRefusedAndSpent() throws {
+        let (client, token) = try ticket()
+        defer { client.close() }
+        let script = """
+            import socket, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1])
+            socket.send_fds(s, [bytes.fromhex(sys.argv[2])], [0])
+            print(s.recv(1)[0])
+            """
+        let other = try runProcess("/usr/bin/python3", ["-c", script, handoffPath, token.map { String(format: "%02x", $0) }.joined()])
+        XCTAssertEqual(other.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\(HandoffStatus.wrongProcess.rawValue)", other.stderr)
+        var pipeEnds: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&pipeEnds), 0)
+        defer { close(pipeEnds[0]); close(pipeEnds[1]) }
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: pipeEnds[0]), .unknownTicket, "no second try for the owner either")
+    }
+
+    func testNoDescriptorGarbageAndUnknownTicketsAreRefused() throws {
+        let (client, token) = try ticket()
+        defer { client.close() }
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: nil), .noDescriptor)
+        XCTAssertEqual(try handOver([1, 2, 3], descriptor: nil), .malformed)
+        XCTAssertEqual(try handOver([UInt8](repeating: 7, count: Handoff.ticketBytes), descriptor: 0), .unknownTicket)
+        // A ticket dies with its connection.
+        let (closing, second) = try ticket()
+        closing.close()
+        usleep(200_000)
+        XCTAssertEqual(try handOver([UInt8](second), descriptor: 0), .unknownTicket)
+    }
+
+    /// Connections that say nothing hold at most `perUserWaiting` slots of their own user, each for
+    /// `Handoff.exchangeTimeout`; the next is answered busy at once, and the loop keeps serving.
+    func testSilentConnectionsAreBoundedAndTimedOut() throws {
+        let silent = try (0..<4).map { _ in try EnclaveConnection.connectSocket(handoffPath) }
+        defer { silent.forEach { close($0) } }
+        usleep(200_000)
+        XCTAssertEqual(try handOver([1], descriptor: nil), .busy)
+        for socket in silent {
+            var timeout = timeval(tv_sec: 5, tv_usec: 0)
+            setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            var answer: UInt8 = 255
+            XCTAssertEqual(recv(socket, &answer, 1, 0), 1, "answered within the exchange timeout")
+            XCTAssertEqual(HandoffStatus(rawValue: answer), .malformed)
+        }
+        let (client, token) = try ticket()
+        defer { client.close() }
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: nil), .noDescriptor, "served again")
+    }
+}

@@ -1,0 +1,70 @@
+import EnclaveClient
+import Foundation
+import XCTest
+
+/// A real terminal for a test: a tmux session on a tmux server of its own (`-L`), running one
+/// shell command in a pseudo-terminal whose foreground it is. The test reads the screen
+/// (`capture-pane`) and types (`send-keys`) as a person at that terminal would.
+public final class TmuxTerminal {
+    public static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
+
+    private let server = "la-test-\(getpid())-\(UUID().uuidString.prefix(8))"
+    private var running = false
+
+    /// Starts `command` (run by /bin/sh) in a 160×50 terminal.
+    public init(_ command: String, environment: [String: String] = [:]) throws {
+        var arguments = ["new-session", "-d", "-s", "t", "-x", "160", "-y", "50"]
+        for (key, value) in environment { arguments += ["-e", "\(key)=\(value)"] }
+        arguments.append(command)
+        guard try tmux(arguments) == 0 else { throw TmuxError(description: "tmux new-session failed") }
+        running = true
+    }
+
+    deinit { stop() }
+
+    /// What the terminal shows now, lines joined where tmux wrapped them.
+    public func screen() -> String {
+        let path = NSTemporaryDirectory() + "tmux-screen-\(UUID().uuidString)"
+        defer { unlink(path) }
+        _ = try? tmux(["capture-pane", "-J", "-t", "t", ";", "save-buffer", path, ";", "delete-buffer"])
+        return (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+    }
+
+    /// Types `text` literally.
+    public func type(_ text: String) throws { _ = try tmux(["send-keys", "-t", "t", "-l", text]) }
+
+    /// Presses keys by tmux's names: "Enter", "Escape", "C-c", "C-f"…
+    public func press(_ keys: String...) throws { _ = try tmux(["send-keys", "-t", "t"] + keys) }
+
+    /// Waits until the screen contains `text`; fails the test with the screen otherwise.
+    public func waitFor(_ text: String, timeout: Double = 20, file: StaticString = #filePath, line: UInt = #line) {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if screen().contains(text) { return }
+            usleep(50_000)
+        }
+        XCTFail("the terminal never showed \"\(text)\"; it shows:\n\(screen())", file: file, line: line)
+    }
+
+    /// Ends the session and its server: the pseudo-terminal closes (a hang-up for what runs in it).
+    public func stop() {
+        guard running else { return }
+        running = false
+        _ = try? tmux(["kill-server"])
+    }
+
+    /// Runs a tmux client, with no descriptor of ours: the first one forks the tmux server, which
+    /// would keep any pipe it inherited (Foundation's Process waits on one until the server ends).
+    /// `output`: a file for what the client writes.
+    private func tmux(_ arguments: [String]) throws -> Int32 {
+        var environment = ProcessInfo.processInfo.environment
+        // The session must not inherit LA_PROMPT=headless from the test run.
+        environment["LA_PROMPT"] = nil
+        let pid = try DaemonLauncher.spawn("/usr/bin/tmux", ["-L", server, "-f", "/dev/null"] + arguments, environment: environment, inherit: false)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status
+    }
+
+    public struct TmuxError: Error, CustomStringConvertible { public var description: String }
+}
