@@ -50,6 +50,29 @@ extension EnclaveConnection {
         }
     }
 
+    /// Hands the daemon a pipe or file to read administration's secrets from, one per line (what a
+    /// script's `--stdin` or the testing kit use instead of a terminal). Blocking: for synchronous
+    /// callers (lactl, the testing kit), never on the cooperative pool.
+    public func handOverSecretInput(_ descriptor: Int32) throws {
+        guard case .handoffTicket(let ticket) = try request(.handoff(kind: .secretInput)) else {
+            throw HandoffFailed(description: "the daemon gave no handoff ticket")
+        }
+        try handOver(descriptor, ticket: ticket)
+    }
+
+    /// The blocking form of `presentingOnTerminal`, for synchronous callers: whether the daemon now
+    /// holds this process's controlling terminal.
+    public func handOverTerminal() -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        let handed = HandedFlag()
+        presentingOnTerminal { ok in
+            handed.value = ok
+            done.signal()
+        }
+        done.wait()
+        return handed.value
+    }
+
     /// Calls `then(true)` once the daemon holds this process's controlling terminal (handed once
     /// per connection and terminal), or `then(false)` when the prompt must be headless: no
     /// terminal, a background job, or a failed handoff.
@@ -100,4 +123,8 @@ final class TerminalHandoffState: @unchecked Sendable {
             return waiters ?? []
         }
     }
+}
+
+private final class HandedFlag: @unchecked Sendable {
+    var value = false
 }

@@ -1,8 +1,9 @@
 import EnclaveProtocol
 
-/// Who may reach beyond their own app or their own user: the one place that decides it. The device
-/// passcode still opens the user's own administration; the trust-line work replaces it with the
-/// trusted prompt here. The passcode counter is already out of every app's reach.
+/// Who may reach beyond their own app or their own user: the one place that decides it. The user's
+/// own administration is allowed by the person with the device passcode, asked by the daemon on the
+/// trusted prompt (or read from a pipe a script handed it) — never taken from a request. The
+/// passcode counter is out of every app's reach.
 public enum AdminPolicy {
     /// Whose audit entries a request may read.
     public enum AuditScope: Equatable, Sendable {
@@ -49,8 +50,28 @@ public enum AdminPolicy {
 
     /// Other apps' entries are the user's, not the app's: they need the passcode (or root in system
     /// mode, who sees every user's).
-    public static func auditScope(caller: UInt32, mode: DaemonMode, passcodeGiven: Bool) -> AuditScope {
-        if mode == .system && caller == 0 && !passcodeGiven { return .everyUser }
-        return passcodeGiven ? .everyAppOfCaller : .callingApp
+    public static func auditScope(caller: UInt32, mode: DaemonMode, everyApp: Bool) -> AuditScope {
+        if mode == .system && caller == 0 && !everyApp { return .everyUser }
+        return everyApp ? .everyAppOfCaller : .callingApp
+    }
+
+    /// What the person allows with the passcode, as the trusted prompt says it; nil for a request
+    /// that asks nothing of the person. `app` is the verified identity of the app that asks.
+    public static func purpose(of request: Request) -> String? {
+        switch request {
+        case .setPasscode: return "set the device passcode"
+        case .changePasscode: return "change the device passcode"
+        case .removePasscode: return "remove the device passcode: every item and key that needs it is deleted, and every enrolled identity"
+        case .enroll(let name): return "enrol a new identity named \"\(name)\": it will unlock what your fingerprint or face unlocks"
+        case .unenroll(let name): return "remove the enrolled identity \"\(name)\""
+        case .audit(_, let everyApp): return everyApp ? "read the audit entries of every app of yours" : nil
+        case .keychainList: return "list the keychain items of every app of yours (names and access rules, never secrets)"
+        case .keychainRemove: return "delete a keychain item, whichever of your apps it belongs to"
+        case .configureAccessGroup(let name, let apps):
+            return apps.isEmpty ? "remove the keychain access group \"\(name)\""
+                : "let these apps share the keychain items of the group \"\(name)\": \(apps.joined(separator: ", "))"
+        case .accessGroups: return "list your keychain access groups and their apps"
+        default: return nil
+        }
     }
 }

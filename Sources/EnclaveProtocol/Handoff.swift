@@ -4,6 +4,9 @@ public enum HandedDescriptor: String, Codable, Sendable, CaseIterable {
     /// The client's controlling terminal: the daemon draws the prompt and reads the keys itself,
     /// as sudo does; the app learns only the outcome.
     case terminal
+    /// A pipe or file the daemon reads secrets from, one per line, for administration without a
+    /// terminal (`lactl … --stdin`, provisioning, the testing kit): never a request's field.
+    case secretInput
 }
 
 /// The handoff socket's one exchange. Why a second socket: the daemon's connections are read by
@@ -35,6 +38,8 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
     case malformed = 5
     /// Too many handoffs of this user are waiting.
     case busy = 6
+    /// `secretInput` was asked for, and the descriptor is neither a pipe nor a regular file.
+    case notAPipeOrFile = 7
 
     public var description: String {
         switch self {
@@ -45,6 +50,7 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
         case .noDescriptor: return "no descriptor came with the handoff ticket"
         case .malformed: return "the handoff message is not a ticket"
         case .busy: return "too many handoffs of this user are waiting"
+        case .notAPipeOrFile: return "the handed descriptor is neither a pipe nor a file"
         }
     }
 }

@@ -17,14 +17,21 @@ public enum Request: Sendable, Equatable {
     case invalidate(context: String)
     case domainState(context: String?)
     case status
-    case setPasscode(current: String?, new: String)
-    case removePasscode(current: String)
-    case enroll(passcode: String, name: String)
-    case unenroll(passcode: String, name: String)
+    // Administration: reaches beyond the calling app, so the person allows it on the trusted prompt
+    // (the terminal handed with `handoff(.terminal)`) or a script hands the passcode through a pipe
+    // (`handoff(.secretInput)`); no request carries a passcode (`AdminPolicy.purpose` says what is asked).
+    /// Sets the device passcode when none is set: the daemon asks for the new one.
+    case setPasscode
+    /// The daemon asks for the current passcode, then the new one.
+    case changePasscode
+    /// The daemon asks for the current passcode.
+    case removePasscode
+    case enroll(name: String)
+    case unenroll(name: String)
     case simulate(events: [SimulatedEvent])
     case clearSimulated
-    /// The caller's audit entries; with the passcode, those of all the user's apps.
-    case audit(limit: Int, passcode: String?)
+    /// The caller's audit entries; `everyApp`: those of all the user's apps (the daemon asks for the passcode).
+    case audit(limit: Int, everyApp: Bool)
     /// Clears the passcode-disabled state and its counters (root in system mode; the user in user mode).
     case resetPasscodeLockout(uid: UInt32?)
     /// Refuses biometrics until the passcode is entered, like Apple's remote-lock command.
@@ -33,17 +40,17 @@ public enum Request: Sendable, Equatable {
     case keychainCopy(KeychainRequest)
     case keychainUpdate(KeychainRequest)
     case keychainDelete(KeychainRequest)
-    /// Every item of the user, of every app (metadata only); needs the device passcode.
-    case keychainList(passcode: String)
-    /// Deletes any of the user's items by persistent reference; needs the device passcode.
-    case keychainRemove(passcode: String, persistentRef: Data)
+    /// Every item of the user, of every app (metadata only); the daemon asks for the passcode.
+    case keychainList
+    /// Deletes any of the user's items by persistent reference; the daemon asks for the passcode.
+    case keychainRemove(persistentRef: Data)
     /// A Secure Enclave key operation.
     case key(KeyRequest)
     /// Sets which apps (executable paths) share a keychain access group; no apps removes the
-    /// group. Needs the device passcode: only the person decides what apps share.
-    case configureAccessGroup(passcode: String, name: String, apps: [String])
-    /// The user's access groups and their apps; needs the device passcode.
-    case accessGroups(passcode: String)
+    /// group. The daemon asks for the passcode: only the person decides what apps share.
+    case configureAccessGroup(name: String, apps: [String])
+    /// The user's access groups and their apps; the daemon asks for the passcode.
+    case accessGroups
 
     /// The operation's name on the wire.
     public var operation: Operation {
@@ -57,6 +64,7 @@ public enum Request: Sendable, Equatable {
         case .domainState: return .domainState
         case .status: return .status
         case .setPasscode: return .setPasscode
+        case .changePasscode: return .changePasscode
         case .removePasscode: return .removePasscode
         case .enroll: return .enroll
         case .unenroll: return .unenroll
@@ -80,7 +88,7 @@ public enum Request: Sendable, Equatable {
     /// Every operation's wire name: the one list (decoding switches over it exhaustively).
     public enum Operation: String, Codable, Sendable, CaseIterable {
         case hello, canEvaluate, evaluate, authorizeAccessControl, handoff, invalidate, domainState, status, setPasscode
-        case removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout, remoteLock
+        case changePasscode, removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout, remoteLock
         case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key, configureAccessGroup, accessGroups
     }
 
@@ -142,17 +150,14 @@ private enum Payload {
     struct Handoff: Codable { var kind: HandedDescriptor }
     struct Context: Codable { var context: String }
     struct MaybeContext: Codable { var context: String? }
-    struct SetPasscode: Codable { var current: String?; var new: String }
-    struct CurrentPasscode: Codable { var current: String }
-    struct Enrolment: Codable { var passcode: String; var name: String }
+    struct Name: Codable { var name: String }
     struct Simulate: Codable { var events: [SimulatedEvent] }
-    struct Audit: Codable { var limit: Int?; var passcode: String? }
+    struct Audit: Codable { var limit: Int?; var everyApp: Bool? }
     struct MaybeUID: Codable { var uid: UInt32? }
     struct Keychain: Codable { var keychain: KeychainRequest }
-    struct Passcode: Codable { var passcode: String }
-    struct KeychainRemove: Codable { var passcode: String; var persistentRef: Data }
+    struct KeychainRemove: Codable { var persistentRef: Data }
     struct Key: Codable { var key: KeyRequest }
-    struct AccessGroup: Codable { var passcode: String; var name: String; var apps: [String] }
+    struct AccessGroup: Codable { var name: String; var apps: [String] }
 }
 
 private struct WireRequest: Codable {
@@ -173,18 +178,15 @@ private struct WireRequest: Codable {
         case .handoff(let kind): try args(Payload.Handoff(kind: kind))
         case .invalidate(let c): try args(Payload.Context(context: c))
         case .domainState(let c): try args(Payload.MaybeContext(context: c))
-        case .status, .clearSimulated: try args(Payload.None())
-        case .setPasscode(let cur, let new): try args(Payload.SetPasscode(current: cur, new: new))
-        case .removePasscode(let cur): try args(Payload.CurrentPasscode(current: cur))
-        case .enroll(let p, let n), .unenroll(let p, let n): try args(Payload.Enrolment(passcode: p, name: n))
+        case .status, .clearSimulated, .setPasscode, .changePasscode, .removePasscode, .keychainList, .accessGroups: try args(Payload.None())
+        case .enroll(let n), .unenroll(let n): try args(Payload.Name(name: n))
         case .simulate(let e): try args(Payload.Simulate(events: e))
-        case .audit(let l, let p): try args(Payload.Audit(limit: l, passcode: p))
+        case .audit(let l, let every): try args(Payload.Audit(limit: l, everyApp: every))
         case .resetPasscodeLockout(let u), .remoteLock(let u): try args(Payload.MaybeUID(uid: u))
         case .keychainAdd(let k), .keychainCopy(let k), .keychainUpdate(let k), .keychainDelete(let k): try args(Payload.Keychain(keychain: k))
-        case .keychainList(let p), .accessGroups(let p): try args(Payload.Passcode(passcode: p))
-        case .keychainRemove(let p, let r): try args(Payload.KeychainRemove(passcode: p, persistentRef: r))
+        case .keychainRemove(let r): try args(Payload.KeychainRemove(persistentRef: r))
         case .key(let k): try args(Payload.Key(key: k))
-        case .configureAccessGroup(let p, let n, let apps): try args(Payload.AccessGroup(passcode: p, name: n, apps: apps))
+        case .configureAccessGroup(let n, let apps): try args(Payload.AccessGroup(name: n, apps: apps))
         }
     }
 
@@ -234,34 +236,37 @@ private struct WireRequest: Codable {
             _ = try optionalArgs(Payload.None.self)
             return .clearSimulated
         case .setPasscode:
-            let a = try args(Payload.SetPasscode.self)
-            return .setPasscode(current: a.current, new: a.new)
-        case .removePasscode: return .removePasscode(current: try args(Payload.CurrentPasscode.self).current)
-        case .enroll:
-            let a = try args(Payload.Enrolment.self)
-            return .enroll(passcode: a.passcode, name: a.name)
-        case .unenroll:
-            let a = try args(Payload.Enrolment.self)
-            return .unenroll(passcode: a.passcode, name: a.name)
+            _ = try optionalArgs(Payload.None.self)
+            return .setPasscode
+        case .changePasscode:
+            _ = try optionalArgs(Payload.None.self)
+            return .changePasscode
+        case .removePasscode:
+            _ = try optionalArgs(Payload.None.self)
+            return .removePasscode
+        case .enroll: return .enroll(name: try args(Payload.Name.self).name)
+        case .unenroll: return .unenroll(name: try args(Payload.Name.self).name)
         case .simulate: return .simulate(events: try args(Payload.Simulate.self).events)
         case .audit:
             let a = try optionalArgs(Payload.Audit.self)
-            return .audit(limit: a?.limit ?? 50, passcode: a?.passcode)
+            return .audit(limit: a?.limit ?? 50, everyApp: a?.everyApp ?? false)
         case .resetPasscodeLockout: return .resetPasscodeLockout(uid: try optionalArgs(Payload.MaybeUID.self)?.uid)
         case .remoteLock: return .remoteLock(uid: try optionalArgs(Payload.MaybeUID.self)?.uid)
         case .keychainAdd: return .keychainAdd(try args(Payload.Keychain.self).keychain)
         case .keychainCopy: return .keychainCopy(try args(Payload.Keychain.self).keychain)
         case .keychainUpdate: return .keychainUpdate(try args(Payload.Keychain.self).keychain)
         case .keychainDelete: return .keychainDelete(try args(Payload.Keychain.self).keychain)
-        case .keychainList: return .keychainList(passcode: try args(Payload.Passcode.self).passcode)
-        case .keychainRemove:
-            let a = try args(Payload.KeychainRemove.self)
-            return .keychainRemove(passcode: a.passcode, persistentRef: a.persistentRef)
+        case .keychainList:
+            _ = try optionalArgs(Payload.None.self)
+            return .keychainList
+        case .keychainRemove: return .keychainRemove(persistentRef: try args(Payload.KeychainRemove.self).persistentRef)
         case .key: return .key(try args(Payload.Key.self).key)
         case .configureAccessGroup:
             let a = try args(Payload.AccessGroup.self)
-            return .configureAccessGroup(passcode: a.passcode, name: a.name, apps: a.apps)
-        case .accessGroups: return .accessGroups(passcode: try args(Payload.Passcode.self).passcode)
+            return .configureAccessGroup(name: a.name, apps: a.apps)
+        case .accessGroups:
+            _ = try optionalArgs(Payload.None.self)
+            return .accessGroups
         }
     }
 }

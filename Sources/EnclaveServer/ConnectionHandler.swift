@@ -46,8 +46,9 @@ final class ConnectionHandler: @unchecked Sendable {
     private let daemon: EnclaveDaemon
     private let sink: any ReplySink
     private let contexts = ConnectionContexts()
-    /// The terminal the client handed over (`handoff`), where its prompts are drawn.
-    private let terminal = HandedTerminal()
+    /// What the client handed over (`handoff`): the terminal its prompts are drawn on, the pipe
+    /// its administration's secrets are read from.
+    private let handed = HandedDescriptors()
     /// This connection among the daemon's, for its handoff tickets.
     private let number = ConnectionNumbers.next()
     private let logger: Logger
@@ -120,7 +121,7 @@ final class ConnectionHandler: @unchecked Sendable {
         let input = daemon.stopping.endingInput
         contexts { $0.close() }.forEach { $0.end(input) }
         daemon.handoff.revoke(connection: number)
-        terminal.close()
+        handed.close()
         jobQueue.finish()
     }
 
@@ -201,8 +202,8 @@ final class ConnectionHandler: @unchecked Sendable {
             try startAccessControl(id: envelope.id, context: ctx, flags: flags, options: options, session: session)
             return nil
         case .handoff(let kind):
-            let owner = HandoffTickets<HandedTerminal>.Owner(uid: peer.uid, pid: peer.pid)
-            return .handoffTicket(daemon.handoff.issue(to: owner, connection: number, kind: kind, destination: terminal))
+            let owner = HandoffTickets<HandedDescriptors>.Owner(uid: peer.uid, pid: peer.pid)
+            return .handoffTicket(daemon.handoff.issue(to: owner, connection: number, kind: kind, destination: handed))
         case .invalidate(let ctx):
             try checkContext(ctx)
             contexts { $0.invalidate(ctx) }.forEach { $0.end() }
@@ -211,17 +212,22 @@ final class ConnectionHandler: @unchecked Sendable {
             return .domainState(DomainStateReply(biometryType: daemon.sensor?.info.kind ?? .none, stateHash: try await session.domainState(app: peer.app)))
         case .status:
             return .status(try await session.status(app: peer.app))
-        case .setPasscode(let current, let new):
-            try checkPasscodeLength(current, "current")
+        case .setPasscode:
+            let new = try await secrets(for: envelope.request).newPasscode()
             try checkPasscodeLength(new, "new")
-            try await audited(current == nil ? "passcode.set" : "passcode.change") { try await session.setPasscode(current: current, new: new) }
+            try await audited("passcode.set") { try await session.setPasscode(current: nil, new: new) }
             return .ok
-        case .removePasscode(let current):
-            try checkPasscodeLength(current, "current")
+        case .changePasscode:
+            let (current, new) = try await secrets(for: envelope.request).currentAndNewPasscode()
+            try checkPasscodeLength(new, "new")
+            try await audited("passcode.change") { try await session.setPasscode(current: current, new: new) }
+            return .ok
+        case .removePasscode:
+            let current = try await secrets(for: envelope.request).passcode()
             try await audited("passcode.remove") { try await session.removePasscode(current: current) }
             return .ok
-        case .enroll(let passcode, let name):
-            try checkPasscodeLength(passcode, "passcode")
+        case .enroll(let name):
+            let passcode = try await secrets(for: envelope.request).passcode()
             // A real reader's stages go to the client as they pass, in order, before the final ok.
             let (stages, forward) = AsyncStream<EnrolmentProgress>.makeStream()
             let sink = self.sink
@@ -238,8 +244,8 @@ final class ConnectionHandler: @unchecked Sendable {
             forward.finish()
             await forwarding.value
             return .ok
-        case .unenroll(let passcode, let name):
-            try checkPasscodeLength(passcode, "passcode")
+        case .unenroll(let name):
+            let passcode = try await secrets(for: envelope.request).passcode()
             try await audited("unenroll") { try await session.unenroll(passcode: passcode, name: name) }
             return .ok
         case .simulate(let events):
@@ -248,14 +254,13 @@ final class ConnectionHandler: @unchecked Sendable {
         case .clearSimulated:
             await session.clearSimulated()
             return .ok
-        case .audit(let limit, let passcode):
+        case .audit(let limit, let everyApp):
             let limit = min(max(limit, 1), 500)
-            switch AdminPolicy.auditScope(caller: peer.uid, mode: daemon.config.mode, passcodeGiven: passcode != nil) {
+            switch AdminPolicy.auditScope(caller: peer.uid, mode: daemon.config.mode, everyApp: everyApp) {
             case .everyUser:
                 return .audit(try daemon.auditLog.read(uid: nil, app: nil, limit: limit))
             case .everyAppOfCaller:
-                try checkPasscodeLength(passcode, "passcode")
-                try await session.confirmPasscode(passcode ?? "")
+                try await session.confirmPasscode(try await secrets(for: envelope.request).passcode())
                 return .audit(try daemon.auditLog.read(uid: peer.uid, app: nil, limit: limit))
             case .callingApp:
                 return .audit(try daemon.auditLog.read(uid: peer.uid, app: peer.app, limit: limit))
@@ -274,21 +279,27 @@ final class ConnectionHandler: @unchecked Sendable {
         case .keychainUpdate(let k): try startKeychain(id: envelope.id, .update, k, session: session); return nil
         case .keychainDelete(let k): try startKeychain(id: envelope.id, .delete, k, session: session); return nil
         case .key(let k): try startKeyOperation(id: envelope.id, k, session: session); return nil
-        case .configureAccessGroup(let passcode, let name, let apps):
-            try checkPasscodeLength(passcode, "passcode")
+        case .configureAccessGroup(let name, let apps):
+            let passcode = try await secrets(for: envelope.request).passcode()
             try await audited("keychain.group") { try await session.configureAccessGroup(passcode: passcode, name: name, apps: apps) }
             return .ok
-        case .accessGroups(let passcode):
-            try checkPasscodeLength(passcode, "passcode")
-            return .accessGroups(try await session.accessGroups(passcode: passcode))
-        case .keychainList(let passcode):
-            try checkPasscodeLength(passcode, "passcode")
+        case .accessGroups:
+            return .accessGroups(try await session.accessGroups(passcode: try await secrets(for: envelope.request).passcode()))
+        case .keychainList:
+            let passcode = try await secrets(for: envelope.request).passcode()
             return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })
-        case .keychainRemove(let passcode, let ref):
-            try checkPasscodeLength(passcode, "passcode")
+        case .keychainRemove(let ref):
+            let passcode = try await secrets(for: envelope.request).passcode()
             try await audited("keychain.remove") { try await session.keychainRemove(passcode: passcode, persistentRef: ref) }
             return .ok
         }
+    }
+
+    /// Where this request's passcode comes from: the person, on the trusted prompt or through the
+    /// pipe the client handed (`PersonSecrets`).
+    private func secrets(for request: Request) -> PersonSecrets {
+        PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
+                      timeout: daemon.config.promptTimeout)
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {
@@ -362,7 +373,7 @@ final class ConnectionHandler: @unchecked Sendable {
         let sink = self.sink
         // On the handed terminal the daemon draws and reads the keys; otherwise the prompt is
         // headless and its screens go to the client.
-        let prompt = (options.onTerminal ? terminal.duplicate() : nil).map { fd in
+        let prompt = (options.onTerminal ? handed.duplicateTerminal() : nil).map { fd in
             TerminalPrompt(fd: fd, onAction: { continuation.yield(Self.input(for: $0)) },
                            onLost: { continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed."))) })
         }

@@ -7,42 +7,104 @@ import Logging
 import Glibc
 #endif
 
-/// A connection's handed terminal: set by the handoff socket, read by the connection's prompts,
-/// closed with the connection. A descriptor that arrives after the close is closed at once.
-final class HandedTerminal: @unchecked Sendable {
+/// What a connection's client handed over: its terminal (where its prompts are drawn) and a
+/// secret input (a pipe or file its administration's secrets are read from). Set by the handoff
+/// socket, closed with the connection; a descriptor that arrives after the close is closed at once.
+final class HandedDescriptors: @unchecked Sendable {
     private let lock = NSLock()
-    private var descriptor: Int32?
+    private var descriptors: [HandedDescriptor: Int32] = [:]
+    private var secretLines: SecretLines?
     private var closed = false
 
-    /// Takes ownership of `fd`; false (and `fd` closed) when the connection has ended.
-    func receive(_ fd: Int32) -> Bool {
+    /// Takes ownership of `fd`; false (and `fd` closed) when the connection has ended. A second
+    /// handoff of a kind replaces the first (a prompt drawing on the old terminal holds its own duplicate).
+    func receive(_ kind: HandedDescriptor, _ fd: Int32) -> Bool {
         let (taken, previous): (Bool, Int32?) = lock.withLock {
             guard !closed else { return (false, nil) }
-            defer { descriptor = fd }
-            return (true, descriptor)
+            defer {
+                descriptors[kind] = fd
+                if kind == .secretInput { secretLines = SecretLines(fd: fd) }
+            }
+            return (true, descriptors[kind])
         }
         if !taken { Glibc.close(fd); return false }
-        // A second handoff replaces the first terminal; a prompt drawing on the first holds its own duplicate.
         if let previous { Glibc.close(previous) }
         return true
     }
 
     /// A duplicate of the terminal for one prompt (the prompt closes it), or nil when none was handed.
-    func duplicate() -> Int32? {
+    func duplicateTerminal() -> Int32? {
         lock.withLock {
-            guard let descriptor else { return nil }
+            guard let descriptor = descriptors[.terminal] else { return nil }
             let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 3)
             return copy >= 0 ? copy : nil
         }
     }
 
+    /// The lines of the handed secret input, or nil when none was handed.
+    var secretInput: SecretLines? { lock.withLock { secretLines } }
+
     func close() {
-        let fd: Int32? = lock.withLock {
+        let all: [Int32] = lock.withLock {
             closed = true
-            defer { descriptor = nil }
-            return descriptor
+            defer { descriptors = [:]; secretLines = nil }
+            return Array(descriptors.values)
         }
-        if let fd { Glibc.close(fd) }
+        all.forEach { Glibc.close($0) }
+    }
+}
+
+/// A handed pipe or file, read one line (one secret) at a time. The read waits in `poll` on a
+/// thread of its own, at most `timeout` seconds: a script that hands a pipe and writes nothing
+/// gets an error, never a daemon that waits forever.
+final class SecretLines: @unchecked Sendable {
+    static let timeout: Double = 10
+    private let fd: Int32
+    private let lock = NSLock()
+    private var buffer: [UInt8] = []
+
+    init(fd: Int32) { self.fd = fd }
+
+    enum Problem: Error { case noLine, tooLong }
+
+    func next() async throws(Problem) -> String {
+        let result: Result<String, Problem> = await withCheckedContinuation { done in
+            let reader = Thread { [self] in done.resume(returning: lock.withLock { readLine() }) }
+            reader.name = "laenclaved.secret-input"
+            reader.start()
+        }
+        return try result.get()
+    }
+
+    private func readLine() -> Result<String, Problem> {
+        let deadline = Date().addingTimeInterval(Self.timeout)
+        var chunk = [UInt8](repeating: 0, count: 512)
+        while true {
+            if let end = buffer.firstIndex(of: 10) {
+                defer { for i in 0...end { buffer[i] = 0 }; buffer.removeFirst(end + 1) }
+                var line = Array(buffer[..<end])
+                if line.last == 13 { line.removeLast() }
+                guard line.count <= WireLimits.maxPasscodeBytes else { return .failure(.tooLong) }
+                return .success(String(decoding: line, as: UTF8.self))
+            }
+            guard buffer.count <= WireLimits.maxPasscodeBytes + 2 else { return .failure(.tooLong) }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return .failure(.noLine) }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(left * 1000))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return .failure(.noLine) }
+            let n = Glibc.read(fd, &chunk, chunk.count)
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            guard n > 0 else {
+                // End of input: a last line without its newline still counts.
+                guard !buffer.isEmpty else { return .failure(.noLine) }
+                buffer.append(10)
+                continue
+            }
+            buffer += chunk[..<n]
+            for i in 0..<n { chunk[i] = 0 }
+        }
     }
 }
 
@@ -50,12 +112,12 @@ final class HandedTerminal: @unchecked Sendable {
 /// handoff loop (which redeems).
 final class HandoffRegistry: @unchecked Sendable {
     private let lock = NSLock()
-    private var tickets = HandoffTickets<HandedTerminal>()
+    private var tickets = HandoffTickets<HandedDescriptors>()
     private let clock: any EnclaveClock
 
     init(clock: any EnclaveClock) { self.clock = clock }
 
-    func issue(to owner: HandoffTickets<HandedTerminal>.Owner, connection: UInt64, kind: HandedDescriptor, destination: HandedTerminal) -> Data {
+    func issue(to owner: HandoffTickets<HandedDescriptors>.Owner, connection: UInt64, kind: HandedDescriptor, destination: HandedDescriptors) -> Data {
         var generator = SystemRandomNumberGenerator()
         let token = Data((0..<Handoff.ticketBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         let now = clock.monotonic().seconds
@@ -63,7 +125,7 @@ final class HandoffRegistry: @unchecked Sendable {
         return token
     }
 
-    func redeem(_ token: Data, by peer: HandoffTickets<HandedTerminal>.Owner) -> Result<HandoffTickets<HandedTerminal>.Redeemed, HandoffStatus> {
+    func redeem(_ token: Data, by peer: HandoffTickets<HandedDescriptors>.Owner) -> Result<HandoffTickets<HandedDescriptors>.Redeemed, HandoffStatus> {
         let now = clock.monotonic().seconds
         return lock.withLock { tickets.redeem(token, by: peer, now: now) }
     }
@@ -89,7 +151,7 @@ final class HandoffServer: @unchecked Sendable {
 
     private struct Pending {
         var fd: Int32
-        var peer: HandoffTickets<HandedTerminal>.Owner
+        var peer: HandoffTickets<HandedDescriptors>.Owner
         var deadline: Double
     }
 
@@ -186,7 +248,7 @@ final class HandoffServer: @unchecked Sendable {
             let fd = la_accept_cloexec_nonblocking(listener)
             guard fd >= 0 else { return }
             guard let credentials = PeerCredentials.of(socket: fd) else { close(fd); continue }
-            let peer = HandoffTickets<HandedTerminal>.Owner(uid: credentials.uid, pid: credentials.pid)
+            let peer = HandoffTickets<HandedDescriptors>.Owner(uid: credentials.uid, pid: credentials.pid)
             guard pending.count < Self.waiting, pending.filter({ $0.peer.uid == peer.uid }).count < Self.perUserWaiting else {
                 answer(fd, .busy)
                 continue
@@ -225,7 +287,7 @@ final class HandoffServer: @unchecked Sendable {
         return true
     }
 
-    private func deliver(_ descriptor: Int32, ticket: Data, peer: HandoffTickets<HandedTerminal>.Owner) -> HandoffStatus {
+    private func deliver(_ descriptor: Int32, ticket: Data, peer: HandoffTickets<HandedDescriptors>.Owner) -> HandoffStatus {
         switch registry.redeem(ticket, by: peer) {
         case .failure(let status):
             close(descriptor)
@@ -234,8 +296,12 @@ final class HandoffServer: @unchecked Sendable {
             switch redeemed.kind {
             case .terminal:
                 guard isatty(descriptor) == 1 else { close(descriptor); return .notATerminal }
+            case .secretInput:
+                var info = stat()
+                let type = fstat(descriptor, &info) == 0 ? info.st_mode & S_IFMT : 0
+                guard type == S_IFIFO || type == S_IFREG else { close(descriptor); return .notAPipeOrFile }
             }
-            return redeemed.destination.receive(descriptor) ? .accepted : .unknownTicket
+            return redeemed.destination.receive(redeemed.kind, descriptor) ? .accepted : .unknownTicket
         }
     }
 

@@ -6,7 +6,7 @@ import Foundation
 import Glibc
 #endif
 
-/// One prompt on the terminal a client handed over (`HandedTerminal`): the daemon draws the
+/// One prompt on the terminal a client handed over (`HandedDescriptors`): the daemon draws the
 /// screens and reads the person's keys (raw mode, echo off) on a thread of its own, and what the
 /// person does goes straight into the evaluation. The app's process never sees a key.
 ///

@@ -177,16 +177,34 @@ public final class TestEnclave: @unchecked Sendable {
     public func queue(_ events: [Event]) throws { try send(.simulate(events: events.map(\.simulated))) }
     public func clearQueue() throws { try send(.clearSimulated) }
 
+    /// An administration request (`import EnclaveProtocol`) with the person's answers: the kit
+    /// hands the daemon a pipe holding `secrets`, one per line, as a script's `--stdin` does — the
+    /// daemon never takes a passcode from a request.
+    @discardableResult
+    public func administer(_ request: Request, secrets: [String]) throws -> Reply {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw EnclaveClientError.unreachable("no pipe: \(String(cString: strerror(errno)))") }
+        let text = Array(secrets.map { $0 + "\n" }.joined().utf8)
+        let written = text.withUnsafeBytes { Glibc.write(ends[1], $0.baseAddress, $0.count) }
+        close(ends[1])
+        defer { close(ends[0]) }
+        guard written == text.count else { throw EnclaveClientError.unreachable("could not write the secrets") }
+        try connection().handOverSecretInput(ends[0])
+        return try send(request)
+    }
+
     public func enroll(_ name: String, passcode: String? = nil) throws {
-        try send(.enroll(passcode: passcode ?? configuration.passcode ?? "", name: name))
+        try administer(.enroll(name: name), secrets: [passcode ?? configuration.passcode ?? ""])
     }
 
     public func unenroll(_ name: String, passcode: String? = nil) throws {
-        try send(.unenroll(passcode: passcode ?? configuration.passcode ?? "", name: name))
+        try administer(.unenroll(name: name), secrets: [passcode ?? configuration.passcode ?? ""])
     }
 
-    public func setPasscode(_ new: String, current: String? = nil) throws { try send(.setPasscode(current: current, new: new)) }
-    public func removePasscode(current: String) throws { try send(.removePasscode(current: current)) }
+    public func setPasscode(_ new: String, current: String? = nil) throws {
+        if let current { try administer(.changePasscode, secrets: [current, new]) } else { try administer(.setPasscode, secrets: [new]) }
+    }
+    public func removePasscode(current: String) throws { try administer(.removePasscode, secrets: [current]) }
     public func remoteLock() throws { try send(.remoteLock(uid: nil)) }
     public func resetPasscodeLockout() throws { try send(.resetPasscodeLockout(uid: nil)) }
 

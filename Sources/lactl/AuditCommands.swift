@@ -9,11 +9,11 @@ struct Audit: ParsableCommand {
     @Option(help: "How many entries, newest first.") var limit = 20
     @Flag(help: "Print JSON.") var json = false
     @Flag(help: "Every app's entries (asks for the device passcode); default: lactl's own.") var all = false
-    @Flag(help: "With --all: read the passcode from standard input.") var stdin = false
+    @Flag(help: "With --all: the daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
 
     func run() throws {
-        let passcode = all ? try SecretInput.read("Device passcode", fromStdin: stdin) : nil
-        guard case .audit(let entries) = try client.call(.audit(limit: limit, passcode: passcode)) else { throw ExitCode.failure }
+        let request = Request.audit(limit: limit, everyApp: all)
+        guard case .audit(let entries) = try (all ? client.administer(request, stdin: stdin) : client.call(request)) else { throw ExitCode.failure }
         if json { return printJSON(entries) }
         let f = ISO8601DateFormatter()
         for e in entries {

@@ -10,8 +10,7 @@ struct Keychain: ParsableCommand {
         subcommands: [List.self, Why.self, Delete.self, Share.self, Groups.self, Get.self])
 
     static func listing(_ client: ClientOptions, stdin: Bool) throws -> [KeychainListing] {
-        let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
-        guard case .keychainListing(let items) = try client.call(.keychainList(passcode: passcode)) else { throw ExitCode.failure }
+        guard case .keychainListing(let items) = try client.administer(.keychainList, stdin: stdin) else { throw ExitCode.failure }
         return items
     }
 
@@ -25,7 +24,7 @@ struct Keychain: ParsableCommand {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List items: app, class, service/server, account, protection, access control.")
         @OptionGroup var client: ClientOptions
-        @Flag(help: "Read the passcode from standard input.") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
         @Flag(help: "Print JSON.") var json = false
         func run() throws {
             let items = try Keychain.listing(client, stdin: stdin)
@@ -42,7 +41,7 @@ struct Keychain: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Say whether an item can be used now, and why not.")
         @OptionGroup var client: ClientOptions
         @Argument(help: "The item's reference, from `lactl keychain list`.") var reference: String
-        @Flag(help: "Read the passcode from standard input.") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
         func run() throws {
             let item = try Keychain.find(reference, in: try Keychain.listing(client, stdin: stdin))
             print(Printable.escaped(item.unusable ?? "usable: it asks for \(item.flags.names) at use"))
@@ -53,11 +52,10 @@ struct Keychain: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Delete an item of any of your apps (invalidated items included).")
         @OptionGroup var client: ClientOptions
         @Argument(help: "The item's reference, from `lactl keychain list`.") var reference: String
-        @Flag(help: "Read the passcode from standard input.") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
         func run() throws {
             guard let ref = Data(base64Encoded: reference) else { throw ValidationError("a reference is base64, as `lactl keychain list` prints it") }
-            let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
-            _ = try client.call(.keychainRemove(passcode: passcode, persistentRef: ref))
+            _ = try client.administer(.keychainRemove(persistentRef: ref), stdin: stdin)
             print("deleted")
         }
     }
@@ -68,12 +66,11 @@ struct Keychain: ParsableCommand {
         @OptionGroup var client: ClientOptions
         @Argument(help: "The group's name (not starting with /).") var group: String
         @Argument(help: "Member apps: absolute executable paths.") var apps: [String] = []
-        @Flag(help: "Read the passcode from standard input.") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
         func run() throws {
-            let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
             // The daemon knows apps by their canonical executable path (/proc/PID/exe).
             let members = apps.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
-            _ = try client.call(.configureAccessGroup(passcode: passcode, name: group, apps: members))
+            _ = try client.administer(.configureAccessGroup(name: group, apps: members), stdin: stdin)
             print(members.isEmpty ? "removed \(Printable.field(group))" : "\(Printable.field(group)): \(members.map(Printable.field).joined(separator: ", "))")
         }
     }
@@ -81,11 +78,10 @@ struct Keychain: ParsableCommand {
     struct Groups: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List access groups and their apps.")
         @OptionGroup var client: ClientOptions
-        @Flag(help: "Read the passcode from standard input.") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
         @Flag(help: "Print JSON.") var json = false
         func run() throws {
-            let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
-            guard case .accessGroups(let groups) = try client.call(.accessGroups(passcode: passcode)) else { throw ExitCode.failure }
+            guard case .accessGroups(let groups) = try client.administer(.accessGroups, stdin: stdin) else { throw ExitCode.failure }
             if json { return printJSON(groups) }
             if groups.isEmpty { return print("no access groups") }
             for (name, apps) in groups.sorted(by: { $0.key < $1.key }) { print("\(Printable.field(name)): \(apps.map(Printable.field).joined(separator: ", "))") }

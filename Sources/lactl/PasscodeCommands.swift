@@ -9,11 +9,9 @@ struct Passcode: ParsableCommand {
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Set the device passcode (when none is set).")
         @OptionGroup var client: ClientOptions
-        @Flag(help: "Read the new passcode from the first line of standard input.") var stdin = false
+        @Flag(help: "The daemon reads the new passcode from the first line of standard input (else it asks on this terminal).") var stdin = false
         func run() throws {
-            let new = try SecretInput.read("New passcode", fromStdin: stdin)
-            if !stdin, try SecretInput.read("Repeat the new passcode", fromStdin: false) != new { throw ValidationError("the passcodes differ") }
-            _ = try client.call(.setPasscode(current: nil, new: new))
+            _ = try client.administer(.setPasscode, stdin: stdin)
             print("passcode set")
         }
     }
@@ -21,11 +19,9 @@ struct Passcode: ParsableCommand {
     struct Change: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Change the device passcode.")
         @OptionGroup var client: ClientOptions
-        @Flag(help: "Read the current and the new passcode from the first two lines of standard input.") var stdin = false
+        @Flag(help: "The daemon reads the current and the new passcode from the first two lines of standard input.") var stdin = false
         func run() throws {
-            let current = try SecretInput.read("Current passcode", fromStdin: stdin)
-            let new = try SecretInput.read("New passcode", fromStdin: stdin)
-            _ = try client.call(.setPasscode(current: current, new: new))
+            _ = try client.administer(.changePasscode, stdin: stdin)
             print("passcode changed")
         }
     }
@@ -33,10 +29,9 @@ struct Passcode: ParsableCommand {
     struct Remove: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove the device passcode, and with it every enrolled identity.")
         @OptionGroup var client: ClientOptions
-        @Flag(help: "Read the current passcode from standard input.") var stdin = false
+        @Flag(help: "The daemon reads the current passcode from standard input.") var stdin = false
         func run() throws {
-            let current = try SecretInput.read("Current passcode", fromStdin: stdin)
-            _ = try client.call(.removePasscode(current: current))
+            _ = try client.administer(.removePasscode, stdin: stdin)
             print("passcode removed; enrolled identities removed")
         }
     }
@@ -46,12 +41,11 @@ struct Enroll: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Enrol a finger or face (needs the device passcode).")
     @OptionGroup var client: ClientOptions
     @Argument(help: "A name for the identity, e.g. right-index-finger.") var name: String
-    @Flag(help: "Read the passcode from standard input.") var stdin = false
+    @Flag(help: "The daemon reads the passcode from standard input.") var stdin = false
     func run() throws {
-        let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
         // A real reader reports each stage: a progress bar, redrawn in place on a terminal.
         let terminal = isatty(STDOUT_FILENO) == 1
-        _ = try client.call(.enroll(passcode: passcode, name: name), onEvent: { reply in
+        _ = try client.administer(.enroll(name: name), stdin: stdin, onEvent: { reply in
             guard case .enrollProgress(let p) = reply else { return }
             let width = 20
             let filled = p.stages > 0 ? min(width, width * p.stage / p.stages) : 0
@@ -69,10 +63,9 @@ struct Unenroll: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Remove an enrolled identity (needs the device passcode).")
     @OptionGroup var client: ClientOptions
     @Argument(help: "The identity's name.") var name: String
-    @Flag(help: "Read the passcode from standard input.") var stdin = false
+    @Flag(help: "The daemon reads the passcode from standard input.") var stdin = false
     func run() throws {
-        let passcode = try SecretInput.read("Device passcode", fromStdin: stdin)
-        _ = try client.call(.unenroll(passcode: passcode, name: name))
+        _ = try client.administer(.unenroll(name: name), stdin: stdin)
         print("removed \(name)")
     }
 }

@@ -51,6 +51,23 @@ struct ClientOptions: ParsableArguments {
         return reply
     }
 
+    /// Administration: hands the daemon where the person's answers come from — this terminal, where
+    /// the daemon itself asks (saying what is being allowed), or with `--stdin` standard input, one
+    /// secret per line — then sends `request`. lactl never reads a passcode itself.
+    func administer(_ request: Request, stdin: Bool, onEvent: (@Sendable (Reply) -> Void)? = nil) throws -> Reply {
+        let connection = try connection()
+        if stdin {
+            do { try connection.handOverSecretInput(STDIN_FILENO) } catch {
+                printError("lactl: standard input could not be handed to the daemon: \(error)")
+                throw ExitCode(ExitStatus.refused)
+            }
+        } else if !connection.handOverTerminal() {
+            printError("lactl: no terminal for the daemon to ask on; pass the passcode on standard input with --stdin")
+            throw ExitCode(ExitStatus.refused)
+        }
+        return try call(request, onEvent: onEvent, on: { connection })
+    }
+
     private static func blocking(_ connection: EnclaveConnection, _ request: Request, onEvent: (@Sendable (Reply) -> Void)?) throws -> Reply {
         guard let onEvent else { return try connection.request(request) }
         let done = DispatchSemaphore(value: 0)
@@ -79,41 +96,6 @@ func printJSON<T: Encodable>(_ value: T) {
     Swift.print(Printable.json(String(decoding: try! encoder.encode(value), as: UTF8.self)))
 }
 
-/// Reads a secret: one line from standard input with `--stdin` (scripts), else from the terminal
-/// with echo off. Never echoed, never logged.
-enum SecretInput {
-    nonisolated(unsafe) static var stdinLines: [String]?
-
-    static func read(_ prompt: String, fromStdin: Bool) throws -> String {
-        if fromStdin {
-            if stdinLines == nil {
-                let all = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-                stdinLines = all.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            }
-            guard let line = stdinLines?.first, !(stdinLines?.isEmpty ?? true) else {
-                throw ValidationError("standard input has no line for: \(prompt)")
-            }
-            stdinLines?.removeFirst()
-            return line
-        }
-        let fd = open("/dev/tty", O_RDWR | O_NOCTTY)
-        guard fd >= 0 else { throw ValidationError("no terminal to ask for the \(prompt.lowercased()); pass it on standard input with --stdin") }
-        defer { close(fd) }
-        var saved = termios()
-        tcgetattr(fd, &saved)
-        var quiet = saved
-        quiet.c_lflag &= ~tcflag_t(ECHO)
-        tcsetattr(fd, TCSANOW, &quiet)
-        defer { tcsetattr(fd, TCSANOW, &saved) }
-        let text = prompt + ": "
-        _ = text.withCString { Glibc.write(fd, $0, strlen($0)) }
-        var bytes: [UInt8] = []
-        var c: UInt8 = 0
-        while Glibc.read(fd, &c, 1) == 1, c != 10, c != 13 { if bytes.count < 1024 { bytes.append(c) } }
-        _ = Glibc.write(fd, "\n", 1)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-}
 
 func describeSeconds(_ s: Double) -> String {
     let n = Int(s.rounded(.up))

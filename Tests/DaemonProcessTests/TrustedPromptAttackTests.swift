@@ -41,5 +41,33 @@ final class TrustedPromptAttackTests: XCTestCase {
         XCTAssertEqual(value?["error"] as? Int, LAErrorCode.appCancel.rawValue)
     }
 
+    /// Before the trusted prompt, the passcode string in a request opened the user's whole
+    /// administration to any app that had learned it: every app's items listed, a shared group
+    /// joined, every app's audit read, the passcode removed. Now the daemon asks the person (on the
+    /// handed terminal, or a pipe a script hands) and reads nothing from the request.
+    func testAPasscodeInARequestOpensNoAdministration() throws {
+        let enclave = try TestEnclave()
+        let client = try RawClient(path: enclave.socketPath)
+        defer { client.close() }
+        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+        XCTAssertEqual(kind(try client.readReply()), "hello")
+        let attempts: [(String, [String: Any])] = [
+            ("keychainList", ["passcode": "1234"]),
+            ("configureAccessGroup", ["passcode": "1234", "name": "everything", "apps": ["/usr/bin/spy"]]),
+            ("audit", ["limit": 50, "passcode": "1234", "everyApp": true]),
+            ("removePasscode", ["current": "1234"]),
+            ("enroll", ["passcode": "1234", "name": "the spy's finger"]),
+        ]
+        for (i, (op, args)) in attempts.enumerated() {
+            client.sendRequest(id: UInt64(10 + i), op: op, args: args)
+            let reply = try client.readReply(timeout: 15)?["reply"] as? [String: Any]
+            XCTAssertEqual(reply?["kind"] as? String, "failure", "\(op): \(String(describing: reply))")
+            XCTAssertEqual((reply?["value"] as? [String: Any])?["code"] as? String, "notPermitted", "\(op)")
+        }
+        let status = try enclave.status()
+        XCTAssertTrue(status.passcodeSet)
+        XCTAssertEqual(status.enrolled, ["right-index-finger"])
+    }
+
     private func kind(_ reply: [String: Any]?) -> String? { (reply?["reply"] as? [String: Any])?["kind"] as? String }
 }

@@ -38,10 +38,37 @@ final class AdminPolicyTests: XCTestCase {
     }
 
     func testAuditScopes() {
-        XCTAssertEqual(AdminPolicy.auditScope(caller: 0, mode: .system, passcodeGiven: false), .everyUser)
-        XCTAssertEqual(AdminPolicy.auditScope(caller: 0, mode: .system, passcodeGiven: true), .everyAppOfCaller)
-        XCTAssertEqual(AdminPolicy.auditScope(caller: 0, mode: .user, passcodeGiven: false), .callingApp)
-        XCTAssertEqual(AdminPolicy.auditScope(caller: 1000, mode: .system, passcodeGiven: false), .callingApp)
-        XCTAssertEqual(AdminPolicy.auditScope(caller: 1000, mode: .user, passcodeGiven: true), .everyAppOfCaller)
+        XCTAssertEqual(AdminPolicy.auditScope(caller: 0, mode: .system, everyApp: false), .everyUser)
+        XCTAssertEqual(AdminPolicy.auditScope(caller: 0, mode: .system, everyApp: true), .everyAppOfCaller)
+        XCTAssertEqual(AdminPolicy.auditScope(caller: 0, mode: .user, everyApp: false), .callingApp)
+        XCTAssertEqual(AdminPolicy.auditScope(caller: 1000, mode: .system, everyApp: false), .callingApp)
+        XCTAssertEqual(AdminPolicy.auditScope(caller: 1000, mode: .user, everyApp: true), .everyAppOfCaller)
+    }
+}
+
+extension AdminPolicyTests {
+    /// Every request that reaches beyond the calling app says, in the person's words, what it
+    /// allows; a request that asks nothing of the person has no purpose.
+    func testEveryAdministrationSaysWhatItAllows() {
+        let asking: [(Request, String)] = [
+            (.setPasscode, "set the device passcode"),
+            (.changePasscode, "change the device passcode"),
+            (.removePasscode, "every enrolled identity"),
+            (.enroll(name: "left thumb"), "\"left thumb\""),
+            (.unenroll(name: "left thumb"), "\"left thumb\""),
+            (.audit(limit: 5, everyApp: true), "every app"),
+            (.keychainList, "never secrets"),
+            (.keychainRemove(persistentRef: Data([1])), "whichever of your apps"),
+            (.configureAccessGroup(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"]), "\"team\": /usr/bin/a, /usr/bin/b"),
+            (.configureAccessGroup(name: "team", apps: []), "remove the keychain access group \"team\""),
+            (.accessGroups, "access groups"),
+        ]
+        for (request, words) in asking {
+            let purpose = AdminPolicy.purpose(of: request)
+            XCTAssertTrue(purpose?.contains(words) == true, "\(request): \(String(describing: purpose))")
+        }
+        for request: Request in [.status, .audit(limit: 5, everyApp: false), .hello(version: 1), .clearSimulated, .handoff(kind: .terminal)] {
+            XCTAssertNil(AdminPolicy.purpose(of: request), "\(request)")
+        }
     }
 }

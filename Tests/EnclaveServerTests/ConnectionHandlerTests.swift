@@ -45,8 +45,8 @@ final class ConnectionHandlerTests: XCTestCase {
         sink = RecordingReplySink()
         handler = connect(app)
         _ = try await request(.hello(version: enclaveProtocolVersion))
-        _ = try await request(.setPasscode(current: nil, new: "1234"))
-        _ = try await request(.enroll(passcode: "1234", name: "right thumb"))
+        _ = try await administer(.setPasscode, secrets: ["1234"])
+        _ = try await administer(.enroll(name: "right thumb"), secrets: ["1234"])
     }
 
     override func tearDown() async throws {
@@ -91,13 +91,35 @@ final class ConnectionHandlerTests: XCTestCase {
         return try await sink.final(id)
     }
 
+    /// Hands the connection a pipe holding `secrets` (one per line), as the handoff socket would —
+    /// the ticket redeemed here by this process, which asked for it — then sends `r`.
+    @discardableResult
+    private func administer(_ r: Request, secrets: [String]) async throws -> Reply {
+        try await handSecrets(secrets)
+        return try await request(r)
+    }
+
+    private func handSecrets(_ secrets: [String]) async throws {
+        guard case .handoffTicket(let ticket) = try await request(.handoff(kind: .secretInput)) else { throw Failure(.internalError, "no ticket") }
+        var ends: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&ends), 0)
+        let text = Array(secrets.map { $0 + "\n" }.joined().utf8)
+        XCTAssertEqual(text.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, text.count)
+        close(ends[1])
+        guard case .success(let redeemed) = daemon.handoff.redeem(ticket, by: .init(uid: getuid(), pid: getpid())) else {
+            close(ends[0])
+            throw Failure(.internalError, "the ticket was not redeemed")
+        }
+        XCTAssertTrue(redeemed.destination.receive(.secretInput, ends[0]))
+    }
+
     private func keychain(_ op: KeychainOperation, _ k: KeychainRequest) async throws -> KeychainReply {
         guard case .keychain(let reply) = try await request(.keychain(op, k)) else { throw Failure(.internalError, "not a keychain reply") }
         return reply
     }
 
     private func audit() async throws -> [AuditEntry] {
-        guard case .audit(let entries) = try await request(.audit(limit: 100, passcode: nil)) else { return [] }
+        guard case .audit(let entries) = try await request(.audit(limit: 100, everyApp: false)) else { return [] }
         return entries
     }
 
@@ -125,7 +147,7 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .ok = try await ask(root, .resetPasscodeLockout(uid: nil)) else { return XCTFail("root could not lift the counter") }
         guard case .failure(let other) = try await ask(root, .resetPasscodeLockout(uid: 1000)) else { return XCTFail("root reached another user here") }
         XCTAssertEqual(other.code, .notPermitted)
-        for request: Request in [.status, .audit(limit: 5, passcode: nil), .remoteLock(uid: nil), .simulate(events: [SimulatedEvent(.match)])] {
+        for request: Request in [.status, .audit(limit: 5, everyApp: false), .remoteLock(uid: nil), .simulate(events: [SimulatedEvent(.match)])] {
             guard case .failure(let f) = try await ask(root, request) else { return XCTFail("root was served \(request.operation)") }
             XCTAssertEqual(f, AdminPolicy.administratorRefusal)
         }
@@ -225,7 +247,7 @@ final class ConnectionHandlerTests: XCTestCase {
             (14, "canEvaluate", ["context": "c1", "policy": NSNull()]),
             (15, "evaluate", ["context": "c1", "policy": 1, "options": "Unlock"]),
             (16, "evaluate", ["context": "c1", "policy": 1, "options": options(reason: 7)]),
-            (17, "setPasscode", ["current": "1234", "new": 5678]),
+            (17, "setPasscode", "1234"),
             (18, "handoff", ["kind": "explode"]),
             (19, "simulate", ["events": ["match"]]),
             (20, "simulate", ["events": [["kind": "lick"]]]),
@@ -270,8 +292,8 @@ final class ConnectionHandlerTests: XCTestCase {
             (16, "handoff", [:]),
             (17, "handoff", nil),
             (18, "invalidate", [:]),
-            (19, "setPasscode", ["current": "1234"]),
-            (20, "removePasscode", nil),
+            (19, "keychainRemove", [:]),
+            (20, "configureAccessGroup", ["name": "g"]),
             (21, "enroll", ["passcode": "1234"]),
             (22, "enroll", ["name": "left-thumb"]),
             (23, "unenroll", ["passcode": "1234"]),
@@ -349,14 +371,18 @@ final class ConnectionHandlerTests: XCTestCase {
     func testOverlongPasscodeAnswersInvalidParameterAndIsNotAnAttempt() async throws {
         let long = String(repeating: "9", count: WireLimits.maxPasscodeBytes + 1)
         let longMultibyte = String(repeating: "ü", count: WireLimits.maxPasscodeBytes / 2 + 1)   // 258 bytes
-        await send(1, "setPasscode", ["current": "1234", "new": long])
+        try await handSecrets(["1234", long])
+        await send(1, "changePasscode")
         try await expectFailure(1, .invalidParameter)
-        await send(2, "setPasscode", ["current": "1234", "new": longMultibyte])
+        try await handSecrets(["1234", longMultibyte])
+        await send(2, "changePasscode")
         try await expectFailure(2, .invalidParameter)
-        await send(3, "setPasscode", ["new": long])
+        try await handSecrets([long])
+        await send(3, "setPasscode")
         try await expectFailure(3, .invalidParameter)
         // A current passcode over the limit can never be right: bad input, not a counted attempt.
-        await send(4, "setPasscode", ["current": long, "new": "567890"])
+        try await handSecrets([long, "567890"])
+        await send(4, "changePasscode")
         try await expectFailure(4, .invalidParameter)
         await send(5, "promptInput", ["context": "c1", "action": "passcode", "passcode": long])
         try await expectFailure(5, .unknownOperation)
@@ -383,7 +409,7 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(result.error, .userCancel)
         try await assertNothingChanged()
         // The passcode is still "1234": changing it with that current passcode works.
-        guard case .ok = try await request(.setPasscode(current: "1234", new: "5678")) else { return XCTFail("the passcode changed") }
+        guard case .ok = try await administer(.changePasscode, secrets: ["1234", "5678"]) else { return XCTFail("the passcode changed") }
     }
 
     func testSimulateWithMoreThan64EventsAnswersInvalidParameter() async throws {
@@ -410,7 +436,7 @@ final class ConnectionHandlerTests: XCTestCase {
     /// form of it is an unknown operation, changes nothing, and counts no attempt — with no
     /// evaluation, and while one runs (which goes on waiting for the person).
     func testPromptInputIsNotARequestAnyMore() async throws {
-        var id: UInt64 = 0
+        var id: UInt64 = 1000
         for args: [String: Any] in [["context": "idle", "action": "cancel"], ["context": "idle", "action": "passcode", "passcode": "1234"]] {
             id += 1
             await send(id, "promptInput", args)
@@ -434,6 +460,46 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(result.error, .appCancel)
         guard case .status(let status) = try await request(.status) else { return XCTFail() }
         XCTAssertEqual(status.passcodeFailures, 0)
+    }
+
+    /// Administration asks the person: with no terminal and no pipe handed, every request that
+    /// reaches beyond the app is refused — a passcode the app puts in the request is not read.
+    /// (Before the trusted prompt, the passcode in the request listed every app's items.)
+    func testAdministrationWithoutThePersonIsRefused() async throws {
+        let requests: [(String, [String: Any])] = [
+            ("keychainList", ["passcode": "1234"]), ("accessGroups", ["passcode": "1234"]),
+            ("configureAccessGroup", ["passcode": "1234", "name": "all", "apps": ["/usr/bin/spy"]]),
+            ("keychainRemove", ["passcode": "1234", "persistentRef": Data([1]).base64EncodedString()]),
+            ("audit", ["limit": 10, "everyApp": true, "passcode": "1234"]),
+            ("removePasscode", ["current": "1234"]), ("changePasscode", [:]), ("setPasscode", [:]),
+            ("enroll", ["passcode": "1234", "name": "spy"]), ("unenroll", ["passcode": "1234", "name": "right thumb"]),
+        ]
+        // A connection of its own: setUp's connection handed a pipe (now read to its end).
+        let app = connect(self.app)
+        var id: UInt64 = 100
+        await send(id, "hello", ["version": enclaveProtocolVersion], on: app)
+        try await expectKind(id, "hello")
+        for (op, args) in requests {
+            id += 1
+            await send(id, op, args, on: app)
+            try await expectFailure(id, .notPermitted)
+        }
+        try await assertNothingChanged()
+        guard case .status(let status) = try await request(.status) else { return XCTFail() }
+        XCTAssertEqual(status.enrolled, ["right thumb"])
+    }
+
+    /// Each request reads its own lines from the handed pipe, in order; a pipe that runs out is a
+    /// clear error, never a wait without end.
+    func testSecretsComeFromTheHandedPipeInOrder() async throws {
+        try await handSecrets(["1234", "1234"])
+        guard case .keychainListing = try await request(.keychainList) else { return XCTFail("first line") }
+        guard case .accessGroups = try await request(.accessGroups) else { return XCTFail("second line") }
+        await send(900, "keychainList")
+        try await expectFailure(900, .invalidParameter)
+        let wrong = try await administer(.keychainList, secrets: ["0000"])
+        guard case .failure(let f) = wrong else { return XCTFail("a wrong passcode listed the items") }
+        XCTAssertEqual(f.code, .passcodeIncorrect)
     }
 
     /// `handoff` answers a fresh ticket of `Handoff.ticketBytes` random bytes each time.
@@ -491,7 +557,7 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(key.problem, .notAvailable, key.message ?? "")
         XCTAssertNil(key.blob)
 
-        _ = try await request(.configureAccessGroup(passcode: "1234", name: "scripts", apps: [python]))
+        _ = try await administer(.configureAccessGroup(name: "scripts", apps: [python]), secrets: ["1234"])
         var grouped = item
         grouped["agrp"] = .string("scripts")
         let added = try await keychain(.add, KeychainRequest(attributes: grouped, context: "k"))
@@ -499,7 +565,7 @@ final class ConnectionHandlerTests: XCTestCase {
         let read = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("script")], context: "k", returnData: true))
         XCTAssertEqual(read.items.first?.data, Data("token".utf8), "the group is searched without naming it")
         // The interpreter's path is no group name, so no app can claim its place either.
-        guard case .failure(let refused) = try await request(.configureAccessGroup(passcode: "1234", name: AppIdentity.unverifiedPrefix + "1:2:/x", apps: [python])) else {
+        guard case .failure(let refused) = try await administer(.configureAccessGroup(name: AppIdentity.unverifiedPrefix + "1:2:/x", apps: [python]), secrets: ["1234"]) else {
             return XCTFail("a group named like an identity was accepted")
         }
         XCTAssertEqual(refused.code, .invalidParameter)
@@ -509,7 +575,7 @@ final class ConnectionHandlerTests: XCTestCase {
         _ = try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("b"), "v_Data": .data(Data([1]))],
                                                       accessControl: AccessControlValue(protection: .whenUnlocked, flags: .biometryCurrentSet),
                                                       context: "add"))
-        _ = try await request(.enroll(passcode: "1234", name: "left thumb"))
+        _ = try await administer(.enroll(name: "left thumb"), secrets: ["1234"])
         _ = try await request(.simulate(events: [SimulatedEvent(.match)]))
         let read = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("b")], context: "r", returnData: true))
         XCTAssertEqual(read.status, .invalidItemRef)
@@ -524,9 +590,8 @@ final class ConnectionHandlerTests: XCTestCase {
         }
         XCTAssertTrue(result.success)
         // Straight from the database, without the group commit's flush: the entry is already there.
-        let stored = try daemon.storage.audit(uid: getuid(), app: app, limit: 10)
-        XCTAssertEqual(stored.first?.operation, "evaluate")
-        XCTAssertEqual(stored.first?.result, "success(biometric)")
+        let stored = try daemon.storage.audit(uid: getuid(), app: app, limit: 10).first { $0.operation == "evaluate" }
+        XCTAssertEqual(stored?.result, "success(biometric)")
         XCTAssertEqual(try daemon.storage.loadUser(getuid())?.ledger.biometricFailures, 0)
     }
 

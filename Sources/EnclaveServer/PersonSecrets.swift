@@ -1,0 +1,100 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+
+/// Where administration gets the person's passcode: asked by the daemon on the terminal the
+/// client handed over (the trusted prompt, which says what is being allowed), or read from the
+/// pipe a script handed (`lactl … --stdin`, provisioning, the testing kit). Never from a request:
+/// a passcode typed into an app is a passcode the app knows.
+struct PersonSecrets {
+    let descriptors: HandedDescriptors
+    /// The verified identity of the app that asks, as the prompt shows it.
+    let app: String
+    /// What the person allows (`AdminPolicy.purpose`).
+    let purpose: String
+    /// How long the terminal prompt waits for the person.
+    let timeout: Double
+
+    static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal (the daemon asks there) or hand the passcode on standard input (lactl … --stdin)")
+
+    /// The device passcode, to allow `purpose`.
+    func passcode() async throws -> String {
+        try await ask(["Enter the device passcode to allow it"], what: "device passcode").first ?? ""
+    }
+
+    /// The current passcode, then a new one (asked twice on the terminal).
+    func currentAndNewPasscode() async throws -> (current: String, new: String) {
+        if let lines = descriptors.secretInput {
+            return (try await line(from: lines, what: "current passcode"), try await line(from: lines, what: "new passcode"))
+        }
+        let answers = try await onTerminal(["Enter the current passcode", "Choose the new passcode", "Enter the new passcode again"])
+        guard answers[1] == answers[2] else { throw Failure(.invalidParameter, "the new passcodes differ") }
+        return (answers[0], answers[1])
+    }
+
+    /// A new passcode (asked twice on the terminal).
+    func newPasscode() async throws -> String {
+        if let lines = descriptors.secretInput { return try await line(from: lines, what: "new passcode") }
+        let answers = try await onTerminal(["Choose the new passcode", "Enter it again"])
+        guard answers[0] == answers[1] else { throw Failure(.invalidParameter, "the passcodes differ") }
+        return answers[0]
+    }
+
+    private func ask(_ instructions: [String], what: String) async throws -> [String] {
+        if let lines = descriptors.secretInput {
+            var answers: [String] = []
+            for _ in instructions { answers.append(try await line(from: lines, what: what)) }
+            return answers
+        }
+        return try await onTerminal(instructions)
+    }
+
+    private func line(from lines: SecretLines, what: String) async throws -> String {
+        do { return try await lines.next() } catch {
+            switch error {
+            case .noLine: throw Failure(.invalidParameter, "the secret input has no line for the \(what)")
+            case .tooLong: throw Failure(.invalidParameter, "a passcode has at most \(WireLimits.maxPasscodeBytes) bytes")
+            }
+        }
+    }
+
+    /// One trusted prompt with a screen per answer.
+    private func onTerminal(_ instructions: [String]) async throws -> [String] {
+        guard let fd = descriptors.duplicateTerminal() else { throw Self.nobodyToAsk }
+        let (actions, feed) = AsyncStream<PromptKeyboard.Action?>.makeStream()
+        let prompt = TerminalPrompt(fd: fd, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) })
+        let timer = Task { [timeout] in
+            try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+            if !Task.isCancelled { feed.yield(.cancel) }
+        }
+        defer { timer.cancel() }
+        var answers: [String] = []
+        var iterator = actions.makeAsyncIterator()
+        for instruction in instructions {
+            prompt.show(screen(instruction))
+            waiting: while true {
+                switch await iterator.next() {
+                case .passcode(let p)??:
+                    answers.append(p)
+                    break waiting
+                case .cancel??, .escape??:
+                    await prompt.close(result: "not allowed")
+                    throw Failure(.notPermitted, "the person did not allow it")
+                case .some(nil), nil:
+                    await prompt.close(result: "the terminal closed")
+                    throw Failure(.notPermitted, "the terminal the prompt was shown on closed")
+                default:
+                    continue
+                }
+            }
+        }
+        await prompt.close(result: "entered")
+        return answers
+    }
+
+    private func screen(_ instruction: String) -> PromptScreen {
+        PromptScreen(app: app, reason: "Allow it to " + purpose, instruction: instruction, cancelTitle: "Do Not Allow", fallbackTitle: nil,
+                     passcodeEntry: true, retryOffered: false, sensorArmed: false, sensorName: nil, sensorSimulated: false,
+                     passcodeRetryAfter: nil, passcodeDisabled: false)
+    }
+}

@@ -1,0 +1,78 @@
+import EnclaveProtocol
+import Foundation
+import IntegrationSupport
+import LocalAuthenticationTesting
+import Security
+import XCTest
+
+/// Administration allowed by the person on the trusted prompt: lactl in a tmux terminal hands the
+/// terminal over, the daemon says what is being allowed and reads the passcode there; lactl never
+/// reads it.
+final class PersonSecretsTests: XCTestCase {
+    private var enclave: TestEnclave!
+    private var directory: String!
+
+    override func setUpWithError() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux for a terminal") }
+        enclave = try TestEnclave()
+        directory = enclave.directory
+    }
+
+    private func lactl(_ arguments: String) throws -> TmuxTerminal {
+        let run = "'\(productPath("lactl"))' \(arguments) --socket '\(enclave.socketPath)'"
+        return try TmuxTerminal("\(run) > '\(directory!)/out' 2> '\(directory!)/err'; echo $? > '\(directory!)/status'; sleep 60")
+    }
+
+    private func exitStatus(timeout: Double = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: directory + "/status", encoding: .utf8), let n = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                return n
+            }
+            usleep(50_000)
+        }
+        return nil
+    }
+
+    private func file(_ name: String) -> String { (try? String(contentsOfFile: directory + "/" + name, encoding: .utf8)) ?? "" }
+
+    func testTheDaemonSaysWhatIsAllowedAndReadsThePasscodeOnTheTerminal() throws {
+        try enclave.run {
+            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "listed",
+                                       kSecValueData as String: Data("secret".utf8)] as CFDictionary, nil), errSecSuccess)
+        }
+        let terminal = try lactl("keychain list")
+        terminal.waitFor("Allow it to list the keychain items of every app of yours")
+        terminal.waitFor("Enter the device passcode to allow it")
+        try terminal.type("1234")
+        try terminal.press("Enter")
+        XCTAssertEqual(exitStatus(), 0, file("err") + terminal.screen())
+        XCTAssertTrue(file("out").contains("genp"), file("out"))
+        XCTAssertFalse(terminal.screen().contains("1234"), terminal.screen())
+    }
+
+    func testChangingThePasscodeAsksThreeTimesOnOnePrompt() throws {
+        let terminal = try lactl("passcode change")
+        terminal.waitFor("Allow it to change the device passcode")
+        terminal.waitFor("Enter the current passcode")
+        try terminal.type("1234"); try terminal.press("Enter")
+        terminal.waitFor("Choose the new passcode")
+        try terminal.type("246810"); try terminal.press("Enter")
+        terminal.waitFor("Enter the new passcode again")
+        try terminal.type("246810"); try terminal.press("Enter")
+        XCTAssertEqual(exitStatus(), 0, file("err") + terminal.screen())
+        // The new passcode opens the next administration; the old one no longer does.
+        XCTAssertNoThrow(try enclave.administer(.keychainList, secrets: ["246810"]))
+        XCTAssertThrowsError(try enclave.administer(.keychainList, secrets: ["1234"]))
+    }
+
+    func testThePersonCanRefuse() throws {
+        let terminal = try lactl("keychain share team /usr/bin/true")
+        terminal.waitFor("let these apps share the keychain items of the group \"team\": /usr/bin/true")
+        try terminal.press("Escape")
+        XCTAssertEqual(exitStatus(), 1, file("err"))
+        XCTAssertTrue(file("err").contains("did not allow"), file("err"))
+        guard case .accessGroups(let groups) = try enclave.administer(.accessGroups, secrets: ["1234"]) else { return XCTFail() }
+        XCTAssertTrue(groups.isEmpty, "\(groups)")
+    }
+}
