@@ -95,6 +95,18 @@ static inline int64_t la_unix_peer_inode(uint64_t cookie) {
 
 // Descriptor passing (SCM_RIGHTS), for the handoff socket: the CMSG_* macros do not reach Swift.
 
+/// One buffer and a zeroed control buffer of `size` bytes, as a message for sendmsg/recvmsg.
+static inline struct msghdr la_message(struct iovec *io, char *control, size_t size) {
+    memset(control, 0, size);
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = io;
+    message.msg_iovlen = 1;
+    message.msg_control = control;
+    message.msg_controllen = size;
+    return message;
+}
+
 /// Sends `length` bytes with descriptor `fd` attached, in one sendmsg. Returns what sendmsg returns.
 static inline ssize_t la_send_with_descriptor(int socket, const void *bytes, size_t length, int fd) {
     struct iovec io = { .iov_base = (void *)bytes, .iov_len = length };
@@ -102,13 +114,7 @@ static inline ssize_t la_send_with_descriptor(int socket, const void *bytes, siz
         char buffer[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
     } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr message;
-    memset(&message, 0, sizeof message);
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buffer;
-    message.msg_controllen = sizeof control.buffer;
+    struct msghdr message = la_message(&io, control.buffer, sizeof control.buffer);
     struct cmsghdr *header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
@@ -128,13 +134,7 @@ static inline ssize_t la_receive_with_descriptors(int socket, void *bytes, size_
         char buffer[CMSG_SPACE(sizeof(int) * 8)];
         struct cmsghdr align;
     } control;
-    memset(&control, 0, sizeof control);
-    struct msghdr message;
-    memset(&message, 0, sizeof message);
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    message.msg_control = control.buffer;
-    message.msg_controllen = sizeof control.buffer;
+    struct msghdr message = la_message(&io, control.buffer, sizeof control.buffer);
     *count = 0;
     ssize_t n;
     do { n = recvmsg(socket, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC); } while (n < 0 && errno == EINTR);

@@ -18,41 +18,29 @@ final class PersonSecretsTests: XCTestCase {
         directory = enclave.directory
     }
 
-    private func lactl(_ arguments: String) throws -> TmuxTerminal {
-        let run = "'\(productPath("lactl"))' \(arguments) --socket '\(enclave.socketPath)'"
-        return try TmuxTerminal("\(run) > '\(directory!)/out' 2> '\(directory!)/err'; echo $? > '\(directory!)/status'; sleep 60")
+    private func lactl(_ arguments: String) throws -> TerminalCommand {
+        try TerminalCommand("'\(productPath("lactl"))' \(arguments) --socket '\(enclave.socketPath)'", in: directory)
     }
-
-    private func exitStatus(timeout: Double = 20) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let text = try? String(contentsOfFile: directory + "/status", encoding: .utf8), let n = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                return n
-            }
-            usleep(50_000)
-        }
-        return nil
-    }
-
-    private func file(_ name: String) -> String { (try? String(contentsOfFile: directory + "/" + name, encoding: .utf8)) ?? "" }
 
     func testTheDaemonSaysWhatIsAllowedAndReadsThePasscodeOnTheTerminal() throws {
         try enclave.run {
             XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "listed",
                                        kSecValueData as String: Data("secret".utf8)] as CFDictionary, nil), errSecSuccess)
         }
-        let terminal = try lactl("keychain list")
+        let lactl = try lactl("keychain list")
+        let terminal = lactl.terminal
         terminal.waitFor("Allow it to list the keychain items of every app of yours")
         terminal.waitFor("Enter the device passcode to allow it")
         try terminal.type("1234")
         try terminal.press("Enter")
-        XCTAssertEqual(exitStatus(), 0, file("err") + terminal.screen())
-        XCTAssertTrue(file("out").contains("genp"), file("out"))
+        XCTAssertEqual(lactl.exitStatus(), 0, lactl.errors + terminal.screen())
+        XCTAssertTrue(lactl.output.contains("genp"), lactl.output)
         XCTAssertFalse(terminal.screen().contains("1234"), terminal.screen())
     }
 
     func testChangingThePasscodeAsksThreeTimesOnOnePrompt() throws {
-        let terminal = try lactl("passcode change")
+        let lactl = try lactl("passcode change")
+        let terminal = lactl.terminal
         terminal.waitFor("Allow it to change the device passcode")
         terminal.waitFor("Enter the current passcode")
         try terminal.type("1234"); try terminal.press("Enter")
@@ -60,18 +48,19 @@ final class PersonSecretsTests: XCTestCase {
         try terminal.type("246810"); try terminal.press("Enter")
         terminal.waitFor("Enter the new passcode again")
         try terminal.type("246810"); try terminal.press("Enter")
-        XCTAssertEqual(exitStatus(), 0, file("err") + terminal.screen())
+        XCTAssertEqual(lactl.exitStatus(), 0, lactl.errors + terminal.screen())
         // The new passcode opens the next administration; the old one no longer does.
         XCTAssertNoThrow(try enclave.administer(.keychainList, secrets: ["246810"]))
         XCTAssertThrowsError(try enclave.administer(.keychainList, secrets: ["1234"]))
     }
 
     func testThePersonCanRefuse() throws {
-        let terminal = try lactl("keychain share team /usr/bin/true")
+        let lactl = try lactl("keychain share team /usr/bin/true")
+        let terminal = lactl.terminal
         terminal.waitFor("let these apps share the keychain items of the group \"team\": /usr/bin/true")
         try terminal.press("Escape")
-        XCTAssertEqual(exitStatus(), 1, file("err"))
-        XCTAssertTrue(file("err").contains("did not allow"), file("err"))
+        XCTAssertEqual(lactl.exitStatus(), 1, lactl.errors)
+        XCTAssertTrue(lactl.errors.contains("did not allow"), lactl.errors)
         guard case .accessGroups(let groups) = try enclave.administer(.accessGroups, secrets: ["1234"]) else { return XCTFail() }
         XCTAssertTrue(groups.isEmpty, "\(groups)")
     }

@@ -18,45 +18,32 @@ final class TerminalPromptTests: XCTestCase {
     }
 
     /// `lactl authenticate` in the terminal, its outcome and exit status into files.
-    private func authenticate(policy: String = "owner", ignoringHangUp: Bool = false) throws -> TmuxTerminal {
-        let lactl = productPath("lactl")
-        let run = "'\(lactl)' authenticate --socket '\(enclave.socketPath)' --policy \(policy) --reason 'Unlock the vault' --json"
-        let trap = ignoringHangUp ? "trap '' HUP; " : ""
-        return try TmuxTerminal("\(trap)\(run) > '\(directory!)/out' 2> '\(directory!)/err'; echo $? > '\(directory!)/status'; sleep 60")
+    private func authenticate(policy: String = "owner", ignoringHangUp: Bool = false) throws -> TerminalCommand {
+        let run = "'\(productPath("lactl"))' authenticate --socket '\(enclave.socketPath)' --policy \(policy) --reason 'Unlock the vault' --json"
+        return try TerminalCommand(run, in: directory, ignoringHangUp: ignoringHangUp)
     }
-
-    private func exitStatus(timeout: Double = 20) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let text = try? String(contentsOfFile: directory + "/status", encoding: .utf8), let n = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
-                return n
-            }
-            usleep(50_000)
-        }
-        return nil
-    }
-
-    private func output() -> String { (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "" }
 
     func testThePasscodeIsTypedIntoTheDaemonsPromptAndTheAppGetsTheAnswer() throws {
-        let terminal = try authenticate()
+        let lactl = try authenticate()
+        let terminal = lactl.terminal
         terminal.waitFor("wants to confirm it is you")
         terminal.waitFor("Unlock the vault")
         if !terminal.screen().contains("type the passcode") { try terminal.press("C-f") }
         terminal.waitFor("type the passcode")
         try terminal.type("1234")
         try terminal.press("Enter")
-        XCTAssertEqual(exitStatus(), 0, output() + terminal.screen())
+        XCTAssertEqual(lactl.exitStatus(), 0, lactl.output + terminal.screen())
         terminal.waitFor("└─ authenticated")
         XCTAssertFalse(terminal.screen().contains("1234"), "typed with echo off:\n\(terminal.screen())")
-        let json = try JSONSerialization.jsonObject(with: Data(output().utf8)) as? [String: Any]
-        XCTAssertEqual(json?["success"] as? Bool, true, output())
+        let json = try JSONSerialization.jsonObject(with: Data(lactl.output.utf8)) as? [String: Any]
+        XCTAssertEqual(json?["success"] as? Bool, true, lactl.output)
         guard case .audit(let entries) = try enclave.administer(.audit(limit: 20, everyApp: true), secrets: ["1234"]) else { return XCTFail() }
         XCTAssertTrue(entries.contains { $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" && $0.result == "success(passcode)" }, "\(entries)")
     }
 
     func testAWrongPasscodeOnTheTerminalCountsAndEscapeCancels() throws {
-        let terminal = try authenticate()
+        let lactl = try authenticate()
+        let terminal = lactl.terminal
         terminal.waitFor("wants to confirm it is you")
         if !terminal.screen().contains("type the passcode") { try terminal.press("C-f") }
         terminal.waitFor("type the passcode")
@@ -67,18 +54,19 @@ final class TerminalPromptTests: XCTestCase {
         while (try enclave.status().passcodeFailures) < 1, Date() < deadline { usleep(50_000) }
         XCTAssertEqual(try enclave.status().passcodeFailures, 1, "the wrong passcode is an attempt")
         try terminal.press("Escape")
-        XCTAssertEqual(exitStatus(), 12, "10 + |userCancel|: " + output() + terminal.screen())
-        XCTAssertTrue(output().contains("userCancel"), output())
+        XCTAssertEqual(lactl.exitStatus(), 12, "10 + |userCancel|: " + lactl.output + terminal.screen())
+        XCTAssertTrue(lactl.output.contains("userCancel"), lactl.output)
     }
 
     /// The terminal goes away mid-prompt (its window closed): the evaluation ends with a clear
     /// error at once, the prompt is free for the next app, and nothing is counted.
     func testATerminalThatClosesMidPromptEndsTheEvaluation() throws {
-        let terminal = try authenticate(ignoringHangUp: true)
+        let lactl = try authenticate(ignoringHangUp: true)
+        let terminal = lactl.terminal
         terminal.waitFor("wants to confirm it is you")
         terminal.stop()
-        XCTAssertEqual(exitStatus(), 14, "10 + |systemCancel|: " + output())
-        XCTAssertTrue(output().contains("terminal"), output())
+        XCTAssertEqual(lactl.exitStatus(), 14, "10 + |systemCancel|: " + lactl.output)
+        XCTAssertTrue(lactl.output.contains("terminal"), lactl.output)
         let status = try enclave.status()
         XCTAssertFalse(status.promptOpen)
         XCTAssertEqual(status.passcodeFailures, 0)

@@ -68,3 +68,32 @@ public final class TmuxTerminal {
 
     public struct TmuxError: Error, CustomStringConvertible { public var description: String }
 }
+
+/// A shell command run in a `TmuxTerminal`, its standard output, standard error and exit status
+/// kept in files of `directory` (the terminal shows only what the daemon draws there).
+public struct TerminalCommand {
+    public let terminal: TmuxTerminal
+    private let directory: String
+
+    /// `ignoringHangUp`: the command outlives its terminal (`trap '' HUP`), to see what it hears when the terminal goes.
+    public init(_ command: String, in directory: String, ignoringHangUp: Bool = false) throws {
+        self.directory = directory
+        let trap = ignoringHangUp ? "trap '' HUP; " : ""
+        terminal = try TmuxTerminal("\(trap)\(command) > '\(directory)/out' 2> '\(directory)/err'; echo $? > '\(directory)/status'; sleep 60")
+    }
+
+    /// The command's exit status once it has ended (nil if it did not within `timeout` seconds).
+    public func exitStatus(timeout: Double = 20) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let text = try? String(contentsOfFile: directory + "/status", encoding: .utf8), let n = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+                return n
+            }
+            usleep(50_000)
+        }
+        return nil
+    }
+
+    public var output: String { (try? String(contentsOfFile: directory + "/out", encoding: .utf8)) ?? "" }
+    public var errors: String { (try? String(contentsOfFile: directory + "/err", encoding: .utf8)) ?? "" }
+}
