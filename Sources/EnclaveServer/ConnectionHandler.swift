@@ -22,6 +22,31 @@ struct RunningRequest: Sendable {
     }
 }
 
+/// Fires once, when a connection closes, for whatever registered before or registers after.
+final class ClosingSignal: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fired = false
+    private var waiting: [@Sendable () -> Void] = []
+
+    func fire() {
+        let run = lock.withLock { () -> [@Sendable () -> Void] in
+            fired = true
+            defer { waiting = [] }
+            return waiting
+        }
+        run.forEach { $0() }
+    }
+
+    func onFire(_ body: @escaping @Sendable () -> Void) {
+        let now = lock.withLock { () -> Bool in
+            if fired { return true }
+            waiting.append(body)
+            return false
+        }
+        if now { body() }
+    }
+}
+
 /// Numbers the daemon's connections (handoff tickets name the connection they are for).
 enum ConnectionNumbers {
     private static let lock = NSLock()
@@ -51,6 +76,8 @@ final class ConnectionHandler: @unchecked Sendable {
     private let handed = HandedDescriptors()
     /// This connection among the daemon's, for its handoff tickets.
     private let number = ConnectionNumbers.next()
+    /// Ends what waits for the person (`PersonSecrets`) when the connection closes.
+    private let closing = ClosingSignal()
     private let logger: Logger
     private let greetedLock = NSLock()
     private var _greeted = false
@@ -103,6 +130,18 @@ final class ConnectionHandler: @unchecked Sendable {
             await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.outOfOrder, "the first request on a connection must be hello"))))
             return true
         }
+        // A request that waits for the person runs on its own, so the connection keeps reading:
+        // its close is seen at once and ends the prompt (`closing`).
+        if AdminPolicy.purpose(of: envelope.request) != nil {
+            jobQueue.yield { [self] in await answer(envelope) }
+        } else {
+            await answer(envelope)
+        }
+        return true
+    }
+
+    private func answer(_ envelope: RequestEnvelope) async {
+        let id = envelope.id
         do {
             if let reply = try await handle(envelope) { await sink.send(ReplyEnvelope(id: id, reply: reply)) }
         } catch let failure as Failure {
@@ -111,7 +150,6 @@ final class ConnectionHandler: @unchecked Sendable {
             logger.error("request failed", metadata: ["op": "\(envelope.request.operation)", "error": "\(error)"])
             await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))))
         }
-        return true
     }
 
     /// The connection ended: every request on it ends, and `run()` returns once they have. When the
@@ -121,6 +159,7 @@ final class ConnectionHandler: @unchecked Sendable {
         let input = daemon.stopping.endingInput
         contexts { $0.close() }.forEach { $0.end(input) }
         daemon.handoff.revoke(connection: number)
+        closing.fire()
         handed.close()
         jobQueue.finish()
     }
@@ -299,7 +338,7 @@ final class ConnectionHandler: @unchecked Sendable {
     /// pipe the client handed (`PersonSecrets`).
     private func secrets(for request: Request) -> PersonSecrets {
         PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
-                      timeout: daemon.config.promptTimeout)
+                      timeout: daemon.config.promptTimeout, closing: closing)
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {

@@ -14,6 +14,8 @@ struct PersonSecrets {
     let purpose: String
     /// How long the terminal prompt waits for the person.
     let timeout: Double
+    /// The connection's close: the prompt ends at once (its client went away).
+    let closing: ClosingSignal
 
     static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal (the daemon asks there) or hand the passcode on standard input (lactl … --stdin)")
 
@@ -68,6 +70,7 @@ struct PersonSecrets {
             if !Task.isCancelled { feed.yield(.cancel) }
         }
         defer { timer.cancel() }
+        closing.onFire { feed.yield(nil) }
         var answers: [String] = []
         var iterator = actions.makeAsyncIterator()
         for instruction in instructions {
@@ -81,8 +84,8 @@ struct PersonSecrets {
                     await prompt.close(result: "not allowed")
                     throw Failure(.notPermitted, "the person did not allow it")
                 case .some(nil), nil:
-                    await prompt.close(result: "the terminal closed")
-                    throw Failure(.notPermitted, "the terminal the prompt was shown on closed")
+                    await prompt.close(result: "ended: the terminal closed or the app went away")
+                    throw Failure(.notPermitted, "the prompt ended: its terminal closed or the app went away")
                 default:
                     continue
                 }

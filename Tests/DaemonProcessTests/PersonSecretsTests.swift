@@ -64,4 +64,20 @@ final class PersonSecretsTests: XCTestCase {
         guard case .accessGroups(let groups) = try enclave.administer(.accessGroups, secrets: ["1234"]) else { return XCTFail() }
         XCTAssertTrue(groups.isEmpty, "\(groups)")
     }
+
+    /// The app goes away while the daemon asks for the passcode: the prompt ends at once and the
+    /// terminal is left as it was (before, the prompt stayed up until its timeout, its connection
+    /// unread behind it).
+    func testAClientThatGoesAwayEndsThePromptAtOnce() throws {
+        let lactl = try lactl("keychain list")
+        let terminal = lactl.terminal
+        terminal.waitFor("Enter the device passcode to allow it")
+        let killed = try runProcess("/usr/bin/pkill", ["-KILL", "-f", "lactl keychain list --socket \(enclave.socketPath)"])
+        XCTAssertEqual(killed.status, 0, "lactl was running")
+        terminal.waitFor("└─ ended", timeout: 5)
+        XCTAssertNotNil(lactl.exitStatus(), "the shell went on after lactl")
+        // The terminal is back in its own mode: what is typed now is echoed by the terminal again.
+        try terminal.type("echoed-again")
+        terminal.waitFor("echoed-again", timeout: 5)
+    }
 }
