@@ -72,4 +72,19 @@ final class TerminalPromptTests: XCTestCase {
         XCTAssertEqual(status.passcodeFailures, 0)
         XCTAssertEqual(status.biometricFailures, 0)
     }
+
+    /// The app is killed while the daemon's prompt is up on its terminal: the evaluation ends
+    /// (appCancel), the prompt says so, and the terminal is given back in its own mode.
+    func testAnAppKilledMidPromptGivesTheTerminalBack() throws {
+        let lactl = try authenticate()
+        let terminal = lactl.terminal
+        terminal.waitFor("wants to confirm it is you")
+        // lactl's own command line (the tmux server's holds the quoted command, which this does not match).
+        let killed = try runProcess("/usr/bin/pkill", ["-KILL", "-f", "lactl authenticate --socket \(enclave.socketPath)"])
+        XCTAssertEqual(killed.status, 0, "lactl was running")
+        terminal.waitFor("└─ Invalidated by client.", timeout: 5)
+        try terminal.type("echoed-again")
+        terminal.waitFor("echoed-again", timeout: 5)
+        XCTAssertFalse(try enclave.status().promptOpen)
+    }
 }
