@@ -31,6 +31,9 @@ struct Bench {
         if args.count > 1 && args[1] == "passcode" {
             return try await PasscodeBench.run(checks: args.count > 2 ? Int(args[2]) ?? 10 : 10)
         }
+        if args.count > 1 && args[1] == "load" {
+            return try await LoadBench.run(clients: args.count > 2 ? Int(args[2]) ?? 64 : 64, seconds: args.count > 3 ? Double(args[3]) ?? 60 : 60)
+        }
         if args.count > 1 && args[1] == "keychain" {
             return try await KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
         }

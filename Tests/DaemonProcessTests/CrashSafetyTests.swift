@@ -50,6 +50,82 @@ final class CrashSafetyTests: XCTestCase {
         }
         print("SIGKILL rounds: \(told) killed after the client saw the failure, \(untold) before")
     }
+
+    /// Keychain writes and deletes under SIGKILL at random instants: every add the client was told
+    /// succeeded is there after the restart, whole; every delete it was told succeeded stays
+    /// deleted; whatever is there is whole (never a half-written item).
+    func testSIGKILLDuringKeychainWritesAndDeletesLosesNothingAnsweredAndResurrectsNothing() throws {
+        let enclave = try TestEnclave()
+        var generator = SystemRandomNumberGenerator()
+        var added: Set<String> = []      // answered success, not deleted since
+        var deleted: Set<String> = []    // answered success
+        func attributes(_ account: String) -> [String: KeychainValue] {
+            ["class": .string("genp"), "svce": .string("crash"), "acct": .string(account)]
+        }
+        func secret(_ account: String) -> Data { Data((account + String(repeating: "-payload", count: 64)).utf8) }
+        for round in 0..<25 {
+            let connection = try EnclaveConnection(socketPath: enclave.socketPath)
+            let answers = AnswerLog()
+            // This round's adds, and deletes of what earlier rounds added, all in flight at once.
+            let toDelete = Array(added.prefix(6))
+            for i in 0..<12 {
+                let account = "r\(round)-\(i)"
+                var add = attributes(account)
+                add["v_Data"] = .data(secret(account))
+                connection.send(.keychainAdd(KeychainRequest(attributes: add, context: "w"))) { result in
+                    if case .success(.keychain(let r)) = result, r.status == .success { answers.record(added: account) }
+                }
+                if i < toDelete.count {
+                    let victim = toDelete[i]
+                    connection.send(.keychainDelete(KeychainRequest(attributes: attributes(victim), context: "w"))) { result in
+                        if case .success(.keychain(let r)) = result, r.status == .success { answers.record(deleted: victim) }
+                    }
+                }
+            }
+            usleep(UInt32.random(in: 0...20_000, using: &generator))
+            enclave.kill()
+            let (newlyAdded, newlyDeleted) = answers.snapshot
+            connection.close()
+            added.formUnion(newlyAdded)
+            added.subtract(newlyDeleted)
+            deleted.formUnion(newlyDeleted)
+            try enclave.start()
+
+            let control = try EnclaveConnection(socketPath: enclave.socketPath)
+            defer { control.close() }
+            let reply = try control.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("crash")],
+                                                                           context: "check", returnData: true, returnAttributes: true, matchAll: true)))
+            guard case .keychain(let all) = reply else { return XCTFail("round \(round): \(reply)") }
+            var present: [String: Data] = [:]
+            for item in all.items {
+                if case .string(let account)? = item.attributes["acct"] { present[account] = item.data }
+            }
+            // A delete sent but not answered before the kill may have happened or not.
+            let uncertain = Set(toDelete).subtracting(newlyDeleted)
+            for account in uncertain where present[account] == nil {
+                added.remove(account)
+                deleted.insert(account)
+            }
+            for account in added where !uncertain.contains(account) {
+                XCTAssertEqual(present[account], secret(account), "round \(round): \(account) was answered added")
+            }
+            for account in deleted { XCTAssertNil(present[account], "round \(round): \(account) was answered deleted, and came back") }
+            for (account, data) in present { XCTAssertEqual(data, secret(account), "round \(round): \(account) is not whole") }
+            // What was written but not answered before the kill is there whole, or not at all; from
+            // now on it counts as added (it may be deleted in a later round).
+            added.formUnion(present.keys.filter { !deleted.contains($0) })
+        }
+        print("keychain SIGKILL rounds: \(added.count) items added and kept, \(deleted.count) deleted, checked after every kill")
+    }
+}
+
+private final class AnswerLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var added: Set<String> = []
+    private var deleted: Set<String> = []
+    func record(added account: String) { lock.withLock { _ = added.insert(account) } }
+    func record(deleted account: String) { lock.withLock { _ = deleted.insert(account) } }
+    var snapshot: (Set<String>, Set<String>) { lock.withLock { (added, deleted) } }
 }
 
 private final class FailureWitness: @unchecked Sendable {
