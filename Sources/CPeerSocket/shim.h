@@ -167,3 +167,14 @@ static inline int la_accept_cloexec_nonblocking(int fd) {
 static inline int la_pipe_cloexec_nonblocking(int fds[2]) {
     return (int)syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK);
 }
+
+#include <sys/ioctl.h>
+
+/// The device of the terminal behind `fd` in the kernel's numbering (what /proc/PID/stat calls
+/// tty_nr), also for a descriptor opened through /dev/tty, whose own st_rdev is /dev/tty's (5:0).
+/// 0 when `fd` is not a terminal. TIOCGDEV: Linux 3.8.
+static inline uint32_t la_terminal_device(int fd) {
+    unsigned int device = 0;
+    if (ioctl(fd, TIOCGDEV, &device) != 0) return 0;
+    return device;
+}

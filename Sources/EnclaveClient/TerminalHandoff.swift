@@ -15,9 +15,10 @@ enum ControllingTerminal {
     static func openForeground() -> (descriptor: Int32, device: UInt64)? {
         let fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
-        var info = stat()
-        guard isatty(fd) == 1, tcgetpgrp(fd) == getpgrp(), fstat(fd, &info) == 0 else { close(fd); return nil }
-        return (fd, UInt64(info.st_rdev))
+        // Its real device (st_rdev would be /dev/tty's own, the same for every terminal).
+        let device = la_terminal_device(fd)
+        guard isatty(fd) == 1, tcgetpgrp(fd) == getpgrp(), device != 0 else { close(fd); return nil }
+        return (fd, UInt64(device))
     }
 }
 

@@ -40,6 +40,8 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
     case busy = 6
     /// `secretInput` was asked for, and the descriptor is neither a pipe nor a regular file.
     case notAPipeOrFile = 7
+    /// A terminal, but not the controlling terminal of the process that hands it.
+    case notTheControllingTerminal = 8
 
     public var description: String {
         switch self {
@@ -51,6 +53,7 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
         case .malformed: return "the handoff message is not a ticket"
         case .busy: return "too many handoffs of this user are waiting"
         case .notAPipeOrFile: return "the handed descriptor is neither a pipe nor a file"
+        case .notTheControllingTerminal: return "the handed terminal is not the controlling terminal of the process that hands it"
         }
     }
 }

@@ -22,6 +22,14 @@ struct RunningRequest: Sendable {
     }
 }
 
+/// A flag taken by one holder at a time.
+final class OneAtATime: @unchecked Sendable {
+    private let lock = NSLock()
+    private var taken = false
+    func begin() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
+    func end() { lock.withLock { taken = false } }
+}
+
 /// Fires once, when a connection closes, for whatever registered before or registers after.
 final class ClosingSignal: @unchecked Sendable {
     private let lock = NSLock()
@@ -78,6 +86,8 @@ final class ConnectionHandler: @unchecked Sendable {
     private let number = ConnectionNumbers.next()
     /// Ends what waits for the person (`PersonSecrets`) when the connection closes.
     private let closing = ClosingSignal()
+    /// Whether a request of this connection waits for the person now.
+    private let waitingForThePerson = OneAtATime()
     private let logger: Logger
     private let greetedLock = NSLock()
     private var _greeted = false
@@ -132,8 +142,16 @@ final class ConnectionHandler: @unchecked Sendable {
         }
         // A request that waits for the person runs on its own, so the connection keeps reading:
         // its close is seen at once and ends the prompt (`closing`).
+        // One at a time per connection: each holds a prompt or a reader thread while it waits.
         if AdminPolicy.purpose(of: envelope.request) != nil {
-            jobQueue.yield { [self] in await answer(envelope) }
+            guard waitingForThePerson.begin() else {
+                await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.busy, "this connection is already waiting for the person"))))
+                return true
+            }
+            jobQueue.yield { [self] in
+                await answer(envelope)
+                waitingForThePerson.end()
+            }
         } else {
             await answer(envelope)
         }
@@ -252,21 +270,21 @@ final class ConnectionHandler: @unchecked Sendable {
         case .status:
             return .status(try await session.status(app: peer.app))
         case .setPasscode:
-            let new = try await secrets(for: envelope.request).newPasscode()
+            let new = try await secrets(for: envelope.request, session: session).newPasscode()
             try checkPasscodeLength(new, "new")
             try await audited("passcode.set") { try await session.setPasscode(current: nil, new: new) }
             return .ok
         case .changePasscode:
-            let (current, new) = try await secrets(for: envelope.request).currentAndNewPasscode()
+            let (current, new) = try await secrets(for: envelope.request, session: session).currentAndNewPasscode()
             try checkPasscodeLength(new, "new")
             try await audited("passcode.change") { try await session.setPasscode(current: current, new: new) }
             return .ok
         case .removePasscode:
-            let current = try await secrets(for: envelope.request).passcode()
+            let current = try await secrets(for: envelope.request, session: session).passcode()
             try await audited("passcode.remove") { try await session.removePasscode(current: current) }
             return .ok
         case .enroll(let name):
-            let passcode = try await secrets(for: envelope.request).passcode()
+            let passcode = try await secrets(for: envelope.request, session: session).passcode()
             // A real reader's stages go to the client as they pass, in order, before the final ok.
             let (stages, forward) = AsyncStream<EnrolmentProgress>.makeStream()
             let sink = self.sink
@@ -284,7 +302,7 @@ final class ConnectionHandler: @unchecked Sendable {
             await forwarding.value
             return .ok
         case .unenroll(let name):
-            let passcode = try await secrets(for: envelope.request).passcode()
+            let passcode = try await secrets(for: envelope.request, session: session).passcode()
             try await audited("unenroll") { try await session.unenroll(passcode: passcode, name: name) }
             return .ok
         case .simulate(let events):
@@ -299,7 +317,7 @@ final class ConnectionHandler: @unchecked Sendable {
             case .everyUser:
                 return .audit(try daemon.auditLog.read(uid: nil, app: nil, limit: limit))
             case .everyAppOfCaller:
-                try await session.confirmPasscode(try await secrets(for: envelope.request).passcode())
+                try await session.confirmPasscode(try await secrets(for: envelope.request, session: session).passcode())
                 return .audit(try daemon.auditLog.read(uid: peer.uid, app: nil, limit: limit))
             case .callingApp:
                 return .audit(try daemon.auditLog.read(uid: peer.uid, app: peer.app, limit: limit))
@@ -319,16 +337,16 @@ final class ConnectionHandler: @unchecked Sendable {
         case .keychainDelete(let k): try startKeychain(id: envelope.id, .delete, k, session: session); return nil
         case .key(let k): try startKeyOperation(id: envelope.id, k, session: session); return nil
         case .configureAccessGroup(let name, let apps):
-            let passcode = try await secrets(for: envelope.request).passcode()
+            let passcode = try await secrets(for: envelope.request, session: session).passcode()
             try await audited("keychain.group") { try await session.configureAccessGroup(passcode: passcode, name: name, apps: apps) }
             return .ok
         case .accessGroups:
-            return .accessGroups(try await session.accessGroups(passcode: try await secrets(for: envelope.request).passcode()))
+            return .accessGroups(try await session.accessGroups(passcode: try await secrets(for: envelope.request, session: session).passcode()))
         case .keychainList:
-            let passcode = try await secrets(for: envelope.request).passcode()
+            let passcode = try await secrets(for: envelope.request, session: session).passcode()
             return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })
         case .keychainRemove(let ref):
-            let passcode = try await secrets(for: envelope.request).passcode()
+            let passcode = try await secrets(for: envelope.request, session: session).passcode()
             try await audited("keychain.remove") { try await session.keychainRemove(passcode: passcode, persistentRef: ref) }
             return .ok
         }
@@ -336,9 +354,9 @@ final class ConnectionHandler: @unchecked Sendable {
 
     /// Where this request's passcode comes from: the person, on the trusted prompt or through the
     /// pipe the client handed (`PersonSecrets`).
-    private func secrets(for request: Request) -> PersonSecrets {
+    private func secrets(for request: Request, session: UserSession) -> PersonSecrets {
         PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
-                      timeout: daemon.config.promptTimeout, closing: closing)
+                      session: session, closing: closing)
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {

@@ -12,20 +12,25 @@ import Glibc
 /// socket, closed with the connection; a descriptor that arrives after the close is closed at once.
 final class HandedDescriptors: @unchecked Sendable {
     private let lock = NSLock()
-    private var descriptors: [HandedDescriptor: Int32] = [:]
+    private var terminal: Int32?
     private var secretLines: SecretLines?
     private var closed = false
 
     /// Takes ownership of `fd`; false (and `fd` closed) when the connection has ended. A second
-    /// handoff of a kind replaces the first (a prompt drawing on the old terminal holds its own duplicate).
+    /// handoff of a kind replaces the first: a prompt drawing on the old terminal holds its own
+    /// duplicate, and a read of the old secret input in progress keeps its `SecretLines` (which
+    /// owns its descriptor) until the read ends.
     func receive(_ kind: HandedDescriptor, _ fd: Int32) -> Bool {
         let (taken, previous): (Bool, Int32?) = lock.withLock {
             guard !closed else { return (false, nil) }
-            defer {
-                descriptors[kind] = fd
-                if kind == .secretInput { secretLines = SecretLines(fd: fd) }
+            switch kind {
+            case .terminal:
+                defer { terminal = fd }
+                return (true, terminal)
+            case .secretInput:
+                secretLines = SecretLines(owning: fd)
+                return (true, nil)
             }
-            return (true, descriptors[kind])
         }
         if !taken { Glibc.close(fd); return false }
         if let previous { Glibc.close(previous) }
@@ -35,22 +40,24 @@ final class HandedDescriptors: @unchecked Sendable {
     /// A duplicate of the terminal for one prompt (the prompt closes it), or nil when none was handed.
     func duplicateTerminal() -> Int32? {
         lock.withLock {
-            guard let descriptor = descriptors[.terminal] else { return nil }
-            let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 3)
+            guard let terminal else { return nil }
+            let copy = fcntl(terminal, F_DUPFD_CLOEXEC, 3)
             return copy >= 0 ? copy : nil
         }
     }
+
+    var hasTerminal: Bool { lock.withLock { terminal != nil } }
 
     /// The lines of the handed secret input, or nil when none was handed.
     var secretInput: SecretLines? { lock.withLock { secretLines } }
 
     func close() {
-        let all: [Int32] = lock.withLock {
+        let fd: Int32? = lock.withLock {
             closed = true
-            defer { descriptors = [:]; secretLines = nil }
-            return Array(descriptors.values)
+            defer { terminal = nil; secretLines = nil }
+            return terminal
         }
-        all.forEach { Glibc.close($0) }
+        if let fd { Glibc.close(fd) }
     }
 }
 
@@ -63,7 +70,19 @@ final class SecretLines: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer: [UInt8] = []
 
-    init(fd: Int32) { self.fd = fd }
+    /// Owns `fd`: it is closed (and what was read but not used is overwritten) when the last
+    /// reference goes — a read in progress holds one, so its descriptor is never closed under it.
+    init(owning fd: Int32) {
+        self.fd = fd
+        // A private non-blocking view: a shared stdin drained by another process between poll and
+        // read must not leave the reader blocked for good.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit {
+        for i in buffer.indices { buffer[i] = 0 }
+        Glibc.close(fd)
+    }
 
     enum Problem: Error { case noLine, tooLong }
 
@@ -83,6 +102,7 @@ final class SecretLines: @unchecked Sendable {
             if let end = buffer.firstIndex(of: 10) {
                 defer { for i in 0...end { buffer[i] = 0 }; buffer.removeFirst(end + 1) }
                 var line = Array(buffer[..<end])
+                defer { for i in line.indices { line[i] = 0 } }
                 if line.last == 13 { line.removeLast() }
                 guard line.count <= WireLimits.maxPasscodeBytes else { return .failure(.tooLong) }
                 return .success(String(decoding: line, as: UTF8.self))
@@ -194,8 +214,9 @@ final class HandoffServer: @unchecked Sendable {
         return fd
     }
 
-    func start() {
-        _ = la_pipe_cloexec_nonblocking(&wake)
+    /// False when the loop could not start (no descriptors for its wake-up pipe).
+    func start() -> Bool {
+        guard la_pipe_cloexec_nonblocking(&wake) == 0 else { return false }
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
         let t = Thread { [self] in
             loop()
@@ -204,6 +225,7 @@ final class HandoffServer: @unchecked Sendable {
         t.name = "laenclaved-handoff"
         thread = t
         t.start()
+        return true
     }
 
     /// Ends the loop and waits for it; closes the listener (and removes its file when it made it).
@@ -296,6 +318,14 @@ final class HandoffServer: @unchecked Sendable {
             switch redeemed.kind {
             case .terminal:
                 guard isatty(descriptor) == 1 else { close(descriptor); return .notATerminal }
+                // The terminal the process runs in, not any terminal it can open: the kernel's
+                // tty_nr for the peer against the descriptor's device.
+                let stat = (try? String(contentsOfFile: "/proc/\(peer.pid)/stat", encoding: .utf8)) ?? ""
+                guard let controlling = TerminalDevice.controllingTerminal(stat: stat),
+                      controlling == TerminalDevice(ttyNr: Int64(la_terminal_device(descriptor))) else {
+                    close(descriptor)
+                    return .notTheControllingTerminal
+                }
             case .secretInput:
                 var info = stat()
                 let type = fstat(descriptor, &info) == 0 ? info.st_mode & S_IFMT : 0

@@ -12,8 +12,10 @@ struct PersonSecrets {
     let app: String
     /// What the person allows (`AdminPolicy.purpose`).
     let purpose: String
-    /// How long the terminal prompt waits for the person.
-    let timeout: Double
+    /// The user's session: its prompt slot is taken while the terminal prompt is up (one prompt
+    /// per user, evaluations included, so two prompts never share a terminal), and its
+    /// configuration says how long the prompt waits.
+    let session: UserSession
     /// The connection's close: the prompt ends at once (its client went away).
     let closing: ClosingSignal
 
@@ -62,10 +64,27 @@ struct PersonSecrets {
 
     /// One trusted prompt with a screen per answer.
     private func onTerminal(_ instructions: [String]) async throws -> [String] {
+        guard descriptors.hasTerminal else { throw Self.nobodyToAsk }
+        guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) else {
+            throw Failure(.busy, "another prompt of this user took too long")
+        }
+        do {
+            let answers = try await promptOnTerminal(instructions)
+            await session.releasePrompt()
+            return answers
+        } catch {
+            await session.releasePrompt()
+            throw error
+        }
+    }
+
+    private func promptOnTerminal(_ instructions: [String]) async throws -> [String] {
         guard let fd = descriptors.duplicateTerminal() else { throw Self.nobodyToAsk }
         let (actions, feed) = AsyncStream<PromptKeyboard.Action?>.makeStream()
+        defer { feed.finish() }
+        let timeout = session.config.promptTimeout
         let prompt = TerminalPrompt(fd: fd, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) })
-        let timer = Task { [timeout] in
+        let timer = Task {
             try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
             if !Task.isCancelled { feed.yield(.cancel) }
         }

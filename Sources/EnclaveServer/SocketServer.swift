@@ -78,7 +78,10 @@ public struct EnclaveService: Service {
                 return nil
             }
         }
-        server.start()
+        guard server.start() else {
+            logger.warning("no handoff socket: its loop could not start; prompts cannot be shown on an app's terminal")
+            return nil
+        }
         return server
     }
 

@@ -44,7 +44,11 @@ final class TerminalPrompt: @unchecked Sendable {
                 return !started
             }
             guard let first else { return }
-            if first { startReading() }
+            if first && !startReading() {
+                // No reader (out of descriptors): nothing to restore, and the evaluation hears it at once.
+                lock.withLock { started = false; closed = true }
+                return onLost()
+            }
             write(PromptText.lines(s, first: first).joined(separator: "\r\n") + "\r\n")
         }
     }
@@ -68,7 +72,8 @@ final class TerminalPrompt: @unchecked Sendable {
         } }
     }
 
-    private func startReading() {
+    private func startReading() -> Bool {
+        guard la_pipe_cloexec_nonblocking(&stopPipe) == 0 else { return false }
         tcgetattr(fd, &saved)
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
@@ -77,13 +82,13 @@ final class TerminalPrompt: @unchecked Sendable {
             cc[Int(VTIME)] = 0
         }
         tcsetattr(fd, TCSANOW, &raw)
-        _ = la_pipe_cloexec_nonblocking(&stopPipe)
         let reader = Thread { [self] in
             readKeys()
             readerDone.signal()
         }
         reader.name = "laenclaved.prompt-keys"
         reader.start()
+        return true
     }
 
     private func readKeys() {

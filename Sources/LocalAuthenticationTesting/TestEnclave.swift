@@ -184,6 +184,7 @@ public final class TestEnclave: @unchecked Sendable {
     public func administer(_ request: Request, secrets: [String]) throws -> Reply {
         var ends: [Int32] = [-1, -1]
         guard pipe(&ends) == 0 else { throw EnclaveClientError.unreachable("no pipe: \(String(cString: strerror(errno)))") }
+        ends.forEach { _ = fcntl($0, F_SETFD, FD_CLOEXEC) }
         let text = Array(secrets.map { $0 + "\n" }.joined().utf8)
         let written = text.withUnsafeBytes { Glibc.write(ends[1], $0.baseAddress, $0.count) }
         close(ends[1])

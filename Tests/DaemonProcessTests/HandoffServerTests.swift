@@ -59,6 +59,18 @@ final class HandoffServerTests: XCTestCase {
         XCTAssertEqual(try handOver([UInt8](token), descriptor: pipeEnds[0]), .unknownTicket)
     }
 
+    /// A terminal the app opened itself (a fresh pseudo-terminal it could type into) is not the
+    /// terminal it runs in: refused. (Before this check it was taken as the prompt's terminal.)
+    func testATerminalThatIsNotTheProcesssOwnIsRefused() throws {
+        let (client, token) = try ticket()
+        defer { client.close() }
+        let pty = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard pty >= 0 else { throw XCTSkip("no /dev/ptmx") }
+        defer { close(pty) }
+        XCTAssertEqual(isatty(pty), 1)
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: pty), .notTheControllingTerminal)
+    }
+
     /// A ticket learned by another process (another app of the same user) is worth nothing to it:
     /// the kernel names the process on the handoff socket, and it is not the one that asked.
     func testATicketShownByAnotherProcessIsRefusedAndSpent() throws {

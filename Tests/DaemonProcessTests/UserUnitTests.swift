@@ -1,3 +1,4 @@
+import CPeerSocket
 import EnclaveClient
 import EnclaveProtocol
 import Foundation

@@ -502,6 +502,23 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(f.code, .passcodeIncorrect)
     }
 
+    /// One request waiting for the person per connection: each holds a reader or a prompt, so a
+    /// client cannot pile them up; the second is answered busy at once, the first goes on.
+    func testOneRequestAtATimeWaitsForThePerson() async throws {
+        guard case .handoffTicket(let ticket) = try await request(.handoff(kind: .secretInput)) else { return XCTFail("no ticket") }
+        var ends: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&ends), 0)
+        defer { close(ends[1]) }
+        guard case .success(let redeemed) = daemon.handoff.redeem(ticket, by: .init(uid: getuid(), pid: getpid())) else { return XCTFail() }
+        XCTAssertTrue(redeemed.destination.receive(.secretInput, ends[0]))
+        await send(700, "keychainList")
+        try await Task.sleep(nanoseconds: 100_000_000)
+        await send(701, "accessGroups")
+        try await expectFailure(701, .busy)
+        XCTAssertEqual(write(ends[1], "1234\n", 5), 5)
+        guard case .keychainListing = try await sink.final(700) else { return XCTFail("the first request goes on") }
+    }
+
     /// `handoff` answers a fresh ticket of `Handoff.ticketBytes` random bytes each time.
     func testHandoffAnswersAFreshTicket() async throws {
         await send(1, "handoff", ["kind": "terminal"])
