@@ -149,24 +149,25 @@ final class ConnectionHandler: @unchecked Sendable {
                 return true
             }
             jobQueue.yield { [self] in
-                await answer(envelope)
+                let reply = await answer(envelope)
+                // Free before the answer leaves: the client may send its next such request at once.
                 waitingForThePerson.end()
+                if let reply { await sink.send(ReplyEnvelope(id: id, reply: reply)) }
             }
-        } else {
-            await answer(envelope)
+        } else if let reply = await answer(envelope) {
+            await sink.send(ReplyEnvelope(id: id, reply: reply))
         }
         return true
     }
 
-    private func answer(_ envelope: RequestEnvelope) async {
-        let id = envelope.id
+    private func answer(_ envelope: RequestEnvelope) async -> Reply? {
         do {
-            if let reply = try await handle(envelope) { await sink.send(ReplyEnvelope(id: id, reply: reply)) }
+            return try await handle(envelope)
         } catch let failure as Failure {
-            await sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
+            return .failure(failure)
         } catch {
             logger.error("request failed", metadata: ["op": "\(envelope.request.operation)", "error": "\(error)"])
-            await sink.send(ReplyEnvelope(id: id, reply: .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))))
+            return .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))
         }
     }
 
