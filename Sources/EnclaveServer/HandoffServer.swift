@@ -242,6 +242,9 @@ final class HandoffServer: @unchecked Sendable {
 
     private func loop() {
         var pending: [Pending] = []
+        /// Out of descriptors, the listener stays readable: it is left alone for a moment instead
+        /// of spinning on EMFILE.
+        var acceptPausedUntil = 0.0
         defer { pending.forEach { close($0.fd) } }
         while true {
             let now = monotonicSeconds()
@@ -250,9 +253,11 @@ final class HandoffServer: @unchecked Sendable {
                 answer(p.fd, .malformed)
                 return true
             }
-            var fds = [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0), pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+            let listening = now >= acceptPausedUntil
+            var fds = [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0), pollfd(fd: listening ? listener : -1, events: Int16(POLLIN), revents: 0)]
             fds += pending.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
-            let timeout = pending.map(\.deadline).min().map { Int32(max(1, ($0 - now) * 1000)) } ?? -1
+            let wakeUps = pending.map(\.deadline) + (listening ? [] : [acceptPausedUntil])
+            let timeout = wakeUps.min().map { Int32(max(1, ($0 - now) * 1000)) } ?? -1
             let n = poll(&fds, nfds_t(fds.count), timeout)
             if n < 0 && errno != EINTR { logger.error("the handoff socket failed", metadata: ["errno": "\(errno)"]); return }
             if fds[0].revents != 0 { return }
@@ -261,14 +266,15 @@ final class HandoffServer: @unchecked Sendable {
                 if exchange(p) { done.insert(p.fd) }
             }
             pending.removeAll { done.contains($0.fd) }
-            if fds[1].revents & Int16(POLLIN) != 0 { acceptAll(into: &pending) }
+            if fds[1].revents & Int16(POLLIN) != 0, !acceptAll(into: &pending) { acceptPausedUntil = monotonicSeconds() + 0.1 }
         }
     }
 
-    private func acceptAll(into pending: inout [Pending]) {
+    /// False when the process is out of descriptors.
+    private func acceptAll(into pending: inout [Pending]) -> Bool {
         while true {
             let fd = la_accept_cloexec_nonblocking(listener)
-            guard fd >= 0 else { return }
+            guard fd >= 0 else { return errno != EMFILE && errno != ENFILE }
             guard let credentials = PeerCredentials.of(socket: fd) else { close(fd); continue }
             let peer = HandoffTickets<HandedDescriptors>.Owner(uid: credentials.uid, pid: credentials.pid)
             guard pending.count < Self.waiting, pending.filter({ $0.peer.uid == peer.uid }).count < Self.perUserWaiting else {
