@@ -83,6 +83,9 @@ extension EnclaveConnection {
         case .handed:
             Glibc.close(terminal.descriptor)
             then(true)
+        case .refused:
+            Glibc.close(terminal.descriptor)
+            then(false)
         case .waiting:
             Glibc.close(terminal.descriptor)
         case .start:
@@ -101,16 +104,20 @@ extension EnclaveConnection {
     }
 }
 
-/// Which terminal a connection has handed over, and who waits while a handoff runs.
+/// Which terminal a connection has handed over (or failed to: not tried again on that
+/// connection, so a daemon without a handoff socket costs one attempt), and who waits while a
+/// handoff runs.
 final class TerminalHandoffState: @unchecked Sendable {
-    enum Begin { case handed, waiting, start }
+    enum Begin { case handed, refused, waiting, start }
     private let lock = NSLock()
     private var handed: UInt64?
+    private var refused: UInt64?
     private var waiters: [@Sendable (Bool) -> Void]?
 
     func begin(device: UInt64, waiter: @escaping @Sendable (Bool) -> Void) -> Begin {
         lock.withLock {
             if handed == device { return .handed }
+            if refused == device { return .refused }
             if waiters != nil { waiters!.append(waiter); return .waiting }
             waiters = [waiter]
             return .start
@@ -119,7 +126,7 @@ final class TerminalHandoffState: @unchecked Sendable {
 
     func finish(device: UInt64, handed ok: Bool) -> [@Sendable (Bool) -> Void] {
         lock.withLock {
-            if ok { handed = device }
+            if ok { handed = device } else { refused = device }
             defer { waiters = nil }
             return waiters ?? []
         }
