@@ -272,12 +272,10 @@ final class ConnectionHandler: @unchecked Sendable {
             return .status(try await session.status(app: peer.app))
         case .setPasscode:
             let new = try await secrets(for: envelope.request, session: session).newPasscode()
-            try checkPasscodeLength(new, "new")
             try await audited("passcode.set") { try await session.setPasscode(current: nil, new: new) }
             return .ok
         case .changePasscode:
             let (current, new) = try await secrets(for: envelope.request, session: session).currentAndNewPasscode()
-            try checkPasscodeLength(new, "new")
             try await audited("passcode.change") { try await session.setPasscode(current: current, new: new) }
             return .ok
         case .removePasscode:

@@ -23,7 +23,8 @@ struct PersonSecrets {
 
     /// The device passcode, to allow `purpose`.
     func passcode() async throws -> String {
-        try await ask(["Enter the device passcode to allow it"], what: "device passcode").first ?? ""
+        if let lines = descriptors.secretInput { return try await line(from: lines, what: "device passcode") }
+        return try await onTerminal(["Enter the device passcode to allow it"])[0]
     }
 
     /// The current passcode, then a new one (asked twice on the terminal).
@@ -42,15 +43,6 @@ struct PersonSecrets {
         let answers = try await onTerminal(["Choose the new passcode", "Enter it again"])
         guard answers[0] == answers[1] else { throw Failure(.invalidParameter, "the passcodes differ") }
         return answers[0]
-    }
-
-    private func ask(_ instructions: [String], what: String) async throws -> [String] {
-        if let lines = descriptors.secretInput {
-            var answers: [String] = []
-            for _ in instructions { answers.append(try await line(from: lines, what: what)) }
-            return answers
-        }
-        return try await onTerminal(instructions)
     }
 
     private func line(from lines: SecretLines, what: String) async throws -> String {
