@@ -136,6 +136,9 @@ let package = Package(
         // The daemon and lactl as processes: sockets, bad input, crashes, system mode, sensors, packaging.
         .testTarget(name: "DaemonProcessTests", dependencies: [
             "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol", "EnclaveCore", "CPeerSocket",
+            // Reads a copy of the state as someone who took it would (CryptoShreddingAttackTests), and
+            // writes state in the old format (StateUpgradeTests).
+            .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // Apple's API (LocalAuthentication, Security, CryptoKit) against a daemon through TestEnclave.
         .testTarget(name: "AppleAPITests", dependencies: [

@@ -6,8 +6,11 @@ import LocalAuthentication
 import Security
 
 /// The Secure Enclave, played by laenclaved: keys are generated there and their private halves
-/// never leave it in clear. A key's `dataRepresentation` is sealed by the daemon (AES-GCM under the
-/// user's key, bound to the user and the app): only this daemon, for this user and app, can use it.
+/// never leave it in clear. A key's `dataRepresentation` is sealed by the daemon (AES-GCM under a
+/// key of its own, which the daemon keeps in its record of the key; bound to the user and the app):
+/// only this daemon, for this user and app, can use it, and only while the record exists (our
+/// choice: a key held by a deleted keychain item or right, or a `…WhenPasscodeSet…` key after the
+/// passcode's removal, throws `invalidKey` from every copy).
 ///
 /// Our choices: authentication failures throw `LAError` (`userCancel`, `authenticationFailed`…);
 /// a `.biometryCurrentSet` key after an enrolment change throws `SecureEnclaveKeyError.keyInvalidated`;
@@ -18,7 +21,7 @@ public enum SecureEnclave {
 }
 
 public enum SecureEnclaveKeyError: Error, Equatable, CustomStringConvertible {
-    /// Not a key of this daemon, user and app, or damaged.
+    /// Not a key of this daemon, user and app, deleted, or damaged.
     case invalidKey(String)
     /// Made with `.biometryCurrentSet` and the enrolment changed since (or its passcode was
     /// removed): it can never be used again. Discard it and make a new one.

@@ -3,9 +3,10 @@ import EnclaveProtocol
 import Foundation
 
 /// A Secure Enclave key as its `dataRepresentation` carries it: the private key and its access
-/// control, sealed with AES-256-GCM under the user's key and bound (as associated data) to the
-/// user and the app, so the private half never leaves the daemon in clear and another app, user
-/// or daemon cannot open it.
+/// control, sealed with AES-256-GCM under a random key of its own and bound (as associated data)
+/// to the user, the app and its handle. That key is not in the blob: it is the daemon's record of
+/// the key (`KeyRecord`), wrapped under its class key, so deleting the record makes every copy of
+/// the blob useless. The private half never leaves the daemon in clear.
 public struct KeyBlob: Codable, Equatable, Sendable {
     public var kind: KeyRequest.Kind
     public var privateKey: Data
@@ -25,22 +26,61 @@ public struct KeyBlob: Codable, Equatable, Sendable {
         AccessPlan.Protected(flags: flags, protection: protection, enrolmentGeneration: enrolmentGeneration, passcodeEpoch: passcodeEpoch)
     }
 
-    static let magic = Data("LAK1".utf8)
+    static let magic = Data("LAK2".utf8)
+    static let legacyMagic = Data("LAK1".utf8)
+    public static let handleSize = 16
 
     static func identity(uid: UInt32, app: String) -> Data { Data("secure-enclave-key\u{1F}\(uid)\u{1F}\(app)".utf8) }
 
-    public func sealed(userKey: SymmetricKey, uid: UInt32, app: String) throws -> Data {
+    /// The blob of this key under `key`, its handle in clear at the front.
+    public func sealed(key: SymmetricKey, handle: KeyHandle, uid: UInt32, app: String) throws -> Data {
+        precondition(handle.bytes.count == Self.handleSize, "a record's handle")
         let payload = try JSONEncoder().encode(self)
-        return Self.magic + (try AES.GCM.seal(payload, using: userKey, authenticating: Self.identity(uid: uid, app: app)).combined!)
+        return Self.magic + handle.bytes + (try AES.GCM.seal(payload, using: key, authenticating: Self.identity(uid: uid, app: app) + handle.bytes).combined!)
     }
 
-    /// The key in `blob`, if it is a `kind` key sealed for this user and app under `userKey`.
-    public static func open(_ blob: Data?, kind: KeyRequest.Kind, userKey: SymmetricKey, uid: UInt32, app: String) -> KeyBlob? {
-        guard let blob, blob.count > magic.count, blob.prefix(magic.count) == magic,
-              let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(magic.count)),
+    /// The record a blob names: its handle, or for a blob made before records (stateless, sealed
+    /// under the user's key) its digest, by which it can be revoked. nil: not a key blob.
+    public static func handle(of blob: Data?) -> KeyHandle? {
+        guard let blob, blob.count > magic.count else { return nil }
+        switch blob.prefix(magic.count) {
+        case magic:
+            guard blob.count > magic.count + handleSize else { return nil }
+            return KeyHandle(Data(blob.dropFirst(magic.count).prefix(handleSize)))
+        case legacyMagic:
+            return KeyHandle(Data(SHA256.hash(data: blob)))
+        default:
+            return nil
+        }
+    }
+
+    /// The key in `blob`, if it is a `kind` key sealed for this user and app under `key`.
+    public static func open(_ blob: Data, kind: KeyRequest.Kind, key: SymmetricKey, uid: UInt32, app: String) -> KeyBlob? {
+        guard let handle = handle(of: blob), !handle.isLegacy,
+              let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(magic.count + handleSize)),
+              let payload = try? AES.GCM.open(box, using: key, authenticating: identity(uid: uid, app: app) + handle.bytes),
+              let decoded = try? JSONDecoder().decode(KeyBlob.self, from: payload), decoded.kind == kind
+        else { return nil }
+        return decoded
+    }
+
+    /// A blob made before key records (`LAK1`: sealed under the key the master key derives for the
+    /// user, `ItemSealing.legacyUserKey`): still accepted until it is revoked by its digest.
+    public static func openLegacy(_ blob: Data, kind: KeyRequest.Kind, userKey: SymmetricKey, uid: UInt32, app: String) -> KeyBlob? {
+        guard blob.count > legacyMagic.count, blob.prefix(legacyMagic.count) == legacyMagic,
+              let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(legacyMagic.count)),
               let payload = try? AES.GCM.open(box, using: userKey, authenticating: identity(uid: uid, app: app)),
               let key = try? JSONDecoder().decode(KeyBlob.self, from: payload), key.kind == kind
         else { return nil }
         return key
     }
+}
+
+/// The name of the daemon's record of a Secure Enclave key: 16 random bytes, or the SHA-256 of a
+/// blob made before records (`isLegacy`), kept only once such a key is revoked.
+public struct KeyHandle: Hashable, Sendable {
+    public let bytes: Data
+    public init(_ bytes: Data) { self.bytes = bytes }
+    public static func random() -> KeyHandle { KeyHandle(SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }) }
+    public var isLegacy: Bool { bytes.count == SHA256.byteCount }
 }

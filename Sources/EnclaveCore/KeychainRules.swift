@@ -91,6 +91,9 @@ public enum KeychainRules {
         return isTrue(stored) == isTrue(asked)
     }
 
+    /// Whether a stored `sync` says synchronizable: absent, false and 0 are one value.
+    public static func isSynchronizable(_ v: KeychainValue?) -> Bool { isTrue(v) }
+
     private static func isTrue(_ v: KeychainValue?) -> Bool {
         switch v {
         case .bool(let b)?: return b

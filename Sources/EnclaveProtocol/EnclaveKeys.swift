@@ -17,7 +17,7 @@ public struct KeyRequest: Codable, Sendable, Equatable {
     }
     /// What a key is for. `general`: SecKey's Secure Enclave keys, which sign and agree both (as
     /// Apple's made by `SecKeyCreateRandomKey` do); CryptoKit's keys are one or the other.
-    public enum Kind: String, Codable, Sendable { case signing, keyAgreement, general }
+    public enum Kind: String, Codable, Sendable, CaseIterable { case signing, keyAgreement, general }
 
     public var operation: Operation
     public var kind: Kind

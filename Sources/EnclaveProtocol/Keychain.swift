@@ -43,16 +43,20 @@ public struct KeychainRequest: Codable, Sendable, Equatable {
     public var applicationPassword: Data?
     /// A prompt is drawn on the terminal this connection handed over (`EvaluationOptions.onTerminal`).
     public var onTerminal: Bool
+    /// Add: the Secure Enclave key (its blob) the new item holds. The daemon deletes that key when
+    /// it deletes the item, so no copy of the blob works afterwards.
+    public var heldKey: Data?
 
     public init(attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil, changes: [String: KeychainValue]? = nil,
                 changesAccessControl: AccessControlValue? = nil, context: String, reason: String? = nil, authenticationUI: AuthenticationUI? = nil,
                 interactionNotAllowed: Bool = false, returnData: Bool = false, returnAttributes: Bool = false,
-                returnPersistentRef: Bool = false, matchAll: Bool = false, applicationPassword: Data? = nil, onTerminal: Bool = false) {
+                returnPersistentRef: Bool = false, matchAll: Bool = false, applicationPassword: Data? = nil, onTerminal: Bool = false,
+                heldKey: Data? = nil) {
         self.attributes = attributes; self.accessControl = accessControl; self.changes = changes
         self.changesAccessControl = changesAccessControl; self.context = context; self.reason = reason
         self.authenticationUI = authenticationUI; self.interactionNotAllowed = interactionNotAllowed; self.returnData = returnData
         self.returnAttributes = returnAttributes; self.returnPersistentRef = returnPersistentRef; self.matchAll = matchAll
-        self.applicationPassword = applicationPassword; self.onTerminal = onTerminal
+        self.applicationPassword = applicationPassword; self.onTerminal = onTerminal; self.heldKey = heldKey
     }
 }
 
@@ -113,4 +117,15 @@ public struct KeychainListing: Codable, Sendable, Equatable {
         self.label = label; self.protection = protection; self.flags = flags; self.created = created; self.modified = modified
         self.persistentRef = persistentRef; self.unusable = unusable
     }
+}
+
+/// The items that hold a Secure Enclave key, as the client library stores them; named once for the
+/// library and for the daemon's upgrade of items stored before `KeychainRequest.heldKey`.
+public enum KeyHoldingItems {
+    /// `kSecAttrTokenIDSecureEnclave`'s value: a key item whose data is the public key (65 bytes,
+    /// X9.63) and then the key's blob.
+    public static let secureEnclaveToken = "com.apple.setoken"
+    /// The service of `LARightStore`'s items, whose `gena` attribute is a JSON record with the
+    /// right's key blob under `keyBlob`.
+    public static let rightStoreService = "LocalAuthentication.LARightStore"
 }

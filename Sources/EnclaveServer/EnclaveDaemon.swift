@@ -56,7 +56,8 @@ public final class EnclaveDaemon: Sendable {
         self.clock = clock
         self.logger = logger
         handoff = HandoffRegistry(clock: clock)
-        storage = try Storage(directory: config.stateDirectory, quota: KeychainQuota(items: config.keychainQuotaItems, bytes: config.keychainQuotaBytes))
+        storage = try Storage(directory: config.stateDirectory, quota: KeychainQuota(items: config.keychainQuotaItems, bytes: config.keychainQuotaBytes),
+                              logger: logger)
         auditLog = AuditLog(storage: storage, logger: logger)
         masterKey = try Self.loadMasterKey(config.masterKeyPath)
         // A lost or swapped key file must not silently make every item undecryptable.
@@ -64,6 +65,7 @@ public final class EnclaveDaemon: Sendable {
         guard try storage.confirmMasterKey(check: check) else {
             throw KeyFileError(path: config.masterKeyPath, problem: "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away")
         }
+        _ = try storage.upgradeSealing(master: masterKey)
         switch config.fprintd {
         case .required:
             do { sensor = try FprintdSensor() } catch { throw SensorUnavailable(message: "\(error)") }
@@ -127,7 +129,8 @@ public final class EnclaveDaemon: Sendable {
     func session(for uid: UInt32) throws -> UserSession {
         try sessions.session(for: uid) {
             try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger, stopping: stopping,
-                            userKey: ItemSealing.userKey(master: masterKey, uid: uid))
+                            keys: UserKeys(wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
+                                           legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid)))
         }
     }
 }

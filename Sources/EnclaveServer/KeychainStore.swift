@@ -18,6 +18,8 @@ struct StoredItem: Sendable, Equatable {
     var persistentRef: Data
     var created: Date
     var modified: Date
+    /// The Secure Enclave key the item holds (`KeychainRequest.heldKey`): deleted with it.
+    var heldKey: KeyHandle? = nil
 
     /// Apple's primary-key attributes per class: two items may not share them.
     static func primaryKey(class itemClass: String, _ a: [String: KeychainValue]) -> String {
@@ -27,7 +29,11 @@ struct StoredItem: Sendable, Equatable {
         case "inet": keys = ["acct", "sdmn", "srvr", "ptcl", "atyp", "port", "path", "sync"]
         default: keys = ["kcls", "klbl", "atag", "type", "bsiz", "sync"]
         }
-        return keys.map { k in "\(k)=" + (a[k].map(Self.describe) ?? "") }.joined(separator: "\u{1F}")
+        return keys.map { k in
+            // Not synchronizable is one value however it was said (absent, false, 0), as Apple's.
+            if k == "sync" { return KeychainRules.isSynchronizable(a[k]) ? "sync=b:1" : "sync=" }
+            return "\(k)=" + (a[k].map(Self.describe) ?? "")
+        }.joined(separator: "\u{1F}")
     }
 
     static func describe(_ v: KeychainValue) -> String {
@@ -62,6 +68,8 @@ enum KeychainStoreError: Error { case duplicate, changedMeanwhile, quotaExceeded
 struct KeychainQuota: Sendable, Equatable {
     var items: Int
     var bytes: Int
+    /// Secure Enclave keys (their records); as many as items, since most live in one.
+    var keys: Int { items }
     static let standard = KeychainQuota(items: DaemonConfiguration.standardKeychainQuotaItems, bytes: DaemonConfiguration.standardKeychainQuotaBytes)
 }
 
@@ -78,13 +86,14 @@ extension Storage {
                 try checkQuota(db, uid: item.uid, newItems: 1, growth: size)
                 try db.execute(sql: """
                     INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
-                                      enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified,
+                                      sealVersion, heldKey)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, ?)
                     """, arguments: [Int64(item.uid), item.accessGroup, item.itemClass, item.primaryKey,
                                      KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"), KeychainRules.string(item.attributes, "srvr"),
                                      attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue), Int64(item.enrolmentGeneration),
                                      item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt, item.persistentRef,
-                                     item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970])
+                                     item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970, item.heldKey?.bytes])
                 return db.lastInsertedRowID
             }
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
@@ -93,7 +102,7 @@ extension Storage {
     }
 
     /// Writes `item` if the row is still as it was read (`expectedModified`): an update that
-    /// waited for a prompt never overwrites a change made meanwhile.
+    /// waited for a prompt never overwrites a change made meanwhile. Shreds what it replaced.
     func updateItem(_ item: StoredItem, expectedModified: Date) throws {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         do {
@@ -103,7 +112,7 @@ extension Storage {
                 try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
                 try db.execute(sql: """
                     UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
-                        enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?
+                        enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2
                     WHERE id = ? AND uid = ? AND modified = ?
                     """, arguments: [item.primaryKey, KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"),
                                      KeychainRules.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue),
@@ -111,6 +120,8 @@ extension Storage {
                                      item.modified.timeIntervalSince1970, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
                 if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
             }
+            // The secret it replaced is as gone as a deleted one.
+            shred()
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw KeychainStoreError.duplicate
         }
@@ -174,23 +185,17 @@ extension Storage {
         }
     }
 
+    /// Deletes the items, the keys they hold with them, and then shreds the WAL: when this
+    /// returns, no file of the state directory holds them.
     func deleteItems(ids: [Int64], uid: UInt32) throws {
         guard !ids.isEmpty else { return }
         try pool.write { db in
             for id in ids { try db.execute(sql: "DELETE FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)]) }
         }
+        shred()
     }
 
-    /// Removes every item of a protection class (removing the passcode deletes `…WhenPasscodeSet…`).
-    @discardableResult
-    func deleteItems(uid: UInt32, protection: Protection) throws -> Int {
-        try pool.write { db in
-            try db.execute(sql: "DELETE FROM item WHERE uid = ? AND protection = ?", arguments: [Int64(uid), protection.rawValue])
-            return db.changesCount
-        }
-    }
-
-    private static func item(from row: Row) throws -> StoredItem {
+    static func item(from row: Row) throws -> StoredItem {
         StoredItem(
             id: row["id"], uid: UInt32(row["uid"] as Int64), accessGroup: row["accessGroup"], itemClass: row["class"],
             attributes: try attributeDecoder.decode([String: KeychainValue].self, from: row["attributes"] as Data),
@@ -198,7 +203,7 @@ extension Storage {
             flags: AccessControlFlags(rawValue: UInt64(bitPattern: row["flags"] as Int64)), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
             sealed: ItemSealing.Sealed(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"], passwordSalt: row["passwordSalt"]),
             persistentRef: row["persistentRef"], created: Date(timeIntervalSince1970: row["created"]),
-            modified: Date(timeIntervalSince1970: row["modified"]))
+            modified: Date(timeIntervalSince1970: row["modified"]), heldKey: (row["heldKey"] as Data?).map(KeyHandle.init))
     }
 }
 

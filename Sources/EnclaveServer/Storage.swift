@@ -2,6 +2,7 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import GRDB
+import Logging
 
 /// Everything the daemon keeps about one user. Written as one row in one durable transaction, so
 /// a crash leaves either the old or the new record, never a mix.
@@ -25,17 +26,25 @@ final class Storage: Sendable {
     let directory: String
     /// How much of the keychain one user may fill.
     let quota: KeychainQuota
+    let logger: Logger
     /// Audit entries kept per user, the newest (our choice: about a month of a busy desktop).
     static let auditRowsPerUser = 10_000
 
-    init(directory: String, quota: KeychainQuota = .standard) throws {
+    init(directory: String, quota: KeychainQuota = .standard, logger: Logger = Logger(label: "laenclaved.storage")) throws {
         self.directory = directory
         self.quota = quota
+        self.logger = logger
         try Self.makePrivateDirectory(directory)
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Deleted means gone (`shred`): freed content is zeroed, and the WAL, where old page
+            // images linger, is truncated after deletions and kept small otherwise.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            try db.execute(sql: "PRAGMA journal_size_limit = \(1 << 20)")
         }
+        // A truncating checkpoint waits for readers to leave the WAL, briefly.
+        configuration.busyMode = .timeout(2)
         let path = directory + "/enclave.sqlite"
         pool = try DatabasePool(path: path, configuration: configuration)
         var migrator = DatabaseMigrator()
@@ -139,9 +148,58 @@ final class Storage: Sendable {
                     delayStarted REAL)
                 """)
         }
+        migrator.registerMigration("v9-key-hierarchy") { db in
+            // Random class keys per user, stored wrapped (`KeyHierarchy`); a record per Secure
+            // Enclave key holding its own key; revoked blobs from before records, by digest.
+            // Items record how their key is wrapped (1: under the key the master key derives,
+            // rewrapped at start by `upgradeSealing`; 2: under their class key) and the key they hold.
+            try db.execute(sql: """
+                CREATE TABLE class_key (uid INTEGER NOT NULL, class TEXT NOT NULL, wrapped BLOB NOT NULL, PRIMARY KEY (uid, class));
+                CREATE TABLE enclave_key (
+                    handle BLOB PRIMARY KEY,
+                    uid INTEGER NOT NULL,
+                    app TEXT NOT NULL,
+                    class TEXT NOT NULL,
+                    wrapped BLOB NOT NULL,
+                    created REAL NOT NULL
+                );
+                CREATE INDEX enclave_key_uid ON enclave_key(uid, class);
+                CREATE TABLE revoked_key (handle BLOB PRIMARY KEY, uid INTEGER NOT NULL);
+                ALTER TABLE item ADD COLUMN sealVersion INTEGER NOT NULL DEFAULT 1;
+                ALTER TABLE item ADD COLUMN heldKey BLOB;
+                CREATE INDEX item_legacy_seal ON item(id) WHERE sealVersion = 1;
+                CREATE TRIGGER item_held_key_delete AFTER DELETE ON item WHEN OLD.heldKey IS NOT NULL BEGIN
+                    DELETE FROM enclave_key WHERE handle = OLD.heldKey;
+                    INSERT OR IGNORE INTO revoked_key (handle, uid) SELECT OLD.heldKey, OLD.uid WHERE LENGTH(OLD.heldKey) = 32;
+                END;
+                """)
+        }
+        migrator.registerMigration("v10-one-not-synchronizable") { db in
+            // Primary keys said "sync=b:0" or "sync=i:0" apart from an absent sync; now all are one
+            // (`StoredItem.primaryKey`). Two items that were kept apart that way stay as they are.
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM item WHERE primaryKey LIKE '%sync=_:%'") {
+                let item = try Self.item(from: row)
+                guard item.primaryKey != row["primaryKey"] else { continue }
+                do {
+                    try db.execute(sql: "UPDATE item SET primaryKey = ? WHERE id = ?", arguments: [item.primaryKey, item.id])
+                } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {}
+            }
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)
+        }
+    }
+
+    /// After a deletion: checkpoints the WAL into the database and truncates it, so the page
+    /// images written before the deletion (which `secure_delete` cannot reach) are gone from the
+    /// disk's files too. A reader in the WAL for longer than the busy timeout leaves that to the
+    /// next deletion or start, said in the log.
+    func shred() {
+        do {
+            try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        } catch {
+            logger.notice("the WAL could not be truncated after a deletion; the next deletion or start does it", metadata: ["error": "\(error)"])
         }
     }
 
@@ -168,19 +226,22 @@ final class Storage: Sendable {
 
     /// Writes the record, and the audit entries that go with its change, in one durable transaction.
     func save(_ r: UserRecord, audit: [AuditEntry] = []) throws {
+        try pool.write { db in try Self.write(r, audit: audit, db) }
+    }
+
+    /// The record and its audit entries, inside the caller's transaction.
+    static func write(_ r: UserRecord, audit: [AuditEntry], _ db: Database) throws {
         let ledger = try Self.encoder.encode(r.ledger)
         let passcode = try r.passcode.map { try Self.encoder.encode($0) }
         let enrolment = try Self.encoder.encode(r.enrolment)
-        try pool.write { db in
-            try db.execute(sql: """
+        try db.execute(sql: """
                 INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch)
                 VALUES (?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(uid) DO UPDATE SET ledger = excluded.ledger, passcode = excluded.passcode,
                     domainSecret = excluded.domainSecret, enrolmentGeneration = excluded.enrolmentGeneration,
                     enrolment = excluded.enrolment, passcodeEpoch = excluded.passcodeEpoch
                 """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment, Int64(r.passcodeEpoch)])
-            try Self.insert(audit, db)
-        }
+        try Self.insert(audit, db)
     }
 
     func appendAudit(_ entries: [AuditEntry]) throws {

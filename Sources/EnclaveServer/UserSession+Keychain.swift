@@ -97,8 +97,9 @@ extension UserSession {
             logger.notice("application password entry for this item is delayed", metadata: ["uid": "\(uid)", "after": "\(attempts.failures)"])
             throw KeychainFailure(.authFailed, "application password entry for this item is delayed after \(attempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s")
         }
+        let key = try classKey(KeyClass(item.protection))
         do {
-            let secret = try ItemSealing.open(item.sealed, userKey: userKey, identity: item.identity, applicationPassword: request.applicationPassword)
+            let secret = try ItemSealing.open(item.sealed, key: key, identity: item.identity, applicationPassword: request.applicationPassword)
             if attempts.failures > 0 { try storage.setApplicationPasswordAttempts(ApplicationPasswordAttempts(), item: item.id) }
             return secret
         } catch ItemSealing.Problem.applicationPasswordNeeded {
@@ -136,7 +137,8 @@ extension UserSession {
                               flags: new.flags, enrolmentGeneration: record.enrolmentGeneration,
                               sealed: ItemSealing.Sealed(wrappedKey: Data(), ciphertext: Data(), passwordSalt: nil),
                               persistentRef: SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }, created: now, modified: now)
-        item.sealed = try ItemSealing.seal(new.secret, userKey: userKey, identity: item.identity,
+        item.heldKey = try request.heldKey.map { try heldKey($0, app: app) }
+        item.sealed = try ItemSealing.seal(new.secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
                                            applicationPassword: new.requirement.applicationPassword ? request.applicationPassword : nil)
         do { item.id = try storage.insertItem(item) } catch KeychainStoreError.quotaExceeded(let why) {
             throw KeychainFailure(.diskFull, why)
@@ -196,7 +198,7 @@ extension UserSession {
             // Every update reseals: the seal covers the protection, and opening the old item first
             // means an item with an application password is never rewritten without it.
             let secret = try open(old, request)
-            item.sealed = try ItemSealing.seal(changes.secret ?? secret, userKey: userKey, identity: item.identity,
+            item.sealed = try ItemSealing.seal(changes.secret ?? secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
                                                applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil)
             item.modified = now
             do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.quotaExceeded(let why) {

@@ -25,11 +25,59 @@ extension UserSession {
         return own
     }
 
+    /// The key in `blob`, if its record (or, for a blob from before records, its absence from the
+    /// revoked ones) says it still exists, for this user and app.
     private func unseal(_ blob: Data?, kind: KeyRequest.Kind, app: AppIdentity) throws -> KeyBlob {
-        guard let key = KeyBlob.open(blob, kind: kind, userKey: userKey, uid: uid, app: try owner(app)) else {
-            throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged"))
+        let owner = try owner(app)
+        let opened: KeyBlob?
+        switch try liveKey(blob, app: app) {
+        case .legacy(let blob): opened = KeyBlob.openLegacy(blob, kind: kind, userKey: keys.legacy, uid: uid, app: owner)
+        case .recorded(let blob, let key): opened = KeyBlob.open(blob, kind: kind, key: key, uid: uid, app: owner)
         }
-        return key
+        guard let opened else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged")) }
+        return opened
+    }
+
+    private enum LiveKey {
+        /// A blob from before key records, not revoked.
+        case legacy(Data)
+        /// A blob and the key its record holds.
+        case recorded(Data, SymmetricKey)
+    }
+
+    private func liveKey(_ blob: Data?, app: AppIdentity) throws -> LiveKey {
+        let owner = try owner(app)
+        guard let blob, let handle = KeyBlob.handle(of: blob) else {
+            throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a Secure Enclave key's data representation"))
+        }
+        let deleted = KeyReplyError(KeyReply(problem: .invalidKey, message: "this Secure Enclave key was deleted (with its keychain item or its right), or was never this daemon's: make a new one"))
+        if handle.isLegacy {
+            if try storage.isRevoked(handle) { throw deleted }
+            return .legacy(blob)
+        }
+        guard let record = try storage.keyRecord(handle) else { throw deleted }
+        guard record.uid == uid, record.app == owner else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a key of this user and app")) }
+        if record.isDestroyed {
+            throw KeyReplyError(KeyReply(problem: .invalidated, message: "this key was made …WhenPasscodeSetThisDeviceOnly and the passcode was removed: it can never be used again"))
+        }
+        guard let key = KeyHierarchy.unwrap(record.wrapped, under: try classKey(record.keyClass),
+                                            context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes))
+        else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "the key's record is damaged")) }
+        return .recorded(blob, key)
+    }
+
+    /// The handle of the key a new keychain item holds (`KeychainRequest.heldKey`): a live key of
+    /// this user and app, else the add is refused.
+    func heldKey(_ blob: Data, app: AppIdentity) throws -> KeyHandle {
+        let live: LiveKey
+        do { live = try liveKey(blob, app: app) } catch let e as KeyReplyError {
+            throw KeychainFailure(.param, "the held key is not usable: \(e.reply.message ?? "")")
+        }
+        if case .legacy = live, let owner = app.ownGroup,
+           !KeyRequest.Kind.allCases.contains(where: { KeyBlob.openLegacy(blob, kind: $0, userKey: keys.legacy, uid: uid, app: owner) != nil }) {
+            throw KeychainFailure(.param, "the held key is not a key of this user and app")
+        }
+        return KeyBlob.handle(of: blob)!
     }
 
     func keyOperation(_ r: KeyRequest, app: AppIdentity, authorize: @escaping StepAuthorizer) async -> KeyReply {
@@ -78,7 +126,15 @@ extension UserSession {
         let raw: Data = r.kind == .keyAgreement ? P256.KeyAgreement.PrivateKey().rawRepresentation : P256.Signing.PrivateKey().rawRepresentation
         let key = KeyBlob(kind: r.kind, privateKey: raw, protection: ac.protection, flags: ac.flags,
                           enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch)
-        return KeyReply(blob: try key.sealed(userKey: userKey, uid: uid, app: owner), publicKey: try Self.publicKey(of: key))
+        // The record first, durably: a blob is never answered for a key the daemon does not hold.
+        let handle = KeyHandle.random(), keyKey = SymmetricKey(size: .bits256), keyClass = KeyClass(ac.protection)
+        let wrapped = try KeyHierarchy.wrap(keyKey, under: try classKey(keyClass), context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes))
+        do {
+            try storage.insertKeyRecord(KeyRecord(handle: handle, uid: uid, app: owner, keyClass: keyClass, wrapped: wrapped, created: clock.wall()))
+        } catch let e as KeyStoreError {
+            throw KeyReplyError(KeyReply(problem: .notAvailable, message: e.description))
+        }
+        return KeyReply(blob: try key.sealed(key: keyKey, handle: handle, uid: uid, app: owner), publicKey: try Self.publicKey(of: key))
     }
 
     /// The digest to sign or verify: given, or SHA-256 of the given message.

@@ -26,22 +26,32 @@ actor UserSession {
     /// The app whose prompt is open: only it is told so (`UserStatus.promptOpen`).
     var activePromptApp: String?
 
-    /// The user's key-encryption key for keychain items (derived from the master key).
-    let userKey: SymmetricKey
+    /// What the master key derives for this user (`KeyHierarchy`).
+    let keys: UserKeys
+    /// The user's class keys once read (or made); a destroyed one leaves at once.
+    private var classKeys: [KeyClass: SymmetricKey] = [:]
     /// The daemon's graceful stop has begun: evaluations ended from outside answer systemCancel.
     let stopping: StopFlag
 
     init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger,
-         stopping: StopFlag = StopFlag(), userKey: SymmetricKey) throws {
+         stopping: StopFlag = StopFlag(), keys: UserKeys) throws {
         self.uid = uid; self.storage = storage; self.sensor = sensor; self.config = config; self.clock = clock; self.logger = logger
         self.stopping = stopping
-        self.userKey = userKey
+        self.keys = keys
         let loaded = try storage.loadUser(uid)
         var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())
         let changed = r.ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: config.mode == .system, wall: clock.wall())
         if loaded == nil || changed { try storage.save(r) }
         record = r
         saved = r
+    }
+
+    /// The user's key of `keyClass`, made on first use.
+    func classKey(_ keyClass: KeyClass) throws -> SymmetricKey {
+        if let key = classKeys[keyClass] { return key }
+        let key = try storage.classKey(uid: uid, keyClass, wrappingKey: keys.wrapping)
+        classKeys[keyClass] = key
+        return key
     }
 
     /// Makes the current record durable (with the audit entries of its change), or returns to the
@@ -198,13 +208,21 @@ actor UserSession {
             record.enrolment = try await sensor.unenrollAll(uid: uid, stored: record.enrolment)
             record.enrolmentGeneration += 1
         }
-        // Items that exist only while a passcode is set go with it.
-        let removed = try storage.deleteItems(uid: uid, protection: .whenPasscodeSetThisDeviceOnly)
-        if removed > 0 { logger.info("removed passcode-bound keychain items", metadata: ["uid": "\(uid)", "count": "\(removed)"]) }
         record.passcode = nil
         record.passcodeEpoch += 1
         record.ledger.passcodeRemoved()
-        try persist()
+        // Items and keys that exist only while a passcode is set go with it, with their class key,
+        // in the record's own transaction.
+        classKeys[.passcodeSet] = nil
+        do {
+            let removed = try storage.removePasscodeClass(saving: record)
+            saved = record
+            if removed > 0 { logger.info("removed passcode-bound keychain items", metadata: ["uid": "\(uid)", "count": "\(removed)"]) }
+        } catch {
+            record = saved
+            logger.error("could not remove the passcode", metadata: ["uid": "\(uid)", "error": "\(error)"])
+            throw Failure(.internalError, "the enclave could not save its state")
+        }
     }
 
     func enroll(passcode: String, name: String, progress: @escaping @Sendable (EnrolmentProgress) -> Void = { _ in }) async throws {
@@ -321,4 +339,11 @@ actor UserSession {
 func accountName(uid: UInt32) -> String {
     guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
     return String(cString: name)
+}
+
+/// The keys the master key derives for one user: the one that wraps the user's class keys, and the
+/// one items and Secure Enclave keys were sealed under before class keys (read only for those).
+struct UserKeys: Sendable {
+    var wrapping: SymmetricKey
+    var legacy: SymmetricKey
 }

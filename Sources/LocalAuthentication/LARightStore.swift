@@ -39,7 +39,7 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     public static let shared = LARightStore()
     private override init() {}
 
-    static let service = "LocalAuthentication.LARightStore"
+    static let service = KeyHoldingItems.rightStoreService
 
     struct Record: Codable {
         var requirement: LAAuthenticationRequirement.Kind
@@ -52,8 +52,9 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     }
 
     private func keychain(_ op: KeychainOperation, _ attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil,
-                          returnAttributes: Bool = false, matchAll: Bool = false) async -> KeychainReply {
-        var request = KeychainRequest(attributes: attributes, accessControl: accessControl, context: "", returnAttributes: returnAttributes, matchAll: matchAll)
+                          returnAttributes: Bool = false, matchAll: Bool = false, heldKey: Data? = nil) async -> KeychainReply {
+        var request = KeychainRequest(attributes: attributes, accessControl: accessControl, context: "", returnAttributes: returnAttributes, matchAll: matchAll,
+                                      heldKey: heldKey)
         request.interactionNotAllowed = true
         return await ContextRequests.performKeychain(op, request, context: nil)
     }
@@ -90,7 +91,9 @@ public final class LARightStore: NSObject, @unchecked Sendable {
         attributes["gena"] = .data(try JSONEncoder().encode(record))
         attributes["v_Data"] = .data(secret ?? Data())
         _ = await keychain(.delete, identity(identifier))
-        let added = await keychain(.add, attributes, accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags.subtracting(.privateKeyUsage)))
+        // The right's item holds its key: removing the right deletes the key, and every copy of it.
+        let added = await keychain(.add, attributes, accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags.subtracting(.privateKeyUsage)),
+                                   heldKey: blob)
         guard added.status == KeychainStatus.success else { throw LARightStoreError.storage(added.status.rawValue, added.message ?? "") }
         return LAPersistedRight(identifier: identifier, record: record)
     }

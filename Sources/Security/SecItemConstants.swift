@@ -4,6 +4,7 @@
 // On Linux CFString is NSString, which Swift 6 cannot prove Sendable; these are immutable string
 // literals, as safe to share as Apple's imported `extern const CFStringRef`s, hence nonisolated(unsafe).
 
+import EnclaveProtocol
 import Foundation
 
 nonisolated(unsafe) public let kSecClass: CFString = "class"
@@ -207,7 +208,7 @@ nonisolated(unsafe) public let kSecUseAuthenticationUIAllow: CFString = "u_AuthU
 nonisolated(unsafe) public let kSecUseAuthenticationUIFail: CFString = "u_AuthUIF"
 nonisolated(unsafe) public let kSecUseAuthenticationUISkip: CFString = "u_AuthUIS"
 /// A P-256 key made and used in laenclaved (`SecKeyCreateRandomKey`).
-nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = "com.apple.setoken"
+nonisolated(unsafe) public let kSecAttrTokenIDSecureEnclave: CFString = KeyHoldingItems.secureEnclaveToken as CFString
 nonisolated(unsafe) public let kSecAttrAccessGroupToken: CFString = "com.apple.token"
 nonisolated(unsafe) public let kSecPrivateKeyAttrs: CFString = "private"
 nonisolated(unsafe) public let kSecPublicKeyAttrs: CFString = "public"

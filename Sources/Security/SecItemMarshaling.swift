@@ -157,6 +157,7 @@ enum SecItemMarshaling {
                 if operation == .add {
                     for (k, kv) in secKey.keyAttributes where call.request.attributes[k] == nil { call.request.attributes[k] = kv }
                     call.request.attributes["v_Data"] = .data(secKey.itemData)
+                    call.request.heldKey = secKey.heldKey
                 } else {
                     call.request.attributes["klbl"] = .data(secKey.applicationLabel)
                     call.request.attributes["kcls"] = .string(secKey.isPrivate ? "1" : "0")

@@ -98,6 +98,12 @@ public final class SecKey: CustomStringConvertible, @unchecked Sendable {
         }
     }
 
+    /// The Secure Enclave key an item made of this key holds: the daemon deletes it with the item.
+    var heldKey: Data? {
+        if case .enclave(let k) = material { return k.blob }
+        return nil
+    }
+
     /// A key read back from a key item's data and attributes.
     static func fromItem(data: Data, attributes: [String: KeychainValue], context: (any RequestContext)?, reason: String?) throws(SecFailure) -> SecKey {
         if case .string(let token)? = attributes["tkid"], token == kSecAttrTokenIDSecureEnclave as String {

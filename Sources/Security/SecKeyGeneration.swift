@@ -93,6 +93,7 @@ enum SecKeyItems {
     static func add(_ key: SecKey, attributes: [String: KeychainValue], accessControl: AccessControlValue?, context: (any RequestContext)?) throws(SecFailure) {
         var request = KeychainRequest(attributes: attributes, context: "")
         request.attributes["v_Data"] = .data(key.itemData)
+        request.heldKey = key.heldKey
         request.accessControl = accessControl
         let reply = secItemTransport(.add, request, context)
         guard reply.status == .success else {

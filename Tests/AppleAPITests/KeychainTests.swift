@@ -160,6 +160,12 @@ final class KeychainTests: XCTestCase {
             var other = add
             other[kSecAttrPort as String] = 8443
             XCTAssertEqual(SecItemAdd(other as CFDictionary, nil), errSecSuccess, "the port is part of an internet password's identity")
+            // Not synchronizable is one value, said or not (it was two: a second item beside the first).
+            var unsaid = add
+            unsaid[kSecAttrSynchronizable as String] = false
+            XCTAssertEqual(SecItemAdd(unsaid as CFDictionary, nil), errSecDuplicateItem)
+            unsaid[kSecAttrSynchronizable as String] = 0
+            XCTAssertEqual(SecItemAdd(unsaid as CFDictionary, nil), errSecDuplicateItem)
             var none: CFTypeRef?
             XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassInternetPassword, kSecAttrServer as String: "nowhere"] as CFDictionary, &none), errSecItemNotFound)
             XCTAssertEqual(SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "nobody"] as CFDictionary), errSecItemNotFound)
