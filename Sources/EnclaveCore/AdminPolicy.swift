@@ -71,6 +71,7 @@ public enum AdminPolicy {
             return apps.isEmpty ? "remove the keychain access group \"\(name)\""
                 : "let these apps share the keychain items of the group \"\(name)\": \(apps.joined(separator: ", "))"
         case .accessGroups: return "list your keychain access groups and their apps"
+        case .enrolments: return "see the names of your enrolled identities"
         default: return nil
         }
     }

@@ -22,7 +22,7 @@ public struct ContextTable<Running> {
         public var work: [UInt64: Running] = [:]
     }
 
-    public enum Admission: Equatable {
+    public enum Admission: Equatable, Sendable {
         /// The evaluation may start, with what the context has proven so far.
         case started(ContextAuthorization?)
         case invalidated

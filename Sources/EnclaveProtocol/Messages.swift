@@ -51,6 +51,9 @@ public enum Request: Sendable, Equatable {
     case configureAccessGroup(name: String, apps: [String])
     /// The user's access groups and their apps; the daemon asks for the passcode.
     case accessGroups
+    /// The names of the user's enrolled identities; the daemon asks for the passcode (`status`
+    /// gives apps only how many).
+    case enrolments
 
     /// The operation's name on the wire.
     public var operation: Operation {
@@ -82,6 +85,7 @@ public enum Request: Sendable, Equatable {
         case .key: return .key
         case .configureAccessGroup: return .configureAccessGroup
         case .accessGroups: return .accessGroups
+        case .enrolments: return .enrolments
         }
     }
 
@@ -90,6 +94,7 @@ public enum Request: Sendable, Equatable {
         case hello, canEvaluate, evaluate, authorizeAccessControl, handoff, invalidate, domainState, status, setPasscode
         case changePasscode, removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout, remoteLock
         case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key, configureAccessGroup, accessGroups
+        case enrolments
     }
 
     public static var operations: Set<String> { Set(Operation.allCases.map(\.rawValue)) }
@@ -178,7 +183,7 @@ private struct WireRequest: Codable {
         case .handoff(let kind): try args(Payload.Handoff(kind: kind))
         case .invalidate(let c): try args(Payload.Context(context: c))
         case .domainState(let c): try args(Payload.MaybeContext(context: c))
-        case .status, .clearSimulated, .setPasscode, .changePasscode, .removePasscode, .keychainList, .accessGroups: try args(Payload.None())
+        case .status, .clearSimulated, .setPasscode, .changePasscode, .removePasscode, .keychainList, .accessGroups, .enrolments: try args(Payload.None())
         case .enroll(let n), .unenroll(let n): try args(Payload.Name(name: n))
         case .simulate(let e): try args(Payload.Simulate(events: e))
         case .audit(let l, let every): try args(Payload.Audit(limit: l, everyApp: every))
@@ -267,6 +272,9 @@ private struct WireRequest: Codable {
         case .accessGroups:
             _ = try optionalArgs(Payload.None.self)
             return .accessGroups
+        case .enrolments:
+            _ = try optionalArgs(Payload.None.self)
+            return .enrolments
         }
     }
 }
@@ -363,6 +371,8 @@ public enum Reply: Sendable, Equatable {
     case keychainListing([KeychainListing])
     case key(KeyReply)
     case accessGroups([String: [String]])
+    /// `enrolments`: the enrolled identities' names.
+    case enrolments([String])
     /// `handoff`'s one-time ticket (`Handoff.ticketBytes` bytes).
     case handoffTicket(Data)
     /// An enrolment's progress on a real reader, before its final `ok` (not final).
@@ -407,6 +417,7 @@ extension Reply: Codable {
         case "keychain": self = .keychain(try c.decode(KeychainReply.self, forKey: .value))
         case "key": self = .key(try c.decode(KeyReply.self, forKey: .value))
         case "accessGroups": self = .accessGroups(try c.decode([String: [String]].self, forKey: .value))
+        case "enrolments": self = .enrolments(try c.decode([String].self, forKey: .value))
         case "keychainListing": self = .keychainListing(try c.decode([KeychainListing].self, forKey: .value))
         case "enrollProgress": self = .enrollProgress(try c.decode(EnrolmentProgress.self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
@@ -430,6 +441,7 @@ extension Reply: Codable {
         case .keychainListing(let v): try c.encode("keychainListing", forKey: .kind); try c.encode(v, forKey: .value)
         case .key(let v): try c.encode("key", forKey: .kind); try c.encode(v, forKey: .value)
         case .accessGroups(let v): try c.encode("accessGroups", forKey: .kind); try c.encode(v, forKey: .value)
+        case .enrolments(let v): try c.encode("enrolments", forKey: .kind); try c.encode(v, forKey: .value)
         case .handoffTicket(let v): try c.encode("handoffTicket", forKey: .kind); try c.encode(v, forKey: .value)
         case .failure(let v): try c.encode("failure", forKey: .kind); try c.encode(v, forKey: .value)
         }

@@ -147,7 +147,9 @@ public struct UserStatus: Codable, Sendable, Equatable {
     public var mode: DaemonMode
     public var app: String
     public var sensor: SensorInfo?
-    public var enrolled: [String]
+    /// How many identities are enrolled. Their names are the person's, not any app's (our rule):
+    /// `enrolments` gives them, with the passcode.
+    public var enrolledCount: Int
     public var passcodeSet: Bool
     public var biometricFailures: Int
     /// Why biometrics are refused right now, if they are: "failures", "boot", "inactivity", "remoteLock".
@@ -167,12 +169,12 @@ public struct UserStatus: Codable, Sendable, Equatable {
     public var passcodeMinimumLength: Int?
     public var passcodeShorterThanMinimum: Bool?
 
-    public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolled: [String], passcodeSet: Bool,
+    public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolledCount: Int, passcodeSet: Bool,
                 biometricFailures: Int, biometryLockout: String?, passcodeFailures: Int, passcodeRetryAfter: Double?,
                 passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool, promptOpen: Bool = false,
                 passcodeMinimumLength: Int? = nil, passcodeShorterThanMinimum: Bool? = nil) {
         self.passcodeMinimumLength = passcodeMinimumLength; self.passcodeShorterThanMinimum = passcodeShorterThanMinimum
-        self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolled = enrolled
+        self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolledCount = enrolledCount
         self.passcodeSet = passcodeSet; self.biometricFailures = biometricFailures; self.biometryLockout = biometryLockout
         self.passcodeFailures = passcodeFailures; self.passcodeRetryAfter = passcodeRetryAfter
         self.passcodeDisabled = passcodeDisabled; self.queuedEvents = queuedEvents; self.domainState = domainState

@@ -341,6 +341,8 @@ final class ConnectionHandler: @unchecked Sendable {
             return .ok
         case .accessGroups:
             return .accessGroups(try await session.accessGroups(passcode: try await secrets(for: envelope.request, session: session).passcode()))
+        case .enrolments:
+            return .enrolments(try await session.enrolments(passcode: try await secrets(for: envelope.request, session: session).passcode()))
         case .keychainList:
             let passcode = try await secrets(for: envelope.request, session: session).passcode()
             return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })
@@ -364,21 +366,47 @@ final class ConnectionHandler: @unchecked Sendable {
 
     private func startEvaluation(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession) throws {
         let sink = self.sink
-        try start(on: context) {
-            let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
-                                                  options: options, session: session, audited: "evaluate")
-            let result: EvaluationResult
-            let auditResult: String
-            switch report.outcome {
-            case .success:
-                result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
-            case .failure(let code, let message):
-                result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
+        // The context is taken here, in the order requests arrive: of two evaluations sent on one
+        // context, the second is the one refused, whichever task the runtime starts first.
+        let slot = takeSlot(context)
+        do {
+            try start(on: context) {
+                await self.evaluateAndAnswer(id: id, context: context, policy: policy, options: options, session: session, slot: slot, sink: sink)
             }
-            auditResult = Self.describe(report.outcome)
-            if !report.audited { self.audit("evaluate", policy: policy.rawValue, result: auditResult) }
-            await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+        } catch {
+            if case .started = slot.admission { contexts { $0.finish(context, proven: nil, now: daemon.clock.monotonic(), lifetime: 0) } }
+            throw error
         }
+    }
+
+    private func evaluateAndAnswer(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession,
+                                   slot: EvaluationSlot, sink: any ReplySink) async {
+        let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
+                                              options: options, session: session, audited: "evaluate", slot: slot)
+        let result: EvaluationResult
+        let auditResult: String
+        switch report.outcome {
+        case .success:
+            result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
+        case .failure(let code, let message):
+            result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
+        }
+        auditResult = Self.describe(report.outcome)
+        if !report.audited { self.audit("evaluate", policy: policy.rawValue, result: auditResult) }
+        await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+    }
+
+    /// An evaluation's place on its context (or why it has none), and the inputs it will read.
+    struct EvaluationSlot: Sendable {
+        let admission: ContextTable<RunningRequest>.Admission
+        let inputs: AsyncStream<SessionInput>
+        let continuation: AsyncStream<SessionInput>.Continuation
+    }
+
+    private func takeSlot(_ context: String) -> EvaluationSlot {
+        let (inputs, continuation) = AsyncStream<SessionInput>.makeStream()
+        let admission = (try? contexts { try $0.admit(context, evaluation: RunningRequest(inputs: continuation)) }) ?? .invalidated
+        return EvaluationSlot(admission: admission, inputs: inputs, continuation: continuation)
     }
 
     /// An outcome as the audit log records it: "success(biometric)", "userCancel(-2)"…
@@ -416,12 +444,13 @@ final class ConnectionHandler: @unchecked Sendable {
     /// The evaluation's audit entry is written with the record when the evaluation changed it
     /// (`report.audited`); otherwise the caller records it.
     private func runEvaluation(requestID id: UInt64, context: String, policy: PolicyValue, passcodeOnly: Bool,
-                               options: EvaluationOptions, session: UserSession, audited operation: String) async -> EvaluationReport {
+                               options: EvaluationOptions, session: UserSession, audited operation: String,
+                               slot taken: EvaluationSlot? = nil) async -> EvaluationReport {
         let kind = daemon.sensor?.info.kind ?? .none
-        let (stream, continuation) = AsyncStream<SessionInput>.makeStream()
-        let admission = (try? contexts { try $0.admit(context, evaluation: RunningRequest(inputs: continuation)) }) ?? .invalidated
-        guard case .started(let authorization) = admission else {
-            if case .busy = admission {
+        let slot = taken ?? takeSlot(context)
+        let (stream, continuation) = (slot.inputs, slot.continuation)
+        guard case .started(let authorization) = slot.admission else {
+            if case .busy = slot.admission {
                 return EvaluationReport(outcome: .failure(.systemCancel, "An evaluation is already running on this context."), biometryType: kind, domainState: nil)
             }
             return EvaluationReport(outcome: .failure(.invalidContext, "Invalid context."), biometryType: kind, domainState: nil)

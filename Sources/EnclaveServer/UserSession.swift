@@ -112,7 +112,7 @@ actor UserSession {
         case .disabled: disabled = true
         }
         return UserStatus(
-            uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolled: ids, passcodeSet: passcodeIsSet,
+            uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolledCount: ids.count, passcodeSet: passcodeIsSet,
             biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
             passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
             queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
@@ -237,6 +237,12 @@ actor UserSession {
         record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment, progress: progress)
         record.enrolmentGeneration += 1
         try persist()
+    }
+
+    /// The enrolled identities' names: the person's to see, with the passcode.
+    func enrolments(passcode: String) async throws -> [String] {
+        try await confirmPasscode(passcode)
+        return try await identities()
     }
 
     func unenroll(passcode: String, name: String) async throws {

@@ -101,8 +101,8 @@ public final class LAEnvironmentState: NSObject, NSCopying, @unchecked Sendable 
         if let s = status, let sensor = s.sensor {
             let type = LABiometryType(rawValue: sensor.kind.rawValue) ?? .none
             biometry = LAEnvironmentMechanismBiometry(
-                biometryType: type, isEnrolled: !s.enrolled.isEmpty, isLockedOut: s.biometryLockout != nil,
-                stateHash: s.domainState ?? Data(), usable: s.passcodeSet && !s.enrolled.isEmpty && s.biometryLockout == nil,
+                biometryType: type, isEnrolled: s.enrolledCount > 0, isLockedOut: s.biometryLockout != nil,
+                stateHash: s.domainState ?? Data(), usable: s.passcodeSet && s.enrolledCount > 0 && s.biometryLockout == nil,
                 name: sensor.kind.displayName)
         } else {
             biometry = nil

@@ -34,7 +34,8 @@ extension TestEnclave {
         /// The app identity the daemon sees for the caller.
         public var app: String
         public var sensor: Sensor?
-        public var enrolled: [String]
+        /// How many identities are enrolled (their names: `TestEnclave.enrolments`).
+        public var enrolledCount: Int
         public var passcodeSet: Bool
         public var biometricFailures: Int
         /// Why biometrics are refused right now, if they are: "failures", "boot", "inactivity", "remoteLock".
@@ -55,7 +56,7 @@ extension TestEnclave {
             systemMode = s.mode == .system
             app = s.app
             sensor = s.sensor.map { Sensor(name: $0.name, biometryType: LABiometryType(rawValue: $0.kind.rawValue) ?? .none, simulated: $0.simulated) }
-            enrolled = s.enrolled
+            enrolledCount = s.enrolledCount
             passcodeSet = s.passcodeSet
             biometricFailures = s.biometricFailures
             biometryLockout = s.biometryLockout

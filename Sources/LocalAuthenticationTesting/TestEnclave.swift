@@ -198,6 +198,14 @@ public final class TestEnclave: @unchecked Sendable {
         try administer(.enroll(name: name), secrets: [passcode ?? configuration.passcode ?? ""])
     }
 
+    /// The enrolled identities' names, as the person sees them (with the passcode).
+    public func enrolments(passcode: String? = nil) throws -> [String] {
+        guard case .enrolments(let names) = try administer(.enrolments, secrets: [passcode ?? configuration.passcode ?? ""]) else {
+            throw EnclaveClientError.protocolError("enrolments")
+        }
+        return names
+    }
+
     public func unenroll(_ name: String, passcode: String? = nil) throws {
         try administer(.unenroll(name: name), secrets: [passcode ?? configuration.passcode ?? ""])
     }

@@ -59,6 +59,19 @@ struct Enroll: ParsableCommand {
     }
 }
 
+struct Enrolments: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List the names of the enrolled identities (needs the device passcode).")
+    @OptionGroup var client: ClientOptions
+    @Flag(help: "The daemon reads the passcode from standard input.") var stdin = false
+    @Flag(help: "Print JSON.") var json = false
+    func run() throws {
+        guard case .enrolments(let names) = try client.administer(.enrolments, stdin: stdin) else { throw ExitCode.failure }
+        if json { return printJSON(names) }
+        if names.isEmpty { print("nothing enrolled") }
+        for name in names { print(Printable.field(name)) }
+    }
+}
+
 struct Unenroll: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Remove an enrolled identity (needs the device passcode).")
     @OptionGroup var client: ClientOptions

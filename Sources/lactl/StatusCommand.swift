@@ -30,7 +30,7 @@ struct Status: ParsableCommand {
         } else {
             print("sensor        none")
         }
-        print("enrolled      \(s.enrolled.isEmpty ? "nothing" : s.enrolled.map(Printable.field).joined(separator: ", "))")
+        print("enrolled      \(s.enrolledCount == 0 ? "nothing" : "\(s.enrolledCount) identit\(s.enrolledCount == 1 ? "y" : "ies") (names: lactl enrolments)")")
         print("passcode      \(s.passcodeSet ? "set" : "not set")")
         print("biometry      \(s.biometryLockout.map { "LOCKED (\($0)) — enter the passcode to unlock" } ?? "available"), \(s.biometricFailures) consecutive failed match(es)")
         var passcode = "\(s.passcodeFailures) consecutive failure(s)"

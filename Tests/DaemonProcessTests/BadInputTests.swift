@@ -22,7 +22,8 @@ final class BadInputTests: XCTestCase {
         enclave = try TestEnclave()
         baseline = try freshStatus()
         XCTAssertTrue(baseline.passcodeSet)
-        XCTAssertEqual(baseline.enrolled, ["right-index-finger"])
+        XCTAssertEqual(baseline.enrolledCount, 1)
+        XCTAssertEqual(try enclave.enrolments(), ["right-index-finger"])
         XCTAssertEqual(baseline.biometricFailures, 0)
         XCTAssertEqual(baseline.passcodeFailures, 0)
         XCTAssertEqual(baseline.queuedEvents, 0)
@@ -114,7 +115,7 @@ final class BadInputTests: XCTestCase {
         let kit = try enclave.status()
         XCTAssertEqual([kit.biometricFailures, kit.passcodeFailures, kit.queuedEvents], [now.biometricFailures, now.passcodeFailures, now.queuedEvents],
                        file: file, line: line)
-        XCTAssertEqual(kit.enrolled, now.enrolled, file: file, line: line)
+        XCTAssertEqual(kit.enrolledCount, now.enrolledCount, file: file, line: line)
         XCTAssertEqual(kit.passcodeSet, now.passcodeSet, file: file, line: line)
         XCTAssertEqual(kit.biometryLockout, now.biometryLockout, file: file, line: line)
         XCTAssertEqual(kit.domainState, now.domainState, file: file, line: line)

@@ -32,7 +32,7 @@ final class ConnectionFloodTests: XCTestCase {
         XCTAssertTrue(over.isClosed(), "and closed")
         held.removeLast().close()
         eventually("a closed connection makes room") { (try? EnclaveConnection(socketPath: enclave.socketPath)) != nil }
-        XCTAssertEqual(try enclave.status().enrolled, ["right-index-finger"], "the daemon serves on")
+        XCTAssertEqual(try enclave.status().enrolledCount, 1, "the daemon serves on")
         held.forEach { $0.close() }
     }
 

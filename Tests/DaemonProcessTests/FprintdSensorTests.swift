@@ -165,7 +165,7 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertTrue(out.stdout.contains("stage 3 of 5"), out.stdout)
         XCTAssertTrue(out.stdout.contains("lift and touch again"), out.stdout)
         XCTAssertTrue(try stack.enrolled(user: "root").contains("right-index-finger"), "fprintd itself lists it")
-        XCTAssertEqual(try enclave.status().enrolled, ["right-index-finger"])
+        XCTAssertEqual(try enclave.enrolments(), ["right-index-finger"])
 
         let match = evaluating(enclave)
         try stack.device("SCAN finger-A")
@@ -315,7 +315,7 @@ final class FprintdSensorTests: XCTestCase {
         let stack = try FprintdStack()
         let enclave = try enclave(stack)
         try enrol(enclave, stack)
-        XCTAssertEqual(try enclave.status().enrolled, ["right-index-finger"])
+        XCTAssertEqual(try enclave.enrolments(), ["right-index-finger"])
         let before = try stack.newestConnectionNumber()
         for _ in 0..<20 { _ = try enclave.status() }
         let after = try stack.newestConnectionNumber()
@@ -323,7 +323,7 @@ final class FprintdSensorTests: XCTestCase {
         XCTAssertLessThanOrEqual(after - before, 2, "twenty status requests opened \(after - before - 1) connections to the bus")
 
         try stack.deletePrints(user: "root")
-        eventually("the daemon to see the prints deleted through fprintd", timeout: 10) { (try? enclave.status().enrolled) == [] }
+        eventually("the daemon to see the prints deleted through fprintd", timeout: 10) { (try? enclave.status().enrolledCount) == 0 }
     }
 }
 

@@ -66,7 +66,7 @@ final class TrustedPromptAttackTests: XCTestCase {
         }
         let status = try enclave.status()
         XCTAssertTrue(status.passcodeSet)
-        XCTAssertEqual(status.enrolled, ["right-index-finger"])
+        XCTAssertEqual(try enclave.enrolments(), ["right-index-finger"])
     }
 
     private func kind(_ reply: [String: Any]?) -> String? { (reply?["reply"] as? [String: Any])?["kind"] as? String }

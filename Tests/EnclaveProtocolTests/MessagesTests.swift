@@ -49,6 +49,7 @@ final class MessagesTests: XCTestCase {
         .authorizeAccessControl(context: "ac", flags: [.biometryAny, .and, .devicePasscode], options: .init(reason: "Open")),
         .configureAccessGroup(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"]),
         .accessGroups,
+        .enrolments,
         .key(KeyRequest(operation: .sign, kind: .signing, blob: Data([1]), digest: Data(repeating: 7, count: 32), context: "k", reason: "sign")),
         .keychainRemove(persistentRef: Data([9, 9])),
         .audit(limit: 10, everyApp: true),
@@ -69,7 +70,7 @@ final class MessagesTests: XCTestCase {
     func testEveryOperationIsCoveredAndKnown() {
         let covered = Set(Self.everyRequest.map(\.operation.rawValue))
         XCTAssertEqual(covered, Request.operations)
-        XCTAssertEqual(Request.operations.count, 27, "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl + changePasscode (promptInput became handoff)")
+        XCTAssertEqual(Request.operations.count, 28, "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl + changePasscode (promptInput became handoff) + enrolments")
     }
 
     func testLargeIdRoundTrips() throws {
@@ -162,12 +163,13 @@ final class MessagesTests: XCTestCase {
                                     biometryType: .opticID, domainState: nil)),
         .domainState(DomainStateReply(biometryType: .touchID, stateHash: Data(repeating: 0xEE, count: 32))),
         .domainState(DomainStateReply(biometryType: .none, stateHash: nil)),
+        .enrolments(["right thumb", "left thumb"]),
         .status(UserStatus(uid: 1000, mode: .user, app: "/usr/bin/app",
                            sensor: SensorInfo(kind: .touchID, name: "Simulated Touch ID", simulated: true),
-                           enrolled: ["right thumb", "left thumb"], passcodeSet: true, biometricFailures: 2,
+                           enrolledCount: 2, passcodeSet: true, biometricFailures: 2,
                            biometryLockout: "failures", passcodeFailures: 5, passcodeRetryAfter: 59,
                            passcodeDisabled: false, queuedEvents: 3, domainState: Data([4, 5]), simulationEnabled: true)),
-        .status(UserStatus(uid: 0, mode: .system, app: "x", sensor: nil, enrolled: [], passcodeSet: false, biometricFailures: 0,
+        .status(UserStatus(uid: 0, mode: .system, app: "x", sensor: nil, enrolledCount: 0, passcodeSet: false, biometricFailures: 0,
                            biometryLockout: nil, passcodeFailures: 0, passcodeRetryAfter: nil, passcodeDisabled: true,
                            queuedEvents: 0, domainState: nil, simulationEnabled: false)),
         .audit([AuditEntry(time: Date(timeIntervalSince1970: 1_800_000_123), uid: 1000, pid: 4242, app: "/usr/bin/app",
