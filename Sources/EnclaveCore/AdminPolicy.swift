@@ -28,16 +28,26 @@ public enum AdminPolicy {
         return target
     }
 
-    /// Lifting the passcode counter makes guessing free for whoever does it, so no app may — in
-    /// user mode either, where every client is the user's own (the user's apps are what guesses).
-    /// Root may: in system mode as the daemon's administrator, in user mode by connecting to the
-    /// user's daemon (`sudo lactl admin reset-passcode --uid UID`). Our rule; Apple has the device
-    /// erased or restored from a computer the device trusts.
-    public static func checkPasscodeLockoutReset(caller: UInt32, mode: DaemonMode) throws(Failure) {
-        guard caller != 0 else { return }
-        throw Failure(.notPermitted, mode == .system
-            ? "only root may reset passcode attempts in system mode"
-            : "only root may reset passcode attempts (sudo lactl admin reset-passcode --uid \(caller)): an app that could would make guessing free")
+    /// Who lifts a disabled passcode (its failure counter and delays).
+    public enum PasscodeLockoutReset: Equatable, Sendable {
+        /// Root, as the daemon's administrator.
+        case administrator
+        /// The person, with the login password on the trusted prompt, checked through PAM with a
+        /// counter and delays of its own (`UserRecord.loginPasswordAttempts`).
+        case loginPassword
+    }
+
+    /// Lifting the passcode counter makes guessing free for whoever does it, so no app may on its
+    /// own — in user mode either, where every client is the user's own (the user's apps are what
+    /// guesses). Root may: in system mode as the daemon's administrator, in user mode by connecting
+    /// to the user's daemon (`sudo lactl admin reset-passcode --uid UID`). In user mode the person
+    /// may too, with the login password, which no app is told and whose wrong guesses are counted
+    /// and delayed on their own. Our rule; Apple has the device erased or restored from a computer
+    /// the device trusts.
+    public static func passcodeLockoutReset(caller: UInt32, mode: DaemonMode) throws(Failure) -> PasscodeLockoutReset {
+        if caller == 0 { return .administrator }
+        if mode == .user { return .loginPassword }
+        throw Failure(.notPermitted, "only root may reset passcode attempts in system mode")
     }
 
     /// Root connected to a user-mode daemon that runs as another user: it lifts the passcode
@@ -71,6 +81,7 @@ public enum AdminPolicy {
             return apps.isEmpty ? "remove the keychain access group \"\(name)\""
                 : "let these apps share the keychain items of the group \"\(name)\": \(apps.joined(separator: ", "))"
         case .accessGroups: return "list your keychain access groups and their apps"
+        case .resetPasscodeLockout: return "lift the disabled device passcode (its failure counter and delays)"
         case .enrolments: return "see the names of your enrolled identities"
         default: return nil
         }

@@ -14,6 +14,9 @@ public struct DaemonConfiguration: Sendable {
     public var pamService: String?
     /// The users whose passcode is their login password; nil: every user (when `pamService` is set).
     public var pamUsers: Set<String>?
+    /// The PAM service that checks login passwords (`pam-service`), whatever the passcode source:
+    /// in user mode the login password is what lifts a disabled passcode.
+    public var loginPasswordService = "laenclaved"
     /// Whether to use the fingerprint reader fprintd serves. `ifAvailable` (the `auto` sensor) falls
     /// back to `simulatedSensor` when fprintd has no reader.
     public var fprintd: FprintdUse = .no
@@ -115,6 +118,7 @@ extension DaemonConfiguration {
             simulationEnabled: settings.allowSimulation ?? (mode == .user))
         config.simulationExplicit = settings.allowSimulation == true
         config.fprintd = switch settings.sensor { case .fprintd: .required; case .auto: .ifAvailable; default: .no }
+        config.loginPasswordService = settings.pamService
         if settings.passcodeSource == .pam {
             config.pamService = settings.pamService
             config.pamUsers = settings.pamUsers

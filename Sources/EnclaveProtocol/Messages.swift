@@ -32,7 +32,8 @@ public enum Request: Sendable, Equatable {
     case clearSimulated
     /// The caller's audit entries; `everyApp`: those of all the user's apps (the daemon asks for the passcode).
     case audit(limit: Int, everyApp: Bool)
-    /// Clears the passcode-disabled state and its counters (root in system mode; the user in user mode).
+    /// Clears the passcode-disabled state and its counters: root; in user mode also the person, with
+    /// the login password the daemon asks for (`AdminPolicy.passcodeLockoutReset`).
     case resetPasscodeLockout(uid: UInt32?)
     /// Refuses biometrics until the passcode is entered, like Apple's remote-lock command.
     case remoteLock(uid: UInt32?)

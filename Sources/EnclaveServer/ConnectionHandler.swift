@@ -322,9 +322,14 @@ final class ConnectionHandler: @unchecked Sendable {
                 return .audit(try daemon.auditLog.read(uid: peer.uid, app: peer.app, limit: limit))
             }
         case .resetPasscodeLockout(let uid):
-            try AdminPolicy.checkPasscodeLockoutReset(caller: peer.uid, mode: daemon.config.mode)
             let target = try await administered(uid)
-            try await audited("admin.resetPasscodeLockout") { try await target.resetPasscodeLockout() }
+            switch try AdminPolicy.passcodeLockoutReset(caller: peer.uid, mode: daemon.config.mode) {
+            case .administrator:
+                try await audited("admin.resetPasscodeLockout") { try await target.resetPasscodeLockout() }
+            case .loginPassword:
+                let password = try await secrets(for: envelope.request, session: target).loginPassword()
+                try await audited("passcode.resetByLoginPassword") { try await target.resetPasscodeLockout(loginPassword: password) }
+            }
             return .ok
         case .remoteLock(let uid):
             let target = try await administered(uid)

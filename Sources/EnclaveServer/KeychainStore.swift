@@ -161,18 +161,18 @@ extension Storage {
     }
 
     /// The item's wrong application passwords so far.
-    func applicationPasswordAttempts(item id: Int64) throws -> ApplicationPasswordAttempts {
+    func applicationPasswordAttempts(item id: Int64) throws -> PasswordAttempts {
         try pool.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT failures, delayStarted FROM item_password_attempts WHERE item = ?", arguments: [id]) else {
-                return ApplicationPasswordAttempts()
+                return PasswordAttempts()
             }
             let started: Double? = row["delayStarted"]
-            return ApplicationPasswordAttempts(failures: row["failures"], delayStartedAt: started.map(Date.init(timeIntervalSince1970:)))
+            return PasswordAttempts(failures: row["failures"], delayStartedAt: started.map(Date.init(timeIntervalSince1970:)))
         }
     }
 
     /// Stores the count, durably, before the answer leaves the daemon (none: the row goes).
-    func setApplicationPasswordAttempts(_ attempts: ApplicationPasswordAttempts, item id: Int64) throws {
+    func setPasswordAttempts(_ attempts: PasswordAttempts, item id: Int64) throws {
         try pool.write { db in
             if attempts.failures == 0 {
                 try db.execute(sql: "DELETE FROM item_password_attempts WHERE item = ?", arguments: [id])

@@ -27,6 +27,12 @@ struct PersonSecrets {
         return try await onTerminal(["Enter the device passcode to allow it"])[0]
     }
 
+    /// The user's login password (a PAM service checks it), to allow `purpose`.
+    func loginPassword() async throws -> String {
+        if let lines = descriptors.secretInput { return try await line(from: lines, what: "login password") }
+        return try await onTerminal(["Enter your login password to allow it"])[0]
+    }
+
     /// The current passcode, then a new one (asked twice on the terminal).
     func currentAndNewPasscode() async throws -> (current: String, new: String) {
         if let lines = descriptors.secretInput {

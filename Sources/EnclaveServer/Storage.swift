@@ -18,6 +18,8 @@ struct UserRecord: Sendable, Equatable {
     var enrolment: [String] = []
     /// Counts passcode removals: Secure Enclave keys bound to "when passcode set" die with it.
     var passcodeEpoch: UInt64 = 0
+    /// Wrong login passwords given to lift a disabled passcode (user mode), with their delays.
+    var loginPasswordAttempts = PasswordAttempts()
 }
 
 /// SQLite through GRDB, WAL with synchronous=FULL: a write has reached the disk when `save` returns.
@@ -140,7 +142,7 @@ final class Storage: Sendable {
                 """)
         }
         migrator.registerMigration("v8-application-password-attempts") { db in
-            // Wrong application passwords per item (`ApplicationPasswordAttempts`), gone with the item.
+            // Wrong application passwords per item (`PasswordAttempts`), gone with the item.
             try db.execute(sql: """
                 CREATE TABLE item_password_attempts (
                     item INTEGER PRIMARY KEY REFERENCES item(id) ON DELETE CASCADE,
@@ -185,6 +187,9 @@ final class Storage: Sendable {
                 } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {}
             }
         }
+        migrator.registerMigration("v11-login-password-attempts") { db in
+            try db.execute(sql: "ALTER TABLE user ADD COLUMN loginPasswordAttempts BLOB")
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)
@@ -220,6 +225,7 @@ final class Storage: Sendable {
             r.enrolmentGeneration = UInt64(row["enrolmentGeneration"] as Int64)
             r.enrolment = try Self.decoder.decode([String].self, from: row["enrolment"] as Data)
             r.passcodeEpoch = UInt64(row["passcodeEpoch"] as Int64)
+            if let attempts: Data = row["loginPasswordAttempts"] { r.loginPasswordAttempts = try Self.decoder.decode(PasswordAttempts.self, from: attempts) }
             return r
         }
     }
@@ -234,13 +240,16 @@ final class Storage: Sendable {
         let ledger = try Self.encoder.encode(r.ledger)
         let passcode = try r.passcode.map { try Self.encoder.encode($0) }
         let enrolment = try Self.encoder.encode(r.enrolment)
+        let loginAttempts = r.loginPasswordAttempts.failures == 0 ? nil : try Self.encoder.encode(r.loginPasswordAttempts)
         try db.execute(sql: """
-                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch)
-                VALUES (?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch, loginPasswordAttempts)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(uid) DO UPDATE SET ledger = excluded.ledger, passcode = excluded.passcode,
                     domainSecret = excluded.domainSecret, enrolmentGeneration = excluded.enrolmentGeneration,
-                    enrolment = excluded.enrolment, passcodeEpoch = excluded.passcodeEpoch
-                """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment, Int64(r.passcodeEpoch)])
+                    enrolment = excluded.enrolment, passcodeEpoch = excluded.passcodeEpoch,
+                    loginPasswordAttempts = excluded.loginPasswordAttempts
+                """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment, Int64(r.passcodeEpoch),
+                                 loginAttempts])
         try Self.insert(audit, db)
     }
 

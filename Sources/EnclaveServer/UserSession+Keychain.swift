@@ -88,11 +88,11 @@ extension UserSession {
     }
 
     /// Decrypts the item's secret. An item with an application password counts wrong ones
-    /// (`ApplicationPasswordAttempts`): during a delay nothing is checked, and a failure is stored
+    /// (`PasswordAttempts`): during a delay nothing is checked, and a failure is stored
     /// before the answer goes.
     private func open(_ item: StoredItem, _ request: KeychainRequest) throws -> Data {
         let guarded = item.sealed.passwordSalt != nil && request.applicationPassword != nil
-        var attempts = guarded ? try storage.applicationPasswordAttempts(item: item.id) : ApplicationPasswordAttempts()
+        var attempts = guarded ? try storage.applicationPasswordAttempts(item: item.id) : PasswordAttempts()
         if let wait = attempts.retryAfter(now: clock.wall()) {
             logger.notice("application password entry for this item is delayed", metadata: ["uid": "\(uid)", "after": "\(attempts.failures)"])
             throw KeychainFailure(.authFailed, "application password entry for this item is delayed after \(attempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s")
@@ -100,13 +100,13 @@ extension UserSession {
         let key = try classKey(KeyClass(item.protection))
         do {
             let secret = try ItemSealing.open(item.sealed, key: key, identity: item.identity, applicationPassword: request.applicationPassword)
-            if attempts.failures > 0 { try storage.setApplicationPasswordAttempts(ApplicationPasswordAttempts(), item: item.id) }
+            if attempts.failures > 0 { try storage.setPasswordAttempts(PasswordAttempts(), item: item.id) }
             return secret
         } catch ItemSealing.Problem.applicationPasswordNeeded {
             throw KeychainFailure(.authFailed, "the item needs its application password (LAContext.setCredential)")
         } catch ItemSealing.Problem.wrongApplicationPassword {
             attempts.recordFailure(now: clock.wall())
-            try storage.setApplicationPasswordAttempts(attempts, item: item.id)
+            try storage.setPasswordAttempts(attempts, item: item.id)
             throw KeychainFailure(.authFailed, "wrong application password (\(attempts.failures) in a row for this item)")
         } catch {
             throw KeychainFailure(.authFailed, "the item could not be decrypted (damaged)")

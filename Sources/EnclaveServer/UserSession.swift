@@ -19,6 +19,7 @@ actor UserSession {
     private var saved: UserRecord
     private var enrolmentBusy = false
     private var passcodeCheckBusy = false
+    private var loginCheckBusy = false
     private var queue: [SimulatedEvent] = []
     private var prompt = PromptQueue()
     /// The running evaluation's inputs, while this user's prompt is open.
@@ -269,6 +270,32 @@ actor UserSession {
     func resetPasscodeLockout() throws {
         record.ledger.administratorReset()
         try persist()
+    }
+
+    /// The person lifts the disabled passcode with the login password, checked through PAM
+    /// (`loginPasswordService`). Its wrong guesses have a counter and delays of their own
+    /// (`PasswordAttempts`), stored before the answer leaves; during a delay nothing is checked.
+    func resetPasscodeLockout(loginPassword password: String) async throws {
+        guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
+        loginCheckBusy = true
+        defer { loginCheckBusy = false }
+        if let wait = record.loginPasswordAttempts.retryAfter(now: clock.wall()) {
+            throw Failure(.passcodeRetryLater, "login password entry is delayed after \(record.loginPasswordAttempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s",
+                          retryAfter: wait)
+        }
+        switch await PAMAuthenticator.check(service: config.loginPasswordService, user: username, password: password) {
+        case .accepted:
+            record.loginPasswordAttempts = PasswordAttempts()
+            record.ledger.administratorReset()
+            try persist()
+        case .refused(let why):
+            logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
+            record.loginPasswordAttempts.recordFailure(now: clock.wall())
+            try persist()
+            throw Failure(.passcodeIncorrect, "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)")
+        case .unsuitable(let why):
+            throw Failure(.notPermitted, why)
+        }
     }
 
     func remoteLock() throws {

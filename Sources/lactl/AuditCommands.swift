@@ -29,8 +29,9 @@ struct Admin: ParsableCommand {
 
     struct ResetPasscode: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "reset-passcode",
-            abstract: "Clear the passcode failure counter and delays (root only: an app that could would make guessing free).")
+            abstract: "Clear the passcode failure counter and delays: root, or in user mode the person with the login password (the daemon asks for it).")
         @OptionGroup var client: ClientOptions
+        @Flag(help: "User mode: the daemon reads the login password from standard input.") var stdin = false
         @Option(help: "The user (root only): whose counter the system daemon resets; without a system daemon, the user whose own daemon (/run/user/UID/laenclaved/socket) root reaches.") var uid: UInt32?
         func run() throws {
             if getuid() == 0, let path = userDaemonSocket() {
@@ -39,8 +40,13 @@ struct Admin: ParsableCommand {
                 var owner = stat()
                 let extra: Set<UInt32> = stat((path as NSString).deletingLastPathComponent, &owner) == 0 ? [owner.st_uid] : []
                 _ = try client.call(.resetPasscodeLockout(uid: uid), on: { try EnclaveConnection(socketPath: path, alsoTrusting: extra) })
-            } else {
+            } else if getuid() == 0 {
                 _ = try client.call(.resetPasscodeLockout(uid: uid))
+            } else if try client.connection().hello.mode == .system {
+                _ = try client.call(.resetPasscodeLockout(uid: uid))  // refused: root's alone there
+            } else {
+                // The user's own daemon asks the person for the login password (never this process).
+                _ = try client.administer(.resetPasscodeLockout(uid: uid), stdin: stdin)
             }
             print("passcode attempts reset")
         }

@@ -24,12 +24,19 @@ final class AdminPolicyTests: XCTestCase {
         }
     }
 
-    /// In user mode too: the user's apps are what guesses.
-    func testOnlyRootLiftsTheLockoutInEitherMode() {
-        for mode in [DaemonMode.system, .user] {
-            XCTAssertThrowsError(try AdminPolicy.checkPasscodeLockoutReset(caller: 1000, mode: mode), "\(mode)")
-            XCTAssertNoThrow(try AdminPolicy.checkPasscodeLockoutReset(caller: 0, mode: mode), "\(mode)")
+    /// No app lifts the lockout on its own, in user mode either (the user's apps are what
+    /// guesses): root does, and in user mode the person with the login password.
+    func testWhoLiftsTheLockout() {
+        let table: [(UInt32, DaemonMode, AdminPolicy.PasscodeLockoutReset?)] = [
+            (0, .system, .administrator), (0, .user, .administrator),
+            (1000, .user, .loginPassword), (1000, .system, nil),
+        ]
+        for (caller, mode, expected) in table {
+            var got: AdminPolicy.PasscodeLockoutReset?
+            do { got = try AdminPolicy.passcodeLockoutReset(caller: caller, mode: mode) } catch { XCTAssertEqual(error.code, .notPermitted) }
+            XCTAssertEqual(got, expected, "\(caller) in \(mode)")
         }
+        XCTAssertNotNil(AdminPolicy.purpose(of: .resetPasscodeLockout(uid: nil)), "the prompt says what is being allowed")
     }
 
     func testRootVisitingAUsersDaemonMayOnlyLiftTheCounter() {

@@ -93,6 +93,8 @@ final class DaemonConfigurationTests: XCTestCase {
         let notPAM = try resolve(.system, file: "pam-service = login\npam-users = alice")
         XCTAssertNil(notPAM.pamService, "a PAM service alone does not make PAM the source")
         XCTAssertNil(notPAM.pamUsers)
+        XCTAssertEqual(notPAM.loginPasswordService, "login", "it still checks login passwords (lifting a disabled passcode)")
+        XCTAssertEqual(try resolve(.user).loginPasswordService, "laenclaved")
 
         let fromFile = try resolve(.system, file: "passcode-source = pam\npam-users = alice, bob")
         XCTAssertEqual(fromFile.pamService, "laenclaved")

@@ -42,7 +42,7 @@ final class StorageTests: XCTestCase {
     }
 
     /// An item's count of wrong application passwords is stored, read back, and goes with the item.
-    func testApplicationPasswordAttemptsAreKeptPerItemAndGoWithIt() throws {
+    func testPasswordAttemptsAreKeptPerItemAndGoWithIt() throws {
         let storage = try Storage(directory: directory)
         func item(_ account: String) -> StoredItem {
             StoredItem(uid: 1000, accessGroup: "/usr/bin/app", itemClass: "genp", attributes: ["acct": .string(account)],
@@ -51,16 +51,16 @@ final class StorageTests: XCTestCase {
                        persistentRef: Data(account.utf8), created: Date(), modified: Date())
         }
         let first = try storage.insertItem(item("first")), second = try storage.insertItem(item("second"))
-        var attempts = ApplicationPasswordAttempts()
+        var attempts = PasswordAttempts()
         for _ in 0..<5 { attempts.recordFailure(now: Date(timeIntervalSince1970: 1_000)) }
-        try storage.setApplicationPasswordAttempts(attempts, item: first)
+        try storage.setPasswordAttempts(attempts, item: first)
         XCTAssertEqual(try storage.applicationPasswordAttempts(item: first), attempts)
-        XCTAssertEqual(try storage.applicationPasswordAttempts(item: second), ApplicationPasswordAttempts(), "per item")
+        XCTAssertEqual(try storage.applicationPasswordAttempts(item: second), PasswordAttempts(), "per item")
         try storage.deleteItems(ids: [first], uid: 1000)
         let left = try storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item_password_attempts") ?? -1 }
         XCTAssertEqual(left, 0, "the count went with its item")
-        try storage.setApplicationPasswordAttempts(attempts, item: second)
-        try storage.setApplicationPasswordAttempts(ApplicationPasswordAttempts(), item: second)
-        XCTAssertEqual(try storage.applicationPasswordAttempts(item: second), ApplicationPasswordAttempts(), "a success clears it")
+        try storage.setPasswordAttempts(attempts, item: second)
+        try storage.setPasswordAttempts(PasswordAttempts(), item: second)
+        XCTAssertEqual(try storage.applicationPasswordAttempts(item: second), PasswordAttempts(), "a success clears it")
     }
 }

@@ -7,7 +7,7 @@ import Foundation
 /// for good, so from the 10th failure on every attempt waits the longest delay. On the wall clock
 /// (it spans restarts and reboots; only root can move it), and a delay is never longer than its
 /// step, whatever the clock did.
-public struct ApplicationPasswordAttempts: Codable, Sendable, Equatable {
+public struct PasswordAttempts: Codable, Sendable, Equatable {
     public private(set) var failures = 0
     public private(set) var delayStartedAt: Date?
 

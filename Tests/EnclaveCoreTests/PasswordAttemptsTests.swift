@@ -2,8 +2,8 @@ import EnclaveCore
 import Foundation
 import XCTest
 
-/// `ApplicationPasswordAttempts`: the passcode's delays, per item, without "disabled".
-final class ApplicationPasswordAttemptsTests: XCTestCase {
+/// `PasswordAttempts`: the passcode's delays, per item, without "disabled".
+final class PasswordAttemptsTests: XCTestCase {
     private let start = Date(timeIntervalSince1970: 1_000_000)
 
     func testDelaysFollowThePasscodeScheduleAndNeverLockForGood() {
@@ -12,7 +12,7 @@ final class ApplicationPasswordAttemptsTests: XCTestCase {
             (1, nil), (4, nil), (5, 60), (6, 300), (7, 900), (8, 900), (9, 3600), (10, 3600), (25, 3600),
         ]
         for row in table {
-            var attempts = ApplicationPasswordAttempts()
+            var attempts = PasswordAttempts()
             for _ in 0..<row.failures { attempts.recordFailure(now: start) }
             XCTAssertEqual(attempts.failures, row.failures)
             XCTAssertEqual(attempts.retryAfter(now: start), row.delay, "\(row.failures) failures")
@@ -24,7 +24,7 @@ final class ApplicationPasswordAttemptsTests: XCTestCase {
     }
 
     func testAClockSetBackNeverLengthensTheDelay() {
-        var attempts = ApplicationPasswordAttempts()
+        var attempts = PasswordAttempts()
         for _ in 0..<5 { attempts.recordFailure(now: start) }
         XCTAssertEqual(attempts.retryAfter(now: start.addingTimeInterval(-86_400)), 60)
     }
