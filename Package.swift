@@ -85,7 +85,7 @@ let package = Package(
         ]),
         // WebAuthn Level 3 server-side verification (ES256), strict CBOR/COSE, and the encoding a
         // software platform authenticator needs. Foundation and swift-crypto only.
-        .target(name: "WebAuthn", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "WebAuthn", dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
         // The login pair's HTTP API bodies, shared by server and client.
         .target(name: "TouchLoginAPI", dependencies: ["WebAuthn"]),
         // The login server: rules (LoginService), storage (LoginStore: SQLite or PostgreSQL), HTTP shell (Hummingbird).
@@ -165,7 +165,7 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
-        .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -133,7 +133,8 @@ public struct LoginService: Sendable {
             rp: .init(id: configuration.relyingParty.id, name: configuration.relyingPartyName),
             user: .init(id: account.userHandle.base64URLEncodedString(), name: account.username, displayName: account.username),
             challenge: challenge.base64URLEncodedString(),
-            pubKeyCredParams: [.init(type: "public-key", alg: -7)],
+            // ES256 (laenclaved's keys, most authenticators), then EdDSA and RS256 for browsers.
+            pubKeyCredParams: PublicKeyCredentialParameters.supported,
             timeout: UInt32(configuration.challengeLifetime * 1000),
             excludeCredentials: existing.map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: nil) },
             authenticatorSelection: .init(residentKey: "preferred", userVerification: configuration.requireUserVerification ? "required" : "preferred"),
@@ -386,6 +387,13 @@ public struct LoginService: Sendable {
             throw APIError(.invalidCredentials, "Wrong username or password.")
         }
         try await store.clearFailures(keys: keys)
+        if let stored, hasher.needsRehash(stored) {
+            // Made at a lower cost (before the default rose): remade now, the one time the password is known.
+            let remade = try await passwordWork.run { try hasher.hash(password) }
+            if try await store.rehashPassword(accountID: account.id, from: stored, to: remade) {
+                logger.info("password hash remade at today's cost", metadata: ["username": "\(username)"])
+            }
+        }
         return account
     }
 

@@ -23,6 +23,9 @@ public protocol LoginStore: Sendable {
     func changePassword(accountID: String, hash: String, keepingSession tokenHash: Data, verifiedAt: Double,
                         clearingFailures key: String, event: AccountEvent) async throws
     /// The session's owner typed the account's password at `time` (a step-up).
+    /// Replaces the account's password hash with `new` if it is still `old` (a hash remade at
+    /// today's cost after a right password; a change made meanwhile wins). Whether it did.
+    func rehashPassword(accountID: String, from old: String, to new: String) async throws -> Bool
     func markPasswordVerified(tokenHash: Data, at time: Double) async throws
 
     func storeChallenge(_ challenge: Challenge) async throws

@@ -30,6 +30,14 @@ public struct PasswordHasher: Sendable {
         return verifier.matches(attempt)
     }
 
+    /// Whether `stored` was made at a lower cost than this hasher's (or is unreadable as scrypt):
+    /// after a right password it is remade at today's cost.
+    public func needsRehash(_ stored: String) -> Bool {
+        let parts = stored.split(separator: "$")
+        guard parts.count == 6, let made = Int(parts[1]) else { return true }
+        return made < cost
+    }
+
     /// Spends the same work as a real check, so an unknown username answers as slowly as a known one.
     public func burn(_ password: String) {
         _ = try? PasscodeVerifier(salt: Data(count: 16), hash: Data(), cost: cost, blockSize: 8, parallelism: 1).derive(password)

@@ -144,6 +144,13 @@ public final class PostgresLoginStore: LoginStore {
         }
     }
 
+    public func rehashPassword(accountID: String, from old: String, to new: String) async throws -> Bool {
+        let rows = try await client.query("UPDATE account SET password_hash = \(new) WHERE id = \(accountID) AND password_hash = \(old) RETURNING id",
+                                          logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
         try await client.query("UPDATE session SET password_verified_at = \(time) WHERE token_hash = \(tokenHash)", logger: logger)
     }

@@ -167,6 +167,13 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
+    public func rehashPassword(accountID: String, from old: String, to new: String) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(cached: "UPDATE account SET password_hash = ? WHERE id = ? AND password_hash = ?", arguments: [new, accountID, old])
+            return db.changesCount == 1
+        }
+    }
+
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
         try await writer.write { db in
             try db.execute(cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [time, tokenHash])

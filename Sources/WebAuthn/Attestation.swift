@@ -94,10 +94,11 @@ public struct AttestationObject: Sendable {
         guard let signature = statement["sig"]?.bytesValue else {
             throw Self.malformed("packed attestation \"sig\" is missing or not a byte string")
         }
-        // Self attestation is signed by the credential key, whose algorithm COSEKey fixed to ES256.
-        guard algorithm == COSEKey.algorithmES256 else {
+        // Self attestation is signed by the credential key, with the credential key's algorithm.
+        let keyAlgorithm = credential.publicKey.algorithm
+        guard algorithm == keyAlgorithm.rawValue else {
             throw WebAuthnError(.unsupportedAlgorithm,
-                                "packed attestation alg \(algorithm) does not match the credential key's ES256 (-7)")
+                                "packed attestation alg \(algorithm) does not match the credential key's \(keyAlgorithm) (\(keyAlgorithm.rawValue))")
         }
         guard credential.publicKey.isValidSignature(signature, for: authenticatorData.raw + clientDataHash) else {
             throw WebAuthnError(.attestationSignatureInvalid, "packed self-attestation signature does not verify with the credential public key")
@@ -105,8 +106,9 @@ public struct AttestationObject: Sendable {
     }
 
     /// Encodes an attestation object, as an authenticator does. For `.packed`, `sign` receives
-    /// authData ‖ clientDataHash and must return a DER ECDSA P-256/SHA-256 signature by the
-    /// credential's private key (self attestation); for `.none` it is not called.
+    /// authData ‖ clientDataHash and must return a signature by the credential's private key in
+    /// its algorithm's WebAuthn encoding (self attestation; DER for ES256); for `.none` it is not
+    /// called.
     public static func makeAttestationObject(
         authenticatorData: AuthenticatorData,
         format: AttestationFormat,
@@ -120,7 +122,7 @@ public struct AttestationObject: Sendable {
         case .packed:
             let signature = try sign(authenticatorData.raw + clientDataHash)
             statement = .map([
-                (key: .text("alg"), value: .int(COSEKey.algorithmES256)),
+                (key: .text("alg"), value: .int(authenticatorData.attestedCredential?.publicKey.algorithm.rawValue ?? COSEKey.Algorithm.es256.rawValue)),
                 (key: .text("sig"), value: .bytes(signature)),
             ])
         }

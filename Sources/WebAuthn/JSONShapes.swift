@@ -39,8 +39,11 @@ public struct PublicKeyCredentialParameters: Codable, Equatable, Sendable {
         self.alg = alg
     }
 
-    /// The only algorithm this module verifies.
-    public static let es256 = PublicKeyCredentialParameters(alg: -7)
+    public static let es256 = PublicKeyCredentialParameters(alg: COSEKey.Algorithm.es256.rawValue)
+    public static let edDSA = PublicKeyCredentialParameters(alg: COSEKey.Algorithm.edDSA.rawValue)
+    public static let rs256 = PublicKeyCredentialParameters(alg: COSEKey.Algorithm.rs256.rawValue)
+    /// Every algorithm this module verifies, in the order a relying party prefers them.
+    public static let supported: [PublicKeyCredentialParameters] = COSEKey.Algorithm.allCases.map { PublicKeyCredentialParameters(alg: $0.rawValue) }
 }
 
 public struct PublicKeyCredentialDescriptorJSON: Codable, Equatable, Sendable {
@@ -113,7 +116,7 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Equatable, Sendab
     public var attestation: String?
 
     public init(rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntityJSON, challenge: String,
-                pubKeyCredParams: [PublicKeyCredentialParameters] = [.es256], timeout: UInt32? = nil,
+                pubKeyCredParams: [PublicKeyCredentialParameters] = PublicKeyCredentialParameters.supported, timeout: UInt32? = nil,
                 excludeCredentials: [PublicKeyCredentialDescriptorJSON]? = nil,
                 authenticatorSelection: AuthenticatorSelectionCriteria? = nil, attestation: String? = nil) {
         self.rp = rp

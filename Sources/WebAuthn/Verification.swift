@@ -20,7 +20,8 @@ public enum WebAuthnVerifier {
         attestationObject: Data,
         expectedChallenge: Data,
         relyingParty: RelyingParty,
-        requireUserVerification: Bool
+        requireUserVerification: Bool,
+        allowedAlgorithms: [COSEKey.Algorithm] = COSEKey.Algorithm.allCases
     ) throws -> VerifiedRegistration {
         // Steps 5–12: the client data.
         let clientData = try CollectedClientData(json: clientDataJSON)
@@ -30,9 +31,14 @@ public enum WebAuthnVerifier {
         let clientDataHash = Data(SHA256.hash(data: clientDataJSON))
 
         // Step 14: decode; the parse also enforces credential ID length (step 25), the BE/BS rule
-        // (step 18) and that the credential key is ES256 (step 19).
+        // (step 18) and that the credential key is one this module verifies.
         let attestation = try AttestationObject(attestationObject)
         let authenticatorData = attestation.authenticatorData
+        // Step 19: one of the algorithms the options offered (pubKeyCredParams).
+        let algorithm = attestation.credential.publicKey.algorithm
+        guard allowedAlgorithms.contains(algorithm) else {
+            throw WebAuthnError(.unsupportedAlgorithm, "the credential key's algorithm \(algorithm) (\(algorithm.rawValue)) was not offered")
+        }
 
         // Steps 15–17.
         try checkAuthenticatorData(authenticatorData, relyingParty: relyingParty,
@@ -59,7 +65,8 @@ public enum WebAuthnVerifier {
     /// - Parameters:
     ///   - credentialID: the response's raw credential ID; the caller looked up
     ///     `credentialPublicKey` and `storedSignCount` by it.
-    ///   - signature: ASN.1 DER ECDSA signature, as WebAuthn transmits ES256 (raw r‖s is rejected).
+    ///   - signature: in WebAuthn's encoding for the key's algorithm: ASN.1 DER for ES256 (raw r‖s
+    ///     is rejected), 64 bytes for EdDSA, the modulus' length for RS256.
     ///   - userHandle: the response's user handle, if any.
     ///   - allowCredentials: if the ceremony listed credentials, the listed IDs (§7.2 step 5).
     ///   - expectedUserHandle: the user handle of the credential's owner, to check a returned

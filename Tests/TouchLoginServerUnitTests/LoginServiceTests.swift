@@ -11,6 +11,25 @@ final class LoginServiceTests: XCTestCase {
     let attacker = "203.0.113.66"
     let owner = "198.51.100.7"
 
+    /// A hash made at a lower cost (before the default rose) is remade at today's on the next right
+    /// password, and only then; a hash changed meanwhile is not overwritten. Before, it stayed weak.
+    func testAnOlderCheaperHashIsRemadeOnTheNextRightPassword() async throws {
+        let h = try await LoginServiceHarness { $0.passwordCost = 11 }
+        let old = try PasswordHasher(cost: 10).hash("correct horse")
+        try await h.store.createAccount(Account(id: "acct-1", username: "dora", passwordHash: old, userHandle: Data(count: 16), createdAt: 0))
+        _ = await LoginServiceHarness.code { try await h.passwordLogin("dora", "wrong horse") }
+        let afterWrong = try await h.store.account(named: "dora")?.passwordHash
+        XCTAssertEqual(afterWrong, old, "a wrong password remakes nothing")
+        _ = try await h.passwordLogin("dora", "correct horse")
+        let stored = try await h.store.account(named: "dora")?.passwordHash
+        let remade = try XCTUnwrap(stored)
+        XCTAssertTrue(remade.hasPrefix("scrypt$11$"), remade)
+        XCTAssertTrue(PasswordHasher(cost: 11).verify("correct horse", against: remade))
+        _ = try await h.passwordLogin("dora", "correct horse")
+        let replaced = try await h.store.rehashPassword(accountID: "acct-1", from: old, to: "scrypt$11$stale")
+        XCTAssertFalse(replaced, "compare-and-set: the hash is no longer the old one")
+    }
+
     func testWrongPasswordsNeverBlockTheOwnersPasskey() async throws {
         let h = try await LoginServiceHarness()
         var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)

@@ -112,6 +112,20 @@ final class LoginStoreContractTests: XCTestCase {
         }
     }
 
+    /// A remade hash replaces only the hash it was made from.
+    func testARehashReplacesOnlyTheHashItWasMadeFrom() async throws {
+        try await forEachStore { kind, store in
+            let erin = account("erin")
+            try await store.createAccount(erin)
+            let first = try await store.rehashPassword(accountID: erin.id, from: "scrypt$x", to: "scrypt$y")
+            let stale = try await store.rehashPassword(accountID: erin.id, from: "scrypt$x", to: "scrypt$z")
+            let stored = try await store.account(named: "erin")?.passwordHash
+            XCTAssertTrue(first, kind)
+            XCTAssertFalse(stale, "\(kind): the hash had changed")
+            XCTAssertEqual(stored, "scrypt$y", kind)
+        }
+    }
+
     func testLookUpsByNameExpiryAndTheSecret() async throws {
         try await forEachStore { kind, store in
             let dave = account("dave")

@@ -12,6 +12,14 @@ final class PasswordHasherTests: XCTestCase {
         XCTAssertNotEqual(try hasher.hash("correct horse"), stored, "a fresh salt each time")
     }
 
+    func testAHashIsRemadeWhenItsCostIsBelowToday() throws {
+        let today = PasswordHasher(cost: 11)
+        XCTAssertTrue(today.needsRehash(try PasswordHasher(cost: 10).hash("pw")))
+        XCTAssertFalse(today.needsRehash(try today.hash("pw")))
+        XCTAssertFalse(today.needsRehash(try PasswordHasher(cost: 12).hash("pw")), "a costlier one is kept")
+        XCTAssertTrue(today.needsRehash("not a hash"))
+    }
+
     func testAnUnreadableOrWeakenedHashNeverMatches() throws {
         let hasher = PasswordHasher(cost: 10)
         let stored = try hasher.hash("correct horse")

@@ -10,6 +10,8 @@ public final class LoginServiceHarness: Sendable {
     public let directory: String
     public let clock: ManualClock
     public let service: LoginService
+    /// The service's store, for what a test sets up or checks underneath it.
+    public let store: SQLiteLoginStore
     public static let origin = "http://localhost:8080"
 
     public init(configure: (inout ServerConfiguration) -> Void = { _ in }) async throws {
@@ -17,6 +19,7 @@ public final class LoginServiceHarness: Sendable {
         directory = String(cString: mkdtemp(&template)!)
         let store = try SQLiteLoginStore(path: directory + "/server.sqlite")
         try await store.migrate()
+        self.store = store
         var configuration = ServerConfiguration()
         configuration.passwordCost = 10
         configure(&configuration)

@@ -107,8 +107,11 @@ final class AuthenticatorDataTests: XCTestCase {
     func testRejectsMissingOrBrokenCredentialKey() {
         XCTAssertThrowsWebAuthn(.malformedAuthenticatorData, try AuthenticatorData(header(flags: 0x41) + attestedData(key: Data())))
         XCTAssertThrowsWebAuthn(.malformedCBOR, try AuthenticatorData(header(flags: 0x41) + attestedData(key: key.cbor.dropLast())))
+        // RS256 is verified now: an RS256 key without its modulus and exponent is broken.
         let rsaLike = CBOR.map([(key: .int(1), value: .int(3)), (key: .int(3), value: .int(-257))]).encoded()
-        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try AuthenticatorData(header(flags: 0x41) + attestedData(key: rsaLike)))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try AuthenticatorData(header(flags: 0x41) + attestedData(key: rsaLike)))
+        let pssLike = CBOR.map([(key: .int(1), value: .int(3)), (key: .int(3), value: .int(-37))]).encoded()
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try AuthenticatorData(header(flags: 0x41) + attestedData(key: pssLike)), "PS256")
     }
 
     func testExtensionFlagMustMatchData() {

@@ -1,4 +1,5 @@
 import Crypto
+import _CryptoExtras
 import Foundation
 import WebAuthn
 import XCTest
@@ -30,13 +31,13 @@ final class COSEKeyTests: XCTestCase {
         let key = COSEKey(P256.Signing.PrivateKey().publicKey)
         let decoded = try COSEKey(cbor: key.cbor)
         XCTAssertEqual(decoded, key)
-        XCTAssertEqual(decoded.publicKey.rawRepresentation, key.publicKey.rawRepresentation)
+        XCTAssertEqual(decoded.p256?.rawRepresentation, key.p256?.rawRepresentation)
     }
 
     func testDecodesKnownKeyAndReencodesIdentically() throws {
         let key = try COSEKey(cbor: pyWebAuthnKey)
         XCTAssertEqual(key.cbor, pyWebAuthnKey)
-        XCTAssertEqual(key.publicKey.rawRepresentation.prefix(4), Data(hex: "87834def"))
+        XCTAssertEqual(key.p256?.rawRepresentation.prefix(4), Data(hex: "87834def"))
     }
 
     func testIgnoresExtraParameters() throws {
@@ -49,11 +50,57 @@ final class COSEKeyTests: XCTestCase {
         XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(alg: .int(-35))), "ES384")
         XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(alg: .int(-8))), "EdDSA")
         XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(crv: .int(2))), "P-384")
-        // py_webauthn's RSA (RS256) credential key.
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: map(alg: .int(-37))), "PS256")
+    }
+
+    /// py_webauthn's RS256 and EdDSA credential keys (refused as unsupported before): parsed, and
+    /// encoded back to the same bytes.
+    func testRS256AndEdDSAKeysFromPyWebAuthn() throws {
         let rsa = Data(b64u: "pAEDAzkBACBZAQDfV20epzvQP-HtcdDpX-cGzdOxy73WQEvsU7Dnr9UWJophEfpngouvgnRLXaEUn_d8HGkp_HIx8rrpkx4BVs6X_B6ZjhLlezjIdJbLbVeb92BaEsmNn1HW2N9Xj2QM8cH-yx28_vCjf82ahQ9gyAr552Bn96G22n8jqFRQKdVpO-f-bvpvaP3IQ9F5LCX7CUaxptgbog1SFO6FI6ob5SlVVB00lVXsaYg8cIDZxCkkENkGiFPgwEaZ7995SCbiyCpUJbMqToLMgojPkAhWeyktu7TlK6UBWdJMHc3FPAIs0lH_2_2hKS-mGI1uZAFVAfW1X-mzKL0czUm2P1UlUox7IUMBAAE")
-        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: rsa))
-        // py_webauthn's Ed25519 (OKP) credential key.
-        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: Data(b64u: "pAEBAycgBiFYIMz6_SUFLiDid2Yhlq0YboyJ-CDrIrNpkPUGmJp4D3Dp")))
+        let rsaKey = try COSEKey(cbor: rsa)
+        XCTAssertEqual(rsaKey.algorithm, .rs256)
+        XCTAssertEqual(rsaKey.cbor, rsa)
+        let okp = Data(b64u: "pAEBAycgBiFYIMz6_SUFLiDid2Yhlq0YboyJ-CDrIrNpkPUGmJp4D3Dp")
+        let edKey = try COSEKey(cbor: okp)
+        XCTAssertEqual(edKey.algorithm, .edDSA)
+        XCTAssertEqual(edKey.cbor, okp)
+    }
+
+    func testRejectsMalformedEdDSAAndRSAKeys() throws {
+        func okp(crv: Int = 6, x: Data = Data(repeating: 7, count: 32)) -> Data {
+            CBOR.map([(key: .int(1), value: .int(1)), (key: .int(3), value: .int(-8)), (key: .int(-1), value: .int(crv)), (key: .int(-2), value: .bytes(x))]).encoded()
+        }
+        func rsa(n: Data?, e: Data? = Data([1, 0, 1])) -> Data {
+            var entries: [(key: CBOR, value: CBOR)] = [(key: .int(1), value: .int(3)), (key: .int(3), value: .int(-257))]
+            if let n { entries.append((key: .int(-1), value: .bytes(n))) }
+            if let e { entries.append((key: .int(-2), value: .bytes(e))) }
+            return CBOR.map(entries).encoded()
+        }
+        XCTAssertNoThrow(try COSEKey(cbor: okp(x: Curve25519.Signing.PrivateKey().publicKey.rawRepresentation)))
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try COSEKey(cbor: okp(crv: 4)), "X25519 does not sign")
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: okp(x: Data(count: 31))))
+        let modulus = try _RSA.Signing.PrivateKey(keySize: .bits2048).publicKey.getKeyPrimitives().modulus
+        XCTAssertNoThrow(try COSEKey(cbor: rsa(n: modulus)))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: rsa(n: Data(modulus.prefix(128)))), "1024 bits")
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: rsa(n: modulus, e: nil)))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: rsa(n: nil)))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try COSEKey(cbor: rsa(n: Data(repeating: 0xFF, count: 1100))), "over 8192 bits")
+    }
+
+    func testEachAlgorithmsSignatureEncoding() throws {
+        let message = Data("hello".utf8)
+        let ed = Curve25519.Signing.PrivateKey()
+        let edKey = COSEKey(ed.publicKey)
+        let edSignature = try ed.signature(for: message)
+        XCTAssertTrue(edKey.isValidSignature(edSignature, for: message))
+        XCTAssertFalse(edKey.isValidSignature(edSignature, for: Data("hellO".utf8)))
+        XCTAssertFalse(edKey.isValidSignature(Data(edSignature.prefix(63)), for: message))
+        let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let rsaKey = try COSEKey(rsa.publicKey)
+        XCTAssertTrue(rsaKey.isValidSignature(try rsa.signature(for: message, padding: .insecurePKCS1v1_5).rawRepresentation, for: message))
+        XCTAssertFalse(rsaKey.isValidSignature(try rsa.signature(for: message, padding: .PSS).rawRepresentation, for: message), "PSS is PS256, not RS256")
+        XCTAssertFalse(rsaKey.isValidSignature(Data(count: 256), for: message))
+        XCTAssertFalse(rsaKey.isValidSignature(Data(), for: message))
     }
 
     func testRejectsMalformedKeys() {

@@ -1,4 +1,5 @@
 import Crypto
+import _CryptoExtras
 import Foundation
 import WebAuthn
 import XCTest
@@ -130,8 +131,8 @@ final class VerificationTests: XCTestCase {
         XCTAssertThrowsWebAuthn(.tooLarge, try verifyRegistration((valid.clientDataJSON, Data(count: 20_000))))
     }
 
-    func testRegistrationRejectsNonES256CredentialKey() {
-        // Authenticator data claiming an RS256 credential key, behind "none" attestation.
+    func testRegistrationRejectsAMalformedRSACredentialKey() {
+        // Authenticator data claiming an RS256 credential key with a zero modulus, behind "none" attestation.
         let rsaKey = CBOR.map([(key: .int(1), value: .int(3)), (key: .int(3), value: .int(-257)),
                                (key: .int(-1), value: .bytes(Data(count: 256))), (key: .int(-2), value: .bytes(Data([1, 0, 1])))]).encoded()
         let authData = AuthenticatorData(rpID: "example.com", flags: [.userPresent, .userVerified], signCount: 0).raw
@@ -141,7 +142,49 @@ final class VerificationTests: XCTestCase {
         let attestationObject = CBOR.map([(key: .text("fmt"), value: .text("none")), (key: .text("attStmt"), value: .map([])),
                                           (key: .text("authData"), value: .bytes(withKey))]).encoded()
         let clientDataJSON = authenticator.register(challenge: challenge).clientDataJSON
-        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try verifyRegistration((clientDataJSON, attestationObject)))
+        XCTAssertThrowsWebAuthn(.malformedPublicKey, try verifyRegistration((clientDataJSON, attestationObject)))
+    }
+
+    /// A credential of each algorithm browsers offer by default: registered with packed self
+    /// attestation (signed in the key's own algorithm), stored as COSE bytes, then asserted.
+    /// Before, EdDSA and RS256 keys were refused as unsupported.
+    func testEdDSAAndRS256CredentialsRegisterAndAssert() throws {
+        let ed25519 = Curve25519.Signing.PrivateKey()
+        let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let cases: [(String, COSEKey, (Data) throws -> Data)] = [
+            ("EdDSA", COSEKey(ed25519.publicKey), { try ed25519.signature(for: $0) }),
+            ("RS256", try COSEKey(rsa.publicKey), { try rsa.signature(for: $0, padding: .insecurePKCS1v1_5).rawRepresentation }),
+        ]
+        for (name, key, sign) in cases {
+            let clientDataJSON = CollectedClientData(type: "webauthn.create", challenge: challenge.base64URLEncodedString(), origin: "https://example.com",
+                                                     crossOrigin: false, topOrigin: nil).jsonData()
+            let authenticatorData = AuthenticatorData(rpID: "example.com", flags: [.userPresent, .userVerified], signCount: 0,
+                                                      attestedCredential: .init(aaguid: Data(count: 16), credentialID: Data(name.utf8), publicKey: key))
+            let attestation = try AttestationObject.makeAttestationObject(authenticatorData: authenticatorData, format: .packed,
+                                                                          clientDataHash: Data(SHA256.hash(data: clientDataJSON)), sign: sign)
+            let registration = try verifyRegistration((clientDataJSON, attestation))
+            XCTAssertEqual(registration.publicKey.algorithm, key.algorithm, name)
+            XCTAssertThrowsWebAuthn(.unsupportedAlgorithm, try WebAuthnVerifier.verifyRegistration(
+                clientDataJSON: clientDataJSON, attestationObject: attestation, expectedChallenge: challenge, relyingParty: rp,
+                requireUserVerification: true, allowedAlgorithms: [.es256]), "\(name) was not offered")
+
+            let stored = try COSEKey(cbor: registration.publicKeyCBOR)
+            let next = makeChallenge()
+            let getData = CollectedClientData(type: "webauthn.get", challenge: next.base64URLEncodedString(), origin: "https://example.com",
+                                              crossOrigin: false, topOrigin: nil).jsonData()
+            let assertionData = AuthenticatorData(rpID: "example.com", flags: [.userPresent, .userVerified], signCount: 1).raw
+            let signature = try sign(assertionData + Data(SHA256.hash(data: getData)))
+            func assert(_ signature: Data) throws -> VerifiedAssertion {
+                try WebAuthnVerifier.verifyAssertion(
+                    credentialID: Data(name.utf8), clientDataJSON: getData, authenticatorData: assertionData, signature: signature, userHandle: nil,
+                    expectedChallenge: next, relyingParty: rp, credentialPublicKey: stored, storedSignCount: 0, requireUserVerification: true,
+                    allowCredentials: nil, expectedUserHandle: nil)
+            }
+            XCTAssertEqual(try assert(signature).signCount, 1, name)
+            var flipped = signature
+            flipped[flipped.count / 2] ^= 1
+            XCTAssertThrowsWebAuthn(.signatureInvalid, try assert(flipped), name)
+        }
     }
 
     /// A real "none" registration from py_webauthn's test suite (ES256, localhost).
