@@ -116,4 +116,61 @@ final class ConnectionFloodTests: XCTestCase {
             enclave.log().contains("refused a connection over the limit")
         }
     }
+    /// Attack: a client asks for large answers and never reads them (before: 55 `matchAll` copies
+    /// grew the daemon from 39 MB to 1,133 MB, ~1 GB still after the connection closed). Its
+    /// answers are encoded as they are made and bounded in bytes (`ChannelReplySink`): past the
+    /// bound the daemon closes the connection; everyone else is served meanwhile, and the daemon's
+    /// peak memory grows by a few MB (without the bound: the connection stays open and the peak
+    /// grows by ~50 MB for these 2,000 answers, checked by lifting the bound).
+    func testAClientThatStopsReadingIsClosedAndHoldsBoundedMemory() throws {
+        let enclave = try TestEnclave()
+        let attributes: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("large"), "acct": .string("a")]
+        var add = attributes
+        add["v_Data"] = .data(Data(repeating: 0x5A, count: 40_000))
+        guard case .keychain(let added) = try enclave.send(.keychainAdd(KeychainRequest(attributes: add, context: "big"))), added.status == .success else {
+            return XCTFail("the large item was not added")
+        }
+        func peakKB() -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(enclave.processID)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+        }
+        let before = peakKB()
+
+        let reader = try RawClient(path: enclave.socketPath)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(reader.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        reader.sendFrame(RequestEnvelope(id: 1, request: .hello(version: enclaveProtocolVersion)).encoded())
+        let copy = RequestEnvelope(id: 2, request: .keychainCopy(KeychainRequest(attributes: attributes, context: "big", returnData: true))).encoded()
+        // Paced below the connection's 64 running requests, so that the answers are the large ones
+        // (not `busy`): unbounded, 2,000 of them would be 80 MB waiting in the daemon.
+        var sent = 0
+        for i in 0..<2_000 {
+            guard reader.sendFrame(copy) else { break }
+            sent += 1
+            if i % 32 == 31 { usleep(10_000) }
+        }
+        // Everyone else is answered while the unread answers pile up (or after they were cut off).
+        let start = Date()
+        XCTAssertTrue(try enclave.status().passcodeSet)
+        try enclave.queue(.match)
+        guard case .evaluated(let evaluation) = try enclave.send(.evaluate(context: "served", policy: PolicyValue.deviceOwnerAuthenticationWithBiometrics.rawValue,
+                                                                            options: .init(reason: "Still served"))) else { return XCTFail("no evaluation") }
+        XCTAssertTrue(evaluation.success, "\(evaluation)")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5, "another client waited for the one that does not read")
+        // The daemon closed the connection: what it had sent, then the end.
+        var frames = 0
+        var ended = false
+        while !ended {
+            switch reader.readFrame(timeout: 15) {
+            case .payload: frames += 1
+            case .closed: ended = true
+            case .timeout: XCTFail("the connection that never read was not closed (\(frames) answers read, \(sent) requests sent)"); ended = true
+            }
+        }
+        XCTAssertLessThan(frames, sent, "the daemon stopped answering it before its \(sent) requests")
+        let growth = peakKB() - before
+        print("slow reader: \(sent) requests sent, \(frames) answers received before the close; daemon peak memory \(before / 1024) → \(peakKB() / 1024) MB")
+        XCTAssertLessThan(growth, 16 * 1024, "the daemon's peak memory grew by \(growth / 1024) MB (unbounded, this attack took it up by ~50 MB)")
+    }
 }
