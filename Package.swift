@@ -119,7 +119,7 @@ let package = Package(
         // the ordinary build replays a corpus through all three.
         .executableTarget(name: "webauthn-fuzz", dependencies: ["WebAuthn", "TouchLoginAPI"], path: "Fuzz/WebAuthn", exclude: ["corpus"]),
         .executableTarget(name: "touchlogin-server", dependencies: [
-            "TouchLoginServer", "WebAuthn",
+            "TouchLoginServer", "WebAuthn", "EnclaveProtocol",
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Hummingbird", package: "hummingbird"),

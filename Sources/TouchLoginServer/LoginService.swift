@@ -88,6 +88,31 @@ public struct LoginService: Sendable {
         return try await passwordWork.run { try hasher.hash(password) }
     }
 
+    // MARK: The operator (`touchlogin-server admin`)
+
+    /// An account as the operator looks it up: its devices and recent activity.
+    public func operatorAccount(username: String) async throws -> AccountResponse {
+        guard let account = try await store.account(named: (try? Self.normalized(username)) ?? username) else {
+            throw APIError(.notFound, "No account is named \(username).")
+        }
+        return try await accountInfo(account)
+    }
+
+    /// Revokes one device of an account for the operator (a lost laptop, a compromised key): its
+    /// passkey login ends at once, and the account's activity says the operator did it.
+    public func operatorRevoke(username: String, credentialID: String) async throws -> DeviceResponse {
+        guard let account = try await store.account(named: (try? Self.normalized(username)) ?? username) else {
+            throw APIError(.notFound, "No account is named \(username).")
+        }
+        guard let id = Data(base64URLEncoded: credentialID), let credential = try await store.credentials(accountID: account.id).first(where: { $0.id == id }) else {
+            throw APIError(.notFound, "No such device on this account.")
+        }
+        let event = AccountEvent(accountID: account.id, at: clock(), kind: .deviceRevoked, credentialID: id, deviceName: credential.name, address: "operator")
+        guard try await store.deleteCredential(id: id, accountID: account.id, event: event) else { throw APIError(.notFound, "No such device on this account.") }
+        logger.notice("device revoked by the operator", metadata: ["account": "\(account.id)"])
+        return Self.device(credential)
+    }
+
     /// Clears the password failures of `username`: the operator's reset of a locked password path.
     public func liftPasswordLock(username: String) async throws {
         try await store.clearFailures(keys: [Self.accountPasswordKey((try? Self.normalized(username)) ?? username)])

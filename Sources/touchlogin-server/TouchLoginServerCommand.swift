@@ -1,4 +1,5 @@
 import ArgumentParser
+import EnclaveProtocol
 import Foundation
 import Hummingbird
 import Logging
@@ -12,7 +13,7 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "touchlogin-server",
         abstract: "The fingerprint-login server: password accounts, device binding and passkey login (WebAuthn shapes).",
-        subcommands: [Serve.self, LiftLock.self], defaultSubcommand: Serve.self)
+        subcommands: [Serve.self, Admin.self, LiftLock.self], defaultSubcommand: Serve.self)
 }
 
 /// Where the accounts are: one SQLite file, or a PostgreSQL several instances share.
@@ -31,7 +32,29 @@ struct StorageOptions: ParsableArguments {
     }
 }
 
-/// The operator's reset of a password path locked after too many wrong passwords.
+extension StorageOptions {
+    /// Runs `body` with a login service on the configured store (the operator's commands; a
+    /// running server may share it: SQLite in WAL mode and PostgreSQL allow that).
+    func withService<T: Sendable>(_ body: @escaping @Sendable (LoginService) async throws -> T) async throws -> T {
+        let logger = Logger(label: "touchlogin-server")
+        if let url = postgresURL {
+            let client = try PostgresLoginStore.client(url: url)
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { await client.run(); return nil }
+                let store = PostgresLoginStore(client: client, logger: logger)
+                try await store.migrate()
+                defer { group.cancelAll() }
+                return try await body(LoginService(store: store, configuration: ServerConfiguration()))
+            }
+        }
+        let store = try SQLiteLoginStore(path: sqlitePath)
+        try await store.migrate()
+        return try await body(LoginService(store: store, configuration: ServerConfiguration()))
+    }
+}
+
+/// The operator's reset of a password path locked after too many wrong passwords (also
+/// `admin lift-lock`).
 struct LiftLock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lift-lock", abstract: "Let an account's password be tried again after it locked (its owner was verified another way).")
@@ -39,22 +62,19 @@ struct LiftLock: AsyncParsableCommand {
     @Argument(help: "The account's username.") var username: String
 
     func run() async throws {
-        let logger = Logger(label: "touchlogin-server")
-        if let url = storage.postgresURL {
-            let client = try PostgresLoginStore.client(url: url)
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await client.run() }
-                let store = PostgresLoginStore(client: client, logger: logger)
-                try await store.migrate()
-                try await LoginService(store: store, configuration: ServerConfiguration()).liftPasswordLock(username: username)
-                group.cancelAll()
-            }
-        } else {
-            let store = try SQLiteLoginStore(path: storage.sqlitePath)
-            try await store.migrate()
-            try await LoginService(store: store, configuration: ServerConfiguration()).liftPasswordLock(username: username)
-        }
-        print("The password of \(username) may be tried again.")
+        let username = self.username
+        try await storage.withService { try await $0.liftPasswordLock(username: username) }
+        print("The password of \(Printed.text(username)) may be tried again.")
+    }
+}
+
+/// What the operator's commands print: what users chose (names, addresses) as `Printable`
+/// fields, never a control character the operator's terminal would act on.
+enum Printed {
+    static func text(_ s: String) -> String { Printable.field(s) }
+
+    static func date(_ seconds: Double) -> String {
+        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
     }
 }
 
@@ -157,6 +177,54 @@ struct ExpiredRecordsCleanup: Service {
             while (try? await Task.sleep(for: .seconds(60))) != nil {
                 do { try await service.removeExpired() } catch { logger.warning("removing expired records failed", metadata: ["error": "\(error)"]) }
             }
+        }
+    }
+}
+
+/// The operator's tools: find an account, revoke a device, lift a locked password path. They
+/// work on the store directly (the server may be running: SQLite WAL and PostgreSQL allow it).
+struct Admin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "The operator's tools: look an account up, revoke a device, lift a locked password path.",
+        subcommands: [AccountCommand.self, Revoke.self, LiftLock.self])
+
+    struct AccountCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "account", abstract: "An account's devices, recent activity and password state.")
+        @OptionGroup var storage: StorageOptions
+        @Argument(help: "The account's username.") var username: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() async throws {
+            let username = self.username
+            let report = try await storage.withService { try await $0.operatorAccount(username: username) }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(Printable.json(String(decoding: try encoder.encode(report), as: UTF8.self)))
+                return
+            }
+            print("account   \(Printed.text(report.username)), created \(Printed.date(report.createdAt))")
+            print("devices   \(report.devices.isEmpty ? "none" : "")")
+            for d in report.devices {
+                print("  \(d.id)  \(Printed.text(d.name)), added \(Printed.date(d.createdAt)), last used \(d.lastUsedAt.map(Printed.date) ?? "never")")
+            }
+            print("activity")
+            for a in report.activity ?? [] {
+                print("  \(Printed.date(a.at))  \(a.kind)\(a.deviceName.map { " " + Printed.text($0) } ?? "")  from \(Printed.text(a.address))")
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke one device of an account (its fingerprint login ends at once).")
+        @OptionGroup var storage: StorageOptions
+        @Argument(help: "The account's username.") var username: String
+        @Argument(help: "The device's ID (base64url, as `admin account` lists it).") var device: String
+
+        func run() async throws {
+            let (username, device) = (self.username, self.device)
+            let revoked = try await storage.withService { try await $0.operatorRevoke(username: username, credentialID: device) }
+            print("Revoked \(Printed.text(revoked.name)) of \(Printed.text(username)).")
         }
     }
 }

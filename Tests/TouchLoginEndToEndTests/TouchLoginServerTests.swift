@@ -104,6 +104,25 @@ final class TouchLoginServerTests: XCTestCase {
         XCTAssertEqual(try server.http("POST", "/api/session", json: ["username": "frank", "password": "correct horse"]).0, 200)
     }
 
+    /// `touchlogin-server admin`, as an operator runs it beside the running server.
+    func testTheOperatorsAdminCommands() throws {
+        let server = try LoginServerProcess([])
+        XCTAssertEqual(try server.http("POST", "/api/accounts", json: ["username": "hana", "password": "correct horse"]).0, 201)
+        let database = ["--database", server.directory + "/server.sqlite"]
+        let account = try runProcess(productPath("touchlogin-server"), ["admin", "account", "hana"] + database)
+        XCTAssertEqual(account.status, 0, account.stderr)
+        XCTAssertTrue(account.stdout.contains("account   hana") && account.stdout.contains("sign-up"), account.stdout)
+        let json = try runProcess(productPath("touchlogin-server"), ["admin", "account", "hana", "--json"] + database)
+        let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+        XCTAssertEqual(object?["username"] as? String, "hana")
+        let nobody = try runProcess(productPath("touchlogin-server"), ["admin", "account", "nobody"] + database)
+        XCTAssertNotEqual(nobody.status, 0)
+        XCTAssertTrue(nobody.stderr.contains("No account is named nobody"), nobody.stderr)
+        let revoke = try runProcess(productPath("touchlogin-server"), ["admin", "revoke", "hana", "AAAA"] + database)
+        XCTAssertNotEqual(revoke.status, 0)
+        XCTAssertTrue(revoke.stderr.contains("No such device"), revoke.stderr)
+    }
+
     func testSIGTERMEndsTheServerCleanly() throws {
         let directory = NSTemporaryDirectory() + "login-sigterm-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }

@@ -30,6 +30,28 @@ final class LoginServiceTests: XCTestCase {
         XCTAssertFalse(replaced, "compare-and-set: the hash is no longer the old one")
     }
 
+    /// The operator finds an account and revokes a lost device: its passkey login ends at once and
+    /// the account's activity says the operator did it.
+    func testTheOperatorLooksAnAccountUpAndRevokesADevice() async throws {
+        let h = try await LoginServiceHarness()
+        var passkey = try await h.bindPasskey(token: try await h.signUp("gina").token, name: "laptop")
+        let before = try await h.service.operatorAccount(username: "gina")
+        XCTAssertEqual(before.devices.map(\.name), ["laptop"])
+        let id = try XCTUnwrap(before.devices.first?.id)
+        let revoked = try await h.service.operatorRevoke(username: "gina", credentialID: id)
+        XCTAssertEqual(revoked.name, "laptop")
+        let login = await LoginServiceHarness.code { try await h.passkeyLogin(&passkey, username: "gina") }
+        XCTAssertNotNil(login, "the revoked device still signed in")
+        let after = try await h.service.operatorAccount(username: "gina")
+        XCTAssertEqual(after.devices, [])
+        XCTAssertEqual(after.activity?.first?.kind, "device-revoked")
+        XCTAssertEqual(after.activity?.first?.address, "operator")
+        let unknownAccount = await LoginServiceHarness.code { try await h.service.operatorAccount(username: "nobody") }
+        XCTAssertEqual(unknownAccount, "not_found")
+        let unknownDevice = await LoginServiceHarness.code { try await h.service.operatorRevoke(username: "gina", credentialID: id) }
+        XCTAssertEqual(unknownDevice, "not_found")
+    }
+
     func testWrongPasswordsNeverBlockTheOwnersPasskey() async throws {
         let h = try await LoginServiceHarness()
         var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)
