@@ -168,12 +168,16 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// been set or checked under the rule; nil otherwise, and with PAM).
     public var passcodeMinimumLength: Int?
     public var passcodeShorterThanMinimum: Bool?
+    /// When (seconds since 1970) the daemon last found the enrolled set changed outside it
+    /// (fprintd-enroll, a desktop's settings): such a change skipped the passcode rule.
+    public var enrolmentChangedElsewhereAt: Double?
 
     public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolledCount: Int, passcodeSet: Bool,
                 biometricFailures: Int, biometryLockout: String?, passcodeFailures: Int, passcodeRetryAfter: Double?,
                 passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool, promptOpen: Bool = false,
-                passcodeMinimumLength: Int? = nil, passcodeShorterThanMinimum: Bool? = nil) {
+                passcodeMinimumLength: Int? = nil, passcodeShorterThanMinimum: Bool? = nil, enrolmentChangedElsewhereAt: Double? = nil) {
         self.passcodeMinimumLength = passcodeMinimumLength; self.passcodeShorterThanMinimum = passcodeShorterThanMinimum
+        self.enrolmentChangedElsewhereAt = enrolmentChangedElsewhereAt
         self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolledCount = enrolledCount
         self.passcodeSet = passcodeSet; self.biometricFailures = biometricFailures; self.biometryLockout = biometryLockout
         self.passcodeFailures = passcodeFailures; self.passcodeRetryAfter = passcodeRetryAfter

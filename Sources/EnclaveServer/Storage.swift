@@ -20,6 +20,9 @@ struct UserRecord: Sendable, Equatable {
     var passcodeEpoch: UInt64 = 0
     /// Wrong login passwords given to lift a disabled passcode (user mode), with their delays.
     var loginPasswordAttempts = PasswordAttempts()
+    /// When the daemon last found the enrolled set changed outside it (fprintd-enroll, GNOME
+    /// Settings): a change that skipped the passcode rule, which `lactl doctor` reports.
+    var enrolmentChangedElsewhereAt: Date?
 }
 
 /// SQLite through GRDB, WAL with synchronous=FULL: a write has reached the disk when `save` returns.
@@ -190,6 +193,9 @@ final class Storage: Sendable {
         migrator.registerMigration("v11-login-password-attempts") { db in
             try db.execute(sql: "ALTER TABLE user ADD COLUMN loginPasswordAttempts BLOB")
         }
+        migrator.registerMigration("v12-enrolment-changed-elsewhere") { db in
+            try db.execute(sql: "ALTER TABLE user ADD COLUMN enrolmentChangedElsewhereAt REAL")
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)
@@ -226,6 +232,7 @@ final class Storage: Sendable {
             r.enrolment = try Self.decoder.decode([String].self, from: row["enrolment"] as Data)
             r.passcodeEpoch = UInt64(row["passcodeEpoch"] as Int64)
             if let attempts: Data = row["loginPasswordAttempts"] { r.loginPasswordAttempts = try Self.decoder.decode(PasswordAttempts.self, from: attempts) }
+            r.enrolmentChangedElsewhereAt = (row["enrolmentChangedElsewhereAt"] as Double?).map(Date.init(timeIntervalSince1970:))
             return r
         }
     }
@@ -242,14 +249,15 @@ final class Storage: Sendable {
         let enrolment = try Self.encoder.encode(r.enrolment)
         let loginAttempts = r.loginPasswordAttempts.failures == 0 ? nil : try Self.encoder.encode(r.loginPasswordAttempts)
         try db.execute(sql: """
-                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch, loginPasswordAttempts)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch, loginPasswordAttempts,
+                                  enrolmentChangedElsewhereAt)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT(uid) DO UPDATE SET ledger = excluded.ledger, passcode = excluded.passcode,
                     domainSecret = excluded.domainSecret, enrolmentGeneration = excluded.enrolmentGeneration,
                     enrolment = excluded.enrolment, passcodeEpoch = excluded.passcodeEpoch,
-                    loginPasswordAttempts = excluded.loginPasswordAttempts
+                    loginPasswordAttempts = excluded.loginPasswordAttempts, enrolmentChangedElsewhereAt = excluded.enrolmentChangedElsewhereAt
                 """, arguments: [Int64(r.uid), ledger, passcode, r.domainSecret, Int64(r.enrolmentGeneration), enrolment, Int64(r.passcodeEpoch),
-                                 loginAttempts])
+                                 loginAttempts, r.enrolmentChangedElsewhereAt?.timeIntervalSince1970])
         try Self.insert(audit, db)
     }
 

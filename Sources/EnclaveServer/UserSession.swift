@@ -75,9 +75,12 @@ actor UserSession {
         let stored = record.enrolment
         let now = try await sensor.enrolledIdentities(uid: uid, stored: stored)
         if EnrolmentSet.changed(from: stored, to: now) {
-            // A real sensor's set changed behind our back: that is an enrolment change too.
+            // A real sensor's set changed behind our back: that is an enrolment change too, and one
+            // that skipped the passcode rule (lactl doctor says so).
             record.enrolment = now
             record.enrolmentGeneration += 1
+            record.enrolmentChangedElsewhereAt = clock.wall()
+            logger.notice("the enrolled set was changed outside laenclaved", metadata: ["uid": "\(uid)", "identities": "\(now.count)"])
             try persist()
         }
         return now
@@ -118,7 +121,8 @@ actor UserSession {
             passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
             queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
             promptOpen: activePromptApp == app, passcodeMinimumLength: usesPAM ? nil : config.passcodeMinimumLength,
-            passcodeShorterThanMinimum: usesPAM ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength })
+            passcodeShorterThanMinimum: usesPAM ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength },
+            enrolmentChangedElsewhereAt: record.enrolmentChangedElsewhereAt?.timeIntervalSince1970)
     }
 
     // MARK: Passcode and enrolment

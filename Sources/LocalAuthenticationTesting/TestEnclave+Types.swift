@@ -50,6 +50,8 @@ extension TestEnclave {
         public var simulationEnabled: Bool
         /// Whether an authentication prompt is open for this user now.
         public var promptOpen: Bool
+        /// When the daemon last found the enrolment changed outside it (fprintd-enroll…), if ever.
+        public var enrolmentChangedElsewhereAt: Date?
 
         init(_ s: UserStatus) {
             uid = s.uid
@@ -67,6 +69,7 @@ extension TestEnclave {
             domainState = s.domainState
             simulationEnabled = s.simulationEnabled
             promptOpen = s.promptOpen
+            enrolmentChangedElsewhereAt = s.enrolmentChangedElsewhereAt.map(Date.init(timeIntervalSince1970:))
         }
     }
 }

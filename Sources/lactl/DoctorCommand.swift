@@ -136,6 +136,7 @@ struct Doctor: ParsableCommand {
             guard case .status(let s) = try connection.request(.status) else { throw EnclaveClientError.protocolError("no status") }
             checkSensor(s, into: &report)
             checkPasscodeLength(s, into: &report)
+            checkEnrolmentElsewhere(s, into: &report)
             readerInUse = s.sensor.map { !$0.simulated } ?? false
         } catch {
             report.problem("sensor", "the daemon did not say: \(error)", fix: "lactl status shows the daemon's answer; journalctl -u laenclaved its log")
@@ -276,6 +277,15 @@ struct Doctor: ParsableCommand {
     private func checkPasscodeLength(_ s: UserStatus, into report: inout DoctorReport) {
         guard s.passcodeShorterThanMinimum == true, let minimum = s.passcodeMinimumLength else { return }
         report.note("passcode", "shorter than the \(minimum) characters a new passcode needs; it keeps working — `lactl passcode change` sets a longer one")
+    }
+
+    /// fprintd lets a desktop's settings or fprintd-enroll change the enrolled fingers without the
+    /// device passcode; the daemon notices the change (and invalidates what `.biometryCurrentSet`
+    /// protects) but cannot refuse it.
+    private func checkEnrolmentElsewhere(_ s: UserStatus, into report: inout DoctorReport) {
+        guard let when = s.enrolmentChangedElsewhereAt else { return }
+        let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: when))
+        report.note("enrolment", "changed outside laenclaved (fprintd-enroll, a desktop's settings) at \(date), without the device passcode; what .biometryCurrentSet protected was invalidated. Enrol with `lactl enroll`, which asks for the passcode")
     }
 
     private func checkSensor(_ s: UserStatus, into report: inout DoctorReport) {

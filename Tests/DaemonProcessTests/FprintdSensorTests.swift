@@ -322,8 +322,13 @@ final class FprintdSensorTests: XCTestCase {
         // The second query is itself one connection.
         XCTAssertLessThanOrEqual(after - before, 2, "twenty status requests opened \(after - before - 1) connections to the bus")
 
+        XCTAssertNil(try enclave.status().enrolmentChangedElsewhereAt, "enrolled through the daemon, with the passcode")
         try stack.deletePrints(user: "root")
         eventually("the daemon to see the prints deleted through fprintd", timeout: 10) { (try? enclave.status().enrolledCount) == 0 }
+        // A change made around the daemon skipped the passcode rule: the doctor says so.
+        XCTAssertNotNil(try enclave.status().enrolmentChangedElsewhereAt)
+        let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", enclave.socketPath])
+        XCTAssertTrue(doctor.stdout.contains("changed outside laenclaved"), doctor.stdout)
     }
 }
 
