@@ -52,7 +52,8 @@ extension Storage {
     /// Stores a new key's record, durably, before its blob is answered; within the user's quota.
     func insertKeyRecord(_ r: KeyRecord) throws {
         try pool.write { db in
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ?", arguments: [Int64(r.uid)]) ?? 0
+            // Live keys only: the records left of keys destroyed with the passcode hold nothing.
+            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND LENGTH(wrapped) > 0", arguments: [Int64(r.uid)]) ?? 0
             if count >= quota.keys { throw KeyStoreError.tooManyKeys(count) }
             try db.execute(sql: "INSERT INTO enclave_key (handle, uid, app, class, wrapped, created) VALUES (?, ?, ?, ?, ?, ?)",
                            arguments: [r.handle.bytes, Int64(r.uid), r.app, r.keyClass.rawValue, r.wrapped, r.created.timeIntervalSince1970])

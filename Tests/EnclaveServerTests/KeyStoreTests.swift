@@ -82,5 +82,12 @@ final class KeyStoreTests: XCTestCase {
         for _ in 0..<3 { try storage.insertKeyRecord(record()) }
         XCTAssertThrowsError(try storage.insertKeyRecord(record())) { XCTAssertTrue("\($0)".contains("3 Secure Enclave keys"), "\($0)") }
         XCTAssertNoThrow(try storage.insertKeyRecord(record(uid: 1001)), "another user's quota is its own")
+        // Keys destroyed with the passcode no longer count.
+        let bounded = try Storage(directory: directory + "-2", quota: KeychainQuota(items: 2, bytes: 1 << 20))
+        defer { try? FileManager.default.removeItem(atPath: directory + "-2") }
+        for _ in 0..<2 { try bounded.insertKeyRecord(record(.passcodeSet)) }
+        XCTAssertThrowsError(try bounded.insertKeyRecord(record()))
+        _ = try bounded.removePasscodeClass(saving: UserRecord(uid: 1000, domainSecret: Data(count: 32)))
+        XCTAssertNoThrow(try bounded.insertKeyRecord(record()))
     }
 }
