@@ -66,6 +66,7 @@ public final class EnclaveDaemon: Sendable {
             throw KeyFileError(path: config.masterKeyPath, problem: "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away")
         }
         _ = try storage.upgradeSealing(master: masterKey)
+        try storage.vacuumOnceForClassKeys()
         switch config.fprintd {
         case .required:
             do { sensor = try FprintdSensor() } catch { throw SensorUnavailable(message: "\(error)") }

@@ -127,6 +127,13 @@ extension Storage {
         }
     }
 
+    /// Whether the row is still as it was read: not deleted, not changed since `modified`.
+    func itemUnchanged(id: Int64, uid: UInt32, modified: Date) throws -> Bool {
+        try pool.read { db in
+            try Double.fetchOne(db, sql: "SELECT modified FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)]) == modified.timeIntervalSince1970
+        }
+    }
+
     /// Refuses a change that would take `uid` past its quota; within the change's own transaction.
     private func checkQuota(_ db: Database, uid: UInt32, newItems: Int, growth: Int) throws {
         guard newItems > 0 || growth > 0 else { return }

@@ -38,4 +38,15 @@ extension Storage {
         }
         return upgraded
     }
+
+    /// A database written before `secure_delete` may keep rows deleted back then in its free pages,
+    /// sealed under keys the master key still derives: it is rewritten once (VACUUM, then the WAL
+    /// shredded), and `meta` remembers. A crash before the mark only means it runs again.
+    func vacuumOnceForClassKeys() throws {
+        let done = try pool.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'vacuumedForClassKeys'") ?? false }
+        guard !done else { return }
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "VACUUM") }
+        try pool.write { db in try db.execute(sql: "INSERT OR REPLACE INTO meta (name, value) VALUES ('vacuumedForClassKeys', X'01')") }
+        shred()
+    }
 }

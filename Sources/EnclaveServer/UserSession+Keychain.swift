@@ -164,6 +164,11 @@ extension UserSession {
                 } catch let f as KeychainFailure where request.authenticationUI == .skip && f.status == .interactionNotAllowed {
                     continue // kSecUseAuthenticationUISkip: items that would prompt are left out
                 }
+                // Deleted or changed while the prompt was open: what was read before is not answered.
+                guard try storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
+                    if request.matchAll { continue }
+                    throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
+                }
                 data = try open(item, request)
             }
             results.append(shaped(item, request, data: data))

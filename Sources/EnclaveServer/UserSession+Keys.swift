@@ -104,10 +104,14 @@ extension UserSession {
                 do throws(AccessDenial) { try await prover.prove(key.protected, reason: r.reason ?? "Use a Secure Enclave key", noUI: r.interactionNotAllowed) } catch {
                     return KeyReply(error)
                 }
+                // Deleted while the prompt was open: it signs nothing.
+                _ = try liveKey(r.blob, app: app)
                 return try perform(use, with: key)
             }
         } catch let e as KeyReplyError {
             return e.reply
+        } catch let f as KeychainFailure {
+            return KeyReply(problem: .notAvailable, message: f.message)
         } catch {
             logger.error("key operation failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
             return KeyReply(problem: .notAvailable, message: "the key operation could not complete")

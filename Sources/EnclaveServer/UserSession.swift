@@ -47,8 +47,11 @@ actor UserSession {
         saved = r
     }
 
-    /// The user's key of `keyClass`, made on first use.
+    /// The user's key of `keyClass`, made on first use. The `passcodeSet` class exists only while
+    /// a passcode is set: a request that waited on a prompt while the passcode was removed finds
+    /// no key, rather than making one that would outlive the removal.
     func classKey(_ keyClass: KeyClass) throws -> SymmetricKey {
+        if keyClass == .passcodeSet && !passcodeIsSet { throw KeychainFailure(CreationProblem.passcodeNeeded) }
         if let key = classKeys[keyClass] { return key }
         let key = try storage.classKey(uid: uid, keyClass, wrappingKey: keys.wrapping)
         classKeys[keyClass] = key
@@ -279,7 +282,14 @@ actor UserSession {
     /// The person lifts the disabled passcode with the login password, checked through PAM
     /// (`loginPasswordService`). Its wrong guesses have a counter and delays of their own
     /// (`PasswordAttempts`), stored before the answer leaves; during a delay nothing is checked.
+    /// Where the passcode *is* the login password (PAM), this path would be a second counter on the
+    /// same secret: refused, root lifts it. The attempt is counted before PAM answers (a client
+    /// that kills the daemon when a wrong answer is slow to come loses nothing by it) and forgiven
+    /// on success.
     func resetPasscodeLockout(loginPassword password: String) async throws {
+        if usesPAM {
+            throw Failure(.notPermitted, "your device passcode is your login password: its counter is lifted by root (sudo lactl admin reset-passcode --uid \(uid))")
+        }
         guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
         loginCheckBusy = true
         defer { loginCheckBusy = false }
@@ -287,6 +297,9 @@ actor UserSession {
             throw Failure(.passcodeRetryLater, "login password entry is delayed after \(record.loginPasswordAttempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s",
                           retryAfter: wait)
         }
+        let before = record.loginPasswordAttempts
+        record.loginPasswordAttempts.recordFailure(now: clock.wall())
+        try persist()
         switch await PAMAuthenticator.check(service: config.loginPasswordService, user: username, password: password) {
         case .accepted:
             record.loginPasswordAttempts = PasswordAttempts()
@@ -294,10 +307,10 @@ actor UserSession {
             try persist()
         case .refused(let why):
             logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
-            record.loginPasswordAttempts.recordFailure(now: clock.wall())
-            try persist()
             throw Failure(.passcodeIncorrect, "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)")
         case .unsuitable(let why):
+            record.loginPasswordAttempts = before
+            try persist()
             throw Failure(.notPermitted, why)
         }
     }

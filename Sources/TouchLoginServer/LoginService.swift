@@ -108,7 +108,9 @@ public struct LoginService: Sendable {
             throw APIError(.notFound, "No such device on this account.")
         }
         let event = AccountEvent(accountID: account.id, at: clock(), kind: .deviceRevoked, credentialID: id, deviceName: credential.name, address: "operator")
-        guard try await store.deleteCredential(id: id, accountID: account.id, event: event) else { throw APIError(.notFound, "No such device on this account.") }
+        guard try await store.deleteCredential(id: id, accountID: account.id, event: event, keepingSession: nil) else {
+            throw APIError(.notFound, "No such device on this account.")
+        }
         logger.notice("device revoked by the operator", metadata: ["account": "\(account.id)"])
         return Self.device(credential)
     }
@@ -226,7 +228,7 @@ public struct LoginService: Sendable {
         if id == nil || id != session.credentialID { try requireFreshPassword(session) }
         let name = try await store.credentials(accountID: account.id).first { $0.id == id }?.name
         let event = AccountEvent(accountID: account.id, at: clock(), kind: .deviceRevoked, credentialID: id, deviceName: name, address: address)
-        guard let id, try await store.deleteCredential(id: id, accountID: account.id, event: event) else {
+        guard let id, try await store.deleteCredential(id: id, accountID: account.id, event: event, keepingSession: session.tokenHash) else {
             throw APIError(.notFound, "No such device on this account.")
         }
         logger.info("device revoked", metadata: ["account": "\(account.id)"])
@@ -413,10 +415,16 @@ public struct LoginService: Sendable {
         }
         try await store.clearFailures(keys: keys)
         if let stored, hasher.needsRehash(stored) {
-            // Made at a lower cost (before the default rose): remade now, the one time the password is known.
-            let remade = try await passwordWork.run { try hasher.hash(password) }
-            if try await store.rehashPassword(accountID: account.id, from: stored, to: remade) {
-                logger.info("password hash remade at today's cost", metadata: ["username": "\(username)"])
+            // Made at a lower cost (before the default rose): remade now, the one time the password
+            // is known. Best effort: a busy pool or a store error leaves the old hash for next time,
+            // never fails the login.
+            do {
+                let remade = try await passwordWork.run { try hasher.hash(password) }
+                if try await store.rehashPassword(accountID: account.id, from: stored, to: remade) {
+                    logger.info("password hash remade at today's cost", metadata: ["username": "\(username)"])
+                }
+            } catch {
+                logger.notice("password hash not remade this time", metadata: ["username": "\(username)", "error": "\(error)"])
             }
         }
         return account

@@ -41,7 +41,9 @@ public protocol LoginStore: Sendable {
     /// look-up either way: the answer for an unknown name costs what a known one does.
     func credentials(username: String) async throws -> [Credential]
     func renameCredential(id: Data, accountID: String, name: String) async throws -> Bool
-    func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool
+    /// Deletes the credential and, in the same transaction, the sessions it signed in (but
+    /// `keepingSession`, the one revoking it), with the event. Whether it existed.
+    func deleteCredential(id: Data, accountID: String, event: AccountEvent, keepingSession: Data?) async throws -> Bool
     /// The account's newest events, newest first.
     func events(accountID: String, limit: Int) async throws -> [AccountEvent]
 

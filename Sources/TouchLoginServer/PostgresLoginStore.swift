@@ -266,12 +266,16 @@ public final class PostgresLoginStore: LoginStore {
         return false
     }
 
-    public func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool {
+    public func deleteCredential(id: Data, accountID: String, event: AccountEvent, keepingSession: Data?) async throws -> Bool {
         try await client.withTransaction(logger: logger) { connection in
             let rows = try await connection.query("DELETE FROM credential WHERE id = \(id) AND account_id = \(accountID) RETURNING id", logger: logger)
             var deleted = false
             for try await _ in rows.decode(Data.self) { deleted = true }
-            if deleted { try await Self.insert(event, connection, logger) }
+            if deleted {
+                try await connection.query("DELETE FROM session WHERE account_id = \(accountID) AND credential_id = \(id) AND token_hash IS DISTINCT FROM \(keepingSession)",
+                                           logger: logger)
+                try await Self.insert(event, connection, logger)
+            }
             return deleted
         }
     }

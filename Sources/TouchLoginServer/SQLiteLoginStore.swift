@@ -269,10 +269,12 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
-    public func deleteCredential(id: Data, accountID: String, event: AccountEvent) async throws -> Bool {
+    public func deleteCredential(id: Data, accountID: String, event: AccountEvent, keepingSession: Data?) async throws -> Bool {
         try await writer.write { db in
             try db.execute(cached: "DELETE FROM credential WHERE id = ? AND account_id = ?", arguments: [id, accountID])
             guard db.changesCount == 1 else { return false }
+            try db.execute(cached: "DELETE FROM session WHERE account_id = ? AND credential_id = ? AND token_hash IS NOT ?",
+                           arguments: [accountID, id, keepingSession])
             try Self.insert(event, db)
             return true
         }

@@ -18,7 +18,11 @@ struct LegacyState {
     init(directory: String, master: SymmetricKey, uid: UInt32, app: String) throws {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         var configuration = Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+        // As a SQLite built without secure_delete left it: deleted rows stay in free pages.
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA secure_delete = OFF")
+        }
         queue = try DatabaseQueue(path: directory + "/enclave.sqlite", configuration: configuration)
         self.master = master; self.uid = uid; self.app = app
         try queue.write { db in
@@ -73,6 +77,11 @@ struct LegacyState {
                                  sealed.wrappedKey, sealed.ciphertext, persistentRef, now.timeIntervalSince1970, now.timeIntervalSince1970])
         }
         return sealed.wrappedKey
+    }
+
+    /// Deletes the item of `account` as the old daemon did (a plain DELETE).
+    func deleteItem(account: String) throws {
+        try queue.write { db in try db.execute(sql: "DELETE FROM item WHERE account = ?", arguments: [account]) }
     }
 
     /// The tables as migrations v1 to v8 left them, and GRDB's record that they ran.

@@ -117,6 +117,20 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         XCTAssertFalse(log().contains(password), "the login password never reaches the log")
     }
 
+    /// Where the passcode is the login password (PAM), lifting its counter with the login password
+    /// would be a second counter on the same secret: refused, root lifts it.
+    func testWhereThePasscodeIsTheLoginPasswordOnlyRootLiftsIt() throws {
+        terminateAndWait(daemon)
+        daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", asUser + [
+            "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
+            "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
+            "--passcode-source", "pam", "--pam-service", service, "--log-file", "\(dir)/log", "--exit-with-parent"])
+        eventually("the user daemon's socket") { (try? RawClient(path: "\(dir)/run/socket")).map { $0.close(); return true } ?? false }
+        let lift = try lactl(["admin", "reset-passcode", "--stdin"], input: password + "\n")
+        XCTAssertNotEqual(lift.status, 0, "the login password lifted the counter of the login password")
+        XCTAssertTrue(lift.stderr.contains("lifted by root"), lift.stderr)
+    }
+
     /// Root is let in to lift the counter, and for nothing else: the rest is the user's.
     func testRootReachesAUsersDaemonForNothingElse() throws {
         let client = try RawClient(path: "\(dir)/run/socket")

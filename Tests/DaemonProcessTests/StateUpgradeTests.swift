@@ -55,6 +55,12 @@ final class StateUpgradeTests: XCTestCase {
                                            attributes: ["svce": .string(KeyHoldingItems.rightStoreService), "acct": .string("door"), "gena": .data(record)],
                                            secret: Data("behind the door".utf8), protection: .whenUnlockedThisDeviceOnly, flags: [.userPresence]))
         let keptBlob = try legacy.keyBlob(P256.Signing.PrivateKey(), kind: .signing, flags: [.privateKeyUsage])
+        // Deleted by the old daemon: its sealed key stays in a free page of the old database.
+        let deletedBefore = try legacy.addItem(class: "genp", primaryKey: "acct=s:gone\u{1F}svce=s:mail\u{1F}sync=",
+                                               attributes: ["svce": .string("mail"), "acct": .string("gone")], secret: Data("deleted long ago".utf8),
+                                               protection: .whenUnlocked)
+        try legacy.deleteItem(account: "gone")
+        oldWraps.append(deletedBefore)
 
         try enclave.start()
 

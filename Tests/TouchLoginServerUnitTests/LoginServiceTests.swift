@@ -35,6 +35,7 @@ final class LoginServiceTests: XCTestCase {
     func testTheOperatorLooksAnAccountUpAndRevokesADevice() async throws {
         let h = try await LoginServiceHarness()
         var passkey = try await h.bindPasskey(token: try await h.signUp("gina").token, name: "laptop")
+        let laptopSession = try await h.passkeyLogin(&passkey, username: "gina")
         let before = try await h.service.operatorAccount(username: "gina")
         XCTAssertEqual(before.devices.map(\.name), ["laptop"])
         let id = try XCTUnwrap(before.devices.first?.id)
@@ -42,6 +43,8 @@ final class LoginServiceTests: XCTestCase {
         XCTAssertEqual(revoked.name, "laptop")
         let login = await LoginServiceHarness.code { try await h.passkeyLogin(&passkey, username: "gina") }
         XCTAssertNotNil(login, "the revoked device still signed in")
+        let stillIn = await LoginServiceHarness.code { try await h.service.authenticate(bearer: laptopSession.token) }
+        XCTAssertEqual(stillIn, "unauthorized", "the lost laptop's session ended with its device")
         let after = try await h.service.operatorAccount(username: "gina")
         XCTAssertEqual(after.devices, [])
         XCTAssertEqual(after.activity?.first?.kind, "device-revoked")
