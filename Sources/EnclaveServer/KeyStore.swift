@@ -23,10 +23,12 @@ struct KeyRecord: Sendable, Equatable {
 enum KeyStoreError: Error, CustomStringConvertible {
     case classKeyDamaged(UInt32, KeyClass)
     case tooManyKeys(Int)
+    case tooManyKeysOfApp(Int)
     var description: String {
         switch self {
         case .classKeyDamaged(let uid, let c): return "the \(c.rawValue) class key of uid \(uid) does not open with the master key"
         case .tooManyKeys(let n): return "this user has \(n) Secure Enclave keys, the most it may; delete some (their keychain items or rights)"
+        case .tooManyKeysOfApp(let n): return "this app has \(n) Secure Enclave keys, the most one app may; delete some (their keychain items or rights)"
         }
     }
 }
@@ -55,6 +57,9 @@ extension Storage {
             // Live keys only: the records left of keys destroyed with the passcode hold nothing.
             let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND LENGTH(wrapped) > 0", arguments: [Int64(r.uid)]) ?? 0
             if count >= quota.keys { throw KeyStoreError.tooManyKeys(count) }
+            let ofApp = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND app = ? AND LENGTH(wrapped) > 0",
+                                         arguments: [Int64(r.uid), r.app]) ?? 0
+            if ofApp >= quota.keysPerApp { throw KeyStoreError.tooManyKeysOfApp(ofApp) }
             try db.execute(sql: "INSERT INTO enclave_key (handle, uid, app, class, wrapped, created) VALUES (?, ?, ?, ?, ?, ?)",
                            arguments: [r.handle.bytes, Int64(r.uid), r.app, r.keyClass.rawValue, r.wrapped, r.created.timeIntervalSince1970])
         }

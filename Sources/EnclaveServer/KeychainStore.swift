@@ -70,6 +70,9 @@ struct KeychainQuota: Sendable, Equatable {
     var bytes: Int
     /// Secure Enclave keys (their records); as many as items, since most live in one.
     var keys: Int { items }
+    /// Of which one app may hold a quarter: a key kept only as a `dataRepresentation` has no
+    /// delete in Apple's API, so one app making keys without end must not use up the others'.
+    var keysPerApp: Int { max(1, keys / 4) }
     static let standard = KeychainQuota(items: DaemonConfiguration.standardKeychainQuotaItems, bytes: DaemonConfiguration.standardKeychainQuotaBytes)
 }
 

@@ -20,8 +20,8 @@ final class KeyStoreTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    private func record(uid: UInt32 = 1000, _ keyClass: KeyClass = .standard) -> KeyRecord {
-        KeyRecord(handle: .random(), uid: uid, app: "/usr/bin/app", keyClass: keyClass, wrapped: Data([1, 2, 3]), created: Date(timeIntervalSince1970: 1_700_000_000))
+    private func record(uid: UInt32 = 1000, _ keyClass: KeyClass = .standard, app: String = "/usr/bin/app") -> KeyRecord {
+        KeyRecord(handle: .random(), uid: uid, app: app, keyClass: keyClass, wrapped: Data([1, 2, 3]), created: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
     private func item(_ account: String, protection: Protection = .whenUnlocked, holding key: KeyHandle? = nil) -> StoredItem {
@@ -77,13 +77,19 @@ final class KeyStoreTests: XCTestCase {
         XCTAssertNotEqual(try storage.classKey(uid: 1000, .passcodeSet, wrappingKey: wrapping), passcodeSet, "a new one is made")
     }
 
-    func testKeysAreBoundedPerUser() throws {
-        let storage = try Storage(directory: directory, quota: KeychainQuota(items: 3, bytes: 1 << 20))
-        for _ in 0..<3 { try storage.insertKeyRecord(record()) }
-        XCTAssertThrowsError(try storage.insertKeyRecord(record())) { XCTAssertTrue("\($0)".contains("3 Secure Enclave keys"), "\($0)") }
+    func testKeysAreBoundedPerUserAndPerApp() throws {
+        let storage = try Storage(directory: directory, quota: KeychainQuota(items: 8, bytes: 1 << 20))
+        for _ in 0..<2 { try storage.insertKeyRecord(record()) }
+        XCTAssertThrowsError(try storage.insertKeyRecord(record()), "one app holds a quarter at most") {
+            XCTAssertTrue("\($0)".contains("this app has 2"), "\($0)")
+        }
+        for app in ["/usr/bin/b", "/usr/bin/c", "/usr/bin/d"] {
+            for _ in 0..<2 { try storage.insertKeyRecord(record(app: app)) }
+        }
+        XCTAssertThrowsError(try storage.insertKeyRecord(record(app: "/usr/bin/e"))) { XCTAssertTrue("\($0)".contains("8 Secure Enclave keys"), "\($0)") }
         XCTAssertNoThrow(try storage.insertKeyRecord(record(uid: 1001)), "another user's quota is its own")
         // Keys destroyed with the passcode no longer count.
-        let bounded = try Storage(directory: directory + "-2", quota: KeychainQuota(items: 2, bytes: 1 << 20))
+        let bounded = try Storage(directory: directory + "-2", quota: KeychainQuota(items: 8, bytes: 1 << 20))
         defer { try? FileManager.default.removeItem(atPath: directory + "-2") }
         for _ in 0..<2 { try bounded.insertKeyRecord(record(.passcodeSet)) }
         XCTAssertThrowsError(try bounded.insertKeyRecord(record()))
