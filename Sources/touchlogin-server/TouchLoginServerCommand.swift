@@ -64,15 +64,12 @@ struct LiftLock: AsyncParsableCommand {
     func run() async throws {
         let username = self.username
         try await storage.withService { try await $0.liftPasswordLock(username: username) }
-        print("The password of \(Printed.text(username)) may be tried again.")
+        print("The password of \(Printable.field(username)) may be tried again.")
     }
 }
 
-/// What the operator's commands print: what users chose (names, addresses) as `Printable`
-/// fields, never a control character the operator's terminal would act on.
+/// Times in the operator's commands (users' strings go through `Printable.field`).
 enum Printed {
-    static func text(_ s: String) -> String { Printable.field(s) }
-
     static func date(_ seconds: Double) -> String {
         ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: seconds))
     }
@@ -203,14 +200,14 @@ struct Admin: AsyncParsableCommand {
                 print(Printable.json(String(decoding: try encoder.encode(report), as: UTF8.self)))
                 return
             }
-            print("account   \(Printed.text(report.username)), created \(Printed.date(report.createdAt))")
+            print("account   \(Printable.field(report.username)), created \(Printed.date(report.createdAt))")
             print("devices   \(report.devices.isEmpty ? "none" : "")")
             for d in report.devices {
-                print("  \(d.id)  \(Printed.text(d.name)), added \(Printed.date(d.createdAt)), last used \(d.lastUsedAt.map(Printed.date) ?? "never")")
+                print("  \(d.id)  \(Printable.field(d.name)), added \(Printed.date(d.createdAt)), last used \(d.lastUsedAt.map(Printed.date) ?? "never")")
             }
             print("activity")
             for a in report.activity ?? [] {
-                print("  \(Printed.date(a.at))  \(a.kind)\(a.deviceName.map { " " + Printed.text($0) } ?? "")  from \(Printed.text(a.address))")
+                print("  \(Printed.date(a.at))  \(a.kind)\(a.deviceName.map { " " + Printable.field($0) } ?? "")  from \(Printable.field(a.address))")
             }
         }
     }
@@ -224,7 +221,7 @@ struct Admin: AsyncParsableCommand {
         func run() async throws {
             let (username, device) = (self.username, self.device)
             let revoked = try await storage.withService { try await $0.operatorRevoke(username: username, credentialID: device) }
-            print("Revoked \(Printed.text(revoked.name)) of \(Printed.text(username)).")
+            print("Revoked \(Printable.field(revoked.name)) of \(Printable.field(username)).")
         }
     }
 }

@@ -10,16 +10,14 @@ import XCTest
 /// reads it.
 final class PersonSecretsTests: XCTestCase {
     private var enclave: TestEnclave!
-    private var directory: String!
 
     override func setUpWithError() throws {
         guard TmuxTerminal.available else { throw XCTSkip("needs tmux for a terminal") }
         enclave = try TestEnclave()
-        directory = enclave.directory
     }
 
     private func lactl(_ arguments: String) throws -> TerminalCommand {
-        try TerminalCommand("'\(productPath("lactl"))' \(arguments) --socket '\(enclave.socketPath)'", in: directory)
+        try TerminalCommand.lactl(arguments, on: enclave)
     }
 
     func testTheDaemonSaysWhatIsAllowedAndReadsThePasscodeOnTheTerminal() throws {

@@ -9,18 +9,15 @@ import XCTest
 /// over and learns only the outcome.
 final class TerminalPromptTests: XCTestCase {
     private var enclave: TestEnclave!
-    private var directory: String!
 
     override func setUpWithError() throws {
         guard TmuxTerminal.available else { throw XCTSkip("needs tmux for a terminal") }
         enclave = try TestEnclave()
-        directory = enclave.directory
     }
 
     /// `lactl authenticate` in the terminal, its outcome and exit status into files.
     private func authenticate(policy: String = "owner", ignoringHangUp: Bool = false) throws -> TerminalCommand {
-        let run = "'\(productPath("lactl"))' authenticate --socket '\(enclave.socketPath)' --policy \(policy) --reason 'Unlock the vault' --json"
-        return try TerminalCommand(run, in: directory, ignoringHangUp: ignoringHangUp)
+        try TerminalCommand.lactl("authenticate --policy \(policy) --reason 'Unlock the vault' --json", on: enclave, ignoringHangUp: ignoringHangUp)
     }
 
     func testThePasscodeIsTypedIntoTheDaemonsPromptAndTheAppGetsTheAnswer() throws {
@@ -80,7 +77,7 @@ final class TerminalPromptTests: XCTestCase {
         let terminal = lactl.terminal
         terminal.waitFor("wants to confirm it is you")
         // lactl's own command line (the tmux server's holds the quoted command, which this does not match).
-        let killed = try runProcess("/usr/bin/pkill", ["-KILL", "-f", "lactl authenticate --socket \(enclave.socketPath)"])
+        let killed = try runProcess("/usr/bin/pkill", ["-KILL", "-f", "lactl authenticate .*--socket \(enclave.socketPath)"])
         XCTAssertEqual(killed.status, 0, "lactl was running")
         terminal.waitFor("└─ Invalidated by client.", timeout: 5)
         try terminal.type("echoed-again")

@@ -1,5 +1,6 @@
 import EnclaveClient
 import Foundation
+import LocalAuthenticationTesting
 import XCTest
 
 /// A real terminal for a test: a tmux session on a tmux server of its own (`-L`), running one
@@ -74,6 +75,11 @@ public final class TmuxTerminal {
 public struct TerminalCommand {
     public let terminal: TmuxTerminal
     private let directory: String
+
+    /// `lactl ARGUMENTS` against `enclave`'s daemon, its files in the daemon's directory.
+    public static func lactl(_ arguments: String, on enclave: TestEnclave, ignoringHangUp: Bool = false) throws -> TerminalCommand {
+        try TerminalCommand("'\(productPath("lactl"))' \(arguments) --socket '\(enclave.socketPath)'", in: enclave.directory, ignoringHangUp: ignoringHangUp)
+    }
 
     /// `ignoringHangUp`: the command outlives its terminal (`trap '' HUP`), to see what it hears when the terminal goes.
     public init(_ command: String, in directory: String, ignoringHangUp: Bool = false) throws {
