@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
     ],
     targets: [
         // The wire: framing, message types, limits. Shared by both sides; no other module knows bytes.
@@ -35,6 +37,14 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
+        // laenclaved's key attestation: the certificates the daemon issues for its keys (a per-machine
+        // authority) and the key description they carry, read back by servers that trust that root.
+        .target(name: "KeyAttestation", dependencies: [
+            "EnclaveProtocol",
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         // The client side of the socket: connection, request/response matching, daemon auto-start.
         // Deliberately light: Foundation and Glibc only.
         .target(name: "EnclaveClient", dependencies: ["EnclaveProtocol", "CPeerSocket"]),
@@ -42,6 +52,11 @@ let package = Package(
         // LocalAuthentication, as on Apple platforms: it sees an LAContext only as a request context.
         .target(name: "Security", dependencies: [
             "EnclaveClient", "EnclaveProtocol",
+            // Not used here: an ordering edge. swift-certificates' X509 says `#if canImport(Security)
+            // import Security` (for Apple's SecCertificate), and on Linux this module would be found
+            // if it were built first; depending on X509 makes it build first, without seeing us.
+            // (If X509 is ever rebuilt alone beside an older build of this module, remove .build.)
+            .product(name: "X509", package: "swift-certificates"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
@@ -60,7 +75,7 @@ let package = Package(
         .systemLibrary(name: "CPeerSocket"),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         .target(name: "EnclaveServer", dependencies: [
-            "EnclaveCore", "EnclaveProtocol", "CSdBus", "CPAM", "CPeerSocket",
+            "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -85,12 +100,18 @@ let package = Package(
         ]),
         // WebAuthn Level 3 server-side verification (ES256), strict CBOR/COSE, and the encoding a
         // software platform authenticator needs. Foundation and swift-crypto only.
-        .target(name: "WebAuthn", dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
+        // Packed attestation with a certificate chain is checked here (the statement); whom to trust is
+        // the relying party's.
+        .target(name: "WebAuthn", dependencies: [
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]),
         // The login pair's HTTP API bodies, shared by server and client.
         .target(name: "TouchLoginAPI", dependencies: ["WebAuthn"]),
         // The login server: rules (LoginService), storage (LoginStore: SQLite or PostgreSQL), HTTP shell (Hummingbird).
         .target(name: "TouchLoginServer", dependencies: [
-            "TouchLoginAPI", "WebAuthn", "EnclaveCore",
+            "TouchLoginAPI", "WebAuthn", "EnclaveCore", "KeyAttestation",
+            .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -101,7 +122,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // The login client: the flow's state machine, the server's API, an enclave-backed authenticator.
-        .target(name: "TouchLoginClient", dependencies: ["TouchLoginAPI", "WebAuthn", "LocalAuthentication", "Security", "CryptoKit"]),
+        .target(name: "TouchLoginClient", dependencies: ["TouchLoginAPI", "WebAuthn", "LocalAuthentication", "Security", "CryptoKit", "KeyAttestation"]),
         .executableTarget(name: "touchlogin", dependencies: [
             "TouchLoginClient", "TouchLoginAPI", "LocalAuthentication",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -143,6 +164,8 @@ let package = Package(
         // Apple's API (LocalAuthentication, Security, CryptoKit) against a daemon through TestEnclave.
         .testTarget(name: "AppleAPITests", dependencies: [
             "IntegrationSupport", "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting", "EnclaveClient", "EnclaveProtocol",
+            // Checks the attestation chains the daemon answers as a server would.
+            "KeyAttestation", .product(name: "X509", package: "swift-certificates"),
         ]),
         // App code in the shapes of Apple's documentation and samples, compiled in Swift 5 mode as apps
         // are, run against a daemon (issue 13's proof that Apple-platform code compiles unchanged).
@@ -160,12 +183,20 @@ let package = Package(
             "TouchLoginServer", "TouchLoginAPI", "WebAuthn", .product(name: "Crypto", package: "swift-crypto"),
         ], path: "Tests/TouchLoginTestSupport"),
         .testTarget(name: "TouchLoginServerUnitTests", dependencies: [
-            "TouchLoginServer", "TouchLoginAPI", "TouchLoginTestSupport", "WebAuthn",
+            "TouchLoginServer", "TouchLoginAPI", "TouchLoginTestSupport", "WebAuthn", "KeyAttestation",
+            .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "HummingbirdTesting", package: "hummingbird"),
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "PostgresNIO", package: "postgres-nio"),
         ]),
-        .testTarget(name: "WebAuthnTests", dependencies: ["WebAuthn", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")]),
+        .testTarget(name: "WebAuthnTests", dependencies: [
+            "WebAuthn", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+            .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]),
+        .testTarget(name: "KeyAttestationTests", dependencies: [
+            "KeyAttestation", "EnclaveProtocol", .product(name: "X509", package: "swift-certificates"), .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

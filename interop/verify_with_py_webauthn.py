@@ -2,7 +2,8 @@
 py_webauthn (an independent relying-party implementation).
 
 usage: verify_with_py_webauthn.py RECORD.json
-RECORD: {"rpId", "origin", "registration": {"challenge", "credential"}, "assertion": {"challenge", "credential"}}
+RECORD: {"rpId", "origin", "registration": {"challenge", "credential"}, "assertion": {"challenge", "credential"},
+"attestationRoot": PEM (optional: then a packed attestation's chain must lead to it)}
 (challenges base64url). Exit 0 when both verify, 1 otherwise.
 """
 import json
@@ -10,14 +11,16 @@ import sys
 
 from webauthn import verify_authentication_response, verify_registration_response
 from webauthn.helpers import base64url_to_bytes
+from webauthn.helpers.structs import AttestationFormat
 
 record = json.load(open(sys.argv[1]))
 try:
     registration = verify_registration_response(
         credential=record["registration"]["credential"],
         expected_challenge=base64url_to_bytes(record["registration"]["challenge"]),
-        expected_rp_id=record["rpId"], expected_origin=record["origin"], require_user_verification=True)
-    print("registration verified: fmt=%s sign_count=%d uv=%s" % (registration.fmt, registration.sign_count, registration.user_verified))
+        expected_rp_id=record["rpId"], expected_origin=record["origin"], require_user_verification=True,
+        pem_root_certs_bytes_by_fmt={AttestationFormat.PACKED: [record["attestationRoot"].encode()]} if "attestationRoot" in record else None)
+    print("registration verified: fmt=%s sign_count=%d uv=%s aaguid=%s" % (registration.fmt, registration.sign_count, registration.user_verified, registration.aaguid))
     authentication = verify_authentication_response(
         credential=record["assertion"]["credential"],
         expected_challenge=base64url_to_bytes(record["assertion"]["challenge"]),

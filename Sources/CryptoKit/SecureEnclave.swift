@@ -18,6 +18,16 @@ import Security
 public enum SecureEnclave {
     /// Whether laenclaved can be reached (user mode: started on demand).
     public static var isAvailable: Bool { (try? EnclaveConnections.shared(for: .resolve())) != nil }
+
+    /// Our own (Apple's Secure Enclave has no such call): this daemon's attestation root, the DER
+    /// certificate an administrator hands to servers so they can check the chains of
+    /// `attestationCertificates()` (`lactl attestation-root` prints it in PEM).
+    public static func attestationRoot() throws -> Data {
+        guard let root = try EnclaveKey.run(KeyRequest(operation: .attestationRoot, kind: .signing, context: ""), context: nil).certificates?.first else {
+            throw SecureEnclaveKeyError.unavailable("the daemon returned no attestation root")
+        }
+        return root
+    }
 }
 
 public enum SecureEnclaveKeyError: Error, Equatable, CustomStringConvertible {
@@ -100,6 +110,20 @@ extension SecureEnclave {
                 /// ECDSA with SHA-256 over `data`; asks for the owner as the key's access control demands.
                 public func signature<D: DataProtocol>(for data: D) throws -> Crypto.P256.Signing.ECDSASignature {
                     try signature(for: SHA256.hash(data: data))
+                }
+
+                /// Our own (Apple attests Secure Enclave keys only through App Attest): the key's
+                /// certificate chain, DER, leaf first — a certificate of this public key by the
+                /// daemon's attestation key, stating the key's access control and protection and the
+                /// daemon's mode and sensor (`KeyAttestation.KeyDescription`), then the attestation
+                /// key's certificate, issued by the root `SecureEnclave.attestationRoot()` answers.
+                /// Asks for no one; throws `keyInvalidated` for a key that can no longer be used.
+                public func attestationCertificates() throws -> [Data] {
+                    guard let chain = try EnclaveKey.run(KeyRequest(operation: .attest, kind: .signing, blob: dataRepresentation, context: ""),
+                                                         context: context).certificates, !chain.isEmpty else {
+                        throw SecureEnclaveKeyError.unavailable("the daemon returned no certificates")
+                    }
+                    return chain
                 }
 
                 public func signature<D: Digest>(for digest: D) throws -> Crypto.P256.Signing.ECDSASignature {

@@ -14,6 +14,12 @@ public struct KeyRequest: Codable, Sendable, Equatable {
         case agree
         /// Checks a signature with the key's public half (no authentication).
         case verify
+        /// Answers a certificate chain for the key's public half stating how it is protected and
+        /// by what daemon (`certificates`: the key's, then the attestation key's); no authentication,
+        /// refused for a key that can no longer be used.
+        case attest
+        /// Answers this daemon's attestation root certificate (`certificates`, one); needs no blob.
+        case attestationRoot
     }
     /// What a key is for. `general`: SecKey's Secure Enclave keys, which sign and agree both (as
     /// Apple's made by `SecKeyCreateRandomKey` do); CryptoKit's keys are one or the other.
@@ -91,12 +97,15 @@ public struct KeyReply: Codable, Sendable, Equatable {
     public var sharedSecret: Data?
     /// With a derivation: the derived bytes (and no shared secret).
     public var derivedKey: Data?
+    /// For attest and attestationRoot: DER certificates.
+    public var certificates: [Data]?
 
     public init(problem: Problem? = nil, message: String? = nil, authenticationError: LAErrorCode? = nil, blob: Data? = nil,
                 publicKey: Data? = nil, signature: Data? = nil, signatureDER: Data? = nil, valid: Bool? = nil, sharedSecret: Data? = nil,
-                derivedKey: Data? = nil) {
+                derivedKey: Data? = nil, certificates: [Data]? = nil) {
         self.problem = problem; self.message = message; self.authenticationError = authenticationError; self.blob = blob
         self.publicKey = publicKey; self.signature = signature; self.sharedSecret = sharedSecret
         self.signatureDER = signatureDER; self.valid = valid; self.derivedKey = derivedKey
+        self.certificates = certificates
     }
 }

@@ -17,6 +17,7 @@ public final class EnclaveDaemon: Sendable {
     let clock: any EnclaveClock
     let logger: Logger
     let masterKey: SymmetricKey
+    let attestor: KeyAttestor
     private let sessions = SessionRegistry()
     /// Set when a graceful stop begins: what ends then ends with systemCancel, not appCancel.
     let stopping = StopFlag()
@@ -85,6 +86,11 @@ public final class EnclaveDaemon: Sendable {
         var effective = config
         effective.narrowSimulation(realSensor: realSensor)
         self.config = effective
+        attestor = KeyAttestor(
+            authority: try KeyAttestor.authority(storage: storage, master: masterKey, label: KeyAttestor.label(mode: config.mode, uid: servedUser),
+                                                 now: clock.wall()),
+            daemonMode: config.mode, sensor: sensor.map { $0.info.simulated ? .simulated : .fprintd } ?? .none,
+            simulationAllowed: effective.simulationEnabled)
         for warning in config.sensorWarnings(realSensor: realSensor) { logger.warning("\(warning)") }
         if let service = config.pamService, let why = PAMAuthenticator.unsuitability(service: service) {
             logger.error("PAM passcode checks will be refused: \(why)")
@@ -129,7 +135,7 @@ public final class EnclaveDaemon: Sendable {
     /// The user's session, made on first use.
     func session(for uid: UInt32) throws -> UserSession {
         try sessions.session(for: uid) {
-            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger, stopping: stopping,
+            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger, stopping: stopping, attestor: attestor,
                             keys: UserKeys(wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
                                            legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid)))
         }

@@ -292,6 +292,16 @@ final class Storage: Sendable {
         }
     }
 
+    /// The sealed attestation authority, made by `make` and stored on first use.
+    func attestationAuthority(make: () throws -> Data) throws -> Data {
+        try pool.write { db in
+            if let stored = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'attestationAuthority'") { return stored }
+            let made = try make()
+            try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('attestationAuthority', ?)", arguments: [made])
+            return made
+        }
+    }
+
     /// Records the master key's check value on first use; afterwards answers whether `check` is it.
     func confirmMasterKey(check: Data) throws -> Bool {
         try pool.write { db in

@@ -96,6 +96,16 @@ extension UserSession {
                 let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
                 let valid = (try? P256.Signing.ECDSASignature(derRepresentation: der)).map { publicKey.isValidSignature($0, for: digest) } ?? false
                 return KeyReply(valid: valid)
+            case .attest:
+                let key = try unseal(r.blob, kind: r.kind, app: app)
+                // A key that can never be used again is not vouched for.
+                let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
+                do throws(AccessDenial) {
+                    if case .invalidated(let why) = try await prover.plan(key.protected) { throw AccessDenial.invalidated(why) }
+                } catch { return KeyReply(error) }
+                return KeyReply(certificates: try attestor.chain(for: key, now: clock.wall()))
+            case .attestationRoot:
+                return KeyReply(certificates: [try attestor.root])
             case .sign, .agree:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 // A request that cannot succeed is refused before anyone is asked for a finger.

@@ -86,6 +86,9 @@ public struct DeviceResponse: Codable, Sendable, Equatable {
     public var backedUp: Bool?
     /// The authenticator verified the user when the credential was made (uvInitialized).
     public var userVerified: Bool?
+    /// What a trusted attestation stated of the key ("system daemon, fprintd, biometryCurrentSet,
+    /// privateKeyUsage (akpu)"); absent when no root the server trusts vouched for it.
+    public var attestedKey: String?
     public init(id: String, name: String, createdAt: Double, lastUsedAt: Double?, signCount: UInt32, attestationFormat: String) {
         self.id = id; self.name = name; self.createdAt = createdAt; self.lastUsedAt = lastUsedAt
         self.signCount = signCount; self.attestationFormat = attestationFormat
@@ -97,9 +100,17 @@ public struct RenameDeviceRequest: Codable, Sendable {
     public init(name: String) { self.name = name }
 }
 
+/// What a registration binds: a device key (`touchlogin`'s laenclaved key, which the server can
+/// ask to be attested) or a passkey (a browser's or a security key's; the default).
+public enum CredentialKind: String, Codable, Sendable {
+    case deviceKey = "device-key"
+    case passkey
+}
+
 public struct RegistrationOptionsRequest: Codable, Sendable {
     public var deviceName: String?
-    public init(deviceName: String? = nil) { self.deviceName = deviceName }
+    public var kind: CredentialKind?
+    public init(deviceName: String? = nil, kind: CredentialKind? = nil) { self.deviceName = deviceName; self.kind = kind }
 }
 
 /// `publicKey` goes to `navigator.credentials.create` (after `parseCreationOptionsFromJSON`).
@@ -110,8 +121,11 @@ public struct RegistrationOptionsResponse: Codable, Sendable {
 
 public struct RegistrationRequest: Codable, Sendable {
     public var deviceName: String?
+    public var kind: CredentialKind?
     public var credential: RegistrationResponseJSON
-    public init(deviceName: String?, credential: RegistrationResponseJSON) { self.deviceName = deviceName; self.credential = credential }
+    public init(deviceName: String?, kind: CredentialKind? = nil, credential: RegistrationResponseJSON) {
+        self.deviceName = deviceName; self.kind = kind; self.credential = credential
+    }
 }
 
 public struct AssertionOptionsRequest: Codable, Sendable {

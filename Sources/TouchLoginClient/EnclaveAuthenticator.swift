@@ -1,5 +1,6 @@
 import CryptoKit
 import Foundation
+import KeyAttestation
 import LocalAuthentication
 import Security
 import TouchLoginAPI
@@ -20,8 +21,10 @@ public struct EnclaveAuthenticator: Sendable {
         public var binding: ClientState.Binding
     }
 
-    /// Makes a new key and answers the server's creation options with a packed self-attestation
-    /// (the new key signs, which proves the enclave holds it; this is the prompt).
+    /// Makes a new key and answers the server's creation options with a packed attestation signed
+    /// by the new key (the prompt): self attestation, or — when the server asks for it
+    /// (`attestation: "direct"`) — with the key's certificate chain from laenclaved, which tells
+    /// the server the daemon holds the key and how it is protected.
     public func register(options o: PublicKeyCredentialCreationOptionsJSON, deviceName: String, context: LAContext) throws -> Registration {
         guard o.pubKeyCredParams.contains(where: { $0.alg == -7 /* ES256 */ }) else {
             throw ClientError("The server does not accept ES256 keys.")
@@ -33,18 +36,20 @@ public struct EnclaveAuthenticator: Sendable {
         let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: access, authenticationContext: context)
         let credentialID = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
         let clientData = CollectedClientData(type: "webauthn.create", challenge: o.challenge, origin: origin, crossOrigin: false).jsonData()
+        let certificates = o.attestation == "direct" ? try key.attestationCertificates() : []
         let authenticatorData = AuthenticatorData(
             rpID: rpID, flags: [.userPresent, .userVerified], signCount: 0,
-            attestedCredential: .init(credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
+            attestedCredential: .init(aaguid: certificates.isEmpty ? Data(count: 16) : LaenclavedAttestation.aaguid,
+                                      credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
         let attestation = try AttestationObject.makeAttestationObject(
             authenticatorData: authenticatorData, format: .packed, clientDataHash: Data(SHA256.hash(data: clientData)),
-            sign: { try key.signature(for: $0).derRepresentation })
+            certificates: certificates, sign: { try key.signature(for: $0).derRepresentation })
         let response = RegistrationResponseJSON(
             id: credentialID.base64URLEncodedString(), rawId: credentialID.base64URLEncodedString(),
             response: AuthenticatorAttestationResponseJSON(clientDataJSON: clientData.base64URLEncodedString(),
                                                            attestationObject: attestation.base64URLEncodedString(), transports: ["internal"]),
             authenticatorAttachment: "platform")
-        return Registration(request: RegistrationRequest(deviceName: deviceName, credential: response),
+        return Registration(request: RegistrationRequest(deviceName: deviceName, kind: .deviceKey, credential: response),
                             binding: ClientState.Binding(credentialID: credentialID, keyBlob: key.dataRepresentation,
                                                          domainState: context.domainState.biometry.stateHash, signCount: 0))
     }

@@ -37,7 +37,7 @@ public struct LoginAPIClient: Sendable {
     }
 
     public func registrationOptions(token: String, deviceName: String) async throws -> RegistrationOptionsResponse {
-        try await call("POST", "api/devices/options", RegistrationOptionsRequest(deviceName: deviceName), token: token)
+        try await call("POST", "api/devices/options", RegistrationOptionsRequest(deviceName: deviceName, kind: .deviceKey), token: token)
     }
 
     public func register(token: String, _ request: RegistrationRequest) async throws -> DeviceResponse {

@@ -155,7 +155,7 @@ public enum LoginHTTPServer {
         case .rateLimited?: return .tooManyRequests
         case .challengeUnknown?, .challengeExpired?: return .badRequest
         case .notFound?: return .notFound
-        case .stepUpRequired?: return .forbidden
+        case .stepUpRequired?, .attestationRequired?, .attestationUntrusted?: return .forbidden
         case .passwordLocked?: return HTTPResponse.Status(code: 423, reasonPhrase: "Locked")
         case .payloadTooLarge?: return .contentTooLarge
         case .unavailable?: return .serviceUnavailable

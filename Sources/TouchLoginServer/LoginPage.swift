@@ -113,7 +113,7 @@ async function signedIn(session) {
   $("who").textContent = account.username;
   $("devices").replaceChildren(...account.devices.map(d => {
     const li = document.createElement("li");
-    li.textContent = d.name + " (" + [d.attestationFormat, d.backupEligible ? (d.backedUp ? "synced" : "may sync") : "this device only",
+    li.textContent = d.name + " (" + [d.attestedKey ? "attested: " + d.attestedKey : d.attestationFormat, d.backupEligible ? (d.backedUp ? "synced" : "may sync") : "this device only",
                                       ...(d.transports || [])].join(", ") + ") ";
     const rename = document.createElement("button");
     rename.textContent = "Rename";

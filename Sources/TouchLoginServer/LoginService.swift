@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import KeyAttestation
 import Logging
 import Synchronization
 import TouchLoginAPI
@@ -165,7 +166,8 @@ public struct LoginService: Sendable {
             timeout: UInt32(configuration.challengeLifetime * 1000),
             excludeCredentials: existing.map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: nil) },
             authenticatorSelection: .init(residentKey: "preferred", userVerification: configuration.requireUserVerification ? "required" : "preferred"),
-            attestation: "none"))
+            // "direct" where this server will check it; browsers then ask the user's consent.
+            attestation: configuration.attestation?.applies(to: r.kind ?? .passkey) == true ? "direct" : "none"))
     }
 
     public func register(session: Session, account: Account, _ r: RegistrationRequest, address: String) async throws -> DeviceResponse {
@@ -189,6 +191,14 @@ public struct LoginService: Sendable {
         guard credentialID == verified.credentialID else {
             throw APIError(WebAuthnError.Code.credentialIDMismatch.rawValue, "rawId differs from the attested credential ID.")
         }
+        var attested: KeyDescription?
+        if let trust = configuration.attestation, trust.applies(to: r.kind ?? .passkey) {
+            do { attested = try await trust.check(verified, now: Date(timeIntervalSince1970: clock())) } catch {
+                metrics.registrations.failure()
+                logger.notice("device key refused", metadata: ["account": "\(account.id)", "why": "\(error)"])
+                throw error
+            }
+        }
         let name = try Self.deviceName(r.deviceName) ?? challenge.deviceName ?? "device"
         var credential = Credential(id: verified.credentialID, accountID: account.id, publicKey: verified.publicKeyCBOR, signCount: verified.signCount,
                                     name: name, attestationFormat: verified.attestationFormat, createdAt: clock(), lastUsedAt: nil,
@@ -196,6 +206,7 @@ public struct LoginService: Sendable {
         credential.backupEligible = verified.backupEligible
         credential.backedUp = verified.backedUp
         credential.userVerifiedAtRegistration = verified.userVerified
+        credential.attestedKey = attested?.summary
         let event = AccountEvent(accountID: account.id, at: credential.createdAt, kind: .deviceAdded, credentialID: credential.id, deviceName: name, address: address)
         do { try await store.addCredential(credential, event: event) } catch LoginStoreError.duplicate {
             throw APIError(.credentialExists, "That credential is registered already.")
@@ -517,6 +528,7 @@ public struct LoginService: Sendable {
         device.backupEligible = c.backupEligible
         device.backedUp = c.backedUp
         device.userVerified = c.userVerifiedAtRegistration
+        device.attestedKey = c.attestedKey
         return device
     }
 

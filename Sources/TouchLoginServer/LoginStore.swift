@@ -169,6 +169,9 @@ public struct Credential: Sendable, Equatable {
     public var backupEligible = false
     public var backedUp = false
     public var userVerifiedAtRegistration = false
+    /// What a trusted attestation stated of the key (a laenclaved key: its daemon and access
+    /// control, `KeyDescription.summary`); nil for a key no trusted root vouched for.
+    public var attestedKey: String?
 
     /// BE, BS and uvInitialized as one number in the stores (bits 1, 2, 4).
     var flags: Int { (backupEligible ? 1 : 0) | (backedUp ? 2 : 0) | (userVerifiedAtRegistration ? 4 : 0) }

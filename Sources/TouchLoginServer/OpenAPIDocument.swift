@@ -27,7 +27,7 @@ components:
               type: string
               enum: [malformed_request, invalid_username, weak_password, account_exists, invalid_credentials, rate_limited,
                      unauthorized, challenge_unknown, challenge_expired, unknown_credential, credential_exists, not_found,
-                     payload_too_large, internal_error, unavailable, step_up_required, password_locked, malformed_cbor, malformed_client_data,
+                     payload_too_large, internal_error, unavailable, step_up_required, password_locked, attestation_required, attestation_untrusted, malformed_cbor, malformed_client_data,
                      malformed_authenticator_data, malformed_attestation, unsupported_attestation_format,
                      attestation_signature_invalid, unsupported_algorithm, malformed_public_key, wrong_type,
                      challenge_mismatch, origin_mismatch, cross_origin_not_allowed, rp_id_mismatch, user_not_present,
@@ -63,6 +63,7 @@ components:
         backupEligible: { type: boolean, description: "BE: may be synced to other devices" }
         backedUp: { type: boolean, description: "BS: backed up as of the last login" }
         userVerified: { type: boolean, description: the authenticator verified the user at registration (uvInitialized) }
+        attestedKey: { type: string, description: "what a trusted laenclaved attestation stated of the key (daemon mode, sensor, access control); absent when none did" }
     Account:
       type: object
       required: [username, createdAt, devices]
@@ -191,7 +192,7 @@ paths:
     post:
       summary: Registration options (a single-use challenge bound to this session); needs the password typed in the last five minutes
       security: [{ bearer: [] }]
-      requestBody: { content: { application/json: { schema: { type: object, properties: { deviceName: { type: string } } } } } }
+      requestBody: { content: { application/json: { schema: { type: object, properties: { deviceName: { type: string }, kind: { type: string, enum: [device-key, passkey], description: "device-key: attestation \"direct\" is asked where the server requires it" } } } } } }
       responses:
         "200": { description: options, content: { application/json: { schema: { $ref: "#/components/schemas/CreationOptions" } } } }
         "401": { $ref: "#/components/responses/Error" }
@@ -204,7 +205,7 @@ paths:
         "200": { description: devices, content: { application/json: { schema: { type: array, items: { $ref: "#/components/schemas/Device" } } } } }
         "401": { $ref: "#/components/responses/Error" }
     post:
-      summary: Register a device (attestation none or packed self-attestation, ES256)
+      summary: Register a device (attestation none or packed; with --require-attestation a device key needs a laenclaved chain to a trusted root)
       security: [{ bearer: [] }]
       requestBody:
         required: true
@@ -215,6 +216,7 @@ paths:
               required: [credential]
               properties:
                 deviceName: { type: string }
+                kind: { type: string, enum: [device-key, passkey] }
                 credential: { $ref: "#/components/schemas/RegistrationResponse" }
       responses:
         "201": { description: registered, content: { application/json: { schema: { $ref: "#/components/schemas/Device" } } } }

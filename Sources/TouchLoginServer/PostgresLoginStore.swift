@@ -56,6 +56,7 @@ public final class PostgresLoginStore: LoginStore {
                 "ALTER TABLE credential ADD COLUMN IF NOT EXISTS aaguid BYTEA NOT NULL DEFAULT '\\x00000000000000000000000000000000'",
                 "ALTER TABLE credential ADD COLUMN IF NOT EXISTS transports TEXT NOT NULL DEFAULT ''",
                 "ALTER TABLE credential ADD COLUMN IF NOT EXISTS flags INTEGER NOT NULL DEFAULT 0",
+                "ALTER TABLE credential ADD COLUMN IF NOT EXISTS attested_key TEXT",
                 "CREATE TABLE IF NOT EXISTS account_event (id BIGSERIAL PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE, at DOUBLE PRECISION NOT NULL, kind TEXT NOT NULL, credential_id BYTEA, device_name TEXT, address TEXT NOT NULL)",
                 "CREATE INDEX IF NOT EXISTS account_event_account ON account_event(account_id, at)",
                 "CREATE INDEX IF NOT EXISTS account_event_at ON account_event(at)",
@@ -173,9 +174,10 @@ public final class PostgresLoginStore: LoginStore {
             try await client.withTransaction(logger: logger) { connection in
             try await Self.insert(event, connection, logger)
             try await connection.query("""
-                INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags)
+                INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags,
+                                        attested_key)
                 VALUES (\(c.id), \(c.accountID), \(c.publicKey), \(Int64(c.signCount)), \(c.name), \(c.attestationFormat), \(c.createdAt), \(c.lastUsedAt),
-                        \(c.aaguid), \(c.transports.joined(separator: ",")), \(Int32(c.flags)))
+                        \(c.aaguid), \(c.transports.joined(separator: ",")), \(Int32(c.flags)), \(c.attestedKey))
                 """, logger: logger)
             }
         }
@@ -200,7 +202,7 @@ public final class PostgresLoginStore: LoginStore {
         return nil
     }
 
-    static let credentialColumns = "c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at, c.aaguid, c.transports, c.flags"
+    static let credentialColumns = "c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at, c.aaguid, c.transports, c.flags, c.attested_key"
 
     static func credential(_ row: PostgresRow) throws -> Credential {
         let c = row.makeRandomAccess()
@@ -211,6 +213,7 @@ public final class PostgresLoginStore: LoginStore {
             lastUsedAt: try c["last_used_at"].decode(Double?.self), aaguid: try c["aaguid"].decode(Data.self),
             transports: try c["transports"].decode(String.self).split(separator: ",").map(String.init))
         credential.setFlags(Int(try c["flags"].decode(Int32.self)))
+        credential.attestedKey = try c["attested_key"].decode(String?.self)
         return credential
     }
 

@@ -82,6 +82,10 @@ public final class SQLiteLoginStore: LoginStore {
                 ALTER TABLE credential ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        migrator.registerMigration("v6") { db in
+            // What a trusted attestation said of the key (`AttestationTrust`), if one did.
+            try db.execute(sql: "ALTER TABLE credential ADD COLUMN attested_key TEXT")
+        }
         try migrator.migrate(pool)
     }
 
@@ -201,10 +205,11 @@ public final class SQLiteLoginStore: LoginStore {
             try await writer.write { db in
                 try Self.insert(event, db)
                 try db.execute(cached: """
-                    INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags,
+                                            attested_key)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """, arguments: [c.id, c.accountID, c.publicKey, Int64(c.signCount), c.name, c.attestationFormat, c.createdAt, c.lastUsedAt,
-                                     c.aaguid, c.transports.joined(separator: ","), c.flags])
+                                     c.aaguid, c.transports.joined(separator: ","), c.flags, c.attestedKey])
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
             throw LoginStoreError.duplicate
@@ -259,6 +264,7 @@ public final class SQLiteLoginStore: LoginStore {
                                     name: row["name"], attestationFormat: row["attestation_format"], createdAt: row["created_at"], lastUsedAt: row["last_used_at"],
                                     aaguid: row["aaguid"], transports: transports.split(separator: ",").map(String.init))
         credential.setFlags(row["flags"])
+        credential.attestedKey = row["attested_key"]
         return credential
     }
 

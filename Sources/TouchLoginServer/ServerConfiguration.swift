@@ -23,5 +23,8 @@ public struct ServerConfiguration: Sendable {
     /// Proxies whose `Forwarded` / `X-Forwarded-For` name the client (none by default: the
     /// peer address is the client).
     public var clientAddress = ClientAddress()
+    /// Device keys (and, if it says so, passkeys) must be attested to one of these roots; nil:
+    /// no attestation is asked (a chain that is sent is checked as a statement, not trusted).
+    public var attestation: AttestationTrust?
     public init() {}
 }

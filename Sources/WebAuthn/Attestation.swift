@@ -1,27 +1,33 @@
 import Crypto
 import Foundation
+import SwiftASN1
+import X509
 
 /// The attestation statement formats this module can produce.
 public enum AttestationFormat: String, Sendable {
     /// No attestation: `attStmt` is an empty map.
     case none
-    /// Packed self attestation: the credential key signs authData ‖ clientDataHash.
+    /// Packed: self attestation (the credential key signs authData ‖ clientDataHash) or, with a
+    /// certificate chain (`x5c`), basic attestation by the key in its first certificate.
     case packed
 }
 
 /// The attestation object of a registration (WebAuthn L3 §6.5.4):
 /// a CBOR map {"fmt": text, "attStmt": map, "authData": bytes}.
 ///
-/// Verification scope: `none`, and `packed` *self* attestation (no `x5c`), are verified fully.
-/// Full attestation — `packed` with an `x5c` certificate chain, and every other format (`tpm`,
-/// `android-key`, `apple`, `fido-u2f`, …) — is rejected as `unsupportedAttestationFormat`, because
-/// verifying it needs certificate-path validation against trust anchors (e.g. FIDO MDS) that this
-/// module deliberately does not do. A relying party that requests `attestation: "none"` (the
-/// default) gets `none` from browsers, which always verifies here.
+/// Verification scope: `none`, `packed` self attestation, and `packed` with a certificate chain
+/// (`x5c`, ES256 attestation keys) are verified as far as the statement goes (§8.2: the signature
+/// and §8.2.1's certificate requirements); whether to *trust* the chain — path validation against
+/// roots the relying party chose — is the caller's (§7.1 steps 23–24), given
+/// `VerifiedRegistration.attestationCertificates`. Every other format (`tpm`, `android-key`,
+/// `apple`, `fido-u2f`, …) is rejected as `unsupportedAttestationFormat`. A relying party that
+/// requests `attestation: "none"` (the default) gets `none` from browsers, which always verifies.
 public struct AttestationObject: Sendable {
     /// Largest attestation object accepted. A `none` or self-attested ES256 object is ~200–300
-    /// bytes; certificate chains are what make real ones big, and those are unsupported anyway.
+    /// bytes; a chain of two certificates about 1.5 KB.
     public static let maxSize = 16 * 1024
+    /// Most certificates in an `x5c` (the attestation certificate and its intermediates).
+    public static let maxCertificates = 4
 
     public let format: String
     public let statement: CBOR
@@ -62,15 +68,20 @@ public struct AttestationObject: Sendable {
         authenticatorData.attestedCredential!
     }
 
-    /// Verifies the attestation statement per its format (§8.2 packed, §8.7 none).
-    public func verifyStatement(clientDataHash: Data) throws {
+    /// Verifies the attestation statement per its format (§8.2 packed, §8.7 none). Answers the
+    /// `x5c` chain (DER, attestation certificate first) of a basic attestation, else nothing.
+    @discardableResult
+    public func verifyStatement(clientDataHash: Data) throws -> [Data] {
         switch format {
         case AttestationFormat.none.rawValue:
             guard statement.mapValue?.isEmpty == true else {
                 throw Self.malformed("\"none\" attestation must have an empty attStmt")
             }
+            return []
         case AttestationFormat.packed.rawValue:
+            if statement["x5c"] != nil { return try verifyPackedBasicAttestation(clientDataHash: clientDataHash) }
             try verifyPackedSelfAttestation(clientDataHash: clientDataHash)
+            return []
         default:
             throw WebAuthnError(.unsupportedAttestationFormat,
                                 "attestation format \(WebAuthnError.quote(format)) is not supported; request attestation \"none\"")
@@ -78,10 +89,6 @@ public struct AttestationObject: Sendable {
     }
 
     private func verifyPackedSelfAttestation(clientDataHash: Data) throws {
-        if statement["x5c"] != nil {
-            throw WebAuthnError(.unsupportedAttestationFormat,
-                                "packed attestation with a certificate chain (x5c) is not verified; only self attestation is supported")
-        }
         if statement["ecdaaKeyId"] != nil {
             throw WebAuthnError(.unsupportedAttestationFormat, "ECDAA attestation is not supported")
         }
@@ -105,14 +112,78 @@ public struct AttestationObject: Sendable {
         }
     }
 
+    /// §8.2 with `x5c`: the first certificate's key signed authData ‖ clientDataHash, and that
+    /// certificate meets §8.2.1.
+    private func verifyPackedBasicAttestation(clientDataHash: Data) throws -> [Data] {
+        if statement["ecdaaKeyId"] != nil {
+            throw WebAuthnError(.unsupportedAttestationFormat, "ECDAA attestation is not supported")
+        }
+        guard let entries = statement.mapValue, entries.count == 3 else {
+            throw Self.malformed("packed attestation with a chain must contain exactly \"alg\", \"sig\" and \"x5c\"")
+        }
+        guard let algorithm = statement["alg"]?.intValue, let signature = statement["sig"]?.bytesValue else {
+            throw Self.malformed("packed attestation \"alg\" or \"sig\" is missing or of the wrong type")
+        }
+        guard case .array(let items)? = statement["x5c"], (1...Self.maxCertificates).contains(items.count) else {
+            throw Self.malformed("packed \"x5c\" must be an array of 1…\(Self.maxCertificates) certificates")
+        }
+        let chain = try items.map { item -> Data in
+            guard let der = item.bytesValue else { throw Self.malformed("an \"x5c\" entry is not a byte string") }
+            return der
+        }
+        let certificate: Certificate
+        do { certificate = try Certificate(derEncoded: Array(chain[0])) } catch {
+            throw Self.malformed("the attestation certificate is not a DER X.509 certificate")
+        }
+        guard algorithm == COSEKey.Algorithm.es256.rawValue, let key = P256.Signing.PublicKey(certificate.publicKey) else {
+            throw WebAuthnError(.unsupportedAlgorithm, "only ES256 attestation certificates (P-256) are verified; this one is alg \(algorithm)")
+        }
+        guard let parsed = try? P256.Signing.ECDSASignature(derRepresentation: signature),
+              key.isValidSignature(parsed, for: authenticatorData.raw + clientDataHash) else {
+            throw WebAuthnError(.attestationSignatureInvalid, "packed attestation signature does not verify with the attestation certificate's key")
+        }
+        try Self.checkAttestationCertificate(certificate, aaguid: credential.aaguid)
+        return chain
+    }
+
+    /// §8.2.1: version 3; subject C, O, OU "Authenticator Attestation" and CN; not a CA; and an
+    /// AAGUID extension, if present, not critical and equal to the credential's.
+    static func checkAttestationCertificate(_ certificate: Certificate, aaguid: Data) throws {
+        func refuse(_ why: String) -> WebAuthnError { WebAuthnError(.malformedAttestation, "the attestation certificate \(why) (WebAuthn §8.2.1)") }
+        guard certificate.version == .v3 else { throw refuse("is not version 3") }
+        let attributes = certificate.subject.flatMap { $0 }
+        func value(_ type: ASN1ObjectIdentifier) -> String? { attributes.first { $0.type == type }.map { String(describing: $0.value) } }
+        guard value(.RDNAttributeType.countryName) != nil, value(.RDNAttributeType.organizationName) != nil,
+              value(.RDNAttributeType.commonName) != nil else { throw refuse("subject lacks C, O or CN") }
+        guard value(.RDNAttributeType.organizationalUnitName) == "Authenticator Attestation" else {
+            throw refuse("subject's OU is not \"Authenticator Attestation\"")
+        }
+        switch try? certificate.extensions.basicConstraints {
+        case .notCertificateAuthority?: break
+        case nil where certificate.extensions[oid: .X509ExtensionID.basicConstraints] == nil: break
+        default: throw refuse("is a CA certificate or its basic constraints are unreadable")
+        }
+        if let stated = certificate.extensions[oid: Self.fidoAAGUIDExtension] {
+            guard !stated.critical else { throw refuse("marks its AAGUID extension critical") }
+            guard let octets = try? ASN1OctetString(derEncoded: stated.value), Data(octets.bytes) == aaguid else {
+                throw refuse("names another AAGUID than the credential's")
+            }
+        }
+    }
+
+    /// FIDO's id-fido-gen-ce-aaguid.
+    static let fidoAAGUIDExtension: ASN1ObjectIdentifier = [1, 3, 6, 1, 4, 1, 45724, 1, 1, 4]
+
     /// Encodes an attestation object, as an authenticator does. For `.packed`, `sign` receives
     /// authData ‖ clientDataHash and must return a signature by the credential's private key in
     /// its algorithm's WebAuthn encoding (self attestation; DER for ES256); for `.none` it is not
-    /// called.
+    /// called. With `certificates` (DER, attestation certificate first; `.packed` only), `sign`
+    /// signs with the first certificate's key, ES256.
     public static func makeAttestationObject(
         authenticatorData: AuthenticatorData,
         format: AttestationFormat,
         clientDataHash: Data,
+        certificates: [Data] = [],
         sign: (Data) throws -> Data
     ) rethrows -> Data {
         let statement: CBOR
@@ -121,10 +192,12 @@ public struct AttestationObject: Sendable {
             statement = .map([])
         case .packed:
             let signature = try sign(authenticatorData.raw + clientDataHash)
-            statement = .map([
-                (key: .text("alg"), value: .int(authenticatorData.attestedCredential?.publicKey.algorithm.rawValue ?? COSEKey.Algorithm.es256.rawValue)),
-                (key: .text("sig"), value: .bytes(signature)),
-            ])
+            let algorithm = certificates.isEmpty
+                ? authenticatorData.attestedCredential?.publicKey.algorithm.rawValue ?? COSEKey.Algorithm.es256.rawValue
+                : COSEKey.Algorithm.es256.rawValue
+            var entries: [(key: CBOR, value: CBOR)] = [(key: .text("alg"), value: .int(algorithm)), (key: .text("sig"), value: .bytes(signature))]
+            if !certificates.isEmpty { entries.append((key: .text("x5c"), value: .array(certificates.map { .bytes($0) }))) }
+            statement = .map(entries)
         }
         // CTAP2 canonical key order: shorter keys first.
         return CBOR.map([

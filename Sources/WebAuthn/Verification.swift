@@ -45,7 +45,7 @@ public enum WebAuthnVerifier {
                                    requireUserVerification: requireUserVerification)
 
         // Steps 21–22: the attestation statement.
-        try attestation.verifyStatement(clientDataHash: clientDataHash)
+        let certificates = try attestation.verifyStatement(clientDataHash: clientDataHash)
 
         let credential = attestation.credential
         return VerifiedRegistration(
@@ -57,7 +57,8 @@ public enum WebAuthnVerifier {
             userVerified: authenticatorData.flags.contains(.userVerified),
             backupEligible: authenticatorData.flags.contains(.backupEligible),
             backedUp: authenticatorData.flags.contains(.backedUp),
-            attestationFormat: attestation.format)
+            attestationFormat: attestation.format,
+            attestationCertificates: certificates)
     }
 
     /// Verifies an authentication ceremony (§7.2) against a stored credential.

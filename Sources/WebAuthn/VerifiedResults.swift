@@ -12,11 +12,14 @@ public struct VerifiedRegistration: Sendable {
     public let userVerified: Bool
     public let backupEligible: Bool
     public let backedUp: Bool
-    /// The attestation statement format, "none" or "packed" (self attestation).
+    /// The attestation statement format, "none" or "packed".
     public let attestationFormat: String
+    /// A packed basic attestation's `x5c` (DER, attestation certificate first), its statement
+    /// verified; empty for `none` and self attestation. Trusting it is the relying party's call.
+    public let attestationCertificates: [Data]
 
     public init(credentialID: Data, publicKey: COSEKey, publicKeyCBOR: Data, signCount: UInt32, aaguid: Data,
-                userVerified: Bool, backupEligible: Bool, backedUp: Bool, attestationFormat: String) {
+                userVerified: Bool, backupEligible: Bool, backedUp: Bool, attestationFormat: String, attestationCertificates: [Data] = []) {
         self.credentialID = credentialID
         self.publicKey = publicKey
         self.publicKeyCBOR = publicKeyCBOR
@@ -26,6 +29,7 @@ public struct VerifiedRegistration: Sendable {
         self.backupEligible = backupEligible
         self.backedUp = backedUp
         self.attestationFormat = attestationFormat
+        self.attestationCertificates = attestationCertificates
     }
 }
 

@@ -6,5 +6,5 @@ struct LACtl: ParsableCommand {
         commandName: "lactl",
         abstract: "Control laenclaved: status, passcode, enrolment, simulated touches, authentication, audit.",
         subcommands: [Status.self, Passcode.self, Enroll.self, Enrolments.self, Unenroll.self, Simulate.self, Authenticate.self,
-                      Keychain.self, Audit.self, Admin.self, Doctor.self, Demo.self])
+                      Keychain.self, Audit.self, Admin.self, AttestationRoot.self, Doctor.self, Demo.self])
 }

@@ -95,6 +95,11 @@ struct Serve: AsyncParsableCommand {
     var trustedProxies: [String] = []
     @Option(help: "Seconds after typing the password in which a session may bind or revoke devices.") var stepUpWindow: Double = 300
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
+    @Option(help: ArgumentHelp("Bind device keys only when laenclaved attests them to a root in this PEM file (`lactl attestation-root` on each machine; several roots may share the file).",
+                               valueName: "roots.pem"))
+    var requireAttestation: String?
+    @Flag(help: "With --require-attestation: ask it of passkeys too (browsers' passkeys are then refused).") var attestationForPasskeys = false
+    @Flag(help: "With --require-attestation: accept keys of daemons that take simulated touches (tests and demos only).") var attestationAllowsSimulation = false
 
     func validate() throws {
         guard (10...20).contains(passwordCost) else { throw ValidationError("--password-cost must be 10…20") }
@@ -105,6 +110,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard stepUpWindow > 0 else { throw ValidationError("--step-up-window must be positive") }
         for proxy in trustedProxies where IPNetwork(proxy) == nil { throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR network") }
+        if requireAttestation == nil && (attestationForPasskeys || attestationAllowsSimulation) {
+            throw ValidationError("--attestation-for-passkeys and --attestation-allows-simulation need --require-attestation")
+        }
     }
 
     func run() async throws {
@@ -126,6 +134,14 @@ struct Serve: AsyncParsableCommand {
         config.rateLimits.passwordPerAccount.lockAfter = passwordLockAfter
         config.clientAddress = ClientAddress(trustedProxies: trustedProxies.compactMap(IPNetwork.init))
         config.stepUpWindow = stepUpWindow
+        if let requireAttestation {
+            guard let pem = try? String(contentsOfFile: requireAttestation, encoding: .utf8),
+                  let trust = try? AttestationTrust(pem: pem, forPasskeys: attestationForPasskeys, allowSimulation: attestationAllowsSimulation) else {
+                throw ValidationError("--require-attestation \(requireAttestation): not a readable PEM file of certificates")
+            }
+            config.attestation = trust
+            logger.info("device keys must be attested", metadata: ["roots": "\(trust.roots.count)", "passkeys": "\(attestationForPasskeys)"])
+        }
 
         let relyingParty = config.relyingParty
         let postgresURL = storage.postgresURL

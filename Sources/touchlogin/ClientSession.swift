@@ -318,7 +318,7 @@ struct ClientSession {
                 "server": api.baseURL.absoluteString, "username": username ?? NSNull(),
                 "loggedInBefore": state.facts.loggedInBefore, "fingerprintEnabled": state.facts.fingerprintEnabled,
                 "sessionAlive": sessionAlive, "credentialID": thisDevice ?? NSNull(),
-                "devices": devices.map { ["id": $0.id, "name": $0.name, "signCount": $0.signCount] },
+                "devices": devices.map { ["id": $0.id, "name": $0.name, "signCount": $0.signCount, "attestedKey": $0.attestedKey ?? NSNull()] as [String: Any] },
                 "activity": activity.map { ["at": $0.at, "kind": $0.kind, "device": $0.deviceName ?? NSNull(), "address": $0.address] as [String: Any] },
             ]
             if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
@@ -333,7 +333,10 @@ struct ClientSession {
         print("session:             \(sessionAlive ? "alive" : "none")")
         if sessionAlive {
             print("devices on server:   \(devices.isEmpty ? "none" : "")")
-            for d in devices { print("  \(d.id == thisDevice ? "*" : "-") \(d.name) (signed \(d.signCount)×)") }
+            for d in devices {
+                let attested = d.attestedKey.map { "; attested: \($0)" } ?? ""
+                print("  \(d.id == thisDevice ? "*" : "-") \(d.name) (signed \(d.signCount)×\(attested))")
+            }
             print("recent activity:     \(activity.isEmpty ? "none" : "")")
             for a in activity.prefix(10) {
                 let device = a.deviceName.map { " \"\($0)\"" } ?? ""

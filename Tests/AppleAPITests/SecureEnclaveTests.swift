@@ -2,9 +2,11 @@ import CryptoKit
 import EnclaveProtocol
 import Foundation
 import IntegrationSupport
+import KeyAttestation
 import LocalAuthentication
 import LocalAuthenticationTesting
 import Security
+import X509
 import XCTest
 
 /// SecureEnclave keys, through the real daemon: the private key stays there; every use follows
@@ -62,6 +64,59 @@ final class SecureEnclaveTests: XCTestCase {
         try one.run {
             XCTAssertThrowsError(try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: tampered))
             XCTAssertThrowsError(try SecureEnclave.P256.KeyAgreement.PrivateKey(dataRepresentation: blob), "a signing key is not an agreement key")
+        }
+    }
+
+    /// Whether `chain` leads to `root` now, as a server checks it.
+    private func chains(_ chain: [Data], to root: Data) async throws -> Bool {
+        let certificates = try chain.map { try Certificate(derEncoded: Array($0)) }
+        var verifier = Verifier(rootCertificates: CertificateStore([try Certificate(derEncoded: Array(root))])) { RFC5280Policy(validationTime: Date()) }
+        if case .validCertificate = await verifier.validate(leaf: certificates[0], intermediates: CertificateStore(Array(certificates.dropFirst()))) {
+            return true
+        }
+        return false
+    }
+
+    func testAKeysAttestationCertifiesItsPublicKeyAndStatesItsAccessControl() async throws {
+        let enclave = try TestEnclave(), other = try TestEnclave()
+        let otherRoot = try other.run { try SecureEnclave.attestationRoot() }
+        let (key, chain, root) = try enclave.run {
+            let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: protected([.privateKeyUsage, .biometryCurrentSet]))
+            return (key, try key.attestationCertificates(), try SecureEnclave.attestationRoot())
+        }
+        XCTAssertEqual(try enclave.status().queuedEvents, 0)
+        let leaf = try Certificate(derEncoded: Array(chain[0]))
+        XCTAssertEqual(leaf.publicKey, Certificate.PublicKey(key.publicKey))
+        let stated = try KeyDescription(derBytes: try XCTUnwrap(leaf.extensions[oid: KeyDescription.extensionID]).value)
+        XCTAssertEqual(stated, KeyDescription(daemonMode: .user, sensor: .simulated, simulationAllowed: true, keyKind: .signing,
+                                              protection: .whenPasscodeSetThisDeviceOnly, accessControl: [.privateKeyUsage, .biometryCurrentSet]))
+        let trusted = try await chains(chain, to: root)
+        XCTAssertTrue(trusted)
+        let trustedElsewhere = try await chains(chain, to: otherRoot)
+        XCTAssertFalse(trustedElsewhere, "another daemon's root does not vouch for this daemon's keys")
+
+        // The root is made once per state: a restarted daemon still chains to it.
+        try enclave.restart()
+        let (again, rootAgain) = try enclave.run { (try key.attestationCertificates(), try SecureEnclave.attestationRoot()) }
+        XCTAssertEqual(rootAgain, root)
+        let trustedAgain = try await chains(again, to: root)
+        XCTAssertTrue(trustedAgain)
+    }
+
+    func testAKeyThatCanNeverBeUsedAgainOrIsNotOursIsNotAttested() throws {
+        let enclave = try TestEnclave(), other = try TestEnclave()
+        try enclave.run {
+            let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: protected([.privateKeyUsage, .biometryCurrentSet]))
+            try enclave.enroll("left-thumb")
+            XCTAssertThrowsError(try key.attestationCertificates()) { error in
+                guard case .keyInvalidated? = error as? SecureEnclaveKeyError else { return XCTFail("\(error)") }
+            }
+        }
+        let blob = try other.run { try SecureEnclave.P256.Signing.PrivateKey().dataRepresentation }
+        try enclave.run {
+            XCTAssertThrowsError(try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: blob).attestationCertificates()) { error in
+                guard case .invalidKey? = error as? SecureEnclaveKeyError else { return XCTFail("\(error)") }
+            }
         }
     }
 

@@ -27,6 +27,41 @@ final class TouchLoginFlowTests: XCTestCase {
         }
     }
 
+    /// `--require-attestation`: the server binds the daemon's key once it checks the chain to the
+    /// root `lactl attestation-root` printed; a server trusting another machine's root, or one that
+    /// does not accept a daemon that takes simulated touches, refuses it with the reason.
+    func testAServerThatRequiresAttestationBindsOnlyKeysItsRootsVouchFor() throws {
+        let enclave = try TestEnclave(), otherMachine = try TestEnclave()
+        func root(of daemon: TestEnclave) throws -> String {
+            let printed = try runProcess(productPath("lactl"), ["attestation-root", "--socket", daemon.socketPath])
+            XCTAssertEqual(printed.status, 0, printed.stderr)
+            let path = daemon.directory + "/root.pem"
+            try printed.stdout.write(toFile: path, atomically: true, encoding: .utf8)
+            return path
+        }
+        let ours = try root(of: enclave), theirs = try root(of: otherMachine)
+
+        let trusting = try LoginServerProcess(["--require-attestation", ours, "--attestation-allows-simulation"])
+        let client = LoginClient(enclave: enclave, server: trusting)
+        try client.signUpAndEnable()
+        let status = try JSONSerialization.jsonObject(with: Data(try client.run(["status", "--json"]).stdout.utf8)) as! [String: Any]
+        let attested = (status["devices"] as? [[String: Any]])?.first?["attestedKey"] as? String
+        XCTAssertEqual(attested, "user daemon, simulated (simulation allowed), biometryCurrentSet,privateKeyUsage (akpu)")
+        try enclave.queue(.match)
+        XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
+
+        for (arguments, reason) in [(["--require-attestation", theirs, "--attestation-allows-simulation"], "does not chain to an attestation root"),
+                                    (["--require-attestation", ours], "accepts simulated touches")] {
+            let server = try LoginServerProcess(arguments)
+            let refused = LoginClient(enclave: enclave, server: server)
+            XCTAssertEqual(try refused.run(["signup", "--username", "bob"], input: "correct horse\n").status, 0)
+            try enclave.queue(.match)
+            let enable = try refused.run([], input: "correct horse\ny\n")
+            XCTAssertTrue((enable.stdout + enable.stderr).contains(reason), enable.stdout + enable.stderr)
+            XCTAssertFalse(enable.stdout.contains("Fingerprint login is enabled"), enable.stdout)
+        }
+    }
+
     func testEnablingAgainAfterAFingerprintLoginAsksForThePassword() throws {
         let enclave = try TestEnclave()
         let server = try LoginServerProcess()

@@ -72,4 +72,50 @@ final class TouchLoginInteropTests: XCTestCase {
         XCTAssertEqual(refused.status, 1, refused.stdout)
         XCTAssertTrue(refused.stdout.contains("REJECTED"), refused.stdout)
     }
+
+    /// A registration with laenclaved's attestation (the server asked "direct") verifies with
+    /// py_webauthn given this daemon's root — its chain, §8.2.1's certificate rules and the AAGUID
+    /// extension checked by an independent implementation — and is refused under another root.
+    func testAnIndependentVerifierTrustsOurAttestationUnderOurRootOnly() throws {
+        let python = try python()
+        let enclave = try TestEnclave(), other = try TestEnclave()
+        let origin = "http://localhost:8080"
+        let authenticator = EnclaveAuthenticator(origin: origin)
+        let registrationChallenge = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64URLEncodedString()
+        let assertionChallenge = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64URLEncodedString()
+        var creation = PublicKeyCredentialCreationOptionsJSON(
+            rp: .init(id: "localhost", name: "interop"), user: .init(id: Data("user".utf8).base64URLEncodedString(), name: "u", displayName: "u"),
+            challenge: registrationChallenge)
+        creation.attestation = "direct"
+        let request = PublicKeyCredentialRequestOptionsJSON(challenge: assertionChallenge, rpId: "localhost")
+        let (registration, assertion): (EnclaveAuthenticator.Registration, AuthenticationResponseJSON) = try enclave.run {
+            let context = LAContext()
+            try enclave.queue(.match)
+            let registration = try authenticator.register(options: creation, deviceName: "test", context: context)
+            let (assertion, _) = try authenticator.assert(options: request, binding: registration.binding, context: context)
+            return (registration, assertion.credential)
+        }
+        func root(_ daemon: TestEnclave) throws -> String {
+            let printed = try runProcess(productPath("lactl"), ["attestation-root", "--socket", daemon.socketPath])
+            XCTAssertEqual(printed.status, 0, printed.stderr)
+            return printed.stdout
+        }
+        func verify(under root: String) throws -> ProcessOutput {
+            let object: [String: Any] = [
+                "rpId": "localhost", "origin": origin, "attestationRoot": root,
+                "registration": ["challenge": registrationChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(registration.request.credential))],
+                "assertion": ["challenge": assertionChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(assertion))],
+            ]
+            let path = enclave.directory + "/record-\(UUID().uuidString).json"
+            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
+            return try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", path])
+        }
+        let trusted = try verify(under: try root(enclave))
+        XCTAssertEqual(trusted.status, 0, trusted.stdout + trusted.stderr)
+        XCTAssertTrue(trusted.stdout.contains("fmt=packed"), trusted.stdout)
+        XCTAssertTrue(trusted.stdout.contains("aaguid=df28713a-12ba-40ca-8003-eca26f10f554"), trusted.stdout)
+        let untrusted = try verify(under: try root(other))
+        XCTAssertEqual(untrusted.status, 1, untrusted.stdout)
+        XCTAssertTrue(untrusted.stdout.contains("REJECTED"), untrusted.stdout)
+    }
 }

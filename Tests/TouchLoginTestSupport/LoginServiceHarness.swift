@@ -39,11 +39,12 @@ public final class LoginServiceHarness: Sendable {
     /// A software passkey bound through the session `token` (a password session, fresh).
     public func bindPasskey(token: String, name: String = "soft", from address: String = "192.0.2.1",
                             authenticator: SoftwareAuthenticator = SoftwareAuthenticator(origin: LoginServiceHarness.origin),
-                            transports: [String]? = nil) async throws -> SoftwareAuthenticator {
+                            transports: [String]? = nil, kind: CredentialKind? = nil) async throws -> SoftwareAuthenticator {
         let (session, account) = try await service.authenticate(bearer: token)
-        let options = try await service.registrationOptions(session: session, account: account, RegistrationOptionsRequest(deviceName: name))
+        let options = try await service.registrationOptions(session: session, account: account, RegistrationOptionsRequest(deviceName: name, kind: kind))
         _ = try await service.register(session: session, account: account,
-                                       RegistrationRequest(deviceName: name, credential: try authenticator.registration(challenge: options.publicKey.challenge, transports: transports)),
+                                       RegistrationRequest(deviceName: name, kind: kind,
+                                                           credential: try authenticator.registration(challenge: options.publicKey.challenge, transports: transports)),
                                        address: address)
         return authenticator
     }

@@ -13,6 +13,10 @@ public struct SoftwareAuthenticator: Sendable {
     /// What the authenticator reports of itself: flags (BE/BS among them) and its model.
     public var flags: AuthenticatorData.Flags = [.userPresent, .userVerified]
     public var aaguid = Data(count: 16)
+    /// A packed attestation's x5c (DER, attestation certificate first), and the key that signs
+    /// it when not the credential key; empty: self attestation.
+    public var certificates: [Data] = []
+    public var attestationKey: P256.Signing.PrivateKey?
 
     public init(origin: String, credentialID: Data = Data((0..<32).map { _ in UInt8.random(in: 0...255) })) {
         self.origin = origin
@@ -24,9 +28,9 @@ public struct SoftwareAuthenticator: Sendable {
         let clientData = CollectedClientData(type: "webauthn.create", challenge: challenge, origin: origin).jsonData()
         let authData = AuthenticatorData(rpID: rpID, flags: flags, signCount: 0,
                                          attestedCredential: .init(aaguid: aaguid, credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
-        let key = self.key
+        let key = attestationKey ?? self.key
         let attestation = try AttestationObject.makeAttestationObject(authenticatorData: authData, format: format, clientDataHash: Data(SHA256.hash(data: clientData)),
-                                                                      sign: { try key.signature(for: $0).derRepresentation })
+                                                                      certificates: certificates, sign: { try key.signature(for: $0).derRepresentation })
         let id = credentialID.base64URLEncodedString()
         return RegistrationResponseJSON(id: id, rawId: id, response: .init(clientDataJSON: clientData.base64URLEncodedString(),
                                                                           attestationObject: attestation.base64URLEncodedString(), transports: transports))

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
+import SwiftASN1
 @testable import WebAuthn
+import X509
 import XCTest
 
 final class AttestationTests: XCTestCase {
@@ -105,14 +107,90 @@ final class AttestationTests: XCTestCase {
                                 try AttestationObject(object(attStmt: .map([]))).verifyStatement(clientDataHash: clientDataHash))
     }
 
-    func testFullAttestationIsUnsupported() throws {
-        let x5c = packedStatement(extra: [(key: .text("x5c"), value: .array([.bytes(Data([0x30, 0x82]))]))])
-        XCTAssertThrowsWebAuthn(.unsupportedAttestationFormat,
-                                try AttestationObject(object(attStmt: x5c)).verifyStatement(clientDataHash: clientDataHash))
+    func testOtherFormatsAreUnsupported() throws {
         for format in ["tpm", "android-key", "android-safetynet", "fido-u2f", "apple", "compound", "None", ""] {
             XCTAssertThrowsWebAuthn(.unsupportedAttestationFormat,
                                     try AttestationObject(object(fmt: .text(format), attStmt: .map([]))).verifyStatement(clientDataHash: clientDataHash),
                                     format)
+        }
+    }
+
+    // MARK: Packed with a certificate chain (basic attestation)
+
+    /// An attestation certificate for `key`, shaped as §8.2.1 asks unless told otherwise.
+    func certificate(for key: P256.Signing.PrivateKey, unit: String = "Authenticator Attestation", authority: Bool = false,
+                     aaguid: Data? = nil, signer: P256.Signing.PrivateKey? = nil) throws -> Data {
+        let name = try DistinguishedName {
+            CountryName("ZZ"); OrganizationName("test"); OrganizationalUnitName(unit); CommonName("attestation")
+        }
+        var extensions = try Certificate.Extensions {
+            Critical(authority ? BasicConstraints.isCertificateAuthority(maxPathLength: nil) : BasicConstraints.notCertificateAuthority)
+        }
+        if let aaguid {
+            var s = DER.Serializer()
+            try s.serialize(ASN1OctetString(contentBytes: ArraySlice(aaguid)))
+            try extensions.append(Certificate.Extension(oid: [1, 3, 6, 1, 4, 1, 45724, 1, 1, 4], critical: false, value: ArraySlice(s.serializedBytes)))
+        }
+        let certificate = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(key.publicKey), notValidBefore: Date() - 60,
+                                          notValidAfter: Date() + 3600, issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
+                                          extensions: extensions, issuerPrivateKey: .init(signer ?? key))
+        var s = DER.Serializer()
+        try s.serialize(certificate)
+        return Data(s.serializedBytes)
+    }
+
+    func basic(_ certificates: [Data], signedBy key: P256.Signing.PrivateKey) -> Data {
+        AttestationObject.makeAttestationObject(authenticatorData: authenticatorData, format: .packed, clientDataHash: clientDataHash,
+                                                certificates: certificates) { try! key.signature(for: $0).derRepresentation }
+    }
+
+    func testBasicAttestationIsSignedByTheCertificatesKeyAndAnswersTheChain() throws {
+        let attestationKey = P256.Signing.PrivateKey()
+        let chain = [try certificate(for: attestationKey), try certificate(for: P256.Signing.PrivateKey(), authority: true)]
+        let encoded = basic(chain, signedBy: attestationKey)
+        XCTAssertEqual(try CBOR.decode(encoded)["attStmt"]?.mapValue?.map(\.key), [.text("alg"), .text("sig"), .text("x5c")], "CTAP2 canonical order")
+        XCTAssertEqual(try AttestationObject(encoded).verifyStatement(clientDataHash: clientDataHash), chain)
+        // The credential key itself may be the one certified (laenclaved's shape).
+        let own = [try certificate(for: privateKey, aaguid: Data(count: 16))]
+        XCTAssertEqual(try AttestationObject(basic(own, signedBy: privateKey)).verifyStatement(clientDataHash: clientDataHash), own)
+    }
+
+    func testBasicAttestationRefusesAnotherSignerOrAnUnfitCertificate() throws {
+        let attestationKey = P256.Signing.PrivateKey()
+        XCTAssertThrowsWebAuthn(.attestationSignatureInvalid,
+                                try AttestationObject(basic([try certificate(for: attestationKey)], signedBy: P256.Signing.PrivateKey()))
+                                    .verifyStatement(clientDataHash: clientDataHash))
+        XCTAssertThrowsWebAuthn(.attestationSignatureInvalid,
+                                try AttestationObject(basic([try certificate(for: attestationKey)], signedBy: attestationKey))
+                                    .verifyStatement(clientDataHash: Data(count: 32)), "over another client data hash")
+        let unfit: [(String, Data)] = [
+            ("no OU", try certificate(for: attestationKey, unit: "Other")),
+            ("a CA", try certificate(for: attestationKey, authority: true)),
+            ("another AAGUID", try certificate(for: attestationKey, aaguid: Data(repeating: 7, count: 16))),
+        ]
+        for (why, der) in unfit {
+            XCTAssertThrowsWebAuthn(.malformedAttestation,
+                                    try AttestationObject(basic([der], signedBy: attestationKey)).verifyStatement(clientDataHash: clientDataHash), why)
+        }
+    }
+
+    func testBasicAttestationStatementShape() throws {
+        let key = P256.Signing.PrivateKey()
+        let der = try certificate(for: key)
+        let signature = try key.signature(for: authenticatorData.raw + clientDataHash).derRepresentation
+        func statement(alg: Int = -7, x5c: CBOR) -> CBOR {
+            .map([(key: .text("alg"), value: .int(alg)), (key: .text("sig"), value: .bytes(signature)), (key: .text("x5c"), value: x5c)])
+        }
+        XCTAssertNoThrow(try AttestationObject(object(attStmt: statement(x5c: .array([.bytes(der)])))).verifyStatement(clientDataHash: clientDataHash))
+        XCTAssertThrowsWebAuthn(.unsupportedAlgorithm,
+                                try AttestationObject(object(attStmt: statement(alg: -257, x5c: .array([.bytes(der)])))).verifyStatement(clientDataHash: clientDataHash))
+        let malformed: [(String, CBOR)] = [
+            ("empty", .array([])), ("too many", .array(Array(repeating: .bytes(der), count: 5))), ("not bytes", .array([.text("cert")])),
+            ("not DER", .array([.bytes(Data([0x30, 0x82]))])), ("not an array", .bytes(der)),
+        ]
+        for (why, x5c) in malformed {
+            XCTAssertThrowsWebAuthn(.malformedAttestation,
+                                    try AttestationObject(object(attStmt: statement(x5c: x5c))).verifyStatement(clientDataHash: clientDataHash), why)
         }
     }
 
@@ -121,14 +199,14 @@ final class AttestationTests: XCTestCase {
                                 try AttestationObject(object(fmt: .text("none"), attStmt: packedStatement())).verifyStatement(clientDataHash: clientDataHash))
     }
 
-    /// Yubikey "packed" full attestation from py_webauthn's tests: structurally valid, but its x5c
-    /// chain is not something this module verifies.
-    func testKnownPackedFullAttestationIsUnsupported() throws {
+    /// Yubikey "packed" full attestation from py_webauthn's tests: its statement is checked with the
+    /// key of the certificate in its x5c (meets §8.2.1), so another client data hash fails.
+    func testKnownPackedFullAttestationIsCheckedWithItsCertificate() throws {
         let yubikey = Data(b64u: "o2NmbXRmcGFja2VkZ2F0dFN0bXSjY2FsZyZjc2lnWEcwRQIhAOfrFlQpbavT6dJeTDJSCDzYSYPjBDHli2-syT2c1IiKAiAx5gQ2z5cHjdQX-jEHTb7JcjfQoVSW8fXszF5ihSgeOGN4NWOBWQLBMIICvTCCAaWgAwIBAgIEKudiYzANBgkqhkiG9w0BAQsFADAuMSwwKgYDVQQDEyNZdWJpY28gVTJGIFJvb3QgQ0EgU2VyaWFsIDQ1NzIwMDYzMTAgFw0xNDA4MDEwMDAwMDBaGA8yMDUwMDkwNDAwMDAwMFowbjELMAkGA1UEBhMCU0UxEjAQBgNVBAoMCVl1YmljbyBBQjEiMCAGA1UECwwZQXV0aGVudGljYXRvciBBdHRlc3RhdGlvbjEnMCUGA1UEAwweWXViaWNvIFUyRiBFRSBTZXJpYWwgNzE5ODA3MDc1MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEKgOGXmBD2Z4R_xCqJVRXhL8Jr45rHjsyFykhb1USGozZENOZ3cdovf5Ke8fj2rxi5tJGn_VnW4_6iQzKdIaeP6NsMGowIgYJKwYBBAGCxAoCBBUxLjMuNi4xLjQuMS40MTQ4Mi4xLjEwEwYLKwYBBAGC5RwCAQEEBAMCBDAwIQYLKwYBBAGC5RwBAQQEEgQQbUS6m_bsLkm5MAyP6SDLczAMBgNVHRMBAf8EAjAAMA0GCSqGSIb3DQEBCwUAA4IBAQByV9A83MPhFWmEkNb4DvlbUwcjc9nmRzJjKxHc3HeK7GvVkm0H4XucVDB4jeMvTke0WHb_jFUiApvpOHh5VyMx5ydwFoKKcRs5x0_WwSWL0eTZ5WbVcHkDR9pSNcA_D_5AsUKOBcbpF5nkdVRxaQHuuIuwV4k1iK2IqtMNcU8vL6w21U261xCcWwJ6sMq4zzVO8QCKCQhsoIaWrwz828GDmPzfAjFsJiLJXuYivdHACkeJ5KHMt0mjVLpfJ2BCML7_rgbmvwL7wBW80VHfNdcKmKjkLcpEiPzwcQQhiN_qHV90t-p4iyr5xRSpurlP5zic2hlRkLKxMH2_kRjhqSn4aGF1dGhEYXRhWMRJlg3liA6MaHQ0Fw9kdmBbj-SuuaKGMseZXPO6gx2XY0UAAAA0bUS6m_bsLkm5MAyP6SDLcwBAsyGQPDZRUYdb4m3rdWeyPaIMYlbmydGp1TP_33vE_lqJ3PHNyTd0iKsnKr5WjnCcBzcesZrDEfB_RBLFzU3k46UBAgMmIAEhWCBAX_i3O3DvBnkGq_uLNk_PeAX5WwO_MIxBp0mhX6Lw7yJYIOW-1-Fch829McWvRUYAHTWZTx5IycKSGECL1UzUaK_8")
         let parsed = try AttestationObject(yubikey)
         XCTAssertEqual(parsed.format, "packed")
         XCTAssertEqual(parsed.credential.credentialID.count, 64)
-        XCTAssertThrowsWebAuthn(.unsupportedAttestationFormat, try parsed.verifyStatement(clientDataHash: Data(count: 32)))
+        XCTAssertThrowsWebAuthn(.attestationSignatureInvalid, try parsed.verifyStatement(clientDataHash: Data(count: 32)))
     }
 
     // MARK: Structure

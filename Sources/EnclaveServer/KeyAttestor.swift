@@ -1,0 +1,55 @@
+import Crypto
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import KeyAttestation
+
+/// The daemon's key attestation: its authority (made on first start, kept in the state sealed
+/// under the master key) and the facts about this daemon that each key's certificate states.
+struct KeyAttestor: Sendable {
+    let authority: AttestationAuthority
+    let daemonMode: DaemonMode
+    let sensor: KeyDescription.Sensor
+    let simulationAllowed: Bool
+
+    /// What a certificate of `key` states.
+    func description(of key: KeyBlob) -> KeyDescription {
+        KeyDescription(daemonMode: daemonMode, sensor: sensor, simulationAllowed: simulationAllowed, keyKind: key.kind,
+                       protection: key.protection, accessControl: key.flags)
+    }
+
+    /// The x5c of `key`: its certificate, then the attestation key's.
+    func chain(for key: KeyBlob, now: Date) throws -> [Data] {
+        // An agreement key is the same P-256 point: certified as a public key all the same.
+        let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
+        return try authority.chain(for: publicKey, as: description(of: key), now: now)
+    }
+
+    var root: Data {
+        get throws { try AttestationAuthority.der(authority.root) }
+    }
+
+    /// The stored authority, or a new one stored first (a root is made once per state directory:
+    /// a server that trusts it keeps trusting this daemon's keys across restarts).
+    static func authority(storage: Storage, master: SymmetricKey, label: String, now: Date) throws -> AttestationAuthority {
+        let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: Data("laenclaved attestation authority v1".utf8),
+                                         info: Data(), outputByteCount: 32)
+        let sealed = try storage.attestationAuthority {
+            let made = try AttestationAuthority.create(label: label, now: now)
+            return try AES.GCM.seal(try JSONEncoder().encode(made.stored), using: key, authenticating: Self.context).combined!
+        }
+        guard let box = try? AES.GCM.SealedBox(combined: sealed), let json = try? AES.GCM.open(box, using: key, authenticating: Self.context) else {
+            throw AttestationAuthorityError("the stored attestation authority cannot be opened with this master key")
+        }
+        return try AttestationAuthority(try JSONDecoder().decode(AttestationAuthority.Stored.self, from: json))
+    }
+
+    private static let context = Data("attestation-authority".utf8)
+
+    /// The root's subject names the machine, and the user for a user-mode daemon.
+    static func label(mode: DaemonMode, uid: UInt32) -> String {
+        var name = [CChar](repeating: 0, count: 256)
+        let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "unknown host"
+        return mode == .system ? "\(host) (system daemon)" : "\(host) (user \(uid))"
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import EnclaveProtocol
+import Foundation
+
+struct AttestationRoot: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "attestation-root",
+        abstract: "Print this daemon's attestation root certificate (PEM), for servers that check laenclaved keys.",
+        discussion: """
+            Every Secure Enclave key this daemon makes can be attested: a certificate chain to this root \
+            states the key's access control and the daemon's mode and sensor. Hand the root to a server \
+            (touchlogin-server --require-attestation FILE); several roots may share one file. Made once \
+            per state directory: it stays the same across restarts and upgrades.
+            """)
+    @OptionGroup var client: ClientOptions
+
+    func run() throws {
+        guard case .key(let reply) = try client.call(.key(KeyRequest(operation: .attestationRoot, kind: .signing, context: UUID().uuidString))),
+              let root = reply.certificates?.first else {
+            printError("lactl: the daemon answered no attestation root")
+            throw ExitCode(ExitStatus.refused)
+        }
+        print(Self.pem(root), terminator: "")
+    }
+
+    /// RFC 7468's textual encoding: base64 in lines of 64.
+    static func pem(_ der: Data) -> String {
+        let base64 = der.base64EncodedString()
+        var lines = ["-----BEGIN CERTIFICATE-----"]
+        var index = base64.startIndex
+        while index < base64.endIndex {
+            let end = base64.index(index, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex
+            lines.append(String(base64[index..<end]))
+            index = end
+        }
+        lines.append("-----END CERTIFICATE-----")
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
