@@ -25,8 +25,12 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
-        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        // Exact: the ordering edge on the Security target (below) holds for a build of X509 from
+        // scratch; a deliberate update is followed by `rm -rf .build*` (README, "Building").
+        .package(url: "https://github.com/apple/swift-certificates.git", exact: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        // TLS to PostgreSQL (postgres-nio builds it already).
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
         // The wire: framing, message types, limits. Shared by both sides; no other module knows bytes.
@@ -55,7 +59,9 @@ let package = Package(
             // Not used here: an ordering edge. swift-certificates' X509 says `#if canImport(Security)
             // import Security` (for Apple's SecCertificate), and on Linux this module would be found
             // if it were built first; depending on X509 makes it build first, without seeing us.
-            // (If X509 is ever rebuilt alone beside an older build of this module, remove .build.)
+            // X509 rebuilt in a build folder that already holds this module (a dependency update, a
+            // new toolchain, other flags) fails with "missing required module": remove the folder.
+            // The cost: apps link X509 and SwiftASN1 too.
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -98,8 +104,9 @@ let package = Package(
         .executableTarget(name: "la-bench", dependencies: [
             "EnclaveClient", "EnclaveProtocol", "EnclaveCore", "LocalAuthentication", "Security", "LocalAuthenticationTesting",
         ]),
-        // WebAuthn Level 3 server-side verification (ES256), strict CBOR/COSE, and the encoding a
-        // software platform authenticator needs. Foundation and swift-crypto only.
+        // WebAuthn Level 3 server-side verification (ES256, EdDSA, RS256), strict CBOR/COSE, and the
+        // encoding a software platform authenticator needs. Foundation, swift-crypto, and
+        // swift-certificates for packed attestation's certificates.
         // Packed attestation with a certificate chain is checked here (the statement); whom to trust is
         // the relying party's.
         .target(name: "WebAuthn", dependencies: [
@@ -120,6 +127,7 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
         ]),
         // The login client: the flow's state machine, the server's API, an enclave-backed authenticator.
         .target(name: "TouchLoginClient", dependencies: ["TouchLoginAPI", "WebAuthn", "LocalAuthentication", "Security", "CryptoKit", "KeyAttestation"]),

@@ -26,7 +26,8 @@ enum WebAuthnFuzz {
             }
         case .authdata:
             _ = try? AuthenticatorData(data)
-            _ = try? AttestationObject(data)
+            // The statement too: an x5c's certificates are parsed (swift-certificates) and checked.
+            _ = try? AttestationObject(data).verifyStatement(clientDataHash: Data(count: 32))
         case .json:
             _ = try? CollectedClientData(json: data)
             let decoder = JSONDecoder()

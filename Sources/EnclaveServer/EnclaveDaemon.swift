@@ -17,7 +17,9 @@ public final class EnclaveDaemon: Sendable {
     let clock: any EnclaveClock
     let logger: Logger
     let masterKey: SymmetricKey
-    let attestor: KeyAttestor
+    /// Nil when the stored authority cannot be opened: keys then get no attestation, and
+    /// everything else works.
+    let attestor: KeyAttestor?
     private let sessions = SessionRegistry()
     /// Set when a graceful stop begins: what ends then ends with systemCancel, not appCancel.
     let stopping = StopFlag()
@@ -86,11 +88,15 @@ public final class EnclaveDaemon: Sendable {
         var effective = config
         effective.narrowSimulation(realSensor: realSensor)
         self.config = effective
-        attestor = KeyAttestor(
-            authority: try KeyAttestor.authority(storage: storage, master: masterKey, label: KeyAttestor.label(mode: config.mode, uid: servedUser),
-                                                 now: clock.wall()),
-            daemonMode: config.mode, sensor: sensor.map { $0.info.simulated ? .simulated : .fprintd } ?? .none,
-            simulationAllowed: effective.simulationEnabled)
+        do {
+            attestor = KeyAttestor(
+                authority: try KeyAttestor.authority(storage: storage, master: masterKey, daemonMode: config.mode),
+                daemonMode: config.mode, sensor: sensor.map { $0.info.simulated ? .simulated : .fprintd } ?? .none,
+                simulationAllowed: effective.simulationEnabled, label: KeyAttestor.label(mode: config.mode, uid: servedUser))
+        } catch {
+            logger.error("keys will not be attested: the attestation authority is not usable", metadata: ["error": "\(error)"])
+            attestor = nil
+        }
         for warning in config.sensorWarnings(realSensor: realSensor) { logger.warning("\(warning)") }
         if let service = config.pamService, let why = PAMAuthenticator.unsuitability(service: service) {
             logger.error("PAM passcode checks will be refused: \(why)")

@@ -19,11 +19,15 @@ struct KeyAttestor: Sendable {
     }
 
     /// The x5c of `key`: its certificate, then the attestation key's.
-    func chain(for key: KeyBlob, now: Date) throws -> [Data] {
+    func chain(for key: KeyBlob) throws -> [Data] {
         // An agreement key is the same P-256 point: certified as a public key all the same.
         let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
-        return try authority.chain(for: publicKey, as: description(of: key), now: now)
+        return try authority.chain(for: publicKey, as: description(of: key))
     }
+
+    /// Which machine and daemon the root is: for the administrator's copy (`lactl
+    /// attestation-root` prints it beside the root), never in a certificate.
+    let label: String
 
     var root: Data {
         get throws { try AttestationAuthority.der(authority.root) }
@@ -31,11 +35,11 @@ struct KeyAttestor: Sendable {
 
     /// The stored authority, or a new one stored first (a root is made once per state directory:
     /// a server that trusts it keeps trusting this daemon's keys across restarts).
-    static func authority(storage: Storage, master: SymmetricKey, label: String, now: Date) throws -> AttestationAuthority {
+    static func authority(storage: Storage, master: SymmetricKey, daemonMode: DaemonMode) throws -> AttestationAuthority {
         let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: Data("laenclaved attestation authority v1".utf8),
                                          info: Data(), outputByteCount: 32)
         let sealed = try storage.attestationAuthority {
-            let made = try AttestationAuthority.create(label: label, now: now)
+            let made = try AttestationAuthority.create(daemonMode: daemonMode)
             return try AES.GCM.seal(try JSONEncoder().encode(made.stored), using: key, authenticating: Self.context).combined!
         }
         guard let box = try? AES.GCM.SealedBox(combined: sealed), let json = try? AES.GCM.open(box, using: key, authenticating: Self.context) else {
@@ -46,10 +50,9 @@ struct KeyAttestor: Sendable {
 
     private static let context = Data("attestation-authority".utf8)
 
-    /// The root's subject names the machine, and the user for a user-mode daemon.
+    /// The machine, and the user for a user-mode daemon.
     static func label(mode: DaemonMode, uid: UInt32) -> String {
-        var name = [CChar](repeating: 0, count: 256)
-        let host = gethostname(&name, name.count) == 0 ? String(cString: name) : "unknown host"
-        return mode == .system ? "\(host) (system daemon)" : "\(host) (user \(uid))"
+        let host = ProcessInfo.processInfo.hostName
+        return mode == .system ? "\(host), system daemon" : "\(host), user daemon of uid \(uid)"
     }
 }

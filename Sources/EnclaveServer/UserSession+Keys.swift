@@ -97,15 +97,17 @@ extension UserSession {
                 let valid = (try? P256.Signing.ECDSASignature(derRepresentation: der)).map { publicKey.isValidSignature($0, for: digest) } ?? false
                 return KeyReply(valid: valid)
             case .attest:
+                guard let attestor else { throw KeyReplyError(Self.noAttestation) }
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 // A key that can never be used again is not vouched for.
                 let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
                 do throws(AccessDenial) {
                     if case .invalidated(let why) = try await prover.plan(key.protected) { throw AccessDenial.invalidated(why) }
                 } catch { return KeyReply(error) }
-                return KeyReply(certificates: try attestor.chain(for: key, now: clock.wall()))
+                return KeyReply(certificates: try attestor.chain(for: key))
             case .attestationRoot:
-                return KeyReply(certificates: [try attestor.root])
+                guard let attestor else { throw KeyReplyError(Self.noAttestation) }
+                return KeyReply(message: attestor.label, certificates: [try attestor.root])
             case .sign, .agree:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 // A request that cannot succeed is refused before anyone is asked for a finger.
@@ -127,6 +129,8 @@ extension UserSession {
             return KeyReply(problem: .notAvailable, message: "the key operation could not complete")
         }
     }
+
+    private static let noAttestation = KeyReply(problem: .notAvailable, message: "this daemon's attestation authority is not usable (its log says why): keys are not attested")
 
     private func createKey(_ r: KeyRequest, app: AppIdentity) async throws -> KeyReply {
         let owner = try owner(app)

@@ -34,10 +34,10 @@ actor UserSession {
     /// The daemon's graceful stop has begun: evaluations ended from outside answer systemCancel.
     let stopping: StopFlag
     /// Certifies this user's Secure Enclave keys (`KeyRequest.Operation.attest`).
-    let attestor: KeyAttestor
+    let attestor: KeyAttestor?
 
     init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger,
-         stopping: StopFlag = StopFlag(), attestor: KeyAttestor, keys: UserKeys) throws {
+         stopping: StopFlag = StopFlag(), attestor: KeyAttestor?, keys: UserKeys) throws {
         self.uid = uid; self.storage = storage; self.sensor = sensor; self.config = config; self.clock = clock; self.logger = logger
         self.stopping = stopping; self.attestor = attestor
         self.keys = keys

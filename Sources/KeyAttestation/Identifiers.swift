@@ -14,4 +14,10 @@ public enum LaenclavedAttestation {
 
     /// The organizational unit WebAuthn §8.2.1 requires in a packed attestation certificate.
     public static let attestationUnit = "Authenticator Attestation"
+
+    /// Our extensions' arc. 2.25 is the registration-free arc (ITU-T X.667) for a UUID read as an
+    /// integer; this one's first 64 bits are zero so that every component fits the 64-bit arcs
+    /// ASN.1 libraries take. .1: a key's description (`KeyDescription`); .2: the daemon mode in
+    /// the attestation key's certificate (`AttestationAuthority.daemonMode(of:)`).
+    public static let daemonModeExtensionID = ASN1ObjectIdentifier(arrayLiteral: 2, 25, 7_681_360_128_379_538_199, 2)
 }

@@ -27,9 +27,7 @@ public struct KeyDescription: Equatable, Sendable {
     }
 
     public static let version = 1
-    /// 2.25 is the registration-free arc (ITU-T X.667) for a UUID read as an integer; this one's
-    /// first 64 bits are zero so that every component fits the 64-bit arcs ASN.1 libraries take.
-    public static let extensionID: ASN1ObjectIdentifier = [2, 25, 7_681_360_128_379_538_199]
+    public static let extensionID = ASN1ObjectIdentifier(arrayLiteral: 2, 25, 7_681_360_128_379_538_199, 1)
 
     public var daemonMode: DaemonMode
     public var sensor: Sensor
@@ -44,9 +42,11 @@ public struct KeyDescription: Equatable, Sendable {
         self.keyKind = keyKind; self.protection = protection; self.accessControl = accessControl
     }
 
-    /// Whether every use of the key needs the user: a biometric match, the passcode or either
-    /// (`privateKeyUsage` with at least one constraint). What makes an authenticator's UV flag true.
-    public var verifiesUserOnEveryUse: Bool {
+    /// Whether using the key needs an authentication of the user on the request's context: a
+    /// biometric match, the passcode or either (`privateKeyUsage` with at least one constraint).
+    /// What makes an authenticator's UV flag true. (A context that authenticated moments before,
+    /// or has a reuse duration, signs without a new touch, as on Apple's Secure Enclave.)
+    public var needsUserAuthentication: Bool {
         accessControl.contains(.privateKeyUsage) && !accessControl.intersection([.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode]).isEmpty
     }
 

@@ -1,44 +1,63 @@
+import Crypto
 import Foundation
 import KeyAttestation
+import Logging
 import SwiftASN1
 import TouchLoginAPI
 import WebAuthn
-import X509
+@_spi(FixedExpiryValidationTime) import X509
 
-/// The attestation this server asks of device keys, and the roots it trusts for it
-/// (`--require-attestation ROOT.pem`): each machine's laenclaved root, as `lactl
-/// attestation-root` prints it. A device key is bound only when its registration carries a
+/// The attestation this server asks of new credentials, and the roots it trusts for it
+/// (`--require-attestation ROOTS.pem`): each machine's laenclaved root, as `lactl
+/// attestation-root` prints it. A credential is bound only when its registration carries a
 /// packed attestation whose chain leads to one of those roots, whose certificate is of the
-/// credential key itself, and whose statement (`KeyDescription`) says every use of the key needs
-/// the user. Browser passkeys are not asked unless `forPasskeys` (they rarely attest, and never
-/// to a laenclaved root).
+/// credential key itself, from a system daemon (the mode the root signed into the attestation
+/// key's certificate), and whose statement (`KeyDescription`) says using the key needs the user
+/// and that the daemon takes no simulated touches. Every registration is asked unless
+/// `allowUnattestedPasskeys`; then only those that say they are device keys (the client's word).
 public struct AttestationTrust: Sendable {
     public var roots: [Certificate]
-    /// Ask passkeys too: then only attested laenclaved keys can be registered at all.
-    public var forPasskeys = false
+    /// Let registrations that say they are passkeys (a browser's) through unattested.
+    public var allowUnattestedPasskeys = false
+    /// Accept chains of user-mode daemons, whose attestation key is the user's own file: what
+    /// their leaves state is then the user's word (tests, single-user machines).
+    public var allowUserDaemons = false
     /// Accept keys of daemons that take scripted touches (`allow-simulation`; tests and demos).
     public var allowSimulation = false
 
-    public init(roots: [Certificate], forPasskeys: Bool = false, allowSimulation: Bool = false) {
-        self.roots = roots; self.forPasskeys = forPasskeys; self.allowSimulation = allowSimulation
+    public init(roots: [Certificate], allowUnattestedPasskeys: Bool = false, allowUserDaemons: Bool = false, allowSimulation: Bool = false) {
+        self.roots = roots; self.allowUnattestedPasskeys = allowUnattestedPasskeys
+        self.allowUserDaemons = allowUserDaemons; self.allowSimulation = allowSimulation
     }
 
-    /// Every certificate in a PEM file (several roots may share one).
-    public init(pem: String, forPasskeys: Bool = false, allowSimulation: Bool = false) throws {
-        let documents = try PEMDocument.parseMultiple(pemString: pem)
-        let roots = try documents.map { try Certificate(pemDocument: $0) }
-        guard !roots.isEmpty else { throw APIError(.malformedRequest, "no certificate in the attestation roots file") }
-        self.init(roots: roots, forPasskeys: forPasskeys, allowSimulation: allowSimulation)
+    /// Every certificate in a PEM file (several roots may share one; text around them is ignored).
+    public init(pem: String, allowUnattestedPasskeys: Bool = false, allowUserDaemons: Bool = false, allowSimulation: Bool = false) throws {
+        let roots: [Certificate]
+        do { roots = try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) } } catch {
+            throw AttestationRootsError("not PEM certificates: \(error)")
+        }
+        guard !roots.isEmpty else { throw AttestationRootsError("no certificate in it") }
+        self.init(roots: roots, allowUnattestedPasskeys: allowUnattestedPasskeys, allowUserDaemons: allowUserDaemons, allowSimulation: allowSimulation)
     }
 
     /// Whether a registration of this kind must be attested.
-    public func applies(to kind: CredentialKind) -> Bool { kind == .deviceKey || forPasskeys }
+    public func applies(to kind: CredentialKind) -> Bool { kind == .deviceKey || !allowUnattestedPasskeys }
 
-    /// The attested key's description if `verified` carries an attestation this server trusts
-    /// for a key it accepts; else the error that says which part is missing or wrong.
-    public func check(_ verified: VerifiedRegistration, now: Date) async throws -> KeyDescription {
+    /// What the attestation vouched for: the key's description and which root vouched.
+    public struct AttestedKey: Sendable, Equatable {
+        public var description: KeyDescription
+        /// SHA-256 of the root's public key (SubjectPublicKeyInfo), hex: what `touchlogin-server
+        /// admin` lists, so an operator can find the keys a root vouched for.
+        public var rootFingerprint: String
+        /// As stored and shown: the description and the root's fingerprint (first 16 hex digits).
+        public var summary: String { "\(description.summary); root \(rootFingerprint.prefix(16))" }
+    }
+
+    /// The attested key if `verified` carries an attestation this server trusts for a key it
+    /// accepts; else the error that says which part is missing or wrong.
+    public func check(_ verified: VerifiedRegistration, now: Date, logger: Logger? = nil) async throws -> AttestedKey {
         guard !verified.attestationCertificates.isEmpty else {
-            throw APIError(.attestationRequired, "This server binds only device keys attested by laenclaved; this registration carried no certificate chain (a software key, or an authenticator that does not attest).")
+            throw APIError(.attestationRequired, "This server binds only keys attested by laenclaved; this registration carried no certificate chain (a software key, or an authenticator that does not attest).")
         }
         let certificates: [Certificate]
         do { certificates = try verified.attestationCertificates.map { try Certificate(derEncoded: Array($0)) } } catch {
@@ -48,20 +67,39 @@ public struct AttestationTrust: Sendable {
         guard let credentialKey = verified.publicKey.p256, leaf.publicKey == Certificate.PublicKey(credentialKey) else {
             throw APIError(.attestationUntrusted, "The attestation certifies another key than the one being registered.")
         }
-        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(validationTime: now) }
-        guard case .validCertificate = await verifier.validate(leaf: leaf, intermediates: CertificateStore(Array(certificates.dropFirst()))) else {
+        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: now) }
+        let chain: ValidatedCertificateChain
+        switch await verifier.validate(leaf: leaf, intermediates: CertificateStore(Array(certificates.dropFirst()))) {
+        case .validCertificate(let validated): chain = validated
+        case .couldNotValidate(let failures):
+            logger?.notice("attestation chain not validated", metadata: ["failures": "\(failures.map(\.policyFailureReason))"])
             throw APIError(.attestationUntrusted, "The attestation does not chain to an attestation root this server trusts.")
         }
         guard verified.aaguid == LaenclavedAttestation.aaguid, let stated = leaf.extensions[oid: KeyDescription.extensionID],
-              let description = try? KeyDescription(derBytes: stated.value) else {
+              let description = try? KeyDescription(derBytes: stated.value), chain.count == 3,
+              let mode = AttestationAuthority.daemonMode(of: chain[1]) else {
             throw APIError(.attestationUntrusted, "The attestation is not a laenclaved key description.")
         }
-        guard description.verifiesUserOnEveryUse else {
+        // The mode the root signed, not the leaf's word: a user-mode daemon's attestation key is
+        // the user's file, and anyone holding it can write any leaf.
+        guard mode == description.daemonMode else {
+            throw APIError(.attestationUntrusted, "The key claims a \(description.daemonMode.rawValue) daemon; its attestation key is a \(mode.rawValue) daemon's.")
+        }
+        if mode == .user && !allowUserDaemons {
+            throw APIError(.attestationUntrusted, "The key was attested by a user-mode daemon, whose statements are the user's own word; this server accepts system daemons only.")
+        }
+        guard description.needsUserAuthentication else {
             throw APIError(.attestationUntrusted, "The key can be used without the user (its access control is \(description.accessControl.names)).")
         }
         if !allowSimulation && (description.simulationAllowed || description.sensor == .simulated) {
             throw APIError(.attestationUntrusted, "The key's daemon accepts simulated touches, so its fingerprint checks prove nothing.")
         }
-        return description
+        let rootKey = Data(chain.root.publicKey.subjectPublicKeyInfoBytes)
+        return AttestedKey(description: description, rootFingerprint: SHA256.hash(data: rootKey).map { String(format: "%02x", $0) }.joined())
     }
+}
+
+public struct AttestationRootsError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }

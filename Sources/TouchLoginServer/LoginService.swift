@@ -191,9 +191,9 @@ public struct LoginService: Sendable {
         guard credentialID == verified.credentialID else {
             throw APIError(WebAuthnError.Code.credentialIDMismatch.rawValue, "rawId differs from the attested credential ID.")
         }
-        var attested: KeyDescription?
+        var attested: AttestationTrust.AttestedKey?
         if let trust = configuration.attestation, trust.applies(to: r.kind ?? .passkey) {
-            do { attested = try await trust.check(verified, now: Date(timeIntervalSince1970: clock())) } catch {
+            do { attested = try await trust.check(verified, now: Date(timeIntervalSince1970: clock()), logger: logger) } catch {
                 metrics.registrations.failure()
                 logger.notice("device key refused", metadata: ["account": "\(account.id)", "why": "\(error)"])
                 throw error

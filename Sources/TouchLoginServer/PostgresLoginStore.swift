@@ -16,19 +16,7 @@ public final class PostgresLoginStore: LoginStore {
 
     /// `postgres://user:password@host:port/database`, or `postgres:///database?host=/run/postgresql&user=…` for a Unix socket.
     public static func client(url text: String) throws -> PostgresClient {
-        guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? "") else {
-            throw LoginStoreConfigurationError("not a postgres:// URL")
-        }
-        let query = Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, b in b })
-        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
-        let user = url.user ?? query["user"] ?? "postgres"
-        if let socketDirectory = query["host"], socketDirectory.hasPrefix("/") {
-            let port = url.port ?? 5432
-            return PostgresClient(configuration: .init(unixSocketPath: "\(socketDirectory)/.s.PGSQL.\(port)", username: user,
-                                                       password: url.password, database: database.isEmpty ? nil : database))
-        }
-        return PostgresClient(configuration: .init(host: url.host ?? "localhost", port: url.port ?? 5432, username: user,
-                                                   password: url.password, database: database.isEmpty ? nil : database, tls: .disable))
+        PostgresClient(configuration: try PostgresURL(text).clientConfiguration())
     }
 
     public func migrate() async throws {

@@ -152,10 +152,10 @@ public struct AttestationObject: Sendable {
         func refuse(_ why: String) -> WebAuthnError { WebAuthnError(.malformedAttestation, "the attestation certificate \(why) (WebAuthn §8.2.1)") }
         guard certificate.version == .v3 else { throw refuse("is not version 3") }
         let attributes = certificate.subject.flatMap { $0 }
-        func value(_ type: ASN1ObjectIdentifier) -> String? { attributes.first { $0.type == type }.map { String(describing: $0.value) } }
+        func value(_ type: ASN1ObjectIdentifier) -> String? { attributes.first { $0.type == type }.flatMap { String($0.value) } }
         guard value(.RDNAttributeType.countryName) != nil, value(.RDNAttributeType.organizationName) != nil,
               value(.RDNAttributeType.commonName) != nil else { throw refuse("subject lacks C, O or CN") }
-        guard value(.RDNAttributeType.organizationalUnitName) == "Authenticator Attestation" else {
+        guard value(.RDNAttributeType.organizationalUnitName) == Self.attestationUnit else {
             throw refuse("subject's OU is not \"Authenticator Attestation\"")
         }
         switch try? certificate.extensions.basicConstraints {
@@ -171,8 +171,11 @@ public struct AttestationObject: Sendable {
         }
     }
 
-    /// FIDO's id-fido-gen-ce-aaguid.
-    static let fidoAAGUIDExtension: ASN1ObjectIdentifier = [1, 3, 6, 1, 4, 1, 45724, 1, 1, 4]
+    /// FIDO's id-fido-gen-ce-aaguid. (KeyAttestation, which issues laenclaved's certificates and
+    /// does not depend on this module, names it too; a test checks they agree.)
+    public static let fidoAAGUIDExtension: ASN1ObjectIdentifier = [1, 3, 6, 1, 4, 1, 45724, 1, 1, 4]
+    /// The subject OU §8.2.1 requires of an attestation certificate.
+    public static let attestationUnit = "Authenticator Attestation"
 
     /// Encodes an attestation object, as an authenticator does. For `.packed`, `sign` receives
     /// authData ‖ clientDataHash and must return a signature by the credential's private key in

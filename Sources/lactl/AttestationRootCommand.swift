@@ -15,11 +15,17 @@ struct AttestationRoot: ParsableCommand {
     @OptionGroup var client: ClientOptions
 
     func run() throws {
-        guard case .key(let reply) = try client.call(.key(KeyRequest(operation: .attestationRoot, kind: .signing, context: UUID().uuidString))),
-              let root = reply.certificates?.first else {
-            printError("lactl: the daemon answered no attestation root")
+        guard case .key(let reply) = try client.call(.key(KeyRequest(operation: .attestationRoot, kind: .signing, context: UUID().uuidString))) else {
+            printError("lactl: the daemon answered something else")
             throw ExitCode(ExitStatus.refused)
         }
+        guard reply.problem == nil, let root = reply.certificates?.first else {
+            printError("lactl: \(reply.message ?? "the daemon answered no attestation root")")
+            throw ExitCode(ExitStatus.refused)
+        }
+        // RFC 7468 lets explanatory text precede the certificate: which machine it is, for the
+        // administrator (the certificate itself names none).
+        if let label = reply.message { print("laenclaved attestation root of \(Printable.field(label))") }
         print(Self.pem(root), terminator: "")
     }
 

@@ -19,7 +19,7 @@ struct TouchLoginServerCommand: AsyncParsableCommand {
 /// Where the accounts are: one SQLite file, or a PostgreSQL several instances share.
 struct StorageOptions: ParsableArguments {
     @Option(help: "SQLite database file (default: $XDG_DATA_HOME/touchlogin/server.sqlite).") var database: String?
-    @Option(help: "Use PostgreSQL instead of SQLite (several instances can share it): postgres://user:password@host:port/database, or $TOUCHLOGIN_POSTGRES_URL.")
+    @Option(help: "Use PostgreSQL instead of SQLite (several instances can share it): postgres://user:password@host:port/database[?sslmode=verify-full&sslrootcert=ca.pem], or $TOUCHLOGIN_POSTGRES_URL.")
     var postgres: String?
 
     var postgresURL: String? { postgres ?? ProcessInfo.processInfo.environment["TOUCHLOGIN_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 } }
@@ -95,10 +95,12 @@ struct Serve: AsyncParsableCommand {
     var trustedProxies: [String] = []
     @Option(help: "Seconds after typing the password in which a session may bind or revoke devices.") var stepUpWindow: Double = 300
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
-    @Option(help: ArgumentHelp("Bind device keys only when laenclaved attests them to a root in this PEM file (`lactl attestation-root` on each machine; several roots may share the file).",
+    @Option(help: ArgumentHelp("Bind a new device or passkey only when a system laenclaved attests it to a root in this PEM file (`lactl attestation-root` on each machine; several roots may share the file).",
                                valueName: "roots.pem"))
     var requireAttestation: String?
-    @Flag(help: "With --require-attestation: ask it of passkeys too (browsers' passkeys are then refused).") var attestationForPasskeys = false
+    @Flag(help: "With --require-attestation: let registrations that say they are browser passkeys through unattested (then the option only guarantees that keys shown as attested are).")
+    var allowUnattestedPasskeys = false
+    @Flag(help: "With --require-attestation: accept user-mode daemons' attestations (the user's own word).") var attestationAllowsUserDaemons = false
     @Flag(help: "With --require-attestation: accept keys of daemons that take simulated touches (tests and demos only).") var attestationAllowsSimulation = false
 
     func validate() throws {
@@ -110,8 +112,8 @@ struct Serve: AsyncParsableCommand {
         }
         guard stepUpWindow > 0 else { throw ValidationError("--step-up-window must be positive") }
         for proxy in trustedProxies where IPNetwork(proxy) == nil { throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR network") }
-        if requireAttestation == nil && (attestationForPasskeys || attestationAllowsSimulation) {
-            throw ValidationError("--attestation-for-passkeys and --attestation-allows-simulation need --require-attestation")
+        if requireAttestation == nil && (allowUnattestedPasskeys || attestationAllowsUserDaemons || attestationAllowsSimulation) {
+            throw ValidationError("--allow-unattested-passkeys, --attestation-allows-user-daemons and --attestation-allows-simulation need --require-attestation")
         }
     }
 
@@ -135,12 +137,15 @@ struct Serve: AsyncParsableCommand {
         config.clientAddress = ClientAddress(trustedProxies: trustedProxies.compactMap(IPNetwork.init))
         config.stepUpWindow = stepUpWindow
         if let requireAttestation {
-            guard let pem = try? String(contentsOfFile: requireAttestation, encoding: .utf8),
-                  let trust = try? AttestationTrust(pem: pem, forPasskeys: attestationForPasskeys, allowSimulation: attestationAllowsSimulation) else {
-                throw ValidationError("--require-attestation \(requireAttestation): not a readable PEM file of certificates")
+            let trust: AttestationTrust
+            do {
+                trust = try AttestationTrust(pem: try String(contentsOfFile: requireAttestation, encoding: .utf8), allowUnattestedPasskeys: allowUnattestedPasskeys,
+                                             allowUserDaemons: attestationAllowsUserDaemons, allowSimulation: attestationAllowsSimulation)
+            } catch {
+                throw ValidationError("--require-attestation \(requireAttestation): \(error)")
             }
             config.attestation = trust
-            logger.info("device keys must be attested", metadata: ["roots": "\(trust.roots.count)", "passkeys": "\(attestationForPasskeys)"])
+            logger.info("new credentials must be attested", metadata: ["roots": "\(trust.roots.count)", "unattested passkeys": "\(allowUnattestedPasskeys)"])
         }
 
         let relyingParty = config.relyingParty

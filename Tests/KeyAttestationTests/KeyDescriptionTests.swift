@@ -33,7 +33,7 @@ final class KeyDescriptionTests: XCTestCase {
         for (flags, expected) in table {
             let d = KeyDescription(daemonMode: .system, sensor: .fprintd, simulationAllowed: false, keyKind: .signing,
                                    protection: .whenPasscodeSetThisDeviceOnly, accessControl: flags)
-            XCTAssertEqual(d.verifiesUserOnEveryUse, expected, flags.names)
+            XCTAssertEqual(d.needsUserAuthentication, expected, flags.names)
         }
     }
 

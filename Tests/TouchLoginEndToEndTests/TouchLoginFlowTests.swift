@@ -41,17 +41,20 @@ final class TouchLoginFlowTests: XCTestCase {
         }
         let ours = try root(of: enclave), theirs = try root(of: otherMachine)
 
-        let trusting = try LoginServerProcess(["--require-attestation", ours, "--attestation-allows-simulation"])
+        let testing = ["--attestation-allows-user-daemons", "--attestation-allows-simulation"]  // a test daemon is both
+        let trusting = try LoginServerProcess(["--require-attestation", ours] + testing)
         let client = LoginClient(enclave: enclave, server: trusting)
         try client.signUpAndEnable()
         let status = try JSONSerialization.jsonObject(with: Data(try client.run(["status", "--json"]).stdout.utf8)) as! [String: Any]
         let attested = (status["devices"] as? [[String: Any]])?.first?["attestedKey"] as? String
-        XCTAssertEqual(attested, "user daemon, simulated (simulation allowed), biometryCurrentSet,privateKeyUsage (akpu)")
+        XCTAssertTrue(attested?.hasPrefix("user daemon, simulated (simulation allowed), biometryCurrentSet,privateKeyUsage (akpu); root ") == true,
+                      attested ?? "not attested")
         try enclave.queue(.match)
         XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
 
-        for (arguments, reason) in [(["--require-attestation", theirs, "--attestation-allows-simulation"], "does not chain to an attestation root"),
-                                    (["--require-attestation", ours], "accepts simulated touches")] {
+        for (arguments, reason) in [(["--require-attestation", theirs] + testing, "does not chain to an attestation root"),
+                                    (["--require-attestation", ours, "--attestation-allows-user-daemons"], "accepts simulated touches"),
+                                    (["--require-attestation", ours, "--attestation-allows-simulation"], "user-mode daemon")] {
             let server = try LoginServerProcess(arguments)
             let refused = LoginClient(enclave: enclave, server: server)
             XCTAssertEqual(try refused.run(["signup", "--username", "bob"], input: "correct horse\n").status, 0)

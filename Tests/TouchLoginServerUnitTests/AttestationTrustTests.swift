@@ -8,16 +8,19 @@ import WebAuthn
 import X509
 import XCTest
 
-/// `--require-attestation`: a device key is bound only with laenclaved's attestation to a trusted
-/// root, of the key being bound, stating a key that needs the user at every use.
+/// `--require-attestation`: a credential is bound only with a system laenclaved's attestation to a
+/// trusted root, of the key being bound, stating a key that needs the user.
 final class AttestationTrustTests: XCTestCase {
-    let machine = try! AttestationAuthority.create(label: "trusted machine", now: Date(timeIntervalSince1970: 1_700_000_000))
+    let machine = try! AttestationAuthority.create(daemonMode: .system)
     static let fingerprintKey = KeyDescription(daemonMode: .system, sensor: .fprintd, simulationAllowed: false, keyKind: .signing,
                                                protection: .whenPasscodeSetThisDeviceOnly, accessControl: [.privateKeyUsage, .biometryCurrentSet])
 
-    private func harness(forPasskeys: Bool = false, allowSimulation: Bool = false) async throws -> LoginServiceHarness {
+    private func harness(allowUnattestedPasskeys: Bool = false, allowUserDaemons: Bool = false, allowSimulation: Bool = false) async throws -> LoginServiceHarness {
         let root = machine.root
-        return try await LoginServiceHarness { $0.attestation = AttestationTrust(roots: [root], forPasskeys: forPasskeys, allowSimulation: allowSimulation) }
+        return try await LoginServiceHarness {
+            $0.attestation = AttestationTrust(roots: [root], allowUnattestedPasskeys: allowUnattestedPasskeys, allowUserDaemons: allowUserDaemons,
+                                              allowSimulation: allowSimulation)
+        }
     }
 
     /// A device key as `touchlogin` sends it: its certificate chain from `authority`, stating `description`.
@@ -25,35 +28,43 @@ final class AttestationTrustTests: XCTestCase {
                            description: KeyDescription = fingerprintKey) throws -> SoftwareAuthenticator {
         var key = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
         key.aaguid = LaenclavedAttestation.aaguid
-        key.certificates = try (authority ?? machine).chain(for: key.key.publicKey, as: description, now: Date(timeIntervalSince1970: h.clock.read()))
+        key.certificates = try (authority ?? machine).chain(for: key.key.publicKey, as: description)
         return key
     }
 
-    private func bind(_ h: LoginServiceHarness, _ key: SoftwareAuthenticator, kind: CredentialKind = .deviceKey) async -> String? {
-        await LoginServiceHarness.code {
+    /// Binds `key` in a fresh password session: nil, or the refusal's code and message.
+    private func bind(_ h: LoginServiceHarness, _ key: SoftwareAuthenticator, kind: CredentialKind? = .deviceKey) async -> String? {
+        do {
             let session = try await h.passwordLogin("alice", "correct horse")
-            return try await h.bindPasskey(token: session.token, authenticator: key, kind: kind)
-        }
+            _ = try await h.bindPasskey(token: session.token, authenticator: key, kind: kind)
+            return nil
+        } catch let e as APIError { return "\(e.code): \(e.message)" } catch { return "\(error)" }
+    }
+
+    private func refused(_ outcome: String?, _ code: APIError.Code, _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(outcome?.hasPrefix(code.rawValue + ":") == true && outcome?.contains(reason) == true, outcome ?? "bound", file: file, line: line)
     }
 
     func testAnAttestedDeviceKeyIsBoundAndShownAsAttested() async throws {
         let h = try await harness()
         let session = try await h.signUp("alice")
         let (s, account) = try await h.service.authenticate(bearer: session.token)
-        let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: .deviceKey))
-        XCTAssertEqual(options.publicKey.attestation, "direct")
-        let passkeyOptions = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest())
-        XCTAssertEqual(passkeyOptions.publicKey.attestation, "none")
+        for kind in [CredentialKind.deviceKey, .passkey, nil] {
+            let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: kind))
+            XCTAssertEqual(options.publicKey.attestation, "direct", "\(String(describing: kind))")
+        }
 
         let bound = await bind(h, try deviceKey(h))
         XCTAssertNil(bound)
         let devices = try await h.service.devices(of: account)
-        XCTAssertEqual(devices.map(\.attestedKey), [Self.fingerprintKey.summary])
+        let fingerprint = SHA256.hash(data: Data(machine.root.publicKey.subjectPublicKeyInfoBytes)).map { String(format: "%02x", $0) }.joined()
+        XCTAssertEqual(devices.map(\.attestedKey), ["system daemon, fprintd, biometryCurrentSet,privateKeyUsage (akpu); root \(fingerprint.prefix(16))"])
     }
 
-    /// The attack this closes: a stolen (fresh) session binds the attacker's software key as the
-    /// victim's device key. Without an attestation requirement it is bound, as before.
-    func testASoftwareKeyIsRefusedAsADeviceKey() async throws {
+    /// The attack this closes: a session with the password typed (phished, or a stolen session
+    /// within its step-up window) binds the attacker's software key, which then logs in as the
+    /// victim for good. Without an attestation requirement it is bound, as before.
+    func testASoftwareKeyIsRefused() async throws {
         let open = try await LoginServiceHarness()
         try await open.signUp("alice")
         let softwareBoundBefore = await bind(open, SoftwareAuthenticator(origin: LoginServiceHarness.origin))
@@ -62,15 +73,17 @@ final class AttestationTrustTests: XCTestCase {
         let h = try await harness()
         try await h.signUp("alice")
         for format in [AttestationFormat.packed, .none] {
-            let code = await LoginServiceHarness.code {
-                let session = try await h.passwordLogin("alice", "correct horse")
-                let (s, account) = try await h.service.authenticate(bearer: session.token)
-                let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: .deviceKey))
-                let key = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
-                return try await h.service.register(session: s, account: account, RegistrationRequest(
-                    deviceName: "x", kind: .deviceKey, credential: try key.registration(challenge: options.publicKey.challenge, format: format)), address: "192.0.2.1")
+            for kind in [CredentialKind.deviceKey, .passkey, nil] {
+                let code = await LoginServiceHarness.code {
+                    let session = try await h.passwordLogin("alice", "correct horse")
+                    let (s, account) = try await h.service.authenticate(bearer: session.token)
+                    let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: kind))
+                    let key = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
+                    return try await h.service.register(session: s, account: account, RegistrationRequest(
+                        deviceName: "x", kind: kind, credential: try key.registration(challenge: options.publicKey.challenge, format: format)), address: "192.0.2.1")
+                }
+                XCTAssertEqual(code, APIError.Code.attestationRequired.rawValue, "\(format), \(String(describing: kind)): whatever the client calls it")
             }
-            XCTAssertEqual(code, APIError.Code.attestationRequired.rawValue, "\(format)")
         }
         let (_, account) = try await h.service.authenticate(bearer: try await h.passwordLogin("alice", "correct horse").token)
         let devices = try await h.service.devices(of: account)
@@ -81,9 +94,8 @@ final class AttestationTrustTests: XCTestCase {
         let h = try await harness()
         try await h.signUp("alice")
         // The attacker's own authority, shaped exactly as laenclaved's, stating the best key.
-        let forged = try AttestationAuthority.create(label: "trusted machine", now: Date(timeIntervalSince1970: 1_700_000_000))
-        let code = await bind(h, try deviceKey(h, by: forged))
-        XCTAssertEqual(code, APIError.Code.attestationUntrusted.rawValue)
+        let forged = try AttestationAuthority.create(daemonMode: .system)
+        refused(await bind(h, try deviceKey(h, by: forged)), .attestationUntrusted, "does not chain to an attestation root this server trusts")
     }
 
     func testAGenuineCertificateOfAnotherKeyDoesNotVouchForASoftwareKey() async throws {
@@ -94,10 +106,9 @@ final class AttestationTrustTests: XCTestCase {
         let genuine = P256.Signing.PrivateKey()
         var key = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
         key.aaguid = LaenclavedAttestation.aaguid
-        key.certificates = try machine.chain(for: genuine.publicKey, as: Self.fingerprintKey, now: Date(timeIntervalSince1970: h.clock.read()))
+        key.certificates = try machine.chain(for: genuine.publicKey, as: Self.fingerprintKey)
         key.attestationKey = genuine
-        let code = await bind(h, key)
-        XCTAssertEqual(code, APIError.Code.attestationUntrusted.rawValue)
+        refused(await bind(h, key), .attestationUntrusted, "certifies another key")
     }
 
     func testAKeyUsableWithoutTheUserOrBehindSimulatedTouchesIsRefused() async throws {
@@ -105,13 +116,11 @@ final class AttestationTrustTests: XCTestCase {
         try await h.signUp("alice")
         var noUser = Self.fingerprintKey
         noUser.accessControl = [.privateKeyUsage]
-        let noUserCode = await bind(h, try deviceKey(h, description: noUser))
-        XCTAssertEqual(noUserCode, APIError.Code.attestationUntrusted.rawValue)
+        refused(await bind(h, try deviceKey(h, description: noUser)), .attestationUntrusted, "can be used without the user")
         var simulated = Self.fingerprintKey
         simulated.sensor = .simulated
         simulated.simulationAllowed = true
-        let simulatedCode = await bind(h, try deviceKey(h, description: simulated))
-        XCTAssertEqual(simulatedCode, APIError.Code.attestationUntrusted.rawValue)
+        refused(await bind(h, try deviceKey(h, description: simulated)), .attestationUntrusted, "accepts simulated touches")
 
         let demo = try await harness(allowSimulation: true)
         try await demo.signUp("alice")
@@ -119,23 +128,49 @@ final class AttestationTrustTests: XCTestCase {
         XCTAssertNil(demoCode, "--attestation-allows-simulation accepts it")
     }
 
-    func testPasskeysStayAllowedUnlessTheOperatorSaysOtherwise() async throws {
-        let h = try await harness()
+    /// A user-mode daemon's attestation key is a file its user (and whatever runs as that user)
+    /// can read: what its leaves say is that user's word, and it cannot pass for a system daemon's.
+    func testAUserModeDaemonsAttestationIsTheUsersWord() async throws {
+        let userMachine = try AttestationAuthority.create(daemonMode: .user)
+        let root = userMachine.root
+        var userKey = Self.fingerprintKey
+        userKey.daemonMode = .user
+        for allowUserDaemons in [false, true] {
+            let h = try await LoginServiceHarness { $0.attestation = AttestationTrust(roots: [root], allowUserDaemons: allowUserDaemons) }
+            try await h.signUp("alice")
+            // Whoever holds the user's attestation key writes a leaf that claims a system daemon.
+            refused(await bind(h, try deviceKey(h, by: userMachine)), .attestationUntrusted, "its attestation key is a user daemon's")
+            let honest = await bind(h, try deviceKey(h, by: userMachine, description: userKey))
+            if allowUserDaemons { XCTAssertNil(honest) } else { refused(honest, .attestationUntrusted, "user-mode daemon") }
+        }
+    }
+
+    /// `--allow-unattested-passkeys`: what says it is a passkey passes unattested (the client's
+    /// word: the option's honest limit), what says it is a device key still needs the attestation,
+    /// and only attested keys are shown as attested.
+    func testUnattestedPasskeysOnlyWhenTheOperatorSaysSo() async throws {
+        let h = try await harness(allowUnattestedPasskeys: true)
         try await h.signUp("alice")
         let passkey = await bind(h, SoftwareAuthenticator(origin: LoginServiceHarness.origin), kind: .passkey)
         XCTAssertNil(passkey)
+        refused(await bind(h, SoftwareAuthenticator(origin: LoginServiceHarness.origin), kind: .deviceKey), .attestationRequired, "no certificate chain")
+        let (s, account) = try await h.service.authenticate(bearer: try await h.passwordLogin("alice", "correct horse").token)
+        let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: .passkey))
+        XCTAssertEqual(options.publicKey.attestation, "none")
+        let devices = try await h.service.devices(of: account)
+        XCTAssertEqual(devices.map(\.attestedKey), [nil])
+    }
 
-        let strict = try await harness(forPasskeys: true)
-        try await strict.signUp("alice")
-        let refused = await bind(strict, SoftwareAuthenticator(origin: LoginServiceHarness.origin), kind: .passkey)
-        XCTAssertEqual(refused, APIError.Code.attestationRequired.rawValue)
-        let attested = await bind(strict, try deviceKey(strict), kind: .passkey)
-        XCTAssertNil(attested)
+    func testTheIssuerAndTheVerifierNameTheSameFIDOExtensionAndUnit() {
+        XCTAssertEqual(AttestationObject.fidoAAGUIDExtension, LaenclavedAttestation.fidoAAGUIDExtensionID)
+        XCTAssertEqual(AttestationObject.attestationUnit, LaenclavedAttestation.attestationUnit)
     }
 
     func testARootsFileMayHoldSeveralRoots() throws {
-        let other = try AttestationAuthority.create(label: "other", now: Date())
-        let trust = try AttestationTrust(pem: try machine.rootPEM + other.rootPEM)
+        let other = try AttestationAuthority.create(daemonMode: .system)
+        // As an administrator gathers them: `lactl attestation-root` output, one after another.
+        let trust = try AttestationTrust(pem: "laenclaved attestation root of a, system daemon\n" + (try machine.rootPEM) + "\n"
+                                              + "laenclaved attestation root of b, system daemon\n" + (try other.rootPEM))
         XCTAssertEqual(trust.roots, [machine.root, other.root])
         XCTAssertThrowsError(try AttestationTrust(pem: "not a certificate"))
     }

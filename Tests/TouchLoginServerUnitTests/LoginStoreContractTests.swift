@@ -130,10 +130,12 @@ final class LoginStoreContractTests: XCTestCase {
         try await forEachStore { kind, store in
             let dave = account("dave")
             try await store.createAccount(dave)
-            try await store.addCredential(credential(of: dave), event: event(dave, .deviceAdded))
+            var attested = credential(of: dave)
+            attested.attestedKey = "system daemon, fprintd, biometryCurrentSet,privateKeyUsage (akpu); root 0123456789abcdef"
+            try await store.addCredential(attested, event: event(dave, .deviceAdded))
             let daves = try await store.credentials(username: "dave")
             let nobodys = try await store.credentials(username: "nobody")
-            XCTAssertEqual(daves.count, 1, kind)
+            XCTAssertEqual(daves, [attested], "\(kind): every field comes back, the attestation's statement among them")
             XCTAssertEqual(nobodys.count, 0, kind)
 
             try await store.createSession(Session(tokenHash: Data([9]), accountID: dave.id, createdAt: 0, expiresAt: 50, method: "password", passwordVerifiedAt: 0),

@@ -207,6 +207,12 @@ final class AttestationTests: XCTestCase {
         XCTAssertEqual(parsed.format, "packed")
         XCTAssertEqual(parsed.credential.credentialID.count, 64)
         XCTAssertThrowsWebAuthn(.attestationSignatureInvalid, try parsed.verifyStatement(clientDataHash: Data(count: 32)))
+        // Its certificate (Yubico's, independent of ours) meets §8.2.1 as this module checks it.
+        guard case .array(let x5c)? = parsed.statement["x5c"], let der = x5c.first?.bytesValue else { return XCTFail("no x5c") }
+        let yubico = try Certificate(derEncoded: Array(der))
+        XCTAssertNoThrow(try AttestationObject.checkAttestationCertificate(yubico, aaguid: parsed.credential.aaguid))
+        XCTAssertThrowsWebAuthn(.malformedAttestation, try AttestationObject.checkAttestationCertificate(yubico, aaguid: Data(count: 16)),
+                                "its AAGUID extension names its own model")
     }
 
     // MARK: Structure
