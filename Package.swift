@@ -26,7 +26,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         // Exact: the ordering edge on the Security target (below) holds for a build of X509 from
-        // scratch; a deliberate update is followed by `rm -rf .build*` (README, "Building").
+        // scratch; an update of it or of what it builds on (swift-asn1, swift-crypto) is followed
+        // by removing the build folders (README, after the two commands).
         .package(url: "https://github.com/apple/swift-certificates.git", exact: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // TLS to PostgreSQL (postgres-nio builds it already).

@@ -89,10 +89,10 @@ public final class EnclaveDaemon: Sendable {
         effective.narrowSimulation(realSensor: realSensor)
         self.config = effective
         do {
+            let authority = try KeyAttestor.authority(storage: storage, master: masterKey, daemonMode: config.mode)
             attestor = KeyAttestor(
-                authority: try KeyAttestor.authority(storage: storage, master: masterKey, daemonMode: config.mode),
-                daemonMode: config.mode, sensor: sensor.map { $0.info.simulated ? .simulated : .fprintd } ?? .none,
-                simulationAllowed: effective.simulationEnabled, label: KeyAttestor.label(mode: config.mode, uid: servedUser))
+                authority: authority, daemonMode: config.mode, sensor: sensor.map { $0.info.simulated ? .simulated : .fprintd } ?? .none,
+                simulationAllowed: effective.simulationEnabled, label: KeyAttestor.label(mode: config.mode, uid: servedUser, authority: authority))
         } catch {
             logger.error("keys will not be attested: the attestation authority is not usable", metadata: ["error": "\(error)"])
             attestor = nil

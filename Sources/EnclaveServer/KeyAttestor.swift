@@ -45,14 +45,20 @@ struct KeyAttestor: Sendable {
         guard let box = try? AES.GCM.SealedBox(combined: sealed), let json = try? AES.GCM.open(box, using: key, authenticating: Self.context) else {
             throw AttestationAuthorityError("the stored attestation authority cannot be opened with this master key")
         }
-        return try AttestationAuthority(try JSONDecoder().decode(AttestationAuthority.Stored.self, from: json))
+        let authority = try AttestationAuthority(try JSONDecoder().decode(AttestationAuthority.Stored.self, from: json))
+        // Its chains would be refused for saying another mode (or none): say so here instead.
+        guard AttestationAuthority.daemonMode(of: authority.certificate) == daemonMode else {
+            throw AttestationAuthorityError("the stored attestation authority was made for another daemon mode than \(daemonMode.rawValue)")
+        }
+        return authority
     }
 
     private static let context = Data("attestation-authority".utf8)
 
-    /// The machine, and the user for a user-mode daemon.
-    static func label(mode: DaemonMode, uid: UInt32) -> String {
+    /// The machine, the user for a user-mode daemon, and the root's fingerprint.
+    static func label(mode: DaemonMode, uid: UInt32, authority: AttestationAuthority) -> String {
         let host = ProcessInfo.processInfo.hostName
-        return mode == .system ? "\(host), system daemon" : "\(host), user daemon of uid \(uid)"
+        let fingerprint = (try? AttestationAuthority.fingerprint(of: authority.root)) ?? "?"
+        return (mode == .system ? "\(host), system daemon" : "\(host), user daemon of uid \(uid)") + ", SHA-256 of its key \(fingerprint)"
     }
 }

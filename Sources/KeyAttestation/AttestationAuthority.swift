@@ -96,6 +96,15 @@ public struct AttestationAuthority: Sendable {
         return DaemonMode(rawValue: String(text))
     }
 
+    /// SHA-256 of a certificate's SubjectPublicKeyInfo (DER), hex: how a root is named in logs,
+    /// in `lactl attestation-root`'s label line and in servers' records of attested keys (the
+    /// same as `openssl x509 -pubkey -noout | openssl pkey -pubin -outform DER | sha256sum`).
+    public static func fingerprint(of certificate: Certificate) throws -> String {
+        var serializer = DER.Serializer()
+        try serializer.serialize(certificate.publicKey)
+        return SHA256.hash(data: serializer.serializedBytes).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// The root in PEM, as an administrator hands it to servers.
     public var rootPEM: String {
         get throws { try root.serializeAsPEM().pemString }

@@ -37,7 +37,7 @@ public struct APIError: Error, Codable, Sendable, Equatable, CustomStringConvert
         case stepUpRequired = "step_up_required"
         /// Too many consecutive wrong passwords: the password path waits for a passkey login or an operator.
         case passwordLocked = "password_locked"
-        /// A device key was offered without an attestation this server can check.
+        /// A credential was offered without an attestation, where the server requires one.
         case attestationRequired = "attestation_required"
         /// The attestation does not chain to a trusted root, or what it states is not accepted.
         case attestationUntrusted = "attestation_untrusted"

@@ -46,8 +46,9 @@ public struct AttestationTrust: Sendable {
     /// What the attestation vouched for: the key's description and which root vouched.
     public struct AttestedKey: Sendable, Equatable {
         public var description: KeyDescription
-        /// SHA-256 of the root's public key (SubjectPublicKeyInfo), hex: what `touchlogin-server
-        /// admin` lists, so an operator can find the keys a root vouched for.
+        /// `AttestationAuthority.fingerprint(of:)` of the root: `touchlogin-server admin account`
+        /// shows it (in `attestedKey`) and `lactl attestation-root` prints it beside the root, so
+        /// an operator can find the keys a root vouched for.
         public var rootFingerprint: String
         /// As stored and shown: the description and the root's fingerprint (first 16 hex digits).
         public var summary: String { "\(description.summary); root \(rootFingerprint.prefix(16))" }
@@ -94,8 +95,7 @@ public struct AttestationTrust: Sendable {
         if !allowSimulation && (description.simulationAllowed || description.sensor == .simulated) {
             throw APIError(.attestationUntrusted, "The key's daemon accepts simulated touches, so its fingerprint checks prove nothing.")
         }
-        let rootKey = Data(chain.root.publicKey.subjectPublicKeyInfoBytes)
-        return AttestedKey(description: description, rootFingerprint: SHA256.hash(data: rootKey).map { String(format: "%02x", $0) }.joined())
+        return AttestedKey(description: description, rootFingerprint: try AttestationAuthority.fingerprint(of: chain.root))
     }
 }
 

@@ -63,7 +63,7 @@ components:
         backupEligible: { type: boolean, description: "BE: may be synced to other devices" }
         backedUp: { type: boolean, description: "BS: backed up as of the last login" }
         userVerified: { type: boolean, description: the authenticator verified the user at registration (uvInitialized) }
-        attestedKey: { type: string, description: "what a trusted laenclaved attestation stated of the key (daemon mode, sensor, access control); absent when none did" }
+        attestedKey: { type: string, description: "what a trusted laenclaved attestation stated of the key (daemon mode, sensor, access control) and the first 16 hex digits of the SHA-256 of its root's key; absent when none did" }
     Account:
       type: object
       required: [username, createdAt, devices]
@@ -192,7 +192,7 @@ paths:
     post:
       summary: Registration options (a single-use challenge bound to this session); needs the password typed in the last five minutes
       security: [{ bearer: [] }]
-      requestBody: { content: { application/json: { schema: { type: object, properties: { deviceName: { type: string }, kind: { type: string, enum: [device-key, passkey], description: "device-key: attestation \"direct\" is asked where the server requires it" } } } } } }
+      requestBody: { content: { application/json: { schema: { type: object, properties: { deviceName: { type: string }, kind: { type: string, enum: [device-key, passkey], description: "with --require-attestation, attestation \"direct\" is asked of every kind, or of device-key only with --allow-unattested-passkeys" } } } } } }
       responses:
         "200": { description: options, content: { application/json: { schema: { $ref: "#/components/schemas/CreationOptions" } } } }
         "401": { $ref: "#/components/responses/Error" }
@@ -205,7 +205,7 @@ paths:
         "200": { description: devices, content: { application/json: { schema: { type: array, items: { $ref: "#/components/schemas/Device" } } } } }
         "401": { $ref: "#/components/responses/Error" }
     post:
-      summary: Register a device (attestation none or packed; with --require-attestation a device key needs a laenclaved chain to a trusted root)
+      summary: Register a device (attestation none or packed; with --require-attestation a laenclaved chain to a trusted root, unless --allow-unattested-passkeys and kind passkey)
       security: [{ bearer: [] }]
       requestBody:
         required: true

@@ -15,8 +15,12 @@ public final class PostgresLoginStore: LoginStore {
     }
 
     /// `postgres://user:password@host:port/database`, or `postgres:///database?host=/run/postgresql&user=…` for a Unix socket.
-    public static func client(url text: String) throws -> PostgresClient {
-        PostgresClient(configuration: try PostgresURL(text).clientConfiguration())
+    /// `logger` hears the pool's own troubles (a connection refused, a certificate not trusted),
+    /// which a query only waits through.
+    public static func client(url text: String, logger: Logger? = nil) throws -> PostgresClient {
+        let configuration = try PostgresURL(text).clientConfiguration()
+        guard let logger else { return PostgresClient(configuration: configuration) }
+        return PostgresClient(configuration: configuration, backgroundLogger: logger)
     }
 
     public func migrate() async throws {

@@ -2,13 +2,17 @@ import Foundation
 import NIOSSL
 import PostgresNIO
 
-/// What a `postgres://` URL asks for, as libpq reads it: `postgres://user:password@host:port/db`,
-/// or `?host=/run/postgresql` for a Unix socket, and TLS by `sslmode` — `disable` (the default
-/// here: a database on the same machine or a private network), `require` (encrypted, any
-/// certificate: protects against a passive listener only), `verify-ca` (the server's certificate
-/// chains to `sslrootcert`, or to the system's roots without it) or `verify-full` (and names the
-/// host). Our choice: libpq's `allow` and `prefer` fall back to plain text when TLS fails, which
-/// an attacker in the path can force, so they are refused rather than honoured.
+/// What a `postgres://` URL asks for, after libpq: `postgres://user:password@host:port/db`, or
+/// `?host=/run/postgresql` for a Unix socket, and TLS by `sslmode` — `disable` (the default here:
+/// a database on the same machine or a private network), `require` (encrypted; with
+/// `sslrootcert` the certificate must chain to it, as libpq does, else any certificate: a passive
+/// listener only is kept out), `verify-ca` (the certificate chains to `sslrootcert`) or
+/// `verify-full` (and names the host). Our choices, stricter than libpq: the verify modes need
+/// `sslrootcert` (the roots to trust, named: pass the system bundle to trust public CAs; else
+/// any public certificate would do for `verify-ca`), and `allow` and `prefer`, which fall back to
+/// plain text when TLS fails (an attacker in the path can make it fail), are refused. With a
+/// host name, `verify-full` also accepts a certificate naming the IP address connected to
+/// (swift-nio-ssl's check; libpq checks IP names only for IP hosts).
 public struct PostgresURL: Equatable, Sendable {
     public enum Endpoint: Equatable, Sendable {
         case tcp(host: String, port: Int)
@@ -52,6 +56,9 @@ public struct PostgresURL: Equatable, Sendable {
         if case .socket = endpoint, tls != .disable {
             throw LoginStoreConfigurationError("sslmode=\(mode) with a Unix socket: TLS is for TCP connections")
         }
+        if (tls == .verifyCA || tls == .verifyFull) && rootCertificates == nil {
+            throw LoginStoreConfigurationError("sslmode=\(mode) needs sslrootcert=FILE, the certificates to trust (the system's bundle, /etc/ssl/certs/ca-certificates.crt, to trust public CAs)")
+        }
     }
 
     /// postgres-nio's client configuration.
@@ -70,15 +77,22 @@ public struct PostgresURL: Equatable, Sendable {
         configuration.minimumTLSVersion = .tlsv12
         switch tls {
         case .disable: break
-        case .require: configuration.certificateVerification = .none
+        case .require: configuration.certificateVerification = rootCertificates == nil ? .none : .noHostnameVerification
         case .verifyCA: configuration.certificateVerification = .noHostnameVerification
         case .verifyFull: configuration.certificateVerification = .fullVerification
         }
         if let rootCertificates {
-            guard FileManager.default.isReadableFile(atPath: rootCertificates) else {
-                throw LoginStoreConfigurationError("sslrootcert \(rootCertificates) is not a readable file")
+            let roots: [NIOSSLCertificate]
+            do { roots = try NIOSSLCertificate.fromPEMFile(rootCertificates) } catch {
+                throw LoginStoreConfigurationError("sslrootcert \(rootCertificates) is not a readable PEM file of certificates")
             }
-            configuration.trustRoots = .file(rootCertificates)
+            guard !roots.isEmpty else { throw LoginStoreConfigurationError("sslrootcert \(rootCertificates) holds no certificate") }
+            configuration.trustRoots = .certificates(roots)
+        }
+        // Made here so that a wrong setting fails at start, with its reason, rather than in the
+        // connection pool, which retries a failing connection without end.
+        do { _ = try NIOSSLContext(configuration: configuration) } catch {
+            throw LoginStoreConfigurationError("the TLS settings are not usable: \(error)")
         }
         return .require(configuration)
     }

@@ -38,7 +38,7 @@ extension StorageOptions {
     func withService<T: Sendable>(_ body: @escaping @Sendable (LoginService) async throws -> T) async throws -> T {
         let logger = Logger(label: "touchlogin-server")
         if let url = postgresURL {
-            let client = try PostgresLoginStore.client(url: url)
+            let client = try PostgresLoginStore.client(url: url, logger: logger)
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask { await client.run(); return nil }
                 let store = PostgresLoginStore(client: client, logger: logger)
@@ -154,7 +154,7 @@ struct Serve: AsyncParsableCommand {
         var services: [any Service] = []
         let path: String
         if let postgresURL {
-            let client = try PostgresLoginStore.client(url: postgresURL)
+            let client = try PostgresLoginStore.client(url: postgresURL, logger: logger)
             services.append(client)
             store = PostgresLoginStore(client: client, logger: logger)
             path = postgresURL.replacingOccurrences(of: #"://[^@/]*@"#, with: "://…@", options: .regularExpression)  // no password in logs
@@ -225,6 +225,7 @@ struct Admin: AsyncParsableCommand {
             print("devices   \(report.devices.isEmpty ? "none" : "")")
             for d in report.devices {
                 print("  \(d.id)  \(Printable.field(d.name)), added \(Printed.date(d.createdAt)), last used \(d.lastUsedAt.map(Printed.date) ?? "never")")
+                if let attested = d.attestedKey { print("      attested: \(Printable.field(attested))") }
             }
             print("activity")
             for a in report.activity ?? [] {

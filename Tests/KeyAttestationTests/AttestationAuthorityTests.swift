@@ -42,6 +42,8 @@ final class AttestationAuthorityTests: XCTestCase {
         XCTAssertEqual(AttestationAuthority.daemonMode(of: try Certificate(derEncoded: Array(chain[1]))), .system)
         XCTAssertEqual(AttestationAuthority.daemonMode(of: leaf), nil, "the mode is the attestation key's certificate's, signed by the root")
         XCTAssertEqual(AttestationAuthority.daemonMode(of: try AttestationAuthority.create(daemonMode: .user).certificate), .user)
+        XCTAssertEqual(try AttestationAuthority.fingerprint(of: authority.root),
+                       SHA256.hash(data: try XCTUnwrap(P256.Signing.PublicKey(authority.root.publicKey)).derRepresentation).map { String(format: "%02x", $0) }.joined())
         // What servers see names no host or user.
         XCTAssertEqual([leaf, authority.certificate, authority.root].map(\.subject.description), [
             "CN=laenclaved key,OU=Authenticator Attestation,O=laenclaved,C=ZZ",

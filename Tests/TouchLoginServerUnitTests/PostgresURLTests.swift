@@ -14,7 +14,7 @@ final class PostgresURLTests: XCTestCase {
             ("postgres://u:p@db.example:6543/login", .tcp(host: "db.example", port: 6543), .disable, nil),
             ("postgresql://u@db.example/login?sslmode=require", .tcp(host: "db.example", port: 5432), .require, nil),
             ("postgres://u@db.example/login?sslmode=verify-ca&sslrootcert=/etc/ca.pem", .tcp(host: "db.example", port: 5432), .verifyCA, "/etc/ca.pem"),
-            ("postgres://u@db.example/login?sslmode=verify-full", .tcp(host: "db.example", port: 5432), .verifyFull, nil),
+            ("postgres://u@db.example/login?sslmode=verify-full&sslrootcert=/etc/ca.pem", .tcp(host: "db.example", port: 5432), .verifyFull, "/etc/ca.pem"),
             ("postgres:///login?host=/run/postgresql&user=u", .socket(path: "/run/postgresql/.s.PGSQL.5432"), .disable, nil),
         ]
         for (text, endpoint, tls, roots) in table {
@@ -28,11 +28,15 @@ final class PostgresURLTests: XCTestCase {
         // Modes that fall back to plain text when TLS fails (an attacker in the path makes it
         // fail) are refused, as is TLS on a Unix socket, a root file that cannot be read, and
         // anything that is not a postgres URL.
+        // So are the verify modes without sslrootcert (they would trust any public certificate).
         for text in ["postgres://u@h/db?sslmode=prefer", "postgres://u@h/db?sslmode=allow", "postgres://u@h/db?sslmode=verify",
+                     "postgres://u@h/db?sslmode=verify-ca", "postgres://u@h/db?sslmode=verify-full",
                      "postgres:///db?host=/run/postgresql&sslmode=require", "mysql://u@h/db"] {
             XCTAssertThrowsError(try PostgresURL(text), text)
         }
-        XCTAssertThrowsError(try PostgresURL("postgres://u@h/db?sslmode=verify-full&sslrootcert=/nonexistent/ca.pem").clientConfiguration())
+        for roots in ["/nonexistent/ca.pem", NSTemporaryDirectory()] {
+            XCTAssertThrowsError(try PostgresURL("postgres://u@h/db?sslmode=verify-full&sslrootcert=\(roots)").clientConfiguration(), "\(roots): at start, not in the pool")
+        }
     }
 
     /// Whether the connection `url` makes is encrypted, as the server sees it (pg_stat_ssl); nil
@@ -60,13 +64,18 @@ final class PostgresURLTests: XCTestCase {
         }
         let plain = try await encrypted(base)
         XCTAssertEqual(plain, false, "sslmode absent: plain, as before")
-        for mode in ["require", "verify-ca", "verify-full"] {
-            let tls = try await encrypted(base + "?sslmode=\(mode)&sslrootcert=\(ca)")
-            XCTAssertEqual(tls, true, mode)
+        // The test server's certificate names localhost only: verify-full checks the name.
+        let byName = base.replacingOccurrences(of: "@127.0.0.1:", with: "@localhost:")
+        XCTAssertNotEqual(byName, base)
+        for (url, expected) in [(base + "?sslmode=require", true), (base + "?sslmode=require&sslrootcert=\(ca)", true),
+                                (base + "?sslmode=verify-ca&sslrootcert=\(ca)", true), (byName + "?sslmode=verify-full&sslrootcert=\(ca)", true),
+                                (base + "?sslmode=verify-full&sslrootcert=\(ca)", nil)] {
+            let tls = try? await encrypted(url)
+            XCTAssertEqual(tls ?? nil, expected, url)
         }
 
         // A server whose certificate does not chain to the roots given (here: another CA's) is
-        // refused by verify-ca and verify-full; require, which checks nothing, still connects.
+        // refused by every mode given them (require with sslrootcert checks the chain, as libpq's).
         let other = P256.Signing.PrivateKey()
         let name = try DistinguishedName { CommonName("another CA") }
         let otherCA = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(other.publicKey), notValidBefore: Date() - 60,
@@ -76,11 +85,9 @@ final class PostgresURLTests: XCTestCase {
         let otherPath = NSTemporaryDirectory() + "other-ca-\(UUID().uuidString).pem"
         try otherCA.serializeAsPEM().pemString.write(toFile: otherPath, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: otherPath) }
-        for mode in ["verify-ca", "verify-full"] {
+        for mode in ["require", "verify-ca"] {
             let connected = try? await encrypted(base + "?sslmode=\(mode)&sslrootcert=\(otherPath)")
             XCTAssertNil(connected ?? nil, "\(mode) connected to a server whose certificate another CA signed")
         }
-        let unchecked = try await encrypted(base + "?sslmode=require&sslrootcert=\(otherPath)")
-        XCTAssertEqual(unchecked, true, "require encrypts and checks nothing, as libpq's")
     }
 }
