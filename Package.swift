@@ -147,7 +147,13 @@ let package = Package(
         ]),
         // libFuzzer targets for CBOR/COSE, authenticator data and the API's JSON (scripts/fuzz-webauthn);
         // the ordinary build replays a corpus through all three.
-        .executableTarget(name: "webauthn-fuzz", dependencies: ["WebAuthn", "TouchLoginAPI"], path: "Fuzz/WebAuthn", exclude: ["corpus"]),
+        .executableTarget(name: "webauthn-fuzz", dependencies: ["WebAuthn", "TouchLoginAPI", "FuzzSupport"], path: "Fuzz/WebAuthn", exclude: ["corpus"]),
+        // libFuzzer targets for the keychain: an app's SecItem dictionaries through Security, and
+        // requests from the wire through the daemon's KeychainRules (scripts/fuzz-keychain).
+        .executableTarget(name: "keychain-fuzz", dependencies: ["Security", "EnclaveCore", "EnclaveProtocol", "FuzzSupport"],
+                          path: "Fuzz/Keychain", exclude: ["corpus"]),
+        // The entry point both fuzzers share: libFuzzer's driver, or a replay of files.
+        .target(name: "FuzzSupport", path: "Fuzz/Support"),
         .executableTarget(name: "touchlogin-server", dependencies: [
             "TouchLoginServer", "WebAuthn", "EnclaveProtocol",
             .product(name: "PostgresNIO", package: "postgres-nio"),

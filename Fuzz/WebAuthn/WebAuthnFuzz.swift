@@ -5,6 +5,7 @@
 // target over the files it is given (the committed corpus, a crash libFuzzer wrote).
 
 import Foundation
+import FuzzSupport
 import TouchLoginAPI
 import WebAuthn
 
@@ -44,41 +45,9 @@ enum WebAuthnFuzz {
     }
 }
 
-#if FUZZING
-// libFuzzer's own driver, entered from our main: SwiftPM gives an executable's entry point its own
-// name, so libFuzzer's `main` cannot be the program's.
-@_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
-
-private let selected = WebAuthnFuzz.Target(rawValue: ProcessInfo.processInfo.environment["WEBAUTHN_FUZZ_TARGET"] ?? "") ?? .cbor
-
 @main
-struct WebAuthnFuzzDriver {
-    static func main() {
-        var argc = CommandLine.argc
-        var argv = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { bytes, count in
-            WebAuthnFuzz.run(selected, bytes.map { Data(bytes: $0, count: count) } ?? Data())
-            return 0
-        })
-    }
-}
-#else
-@main
-struct WebAuthnFuzzReplay {
+struct WebAuthnFuzzMain {
     static func main() throws {
-        var files = 0
-        for path in CommandLine.arguments.dropFirst() {
-            let url = URL(fileURLWithPath: path)
-            let paths = (try? FileManager.default.contentsOfDirectory(atPath: path))?.map { url.appendingPathComponent($0).path } ?? [path]
-            for file in paths {
-                let data = try Data(contentsOf: URL(fileURLWithPath: file))
-                for target in WebAuthnFuzz.Target.allCases { WebAuthnFuzz.run(target, data) }
-                files += 1
-            }
-        }
-        print("replayed \(files) inputs through \(WebAuthnFuzz.Target.allCases.count) targets: no crash")
+        try FuzzMain.run(WebAuthnFuzz.Target.self, variable: "WEBAUTHN_FUZZ_TARGET", default: .cbor, WebAuthnFuzz.run)
     }
 }
-#endif

@@ -29,46 +29,62 @@ final class TouchLoginInteropTests: XCTestCase {
         XCTAssertTrue(out.stdout.contains("interop: python-fido2 registrations and assertions accepted"), out.stdout)
     }
 
-    /// Our enclave-backed client's registration and assertion verify with py_webauthn; a tampered
-    /// signature does not (so the check can fail).
-    func testAnIndependentVerifierAcceptsOurClientsShapes() throws {
-        let python = try python()
-        let enclave = try TestEnclave()
+    /// A registration and an assertion by our enclave-backed client, written as the record
+    /// interop/verify_with_py_webauthn.py reads (with `attestationRoot`, trusted for the chain).
+    private struct Ceremony {
+        let enclave: TestEnclave
         let origin = "http://localhost:8080"
-        let authenticator = EnclaveAuthenticator(origin: origin)
         let registrationChallenge = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64URLEncodedString()
         let assertionChallenge = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64URLEncodedString()
-        let creation = PublicKeyCredentialCreationOptionsJSON(
-            rp: .init(id: "localhost", name: "interop"), user: .init(id: Data("user".utf8).base64URLEncodedString(), name: "u", displayName: "u"),
-            challenge: registrationChallenge)
-        let request = PublicKeyCredentialRequestOptionsJSON(challenge: assertionChallenge, rpId: "localhost")
-        let (registration, assertion): (EnclaveAuthenticator.Registration, AuthenticationResponseJSON) = try enclave.run {
-            let context = LAContext()
-            try enclave.queue(.match)
-            let registration = try authenticator.register(options: creation, deviceName: "test", context: context)
-            let (assertion, _) = try authenticator.assert(options: request, binding: registration.binding, context: context)
-            return (registration, assertion.credential)
+        var registration: EnclaveAuthenticator.Registration?
+        var assertion: AuthenticationResponseJSON?
+
+        /// `attestation`: what the server's options ask ("direct": laenclaved's chain).
+        init(_ enclave: TestEnclave, attestation: String? = nil) throws {
+            self.enclave = enclave
+            let authenticator = EnclaveAuthenticator(origin: origin)
+            var creation = PublicKeyCredentialCreationOptionsJSON(
+                rp: .init(id: "localhost", name: "interop"), user: .init(id: Data("user".utf8).base64URLEncodedString(), name: "u", displayName: "u"),
+                challenge: registrationChallenge)
+            creation.attestation = attestation
+            let request = PublicKeyCredentialRequestOptionsJSON(challenge: assertionChallenge, rpId: "localhost")
+            (registration, assertion) = try enclave.run {
+                let context = LAContext()
+                try enclave.queue(.match)
+                let registration = try authenticator.register(options: creation, deviceName: "test", context: context)
+                let (assertion, _) = try authenticator.assert(options: request, binding: registration.binding, context: context)
+                return (registration, assertion.credential)
+            }
         }
-        func record(_ assertion: AuthenticationResponseJSON) throws -> String {
-            let object: [String: Any] = [
+
+        func record(_ assertion: AuthenticationResponseJSON? = nil, attestationRoot: String? = nil) throws -> String {
+            var object: [String: Any] = [
                 "rpId": "localhost", "origin": origin,
-                "registration": ["challenge": registrationChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(registration.request.credential))],
-                "assertion": ["challenge": assertionChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(assertion))],
+                "registration": ["challenge": registrationChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(registration!.request.credential))],
+                "assertion": ["challenge": assertionChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(assertion ?? self.assertion!))],
             ]
+            if let attestationRoot { object["attestationRoot"] = attestationRoot }
             let path = enclave.directory + "/record-\(UUID().uuidString).json"
             try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
             return path
         }
-        let verified = try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", try record(assertion)])
+    }
+
+    /// Our enclave-backed client's registration and assertion verify with py_webauthn; a tampered
+    /// signature does not (so the check can fail).
+    func testAnIndependentVerifierAcceptsOurClientsShapes() throws {
+        let python = try python()
+        let ceremony = try Ceremony(try TestEnclave())
+        let verified = try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", try ceremony.record()])
         XCTAssertEqual(verified.status, 0, verified.stdout + verified.stderr)
         XCTAssertTrue(verified.stdout.contains("fmt=packed"), verified.stdout)
         XCTAssertTrue(verified.stdout.contains("assertion verified: new_sign_count=1 uv=True"), verified.stdout)
 
-        var tampered = assertion
+        var tampered = try XCTUnwrap(ceremony.assertion)
         var signature = try XCTUnwrap(Data(base64URLEncoded: tampered.response.signature))
         signature[signature.count - 1] ^= 0x01
         tampered.response.signature = signature.base64URLEncodedString()
-        let refused = try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", try record(tampered)])
+        let refused = try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", try ceremony.record(tampered)])
         XCTAssertEqual(refused.status, 1, refused.stdout)
         XCTAssertTrue(refused.stdout.contains("REJECTED"), refused.stdout)
     }
@@ -79,42 +95,17 @@ final class TouchLoginInteropTests: XCTestCase {
     func testAnIndependentVerifierTrustsOurAttestationUnderOurRootOnly() throws {
         let python = try python()
         let enclave = try TestEnclave(), other = try TestEnclave()
-        let origin = "http://localhost:8080"
-        let authenticator = EnclaveAuthenticator(origin: origin)
-        let registrationChallenge = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64URLEncodedString()
-        let assertionChallenge = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64URLEncodedString()
-        var creation = PublicKeyCredentialCreationOptionsJSON(
-            rp: .init(id: "localhost", name: "interop"), user: .init(id: Data("user".utf8).base64URLEncodedString(), name: "u", displayName: "u"),
-            challenge: registrationChallenge)
-        creation.attestation = "direct"
-        let request = PublicKeyCredentialRequestOptionsJSON(challenge: assertionChallenge, rpId: "localhost")
-        let (registration, assertion): (EnclaveAuthenticator.Registration, AuthenticationResponseJSON) = try enclave.run {
-            let context = LAContext()
-            try enclave.queue(.match)
-            let registration = try authenticator.register(options: creation, deviceName: "test", context: context)
-            let (assertion, _) = try authenticator.assert(options: request, binding: registration.binding, context: context)
-            return (registration, assertion.credential)
-        }
+        let ceremony = try Ceremony(enclave, attestation: "direct")
         func root(_ daemon: TestEnclave) throws -> String {
             let printed = try runProcess(productPath("lactl"), ["attestation-root", "--socket", daemon.socketPath])
             XCTAssertEqual(printed.status, 0, printed.stderr)
             return printed.stdout
         }
-        func verify(under root: String) throws -> ProcessOutput {
-            let object: [String: Any] = [
-                "rpId": "localhost", "origin": origin, "attestationRoot": root,
-                "registration": ["challenge": registrationChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(registration.request.credential))],
-                "assertion": ["challenge": assertionChallenge, "credential": try JSONSerialization.jsonObject(with: JSONEncoder().encode(assertion))],
-            ]
-            let path = enclave.directory + "/record-\(UUID().uuidString).json"
-            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
-            return try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", path])
-        }
-        let trusted = try verify(under: try root(enclave))
+        let trusted = try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", try ceremony.record(attestationRoot: try root(enclave))])
         XCTAssertEqual(trusted.status, 0, trusted.stdout + trusted.stderr)
         XCTAssertTrue(trusted.stdout.contains("fmt=packed"), trusted.stdout)
         XCTAssertTrue(trusted.stdout.contains("aaguid=df28713a-12ba-40ca-8003-eca26f10f554"), trusted.stdout)
-        let untrusted = try verify(under: try root(other))
+        let untrusted = try runProcess(python, [interopDirectory + "/verify_with_py_webauthn.py", try ceremony.record(attestationRoot: try root(other))])
         XCTAssertEqual(untrusted.status, 1, untrusted.stdout)
         XCTAssertTrue(untrusted.stdout.contains("REJECTED"), untrusted.stdout)
     }
