@@ -101,7 +101,7 @@ enum KeychainFuzz {
         _ = try? KeychainRules.itemClass(r.attributes)
         _ = try? KeychainRules.persistentRef(r.attributes)
         if let item = try? KeychainRules.newItem(r.attributes, accessControl: r.accessControl) {
-            // What is accepted as a new item matches the query it was made from.
+            // Matching runs on what was accepted, against the request it came from.
             _ = KeychainRules.matches(item.attributes, query: r.attributes)
         }
         if let changes = r.changes { _ = try? KeychainRules.changes(changes, accessControl: r.changesAccessControl) }
