@@ -31,15 +31,7 @@ struct AttestationRoot: ParsableCommand {
 
     /// RFC 7468's textual encoding: base64 in lines of 64.
     static func pem(_ der: Data) -> String {
-        let base64 = der.base64EncodedString()
-        var lines = ["-----BEGIN CERTIFICATE-----"]
-        var index = base64.startIndex
-        while index < base64.endIndex {
-            let end = base64.index(index, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex
-            lines.append(String(base64[index..<end]))
-            index = end
-        }
-        lines.append("-----END CERTIFICATE-----")
-        return lines.joined(separator: "\n") + "\n"
+        "-----BEGIN CERTIFICATE-----\n" + der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            + "\n-----END CERTIFICATE-----\n"
     }
 }
