@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "touchlogin", targets: ["touchlogin"]),
         .executable(name: "laenclaved", targets: ["laenclaved"]),
         .executable(name: "lactl", targets: ["lactl"]),
+        .executable(name: "laenclaved-agent", targets: ["laenclaved-agent"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -95,6 +96,14 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
+        // GTK 4 (Debian: libgtk-4-dev) for the prompt agent's window, seen only by CPromptWindow.
+        .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
+        .target(name: "CPromptWindow", dependencies: ["CGtk"]),
+        // The graphical prompt agent: draws the daemon's prompts in the person's session.
+        .executableTarget(name: "laenclaved-agent", dependencies: [
+            "CPromptWindow", "EnclaveClient", "EnclaveProtocol",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // The kit app developers use in their own tests: an isolated daemon with a simulated sensor.
         .target(name: "LocalAuthenticationTesting", dependencies: ["EnclaveClient", "EnclaveProtocol", "LocalAuthentication"]),

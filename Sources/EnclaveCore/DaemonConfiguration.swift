@@ -44,6 +44,11 @@ public struct DaemonConfiguration: Sendable {
     public var connectionLimits: ConnectionBudget.Limits = .standard
     /// How long a new connection may take to say hello before it is closed.
     public var helloTimeout: Double = 10
+    /// The executable admitted as the graphical prompt agent (`PromptAgents.admits`); nil: none.
+    public var promptAgentPath: String?
+    /// How long the agent may take to say a prompt's window is up before it is dropped and the
+    /// prompt goes to the next presenter.
+    public var promptAgentAnswerTimeout: Double = 3
     /// How much of the keychain one user may fill (our choice: 10,000 items, 64 MiB).
     public var keychainQuotaItems = DaemonConfiguration.standardKeychainQuotaItems
     public var keychainQuotaBytes = DaemonConfiguration.standardKeychainQuotaBytes
@@ -76,6 +81,8 @@ public struct DaemonCommandLine: Sendable, Equatable {
     public var contextLifetime = ContextAuthorization.defaultLifetime
     public var connectionLimits: ConnectionBudget.Limits = .standard
     public var helloTimeout: Double = 10
+    /// `--prompt-agent PATH`, or "" for `--prompt-agent none`.
+    public var promptAgent: String?
 
     public init(mode: DaemonMode) { self.mode = mode }
 }
@@ -86,9 +93,12 @@ public struct DaemonDefaultPaths: Sendable, Equatable {
     public var socket: String
     public var stateDirectory: String
     public var masterKey: String
+    /// The prompt agent installed beside the daemon (`laenclaved-agent` in the daemon's own
+    /// directory), when there is one.
+    public var promptAgent: String?
 
-    public init(socket: String, stateDirectory: String, masterKey: String) {
-        self.socket = socket; self.stateDirectory = stateDirectory; self.masterKey = masterKey
+    public init(socket: String, stateDirectory: String, masterKey: String, promptAgent: String? = nil) {
+        self.socket = socket; self.stateDirectory = stateDirectory; self.masterKey = masterKey; self.promptAgent = promptAgent
     }
 }
 
@@ -102,6 +112,7 @@ extension DaemonConfiguration {
         if let service = commandLine.pamService { settings.pamService = service }
         if let users = commandLine.pamUsers { settings.pamUsers = users }
         if let allow = commandLine.allowSimulation { settings.allowSimulation = allow }
+        if let agent = commandLine.promptAgent { settings.promptAgent = agent }
 
         let simulated: BiometryKind? = switch settings.sensor {
         case .simulatedTouchID: .touchID
@@ -130,6 +141,8 @@ extension DaemonConfiguration {
         config.contextLifetime = commandLine.contextLifetime
         config.connectionLimits = commandLine.connectionLimits
         config.helloTimeout = commandLine.helloTimeout
+        let agent = settings.promptAgent ?? defaults.promptAgent
+        config.promptAgentPath = agent?.isEmpty == false ? agent : nil
         return config
     }
 

@@ -11,6 +11,7 @@ import Foundation
 /// pam-service = laenclaved   # the /etc/pam.d service that checks login passwords
 /// pam-users = alice, bob     # only these users' passcode is their login password (default: all)
 /// allow-simulation = no      # system mode: accept scripted touches and typed passcodes
+/// prompt-agent = /usr/bin/laenclaved-agent   # the graphical prompt agent, or none
 /// ```
 public struct DaemonSettings: Equatable, Sendable {
     public enum Sensor: String, Sendable, CaseIterable {
@@ -29,6 +30,9 @@ public struct DaemonSettings: Equatable, Sendable {
     public var pamService = "laenclaved"
     public var pamUsers: Set<String>?
     public var allowSimulation: Bool?
+    /// The executable admitted as the graphical prompt agent: nil, the one beside laenclaved;
+    /// "" (`none`), no agent.
+    public var promptAgent: String?
 
     public init() {}
 
@@ -71,8 +75,13 @@ public struct DaemonSettings: Equatable, Sendable {
                 case "no", "false", "off": settings.allowSimulation = false
                 default: throw ParseError(line: number, problem: "allow-simulation is yes or no")
                 }
+            case "prompt-agent":
+                guard value == "none" || (value.hasPrefix("/") && !value.hasSuffix("/")) else {
+                    throw ParseError(line: number, problem: "prompt-agent is the agent's absolute path, or none")
+                }
+                settings.promptAgent = value == "none" ? "" : value
             default:
-                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation)")
+                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent)")
             }
         }
         return settings

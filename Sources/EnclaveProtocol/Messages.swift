@@ -55,6 +55,12 @@ public enum Request: Sendable, Equatable {
     /// The names of the user's enrolled identities; the daemon asks for the passcode (`status`
     /// gives apps only how many).
     case enrolments
+    /// The prompt agent offers to draw the prompts of its session (`PromptAgent.swift`): admitted
+    /// only for the installed agent's executable; answered with `agentEvent`s, never finally
+    /// while it serves.
+    case servePrompts
+    /// The agent's answer to a screen it shows (only the serving agent's connection may send it).
+    case promptAction(prompt: UInt64, action: PromptAction)
 
     /// The operation's name on the wire.
     public var operation: Operation {
@@ -87,6 +93,8 @@ public enum Request: Sendable, Equatable {
         case .configureAccessGroup: return .configureAccessGroup
         case .accessGroups: return .accessGroups
         case .enrolments: return .enrolments
+        case .servePrompts: return .servePrompts
+        case .promptAction: return .promptAction
         }
     }
 
@@ -95,7 +103,7 @@ public enum Request: Sendable, Equatable {
         case hello, canEvaluate, evaluate, authorizeAccessControl, handoff, invalidate, domainState, status, setPasscode
         case changePasscode, removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout, remoteLock
         case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key, configureAccessGroup, accessGroups
-        case enrolments
+        case enrolments, servePrompts, promptAction
     }
 
     public static var operations: Set<String> { Set(Operation.allCases.map(\.rawValue)) }
@@ -164,6 +172,7 @@ private enum Payload {
     struct KeychainRemove: Codable { var persistentRef: Data }
     struct Key: Codable { var key: KeyRequest }
     struct AccessGroup: Codable { var name: String; var apps: [String] }
+    struct PromptAction: Codable { var prompt: UInt64; var action: EnclaveProtocol.PromptAction }
 }
 
 private struct WireRequest: Codable {
@@ -184,7 +193,9 @@ private struct WireRequest: Codable {
         case .handoff(let kind): try args(Payload.Handoff(kind: kind))
         case .invalidate(let c): try args(Payload.Context(context: c))
         case .domainState(let c): try args(Payload.MaybeContext(context: c))
-        case .status, .clearSimulated, .setPasscode, .changePasscode, .removePasscode, .keychainList, .accessGroups, .enrolments: try args(Payload.None())
+        case .status, .clearSimulated, .setPasscode, .changePasscode, .removePasscode, .keychainList, .accessGroups, .enrolments, .servePrompts:
+            try args(Payload.None())
+        case .promptAction(let prompt, let action): try args(Payload.PromptAction(prompt: prompt, action: action))
         case .enroll(let n), .unenroll(let n): try args(Payload.Name(name: n))
         case .simulate(let e): try args(Payload.Simulate(events: e))
         case .audit(let l, let every): try args(Payload.Audit(limit: l, everyApp: every))
@@ -276,6 +287,12 @@ private struct WireRequest: Codable {
         case .enrolments:
             _ = try optionalArgs(Payload.None.self)
             return .enrolments
+        case .servePrompts:
+            _ = try optionalArgs(Payload.None.self)
+            return .servePrompts
+        case .promptAction:
+            let a = try args(Payload.PromptAction.self)
+            return .promptAction(prompt: a.prompt, action: a.action)
         }
     }
 }
@@ -378,11 +395,13 @@ public enum Reply: Sendable, Equatable {
     case handoffTicket(Data)
     /// An enrolment's progress on a real reader, before its final `ok` (not final).
     case enrollProgress(EnrolmentProgress)
+    /// To the serving prompt agent: a screen to show or a prompt to close (not final).
+    case agentEvent(AgentEvent)
     case failure(Failure)
 
     public var isFinal: Bool {
         switch self {
-        case .prompt, .enrollProgress: return false
+        case .prompt, .enrollProgress, .agentEvent: return false
         default: return true
         }
     }
@@ -421,6 +440,7 @@ extension Reply: Codable {
         case "enrolments": self = .enrolments(try c.decode([String].self, forKey: .value))
         case "keychainListing": self = .keychainListing(try c.decode([KeychainListing].self, forKey: .value))
         case "enrollProgress": self = .enrollProgress(try c.decode(EnrolmentProgress.self, forKey: .value))
+        case "agentEvent": self = .agentEvent(try c.decode(AgentEvent.self, forKey: .value))
         case "failure": self = .failure(try c.decode(Failure.self, forKey: .value))
         case "handoffTicket": self = .handoffTicket(try c.decode(Data.self, forKey: .value))
         case let other: throw DecodingError.dataCorruptedError(forKey: .kind, in: c, debugDescription: "unknown reply kind \(other)")
@@ -434,6 +454,7 @@ extension Reply: Codable {
         case .canEvaluate(let v): try c.encode("canEvaluate", forKey: .kind); try c.encode(v, forKey: .value)
         case .prompt(let v): try c.encode("prompt", forKey: .kind); try c.encode(v, forKey: .value)
         case .enrollProgress(let v): try c.encode("enrollProgress", forKey: .kind); try c.encode(v, forKey: .value)
+        case .agentEvent(let v): try c.encode("agentEvent", forKey: .kind); try c.encode(v, forKey: .value)
         case .evaluated(let v): try c.encode("evaluated", forKey: .kind); try c.encode(v, forKey: .value)
         case .domainState(let v): try c.encode("domainState", forKey: .kind); try c.encode(v, forKey: .value)
         case .status(let v): try c.encode("status", forKey: .kind); try c.encode(v, forKey: .value)

@@ -171,11 +171,16 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// When (seconds since 1970) the daemon last found the enrolled set changed outside it
     /// (fprintd-enroll, a desktop's settings): such a change skipped the passcode rule.
     public var enrolmentChangedElsewhereAt: Double?
+    /// Whether a graphical prompt agent serves the caller's session: its prompts are drawn there
+    /// (our addition).
+    public var promptAgent: Bool?
 
     public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolledCount: Int, passcodeSet: Bool,
                 biometricFailures: Int, biometryLockout: String?, passcodeFailures: Int, passcodeRetryAfter: Double?,
                 passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool, promptOpen: Bool = false,
-                passcodeMinimumLength: Int? = nil, passcodeShorterThanMinimum: Bool? = nil, enrolmentChangedElsewhereAt: Double? = nil) {
+                passcodeMinimumLength: Int? = nil, passcodeShorterThanMinimum: Bool? = nil, enrolmentChangedElsewhereAt: Double? = nil,
+                promptAgent: Bool? = nil) {
+        self.promptAgent = promptAgent
         self.passcodeMinimumLength = passcodeMinimumLength; self.passcodeShorterThanMinimum = passcodeShorterThanMinimum
         self.enrolmentChangedElsewhereAt = enrolmentChangedElsewhereAt
         self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolledCount = enrolledCount

@@ -88,6 +88,10 @@ final class ConnectionHandler: @unchecked Sendable {
     private let closing = ClosingSignal()
     /// Whether a request of this connection waits for the person now.
     private let waitingForThePerson = OneAtATime()
+    /// Set when this connection is the prompt agent serving its session.
+    private let agentLock = NSLock()
+    private var _agent: PromptAgent?
+    private var servedAgent: PromptAgent? { agentLock.withLock { _agent } }
     private let logger: Logger
     private let greetedLock = NSLock()
     private var _greeted = false
@@ -269,7 +273,9 @@ final class ConnectionHandler: @unchecked Sendable {
         case .domainState:
             return .domainState(DomainStateReply(biometryType: daemon.sensor?.info.kind ?? .none, stateHash: try await session.domainState(app: peer.app)))
         case .status:
-            return .status(try await session.status(app: peer.app))
+            var status = try await session.status(app: peer.app)
+            status.promptAgent = daemon.promptAgents.agent(serving: peer) != nil
+            return .status(status)
         case .setPasscode:
             let new = try await secrets(for: envelope.request, session: session).newPasscode()
             try await audited("passcode.set") { try await session.setPasscode(current: nil, new: new) }
@@ -355,14 +361,61 @@ final class ConnectionHandler: @unchecked Sendable {
             let passcode = try await secrets(for: envelope.request, session: session).passcode()
             try await audited("keychain.remove") { try await session.keychainRemove(passcode: passcode, persistentRef: ref) }
             return .ok
+        case .servePrompts:
+            return try await servePrompts(requestID: envelope.id)
+        case .promptAction(let prompt, let action):
+            guard let agent = servedAgent else {
+                throw Failure(.notPermitted, "only the prompt agent serving this session answers prompts")
+            }
+            guard agent.answer(prompt, action) else {
+                throw Failure(.invalidParameter, "prompt \(prompt) is not open on this agent, or its screen offers no \(action.kind.rawValue)")
+            }
+            return .ok
         }
+    }
+
+    /// `servePrompts`: this connection becomes the prompt agent of its seat, if the kernel says it
+    /// is the installed agent and no other agent serves the seat. No final reply while it serves.
+    private func servePrompts(requestID: UInt64) async throws -> Reply? {
+        let path = daemon.config.promptAgentPath
+        guard PromptAgents<PromptAgent>.admits(peer.identity, agentPath: path) else {
+            logger.warning("refused a prompt agent", metadata: ["app": "\(peer.app)", "uid": "\(peer.uid)"])
+            throw Failure(.notPermitted, "only the prompt agent (\(path ?? "none is configured")) may draw prompts; this is \(peer.app)")
+        }
+        let registry = daemon.promptAgents
+        let logger = self.logger
+        let agent = PromptAgent(connection: number, seat: PromptSeat(uid: peer.uid, session: LoginSession.of(pid: peer.pid)),
+                                requestID: requestID, sink: sink, answerTimeout: daemon.config.promptAgentAnswerTimeout,
+                                onUnresponsive: { agent in
+                                    registry.remove(connection: agent.connection)
+                                    logger.warning("the prompt agent did not answer: dropped", metadata: ["seat": "\(agent.seat)"])
+                                    Task { await agent.dismiss(Failure(.busy, "the agent did not show a prompt within \(Int(agent.answerTimeout)) s: it no longer serves")) }
+                                })
+        guard agentLock.withLock({ () -> Bool in
+            guard _agent == nil else { return false }
+            _agent = agent
+            return true
+        }) else { throw Failure(.busy, "this connection already serves the prompts of its session") }
+        if case .refused(let why) = registry.register(agent) {
+            agentLock.withLock { _agent = nil }
+            throw Failure(.busy, why)
+        }
+        // Runs at once if the connection closed meanwhile.
+        closing.onFire {
+            registry.remove(connection: agent.connection)
+            agent.end()
+            logger.info("prompt agent left", metadata: ["seat": "\(agent.seat)"])
+        }
+        logger.info("prompt agent serves", metadata: ["seat": "\(agent.seat)", "pid": "\(peer.pid)"])
+        await agent.announce()
+        return nil
     }
 
     /// Where this request's passcode comes from: the person, on the trusted prompt or through the
     /// pipe the client handed (`PersonSecrets`).
     private func secrets(for request: Request, session: UserSession) -> PersonSecrets {
         PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
-                      session: session, closing: closing)
+                      session: session, closing: closing, agent: daemon.promptAgents.agent(serving: peer))
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {
@@ -460,20 +513,25 @@ final class ConnectionHandler: @unchecked Sendable {
             }
             return EvaluationReport(outcome: .failure(.invalidContext, "Invalid context."), biometryType: kind, domainState: nil)
         }
-        let sink = self.sink
-        // On the handed terminal the daemon draws and reads the keys; otherwise the prompt is
-        // headless and its screens go to the client.
-        let prompt = (options.onTerminal ? handed.duplicateTerminal() : nil).map { fd in
-            TerminalPrompt(fd: fd, onAction: { continuation.yield(Self.input(for: $0)) },
-                           onLost: { continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed."))) })
+        // The agent of the app's session draws the prompt; else the daemon draws it on the handed
+        // terminal and reads the keys there; else it is headless and its screens go to the client.
+        let (sink, handed) = (self.sink, self.handed)
+        let nextPresenter: () -> any PromptPresenter = {
+            if options.onTerminal, let fd = handed.duplicateTerminal() {
+                return TerminalPrompt(fd: fd, onAction: { continuation.yield(Self.input(for: $0)) },
+                                      onLost: { continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed."))) })
+            }
+            return HeadlessPrompt(sink: sink, requestID: id)
         }
-        let show: @Sendable (PromptScreen) async -> Void
-        if let prompt { show = { prompt.show($0) } } else { show = { screen in await sink.send(ReplyEnvelope(id: id, reply: .prompt(screen))) } }
+        let agent = daemon.promptAgents.agent(serving: peer)
+        let prompt = PromptRoute.starting(with: { moveOn in
+            agent?.open(onAction: { continuation.yield(Self.input(for: $0)) }, onLost: moveOn)
+        }, then: nextPresenter)
         let report = await session.evaluate(
             policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
-            inputs: stream, continuation: continuation, show: show,
+            inputs: stream, continuation: continuation, show: { await prompt.show($0) },
             audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) })
-        await prompt?.close(result: Self.closingLine(report.outcome))
+        await prompt.close(result: Self.closingLine(report.outcome))
         let clock = daemon.clock
         let lifetime = daemon.config.contextLifetime
         let now = clock.monotonic()

@@ -25,6 +25,8 @@ public final class EnclaveDaemon: Sendable {
     let stopping = StopFlag()
     /// Tickets of the handoff socket (`HandoffServer`), issued on connections.
     let handoff: HandoffRegistry
+    /// The graphical prompt agents serving their sessions (`PromptAgent`).
+    let promptAgents = PromptAgentRegistry()
     private let lockDescriptor: Int32
 
     public enum StartError: Error, CustomStringConvertible {

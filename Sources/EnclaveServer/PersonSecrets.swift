@@ -2,9 +2,9 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 
-/// Where administration gets the person's passcode: asked by the daemon on the terminal the
-/// client handed over (the trusted prompt, which says what is being allowed), or read from the
-/// pipe a script handed (`lactl … --stdin`, provisioning, the testing kit). Never from a request:
+/// Where administration gets the person's passcode: asked by the daemon on the trusted prompt,
+/// which says what is being allowed — the graphical agent of the app's session, else the terminal
+/// the client handed over — or read from the pipe a script handed (`lactl … --stdin`, provisioning, the testing kit). Never from a request:
 /// a passcode typed into an app is a passcode the app knows.
 struct PersonSecrets {
     let descriptors: HandedDescriptors
@@ -18,19 +18,21 @@ struct PersonSecrets {
     let session: UserSession
     /// The connection's close: the prompt ends at once (its client went away).
     let closing: ClosingSignal
+    /// The prompt agent of the app's session, if one serves it (it comes before the terminal).
+    let agent: PromptAgent?
 
-    static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal (the daemon asks there) or hand the passcode on standard input (lactl … --stdin)")
+    static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there) or hand the passcode on standard input (lactl … --stdin)")
 
     /// The device passcode, to allow `purpose`.
     func passcode() async throws -> String {
         if let lines = descriptors.secretInput { return try await line(from: lines, what: "device passcode") }
-        return try await onTerminal(["Enter the device passcode to allow it"])[0]
+        return try await onTrustedPrompt(["Enter the device passcode to allow it"])[0]
     }
 
     /// The user's login password (a PAM service checks it), to allow `purpose`.
     func loginPassword() async throws -> String {
         if let lines = descriptors.secretInput { return try await line(from: lines, what: "login password") }
-        return try await onTerminal(["Enter your login password to allow it"])[0]
+        return try await onTrustedPrompt(["Enter your login password to allow it"])[0]
     }
 
     /// The current passcode, then a new one (asked twice on the terminal).
@@ -38,7 +40,7 @@ struct PersonSecrets {
         if let lines = descriptors.secretInput {
             return (try await line(from: lines, what: "current passcode"), try await line(from: lines, what: "new passcode"))
         }
-        let answers = try await onTerminal(["Enter the current passcode", "Choose the new passcode", "Enter the new passcode again"])
+        let answers = try await onTrustedPrompt(["Enter the current passcode", "Choose the new passcode", "Enter the new passcode again"])
         guard answers[1] == answers[2] else { throw Failure(.invalidParameter, "the new passcodes differ") }
         return (answers[0], answers[1])
     }
@@ -46,7 +48,7 @@ struct PersonSecrets {
     /// A new passcode (asked twice on the terminal).
     func newPasscode() async throws -> String {
         if let lines = descriptors.secretInput { return try await line(from: lines, what: "new passcode") }
-        let answers = try await onTerminal(["Choose the new passcode", "Enter it again"])
+        let answers = try await onTrustedPrompt(["Choose the new passcode", "Enter it again"])
         guard answers[0] == answers[1] else { throw Failure(.invalidParameter, "the passcodes differ") }
         return answers[0]
     }
@@ -61,13 +63,13 @@ struct PersonSecrets {
     }
 
     /// One trusted prompt with a screen per answer.
-    private func onTerminal(_ instructions: [String]) async throws -> [String] {
-        guard descriptors.hasTerminal else { throw Self.nobodyToAsk }
+    private func onTrustedPrompt(_ instructions: [String]) async throws -> [String] {
+        guard agent != nil || descriptors.hasTerminal else { throw Self.nobodyToAsk }
         guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) else {
             throw Failure(.busy, "another prompt of this user took too long")
         }
         do {
-            let answers = try await promptOnTerminal(instructions)
+            let answers = try await ask(instructions)
             await session.releasePrompt()
             return answers
         } catch {
@@ -76,12 +78,18 @@ struct PersonSecrets {
         }
     }
 
-    private func promptOnTerminal(_ instructions: [String]) async throws -> [String] {
-        guard let fd = descriptors.duplicateTerminal() else { throw Self.nobodyToAsk }
+    private func ask(_ instructions: [String]) async throws -> [String] {
         let (actions, feed) = AsyncStream<PromptKeyboard.Action?>.makeStream()
         defer { feed.finish() }
         let timeout = session.config.promptTimeout
-        let prompt = TerminalPrompt(fd: fd, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) })
+        let prompt: any PromptPresenter
+        if let onAgent = agent?.open(onAction: { feed.yield($0) }, onLost: { feed.yield(nil) }) {
+            prompt = onAgent
+        } else if let fd = descriptors.duplicateTerminal() {
+            prompt = TerminalPrompt(fd: fd, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) })
+        } else {
+            throw Self.nobodyToAsk
+        }
         let timer = Task {
             try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
             if !Task.isCancelled { feed.yield(.cancel) }
@@ -91,7 +99,7 @@ struct PersonSecrets {
         var answers: [String] = []
         var iterator = actions.makeAsyncIterator()
         for instruction in instructions {
-            prompt.show(screen(instruction))
+            await prompt.show(screen(instruction))
             waiting: while true {
                 switch await iterator.next() {
                 case .passcode(let p)??:
@@ -101,8 +109,8 @@ struct PersonSecrets {
                     await prompt.close(result: "not allowed")
                     throw Failure(.notPermitted, "the person did not allow it")
                 case .some(nil), nil:
-                    await prompt.close(result: "ended: the terminal closed or the app went away")
-                    throw Failure(.notPermitted, "the prompt ended: its terminal closed or the app went away")
+                    await prompt.close(result: "ended: the terminal closed, the agent went away, or the app went away")
+                    throw Failure(.notPermitted, "the prompt ended: its terminal closed, its agent went away, or the app went away")
                 default:
                     continue
                 }

@@ -52,6 +52,8 @@ extension TestEnclave {
         public var promptOpen: Bool
         /// When the daemon last found the enrolment changed outside it (fprintd-enroll…), if ever.
         public var enrolmentChangedElsewhereAt: Date?
+        /// Whether a graphical prompt agent draws the caller's prompts (`laenclaved-agent`).
+        public var promptAgent: Bool
 
         init(_ s: UserStatus) {
             uid = s.uid
@@ -70,6 +72,7 @@ extension TestEnclave {
             simulationEnabled = s.simulationEnabled
             promptOpen = s.promptOpen
             enrolmentChangedElsewhereAt = s.enrolmentChangedElsewhereAt.map(Date.init(timeIntervalSince1970:))
+            promptAgent = s.promptAgent ?? false
         }
     }
 }

@@ -12,7 +12,7 @@ import Glibc
 /// not visible to the caller). Exits 0 when there is no problem, 1 otherwise.
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the installation: socket, daemon, its user, permissions, state, key, sensor, fprintd, D-Bus, PAM.",
+        abstract: "Check the installation: socket, daemon, its user, permissions, state, key, sensor, prompt agent, fprintd, D-Bus, PAM.",
         discussion: """
             Each line is ok, problem (followed by a fix) or note (optional, or not visible to you). \
             Exit status: 0 when there is no problem, 1 otherwise. Run it as root (sudo lactl doctor) to \
@@ -137,6 +137,7 @@ struct Doctor: ParsableCommand {
             checkSensor(s, into: &report)
             checkPasscodeLength(s, into: &report)
             checkEnrolmentElsewhere(s, into: &report)
+            checkPromptAgent(s, into: &report)
             readerInUse = s.sensor.map { !$0.simulated } ?? false
         } catch {
             report.problem("sensor", "the daemon did not say: \(error)", fix: "lactl status shows the daemon's answer; journalctl -u laenclaved its log")
@@ -286,6 +287,24 @@ struct Doctor: ParsableCommand {
         guard let when = s.enrolmentChangedElsewhereAt else { return }
         let date = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: when))
         report.note("enrolment", "changed outside laenclaved (fprintd-enroll, a desktop's settings) at \(date), without the device passcode; what .biometryCurrentSet protected was invalidated. Enrol with `lactl enroll`, which asks for the passcode")
+    }
+
+    /// The graphical prompt: never a problem (a server has no session to draw in).
+    private func checkPromptAgent(_ s: UserStatus, into report: inout DoctorReport) {
+        guard s.promptAgent != true else { return report.ok("prompt agent", "laenclaved-agent draws this session's prompts") }
+        let environment = ProcessInfo.processInfo.environment
+        let graphical = [environment["WAYLAND_DISPLAY"], environment["DISPLAY"]].contains { !($0 ?? "").isEmpty }
+        let installed = ["/usr/bin/laenclaved-agent", "/usr/local/bin/laenclaved-agent"].first { FileManager.default.isExecutableFile(atPath: $0) }
+        switch (graphical, installed) {
+        case (true, nil):
+            report.note("prompt agent", "none serves this graphical session, and none is installed: prompts go to the terminal, or are headless "
+                        + "(install the laenclaved-agent package, or scripts/install)")
+        case (true, let path?):
+            report.note("prompt agent", "none serves this graphical session: prompts go to the terminal, or are headless "
+                        + "(start it: systemctl --user enable --now laenclaved-agent.service, or \(path) &)")
+        case (false, _):
+            report.note("prompt agent", "no graphical session here: prompts go to the terminal, or are headless")
+        }
     }
 
     private func checkSensor(_ s: UserStatus, into report: inout DoctorReport) {

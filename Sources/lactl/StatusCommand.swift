@@ -39,6 +39,7 @@ struct Status: ParsableCommand {
         print("passcode try  \(passcode)")
         print("domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(Printable.field(s.app)))")
         if s.promptOpen { print("prompt        open") }
+        if s.promptAgent == true { print("prompt agent  laenclaved-agent draws this session's prompts") }
         if s.simulationEnabled { print("simulation    enabled, \(s.queuedEvents) event(s) queued") }
     }
 }

@@ -51,6 +51,9 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("pam-service"), help: "The PAM service (a file in /etc/pam.d) that checks login passwords.")
     var pamService: String?
 
+    @Option(name: .customLong("prompt-agent"), help: "The graphical prompt agent's executable, or none (default: laenclaved-agent beside laenclaved).")
+    var promptAgent: String?
+
     @Option(name: .customLong("pam-users"), help: "Comma-separated users whose passcode is their login password (default: every user).")
     var pamUsers: String?
 
@@ -142,6 +145,10 @@ struct LAEnclaved: AsyncParsableCommand {
         commandLine.passcodeSource = passcodeSource.flatMap(DaemonSettings.PasscodeSource.init(rawValue:))
         commandLine.pamService = pamService
         commandLine.pamUsers = pamUsers.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+        if let promptAgent {
+            guard promptAgent == "none" || promptAgent.hasPrefix("/") else { throw ValidationError("--prompt-agent is an absolute path, or none") }
+            commandLine.promptAgent = promptAgent == "none" ? "" : promptAgent
+        }
         if allowSimulation { commandLine.allowSimulation = true }
         if noSimulation { commandLine.allowSimulation = false }
         commandLine.passcodeCost = passcodeCost
@@ -155,9 +162,10 @@ struct LAEnclaved: AsyncParsableCommand {
         let descriptors = Self.raiseDescriptorLimit(to: ConnectionBudget.descriptors(forConnections: maxConnections))
         commandLine.connectionLimits = ConnectionBudget.Limits(perUser: maxConnectionsPerUser,
                                                                total: min(maxConnections, ConnectionBudget.connections(forDescriptors: descriptors)))
-        let defaults = mode == .system
+        var defaults = mode == .system
             ? DaemonDefaultPaths(socket: EnclavePaths.systemSocket, stateDirectory: EnclavePaths.systemStateDirectory, masterKey: EnclavePaths.systemMasterKey)
             : DaemonDefaultPaths(socket: EnclavePaths.userSocket(), stateDirectory: EnclavePaths.userStateDirectory(), masterKey: EnclavePaths.userMasterKey())
+        defaults.promptAgent = Self.agentBesideDaemon()
         let config = DaemonConfiguration.resolve(file: settings, commandLine: commandLine, defaults: defaults)
         for warning in config.warnings { logger.warning("\(warning)") }
         if config.connectionLimits.total < maxConnections {
@@ -178,6 +186,13 @@ struct LAEnclaved: AsyncParsableCommand {
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
+    }
+
+    /// `laenclaved-agent` in the directory this executable runs from (as the kernel names it, links
+    /// resolved, as it names the agent's): installed together, the agent needs no setting.
+    static func agentBesideDaemon() -> String? {
+        guard let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
+        return (me as NSString).deletingLastPathComponent + "/laenclaved-agent"
     }
 
     /// Raises the soft descriptor limit toward `wanted` (up to the hard limit); returns the limit now.

@@ -32,6 +32,7 @@ final class PackageInstallTests: XCTestCase {
         if listener >= 0 { close(listener); listener = -1 }
         // Never leave a system daemon's socket behind: clients would stop using their user daemons.
         if changedTheSystem {
+            if installed("laenclaved-agent") { _ = try? runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120) }
             if installed() { _ = try? runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120) }
             unlink(socketPath)
             rmdir("/run/laenclaved")
@@ -50,6 +51,7 @@ final class PackageInstallTests: XCTestCase {
         let deb = try buildPackage()
         // Start from nothing (a previous run, or a package a person installed), then install.
         changedTheSystem = true
+        if installed("laenclaved-agent") { XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120).status, 0) }
         if installed() { XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120).status, 0) }
         unlink(socketPath)
         // A PAM service left by `scripts/install` would make dpkg ask about its conffile.
@@ -61,7 +63,7 @@ final class PackageInstallTests: XCTestCase {
 
         try daemonWithoutCapabilityRefusesOtherUsers()
         try activatedDaemonServesASecondUser()
-        try restartedDaemonKeepsStateAndIsHealthy()
+        try restartedDaemonKeepsStateAndIsHealthy(agentPackage: deb.replacingOccurrences(of: "/laenclaved_", with: "/laenclaved-agent_"))
 
         // Remove: the programs and units go, the state and the key stay for a reinstall.
         let remove = try runProcess("/usr/bin/dpkg", ["-r", "laenclaved"], timeout: 120)
@@ -297,7 +299,7 @@ final class PackageInstallTests: XCTestCase {
 
     /// As systemd restarts the service on the same socket, without simulation: the state survived,
     /// scripted input is refused, and the doctor finds no problem.
-    private func restartedDaemonKeepsStateAndIsHealthy() throws {
+    private func restartedDaemonKeepsStateAndIsHealthy(agentPackage: String) throws {
         let log = try logFile("restarted.log")
         let daemon = try spawnActivated(["--system", "--passcode-cost", "10"], log: log)
         daemons.append(daemon)
@@ -314,6 +316,7 @@ final class PackageInstallTests: XCTestCase {
         XCTAssertFalse(doctor.stdout.split(separator: "\n").contains { $0.hasPrefix("problem") }, doctor.stdout)
         XCTAssertTrue(doctor.stdout.contains("no problem found"), doctor.stdout)
         XCTAssertTrue(has(doctor.stdout, "note", "sensor"), doctor.stdout)
+        try installedAgentDrawsTheSystemDaemonsPrompts(agentPackage)
         terminateAndWait(daemon)
         daemons.removeAll { $0 == daemon }
         // systemd's RemoveOnStop=yes, when the socket unit stops.
@@ -322,10 +325,56 @@ final class PackageInstallTests: XCTestCase {
         unlink(socketPath)
     }
 
+    /// The agent's package beside the daemon's: the program, its user unit (enabled for every
+    /// user) and autostart entry; the installed agent, started as a session would start it (no
+    /// options), finds the system daemon, which admits it by its installed path (the default:
+    /// beside laenclaved); `dpkg -r` takes it all away.
+    private func installedAgentDrawsTheSystemDaemonsPrompts(_ package: String) throws {
+        let agentPath = "/usr/bin/laenclaved-agent", unit = "/usr/lib/systemd/user/laenclaved-agent.service"
+        let autostart = "/etc/xdg/autostart/laenclaved-agent.desktop"
+        let enabled = "/etc/systemd/user/graphical-session.target.wants/laenclaved-agent.service"
+        let install = try runProcess("/usr/bin/dpkg", ["-i", package], timeout: 300)
+        XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
+        for (path, mode) in [(agentPath, 0o755), (unit, 0o644), (autostart, 0o644)] {
+            let st = try XCTUnwrap(info(path), "\(path) is not installed")
+            XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
+            XCTAssertEqual(st.st_uid, 0, path)
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: enabled), "the postinst enables the user unit for every user")
+        let ldd = try runProcess("/usr/bin/ldd", [agentPath])
+        XCTAssertTrue(ldd.stdout.contains("libgtk-4"), ldd.stdout)
+        XCTAssertFalse(ldd.stdout.contains("libswift") || ldd.stdout.contains("libFoundation"), ldd.stdout)
+        if VirtualDisplay.available {
+            let display = try VirtualDisplay()
+            let agent = Process()
+            agent.executableURL = URL(fileURLWithPath: agentPath)
+            agent.environment = display.environment
+            agent.standardOutput = FileHandle.nullDevice
+            agent.standardError = FileHandle.nullDevice
+            try agent.run()
+            defer { agent.terminate(); agent.waitUntilExit() }
+            eventually("the installed agent draws root's prompts", timeout: 20) {
+                guard let out = try? runProcess(lactlPath, ["status", "--json"]),
+                      let json = try? JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any] else { return false }
+                return json["promptAgent"] as? Bool == true
+            }
+            let doctor = try runProcess(lactlPath, ["doctor"])
+            XCTAssertTrue(has(doctor.stdout, "ok", "prompt agent"), doctor.stdout)
+        }
+        let remove = try runProcess("/usr/bin/dpkg", ["-r", "laenclaved-agent"], timeout: 120)
+        XCTAssertEqual(remove.status, 0, remove.stdout + remove.stderr)
+        for path in [agentPath, unit, enabled] {
+            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left after dpkg -r laenclaved-agent")
+        }
+        let purge = try runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120)
+        XCTAssertEqual(purge.status, 0, purge.stdout + purge.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: autostart), "dpkg -P removes the autostart entry (a conffile)")
+    }
+
     // MARK: helpers
 
-    private func installed() -> Bool {
-        guard let out = try? runProcess("/usr/bin/dpkg-query", ["-W", "-f=${Status}", "laenclaved"]) else { return false }
+    private func installed(_ package: String = "laenclaved") -> Bool {
+        guard let out = try? runProcess("/usr/bin/dpkg-query", ["-W", "-f=${Status}", package]) else { return false }
         return out.stdout.contains("ok installed") || out.stdout.contains("config-files")
     }
 

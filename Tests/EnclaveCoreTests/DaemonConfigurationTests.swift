@@ -5,7 +5,7 @@ import XCTest
 /// The merge of the configuration file, the command line over it, and the mode's defaults.
 final class DaemonConfigurationTests: XCTestCase {
     private let userPaths = DaemonDefaultPaths(socket: "/run/user/1000/laenclaved/socket", stateDirectory: "/home/a/.local/share/laenclaved",
-                                               masterKey: "/home/a/.config/laenclaved/master.key")
+                                               masterKey: "/home/a/.config/laenclaved/master.key", promptAgent: "/usr/bin/laenclaved-agent")
     private let systemPaths = DaemonDefaultPaths(socket: "/run/laenclaved/socket", stateDirectory: "/var/lib/laenclaved", masterKey: "/etc/laenclaved/master.key")
 
     private func resolve(_ mode: DaemonMode, file: String = "", _ change: (inout DaemonCommandLine) -> Void = { _ in }) throws -> DaemonConfiguration {
@@ -124,5 +124,22 @@ final class DaemonConfigurationTests: XCTestCase {
         XCTAssertEqual([config.socketPath, config.stateDirectory, config.masterKeyPath], ["/tmp/s", "/tmp/state", "/tmp/key"])
         XCTAssertEqual(config.passcodeCost, 10)
         XCTAssertEqual([config.promptTimeout, config.promptQueueTimeout, config.contextLifetime], [5, 2, 60])
+    }
+
+    /// Each row: the file's `prompt-agent`, the command line's, and the agent admitted.
+    func testThePromptAgent() throws {
+        let rows: [(file: String, commandLine: String?, admitted: String?)] = [
+            ("", nil, "/usr/bin/laenclaved-agent"),
+            ("prompt-agent = none", nil, nil),
+            ("prompt-agent = /opt/la/agent", nil, "/opt/la/agent"),
+            ("prompt-agent = /opt/la/agent", "", nil),
+            ("prompt-agent = none", "/srv/agent", "/srv/agent"),
+            ("", "/srv/agent", "/srv/agent"),
+        ]
+        for row in rows {
+            let config = try resolve(.user, file: row.file) { $0.promptAgent = row.commandLine }
+            XCTAssertEqual(config.promptAgentPath, row.admitted, "\(row)")
+        }
+        XCTAssertNil(try resolve(.system).promptAgentPath, "no agent beside a daemon that has none in its defaults")
     }
 }

@@ -9,6 +9,7 @@ final class DaemonSettingsTests: XCTestCase {
         XCTAssertEqual(s.pamService, "laenclaved")
         XCTAssertNil(s.pamUsers)
         XCTAssertNil(s.allowSimulation)
+        XCTAssertNil(s.promptAgent)
     }
 
     func testEveryKeyWithCommentsAndSpaces() throws {
@@ -20,12 +21,15 @@ final class DaemonSettingsTests: XCTestCase {
             pam-users = alice, bob ,carol
 
             allow-simulation = yes
+            prompt-agent = /opt/la/laenclaved-agent
             """)
         XCTAssertEqual(s.sensor, .fprintd)
         XCTAssertEqual(s.passcodeSource, .pam)
         XCTAssertEqual(s.pamService, "login")
         XCTAssertEqual(s.pamUsers, ["alice", "bob", "carol"])
         XCTAssertEqual(s.allowSimulation, true)
+        XCTAssertEqual(s.promptAgent, "/opt/la/laenclaved-agent")
+        XCTAssertEqual(try DaemonSettings.parse("prompt-agent = none").promptAgent, "", "none: no agent")
     }
 
     func testMistakesNameTheirLine() {
@@ -36,6 +40,8 @@ final class DaemonSettingsTests: XCTestCase {
             ("pam-service = ../shadow", 1, "/etc/pam.d"),
             ("pam-users = ,", 1, "user names"),
             ("sensr = auto", 1, "unknown setting"),
+            ("prompt-agent = laenclaved-agent", 1, "absolute path"),
+            ("prompt-agent = /usr/bin/", 1, "absolute path"),
             ("just words", 1, "key = value"),
         ] {
             XCTAssertThrowsError(try DaemonSettings.parse(text), text) { error in

@@ -58,6 +58,10 @@ final class MessagesTests: XCTestCase {
         .resetPasscodeLockout(uid: 1000),
         .remoteLock(uid: nil),
         .remoteLock(uid: 0),
+        .servePrompts,
+        .promptAction(prompt: 1, action: PromptAction(.shown)),
+        .promptAction(prompt: 7, action: .typed("9876")),
+        .promptAction(prompt: UInt64.max, action: PromptAction(.simulatedNoMatch)),
     ]
 
     func testEveryRequestRoundTrips() throws {
@@ -70,7 +74,20 @@ final class MessagesTests: XCTestCase {
     func testEveryOperationIsCoveredAndKnown() {
         let covered = Set(Self.everyRequest.map(\.operation.rawValue))
         XCTAssertEqual(covered, Request.operations)
-        XCTAssertEqual(Request.operations.count, 28, "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl + changePasscode (promptInput became handoff) + enrolments")
+        XCTAssertEqual(Request.operations.count, 30, "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl + changePasscode (promptInput became handoff) + enrolments + the prompt agent's two")
+    }
+
+    /// The agent's answers: every kind travels; one the protocol does not know is bad arguments;
+    /// the passcode is never in an answer's description (logs).
+    func testPromptActionsTravelAndHideThePasscode() throws {
+        for kind in PromptAction.Kind.allCases {
+            let envelope = RequestEnvelope(id: 5, request: .promptAction(prompt: 2, action: PromptAction(kind, passcode: kind == .passcode ? "4321" : nil)))
+            XCTAssertEqual(try RequestEnvelope.decode(envelope.encoded()), envelope)
+        }
+        assertDecodingError(#"{"id": 6, "op": "promptAction", "args": {"prompt": 1, "action": {"kind": "approve"}}}"#, .invalidArguments, id: 6)
+        assertDecodingError(#"{"id": 7, "op": "promptAction", "args": {"action": {"kind": "cancel"}}}"#, .invalidArguments, id: 7)
+        XCTAssertFalse("\(PromptAction.typed("4321"))".contains("4321"))
+        XCTAssertFalse("\(Request.promptAction(prompt: 1, action: .typed("4321")))".contains("4321"))
     }
 
     func testLargeIdRoundTrips() throws {
@@ -180,6 +197,11 @@ final class MessagesTests: XCTestCase {
         .handoffTicket(Data(repeating: 0xA5, count: 16)),
         .failure(Failure(.passcodeRetryLater, "try again later", retryAfter: 60)),
         .failure(Failure(.unknownOperation, "unknown operation \"x\"")),
+        .agentEvent(AgentEvent(prompt: 0, serving: "uid 1000, session 2")),
+        .agentEvent(.show(3, PromptScreen(app: "/usr/bin/app", reason: "Unlock", instruction: "Enter the device passcode", cancelTitle: "Cancel",
+                                          fallbackTitle: nil, passcodeEntry: true, retryOffered: false, sensorArmed: false, sensorName: nil,
+                                          sensorSimulated: false, passcodeRetryAfter: nil, passcodeDisabled: false))),
+        .agentEvent(.close(3, result: "authenticated")),
     ]
 
     func testEveryReplyRoundTrips() throws {
@@ -199,9 +221,12 @@ final class MessagesTests: XCTestCase {
         }
     }
 
-    func testOnlyPromptIsNotFinal() {
+    func testOnlyScreensAreNotFinal() {
         for reply in Self.everyReply {
-            if case .prompt = reply { XCTAssertFalse(reply.isFinal) } else { XCTAssertTrue(reply.isFinal, "\(reply)") }
+            switch reply {
+            case .prompt, .agentEvent: XCTAssertFalse(reply.isFinal, "\(reply)")
+            default: XCTAssertTrue(reply.isFinal, "\(reply)")
+            }
         }
     }
 

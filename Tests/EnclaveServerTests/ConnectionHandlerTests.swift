@@ -25,6 +25,9 @@ final class ConnectionHandlerTests: XCTestCase {
             throw Failure(.internalError, "no final reply to \(id) within \(timeout) s; got \(replies)")
         }
 
+        /// Removes and returns the reply at `index` of `replies`.
+        func takeReply(at index: Int) -> Reply { replies.remove(at: index).reply }
+
         /// Whether a prompt screen was sent for `id`.
         func sawPrompt(_ id: UInt64) -> Bool { replies.contains { $0.id == id && !$0.reply.isFinal } }
         func hasFinal(_ id: UInt64) -> Bool { replies.contains { $0.id == id && $0.reply.isFinal } }
@@ -101,17 +104,9 @@ final class ConnectionHandlerTests: XCTestCase {
 
     private func handSecrets(_ secrets: [String]) async throws {
         guard case .handoffTicket(let ticket) = try await request(.handoff(kind: .secretInput)) else { throw Failure(.internalError, "no ticket") }
-        var ends: [Int32] = [-1, -1]
-        XCTAssertEqual(pipe(&ends), 0)
-        let text = Array(secrets.map { $0 + "\n" }.joined().utf8)
-        XCTAssertEqual(text.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, text.count)
-        close(ends[1])
-        guard case .success(let redeemed) = daemon.handoff.redeem(ticket, by: .init(uid: getuid(), pid: getpid())) else {
-            close(ends[0])
-            throw Failure(.internalError, "the ticket was not redeemed")
-        }
-        XCTAssertTrue(redeemed.destination.receive(.secretInput, ends[0]))
+        try daemon.handOver(secrets: secrets, ticket: ticket)
     }
+
 
     private func keychain(_ op: KeychainOperation, _ k: KeychainRequest) async throws -> KeychainReply {
         guard case .keychain(let reply) = try await request(.keychain(op, k)) else { throw Failure(.internalError, "not a keychain reply") }

@@ -1,0 +1,86 @@
+import EnclaveProtocol
+
+/// Where a process sits for the prompt: its user, and its logind session as the kernel's cgroup
+/// record says (`sd_pid_get_session`; nil outside any session — a systemd user service, an app
+/// a modern desktop starts under `user@UID.service`, a container). A process cannot move itself
+/// into or out of a session: the session's scope belongs to root.
+public struct PromptSeat: Hashable, Sendable, CustomStringConvertible {
+    public var uid: UInt32
+    public var session: String?
+    public init(uid: UInt32, session: String?) { self.uid = uid; self.session = session }
+    public var description: String { "uid \(uid), session \(session ?? "none")" }
+}
+
+/// The graphical prompt agents serving the daemon's users: which agent draws the prompts of which
+/// seat, and who may be one. Pure; the shell keeps one and holds the connections.
+///
+/// Our rules: an agent serves the seat it runs in (its user and logind session), and draws the
+/// prompts of the apps in that seat only — an app in another session of the same user (ssh, a
+/// second login) gets its terminal, or a headless prompt. One agent per seat: a second is refused
+/// while the first serves (an agent that stops answering is dropped by the shell, which frees the
+/// seat). Only the installed agent executable, as the kernel names it, may serve (`admits`).
+public struct PromptAgents<Agent: Sendable>: Sendable {
+    public enum Registration: Equatable, Sendable {
+        case registered
+        case refused(String)
+    }
+
+    private var bySeat: [PromptSeat: (connection: UInt64, agent: Agent)] = [:]
+    private var users: [UInt32: Int] = [:]
+
+    public init() {}
+
+    /// Whether `identity` is the prompt agent: the configured executable, verified by path in the
+    /// daemon's own view (an unverified or interpreter identity never is: anything could run as it).
+    public static func admits(_ identity: AppIdentity, agentPath: String?) -> Bool {
+        guard let agentPath, !agentPath.isEmpty else { return false }
+        return identity.kind == .app && identity.name == agentPath
+    }
+
+    /// `agent` (of `connection`) offers to serve `seat`.
+    public mutating func register(_ agent: Agent, connection: UInt64, seat: PromptSeat) -> Registration {
+        if let present = bySeat[seat] {
+            return present.connection == connection
+                ? .refused("this connection already serves the prompts of its session")
+                : .refused("another prompt agent serves this session (\(seat))")
+        }
+        bySeat[seat] = (connection, agent)
+        users[seat.uid, default: 0] += 1
+        return .registered
+    }
+
+    /// The agent of `connection` stops serving (its connection closed, or it stopped answering).
+    public mutating func remove(connection: UInt64) {
+        for (seat, entry) in bySeat where entry.connection == connection {
+            bySeat[seat] = nil
+            users[seat.uid, default: 1] -= 1
+            if users[seat.uid] == 0 { users[seat.uid] = nil }
+        }
+    }
+
+    /// Whether any agent serves a seat of `uid` (the shell looks up an app's session only then).
+    public func servesUser(_ uid: UInt32) -> Bool { users[uid] != nil }
+
+    public func agent(for seat: PromptSeat) -> Agent? { bySeat[seat]?.agent }
+}
+
+extension PromptKeyboard {
+    /// What an agent's answer means to the prompt on `screen`, by the keyboard's own rules: nil
+    /// when the screen does not offer it (a fallback not shown, a scripted touch without a
+    /// simulated sensor armed, a passcode while none is accepted, an empty or overlong one).
+    /// `shown` is not the person's: the shell takes it before.
+    public static func action(for answer: PromptAction, on screen: PromptScreen?) -> Action? {
+        guard let screen else { return nil }
+        switch answer.kind {
+        case .shown: return nil
+        case .cancel: return .cancel
+        case .fallback: return screen.fallbackTitle != nil ? .fallback : nil
+        case .retry: return screen.retryOffered ? .retry : nil
+        case .simulatedMatch: return screen.sensorSimulated && screen.sensorArmed ? .simulatedMatch : nil
+        case .simulatedNoMatch: return screen.sensorSimulated && screen.sensorArmed ? .simulatedNoMatch : nil
+        case .passcode:
+            guard screen.passcodeEntry, let p = answer.passcode, !p.isEmpty, p.utf8.count <= WireLimits.maxPasscodeBytes else { return nil }
+            return .passcode(p)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import CSdBus
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One serving prompt agent: its connection's reply sink and the prompts it shows now. The daemon
+/// sends each screen as an `agentEvent` reply to the agent's `servePrompts`; the agent's
+/// `promptAction`s come back through `answer`, checked against the screen it was shown
+/// (`PromptKeyboard.action(for:on:)`), and go straight into the evaluation — the app that asked
+/// never sees them.
+final class PromptAgent: @unchecked Sendable {
+    typealias OnAction = @Sendable (PromptKeyboard.Action) -> Void
+    typealias OnLost = @Sendable () -> Void
+
+    private struct Open {
+        var screen: PromptScreen?
+        var shown = false
+        var onAction: OnAction
+        var onLost: OnLost
+        var deadline: Task<Void, Never>?
+    }
+
+    let connection: UInt64
+    let seat: PromptSeat
+    private let sink: any ReplySink
+    private let requestID: UInt64
+    let answerTimeout: Double
+    /// Called once when the agent stops answering: the daemon stops sending it prompts.
+    private let onUnresponsive: @Sendable (PromptAgent) -> Void
+    private let lock = NSLock()
+    private var prompts: [UInt64: Open] = [:]
+    private var nextPrompt: UInt64 = 1
+    private var ended = false
+
+    init(connection: UInt64, seat: PromptSeat, requestID: UInt64, sink: any ReplySink, answerTimeout: Double,
+         onUnresponsive: @escaping @Sendable (PromptAgent) -> Void) {
+        self.connection = connection; self.seat = seat; self.requestID = requestID; self.sink = sink
+        self.answerTimeout = answerTimeout; self.onUnresponsive = onUnresponsive
+    }
+
+    /// Tells the agent it serves its seat now.
+    func announce() async {
+        await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(AgentEvent(prompt: 0, serving: seat.description))))
+    }
+
+    /// A new prompt on this agent; nil once the agent is gone.
+    func open(onAction: @escaping OnAction, onLost: @escaping OnLost) -> AgentPrompt? {
+        lock.withLock {
+            guard !ended else { return nil }
+            defer { nextPrompt += 1 }
+            prompts[nextPrompt] = Open(onAction: onAction, onLost: onLost)
+            return AgentPrompt(agent: self, number: nextPrompt)
+        }
+    }
+
+    /// The agent's answer to prompt `number`: false when no such prompt is open or its screen
+    /// does not offer the answer.
+    func answer(_ number: UInt64, _ action: PromptAction) -> Bool {
+        let deliver = lock.withLock { () -> (OnAction, PromptKeyboard.Action)?? in
+            guard var open = prompts[number], open.screen != nil else { return .none }
+            if action.kind == .shown {
+                open.shown = true
+                open.deadline?.cancel()
+                open.deadline = nil
+                prompts[number] = open
+                return .some(nil)
+            }
+            guard let meant = PromptKeyboard.action(for: action, on: open.screen) else { return .none }
+            return .some((open.onAction, meant))
+        }
+        switch deliver {
+        case .none: return false
+        case .some(nil): return true
+        case .some(let (onAction, meant)?):
+            onAction(meant)
+            return true
+        }
+    }
+
+    /// The agent's connection closed, or it stopped answering: every prompt it shows moves on.
+    func end() {
+        let lost = lock.withLock { () -> [Open] in
+            guard !ended else { return [] }
+            ended = true
+            defer { prompts.removeAll() }
+            return Array(prompts.values)
+        }
+        for open in lost {
+            open.deadline?.cancel()
+            open.onLost()
+        }
+    }
+
+    fileprivate func show(_ number: UInt64, _ screen: PromptScreen) async {
+        let send = lock.withLock { () -> Bool in
+            guard !ended, var open = prompts[number] else { return false }
+            let first = open.screen == nil
+            open.screen = screen
+            if first {
+                // The window must be up within the timeout, or the agent is dropped.
+                let timeout = answerTimeout
+                open.deadline = Task { [weak self] in
+                    try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
+                    guard !Task.isCancelled, let self else { return }
+                    self.timedOut(number)
+                }
+            }
+            prompts[number] = open
+            return true
+        }
+        if send { await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.show(number, screen)))) }
+    }
+
+    fileprivate func close(_ number: UInt64, result: String) async {
+        let open = lock.withLock { prompts.removeValue(forKey: number) }
+        guard let open else { return }
+        open.deadline?.cancel()
+        if open.screen != nil { await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.close(number, result: result)))) }
+    }
+
+    private func timedOut(_ number: UInt64) {
+        let unanswered = lock.withLock { prompts[number].map { !$0.shown } ?? false }
+        guard unanswered else { return }
+        onUnresponsive(self)
+        end()
+    }
+
+    /// Ends the agent's `servePrompts` with `failure` (it stopped answering).
+    func dismiss(_ failure: Failure) async {
+        await sink.send(ReplyEnvelope(id: requestID, reply: .failure(failure)))
+    }
+}
+
+/// One prompt drawn by the agent.
+final class AgentPrompt: PromptPresenter {
+    private let agent: PromptAgent
+    let number: UInt64
+
+    fileprivate init(agent: PromptAgent, number: UInt64) { self.agent = agent; self.number = number }
+
+    func show(_ screen: PromptScreen) async { await agent.show(number, screen) }
+    func close(result: String) async { await agent.close(number, result: result) }
+}
+
+/// The serving agents of the daemon, by seat.
+final class PromptAgentRegistry: @unchecked Sendable {
+    private let lock = NSLock()
+    private var agents = PromptAgents<PromptAgent>()
+
+    func register(_ agent: PromptAgent) -> PromptAgents<PromptAgent>.Registration {
+        lock.withLock { agents.register(agent, connection: agent.connection, seat: agent.seat) }
+    }
+
+    func remove(connection: UInt64) { lock.withLock { agents.remove(connection: connection) } }
+
+    /// The agent that draws the prompts of `peer`'s seat, if one serves it.
+    func agent(serving peer: PeerIdentity) -> PromptAgent? {
+        guard peer.identity.kind != .administrator, lock.withLock({ agents.servesUser(peer.uid) }) else { return nil }
+        let seat = PromptSeat(uid: peer.uid, session: LoginSession.of(pid: peer.pid))
+        return lock.withLock { agents.agent(for: seat) }
+    }
+}
+
+/// A process's logind session, as libsystemd reads it from the kernel's cgroup record.
+enum LoginSession {
+    static func of(pid: Int32) -> String? {
+        var name: UnsafeMutablePointer<CChar>?
+        guard sd_pid_get_session(pid, &name) >= 0, let name else { return nil }
+        defer { free(name) }
+        return String(cString: name)
+    }
+}

@@ -1,0 +1,270 @@
+import EnclaveCore
+import EnclaveProtocol
+@testable import EnclaveServer
+import Foundation
+import Logging
+import XCTest
+
+/// The graphical prompt agent, in-process: a real `EnclaveDaemon`, an app's connection and the
+/// agent's connection, each with its own recording sink. Who may be the agent, where an app's
+/// prompt goes, and what happens when the agent misbehaves.
+final class PromptAgentTests: XCTestCase {
+    typealias Sink = ConnectionHandlerTests.RecordingReplySink
+
+    private let agentPath = "/usr/bin/laenclaved-agent"
+    private let appPath = "/usr/bin/example-app"
+    private var directory: String!
+    private var daemon: EnclaveDaemon!
+    private var handlers: [ConnectionHandler] = []
+    private var runners: [Task<Void, Never>] = []
+    private var app: (handler: ConnectionHandler, sink: Sink)!
+    private var nextID: UInt64 = 1
+
+    override func setUp() async throws {
+        directory = NSTemporaryDirectory() + "prompt-agent-\(UUID().uuidString)"
+        var config = DaemonConfiguration.inProcess(directory)
+        config.promptAgentPath = agentPath
+        config.promptAgentAnswerTimeout = 0.5
+        daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
+        app = try await connect(appPath)
+        let setup = try await connect(appPath)
+        try await handSecrets(["1234", "1234"], on: setup)
+        _ = try await request(.setPasscode, on: setup)
+        _ = try await request(.enroll(name: "right thumb"), on: setup)
+    }
+
+    override func tearDown() async throws {
+        handlers.forEach { $0.closed() }
+        for runner in runners { await runner.value }
+        daemon = nil
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    // MARK: Harness
+
+    private func connect(_ path: String, kind: AppIdentity.Kind = .app) async throws -> (handler: ConnectionHandler, sink: Sink) {
+        let sink = Sink()
+        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: AppIdentity(name: path, kind: kind)),
+                                        daemon: daemon, sink: sink, logger: Logger(label: "test"))
+        runners.append(Task { await handler.run() })
+        handlers.append(handler)
+        _ = try await request(.hello(version: enclaveProtocolVersion), on: (handler, sink))
+        return (handler, sink)
+    }
+
+    private func send(_ r: Request, on c: (handler: ConnectionHandler, sink: Sink)) async -> UInt64 {
+        let id = nextID
+        nextID += 1
+        _ = await c.handler.receive(RequestEnvelope(id: id, request: r).encoded())
+        return id
+    }
+
+    @discardableResult
+    private func request(_ r: Request, on c: (handler: ConnectionHandler, sink: Sink)) async throws -> Reply {
+        try await c.sink.final(await send(r, on: c))
+    }
+
+    private func handSecrets(_ secrets: [String], on c: (handler: ConnectionHandler, sink: Sink)) async throws {
+        guard case .handoffTicket(let ticket) = try await request(.handoff(kind: .secretInput), on: c) else { throw Failure(.internalError, "no ticket") }
+        try daemon.handOver(secrets: secrets, ticket: ticket)
+    }
+
+
+    /// The agent's connection, serving: its `servePrompts` id with it.
+    private func serveAsAgent() async throws -> (connection: (handler: ConnectionHandler, sink: Sink), serving: UInt64) {
+        let agent = try await connect(agentPath)
+        let serving = await send(.servePrompts, on: agent)
+        let event = try await agent.sink.event(serving)
+        XCTAssertNotNil(event.serving, "the agent hears it serves")
+        return (agent, serving)
+    }
+
+    private func evaluate(policy: Int = 2, on c: (handler: ConnectionHandler, sink: Sink)) async -> UInt64 {
+        await send(.evaluate(context: "c\(nextID)", policy: policy, options: EvaluationOptions(reason: "Unlock the vault")), on: c)
+    }
+
+    private func status() async throws -> UserStatus {
+        guard case .status(let s) = try await request(.status, on: app) else { throw Failure(.internalError, "no status") }
+        return s
+    }
+
+    // MARK: Who may serve
+
+    /// Any app may ask to be the prompt agent — and read every passcode typed into it. Only the
+    /// configured agent executable, as the kernel names it, is admitted: an app, an interpreter or
+    /// an unverified executable claiming the agent's path are refused, and the app's prompts stay
+    /// where they were.
+    func testOnlyTheAgentExecutableMayServePrompts() async throws {
+        for (name, kind) in [(appPath, AppIdentity.Kind.app), (agentPath, .interpreter), (agentPath, .unverified),
+                             ("unverified:1:2:" + agentPath, .unverified), (agentPath + "-copy", .app)] {
+            let impostor = try await connect(name, kind: kind)
+            guard case .failure(let f) = try await request(.servePrompts, on: impostor) else { return XCTFail("\(name) (\(kind)) was admitted") }
+            XCTAssertEqual(f.code, .notPermitted, f.message)
+        }
+        let evaluation = await evaluate(on: app)
+        let screen = try await app.sink.prompt(evaluation)
+        XCTAssertTrue(screen.passcodeEntry || screen.sensorArmed, "the app's prompt stayed headless")
+        let promptAgent = try await status().promptAgent
+        XCTAssertEqual(promptAgent, false)
+        _ = await send(.invalidate(context: "c\(evaluation)"), on: app)
+    }
+
+    /// With no agent configured (`prompt-agent = none`), nothing is admitted.
+    func testNoAgentConfiguredAdmitsNothing() {
+        XCTAssertFalse(PromptAgents<Int>.admits(AppIdentity(name: agentPath, kind: .app), agentPath: nil))
+        XCTAssertFalse(PromptAgents<Int>.admits(AppIdentity(name: agentPath, kind: .app), agentPath: ""))
+    }
+
+    /// One agent per session: a second is refused while the first serves, and serves once it left.
+    func testASecondAgentForTheSessionIsRefusedUntilTheFirstLeaves() async throws {
+        let first = try await serveAsAgent()
+        let second = try await connect(agentPath)
+        guard case .failure(let f) = try await request(.servePrompts, on: second) else { return XCTFail("two agents serve one session") }
+        XCTAssertEqual(f.code, .busy)
+        XCTAssertTrue(f.message.contains("another prompt agent"), f.message)
+        first.connection.handler.closed()
+        let again = await send(.servePrompts, on: second)
+        let serving = try await second.sink.event(again).serving
+        XCTAssertNotNil(serving)
+    }
+
+    // MARK: Where the prompt goes
+
+    /// With the agent serving, the app's prompt is drawn by the agent: the app gets no screen and
+    /// no way to answer; the passcode typed in the agent's window passes the evaluation.
+    func testTheAgentDrawsTheAppsPromptAndThePasscodeNeverReachesTheApp() async throws {
+        let agent = try await serveAsAgent()
+        let promptAgent = try await status().promptAgent
+        XCTAssertEqual(promptAgent, true)
+        let evaluation = await evaluate(policy: 2, on: app)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        let screen = try XCTUnwrap(shown.screen)
+        XCTAssertEqual(screen.app, appPath, "the agent shows the app's verified identity")
+        XCTAssertEqual(screen.reason, "Unlock the vault")
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        var current = screen
+        if !current.passcodeEntry {
+            _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.fallback)), on: agent.connection)
+            let next = try await agent.connection.sink.event(agent.serving)
+            current = try XCTUnwrap(next.screen)
+        }
+        XCTAssertTrue(current.passcodeEntry)
+        // The app cannot answer its own prompt, even knowing the agent's numbering.
+        guard case .failure(let refused) = try await request(.promptAction(prompt: shown.prompt, action: .typed("1234")), on: app) else {
+            return XCTFail("the app answered the agent's prompt")
+        }
+        XCTAssertEqual(refused.code, .notPermitted)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: .typed("1234")), on: agent.connection)
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        XCTAssertTrue(result.success, "\(result)")
+        let appSawAPrompt = await app.sink.sawPrompt(evaluation)
+        XCTAssertFalse(appSawAPrompt, "the app got no screen: the agent drew it")
+        let closed = try await agent.connection.sink.event(agent.serving)
+        XCTAssertEqual(closed.prompt, shown.prompt)
+        XCTAssertEqual(closed.closed, "authenticated")
+    }
+
+    /// An answer the screen does not offer is refused and counts nothing: a fallback not shown, a
+    /// scripted touch, an empty passcode, a prompt that is not open.
+    func testAnswersTheScreenDoesNotOfferAreRefused() async throws {
+        let agent = try await serveAsAgent()
+        let evaluation = await evaluate(policy: 1, on: app)  // biometrics only: no passcode, no fallback title by default?
+        let shown = try await agent.connection.sink.event(agent.serving)
+        let screen = try XCTUnwrap(shown.screen)
+        var refused: [PromptAction] = [.typed(""), PromptAction(.retry)]
+        if !screen.passcodeEntry { refused.append(.typed("1234")) }
+        if screen.fallbackTitle == nil { refused.append(PromptAction(.fallback)) }
+        for action in refused {
+            guard case .failure(let f) = try await request(.promptAction(prompt: shown.prompt, action: action), on: agent.connection) else {
+                return XCTFail("\(action) was taken")
+            }
+            XCTAssertEqual(f.code, .invalidParameter, "\(action): \(f.message)")
+        }
+        guard case .failure(let f) = try await request(.promptAction(prompt: 999, action: PromptAction(.cancel)), on: agent.connection) else {
+            return XCTFail("an answer to no prompt was taken")
+        }
+        XCTAssertEqual(f.code, .invalidParameter)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.cancel)), on: agent.connection)
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        XCTAssertEqual(result.error, .userCancel)
+        let s = try await status()
+        XCTAssertEqual(s.passcodeFailures, 0)
+        XCTAssertEqual(s.biometricFailures, 0)
+    }
+
+    // MARK: When the agent fails
+
+    /// An agent that never says its window is up is dropped after the answer timeout: the prompt
+    /// moves to the next presenter (here headless: the app gets the screen), the agent's
+    /// `servePrompts` ends with a clear error, and the next prompt does not wait for it.
+    func testAnAgentThatNeverAnswersIsDroppedAndThePromptMovesOn() async throws {
+        let agent = try await serveAsAgent()
+        let evaluation = await evaluate(on: app)
+        _ = try await agent.connection.sink.event(agent.serving)
+        let moved = try await app.sink.prompt(evaluation, timeout: 5)
+        XCTAssertFalse(moved.app.isEmpty, "the app's prompt moved to headless")
+        guard case .failure(let dropped) = try await agent.connection.sink.final(agent.serving) else { return XCTFail("the agent was not told") }
+        XCTAssertTrue(dropped.message.contains("no longer serves"), dropped.message)
+        let promptAgent = try await status().promptAgent
+        XCTAssertEqual(promptAgent, false)
+        _ = await send(.invalidate(context: "c\(evaluation)"), on: app)
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        XCTAssertEqual(result.error, .appCancel)
+    }
+
+    /// The agent's connection closes mid-prompt (it crashed, the session ended): the prompt moves
+    /// on with the screen it had, and nothing is counted.
+    func testAnAgentGoneMidPromptHandsThePromptOn() async throws {
+        let agent = try await serveAsAgent()
+        let evaluation = await evaluate(on: app)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        agent.connection.handler.closed()
+        let moved = try await app.sink.prompt(evaluation)
+        XCTAssertEqual(moved.instruction, shown.screen?.instruction)
+        try await request(.simulate(events: [SimulatedEvent(.match)]), on: app)
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        XCTAssertTrue(result.success, "the person still answered: \(result)")
+        let failures = try await status().passcodeFailures
+        XCTAssertEqual(failures, 0)
+    }
+
+    // MARK: Administration
+
+    /// Administration asks the person on the agent too: an app with no terminal and no pipe is
+    /// refused without an agent, and with one the daemon asks in the agent's window, saying what
+    /// is being allowed; the app never holds the passcode.
+    func testAdministrationAsksThePersonOnTheAgent() async throws {
+        guard case .failure(let nobody) = try await request(.keychainList, on: app) else { return XCTFail("listed without the person") }
+        XCTAssertEqual(nobody.code, .notPermitted)
+        let agent = try await serveAsAgent()
+        let listing = await send(.keychainList, on: app)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        let screen = try XCTUnwrap(shown.screen)
+        XCTAssertTrue(screen.reason.hasPrefix("Allow it to "), screen.reason)
+        XCTAssertTrue(screen.passcodeEntry)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: .typed("1234")), on: agent.connection)
+        guard case .keychainListing = try await app.sink.final(listing) else { return XCTFail("not listed") }
+    }
+}
+
+extension ConnectionHandlerTests.RecordingReplySink {
+    /// The next `agentEvent` sent for `id`, taken.
+    func event(_ id: UInt64, timeout: Double = 5) async throws -> AgentEvent {
+        try await take(id, timeout: timeout) { if case .agentEvent(let e) = $0 { e } else { nil } }
+    }
+
+    /// The next `prompt` screen sent to the client for `id`, taken.
+    func prompt(_ id: UInt64, timeout: Double = 5) async throws -> PromptScreen {
+        try await take(id, timeout: timeout) { if case .prompt(let s) = $0 { s } else { nil } }
+    }
+
+    private func take<T>(_ id: UInt64, timeout: Double, _ pick: (Reply) -> T?) async throws -> T {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let i = replies.firstIndex(where: { $0.id == id && pick($0.reply) != nil }), let value = pick(takeReply(at: i)) { return value }
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
+        throw Failure(.internalError, "no such reply for \(id) within \(timeout) s; got \(replies)")
+    }
+}
