@@ -200,7 +200,12 @@ final class PackageInstallTests: XCTestCase {
 
     /// The packaged polkit rule as the real polkitd judges it (on a private bus standing in for the
     /// system bus): fprintd's verify, enroll and setusername for the laenclaved user, for nobody
-    /// else, and nothing more for laenclaved.
+    /// else, and nothing more for laenclaved. And enrolment is laenclaved's alone: fprintd lets a
+    /// person at the machine enrol and delete fingers with their own password (an active
+    /// session's `auth_self_keep`), skipping the device passcode. pkcheck has no logind session
+    /// here, so a later rule stands in for that grant, to nobody: before, nobody then enrolled;
+    /// the packaged rule, judged first, refuses it, and leaves verify (finger login) to fprintd's
+    /// policy.
     private func polkitLetsOnlyTheDaemonUseTheReader() throws {
         let polkitd = "/usr/lib/polkit-1/polkitd", pkcheck = "/usr/bin/pkcheck"
         guard FileManager.default.isExecutableFile(atPath: polkitd), FileManager.default.isExecutableFile(atPath: pkcheck),
@@ -209,6 +214,14 @@ final class PackageInstallTests: XCTestCase {
         }
         let directory = logDirectory + "/polkit"
         mkdir(directory, 0o755)
+        let activeSession = "/etc/polkit-1/rules.d/90-la-test-active-session.rules"
+        mkdir("/etc/polkit-1/rules.d", 0o755)
+        try """
+        polkit.addRule(function(action, subject) {
+            if (subject.user == "nobody" && action.id.indexOf("net.reactivated.fprint.device.") == 0) { return polkit.Result.YES; }
+        });
+        """.write(toFile: activeSession, atomically: true, encoding: .utf8)
+        defer { unlink(activeSession) }
         let bus = try PrivateSystemBus(directory: directory)
         daemons.append(bus.pid)
         let environment = bus.environment
@@ -225,8 +238,10 @@ final class PackageInstallTests: XCTestCase {
         }
         for action in ["verify", "enroll", "setusername"].map({ "net.reactivated.fprint.device." + $0 }) {
             XCTAssertTrue(try allowed("laenclaved", action), "laenclaved may \(action)")
-            XCTAssertFalse(try allowed("nobody", action), "nobody may not \(action)")
+            XCTAssertFalse(try allowed("daemon", action), "another user may not \(action)")
         }
+        XCTAssertFalse(try allowed("nobody", "net.reactivated.fprint.device.enroll"), "only laenclaved enrols and deletes, even where fprintd's policy would let a user")
+        XCTAssertTrue(try allowed("nobody", "net.reactivated.fprint.device.verify"), "the stand-in grant works: the refusal above is the rule's")
         XCTAssertFalse(try allowed("laenclaved", "org.freedesktop.hostname1.set-hostname"), "the rule grants nothing else")
     }
 
