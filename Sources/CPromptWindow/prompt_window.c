@@ -17,7 +17,7 @@ static void *handler_context;
 static GMainLoop *loop;
 
 static void answer(prompt_window *w, int action, const char *passcode) {
-    if (handler) handler(w->prompt, action, passcode, handler_context);
+    if (handler && !w->closing) handler(w->prompt, action, passcode, handler_context);
 }
 
 static void submit_passcode(prompt_window *w) {
@@ -72,7 +72,8 @@ static prompt_window *new_window(guint64 prompt) {
     prompt_window *w = g_new0(prompt_window, 1);
     w->prompt = prompt;
     w->window = gtk_window_new();
-    gtk_window_set_title(GTK_WINDOW(w->window), "laenclaved — confirm it is you");
+    // Freed with the window, after its widgets (whose handlers hold it) are gone.
+    g_object_set_data_full(G_OBJECT(w->window), "la-prompt-window", w, g_free);
     gtk_window_set_default_size(GTK_WINDOW(w->window), 460, -1);
     gtk_window_set_resizable(GTK_WINDOW(w->window), FALSE);
     g_signal_connect(w->window, "close-request", G_CALLBACK(on_close_request), w);
@@ -144,7 +145,8 @@ void la_prompt_show(unsigned long long prompt, const la_prompt_screen *s) {
         w = new_window(prompt);
         g_hash_table_insert(windows, &w->prompt, w);
     }
-    char *heading = g_strdup_printf("%s wants to confirm it is you", s->app);
+    gtk_window_set_title(GTK_WINDOW(w->window), s->administration ? "laenclaved — allow administration" : "laenclaved — confirm it is you");
+    char *heading = g_strdup_printf("%s %s", s->app, s->heading);
     set_bold(w->heading, heading);
     g_free(heading);
     gtk_label_set_text(GTK_LABEL(w->reason), s->reason);
@@ -171,7 +173,6 @@ void la_prompt_show(unsigned long long prompt, const la_prompt_screen *s) {
 static void destroy(prompt_window *w) {
     w->closing = TRUE;
     gtk_window_destroy(GTK_WINDOW(w->window));
-    g_free(w);
 }
 
 void la_prompt_close(unsigned long long prompt) {
@@ -201,11 +202,12 @@ static gboolean run_call(gpointer data) {
     return G_SOURCE_REMOVE;
 }
 
+// Always queued (never run on the caller's thread, as g_main_context_invoke may before the loop runs).
 void la_prompt_call_on_main(void (*body)(void *), void *data) {
     main_call *call = g_new(main_call, 1);
     call->body = body;
     call->data = data;
-    g_main_context_invoke(NULL, run_call, call);
+    g_idle_add_full(G_PRIORITY_DEFAULT, run_call, call, NULL);
 }
 
 void la_prompt_run(void) { g_main_loop_run(loop); }

@@ -76,15 +76,22 @@ public struct DaemonSettings: Equatable, Sendable {
                 default: throw ParseError(line: number, problem: "allow-simulation is yes or no")
                 }
             case "prompt-agent":
-                guard value == "none" || (value.hasPrefix("/") && !value.hasSuffix("/")) else {
+                guard let agent = promptAgent(value) else {
                     throw ParseError(line: number, problem: "prompt-agent is the agent's absolute path, or none")
                 }
-                settings.promptAgent = value == "none" ? "" : value
+                settings.promptAgent = agent
             default:
                 throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent)")
             }
         }
         return settings
+    }
+
+    /// A `prompt-agent` value (the file's or `--prompt-agent`'s): the path, "" for `none`, nil when
+    /// it is neither an absolute path to a file nor `none`.
+    public static func promptAgent(_ value: String) -> String? {
+        if value == "none" { return "" }
+        return value.hasPrefix("/") && !value.hasSuffix("/") ? value : nil
     }
 
     /// The file at `path`, or the defaults when there is none.

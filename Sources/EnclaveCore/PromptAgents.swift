@@ -16,7 +16,8 @@ public struct PromptSeat: Hashable, Sendable, CustomStringConvertible {
 ///
 /// Our rules: an agent serves the seat it runs in (its user and logind session), and draws the
 /// prompts of the apps in that seat only — an app in another session of the same user (ssh, a
-/// second login) gets its terminal, or a headless prompt. One agent per seat: a second is refused
+/// second login) gets its terminal, or a headless prompt. Processes outside any session share one
+/// seat per user (the user unit's agent serves them; docs/architecture.md says who they are). One agent per seat: a second is refused
 /// while the first serves (an agent that stops answering is dropped by the shell, which frees the
 /// seat). Only the installed agent executable, as the kernel names it, may serve (`admits`).
 public struct PromptAgents<Agent: Sendable>: Sendable {
@@ -26,7 +27,6 @@ public struct PromptAgents<Agent: Sendable>: Sendable {
     }
 
     private var bySeat: [PromptSeat: (connection: UInt64, agent: Agent)] = [:]
-    private var users: [UInt32: Int] = [:]
 
     public init() {}
 
@@ -45,21 +45,13 @@ public struct PromptAgents<Agent: Sendable>: Sendable {
                 : .refused("another prompt agent serves this session (\(seat))")
         }
         bySeat[seat] = (connection, agent)
-        users[seat.uid, default: 0] += 1
         return .registered
     }
 
     /// The agent of `connection` stops serving (its connection closed, or it stopped answering).
     public mutating func remove(connection: UInt64) {
-        for (seat, entry) in bySeat where entry.connection == connection {
-            bySeat[seat] = nil
-            users[seat.uid, default: 1] -= 1
-            if users[seat.uid] == 0 { users[seat.uid] = nil }
-        }
+        for (seat, entry) in bySeat where entry.connection == connection { bySeat[seat] = nil }
     }
-
-    /// Whether any agent serves a seat of `uid` (the shell looks up an app's session only then).
-    public func servesUser(_ uid: UInt32) -> Bool { users[uid] != nil }
 
     public func agent(for seat: PromptSeat) -> Agent? { bySeat[seat]?.agent }
 }

@@ -72,7 +72,7 @@ public enum PromptText {
         var lines: [String] = []
         if first {
             lines.append("")
-            lines.append("┌─ \(Printable.field(s.app)) wants to confirm it is you")
+            lines.append("┌─ \(Printable.field(s.app)) \(s.heading)")
             lines.append("│  \(Printable.field(s.reason))")
         }
         lines.append("│  \(Printable.field(s.instruction))")

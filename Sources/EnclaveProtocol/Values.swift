@@ -121,6 +121,10 @@ public struct PromptScreen: Codable, Sendable, Equatable {
     /// A line the prompt must show where nobody misses it: the daemon accepts scripted input on a
     /// real reader (our addition; absent otherwise).
     public var warning: String?
+    /// The daemon asks the person to allow administration (the reason says what), not to confirm
+    /// who they are for the app: the prompt's heading says so, so no app's evaluation can dress up
+    /// as one (our addition; absent otherwise).
+    public var administration: Bool?
 
     public init(app: String, reason: String, instruction: String, cancelTitle: String, fallbackTitle: String?,
                 passcodeEntry: Bool, retryOffered: Bool, sensorArmed: Bool, sensorName: String?,
@@ -129,6 +133,14 @@ public struct PromptScreen: Codable, Sendable, Equatable {
         self.fallbackTitle = fallbackTitle; self.passcodeEntry = passcodeEntry; self.retryOffered = retryOffered
         self.sensorArmed = sensorArmed; self.sensorName = sensorName; self.sensorSimulated = sensorSimulated
         self.passcodeRetryAfter = passcodeRetryAfter; self.passcodeDisabled = passcodeDisabled
+    }
+}
+
+extension PromptScreen {
+    /// What the app asks, after its name on every presenter: administration reads apart from an
+    /// evaluation.
+    public var heading: String {
+        administration == true ? "asks for your permission (laenclaved administration)" : "wants to confirm it is you"
     }
 }
 

@@ -384,7 +384,7 @@ final class ConnectionHandler: @unchecked Sendable {
         }
         let registry = daemon.promptAgents
         let logger = self.logger
-        let agent = PromptAgent(connection: number, seat: PromptSeat(uid: peer.uid, session: LoginSession.of(pid: peer.pid)),
+        let agent = PromptAgent(connection: number, seat: peer.seat,
                                 requestID: requestID, sink: sink, answerTimeout: daemon.config.promptAgentAnswerTimeout,
                                 onUnresponsive: { agent in
                                     registry.remove(connection: agent.connection)
@@ -523,10 +523,8 @@ final class ConnectionHandler: @unchecked Sendable {
             }
             return HeadlessPrompt(sink: sink, requestID: id)
         }
-        let agent = daemon.promptAgents.agent(serving: peer)
-        let prompt = PromptRoute.starting(with: { moveOn in
-            agent?.open(onAction: { continuation.yield(Self.input(for: $0)) }, onLost: moveOn)
-        }, then: nextPresenter)
+        let prompt = PromptRoute.starting(on: daemon.promptAgents.agent(serving: peer), onAction: { continuation.yield(Self.input(for: $0)) },
+                                          then: nextPresenter, exhausted: {})
         let report = await session.evaluate(
             policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
             inputs: stream, continuation: continuation, show: { await prompt.show($0) },

@@ -45,6 +45,9 @@ final class PeerProcess: @unchecked Sendable {
     let executablePath: String
     /// The file the process ran when it was pinned.
     let executable: AppIdentity.FileID
+    /// Its logind session when it was pinned (`LoginSession`): which prompt agent draws its
+    /// prompts. Read by pid before `confirmHolds`, which then finds the pinned process alive.
+    let session: String?
     /// `/proc/PID`, opened while the connecting process ran: it names that process and no other.
     private let directory: Int32
 
@@ -67,6 +70,7 @@ final class PeerProcess: @unchecked Sendable {
         self.directory = directory
         self.executable = file
         self.executablePath = path
+        self.session = LoginSession.of(pid: pid)
     }
 
     deinit { Glibc.close(directory) }

@@ -82,14 +82,11 @@ struct PersonSecrets {
         let (actions, feed) = AsyncStream<PromptKeyboard.Action?>.makeStream()
         defer { feed.finish() }
         let timeout = session.config.promptTimeout
-        let prompt: any PromptPresenter
-        if let onAgent = agent?.open(onAction: { feed.yield($0) }, onLost: { feed.yield(nil) }) {
-            prompt = onAgent
-        } else if let fd = descriptors.duplicateTerminal() {
-            prompt = TerminalPrompt(fd: fd, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) })
-        } else {
-            throw Self.nobodyToAsk
-        }
+        // The agent of the app's session, else (also when the agent is lost) the handed terminal.
+        let descriptors = self.descriptors
+        let prompt = PromptRoute.starting(on: agent, onAction: { feed.yield($0) }, then: {
+            descriptors.duplicateTerminal().map { TerminalPrompt(fd: $0, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) }) }
+        }, exhausted: { feed.yield(nil) })
         let timer = Task {
             try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
             if !Task.isCancelled { feed.yield(.cancel) }
@@ -121,8 +118,10 @@ struct PersonSecrets {
     }
 
     private func screen(_ instruction: String) -> PromptScreen {
-        PromptScreen(app: app, reason: "Allow it to " + purpose, instruction: instruction, cancelTitle: "Do Not Allow", fallbackTitle: nil,
-                     passcodeEntry: true, retryOffered: false, sensorArmed: false, sensorName: nil, sensorSimulated: false,
-                     passcodeRetryAfter: nil, passcodeDisabled: false)
+        var screen = PromptScreen(app: app, reason: "Allow it to " + purpose, instruction: instruction, cancelTitle: "Do Not Allow", fallbackTitle: nil,
+                                  passcodeEntry: true, retryOffered: false, sensorArmed: false, sensorName: nil, sensorSimulated: false,
+                                  passcodeRetryAfter: nil, passcodeDisabled: false)
+        screen.administration = true
+        return screen
     }
 }

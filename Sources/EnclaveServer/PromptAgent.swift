@@ -158,9 +158,8 @@ final class PromptAgentRegistry: @unchecked Sendable {
 
     /// The agent that draws the prompts of `peer`'s seat, if one serves it.
     func agent(serving peer: PeerIdentity) -> PromptAgent? {
-        guard peer.identity.kind != .administrator, lock.withLock({ agents.servesUser(peer.uid) }) else { return nil }
-        let seat = PromptSeat(uid: peer.uid, session: LoginSession.of(pid: peer.pid))
-        return lock.withLock { agents.agent(for: seat) }
+        guard peer.identity.kind != .administrator else { return nil }
+        return lock.withLock { agents.agent(for: peer.seat) }
     }
 }
 

@@ -27,66 +27,77 @@ final class HeadlessPrompt: PromptPresenter {
 
 /// A prompt that starts on the agent and moves to the next presenter if the agent is lost (it did
 /// not say its window is up in time, or its connection closed): the next one gets the screen the
-/// agent had, so the person can still answer, and nothing is counted for the move.
+/// agent had, so the person can still answer, and nothing is counted for the move. With no next
+/// presenter (administration without a terminal), `exhausted` says the prompt ended.
 final class PromptRoute: PromptPresenter, @unchecked Sendable {
     private let lock = NSLock()
-    private var current: any PromptPresenter
-    private var next: (() -> any PromptPresenter)?
+    private var current: (any PromptPresenter)?
+    private var next: (() -> (any PromptPresenter)?)?
+    private let exhausted: @Sendable () -> Void
     private var lastScreen: PromptScreen?
+    /// Screens shown so far: a move re-shows the last one only if none came after it.
+    private var shown = 0
     private var closed = false
 
-    init(first: any PromptPresenter, then next: (() -> any PromptPresenter)?) {
-        current = first; self.next = next
+    private init(next: @escaping () -> (any PromptPresenter)?, exhausted: @escaping @Sendable () -> Void) {
+        self.next = next; self.exhausted = exhausted
     }
 
-    /// A route that starts on `next()` itself.
-    convenience init(_ only: any PromptPresenter) { self.init(first: only, then: nil) }
-
-    /// Builds the route: `makeFirst` gets the callback that moves the prompt on.
-    static func starting(with makeFirst: (@escaping @Sendable () -> Void) -> (any PromptPresenter)?,
-                         then next: @escaping () -> any PromptPresenter) -> PromptRoute {
-        let box = RouteBox()
-        guard let first = makeFirst({ if let route = box.route { Task { await route.moveOn() } } }) else { return PromptRoute(next()) }
-        let route = PromptRoute(first: first, then: next)
-        box.route = route
+    /// The route of one prompt: on the agent when one serves (its answers go to `onAction`),
+    /// else on `next()`.
+    static func starting(on agent: PromptAgent?, onAction: @escaping PromptAgent.OnAction,
+                         then next: @escaping () -> (any PromptPresenter)?,
+                         exhausted: @escaping @Sendable () -> Void) -> PromptRoute {
+        let route = PromptRoute(next: next, exhausted: exhausted)
+        // The agent may be lost at once, even before `open` returns: the move then comes first,
+        // and the agent's prompt is never installed.
+        let onAgent = agent?.open(onAction: onAction, onLost: { [weak route] in
+            guard let route else { return }
+            Task { await route.moveOn() }
+        })
+        route.lock.withLock {
+            if route.current == nil, !route.closed {
+                if let onAgent { route.current = onAgent } else { route.current = route.takeNext() }
+            }
+        }
+        if route.lock.withLock({ route.current == nil && !route.closed }) { exhausted() }
         return route
+    }
+
+    /// Called under `lock`.
+    private func takeNext() -> (any PromptPresenter)? {
+        defer { next = nil }
+        return next?()
     }
 
     func show(_ screen: PromptScreen) async {
         let presenter = lock.withLock { () -> (any PromptPresenter)? in
             guard !closed else { return nil }
             lastScreen = screen
+            shown += 1
             return current
         }
         await presenter?.show(screen)
     }
 
     func close(result: String) async {
-        let presenter = lock.withLock { () -> any PromptPresenter in closed = true; return current }
-        await presenter.close(result: result)
+        let presenter = lock.withLock { () -> (any PromptPresenter)? in closed = true; return current }
+        await presenter?.close(result: result)
     }
 
     /// The first presenter is lost: the next one takes the prompt, with its last screen.
     func moveOn() async {
-        let moved = lock.withLock { () -> (old: any PromptPresenter, new: any PromptPresenter, screen: PromptScreen?)? in
-            guard !closed, let make = next else { return nil }
-            next = nil
+        let moved = lock.withLock { () -> (old: (any PromptPresenter)?, new: (any PromptPresenter)?, count: Int)? in
+            guard !closed, next != nil else { return nil }
             let old = current
-            current = make()
-            return (old, current, lastScreen)
+            current = takeNext()
+            return (old, current, shown)
         }
         guard let moved else { return }
-        await moved.old.close(result: "moved on")
-        if let screen = moved.screen { await moved.new.show(screen) }
-    }
-}
-
-/// Lets the first presenter's loss reach the route made after it.
-private final class RouteBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private weak var _route: PromptRoute?
-    var route: PromptRoute? {
-        get { lock.withLock { _route } }
-        set { lock.withLock { _route = newValue } }
+        await moved.old?.close(result: "moved on")
+        guard let new = moved.new else { return exhausted() }
+        // A screen shown since the move went to the new presenter already.
+        let screen = lock.withLock { closed || shown != moved.count ? nil : lastScreen }
+        if let screen { await new.show(screen) }
     }
 }

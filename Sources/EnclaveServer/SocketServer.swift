@@ -183,7 +183,7 @@ extension EnclaveService {
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client: \(error)"))))
             return
         }
-        let peer = PeerIdentity(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, identity: process.identity)
+        let peer = PeerIdentity(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, identity: process.identity, session: process.session)
         await serve(connection, peer: peer, process: process, inbound: inbound, writer: writer)
     }
 

@@ -14,7 +14,11 @@ final class AgentSession: @unchecked Sendable {
     private let endpoint: EnclaveEndpoint
     private let lock = NSLock()
     private var connection: EnclaveConnection?
-    private static let retryDelay: UInt32 = 2
+    /// The last screen of each open prompt, to draw again when an answer does not go through.
+    private var screens: [UInt64: PromptScreen] = [:]
+    /// Seconds before offering itself again: 2, doubling to 30 while the daemon cannot be reached
+    /// or refuses; 2 again once it served.
+    private var retryDelay: UInt32 = 2
     /// The exit status when the daemon does not admit this program (EX_CONFIG; the user unit does
     /// not restart on it).
     static let notAdmitted: Int32 = 78
@@ -27,10 +31,11 @@ final class AgentSession: @unchecked Sendable {
         var lastProblem = ""
         while true {
             let problem = serveOnce()
+            lock.withLock { screens.removeAll() }
             onMain { la_prompt_close_all() }
-            if problem != lastProblem { say("\(problem)") }
+            if problem != lastProblem { say(problem) }
             lastProblem = problem
-            sleep(Self.retryDelay)
+            sleep(lock.withLock { () -> UInt32 in defer { retryDelay = min(retryDelay * 2, 30) }; return retryDelay })
         }
     }
 
@@ -52,6 +57,7 @@ final class AgentSession: @unchecked Sendable {
         switch ending.get() {
         case .success(.failure(let f))? where f.code == .notPermitted:
             say("\(f.message)")
+            Self.restartIfReplaced()
             exit(Self.notAdmitted)
         case .success(.failure(let f))?:
             c.close()
@@ -67,16 +73,43 @@ final class AgentSession: @unchecked Sendable {
     }
 
     private func receive(_ event: AgentEvent) {
-        if let seat = event.serving { say("drawing the prompts of \(seat)") }
+        if let seat = event.serving {
+            say("drawing the prompts of \(seat)")
+            lock.withLock { retryDelay = 2 }
+        }
         let prompt = event.prompt
         if let screen = event.screen {
+            lock.withLock { screens[prompt] = screen }
             onMain { [self] in
                 WindowScreen(screen).withCStruct { la_prompt_show(prompt, $0) }
                 // The window is up: the daemon waits for this before it counts on us.
                 send(.promptAction(prompt: prompt, action: PromptAction(.shown)))
             }
         }
-        if event.closed != nil { onMain { la_prompt_close(prompt) } }
+        if event.closed != nil {
+            lock.withLock { screens[prompt] = nil }
+            onMain { la_prompt_close(prompt) }
+        }
+    }
+
+    /// Draws the prompt's last screen again (after "Checking…", when the answer did not go through).
+    private func redraw(_ prompt: UInt64) {
+        guard let screen = lock.withLock({ screens[prompt] }) else { return }
+        onMain { WindowScreen(screen).withCStruct { la_prompt_show(prompt, $0) } }
+    }
+
+    /// After an upgrade the running program is the old, deleted file, which the daemon no longer
+    /// admits: the installed one takes over, in this process.
+    static func restartIfReplaced() {
+        guard let running = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
+              running.hasSuffix(" (deleted)") else { return }
+        let installed = String(running.dropLast(" (deleted)".count))
+        guard FileManager.default.isExecutableFile(atPath: installed) else { return }
+        say("\(installed) was replaced: starting the new one")
+        let arguments = [installed] + CommandLine.arguments.dropFirst()
+        var argv = arguments.map { strdup($0) } + [nil]
+        execv(installed, &argv)
+        say("could not start \(installed): \(String(cString: strerror(errno)))")
     }
 
     /// An answer from a window (GTK's main thread).
@@ -85,7 +118,10 @@ final class AgentSession: @unchecked Sendable {
         switch Int(action) {
         case LA_PROMPT_PASSCODE:
             guard let passcode else { return }
-            answer = .typed(String(cString: passcode))
+            let typed = String(cString: passcode)
+            // Never a passcode the daemon cannot take: the window goes back to its screen.
+            guard typed.utf8.count <= WireLimits.maxPasscodeBytes else { return redraw(prompt) }
+            answer = .typed(typed)
         case LA_PROMPT_CANCEL: answer = PromptAction(.cancel)
         case LA_PROMPT_FALLBACK: answer = PromptAction(.fallback)
         case LA_PROMPT_RETRY: answer = PromptAction(.retry)
@@ -98,8 +134,10 @@ final class AgentSession: @unchecked Sendable {
 
     private func send(_ request: Request) {
         guard let c = lock.withLock({ connection }) else { return }
-        c.send(request) { result in
-            if case .success(.failure(let f)) = result { say("the daemon refused an answer: \(f.message)") }
+        c.send(request) { [self] result in
+            guard case .success(.failure(let f)) = result else { return }
+            say("the daemon refused an answer: \(f.message)")
+            if case .promptAction(let prompt, _) = request { redraw(prompt) }
         }
     }
 }
@@ -132,9 +170,10 @@ struct WindowScreen {
 
     func withCStruct(_ body: (UnsafePointer<la_prompt_screen>) -> Void) {
         let s = screen
-        let strings = [s.app, s.reason, s.instruction, s.cancelTitle, s.fallbackTitle, s.warning, s.sensorName].map { $0.map { strdup($0) } }
+        let strings = [s.app, s.reason, s.instruction, s.cancelTitle, s.fallbackTitle, s.warning, s.sensorName, s.heading].map { $0.map { strdup($0) } }
         defer { strings.forEach { free($0 ?? nil) } }
-        var c = la_prompt_screen(app: strings[0]!, reason: strings[1]!, instruction: strings[2]!, cancel_title: strings[3]!,
+        var c = la_prompt_screen(app: strings[0]!, heading: strings[7]!, administration: s.administration == true ? 1 : 0,
+                                 reason: strings[1]!, instruction: strings[2]!, cancel_title: strings[3]!,
                                  fallback_title: strings[4] ?? nil, warning: strings[5] ?? nil, sensor_name: strings[6] ?? nil,
                                  passcode_entry: s.passcodeEntry ? 1 : 0, retry_offered: s.retryOffered ? 1 : 0,
                                  simulated_touches: s.sensorSimulated && s.sensorArmed ? 1 : 0)

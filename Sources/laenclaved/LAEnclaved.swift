@@ -146,8 +146,8 @@ struct LAEnclaved: AsyncParsableCommand {
         commandLine.pamService = pamService
         commandLine.pamUsers = pamUsers.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
         if let promptAgent {
-            guard promptAgent == "none" || promptAgent.hasPrefix("/") else { throw ValidationError("--prompt-agent is an absolute path, or none") }
-            commandLine.promptAgent = promptAgent == "none" ? "" : promptAgent
+            guard let agent = DaemonSettings.promptAgent(promptAgent) else { throw ValidationError("--prompt-agent is the agent's absolute path, or none") }
+            commandLine.promptAgent = agent
         }
         if allowSimulation { commandLine.allowSimulation = true }
         if noSimulation { commandLine.allowSimulation = false }

@@ -27,8 +27,13 @@ final class GraphicalPromptTests: XCTestCase {
     }
 
     /// Starts the agent and waits until the daemon says it draws this session's prompts.
-    private func serving() throws -> AgentProcess {
-        let agent = try AgentProcess(on: display, enclave: enclave)
+    private func serving(_ executable: String = productPath("laenclaved-agent")) throws -> AgentProcess {
+        let agent = try AgentProcess(on: display, enclave: enclave, executable: executable)
+        try waitUntilServing(agent)
+        return agent
+    }
+
+    private func waitUntilServing(_ agent: AgentProcess) throws {
         let deadline = Date().addingTimeInterval(20)
         while try enclave.status().promptAgent != true {
             guard Date() < deadline, agent.process.isRunning else {
@@ -36,7 +41,6 @@ final class GraphicalPromptTests: XCTestCase {
             }
             usleep(50_000)
         }
-        return agent
     }
 
     /// lactl authenticate, without a terminal, on a thread of its own.
@@ -122,6 +126,27 @@ final class GraphicalPromptTests: XCTestCase {
         }
         // The real one serves.
         _ = try serving()
+    }
+
+    /// An upgrade replaces the agent's program while it runs, and restarts the daemon: the daemon
+    /// refuses the running, deleted program (it is no longer the installed file), and the agent
+    /// starts the new one in its place instead of ending — else prompts would quietly go to the
+    /// terminal until the next login.
+    func testAReplacedAgentStartsItsNewProgramAndServesAgain() throws {
+        let bin = NSTemporaryDirectory() + "la-agent-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: bin) }
+        let installed = bin + "/laenclaved-agent"
+        try FileManager.default.copyItem(atPath: productPath("laenclaved-agent"), toPath: installed)
+        enclave = try TestEnclave(.with { $0.extraArguments = ["--prompt-agent", installed] })
+        let agent = try serving(installed)
+        // dpkg's way: the new file beside, renamed over the old one.
+        try FileManager.default.copyItem(atPath: productPath("laenclaved-agent"), toPath: installed + ".new")
+        XCTAssertEqual(rename(installed + ".new", installed), 0)
+        try enclave.restart()
+        try waitUntilServing(agent)
+        XCTAssertTrue(agent.output.contains("was replaced: starting the new one"), agent.output)
+        XCTAssertTrue(agent.process.isRunning)
     }
 
     private func waitForNoWindow() -> Bool {

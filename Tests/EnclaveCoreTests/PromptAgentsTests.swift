@@ -29,7 +29,6 @@ final class PromptAgentsTests: XCTestCase {
         let desktop = PromptSeat(uid: 1000, session: "2")
         let ssh = PromptSeat(uid: 1000, session: "7")
         let outside = PromptSeat(uid: 1000, session: nil)
-        XCTAssertFalse(agents.servesUser(1000))
         XCTAssertEqual(agents.register("desktop", connection: 1, seat: desktop), .registered)
         XCTAssertEqual(agents.register("unit", connection: 2, seat: outside), .registered)
         guard case .refused(let why) = agents.register("second", connection: 3, seat: desktop) else { return XCTFail("two agents for one seat") }
@@ -39,16 +38,14 @@ final class PromptAgentsTests: XCTestCase {
         XCTAssertEqual(agents.agent(for: outside), "unit")
         XCTAssertNil(agents.agent(for: ssh), "an app in another session of the user gets no agent")
         XCTAssertNil(agents.agent(for: PromptSeat(uid: 1001, session: "2")), "nor another user's app in a session of that number")
-        XCTAssertTrue(agents.servesUser(1000))
-        XCTAssertFalse(agents.servesUser(1001))
         agents.remove(connection: 1)
         XCTAssertNil(agents.agent(for: desktop))
-        XCTAssertTrue(agents.servesUser(1000))
         XCTAssertEqual(agents.register("second", connection: 3, seat: desktop), .registered, "the seat is free once its agent left")
         agents.remove(connection: 3)
         agents.remove(connection: 2)
         agents.remove(connection: 2)
-        XCTAssertFalse(agents.servesUser(1000))
+        XCTAssertNil(agents.agent(for: outside))
+        XCTAssertNil(agents.agent(for: desktop))
     }
 
     func testAnAnswerIsTakenOnlyWhereTheScreenOffersIt() {

@@ -68,4 +68,14 @@ final class PromptKeyboardTests: XCTestCase {
         XCTAssertTrue(text.contains("wants to confirm it is you"))
         XCTAssertTrue(text.contains("\\u{1B}"), text)
     }
+
+    /// Administration says so in its heading: an app's evaluation, whatever its reason, cannot read
+    /// as the daemon asking for the person's permission.
+    func testAdministrationHasAHeadingOfItsOwn() {
+        var s = screen()
+        s.reason = "Allow it to list the keychain items of every app of yours"
+        XCTAssertTrue(PromptText.lines(s, first: true)[1].hasSuffix("wants to confirm it is you"))
+        s.administration = true
+        XCTAssertTrue(PromptText.lines(s, first: true)[1].hasSuffix("asks for your permission (laenclaved administration)"))
+    }
 }

@@ -42,9 +42,9 @@ final class PromptAgentTests: XCTestCase {
 
     // MARK: Harness
 
-    private func connect(_ path: String, kind: AppIdentity.Kind = .app) async throws -> (handler: ConnectionHandler, sink: Sink) {
+    private func connect(_ path: String, kind: AppIdentity.Kind = .app, session: String? = nil) async throws -> (handler: ConnectionHandler, sink: Sink) {
         let sink = Sink()
-        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: AppIdentity(name: path, kind: kind)),
+        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: AppIdentity(name: path, kind: kind), session: session),
                                         daemon: daemon, sink: sink, logger: Logger(label: "test"))
         runners.append(Task { await handler.run() })
         handlers.append(handler)
@@ -71,8 +71,8 @@ final class PromptAgentTests: XCTestCase {
 
 
     /// The agent's connection, serving: its `servePrompts` id with it.
-    private func serveAsAgent() async throws -> (connection: (handler: ConnectionHandler, sink: Sink), serving: UInt64) {
-        let agent = try await connect(agentPath)
+    private func serveAsAgent(session: String? = nil) async throws -> (connection: (handler: ConnectionHandler, sink: Sink), serving: UInt64) {
+        let agent = try await connect(agentPath, session: session)
         let serving = await send(.servePrompts, on: agent)
         let event = try await agent.sink.event(serving)
         XCTAssertNotNil(event.serving, "the agent hears it serves")
@@ -164,13 +164,16 @@ final class PromptAgentTests: XCTestCase {
         XCTAssertEqual(closed.closed, "authenticated")
     }
 
-    /// An answer the screen does not offer is refused and counts nothing: a fallback not shown, a
-    /// scripted touch, an empty passcode, a prompt that is not open.
+    /// An answer the screen does not offer is refused and counts nothing: a passcode where none is
+    /// taken, an empty one, a fallback not shown, Face ID's Try Again with Touch ID, a prompt that
+    /// is not open.
     func testAnswersTheScreenDoesNotOfferAreRefused() async throws {
         let agent = try await serveAsAgent()
-        let evaluation = await evaluate(policy: 1, on: app)  // biometrics only: no passcode, no fallback title by default?
+        let evaluation = await evaluate(policy: 1, on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
         let screen = try XCTUnwrap(shown.screen)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        XCTAssertFalse(screen.passcodeEntry, "biometrics only: no passcode on the first screen")
         var refused: [PromptAction] = [.typed(""), PromptAction(.retry)]
         if !screen.passcodeEntry { refused.append(.typed("1234")) }
         if screen.fallbackTitle == nil { refused.append(PromptAction(.fallback)) }
@@ -200,9 +203,9 @@ final class PromptAgentTests: XCTestCase {
     func testAnAgentThatNeverAnswersIsDroppedAndThePromptMovesOn() async throws {
         let agent = try await serveAsAgent()
         let evaluation = await evaluate(on: app)
-        _ = try await agent.connection.sink.event(agent.serving)
+        let shown = try await agent.connection.sink.event(agent.serving)
         let moved = try await app.sink.prompt(evaluation, timeout: 5)
-        XCTAssertFalse(moved.app.isEmpty, "the app's prompt moved to headless")
+        XCTAssertEqual(moved, shown.screen, "the app's prompt moved to headless with the screen the agent had")
         guard case .failure(let dropped) = try await agent.connection.sink.final(agent.serving) else { return XCTFail("the agent was not told") }
         XCTAssertTrue(dropped.message.contains("no longer serves"), dropped.message)
         let promptAgent = try await status().promptAgent
@@ -241,10 +244,63 @@ final class PromptAgentTests: XCTestCase {
         let listing = await send(.keychainList, on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
         let screen = try XCTUnwrap(shown.screen)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
         XCTAssertTrue(screen.reason.hasPrefix("Allow it to "), screen.reason)
+        XCTAssertEqual(screen.administration, true, "administration reads apart from an app's evaluation")
+        XCTAssertTrue(screen.heading.contains("permission"), screen.heading)
         XCTAssertTrue(screen.passcodeEntry)
         _ = try await request(.promptAction(prompt: shown.prompt, action: .typed("1234")), on: agent.connection)
         guard case .keychainListing = try await app.sink.final(listing) else { return XCTFail("not listed") }
+    }
+
+    /// The agent's window is closed when its administration ends badly too: the agent goes away
+    /// mid-administration with no terminal to move to, and the request ends with a clear error.
+    func testAnAgentLostDuringAdministrationEndsItClearly() async throws {
+        let agent = try await serveAsAgent()
+        let listing = await send(.keychainList, on: app)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        XCTAssertEqual(shown.screen?.administration, true)
+        agent.connection.handler.closed()
+        guard case .failure(let f) = try await app.sink.final(listing) else { return XCTFail("listed without the person") }
+        XCTAssertEqual(f.code, .notPermitted)
+        XCTAssertTrue(f.message.contains("agent went away"), f.message)
+    }
+
+    /// An answer to a prompt that has closed is refused, and changes nothing.
+    func testAnAnswerAfterThePromptClosedIsRefused() async throws {
+        let agent = try await serveAsAgent()
+        let evaluation = await evaluate(on: app)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.cancel)), on: agent.connection)
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        XCTAssertEqual(result.error, .userCancel)
+        guard case .failure(let late) = try await request(.promptAction(prompt: shown.prompt, action: .typed("0000")), on: agent.connection) else {
+            return XCTFail("an answer to a closed prompt was taken")
+        }
+        XCTAssertEqual(late.code, .invalidParameter)
+        let failures = try await status().passcodeFailures
+        XCTAssertEqual(failures, 0)
+    }
+
+    /// An agent draws only the prompts of its own seat: an app in another session of the same user
+    /// (ssh, a second login) keeps its own prompt; an app of the agent's session gets the agent.
+    func testAnAgentServesOnlyItsOwnSession() async throws {
+        let agent = try await serveAsAgent(session: "2")
+        let elsewhere = try await connect(appPath, session: "7")
+        let there = await evaluate(on: elsewhere)
+        let headless = try await elsewhere.sink.prompt(there)
+        XCTAssertFalse(headless.app.isEmpty)
+        // One prompt per user at a time: this one ends before the next app asks.
+        _ = await send(.invalidate(context: "c\(there)"), on: elsewhere)
+        _ = try await elsewhere.sink.final(there)
+        let here = try await connect(appPath, session: "2")
+        let evaluation = await evaluate(on: here)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        XCTAssertEqual(shown.screen?.app, appPath)
+        let hereSawAPrompt = await here.sink.sawPrompt(evaluation)
+        XCTAssertFalse(hereSawAPrompt)
+        _ = await send(.invalidate(context: "c\(evaluation)"), on: here)
     }
 }
 

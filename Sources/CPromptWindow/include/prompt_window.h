@@ -7,6 +7,8 @@
 /// its verified identity; the reason and titles are the app's own text, shown as plain text).
 typedef struct {
     const char *app;
+    const char *heading;         // after the app's name: "wants to confirm it is you", or administration's
+    int administration;          // the person allows administration (the window's title says so)
     const char *reason;
     const char *instruction;
     const char *cancel_title;
