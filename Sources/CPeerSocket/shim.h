@@ -178,3 +178,33 @@ static inline uint32_t la_terminal_device(int fd) {
     if (ioctl(fd, TIOCGDEV, &device) != 0) return 0;
     return device;
 }
+
+// The privileged helper (`PeerHelper`): the daemon that parses clients' input keeps no capability
+// over other processes; a helper that reads only fixed-size messages from it does.
+#include <sys/prctl.h>
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+/// Clears the calling thread's ambient capabilities: a program it then executes (not set-user-ID,
+/// without file capabilities, run by a user other than root) starts with none.
+static inline int la_clear_ambient_capabilities(void) {
+    return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+/// socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC): message boundaries kept, both ends close-on-exec.
+static inline int la_socketpair_seqpacket(int fds[2]) {
+    return socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds);
+}
+
+/// prctl(PR_SET_NO_NEW_PRIVS, 1): no program run from here on gains privileges (set-user-ID bits,
+/// file capabilities), so capabilities left in the inheritable and bounding sets stay unusable.
+static inline int la_set_no_new_privileges(void) {
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+}
+
+/// pidfd_open(pid, 0) (Linux 5.3).
+static inline int la_pidfd_open(int pid) {
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}

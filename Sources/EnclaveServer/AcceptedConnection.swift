@@ -12,7 +12,7 @@ import Glibc
 struct AcceptedConnection: Sendable {
     enum Admission: Sendable {
         /// Counted in the budget: release `credentials.uid` when the connection ends.
-        case admitted(PeerCredentials, PeerProcess, connectionCookie: UInt64)
+        case admitted(PeerCredentials, any PinnedPeer, connectionCookie: UInt64)
         /// Root, connected to a user-mode daemon that runs as another user (`AppIdentity.administrator`):
         /// counted in the budget like any peer, not pinned (its process is not the daemon's to read).
         case administrator(PeerCredentials)
@@ -27,7 +27,10 @@ struct AcceptedConnection: Sendable {
     /// connection: the kernel's facts about the peer, the user-mode and budget checks, then the pin
     /// (`PeerProcess`) — so that the executable read is as near the connect as the kernel lets
     /// anyone get, and a refused connection costs no more than its socket.
-    static func admit(_ channel: any Channel, mode: DaemonMode, servedUser: UInt32, connections: ConnectionCounter) -> EventLoopFuture<Admission> {
+    /// With `helper`, the pin is the privileged helper's (`PeerHelper`): this process then holds no
+    /// capability to read other users' processes.
+    static func admit(_ channel: any Channel, mode: DaemonMode, servedUser: UInt32, connections: ConnectionCounter,
+                      helper: PeerHelperClient? = nil) -> EventLoopFuture<Admission> {
         guard let provider = channel as? any SocketOptionProvider else {
             return channel.eventLoop.makeSucceededFuture(.refused(Failure(.notPermitted, "the daemon could not identify this client"),
                                                                   log: "refused a client the daemon could not identify", pid: 0, uid: nil))
@@ -51,6 +54,9 @@ struct AcceptedConnection: Sendable {
             }
             if visiting { return .administrator(credentials) }
             do throws(PeerProcess.Refusal) {
+                if let helper {
+                    return .admitted(credentials, try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie), connectionCookie: cookie)
+                }
                 return .admitted(credentials, try PeerProcess(pid: credentials.pid, pidfd: pidfd), connectionCookie: cookie)
             } catch {
                 connections.release(credentials.uid)

@@ -27,6 +27,9 @@ public final class EnclaveDaemon: Sendable {
     let handoff: HandoffRegistry
     /// The graphical prompt agents serving their sessions (`PromptAgent`).
     let promptAgents = PromptAgentRegistry()
+    /// The privileged helper that pins other users' processes, when this daemon gave up the
+    /// capabilities to do it itself (`PeerHelper`).
+    let peerHelper: PeerHelperClient?
     private let lockDescriptor: Int32
 
     public enum StartError: Error, CustomStringConvertible {
@@ -43,8 +46,10 @@ public final class EnclaveDaemon: Sendable {
     /// The user a user-mode daemon serves: the one it runs as (in-process tests may name another).
     public let servedUser: UInt32
 
-    public init(config: DaemonConfiguration, clock: any EnclaveClock = SystemClock(), servedUser: UInt32 = getuid(), logger: Logger) throws {
+    public init(config: DaemonConfiguration, clock: any EnclaveClock = SystemClock(), servedUser: UInt32 = getuid(), logger: Logger,
+                peerHelper: PeerHelperClient? = nil) throws {
         self.servedUser = servedUser
+        self.peerHelper = peerHelper
         // Every file made here gets its mode explicitly (state 0600, directories 0700); the process's
         // umask is the executable's to set, not a library's (tests run daemons in-process).
         try Storage.makePrivateDirectory(config.stateDirectory)

@@ -96,7 +96,7 @@ public struct EnclaveService: Service {
     /// The child channel's initializer: the peer is admitted and pinned before anything else.
     private func accepted(_ channel: any Channel) -> EventLoopFuture<AcceptedConnection> {
         let connections = self.connections
-        return AcceptedConnection.admit(channel, mode: daemon.config.mode, servedUser: daemon.servedUser, connections: connections).flatMapThrowing { admission in
+        return AcceptedConnection.admit(channel, mode: daemon.config.mode, servedUser: daemon.servedUser, connections: connections, helper: daemon.peerHelper).flatMapThrowing { admission in
             do {
                 return AcceptedConnection(channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel), admission: admission)
             } catch {
@@ -162,7 +162,7 @@ public struct EnclaveService: Service {
 extension EnclaveService {
     fileprivate func handleRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, admission: AcceptedConnection.Admission,
                                     inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
-        let credentials: PeerCredentials, process: PeerProcess, cookie: UInt64
+        let credentials: PeerCredentials, process: any PinnedPeer, cookie: UInt64
         switch admission {
         case .admitted(let c, let p, let k): (credentials, process, cookie) = (c, p, k)
         case .administrator(let c):
@@ -187,7 +187,7 @@ extension EnclaveService {
         await serve(connection, peer: peer, process: process, inbound: inbound, writer: writer)
     }
 
-    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: PeerIdentity, process: PeerProcess?,
+    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: PeerIdentity, process: (any PinnedPeer)?,
                        inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
         let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
         await withDiscardingTaskGroup { group in
@@ -198,7 +198,7 @@ extension EnclaveService {
     }
 
     private func readRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
-                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity, process: PeerProcess?) async {
+                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity, process: (any PinnedPeer)?) async {
         // A connection that never says hello holds a descriptor and a slot of its user's budget.
         let channel = connection.channel
         let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {

@@ -10,7 +10,7 @@ import LocalAuthenticationTesting
 ///     the durable write of the ledger and the audit entry;
 ///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
 ///     concurrent client connections.
-/// Usage: la-bench [iterations] [max-clients]
+/// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon)
 @main
 struct Bench {
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -33,6 +33,9 @@ struct Bench {
         }
         if args.count > 1 && args[1] == "load" {
             return try await LoadBench.run(clients: args.count > 2 ? Int(args[2]) ?? 64 : 64, seconds: args.count > 3 ? Double(args[3]) ?? 60 : 60)
+        }
+        if args.count > 2 && args[1] == "daemon" {
+            return try SystemDaemonBench.run(socket: args[2], iterations: max(1, args.count > 3 ? Int(args[3]) ?? 2000 : 2000))
         }
         if args.count > 1 && args[1] == "keychain" {
             return try await KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)

@@ -51,6 +51,14 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("pam-service"), help: "The PAM service (a file in /etc/pam.d) that checks login passwords.")
     var pamService: String?
 
+    /// The privileged helper's own run (`PeerHelper`): its end of the socket pair.
+    @Option(name: .customLong("peer-helper"), help: .hidden)
+    var peerHelper: Int32?
+
+    /// The daemon after it gave its capabilities to the helper: its end of the socket pair.
+    @Option(name: .customLong("peer-helper-socket"), help: .hidden)
+    var peerHelperSocket: Int32?
+
     @Option(name: .customLong("prompt-agent"), help: "The graphical prompt agent's executable, or none (default: laenclaved-agent beside laenclaved).")
     var promptAgent: String?
 
@@ -114,6 +122,13 @@ struct LAEnclaved: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let peerHelper { PeerHelper.serve(socket: peerHelper) }
+        // A system daemon given the capabilities to read other users' processes (the packaged
+        // unit's AmbientCapabilities=) hands them to its helper and runs again without them. Root
+        // keeps its own (it is root whatever it gives up).
+        if system, peerHelperSocket == nil, getuid() != 0, PeerHelper.holdsPeerCapabilities() != false {
+            try PeerHelper.launchThenDropCapabilities(arguments: CommandLine.arguments)
+        }
         // Every file the daemon creates is private to it, whatever made it forget a mode.
         umask(0o077)
         let mode: DaemonMode = system ? .system : .user
@@ -172,7 +187,17 @@ struct LAEnclaved: AsyncParsableCommand {
             logger.warning("the descriptor limit allows only \(config.connectionLimits.total) connections", metadata: ["asked": "\(maxConnections)"])
         }
         let daemon: EnclaveDaemon
-        do { daemon = try EnclaveDaemon(config: config, logger: logger) } catch let e as EnclaveDaemon.StartError {
+        if peerHelperSocket != nil {
+            // Fail closed: a daemon that still holds them (file capabilities on the binary, a
+            // hand-given --peer-helper-socket) would serve with them.
+            guard PeerHelper.holdsPeerCapabilities() == false else {
+                logger.critical("this daemon still holds CAP_SYS_PTRACE or CAP_DAC_READ_SEARCH after handing them to its helper: not starting")
+                throw ExitCode(1)
+            }
+            logger.info("other users' processes are read by the privileged helper", metadata: ["capabilities": "none"])
+        }
+        let helper = peerHelperSocket.map { PeerHelperClient(socket: $0) }
+        do { daemon = try EnclaveDaemon(config: config, logger: logger, peerHelper: helper) } catch let e as EnclaveDaemon.StartError {
             if case .alreadyRunning = e {
                 logger.notice("\(e.description); exiting")
                 return

@@ -275,6 +275,7 @@ final class PackageInstallTests: XCTestCase {
         let daemon = try spawnActivated(["--system", "--passcode-cost", "10", "--simulated-sensor", "touchid", "--allow-simulation"], log: log)
         daemons.append(daemon)
         try waitUntilListening(daemon, log: log)
+        try theParsingProcessHoldsNoCapability(daemon, log: log)
 
         // No --socket: the client finds the system socket itself.
         let status = try asNobody([lactlPath, "status"])
@@ -310,6 +311,46 @@ final class PackageInstallTests: XCTestCase {
         daemons.removeAll { $0 == daemon }
         // Activated, the daemon leaves the socket to whoever made it (systemd keeps listening on it).
         XCTAssertEqual(info(socketPath)?.st_ino, inode, "an activated daemon must not remove or re-create the socket")
+    }
+
+    /// The unit grants CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, to read other users' processes; a
+    /// process holding CAP_SYS_PTRACE can write any process's memory, root's included. Before, the
+    /// daemon that parses every client's JSON held both; now it hands them to its helper, a child
+    /// that reads only fixed-size messages from it, and holds none (`PeerHelper`).
+    private func theParsingProcessHoldsNoCapability(_ daemon: pid_t, log: String) throws {
+        let ptraceAndSearch: UInt64 = 1 << 19 | 1 << 2
+        // Every thread: capabilities are per thread.
+        let threads = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/task")
+        XCTAssertGreaterThan(threads.count, 1)
+        for thread in threads {
+            let status = try String(contentsOfFile: "/proc/\(daemon)/task/\(thread)/status", encoding: .utf8)
+            for set in ["CapPrm:", "CapEff:", "CapAmb:"] {
+                XCTAssertEqual(try field(set, in: status) & ptraceAndSearch, 0, "thread \(thread) of the daemon holds it in \(set) \(daemonLog(log))")
+            }
+            // What is left in the inheritable and bounding sets no program it runs can take up.
+            XCTAssertEqual(try field("NoNewPrivs:", in: status, radix: 10), 1)
+        }
+        let children = try runProcess("/usr/bin/pgrep", ["-P", String(daemon)]).stdout.split(separator: "\n").compactMap { pid_t($0) }
+        XCTAssertEqual(children.count, 1, "one helper")
+        for child in children {
+            let status = try String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)
+            XCTAssertEqual(try field("CapEff:", in: status) & ptraceAndSearch, ptraceAndSearch, "the helper keeps both")
+            let command = try String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)
+            XCTAssertTrue(command.contains("--peer-helper"), command)
+            // Not the daemon's listening socket: the helper answers the daemon alone.
+            var st = stat()
+            XCTAssertEqual(fstat(listener, &st), 0)
+            let held = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd").compactMap {
+                try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child)/fd/\($0)")
+            }
+            XCTAssertFalse(held.contains("socket:[\(st.st_ino)]"), "the helper holds the listening socket: \(held)")
+        }
+        XCTAssertTrue(daemonLog(log).contains("capabilities=none"), daemonLog(log))
+    }
+
+    private func field(_ name: String, in status: String, radix: Int = 16) throws -> UInt64 {
+        let line = try XCTUnwrap(status.split(separator: "\n").first { $0.hasPrefix(name) })
+        return try XCTUnwrap(UInt64(line.dropFirst(name.count).trimmingCharacters(in: .whitespaces), radix: radix))
     }
 
     /// As systemd restarts the service on the same socket, without simulation: the state survived,

@@ -1,0 +1,315 @@
+import CPeerSocket
+import EnclaveCore
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the daemon keeps of a connection's peer process once it is pinned: who it is, its session,
+/// and whether it has since run another executable.
+protocol PinnedPeer: AnyObject, Sendable {
+    var identity: AppIdentity { get }
+    var session: String? { get }
+    /// Whether the process no longer runs the executable it was pinned with (checked before every request).
+    func executableChanged() -> Bool
+    /// That the pinned process holds the connection, close-on-exec (`PeerProcess.confirmHolds`).
+    func confirmHolds(connectionCookie cookie: UInt64) throws(PeerProcess.Refusal)
+}
+
+extension PeerProcess: PinnedPeer {}
+
+/// The least-privilege split of a system daemon (issue 10, item 7): reading another user's
+/// `/proc/PID/exe` and `/proc/PID/fd` needs CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, and a process
+/// holding CAP_SYS_PTRACE can write into any process's memory — root's included. So the daemon that
+/// parses clients' requests (JSON, SQLite, D-Bus, PAM) gives both up, and this helper, a child
+/// started before, keeps them and does only that: it pins a peer (`PeerProcess`: the executable,
+/// the session, the proof that it holds the connection), answers whether a pinned peer still runs
+/// the same executable, and forgets it. It takes messages from the daemon alone (its end of a
+/// socket pair); what it reads of a client is what the kernel shows of its process.
+///
+/// Messages (native byte order; one per SOCK_SEQPACKET datagram):
+/// - request, 32 bytes: operation (UInt32: 1 pin, 2 check, 3 release), pid (Int32), handle (UInt64),
+///   connection cookie (UInt64), sequence (UInt64); a pin may carry the peer's pidfd (SCM_RIGHTS).
+/// - answer to pin and check (release has none): status (Int32: 0 ok/unchanged, 1 ended/changed,
+///   2 unreadable, 3 not holding, 4 inheritable, 5 socket unknown, 6 bad request, 7 too long),
+///   errno (Int32), handle (UInt64), the request's sequence (UInt64), identity kind (UInt8), name
+///   length (UInt16), session length (UInt16, 0xFFFF: none), then the name's and the session's
+///   bytes. The daemon takes an answer only with its request's sequence: a late one is dropped.
+public enum PeerHelper {
+    enum Operation: UInt32 { case pin = 1, check = 2, release = 3 }
+    static let requestSize = 32
+    static let headerSize = 4 + 4 + 8 + 8 + 1 + 2 + 2
+    /// A name is a path as `String(cString:)` made it (each byte at most 3 in UTF-8), or an
+    /// unverified identity that also names the file.
+    static let maxName = 3 * Int(PATH_MAX) + 64
+    static let maxSession = 255
+    static let maxAnswer = headerSize + maxName + maxSession
+    static let kinds: [AppIdentity.Kind] = [.app, .interpreter, .unverified, .administrator]
+
+    /// The helper's loop, on `socket` (its end of the pair). Ends the process when the daemon's end
+    /// closes.
+    public static func serve(socket: Int32) -> Never {
+        var limit = rlimit()
+        if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+            limit.rlim_cur = limit.rlim_max
+            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        var pinned: [UInt64: PeerProcess] = [:]
+        var next: UInt64 = 1
+        var buffer = [UInt8](repeating: 0, count: 64)
+        var fds = [Int32](repeating: -1, count: 1)
+        while true {
+            var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, -1) >= 0 || errno == EINTR else { exit(1) }
+            var count: Int32 = 0
+            let n = la_receive_with_descriptors(socket, &buffer, buffer.count, &fds, 1, &count)
+            if n < 0 { if errno == EAGAIN || errno == EINTR { continue } else { exit(1) } }
+            if n == 0 { exit(0) }
+            let pidfd: Int32? = count >= 1 ? fds[0] : nil
+            defer { if let pidfd { close(pidfd) } }
+            let sequence = n >= requestSize ? read(buffer, 24, UInt64.self) : 0
+            guard n == requestSize, count <= 1, let operation = Operation(rawValue: read(buffer, 0, UInt32.self)) else {
+                answer(socket, sequence: sequence, status: 6)
+                continue
+            }
+            let pid = read(buffer, 4, Int32.self), handle = read(buffer, 8, UInt64.self), cookie = read(buffer, 16, UInt64.self)
+            switch operation {
+            case .pin:
+                do throws(PeerProcess.Refusal) {
+                    let process = try PeerProcess(pid: pid, pidfd: pidfd)
+                    try process.confirmHolds(connectionCookie: cookie)
+                    let identity = process.identity
+                    guard identity.name.utf8.count <= maxName, (process.session?.utf8.count ?? 0) <= maxSession else {
+                        answer(socket, sequence: sequence, status: 7)
+                        continue
+                    }
+                    pinned[next] = process
+                    answer(socket, sequence: sequence, status: 0, handle: next, identity: identity, session: process.session)
+                    next += 1
+                } catch {
+                    let (status, code) = Self.code(of: error)
+                    answer(socket, sequence: sequence, status: status, errno: code)
+                }
+            case .check:
+                answer(socket, sequence: sequence, status: pinned[handle].map { $0.executableChanged() ? 1 : 0 } ?? 1)
+            case .release:
+                pinned[handle] = nil
+            }
+        }
+    }
+
+    static func code(of refusal: PeerProcess.Refusal) -> (Int32, Int32) {
+        switch refusal {
+        case .ended: return (1, 0)
+        case .unreadable(let e): return (2, e)
+        case .notHoldingConnection: return (3, 0)
+        case .inheritableConnection: return (4, 0)
+        case .socketUnknown(let e): return (5, e)
+        }
+    }
+
+    static func refusal(status: Int32, errno code: Int32) -> PeerProcess.Refusal {
+        switch status {
+        case 1: return .ended
+        case 3: return .notHoldingConnection
+        case 4: return .inheritableConnection
+        case 5: return .socketUnknown(code)
+        case 7: return .unreadable(ENAMETOOLONG)
+        default: return .unreadable(code == 0 ? EPROTO : code)
+        }
+    }
+
+    private static func answer(_ socket: Int32, sequence: UInt64, status: Int32, errno code: Int32 = 0, handle: UInt64 = 0,
+                               identity: AppIdentity? = nil, session: String? = nil) {
+        var bytes: [UInt8] = []
+        append(&bytes, status); append(&bytes, code); append(&bytes, handle); append(&bytes, sequence)
+        let name = Array((identity?.name ?? "").utf8), place = Array((session ?? "").utf8)
+        bytes.append(UInt8(identity.flatMap { kinds.firstIndex(of: $0.kind) } ?? 0))
+        append(&bytes, UInt16(name.count)); append(&bytes, session == nil ? UInt16.max : UInt16(place.count))
+        bytes += name + place
+        _ = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    static func append<T: FixedWidthInteger>(_ bytes: inout [UInt8], _ value: T) {
+        withUnsafeBytes(of: value) { bytes += $0 }
+    }
+
+    static func read<T: FixedWidthInteger>(_ bytes: [UInt8], _ offset: Int, _ type: T.Type) -> T {
+        bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: T.self) }
+    }
+
+    /// Starts the helper (keeping the capabilities this process was given) and then this program
+    /// again in this process without any (`--peer-helper-socket`, right after the program name):
+    /// the ambient set cleared, and no new privileges from any program it may run. Returns only if
+    /// that could not be done.
+    public static func launchThenDropCapabilities(arguments: [String]) throws {
+        var pair: [Int32] = [-1, -1]
+        guard la_socketpair_seqpacket(&pair) == 0 else { throw HelperError("socketpair: \(String(cString: strerror(errno)))") }
+        // The helper's end is inherited by it alone; the daemon's end by the next program image.
+        _ = fcntl(pair[1], F_SETFD, 0)
+        let helper = try spawn(["laenclaved", "--peer-helper", String(pair[1])], keeping: pair[1])
+        close(pair[1])
+        _ = fcntl(pair[0], F_SETFD, 0)
+        guard la_clear_ambient_capabilities() == 0, la_set_no_new_privileges() == 0 else {
+            kill(helper, SIGKILL)
+            throw HelperError("cannot give up the capabilities: \(String(cString: strerror(errno)))")
+        }
+        var argv = ([arguments[0], "--peer-helper-socket", String(pair[0])] + arguments.dropFirst()).map { strdup($0) } + [nil]
+        execv("/proc/self/exe", &argv)
+        kill(helper, SIGKILL)
+        throw HelperError("cannot run the daemon again without capabilities: \(String(cString: strerror(errno)))")
+    }
+
+    /// Starts this program with `arguments`; of this process's inheritable descriptors (systemd's
+    /// listening sockets among them) the child gets `keeping` alone.
+    private static func spawn(_ arguments: [String], keeping: Int32) throws -> pid_t {
+        var pid: pid_t = 0
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
+        for fd in open where fd > 2 && fd != keeping && fcntl(fd, F_GETFD) >= 0 && fcntl(fd, F_GETFD) & FD_CLOEXEC == 0 {
+            posix_spawn_file_actions_addclose(&actions, fd)
+        }
+        let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, &argv, environ)
+        guard rc == 0 else { throw HelperError("cannot start the helper: \(String(cString: strerror(rc)))") }
+        return pid
+    }
+
+    /// Whether this process holds, in its permitted, effective or ambient set, a capability over
+    /// other processes' files and memory (CAP_DAC_READ_SEARCH is bit 2, CAP_SYS_PTRACE bit 19); nil
+    /// when the kernel's status cannot be read (callers treat that as holding).
+    public static func holdsPeerCapabilities(status: String? = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) -> Bool? {
+        guard let status else { return nil }
+        var held = false
+        for set in ["CapPrm:", "CapEff:", "CapAmb:"] {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(set) }),
+                  let value = UInt64(line.dropFirst(set.count).trimmingCharacters(in: .whitespaces), radix: 16) else { return nil }
+            held = held || value & (1 << 2 | 1 << 19) != 0
+        }
+        return held
+    }
+
+    public struct HelperError: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// The daemon's side of the helper: one request and its answer at a time, each answer matched to
+/// its request by sequence. A helper that is gone is fatal to the daemon (`onGone`): it would
+/// refuse every client until restarted, so it stops and lets its supervisor start both again.
+public final class PeerHelperClient: @unchecked Sendable {
+    private let socket: Int32
+    private let lock = NSLock()
+    private var sequence: UInt64 = 0
+    private let onGone: @Sendable () -> Void
+    /// How long an answer may take; a slower one refuses that client (and is dropped when it comes).
+    private let timeout: Int32 = 1000
+
+    public init(socket: Int32, onGone: @escaping @Sendable () -> Void = PeerHelperClient.stopTheDaemon) {
+        self.socket = socket; self.onGone = onGone
+        _ = fcntl(socket, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) | O_NONBLOCK)
+    }
+
+    public static let stopTheDaemon: @Sendable () -> Void = {
+        FileHandle.standardError.write(Data("laenclaved: its privileged helper is gone: stopping (the service manager starts both again)\n".utf8))
+        exit(70)
+    }
+
+    /// Pins the peer `pid` (with its pidfd when the kernel gave one) and proves it holds the
+    /// connection whose daemon end has `cookie`.
+    func pin(pid: Int32, pidfd: Int32?, cookie: UInt64) throws(PeerProcess.Refusal) -> HelperPinnedPeer {
+        guard let answer = exchange(.pin, pid: pid, cookie: cookie, descriptor: pidfd) else { throw .unreadable(ETIMEDOUT) }
+        let status = PeerHelper.read(answer, 0, Int32.self)
+        guard status == 0 else { throw PeerHelper.refusal(status: status, errno: PeerHelper.read(answer, 4, Int32.self)) }
+        guard let peer = peer(from: answer) else { throw .unreadable(EPROTO) }
+        return peer
+    }
+
+    private func peer(from answer: [UInt8]) -> HelperPinnedPeer? {
+        let kind = Int(answer[24]), nameLength = Int(PeerHelper.read(answer, 25, UInt16.self)), sessionLength = PeerHelper.read(answer, 27, UInt16.self)
+        let placeLength = sessionLength == .max ? 0 : Int(sessionLength)
+        guard kind < PeerHelper.kinds.count, nameLength > 0, answer.count == PeerHelper.headerSize + nameLength + placeLength else { return nil }
+        let name = String(decoding: answer[PeerHelper.headerSize..<(PeerHelper.headerSize + nameLength)], as: UTF8.self)
+        let session = sessionLength == .max ? nil : String(decoding: answer[(PeerHelper.headerSize + nameLength)...], as: UTF8.self)
+        return HelperPinnedPeer(client: self, handle: PeerHelper.read(answer, 8, UInt64.self),
+                                identity: AppIdentity(name: name, kind: PeerHelper.kinds[kind]), session: session)
+    }
+
+    func executableChanged(_ handle: UInt64) -> Bool {
+        guard let answer = exchange(.check, handle: handle) else { return true }
+        return PeerHelper.read(answer, 0, Int32.self) != 0
+    }
+
+    func release(_ handle: UInt64) {
+        lock.withLock { _ = sendRequest(.release, pid: 0, handle: handle, cookie: 0, sequence: 0, descriptor: nil) }
+    }
+
+    /// The answer to this request, or nil (refused: too slow, or the helper is gone).
+    private func exchange(_ operation: PeerHelper.Operation, pid: Int32 = 0, handle: UInt64 = 0, cookie: UInt64 = 0, descriptor: Int32? = nil) -> [UInt8]? {
+        let (answer, gone) = lock.withLock { () -> ([UInt8]?, Bool) in
+            sequence += 1
+            let mine = sequence
+            guard sendRequest(operation, pid: pid, handle: handle, cookie: cookie, sequence: mine, descriptor: descriptor) else {
+                return (nil, errno == EPIPE || errno == ECONNRESET)
+            }
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout) * 1_000_000
+            var buffer = [UInt8](repeating: 0, count: PeerHelper.maxAnswer)
+            while true {
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { return (nil, false) }
+                var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                let polled = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
+                if polled < 0 { if errno == EINTR { continue } else { return (nil, true) } }
+                if polled == 0 { continue }
+                let n = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { return (nil, true) }
+                guard n >= PeerHelper.headerSize else { continue }
+                let answer = Array(buffer[..<n])
+                if PeerHelper.read(answer, 16, UInt64.self) == mine { return (answer, false) }
+                // A late answer to an earlier request: a peer pinned for nobody is released.
+                if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0, answer.count > PeerHelper.headerSize {
+                    _ = sendRequest(.release, pid: 0, handle: PeerHelper.read(answer, 8, UInt64.self), cookie: 0, sequence: 0, descriptor: nil)
+                }
+            }
+        }
+        if gone { onGone() }
+        return answer
+    }
+
+    private func sendRequest(_ operation: PeerHelper.Operation, pid: Int32, handle: UInt64, cookie: UInt64, sequence: UInt64, descriptor: Int32?) -> Bool {
+        var bytes: [UInt8] = []
+        PeerHelper.append(&bytes, operation.rawValue); PeerHelper.append(&bytes, pid)
+        PeerHelper.append(&bytes, handle); PeerHelper.append(&bytes, cookie); PeerHelper.append(&bytes, sequence)
+        let sent = bytes.withUnsafeBytes { raw -> Int in
+            if let descriptor { return la_send_with_descriptor(socket, raw.baseAddress, raw.count, descriptor) }
+            var n: Int
+            repeat { n = send(socket, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) } while n < 0 && errno == EINTR
+            return n
+        }
+        return sent == bytes.count
+    }
+}
+
+/// A peer pinned by the helper: the daemon holds its handle, the helper the process.
+final class HelperPinnedPeer: PinnedPeer {
+    private let client: PeerHelperClient
+    let handle: UInt64
+    let identity: AppIdentity
+    let session: String?
+
+    init(client: PeerHelperClient, handle: UInt64, identity: AppIdentity, session: String?) {
+        self.client = client; self.handle = handle; self.identity = identity; self.session = session
+    }
+
+    deinit { client.release(handle) }
+
+    func executableChanged() -> Bool { client.executableChanged(handle) }
+
+    /// Proven by the helper when it pinned the peer, right after reading its executable.
+    func confirmHolds(connectionCookie cookie: UInt64) throws(PeerProcess.Refusal) {}
+}

@@ -1,0 +1,157 @@
+import CPeerSocket
+import EnclaveCore
+@testable import EnclaveServer
+import Foundation
+import XCTest
+
+/// The privileged helper's interface, against the real helper process (`laenclaved --peer-helper`):
+/// it pins a peer and proves the peer holds its connection, answers whether the peer still runs the
+/// same program, forgets it, refuses a malformed request; a late answer is never taken for the
+/// next request's; a helper that is gone stops the daemon.
+final class PeerHelperTests: XCTestCase {
+    private var helper: pid_t = 0
+    private var client: PeerHelperClient!
+    private var daemonEnd: Int32 = -1
+    private let gone = GoneFlag()
+
+    final class GoneFlag: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = false
+        func set() { lock.withLock { value = true } }
+        var isSet: Bool { lock.withLock { value } }
+    }
+
+    override func setUpWithError() throws {
+        let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let laenclaved = (me as NSString).deletingLastPathComponent + "/laenclaved"
+        guard FileManager.default.isExecutableFile(atPath: laenclaved) else { throw XCTSkip("laenclaved is not built beside the tests") }
+        var pair: [Int32] = [-1, -1]
+        XCTAssertEqual(la_socketpair_seqpacket(&pair), 0)
+        _ = fcntl(pair[1], F_SETFD, 0)
+        let arguments: [String] = [laenclaved, "--peer-helper", String(pair[1])]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        XCTAssertEqual(posix_spawn(&helper, laenclaved, nil, nil, &argv, environ), 0)
+        close(pair[1])
+        daemonEnd = pair[0]
+        let gone = self.gone
+        client = PeerHelperClient(socket: daemonEnd, onGone: { gone.set() })
+    }
+
+    override func tearDown() {
+        client = nil
+        if daemonEnd >= 0 { close(daemonEnd) }
+        var status: Int32 = 0
+        if helper > 0 { kill(helper, SIGKILL); waitpid(helper, &status, 0) }
+    }
+
+    /// A connected pair: the cookie of the daemon's end, and the client end (held by this process).
+    private func connection() -> (cookie: UInt64, ends: [Int32]) {
+        var ends: [Int32] = [-1, -1]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends), 0)
+        var cookie: UInt64 = 0
+        var size = socklen_t(MemoryLayout<UInt64>.size)
+        XCTAssertEqual(getsockopt(ends[0], SOL_SOCKET, la_so_cookie, &cookie, &size), 0)
+        return (cookie, ends)
+    }
+
+    func testItPinsAPeerThatHoldsItsConnectionAndForgetsIt() throws {
+        let (cookie, ends) = connection()
+        defer { ends.forEach { close($0) } }
+        // With the peer's pidfd, as the kernel gives it from Linux 6.5, and without.
+        let pidfd = la_pidfd_open(getpid())
+        XCTAssertGreaterThanOrEqual(pidfd, 0)
+        defer { close(pidfd) }
+        for descriptor in [pidfd, nil] {
+            var peer: HelperPinnedPeer? = try client.pin(pid: getpid(), pidfd: descriptor, cookie: cookie)
+            let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+            XCTAssertEqual(peer?.identity.name, me, "the executable the kernel names, verified")
+            XCTAssertEqual(peer?.identity.kind, .app)
+            XCTAssertEqual(peer?.session, LoginSession.of(pid: getpid()))
+            XCTAssertEqual(peer?.executableChanged(), false)
+            let handle = try XCTUnwrap(peer?.handle)
+            peer = nil
+            XCTAssertTrue(client.executableChanged(handle), "a released peer is forgotten")
+        }
+        XCTAssertFalse(gone.isSet)
+    }
+
+    /// An answer that comes after its request gave up (the helper was stopped) is never taken for
+    /// the next request's: before, the next pin read it and got that earlier peer's answer.
+    func testALateAnswerIsNotTakenForTheNextRequests() throws {
+        let (cookie, ends) = connection()
+        defer { ends.forEach { close($0) } }
+        let (unheldCookie, unheld) = connection()
+        close(unheld[1])
+        defer { close(unheld[0]) }
+        kill(helper, SIGSTOP)
+        XCTAssertThrowsError(try client.pin(pid: getpid(), pidfd: nil, cookie: unheldCookie)) { error in
+            XCTAssertEqual(error as? PeerProcess.Refusal, .unreadable(ETIMEDOUT), "too slow: refused")
+        }
+        kill(helper, SIGCONT)
+        let peer = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
+        XCTAssertFalse(peer.executableChanged())
+        XCTAssertFalse(gone.isSet)
+    }
+
+    func testItRefusesWhatItCannotProve() throws {
+        let (cookie, ends) = connection()
+        defer { ends.forEach { close($0) } }
+        // The connection's client end held by no process: this one closes it first.
+        let (otherCookie, other) = connection()
+        close(other[1])
+        defer { close(other[0]) }
+        XCTAssertThrowsError(try client.pin(pid: getpid(), pidfd: nil, cookie: otherCookie)) { error in
+            XCTAssertEqual(error as? PeerProcess.Refusal, .notHoldingConnection)
+        }
+        // A process that does not exist.
+        XCTAssertThrowsError(try client.pin(pid: Int32.max, pidfd: nil, cookie: cookie)) { error in
+            XCTAssertEqual(error as? PeerProcess.Refusal, .ended)
+        }
+        // Unknown handles are "changed": the connection ends rather than goes on unchecked.
+        XCTAssertTrue(client.executableChanged(999))
+    }
+
+    /// A request that is not 32 bytes of a known operation gets "bad request", and the helper goes on.
+    func testAMalformedRequestIsRefusedAndTheHelperGoesOn() throws {
+        for garbage in [[UInt8](repeating: 0xFF, count: 32), [1, 2, 3], [UInt8](repeating: 1, count: 40)] {
+            XCTAssertEqual(garbage.withUnsafeBytes { send(daemonEnd, $0.baseAddress, $0.count, 0) }, garbage.count)
+            var ready = pollfd(fd: daemonEnd, events: Int16(POLLIN), revents: 0)
+            XCTAssertEqual(poll(&ready, 1, 2000), 1)
+            var answer = [UInt8](repeating: 0, count: 64)
+            let n = recv(daemonEnd, &answer, answer.count, 0)
+            XCTAssertGreaterThanOrEqual(n, PeerHelper.headerSize)
+            XCTAssertEqual(PeerHelper.read(answer, 0, Int32.self), 6)
+        }
+        let (cookie, ends) = connection()
+        defer { ends.forEach { close($0) } }
+        XCTAssertNoThrow(try client.pin(pid: getpid(), pidfd: nil, cookie: cookie))
+    }
+
+    /// The helper gone (killed, crashed): every pin is refused, every pinned peer counts as
+    /// changed, and the daemon is told it must stop (its service manager starts both again).
+    func testAHelperThatIsGoneLetsNothingThrough() throws {
+        let (cookie, ends) = connection()
+        defer { ends.forEach { close($0) } }
+        let peer = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
+        var status: Int32 = 0
+        kill(helper, SIGKILL)
+        waitpid(helper, &status, 0)
+        helper = 0
+        XCTAssertThrowsError(try client.pin(pid: getpid(), pidfd: nil, cookie: cookie))
+        XCTAssertTrue(peer.executableChanged())
+        XCTAssertTrue(gone.isSet)
+    }
+
+    func testTheCapabilitiesAreReadFromTheKernelsStatus() {
+        func status(_ prm: String, _ eff: String, _ amb: String) -> String { "Name:\tx\nCapInh:\t0000000000080004\nCapPrm:\t\(prm)\nCapEff:\t\(eff)\nCapAmb:\t\(amb)\n" }
+        let none = "0000000000000000", ptrace = "0000000000080000", search = "0000000000000004", other = "0000000000000001"
+        XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, none, none)), false, "the inheritable set alone gives nothing")
+        XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, none, other)), false)
+        XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(ptrace, none, none)), true, "permitted can be made effective")
+        XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, search, none)), true)
+        XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, none, ptrace)), true)
+        XCTAssertNil(PeerHelper.holdsPeerCapabilities(status: "nothing"), "unreadable: the caller assumes the worst")
+        XCTAssertNil(PeerHelper.holdsPeerCapabilities(status: nil))
+    }
+}
