@@ -31,7 +31,8 @@ extension PeerProcess: PinnedPeer {}
 /// - request, 32 bytes: operation (UInt32: 1 pin, 2 check, 3 release), pid (Int32), handle (UInt64),
 ///   connection cookie (UInt64), sequence (UInt64); a pin may carry the peer's pidfd (SCM_RIGHTS).
 /// - answer to pin and check (release has none): status (Int32: 0 ok/unchanged, 1 ended/changed,
-///   2 unreadable, 3 not holding, 4 inheritable, 5 socket unknown, 6 bad request, 7 too long),
+///   2 unreadable, 3 not holding, 4 inheritable, 5 socket unknown, 6 bad request, 7 too long,
+///   8 too many descriptors),
 ///   errno (Int32), handle (UInt64), the request's sequence (UInt64), identity kind (UInt8), name
 ///   length (UInt16), session length (UInt16, 0xFFFF: none), then the name's and the session's
 ///   bytes. The daemon takes an answer only with its request's sequence: a late one is dropped.
@@ -62,10 +63,12 @@ public enum PeerHelper {
             var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, -1) >= 0 || errno == EINTR else { exit(1) }
             var count: Int32 = 0
+            fds[0] = -1
             let n = la_receive_with_descriptors(socket, &buffer, buffer.count, &fds, 1, &count)
             if n < 0 { if errno == EAGAIN || errno == EINTR { continue } else { exit(1) } }
             if n == 0 { exit(0) }
-            let pidfd: Int32? = count >= 1 ? fds[0] : nil
+            // Only a descriptor this message brought (a truncated one reports more than it brought).
+            let pidfd: Int32? = fds[0] >= 0 ? fds[0] : nil
             defer { if let pidfd { close(pidfd) } }
             let sequence = n >= requestSize ? read(buffer, 24, UInt64.self) : 0
             guard n == requestSize, count <= 1, let operation = Operation(rawValue: read(buffer, 0, UInt32.self)) else {
@@ -105,6 +108,7 @@ public enum PeerHelper {
         case .notHoldingConnection: return (3, 0)
         case .inheritableConnection: return (4, 0)
         case .socketUnknown(let e): return (5, e)
+        case .tooManyDescriptors: return (8, 0)
         }
     }
 
@@ -115,6 +119,7 @@ public enum PeerHelper {
         case 4: return .inheritableConnection
         case 5: return .socketUnknown(code)
         case 7: return .unreadable(ENAMETOOLONG)
+        case 8: return .tooManyDescriptors
         default: return .unreadable(code == 0 ? EPROTO : code)
         }
     }
@@ -169,7 +174,9 @@ public enum PeerHelper {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap { Int32($0) } ?? []
+        guard let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap({ Int32($0) }) else {
+            throw HelperError("cannot list this process's descriptors: the helper would inherit them")
+        }
         for fd in open where fd > 2 && fd != keeping && fcntl(fd, F_GETFD) >= 0 && fcntl(fd, F_GETFD) & FD_CLOEXEC == 0 {
             posix_spawn_file_actions_addclose(&actions, fd)
         }
@@ -205,19 +212,34 @@ public final class PeerHelperClient: @unchecked Sendable {
     private let socket: Int32
     private let lock = NSLock()
     private var sequence: UInt64 = 0
+    /// Releases that could not be sent yet (the helper's queue was full): sent before the next request.
+    private var pendingReleases: [UInt64] = []
     private let onGone: @Sendable () -> Void
-    /// How long an answer may take; a slower one refuses that client (and is dropped when it comes).
-    private let timeout: Int32 = 1000
+    /// How long an answer may take, waiting for the helper included; a slower one refuses that
+    /// client (and is dropped when it comes).
+    private let timeout: Double = 1
+
+    private enum Sent { case sent, full, gone }
 
     public init(socket: Int32, onGone: @escaping @Sendable () -> Void = PeerHelperClient.stopTheDaemon) {
         self.socket = socket; self.onGone = onGone
         _ = fcntl(socket, F_SETFD, FD_CLOEXEC)
-        _ = fcntl(socket, F_SETFL, fcntl(socket, F_GETFL) | O_NONBLOCK)
+        // Blocking, but never for longer than the answer may take.
+        var limit = timeval(tv_sec: 1, tv_usec: 0)
+        _ = setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
+    private static let stopping = NSLock()
+    nonisolated(unsafe) private static var stopped = false
+
+    /// Once, whichever thread sees it first: a line to standard error and `_exit(70)` (no exit
+    /// handlers racing other threads).
     public static let stopTheDaemon: @Sendable () -> Void = {
-        FileHandle.standardError.write(Data("laenclaved: its privileged helper is gone: stopping (the service manager starts both again)\n".utf8))
-        exit(70)
+        let first = stopping.withLock { () -> Bool in defer { stopped = true }; return !stopped }
+        guard first else { return }
+        let line = Array("laenclaved: its privileged helper is gone: stopping (the service manager starts both again)\n".utf8)
+        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+        _exit(70)
     }
 
     /// Pins the peer `pid` (with its pidfd when the kernel gave one) and proves it holds the
@@ -226,7 +248,10 @@ public final class PeerHelperClient: @unchecked Sendable {
         guard let answer = exchange(.pin, pid: pid, cookie: cookie, descriptor: pidfd) else { throw .unreadable(ETIMEDOUT) }
         let status = PeerHelper.read(answer, 0, Int32.self)
         guard status == 0 else { throw PeerHelper.refusal(status: status, errno: PeerHelper.read(answer, 4, Int32.self)) }
-        guard let peer = peer(from: answer) else { throw .unreadable(EPROTO) }
+        guard let peer = peer(from: answer) else {
+            release(PeerHelper.read(answer, 8, UInt64.self))
+            throw .unreadable(EPROTO)
+        }
         return peer
     }
 
@@ -246,52 +271,79 @@ public final class PeerHelperClient: @unchecked Sendable {
     }
 
     func release(_ handle: UInt64) {
-        lock.withLock { _ = sendRequest(.release, pid: 0, handle: handle, cookie: 0, sequence: 0, descriptor: nil) }
+        let gone = lock.withLock { () -> Bool in
+            switch sendRequest(.release, handle: handle) {
+            case .sent: return false
+            case .full: pendingReleases.append(handle); return false
+            case .gone: return true
+            }
+        }
+        if gone { onGone() }
     }
 
     /// The answer to this request, or nil (refused: too slow, or the helper is gone).
     private func exchange(_ operation: PeerHelper.Operation, pid: Int32 = 0, handle: UInt64 = 0, cookie: UInt64 = 0, descriptor: Int32? = nil) -> [UInt8]? {
-        let (answer, gone) = lock.withLock { () -> ([UInt8]?, Bool) in
+        // The wait for the helper counts: the deadline starts before the lock.
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
+        guard lock.lock(before: Date().addingTimeInterval(timeout)) else { return nil }
+        var gone = false
+        let answer = { () -> [UInt8]? in
+            releasing: while let waiting = pendingReleases.first {
+                switch sendRequest(.release, handle: waiting) {
+                case .sent: pendingReleases.removeFirst()
+                case .full: break releasing
+                case .gone: gone = true; return nil
+                }
+            }
             sequence += 1
             let mine = sequence
-            guard sendRequest(operation, pid: pid, handle: handle, cookie: cookie, sequence: mine, descriptor: descriptor) else {
-                return (nil, errno == EPIPE || errno == ECONNRESET)
+            switch sendRequest(operation, pid: pid, handle: handle, cookie: cookie, sequence: mine, descriptor: descriptor) {
+            case .sent: break
+            case .full: return nil
+            case .gone: gone = true; return nil
             }
-            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout) * 1_000_000
             var buffer = [UInt8](repeating: 0, count: PeerHelper.maxAnswer)
             while true {
                 let now = DispatchTime.now().uptimeNanoseconds
-                guard now < deadline else { return (nil, false) }
+                guard now < deadline else { return nil }
                 var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
                 let polled = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
-                if polled < 0 { if errno == EINTR { continue } else { return (nil, true) } }
+                if polled < 0 { if errno == EINTR { continue } else { gone = true; return nil } }
                 if polled == 0 { continue }
                 let n = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                if n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) { return (nil, true) }
+                let code = errno
+                if n == 0 || (n < 0 && code != EAGAIN && code != EINTR) { gone = true; return nil }
                 guard n >= PeerHelper.headerSize else { continue }
                 let answer = Array(buffer[..<n])
-                if PeerHelper.read(answer, 16, UInt64.self) == mine { return (answer, false) }
+                if PeerHelper.read(answer, 16, UInt64.self) == mine { return answer }
                 // A late answer to an earlier request: a peer pinned for nobody is released.
                 if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0, answer.count > PeerHelper.headerSize {
-                    _ = sendRequest(.release, pid: 0, handle: PeerHelper.read(answer, 8, UInt64.self), cookie: 0, sequence: 0, descriptor: nil)
+                    let stale = PeerHelper.read(answer, 8, UInt64.self)
+                    if case .full = sendRequest(.release, handle: stale) { pendingReleases.append(stale) }
                 }
             }
-        }
+        }()
+        lock.unlock()
         if gone { onGone() }
         return answer
     }
 
-    private func sendRequest(_ operation: PeerHelper.Operation, pid: Int32, handle: UInt64, cookie: UInt64, sequence: UInt64, descriptor: Int32?) -> Bool {
+    /// One request; its errno read where it happened.
+    private func sendRequest(_ operation: PeerHelper.Operation, pid: Int32 = 0, handle: UInt64 = 0, cookie: UInt64 = 0, sequence: UInt64 = 0,
+                             descriptor: Int32? = nil) -> Sent {
         var bytes: [UInt8] = []
         PeerHelper.append(&bytes, operation.rawValue); PeerHelper.append(&bytes, pid)
         PeerHelper.append(&bytes, handle); PeerHelper.append(&bytes, cookie); PeerHelper.append(&bytes, sequence)
-        let sent = bytes.withUnsafeBytes { raw -> Int in
-            if let descriptor { return la_send_with_descriptor(socket, raw.baseAddress, raw.count, descriptor) }
+        return bytes.withUnsafeBytes { raw -> Sent in
             var n: Int
-            repeat { n = send(socket, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL)) } while n < 0 && errno == EINTR
-            return n
+            var code: Int32
+            repeat {
+                n = descriptor.map { la_send_with_descriptor(socket, raw.baseAddress, raw.count, $0) } ?? send(socket, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                code = errno
+            } while n < 0 && code == EINTR
+            if n == raw.count { return .sent }
+            return n < 0 && (code == EAGAIN || code == EWOULDBLOCK) ? .full : .gone
         }
-        return sent == bytes.count
     }
 }
 

@@ -28,6 +28,7 @@ final class PeerProcess: @unchecked Sendable {
         case notHoldingConnection
         case inheritableConnection
         case socketUnknown(Int32)
+        case tooManyDescriptors
 
         var description: String {
             switch self {
@@ -36,6 +37,7 @@ final class PeerProcess: @unchecked Sendable {
             case .notHoldingConnection: return "the process that connected no longer holds the connection (it closed it, or exec'd)"
             case .inheritableConnection: return "the connection must be close-on-exec in the process that opened it (SOCK_CLOEXEC)"
             case .socketUnknown(let e): return "the kernel could not name the client's socket (sock_diag: \(String(cString: strerror(e))))"
+            case .tooManyDescriptors: return "the client process holds more descriptors than the daemon searches (\(PeerProcess.descriptorsSearched), or a quarter of a second)"
             }
         }
     }
@@ -75,6 +77,9 @@ final class PeerProcess: @unchecked Sendable {
 
     deinit { Glibc.close(directory) }
 
+    /// How many of a client's descriptors the daemon searches for the connection at most.
+    static let descriptorsSearched = 65_536
+
     /// The app this process is, judged in the daemon's own view of the file system.
     var identity: AppIdentity {
         var info = stat()
@@ -92,6 +97,10 @@ final class PeerProcess: @unchecked Sendable {
     /// the socket cookie `cookie`, in every descriptor it has for it, close-on-exec. Called after
     /// the executable was read: an exec in between closes the descriptor (or left it inheritable).
     func confirmHolds(connectionCookie cookie: UInt64) throws(Refusal) {
+        try confirmHolds(connectionCookie: cookie, searchingAtMost: Self.descriptorsSearched)
+    }
+
+    func confirmHolds(connectionCookie cookie: UInt64, searchingAtMost limit: Int) throws(Refusal) {
         let found = la_unix_peer_inode(cookie)
         guard found >= 0 else { throw .socketUnknown(Int32(-found)) }
         guard found > 0 else { throw .notHoldingConnection }
@@ -102,9 +111,16 @@ final class PeerProcess: @unchecked Sendable {
         defer { closedir(listing) }
         var holding: [String] = []
         var link = [CChar](repeating: 0, count: 64)
+        var searched = 0
+        let started = DispatchTime.now().uptimeNanoseconds
         while let entry = readdir(listing) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
             guard name.first?.isNumber == true else { continue }
+            // Bounded: a client cannot hold the pin (and, in system mode, the helper) for long.
+            searched += 1
+            guard searched <= limit else { throw .tooManyDescriptors }
+            // And in time: a quarter of a second of searching at most, whatever the entries cost.
+            if searched % 1024 == 0, DispatchTime.now().uptimeNanoseconds - started > 250_000_000 { throw .tooManyDescriptors }
             let n = readlinkat(fds, name, &link, link.count - 1)
             guard n > 0 else { continue }
             link[n] = 0

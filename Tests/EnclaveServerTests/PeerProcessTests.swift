@@ -40,6 +40,8 @@ final class PeerProcessTests: XCTestCase {
             if os.fork() == 0:
                 time.sleep(1)
             os._exit(0)
+        if mode == 'many-descriptors':
+            held = [os.dup(s.fileno()) for _ in range(1100)]
         s.sendall(b'c')
         s.recv(1)
         if mode == 'exec-later':
@@ -125,6 +127,21 @@ final class PeerProcessTests: XCTestCase {
             XCTAssertEqual(process.identity, AppIdentity(name: python, kind: .interpreter))
             XCTAssertFalse(process.executableChanged())
         }
+    }
+
+    /// A client that holds its connection among tens of thousands of descriptors would hold the
+    /// pin (in system mode, the helper every client shares) while they are searched: past the
+    /// bound (65,536; here 1,000, as a test's descriptor limit allows) the daemon refuses it
+    /// rather than search on.
+    func testAClientWithTooManyDescriptorsIsRefusedWithoutASearchWithoutEnd() throws {
+        let client = try start("many-descriptors")
+        let a = try accept(withPidfd: false)
+        defer { release(a) }
+        XCTAssertEqual(recv(a.fd, [UInt8](repeating: 0, count: 1).withUnsafeBufferPointer { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }, 1, 0), 1,
+                       "the client is ready (pid \(client.processIdentifier))")
+        let process = try PeerProcess(pid: a.credentials.pid, pidfd: nil)
+        XCTAssertThrowsError(try process.confirmHolds(connectionCookie: a.cookie, searchingAtMost: 1000)) { XCTAssertEqual($0 as? PeerProcess.Refusal, .tooManyDescriptors) }
+        XCTAssertNoThrow(try process.confirmHolds(connectionCookie: a.cookie, searchingAtMost: 2000), "under the bound: searched")
     }
 
     func testAProcessThatExecdBeforeThePinHasLostTheConnection() throws {
