@@ -112,6 +112,23 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertTrue(client.executableChanged(999))
     }
 
+    /// A pin that succeeds after its request gave up pinned a peer for nobody: the client releases
+    /// it when the late answer comes, so the helper does not keep it (and its descriptor) forever.
+    func testAPeerPinnedTooLateIsReleased() throws {
+        let (cookie, ends) = connection()
+        defer { ends.forEach { close($0) } }
+        kill(helper, SIGSTOP)
+        XCTAssertThrowsError(try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)) { error in
+            XCTAssertEqual(error as? PeerProcess.Refusal, .unreadable(ETIMEDOUT))
+        }
+        kill(helper, SIGCONT)
+        // This helper's first pin was handle 1: the late one. The next exchange reads its answer first.
+        let peer = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
+        XCTAssertEqual(peer.handle, 2)
+        XCTAssertTrue(client.executableChanged(1), "the late pin was released")
+        XCTAssertFalse(peer.executableChanged())
+    }
+
     /// A request that is not 32 bytes of a known operation gets "bad request", and the helper goes on.
     func testAMalformedRequestIsRefusedAndTheHelperGoesOn() throws {
         for garbage in [[UInt8](repeating: 0xFF, count: 32), [1, 2, 3], [UInt8](repeating: 1, count: 40)] {
