@@ -16,7 +16,7 @@
 /// in an access group (`lactl keychain share`), and the script names that group. Our own rule:
 /// Apple's platforms identify apps by code signature and have no such case.
 public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: String, Sendable, Codable {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
         /// A verified executable path.
         case app
         /// A verified path of an executable that runs other code (scripts, other binaries).

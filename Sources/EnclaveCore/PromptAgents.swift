@@ -65,14 +65,13 @@ extension PromptKeyboard {
         guard let screen else { return nil }
         switch answer.kind {
         case .shown: return nil
-        case .cancel: return .cancel
-        case .fallback: return screen.fallbackTitle != nil ? .fallback : nil
-        case .retry: return screen.retryOffered ? .retry : nil
-        case .simulatedMatch: return screen.sensorSimulated && screen.sensorArmed ? .simulatedMatch : nil
-        case .simulatedNoMatch: return screen.sensorSimulated && screen.sensorArmed ? .simulatedNoMatch : nil
-        case .passcode:
-            guard screen.passcodeEntry, let p = answer.passcode, !p.isEmpty, p.utf8.count <= WireLimits.maxPasscodeBytes else { return nil }
-            return .passcode(p)
+        case .cancel: return offered(.cancel, on: screen)
+        case .fallback: return offered(.fallback, on: screen)
+        case .retry: return offered(.retry, on: screen)
+        case .simulatedMatch: return offered(.simulatedMatch, on: screen)
+        case .simulatedNoMatch: return offered(.simulatedNoMatch, on: screen)
+        case .passcode: return answer.passcode.flatMap { offered(.passcode($0), on: screen) }
         }
     }
+
 }

@@ -36,14 +36,13 @@ public struct PromptKeyboard: Sendable {
         switch byte {
         case 3: return .cancel
         case 27: return .escape
-        case 6: return screen?.fallbackTitle != nil ? .fallback : nil
-        case 18: return screen?.retryOffered == true ? .retry : nil
-        case 20: return screen?.sensorSimulated == true && screen?.sensorArmed == true ? .simulatedMatch : nil
-        case 14: return screen?.sensorSimulated == true && screen?.sensorArmed == true ? .simulatedNoMatch : nil
+        case 6: return Self.offered(.fallback, on: screen)
+        case 18: return Self.offered(.retry, on: screen)
+        case 20: return Self.offered(.simulatedMatch, on: screen)
+        case 14: return Self.offered(.simulatedNoMatch, on: screen)
         case 13, 10:
             defer { clear() }
-            guard screen?.passcodeEntry == true, !typed.isEmpty else { return nil }
-            return .passcode(String(decoding: typed, as: UTF8.self))
+            return Self.offered(.passcode(String(decoding: typed, as: UTF8.self)), on: screen)
         case 127, 8:
             if !typed.isEmpty { typed[typed.count - 1] = 0; typed.removeLast() }
             return nil
@@ -54,6 +53,21 @@ public struct PromptKeyboard: Sendable {
             if byte >= 32, screen?.passcodeEntry == true, typed.count < WireLimits.maxPasscodeBytes { typed.append(byte) }
             return nil
         }
+    }
+
+    /// `action` when `screen` offers it now, else nil: the one rule for the terminal's keys and the
+    /// prompt agent's answers. Cancel is always offered; a passcode only while one is accepted, not
+    /// empty and within the wire's limit.
+    public static func offered(_ action: Action, on screen: PromptScreen?) -> Action? {
+        let offers: Bool
+        switch action {
+        case .cancel, .escape: offers = true
+        case .fallback: offers = screen?.fallbackTitle != nil
+        case .retry: offers = screen?.retryOffered == true
+        case .simulatedMatch, .simulatedNoMatch: offers = screen?.sensorSimulated == true && screen?.sensorArmed == true
+        case .passcode(let p): offers = screen?.passcodeEntry == true && !p.isEmpty && p.utf8.count <= WireLimits.maxPasscodeBytes
+        }
+        return offers ? action : nil
     }
 
     /// Forgets what was typed, overwriting it first.

@@ -45,7 +45,8 @@ public enum PeerHelper {
     static let maxName = 3 * Int(PATH_MAX) + 64
     static let maxSession = 255
     static let maxAnswer = headerSize + maxName + maxSession
-    static let kinds: [AppIdentity.Kind] = [.app, .interpreter, .unverified, .administrator]
+    /// An identity's kind travels as its index here (both ends are the same program).
+    static let kinds = AppIdentity.Kind.allCases
 
     /// The helper's loop, on `socket` (its end of the pair). Ends the process when the daemon's end
     /// closes.
