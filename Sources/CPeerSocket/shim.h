@@ -26,6 +26,11 @@
 static const int la_so_peerpidfd = SO_PEERPIDFD;
 static const int la_o_path = O_PATH;
 static const int la_so_cookie = SO_COOKIE;
+static const int la_so_peersec = SO_PEERSEC;
+
+/// The security label of a socket's peer (SO_PEERSEC), as AppArmor gives it: `snap.NAME.APP
+/// (enforce)`. A label that does not fit is refused by the kernel (ERANGE): no label.
+typedef struct { char text[256]; } la_security_label;
 
 /// The inode of the socket connected to the AF_UNIX socket whose SO_COOKIE is `cookie`, in the
 /// caller's network namespace: > 0 found, 0 the socket has no peer any more (its other end was

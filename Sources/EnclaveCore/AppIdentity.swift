@@ -5,9 +5,11 @@
 /// mount namespace: a process in a namespace of its own can bind-mount any file over
 /// `/usr/bin/victim` and be named `/usr/bin/victim`. The file it runs, though (device and inode of
 /// `/proc/PID/exe`), is the same in every namespace. So a path is the app's identity only when the
-/// daemon, in its own view, finds that very file at that path. Anything else — a Flatpak or bwrap
-/// sandbox, a deleted or replaced binary, a forgery — is an unverified app that shares nothing with
-/// any other: its identity names the file it runs, never just the path it claims.
+/// daemon, in its own view, finds that very file at that path. A sandboxed app is named by what its
+/// sandbox lets the daemon verify (`SandboxIdentity`: a live Flatpak instance's app id, a snap's
+/// AppArmor label). Anything else — a bwrap or other sandbox, a Flatpak claim without its instance,
+/// a deleted or replaced binary, a forgery — is an unverified app that shares nothing with any
+/// other: its identity names the file it runs, never just the path it claims.
 ///
 /// An interpreter (`python3`, `node`, `sh`, the dynamic loader run directly…) is one executable for
 /// every script it runs, and the script is only the client's word (its arguments). It keeps its
@@ -23,6 +25,8 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         case interpreter
         /// An executable the daemon cannot find at the path the client's namespace gives it.
         case unverified
+        /// A sandboxed app named by its verified sandbox (`flatpak:APP_ID`, `snap:NAME`).
+        case sandboxed
         /// Root, connected to a user-mode daemon that runs as someone else: not an app at all, and
         /// served only what `AdminPolicy.administratorMay` allows.
         case administrator
@@ -56,15 +60,40 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         return AppIdentity(name: path, kind: isInterpreter(path) ? .interpreter : .app)
     }
 
+    /// The identity of a process that claims to be a Flatpak app (`flatpak`: what the daemon read
+    /// for the claim, nil without a `/.flatpak-info`): the app id when its instance verifies,
+    /// otherwise what the process runs, as for any other process.
+    public static func resolve(path: String, running: FileID, atPath: FileID?, flatpak: SandboxIdentity.FlatpakEvidence?) -> AppIdentity {
+        flatpak.flatMap { SandboxIdentity.verify($0).identity } ?? resolve(path: path, running: running, atPath: atPath)
+    }
+
+    /// The identity of a connection's client from its process's (`process`) and the security label
+    /// the kernel gives its socket (`SO_PEERSEC`; nil where no security module labels sockets): a
+    /// snap's label outranks the path, which names one revision of the snap only.
+    public static func resolve(process: AppIdentity, securityLabel: String?) -> AppIdentity {
+        securityLabel.flatMap(SandboxIdentity.snap(label:)) ?? process
+    }
+
     /// Root visiting a user-mode daemon (its process is not the daemon's to read, nor needed).
     public static let administrator = AppIdentity(name: "administrator:root", kind: .administrator)
 
     /// The keychain group and key owner that is the app's own, if it may have one.
-    public var ownGroup: String? { kind == .app || kind == .unverified ? name : nil }
+    public var ownGroup: String? { kind == .app || kind == .unverified || kind == .sandboxed ? name : nil }
+
+    /// The prefixes no access group may start with: each names identities.
+    public static let identityPrefixes = ["/", unverifiedPrefix, SandboxIdentity.flatpakPrefix, SandboxIdentity.snapPrefix]
+
+    /// Whether `name` can be a member of an access group: an executable's path, or a sandboxed app.
+    public static func isMemberName(_ name: String) -> Bool {
+        if name.hasPrefix("/") { return true }
+        if name.hasPrefix(SandboxIdentity.flatpakPrefix) { return SandboxIdentity.FlatpakInfo.isValidAppID(String(name.dropFirst(SandboxIdentity.flatpakPrefix.count))) }
+        if name.hasPrefix(SandboxIdentity.snapPrefix) { return SandboxIdentity.snap(label: "snap.\(name.dropFirst(SandboxIdentity.snapPrefix.count)).app (enforce)")?.name == name }
+        return false
+    }
 
     /// Whether `name` has the shape of an app identity, so that no access group may take it.
     public static func isIdentityName(_ name: String) -> Bool {
-        name.hasPrefix("/") || name.hasPrefix(unverifiedPrefix) || name == administrator.name
+        identityPrefixes.contains { name.hasPrefix($0) } || name == administrator.name
     }
 
     /// Executables that run code the kernel does not name: script interpreters and shells, runtimes

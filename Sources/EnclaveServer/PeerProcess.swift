@@ -18,7 +18,8 @@ import Glibc
 ///   its end), close-on-exec. A process that exec'd the victim before that point has lost the
 ///   connection on exec, or holds it inheritable: refused. One that exec's later is caught by
 ///   `executableChanged()`, which the server asks before every request.
-/// - **a namespace of its own:** `AppIdentity.resolve`, from the file the process runs.
+/// - **a namespace of its own:** `AppIdentity.resolve`, from the file the process runs, or from a
+///   Flatpak instance that verifies (`FlatpakEvidenceReader`, `SandboxIdentity`).
 /// What stays possible for code running as the same user: injecting into the real executable
 /// (`LD_PRELOAD`, ptrace where `kernel.yama.ptrace_scope` allows it); see docs/architecture.md.
 final class PeerProcess: @unchecked Sendable {
@@ -50,6 +51,8 @@ final class PeerProcess: @unchecked Sendable {
     /// Its logind session when it was pinned (`LoginSession`): which prompt agent draws its
     /// prompts. Read by pid before `confirmHolds`, which then finds the pinned process alive.
     let session: String?
+    /// What it offered for being a Flatpak app when it was pinned (nil: no such claim).
+    let flatpak: SandboxIdentity.FlatpakEvidence?
     /// `/proc/PID`, opened while the connecting process ran: it names that process and no other.
     private let directory: Int32
 
@@ -73,6 +76,7 @@ final class PeerProcess: @unchecked Sendable {
         self.executable = file
         self.executablePath = path
         self.session = LoginSession.of(pid: pid)
+        self.flatpak = FlatpakEvidenceReader.read(process: directory)
     }
 
     deinit { Glibc.close(directory) }
@@ -84,7 +88,7 @@ final class PeerProcess: @unchecked Sendable {
     var identity: AppIdentity {
         var info = stat()
         let atPath = stat(executablePath, &info) == 0 ? AppIdentity.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
-        return AppIdentity.resolve(path: executablePath, running: executable, atPath: atPath)
+        return AppIdentity.resolve(path: executablePath, running: executable, atPath: atPath, flatpak: flatpak)
     }
 
     /// Whether the process no longer runs the executable it was pinned with (it exec'd another, or
@@ -101,6 +105,12 @@ final class PeerProcess: @unchecked Sendable {
     }
 
     func confirmHolds(connectionCookie cookie: UInt64, searchingAtMost limit: Int) throws(Refusal) {
+        // Both ends of an AF_UNIX connection live in the connecting socket's network namespace, and
+        // sock_diag shows the daemon its own only. A Flatpak app without network access is in a
+        // namespace of its own, so its connection cannot be found — and need not be: a verified
+        // Flatpak app is named by its sandbox, which an exec inside it does not leave, not by the
+        // program it runs. Every other client in another network namespace is refused below.
+        if identity.kind == .sandboxed, flatpak != nil, Self.fileID(directory, "ns/net") != Self.fileID(AT_FDCWD, "/proc/self/ns/net") { return }
         let found = la_unix_peer_inode(cookie)
         guard found >= 0 else { throw .socketUnknown(Int32(-found)) }
         guard found > 0 else { throw .notHoldingConnection }
@@ -133,18 +143,23 @@ final class PeerProcess: @unchecked Sendable {
         }
     }
 
-    private static func executableFile(_ directory: Int32) -> AppIdentity.FileID? {
+    private static func executableFile(_ directory: Int32) -> AppIdentity.FileID? { fileID(directory, "exe") }
+
+    private static func executablePath(_ directory: Int32) -> String? { link(directory, "exe") }
+
+    /// The file `path` (under `directory`) names, symbolic links followed.
+    static func fileID(_ directory: Int32, _ path: String) -> AppIdentity.FileID? {
         var info = stat()
-        guard fstatat(directory, "exe", &info, 0) == 0 else { return nil }
+        guard fstatat(directory, path, &info, 0) == 0 else { return nil }
         return AppIdentity.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
-    private static func executablePath(_ directory: Int32) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlinkat(directory, "exe", &buffer, Int(PATH_MAX))
+    /// What the symbolic link `path` (under `directory`) holds.
+    static func link(_ directory: Int32, _ path: String) -> String? {
+        var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlinkat(directory, path, &buffer, Int(PATH_MAX))
         guard n > 0 else { return nil }
-        buffer[n] = 0
-        return String(cString: buffer)
+        return String(decoding: buffer[..<n], as: UTF8.self)
     }
 
     /// The open flags of descriptor `fd` of the process (`flags:` in `/proc/PID/fdinfo/FD`, octal).

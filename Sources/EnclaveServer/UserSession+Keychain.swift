@@ -255,10 +255,10 @@ extension UserSession {
     func configureAccessGroup(passcode: String, name: String, apps: [String]) async throws {
         guard !name.isEmpty, name.utf8.count <= 128, !AppIdentity.isIdentityName(name) else {
             // A group named like an app identity would hand over that app's items.
-            throw Failure(.invalidParameter, "a group name has 1 to 128 bytes and does not start with \"/\" or \"\(AppIdentity.unverifiedPrefix)\"")
+            throw Failure(.invalidParameter, "a group name has 1 to 128 bytes and does not start with \(AppIdentity.identityPrefixes.map { "\"\($0)\"" }.joined(separator: ", "))")
         }
-        guard apps.count <= 32, apps.allSatisfy({ $0.hasPrefix("/") && $0.utf8.count <= 1024 }) else {
-            throw Failure(.invalidParameter, "members are up to 32 absolute executable paths")
+        guard apps.count <= 32, apps.allSatisfy({ AppIdentity.isMemberName($0) && $0.utf8.count <= 1024 }) else {
+            throw Failure(.invalidParameter, "members are up to 32 absolute executable paths or sandboxed apps (flatpak:APP_ID, snap:NAME)")
         }
         try await confirmPasscode(passcode)
         try storage.setAccessGroup(uid: uid, name: name, apps: apps)

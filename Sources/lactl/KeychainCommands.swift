@@ -1,5 +1,6 @@
 import ArgumentParser
 import EnclaveClient
+import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import LocalAuthentication
@@ -65,11 +66,12 @@ struct Keychain: ParsableCommand {
             abstract: "Let apps share keychain items through an access group (kSecAttrAccessGroup). No apps removes the group.")
         @OptionGroup var client: ClientOptions
         @Argument(help: "The group's name (not starting with /).") var group: String
-        @Argument(help: "Member apps: absolute executable paths.") var apps: [String] = []
+        @Argument(help: "Member apps: executable paths, or sandboxed apps (flatpak:APP_ID, snap:NAME).") var apps: [String] = []
         @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
         func run() throws {
-            // The daemon knows apps by their canonical executable path (/proc/PID/exe).
-            let members = apps.map { URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+            // The daemon knows apps by their canonical executable path (/proc/PID/exe), sandboxed
+            // apps by their verified names.
+            let members = apps.map { AppIdentity.isMemberName($0) && !$0.hasPrefix("/") ? $0 : URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
             _ = try client.administer(.configureAccessGroup(name: group, apps: members), stdin: stdin)
             print(members.isEmpty ? "removed \(Printable.field(group))" : "\(Printable.field(group)): \(members.map(Printable.field).joined(separator: ", "))")
         }

@@ -46,7 +46,42 @@ final class AppIdentityTests: XCTestCase {
     func testNoGroupMayBeNamedLikeAnIdentity() {
         XCTAssertTrue(AppIdentity.isIdentityName("/usr/bin/victim"))
         XCTAssertTrue(AppIdentity.isIdentityName("unverified:2049:2002:/usr/bin/victim"))
+        XCTAssertTrue(AppIdentity.isIdentityName("flatpak:org.example.App"))
+        XCTAssertTrue(AppIdentity.isIdentityName("snap:firefox"))
         XCTAssertFalse(AppIdentity.isIdentityName("team"))
         XCTAssertFalse(AppIdentity.isIdentityName("com.example.shared"))
+    }
+
+    func testGroupMembersAreExecutablePathsOrVerifiableSandboxedApps() {
+        let cases: [(name: String, member: Bool)] = [
+            ("/usr/bin/editor", true), ("flatpak:org.example.App", true), ("flatpak:org.example.my-app", true), ("snap:firefox", true),
+            ("snap:firefox_work", true), ("flatpak:example", false), ("flatpak:../../etc", false), ("snap:Firefox", false),
+            ("snap:a", false), ("snap:firefox.firefox", false), ("unverified:1:2:/usr/bin/editor", false), ("editor", false), ("", false),
+        ]
+        for c in cases { XCTAssertEqual(AppIdentity.isMemberName(c.name), c.member, c.name) }
+    }
+
+    /// Which evidence names a client, in order: a snap's label, a verified Flatpak instance, the file
+    /// it runs.
+    func testASandboxsVerifiedNameOutranksTheProgramItRuns() {
+        let info = Array("[Application]\nname=org.example.App\n\n[Instance]\ninstance-id=42\n".utf8)
+        let namespace = AppIdentity.FileID(device: 4, inode: 4026532177)
+        let live = SandboxIdentity.FlatpakEvidence(clientUser: 1000, clientNamespace: namespace, info: info,
+                                                   record: .init(owner: 1000, info: info, sandboxProcess: (1000, namespace)))
+        var forged = live
+        forged.record = nil
+        let flatpak = AppIdentity.resolve(path: "/usr/bin/python3", running: forged.clientNamespace, atPath: nil, flatpak: live)
+        XCTAssertEqual(flatpak, AppIdentity(name: "flatpak:org.example.App", kind: .sandboxed))
+        XCTAssertEqual(flatpak.ownGroup, "flatpak:org.example.App", "a Flatpak app keeps items of its own, whatever interpreter it runs")
+        XCTAssertEqual(AppIdentity.resolve(path: "/usr/bin/editor", running: victim, atPath: victim, flatpak: forged).name, "/usr/bin/editor",
+                       "a claim that does not verify leaves the process what it runs")
+        XCTAssertEqual(AppIdentity.resolve(path: "/usr/bin/editor", running: forged.clientNamespace, atPath: victim, flatpak: forged).kind, .unverified)
+
+        let snapProgram = AppIdentity.resolve(path: "/snap/firefox/4336/usr/lib/firefox/firefox", running: victim, atPath: victim)
+        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: "snap.firefox.firefox (enforce)"),
+                       AppIdentity(name: "snap:firefox", kind: .sandboxed), "one name for every revision of the snap")
+        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: "snap.firefox.firefox (complain)"), snapProgram, "devmode is not confined")
+        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: "unconfined"), snapProgram)
+        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: nil), snapProgram, "no security module labels sockets")
     }
 }

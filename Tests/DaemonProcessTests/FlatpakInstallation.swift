@@ -1,0 +1,179 @@
+import Foundation
+import IntegrationSupport
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A Flatpak installation of its own (`FLATPAK_USER_DIR`), with the real `flatpak` and bubblewrap:
+/// a tiny runtime whose `/usr/bin/la-sandbox-client` every app runs — as two Python apps on one
+/// runtime both run its `python3` — and the apps the tests name.
+///
+/// The client (static, so the runtime needs no libraries) connects to a socket, sends the frames
+/// given in hex, and prints the replies' payloads one per line; with `wait` instead of frames it
+/// keeps its sandbox alive (until the test kills it).
+struct FlatpakInstallation {
+    static let runtime = "org.laenclaved.TestPlatform"
+    let directory: String
+    let repository: String
+    let environment: [String: String]
+
+    static let clientSource = #"""
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <string.h>
+        #include <sys/socket.h>
+        #include <sys/un.h>
+        #include <unistd.h>
+
+        static int full(int fd, unsigned char *bytes, size_t n) {
+            for (size_t done = 0; done < n; ) {
+                ssize_t r = read(fd, bytes + done, n - done);
+                if (r <= 0) return -1;
+                done += (size_t)r;
+            }
+            return 0;
+        }
+
+        int main(int argc, char **argv) {
+            if (argc == 2 && strcmp(argv[1], "wait") == 0) { sleep(600); return 0; }
+            if (argc != 4) { fprintf(stderr, "usage: SOCKET HEX REPLIES | wait\n"); return 2; }
+            int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+            struct sockaddr_un address = { .sun_family = AF_UNIX };
+            strncpy(address.sun_path, argv[1], sizeof address.sun_path - 1);
+            if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) { perror("connect"); return 1; }
+            size_t length = strlen(argv[2]) / 2;
+            unsigned char *frames = malloc(length);
+            for (size_t i = 0; i < length; i++) sscanf(argv[2] + 2 * i, "%2hhx", &frames[i]);
+            if (write(fd, frames, length) != (ssize_t)length) { perror("write"); return 1; }
+            for (int i = 0; i < atoi(argv[3]); i++) {
+                unsigned char header[4];
+                if (full(fd, header, 4) != 0) { fprintf(stderr, "connection closed\n"); return 1; }
+                size_t n = (size_t)header[0] << 24 | (size_t)header[1] << 16 | (size_t)header[2] << 8 | header[3];
+                unsigned char *payload = malloc(n + 1);
+                if (full(fd, payload, n) != 0) { fprintf(stderr, "connection closed\n"); return 1; }
+                payload[n] = 0;
+                printf("%s\n", payload);
+                free(payload);
+            }
+            return 0;
+        }
+        """#
+
+    /// Builds the runtime and installs `apps`; throws XCTSkip where flatpak is not installed
+    /// (scripts/setup-debian installs it).
+    init(apps: [String]) throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/flatpak") else { throw XCTSkip("needs flatpak (scripts/setup-debian)") }
+        directory = NSTemporaryDirectory() + "la-flatpak-\(UUID().uuidString.prefix(8))"
+        repository = directory + "/repo"
+        // Flatpak keeps its instance records where logind puts the user's runtime directory.
+        let runtimeDirectory = "/run/user/\(getuid())"
+        if !FileManager.default.fileExists(atPath: runtimeDirectory) {
+            try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment["FLATPAK_USER_DIR"] = directory + "/installation"
+        environment["XDG_RUNTIME_DIR"] = runtimeDirectory
+        environment["DBUS_SESSION_BUS_ADDRESS"] = nil
+        self.environment = environment
+
+        let runtimeTree = directory + "/runtime"
+        for sub in ["usr/bin", "files", "var"] {
+            try FileManager.default.createDirectory(atPath: "\(runtimeTree)/\(sub)", withIntermediateDirectories: true)
+        }
+        try "[Runtime]\nname=\(Self.runtime)\nruntime=\(Self.runtime)/x86_64/1\nsdk=\(Self.runtime)/x86_64/1\n"
+            .write(toFile: runtimeTree + "/metadata", atomically: true, encoding: .utf8)
+        try Self.clientSource.write(toFile: directory + "/client.c", atomically: true, encoding: .utf8)
+        try check(runProcess(Self.compiler(), ["-static", "-O2", "-o", runtimeTree + "/usr/bin/la-sandbox-client", directory + "/client.c"]))
+        try flatpak(["build-export", "--runtime", repository, runtimeTree, "1"])
+        try flatpak(["--user", "remote-add", "--no-gpg-verify", "tests", "file://" + repository])
+        try flatpak(["--user", "install", "-y", "--noninteractive", "tests", "\(Self.runtime)//1"])
+        for app in apps {
+            let tree = "\(directory)/\(app)"
+            try flatpak(["build-init", tree, app, Self.runtime, Self.runtime, "1"])
+            // With network access, as most desktop apps have: the same network namespace as the daemon's.
+            try flatpak(["build-finish", tree, "--command=la-sandbox-client", "--share=network"])
+            try flatpak(["build-export", repository, tree, "1"])
+            try flatpak(["--user", "install", "-y", "--noninteractive", "tests", "\(app)//1"])
+        }
+    }
+
+    /// Runs `app`'s client against `socket` (made reachable in the sandbox); `network: false` takes
+    /// the app's network access away (a network namespace of its own).
+    func run(_ app: String, socket: String, frames: String, replies: Int, network: Bool = true) throws -> ProcessOutput {
+        try runProcess("/usr/bin/flatpak", ["run", "--filesystem=" + (socket as NSString).deletingLastPathComponent] + (network ? [] : ["--unshare=network"])
+                       + ["\(app)//1", socket, frames, String(replies)], environment: environment)
+    }
+
+    /// `app` waiting in its sandbox until `end()`.
+    struct Running {
+        let process: Process
+        let installation: FlatpakInstallation
+        let app: String
+        /// Ends the sandbox (its first process, and with it every process in its pid namespace).
+        func end() {
+            for record in installation.instances(of: app) {
+                if let pid = FlatpakInstallation.sandboxProcess(record) { kill(pid, SIGKILL) }
+            }
+            process.waitUntilExit()
+        }
+    }
+
+    func start(_ app: String) throws -> Running {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/flatpak")
+        process.arguments = ["run", "\(app)//1", "wait"]
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return Running(process: process, installation: self, app: app)
+    }
+
+    /// The instance record directories of `app`'s instances; `live`: only those whose sandbox runs.
+    func instances(of app: String, live: Bool = true) -> [String] {
+        let records = "\(environment["XDG_RUNTIME_DIR"]!)/.flatpak"
+        return ((try? FileManager.default.contentsOfDirectory(atPath: records)) ?? []).filter { $0.allSatisfy(\.isNumber) }.map { "\(records)/\($0)" }
+            .filter { (try? String(contentsOfFile: $0 + "/info", encoding: .utf8))?.contains("name=\(app)\n") == true }
+            .filter { !live || Self.sandboxRuns($0) }
+    }
+
+    private static func sandboxRuns(_ record: String) -> Bool {
+        sandboxProcess(record).map { kill($0, 0) == 0 } ?? false
+    }
+
+    static func sandboxProcess(_ record: String) -> Int32? {
+        guard let data = FileManager.default.contents(atPath: record + "/bwrapinfo.json"),
+              let info = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let pid = info["child-pid"] as? Int else { return nil }
+        return Int32(pid)
+    }
+
+    /// Removes the installation and the records its apps' ended instances left (flatpak clears
+    /// them only when it lists instances).
+    func remove(apps: [String]) {
+        for app in apps {
+            for record in instances(of: app, live: false) where !Self.sandboxRuns(record) { try? FileManager.default.removeItem(atPath: record) }
+        }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func flatpak(_ arguments: [String]) throws {
+        try check(runProcess("/usr/bin/flatpak", arguments, environment: environment))
+    }
+
+    private func check(_ output: ProcessOutput) throws {
+        guard output.status == 0 else { throw NSError(domain: "flatpak", code: Int(output.status), userInfo: [NSLocalizedDescriptionKey: output.stderr]) }
+    }
+
+    /// The C compiler beside the Swift toolchain's `swift` (a Debian machine with Swift need not
+    /// have gcc).
+    static func compiler() -> String {
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let swift = "\(directory)/swift"
+            guard FileManager.default.isExecutableFile(atPath: swift) else { continue }
+            let resolved = URL(fileURLWithPath: swift).resolvingSymlinksInPath().deletingLastPathComponent().path
+            if FileManager.default.isExecutableFile(atPath: resolved + "/clang") { return resolved + "/clang" }
+        }
+        return "/usr/bin/cc"
+    }
+}
