@@ -26,11 +26,20 @@
 static const int la_so_peerpidfd = SO_PEERPIDFD;
 static const int la_o_path = O_PATH;
 static const int la_so_cookie = SO_COOKIE;
-static const int la_so_peersec = SO_PEERSEC;
 
-/// The security label of a socket's peer (SO_PEERSEC), as AppArmor gives it: `snap.NAME.APP
-/// (enforce)`. A label that does not fit is refused by the kernel (ERANGE): no label.
-typedef struct { char text[256]; } la_security_label;
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+
+/// Opens `path` under `directory` without leaving its mount or following any link (openat2 with
+/// RESOLVE_BENEATH, NO_XDEV, NO_SYMLINKS, NO_MAGICLINKS): a path a user can mount over fails
+/// (EXDEV) instead of reaching into the mount. -1 with errno.
+static inline int la_open_beneath(int directory, const char *path, int flags) {
+    struct open_how how;
+    memset(&how, 0, sizeof how);
+    how.flags = (uint64_t)(unsigned)flags;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    return (int)syscall(SYS_openat2, directory, path, &how, sizeof how);
+}
 
 /// The inode of the socket connected to the AF_UNIX socket whose SO_COOKIE is `cookie`, in the
 /// caller's network namespace: > 0 found, 0 the socket has no peer any more (its other end was

@@ -60,18 +60,21 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         return AppIdentity(name: path, kind: isInterpreter(path) ? .interpreter : .app)
     }
 
-    /// The identity of a process that claims to be a Flatpak app (`flatpak`: what the daemon read
-    /// for the claim, nil without a `/.flatpak-info`): the app id when its instance verifies,
-    /// otherwise what the process runs, as for any other process.
-    public static func resolve(path: String, running: FileID, atPath: FileID?, flatpak: SandboxIdentity.FlatpakEvidence?) -> AppIdentity {
-        flatpak.flatMap { SandboxIdentity.verify($0).identity } ?? resolve(path: path, running: running, atPath: atPath)
+    /// What the daemon read about a process for being a sandboxed app (nil: no such claim).
+    public struct SandboxEvidence: Sendable, Equatable {
+        public var flatpak: SandboxIdentity.FlatpakEvidence?
+        public var snap: SandboxIdentity.SnapEvidence?
+        public init(flatpak: SandboxIdentity.FlatpakEvidence? = nil, snap: SandboxIdentity.SnapEvidence? = nil) {
+            self.flatpak = flatpak; self.snap = snap
+        }
     }
 
-    /// The identity of a connection's client from its process's (`process`) and the security label
-    /// the kernel gives its socket (`SO_PEERSEC`; nil where no security module labels sockets): a
-    /// snap's label outranks the path, which names one revision of the snap only.
-    public static func resolve(process: AppIdentity, securityLabel: String?) -> AppIdentity {
-        securityLabel.flatMap(SandboxIdentity.snap(label:)) ?? process
+    /// The identity of a process from all the daemon read about it, in this order: a verified snap
+    /// (whose program is a verified path, but one that names a single revision), a verified
+    /// Flatpak app, what it runs.
+    public static func resolve(path: String, running: FileID, atPath: FileID?, sandbox: SandboxEvidence) -> AppIdentity {
+        sandbox.snap.flatMap(SandboxIdentity.verify) ?? sandbox.flatpak.flatMap { SandboxIdentity.verify($0).identity }
+            ?? resolve(path: path, running: running, atPath: atPath)
     }
 
     /// Root visiting a user-mode daemon (its process is not the daemon's to read, nor needed).

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A sandboxed app's identity, decided from what its sandbox lets the daemon verify — the rules,
-/// apart from the reading (`PeerProcess` gathers the facts).
+/// apart from the reading (`SandboxEvidenceReader` gathers the facts when a client is pinned).
 ///
 /// - **Flatpak.** Every Flatpak app runs `/app/bin/…` or a runtime's program in a mount namespace of
 ///   its own, so its executable never verifies (`AppIdentity.resolve`). What names it is
@@ -13,9 +13,13 @@ import Foundation
 ///   when that process is alive, the user's, and in the client's own mount namespace: a forged file
 ///   naming another instance, live or gone, verifies nothing.
 /// - **Snap.** A snap's program is a verified path that changes with every revision, so a snap is
-///   named by the AppArmor label the kernel gives its socket (`SO_PEERSEC`, `snap.NAME.APP
-///   (enforce)`), which a confined snap cannot change. Only enforce mode counts: a snap in devmode
-///   (`complain`) is not confined, and could take any label.
+///   named by its AppArmor label (`snap.NAME.APP (enforce)`), which a confined snap cannot change.
+///   The label alone proves nothing: AppArmor lets every unconfined process — a Flatpak app
+///   included — change to any loaded profile, and the socket's label (`SO_PEERSEC`) is then that
+///   profile's. So the label counts only from a process in the mount namespace snap-confine made
+///   for that snap, which snapd keeps at `/run/snapd/ns/NAME.mnt` (per user:
+///   `snap.NAME.UID.mnt`) and no user can enter without snap-confine. Only enforce mode counts: a
+///   snap in devmode (`complain`) is not confined, and could take any label.
 ///
 /// What neither rule stops, as on every Linux desktop: a program of the same user *outside* any
 /// sandbox can start a Flatpak app's or a snap's sandbox with its own command (`flatpak run
@@ -84,36 +88,26 @@ public enum SandboxIdentity {
         }
     }
 
-    /// The mounts of a process (`/proc/PID/mountinfo`), as its own root sees them: each mount
-    /// point with its file system type, in mount order (a later mount at the same point covers the
-    /// earlier). Octal escapes (`\040`) are decoded; malformed lines are dropped.
-    public static func mounts(_ mountinfo: String) -> [(point: String, type: String)] {
-        mountinfo.split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ", omittingEmptySubsequences: false)
-            guard fields.count >= 10, let separator = fields.firstIndex(of: "-"), separator >= 6, separator + 1 < fields.count else { return nil }
-            return (unescape(fields[4]), String(fields[separator + 1]))
-        }
+    /// One line of `/proc/PID/mountinfo`: the mount's id, its mount point (octal escapes such as
+    /// `\040` decoded) and its file system type; nil for a malformed line.
+    public static func mount(_ line: Substring) -> (id: Int, point: String, type: String)? {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count >= 10, let id = Int(fields[0]), let separator = fields.firstIndex(of: "-"), separator >= 6,
+              separator + 1 < fields.count else { return nil }
+        return (id, unescape(fields[4]), String(fields[separator + 1]))
     }
 
-    /// Whether `/.flatpak-info` may be read in a process's root without the daemon waiting on a
-    /// program: only where the root and the file lie on tmpfs, as bubblewrap (so flatpak) makes
-    /// them. A root on FUSE — or overlayfs, or a directory inside another mount (a chroot) — could
-    /// hang the lookup for as long as the process likes. `mounts` is its `/proc/PID/mountinfo`.
-    public static func flatpakInfoIsSafeToRead(mounts: [(point: String, type: String)]) -> Bool {
-        guard let root = mounts.last(where: { $0.point == "/" }), root.type == "tmpfs" else { return false }
-        return mounts.last(where: { $0.point == "/.flatpak-info" }).map { $0.type == "tmpfs" } ?? true
-    }
+    /// The file systems a claim (`/.flatpak-info`) is read from: tmpfs only, as bubblewrap (so
+    /// flatpak) makes the root and that file. Anything else — FUSE, overlayfs over anything, a
+    /// network file system — could make the daemon's read wait for as long as a program likes.
+    public static func mayReadClaim(on type: String) -> Bool { type == "tmpfs" }
 
-    /// Whether the files under `directory` are on local file systems in the reader's own mounts
-    /// (`/proc/self/mountinfo`): no FUSE mount (which a user can put on any directory of theirs
-    /// with fusermount) at that directory, above it or below it.
-    public static func isLocal(_ directory: String, mounts: [(point: String, type: String)]) -> Bool {
-        let path = directory.hasSuffix("/") ? directory : directory + "/"
-        return !mounts.contains { mount in
-            let point = mount.point.hasSuffix("/") ? mount.point : mount.point + "/"
-            return (path.hasPrefix(point) || point.hasPrefix(path)) && (mount.type.hasPrefix("fuse") || mount.type == "9p" || mount.type.hasPrefix("nfs"))
-        }
-    }
+    /// The file systems the instance record (the user's runtime directory) is read from: local
+    /// ones, which no program of the user's answers for (not FUSE, which fusermount lets a user
+    /// put on any directory of theirs, nor a network file system).
+    public static func mayReadRecord(on type: String) -> Bool { localFileSystems.contains(type) }
+
+    public static let localFileSystems: Set<String> = ["tmpfs", "ramfs", "ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs", "jfs", "bcachefs", "zfs"]
 
     private static func unescape(_ field: Substring) -> String {
         guard field.contains("\\") else { return String(field) }
@@ -203,7 +197,33 @@ public enum SandboxIdentity {
 
     // MARK: Snap
 
-    /// The snap a socket's security label (`SO_PEERSEC`) names: `snap.NAME.APP (enforce)` or
+    /// What the daemon read about a client for being a snap, when it was pinned.
+    public struct SnapEvidence: Sendable, Equatable {
+        /// Its AppArmor label (`/proc/PID/attr/apparmor/current`).
+        public var label: String
+        /// Its mount namespace.
+        public var clientNamespace: AppIdentity.FileID
+        /// The namespaces snapd keeps for the snap the label names (`snapNamespacePaths`), as found.
+        public var snapNamespaces: [AppIdentity.FileID]
+
+        public init(label: String, clientNamespace: AppIdentity.FileID, snapNamespaces: [AppIdentity.FileID]) {
+            self.label = label; self.clientNamespace = clientNamespace; self.snapNamespaces = snapNamespaces
+        }
+    }
+
+    /// Where snapd keeps the mount namespaces of the snap instance `instance` (`NAME` or
+    /// `NAME_KEY`): the snap's, and the per-user one for `user`.
+    public static func snapNamespacePaths(instance: String, user: UInt32) -> [String] {
+        ["/run/snapd/ns/\(instance).mnt", "/run/snapd/ns/snap.\(instance).\(user).mnt"]
+    }
+
+    /// The snap the evidence names: an enforced snap label, from inside that snap's namespace.
+    public static func verify(_ evidence: SnapEvidence) -> AppIdentity? {
+        guard let identity = snap(label: evidence.label), evidence.snapNamespaces.contains(evidence.clientNamespace) else { return nil }
+        return identity
+    }
+
+    /// The snap an AppArmor label names: `snap.NAME.APP (enforce)` or
     /// `snap.NAME.hook.HOOK (enforce)`, NAME with its instance key if it has one (`NAME_KEY`: a
     /// parallel install, with data of its own). Nil for every other label, for modes other than
     /// enforce, and for stacked or nested labels (`//`).
@@ -236,9 +256,11 @@ public enum SandboxIdentity {
         (1...10).contains(key.utf8.count) && key.utf8.allSatisfy { isLowercaseLetter($0) || isDigit($0) }
     }
 
-    /// An app or hook name: ASCII letters, digits and `-`, not starting or ending with `-`.
+    /// An app or hook name: ASCII letters, digits and `-`, not starting or ending with `-`, never
+    /// two in a row.
     static func isValidSnapApp(_ app: Substring) -> Bool {
-        guard let first = app.utf8.first, let last = app.utf8.last, first != UInt8(ascii: "-"), last != UInt8(ascii: "-") else { return false }
+        guard let first = app.utf8.first, let last = app.utf8.last, first != UInt8(ascii: "-"), last != UInt8(ascii: "-"),
+              !app.contains("--") else { return false }
         return app.utf8.allSatisfy { isLowercaseLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
     }
 

@@ -11,9 +11,8 @@ import Glibc
 /// (then counted in the connection budget and pinned) or refused (with the reason to send).
 struct AcceptedConnection: Sendable {
     enum Admission: Sendable {
-        /// Counted in the budget: release `credentials.uid` when the connection ends. `securityLabel`:
-        /// the socket's SO_PEERSEC label (nil where no security module labels sockets).
-        case admitted(PeerCredentials, any PinnedPeer, connectionCookie: UInt64, securityLabel: String?)
+        /// Counted in the budget: release `credentials.uid` when the connection ends.
+        case admitted(PeerCredentials, any PinnedPeer, connectionCookie: UInt64)
         /// Root, connected to a user-mode daemon that runs as another user (`AppIdentity.administrator`):
         /// counted in the budget like any peer, not pinned (its process is not the daemon's to read).
         case administrator(PeerCredentials)
@@ -42,14 +41,8 @@ struct AcceptedConnection: Sendable {
         let pidfd: EventLoopFuture<Int32?> = provider.unsafeGetSocketOption(level: level, name: SocketOptionName(la_so_peerpidfd))
             .map { Optional($0) }.recover { _ in nil }
         let cookie: EventLoopFuture<UInt64> = provider.unsafeGetSocketOption(level: level, name: SocketOptionName(la_so_cookie))
-        // Set at connect by the kernel: a snap's AppArmor label (`AppIdentity.resolve(process:securityLabel:)`).
-        let label: EventLoopFuture<String?> = provider.unsafeGetSocketOption(level: level, name: SocketOptionName(la_so_peersec))
-            .map { (label: la_security_label) -> String? in
-                let text = withUnsafeBytes(of: label.text) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                return text.isEmpty ? nil : text
-            }.recover { _ in nil }
-        return credentials.and(pidfd).and(cookie).and(label).map { triple, label in
-            let ((credentials, pidfd), cookie) = triple
+        return credentials.and(pidfd).and(cookie).map { pair, cookie in
+            let (credentials, pidfd) = pair
             defer { if let pidfd { close(pidfd) } }
             let visiting = mode == .user && credentials.uid != servedUser
             if visiting && credentials.uid != 0 {
@@ -62,10 +55,9 @@ struct AcceptedConnection: Sendable {
             if visiting { return .administrator(credentials) }
             do throws(PeerProcess.Refusal) {
                 if let helper {
-                    return .admitted(credentials, try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie), connectionCookie: cookie,
-                                     securityLabel: label)
+                    return .admitted(credentials, try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie), connectionCookie: cookie)
                 }
-                return .admitted(credentials, try PeerProcess(pid: credentials.pid, pidfd: pidfd), connectionCookie: cookie, securityLabel: label)
+                return .admitted(credentials, try PeerProcess(pid: credentials.pid, pidfd: pidfd), connectionCookie: cookie)
             } catch {
                 connections.release(credentials.uid)
                 return .refused(Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
@@ -82,7 +74,7 @@ extension AcceptedConnection.Admission {
     /// The uid counted in the connection budget, to release when the connection ends.
     var countedUser: UInt32? {
         switch self {
-        case .admitted(let credentials, _, _, _), .administrator(let credentials): credentials.uid
+        case .admitted(let credentials, _, _), .administrator(let credentials): credentials.uid
         case .refused: nil
         }
     }

@@ -19,7 +19,7 @@ import Glibc
 ///   connection on exec, or holds it inheritable: refused. One that exec's later is caught by
 ///   `executableChanged()`, which the server asks before every request.
 /// - **a namespace of its own:** `AppIdentity.resolve`, from the file the process runs, or from a
-///   Flatpak instance that verifies (`FlatpakEvidenceReader`, `SandboxIdentity`).
+///   sandbox that verifies (`SandboxEvidenceReader`, `SandboxIdentity`).
 /// What stays possible for code running as the same user: injecting into the real executable
 /// (`LD_PRELOAD`, ptrace where `kernel.yama.ptrace_scope` allows it); see docs/architecture.md.
 final class PeerProcess: @unchecked Sendable {
@@ -51,8 +51,10 @@ final class PeerProcess: @unchecked Sendable {
     /// Its logind session when it was pinned (`LoginSession`): which prompt agent draws its
     /// prompts. Read by pid before `confirmHolds`, which then finds the pinned process alive.
     let session: String?
-    /// What it offered for being a Flatpak app when it was pinned (nil: no such claim).
-    let flatpak: SandboxIdentity.FlatpakEvidence?
+    /// What it offered for being a sandboxed app when it was pinned.
+    let sandbox: AppIdentity.SandboxEvidence
+    /// Whether the kernel confirmed (SO_PEERPIDFD) that the process pinned is the one that connected.
+    let confirmedByPidfd: Bool
     /// `/proc/PID`, opened while the connecting process ran: it names that process and no other.
     private let directory: Int32
 
@@ -76,7 +78,8 @@ final class PeerProcess: @unchecked Sendable {
         self.executable = file
         self.executablePath = path
         self.session = LoginSession.of(pid: pid)
-        self.flatpak = FlatpakEvidenceReader.read(process: directory)
+        self.sandbox = SandboxEvidenceReader.read(process: directory)
+        self.confirmedByPidfd = pidfd != nil
     }
 
     deinit { Glibc.close(directory) }
@@ -88,7 +91,7 @@ final class PeerProcess: @unchecked Sendable {
     var identity: AppIdentity {
         var info = stat()
         let atPath = stat(executablePath, &info) == 0 ? AppIdentity.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
-        return AppIdentity.resolve(path: executablePath, running: executable, atPath: atPath, flatpak: flatpak)
+        return AppIdentity.resolve(path: executablePath, running: executable, atPath: atPath, sandbox: sandbox)
     }
 
     /// Whether the process no longer runs the executable it was pinned with (it exec'd another, or
@@ -108,9 +111,12 @@ final class PeerProcess: @unchecked Sendable {
         // Both ends of an AF_UNIX connection live in the connecting socket's network namespace, and
         // sock_diag shows the daemon its own only. A Flatpak app without network access is in a
         // namespace of its own, so its connection cannot be found — and need not be: a verified
-        // Flatpak app is named by its sandbox, which an exec inside it does not leave, not by the
-        // program it runs. Every other client in another network namespace is refused below.
-        if identity.kind == .sandboxed, flatpak != nil, Self.fileID(directory, "ns/net") != Self.fileID(AT_FDCWD, "/proc/self/ns/net") { return }
+        // sandboxed app is named by its sandbox, which an exec inside it does not leave, not by the
+        // program it runs; and SO_PEERPIDFD proved that the process pinned is the one that
+        // connected (without it, a pid reused by such an app could be taken for the connection's).
+        // Every other client in another network namespace is refused below.
+        if identity.kind == .sandboxed, confirmedByPidfd, let theirs = Self.fileID(directory, "ns/net"),
+           let ours = Self.fileID(AT_FDCWD, "/proc/self/ns/net"), theirs != ours { return }
         let found = la_unix_peer_inode(cookie)
         guard found >= 0 else { throw .socketUnknown(Int32(-found)) }
         guard found > 0 else { throw .notHoldingConnection }

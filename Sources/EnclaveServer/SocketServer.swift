@@ -162,9 +162,9 @@ public struct EnclaveService: Service {
 extension EnclaveService {
     fileprivate func handleRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, admission: AcceptedConnection.Admission,
                                     inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
-        let credentials: PeerCredentials, process: any PinnedPeer, cookie: UInt64, label: String?
+        let credentials: PeerCredentials, process: any PinnedPeer, cookie: UInt64
         switch admission {
-        case .admitted(let c, let p, let k, let l): (credentials, process, cookie, label) = (c, p, k, l)
+        case .admitted(let c, let p, let k): (credentials, process, cookie) = (c, p, k)
         case .administrator(let c):
             defer { connections.release(c.uid) }
             logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
@@ -183,9 +183,8 @@ extension EnclaveService {
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client: \(error)"))))
             return
         }
-        let peer = PeerIdentity(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid,
-                                identity: AppIdentity.resolve(process: process.identity, securityLabel: label), session: process.session)
-        if let claim = (process as? PeerProcess)?.flatpak {
+        let peer = PeerIdentity(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, identity: process.identity, session: process.session)
+        if let claim = (process as? PeerProcess)?.sandbox.flatpak {
             // Why a sandboxed app is (or is not) its app id: the first thing its developer asks.
             logger.info("a client claims to be a Flatpak app", metadata: ["pid": "\(credentials.pid)", "verdict": "\(SandboxIdentity.verify(claim))"])
         }

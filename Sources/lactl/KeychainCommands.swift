@@ -71,7 +71,15 @@ struct Keychain: ParsableCommand {
         func run() throws {
             // The daemon knows apps by their canonical executable path (/proc/PID/exe), sandboxed
             // apps by their verified names.
-            let members = apps.map { AppIdentity.isMemberName($0) && !$0.hasPrefix("/") ? $0 : URL(fileURLWithPath: $0).resolvingSymlinksInPath().path }
+            let members = try apps.map { app in
+                guard app.hasPrefix(SandboxIdentity.flatpakPrefix) || app.hasPrefix(SandboxIdentity.snapPrefix) else {
+                    return URL(fileURLWithPath: app).resolvingSymlinksInPath().path
+                }
+                guard AppIdentity.isMemberName(app) else {
+                    throw ValidationError("\(app) is no Flatpak app id (flatpak:org.example.App: three or more elements) or snap name (snap:NAME)")
+                }
+                return app
+            }
             _ = try client.administer(.configureAccessGroup(name: group, apps: members), stdin: stdin)
             print(members.isEmpty ? "removed \(Printable.field(group))" : "\(Printable.field(group)): \(members.map(Printable.field).joined(separator: ", "))")
         }

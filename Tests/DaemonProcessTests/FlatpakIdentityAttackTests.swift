@@ -133,12 +133,11 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     /// names is there and matches — but that instance's sandbox is not the attacker's namespace.
     func testAFlatpakInfoNamingTheVictimsLiveInstanceBorrowsNothing() throws {
         XCTAssertEqual(try client(Self.victim, store).status, .success)
-        let earlier = Set(installation.instances(of: Self.victim, live: false))
         let running = try installation.start(Self.victim)
         defer { running.end() }
         var record: String?
         for _ in 0..<100 where record == nil {
-            record = installation.instances(of: Self.victim).first { !earlier.contains($0) }
+            record = installation.instances(of: Self.victim).first { !running.earlier.contains($0) }
             if record == nil { usleep(50_000) }
         }
         let instance = try XCTUnwrap(record, "the victim's instance record appears")
@@ -151,6 +150,41 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         XCTAssertTrue(verdicts.contains("otherNamespace"), "the claim and the record it names were read, and judged: \(verdicts)")
         XCTAssertNotEqual(attack.status, .success, "the forged Flatpak read the victim's secret: \(attack.raw)")
         XCTAssertFalse(attack.raw.contains(secret.base64EncodedString()))
+    }
+
+    /// Served without the connection check is only a verified app: any other client in a network
+    /// namespace of its own — a forged claim's, here — is refused as before.
+    func testAnUnverifiedClientInANetworkNamespaceOfItsOwnIsRefused() throws {
+        let forged = tmpfsFile("forged-info")
+        defer { try? FileManager.default.removeItem(atPath: forged) }
+        try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(toFile: forged, atomically: true, encoding: .utf8)
+        let socketDirectory = (enclave.socketPath as NSString).deletingLastPathComponent
+        let output = try runProcess("/usr/bin/bwrap", [
+            "--unshare-net", "--unshare-user", "--unshare-pid", "--tmpfs", "/", "--ro-bind", installation.installedClient, "/usr/bin/la-sandbox-client",
+            "--ro-bind", forged, "/.flatpak-info", "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
+            "/usr/bin/la-sandbox-client", enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), read]), "2",
+        ])
+        XCTAssertTrue(output.stdout.contains("notPermitted") && output.stdout.contains("could not identify"), "refused: \(output.stdout) \(output.stderr)")
+        XCTAssertFalse(output.stdout.contains("\"hello\""))
+    }
+
+    /// The read rule, shown with a real process: a client whose root is not tmpfs mounts a tmpfs
+    /// over it, so that its mount table shows tmpfs at `/`; its `/.flatpak-info` is looked up in the
+    /// root below, though — which with FUSE (or overlayfs over FUSE) below could hang the read for
+    /// good. The daemon judges the root the kernel resolves, and reads nothing.
+    func testATmpfsStackedOverTheRootDoesNotMakeTheClaimReadable() throws {
+        let jail = installation.directory + "/jail"
+        try FileManager.default.createDirectory(atPath: jail, withIntermediateDirectories: true)
+        try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(toFile: jail + "/.flatpak-info", atomically: true, encoding: .utf8)
+        let socketDirectory = (enclave.socketPath as NSString).deletingLastPathComponent
+        let output = try runProcess("/usr/bin/bwrap", [
+            "--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--bind", jail, "/", "--ro-bind", installation.installedClient, "/la-sandbox-client",
+            "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
+            "/la-sandbox-client", "stacked", enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), read]), "2",
+        ])
+        let attack = outcome(output)
+        XCTAssertTrue(attack.app.hasPrefix("unverified:"), attack.raw)
+        XCTAssertEqual(verdicts(including: "noInstanceRecord"), "", "the claim on a root that is not tmpfs was read")
     }
 
     /// A file on tmpfs: bound as `/.flatpak-info`, it lies on tmpfs as flatpak's own does, so the
@@ -171,12 +205,12 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     }
 
     /// The attacker's own sandbox, as bubblewrap makes it (a tmpfs root, so the daemon does read
-    /// the claim), with `info` as its `/.flatpak-info`, running the same client program.
+    /// the claim), with `info` as its `/.flatpak-info`, running the very program the apps run (so
+    /// that before the apps were told apart, it would have been one of them).
     private func forgedSandbox(info: String, frames: String) throws -> (app: String, status: KeychainStatus?, raw: String) {
-        let client = installation.directory + "/runtime/usr/bin/la-sandbox-client"
         let socketDirectory = (enclave.socketPath as NSString).deletingLastPathComponent
         let output = try runProcess("/usr/bin/bwrap", [
-            "--unshare-user", "--unshare-pid", "--tmpfs", "/", "--ro-bind", client, "/usr/bin/la-sandbox-client",
+            "--unshare-user", "--unshare-pid", "--tmpfs", "/", "--ro-bind", installation.installedClient, "/usr/bin/la-sandbox-client",
             "--ro-bind", info, "/.flatpak-info", "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
             "/usr/bin/la-sandbox-client", enclave.socketPath, frames, "2",
         ])

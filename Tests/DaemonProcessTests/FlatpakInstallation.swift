@@ -11,7 +11,8 @@ import Glibc
 ///
 /// The client (static, so the runtime needs no libraries) connects to a socket, sends the frames
 /// given in hex, and prints the replies' payloads one per line; with `wait` instead of frames it
-/// keeps its sandbox alive (until the test kills it).
+/// keeps its sandbox alive (until the test kills it, or two minutes); `stacked` first, it mounts a
+/// tmpfs over its own root before connecting.
 struct FlatpakInstallation {
     static let runtime = "org.laenclaved.TestPlatform"
     let directory: String
@@ -22,6 +23,7 @@ struct FlatpakInstallation {
         #include <stdio.h>
         #include <stdlib.h>
         #include <string.h>
+        #include <sys/mount.h>
         #include <sys/socket.h>
         #include <sys/un.h>
         #include <unistd.h>
@@ -36,7 +38,14 @@ struct FlatpakInstallation {
         }
 
         int main(int argc, char **argv) {
-            if (argc == 2 && strcmp(argv[1], "wait") == 0) { sleep(600); return 0; }
+            if (argc == 2 && strcmp(argv[1], "wait") == 0) { sleep(120); return 0; }
+            if (argc > 1 && strcmp(argv[1], "stacked") == 0) {
+                /* A tmpfs over its own root: its mount table then shows tmpfs at /, while its
+                   root, where /.flatpak-info is looked up, is still the file system below. */
+                if (mount("none", "/", "tmpfs", 0, "") != 0) { perror("mount"); return 3; }
+                argv++;
+                argc--;
+            }
             if (argc != 4) { fprintf(stderr, "usage: SOCKET HEX REPLIES | wait\n"); return 2; }
             int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
             struct sockaddr_un address = { .sun_family = AF_UNIX };
@@ -69,7 +78,12 @@ struct FlatpakInstallation {
         // Flatpak keeps its instance records where logind puts the user's runtime directory.
         let runtimeDirectory = "/run/user/\(getuid())"
         if !FileManager.default.fileExists(atPath: runtimeDirectory) {
-            try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            // Where logind is not running (a container), root makes it as logind would.
+            do {
+                try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw XCTSkip("needs \(runtimeDirectory), which logind makes for a logged-in user")
+            }
         }
         var environment = ProcessInfo.processInfo.environment
         environment["FLATPAK_USER_DIR"] = directory + "/installation"
@@ -110,25 +124,33 @@ struct FlatpakInstallation {
         let process: Process
         let installation: FlatpakInstallation
         let app: String
-        /// Ends the sandbox (its first process, and with it every process in its pid namespace).
+        let earlier: Set<String>
+        /// Ends this sandbox (its first process, and with it every process in its pid namespace),
+        /// then `flatpak run`, waiting five seconds at most.
         func end() {
-            for record in installation.instances(of: app) {
+            for record in installation.instances(of: app) where !earlier.contains(record) {
                 if let pid = FlatpakInstallation.sandboxProcess(record) { kill(pid, SIGKILL) }
             }
-            process.waitUntilExit()
+            kill(process.processIdentifier, SIGKILL)
+            for _ in 0..<100 where process.isRunning { usleep(50_000) }
         }
     }
 
+    /// Starts `app` waiting in its sandbox (ended with `flatpak run` if the test dies).
     func start(_ app: String) throws -> Running {
+        let earlier = Set(instances(of: app, live: false))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/flatpak")
-        process.arguments = ["run", "\(app)//1", "wait"]
+        process.arguments = ["run", "--die-with-parent", "\(app)//1", "wait"]
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
-        return Running(process: process, installation: self, app: app)
+        return Running(process: process, installation: self, app: app, earlier: earlier)
     }
+
+    /// The runtime's program as flatpak installed it: the very file the apps run.
+    var installedClient: String { "\(environment["FLATPAK_USER_DIR"]!)/runtime/\(Self.runtime)/x86_64/1/active/files/bin/la-sandbox-client" }
 
     /// The instance record directories of `app`'s instances; `live`: only those whose sandbox runs.
     func instances(of app: String, live: Bool = true) -> [String] {

@@ -61,27 +61,33 @@ final class AppIdentityTests: XCTestCase {
         for c in cases { XCTAssertEqual(AppIdentity.isMemberName(c.name), c.member, c.name) }
     }
 
-    /// Which evidence names a client, in order: a snap's label, a verified Flatpak instance, the file
-    /// it runs.
+    /// Which evidence names a client, in order: a verified snap, a verified Flatpak instance, the
+    /// file it runs.
     func testASandboxsVerifiedNameOutranksTheProgramItRuns() {
         let info = Array("[Application]\nname=org.example.App\n\n[Instance]\ninstance-id=42\n".utf8)
-        let namespace = AppIdentity.FileID(device: 4, inode: 4026532177)
+        let namespace = AppIdentity.FileID(device: 4, inode: 4026532177), host = AppIdentity.FileID(device: 4, inode: 4026531841)
         let live = SandboxIdentity.FlatpakEvidence(clientUser: 1000, clientNamespace: namespace, info: info,
                                                    record: .init(owner: 1000, info: info, sandboxProcess: (1000, namespace)))
         var forged = live
         forged.record = nil
-        let flatpak = AppIdentity.resolve(path: "/usr/bin/python3", running: forged.clientNamespace, atPath: nil, flatpak: live)
+        let flatpak = AppIdentity.resolve(path: "/usr/bin/python3", running: namespace, atPath: nil, sandbox: .init(flatpak: live))
         XCTAssertEqual(flatpak, AppIdentity(name: "flatpak:org.example.App", kind: .sandboxed))
         XCTAssertEqual(flatpak.ownGroup, "flatpak:org.example.App", "a Flatpak app keeps items of its own, whatever interpreter it runs")
-        XCTAssertEqual(AppIdentity.resolve(path: "/usr/bin/editor", running: victim, atPath: victim, flatpak: forged).name, "/usr/bin/editor",
+        XCTAssertEqual(AppIdentity.resolve(path: "/usr/bin/editor", running: victim, atPath: victim, sandbox: .init(flatpak: forged)).name, "/usr/bin/editor",
                        "a claim that does not verify leaves the process what it runs")
-        XCTAssertEqual(AppIdentity.resolve(path: "/usr/bin/editor", running: forged.clientNamespace, atPath: victim, flatpak: forged).kind, .unverified)
+        XCTAssertEqual(AppIdentity.resolve(path: "/usr/bin/editor", running: forged.clientNamespace, atPath: victim, sandbox: .init(flatpak: forged)).kind,
+                       .unverified)
 
-        let snapProgram = AppIdentity.resolve(path: "/snap/firefox/4336/usr/lib/firefox/firefox", running: victim, atPath: victim)
-        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: "snap.firefox.firefox (enforce)"),
-                       AppIdentity(name: "snap:firefox", kind: .sandboxed), "one name for every revision of the snap")
-        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: "snap.firefox.firefox (complain)"), snapProgram, "devmode is not confined")
-        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: "unconfined"), snapProgram)
-        XCTAssertEqual(AppIdentity.resolve(process: snapProgram, securityLabel: nil), snapProgram, "no security module labels sockets")
+        let program = "/snap/firefox/4336/usr/lib/firefox/firefox"
+        func snap(_ label: String, in client: AppIdentity.FileID) -> AppIdentity {
+            AppIdentity.resolve(path: program, running: victim, atPath: victim,
+                                sandbox: .init(flatpak: live, snap: .init(label: label, clientNamespace: client, snapNamespaces: [namespace])))
+        }
+        XCTAssertEqual(snap("snap.firefox.firefox (enforce)", in: namespace), AppIdentity(name: "snap:firefox", kind: .sandboxed),
+                       "one name for every revision of the snap, before anything else")
+        XCTAssertEqual(snap("snap.firefox.firefox (enforce)", in: host).name, "flatpak:org.example.App",
+                       "the label taken by change_profile outside the snap's namespace names nothing")
+        XCTAssertEqual(snap("snap.firefox.firefox (complain)", in: namespace).name, "flatpak:org.example.App", "devmode is not confined")
+        XCTAssertEqual(AppIdentity.resolve(path: program, running: victim, atPath: victim, sandbox: .init()).name, program)
     }
 }

@@ -81,48 +81,57 @@ final class SandboxIdentityTests: XCTestCase {
             ("snap-update-ns.firefox (enforce)", nil), ("snap.firefox.firefox//hat (enforce)", nil),
             ("snap.firefox.firefox//&other (enforce)", nil), ("snap.Firefox.firefox (enforce)", nil), ("snap.-fire.firefox (enforce)", nil),
             ("snap.fire--fox.firefox (enforce)", nil), ("snap.1234.app (enforce)", nil), ("snap.firefox_TOOLONGKEY1.app (enforce)", nil),
-            ("snap.firefox. (enforce)", nil), ("snap.firefox.hook. (enforce)", nil), ("snap.firefox.a.b (enforce)", nil),
+            ("snap.firefox. (enforce)", nil), ("snap.firefox.fire--fox (enforce)", nil), ("snap.firefox.hook. (enforce)", nil), ("snap.firefox.a.b (enforce)", nil),
             ("/usr/bin/evince (enforce)", nil), ("system_u:system_r:snap.firefox.firefox (enforce)", nil), ("", nil),
         ]
         for c in cases { XCTAssertEqual(SandboxIdentity.snap(label: c.label)?.name, c.name, c.label) }
     }
 
-    func testTheClaimIsReadOnlyWhereNoProgramCanMakeTheReadWait() {
-        let flatpak = """
-            65 42 0:40 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw
-            91 65 0:40 /bindfilePpnNGO//deleted /.flatpak-info ro,nosuid,nodev,relatime - tmpfs tmpfs rw
-            92 65 0:27 /usr /usr ro,nosuid,nodev,relatime - ext4 /dev/vda rw
-            """
-        let cases: [(mountinfo: String, safe: Bool, why: String)] = [
-            (flatpak, true, "flatpak's: a tmpfs root and a tmpfs file"),
-            ("65 42 0:40 / / rw - tmpfs tmpfs rw", true, "a tmpfs root with the file in it"),
-            ("65 42 0:40 / / rw - tmpfs tmpfs rw\n66 65 0:50 / / rw - fuse.evil evil rw", false, "a FUSE mount over the root"),
-            ("65 42 0:40 / / rw - tmpfs tmpfs rw\n91 65 0:50 / /.flatpak-info ro - fuse.evil evil rw", false, "the file on FUSE"),
-            ("65 42 0:40 / / rw - tmpfs tmpfs rw\n91 65 0:51 / /.flatpak-info ro - overlay overlay rw", false, "the file on overlayfs (over anything)"),
-            ("65 42 0:40 / / rw - overlay overlay rw", false, "an overlayfs root"),
-            ("65 42 8:1 / / rw - ext4 /dev/sda1 rw", false, "the host's root: not a sandbox flatpak makes"),
-            ("70 42 0:50 /jail /home rw - fuse.evil evil rw", false, "a chroot inside another mount: no mount at /"),
-            ("", false, "nothing readable"),
+    func testASnapsLabelCountsOnlyInsideTheNamespaceSnapdKeepsForIt() {
+        let snapNamespace = AppIdentity.FileID(device: 4, inode: 4026532400), userNamespace = AppIdentity.FileID(device: 4, inode: 4026532401)
+        let host = AppIdentity.FileID(device: 4, inode: 4026531841)
+        let cases: [(label: String, client: AppIdentity.FileID, found: [AppIdentity.FileID], name: String?, why: String)] = [
+            ("snap.firefox.firefox (enforce)", snapNamespace, [snapNamespace], "snap:firefox", "the snap, in its own namespace"),
+            ("snap.firefox.firefox (enforce)", userNamespace, [snapNamespace, userNamespace], "snap:firefox", "in its per-user namespace"),
+            ("snap.firefox.firefox (enforce)", host, [snapNamespace], nil, "an unconfined process (or a Flatpak app) that changed its profile"),
+            ("snap.firefox.firefox (enforce)", snapNamespace, [], nil, "snapd keeps no namespace for it"),
+            ("snap.firefox.firefox (complain)", snapNamespace, [snapNamespace], nil, "devmode"),
         ]
-        for c in cases { XCTAssertEqual(SandboxIdentity.flatpakInfoIsSafeToRead(mounts: SandboxIdentity.mounts(c.mountinfo)), c.safe, c.why) }
-        XCTAssertEqual(SandboxIdentity.mounts(#"36 35 98:0 /mnt1 /mnt\040with\040space rw - ext3 /dev/root rw"#).first?.point, "/mnt with space")
+        for c in cases {
+            XCTAssertEqual(SandboxIdentity.verify(SandboxIdentity.SnapEvidence(label: c.label, clientNamespace: c.client, snapNamespaces: c.found))?.name,
+                           c.name, c.why)
+        }
+        XCTAssertEqual(SandboxIdentity.snapNamespacePaths(instance: "firefox_work", user: 1000),
+                       ["/run/snapd/ns/firefox_work.mnt", "/run/snapd/ns/snap.firefox_work.1000.mnt"])
     }
 
-    func testTheInstanceRecordIsReadOnlyOnLocalFileSystems() {
-        let own = """
-            22 1 8:1 / / rw - ext4 /dev/sda1 rw
-            30 22 0:26 / /run rw - tmpfs tmpfs rw
-            40 30 0:45 / /run/user/1000 rw - tmpfs tmpfs rw
-            50 22 0:60 / /home/u/mnt rw - fuse.sshfs u@host: rw
-            """
-        XCTAssertTrue(SandboxIdentity.isLocal("/run/user/1000/.flatpak/42", mounts: SandboxIdentity.mounts(own)))
-        let cases: [(extra: String, local: Bool, why: String)] = [
-            ("60 40 0:61 / /run/user/1000/.flatpak rw - fuse.evil evil rw", false, "fusermount over the records"),
-            ("60 40 0:61 / /run/user/1000/.flatpak/42/info rw - fuse.evil evil rw", false, "over a file of the record"),
-            ("60 30 0:61 / /run/user/1000 rw - fuse.evil evil rw", false, "over the runtime directory itself"),
-            ("60 40 0:61 / /run/user/1000/.flatpak/4242 rw - fuse.evil evil rw", true, "another instance's record, not read"),
-            ("60 40 0:61 / /run/user/1000/doc rw - fuse.xdg-document-portal portal rw", true, "the document portal beside it"),
+    func testMountTableLinesNameTheMountAndItsFileSystem() {
+        let cases: [(line: String, id: Int?, point: String?, type: String?)] = [
+            ("65 42 0:40 /newroot / rw,nosuid,nodev,relatime - tmpfs tmpfs rw", 65, "/", "tmpfs"),
+            ("91 65 0:40 /bindfilePpnNGO//deleted /.flatpak-info ro,nosuid,nodev,relatime - tmpfs tmpfs rw", 91, "/.flatpak-info", "tmpfs"),
+            ("36 35 98:0 /mnt1 /mnt\\040with\\040space rw shared:1 master:2 - ext3 /dev/root rw", 36, "/mnt with space", "ext3"),
+            ("50 22 0:60 / /home/u/mnt rw - fuse.sshfs u@host: rw", 50, "/home/u/mnt", "fuse.sshfs"),
+            ("x 42 0:40 / / rw - tmpfs tmpfs rw", nil, nil, nil), ("65 42 0:40 / / rw tmpfs tmpfs rw", nil, nil, nil), ("", nil, nil, nil),
         ]
-        for c in cases { XCTAssertEqual(SandboxIdentity.isLocal("/run/user/1000/.flatpak/42", mounts: SandboxIdentity.mounts(own + "\n" + c.extra)), c.local, c.why) }
+        for c in cases {
+            let mount = SandboxIdentity.mount(Substring(c.line))
+            XCTAssertEqual(mount?.id, c.id, c.line)
+            XCTAssertEqual(mount?.point, c.point, c.line)
+            XCTAssertEqual(mount?.type, c.type, c.line)
+        }
+    }
+
+    /// A claim is read only from tmpfs, the record only from a local file system: nothing a
+    /// program answers for (FUSE, overlayfs over FUSE, a network file system) is ever asked.
+    func testNothingIsReadFromAFileSystemAProgramCouldMakeWait() {
+        let cases: [(type: String, claim: Bool, record: Bool)] = [
+            ("tmpfs", true, true), ("ext4", false, true), ("btrfs", false, true), ("overlay", false, false), ("fuse", false, false),
+            ("fuse.sshfs", false, false), ("fuseblk", false, false), ("nfs4", false, false), ("9p", false, false), ("cifs", false, false),
+            ("", false, false),
+        ]
+        for c in cases {
+            XCTAssertEqual(SandboxIdentity.mayReadClaim(on: c.type), c.claim, c.type)
+            XCTAssertEqual(SandboxIdentity.mayReadRecord(on: c.type), c.record, c.type)
+        }
     }
 }
