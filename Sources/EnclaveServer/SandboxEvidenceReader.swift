@@ -25,20 +25,22 @@ enum SandboxEvidenceReader {
 
     private static func flatpak(_ directory: Int32, namespace: AppIdentity.FileID) -> SandboxIdentity.FlatpakEvidence? {
         // The daemon's own root in the daemon's own namespace: no sandbox.
-        if namespace == PeerProcess.fileID(AT_FDCWD, "/proc/self/ns/mnt"), PeerProcess.link(directory, "root") == "/" { return nil }
+        if namespace == ownNamespace, PeerProcess.link(directory, "root") == "/" { return nil }
         // The process's root as the kernel resolves it for the process (not what may be mounted on
         // top of it), then the file in it: both on tmpfs, as bubblewrap makes them.
         let root = openat(directory, "root", la_o_path | O_DIRECTORY | O_CLOEXEC)
         guard root >= 0 else { return nil }
         defer { Glibc.close(root) }
-        guard let rootMount = mountID(root) else { return nil }
+        // The root's file system first: looking a name up in it (even for an O_PATH handle) asks it.
+        guard let rootMount = mountID(root), let rootType = mountTypes(openat(directory, "mountinfo", O_RDONLY | O_CLOEXEC), of: [rootMount])[rootMount],
+              SandboxIdentity.mayReadClaim(on: rootType) else { return nil }
         let file = openat(root, ".flatpak-info", la_o_path | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { Glibc.close(file) }
+        // A mount on the file itself (flatpak's is one) is entered without asking it anything.
         guard let fileMount = mountID(file) else { return nil }
-        let types = mountTypes(openat(directory, "mountinfo", O_RDONLY | O_CLOEXEC), of: [rootMount, fileMount])
-        guard let rootType = types[rootMount], let fileType = types[fileMount],
-              SandboxIdentity.mayReadClaim(on: rootType), SandboxIdentity.mayReadClaim(on: fileType),
+        let fileType = fileMount == rootMount ? rootType : mountTypes(openat(directory, "mountinfo", O_RDONLY | O_CLOEXEC), of: [fileMount])[fileMount]
+        guard let fileType, SandboxIdentity.mayReadClaim(on: fileType),
               let claim = contents(file, atMost: SandboxIdentity.FlatpakInfo.maximumSize), let user = effectiveUser(directory) else { return nil }
         var evidence = SandboxIdentity.FlatpakEvidence(clientUser: user, clientNamespace: namespace, info: claim, record: nil)
         if let parsed = SandboxIdentity.FlatpakInfo.parse(claim) { evidence.record = record(instance: parsed.instanceID, user: user) }
@@ -76,7 +78,7 @@ enum SandboxEvidenceReader {
     // MARK: Snap
 
     private static func snap(_ directory: Int32, namespace: AppIdentity.FileID) -> SandboxIdentity.SnapEvidence? {
-        guard let bytes = procFile(directory, "attr/apparmor/current") ?? procFile(directory, "attr/current"),
+        guard appArmorEnabled, let bytes = procFile(directory, "attr/apparmor/current") ?? procFile(directory, "attr/current"),
               let label = String(validating: bytes, as: UTF8.self), let snap = SandboxIdentity.snap(label: label),
               let user = effectiveUser(directory) else { return nil }
         let instance = String(snap.name.dropFirst(SandboxIdentity.snapPrefix.count))
@@ -85,6 +87,13 @@ enum SandboxEvidenceReader {
     }
 
     // MARK: Reading
+
+    /// The daemon's mount namespace, which it never leaves.
+    private static let ownNamespace = PeerProcess.fileID(AT_FDCWD, "/proc/self/ns/mnt")
+
+    /// Whether AppArmor runs (it cannot start or stop while the system runs): without it no
+    /// process has a label to read.
+    private static let appArmorEnabled = procFile(AT_FDCWD, "/sys/module/apparmor/parameters/enabled").map { $0.first == UInt8(ascii: "Y") } ?? false
 
     /// The effective uid of a process (`Uid:` in its status; the owner of `/proc/PID` is root for a
     /// process that made itself non-dumpable).
@@ -114,19 +123,27 @@ enum SandboxEvidenceReader {
         defer { Glibc.close(mountinfo) }
         var found: [Int: String] = [:]
         var pending: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        // Small reads: the kernel renders only as much of the table as one read asks for, and the
+        // mounts wanted (a root) are usually among the first.
+        var chunk = [UInt8](repeating: 0, count: 4096)
         var total = 0
         while found.count < ids.count, total < 1 << 20 {
             let n = Glibc.read(mountinfo, &chunk, chunk.count)
             guard n > 0 else { break }
             total += n
             pending.append(contentsOf: chunk[..<n])
-            while let end = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                if let mount = SandboxIdentity.mount(Substring(String(decoding: pending[..<end], as: UTF8.self))), ids.contains(mount.id) {
+            var start = pending.startIndex
+            while let end = pending[start...].firstIndex(of: UInt8(ascii: "\n")) {
+                // The id leads the line: only a line with a wanted id is decoded.
+                let line = pending[start..<end]
+                let digits = line.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+                if let id = Int(String(decoding: digits, as: UTF8.self)), ids.contains(id),
+                   let mount = SandboxIdentity.mount(Substring(String(decoding: line, as: UTF8.self))) {
                     found[mount.id] = mount.type
                 }
-                pending.removeSubrange(...end)
+                start = end + 1
             }
+            pending.removeSubrange(..<start)
         }
         return found
     }
@@ -150,7 +167,7 @@ enum SandboxEvidenceReader {
         return contents(handle, atMost: limit)
     }
 
-    /// A file the kernel writes (`/proc`): no file system of anyone's behind it.
+    /// A file the kernel writes (`/proc`, `/sys`): no file system of anyone's behind it.
     private static func procFile(_ directory: Int32, _ path: String) -> [UInt8]? {
         let file = openat(directory, path, O_RDONLY | O_CLOEXEC)
         guard file >= 0 else { return nil }
@@ -160,7 +177,7 @@ enum SandboxEvidenceReader {
 
     private static func bounded(_ file: Int32, atMost limit: Int) -> [UInt8]? {
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 * 1024)
+        var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
             let n = Glibc.read(file, &chunk, chunk.count)
             guard n >= 0 else { return nil }

@@ -187,6 +187,23 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         XCTAssertEqual(verdicts(including: "noInstanceRecord"), "", "the claim on a root that is not tmpfs was read")
     }
 
+    /// The hang itself: a client whose root is a FUSE file system that never answers a lookup. A
+    /// daemon that looked `/.flatpak-info` up there would wait as long as the client likes — in
+    /// system mode, the helper that pins every user's clients. The daemon asks that root nothing,
+    /// and answers. (FUSE serves the user who mounted it — fusermount's, for an ordinary user —
+    /// or, through overlayfs over it, anyone; root mounts it here, for the root-run daemon.)
+    func testARootThatNeverAnswersDoesNotHoldTheDaemon() throws {
+        guard getuid() == 0, FileManager.default.fileExists(atPath: "/dev/fuse") else { throw XCTSkip("needs root and /dev/fuse") }
+        let mountPoint = installation.directory + "/fuse-root"
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
+        let output = try runProcess("/usr/bin/unshare", [
+            "-m", "--propagation", "private",
+            installation.installedClient, "fuseroot", mountPoint, enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), read]), "2",
+        ], timeout: 30)
+        XCTAssertFalse(output.stderr.contains("timeout"), "the daemon waited on the client's file system: \(output.stderr)")
+        XCTAssertFalse(outcome(output).app.isEmpty, "the daemon answered: \(output.stdout) \(output.stderr)")
+    }
+
     /// A file on tmpfs: bound as `/.flatpak-info`, it lies on tmpfs as flatpak's own does, so the
     /// daemon reads it (it reads no claim from a file system a program could make it wait on).
     private func tmpfsFile(_ name: String) -> String { "/dev/shm/la-\(UUID().uuidString.prefix(8))-\(name)" }

@@ -12,7 +12,8 @@ import Glibc
 /// The client (static, so the runtime needs no libraries) connects to a socket, sends the frames
 /// given in hex, and prints the replies' payloads one per line; with `wait` instead of frames it
 /// keeps its sandbox alive (until the test kills it, or two minutes); `stacked` first, it mounts a
-/// tmpfs over its own root before connecting.
+/// tmpfs over its own root before connecting; `fuseroot DIR` first, it makes a FUSE file system
+/// that never answers its root (and gives up after 10 s).
 struct FlatpakInstallation {
     static let runtime = "org.laenclaved.TestPlatform"
     let directory: String
@@ -20,6 +21,11 @@ struct FlatpakInstallation {
     let environment: [String: String]
 
     static let clientSource = #"""
+        #include <errno.h>
+        #include <fcntl.h>
+        #include <linux/fuse.h>
+        #include <pthread.h>
+        #include <signal.h>
         #include <stdio.h>
         #include <stdlib.h>
         #include <string.h>
@@ -27,6 +33,45 @@ struct FlatpakInstallation {
         #include <sys/socket.h>
         #include <sys/un.h>
         #include <unistd.h>
+
+        static void timed_out(int signal) {
+            (void)signal;
+            static const char message[] = "timeout: no answer within 10 s\n";
+            write(2, message, sizeof message - 1);
+            _exit(4);
+        }
+
+        /* Answers INIT, GETATTR and ACCESS; leaves every LOOKUP (and anything else) unanswered. */
+        static void *serve_fuse(void *argument) {
+            int fuse = (int)(long)argument;
+            static unsigned char request[1 << 17];
+            for (;;) {
+                ssize_t n = read(fuse, request, sizeof request);
+                if (n < (ssize_t)sizeof(struct fuse_in_header)) { if (n < 0 && errno == EINTR) continue; return NULL; }
+                struct fuse_in_header *in = (struct fuse_in_header *)request;
+                struct { struct fuse_out_header header; union { struct fuse_init_out init; struct fuse_attr_out attr; } body; } out;
+                memset(&out, 0, sizeof out);
+                out.header.unique = in->unique;
+                size_t size = sizeof out.header;
+                if (in->opcode == FUSE_INIT) {
+                    out.body.init.major = FUSE_KERNEL_VERSION;
+                    out.body.init.minor = FUSE_KERNEL_MINOR_VERSION;
+                    out.body.init.max_write = 4096;
+                    size += sizeof out.body.init;
+                } else if (in->opcode == FUSE_GETATTR) {
+                    out.body.attr.attr_valid = 3600;
+                    out.body.attr.attr.ino = 1;
+                    out.body.attr.attr.mode = 040755;
+                    out.body.attr.attr.nlink = 2;
+                    size += sizeof out.body.attr;
+                } else if (in->opcode == FUSE_ACCESS) {
+                } else {
+                    continue;
+                }
+                out.header.len = (uint32_t)size;
+                write(fuse, &out, size);
+            }
+        }
 
         static int full(int fd, unsigned char *bytes, size_t n) {
             for (size_t done = 0; done < n; ) {
@@ -39,6 +84,30 @@ struct FlatpakInstallation {
 
         int main(int argc, char **argv) {
             if (argc == 2 && strcmp(argv[1], "wait") == 0) { sleep(120); return 0; }
+            const char *path = NULL;
+            if (argc > 3 && strcmp(argv[1], "fuseroot") == 0) {
+                /* A FUSE file system as its own root that answers what entering it takes, and
+                   never a name looked up in it: such a lookup waits until this process ends. The
+                   socket is reached from the working directory, never through the root. */
+                alarm(10);
+                signal(SIGALRM, timed_out);
+                int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+                char options[160];
+                snprintf(options, sizeof options, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fuse);
+                if (fuse < 0 || mount("none", argv[2], "fuse", 0, options) != 0) { perror("mount fuse"); return 3; }
+                pthread_t server;
+                pthread_create(&server, NULL, serve_fuse, (void *)(long)fuse);
+                static char directory[4096];
+                strncpy(directory, argv[3], sizeof directory - 1);
+                directory[sizeof directory - 1] = 0;
+                char *slash = strrchr(directory, '/');
+                if (!slash) return 2;
+                *slash = 0;
+                path = slash + 1;
+                if (chdir(directory) != 0 || chroot(argv[2]) != 0) { perror("chroot"); return 3; }
+                argv += 2;
+                argc -= 2;
+            }
             if (argc > 1 && strcmp(argv[1], "stacked") == 0) {
                 /* A tmpfs over its own root: its mount table then shows tmpfs at /, while its
                    root, where /.flatpak-info is looked up, is still the file system below. */
@@ -49,12 +118,13 @@ struct FlatpakInstallation {
             if (argc != 4) { fprintf(stderr, "usage: SOCKET HEX REPLIES | wait\n"); return 2; }
             int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
             struct sockaddr_un address = { .sun_family = AF_UNIX };
-            strncpy(address.sun_path, argv[1], sizeof address.sun_path - 1);
+            strncpy(address.sun_path, path ? path : argv[1], sizeof address.sun_path - 1);
             if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) { perror("connect"); return 1; }
             size_t length = strlen(argv[2]) / 2;
             unsigned char *frames = malloc(length);
             for (size_t i = 0; i < length; i++) sscanf(argv[2] + 2 * i, "%2hhx", &frames[i]);
-            if (write(fd, frames, length) != (ssize_t)length) { perror("write"); return 1; }
+            /* A refused client may find the connection closed already: its refusal is still there to read. */
+            if (send(fd, frames, length, MSG_NOSIGNAL) != (ssize_t)length) perror("send");
             for (int i = 0; i < atoi(argv[3]); i++) {
                 unsigned char header[4];
                 if (full(fd, header, 4) != 0) { fprintf(stderr, "connection closed\n"); return 1; }
