@@ -27,6 +27,29 @@ static const int la_so_peerpidfd = SO_PEERPIDFD;
 static const int la_o_path = O_PATH;
 static const int la_so_cookie = SO_COOKIE;
 
+#include <linux/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+// Behind _GNU_SOURCE in glibc's headers (the values are the kernel's).
+#ifndef AT_STATX_DONT_SYNC
+#define AT_STATX_DONT_SYNC 0x4000
+#endif
+#ifndef AT_NO_AUTOMOUNT
+#define AT_NO_AUTOMOUNT 0x800
+#endif
+
+/// The device and inode `path` (under `directory`) names, from what the kernel has cached
+/// (statx with AT_STATX_DONT_SYNC: a FUSE or network file system, overlayfs over one included,
+/// is not asked to refresh them; device and inode never change) and never mounting an automount
+/// point on the way. 0, or -1 with errno.
+static inline int la_file_id(int directory, const char *path, uint64_t *device, uint64_t *inode) {
+    struct statx info;
+    if (syscall(SYS_statx, directory, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_INO, &info) != 0) return -1;
+    *device = (uint64_t)makedev(info.stx_dev_major, info.stx_dev_minor);
+    *inode = info.stx_ino;
+    return 0;
+}
+
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 

@@ -67,14 +67,18 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         public init(flatpak: SandboxIdentity.FlatpakEvidence? = nil, snap: SandboxIdentity.SnapEvidence? = nil) {
             self.flatpak = flatpak; self.snap = snap
         }
+
+        /// The sandboxed app it verifies, if any: a snap before a Flatpak app.
+        public var verified: AppIdentity? {
+            snap.flatMap(SandboxIdentity.verify) ?? flatpak.flatMap { SandboxIdentity.verify($0).identity }
+        }
     }
 
     /// The identity of a process from all the daemon read about it, in this order: a verified snap
     /// (whose program is a verified path, but one that names a single revision), a verified
     /// Flatpak app, what it runs.
     public static func resolve(path: String, running: FileID, atPath: FileID?, sandbox: SandboxEvidence) -> AppIdentity {
-        sandbox.snap.flatMap(SandboxIdentity.verify) ?? sandbox.flatpak.flatMap { SandboxIdentity.verify($0).identity }
-            ?? resolve(path: path, running: running, atPath: atPath)
+        sandbox.verified ?? resolve(path: path, running: running, atPath: atPath)
     }
 
     /// Root visiting a user-mode daemon (its process is not the daemon's to read, nor needed).

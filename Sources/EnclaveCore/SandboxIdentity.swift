@@ -18,7 +18,7 @@ import Foundation
 ///   included — change to any loaded profile, and the socket's label (`SO_PEERSEC`) is then that
 ///   profile's. So the label counts only from a process in the mount namespace snap-confine made
 ///   for that snap, which snapd keeps at `/run/snapd/ns/NAME.mnt` (per user:
-///   `snap.NAME.UID.mnt`) and no user can enter without snap-confine. Only enforce mode counts: a
+///   `NAME.UID.mnt`) and no user can enter without snap-confine. Only enforce mode counts: a
 ///   snap in devmode (`complain`) is not confined, and could take any label.
 ///
 /// What neither rule stops, as on every Linux desktop: a program of the same user *outside* any
@@ -212,9 +212,9 @@ public enum SandboxIdentity {
     }
 
     /// Where snapd keeps the mount namespaces of the snap instance `instance` (`NAME` or
-    /// `NAME_KEY`): the snap's, and the per-user one for `user`.
+    /// `NAME_KEY`): the snap's, and the per-user one for `user` (snap-confine's `NAME.UID.mnt`).
     public static func snapNamespacePaths(instance: String, user: UInt32) -> [String] {
-        ["/run/snapd/ns/\(instance).mnt", "/run/snapd/ns/snap.\(instance).\(user).mnt"]
+        ["/run/snapd/ns/\(instance).mnt", "/run/snapd/ns/\(instance).\(user).mnt"]
     }
 
     /// The snap the evidence names: an enforced snap label, from inside that snap's namespace.

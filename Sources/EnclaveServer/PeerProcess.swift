@@ -89,8 +89,9 @@ final class PeerProcess: @unchecked Sendable {
 
     /// The app this process is, judged in the daemon's own view of the file system.
     var identity: AppIdentity {
-        var info = stat()
-        let atPath = stat(executablePath, &info) == 0 ? AppIdentity.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino)) : nil
+        // A path of the client's choosing, walked in the daemon's view: nothing on it is asked to
+        // refresh what it told the kernel, and no automount point is mounted (`fileID`).
+        let atPath = executablePath.hasPrefix("/") ? Self.fileID(AT_FDCWD, executablePath) : nil
         return AppIdentity.resolve(path: executablePath, running: executable, atPath: atPath, sandbox: sandbox)
     }
 
@@ -115,7 +116,7 @@ final class PeerProcess: @unchecked Sendable {
         // program it runs; and SO_PEERPIDFD proved that the process pinned is the one that
         // connected (without it, a pid reused by such an app could be taken for the connection's).
         // Every other client in another network namespace is refused below.
-        if identity.kind == .sandboxed, confirmedByPidfd, let theirs = Self.fileID(directory, "ns/net"),
+        if sandbox.verified != nil, confirmedByPidfd, let theirs = Self.fileID(directory, "ns/net"),
            let ours = Self.fileID(AT_FDCWD, "/proc/self/ns/net"), theirs != ours { return }
         let found = la_unix_peer_inode(cookie)
         guard found >= 0 else { throw .socketUnknown(Int32(-found)) }
@@ -153,11 +154,13 @@ final class PeerProcess: @unchecked Sendable {
 
     private static func executablePath(_ directory: Int32) -> String? { link(directory, "exe") }
 
-    /// The file `path` (under `directory`) names, symbolic links followed.
+    /// The file `path` (under `directory`) names, symbolic links followed — as the kernel has it
+    /// cached: a client's executable may lie on FUSE, or on overlayfs over FUSE, whose server could
+    /// otherwise make this wait for as long as it likes (in system mode, the helper, for everyone).
     static func fileID(_ directory: Int32, _ path: String) -> AppIdentity.FileID? {
-        var info = stat()
-        guard fstatat(directory, path, &info, 0) == 0 else { return nil }
-        return AppIdentity.FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        var device: UInt64 = 0, inode: UInt64 = 0
+        guard la_file_id(directory, path, &device, &inode) == 0 else { return nil }
+        return AppIdentity.FileID(device: device, inode: inode)
     }
 
     /// What the symbolic link `path` (under `directory`) holds.
@@ -170,7 +173,8 @@ final class PeerProcess: @unchecked Sendable {
 
     /// The open flags of descriptor `fd` of the process (`flags:` in `/proc/PID/fdinfo/FD`, octal).
     private static func descriptorFlags(_ directory: Int32, _ fd: String) -> Int? {
-        let file = openat(directory, "fdinfo/\(fd)", O_RDONLY | O_CLOEXEC)
+        // Non-blocking: a process may hold a lease on its own /proc files (45 s for any blocking open).
+        let file = openat(directory, "fdinfo/\(fd)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { Glibc.close(file) }
         var buffer = [UInt8](repeating: 0, count: 512)

@@ -32,14 +32,14 @@ enum SandboxEvidenceReader {
         guard root >= 0 else { return nil }
         defer { Glibc.close(root) }
         // The root's file system first: looking a name up in it (even for an O_PATH handle) asks it.
-        guard let rootMount = mountID(root), let rootType = mountTypes(openat(directory, "mountinfo", O_RDONLY | O_CLOEXEC), of: [rootMount])[rootMount],
+        guard let rootMount = mountID(root), let rootType = mountTypes(openat(directory, "mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [rootMount])[rootMount],
               SandboxIdentity.mayReadClaim(on: rootType) else { return nil }
         let file = openat(root, ".flatpak-info", la_o_path | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { Glibc.close(file) }
         // A mount on the file itself (flatpak's is one) is entered without asking it anything.
         guard let fileMount = mountID(file) else { return nil }
-        let fileType = fileMount == rootMount ? rootType : mountTypes(openat(directory, "mountinfo", O_RDONLY | O_CLOEXEC), of: [fileMount])[fileMount]
+        let fileType = fileMount == rootMount ? rootType : mountTypes(openat(directory, "mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [fileMount])[fileMount]
         guard let fileType, SandboxIdentity.mayReadClaim(on: fileType),
               let claim = contents(file, atMost: SandboxIdentity.FlatpakInfo.maximumSize), let user = effectiveUser(directory) else { return nil }
         var evidence = SandboxIdentity.FlatpakEvidence(clientUser: user, clientNamespace: namespace, info: claim, record: nil)
@@ -55,7 +55,7 @@ enum SandboxEvidenceReader {
         let runtime = open(runtimeDirectory(user: user), la_o_path | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard runtime >= 0 else { return nil }
         defer { Glibc.close(runtime) }
-        guard let mount = mountID(runtime), let type = mountTypes(open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC), of: [mount])[mount],
+        guard let mount = mountID(runtime), let type = mountTypes(open("/proc/self/mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [mount])[mount],
               SandboxIdentity.mayReadRecord(on: type) else { return nil }
         let directory = la_open_beneath(runtime, ".flatpak/\(instance)", la_o_path | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { return nil }
@@ -167,9 +167,11 @@ enum SandboxEvidenceReader {
         return contents(handle, atMost: limit)
     }
 
-    /// A file the kernel writes (`/proc`, `/sys`): no file system of anyone's behind it.
+    /// A file the kernel writes (`/proc`, `/sys`): no file system of anyone's behind it. Opened
+    /// non-blocking: a process may hold a lease on its own `/proc` files, which would make any
+    /// blocking open wait for the lease break time (45 s).
     private static func procFile(_ directory: Int32, _ path: String) -> [UInt8]? {
-        let file = openat(directory, path, O_RDONLY | O_CLOEXEC)
+        let file = openat(directory, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { Glibc.close(file) }
         return bounded(file, atMost: 64 * 1024)

@@ -13,7 +13,8 @@ import Glibc
 /// given in hex, and prints the replies' payloads one per line; with `wait` instead of frames it
 /// keeps its sandbox alive (until the test kills it, or two minutes); `stacked` first, it mounts a
 /// tmpfs over its own root before connecting; `fuseroot DIR` first, it makes a FUSE file system
-/// that never answers its root (and gives up after 10 s).
+/// that never answers its root (and gives up after 10 s); `lease` first, it holds a write lease on
+/// its own `/proc/self/mountinfo` (and gives up after 10 s).
 struct FlatpakInstallation {
     static let runtime = "org.laenclaved.TestPlatform"
     let directory: String
@@ -21,6 +22,7 @@ struct FlatpakInstallation {
     let environment: [String: String]
 
     static let clientSource = #"""
+        #define _GNU_SOURCE
         #include <errno.h>
         #include <fcntl.h>
         #include <linux/fuse.h>
@@ -107,6 +109,17 @@ struct FlatpakInstallation {
                 if (chdir(directory) != 0 || chroot(argv[2]) != 0) { perror("chroot"); return 3; }
                 argv += 2;
                 argc -= 2;
+            }
+            if (argc > 2 && strcmp(argv[1], "lease") == 0) {
+                /* A write lease on its own mount table: any blocking open of it by another process
+                   waits for the lease break time (45 s). */
+                signal(SIGIO, SIG_IGN);  /* the break notice, which would end it */
+                int table = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+                if (table < 0 || fcntl(table, F_SETLEASE, F_WRLCK) != 0) { perror("lease"); return 3; }
+                alarm(10);
+                signal(SIGALRM, timed_out);
+                argv++;
+                argc--;
             }
             if (argc > 1 && strcmp(argv[1], "stacked") == 0) {
                 /* A tmpfs over its own root: its mount table then shows tmpfs at /, while its

@@ -102,7 +102,7 @@ final class SandboxIdentityTests: XCTestCase {
                            c.name, c.why)
         }
         XCTAssertEqual(SandboxIdentity.snapNamespacePaths(instance: "firefox_work", user: 1000),
-                       ["/run/snapd/ns/firefox_work.mnt", "/run/snapd/ns/snap.firefox_work.1000.mnt"])
+                       ["/run/snapd/ns/firefox_work.mnt", "/run/snapd/ns/firefox_work.1000.mnt"])
     }
 
     func testMountTableLinesNameTheMountAndItsFileSystem() {
