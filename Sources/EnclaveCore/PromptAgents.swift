@@ -1,7 +1,7 @@
 import EnclaveProtocol
 
 /// Where a process sits for the prompt: its user, and its logind session as the kernel's cgroup
-/// record says (`sd_pid_get_session`; nil outside any session — a systemd user service, an app
+/// record says (`LoginSession`, as `sd_pid_get_session` reads it; nil outside any session — a systemd user service, an app
 /// a modern desktop starts under `user@UID.service`, a container). A process cannot move itself
 /// into or out of a session: the session's scope belongs to root.
 public struct PromptSeat: Hashable, Sendable, CustomStringConvertible {

@@ -77,7 +77,7 @@ final class PeerProcess: @unchecked Sendable {
         self.directory = directory
         self.executable = file
         self.executablePath = path
-        self.session = LoginSession.of(pid: pid)
+        self.session = LoginSession.of(process: directory)
         self.sandbox = SandboxEvidenceReader.read(process: directory)
         self.confirmedByPidfd = pidfd != nil
     }
@@ -187,3 +187,16 @@ final class PeerProcess: @unchecked Sendable {
     }
 }
 
+extension LoginSession {
+    /// The logind session of the process whose `/proc/PID` is `directory`, read non-blocking (a
+    /// process may hold a lease on its own `cgroup` file).
+    static func of(process directory: Int32) -> String? {
+        let file = openat(directory, "cgroup", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { Glibc.close(file) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let n = Glibc.read(file, &bytes, bytes.count)
+        guard n > 0 else { return nil }
+        return name(cgroup: String(decoding: bytes[..<n], as: UTF8.self))
+    }
+}

@@ -1,4 +1,3 @@
-import CSdBus
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -163,12 +162,3 @@ final class PromptAgentRegistry: @unchecked Sendable {
     }
 }
 
-/// A process's logind session, as libsystemd reads it from the kernel's cgroup record.
-enum LoginSession {
-    static func of(pid: Int32) -> String? {
-        var name: UnsafeMutablePointer<CChar>?
-        guard sd_pid_get_session(pid, &name) >= 0, let name else { return nil }
-        defer { free(name) }
-        return String(cString: name)
-    }
-}

@@ -199,9 +199,10 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         XCTAssertFalse(outcome(output).app.isEmpty, "the daemon answered: \(output.stdout) \(output.stderr)")
     }
 
-    /// A client in a mount namespace of its own holds a lease on its own mount table, which the
-    /// daemon reads when it pins it: a blocking open would wait 45 s — in system mode, the helper,
-    /// for every user. The daemon opens it without waiting, and answers.
+    /// A client in a mount namespace of its own holds leases on its own mount table and cgroup
+    /// record, which the daemon reads when it pins it: a blocking open would wait 45 s — in system
+    /// mode, the helper, for every user (libsystemd's `sd_pid_get_session` did, on the cgroup). The
+    /// daemon opens them without waiting, and answers.
     func testALeaseOnTheClientsOwnProcFilesDoesNotHoldTheDaemon() throws {
         guard getuid() == 0 else { throw XCTSkip("needs root for a mount namespace") }
         let output = try runProcess("/usr/bin/unshare", [

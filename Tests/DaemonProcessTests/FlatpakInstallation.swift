@@ -13,8 +13,8 @@ import Glibc
 /// given in hex, and prints the replies' payloads one per line; with `wait` instead of frames it
 /// keeps its sandbox alive (until the test kills it, or two minutes); `stacked` first, it mounts a
 /// tmpfs over its own root before connecting; `fuseroot DIR` first, it makes a FUSE file system
-/// that never answers its root (and gives up after 10 s); `lease` first, it holds a write lease on
-/// its own `/proc/self/mountinfo` (and gives up after 10 s).
+/// that never answers its root (and gives up after 10 s); `lease` first, it holds write leases on
+/// its own `/proc/self/mountinfo` and `cgroup` (and gives up after 10 s).
 struct FlatpakInstallation {
     static let runtime = "org.laenclaved.TestPlatform"
     let directory: String
@@ -111,11 +111,13 @@ struct FlatpakInstallation {
                 argc -= 2;
             }
             if (argc > 2 && strcmp(argv[1], "lease") == 0) {
-                /* A write lease on its own mount table: any blocking open of it by another process
-                   waits for the lease break time (45 s). */
+                /* Write leases on its own mount table and cgroup record: any blocking open of them
+                   by another process waits for the lease break time (45 s). */
                 signal(SIGIO, SIG_IGN);  /* the break notice, which would end it */
                 int table = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
                 if (table < 0 || fcntl(table, F_SETLEASE, F_WRLCK) != 0) { perror("lease"); return 3; }
+                int cgroup = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+                if (cgroup < 0 || fcntl(cgroup, F_SETLEASE, F_WRLCK) != 0) { perror("lease"); return 3; }
                 alarm(10);
                 signal(SIGALRM, timed_out);
                 argv++;

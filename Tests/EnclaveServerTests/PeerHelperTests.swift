@@ -67,7 +67,7 @@ final class PeerHelperTests: XCTestCase {
             let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
             XCTAssertEqual(peer?.identity.name, me, "the executable the kernel names, verified")
             XCTAssertEqual(peer?.identity.kind, .app)
-            XCTAssertEqual(peer?.session, LoginSession.of(pid: getpid()))
+            XCTAssertEqual(peer?.session, LoginSession.name(cgroup: (try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)) ?? ""))
             XCTAssertEqual(peer?.executableChanged(), false)
             let handle = try XCTUnwrap(peer?.handle)
             peer = nil

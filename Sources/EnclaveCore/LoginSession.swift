@@ -1,0 +1,24 @@
+/// A process's logind session, from the cgroup the kernel records for it: logind puts each session's
+/// processes in `session-ID.scope` under the user's slices (`/user.slice/user-1000.slice/
+/// session-3.scope`), as libsystemd's `sd_pid_get_session` reads it — and like it, a process in any
+/// other unit first (a user service: `user@1000.service/…`) is in no session. Read by the daemon
+/// itself, non-blocking (`SandboxEvidenceReader`'s rule: a process may hold a lease on its own
+/// `/proc` files, and libsystemd's blocking open would then wait 45 s).
+public enum LoginSession {
+    /// The session named by the contents of `/proc/PID/cgroup` (nil: none).
+    public static func name(cgroup: String) -> String? {
+        let lines = cgroup.split(separator: "\n")
+        // systemd's own named hierarchy where there is one (legacy and hybrid set-ups), else the
+        // unified one ("0::PATH").
+        guard let line = lines.first(where: { $0.contains(":name=systemd:") }) ?? lines.first(where: { $0.hasPrefix("0::") }),
+              let colon = line.lastIndex(of: ":") else { return nil }
+        let path = line[line.index(after: colon)...]
+        guard let unit = path.split(separator: "/").first(where: { !$0.hasSuffix(".slice") }),
+              unit.hasPrefix("session-"), unit.hasSuffix(".scope") else { return nil }
+        let id = unit.dropFirst("session-".count).dropLast(".scope".count)
+        guard !id.isEmpty, id.utf8.count <= 64, id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) else {
+            return nil
+        }
+        return String(id)
+    }
+}
