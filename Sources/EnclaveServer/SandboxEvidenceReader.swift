@@ -10,11 +10,13 @@ import Glibc
 /// the namespace snapd keeps for it.
 ///
 /// Nothing it reads can make it wait on a program (a FUSE server, say, that never answers): every
-/// file is first reached as an `O_PATH` handle, which asks no file system anything, and its mount
+/// file is first reached as an `O_PATH` handle, which asks FUSE nothing (a network file system may
+/// still revalidate a client's root: the administrator's server, not a user's), and its mount
 /// is looked up by id (`mnt_id`, from this process's own fdinfo) in the kernel's mount table
 /// before anything is asked of it; the claim only from tmpfs, the record only from a local file
 /// system and never across a mount (openat2's RESOLVE_NO_XDEV). The handles pin what was checked:
-/// a mount placed afterwards changes nothing. Every file is regular and bounded.
+/// a mount placed afterwards changes nothing. Every file is regular and bounded, and a client's
+/// `/proc` files are opened non-blocking (it may hold a lease on them).
 enum SandboxEvidenceReader {
     static func read(process directory: Int32) -> AppIdentity.SandboxEvidence {
         guard let namespace = PeerProcess.fileID(directory, "ns/mnt") else { return AppIdentity.SandboxEvidence() }
