@@ -51,7 +51,6 @@ static inline int la_file_id(int directory, const char *path, uint64_t *device, 
 }
 
 #include <linux/openat2.h>
-#include <sys/syscall.h>
 
 /// Opens `path` under `directory` without leaving its mount or following any link (openat2 with
 /// RESOLVE_BENEATH, NO_XDEV, NO_SYMLINKS, NO_MAGICLINKS): a path a user can mount over fails

@@ -88,15 +88,10 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     public var ownGroup: String? { kind == .app || kind == .unverified || kind == .sandboxed ? name : nil }
 
     /// The prefixes no access group may start with: each names identities.
-    public static let identityPrefixes = ["/", unverifiedPrefix, SandboxIdentity.flatpakPrefix, SandboxIdentity.snapPrefix]
+    public static let identityPrefixes = ["/", unverifiedPrefix] + SandboxIdentity.prefixes
 
     /// Whether `name` can be a member of an access group: an executable's path, or a sandboxed app.
-    public static func isMemberName(_ name: String) -> Bool {
-        if name.hasPrefix("/") { return true }
-        if name.hasPrefix(SandboxIdentity.flatpakPrefix) { return SandboxIdentity.FlatpakInfo.isValidAppID(String(name.dropFirst(SandboxIdentity.flatpakPrefix.count))) }
-        if name.hasPrefix(SandboxIdentity.snapPrefix) { return SandboxIdentity.snap(label: "snap.\(name.dropFirst(SandboxIdentity.snapPrefix.count)).app (enforce)")?.name == name }
-        return false
-    }
+    public static func isMemberName(_ name: String) -> Bool { name.hasPrefix("/") || SandboxIdentity.isName(name) }
 
     /// Whether `name` has the shape of an app identity, so that no access group may take it.
     public static func isIdentityName(_ name: String) -> Bool {

@@ -30,6 +30,15 @@ public enum SandboxIdentity {
     public static let flatpakPrefix = "flatpak:"
     /// The identity prefix of verified snaps (`snap:NAME`, with its instance key: `snap:NAME_KEY`).
     public static let snapPrefix = "snap:"
+    /// Every prefix of a sandboxed app's name.
+    public static let prefixes = [flatpakPrefix, snapPrefix]
+
+    /// Whether `name` is a well-formed sandboxed app's name (`flatpak:APP_ID`, `snap:NAME[_KEY]`).
+    public static func isName(_ name: String) -> Bool {
+        if name.hasPrefix(flatpakPrefix) { return FlatpakInfo.isValidAppID(String(name.dropFirst(flatpakPrefix.count))) }
+        if name.hasPrefix(snapPrefix) { return isValidSnapInstance(name.dropFirst(snapPrefix.count)) }
+        return false
+    }
 
     // MARK: Flatpak
 
@@ -236,10 +245,14 @@ public enum SandboxIdentity {
         guard parts.count >= 3, parts[0] == "snap" else { return nil }
         let hook = parts.count == 4 && parts[2] == "hook"
         guard parts.count == 3 || hook else { return nil }
-        let instance = parts[1].split(separator: "_", omittingEmptySubsequences: false)
-        guard (1...2).contains(instance.count), isValidSnapName(instance[0]),
-              instance.count == 1 || isValidInstanceKey(instance[1]), isValidSnapApp(parts[parts.count - 1]) else { return nil }
+        guard isValidSnapInstance(parts[1]), isValidSnapApp(parts[parts.count - 1]) else { return nil }
         return AppIdentity(name: snapPrefix + parts[1], kind: .sandboxed)
+    }
+
+    /// A snap instance: its name, with its instance key if it has one (`NAME_KEY`).
+    static func isValidSnapInstance(_ instance: Substring) -> Bool {
+        let parts = instance.split(separator: "_", omittingEmptySubsequences: false)
+        return (1...2).contains(parts.count) && isValidSnapName(parts[0]) && (parts.count == 1 || isValidInstanceKey(parts[1]))
     }
 
     /// snapd's rule for snap names: 2–40 of `a-z`, `0-9` and `-`, at least one letter, no `-` at

@@ -173,30 +173,40 @@ final class PeerProcess: @unchecked Sendable {
 
     /// The open flags of descriptor `fd` of the process (`flags:` in `/proc/PID/fdinfo/FD`, octal).
     private static func descriptorFlags(_ directory: Int32, _ fd: String) -> Int? {
-        // Non-blocking: a process may hold a lease on its own /proc files (45 s for any blocking open).
-        let file = openat(directory, "fdinfo/\(fd)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard file >= 0 else { return nil }
-        defer { Glibc.close(file) }
-        var buffer = [UInt8](repeating: 0, count: 512)
-        let n = read(file, &buffer, buffer.count)
-        guard n > 0 else { return nil }
-        for line in String(decoding: buffer[..<n], as: UTF8.self).split(separator: "\n") where line.hasPrefix("flags:") {
+        guard let info = procFile(directory, "fdinfo/\(fd)") else { return nil }
+        for line in String(decoding: info, as: UTF8.self).split(separator: "\n") where line.hasPrefix("flags:") {
             return Int(line.dropFirst("flags:".count).trimmingCharacters(in: .whitespaces), radix: 8)
         }
         return nil
     }
+
+    /// A file the kernel writes (`/proc`, `/sys`): no file system of anyone's behind it. Opened
+    /// non-blocking: a process may hold a lease on its own `/proc` files, which would make any
+    /// blocking open wait for the lease break time (45 s).
+    static func procFile(_ directory: Int32, _ path: String) -> [UInt8]? {
+        let file = openat(directory, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard file >= 0 else { return nil }
+        defer { Glibc.close(file) }
+        return bounded(file, atMost: 64 * 1024)
+    }
+
+    /// All of an open file, if it has at most `limit` bytes.
+    static func bounded(_ file: Int32, atMost limit: Int) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = Glibc.read(file, &chunk, chunk.count)
+            guard n >= 0 else { return nil }
+            if n == 0 { return bytes }
+            bytes.append(contentsOf: chunk[..<n])
+            guard bytes.count <= limit else { return nil }
+        }
+    }
 }
 
 extension LoginSession {
-    /// The logind session of the process whose `/proc/PID` is `directory`, read non-blocking (a
-    /// process may hold a lease on its own `cgroup` file).
+    /// The logind session of the process whose `/proc/PID` is `directory`.
     static func of(process directory: Int32) -> String? {
-        let file = openat(directory, "cgroup", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard file >= 0 else { return nil }
-        defer { Glibc.close(file) }
-        var bytes = [UInt8](repeating: 0, count: 4096)
-        let n = Glibc.read(file, &bytes, bytes.count)
-        guard n > 0 else { return nil }
-        return name(cgroup: String(decoding: bytes[..<n], as: UTF8.self))
+        PeerProcess.procFile(directory, "cgroup").flatMap { name(cgroup: String(decoding: $0, as: UTF8.self)) }
     }
 }

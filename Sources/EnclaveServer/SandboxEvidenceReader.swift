@@ -80,7 +80,7 @@ enum SandboxEvidenceReader {
     // MARK: Snap
 
     private static func snap(_ directory: Int32, namespace: AppIdentity.FileID) -> SandboxIdentity.SnapEvidence? {
-        guard appArmorEnabled, let bytes = procFile(directory, "attr/apparmor/current") ?? procFile(directory, "attr/current"),
+        guard appArmorEnabled, let bytes = PeerProcess.procFile(directory, "attr/apparmor/current") ?? PeerProcess.procFile(directory, "attr/current"),
               let label = String(validating: bytes, as: UTF8.self), let snap = SandboxIdentity.snap(label: label),
               let user = effectiveUser(directory) else { return nil }
         let instance = String(snap.name.dropFirst(SandboxIdentity.snapPrefix.count))
@@ -95,12 +95,12 @@ enum SandboxEvidenceReader {
 
     /// Whether AppArmor runs (it cannot start or stop while the system runs): without it no
     /// process has a label to read.
-    private static let appArmorEnabled = procFile(AT_FDCWD, "/sys/module/apparmor/parameters/enabled").map { $0.first == UInt8(ascii: "Y") } ?? false
+    private static let appArmorEnabled = PeerProcess.procFile(AT_FDCWD, "/sys/module/apparmor/parameters/enabled").map { $0.first == UInt8(ascii: "Y") } ?? false
 
     /// The effective uid of a process (`Uid:` in its status; the owner of `/proc/PID` is root for a
     /// process that made itself non-dumpable).
     static func effectiveUser(_ directory: Int32) -> UInt32? {
-        guard let status = procFile(directory, "status") else { return nil }
+        guard let status = PeerProcess.procFile(directory, "status") else { return nil }
         for line in String(decoding: status, as: UTF8.self).split(separator: "\n") where line.hasPrefix("Uid:") {
             let ids = line.split(whereSeparator: \.isWhitespace)
             return ids.count >= 3 ? UInt32(ids[2]) : nil
@@ -111,7 +111,7 @@ enum SandboxEvidenceReader {
     /// The id of the mount a descriptor's file lies on (`mnt_id:` in this process's fdinfo: the
     /// kernel's word, no file system asked).
     private static func mountID(_ descriptor: Int32) -> Int? {
-        guard let info = procFile(AT_FDCWD, "/proc/self/fdinfo/\(descriptor)") else { return nil }
+        guard let info = PeerProcess.procFile(AT_FDCWD, "/proc/self/fdinfo/\(descriptor)") else { return nil }
         for line in String(decoding: info, as: UTF8.self).split(separator: "\n") where line.hasPrefix("mnt_id:") {
             return Int(line.dropFirst("mnt_id:".count).trimmingCharacters(in: .whitespaces))
         }
@@ -158,7 +158,7 @@ enum SandboxEvidenceReader {
         let file = open("/proc/self/fd/\(handle)", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { Glibc.close(file) }
-        return bounded(file, atMost: limit)
+        return PeerProcess.bounded(file, atMost: limit)
     }
 
     /// A regular file under `directory`, reached without crossing a mount or following a link.
@@ -169,25 +169,4 @@ enum SandboxEvidenceReader {
         return contents(handle, atMost: limit)
     }
 
-    /// A file the kernel writes (`/proc`, `/sys`): no file system of anyone's behind it. Opened
-    /// non-blocking: a process may hold a lease on its own `/proc` files, which would make any
-    /// blocking open wait for the lease break time (45 s).
-    private static func procFile(_ directory: Int32, _ path: String) -> [UInt8]? {
-        let file = openat(directory, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
-        guard file >= 0 else { return nil }
-        defer { Glibc.close(file) }
-        return bounded(file, atMost: 64 * 1024)
-    }
-
-    private static func bounded(_ file: Int32, atMost limit: Int) -> [UInt8]? {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = Glibc.read(file, &chunk, chunk.count)
-            guard n >= 0 else { return nil }
-            if n == 0 { return bytes }
-            bytes.append(contentsOf: chunk[..<n])
-            guard bytes.count <= limit else { return nil }
-        }
-    }
 }

@@ -72,7 +72,7 @@ struct Keychain: ParsableCommand {
             // The daemon knows apps by their canonical executable path (/proc/PID/exe), sandboxed
             // apps by their verified names.
             let members = try apps.map { app in
-                guard app.hasPrefix(SandboxIdentity.flatpakPrefix) || app.hasPrefix(SandboxIdentity.snapPrefix) else {
+                guard SandboxIdentity.prefixes.contains(where: app.hasPrefix) else {
                     return URL(fileURLWithPath: app).resolvingSymlinksInPath().path
                 }
                 guard AppIdentity.isMemberName(app) else {

@@ -151,12 +151,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         let forged = tmpfsFile("forged-info")
         defer { try? FileManager.default.removeItem(atPath: forged) }
         try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(toFile: forged, atomically: true, encoding: .utf8)
-        let socketDirectory = (enclave.socketPath as NSString).deletingLastPathComponent
-        let output = try runProcess("/usr/bin/bwrap", [
-            "--unshare-net", "--unshare-user", "--unshare-pid", "--tmpfs", "/", "--ro-bind", installation.installedClient, "/usr/bin/la-sandbox-client",
-            "--ro-bind", forged, "/.flatpak-info", "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
-            "/usr/bin/la-sandbox-client", enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), read]), "2",
-        ])
+        let output = try forgedSandboxOutput(info: forged, frames: frames([.hello(version: enclaveProtocolVersion), read]), network: false)
         XCTAssertTrue(output.stdout.contains("notPermitted") && output.stdout.contains("could not identify"), "refused: \(output.stdout) \(output.stderr)")
         XCTAssertFalse(output.stdout.contains("\"hello\""))
     }
@@ -257,12 +252,16 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     /// the claim), with `info` as its `/.flatpak-info`, running the very program the apps run (so
     /// that before the apps were told apart, it would have been one of them).
     private func forgedSandbox(info: String, frames: String) throws -> (app: String, status: KeychainStatus?, raw: String) {
+        outcome(try forgedSandboxOutput(info: info, frames: frames))
+    }
+
+    /// The same, as the process printed it; `network: false` gives it a network namespace of its own.
+    private func forgedSandboxOutput(info: String, frames: String, network: Bool = true) throws -> ProcessOutput {
         let socketDirectory = (enclave.socketPath as NSString).deletingLastPathComponent
-        let output = try runProcess("/usr/bin/bwrap", [
+        return try runProcess("/usr/bin/bwrap", (network ? [] : ["--unshare-net"]) + [
             "--unshare-user", "--unshare-pid", "--tmpfs", "/", "--ro-bind", installation.installedClient, "/usr/bin/la-sandbox-client",
             "--ro-bind", info, "/.flatpak-info", "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
             "/usr/bin/la-sandbox-client", enclave.socketPath, frames, "2",
         ])
-        return outcome(output)
     }
 }
