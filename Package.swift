@@ -175,6 +175,7 @@ let package = Package(
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
         .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
+        .testTarget(name: "EnclaveClientTests", dependencies: ["EnclaveClient", "EnclaveProtocol"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "EnclaveProtocol"]),
         // Whole-process tests, by concern; their shared helpers (processes, waiting) in one target.
         .target(name: "IntegrationSupport", dependencies: ["LocalAuthentication", "LocalAuthenticationTesting", "EnclaveClient"], path: "Tests/IntegrationSupport"),

@@ -14,7 +14,8 @@ package final class ContextCore: @unchecked Sendable {
     package let replyQueue = DispatchQueue(label: "LocalAuthentication.LAContext.reply")
 
     private struct Running {
-        var finish: @Sendable (Result<Reply, EnclaveClientError>) -> Void
+        /// Nil for a blocking request, which takes its reply itself.
+        var finish: (@Sendable (Result<Reply, EnclaveClientError>) -> Void)?
     }
 
     package init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
@@ -59,9 +60,43 @@ package final class ContextCore: @unchecked Sendable {
         if presentable && !endpoint.headless { connection.presentingOnTerminal(send) } else { send(false) }
     }
 
+    /// `runPrompted` for the synchronous API (SecItem…, key operations): the calling thread sends
+    /// and reads its own reply (`EnclaveConnection.request`), with no thread woken to hand it over.
+    /// Waits for a terminal handoff first when the prompt may be drawn on this process's terminal.
+    package func runPromptedBlocking(presentable: Bool, request: (_ onTerminal: Bool) -> Request) throws(StartProblem) -> Result<Reply, EnclaveClientError> {
+        if isInvalidated { throw .invalidated }
+        let connection: EnclaveConnection
+        do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
+        let started: Bool = lock.withLock {
+            guard !invalidated, running == nil else { return false }
+            running = Running(finish: nil)
+            return true
+        }
+        guard started else { throw isInvalidated ? .invalidated : .busy }
+        defer { lock.withLock { running = nil } }
+        var onTerminal = false
+        if presentable && !endpoint.headless {
+            let decided = DispatchSemaphore(value: 0)
+            let handed = HandoffDecision()
+            connection.presentingOnTerminal { value in
+                handed.value = value
+                decided.signal()
+            }
+            decided.wait()
+            onTerminal = handed.value
+        }
+        do {
+            return .success(try connection.request(request(onTerminal)))
+        } catch let e as EnclaveClientError {
+            return .failure(e)
+        } catch {
+            return .failure(.protocolError("\(error)"))
+        }
+    }
+
     private func complete(_ result: Result<Reply, EnclaveClientError>) {
         guard let r = lock.withLock({ () -> Running? in defer { running = nil }; return running }) else { return }
-        r.finish(result)
+        r.finish?(result)
     }
 
     package func invalidate() {
@@ -73,4 +108,8 @@ package final class ContextCore: @unchecked Sendable {
         // The daemon ends a running evaluation with appCancel and forgets the authorization.
         connection?.send(.invalidate(context: id)) { _ in }
     }
+}
+
+private final class HandoffDecision: @unchecked Sendable {
+    var value = false
 }

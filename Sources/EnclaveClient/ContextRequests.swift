@@ -111,15 +111,27 @@ package enum ContextRequests {
 
     /// One blocking request on the caller's context (or a one-shot one, released afterwards),
     /// presenting any prompt the daemon opens: for the synchronous API (SecItem…), as on Apple's.
+    /// The calling thread reads its own reply.
     private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest) -> Result<Reply, ContextCore.StartProblem> {
-        let done = DispatchSemaphore(value: 0)
-        let box = ReplyBox()
-        start(context: context, presentable: presentable, make) { result in
-            box.value = result
-            done.signal()
+        let owner: any RequestContext = context ?? OneShotContext()
+        defer { if context == nil { owner.core.invalidate() } }
+        let result: Result<Reply, EnclaveClientError>
+        do {
+            result = try owner.core.runPromptedBlocking(presentable: presentable) { presents in make(owner, presents) }
+        } catch {
+            return .failure(error)
         }
-        done.wait()
-        return box.value ?? .success(.failure(Failure(.internalError, "no reply")))
+        return answer(result)
+    }
+
+    /// The reply as the API layer sees it: a request the wire refused is an invalid parameter;
+    /// a connection that failed leaves the daemon unreachable.
+    private static func answer(_ result: Result<Reply, EnclaveClientError>) -> Result<Reply, ContextCore.StartProblem> {
+        switch result {
+        case .success(let reply): return .success(reply)
+        case .failure(.protocolError(let why)): return .success(.failure(Failure(.invalidParameter, why)))
+        case .failure(let e): return .failure(.unreachable("\(e)"))
+        }
     }
 
     private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest) async -> Result<Reply, ContextCore.StartProblem> {
@@ -136,11 +148,7 @@ package enum ContextRequests {
         do {
             try owner.core.runPrompted(presentable: presentable, request: { presents in make(owner, presents) }, finish: { result in
                 if oneShot { owner.core.invalidate() }
-                switch result {
-                case .success(let reply): finish(.success(reply))
-                case .failure(.protocolError(let why)): finish(.success(.failure(Failure(.invalidParameter, why))))
-                case .failure(let e): finish(.failure(.unreachable("\(e)")))
-                }
+                finish(answer(result))
             })
         } catch {
             if oneShot { owner.core.invalidate() }
@@ -149,6 +157,3 @@ package enum ContextRequests {
     }
 }
 
-private final class ReplyBox: @unchecked Sendable {
-    var value: Result<Reply, ContextCore.StartProblem>?
-}

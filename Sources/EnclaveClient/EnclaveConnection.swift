@@ -20,30 +20,62 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// One connection to the daemon. Requests may overlap; a reader thread matches replies to
-/// requests by id. Evaluations deliver `prompt` replies through `onEvent` before their final reply.
+/// One connection to the daemon. Requests may overlap; replies are matched to requests by id.
+/// Evaluations deliver `prompt` replies through `onEvent` before their final reply.
+///
+/// Who reads the socket (one reader at a time, the "reader role"): a blocking `request` reads its
+/// own reply on the calling thread, as a plain request/response client would — no thread wakes
+/// another to hand it over — and answers any other reply it meets on the way. Callback and `async`
+/// requests are read by a thread of the connection's own, started at the first of them; it keeps
+/// reading after the last one is answered (the next one's reply then wakes it directly) until a
+/// blocking request's reply passes through it, and then parks, so that a run of blocking requests
+/// reads for itself after at most one hand-over. When the role is free, nothing reads: a daemon
+/// that went away is seen by `closed` (a zero-timeout poll) or by the next request.
 public final class EnclaveConnection: @unchecked Sendable {
     public typealias Completion = @Sendable (Result<Reply, EnclaveClientError>) -> Void
     public typealias EventHandler = @Sendable (Reply) -> Void
 
-    private struct Pending {
-        var onEvent: EventHandler?
-        var completion: Completion
+    /// A blocking request's place for its reply, filled by whoever holds the reader role.
+    private final class Waiter {
+        var result: Result<Reply, EnclaveClientError>?
+    }
+
+    private enum Pending {
+        /// A `send` or `async` request: answered on the reading thread.
+        case callback(onEvent: EventHandler?, completion: Completion)
+        /// A blocking `request`: its thread waits (or reads) until `waiter` is filled.
+        case blocking(Waiter)
     }
 
     public let socketPath: String
     private let fd: Int32
-    private let lock = NSLock()
+    /// Guards everything below but the reader's own state, and is where waiters wait.
+    private let state = NSCondition()
     private let writeLock = NSLock()
     private var nextID: UInt64 = 1
     private var pending: [UInt64: Pending] = [:]
+    /// Callback requests among `pending`: while there are any, the connection's thread reads.
+    private var callbacksPending = 0
     private var isClosed = false
+    /// Whether the last final reply read was a blocking request's: the connection's thread then
+    /// parks once no callback request waits (see the type's comment).
+    private var lastFinalWasBlocking = false
+    /// Someone holds the reader role (`readerState` is theirs).
+    private var readerBusy = false
+    private var readerThreadStarted = false
+    /// Only the reader role's holder touches it.
+    private var readerState = ReaderState()
     /// Guarded by `writeLock`.
     private var descriptorClosed = false
     public private(set) var hello: HelloReply!
     /// The uids the daemon may run as (checked again on the handoff socket).
     let trustedDaemons: Set<UInt32>
     let terminalHandoff = TerminalHandoffState()
+
+    private struct ReaderState {
+        var decoder = FrameDecoder()
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+    }
 
     /// Connects and greets. Throws `unreachable` when nothing listens at `path`. `alsoTrusting`:
     /// daemon uids trusted beyond the usual (root reaching a user's own daemon to administer it;
@@ -55,12 +87,10 @@ public final class EnclaveConnection: @unchecked Sendable {
         // Talk only to a daemon the kernel says is trusted: never hand a terminal or a secret to an impostor.
         guard let daemon = PeerCredentials.of(socket: fd), trustedDaemons.contains(daemon.uid) else {
             isClosed = true  // deinit still runs after a throwing init: it must not touch fd again
+            descriptorClosed = true
             Glibc.close(fd)
             throw EnclaveClientError.unreachable("the process at \(path) is not a trusted laenclaved (it runs as another user)")
         }
-        let thread = Thread { [self] in readLoop() }
-        thread.name = "laenclaved-reader"
-        thread.start()
         switch try request(.hello(version: enclaveProtocolVersion)) {
         case .hello(let h): hello = h
         case .failure(let f): close(); throw EnclaveClientError.failure(f)
@@ -81,7 +111,22 @@ public final class EnclaveConnection: @unchecked Sendable {
         return trusted
     }
 
-    public var closed: Bool { lock.withLock { isClosed } }
+    /// Whether the connection is gone. While nobody reads, asks the kernel whether the daemon
+    /// hung up (a zero-timeout poll), so a cached connection to a daemon that restarted is not reused.
+    /// Linux's POLLRDHUP (the peer shut its end), which Glibc's module leaves out without _GNU_SOURCE.
+    private static let pollReadHangUp: Int16 = 0x2000
+
+    public var closed: Bool {
+        state.lock()
+        defer { state.unlock() }
+        if isClosed || readerBusy { return isClosed }
+        var p = pollfd(fd: fd, events: Self.pollReadHangUp, revents: 0)
+        if poll(&p, 1, 0) == 1, p.revents & (Self.pollReadHangUp | Int16(POLLHUP | POLLERR | POLLNVAL)) != 0 {
+            shutDownLocked()
+            releaseDescriptorIfIdleLocked()
+        }
+        return isClosed
+    }
 
     /// A connected Unix stream socket to `path` (close-on-exec); throws `unreachable`.
     public static func connectSocket(_ path: String) throws -> Int32 {
@@ -106,45 +151,42 @@ public final class EnclaveConnection: @unchecked Sendable {
         return fd
     }
 
-    /// Sends a request; `completion` runs on the reader thread with the final reply.
+    /// Sends a request; `completion` runs on the thread that reads its final reply.
     @discardableResult
     public func send(_ request: Request, onEvent: EventHandler? = nil, completion: @escaping Completion) -> UInt64 {
-        // One decision under one lock: either the request is pending (and `close` will answer
-        // it) or the connection is closed (and we answer it here) — never both.
-        let (id, accepted): (UInt64, Bool) = lock.withLock {
-            let id = nextID
-            nextID += 1
-            guard !isClosed else { return (id, false) }
-            pending[id] = Pending(onEvent: onEvent, completion: completion)
-            return (id, true)
-        }
-        guard accepted else {
+        let id: UInt64? = register(.callback(onEvent: onEvent, completion: completion))
+        guard let id else {
             completion(.failure(.connectionLost))
-            return id
+            return 0
         }
-        let frame: [UInt8]
-        do { frame = try FrameEncoder.checkedFrame(RequestEnvelope(id: id, request: request).encoded()) } catch {
-            if let p = lock.withLock({ pending.removeValue(forKey: id) }) {
-                p.completion(.failure(.protocolError("the request exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit")))
-            }
-            return id
-        }
-        if !write(frame) {
-            if let p = lock.withLock({ pending.removeValue(forKey: id) }) { p.completion(.failure(.connectionLost)) }
+        if let failure = transmit(request, id: id), case .callback(_, let completion)? = unregister(id) {
+            completion(.failure(failure))
         }
         return id
     }
 
-    /// Blocking form, for the synchronous parts of Apple's API (`canEvaluatePolicy`).
+    /// Blocking form, for the synchronous parts of Apple's API (`canEvaluatePolicy`, `SecItem…`):
+    /// the calling thread reads its own reply unless another thread is reading already.
     public func request(_ request: Request) throws -> Reply {
-        let semaphore = DispatchSemaphore(value: 0)
-        let box = ResultBox()
-        send(request) { result in
-            box.result = result
-            semaphore.signal()
+        let waiter = Waiter()
+        guard let id = register(.blocking(waiter)) else { throw EnclaveClientError.connectionLost }
+        if let failure = transmit(request, id: id) {
+            _ = unregister(id)
+            throw failure
         }
-        semaphore.wait()
-        return try box.result!.get()
+        state.lock()
+        while waiter.result == nil {
+            if readerBusy || isClosed {
+                state.wait()
+                continue
+            }
+            readerBusy = true
+            state.unlock()
+            read(until: { waiter.result != nil })
+            state.lock()
+        }
+        state.unlock()
+        return try waiter.result!.get()
     }
 
     public func request(_ request: Request, onEvent: EventHandler? = nil) async throws -> Reply {
@@ -154,14 +196,48 @@ public final class EnclaveConnection: @unchecked Sendable {
     }
 
     public func close() {
-        let waiting: [Pending] = lock.withLock {
-            guard !isClosed else { return [] }
-            isClosed = true
-            shutdown(fd, Int32(SHUT_RDWR))
-            defer { pending.removeAll() }
-            return Array(pending.values)
+        state.lock()
+        shutDownLocked()
+        releaseDescriptorIfIdleLocked()
+        state.unlock()
+    }
+
+    /// The request's id, or nil when the connection is closed. One decision under one lock: either
+    /// the request is pending (and the end of the connection will answer it) or it is refused here.
+    private func register(_ entry: Pending) -> UInt64? {
+        state.lock()
+        defer { state.unlock() }
+        guard !isClosed else { return nil }
+        let id = nextID
+        nextID += 1
+        pending[id] = entry
+        if case .callback = entry {
+            callbacksPending += 1
+            startReaderThreadLocked()
+            state.broadcast()
         }
-        waiting.forEach { $0.completion(.failure(.connectionLost)) }
+        return id
+    }
+
+    private func unregister(_ id: UInt64) -> Pending? {
+        state.lock()
+        defer { state.unlock() }
+        return removeLocked(id)
+    }
+
+    private func removeLocked(_ id: UInt64) -> Pending? {
+        guard let entry = pending.removeValue(forKey: id) else { return nil }
+        if case .callback = entry { callbacksPending -= 1 }
+        return entry
+    }
+
+    /// Frames and writes the request; the error to answer it with when that failed.
+    private func transmit(_ request: Request, id: UInt64) -> EnclaveClientError? {
+        let frame: [UInt8]
+        do { frame = try FrameEncoder.checkedFrame(RequestEnvelope(id: id, request: request).encoded()) } catch {
+            return .protocolError("the request exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit")
+        }
+        return write(frame) ? nil : .connectionLost
     }
 
     private func write(_ bytes: [UInt8]) -> Bool {
@@ -179,39 +255,122 @@ public final class EnclaveConnection: @unchecked Sendable {
         }
     }
 
-    private func readLoop() {
-        var decoder = FrameDecoder()
-        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+    /// The connection's own reader, for callback requests: reads while any is pending, parks otherwise.
+    private func startReaderThreadLocked() {
+        guard !readerThreadStarted else { return }
+        readerThreadStarted = true
+        let thread = Thread { [self] in readerThreadLoop() }
+        thread.name = "laenclaved-reader"
+        thread.start()
+    }
+
+    private func readerThreadLoop() {
+        state.lock()
+        while !isClosed {
+            if readerBusy || callbacksPending == 0 {
+                // Parked: the next callback request wakes it.
+                state.wait()
+                continue
+            }
+            readerBusy = true
+            state.unlock()
+            read(until: { self.callbacksPending == 0 && self.lastFinalWasBlocking })
+            state.lock()
+        }
+        state.unlock()
+    }
+
+    /// Holds the reader role (taken by the caller) until `done` holds — checked under the lock
+    /// after every frame — or the connection ends, then gives the role back and wakes the waiters
+    /// (one of them may need to read next).
+    private func read(until done: () -> Bool) {
+        var ended = false
         reading: while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            decoder.append(buffer[0..<n])
             do {
-                while let frame = try decoder.nextFrame() {
-                    let envelope = try ReplyEnvelope.decode(frame)
-                    dispatch(envelope)
+                while let frame = try readerState.decoder.nextFrame() {
+                    dispatch(try ReplyEnvelope.decode(frame))
+                    state.lock()
+                    let finished = done() || isClosed
+                    state.unlock()
+                    if finished { break reading }
                 }
             } catch {
+                ended = true
                 break reading
             }
+            let n = readerState.buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                ended = true
+                break
+            }
+            readerState.decoder.append(readerState.buffer[0..<n])
         }
-        close()
+        state.lock()
+        readerBusy = false
+        if ended { shutDownLocked() }
+        releaseDescriptorIfIdleLocked()
+        state.broadcast()
+        state.unlock()
+    }
+
+    private func dispatch(_ envelope: ReplyEnvelope) {
+        state.lock()
+        guard let entry = pending[envelope.id] else {
+            state.unlock()
+            return
+        }
+        let final = envelope.reply.isFinal
+        if final {
+            _ = removeLocked(envelope.id)
+            if case .blocking = entry { lastFinalWasBlocking = true } else { lastFinalWasBlocking = false }
+        }
+        switch entry {
+        case .blocking(let waiter):
+            // Events of a blocking request have nobody to show them to; only the final reply counts.
+            if final {
+                waiter.result = .success(envelope.reply)
+                state.broadcast()
+            }
+            state.unlock()
+        case .callback(let onEvent, let completion):
+            state.unlock()
+            if final { completion(.success(envelope.reply)) } else { onEvent?(envelope.reply) }
+        }
+    }
+
+    /// Marks the connection closed and answers every pending request with `connectionLost`.
+    private func shutDownLocked() {
+        guard !isClosed else { return }
+        isClosed = true
+        shutdown(fd, Int32(SHUT_RDWR))
+        let waiting = pending
+        pending.removeAll()
+        callbacksPending = 0
+        var completions: [Completion] = []
+        for entry in waiting.values {
+            switch entry {
+            case .blocking(let waiter): waiter.result = .failure(.connectionLost)
+            case .callback(_, let completion): completions.append(completion)
+            }
+        }
+        state.broadcast()
+        // Completions may resume tasks that send again: never run them under the lock.
+        if !completions.isEmpty {
+            state.unlock()
+            completions.forEach { $0(.failure(.connectionLost)) }
+            state.lock()
+        }
+    }
+
+    /// Closes the descriptor once the connection is closed and nobody is reading it (its number
+    /// may then be reused by another file).
+    private func releaseDescriptorIfIdleLocked() {
+        guard isClosed, !readerBusy else { return }
         writeLock.withLock {
+            guard !descriptorClosed else { return }
             descriptorClosed = true
             Glibc.close(fd)
         }
     }
-
-    private func dispatch(_ envelope: ReplyEnvelope) {
-        if envelope.reply.isFinal {
-            if let p = lock.withLock({ pending.removeValue(forKey: envelope.id) }) { p.completion(.success(envelope.reply)) }
-        } else if let handler = lock.withLock({ pending[envelope.id]?.onEvent }) {
-            handler(envelope.reply)
-        }
-    }
-}
-
-private final class ResultBox: @unchecked Sendable {
-    var result: Result<Reply, EnclaveClientError>?
 }

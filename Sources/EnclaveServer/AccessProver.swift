@@ -29,9 +29,12 @@ struct AccessProver: Sendable {
         do { return AccessPlan(protected, now: try await state()) } catch { throw .unavailable("\(error)") }
     }
 
-    func prove(_ protected: AccessPlan.Protected, reason: String, noUI: Bool) async throws(AccessDenial) {
+    /// Proves the access control; answers whether any step was proven — the request then waited,
+    /// and other requests of the user may have changed what it read before.
+    @discardableResult
+    func prove(_ protected: AccessPlan.Protected, reason: String, noUI: Bool) async throws(AccessDenial) -> Bool {
         switch try await plan(protected) {
-        case .open: return
+        case .open: return false
         case .invalidated(let why): throw .invalidated(why)
         case .prove(let steps):
             for step in steps {
@@ -39,6 +42,7 @@ struct AccessProver: Sendable {
             }
         }
         if case .invalidated(let why) = try await plan(protected) { throw .invalidated(why) }
+        return true
     }
 
     /// Any state: a plan that depends on none ignores it.

@@ -154,7 +154,9 @@ extension Storage {
     /// `accessGroups` nil means every group of the user.
     func items(uid: UInt32, accessGroups: [String]?, itemClass: String?, service: String?, account: String?, server: String?,
                persistentRef: Data?) throws -> [StoredItem] {
-        try pool.read { db in
+        // One statement: read without a transaction of its own, its compiled form kept (one per
+        // shape of query) — a look-up's time was mostly preparing SQL and opening transactions.
+        try pool.unsafeRead { db in
             var conditions = ["uid = ?"]
             var arguments: StatementArguments = [Int64(uid)]
             if let groups = accessGroups {
@@ -165,7 +167,8 @@ extension Storage {
                 if let value { conditions.append("\(column) = ?"); arguments += [value] }
             }
             if let persistentRef { conditions.append("persistentRef = ?"); arguments += [persistentRef] }
-            let rows = try Row.fetchAll(db, sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id", arguments: arguments)
+            let statement = try db.cachedStatement(sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id")
+            let rows = try Row.fetchAll(statement, arguments: arguments)
             return try rows.map(Self.item(from:))
         }
     }
@@ -227,8 +230,8 @@ extension Storage {
 extension Storage {
     /// The configured groups an app belongs to.
     func accessGroups(uid: UInt32, containing app: String) throws -> [String] {
-        try pool.read { db in
-            try String.fetchAll(db, sql: "SELECT name FROM access_group WHERE uid = ? AND app = ? ORDER BY name", arguments: [Int64(uid), app])
+        try pool.unsafeRead { db in
+            try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM access_group WHERE uid = ? AND app = ? ORDER BY name"), arguments: [Int64(uid), app])
         }
     }
 

@@ -80,9 +80,11 @@ extension UserSession {
     }
 
     /// Proves the item's access control on the request's context.
-    private func authorize(_ item: StoredItem, _ request: KeychainRequest, prover: AccessProver) async throws {
+    /// Answers whether a step was proven (the request waited on it).
+    @discardableResult
+    private func authorize(_ item: StoredItem, _ request: KeychainRequest, prover: AccessProver) async throws -> Bool {
         let noUI = request.interactionNotAllowed || (request.authenticationUI?.forbidsPrompt ?? false)
-        do throws(AccessDenial) { try await prover.prove(item.protected, reason: request.reason ?? "Access a keychain item", noUI: noUI) } catch {
+        do throws(AccessDenial) { return try await prover.prove(item.protected, reason: request.reason ?? "Access a keychain item", noUI: noUI) } catch {
             throw KeychainFailure(error)
         }
     }
@@ -159,13 +161,15 @@ extension UserSession {
                     if request.matchAll { continue }
                     throw KeychainFailure(.invalidated(why))
                 }
+                let proven: Bool
                 do {
-                    try await authorize(item, request, prover: prover)
+                    proven = try await authorize(item, request, prover: prover)
                 } catch let f as KeychainFailure where request.authenticationUI == .skip && f.status == .interactionNotAllowed {
                     continue // kSecUseAuthenticationUISkip: items that would prompt are left out
                 }
                 // Deleted or changed while the prompt was open: what was read before is not answered.
-                guard try storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
+                // (An item that needed no proof was read and opened with nothing in between that asks anyone.)
+                guard try !proven || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
                     if request.matchAll { continue }
                     throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
                 }

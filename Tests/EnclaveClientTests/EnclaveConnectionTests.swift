@@ -1,0 +1,263 @@
+import EnclaveClient
+import EnclaveProtocol
+import Foundation
+import XCTest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The client's connection against a scripted daemon on a real Unix socket in this process: who
+/// reads the socket (a blocking request reads its own reply; callback requests have the
+/// connection's thread), replies out of order, several in one segment, and a daemon that hangs up.
+final class EnclaveConnectionTests: XCTestCase {
+    /// Answers `hello` itself; every other request goes to `handle`, which answers now or later.
+    private final class ScriptedDaemon: @unchecked Sendable {
+        let path: String
+        private let listener: Int32
+        private var connection: Int32 = -1
+        private let lock = NSLock()
+        private let accepted = DispatchSemaphore(value: 0)
+        var handle: @Sendable (RequestEnvelope, ScriptedDaemon) -> Void = { _, _ in }
+
+        init() throws {
+            path = NSTemporaryDirectory() + "enclave-connection-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+            listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_un()
+            address.sun_family = sa_family_t(AF_UNIX)
+            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
+            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+            guard listener >= 0, bound == 0, listen(listener, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
+            Thread { [self] in serve() }.start()
+        }
+
+        private func serve() {
+            let fd = accept(listener, nil, nil)
+            lock.withLock { connection = fd }
+            accepted.signal()
+            var decoder = FrameDecoder()
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard n > 0 else { return }
+                decoder.append(buffer[0..<n])
+                while let frame = try? decoder.nextFrame(), let envelope = try? RequestEnvelope.decode(frame) {
+                    if case .hello = envelope.request {
+                        send([ReplyEnvelope(id: envelope.id, reply: .hello(HelloReply(version: 1, mode: .user, uid: getuid(), app: "/test")))])
+                    } else {
+                        handle(envelope, self)
+                    }
+                }
+            }
+        }
+
+        /// Writes the replies' frames in one `send`, so the client gets them in one segment.
+        func send(_ replies: [ReplyEnvelope]) {
+            let bytes = replies.flatMap { FrameEncoder.frame($0.encoded()) }
+            lock.withLock {
+                _ = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+        }
+
+        func hangUp() {
+            lock.withLock { _ = shutdown(connection, Int32(SHUT_RDWR)) }
+        }
+
+        deinit {
+            close(listener)
+            unlink(path)
+        }
+    }
+
+    func testABlockingRequestIsAnsweredWhileACallbackRequestWaitsForItsReply() throws {
+        let daemon = try ScriptedDaemon()
+        let held = LockedBox<RequestEnvelope?>(nil)
+        daemon.handle = { envelope, daemon in
+            if case .enroll("slow") = envelope.request { held.value = envelope; return }
+            daemon.send([Marked.echo(envelope)!])
+        }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        let slowAnswered = expectation(description: "the held request is answered last")
+        let slow = LockedBox<String?>(nil)
+        connection.send(Marked.request("slow")) { result in
+            slow.value = (try? result.get()).flatMap { Marked.marker(of: $0) }
+            slowAnswered.fulfill()
+        }
+        for i in 0..<20 {
+            XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("quick-\(i)"))), "quick-\(i)")
+        }
+        XCTAssertNil(slow.value)
+        daemon.send([Marked.echo(try XCTUnwrap(held.value))!])
+        wait(for: [slowAnswered], timeout: 5)
+        XCTAssertEqual(slow.value, "slow")
+        XCTAssertFalse(connection.closed)
+    }
+
+    func testRepliesInOneSegmentAndOutOfOrderReachTheirRequests() throws {
+        let daemon = try ScriptedDaemon()
+        let batch = LockedBox<[RequestEnvelope]>([])
+        let threads = 6
+        daemon.handle = { envelope, daemon in
+            // Hold the requests until every thread has sent, then answer them newest first, in one write.
+            let ready: [RequestEnvelope]? = batch.withValue { held in
+                held.append(envelope)
+                guard held.count == threads else { return nil }
+                defer { held.removeAll() }
+                return held
+            }
+            if let ready { daemon.send(ready.reversed().map { Marked.echo($0)! }) }
+        }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        for round in 0..<20 {
+            let answers = LockedBox<[Int: String]>([:])
+            // Threads of their own: every request must be waiting before the daemon answers any.
+            let group = DispatchGroup()
+            for i in 0..<threads {
+                group.enter()
+                Thread {
+                    let reply = try? connection.request(Marked.request("r\(round)-t\(i)"))
+                    answers.withValue { $0[i] = reply.flatMap { Marked.marker(of: $0) } }
+                    group.leave()
+                }.start()
+            }
+            XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(answers.value, Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, "r\(round)-t\($0)") }))
+        }
+    }
+
+    func testBlockingAndAsyncRequestsFromManyThreadsEachGetTheirOwnReply() async throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<4 {
+                group.addTask {
+                    for i in 0..<300 {
+                        let reply = try await connection.request(Marked.request("async-\(t)-\(i)"), onEvent: nil)
+                        XCTAssertEqual(Marked.marker(of: reply), "async-\(t)-\(i)")
+                    }
+                }
+            }
+            let blocking = Thread.detachedResult {
+                for t in 0..<4 {
+                    for i in 0..<300 where Marked.marker(of: try connection.request(Marked.request("sync-\(t)-\(i)"))) != "sync-\(t)-\(i)" {
+                        return false
+                    }
+                }
+                return true
+            }
+            try await group.waitForAll()
+            let allMatched = try await blocking.value
+            XCTAssertTrue(allMatched)
+        }
+    }
+
+    func testEventsReachTheCallbackRequestBeforeItsFinalReply() throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in
+            let progress = Reply.enrollProgress(EnrolmentProgress(stage: 1, stages: 2, message: "again"))
+            daemon.send([ReplyEnvelope(id: envelope.id, reply: progress), ReplyEnvelope(id: envelope.id, reply: progress),
+                         ReplyEnvelope(id: envelope.id, reply: .ok)])
+        }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        let events = LockedBox(0)
+        let done = expectation(description: "final reply")
+        connection.send(.status, onEvent: { _ in events.withValue { $0 += 1 } }) { result in
+            XCTAssertEqual(try? result.get(), .ok)
+            XCTAssertEqual(events.value, 2)
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+        // A blocking request's events have no one to go to: it gets its final reply only.
+        XCTAssertEqual(try connection.request(.status), .ok)
+    }
+
+    func testAnIdleConnectionSeesTheDaemonHangUp() throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("before"))), "before")
+        XCTAssertFalse(connection.closed)
+        daemon.hangUp()
+        let deadline = Date().addingTimeInterval(5)
+        while !connection.closed && Date() < deadline { usleep(1000) }
+        XCTAssertTrue(connection.closed, "nothing reads an idle connection: closed must ask the kernel")
+        XCTAssertThrowsError(try connection.request(Marked.request("after"))) { XCTAssertEqual($0 as? EnclaveClientError, .connectionLost) }
+    }
+
+    func testRequestsWaitingWhenTheDaemonHangsUpAreAnsweredConnectionLost() throws {
+        let daemon = try ScriptedDaemon()
+        let received = DispatchSemaphore(value: 0)
+        daemon.handle = { _, _ in received.signal() }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        let callbackAnswer = expectation(description: "the callback request ends")
+        connection.send(Marked.request("callback")) { result in
+            if case .failure(.connectionLost) = result { callbackAnswer.fulfill() }
+        }
+        let blocking = LockedBox<EnclaveClientError?>(nil)
+        let blockingEnded = DispatchSemaphore(value: 0)
+        Thread {
+            do { _ = try connection.request(Marked.request("blocking")) } catch { blocking.value = error as? EnclaveClientError }
+            blockingEnded.signal()
+        }.start()
+        XCTAssertEqual(received.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(received.wait(timeout: .now() + 5), .success)
+        daemon.hangUp()
+        wait(for: [callbackAnswer], timeout: 5)
+        XCTAssertEqual(blockingEnded.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(blocking.value, .connectionLost)
+        XCTAssertTrue(connection.closed)
+    }
+
+    func testClosingEndsARequestThatIsReadingItsOwnReply() throws {
+        let daemon = try ScriptedDaemon()
+        let received = DispatchSemaphore(value: 0)
+        daemon.handle = { _, _ in received.signal() }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        let outcome = LockedBox<EnclaveClientError?>(nil)
+        let ended = DispatchSemaphore(value: 0)
+        Thread {
+            do { _ = try connection.request(Marked.request("never answered")) } catch { outcome.value = error as? EnclaveClientError }
+            ended.signal()
+        }.start()
+        XCTAssertEqual(received.wait(timeout: .now() + 5), .success)
+        connection.close()
+        XCTAssertEqual(ended.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(outcome.value, .connectionLost)
+        XCTAssertThrowsError(try connection.request(Marked.request("after close")))
+    }
+}
+
+/// A request carrying a marker the scripted daemon echoes back, so a reply's owner is checked.
+private enum Marked {
+    static func request(_ marker: String) -> Request { .enroll(name: marker) }
+    static func marker(of reply: Reply) -> String? {
+        if case .enrolments(let names) = reply { return names.first }
+        return nil
+    }
+    static func echo(_ envelope: RequestEnvelope) -> ReplyEnvelope? {
+        guard case .enroll(let name) = envelope.request else { return nil }
+        return ReplyEnvelope(id: envelope.id, reply: .enrolments([name]))
+    }
+}
+
+private final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
+    }
+    func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T { try lock.withLock { try body(&stored) } }
+}
+
+private extension Thread {
+    /// Runs `body` on a thread of its own (blocking requests must not run on the cooperative pool).
+    static func detachedResult<T: Sendable>(_ body: @escaping @Sendable () throws -> T) -> Task<T, Error> {
+        Task {
+            try await withCheckedThrowingContinuation { continuation in
+                Thread { continuation.resume(with: Result { try body() }) }.start()
+            }
+        }
+    }
+}
