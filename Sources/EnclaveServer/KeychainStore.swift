@@ -81,12 +81,13 @@ extension Storage {
     private static let attributeDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
 
 
-    func insertItem(_ item: StoredItem) throws -> Int64 {
+    /// Durable when it returns, committed with the writes that arrived with it (`GroupCommit`).
+    func insertItem(_ item: StoredItem) async throws -> Int64 {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         let size = item.sealed.ciphertext.count + attributes.count
         do {
-            return try pool.write { db in
-                try checkQuota(db, uid: item.uid, newItems: 1, growth: size)
+            return try await itemWrites.write { db in
+                try self.checkQuota(db, uid: item.uid, newItems: 1, growth: size)
                 try db.execute(sql: """
                     INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
                                       enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified,
@@ -106,13 +107,13 @@ extension Storage {
 
     /// Writes `item` if the row is still as it was read (`expectedModified`): an update that
     /// waited for a prompt never overwrites a change made meanwhile. Shreds what it replaced.
-    func updateItem(_ item: StoredItem, expectedModified: Date) throws {
+    func updateItem(_ item: StoredItem, expectedModified: Date) async throws {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         do {
-            try pool.write { db in
+            try await itemWrites.write(shreds: true) { db in
                 let old = try Int.fetchOne(db, sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
                                            arguments: [item.id, Int64(item.uid)]) ?? 0
-                try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
+                try self.checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
                 try db.execute(sql: """
                     UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
                         enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2
@@ -123,8 +124,7 @@ extension Storage {
                                      item.modified.timeIntervalSince1970, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
                 if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
             }
-            // The secret it replaced is as gone as a deleted one.
-            shred()
+            // The secret it replaced is as gone as a deleted one: the commit shreds (`shreds: true`).
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw KeychainStoreError.duplicate
         }
@@ -200,12 +200,11 @@ extension Storage {
 
     /// Deletes the items, the keys they hold with them, and then shreds the WAL: when this
     /// returns, no file of the state directory holds them.
-    func deleteItems(ids: [Int64], uid: UInt32) throws {
+    func deleteItems(ids: [Int64], uid: UInt32) async throws {
         guard !ids.isEmpty else { return }
-        try pool.write { db in
+        try await itemWrites.write(shreds: true) { db in
             for id in ids { try db.execute(sql: "DELETE FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)]) }
         }
-        shred()
     }
 
     static func item(from row: Row) throws -> StoredItem {

@@ -28,6 +28,8 @@ struct UserRecord: Sendable, Equatable {
 /// SQLite through GRDB, WAL with synchronous=FULL: a write has reached the disk when `save` returns.
 final class Storage: Sendable {
     let pool: DatabasePool
+    /// Keychain item writes, committed together when they arrive together.
+    let itemWrites: GroupCommit
     let directory: String
     /// How much of the keychain one user may fill.
     let quota: KeychainQuota
@@ -51,7 +53,9 @@ final class Storage: Sendable {
         // A truncating checkpoint waits for readers to leave the WAL, briefly.
         configuration.busyMode = .timeout(2)
         let path = directory + "/enclave.sqlite"
-        pool = try DatabasePool(path: path, configuration: configuration)
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        self.pool = pool
+        itemWrites = GroupCommit(pool: pool, shred: { Self.shred(pool, logger: logger) })
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
@@ -206,7 +210,9 @@ final class Storage: Sendable {
     /// images written before the deletion (which `secure_delete` cannot reach) are gone from the
     /// disk's files too. A reader in the WAL for longer than the busy timeout leaves that to the
     /// next deletion or start, said in the log.
-    func shred() {
+    func shred() { Self.shred(pool, logger: logger) }
+
+    private static func shred(_ pool: DatabasePool, logger: Logger) {
         do {
             try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         } catch {

@@ -11,7 +11,7 @@ extension UserSession {
             case .add: return try await keychainAdd(request, app: app)
             case .copy: return try await keychainCopy(request, app: app, prover: prover)
             case .update: return try await keychainUpdate(request, app: app, prover: prover)
-            case .delete: return try keychainDelete(request, app: app)
+            case .delete: return try await keychainDelete(request, app: app)
             }
         } catch let f as KeychainFailure {
             return KeychainReply(status: f.status, message: f.message)
@@ -142,7 +142,7 @@ extension UserSession {
         item.heldKey = try request.heldKey.map { try heldKey($0, app: app) }
         item.sealed = try ItemSealing.seal(new.secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
                                            applicationPassword: new.requirement.applicationPassword ? request.applicationPassword : nil)
-        do { item.id = try storage.insertItem(item) } catch KeychainStoreError.quotaExceeded(let why) {
+        do { item.id = try await storage.insertItem(item) } catch KeychainStoreError.quotaExceeded(let why) {
             throw KeychainFailure(.diskFull, why)
         } catch KeychainStoreError.duplicate {
             throw KeychainFailure(.duplicateItem, "an item with the same primary attributes exists")
@@ -210,7 +210,7 @@ extension UserSession {
             item.sealed = try ItemSealing.seal(changes.secret ?? secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
                                                applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil)
             item.modified = now
-            do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.quotaExceeded(let why) {
+            do { try await storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.quotaExceeded(let why) {
                 throw KeychainFailure(.diskFull, why)
             } catch KeychainStoreError.duplicate {
                 throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
@@ -222,10 +222,10 @@ extension UserSession {
     }
 
     /// Deleting needs no authentication: an invalidated item can always be removed.
-    private func keychainDelete(_ request: KeychainRequest, app: AppIdentity) throws -> KeychainReply {
+    private func keychainDelete(_ request: KeychainRequest, app: AppIdentity) async throws -> KeychainReply {
         let candidates = try matches(request.attributes, app: app)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
-        try storage.deleteItems(ids: candidates.map(\.id), uid: uid)
+        try await storage.deleteItems(ids: candidates.map(\.id), uid: uid)
         return KeychainReply(status: .success)
     }
 }
@@ -251,7 +251,7 @@ extension UserSession {
         try await confirmPasscode(passcode)
         let found = try storage.items(uid: uid, accessGroups: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: persistentRef)
         guard !found.isEmpty else { throw Failure(.notFound, "no item has that reference") }
-        try storage.deleteItems(ids: found.map(\.id), uid: uid)
+        try await storage.deleteItems(ids: found.map(\.id), uid: uid)
     }
 }
 

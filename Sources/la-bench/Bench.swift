@@ -111,14 +111,18 @@ struct Bench {
 
         // 3. Throughput with concurrent clients, each on its own connection.
         print("")
-        print("| concurrent clients | canEvaluatePolicy ops/s | evaluatePolicy in reuse window ops/s |")
-        print("|---|---|---|")
+        print("| concurrent clients | canEvaluatePolicy ops/s | canEvaluatePolicy, blocking, a thread per client ops/s | evaluatePolicy in reuse window ops/s |")
+        print("|---|---|---|---|")
         var clients = 1
         while clients <= maxClients {
             let perClient = max(iterations / clients, 50)
             let connections = try (0..<clients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
             let canRate = try await throughput(connections, perClient) { c, i in
                 _ = try await c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1))
+            }
+            // The synchronous form LAContext.canEvaluatePolicy uses: each client's thread reads its own reply.
+            let blockingRate = try blockingThroughput(connections, perClient) { c, i in
+                _ = try c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1))
             }
             let reuseRate = try await throughput(connections, perClient) { c, i in
                 // A fresh context each time (so the reuse window, not the context's own authorization,
@@ -129,7 +133,7 @@ struct Bench {
                 c.send(.invalidate(context: context)) { _ in }
                 guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
             }
-            print("| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", reuseRate)) |")
+            print("| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", blockingRate)) | \(String(format: "%.0f", reuseRate)) |")
             connections.forEach { $0.close() }
             clients *= 4
         }
@@ -138,6 +142,30 @@ struct Bench {
         print("")
         print("daemon memory after the run: " + memory.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", "))
         enclave.stop()
+    }
+
+    /// Operations per second with each connection driven by a thread of its own, blocking (as the
+    /// synchronous API is called); the first error stops the count.
+    static func blockingThroughput(_ connections: [EnclaveConnection], _ perClient: Int,
+                                   _ op: @escaping @Sendable (EnclaveConnection, Int) throws -> Void) throws -> Double {
+        try blockingThroughput(threads: connections.count, perClient) { t, i in try op(connections[t], i) }
+    }
+
+    static func blockingThroughput(threads: Int, _ perThread: Int, _ op: @escaping @Sendable (_ thread: Int, _ i: Int) throws -> Void) throws -> Double {
+        let done = DispatchGroup()
+        let failure = FirstError()
+        let start = DispatchTime.now().uptimeNanoseconds
+        for t in 0..<threads {
+            done.enter()
+            Thread {
+                defer { done.leave() }
+                do { for i in 0..<perThread { try op(t, i) } } catch { failure.record(error) }
+            }.start()
+        }
+        done.wait()
+        let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        if let error = failure.error { throw error }
+        return Double(threads * perThread) / seconds
     }
 
     static func throughput(_ connections: [EnclaveConnection], _ perClient: Int,
@@ -152,4 +180,11 @@ struct Bench {
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         return Double(connections.count * perClient) / seconds
     }
+}
+
+private final class FirstError: @unchecked Sendable {
+    private let lock = NSLock()
+    private var first: Error?
+    var error: Error? { lock.withLock { first } }
+    func record(_ e: Error) { lock.withLock { if first == nil { first = e } } }
 }

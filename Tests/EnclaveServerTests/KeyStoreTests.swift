@@ -39,30 +39,30 @@ final class KeyStoreTests: XCTestCase {
         XCTAssertThrowsError(try storage.classKey(uid: 1000, .standard, wrappingKey: SymmetricKey(size: .bits256)), "another master key")
     }
 
-    func testDeletingAnItemDeletesTheKeyItHoldsAndRevokesAnOldBlobIt() throws {
+    func testDeletingAnItemDeletesTheKeyItHoldsAndRevokesAnOldBlobIt() async throws {
         let storage = try Storage(directory: directory)
         let held = record(), kept = record()
         try storage.insertKeyRecord(held)
         try storage.insertKeyRecord(kept)
         let legacy = KeyHandle(Data(repeating: 5, count: 32))
-        let a = try storage.insertItem(item("a", holding: held.handle)), b = try storage.insertItem(item("b", holding: legacy))
+        let a = try await storage.insertItem(item("a", holding: held.handle)), b = try await storage.insertItem(item("b", holding: legacy))
         XCTAssertEqual(try storage.keyRecord(held.handle), held)
-        try storage.deleteItems(ids: [a, b], uid: 1000)
+        try await storage.deleteItems(ids: [a, b], uid: 1000)
         XCTAssertNil(try storage.keyRecord(held.handle))
         XCTAssertEqual(try storage.keyRecord(kept.handle), kept, "a key no deleted item held stays")
         XCTAssertTrue(try storage.isRevoked(legacy))
         XCTAssertFalse(try storage.isRevoked(KeyHandle(Data(repeating: 6, count: 32))))
     }
 
-    func testRemovingThePasscodeDestroysItsClassKeyItemsAndKeysWithTheRecordInOneTransaction() throws {
+    func testRemovingThePasscodeDestroysItsClassKeyItemsAndKeysWithTheRecordInOneTransaction() async throws {
         let storage = try Storage(directory: directory)
         let standard = try storage.classKey(uid: 1000, .standard, wrappingKey: wrapping)
         let passcodeSet = try storage.classKey(uid: 1000, .passcodeSet, wrappingKey: wrapping)
         _ = try storage.classKey(uid: 1001, .passcodeSet, wrappingKey: wrapping)
         let bound = record(.passcodeSet), other = record(.standard), otherUser = record(uid: 1001, .passcodeSet)
         for r in [bound, other, otherUser] { try storage.insertKeyRecord(r) }
-        _ = try storage.insertItem(item("kept"))
-        _ = try storage.insertItem(item("gone", protection: .whenPasscodeSetThisDeviceOnly))
+        _ = try await storage.insertItem(item("kept"))
+        _ = try await storage.insertItem(item("gone", protection: .whenPasscodeSetThisDeviceOnly))
         var user = UserRecord(uid: 1000, domainSecret: Data(count: 32))
         user.passcodeEpoch = 7
 

@@ -42,7 +42,7 @@ final class StorageTests: XCTestCase {
     }
 
     /// An item's count of wrong application passwords is stored, read back, and goes with the item.
-    func testPasswordAttemptsAreKeptPerItemAndGoWithIt() throws {
+    func testPasswordAttemptsAreKeptPerItemAndGoWithIt() async throws {
         let storage = try Storage(directory: directory)
         func item(_ account: String) -> StoredItem {
             StoredItem(uid: 1000, accessGroup: "/usr/bin/app", itemClass: "genp", attributes: ["acct": .string(account)],
@@ -50,14 +50,14 @@ final class StorageTests: XCTestCase {
                        sealed: ItemSealing.Sealed(wrappedKey: Data([1]), ciphertext: Data([2]), passwordSalt: Data([3])),
                        persistentRef: Data(account.utf8), created: Date(), modified: Date())
         }
-        let first = try storage.insertItem(item("first")), second = try storage.insertItem(item("second"))
+        let first = try await storage.insertItem(item("first")), second = try await storage.insertItem(item("second"))
         var attempts = PasswordAttempts()
         for _ in 0..<5 { attempts.recordFailure(now: Date(timeIntervalSince1970: 1_000)) }
         try storage.setPasswordAttempts(attempts, item: first)
         XCTAssertEqual(try storage.applicationPasswordAttempts(item: first), attempts)
         XCTAssertEqual(try storage.applicationPasswordAttempts(item: second), PasswordAttempts(), "per item")
-        try storage.deleteItems(ids: [first], uid: 1000)
-        let left = try storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item_password_attempts") ?? -1 }
+        try await storage.deleteItems(ids: [first], uid: 1000)
+        let left = try await storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item_password_attempts") ?? -1 }
         XCTAssertEqual(left, 0, "the count went with its item")
         try storage.setPasswordAttempts(attempts, item: second)
         try storage.setPasswordAttempts(PasswordAttempts(), item: second)

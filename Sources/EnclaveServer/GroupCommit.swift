@@ -1,0 +1,107 @@
+import Foundation
+import GRDB
+import Logging
+
+/// Writes that must be durable before their answer leaves the daemon, gathered into shared
+/// commits (group commit): each waits, off the caller's thread, for the transaction that holds
+/// it; while one commit reaches the disk, the writes that arrive meanwhile gather for the next.
+/// Each write runs in a savepoint of its own, so one that fails (a duplicate, a quota) fails
+/// alone; a commit that fails fails every write in it. Nothing is answered before its commit.
+///
+/// One writer thread (a serial queue), so the callers — a user's actor, the event loops — never
+/// wait for the disk themselves and other requests go on meanwhile.
+final class GroupCommit: @unchecked Sendable {
+    /// Past this many writes a commit takes no more; the rest wait for the next.
+    static let batchLimit = 256
+
+    private struct Job {
+        /// Runs inside the batch's transaction, in a savepoint of its own.
+        let work: (Database) throws -> Void
+        /// After the commit: nil, or the write's own error, or the commit's.
+        let finish: (Error?) -> Void
+        /// The WAL is truncated after the commit (a deletion or a replaced secret: `Storage.shred`).
+        let shreds: Bool
+    }
+
+    private let pool: DatabasePool
+    private let afterShreddingCommit: () -> Void
+    private let lock = NSLock()
+    private var waiting: [Job] = []
+    private var running = false
+    private var committed = 0
+    private let writer = DispatchQueue(label: "laenclaved.group-commit")
+
+    init(pool: DatabasePool, shred: @escaping () -> Void) {
+        self.pool = pool
+        self.afterShreddingCommit = shred
+    }
+
+    /// Transactions committed so far (for tests and benchmarks: writes ÷ commits is the gathering).
+    var commits: Int { lock.withLock { committed } }
+
+    /// Runs `work` in the next shared transaction and returns its result once that is durable.
+    func write<T: Sendable>(shreds: Bool = false, _ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            let result = ResultSlot<T>()
+            enqueue(Job(work: { db in result.value = try work(db) }, finish: { error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: result.value!) }
+            }, shreds: shreds))
+        }
+    }
+
+    private func enqueue(_ job: Job) {
+        let start: Bool = lock.withLock {
+            waiting.append(job)
+            guard !running else { return false }
+            running = true
+            return true
+        }
+        if start { writer.async { self.drain() } }
+    }
+
+    /// Commits batches until nothing waits.
+    private func drain() {
+        while true {
+            let batch: [Job] = lock.withLock {
+                let taken = Array(waiting.prefix(Self.batchLimit))
+                waiting.removeFirst(taken.count)
+                if taken.isEmpty { running = false }
+                return taken
+            }
+            guard !batch.isEmpty else { return }
+            commit(batch)
+        }
+    }
+
+    private func commit(_ batch: [Job]) {
+        var outcomes = [Error?](repeating: nil, count: batch.count)
+        do {
+            try pool.write { db in
+                for (i, job) in batch.enumerated() {
+                    do {
+                        try db.inSavepoint {
+                            try job.work(db)
+                            return .commit
+                        }
+                    } catch {
+                        outcomes[i] = error
+                        // An error that ended the whole transaction (I/O, a full disk): nothing
+                        // before it may be reported written.
+                        if !db.isInsideTransaction { throw error }
+                    }
+                }
+            }
+            lock.withLock { committed += 1 }
+        } catch {
+            outcomes = outcomes.map { _ in error }
+        }
+        if zip(batch, outcomes).contains(where: { $0.shreds && $1 == nil }) { afterShreddingCommit() }
+        for (job, outcome) in zip(batch, outcomes) { job.finish(outcome) }
+    }
+}
+
+/// A write's result, set inside the transaction and read after its commit (on the writer's
+/// queue, then by the resumed caller: ordered by the continuation).
+private final class ResultSlot<T>: @unchecked Sendable {
+    var value: T?
+}
