@@ -32,7 +32,10 @@ public struct ContextTable<Running> {
 
     private var live: [String: Entry] = [:]
     private var tombstones: Set<String> = []
+    /// The tombstones in the order they were made, as a ring once full (`oldestTombstone` is the
+    /// next to forget): forgetting one costs nothing, not a shift of the whole list.
     private var tombstoneOrder: [String] = []
+    private var oldestTombstone = 0
     private var nextTicket: UInt64 = 0
     /// Tracked requests not yet ended, on every context.
     public private(set) var running = 0
@@ -118,8 +121,13 @@ public struct ContextTable<Running> {
         running -= removed?.work.count ?? 0
         let ended = removed.map(Self.running(in:)) ?? []
         if tombstones.insert(id).inserted {
-            tombstoneOrder.append(id)
-            if tombstoneOrder.count > Self.maxTombstones { tombstones.remove(tombstoneOrder.removeFirst()) }
+            if tombstoneOrder.count < Self.maxTombstones {
+                tombstoneOrder.append(id)
+            } else {
+                tombstones.remove(tombstoneOrder[oldestTombstone])
+                tombstoneOrder[oldestTombstone] = id
+                oldestTombstone = (oldestTombstone + 1) % Self.maxTombstones
+            }
         }
         return ended
     }
@@ -133,6 +141,7 @@ public struct ContextTable<Running> {
     }
 
     private static func running(in entry: Entry) -> [Running] {
-        (entry.evaluation.map { [$0] } ?? []) + entry.work.sorted { $0.key < $1.key }.map(\.value)
+        // A closure, not a key path: a key path into this generic type is built anew at run time on every call.
+        (entry.evaluation.map { [$0] } ?? []) + entry.work.sorted { $0.key < $1.key }.map { $0.value }
     }
 }

@@ -102,3 +102,30 @@ public enum DomainStateHash {
         SymmetricKey(size: .bits256).withUnsafeBytes { Data($0) }
     }
 }
+
+/// The last domain state hash per app, with what it was made from: made again only when one of
+/// those changed (every `canEvaluatePolicy` and evaluation answers one; an HMAC each time
+/// otherwise). At most `maxApps` apps are remembered; past that the memo starts over.
+public struct DomainStateMemo: Sendable {
+    public static let maxApps = 64
+
+    private struct Inputs: Equatable {
+        var secret: Data
+        var sensor: String
+        var generation: UInt64
+        var identities: [String]
+    }
+
+    private var entries: [String: (inputs: Inputs, hash: Data?)] = [:]
+
+    public init() {}
+
+    public mutating func hash(secret: Data, app: String, sensor: String, generation: UInt64, identities: [String]) -> Data? {
+        let inputs = Inputs(secret: secret, sensor: sensor, generation: generation, identities: identities)
+        if let known = entries[app], known.inputs == inputs { return known.hash }
+        let hash = DomainStateHash.compute(secret: secret, app: app, sensor: sensor, generation: generation, identities: identities)
+        if entries.count >= Self.maxApps { entries.removeAll(keepingCapacity: true) }
+        entries[app] = (inputs, hash)
+        return hash
+    }
+}

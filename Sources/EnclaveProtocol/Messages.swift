@@ -299,12 +299,12 @@ private struct WireRequest: Codable {
 
 extension RequestEnvelope {
     public func encoded() -> [UInt8] {
-        Array(try! JSONEncoder().encode(WireRequest(self)))
+        Array(try! WireCoders.requestEncoder.encode(WireRequest(self)))
     }
 
     public static func decode(_ payload: [UInt8]) throws -> RequestEnvelope {
         do {
-            return try JSONDecoder().decode(WireRequest.self, from: Data(payload)).envelope
+            return try WireCoders.requestDecoder.decode(WireRequest.self, from: Data(payload)).envelope
         } catch let e as RequestDecodingError {
             throw e
         } catch {
@@ -413,12 +413,16 @@ public struct ReplyEnvelope: Codable, Sendable, Equatable {
     public init(id: UInt64, reply: Reply) { self.id = id; self.reply = reply }
 
     public func encoded() -> [UInt8] { Array(try! Self.encoder.encode(self)) }
-    public static func decode(_ payload: [UInt8]) throws -> ReplyEnvelope { try JSONDecoder.enclave.decode(ReplyEnvelope.self, from: Data(payload)) }
+    public static func decode(_ payload: [UInt8]) throws -> ReplyEnvelope { try WireCoders.replyDecoder.decode(ReplyEnvelope.self, from: Data(payload)) }
     private static let encoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
 }
 
-extension JSONDecoder {
-    static var enclave: JSONDecoder { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }
+/// The wire's JSON coders, made once: a coder is safe to share between threads, and making one
+/// per message cost more than some messages' own coding.
+private enum WireCoders {
+    static let requestEncoder = JSONEncoder()
+    static let requestDecoder = JSONDecoder()
+    static let replyDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
 }
 
 extension Reply: Codable {

@@ -31,6 +31,7 @@ actor UserSession {
     let keys: UserKeys
     /// The user's class keys once read (or made); a destroyed one leaves at once.
     private var classKeys: [KeyClass: SymmetricKey] = [:]
+    private var domainStates = DomainStateMemo()
     /// The daemon's graceful stop has begun: evaluations ended from outside answer systemCancel.
     let stopping: StopFlag
     /// Certifies this user's Secure Enclave keys (`KeyRequest.Operation.attest`).
@@ -97,8 +98,8 @@ actor UserSession {
 
     func domainState(app: String) async throws -> Data? {
         let ids = try await identities()
-        return DomainStateHash.compute(secret: record.domainSecret, app: app, sensor: sensor?.info.name ?? "",
-                                       generation: record.enrolmentGeneration, identities: ids)
+        return domainStates.hash(secret: record.domainSecret, app: app, sensor: sensor?.info.name ?? "",
+                                 generation: record.enrolmentGeneration, identities: ids)
     }
 
     // MARK: Queries

@@ -40,6 +40,9 @@ struct Bench {
         if args.count > 1 && args[1] == "keychain" {
             return try await KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
         }
+        if args.count > 1 && args[1] == "reuse" {
+            return try await reuseOnly(iterations: args.count > 2 ? Int(args[2]) ?? 100_000 : 100_000)
+        }
         let iterations = args.count > 1 ? Int(args[1]) ?? 1000 : 1000
         let maxClients = args.count > 2 ? Int(args[2]) ?? 16 : 16
         let enclave = try TestEnclave()
@@ -142,6 +145,32 @@ struct Bench {
         print("")
         print("daemon memory after the run: " + memory.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", "))
         enclave.stop()
+    }
+
+    /// `la-bench reuse N`: one match, then N evaluations in its reuse window on one connection,
+    /// nothing else — a steady load to profile the daemon under (`perf record -p DAEMON`).
+    static func reuseOnly(iterations: Int) async throws {
+        let enclave = try TestEnclave()
+        defer { enclave.stop() }
+        let control = try enclave.connection()
+        try enclave.queue(.match)
+        let options = EvaluationOptions(reason: "bench", reuseDuration: 300)
+        guard case .evaluated(let first) = try await control.request(.evaluate(context: "first", policy: 1, options: options)), first.success else {
+            throw EnclaveClientError.protocolError("the first evaluation did not match")
+        }
+        print("la-bench reuse: daemon pid \(enclave.processID)")
+        var samples: [Double] = []
+        samples.reserveCapacity(iterations)
+        for i in 0..<iterations {
+            let context = "reuse-\(i)"
+            let start = DispatchTime.now().uptimeNanoseconds
+            let reply = try await control.request(.evaluate(context: context, policy: 1, options: options))
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
+            _ = try await control.request(.invalidate(context: context))
+        }
+        let sorted = samples.sorted()
+        print("evaluatePolicy in the reuse window: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
     }
 
     /// Operations per second with each connection driven by a thread of its own, blocking (as the

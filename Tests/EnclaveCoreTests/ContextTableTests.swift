@@ -84,6 +84,12 @@ final class ContextTableTests: XCTestCase {
         XCTAssertTrue(try table.use("gone0"), "the oldest invalidated id was forgotten")
         XCTAssertFalse(try table.use("gone1"))
         XCTAssertFalse(try table.use("gone\(Table.maxTombstones)"))
+        // Over several laps of the ring: always exactly the newest `maxTombstones` are remembered.
+        var ring = Table()
+        let total = 2 * Table.maxTombstones + 7
+        for i in 0..<total { _ = ring.invalidate("lap\(i)") }
+        for i in [0, total - Table.maxTombstones - 1] { XCTAssertTrue(try ring.use("lap\(i)"), "lap\(i) was forgotten") }
+        for i in [total - Table.maxTombstones, total - 1] { XCTAssertFalse(try ring.use("lap\(i)"), "lap\(i) is remembered") }
     }
 
     func testRunningRequestsAreBoundedPerConnection() throws {

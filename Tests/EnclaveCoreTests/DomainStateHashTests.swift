@@ -56,4 +56,25 @@ final class DomainStateHashTests: XCTestCase {
         XCTAssertEqual(a.count, 32)
         XCTAssertNotEqual(a, b)
     }
+
+    /// The memo answers exactly what the hash would, for every change of every input, across apps
+    /// and past its bound.
+    func testTheMemoAnswersWhatTheHashWouldWhateverChanged() {
+        var memo = DomainStateMemo()
+        typealias Inputs = (app: String, sensor: String, generation: UInt64, identities: [String], secret: Data)
+        let base: Inputs = ("/usr/bin/a", "touchID", 1, ["right thumb"], secret)
+        var steps: [Inputs] = [base, base]
+        steps.append((base.app, base.sensor, 2, base.identities, base.secret))
+        steps.append((base.app, base.sensor, 2, ["left thumb", "right thumb"], base.secret))
+        steps.append((base.app, base.sensor, 2, [], base.secret))
+        steps.append((base.app, "fprintd", 2, ["left thumb"], base.secret))
+        steps.append((base.app, "fprintd", 2, ["left thumb"], Data(repeating: 0x43, count: 32)))
+        steps.append(("/usr/bin/b", "fprintd", 2, ["left thumb"], base.secret))
+        steps += (0..<(DomainStateMemo.maxApps + 3)).map { ("/usr/bin/app\($0)", base.sensor, 1, base.identities, base.secret) }
+        steps.append(base)
+        for s in steps {
+            XCTAssertEqual(memo.hash(secret: s.secret, app: s.app, sensor: s.sensor, generation: s.generation, identities: s.identities),
+                           hash(app: s.app, sensor: s.sensor, generation: s.generation, identities: s.identities, secret: s.secret), "\(s)")
+        }
+    }
 }
