@@ -106,7 +106,8 @@ package final class ContextCore: @unchecked Sendable {
         }
         guard !wasInvalid else { return }
         // The daemon ends a running evaluation with appCancel and forgets the authorization.
-        connection?.send(.invalidate(context: id)) { _ in }
+        // Nobody waits for the answer: no thread is woken to read it (the next reader drops it).
+        connection?.sendDiscardingReply(.invalidate(context: id))
     }
 }
 

@@ -26,11 +26,13 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
 /// Who reads the socket (one reader at a time, the "reader role"): a blocking `request` reads its
 /// own reply on the calling thread, as a plain request/response client would — no thread wakes
 /// another to hand it over — and answers any other reply it meets on the way. Callback and `async`
-/// requests are read by a thread of the connection's own, started at the first of them; it keeps
-/// reading after the last one is answered (the next one's reply then wakes it directly) until a
-/// blocking request's reply passes through it, and then parks, so that a run of blocking requests
-/// reads for itself after at most one hand-over. When the role is free, nothing reads: a daemon
-/// that went away is seen by `closed` (a zero-timeout poll) or by the next request.
+/// requests are read by a thread of the connection's own, started when one is sent and nobody
+/// reads; it keeps reading after the last one is answered (the next one's reply then wakes it
+/// directly) until a blocking request's reply passes through it, and then ends, so that a run of
+/// blocking requests reads for itself after at most one hand-over. A request whose answer nobody
+/// needs (`sendDiscardingReply`: a released context's `invalidate`) starts no thread: whoever
+/// reads next drops its reply. When the role is free, nothing reads: a daemon that went away is
+/// seen by `closed` (a zero-timeout poll) or by the next request.
 public final class EnclaveConnection: @unchecked Sendable {
     public typealias Completion = @Sendable (Result<Reply, EnclaveClientError>) -> Void
     public typealias EventHandler = @Sendable (Reply) -> Void
@@ -45,6 +47,8 @@ public final class EnclaveConnection: @unchecked Sendable {
         case callback(onEvent: EventHandler?, completion: Completion)
         /// A blocking `request`: its thread waits (or reads) until `waiter` is filled.
         case blocking(Waiter)
+        /// A request nobody waits for (`sendDiscardingReply`): whoever reads drops its reply.
+        case discarded
     }
 
     public let socketPath: String
@@ -56,6 +60,8 @@ public final class EnclaveConnection: @unchecked Sendable {
     private var pending: [UInt64: Pending] = [:]
     /// Callback requests among `pending`: while there are any, the connection's thread reads.
     private var callbacksPending = 0
+    /// Requests among `pending` whose replies are dropped unread.
+    private var discardedPending = 0
     private var isClosed = false
     /// Whether the last final reply read was a blocking request's: the connection's thread then
     /// parks once no callback request waits (see the type's comment).
@@ -120,6 +126,9 @@ public final class EnclaveConnection: @unchecked Sendable {
         state.lock()
         defer { state.unlock() }
         if isClosed || readerBusy { return isClosed }
+        // A request someone waits for is pending: its reader will see the end (and read any reply
+        // that came before it).
+        if pending.count > discardedPending { return false }
         var p = pollfd(fd: fd, events: Self.pollReadHangUp, revents: 0)
         if poll(&p, 1, 0) == 1, p.revents & (Self.pollReadHangUp | Int16(POLLHUP | POLLERR | POLLNVAL)) != 0 {
             shutDownLocked()
@@ -189,6 +198,32 @@ public final class EnclaveConnection: @unchecked Sendable {
         return try waiter.result!.get()
     }
 
+    /// Sends a request whose answer nobody needs, without a thread to read it: the next reader
+    /// drops the reply. Past `discardedLimit` such replies unread, the request is sent as a callback
+    /// request instead, so that the connection's thread reads them out.
+    public func sendDiscardingReply(_ request: Request) {
+        let discarded: UInt64? = {
+            state.lock()
+            defer { state.unlock() }
+            guard !isClosed, discardedPending < Self.discardedLimit else { return nil }
+            let id = nextID
+            nextID += 1
+            pending[id] = .discarded
+            discardedPending += 1
+            return id
+        }()
+        guard let id = discarded else {
+            send(request) { _ in }
+            return
+        }
+        if transmit(request, id: id) != nil { _ = unregister(id) }
+    }
+
+    static let discardedLimit = 64
+
+    /// Whether the connection's own reader thread runs now (for tests).
+    var readerThreadRunning: Bool { state.withLock { readerThreadStarted } }
+
     public func request(_ request: Request, onEvent: EventHandler? = nil) async throws -> Reply {
         try await withCheckedThrowingContinuation { continuation in
             send(request, onEvent: onEvent) { continuation.resume(with: $0) }
@@ -227,7 +262,11 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     private func removeLocked(_ id: UInt64) -> Pending? {
         guard let entry = pending.removeValue(forKey: id) else { return nil }
-        if case .callback = entry { callbacksPending -= 1 }
+        switch entry {
+        case .callback: callbacksPending -= 1
+        case .discarded: discardedPending -= 1
+        case .blocking: break
+        }
         return entry
     }
 
@@ -255,7 +294,9 @@ public final class EnclaveConnection: @unchecked Sendable {
         }
     }
 
-    /// The connection's own reader, for callback requests: reads while any is pending, parks otherwise.
+    /// The connection's own reader, for callback requests: reads while any is pending (see the
+    /// type's comment), then ends; started again by the next one. Nothing of it outlives its work,
+    /// so a connection dropped without `close()` is released once no request is running.
     private func startReaderThreadLocked() {
         guard !readerThreadStarted else { return }
         readerThreadStarted = true
@@ -266,18 +307,23 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     private func readerThreadLoop() {
         state.lock()
+        defer { state.unlock() }
         while !isClosed {
-            if readerBusy || callbacksPending == 0 {
-                // Parked: the next callback request wakes it.
+            if readerBusy {
                 state.wait()
                 continue
+            }
+            if callbacksPending == 0 {
+                // Nothing left for it: the next callback request starts another.
+                readerThreadStarted = false
+                return
             }
             readerBusy = true
             state.unlock()
             read(until: { self.callbacksPending == 0 && self.lastFinalWasBlocking })
             state.lock()
         }
-        state.unlock()
+        readerThreadStarted = false
     }
 
     /// Holds the reader role (taken by the caller) until `done` holds — checked under the lock
@@ -323,9 +369,15 @@ public final class EnclaveConnection: @unchecked Sendable {
         let final = envelope.reply.isFinal
         if final {
             _ = removeLocked(envelope.id)
-            if case .blocking = entry { lastFinalWasBlocking = true } else { lastFinalWasBlocking = false }
+            switch entry {
+            case .blocking: lastFinalWasBlocking = true
+            case .callback: lastFinalWasBlocking = false
+            case .discarded: break
+            }
         }
         switch entry {
+        case .discarded:
+            state.unlock()
         case .blocking(let waiter):
             // Events of a blocking request have nobody to show them to; only the final reply counts.
             if final {
@@ -347,11 +399,13 @@ public final class EnclaveConnection: @unchecked Sendable {
         let waiting = pending
         pending.removeAll()
         callbacksPending = 0
+        discardedPending = 0
         var completions: [Completion] = []
         for entry in waiting.values {
             switch entry {
             case .blocking(let waiter): waiter.result = .failure(.connectionLost)
             case .callback(_, let completion): completions.append(completion)
+            case .discarded: break
             }
         }
         state.broadcast()

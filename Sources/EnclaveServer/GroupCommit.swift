@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import Logging
 
-/// Writes that must be durable before their answer leaves the daemon, gathered into shared
+/// Writes that must be durable before their answer leaves the daemon (keychain adds), gathered into shared
 /// commits (group commit): each waits, off the caller's thread, for the transaction that holds
 /// it; while one commit reaches the disk, the writes that arrive meanwhile gather for the next.
 /// Each write runs in a savepoint of its own, so one that fails (a duplicate, a quota) fails
@@ -19,33 +19,37 @@ final class GroupCommit: @unchecked Sendable {
         let work: (Database) throws -> Void
         /// After the commit: nil, or the write's own error, or the commit's.
         let finish: (Error?) -> Void
-        /// The WAL is truncated after the commit (a deletion or a replaced secret: `Storage.shred`).
-        let shreds: Bool
     }
 
     private let pool: DatabasePool
-    private let afterShreddingCommit: () -> Void
     private let lock = NSLock()
     private var waiting: [Job] = []
     private var running = false
     private var committed = 0
     private let writer = DispatchQueue(label: "laenclaved.group-commit")
 
-    init(pool: DatabasePool, shred: @escaping () -> Void) {
-        self.pool = pool
-        self.afterShreddingCommit = shred
+    init(pool: DatabasePool) { self.pool = pool }
+
+    /// Writes waiting for a commit (for tests).
+    var waitingWrites: Int { lock.withLock { waiting.count } }
+
+    /// Holds every commit until the returned function is called (for tests that must line up
+    /// what happens while a write waits).
+    func hold() -> @Sendable () -> Void {
+        writer.suspend()
+        return { [writer] in writer.resume() }
     }
 
     /// Transactions committed so far (for tests and benchmarks: writes ÷ commits is the gathering).
     var commits: Int { lock.withLock { committed } }
 
     /// Runs `work` in the next shared transaction and returns its result once that is durable.
-    func write<T: Sendable>(shreds: Bool = false, _ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func write<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             let result = ResultSlot<T>()
             enqueue(Job(work: { db in result.value = try work(db) }, finish: { error in
                 if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: result.value!) }
-            }, shreds: shreds))
+            }))
         }
     }
 
@@ -95,7 +99,6 @@ final class GroupCommit: @unchecked Sendable {
         } catch {
             outcomes = outcomes.map { _ in error }
         }
-        if zip(batch, outcomes).contains(where: { $0.shreds && $1 == nil }) { afterShreddingCommit() }
         for (job, outcome) in zip(batch, outcomes) { job.finish(outcome) }
     }
 }

@@ -60,7 +60,7 @@ struct StoredItem: Sendable, Equatable {
     }
 }
 
-enum KeychainStoreError: Error { case duplicate, changedMeanwhile, quotaExceeded(String) }
+enum KeychainStoreError: Error { case duplicate, changedMeanwhile, quotaExceeded(String), passcodeRemoved }
 
 /// How much of the keychain one user may fill: every item and byte is on the disk every user's
 /// counters are written to. Our choice: far beyond what apps keep (passwords, tokens, keys), far
@@ -81,12 +81,22 @@ extension Storage {
     private static let attributeDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
 
 
-    /// Durable when it returns, committed with the writes that arrived with it (`GroupCommit`).
-    func insertItem(_ item: StoredItem) async throws -> Int64 {
+    /// Durable when it returns, committed with the adds that arrived with it (`GroupCommit`); the
+    /// caller's actor serves other requests meanwhile. `passcodeEpoch`: for an item sealed under the
+    /// passcode class key, the user's passcode epoch when it was sealed — if the passcode was
+    /// removed while the add waited for its commit (the class key and its items went), the add
+    /// fails (`passcodeRemoved`) rather than leave an item no key opens.
+    func insertItem(_ item: StoredItem, passcodeEpoch: UInt64? = nil) async throws -> Int64 {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         let size = item.sealed.ciphertext.count + attributes.count
         do {
             return try await itemWrites.write { db in
+                if let passcodeEpoch {
+                    let now = try Int64.fetchOne(db, sql: "SELECT passcodeEpoch FROM user WHERE uid = ?", arguments: [Int64(item.uid)])
+                    let key = try Bool.fetchOne(db, sql: "SELECT 1 FROM class_key WHERE uid = ? AND class = ?",
+                                                arguments: [Int64(item.uid), KeyClass.passcodeSet.rawValue]) ?? false
+                    guard now == Int64(passcodeEpoch), key else { throw KeychainStoreError.passcodeRemoved }
+                }
                 try self.checkQuota(db, uid: item.uid, newItems: 1, growth: size)
                 try db.execute(sql: """
                     INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
@@ -107,13 +117,16 @@ extension Storage {
 
     /// Writes `item` if the row is still as it was read (`expectedModified`): an update that
     /// waited for a prompt never overwrites a change made meanwhile. Shreds what it replaced.
-    func updateItem(_ item: StoredItem, expectedModified: Date) async throws {
+    /// Synchronous, on the caller's actor, unlike an add: matching, proving and writing an update
+    /// must not let another write of the same user in between (two updates of one item would
+    /// otherwise refuse each other).
+    func updateItem(_ item: StoredItem, expectedModified: Date) throws {
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         do {
-            try await itemWrites.write(shreds: true) { db in
+            try pool.write { db in
                 let old = try Int.fetchOne(db, sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
                                            arguments: [item.id, Int64(item.uid)]) ?? 0
-                try self.checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
+                try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
                 try db.execute(sql: """
                     UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
                         enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2
@@ -124,7 +137,8 @@ extension Storage {
                                      item.modified.timeIntervalSince1970, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
                 if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
             }
-            // The secret it replaced is as gone as a deleted one: the commit shreds (`shreds: true`).
+            // The secret it replaced is as gone as a deleted one.
+            shred()
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw KeychainStoreError.duplicate
         }
@@ -200,11 +214,13 @@ extension Storage {
 
     /// Deletes the items, the keys they hold with them, and then shreds the WAL: when this
     /// returns, no file of the state directory holds them.
-    func deleteItems(ids: [Int64], uid: UInt32) async throws {
+    /// Synchronous, as an update (two deletions of one item must not both succeed).
+    func deleteItems(ids: [Int64], uid: UInt32) throws {
         guard !ids.isEmpty else { return }
-        try await itemWrites.write(shreds: true) { db in
+        try pool.write { db in
             for id in ids { try db.execute(sql: "DELETE FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)]) }
         }
+        shred()
     }
 
     static func item(from row: Row) throws -> StoredItem {

@@ -28,7 +28,7 @@ struct UserRecord: Sendable, Equatable {
 /// SQLite through GRDB, WAL with synchronous=FULL: a write has reached the disk when `save` returns.
 final class Storage: Sendable {
     let pool: DatabasePool
-    /// Keychain item writes, committed together when they arrive together.
+    /// Keychain adds, committed together when they arrive together.
     let itemWrites: GroupCommit
     let directory: String
     /// How much of the keychain one user may fill.
@@ -55,7 +55,7 @@ final class Storage: Sendable {
         let path = directory + "/enclave.sqlite"
         let pool = try DatabasePool(path: path, configuration: configuration)
         self.pool = pool
-        itemWrites = GroupCommit(pool: pool, shred: { Self.shred(pool, logger: logger) })
+        itemWrites = GroupCommit(pool: pool)
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
             try db.execute(sql: """
@@ -210,9 +210,7 @@ final class Storage: Sendable {
     /// images written before the deletion (which `secure_delete` cannot reach) are gone from the
     /// disk's files too. A reader in the WAL for longer than the busy timeout leaves that to the
     /// next deletion or start, said in the log.
-    func shred() { Self.shred(pool, logger: logger) }
-
-    private static func shred(_ pool: DatabasePool, logger: Logger) {
+    func shred() {
         do {
             try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         } catch {

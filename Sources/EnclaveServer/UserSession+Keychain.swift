@@ -11,7 +11,7 @@ extension UserSession {
             case .add: return try await keychainAdd(request, app: app)
             case .copy: return try await keychainCopy(request, app: app, prover: prover)
             case .update: return try await keychainUpdate(request, app: app, prover: prover)
-            case .delete: return try await keychainDelete(request, app: app)
+            case .delete: return try keychainDelete(request, app: app)
             }
         } catch let f as KeychainFailure {
             return KeychainReply(status: f.status, message: f.message)
@@ -142,10 +142,12 @@ extension UserSession {
         item.heldKey = try request.heldKey.map { try heldKey($0, app: app) }
         item.sealed = try ItemSealing.seal(new.secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
                                            applicationPassword: new.requirement.applicationPassword ? request.applicationPassword : nil)
-        do { item.id = try await storage.insertItem(item) } catch KeychainStoreError.quotaExceeded(let why) {
+        do { item.id = try await storage.insertItem(item, passcodeEpoch: KeyClass(item.protection) == .passcodeSet ? record.passcodeEpoch : nil) } catch KeychainStoreError.quotaExceeded(let why) {
             throw KeychainFailure(.diskFull, why)
         } catch KeychainStoreError.duplicate {
             throw KeychainFailure(.duplicateItem, "an item with the same primary attributes exists")
+        } catch KeychainStoreError.passcodeRemoved {
+            throw KeychainFailure(CreationProblem.passcodeNeeded)
         }
         let wantsResult = request.returnData || request.returnAttributes || request.returnPersistentRef
         return KeychainReply(status: .success, items: wantsResult ? [shaped(item, request, data: new.secret)] : [])
@@ -154,6 +156,8 @@ extension UserSession {
     private func keychainCopy(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
         let candidates = try matches(request.attributes, app: app)
         var results: [KeychainItem] = []
+        /// Whether this request has waited on a prompt yet (other requests of the user ran meanwhile).
+        var waited = false
         for item in candidates {
             var data: Data?
             if request.returnData {
@@ -161,15 +165,16 @@ extension UserSession {
                     if request.matchAll { continue }
                     throw KeychainFailure(.invalidated(why))
                 }
-                let proven: Bool
                 do {
-                    proven = try await authorize(item, request, prover: prover)
+                    if try await authorize(item, request, prover: prover) { waited = true }
                 } catch let f as KeychainFailure where request.authenticationUI == .skip && f.status == .interactionNotAllowed {
                     continue // kSecUseAuthenticationUISkip: items that would prompt are left out
                 }
-                // Deleted or changed while the prompt was open: what was read before is not answered.
-                // (An item that needed no proof was read and opened with nothing in between that asks anyone.)
-                guard try !proven || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
+                // Deleted or changed while a prompt was open: what was read before is not answered.
+                // Only an item whose plan needed neither a proof nor the user's state, in a request that
+                // has not waited, is opened as matched: nothing ran in between.
+                let unchangedForSure = !waited && !item.protected.dependsOnState
+                guard try unchangedForSure || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
                     if request.matchAll { continue }
                     throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
                 }
@@ -210,7 +215,7 @@ extension UserSession {
             item.sealed = try ItemSealing.seal(changes.secret ?? secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
                                                applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil)
             item.modified = now
-            do { try await storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.quotaExceeded(let why) {
+            do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.quotaExceeded(let why) {
                 throw KeychainFailure(.diskFull, why)
             } catch KeychainStoreError.duplicate {
                 throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
@@ -222,10 +227,10 @@ extension UserSession {
     }
 
     /// Deleting needs no authentication: an invalidated item can always be removed.
-    private func keychainDelete(_ request: KeychainRequest, app: AppIdentity) async throws -> KeychainReply {
+    private func keychainDelete(_ request: KeychainRequest, app: AppIdentity) throws -> KeychainReply {
         let candidates = try matches(request.attributes, app: app)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
-        try await storage.deleteItems(ids: candidates.map(\.id), uid: uid)
+        try storage.deleteItems(ids: candidates.map(\.id), uid: uid)
         return KeychainReply(status: .success)
     }
 }
@@ -251,7 +256,7 @@ extension UserSession {
         try await confirmPasscode(passcode)
         let found = try storage.items(uid: uid, accessGroups: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: persistentRef)
         guard !found.isEmpty else { throw Failure(.notFound, "no item has that reference") }
-        try await storage.deleteItems(ids: found.map(\.id), uid: uid)
+        try storage.deleteItems(ids: found.map(\.id), uid: uid)
     }
 }
 

@@ -1,4 +1,4 @@
-import EnclaveClient
+@testable import EnclaveClient
 import EnclaveProtocol
 import Foundation
 import XCTest
@@ -149,6 +149,50 @@ final class EnclaveConnectionTests: XCTestCase {
             let allMatched = try await blocking.value
             XCTAssertTrue(allMatched)
         }
+    }
+
+    func testBlockingRequestsAndDiscardedRepliesStartNoThread() throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in
+            if case .invalidate = envelope.request { daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)]) } else { daemon.send([Marked.echo(envelope)!]) }
+        }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        for i in 0..<50 {
+            XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("b\(i)"))), "b\(i)")
+            connection.sendDiscardingReply(.invalidate(context: "c\(i)"))
+            XCTAssertFalse(connection.readerThreadRunning, "the calling thread reads its own reply; a dropped reply needs no reader")
+        }
+    }
+
+    func testTheConnectionsThreadEndsOnceNoCallbackRequestWaits() throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        let answered = expectation(description: "callback answered")
+        connection.send(Marked.request("callback")) { _ in answered.fulfill() }
+        wait(for: [answered], timeout: 5)
+        // A blocking reply passes through the thread (it still reads after the callback's reply), which then ends.
+        XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("blocking"))), "blocking")
+        let deadline = Date().addingTimeInterval(5)
+        while connection.readerThreadRunning && Date() < deadline { usleep(1000) }
+        XCTAssertFalse(connection.readerThreadRunning)
+        // And the next callback request starts it again.
+        let again = expectation(description: "second callback answered")
+        connection.send(Marked.request("again")) { result in
+            if Marked.marker(of: (try? result.get()) ?? .ok) == "again" { again.fulfill() }
+        }
+        wait(for: [again], timeout: 5)
+    }
+
+    func testPastTheLimitDiscardedRepliesAreReadOut() throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)]) }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        for i in 0..<(EnclaveConnection.discardedLimit * 3) { connection.sendDiscardingReply(.invalidate(context: "c\(i)")) }
+        // Nobody else reads: past the limit the connection's thread reads them out.
+        XCTAssertTrue(connection.readerThreadRunning)
+        XCTAssertEqual(try connection.request(.status), .ok)
+        XCTAssertFalse(connection.closed)
     }
 
     func testEventsReachTheCallbackRequestBeforeItsFinalReply() throws {

@@ -32,6 +32,8 @@ final class GroupCommitTests: XCTestCase {
     func testWritesThatArriveTogetherShareCommitsAndAreAllDurable() async throws {
         let storage = try Storage(directory: directory)
         let writes = 300
+        // Held, so that every write is waiting before the first commit: then exactly ⌈300 / 256⌉.
+        let release = storage.itemWrites.hold()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<writes {
                 group.addTask {
@@ -43,15 +45,66 @@ final class GroupCommitTests: XCTestCase {
                     XCTAssertEqual(seen, 1)
                 }
             }
+            let deadline = Date().addingTimeInterval(10)
+            while storage.itemWrites.waitingWrites < writes && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+            XCTAssertEqual(try itemCount(storage), 0, "nothing is written before its commit")
+            release()
             try await group.waitForAll()
         }
         XCTAssertEqual(try itemCount(storage), writes)
-        let commits = storage.itemWrites.commits
         // One commit per write without the gathering (checked by setting batchLimit to 1).
-        XCTAssertLessThan(commits, writes / 2, "\(commits) commits for \(writes) concurrent writes")
+        XCTAssertEqual(storage.itemWrites.commits, (writes + GroupCommit.batchLimit - 1) / GroupCommit.batchLimit)
         // Durable: a new process's view (a fresh Storage on the same files) has them all.
         let reopened = try Storage(directory: directory)
         XCTAssertEqual(try itemCount(reopened), writes)
+    }
+
+    /// A write that wrote and then failed leaves nothing of itself (its savepoint rolls back), and
+    /// the others of its commit stay.
+    func testAWriteThatFailsAfterWritingLeavesNothingOfItself() async throws {
+        let storage = try Storage(directory: directory)
+        struct Refused: Error {}
+        let release = storage.itemWrites.hold()
+        async let first: Int64 = storage.insertItem(Self.item("kept-1"))
+        async let failing: Void = storage.itemWrites.write { db in
+            try db.execute(sql: "INSERT INTO access_group (uid, name, app) VALUES (1000, 'half', '/usr/bin/app')")
+            throw Refused()
+        }
+        async let second: Int64 = storage.insertItem(Self.item("kept-2"))
+        let deadline = Date().addingTimeInterval(10)
+        while storage.itemWrites.waitingWrites < 3 && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        release()
+        _ = try await (first, second)
+        do { try await failing; XCTFail("the failing write fails") } catch is Refused {}
+        XCTAssertEqual(try itemCount(storage), 2)
+        let groups = try await storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM access_group") }
+        XCTAssertEqual(groups, 0, "its own row went with it")
+        XCTAssertEqual(storage.itemWrites.commits, 1)
+    }
+
+    /// A write that ends the whole transaction (as an I/O error or a full disk does) fails every
+    /// write of its commit: none is reported written, none is.
+    func testAWriteThatEndsTheTransactionFailsItsWholeCommit() async throws {
+        let storage = try Storage(directory: directory)
+        let release = storage.itemWrites.hold()
+        async let first: Int64 = storage.insertItem(Self.item("lost-1"))
+        async let ending: Void = storage.itemWrites.write { db in
+            try db.execute(sql: "ROLLBACK")
+            throw DatabaseError(resultCode: .SQLITE_IOERR, message: "as the disk would")
+        }
+        async let second: Int64 = storage.insertItem(Self.item("lost-2"))
+        let deadline = Date().addingTimeInterval(10)
+        while storage.itemWrites.waitingWrites < 3 && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        release()
+        var failures = 0
+        do { _ = try await first } catch { failures += 1 }
+        do { try await ending } catch { failures += 1 }
+        do { _ = try await second } catch { failures += 1 }
+        XCTAssertEqual(failures, 3)
+        XCTAssertEqual(try itemCount(storage), 0)
+        // The next commit works again.
+        _ = try await storage.insertItem(Self.item("after"))
+        XCTAssertEqual(try itemCount(storage), 1)
     }
 
     func testAWriteThatFailsFailsAloneInItsCommit() async throws {

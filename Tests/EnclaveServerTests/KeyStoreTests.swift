@@ -47,7 +47,7 @@ final class KeyStoreTests: XCTestCase {
         let legacy = KeyHandle(Data(repeating: 5, count: 32))
         let a = try await storage.insertItem(item("a", holding: held.handle)), b = try await storage.insertItem(item("b", holding: legacy))
         XCTAssertEqual(try storage.keyRecord(held.handle), held)
-        try await storage.deleteItems(ids: [a, b], uid: 1000)
+        try storage.deleteItems(ids: [a, b], uid: 1000)
         XCTAssertNil(try storage.keyRecord(held.handle))
         XCTAssertEqual(try storage.keyRecord(kept.handle), kept, "a key no deleted item held stays")
         XCTAssertTrue(try storage.isRevoked(legacy))

@@ -56,7 +56,7 @@ final class StorageTests: XCTestCase {
         try storage.setPasswordAttempts(attempts, item: first)
         XCTAssertEqual(try storage.applicationPasswordAttempts(item: first), attempts)
         XCTAssertEqual(try storage.applicationPasswordAttempts(item: second), PasswordAttempts(), "per item")
-        try await storage.deleteItems(ids: [first], uid: 1000)
+        try storage.deleteItems(ids: [first], uid: 1000)
         let left = try await storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item_password_attempts") ?? -1 }
         XCTAssertEqual(left, 0, "the count went with its item")
         try storage.setPasswordAttempts(attempts, item: second)
