@@ -28,8 +28,9 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
 /// another to hand it over — and answers any other reply it meets on the way. Callback and `async`
 /// requests are read by a thread of the connection's own, started when one is sent and nobody
 /// reads; it keeps reading after the last one is answered (the next one's reply then wakes it
-/// directly) until a blocking request's reply passes through it, and then ends, so that a run of
-/// blocking requests reads for itself after at most one hand-over. A request whose answer nobody
+/// directly) until a blocking request's reply passes through it, or `lingerMilliseconds` pass with
+/// nothing to read, and then ends, so that a run of blocking requests reads for itself after at
+/// most one hand-over, and an idle connection keeps no thread. A request whose answer nobody
 /// needs (`sendDiscardingReply`: a released context's `invalidate`) starts no thread: whoever
 /// reads next drops its reply. When the role is free, nothing reads: a daemon that went away is
 /// seen by `closed` (a zero-timeout poll) or by the next request.
@@ -221,6 +222,9 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     static let discardedLimit = 64
 
+    /// How long the connection's thread waits for more after the last callback request was answered.
+    static let lingerMilliseconds: Int32 = 200
+
     /// Whether the connection's own reader thread runs now (for tests).
     var readerThreadRunning: Bool { state.withLock { readerThreadStarted } }
 
@@ -320,7 +324,7 @@ public final class EnclaveConnection: @unchecked Sendable {
             }
             readerBusy = true
             state.unlock()
-            read(until: { self.callbacksPending == 0 && self.lastFinalWasBlocking })
+            read(until: { self.callbacksPending == 0 && self.lastFinalWasBlocking }, lingering: true)
             state.lock()
         }
         readerThreadStarted = false
@@ -329,7 +333,10 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Holds the reader role (taken by the caller) until `done` holds — checked under the lock
     /// after every frame — or the connection ends, then gives the role back and wakes the waiters
     /// (one of them may need to read next).
-    private func read(until done: () -> Bool) {
+    /// `lingering`: for the connection's thread — while no callback request waits, it waits for
+    /// the socket at most `lingerMilliseconds` before each read, then gives up the role (so an idle
+    /// connection dropped without `close()` keeps no thread, and is released).
+    private func read(until done: () -> Bool, lingering: Bool = false) {
         var ended = false
         reading: while true {
             do {
@@ -343,6 +350,12 @@ public final class EnclaveConnection: @unchecked Sendable {
             } catch {
                 ended = true
                 break reading
+            }
+            if lingering && state.withLock({ callbacksPending == 0 }) {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&p, 1, Self.lingerMilliseconds)
+                if ready < 0 && errno == EINTR { continue }
+                if ready == 0 { break reading }
             }
             let n = readerState.buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }

@@ -25,6 +25,8 @@ final class GroupCommit: @unchecked Sendable {
     private let lock = NSLock()
     private var waiting: [Job] = []
     private var running = false
+    /// While above zero (`hold`), no batch starts.
+    private var held = 0
     private var committed = 0
     private let writer = DispatchQueue(label: "laenclaved.group-commit")
 
@@ -36,8 +38,18 @@ final class GroupCommit: @unchecked Sendable {
     /// Holds every commit until the returned function is called (for tests that must line up
     /// what happens while a write waits).
     func hold() -> @Sendable () -> Void {
-        writer.suspend()
-        return { [writer] in writer.resume() }
+        lock.withLock { held += 1 }
+        let released = ReleaseOnce()
+        return { [self] in
+            guard released.first() else { return }
+            let restart: Bool = lock.withLock {
+                held -= 1
+                guard held == 0, !running, !waiting.isEmpty else { return false }
+                running = true
+                return true
+            }
+            if restart { writer.async { self.drain() } }
+        }
     }
 
     /// Transactions committed so far (for tests and benchmarks: writes ÷ commits is the gathering).
@@ -56,7 +68,7 @@ final class GroupCommit: @unchecked Sendable {
     private func enqueue(_ job: Job) {
         let start: Bool = lock.withLock {
             waiting.append(job)
-            guard !running else { return false }
+            guard !running, held == 0 else { return false }
             running = true
             return true
         }
@@ -67,6 +79,10 @@ final class GroupCommit: @unchecked Sendable {
     private func drain() {
         while true {
             let batch: [Job] = lock.withLock {
+                guard held == 0 else {
+                    running = false
+                    return []
+                }
                 let taken = Array(waiting.prefix(Self.batchLimit))
                 waiting.removeFirst(taken.count)
                 if taken.isEmpty { running = false }
@@ -107,4 +123,11 @@ final class GroupCommit: @unchecked Sendable {
 /// queue, then by the resumed caller: ordered by the continuation).
 private final class ResultSlot<T>: @unchecked Sendable {
     var value: T?
+}
+
+private final class ReleaseOnce: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    /// True the first time only.
+    func first() -> Bool { lock.withLock { defer { done = true }; return !done } }
 }

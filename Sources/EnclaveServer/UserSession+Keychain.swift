@@ -171,10 +171,10 @@ extension UserSession {
                     continue // kSecUseAuthenticationUISkip: items that would prompt are left out
                 }
                 // Deleted or changed while a prompt was open: what was read before is not answered.
-                // Only an item whose plan needed neither a proof nor the user's state, in a request that
-                // has not waited, is opened as matched: nothing ran in between.
-                let unchangedForSure = !waited && !item.protected.dependsOnState
-                guard try unchangedForSure || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
+                // Until this request has shown a prompt, an item is answered as matched (its version
+                // when the query read it — other requests may have run in the awaits since, without
+                // anyone being asked anything).
+                guard try !waited || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
                     if request.matchAll { continue }
                     throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
                 }

@@ -17,7 +17,12 @@ final class EnclaveConnectionTests: XCTestCase {
         private var connection: Int32 = -1
         private let lock = NSLock()
         private let accepted = DispatchSemaphore(value: 0)
-        var handle: @Sendable (RequestEnvelope, ScriptedDaemon) -> Void = { _, _ in }
+        private var script: @Sendable (RequestEnvelope, ScriptedDaemon) -> Void = { _, _ in }
+        /// What the daemon does with each request but hello (set before the client connects).
+        var handle: @Sendable (RequestEnvelope, ScriptedDaemon) -> Void {
+            get { lock.withLock { script } }
+            set { lock.withLock { script = newValue } }
+        }
 
         init() throws {
             path = NSTemporaryDirectory() + "enclave-connection-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
@@ -64,6 +69,7 @@ final class EnclaveConnectionTests: XCTestCase {
 
         deinit {
             close(listener)
+            lock.withLock { if connection >= 0 { _ = shutdown(connection, Int32(SHUT_RDWR)) } }
             unlink(path)
         }
     }
@@ -76,6 +82,7 @@ final class EnclaveConnectionTests: XCTestCase {
             daemon.send([Marked.echo(envelope)!])
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         let slowAnswered = expectation(description: "the held request is answered last")
         let slow = LockedBox<String?>(nil)
         connection.send(Marked.request("slow")) { result in
@@ -107,6 +114,7 @@ final class EnclaveConnectionTests: XCTestCase {
             if let ready { daemon.send(ready.reversed().map { Marked.echo($0)! }) }
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         for round in 0..<20 {
             let answers = LockedBox<[Int: String]>([:])
             // Threads of their own: every request must be waiting before the daemon answers any.
@@ -128,6 +136,7 @@ final class EnclaveConnectionTests: XCTestCase {
         let daemon = try ScriptedDaemon()
         daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for t in 0..<4 {
                 group.addTask {
@@ -157,6 +166,7 @@ final class EnclaveConnectionTests: XCTestCase {
             if case .invalidate = envelope.request { daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)]) } else { daemon.send([Marked.echo(envelope)!]) }
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         for i in 0..<50 {
             XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("b\(i)"))), "b\(i)")
             connection.sendDiscardingReply(.invalidate(context: "c\(i)"))
@@ -168,6 +178,7 @@ final class EnclaveConnectionTests: XCTestCase {
         let daemon = try ScriptedDaemon()
         daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         let answered = expectation(description: "callback answered")
         connection.send(Marked.request("callback")) { _ in answered.fulfill() }
         wait(for: [answered], timeout: 5)
@@ -188,11 +199,30 @@ final class EnclaveConnectionTests: XCTestCase {
         let daemon = try ScriptedDaemon()
         daemon.handle = { envelope, daemon in daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)]) }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         for i in 0..<(EnclaveConnection.discardedLimit * 3) { connection.sendDiscardingReply(.invalidate(context: "c\(i)")) }
         // Nobody else reads: past the limit the connection's thread reads them out.
         XCTAssertTrue(connection.readerThreadRunning)
         XCTAssertEqual(try connection.request(.status), .ok)
         XCTAssertFalse(connection.closed)
+    }
+
+    /// A connection an app drops without `close()` after an async request keeps no thread and is
+    /// released (its thread waits for more only a short while).
+    func testADroppedConnectionIsReleasedAfterAnAsyncRequest() throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
+        weak var dropped: EnclaveConnection?
+        do {
+            let connection = try EnclaveConnection(socketPath: daemon.path)
+            dropped = connection
+            let answered = expectation(description: "answered")
+            connection.send(Marked.request("async")) { _ in answered.fulfill() }
+            wait(for: [answered], timeout: 5)
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while dropped != nil && Date() < deadline { usleep(10_000) }
+        XCTAssertNil(dropped, "the lingering thread let the connection go")
     }
 
     func testEventsReachTheCallbackRequestBeforeItsFinalReply() throws {
@@ -203,6 +233,7 @@ final class EnclaveConnectionTests: XCTestCase {
                          ReplyEnvelope(id: envelope.id, reply: .ok)])
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         let events = LockedBox(0)
         let done = expectation(description: "final reply")
         connection.send(.status, onEvent: { _ in events.withValue { $0 += 1 } }) { result in
@@ -219,6 +250,7 @@ final class EnclaveConnectionTests: XCTestCase {
         let daemon = try ScriptedDaemon()
         daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("before"))), "before")
         XCTAssertFalse(connection.closed)
         daemon.hangUp()
@@ -233,6 +265,7 @@ final class EnclaveConnectionTests: XCTestCase {
         let received = DispatchSemaphore(value: 0)
         daemon.handle = { _, _ in received.signal() }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         let callbackAnswer = expectation(description: "the callback request ends")
         connection.send(Marked.request("callback")) { result in
             if case .failure(.connectionLost) = result { callbackAnswer.fulfill() }
@@ -257,6 +290,7 @@ final class EnclaveConnectionTests: XCTestCase {
         let received = DispatchSemaphore(value: 0)
         daemon.handle = { _, _ in received.signal() }
         let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
         let outcome = LockedBox<EnclaveClientError?>(nil)
         let ended = DispatchSemaphore(value: 0)
         Thread {

@@ -25,6 +25,28 @@ final class GroupCommitTests: XCTestCase {
                    persistentRef: Data(account.utf8), created: Date(), modified: Date())
     }
 
+    private static func waitFor(_ writes: Int, in storage: Storage) async throws {
+        let deadline = Date().addingTimeInterval(10)
+        while storage.itemWrites.waitingWrites < writes && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        XCTAssertEqual(storage.itemWrites.waitingWrites, writes)
+    }
+
+    /// A hold taken right after a commit still holds the next one (the drain that just committed
+    /// may still be running).
+    func testAHoldTakenRightAfterACommitHoldsTheNext() async throws {
+        let storage = try Storage(directory: directory)
+        _ = try await storage.insertItem(Self.item("first"))
+        let release = storage.itemWrites.hold()
+        let second = Task { try await storage.insertItem(GroupCommitTests.item("second")) }
+        try await Self.waitFor(1, in: storage)
+        try await Task.sleep(nanoseconds: 50_000_000)
+        XCTAssertEqual(try itemCount(storage), 1, "held")
+        release()
+        release()  // a second call changes nothing
+        _ = try await second.value
+        XCTAssertEqual(try itemCount(storage), 2)
+    }
+
     private func itemCount(_ storage: Storage) throws -> Int {
         try storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item") ?? -1 }
     }
@@ -110,8 +132,10 @@ final class GroupCommitTests: XCTestCase {
     func testAWriteThatFailsFailsAloneInItsCommit() async throws {
         let storage = try Storage(directory: directory)
         _ = try await storage.insertItem(Self.item("taken"))
+        let release = storage.itemWrites.hold()
+        let names = ["a", "taken", "b", "c", "taken", "d"]
         let outcomes = try await withThrowingTaskGroup(of: (String, Bool).self) { group in
-            for name in ["a", "taken", "b", "c", "taken", "d"] {
+            for name in names {
                 group.addTask {
                     do {
                         _ = try await storage.insertItem(Self.item(name))
@@ -121,8 +145,11 @@ final class GroupCommitTests: XCTestCase {
                     }
                 }
             }
+            try await Self.waitFor(names.count, in: storage)
+            release()
             return try await group.reduce(into: [(String, Bool)]()) { $0.append($1) }
         }
+        XCTAssertEqual(storage.itemWrites.commits, 2, "the first add's, then one for the six")
         XCTAssertEqual(outcomes.filter { !$0.1 }.map(\.0), ["taken", "taken"])
         XCTAssertEqual(Set(outcomes.filter(\.1).map(\.0)), ["a", "b", "c", "d"])
         XCTAssertEqual(try itemCount(storage), 5)
@@ -130,6 +157,7 @@ final class GroupCommitTests: XCTestCase {
 
     func testAQuotaIsCountedAcrossTheWritesOfOneCommit() async throws {
         let storage = try Storage(directory: directory, quota: KeychainQuota(items: 10, bytes: 1 << 20))
+        let release = storage.itemWrites.hold()
         let accepted = try await withThrowingTaskGroup(of: Bool.self) { group in
             for i in 0..<40 {
                 group.addTask {
@@ -141,8 +169,11 @@ final class GroupCommitTests: XCTestCase {
                     }
                 }
             }
+            try await Self.waitFor(40, in: storage)
+            release()
             return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
         }
+        XCTAssertEqual(storage.itemWrites.commits, 1, "the forty shared one commit")
         XCTAssertEqual(accepted, 10)
         XCTAssertEqual(try itemCount(storage), 10)
     }
