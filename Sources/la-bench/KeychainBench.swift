@@ -14,8 +14,6 @@ enum KeychainBench {
     static let concurrentClients = 16
 
     static func run(items n: Int) async throws {
-        // The limit first, on a quiet machine.
-        let raw = try RawSocketEcho.measure(iterations: 2000).sorted()
         let enclave = try TestEnclave(.with { $0.passcode = nil })
         defer { enclave.stop() }
         func timed(_ body: () -> OSStatus) -> Double {
@@ -87,6 +85,7 @@ enum KeychainBench {
                                                                                      "acct": .string(id), "v_Data": .data(Data(id.utf8))], context: "bench")))
             guard case .keychain(let k) = reply, k.status == .success else { throw EnclaveClientError.protocolError("store: \(reply)") }
         }
+        let raw = try RawSocketEcho.measure(iterations: 2000).sorted()
         let durable = RawSocketEcho.durableWrites(iterations: 500, directory: enclave.stateDirectory)
         let rawP50 = raw[raw.count / 2]
         let commitRate = Double(durable.count) / durable.reduce(0, +)

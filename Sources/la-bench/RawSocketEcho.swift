@@ -30,8 +30,20 @@ enum RawSocketEcho {
         exit(0)
     }
 
-    /// p50 and p99 of `iterations` round trips to a child echo server, in seconds.
-    static func measure(iterations: Int) throws -> [Double] {
+    /// The limit: `iterations` round trips to a child echo server, in seconds — the run with the
+    /// lowest median of `runs` (a fresh echo server each). On this 2-vCPU VM one run's median is
+    /// either ~10 µs or ~40 µs, by where the two processes land and how deeply the other CPU
+    /// sleeps; the limit is what the machine can do, so the best run is taken.
+    static func measure(iterations: Int, runs: Int = 3) throws -> [Double] {
+        var best: [Double] = []
+        for _ in 0..<max(1, runs) {
+            let samples = try measureOnce(iterations: max(100, iterations / max(1, runs)))
+            if best.isEmpty || Bench.percentile(samples.sorted(), 0.5) < Bench.percentile(best.sorted(), 0.5) { best = samples }
+        }
+        return best
+    }
+
+    private static func measureOnce(iterations: Int) throws -> [Double] {
         let path = NSTemporaryDirectory() + "la-bench-echo-\(getpid()).sock"
         let server = Process()
         server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
