@@ -42,15 +42,7 @@ package final class ContextCore: @unchecked Sendable {
     /// (`presentingOnTerminal`); this process never sees them.
     package func runPrompted(presentable: Bool, request: @escaping @Sendable (_ onTerminal: Bool) -> Request,
                      finish: @escaping @Sendable (Result<Reply, EnclaveClientError>) -> Void) throws(StartProblem) {
-        if isInvalidated { throw .invalidated }
-        let connection: EnclaveConnection
-        do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
-        let started: Bool = lock.withLock {
-            guard !invalidated, running == nil else { return false }
-            running = Running(finish: finish)
-            return true
-        }
-        guard started else { throw isInvalidated ? .invalidated : .busy }
+        let connection = try begin(Running(finish: finish))
         let send: @Sendable (Bool) -> Void = { [weak self] onTerminal in
             connection.send(request(onTerminal), completion: { [weak self] result in
                 // One strong look at self: the caller may release its context as soon as it is answered.
@@ -64,15 +56,7 @@ package final class ContextCore: @unchecked Sendable {
     /// and reads its own reply (`EnclaveConnection.request`), with no thread woken to hand it over.
     /// Waits for a terminal handoff first when the prompt may be drawn on this process's terminal.
     package func runPromptedBlocking(presentable: Bool, request: (_ onTerminal: Bool) -> Request) throws(StartProblem) -> Result<Reply, EnclaveClientError> {
-        if isInvalidated { throw .invalidated }
-        let connection: EnclaveConnection
-        do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
-        let started: Bool = lock.withLock {
-            guard !invalidated, running == nil else { return false }
-            running = Running(finish: nil)
-            return true
-        }
-        guard started else { throw isInvalidated ? .invalidated : .busy }
+        let connection = try begin(Running(finish: nil))
         defer { lock.withLock { running = nil } }
         var onTerminal = false
         if presentable && !endpoint.headless {
@@ -92,6 +76,20 @@ package final class ContextCore: @unchecked Sendable {
         } catch {
             return .failure(.protocolError("\(error)"))
         }
+    }
+
+    /// Marks a request running on this context (one at a time) and answers its connection.
+    private func begin(_ entry: Running) throws(StartProblem) -> EnclaveConnection {
+        if isInvalidated { throw .invalidated }
+        let connection: EnclaveConnection
+        do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
+        let started: Bool = lock.withLock {
+            guard !invalidated, running == nil else { return false }
+            running = entry
+            return true
+        }
+        guard started else { throw isInvalidated ? .invalidated : .busy }
+        return connection
     }
 
     private func complete(_ result: Result<Reply, EnclaveClientError>) {

@@ -270,18 +270,13 @@ final class EnclaveConnectionTests: XCTestCase {
         connection.send(Marked.request("callback")) { result in
             if case .failure(.connectionLost) = result { callbackAnswer.fulfill() }
         }
-        let blocking = LockedBox<EnclaveClientError?>(nil)
-        let blockingEnded = DispatchSemaphore(value: 0)
-        Thread {
-            do { _ = try connection.request(Marked.request("blocking")) } catch { blocking.value = error as? EnclaveClientError }
-            blockingEnded.signal()
-        }.start()
+        let blocking = BlockingRequest(Marked.request("blocking"), on: connection)
         XCTAssertEqual(received.wait(timeout: .now() + 5), .success)
         XCTAssertEqual(received.wait(timeout: .now() + 5), .success)
         daemon.hangUp()
         wait(for: [callbackAnswer], timeout: 5)
-        XCTAssertEqual(blockingEnded.wait(timeout: .now() + 5), .success)
-        XCTAssertEqual(blocking.value, .connectionLost)
+        XCTAssertEqual(blocking.ended.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(blocking.failure.value, .connectionLost)
         XCTAssertTrue(connection.closed)
     }
 
@@ -291,16 +286,11 @@ final class EnclaveConnectionTests: XCTestCase {
         daemon.handle = { _, _ in received.signal() }
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
-        let outcome = LockedBox<EnclaveClientError?>(nil)
-        let ended = DispatchSemaphore(value: 0)
-        Thread {
-            do { _ = try connection.request(Marked.request("never answered")) } catch { outcome.value = error as? EnclaveClientError }
-            ended.signal()
-        }.start()
+        let blocking = BlockingRequest(Marked.request("never answered"), on: connection)
         XCTAssertEqual(received.wait(timeout: .now() + 5), .success)
         connection.close()
-        XCTAssertEqual(ended.wait(timeout: .now() + 5), .success)
-        XCTAssertEqual(outcome.value, .connectionLost)
+        XCTAssertEqual(blocking.ended.wait(timeout: .now() + 5), .success)
+        XCTAssertEqual(blocking.failure.value, .connectionLost)
         XCTAssertThrowsError(try connection.request(Marked.request("after close")))
     }
 }
@@ -315,6 +305,20 @@ private enum Marked {
     static func echo(_ envelope: RequestEnvelope) -> ReplyEnvelope? {
         guard case .enroll(let name) = envelope.request else { return nil }
         return ReplyEnvelope(id: envelope.id, reply: .enrolments([name]))
+    }
+}
+
+/// A blocking request on a thread of its own; `ended` is signalled when it returns or throws.
+private struct BlockingRequest {
+    let failure = LockedBox<EnclaveClientError?>(nil)
+    let ended = DispatchSemaphore(value: 0)
+
+    init(_ request: Request, on connection: EnclaveConnection) {
+        let (failure, ended) = (failure, ended)
+        Thread {
+            do { _ = try connection.request(request) } catch { failure.value = error as? EnclaveClientError }
+            ended.signal()
+        }.start()
     }
 }
 
