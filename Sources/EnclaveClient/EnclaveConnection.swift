@@ -65,7 +65,7 @@ public final class EnclaveConnection: @unchecked Sendable {
     private var discardedPending = 0
     private var isClosed = false
     /// Whether the last final reply read was a blocking request's: the connection's thread then
-    /// parks once no callback request waits (see the type's comment).
+    /// ends once no callback request waits (see the type's comment).
     private var lastFinalWasBlocking = false
     /// Someone holds the reader role (`readerState` is theirs).
     private var readerBusy = false

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import Logging
 
 /// Writes that must be durable before their answer leaves the daemon (keychain adds), gathered into shared
 /// commits (group commit): each waits, off the caller's thread, for the transaction that holds
