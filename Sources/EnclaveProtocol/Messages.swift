@@ -412,9 +412,8 @@ public struct ReplyEnvelope: Codable, Sendable, Equatable {
     public var reply: Reply
     public init(id: UInt64, reply: Reply) { self.id = id; self.reply = reply }
 
-    public func encoded() -> [UInt8] { Array(try! Self.encoder.encode(self)) }
+    public func encoded() -> [UInt8] { Array(try! WireCoders.replyEncoder.encode(self)) }
     public static func decode(_ payload: [UInt8]) throws -> ReplyEnvelope { try WireCoders.replyDecoder.decode(ReplyEnvelope.self, from: Data(payload)) }
-    private static let encoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
 }
 
 /// The wire's JSON coders, made once: a coder is safe to share between threads, and making one
@@ -422,6 +421,8 @@ public struct ReplyEnvelope: Codable, Sendable, Equatable {
 private enum WireCoders {
     static let requestEncoder = JSONEncoder()
     static let requestDecoder = JSONDecoder()
+    /// Replies carry dates as seconds since 1970, both ways.
+    static let replyEncoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
     static let replyDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
 }
 
