@@ -346,12 +346,12 @@ public struct LoginService: Sendable {
             expectedSignCount: credential.signCount, newSignCount: verified.signCount, backedUp: verified.backedUp, session: session,
             clearingFailures: Self.accountPasswordKey(account.username),
             event: AccountEvent(accountID: account.id, at: session.createdAt, kind: .passkeyLogin, credentialID: credentialID,
-                                deviceName: credential.name, address: address)))
-        switch outcome {
-        case .completed:
+                                deviceName: credential.name, address: address),
             // Announced to this device: what was bound since it last logged in.
-            let since = credential.lastUsedAt ?? credential.createdAt
-            response.newDevices = try await store.credentials(accountID: account.id).filter { $0.id != credentialID && $0.createdAt > since }.map(Self.device)
+            announcingDevicesAddedSince: credential.lastUsedAt ?? credential.createdAt))
+        switch outcome {
+        case .completed(let added):
+            response.newDevices = added.map(Self.device)
             return response
         case .challengeUsed: throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
         case .counterMoved: throw APIError(WebAuthnError.Code.counterRegression.rawValue, "the sign counter moved meanwhile (a concurrent replay)")
@@ -544,9 +544,10 @@ public struct LoginService: Sendable {
 
     static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 
+    /// From BoringSSL's generator (seeded by the kernel): one call, where drawing each byte from
+    /// `SystemRandomNumberGenerator` made a system call per byte on every login.
     static func random(_ count: Int) -> Data {
-        var generator = SystemRandomNumberGenerator()
-        return Data((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Data($0) }
     }
 }
 

@@ -57,6 +57,8 @@ public protocol LoginStore: Sendable {
     /// Everything a verified passkey login changes, in one transaction: the challenge's nonce
     /// recorded as used, the sign counter compared and set, the session created, the password
     /// failures of `clearingFailures` forgotten. Nothing but the nonce is kept unless it completes.
+    /// A completed login brings the account's other credentials bound after
+    /// `announcingDevicesAddedSince`, read in the same transaction.
     func completePasskeyLogin(_ completion: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome
     /// Whether a login challenge's nonce was used (asked only to name a refusal: a replay).
     func isChallengeUsed(nonce: Data) async throws -> Bool
@@ -82,6 +84,8 @@ public struct PasskeyLoginCompletion: Sendable {
     public var session: Session
     public var clearingFailures: String
     public var event: AccountEvent
+    /// When this credential was last used (or bound): devices bound since are announced to it.
+    public var announcingDevicesAddedSince: Double
 }
 
 /// Something that happened to an account, kept for its owner to see (`GET /api/account`): how
@@ -105,7 +109,9 @@ public struct AccountEvent: Sendable, Equatable {
 }
 
 public enum PasskeyLoginOutcome: Sendable, Equatable {
-    case completed
+    /// With the account's other credentials bound since the completion's
+    /// `announcingDevicesAddedSince`, oldest first.
+    case completed(devicesAdded: [Credential])
     /// The nonce was used already (a replay, perhaps at another instance).
     case challengeUsed
     /// The sign counter moved since it was read (a concurrent use of the same assertion).
@@ -114,6 +120,8 @@ public enum PasskeyLoginOutcome: Sendable, Equatable {
 
 public enum LoginStoreError: Error, Equatable {
     case duplicate
+    /// A statement that always returns a row returned none.
+    case noAnswer
 }
 
 public struct Account: Sendable, Equatable {

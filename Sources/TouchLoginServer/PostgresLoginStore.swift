@@ -180,17 +180,7 @@ public final class PostgresLoginStore: LoginStore {
     }
 
     public func credentialAndAccount(id: Data) async throws -> (Credential, Account)? {
-        let rows = try await client.query("""
-            SELECT \(unescaped: Self.credentialColumns), a.username, a.password_hash, a.user_handle, a.created_at AS account_created_at
-            FROM credential c JOIN account a ON a.id = c.account_id WHERE c.id = \(id)
-            """, logger: logger)
-        for try await row in rows {
-            let credential = try Self.credential(row)
-            let columns = row.makeRandomAccess()
-            return (credential, Account(id: credential.accountID, username: try columns["username"].decode(String.self),
-                                        passwordHash: try columns["password_hash"].decode(String.self), userHandle: try columns["user_handle"].decode(Data.self),
-                                        createdAt: try columns["account_created_at"].decode(Double.self)))
-        }
+        for try await found in try await client.execute(CredentialAndAccount(id: id), logger: logger) { return found }
         return nil
     }
 
@@ -210,29 +200,20 @@ public final class PostgresLoginStore: LoginStore {
     }
 
     public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
-        let s = c.session
-        return try await client.withTransaction(logger: logger) { connection in
-            let used = try await connection.query("""
-                INSERT INTO used_challenge (nonce, expires_at) VALUES (\(c.challengeNonce), \(c.challengeExpiresAt))
-                ON CONFLICT (nonce) DO NOTHING RETURNING nonce
-                """, logger: logger)
-            var recorded = false
-            for try await _ in used.decode(Data.self) { recorded = true }
-            guard recorded else { return .challengeUsed }
-            let moved = try await connection.query("""
-                UPDATE credential SET sign_count = \(Int64(c.newSignCount)), last_used_at = \(s.createdAt), flags = (flags & ~2) | \(Int32(c.backedUp ? 2 : 0))
-                WHERE id = \(c.credentialID) AND sign_count = \(Int64(c.expectedSignCount)) RETURNING id
-                """, logger: logger)
-            var advanced = false
-            for try await _ in moved.decode(Data.self) { advanced = true }
-            guard advanced else { return .counterMoved }
-            try await connection.query("""
-                INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
-                VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method), \(s.passwordVerifiedAt), \(s.credentialID))
-                """, logger: logger)
-            try await Self.insert(c.event, connection, logger)
-            try await connection.query("DELETE FROM login_failure WHERE key = \(c.clearingFailures)", logger: logger)
-            return .completed
+        var outcome: PasskeyLoginOutcome?, added: [Credential] = []
+        for try await row in try await client.execute(CompletePasskeyLogin(completion: c), logger: logger) {
+            switch row {
+            case .challengeUsed: outcome = .challengeUsed
+            case .counterMoved: outcome = .counterMoved
+            case .completed(let device):
+                outcome = .completed(devicesAdded: [])
+                if let device { added.append(device) }
+            }
+        }
+        switch outcome {
+        case .completed: return .completed(devicesAdded: added)
+        case let other?: return other
+        case nil: throw LoginStoreError.noAnswer
         }
     }
 
@@ -243,10 +224,9 @@ public final class PostgresLoginStore: LoginStore {
     }
 
     public func credentials(username: String) async throws -> [Credential] {
-        try await credentials(client.query("""
-            SELECT \(unescaped: Self.credentialColumns)
-            FROM account a JOIN credential c ON c.account_id = a.id WHERE a.username = \(username) ORDER BY c.created_at
-            """, logger: logger))
+        var found: [Credential] = []
+        for try await credential in try await client.execute(CredentialsOfUsername(username: username), logger: logger) { found.append(credential) }
+        return found
     }
 
     private func credentials(_ rows: PostgresRowSequence) async throws -> [Credential] {

@@ -240,7 +240,9 @@ public final class SQLiteLoginStore: LoginStore {
             try Self.insert(c.session, db)
             try Self.insert(c.event, db)
             try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [c.clearingFailures])
-            return .completed
+            return .completed(devicesAdded: try Row.fetchAll(db, cached: """
+                SELECT * FROM credential WHERE account_id = ? AND id != ? AND created_at > ? ORDER BY created_at
+                """, arguments: [c.session.accountID, c.credentialID, c.announcingDevicesAddedSince]).map(Self.credential))
         }
     }
 

@@ -82,15 +82,25 @@ final class LoginStoreContractTests: XCTestCase {
             try await store.createAccount(carol)
             let key = credential(of: carol, count: 3)
             try await store.addCredential(key, event: event(carol, .deviceAdded))
+            // Bound before and after the key was last used (2): only the later one is announced.
+            var older = credential(of: carol), newer = credential(of: carol), newest = credential(of: carol)
+            (older.createdAt, newer.createdAt, newest.createdAt) = (1, 5, 7)
+            for other in [newest, older, newer] { try await store.addCredential(other, event: event(carol, .deviceAdded)) }
+            let dave = account("dave")
+            try await store.createAccount(dave)
+            var elsewhere = credential(of: dave)
+            elsewhere.createdAt = 6
+            try await store.addCredential(elsewhere, event: event(dave, .deviceAdded))
             func completion(nonce: UInt8, expected: UInt32, new: UInt32) -> PasskeyLoginCompletion {
                 PasskeyLoginCompletion(challengeNonce: Data(repeating: nonce, count: 16), challengeExpiresAt: 500, credentialID: key.id,
                                        expectedSignCount: expected, newSignCount: new, backedUp: true,
                                        session: Session(tokenHash: Data(repeating: nonce, count: 32), accountID: carol.id, createdAt: 100, expiresAt: 200,
                                                         method: "passkey", credentialID: key.id),
-                                       clearingFailures: "password carol", event: event(carol, .passkeyLogin, at: Double(nonce) + 10))
+                                       clearingFailures: "password carol", event: event(carol, .passkeyLogin, at: Double(nonce) + 10),
+                                       announcingDevicesAddedSince: 2)
             }
             let first = try await store.completePasskeyLogin(completion(nonce: 1, expected: 3, new: 4))
-            XCTAssertEqual(first, .completed, kind)
+            XCTAssertEqual(first, .completed(devicesAdded: [newer, newest]), "\(kind): the account's devices bound since, oldest first")
             let replay = try await store.completePasskeyLogin(completion(nonce: 1, expected: 4, new: 5))
             XCTAssertEqual(replay, .challengeUsed, kind)
             let isUsed = try await store.isChallengeUsed(nonce: Data(repeating: 1, count: 16))
@@ -108,7 +118,7 @@ final class LoginStoreContractTests: XCTestCase {
             XCTAssertEqual(found.map { [$0.0.backupEligible, $0.0.backedUp, $0.0.userVerifiedAtRegistration] }, [true, true, true], "\(kind): BS set by the login")
             XCTAssertEqual(found?.1, carol, kind)
             let events = try await store.events(accountID: carol.id, limit: 10)
-            XCTAssertEqual(events.map(\.kind), [.passkeyLogin, .deviceAdded], "\(kind): only the completed login is recorded, newest first")
+            XCTAssertEqual(events.map(\.kind), [.passkeyLogin] + Array(repeating: .deviceAdded, count: 4), "\(kind): only the completed login is recorded, newest first")
         }
     }
 
