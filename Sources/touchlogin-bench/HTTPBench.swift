@@ -36,7 +36,7 @@ struct HTTPBench {
             http.connect()
             prepared.append(try await Self.enrol(Client(http: http, username: "\(run)-\(index)", origin: "http://localhost:\(url.port ?? 80)")))
         }
-        let cpuBefore = serverPIDs.map(Self.cpuSeconds)
+        let cpuBefore = serverPIDs.map(Self.cpuSeconds), ownBefore = Self.ownCPUSeconds(), databaseBefore = Self.databaseCPUSeconds()
         let start = Date()
         let deadline = start.addingTimeInterval(seconds)
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
@@ -55,14 +55,21 @@ struct HTTPBench {
         }
         let elapsed = Date().timeIntervalSince(start)
         let cpu = zip(serverPIDs.map(Self.cpuSeconds), cpuBefore).map { $0 - $1 }.reduce(0, +)
+        let own = Self.ownCPUSeconds() - ownBefore, database = Self.databaseCPUSeconds() - databaseBefore
         for client in prepared { try? await client.http.shutdown() }
         guard !latencies.isEmpty else { print("no login completed"); return }
         let rate = Double(latencies.count) / elapsed
         print(String(format: "%d clients, %d server(s): %.0f logins/s  p50 %.1f ms  p99 %.1f ms  (%.1f%% of the verify ceiling)",
                      clients, urls.count, rate, latencies[latencies.count / 2] * 1e3, latencies[latencies.count * 99 / 100] * 1e3, 100 * rate / ceiling))
+        let perLogin = { (seconds: Double) in seconds / Double(latencies.count) * 1e6 }
         if !serverPIDs.isEmpty {
-            print(String(format: "server CPU: %.2f cores busy (%.0f µs per login)", cpu / elapsed, cpu / Double(latencies.count) * 1e6))
+            print(String(format: "server CPU: %.2f cores busy (%.0f µs per login)", cpu / elapsed, perLogin(cpu)))
         }
+        if database / elapsed >= 0.01 {  // an idle local cluster beside a SQLite run is not the store
+            print(String(format: "PostgreSQL CPU (every postgres process here): %.2f cores busy (%.0f µs per login)", database / elapsed, perLogin(database)))
+        }
+        print(String(format: "this client's CPU: %.2f cores busy (%.0f µs per login); all three: %.0f µs per login on %d cores",
+                     own / elapsed, perLogin(own), perLogin(cpu + database + own), ProcessInfo.processInfo.activeProcessorCount))
     }
 
     /// A new account (password), then the client's key bound to it.
@@ -99,6 +106,23 @@ struct HTTPBench {
         let data = response.body.map { Data($0.readableBytesView) } ?? Data()
         guard response.status.code / 100 == 2 else { throw BenchError("\(path): HTTP \(response.status.code) \(String(decoding: data, as: UTF8.self))") }
         return try JSONDecoder().decode(Answer.self, from: data)
+    }
+
+    /// This process's user + system time, in seconds.
+    static func ownCPUSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// The CPU time of every process named `postgres` on the machine (a local database's
+    /// server and its backends; 0 with SQLite). Backends that end within the run are missed.
+    static func databaseCPUSeconds() -> Double {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return processes.filter { Int32($0) != nil }.reduce(0) { total, pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), stat.contains("(postgres)") else { return total }
+            return total + cpuSeconds(Int32(pid)!)
+        }
     }
 
     /// utime + stime of a process, in seconds (/proc/PID/stat fields 14 and 15).
