@@ -257,10 +257,10 @@ public struct LoginService: Sendable {
             // credential: the answer does not tell which names are accounts.
             let username = (try? Self.normalized(name)) ?? name
             let credentials = try await store.credentials(username: username)
-            allowed = credentials.isEmpty
-                ? [.init(type: "public-key", id: Self.mac("decoy-credential", username, key).base64URLEncodedString(), transports: nil)]
-                : credentials.map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: $0.transports.isEmpty ? nil : $0.transports) }
             binding = Self.binding(accountID: credentials.first?.accountID, username: username, key)
+            allowed = credentials.isEmpty
+                ? [.init(type: "public-key", id: Decoy(binding: binding, key: key).credential.id.base64URLEncodedString(), transports: Decoy.transports)]
+                : credentials.map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: $0.transports.isEmpty ? nil : $0.transports) }
         }
         // Signed, not stored: asking for options writes nothing.
         let challenge = SignedChallenge(purpose: .authentication, expiresAt: clock() + configuration.challengeLifetime,
@@ -304,11 +304,18 @@ public struct LoginService: Sendable {
         let userHandle = try webAuthn { try r.credential.decodedUserHandle }
         let key = try await secretKey()
         let (challenge, token) = try openChallenge(from: clientDataJSON, key: key)
-        guard let (credential, account) = try await store.credentialAndAccount(id: credentialID) else {
+        let credential: Credential, account: Account, decoy: Bool
+        if let (found, owner) = try await store.credentialAndAccount(id: credentialID) {
+            (credential, account, decoy) = (found, owner, false)
+            if challenge.isBound, challenge.binding != Self.binding(accountID: account.id, username: account.username, key) {
+                throw APIError(.unknownCredential, "This device is not registered for that account.")
+            }
+        } else if challenge.isBound, case let stand = Decoy(binding: challenge.binding, key: key), stand.credential.id == credentialID {
+            // The decoy an unknown name was offered: checked as a real device is, so each wrong
+            // answer is refused exactly as it would be for an account (no one can sign for it).
+            (credential, account, decoy) = (stand.credential, stand.account, true)
+        } else {
             throw APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.")
-        }
-        if challenge.isBound, challenge.binding != Self.binding(accountID: account.id, username: account.username, key) {
-            throw APIError(.unknownCredential, "This device is not registered for that account.")
         }
         func verify() throws -> VerifiedAssertion { try webAuthn {
             // Without a username the credential alone names the account: the authenticator must
@@ -340,6 +347,7 @@ public struct LoginService: Sendable {
             }
             throw e
         }
+        guard !decoy else { throw APIError(WebAuthnError.Code.signatureInvalid.rawValue, "assertion signature does not verify with the stored credential key") }
         var (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
         let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
             challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
@@ -544,8 +552,8 @@ public struct LoginService: Sendable {
 
     static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
 
-    /// From BoringSSL's generator (seeded by the kernel): one call, where drawing each byte from
-    /// `SystemRandomNumberGenerator` made a system call per byte on every login.
+    /// The kernel's random bytes, 8 at a time (swift-crypto's `SymmetricKey`): drawing them one
+    /// byte at a time from `SystemRandomNumberGenerator` made a system call per byte, 48 a login.
     static func random(_ count: Int) -> Data {
         SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Data($0) }
     }

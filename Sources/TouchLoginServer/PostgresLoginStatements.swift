@@ -3,11 +3,15 @@ import PostgresNIO
 
 /// The statements every passkey login runs, prepared once per pooled connection: PostgreSQL then
 /// parses and plans each once instead of at every login (that was most of its CPU per login).
-/// Parameter types are named, so a first use with a NULL cannot leave one unknown.
+/// Parameter types are named, so a first use with a NULL cannot leave one unknown. Names are
+/// versioned: a migration that changes what a statement reads or returns must rename it, or
+/// connections that prepared the old one answer "cached plan must not change result type" until
+/// they are replaced (migrations so far only add).
 extension PostgresLoginStore {
     /// The credentials of the account named `username` (assertion options).
     struct CredentialsOfUsername: PostgresPreparedStatement {
-        static let sql = "SELECT \(credentialColumns) FROM account a JOIN credential c ON c.account_id = a.id WHERE a.username = $1 ORDER BY c.created_at"
+        static let name = "touchlogin_credentials_of_username_v1"
+        static let sql = "SELECT \(credentialColumns) FROM account a JOIN credential c ON c.account_id = a.id WHERE a.username = $1 ORDER BY c.created_at, c.id"
         static let bindingDataTypes: [PostgresDataType] = [.text]
         var username: String
 
@@ -22,6 +26,7 @@ extension PostgresLoginStore {
 
     /// A credential and its account, in one look-up (the login's read).
     struct CredentialAndAccount: PostgresPreparedStatement {
+        static let name = "touchlogin_credential_and_account_v1"
         static let sql = """
             SELECT \(credentialColumns), a.username, a.password_hash, a.user_handle, a.created_at AS account_created_at
             FROM credential c JOIN account a ON a.id = c.account_id WHERE c.id = $1
@@ -51,6 +56,7 @@ extension PostgresLoginStore {
     /// on the row version it waited for. The rows: the outcome, with the account's devices bound
     /// since the completion's `announcingDevicesAddedSince` (credential columns NULL if none).
     struct CompletePasskeyLogin: PostgresPreparedStatement {
+        static let name = "touchlogin_complete_passkey_login_v1"
         static let sql = """
             WITH used AS (
                 INSERT INTO used_challenge (nonce, expires_at) VALUES ($1, $2)
@@ -70,7 +76,7 @@ extension PostgresLoginStore {
             SELECT outcome.recorded, outcome.advanced, \(credentialColumns)
             FROM (SELECT EXISTS (SELECT 1 FROM used) AS recorded, EXISTS (SELECT 1 FROM moved) AS advanced) outcome
             LEFT JOIN credential c ON outcome.advanced AND c.account_id = $9 AND c.id != $6 AND c.created_at > $21
-            ORDER BY c.created_at
+            ORDER BY c.created_at, c.id
             """
         static let bindingDataTypes: [PostgresDataType] = [
             .bytea, .float8, .int8, .float8, .int4, .bytea, .int8,                 // used, moved

@@ -241,7 +241,7 @@ public final class SQLiteLoginStore: LoginStore {
             try Self.insert(c.event, db)
             try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [c.clearingFailures])
             return .completed(devicesAdded: try Row.fetchAll(db, cached: """
-                SELECT * FROM credential WHERE account_id = ? AND id != ? AND created_at > ? ORDER BY created_at
+                SELECT * FROM credential WHERE account_id = ? AND id != ? AND created_at > ? ORDER BY created_at, id
                 """, arguments: [c.session.accountID, c.credentialID, c.announcingDevicesAddedSince]).map(Self.credential))
         }
     }
@@ -254,7 +254,7 @@ public final class SQLiteLoginStore: LoginStore {
         try await pool.read { db in
             try Row.fetchAll(db, cached: """
                 SELECT credential.* FROM account JOIN credential ON credential.account_id = account.id
-                WHERE account.username = ? ORDER BY credential.created_at
+                WHERE account.username = ? ORDER BY credential.created_at, credential.id
                 """, arguments: [username]).map(Self.credential)
         }
     }

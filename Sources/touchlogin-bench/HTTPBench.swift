@@ -36,7 +36,7 @@ struct HTTPBench {
             http.connect()
             prepared.append(try await Self.enrol(Client(http: http, username: "\(run)-\(index)", origin: "http://localhost:\(url.port ?? 80)")))
         }
-        let cpuBefore = serverPIDs.map(Self.cpuSeconds), ownBefore = Self.ownCPUSeconds(), databaseBefore = Self.databaseCPUSeconds()
+        let cpuBefore = serverPIDs.map(Self.cpuSeconds), ownBefore = Self.ownCPUSeconds(), databaseBefore = Self.databaseCPU()
         let start = Date()
         let deadline = start.addingTimeInterval(seconds)
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
@@ -55,7 +55,7 @@ struct HTTPBench {
         }
         let elapsed = Date().timeIntervalSince(start)
         let cpu = zip(serverPIDs.map(Self.cpuSeconds), cpuBefore).map { $0 - $1 }.reduce(0, +)
-        let own = Self.ownCPUSeconds() - ownBefore, database = Self.databaseCPUSeconds() - databaseBefore
+        let own = Self.ownCPUSeconds() - ownBefore, database = Self.databaseCPUSeconds(since: databaseBefore)
         for client in prepared { try? await client.http.shutdown() }
         guard !latencies.isEmpty else { print("no login completed"); return }
         let rate = Double(latencies.count) / elapsed
@@ -68,8 +68,10 @@ struct HTTPBench {
         if database / elapsed >= 0.01 {  // an idle local cluster beside a SQLite run is not the store
             print(String(format: "PostgreSQL CPU (every postgres process here): %.2f cores busy (%.0f µs per login)", database / elapsed, perLogin(database)))
         }
-        print(String(format: "this client's CPU: %.2f cores busy (%.0f µs per login); all three: %.0f µs per login on %d cores",
-                     own / elapsed, perLogin(own), perLogin(cpu + database + own), ProcessInfo.processInfo.activeProcessorCount))
+        print(String(format: "this client's CPU: %.2f cores busy (%.0f µs per login)", own / elapsed, perLogin(own)))
+        if !serverPIDs.isEmpty {
+            print(String(format: "all of them: %.0f µs per login on %d cores", perLogin(cpu + database + own), ProcessInfo.processInfo.activeProcessorCount))
+        }
     }
 
     /// A new account (password), then the client's key bound to it.
@@ -115,14 +117,22 @@ struct HTTPBench {
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
-    /// The CPU time of every process named `postgres` on the machine (a local database's
-    /// server and its backends; 0 with SQLite). Backends that end within the run are missed.
-    static func databaseCPUSeconds() -> Double {
+    /// The CPU time of each process named `postgres` on the machine (a local database's server
+    /// and its backends; none with SQLite), by PID.
+    static func databaseCPU() -> [Int32: Double] {
         let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        return processes.filter { Int32($0) != nil }.reduce(0) { total, pid in
-            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), stat.contains("(postgres)") else { return total }
-            return total + cpuSeconds(Int32(pid)!)
+        var found: [Int32: Double] = [:]
+        for pid in processes.compactMap(Int32.init) {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8), stat.contains("(postgres)") else { continue }
+            found[pid] = cpuSeconds(pid)
         }
+        return found
+    }
+
+    /// The database's CPU between two readings: what each process still there spent since the
+    /// first (or since it started). Processes that ended meanwhile are missed.
+    static func databaseCPUSeconds(since before: [Int32: Double]) -> Double {
+        databaseCPU().reduce(0) { $0 + max(0, $1.value - (before[$1.key] ?? 0)) }
     }
 
     /// utime + stime of a process, in seconds (/proc/PID/stat fields 14 and 15).

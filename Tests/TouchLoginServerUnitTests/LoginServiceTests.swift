@@ -79,12 +79,15 @@ final class LoginServiceTests: XCTestCase {
 
     func testPasskeyOptionsLookTheSameWhetherTheAccountExistsOrNot() async throws {
         let h = try await LoginServiceHarness()
-        _ = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        _ = try await h.bindPasskey(token: try await h.signUp("carol").token, transports: ["internal"])  // as the enclave client registers
         try await h.signUp("dave")  // an account without a passkey
-        func allowed(_ name: String) async throws -> [String] {
-            try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: attacker).publicKey.allowCredentials?.map(\.id) ?? []
+        func entries(_ name: String) async throws -> [PublicKeyCredentialDescriptorJSON] {
+            try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: attacker).publicKey.allowCredentials ?? []
         }
+        func allowed(_ name: String) async throws -> [String] { try await entries(name).map(\.id) }
         let real = try await allowed("carol"), noPasskey = try await allowed("dave"), unknown = try await allowed("nobody")
+        let shapes = try await [entries("carol"), entries("dave"), entries("nobody")].map { $0.map { [$0.type] + ($0.transports ?? []) } }
+        XCTAssertEqual(Set(shapes).count, 1, "every entry has the shape of an enclave device's: \(shapes)")
         XCTAssertEqual(real.count, 1)
         XCTAssertEqual(noPasskey.count, real.count, "an account without a passkey answers like one with")
         XCTAssertEqual(unknown.count, real.count, "an unknown name answers like a real one")
@@ -93,6 +96,44 @@ final class LoginServiceTests: XCTestCase {
         XCTAssertEqual(again, unknown, "the decoy is stable, as a real credential ID is")
         let other = try await allowed("nobody-else")
         XCTAssertNotEqual(other, unknown)
+    }
+
+    /// An attacker asks for a name's options, then answers them with a key of its own under the
+    /// listed ID, in every way an assertion can be wrong: each answer must be the same whether
+    /// the name is an account (the ID is its device's) or not (the ID is the decoy).
+    func testAnsweringTheOptionsTellsNoMoreThanTheOptions() async throws {
+        let h = try await LoginServiceHarness()
+        var carol = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        for _ in 0..<3 { _ = try await h.passkeyLogin(&carol, username: "carol", from: owner) }  // a counter above zero
+        typealias Variant = (String, @Sendable (inout SoftwareAuthenticator) -> Void, String?, UInt32?, Data?)
+        let variants: [Variant] = [
+            ("another key", { _ in }, nil, nil, nil),
+            ("another relying party", { $0.rpID = "evil.example" }, nil, nil, nil),
+            ("another origin", { _ in }, "https://evil.example", nil, nil),
+            ("no user verification", { $0.flags = [.userPresent] }, nil, nil, nil),
+            ("a counter of zero", { _ in }, nil, 0, nil),
+            ("a counter of one", { _ in }, nil, 1, nil),
+            ("a user handle", { _ in }, nil, nil, Data(repeating: 7, count: 16)),
+        ]
+        var address = 0
+        func answer(_ name: String, _ variant: Variant) async -> String? {
+            address += 1
+            let from = "203.0.113.\(address)"
+            return await LoginServiceHarness.code {
+                var forger = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
+                variant.1(&forger)
+                let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: from)
+                let listed = try XCTUnwrap(options.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) })
+                let credential = try forger.assertion(challenge: options.publicKey.challenge, origin: variant.2, counter: variant.3, as: listed,
+                                                      userHandle: variant.4)
+                return try await h.service.passkeyLogin(AssertionRequest(credential: credential), address: from)
+            }
+        }
+        for variant in variants {
+            let real = await answer("carol", variant), unknown = await answer("nobody", variant)
+            XCTAssertNotNil(real, variant.0)
+            XCTAssertEqual(unknown, real, "\(variant.0): an unknown name answers as an account does")
+        }
     }
 
     func testFailedPasswordsAnswerTheSameForUnknownUsernames() async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Synchronization
 @testable import TouchLoginServer
 import XCTest
 
@@ -91,15 +92,31 @@ final class LoginStoreContractTests: XCTestCase {
             var elsewhere = credential(of: dave)
             elsewhere.createdAt = 6
             try await store.addCredential(elsewhere, event: event(dave, .deviceAdded))
-            func completion(nonce: UInt8, expected: UInt32, new: UInt32) -> PasskeyLoginCompletion {
+            func completion(nonce: UInt8, expected: UInt32, new: UInt32, since: Double = 2) -> PasskeyLoginCompletion {
                 PasskeyLoginCompletion(challengeNonce: Data(repeating: nonce, count: 16), challengeExpiresAt: 500, credentialID: key.id,
                                        expectedSignCount: expected, newSignCount: new, backedUp: true,
                                        session: Session(tokenHash: Data(repeating: nonce, count: 32), accountID: carol.id, createdAt: 100, expiresAt: 200,
                                                         method: "passkey", credentialID: key.id),
                                        clearingFailures: "password carol", event: event(carol, .passkeyLogin, at: Double(nonce) + 10),
-                                       announcingDevicesAddedSince: 2)
+                                       announcingDevicesAddedSince: since)
             }
+            func failures() async throws -> Int {
+                let seen = Mutex(0)
+                _ = try await store.admitAttempt(keys: ["password carol"], at: 50) { records in
+                    seen.withLock { $0 = records["password carol"]?.failures ?? 0 }
+                    return .locked  // only looking
+                }
+                return seen.withLock { $0 }
+            }
+            _ = try await store.admitAttempt(keys: ["password carol"], at: 50) { _ in .admitted }
+            let stale0 = try await store.completePasskeyLogin(completion(nonce: 9, expected: 2, new: 4))
+            XCTAssertEqual(stale0, .counterMoved, kind)
+            let failuresKept = try await failures(), staleNonceUsed = try await store.isChallengeUsed(nonce: Data(repeating: 9, count: 16))
+            XCTAssertEqual(failuresKept, 1, "\(kind): a login that did not complete lifts no lock")
+            XCTAssertTrue(staleNonceUsed, "\(kind): its nonce is spent all the same")
             let first = try await store.completePasskeyLogin(completion(nonce: 1, expected: 3, new: 4))
+            let failuresLeft = try await failures()
+            XCTAssertEqual(failuresLeft, 0, "\(kind): the login lifted the password's failures")
             XCTAssertEqual(first, .completed(devicesAdded: [newer, newest]), "\(kind): the account's devices bound since, oldest first")
             let replay = try await store.completePasskeyLogin(completion(nonce: 1, expected: 4, new: 5))
             XCTAssertEqual(replay, .challengeUsed, kind)
@@ -111,14 +128,55 @@ final class LoginStoreContractTests: XCTestCase {
             XCTAssertNil(staleSession, "\(kind): no session without the counter")
             let made = try await store.session(tokenHash: Data(repeating: 1, count: 32))
             XCTAssertEqual(made?.credentialID, key.id, kind)
+            let nothingNew = try await store.completePasskeyLogin(completion(nonce: 3, expected: 4, new: 5, since: 7))
+            XCTAssertEqual(nothingNew, .completed(devicesAdded: []), "\(kind): nothing bound since")
             let found = try await store.credentialAndAccount(id: key.id)
-            XCTAssertEqual(found?.0.signCount, 4, kind)
+            XCTAssertEqual(found?.0.signCount, 5, kind)
             XCTAssertEqual(found?.0.aaguid, key.aaguid, kind)
             XCTAssertEqual(found?.0.transports, ["internal", "hybrid"], kind)
             XCTAssertEqual(found.map { [$0.0.backupEligible, $0.0.backedUp, $0.0.userVerifiedAtRegistration] }, [true, true, true], "\(kind): BS set by the login")
             XCTAssertEqual(found?.1, carol, kind)
             let events = try await store.events(accountID: carol.id, limit: 10)
-            XCTAssertEqual(events.map(\.kind), [.passkeyLogin] + Array(repeating: .deviceAdded, count: 4), "\(kind): only the completed login is recorded, newest first")
+            XCTAssertEqual(events.map(\.kind), [.passkeyLogin, .passkeyLogin] + Array(repeating: .deviceAdded, count: 4),
+                           "\(kind): only the completed logins are recorded, newest first")
+        }
+    }
+
+    /// Logins racing on one nonce, or on one counter: exactly one completes.
+    func testRacingCompletionsCompleteOnce() async throws {
+        try await forEachStore { kind, store in
+            let frank = account("frank")
+            try await store.createAccount(frank)
+            let key = credential(of: frank, count: 4)
+            try await store.addCredential(key, event: event(frank, .deviceAdded))
+            func completion(nonce: UInt8, token: UInt8) -> PasskeyLoginCompletion {
+                PasskeyLoginCompletion(challengeNonce: Data(repeating: nonce, count: 16), challengeExpiresAt: 500, credentialID: key.id,
+                                       expectedSignCount: 4, newSignCount: 5, backedUp: false,
+                                       session: Session(tokenHash: Data(repeating: token, count: 32), accountID: frank.id, createdAt: 100, expiresAt: 200,
+                                                        method: "passkey", credentialID: key.id),
+                                       clearingFailures: "password frank", event: event(frank, .passkeyLogin), announcingDevicesAddedSince: 2)
+            }
+            func race(_ completions: [PasskeyLoginCompletion]) async throws -> [PasskeyLoginOutcome] {
+                try await withThrowingTaskGroup(of: PasskeyLoginOutcome.self) { group in
+                    for c in completions { group.addTask { try await store.completePasskeyLogin(c) } }
+                    return try await group.reduce(into: []) { $0.append($1) }
+                }
+            }
+            let sameNonce = try await race((UInt8(1)...10).map { completion(nonce: 1, token: $0) })
+            XCTAssertEqual(sameNonce.filter { $0 == .completed(devicesAdded: []) }.count, 1, "\(kind): \(sameNonce)")
+            XCTAssertEqual(sameNonce.filter { $0 == .challengeUsed }.count, 9, "\(kind): \(sameNonce)")
+            // The counter is 5 now: ten fresh nonces all expecting 4 → 5.
+            let sameCounter = try await race((UInt8(11)...20).map { completion(nonce: $0, token: $0) })
+            XCTAssertEqual(sameCounter, Array(repeating: .counterMoved, count: 10), "\(kind): the counter moved once already")
+            let fresh = try await race((UInt8(21)...30).map { n in
+                var c = completion(nonce: n, token: n)
+                (c.expectedSignCount, c.newSignCount) = (5, 6)
+                return c
+            })
+            XCTAssertEqual(fresh.filter { $0 == .completed(devicesAdded: []) }.count, 1, "\(kind): \(fresh)")
+            XCTAssertEqual(fresh.filter { $0 == .counterMoved }.count, 9, "\(kind): \(fresh)")
+            let events = try await store.events(accountID: frank.id, limit: 50)
+            XCTAssertEqual(events.filter { $0.kind == .passkeyLogin }.count, 2, "\(kind): one event per completed login")
         }
     }
 
