@@ -80,19 +80,33 @@ public struct IPNetwork: Hashable, Sendable, CustomStringConvertible {
 
 /// Who the client is: the peer the kernel reports, unless that peer is a proxy the operator
 /// trusts — then the address that proxy (and any trusted proxy before it) forwarded, read from the
-/// right: `Forwarded` (RFC 7239) if present, else `X-Forwarded-For`. Headers from any other peer
-/// are ignored, so a client cannot choose its own bucket.
+/// right of the one header the proxies write (`header`). Headers from any other peer are ignored,
+/// and so is the other header even from a trusted proxy: a proxy that appends one passes the
+/// other on as the client sent it, so reading it would let a client choose its own bucket.
 public struct ClientAddress: Sendable {
-    public var trustedProxies: [IPNetwork]
+    /// The header the trusted proxies write.
+    public enum Header: String, Sendable, CaseIterable {
+        /// `X-Forwarded-For`: what nginx (`proxy_add_x_forwarded_for`), HAProxy (`option
+        /// forwardfor`), Caddy, Traefik and the common cloud balancers append. Our default.
+        case xForwardedFor = "x-forwarded-for"
+        /// `Forwarded` (RFC 7239), for proxies set up to write it.
+        case forwarded
+    }
 
-    public init(trustedProxies: [IPNetwork] = []) { self.trustedProxies = trustedProxies }
+    public var trustedProxies: [IPNetwork]
+    public var header: Header
+
+    public init(trustedProxies: [IPNetwork] = [], header: Header = .xForwardedFor) {
+        self.trustedProxies = trustedProxies
+        self.header = header
+    }
 
     func isTrusted(_ address: IPAddress) -> Bool { trustedProxies.contains { $0.contains(address) } }
 
     /// `forwarded` and `xForwardedFor`: every value of each header, in the order received.
     public func resolve(peer: IPAddress?, forwarded: [String], xForwardedFor: [String]) -> IPAddress? {
         guard var client = peer, isTrusted(client) else { return peer }
-        let chain = forwarded.isEmpty ? Self.xForwardedFor(xForwardedFor) : Self.forwardedFor(forwarded)
+        let chain = header == .forwarded ? Self.forwardedFor(forwarded) : Self.xForwardedFor(xForwardedFor)
         for hop in chain.reversed() {
             guard let address = hop else { break }  // unreadable or obfuscated: the last trusted hop stands
             client = address

@@ -91,8 +91,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Wrong passwords per account before each further attempt waits (5 s, doubling to 60 s).") var accountFailureLimit = 5
     @Option(help: "Consecutive wrong passwords after which the account's password path locks until a passkey login or `touchlogin-server lift-lock USERNAME`.")
     var passwordLockAfter = 100
-    @Option(name: .customLong("trusted-proxy"), help: "A proxy (address or CIDR network, repeatable) whose Forwarded / X-Forwarded-For header names the client.")
+    @Option(name: .customLong("trusted-proxy"), help: "A proxy (address or CIDR network, repeatable) whose forwarding header names the client.")
     var trustedProxies: [String] = []
+    @Option(name: .customLong("forwarded-header"),
+            help: "The header the trusted proxies write: x-forwarded-for (nginx, HAProxy, Caddy, Traefik, cloud balancers) or forwarded (RFC 7239). The other is ignored: a proxy passes it on as the client sent it.")
+    var forwardedHeader: ClientAddress.Header = .xForwardedFor
     @Option(help: "Seconds after typing the password in which a session may bind or revoke devices.") var stepUpWindow: Double = 300
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Option(help: ArgumentHelp("Bind a new device or passkey only when a system laenclaved attests it to a root in this PEM file (`lactl attestation-root` on each machine; several roots may share the file).",
@@ -134,7 +137,7 @@ struct Serve: AsyncParsableCommand {
         config.rateLimits.perAddress = .perMinute(addressLimit)
         config.rateLimits.passwordPerAccount.freeFailures = accountFailureLimit
         config.rateLimits.passwordPerAccount.lockAfter = passwordLockAfter
-        config.clientAddress = ClientAddress(trustedProxies: trustedProxies.compactMap(IPNetwork.init))
+        config.clientAddress = ClientAddress(trustedProxies: trustedProxies.compactMap(IPNetwork.init), header: forwardedHeader)
         config.stepUpWindow = stepUpWindow
         if let requireAttestation {
             let trust: AttestationTrust
@@ -247,3 +250,5 @@ struct Admin: AsyncParsableCommand {
         }
     }
 }
+
+extension ClientAddress.Header: ExpressibleByArgument {}

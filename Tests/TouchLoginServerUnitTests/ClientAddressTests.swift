@@ -21,10 +21,25 @@ final class ClientAddressTests: XCTestCase {
         for bad in ["10.0.0.0/33", "2001:db8::/129", "nothing/8", "10.0.0.0/x"] { XCTAssertNil(IPNetwork(bad), bad) }
     }
 
+    /// A proxy that appends `X-Forwarded-For` (nginx's `proxy_add_x_forwarded_for`, HAProxy's
+    /// `forwardfor`) passes the client's own `Forwarded` header through untouched: read, it would
+    /// let the client name any address, and so any bucket.
+    func testAClientCannotNameItselfThroughAHeaderItsProxyPassesOn() {
+        let proxy = IPAddress("10.0.0.1"), client = "203.0.113.5", claimed = ["for=198.51.100.99"]
+        let xff = ClientAddress(trustedProxies: [IPNetwork("10.0.0.0/8")!])
+        XCTAssertEqual(xff.resolve(peer: proxy, forwarded: claimed, xForwardedFor: [client])?.description, client,
+                       "the proxy writes X-Forwarded-For (the default): a Forwarded header is the client's own")
+        let rfc = ClientAddress(trustedProxies: [IPNetwork("10.0.0.0/8")!], header: .forwarded)
+        XCTAssertEqual(rfc.resolve(peer: proxy, forwarded: ["for=\(client)"], xForwardedFor: ["198.51.100.99"])?.description, client,
+                       "the proxy writes Forwarded: an X-Forwarded-For header is the client's own")
+    }
+
     func testOnlyATrustedProxyNamesTheClient() {
-        let resolver = ClientAddress(trustedProxies: [IPNetwork("127.0.0.1")!, IPNetwork("10.0.0.0/8")!])
+        let proxies = [IPNetwork("127.0.0.1")!, IPNetwork("10.0.0.0/8")!]
         func resolve(_ peer: String, forwarded: [String] = [], xff: [String] = []) -> String? {
-            resolver.resolve(peer: IPAddress(peer), forwarded: forwarded, xForwardedFor: xff)?.description
+            // Whichever header the proxies write: the row gives only that one.
+            let resolver = ClientAddress(trustedProxies: proxies, header: forwarded.isEmpty ? .xForwardedFor : .forwarded)
+            return resolver.resolve(peer: IPAddress(peer), forwarded: forwarded, xForwardedFor: xff)?.description
         }
         let table: [(peer: String, forwarded: [String], xff: [String], client: String)] = [
             ("203.0.113.5", [], ["198.51.100.1"], "203.0.113.5"),                        // an untrusted peer's header is ignored
@@ -33,7 +48,7 @@ final class ClientAddressTests: XCTestCase {
             ("127.0.0.1", [], ["6.6.6.6, 198.51.100.1, 10.1.1.1"], "198.51.100.1"),      // read from the right, trusted hops skipped
             ("127.0.0.1", [], ["6.6.6.6", "198.51.100.1"], "198.51.100.1"),              // several header lines, in order
             ("127.0.0.1", [], ["garbage, 10.1.1.1"], "10.1.1.1"),                         // an unreadable hop: the last trusted one stands
-            ("127.0.0.1", ["for=192.0.2.60;proto=http;by=203.0.113.43"], ["6.6.6.6"], "192.0.2.60"),  // Forwarded wins over X-Forwarded-For
+            ("127.0.0.1", ["for=192.0.2.60;proto=http;by=203.0.113.43"], [], "192.0.2.60"),
             ("127.0.0.1", [#"for="[2001:db8:cafe::17]:4711", for=10.0.0.2"#], [], "2001:db8:cafe::17"),
             ("127.0.0.1", [#"for="192.0.2.9:8080""#], [], "192.0.2.9"),
             ("127.0.0.1", ["for=_hidden"], [], "127.0.0.1"),
