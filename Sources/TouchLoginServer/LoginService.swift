@@ -117,8 +117,11 @@ public struct LoginService: Sendable {
     }
 
     /// Clears the password failures of `username`: the operator's reset of a locked password path.
+    /// Reopens the account's password path: its lock, and the waits of every address's attempts at it.
     public func liftPasswordLock(username: String) async throws {
-        try await store.clearFailures(keys: [Self.accountPasswordKey((try? Self.normalized(username)) ?? username)])
+        let name = (try? Self.normalized(username)) ?? username
+        try await store.clearFailures(keys: [Self.accountPasswordKey(name)])
+        try await store.clearFailures(keysStartingWith: Self.addressPasswordKeyPrefix(name))
     }
 
     public func logout(token: String) async throws {
@@ -501,8 +504,11 @@ public struct LoginService: Sendable {
 
     /// The failure keys of a password entry: the username's, and the address's for that username.
     static func passwordKeys(username: String, addressKey: String) -> [String] {
-        [accountPasswordKey(username), "password \(username) from \(addressKey)"]
+        [accountPasswordKey(username), addressPasswordKeyPrefix(username) + addressKey]
     }
+
+    /// What the username's per-address failure keys start with (usernames hold no spaces).
+    static func addressPasswordKeyPrefix(_ username: String) -> String { "password \(username) from " }
 
     /// The username's own failure key (the one that locks; a success anywhere clears it).
     static func accountPasswordKey(_ username: String) -> String { "password \(username)" }

@@ -53,6 +53,9 @@ public protocol LoginStore: Sendable {
     /// succeeds). Instances sharing the store share the counts.
     func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision
     func clearFailures(keys: [String]) async throws
+    /// Forgets the failure records whose key starts with `prefix` (the operator's lift: every
+    /// address's record for one username).
+    func clearFailures(keysStartingWith prefix: String) async throws
 
     /// Everything a verified passkey login changes, in one transaction: the challenge's nonce
     /// recorded as used, the sign counter compared and set, the session created, the password

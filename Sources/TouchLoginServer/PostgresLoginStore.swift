@@ -283,6 +283,10 @@ public final class PostgresLoginStore: LoginStore {
         try await client.query("DELETE FROM login_failure WHERE key = ANY(\(keys))", logger: logger)
     }
 
+    public func clearFailures(keysStartingWith prefix: String) async throws {
+        try await client.query("DELETE FROM login_failure WHERE starts_with(key, \(prefix))", logger: logger)
+    }
+
     public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?, eventsBefore: Double) async throws {
         try await client.query("DELETE FROM account_event WHERE at < \(eventsBefore)", logger: logger)
         try await client.query("DELETE FROM session WHERE expires_at < \(now)", logger: logger)

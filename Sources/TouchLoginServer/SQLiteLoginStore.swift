@@ -314,6 +314,13 @@ public final class SQLiteLoginStore: LoginStore {
         }
     }
 
+    public func clearFailures(keysStartingWith prefix: String) async throws {
+        try await writer.write { db in
+            // Not LIKE: '_', allowed in usernames, is one of its wildcards.
+            try db.execute(sql: "DELETE FROM login_failure WHERE substr(key, 1, length(?1)) = ?1", arguments: [prefix])
+        }
+    }
+
     public func removeExpired(now: Double, failuresIdleSince: Double, lockAt: Int?, eventsBefore: Double) async throws {
         try await writer.write { db in
             try db.execute(cached: "DELETE FROM account_event WHERE at < ?", arguments: [eventsBefore])

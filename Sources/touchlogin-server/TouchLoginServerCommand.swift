@@ -210,7 +210,7 @@ struct Admin: AsyncParsableCommand {
         subcommands: [AccountCommand.self, Revoke.self, LiftLock.self])
 
     struct AccountCommand: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "account", abstract: "An account's devices, recent activity and password state.")
+        static let configuration = CommandConfiguration(commandName: "account", abstract: "An account's devices and recent activity.")
         @OptionGroup var storage: StorageOptions
         @Argument(help: "The account's username.") var username: String
         @Flag(help: "Print JSON.") var json = false

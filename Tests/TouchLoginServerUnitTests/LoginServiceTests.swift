@@ -55,6 +55,39 @@ final class LoginServiceTests: XCTestCase {
         XCTAssertEqual(unknownDevice, "not_found")
     }
 
+    /// Without a username the credential alone names the account: the authenticator must say
+    /// whose it is (WebAuthn §7.2 step 6), and say it right.
+    func testALoginWithoutAUsernameNeedsTheAccountsUserHandle() async throws {
+        let h = try await LoginServiceHarness()
+        var carol = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        let account = try await h.store.account(named: "carol")
+        let handle = try XCTUnwrap(account).userHandle
+        func login(_ userHandle: Data?) async -> String? {
+            await LoginServiceHarness.code {
+                let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: nil), address: self.owner)
+                let credential = try carol.assertion(challenge: options.publicKey.challenge, userHandle: userHandle)
+                return try await h.service.passkeyLogin(AssertionRequest(credential: credential), address: self.owner)
+            }
+        }
+        let without = await login(nil), wrong = await login(Data(repeating: 1, count: handle.count)), right = await login(handle)
+        XCTAssertEqual(without, "credential_id_mismatch", "no userHandle")
+        XCTAssertEqual(wrong, "credential_id_mismatch", "another account's userHandle")
+        XCTAssertNil(right, "the account's own userHandle signs in")
+    }
+
+    /// The operator's lift reopens the password path from everywhere, the owner's own address
+    /// included (where the owner's own mistakes slowed it down).
+    func testTheOperatorsLiftEndsEveryWaitOfThatAccount() async throws {
+        let h = try await LoginServiceHarness()
+        try await h.signUp("carol")
+        for _ in 0..<6 { _ = await LoginServiceHarness.code { try await h.passwordLogin("carol", "typo", from: self.owner) } }
+        let slowed = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        XCTAssertEqual(slowed, "rate_limited")
+        try await h.service.liftPasswordLock(username: "Carol")
+        let afterLift = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        XCTAssertNil(afterLift, "the lift ended the wait at the owner's address too")
+    }
+
     func testWrongPasswordsNeverBlockTheOwnersPasskey() async throws {
         let h = try await LoginServiceHarness()
         var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)

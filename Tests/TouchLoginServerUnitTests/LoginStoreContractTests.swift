@@ -74,6 +74,17 @@ final class LoginStoreContractTests: XCTestCase {
             try await store.clearFailures(keys: keys)
             let again = try await store.admitAttempt(keys: keys, at: 100) { records in records.isEmpty ? .admitted : .locked }
             XCTAssertEqual(again, .admitted, "\(kind): a success clears the count")
+
+            let perAddress = ["password c_rol from 192.0.2.1", "password c_rol from 2001:db8::/64", "password carol from 192.0.2.1", "password c_rolyn from 192.0.2.1"]
+            for key in perAddress { _ = try await store.admitAttempt(keys: [key], at: 100) { _ in .admitted } }
+            try await store.clearFailures(keysStartingWith: "password c_rol from ")
+            let left = Mutex<[String]>([])
+            _ = try await store.admitAttempt(keys: perAddress, at: 100) { records in
+                left.withLock { $0 = records.keys.sorted() }
+                return .locked  // only looking
+            }
+            XCTAssertEqual(left.withLock { $0 }, ["password c_rolyn from 192.0.2.1", "password carol from 192.0.2.1"],
+                           "\(kind): only that name's keys, '_' taken literally")
         }
     }
 
