@@ -113,6 +113,7 @@ final class TouchLoginFlowTests: XCTestCase {
         let listed = try phone.run(["devices"])
         XCTAssertTrue(listed.stdout.contains("- laptop"), listed.stdout)
         XCTAssertTrue(listed.stdout.contains("* "), "this device is marked: \(listed.stdout)")
+        XCTAssertTrue(listed.stdout.contains("this device only, verifies the user, internal"), "what the authenticator said of each: \(listed.stdout)")
         // A fingerprint session: the server asks for the password before the change.
         let renamed = try phone.run(["devices", "rename", "laptop", "work laptop"], input: "correct horse\n")
         XCTAssertEqual(renamed.status, 0, renamed.stdout + renamed.stderr)
