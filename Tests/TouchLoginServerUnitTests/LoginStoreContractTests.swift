@@ -153,6 +153,72 @@ final class LoginStoreContractTests: XCTestCase {
         }
     }
 
+    /// Sessions, registration challenges, renames, revocations and password changes, as each store
+    /// must do them.
+    func testSessionsChallengesAndDevicesChangeAsTheContractSays() async throws {
+        try await forEachStore { kind, store in
+            let gina = account("gina")
+            try await store.createAccount(gina)
+            let phone = credential(of: gina), laptop = credential(of: gina)
+            for device in [phone, laptop] { try await store.addCredential(device, event: event(gina, .deviceAdded)) }
+            func session(_ byte: UInt8, by credential: Data? = nil) -> Session {
+                Session(tokenHash: Data(repeating: byte, count: 32), accountID: gina.id, createdAt: 10, expiresAt: 900, method: credential == nil ? "password" : "passkey",
+                        passwordVerifiedAt: credential == nil ? 10 : nil, credentialID: credential)
+            }
+            for (byte, by) in [(UInt8(1), nil), (2, phone.id), (3, laptop.id), (4, nil)] as [(UInt8, Data?)] {
+                try await store.createSession(session(byte, by: by), event: event(gina, by == nil ? .passwordLogin : .passkeyLogin))
+            }
+            func live() async throws -> [UInt8] {
+                var found: [UInt8] = []
+                for byte in UInt8(1)...4 where try await store.session(tokenHash: Data(repeating: byte, count: 32)) != nil { found.append(byte) }
+                return found
+            }
+            let madeSession = try await store.session(tokenHash: Data(repeating: 2, count: 32))
+            XCTAssertEqual(madeSession, session(2, by: phone.id), kind)
+
+            try await store.markPasswordVerified(tokenHash: Data(repeating: 2, count: 32), at: 55)
+            let stepped = try await store.session(tokenHash: Data(repeating: 2, count: 32))?.passwordVerifiedAt
+            XCTAssertEqual(stepped, 55, kind)
+
+            try await store.deleteSession(tokenHash: Data(repeating: 4, count: 32))
+            let afterLogout = try await live()
+            XCTAssertEqual(afterLogout, [1, 2, 3], "\(kind): a logout ends that session only")
+
+            let challenge = Challenge(value: Data(repeating: 9, count: 32), purpose: .registration, accountID: gina.id,
+                                      sessionTokenHash: Data(repeating: 1, count: 32), deviceName: "tablet", expiresAt: 600)
+            try await store.storeChallenge(challenge)
+            let taken = try await store.takeChallenge(challenge.value), again = try await store.takeChallenge(challenge.value)
+            XCTAssertEqual(taken, challenge, kind)
+            XCTAssertNil(again, "\(kind): a challenge is taken once")
+
+            let renamed = try await store.renameCredential(id: laptop.id, accountID: gina.id, name: "work laptop")
+            let renamedByStranger = try await store.renameCredential(id: laptop.id, accountID: "someone else", name: "mine")
+            let names = try await store.credentials(accountID: gina.id).map(\.name)
+            XCTAssertTrue(renamed, kind)
+            XCTAssertFalse(renamedByStranger, "\(kind): only within its account")
+            XCTAssertEqual(names, ["key", "work laptop"], kind)
+
+            // Revoking the laptop from the phone's session ends the laptop's sessions, not the phone's.
+            let revoked = try await store.deleteCredential(id: laptop.id, accountID: gina.id, event: event(gina, .deviceRevoked), keepingSession: Data(repeating: 2, count: 32))
+            let revokedAgain = try await store.deleteCredential(id: laptop.id, accountID: gina.id, event: event(gina, .deviceRevoked), keepingSession: nil)
+            let afterRevoke = try await live()
+            XCTAssertTrue(revoked, kind)
+            XCTAssertFalse(revokedAgain, kind)
+            XCTAssertEqual(afterRevoke, [1, 2], "\(kind): the sessions the revoked device signed in ended")
+
+            try await store.changePassword(accountID: gina.id, hash: "scrypt$new", keepingSession: Data(repeating: 1, count: 32), verifiedAt: 77,
+                                           clearingFailures: "password gina", event: event(gina, .passwordChanged, at: 5))
+            let afterChange = try await live(), hash = try await store.account(id: gina.id)?.passwordHash
+            let kept = try await store.session(tokenHash: Data(repeating: 1, count: 32))?.passwordVerifiedAt
+            XCTAssertEqual(afterChange, [1], "\(kind): every other session ends with a password change")
+            XCTAssertEqual(hash, "scrypt$new", kind)
+            XCTAssertEqual(kept, 77, kind)
+            let events = try await store.events(accountID: gina.id, limit: 20).map(\.kind)
+            XCTAssertEqual(events.filter { $0 == .deviceRevoked }.count, 1, "\(kind): one revocation recorded")
+            XCTAssertEqual(events.filter { $0 == .passwordChanged }.count, 1, kind)
+        }
+    }
+
     /// Logins racing on one nonce, or on one counter: exactly one completes.
     func testRacingCompletionsCompleteOnce() async throws {
         try await forEachStore { kind, store in
