@@ -2,40 +2,47 @@ import Crypto
 import Foundation
 import WebAuthn
 
-/// What a name without a device is offered in place of one, so that neither the options nor the
-/// answers to them tell which names are accounts: a credential ID (stable for the name, as a real
-/// one is) and, for the login that answers with it, a stand-in credential and account that every
-/// check runs against as it would against a real device. Its key is derived from the deployment's
-/// secret and used only to verify, so no assertion for it can verify.
+/// What a name without a device is offered in place of one, so that neither the options nor any
+/// answer to them tells which names are accounts.
 ///
-/// Everything is derived from the challenge's binding (16 bytes of a MAC of the name), so the
-/// login recognises the decoy without storing anything and without the name.
+/// The decoy credential ID (32 bytes, the enclave client's length) is 16 bytes derived from the
+/// challenge's binding to the name (so stable for the name, as a real ID is) followed by 16 bytes
+/// of a MAC of those, both under the deployment's secret: the server recognises a decoy from the
+/// ID alone, under any challenge or none, without storing anything. An assertion that answers
+/// with one is checked against a stand-in credential and account exactly as a real device's is,
+/// so each wrong answer is refused with the code and message an account would give; and a
+/// registration that claims a decoy's ID is refused as a taken one is.
 struct Decoy {
     /// What the enclave client's devices register with (`touchlogin`): the decoy's entry in the
-    /// options has the same shape as the commonest real one.
+    /// options has the commonest real shape.
     static let transports = ["internal"]
+
+    /// The decoy listed for the name a challenge's `binding` stands for.
+    static func credentialID(binding: Data, key: SymmetricKey) -> Data {
+        let seed = Data(LoginService.mac("decoy-credential", binding.base64URLEncodedString(), key).prefix(16))
+        return seed + tag(seed, key)
+    }
+
+    /// The key the stand-in is checked against: made once per process and its private half
+    /// dropped, so no signature can verify against it; built once so a decoy login costs what a
+    /// real one does (a key read, one verification), not a key derivation more.
+    private static let publicKey = COSEKey(P256.Signing.PrivateKey().publicKey).cbor
 
     let credential: Credential
     let account: Account
 
-    init(binding: Data, key: SymmetricKey) {
-        let id = LoginService.mac("decoy-credential", binding.base64URLEncodedString(), key)
-        credential = Credential(id: id, accountID: "", publicKey: Self.publicKey(binding: binding, key: key), signCount: 0, name: "",
-                                attestationFormat: "none", createdAt: 0, lastUsedAt: nil, aaguid: Data(count: 16), transports: Self.transports)
-        account = Account(id: "", username: "", passwordHash: "", userHandle: LoginService.mac("decoy-user-handle", binding.base64URLEncodedString(), key),
+    /// The stand-in, if `credentialID` is a decoy this deployment made.
+    init?(credentialID: Data, key: SymmetricKey) {
+        guard credentialID.count == 32 else { return nil }
+        let seed = Data(credentialID.prefix(16))
+        guard WebAuthnVerifier.constantTimeEquals(Self.tag(seed, key), Data(credentialID.suffix(16))) else { return nil }
+        credential = Credential(id: credentialID, accountID: "", publicKey: Self.publicKey, signCount: 0, name: "", attestationFormat: "none",
+                                createdAt: 0, lastUsedAt: nil, aaguid: Data(count: 16), transports: Self.transports)
+        account = Account(id: "", username: "", passwordHash: "", userHandle: LoginService.mac("decoy-user-handle", seed.base64URLEncodedString(), key),
                           createdAt: 0)
     }
 
-    /// A P-256 public key whose private half exists only here, for a moment, as COSE.
-    private static func publicKey(binding: Data, key: SymmetricKey) -> Data {
-        var info = Data("decoy-key\u{0}".utf8) + binding
-        while true {
-            let scalar = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: info, outputByteCount: 32)
-            // 32 bytes at or above the group order (odds about 2^-32) are not a key: derive again.
-            if let privateKey = scalar.withUnsafeBytes({ try? P256.Signing.PrivateKey(rawRepresentation: Data($0)) }) {
-                return COSEKey(privateKey.publicKey).cbor
-            }
-            info.append(0)
-        }
+    private static func tag(_ seed: Data, _ key: SymmetricKey) -> Data {
+        LoginService.mac("decoy-tag", seed.base64URLEncodedString(), key).prefix(16)
     }
 }

@@ -114,7 +114,7 @@ async function signedIn(session) {
   $("devices").replaceChildren(...account.devices.map(d => {
     const li = document.createElement("li");
     li.textContent = d.name + " (" + [d.attestedKey ? "attested: " + d.attestedKey : d.attestationFormat, d.backupEligible ? (d.backedUp ? "synced" : "may sync") : "this device only",
-                                      d.userVerified === false ? "presence only" : "verifies the user", ...(d.transports || []),
+                                      ...(d.userVerified === true ? ["verifies the user"] : d.userVerified === false ? ["presence only"] : []), ...(d.transports || []),
                                       ...(d.aaguid && !/^[0-]+$/.test(d.aaguid) ? ["model " + d.aaguid] : [])].join(", ") + ") ";
     const rename = document.createElement("button");
     rename.textContent = "Rename";

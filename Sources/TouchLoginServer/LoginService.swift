@@ -116,8 +116,8 @@ public struct LoginService: Sendable {
         return Self.device(credential)
     }
 
-    /// Clears the password failures of `username`: the operator's reset of a locked password path.
-    /// Reopens the account's password path: its lock, and the waits of every address's attempts at it.
+    /// The operator's reset of a password path: the account's lock, and the waits of every
+    /// address's attempts at it.
     public func liftPasswordLock(username: String) async throws {
         let name = (try? Self.normalized(username)) ?? username
         try await store.clearFailures(keys: [Self.accountPasswordKey(name)])
@@ -211,7 +211,11 @@ public struct LoginService: Sendable {
         credential.userVerifiedAtRegistration = verified.userVerified
         credential.attestedKey = attested?.summary
         let event = AccountEvent(accountID: account.id, at: credential.createdAt, kind: .deviceAdded, credentialID: credential.id, deviceName: name, address: address)
-        do { try await store.addCredential(credential, event: event) } catch LoginStoreError.duplicate {
+        do {
+            // A decoy's ID answers as a taken one: registering it must not tell that no one has it.
+            if Decoy(credentialID: credential.id, key: try await secretKey()) != nil { throw LoginStoreError.duplicate }
+            try await store.addCredential(credential, event: event)
+        } catch LoginStoreError.duplicate {
             throw APIError(.credentialExists, "That credential is registered already.")
         }
         metrics.registrations.success()
@@ -262,7 +266,7 @@ public struct LoginService: Sendable {
             let credentials = try await store.credentials(username: username)
             binding = Self.binding(accountID: credentials.first?.accountID, username: username, key)
             allowed = credentials.isEmpty
-                ? [.init(type: "public-key", id: Decoy(binding: binding, key: key).credential.id.base64URLEncodedString(), transports: Decoy.transports)]
+                ? [.init(type: "public-key", id: Decoy.credentialID(binding: binding, key: key).base64URLEncodedString(), transports: Decoy.transports)]
                 : credentials.map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: $0.transports.isEmpty ? nil : $0.transports) }
         }
         // Signed, not stored: asking for options writes nothing.
@@ -310,15 +314,16 @@ public struct LoginService: Sendable {
         let credential: Credential, account: Account, decoy: Bool
         if let (found, owner) = try await store.credentialAndAccount(id: credentialID) {
             (credential, account, decoy) = (found, owner, false)
-            if challenge.isBound, challenge.binding != Self.binding(accountID: account.id, username: account.username, key) {
-                throw APIError(.unknownCredential, "This device is not registered for that account.")
-            }
-        } else if challenge.isBound, case let stand = Decoy(binding: challenge.binding, key: key), stand.credential.id == credentialID {
-            // The decoy an unknown name was offered: checked as a real device is, so each wrong
-            // answer is refused exactly as it would be for an account (no one can sign for it).
+        } else if let stand = Decoy(credentialID: credentialID, key: key) {
             (credential, account, decoy) = (stand.credential, stand.account, true)
         } else {
             throw APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.")
+        }
+        if challenge.isBound {
+            // Options for a name are answered only with that name's devices (or its decoy).
+            let named = decoy ? Decoy.credentialID(binding: challenge.binding, key: key) == credentialID
+                              : challenge.binding == Self.binding(accountID: account.id, username: account.username, key)
+            guard named else { throw APIError(.unknownCredential, "This device is not registered for that account.") }
         }
         func verify() throws -> VerifiedAssertion { try webAuthn {
             // Without a username the credential alone names the account: the authenticator must
@@ -350,7 +355,9 @@ public struct LoginService: Sendable {
             }
             throw e
         }
-        guard !decoy else { throw APIError(WebAuthnError.Code.signatureInvalid.rawValue, "assertion signature does not verify with the stored credential key") }
+        // Unreachable while the stand-in's key is what it is (no private half anywhere); kept so
+        // that no change to it could ever sign anyone in as no one.
+        guard !decoy else { throw APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.") }
         var (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
         let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
             challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
@@ -459,8 +466,12 @@ public struct LoginService: Sendable {
     }
 
     /// The deployment's secret as a MAC key (read from the store once).
+    /// The deployment's secret; a short one (a store answering with nothing) would make every
+    /// challenge MAC and decoy forgeable, so it stops the request instead.
     private func secretKey() async throws -> SymmetricKey {
-        SymmetricKey(data: try await secret.value { try await store.secret() })
+        let value = try await secret.value { try await store.secret() }
+        guard value.count >= 32 else { throw APIError(.unavailable, "The server's secret is missing from its database.") }
+        return SymmetricKey(data: value)
     }
 
     /// HMAC-SHA-256 of `label` and `value` under the deployment's secret: a decoy credential ID

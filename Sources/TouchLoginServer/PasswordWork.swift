@@ -21,6 +21,9 @@ public final class PasswordWork: Sendable {
 
     public init(limit: Int = 64) { self.limit = limit }
 
+    /// Checks running or waiting now.
+    var admitted: Int { pending.withLock { $0 } }
+
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         let admitted = pending.withLock { count -> Bool in
             guard count < limit else { return false }

@@ -180,7 +180,7 @@ public enum WebAuthnVerifier {
 
     /// Equality whose running time does not depend on where the inputs differ. Hashing first
     /// makes lengths irrelevant as well.
-    static func constantTimeEquals(_ a: Data, _ b: Data) -> Bool {
+    public static func constantTimeEquals(_ a: Data, _ b: Data) -> Bool {
         let digestA = Array(SHA256.hash(data: a))
         let digestB = Array(SHA256.hash(data: b))
         var difference: UInt8 = 0

@@ -223,11 +223,11 @@ struct ClientSession {
             if devices.isEmpty { say("No device can sign in to this account with a passkey.") }
             for d in devices {
                 let kind = d.backupEligible == true ? (d.backedUp == true ? "synced" : "may sync") : "this device only"
-                let verification = d.userVerified == false ? "presence only" : "verifies the user"
+                let verification = d.userVerified.map { $0 ? ", verifies the user" : ", presence only" } ?? ""
                 let model = d.aaguid.flatMap { $0 == "00000000-0000-0000-0000-000000000000" ? nil : ", model \($0)" } ?? ""
                 let transports = d.transports.flatMap { $0.isEmpty ? nil : ", " + $0.joined(separator: "/") } ?? ""
                 say("\(d.id == mine ? "*" : "-") \(d.name)  [\(d.id.prefix(12))…]  added \(Self.date(d.createdAt)), "
-                    + "last used \(d.lastUsedAt.map(Self.date) ?? "never"), \(kind), \(verification)\(transports)\(model)")
+                    + "last used \(d.lastUsedAt.map(Self.date) ?? "never"), \(kind)\(verification)\(transports)\(model)")
             }
             return true
         } catch {

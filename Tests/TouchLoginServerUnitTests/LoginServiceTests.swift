@@ -131,13 +131,15 @@ final class LoginServiceTests: XCTestCase {
         XCTAssertNotEqual(other, unknown)
     }
 
-    /// An attacker asks for a name's options, then answers them with a key of its own under the
-    /// listed ID, in every way an assertion can be wrong: each answer must be the same whether
-    /// the name is an account (the ID is its device's) or not (the ID is the decoy).
+    /// An attacker asks for a name's options, then answers with a key of its own under the listed
+    /// ID — under that name's challenge, a challenge for no name, or another name's — in every way
+    /// an assertion can be wrong: each answer (code and message) must be the same whether the name
+    /// is an account with a device, an account without one, or no account (a decoy is listed).
     func testAnsweringTheOptionsTellsNoMoreThanTheOptions() async throws {
         let h = try await LoginServiceHarness()
         var carol = try await h.bindPasskey(token: try await h.signUp("carol").token)
         for _ in 0..<3 { _ = try await h.passkeyLogin(&carol, username: "carol", from: owner) }  // a counter above zero
+        try await h.signUp("dave")  // an account without a device
         typealias Variant = (String, @Sendable (inout SoftwareAuthenticator) -> Void, String?, UInt32?, Data?)
         let variants: [Variant] = [
             ("another key", { _ in }, nil, nil, nil),
@@ -145,28 +147,58 @@ final class LoginServiceTests: XCTestCase {
             ("another origin", { _ in }, "https://evil.example", nil, nil),
             ("no user verification", { $0.flags = [.userPresent] }, nil, nil, nil),
             ("a counter of zero", { _ in }, nil, 0, nil),
-            ("a counter of one", { _ in }, nil, 1, nil),
-            ("a user handle", { _ in }, nil, nil, Data(repeating: 7, count: 16)),
+            ("a user handle", { _ in }, nil, nil, Data(repeating: 7, count: 32)),
         ]
+        enum Challenge: CaseIterable { case thatName, noName, anotherName }
         var address = 0
-        func answer(_ name: String, _ variant: Variant) async -> String? {
+        func answer(_ name: String, _ variant: Variant, under challenge: Challenge) async -> String {
             address += 1
             let from = "203.0.113.\(address)"
-            return await LoginServiceHarness.code {
+            do {
                 var forger = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
                 variant.1(&forger)
-                let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: from)
-                let listed = try XCTUnwrap(options.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) })
-                let credential = try forger.assertion(challenge: options.publicKey.challenge, origin: variant.2, counter: variant.3, as: listed,
+                let listed = try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: from)
+                let id = try XCTUnwrap(listed.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) })
+                let asked: String? = switch challenge { case .thatName: name; case .noName: nil; case .anotherName: "erin" }
+                let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: asked), address: from)
+                let credential = try forger.assertion(challenge: options.publicKey.challenge, origin: variant.2, counter: variant.3, as: id,
                                                       userHandle: variant.4)
-                return try await h.service.passkeyLogin(AssertionRequest(credential: credential), address: from)
+                _ = try await h.service.passkeyLogin(AssertionRequest(credential: credential), address: from)
+                return "signed in"
+            } catch let e as APIError {
+                return "\(e.code): \(e.message)"
+            } catch {
+                return "\(error)"
             }
         }
         for variant in variants {
-            let real = await answer("carol", variant), unknown = await answer("nobody", variant)
-            XCTAssertNotNil(real, variant.0)
-            XCTAssertEqual(unknown, real, "\(variant.0): an unknown name answers as an account does")
+            for challenge in Challenge.allCases {
+                let real = await answer("carol", variant, under: challenge)
+                let withoutDevice = await answer("dave", variant, under: challenge), unknown = await answer("nobody", variant, under: challenge)
+                XCTAssertNotEqual(real, "signed in", variant.0)
+                XCTAssertEqual(withoutDevice, real, "\(variant.0), \(challenge): an account without a device answers as one with")
+                XCTAssertEqual(unknown, real, "\(variant.0), \(challenge): an unknown name answers as an account does")
+            }
         }
+    }
+
+    /// Registering a credential under a listed ID: a decoy's is "taken", as a real device's is.
+    func testRegisteringAListedIDTellsNothing() async throws {
+        let h = try await LoginServiceHarness()
+        _ = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        let attacker = try await h.signUp("mallory")
+        func listed(_ name: String) async throws -> Data {
+            let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: self.attacker)
+            return try XCTUnwrap(options.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) })
+        }
+        var answers: [String?] = []
+        for name in ["carol", "nobody"] {
+            let id = try await listed(name)
+            answers.append(await LoginServiceHarness.code {
+                try await h.bindPasskey(token: attacker.token, name: name, authenticator: SoftwareAuthenticator(origin: LoginServiceHarness.origin, credentialID: id))
+            })
+        }
+        XCTAssertEqual(answers, ["credential_exists", "credential_exists"])
     }
 
     func testFailedPasswordsAnswerTheSameForUnknownUsernames() async throws {
