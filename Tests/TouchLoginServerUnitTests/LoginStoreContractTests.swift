@@ -58,6 +58,14 @@ final class LoginStoreContractTests: XCTestCase {
         return credential
     }
 
+    /// A new account with one device whose counter is at `count`.
+    func enrolled(_ name: String, count: UInt32, in store: any LoginStore) async throws -> (Account, Credential) {
+        let owner = account(name), key = credential(of: owner, count: count)
+        try await store.createAccount(owner)
+        try await store.addCredential(key, event: event(owner, .deviceAdded))
+        return (owner, key)
+    }
+
     func testParallelAttemptsAreCountedBeforeTheyAreChecked() async throws {
         try await forEachStore { kind, store in
             let schedule = FailureSchedule(freeFailures: 5, firstDelay: 1000, maxDelay: 1000)
@@ -90,10 +98,7 @@ final class LoginStoreContractTests: XCTestCase {
 
     func testAPasskeyLoginCompletesOnceAndOnlyAtTheCounterItRead() async throws {
         try await forEachStore { kind, store in
-            let carol = account("carol")
-            try await store.createAccount(carol)
-            let key = credential(of: carol, count: 3)
-            try await store.addCredential(key, event: event(carol, .deviceAdded))
+            let (carol, key) = try await enrolled("carol", count: 3, in: store)
             // Bound before and after the key was last used (2): only the later one is announced.
             var older = credential(of: carol), newer = credential(of: carol), newest = credential(of: carol)
             (older.createdAt, newer.createdAt, newest.createdAt) = (1, 5, 7)
@@ -222,10 +227,7 @@ final class LoginStoreContractTests: XCTestCase {
     /// Logins racing on one nonce, or on one counter: exactly one completes.
     func testRacingCompletionsCompleteOnce() async throws {
         try await forEachStore { kind, store in
-            let frank = account("frank")
-            try await store.createAccount(frank)
-            let key = credential(of: frank, count: 4)
-            try await store.addCredential(key, event: event(frank, .deviceAdded))
+            let (frank, key) = try await enrolled("frank", count: 4, in: store)
             func completion(nonce: UInt8, token: UInt8) -> PasskeyLoginCompletion {
                 PasskeyLoginCompletion(challengeNonce: Data(repeating: nonce, count: 16), challengeExpiresAt: 500, credentialID: key.id,
                                        expectedSignCount: 4, newSignCount: 5, backedUp: false,
