@@ -465,17 +465,17 @@ public struct LoginService: Sendable {
         }
     }
 
-    /// The deployment's secret as a MAC key (read from the store once).
-    /// The deployment's secret; a short one (a store answering with nothing) would make every
-    /// challenge MAC and decoy forgeable, so it stops the request instead.
+    /// The deployment's secret as a MAC key (read from the store once). A short one (a store
+    /// answering with nothing) would make every challenge MAC and decoy forgeable: it stops the
+    /// request instead.
     private func secretKey() async throws -> SymmetricKey {
         let value = try await secret.value { try await store.secret() }
         guard value.count >= 32 else { throw APIError(.unavailable, "The server's secret is missing from its database.") }
         return SymmetricKey(data: value)
     }
 
-    /// HMAC-SHA-256 of `label` and `value` under the deployment's secret: a decoy credential ID
-    /// (stable for a name, as a real one is; unpredictable without the secret) or a binding.
+    /// HMAC-SHA-256 of `label` and `value` under the deployment's secret: a challenge's binding,
+    /// or the parts of a decoy (`Decoy`) — stable for their input, unpredictable without the secret.
     static func mac(_ label: String, _ value: String, _ key: SymmetricKey) -> Data {
         Data(HMAC<SHA256>.authenticationCode(for: Data("\(label)\u{0}\(value)".utf8), using: key))
     }
