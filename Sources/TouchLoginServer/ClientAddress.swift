@@ -115,6 +115,17 @@ public struct ClientAddress: Sendable {
         return client
     }
 
+    /// Whether a trusted proxy sent the header this does not read and not the one it does: most
+    /// likely proxies set up for the other one, which leaves every client behind them in the
+    /// proxy's own bucket (worth telling the operator).
+    public func sentOnlyTheOtherHeader(peer: IPAddress?, forwarded: [String], xForwardedFor: [String]) -> Bool {
+        guard let peer, isTrusted(peer) else { return false }
+        switch header {
+        case .xForwardedFor: return xForwardedFor.isEmpty && !forwarded.isEmpty
+        case .forwarded: return forwarded.isEmpty && !xForwardedFor.isEmpty
+        }
+    }
+
     static func xForwardedFor(_ values: [String]) -> [IPAddress?] {
         values.flatMap { $0.split(separator: ",") }.map { hostAddress($0) }
     }

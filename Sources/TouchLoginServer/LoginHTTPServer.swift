@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Synchronization
 import TouchLoginAPI
 
 /// The request context: Hummingbird's, plus the peer address the kernel reports for the
@@ -25,11 +26,16 @@ public enum LoginHTTPServer {
     public static func router(_ service: LoginService) -> Router<LoginRequestContext> {
         let router = Router(context: LoginRequestContext.self)
         let clientAddress = service.configuration.clientAddress
+        let warnedOfTheOtherHeader = OnceFlag()
         /// The client's address as the limits see it.
         @Sendable func address(_ request: Request, _ context: LoginRequestContext) -> String {
             let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
-            let resolved = clientAddress.resolve(peer: peer, forwarded: request.headers[values: .forwarded],
-                                                 xForwardedFor: request.headers[values: .xForwardedFor])
+            let forwarded = request.headers[values: .forwarded], xForwardedFor = request.headers[values: .xForwardedFor]
+            if clientAddress.sentOnlyTheOtherHeader(peer: peer, forwarded: forwarded, xForwardedFor: xForwardedFor), warnedOfTheOtherHeader.first() {
+                service.logger.warning("a trusted proxy sends only the forwarding header this server does not read: its clients share its address's limits (see --forwarded-header)",
+                                       metadata: ["reading": "\(clientAddress.header.rawValue)"])
+            }
+            let resolved = clientAddress.resolve(peer: peer, forwarded: forwarded, xForwardedFor: xForwardedFor)
             return resolved?.description ?? context.remoteAddress?.pathname ?? "unknown"
         }
         router.add(middleware: ErrorMiddleware(logger: service.logger, metrics: service.metrics))
@@ -200,4 +206,10 @@ struct ErrorMiddleware: RouterMiddleware {
 extension HTTPField.Name {
     static let forwarded = Self("Forwarded")!
     static let xForwardedFor = Self("X-Forwarded-For")!
+}
+
+/// True the first time it is asked, false ever after.
+final class OnceFlag: Sendable {
+    private let asked = Atomic(false)
+    func first() -> Bool { !asked.exchange(true, ordering: .relaxed) }
 }

@@ -34,6 +34,24 @@ final class ClientAddressTests: XCTestCase {
                        "the proxy writes Forwarded: an X-Forwarded-For header is the client's own")
     }
 
+    /// What the server warns its operator of once: a trusted proxy writing the other header.
+    func testAProxySendingOnlyTheOtherHeaderIsNoticed() {
+        let proxies = [IPNetwork("10.0.0.0/8")!], proxy = IPAddress("10.0.0.1"), stranger = IPAddress("203.0.113.5")
+        let table: [(ClientAddress.Header, IPAddress?, [String], [String], Bool)] = [
+            (.xForwardedFor, proxy, ["for=198.51.100.1"], [], true),
+            (.xForwardedFor, proxy, ["for=198.51.100.1"], ["198.51.100.1"], false),  // the client's own Forwarded beside the proxy's header
+            (.xForwardedFor, proxy, [], [], false),
+            (.xForwardedFor, stranger, ["for=198.51.100.1"], [], false),           // not a proxy: its headers mean nothing
+            (.forwarded, proxy, [], ["198.51.100.1"], true),
+            (.forwarded, proxy, ["for=198.51.100.1"], ["198.51.100.1"], false),
+        ]
+        for (header, peer, forwarded, xff, noticed) in table {
+            let resolver = ClientAddress(trustedProxies: proxies, header: header)
+            XCTAssertEqual(resolver.sentOnlyTheOtherHeader(peer: peer, forwarded: forwarded, xForwardedFor: xff), noticed,
+                           "\(header) \(String(describing: peer)) \(forwarded) \(xff)")
+        }
+    }
+
     func testOnlyATrustedProxyNamesTheClient() {
         let proxies = [IPNetwork("127.0.0.1")!, IPNetwork("10.0.0.0/8")!]
         func resolve(_ peer: String, forwarded: [String] = [], xff: [String] = []) -> String? {
