@@ -46,6 +46,28 @@ final class LoginHTTPServerTests: XCTestCase {
         }
     }
 
+    /// On the wire too: options for a name, answered with a key of the attacker's own under the
+    /// listed ID, look the same (status and body) whether the name is an account or not.
+    func testAForgedAnswerToANamesOptionsLooksTheSameOnTheWire() async throws {
+        let (app, h) = try await application { _ in }
+        _ = try await h.bindPasskey(token: try await h.signUp("carol").token)
+        try await app.test(.live) { client in
+            var seen: [String] = []
+            for name in ["carol", "nobody"] {
+                let options = try await client.execute(uri: "/api/passkey/options", method: .post, headers: [.contentType: "application/json"],
+                                                       body: ByteBuffer(string: #"{"username": "\#(name)"}"#)) { Data(buffer: $0.body) }
+                let decoded = try JSONDecoder().decode(AssertionOptionsResponse.self, from: options)
+                let id = try XCTUnwrap(decoded.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) })
+                var forger = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
+                let answer = try JSONEncoder().encode(AssertionRequest(credential: try forger.assertion(challenge: decoded.publicKey.challenge, as: id)))
+                seen.append(try await client.execute(uri: "/api/passkey/login", method: .post, headers: [.contentType: "application/json"],
+                                                     body: ByteBuffer(data: answer)) { "\($0.status.code) \(String(buffer: $0.body))" })
+            }
+            XCTAssertEqual(seen.first?.hasPrefix("400 "), true, "\(seen)")
+            XCTAssertEqual(seen.first, seen.last, "an unknown name's decoy is refused as an account's device is")
+        }
+    }
+
     func testAnUntrustedPeerCannotChooseItsBucket() async throws {
         let (app, harness) = try await application { $0.rateLimits.perAddress = .perMinute(5) }
         defer { withExtendedLifetime(harness) {} }
