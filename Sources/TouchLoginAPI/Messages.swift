@@ -107,6 +107,13 @@ public enum CredentialKind: String, Codable, Sendable {
     case passkey
 }
 
+extension CredentialKind {
+    /// What a device key (`touchlogin`'s, in laenclaved) registers: an ID of this many random
+    /// bytes and these transports. The server's decoys take the same shape.
+    public static let deviceKeyIDBytes = 32
+    public static let deviceKeyTransports = ["internal"]
+}
+
 public struct RegistrationOptionsRequest: Codable, Sendable {
     public var deviceName: String?
     public var kind: CredentialKind?

@@ -34,7 +34,7 @@ public struct EnclaveAuthenticator: Sendable {
             throw ClientError("Cannot describe the key's access control.")
         }
         let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: access, authenticationContext: context)
-        let credentialID = Data((0..<32).map { _ in UInt8.random(in: 0...255) })
+        let credentialID = Data((0..<CredentialKind.deviceKeyIDBytes).map { _ in UInt8.random(in: 0...255) })
         let clientData = CollectedClientData(type: "webauthn.create", challenge: o.challenge, origin: origin, crossOrigin: false).jsonData()
         let certificates = o.attestation == "direct" ? try key.attestationCertificates() : []
         let authenticatorData = AuthenticatorData(
@@ -47,7 +47,7 @@ public struct EnclaveAuthenticator: Sendable {
         let response = RegistrationResponseJSON(
             id: credentialID.base64URLEncodedString(), rawId: credentialID.base64URLEncodedString(),
             response: AuthenticatorAttestationResponseJSON(clientDataJSON: clientData.base64URLEncodedString(),
-                                                           attestationObject: attestation.base64URLEncodedString(), transports: ["internal"]),
+                                                           attestationObject: attestation.base64URLEncodedString(), transports: CredentialKind.deviceKeyTransports),
             authenticatorAttachment: "platform")
         return Registration(request: RegistrationRequest(deviceName: deviceName, kind: .deviceKey, credential: response),
                             binding: ClientState.Binding(credentialID: credentialID, keyBlob: key.dataRepresentation,

@@ -317,7 +317,7 @@ public struct LoginService: Sendable {
         } else if let stand = Decoy(credentialID: credentialID, key: key) {
             (credential, account, decoy) = (stand.credential, stand.account, true)
         } else {
-            throw APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.")
+            throw Self.unregisteredDevice
         }
         if challenge.isBound {
             // Options for a name are answered only with that name's devices (or its decoy).
@@ -357,7 +357,7 @@ public struct LoginService: Sendable {
         }
         // Unreachable while the stand-in's key is what it is (no private half anywhere); kept so
         // that no change to it could ever sign anyone in as no one.
-        guard !decoy else { throw APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.") }
+        guard !decoy else { throw Self.unregisteredDevice }
         var (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
         let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
             challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
@@ -375,6 +375,8 @@ public struct LoginService: Sendable {
         case .counterMoved: throw APIError(WebAuthnError.Code.counterRegression.rawValue, "the sign counter moved meanwhile (a concurrent replay)")
         }
     }
+
+    static let unregisteredDevice = APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.")
 
     /// The signed challenge named in clientDataJSON, checked for origin (ours), purpose and age.
     private func openChallenge(from clientDataJSON: Data, key: SymmetricKey) throws -> (SignedChallenge, Data) {
