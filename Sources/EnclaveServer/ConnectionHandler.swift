@@ -548,8 +548,8 @@ final class ConnectionHandler: @unchecked Sendable {
         case .fallback: return .machine(.fallback)
         case .retry: return .machine(.retry)
         case .passcode(let p): return .machine(.passcodeTyped(p))
-        case .simulatedMatch: return .machine(.match)
-        case .simulatedNoMatch: return .machine(.noMatch)
+        case .simulatedMatch: return .touch(.match)
+        case .simulatedNoMatch: return .touch(.noMatch)
         }
     }
 

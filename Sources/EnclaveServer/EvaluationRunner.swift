@@ -8,6 +8,8 @@ enum SessionInput: Sendable {
     case machine(EvaluationMachine.Input)
     /// Scripted events were queued; the evaluation takes them in order.
     case simulatedAvailable
+    /// A simulation key on a prompt: a touch for the simulated sensor, read if it is armed.
+    case touch(SensorReading)
     case sensor(SensorReading)
     case sensorFailed(String)
     /// The sensor could not read the scan ("finger not centred"): shown, not counted.
@@ -44,6 +46,9 @@ struct EvaluationRunner {
     private var audited = false
     private var capture: Task<Void, Never>?
     private var lastScreen: PromptScreen?
+    /// A scripted touch lies on the sensor, unread: the script's next event waits for its reading,
+    /// so the person's actions reach the evaluation in the order they were scripted.
+    private var scriptedTouchUnread = false
 
     init(policy: PolicyValue, passcodeOnly: Bool, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
          inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
@@ -75,12 +80,13 @@ struct EvaluationRunner {
                 if !Task.isCancelled { continuation.yield(.machine(.systemCancel("The prompt timed out."))) }
             }
             defer { timeout.cancel() }
-            if session.hasQueuedEvents { continuation.yield(.simulatedAvailable) }
             defer { disarm(on: session) }
 
             if let outcome = await perform(actions, on: session) { return await report(outcome, on: session) }
+            if let outcome = await followScript(on: session) { return await report(outcome, on: session) }
             for await input in inputs {
                 if let outcome = await handle(input, on: session) { return await report(outcome, on: session) }
+                if let outcome = await followScript(on: session) { return await report(outcome, on: session) }
             }
             // The input stream ended: the client went away or invalidated the context, or the daemon stops.
             _ = feedMachine(session.stopping.endingInput, on: session)
@@ -112,16 +118,14 @@ struct EvaluationRunner {
         case .machine(let i):
             return await feed(i, on: session)
         case .simulatedAvailable:
-            while let event = session.takeQueuedEvent() {
-                if let outcome = await feed(Self.machineInput(for: event), on: session) { return outcome }
-            }
+            // `followScript` takes them after every input.
             return nil
+        case .touch(let reading):
+            if place(reading, on: session) { return nil }
+            return await feed(Self.machineInput(for: reading), on: session)
         case .sensor(let reading):
-            let outcome: EvaluationMachine.Outcome?
-            switch reading {
-            case .match: outcome = await feed(.match, on: session)
-            case .noMatch: outcome = await feed(.noMatch, on: session)
-            }
+            scriptedTouchUnread = false
+            let outcome = await feed(Self.machineInput(for: reading), on: session)
             // The reading ended that capture; a sensor still armed reads again.
             if outcome == nil, machine?.isSensorArmed == true { arm(on: session) }
             return outcome
@@ -136,6 +140,32 @@ struct EvaluationRunner {
         case .sensorFailed(let message):
             return await feed(.systemCancel("The sensor failed: \(message)"), on: session)
         }
+    }
+
+    /// The scripted person's next actions, in order, until the script is empty or a touch waits
+    /// on the sensor to be read. A touch goes to a sensor that can be touched (the simulated one)
+    /// while it is armed; otherwise — not armed, or a real reader with scripted input allowed — to
+    /// the machine, which decides whether it applies.
+    private mutating func followScript(on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
+        while !scriptedTouchUnread, let event = session.takeQueuedEvent() {
+            if let reading = event.touch {
+                if place(reading, on: session) {
+                    scriptedTouchUnread = true
+                    return nil
+                }
+                if let outcome = await feed(Self.machineInput(for: reading), on: session) { return outcome }
+            } else if let outcome = await feed(Self.machineInput(for: event), on: session) {
+                return outcome
+            }
+        }
+        return nil
+    }
+
+    /// Puts a touch on the user's sensor for the armed capture to read; false when the sensor
+    /// cannot be touched, is not armed, or has a touch lying on it.
+    private func place(_ reading: SensorReading, on session: isolated UserSession) -> Bool {
+        guard let sensor = session.sensor as? any TouchableSensor, machine?.isSensorArmed == true, capture != nil else { return false }
+        return sensor.place(reading, uid: session.uid)
     }
 
     private mutating func feed(_ input: EvaluationMachine.Input, on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
@@ -191,9 +221,9 @@ struct EvaluationRunner {
         return nil
     }
 
-    /// A real sensor reads once per capture: (re)arm it whenever the machine wants it armed.
+    /// A sensor reads once per capture: (re)arm it whenever the machine wants it armed.
     private mutating func arm(on session: isolated UserSession) {
-        guard let sensor = session.sensor, !sensor.info.simulated else { return }
+        guard let sensor = session.sensor else { return }
         capture?.cancel()
         capture = Task { [uid = session.uid, logger = session.logger, continuation] in
             do {
@@ -211,6 +241,8 @@ struct EvaluationRunner {
     private mutating func disarm(on session: isolated UserSession) {
         capture?.cancel()
         capture = nil
+        // A touch left unread is gone with the capture; the script goes on.
+        scriptedTouchUnread = false
         session.sensor?.disarm(uid: session.uid)
     }
 
@@ -234,6 +266,13 @@ struct EvaluationRunner {
             state = try? await session.domainState(app: app)
         }
         return EvaluationReport(outcome: outcome, biometryType: session.sensorKind, domainState: state, audited: audited)
+    }
+
+    static func machineInput(for reading: SensorReading) -> EvaluationMachine.Input {
+        switch reading {
+        case .match: return .match
+        case .noMatch: return .noMatch
+        }
     }
 
     static func machineInput(for event: SimulatedEvent) -> EvaluationMachine.Input {

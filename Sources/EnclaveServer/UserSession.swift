@@ -5,7 +5,7 @@ import Foundation
 import Logging
 
 /// Everything about one user, serialized: the ledger, the passcode, enrolment, the scripted
-/// person's queue and the one prompt at a time. Every change is saved before the caller answers.
+/// person's script (`PersonScript`) and the one prompt at a time. Every change is saved before the caller answers.
 actor UserSession {
     let uid: UInt32
     let storage: Storage
@@ -20,7 +20,7 @@ actor UserSession {
     private var enrolmentBusy = false
     private var passcodeCheckBusy = false
     private var loginCheckBusy = false
-    private var queue: [SimulatedEvent] = []
+    private var script = PersonScript()
     private var prompt = PromptQueue()
     /// The running evaluation's inputs, while this user's prompt is open.
     var activeInputs: AsyncStream<SessionInput>.Continuation?
@@ -125,7 +125,7 @@ actor UserSession {
             uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolledCount: ids.count, passcodeSet: passcodeIsSet,
             biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
             passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
-            queuedEvents: queue.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
+            queuedEvents: script.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
             promptOpen: activePromptApp == app, passcodeMinimumLength: usesPAM ? nil : config.passcodeMinimumLength,
             passcodeShorterThanMinimum: usesPAM ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength },
             enrolmentChangedElsewhereAt: record.enrolmentChangedElsewhereAt?.timeIntervalSince1970)
@@ -326,30 +326,14 @@ actor UserSession {
     // MARK: The scripted person
 
     func simulate(_ events: [SimulatedEvent]) throws {
-        guard config.simulationEnabled else {
-            if config.realSensor {
-                throw Failure(.simulationDisabled, "this daemon uses a real fingerprint reader: scripted touches and passcodes are refused unless the administrator allows simulation (allow-simulation = yes, --allow-simulation)")
-            }
-            throw Failure(.simulationDisabled, "this daemon does not accept simulated events")
-        }
-        guard queue.count + events.count <= WireLimits.maxQueuedEvents else {
-            throw Failure(.invalidParameter, "at most \(WireLimits.maxQueuedEvents) events may wait in the queue")
-        }
-        for e in events where e.kind == .passcode {
-            guard let p = e.passcode, !p.isEmpty, p.utf8.count <= WireLimits.maxPasscodeBytes else {
-                throw Failure(.invalidParameter, "a passcode event needs a passcode of 1 to \(WireLimits.maxPasscodeBytes) bytes")
-            }
-        }
-        queue.append(contentsOf: events)
+        try script.append(events, simulationEnabled: config.simulationEnabled, realSensor: config.realSensor)
         activeInputs?.yield(.simulatedAvailable)
     }
 
-    func clearSimulated() { queue.removeAll() }
-
-    var hasQueuedEvents: Bool { !queue.isEmpty }
+    func clearSimulated() { script.clear() }
 
     /// The next scripted event, for the running evaluation.
-    func takeQueuedEvent() -> SimulatedEvent? { queue.isEmpty ? nil : queue.removeFirst() }
+    func takeQueuedEvent() -> SimulatedEvent? { script.next() }
 
     // MARK: Evaluation
 

@@ -601,6 +601,25 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(status.queuedEvents, 1, "no prompt was opened: the touch is still queued")
     }
 
+    /// The scripted person acts in order: a touch is read by the simulated sensor before the next
+    /// press reaches the prompt, and what comes after the evaluation's end waits for the next one.
+    func testAScriptReachesTheEvaluationInItsOrder() async throws {
+        _ = try await request(.simulate(events: [.nomatch, .cancel, .match]))
+        guard case .evaluated(let cancelled) = try await request(.evaluate(context: "first", policy: 1, options: EvaluationOptions(reason: "Unlock"))) else {
+            return XCTFail()
+        }
+        XCTAssertEqual(cancelled.error, .userCancel)
+        XCTAssertEqual(try daemon.storage.loadUser(getuid())?.ledger.biometricFailures, 1, "the touch was read before the cancel")
+        guard case .status(let waiting) = try await request(.status) else { return XCTFail() }
+        XCTAssertEqual(waiting.queuedEvents, 1, "the match waits for the next evaluation")
+        guard case .evaluated(let matched) = try await request(.evaluate(context: "second", policy: 1, options: EvaluationOptions(reason: "Unlock"))) else {
+            return XCTFail()
+        }
+        XCTAssertTrue(matched.success, "\(matched)")
+        guard case .status(let after) = try await request(.status) else { return XCTFail() }
+        XCTAssertEqual(after.queuedEvents, 0)
+    }
+
     func testAMatchSavesTheRecordAndItsAuditEntryTogether() async throws {
         _ = try await request(.simulate(events: [SimulatedEvent(.match)]))
         guard case .evaluated(let result) = try await request(.evaluate(context: "e", policy: 1, options: EvaluationOptions(reason: "Unlock"))) else {

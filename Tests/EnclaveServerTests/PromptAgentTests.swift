@@ -232,6 +232,25 @@ final class PromptAgentTests: XCTestCase {
         XCTAssertEqual(failures, 0)
     }
 
+    /// The agent's simulation keys are touches on the simulated sensor: a no-match counts, a match
+    /// answers, both read by the sensor while it is armed.
+    func testTheAgentsSimulatedTouchesAreReadByTheSensor() async throws {
+        let agent = try await serveAsAgent()
+        let evaluation = await evaluate(policy: 1, on: app)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        XCTAssertEqual(shown.screen?.sensorSimulated, true)
+        XCTAssertEqual(shown.screen?.sensorArmed, true)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.simulatedNoMatch)), on: agent.connection)
+        let retry = try await agent.connection.sink.event(agent.serving)
+        XCTAssertEqual(retry.screen?.instruction.contains("Try Again"), true, "\(String(describing: retry.screen))")
+        let failures = try await status().biometricFailures
+        XCTAssertEqual(failures, 1)
+        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.simulatedMatch)), on: agent.connection)
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        XCTAssertTrue(result.success, "\(result)")
+    }
+
     // MARK: Administration
 
     /// Administration asks the person on the agent too: an app with no terminal and no pipe is

@@ -1,10 +1,5 @@
+import EnclaveCore
 import EnclaveProtocol
-
-/// One reading from an armed sensor.
-public enum SensorReading: Sendable, Equatable {
-    case match
-    case noMatch
-}
 
 public struct SensorFailure: Error, CustomStringConvertible {
     public var message: String

@@ -1,0 +1,113 @@
+import EnclaveCore
+import EnclaveProtocol
+@testable import EnclaveServer
+import Foundation
+import XCTest
+
+/// The simulated sensor reads the touches placed on it, one per capture, like a real reader's scans.
+final class SimulatedSensorTests: XCTestCase {
+    private let uid: UInt32 = 1000
+
+    /// A capture of `sensor` for `uid`, running.
+    private static func capturing(_ sensor: SimulatedSensor, uid: UInt32) -> Task<SensorReading, any Error> {
+        Task { try await sensor.capture(uid: uid, retry: { _ in }) }
+    }
+
+    /// Until a capture of `uid` waits on `sensor` (at most 5 s).
+    private static func waitForCapture(_ sensor: SimulatedSensor, uid: UInt32) async throws {
+        let deadline = Date().addingTimeInterval(5)
+        while !sensor.hasWaitingCapture(uid: uid) {
+            guard Date() < deadline else { throw CancellationError() }
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
+    }
+
+    func testATouchPlacedBeforeTheCaptureIsItsReading() async throws {
+        let sensor = SimulatedSensor(kind: .touchID)
+        XCTAssertTrue(sensor.place(.noMatch, uid: uid))
+        let reading = try await Self.capturing(sensor, uid: uid).value
+        XCTAssertEqual(reading, .noMatch)
+    }
+
+    func testAWaitingCaptureReadsTheNextTouch() async throws {
+        let sensor = SimulatedSensor(kind: .faceID)
+        let capture = Self.capturing(sensor, uid: uid)
+        try await Self.waitForCapture(sensor, uid: uid)
+        XCTAssertTrue(sensor.place(.match, uid: uid))
+        let reading = try await capture.value
+        XCTAssertEqual(reading, .match)
+    }
+
+    /// One reading per capture: a second touch waits for the next capture, a third is refused
+    /// while the second lies unread.
+    func testOneTouchPerCapture() async throws {
+        let sensor = SimulatedSensor(kind: .touchID)
+        XCTAssertTrue(sensor.place(.noMatch, uid: uid))
+        XCTAssertFalse(sensor.place(.match, uid: uid), "a touch already lies unread")
+        let first = try await Self.capturing(sensor, uid: uid).value
+        XCTAssertEqual(first, .noMatch)
+        XCTAssertTrue(sensor.place(.match, uid: uid))
+        let second = try await Self.capturing(sensor, uid: uid).value
+        XCTAssertEqual(second, .match)
+    }
+
+    /// A touch nobody read is gone once the sensor is disarmed: the next capture waits.
+    func testDisarmingTakesAnUnreadTouchAway() async throws {
+        let sensor = SimulatedSensor(kind: .touchID)
+        XCTAssertTrue(sensor.place(.match, uid: uid))
+        sensor.disarm(uid: uid)
+        let capture = Self.capturing(sensor, uid: uid)
+        try await Self.waitForCapture(sensor, uid: uid)
+        capture.cancel()
+        do {
+            let reading = try await capture.value
+            XCTFail("read \(reading) after the touch was taken away")
+        } catch is CancellationError {}
+        XCTAssertTrue(sensor.place(.noMatch, uid: uid), "the cancelled capture left nothing behind")
+        let reading = try await Self.capturing(sensor, uid: uid).value
+        XCTAssertEqual(reading, .noMatch)
+    }
+
+    /// A capture cancelled before it begins to wait reads nothing and takes no touch.
+    func testACaptureCancelledBeforeItWaitsTakesNoTouch() async throws {
+        let sensor = SimulatedSensor(kind: .touchID)
+        let capture = Task<SensorReading, any Error> {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await sensor.capture(uid: 1000, retry: { _ in })
+        }
+        do {
+            let reading = try await capture.value
+            XCTFail("read \(reading)")
+        } catch is CancellationError {}
+        XCTAssertTrue(sensor.place(.match, uid: uid))
+        let reading = try await Self.capturing(sensor, uid: uid).value
+        XCTAssertEqual(reading, .match)
+    }
+
+    /// A new capture while an old one still waits (the old one's cancellation not yet seen): the
+    /// old one ends, the new one reads.
+    func testANewCaptureEndsTheOneItReplaces() async throws {
+        let sensor = SimulatedSensor(kind: .touchID)
+        let old = Self.capturing(sensor, uid: uid)
+        try await Self.waitForCapture(sensor, uid: uid)
+        let new = Self.capturing(sensor, uid: uid)
+        // The old capture ends when the new one takes its place.
+        do {
+            let stale = try await old.value
+            XCTFail("the replaced capture read \(stale)")
+        } catch is CancellationError {}
+        XCTAssertTrue(sensor.place(.match, uid: uid))
+        let reading = try await new.value
+        XCTAssertEqual(reading, .match)
+    }
+
+    func testEachUserHasTheirOwnSensorSlot() async throws {
+        let sensor = SimulatedSensor(kind: .touchID)
+        XCTAssertTrue(sensor.place(.match, uid: 1001))
+        XCTAssertTrue(sensor.place(.noMatch, uid: 1002))
+        let a = try await Self.capturing(sensor, uid: 1001).value
+        let b = try await Self.capturing(sensor, uid: 1002).value
+        XCTAssertEqual(a, .match)
+        XCTAssertEqual(b, .noMatch)
+    }
+}
