@@ -113,6 +113,8 @@ let package = Package(
         ]),
         .executableTarget(name: "la-bench", dependencies: [
             "EnclaveClient", "EnclaveProtocol", "EnclaveCore", "LocalAuthentication", "Security", "LocalAuthenticationTesting",
+            // The daemon's socket shell without the daemon, as a floor beside the raw pair (`NIOSocketEcho`).
+            "EnclaveServer", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // WebAuthn Level 3 server-side verification (ES256, EdDSA, RS256), strict CBOR/COSE, and the
         // encoding a software platform authenticator needs. Foundation, swift-crypto, and

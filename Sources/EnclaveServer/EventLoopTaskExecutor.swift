@@ -3,12 +3,12 @@ import NIOCore
 /// Runs a connection's tasks — and the user's actor while such a task calls it — on the thread of
 /// the connection's event loop: a request is read, answered and written without waking another
 /// thread, which is most of a round trip's cost on a small machine (SE-0417 task executors).
-final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
-    let eventLoop: any EventLoop
+public final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
+    public let eventLoop: any EventLoop
 
-    init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+    public init(_ eventLoop: any EventLoop) { self.eventLoop = eventLoop }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    public func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         eventLoop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }

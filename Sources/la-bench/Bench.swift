@@ -28,6 +28,9 @@ struct Bench {
     static func main() async throws {
         let args = CommandLine.arguments
         if args.count > 2 && args[1] == "echo-server" { RawSocketEcho.serve(path: args[2]) }
+        if args.count > 3 && args[1] == "nio-echo-server", let shape = NIOSocketEcho.Shape(rawValue: args[3]) {
+            try await NIOSocketEcho.serve(path: args[2], shape: shape)
+        }
         if args.count > 1 && args[1] == "passcode" {
             return try await PasscodeBench.run(checks: args.count > 2 ? Int(args[2]) ?? 10 : 10)
         }
@@ -65,6 +68,9 @@ struct Bench {
         raw = percentile(echo.sorted(), 0.5)
         row("raw Unix-socket round trip (echo pair, the limit)", echo)
         row("one durable write (4 KiB + fdatasync, the other limit)", RawSocketEcho.durableWrites(iterations: min(iterations, 500), directory: enclave.stateDirectory))
+        // What SwiftNIO costs before the daemon does any work: its own floor, and the daemon's socket shell.
+        row("echo through a SwiftNIO channel handler (the library's floor)", try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "handler"]))
+        row("echo through the daemon's socket shell (NIOAsyncChannel, event-loop task, FrameDecoder)", try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "async"]))
 
         // 1. Floor: one request/response over the socket, no storage.
         var floor: [Double] = []

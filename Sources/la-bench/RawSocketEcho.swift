@@ -34,20 +34,22 @@ enum RawSocketEcho {
     /// lowest median of `runs` (a fresh echo server each). On this 2-vCPU VM one run's median is
     /// either ~10 µs or ~40 µs, by where the two processes land and how deeply the other CPU
     /// sleeps; the limit is what the machine can do, so the best run is taken.
-    static func measure(iterations: Int, runs: Int = 3) throws -> [Double] {
+    /// `server` names the echo server (`la-bench` arguments before the path): the raw pair by
+    /// default, or `NIOSocketEcho`'s.
+    static func measure(iterations: Int, runs: Int = 3, server: [String] = ["echo-server"]) throws -> [Double] {
         var best: [Double] = []
         for _ in 0..<max(1, runs) {
-            let samples = try measureOnce(iterations: max(100, iterations / max(1, runs)))
+            let samples = try measureOnce(iterations: max(100, iterations / max(1, runs)), server: server)
             if best.isEmpty || Bench.percentile(samples.sorted(), 0.5) < Bench.percentile(best.sorted(), 0.5) { best = samples }
         }
         return best
     }
 
-    private static func measureOnce(iterations: Int) throws -> [Double] {
+    private static func measureOnce(iterations: Int, server arguments: [String]) throws -> [Double] {
         let path = NSTemporaryDirectory() + "la-bench-echo-\(getpid()).sock"
         let server = Process()
         server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        server.arguments = ["echo-server", path]
+        server.arguments = [arguments[0], path] + arguments.dropFirst()
         let ready = Pipe()
         server.standardOutput = ready
         try server.run()

@@ -15,6 +15,12 @@ import Glibc
 final class HandoffServerTests: XCTestCase {
     private var enclave: TestEnclave!
 
+    /// XCTest keeps every test case object until the process ends: the daemon and its directory
+    /// go with the test, not with the object.
+    override func tearDown() {
+        enclave = nil
+    }
+
     override func setUpWithError() throws { enclave = try TestEnclave() }
 
     private var handoffPath: String { EnclavePaths.handoffSocket(for: enclave.socketPath) }

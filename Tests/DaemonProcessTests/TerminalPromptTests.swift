@@ -10,6 +10,12 @@ import XCTest
 final class TerminalPromptTests: XCTestCase {
     private var enclave: TestEnclave!
 
+    /// XCTest keeps every test case object until the process ends: the daemon and its directory
+    /// go with the test, not with the object.
+    override func tearDown() {
+        enclave = nil
+    }
+
     override func setUpWithError() throws {
         guard TmuxTerminal.available else { throw XCTSkip("needs tmux for a terminal") }
         enclave = try TestEnclave()

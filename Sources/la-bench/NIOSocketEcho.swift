@@ -1,0 +1,73 @@
+import EnclaveProtocol
+import EnclaveServer
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// The floor of the daemon's socket shell, measured beside the raw pair: the same echo with the
+/// daemon's I/O and nothing else — SwiftNIO's event loop, the connection as an `NIOAsyncChannel`
+/// served by a task on the channel's event loop (`EventLoopTaskExecutor`), frames cut by
+/// `FrameDecoder` — and, below it, SwiftNIO's own floor: a plain channel handler echoing on the
+/// event loop. What the daemon adds above the first is the request's own work (JSON, the
+/// identity check, the rules); what the first adds above the raw pair is the library's.
+///   la-bench nio-echo-server PATH async|handler
+enum NIOSocketEcho {
+    enum Shape: String { case async, handler }
+
+    static func serve(path: String, shape: Shape) async throws -> Never {
+        unlink(path)
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
+        switch shape {
+        case .handler:
+            let server = try await bootstrap
+                .childChannelInitializer { $0.pipeline.addHandler(EchoHandler()) }
+                .bind(unixDomainSocketPath: path).get()
+            print("ready")
+            fflush(nil)
+            try await server.closeFuture.get()
+        case .async:
+            let server = try await bootstrap.bind(unixDomainSocketPath: path) { channel in
+                channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+            }
+            print("ready")
+            fflush(nil)
+            try await server.executeThenClose { inbound in
+                try await withThrowingDiscardingTaskGroup { group in
+                    for try await connection in inbound {
+                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
+                            try? await echo(connection)
+                        }
+                    }
+                }
+            }
+        }
+        exit(0)
+    }
+
+    private static func echo(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async throws {
+        try await connection.executeThenClose { inbound, _ in
+            var decoder = FrameDecoder()
+            for try await buffer in inbound {
+                decoder.append(buffer.readableBytesView)
+                while let frame = try decoder.nextFrame() {
+                    // As the daemon's `ChannelReplySink` writes a reply.
+                    try await connection.channel.writeAndFlush(ByteBuffer(bytes: FrameEncoder.frame(frame)))
+                }
+            }
+        }
+        exit(0)
+    }
+
+    /// Writes back whatever arrives; the client's frames come back whole.
+    private final class EchoHandler: ChannelInboundHandler, Sendable {
+        typealias InboundIn = ByteBuffer
+        typealias OutboundOut = ByteBuffer
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            context.writeAndFlush(data, promise: nil)
+        }
+
+        func channelInactive(context: ChannelHandlerContext) { exit(0) }
+    }
+}
