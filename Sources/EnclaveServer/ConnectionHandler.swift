@@ -105,8 +105,13 @@ final class ConnectionHandler: @unchecked Sendable {
     private let jobs: AsyncStream<@Sendable () async -> Void>
     private let jobQueue: AsyncStream<@Sendable () async -> Void>.Continuation
 
-    init(peer: PeerIdentity, daemon: EnclaveDaemon, sink: any ReplySink, logger: Logger) {
-        self.peer = peer; self.daemon = daemon; self.sink = sink; self.logger = logger
+    /// The connection's event loop as a task executor (`SocketServer`; nil in-process): where its
+    /// evaluations run their sensor captures, so a reading reaches the evaluation on the thread
+    /// it runs on.
+    private let executor: (any TaskExecutor)?
+
+    init(peer: PeerIdentity, daemon: EnclaveDaemon, sink: any ReplySink, logger: Logger, executor: (any TaskExecutor)? = nil) {
+        self.peer = peer; self.daemon = daemon; self.sink = sink; self.logger = logger; self.executor = executor
         (jobs, jobQueue) = AsyncStream.makeStream()
     }
 
@@ -527,7 +532,7 @@ final class ConnectionHandler: @unchecked Sendable {
                                           then: nextPresenter, exhausted: {})
         let report = await session.evaluate(
             policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
-            inputs: stream, continuation: continuation, show: { await prompt.show($0) },
+            inputs: stream, continuation: continuation, captureExecutor: executor, show: { await prompt.show($0) },
             audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) })
         await prompt.close(result: Self.closingLine(report.outcome))
         let clock = daemon.clock

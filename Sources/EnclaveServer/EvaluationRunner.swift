@@ -35,6 +35,9 @@ struct EvaluationRunner {
     var authorization: ContextAuthorization?
     var inputs: AsyncStream<SessionInput>
     var continuation: AsyncStream<SessionInput>.Continuation
+    /// Where sensor captures run (the connection's event loop): a reading then reaches the
+    /// evaluation without waking another thread.
+    var captureExecutor: (any TaskExecutor)?
     var show: @Sendable (PromptScreen) async -> Void
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
 
@@ -51,10 +54,10 @@ struct EvaluationRunner {
     private var scriptedTouchUnread = false
 
     init(policy: PolicyValue, passcodeOnly: Bool, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
-         inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
+         inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation, captureExecutor: (any TaskExecutor)? = nil,
          show: @escaping @Sendable (PromptScreen) async -> Void, audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry) {
         self.policy = policy; self.passcodeOnly = passcodeOnly; self.options = options; self.app = app
-        self.authorization = authorization; self.inputs = inputs; self.continuation = continuation
+        self.authorization = authorization; self.inputs = inputs; self.continuation = continuation; self.captureExecutor = captureExecutor
         self.show = show; self.audit = audit
     }
 
@@ -225,7 +228,7 @@ struct EvaluationRunner {
     private mutating func arm(on session: isolated UserSession) {
         guard let sensor = session.sensor else { return }
         capture?.cancel()
-        capture = Task { [uid = session.uid, logger = session.logger, continuation] in
+        capture = Task(executorPreference: captureExecutor) { [uid = session.uid, logger = session.logger, continuation] in
             do {
                 continuation.yield(.sensor(try await sensor.capture(uid: uid, retry: { continuation.yield(.sensorRetry($0)) })))
             } catch {

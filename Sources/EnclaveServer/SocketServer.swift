@@ -48,7 +48,8 @@ public struct EnclaveService: Service {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
                     for try await connection in inbound {
-                        group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.channel.eventLoop)) { await self.serve(connection) }
+                        let executor = EventLoopTaskExecutor(connection.channel.channel.eventLoop)
+                        group.addTask(executorPreference: executor) { await self.serve(connection, on: executor) }
                     }
                 }
                 group.cancelAll()
@@ -145,12 +146,12 @@ public struct EnclaveService: Service {
                        metadata: ["directory": "\(directory)", "owner": "\(info.st_uid)", "daemon": "\(geteuid())"])
     }
 
-    private func serve(_ accepted: AcceptedConnection) async {
+    private func serve(_ accepted: AcceptedConnection, on executor: EventLoopTaskExecutor) async {
         let connection = accepted.channel
         do {
             try await connection.executeThenClose { inbound, _ in
                 let writer = ChannelReplySink(channel: connection.channel)
-                await self.handleRequests(of: connection, admission: accepted.admission, inbound: inbound, writer: writer)
+                await self.handleRequests(of: connection, admission: accepted.admission, inbound: inbound, writer: writer, executor: executor)
                 await writer.finish()
             }
         } catch {
@@ -161,7 +162,7 @@ public struct EnclaveService: Service {
 
 extension EnclaveService {
     fileprivate func handleRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, admission: AcceptedConnection.Admission,
-                                    inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
+                                    inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink, executor: EventLoopTaskExecutor) async {
         let credentials: PeerCredentials, process: any PinnedPeer, cookie: UInt64
         switch admission {
         case .admitted(let c, let p, let k): (credentials, process, cookie) = (c, p, k)
@@ -169,7 +170,7 @@ extension EnclaveService {
             defer { connections.release(c.uid) }
             logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
             let peer = PeerIdentity(uid: c.uid, gid: c.gid, pid: c.pid, identity: .administrator)
-            await serve(connection, peer: peer, process: nil, inbound: inbound, writer: writer)
+            await serve(connection, peer: peer, process: nil, inbound: inbound, writer: writer, executor: executor)
             return
         case .refused(let failure, let log, let pid, let uid):
             logger.notice("\(log)", metadata: ["pid": "\(pid)", "uid": "\(uid.map(String.init) ?? "?")", "why": "\(failure.message)"])
@@ -188,12 +189,12 @@ extension EnclaveService {
             // Why a sandboxed app is (or is not) its app id: the first thing its developer asks.
             logger.info("a client claims to be a Flatpak app", metadata: ["pid": "\(credentials.pid)", "verdict": "\(SandboxIdentity.verify(claim))"])
         }
-        await serve(connection, peer: peer, process: process, inbound: inbound, writer: writer)
+        await serve(connection, peer: peer, process: process, inbound: inbound, writer: writer, executor: executor)
     }
 
     private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: PeerIdentity, process: (any PinnedPeer)?,
-                       inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink) async {
-        let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger)
+                       inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink, executor: EventLoopTaskExecutor) async {
+        let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger, executor: executor)
         await withDiscardingTaskGroup { group in
             group.addTask { await handler.run() }
             defer { handler.closed() }

@@ -338,11 +338,11 @@ actor UserSession {
     // MARK: Evaluation
 
     func evaluate(policy: PolicyValue, passcodeOnly: Bool = false, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
-                  inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation,
+                  inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation, captureExecutor: (any TaskExecutor)? = nil,
                   show: @escaping @Sendable (PromptScreen) async -> Void,
                   audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry) async -> EvaluationReport {
         var runner = EvaluationRunner(policy: policy, passcodeOnly: passcodeOnly, options: options, app: app, authorization: authorization,
-                                      inputs: inputs, continuation: continuation, show: show, audit: audit)
+                                      inputs: inputs, continuation: continuation, captureExecutor: captureExecutor, show: show, audit: audit)
         return await runner.run(on: self)
     }
 

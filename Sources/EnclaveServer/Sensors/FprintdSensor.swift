@@ -159,8 +159,10 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     }
 
     public func capture(uid: UInt32, retry: @escaping @Sendable (String) -> Void) async throws -> SensorReading {
-        let user = accountName(uid: uid)
-        return try await worker.perform { holder, cancelled in
+        // The account's name is read on the worker too: the capture's own task runs on the
+        // connection's event loop, where a slow name service must not stall other requests.
+        try await worker.perform { holder, cancelled in
+            let user = accountName(uid: uid)
             let claim = try holder.claim(for: user, presentUID: uid, cancelled: cancelled)
             do {
                 let reading = try Self.verifyOnce(claim, uid: uid, cancelled: cancelled, retry: retry)
