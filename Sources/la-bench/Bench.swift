@@ -10,7 +10,8 @@ import LocalAuthenticationTesting
 ///     the durable write of the ledger and the audit entry;
 ///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
 ///     concurrent client connections.
-/// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon)
+/// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon);
+/// la-bench reuse N, la-bench match N (one kind of evaluation in a loop, to profile the daemon under)
 @main
 struct Bench {
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -45,6 +46,9 @@ struct Bench {
         }
         if args.count > 1 && args[1] == "reuse" {
             return try await reuseOnly(iterations: args.count > 2 ? Int(args[2]) ?? 100_000 : 100_000)
+        }
+        if args.count > 1 && args[1] == "match" {
+            return try await matchesOnly(iterations: args.count > 2 ? Int(args[2]) ?? 20_000 : 20_000)
         }
         let iterations = args.count > 1 ? Int(args[1]) ?? 1000 : 1000
         let maxClients = args.count > 2 ? Int(args[2]) ?? 16 : 16
@@ -123,6 +127,7 @@ struct Bench {
         print("| concurrent clients | canEvaluatePolicy ops/s | canEvaluatePolicy, blocking, a thread per client ops/s | evaluatePolicy in reuse window ops/s |")
         print("|---|---|---|---|")
         var clients = 1
+        var cpuLine = ""
         while clients <= maxClients {
             let perClient = max(iterations / clients, 50)
             let connections = try (0..<clients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
@@ -143,9 +148,19 @@ struct Bench {
                 guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
             }
             print("| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", blockingRate)) | \(String(format: "%.0f", reuseRate)) |")
+            if clients * 4 > maxClients {
+                // What one request costs the two cores at the largest load: the ceiling of any rate.
+                let cost = try await CPUTime.perOperation(clients * perClient, processes: [enclave.processID, getpid()]) {
+                    _ = try await throughput(connections, perClient) { c, i in _ = try await c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1)) }
+                }
+                cpuLine = "CPU per canEvaluatePolicy at \(clients) clients: daemon \(micros(cost[0])) + client \(micros(cost[1])) = \(micros(cost[0] + cost[1])); "
+                    + "\(ProcessInfo.processInfo.activeProcessorCount) cores carry at most \(String(format: "%.0f", Double(ProcessInfo.processInfo.activeProcessorCount) / (cost[0] + cost[1])))/s"
+            }
             connections.forEach { $0.close() }
             clients *= 4
         }
+        print("")
+        print(cpuLine)
         let status = (try? String(contentsOfFile: "/proc/\(enclave.processID)/status", encoding: .utf8)) ?? ""
         let memory = status.split(separator: "\n").filter { $0.hasPrefix("VmHWM") || $0.hasPrefix("VmRSS") }
         print("")
@@ -165,6 +180,7 @@ struct Bench {
             throw EnclaveClientError.protocolError("the first evaluation did not match")
         }
         print("la-bench reuse: daemon pid \(enclave.processID)")
+        fflush(nil)
         var samples: [Double] = []
         samples.reserveCapacity(iterations)
         for i in 0..<iterations {
@@ -177,6 +193,29 @@ struct Bench {
         }
         let sorted = samples.sorted()
         print("evaluatePolicy in the reuse window: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
+    }
+
+    /// `la-bench match N`: N evaluations each answered by a queued match (a prompt, the sensor's
+    /// reading, a durable record) on one connection, nothing else — to profile the prompt path under.
+    static func matchesOnly(iterations: Int) async throws {
+        let enclave = try TestEnclave()
+        defer { enclave.stop() }
+        let control = try enclave.connection()
+        print("la-bench match: daemon pid \(enclave.processID)")
+        fflush(nil)
+        var samples: [Double] = []
+        samples.reserveCapacity(iterations)
+        for i in 0..<iterations {
+            _ = try await control.request(.simulate(events: [.match]))
+            let context = "match-\(i)"
+            let start = DispatchTime.now().uptimeNanoseconds
+            let reply = try await control.request(.evaluate(context: context, policy: 1, options: EvaluationOptions(reason: "bench")))
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("the evaluation did not match: \(reply)") }
+            _ = try await control.request(.invalidate(context: context))
+        }
+        let sorted = samples.sorted()
+        print("evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
     }
 
     /// Operations per second with each connection driven by a thread of its own, blocking (as the
