@@ -10,10 +10,12 @@ enum SessionInput: Sendable {
     case simulatedAvailable
     /// A simulation key on a prompt: a touch for the simulated sensor, read if it is armed.
     case touch(SensorReading)
-    case sensor(SensorReading)
-    case sensorFailed(String)
+    /// What capture number `capture` read (`EvaluationRunner.arm`); a capture that was replaced or
+    /// disarmed speaks for nothing.
+    case sensor(SensorReading, capture: UInt64)
+    case sensorFailed(String, capture: UInt64)
     /// The sensor could not read the scan ("finger not centred"): shown, not counted.
-    case sensorRetry(String)
+    case sensorRetry(String, capture: UInt64)
 }
 
 struct EvaluationReport: Sendable {
@@ -49,9 +51,13 @@ struct EvaluationRunner {
     private var audited = false
     private var capture: Task<Void, Never>?
     private var lastScreen: PromptScreen?
-    /// A scripted touch lies on the sensor, unread: the script's next event waits for its reading,
-    /// so the person's actions reach the evaluation in the order they were scripted.
-    private var scriptedTouchUnread = false
+    /// The running capture's number, nil while the sensor is disarmed.
+    private var currentCapture: UInt64?
+    private var capturesStarted: UInt64 = 0
+    /// A touch this evaluation placed lies on the sensor, unread (at most one: a sensor reads one
+    /// finger at a time). The script's next event waits for its reading, so the person's actions
+    /// reach the evaluation in the order they were scripted.
+    private var touchOnSensor = false
 
     init(policy: PolicyValue, passcodeOnly: Bool, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
          inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation, captureExecutor: (any TaskExecutor)? = nil,
@@ -124,15 +130,21 @@ struct EvaluationRunner {
             // `followScript` takes them after every input.
             return nil
         case .touch(let reading):
+            if touchOnSensor {
+                session.logger.debug("ignored input", metadata: ["uid": "\(session.uid)", "why": "a touch while another lies on the sensor unread"])
+                return nil
+            }
             if place(reading, on: session) { return nil }
             return await feed(Self.machineInput(for: reading), on: session)
-        case .sensor(let reading):
-            scriptedTouchUnread = false
+        case .sensor(let reading, let number):
+            guard number == currentCapture else { return nil }
+            touchOnSensor = false
             let outcome = await feed(Self.machineInput(for: reading), on: session)
             // The reading ended that capture; a sensor still armed reads again.
             if outcome == nil, machine?.isSensorArmed == true { arm(on: session) }
             return outcome
-        case .sensorRetry(let message):
+        case .sensorRetry(let message, let number):
+            guard number == currentCapture else { return nil }
             // Not an attempt: the person sees why and scans again; the sensor stays armed.
             session.logger.info("sensor asks to scan again", metadata: ["uid": "\(session.uid)", "message": "\(message)"])
             if var screen = lastScreen {
@@ -140,7 +152,8 @@ struct EvaluationRunner {
                 await show(screen)
             }
             return nil
-        case .sensorFailed(let message):
+        case .sensorFailed(let message, let number):
+            guard number == currentCapture else { return nil }
             return await feed(.systemCancel("The sensor failed: \(message)"), on: session)
         }
     }
@@ -150,12 +163,9 @@ struct EvaluationRunner {
     /// while it is armed; otherwise — not armed, or a real reader with scripted input allowed — to
     /// the machine, which decides whether it applies.
     private mutating func followScript(on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
-        while !scriptedTouchUnread, let event = session.takeQueuedEvent() {
+        while !touchOnSensor, let event = session.takeQueuedEvent() {
             if let reading = event.touch {
-                if place(reading, on: session) {
-                    scriptedTouchUnread = true
-                    return nil
-                }
+                if place(reading, on: session) { return nil }
                 if let outcome = await feed(Self.machineInput(for: reading), on: session) { return outcome }
             } else if let outcome = await feed(Self.machineInput(for: event), on: session) {
                 return outcome
@@ -165,10 +175,12 @@ struct EvaluationRunner {
     }
 
     /// Puts a touch on the user's sensor for the armed capture to read; false when the sensor
-    /// cannot be touched, is not armed, or has a touch lying on it.
-    private func place(_ reading: SensorReading, on session: isolated UserSession) -> Bool {
-        guard let sensor = session.sensor as? any TouchableSensor, machine?.isSensorArmed == true, capture != nil else { return false }
-        return sensor.place(reading, uid: session.uid)
+    /// cannot be touched or is not armed.
+    private mutating func place(_ reading: SensorReading, on session: isolated UserSession) -> Bool {
+        guard let sensor = session.sensor as? any TouchableSensor, machine?.isSensorArmed == true, currentCapture != nil,
+              sensor.place(reading, uid: session.uid) else { return false }
+        touchOnSensor = true
+        return true
     }
 
     private mutating func feed(_ input: EvaluationMachine.Input, on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
@@ -228,13 +240,17 @@ struct EvaluationRunner {
     private mutating func arm(on session: isolated UserSession) {
         guard let sensor = session.sensor else { return }
         capture?.cancel()
+        capturesStarted += 1
+        let number = capturesStarted
+        currentCapture = number
         capture = Task(executorPreference: captureExecutor) { [uid = session.uid, logger = session.logger, continuation] in
             do {
-                continuation.yield(.sensor(try await sensor.capture(uid: uid, retry: { continuation.yield(.sensorRetry($0)) })))
+                let reading = try await sensor.capture(uid: uid, retry: { continuation.yield(.sensorRetry($0, capture: number)) })
+                continuation.yield(.sensor(reading, capture: number))
             } catch {
                 if !Task.isCancelled {
                     logger.warning("sensor failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
-                    continuation.yield(.sensorFailed("\(error)"))
+                    continuation.yield(.sensorFailed("\(error)", capture: number))
                 }
             }
         }
@@ -244,8 +260,9 @@ struct EvaluationRunner {
     private mutating func disarm(on session: isolated UserSession) {
         capture?.cancel()
         capture = nil
+        currentCapture = nil
         // A touch left unread is gone with the capture; the script goes on.
-        scriptedTouchUnread = false
+        touchOnSensor = false
         session.sensor?.disarm(uid: session.uid)
     }
 

@@ -373,9 +373,18 @@ actor UserSession {
 }
 
 /// The account name of `uid` (PAM and fprintd know users by name), or the number when it has none.
+/// Reentrant (`getpwuid_r`): it is read on the event loops and on fprintd's worker at once, and
+/// `getpwuid`'s one static entry would let one thread's answer overwrite another's.
 func accountName(uid: UInt32) -> String {
-    guard let entry = getpwuid(uid), let name = entry.pointee.pw_name else { return String(uid) }
-    return String(cString: name)
+    var entry = passwd()
+    var found: UnsafeMutablePointer<passwd>?
+    var buffer = [CChar](repeating: 0, count: 4096)
+    while true {
+        let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &found)
+        if status == ERANGE && buffer.count < 1 << 20 { buffer = [CChar](repeating: 0, count: buffer.count * 4); continue }
+        guard status == 0, found != nil, let name = entry.pw_name else { return String(uid) }
+        return String(cString: name)
+    }
 }
 
 /// The keys the master key derives for one user: the one that wraps the user's class keys, and the

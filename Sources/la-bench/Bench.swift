@@ -29,7 +29,11 @@ struct Bench {
     static func main() async throws {
         let args = CommandLine.arguments
         if args.count > 2 && args[1] == "echo-server" { RawSocketEcho.serve(path: args[2]) }
-        if args.count > 3 && args[1] == "nio-echo-server", let shape = NIOSocketEcho.Shape(rawValue: args[3]) {
+        if args.count > 1 && args[1] == "nio-echo-server" {
+            guard args.count > 3, let shape = NIOSocketEcho.Shape(rawValue: args[3]) else {
+                FileHandle.standardError.write(Data("usage: la-bench nio-echo-server PATH async|handler\n".utf8))
+                exit(2)
+            }
             try await NIOSocketEcho.serve(path: args[2], shape: shape)
         }
         if args.count > 1 && args[1] == "passcode" {

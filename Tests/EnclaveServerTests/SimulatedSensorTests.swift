@@ -13,6 +13,23 @@ final class SimulatedSensorTests: XCTestCase {
         Task { try await sensor.capture(uid: uid, retry: { _ in }) }
     }
 
+    struct NoReading: Error {}
+
+    /// `capture`'s reading, or `NoReading` after 5 s (the capture is then cancelled): a broken
+    /// sensor fails the test instead of hanging it.
+    private static func reading(of capture: Task<SensorReading, any Error>) async throws -> SensorReading {
+        try await withThrowingTaskGroup(of: SensorReading?.self) { group in
+            group.addTask { try await capture.value }
+            group.addTask { try? await Task.sleep(nanoseconds: 5_000_000_000); return nil }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let reading = first else {
+                capture.cancel()
+                throw NoReading()
+            }
+            return reading
+        }
+    }
+
     /// Until a capture of `uid` waits on `sensor` (at most 5 s).
     private static func waitForCapture(_ sensor: SimulatedSensor, uid: UInt32) async throws {
         let deadline = Date().addingTimeInterval(5)
@@ -25,7 +42,7 @@ final class SimulatedSensorTests: XCTestCase {
     func testATouchPlacedBeforeTheCaptureIsItsReading() async throws {
         let sensor = SimulatedSensor(kind: .touchID)
         XCTAssertTrue(sensor.place(.noMatch, uid: uid))
-        let reading = try await Self.capturing(sensor, uid: uid).value
+        let reading = try await Self.reading(of: Self.capturing(sensor, uid: uid))
         XCTAssertEqual(reading, .noMatch)
     }
 
@@ -34,7 +51,7 @@ final class SimulatedSensorTests: XCTestCase {
         let capture = Self.capturing(sensor, uid: uid)
         try await Self.waitForCapture(sensor, uid: uid)
         XCTAssertTrue(sensor.place(.match, uid: uid))
-        let reading = try await capture.value
+        let reading = try await Self.reading(of: capture)
         XCTAssertEqual(reading, .match)
     }
 
@@ -44,10 +61,10 @@ final class SimulatedSensorTests: XCTestCase {
         let sensor = SimulatedSensor(kind: .touchID)
         XCTAssertTrue(sensor.place(.noMatch, uid: uid))
         XCTAssertFalse(sensor.place(.match, uid: uid), "a touch already lies unread")
-        let first = try await Self.capturing(sensor, uid: uid).value
+        let first = try await Self.reading(of: Self.capturing(sensor, uid: uid))
         XCTAssertEqual(first, .noMatch)
         XCTAssertTrue(sensor.place(.match, uid: uid))
-        let second = try await Self.capturing(sensor, uid: uid).value
+        let second = try await Self.reading(of: Self.capturing(sensor, uid: uid))
         XCTAssertEqual(second, .match)
     }
 
@@ -60,27 +77,29 @@ final class SimulatedSensorTests: XCTestCase {
         try await Self.waitForCapture(sensor, uid: uid)
         capture.cancel()
         do {
-            let reading = try await capture.value
+            let reading = try await Self.reading(of: capture)
             XCTFail("read \(reading) after the touch was taken away")
         } catch is CancellationError {}
         XCTAssertTrue(sensor.place(.noMatch, uid: uid), "the cancelled capture left nothing behind")
-        let reading = try await Self.capturing(sensor, uid: uid).value
+        let reading = try await Self.reading(of: Self.capturing(sensor, uid: uid))
         XCTAssertEqual(reading, .noMatch)
     }
 
-    /// A capture cancelled before it begins to wait reads nothing and takes no touch.
+    /// A capture cancelled before it begins to wait reads nothing and takes no touch: the touch
+    /// lying there is the next capture's.
     func testACaptureCancelledBeforeItWaitsTakesNoTouch() async throws {
         let sensor = SimulatedSensor(kind: .touchID)
+        XCTAssertTrue(sensor.place(.match, uid: uid))
         let capture = Task<SensorReading, any Error> {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await sensor.capture(uid: 1000, retry: { _ in })
         }
         do {
-            let reading = try await capture.value
+            let reading = try await Self.reading(of: capture)
             XCTFail("read \(reading)")
         } catch is CancellationError {}
-        XCTAssertTrue(sensor.place(.match, uid: uid))
-        let reading = try await Self.capturing(sensor, uid: uid).value
+        XCTAssertFalse(sensor.place(.noMatch, uid: uid), "the first touch still lies there")
+        let reading = try await Self.reading(of: Self.capturing(sensor, uid: uid))
         XCTAssertEqual(reading, .match)
     }
 
@@ -93,11 +112,11 @@ final class SimulatedSensorTests: XCTestCase {
         let new = Self.capturing(sensor, uid: uid)
         // The old capture ends when the new one takes its place.
         do {
-            let stale = try await old.value
+            let stale = try await Self.reading(of: old)
             XCTFail("the replaced capture read \(stale)")
         } catch is CancellationError {}
         XCTAssertTrue(sensor.place(.match, uid: uid))
-        let reading = try await new.value
+        let reading = try await Self.reading(of: new)
         XCTAssertEqual(reading, .match)
     }
 
@@ -105,8 +124,8 @@ final class SimulatedSensorTests: XCTestCase {
         let sensor = SimulatedSensor(kind: .touchID)
         XCTAssertTrue(sensor.place(.match, uid: 1001))
         XCTAssertTrue(sensor.place(.noMatch, uid: 1002))
-        let a = try await Self.capturing(sensor, uid: 1001).value
-        let b = try await Self.capturing(sensor, uid: 1002).value
+        let a = try await Self.reading(of: Self.capturing(sensor, uid: 1001))
+        let b = try await Self.reading(of: Self.capturing(sensor, uid: 1002))
         XCTAssertEqual(a, .match)
         XCTAssertEqual(b, .noMatch)
     }

@@ -30,6 +30,6 @@ public protocol BiometricSensor: Sendable {
 }
 
 extension BiometricSensor {
-    /// A simulated sensor holds nothing between captures.
+    /// A sensor that holds nothing between captures has nothing to let go of.
     public func disarm(uid: UInt32) {}
 }
