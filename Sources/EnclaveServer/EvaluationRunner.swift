@@ -84,9 +84,8 @@ struct EvaluationRunner {
             session.activeInputs = continuation
             session.activePromptApp = app
             defer { session.activeInputs = nil; session.activePromptApp = nil }
-            let timeout = Task { [promptTimeout = session.config.promptTimeout, continuation] in
-                try? await Task.sleep(nanoseconds: UInt64(promptTimeout * 1e9))
-                if !Task.isCancelled { continuation.yield(.machine(.systemCancel("The prompt timed out."))) }
+            let timeout = Deadline(after: session.config.promptTimeout) { [continuation] in
+                continuation.yield(.machine(.systemCancel("The prompt timed out.")))
             }
             defer { timeout.cancel() }
             defer { disarm(on: session) }

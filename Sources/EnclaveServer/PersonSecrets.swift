@@ -87,10 +87,7 @@ struct PersonSecrets {
         let prompt = PromptRoute.starting(on: agent, onAction: { feed.yield($0) }, then: {
             descriptors.duplicateTerminal().map { TerminalPrompt(fd: $0, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) }) }
         }, exhausted: { feed.yield(nil) })
-        let timer = Task {
-            try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
-            if !Task.isCancelled { feed.yield(.cancel) }
-        }
+        let timer = Deadline(after: timeout) { feed.yield(.cancel) }
         defer { timer.cancel() }
         closing.onFire { feed.yield(nil) }
         var answers: [String] = []

@@ -19,7 +19,7 @@ final class PromptAgent: @unchecked Sendable {
         var shown = false
         var onAction: OnAction
         var onLost: OnLost
-        var deadline: Task<Void, Never>?
+        var deadline: Deadline?
     }
 
     let connection: UInt64
@@ -101,10 +101,8 @@ final class PromptAgent: @unchecked Sendable {
             if first {
                 // The window must be up within the timeout, or the agent is dropped.
                 let timeout = answerTimeout
-                open.deadline = Task { [weak self] in
-                    try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
-                    guard !Task.isCancelled, let self else { return }
-                    self.timedOut(number)
+                open.deadline = Deadline(after: timeout) { [weak self] in
+                    self?.timedOut(number)
                 }
             }
             prompts[number] = open

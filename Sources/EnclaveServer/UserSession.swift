@@ -353,9 +353,8 @@ actor UserSession {
 
     func acquirePrompt(timeout: Double) async -> Bool {
         guard let id = prompt.enter() else { return true }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))
-            await self?.dropPromptWaiter(id)
+        let timer = Deadline(after: timeout) { [weak self] in
+            Task { await self?.dropPromptWaiter(id) }
         }
         defer { timer.cancel() }
         return await withTaskCancellationHandler {

@@ -209,7 +209,9 @@ struct Bench {
         fflush(nil)
         var samples: [Double] = []
         samples.reserveCapacity(iterations)
+        var rssAfterWarmUp = ""
         for i in 0..<iterations {
+            if i == min(1000, iterations / 2) { rssAfterWarmUp = residentMemory(of: enclave.processID) }
             _ = try await control.request(.simulate(events: [.match]))
             let context = "match-\(i)"
             let start = DispatchTime.now().uptimeNanoseconds
@@ -220,6 +222,13 @@ struct Bench {
         }
         let sorted = samples.sorted()
         print("evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
+        print("daemon VmRSS after the warm-up: \(rssAfterWarmUp); after the run: \(residentMemory(of: enclave.processID))")
+    }
+
+    /// The process's resident memory now, as `/proc` says it ("41512 kB").
+    static func residentMemory(of pid: pid_t) -> String {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        return status.split(separator: "\n").first { $0.hasPrefix("VmRSS") }.map { $0.dropFirst(6).trimmingCharacters(in: .whitespaces) } ?? "?"
     }
 
     /// Operations per second with each connection driven by a thread of its own, blocking (as the
