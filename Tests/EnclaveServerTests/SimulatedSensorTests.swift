@@ -30,6 +30,15 @@ final class SimulatedSensorTests: XCTestCase {
         }
     }
 
+    /// `capture` ends with `CancellationError`, having read nothing.
+    private static func assertEndsCancelled(_ capture: Task<SensorReading, any Error>, _ what: String,
+                                            file: StaticString = #filePath, line: UInt = #line) async throws {
+        do {
+            let reading = try await reading(of: capture)
+            XCTFail("\(what): read \(reading)", file: file, line: line)
+        } catch is CancellationError {}
+    }
+
     /// Until a capture of `uid` waits on `sensor` (at most 5 s).
     private static func waitForCapture(_ sensor: SimulatedSensor, uid: UInt32) async throws {
         let deadline = Date().addingTimeInterval(5)
@@ -76,10 +85,7 @@ final class SimulatedSensorTests: XCTestCase {
         let capture = Self.capturing(sensor, uid: uid)
         try await Self.waitForCapture(sensor, uid: uid)
         capture.cancel()
-        do {
-            let reading = try await Self.reading(of: capture)
-            XCTFail("read \(reading) after the touch was taken away")
-        } catch is CancellationError {}
+        try await Self.assertEndsCancelled(capture, "after the touch was taken away")
         XCTAssertTrue(sensor.place(.noMatch, uid: uid), "the cancelled capture left nothing behind")
         let reading = try await Self.reading(of: Self.capturing(sensor, uid: uid))
         XCTAssertEqual(reading, .noMatch)
@@ -94,10 +100,7 @@ final class SimulatedSensorTests: XCTestCase {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await sensor.capture(uid: 1000, retry: { _ in })
         }
-        do {
-            let reading = try await Self.reading(of: capture)
-            XCTFail("read \(reading)")
-        } catch is CancellationError {}
+        try await Self.assertEndsCancelled(capture, "cancelled before it waited")
         XCTAssertFalse(sensor.place(.noMatch, uid: uid), "the first touch still lies there")
         let reading = try await Self.reading(of: Self.capturing(sensor, uid: uid))
         XCTAssertEqual(reading, .match)
@@ -111,10 +114,7 @@ final class SimulatedSensorTests: XCTestCase {
         try await Self.waitForCapture(sensor, uid: uid)
         let new = Self.capturing(sensor, uid: uid)
         // The old capture ends when the new one takes its place.
-        do {
-            let stale = try await Self.reading(of: old)
-            XCTFail("the replaced capture read \(stale)")
-        } catch is CancellationError {}
+        try await Self.assertEndsCancelled(old, "the replaced capture")
         XCTAssertTrue(sensor.place(.match, uid: uid))
         let reading = try await Self.reading(of: new)
         XCTAssertEqual(reading, .match)
