@@ -175,7 +175,10 @@ let package = Package(
         ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
-        .testTarget(name: "EnclaveServerTests", dependencies: ["EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket"]),
+        .testTarget(name: "EnclaveServerTests", dependencies: [
+            "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket",
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "EnclaveClientTests", dependencies: ["EnclaveClient", "EnclaveProtocol"]),
         .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "EnclaveProtocol"]),

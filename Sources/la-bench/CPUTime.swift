@@ -1,25 +1,28 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// CPU time a process has used so far, every thread together, from the scheduler's own count
-/// (`/proc/PID/task/*/schedstat`, nanoseconds): fine enough for runs of a fraction of a second,
-/// where `/proc/PID/stat`'s clock ticks are not.
+/// CPU time a process has used so far, every thread together — those that ended too — from the
+/// kernel's process CPU clock (`clock_getcpuclockid`), current to the moment it is read.
 enum CPUTime {
-    static func seconds(of pid: pid_t) -> Double {
-        let tasks = "/proc/\(pid)/task"
-        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return 0 }
-        var nanoseconds: UInt64 = 0
-        for thread in threads {
-            guard let line = try? String(contentsOfFile: "\(tasks)/\(thread)/schedstat", encoding: .utf8),
-                  let first = line.split(separator: " ").first, let value = UInt64(first) else { continue }
-            nanoseconds += value
-        }
-        return Double(nanoseconds) / 1e9
+    /// Seconds, or nil when the process's clock cannot be read.
+    static func seconds(of pid: pid_t) -> Double? {
+        var clock = clockid_t()
+        guard clock_getcpuclockid(pid, &clock) == 0 else { return nil }
+        var time = timespec()
+        guard clock_gettime(clock, &time) == 0 else { return nil }
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
-    /// `body`'s CPU cost per operation in each process, in seconds: `operations` done while it ran.
-    static func perOperation(_ operations: Int, processes: [pid_t], _ body: @Sendable () async throws -> Void) async rethrows -> [Double] {
+    /// `body`'s CPU cost per operation in each process, in seconds (nil where a clock could not be
+    /// read): `operations` done while it ran.
+    static func perOperation(_ operations: Int, processes: [pid_t], _ body: @Sendable () async throws -> Void) async rethrows -> [Double?] {
         let before = processes.map(seconds(of:))
         try await body()
-        return zip(processes.map(seconds(of:)), before).map { ($0 - $1) / Double(max(1, operations)) }
+        return zip(processes.map(seconds(of:)), before).map { after, before in
+            guard let after, let before else { return nil }
+            return (after - before) / Double(max(1, operations))
+        }
     }
 }

@@ -21,7 +21,7 @@ enum NIOSocketEcho {
         switch shape {
         case .handler:
             let server = try await bootstrap
-                .childChannelInitializer { $0.pipeline.addHandler(EchoHandler()) }
+                .childChannelInitializer { $0.pipeline.addHandler(EchoHandler(path: path)) }
                 .bind(unixDomainSocketPath: path).get()
             print("ready")
             fflush(nil)
@@ -36,7 +36,10 @@ enum NIOSocketEcho {
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await connection in inbound {
                         group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
+                            // One client per server: when it goes (or breaks the connection), the server ends.
                             try? await echo(connection)
+                            unlink(path)
+                            exit(0)
                         }
                     }
                 }
@@ -51,23 +54,29 @@ enum NIOSocketEcho {
             for try await buffer in inbound {
                 decoder.append(buffer.readableBytesView)
                 while let frame = try decoder.nextFrame() {
-                    // As the daemon's `ChannelReplySink` writes a reply.
-                    try await connection.channel.writeAndFlush(ByteBuffer(bytes: FrameEncoder.frame(frame)))
+                    // As the daemon's `ChannelReplySink` writes a reply: straight to the channel,
+                    // not waiting for the kernel to take it.
+                    connection.channel.writeAndFlush(ByteBuffer(bytes: FrameEncoder.frame(frame)), promise: nil)
                 }
             }
         }
-        exit(0)
     }
 
     /// Writes back whatever arrives; the client's frames come back whole.
     private final class EchoHandler: ChannelInboundHandler, Sendable {
         typealias InboundIn = ByteBuffer
         typealias OutboundOut = ByteBuffer
+        let path: String
+
+        init(path: String) { self.path = path }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             context.writeAndFlush(data, promise: nil)
         }
 
-        func channelInactive(context: ChannelHandlerContext) { exit(0) }
+        func channelInactive(context: ChannelHandlerContext) {
+            unlink(path)
+            exit(0)
+        }
     }
 }
