@@ -375,14 +375,19 @@ actor UserSession {
 /// Reentrant (`getpwuid_r`): it is read on the event loops and on fprintd's worker at once, and
 /// `getpwuid`'s one static entry would let one thread's answer overwrite another's.
 func accountName(uid: UInt32) -> String {
-    var entry = passwd()
-    var found: UnsafeMutablePointer<passwd>?
-    var buffer = [CChar](repeating: 0, count: 4096)
+    var size = 4096
     while true {
-        let status = getpwuid_r(uid, &entry, &buffer, buffer.count, &found)
-        if status == ERANGE && buffer.count < 1 << 20 { buffer = [CChar](repeating: 0, count: buffer.count * 4); continue }
-        guard status == 0, found != nil, let name = entry.pw_name else { return String(uid) }
-        return String(cString: name)
+        var buffer = [CChar](repeating: 0, count: size)
+        // The entry's strings live in the buffer: read them while it is held.
+        let (status, name) = buffer.withUnsafeMutableBufferPointer { storage -> (Int32, String?) in
+            var entry = passwd()
+            var found: UnsafeMutablePointer<passwd>?
+            let status = getpwuid_r(uid, &entry, storage.baseAddress!, storage.count, &found)
+            guard status == 0, found != nil, let name = entry.pw_name else { return (status, nil) }
+            return (status, String(cString: name))
+        }
+        if status == ERANGE && size < 1 << 20 { size *= 4; continue }
+        return name ?? String(uid)
     }
 }
 

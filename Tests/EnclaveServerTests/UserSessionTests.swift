@@ -119,4 +119,17 @@ final class UserSessionTests: XCTestCase {
         let stillShorter = try await reopened.status(app: "/usr/bin/example-app").passcodeShorterThanMinimum
         XCTAssertEqual(stillShorter, true)
     }
+
+    /// PAM and fprintd know users by name: root by its, a uid without an account by its number;
+    /// many threads at once each get their own answer (`getpwuid_r`).
+    func testAccountNames() async {
+        XCTAssertEqual(accountName(uid: 0), "root")
+        XCTAssertEqual(accountName(uid: 4_000_000_123), "4000000123")
+        let names = await withTaskGroup(of: String.self) { group in
+            for i in 0..<64 { group.addTask { accountName(uid: i % 2 == 0 ? 0 : 4_000_000_123) } }
+            return await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        XCTAssertEqual(Set(names), ["root", "4000000123"])
+        XCTAssertEqual(names.filter { $0 == "root" }.count, 32)
+    }
 }
