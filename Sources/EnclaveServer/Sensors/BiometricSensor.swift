@@ -33,3 +33,12 @@ extension BiometricSensor {
     /// A sensor that holds nothing between captures has nothing to let go of.
     public func disarm(uid: UInt32) {}
 }
+
+/// A sensor a scripted person can touch: a touch placed while a capture is armed is that
+/// capture's reading.
+public protocol TouchableSensor: BiometricSensor {
+    /// Puts a finger or face on `uid`'s sensor. It is read by the capture that is armed, or by
+    /// the next one if the capture has not yet begun to wait; `disarm` takes it away unread.
+    /// False when a touch already lies there unread.
+    func place(_ reading: SensorReading, uid: UInt32) -> Bool
+}

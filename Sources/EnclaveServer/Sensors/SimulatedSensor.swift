@@ -2,15 +2,6 @@ import EnclaveCore
 import EnclaveProtocol
 import Synchronization
 
-/// A sensor a scripted person can touch: a touch placed while a capture is armed is that
-/// capture's reading.
-public protocol TouchableSensor: BiometricSensor {
-    /// Puts a finger or face on `uid`'s sensor. It is read by the capture that is armed, or by
-    /// the next one if the capture has not yet begun to wait; `disarm` takes it away unread.
-    /// False when a touch already lies there unread.
-    func place(_ reading: SensorReading, uid: UInt32) -> Bool
-}
-
 /// A simulated Touch ID or Face ID sensor. Its enrolled identities live in the user's record; its
 /// touches come from the scripted person (`PersonScript`: `simulate` requests, the testing kit)
 /// and from the simulation keys of the terminal prompt and of prompt agents, placed on it by the
