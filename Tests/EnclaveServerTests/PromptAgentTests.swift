@@ -242,13 +242,15 @@ final class PromptAgentTests: XCTestCase {
         XCTAssertEqual(shown.screen?.sensorArmed, true)
         _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
         let sensor = try XCTUnwrap(daemon.sensor as? SimulatedSensor)
-        XCTAssertTrue(sensor.hasWaitingCapture(uid: getuid()), "the armed sensor is capturing")
+        // The armed sensor is capturing.
+        try await SimulatedSensorTests.waitForCapture(sensor, uid: getuid())
         _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.simulatedNoMatch)), on: agent.connection)
         let retry = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(retry.screen?.instruction.contains("Try Again"), true, "\(String(describing: retry.screen))")
         let failures = try await status().biometricFailures
         XCTAssertEqual(failures, 1)
-        XCTAssertTrue(sensor.hasWaitingCapture(uid: getuid()), "the reading ended that capture, and the sensor reads again")
+        // The reading ended that capture, and the sensor reads again.
+        try await SimulatedSensorTests.waitForCapture(sensor, uid: getuid())
         _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.simulatedMatch)), on: agent.connection)
         guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
         XCTAssertTrue(result.success, "\(result)")

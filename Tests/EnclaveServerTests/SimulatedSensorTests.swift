@@ -40,12 +40,18 @@ final class SimulatedSensorTests: XCTestCase {
     }
 
     /// Until a capture of `uid` waits on `sensor` (at most 5 s).
-    private static func waitForCapture(_ sensor: SimulatedSensor, uid: UInt32) async throws {
+    /// (The in-process daemon's tests wait with it too: a capture's task starts on its own.)
+    static func waitForCapture(_ sensor: SimulatedSensor, uid: UInt32) async throws {
         let deadline = Date().addingTimeInterval(5)
         while !sensor.hasWaitingCapture(uid: uid) {
-            guard Date() < deadline else { throw CancellationError() }
+            guard Date() < deadline else { throw NoCapture(uid: uid) }
             try await Task.sleep(nanoseconds: 1_000_000)
         }
+    }
+
+    struct NoCapture: Error, CustomStringConvertible {
+        var uid: UInt32
+        var description: String { "no capture of uid \(uid) waited on the sensor within 5 s" }
     }
 
     func testATouchPlacedBeforeTheCaptureIsItsReading() async throws {
