@@ -163,12 +163,8 @@ struct EvaluationRunner {
     /// the machine, which decides whether it applies.
     private mutating func followScript(on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
         while !touchOnSensor, let event = session.takeQueuedEvent() {
-            if let reading = event.touch {
-                if place(reading, on: session) { return nil }
-                if let outcome = await feed(Self.machineInput(for: reading), on: session) { return outcome }
-            } else if let outcome = await feed(Self.machineInput(for: event), on: session) {
-                return outcome
-            }
+            if let reading = event.touch, place(reading, on: session) { return nil }
+            if let outcome = await feed(Self.machineInput(for: event), on: session) { return outcome }
         }
         return nil
     }
@@ -296,8 +292,7 @@ struct EvaluationRunner {
 
     static func machineInput(for event: SimulatedEvent) -> EvaluationMachine.Input {
         switch event.kind {
-        case .match: return .match
-        case .nomatch: return .noMatch
+        case .match, .nomatch: return machineInput(for: event.touch ?? .noMatch)
         case .cancel: return .cancel
         case .fallback: return .fallback
         case .retry: return .retry

@@ -220,7 +220,7 @@ struct Bench {
         samples.reserveCapacity(iterations)
         var rssAfterWarmUp = ""
         for i in 0..<iterations {
-            if i == min(1000, iterations / 2) { rssAfterWarmUp = residentMemory(of: enclave.processID) }
+            if i == min(1000, iterations / 2) { rssAfterWarmUp = LoadBench.memory(enclave.processID) }
             // (With no iterations there is no warm-up to read.)
             _ = try await control.request(.simulate(events: [.match]))
             let context = "match-\(i)"
@@ -232,13 +232,7 @@ struct Bench {
         }
         let sorted = samples.sorted()
         print("evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
-        print("daemon VmRSS after the warm-up: \(rssAfterWarmUp); after the run: \(residentMemory(of: enclave.processID))")
-    }
-
-    /// The process's resident memory now, as `/proc` says it ("41512 kB").
-    static func residentMemory(of pid: pid_t) -> String {
-        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
-        return status.split(separator: "\n").first { $0.hasPrefix("VmRSS") }.map { $0.dropFirst(6).trimmingCharacters(in: .whitespaces) } ?? "?"
+        print("daemon memory after the warm-up: \(rssAfterWarmUp); after the run: \(LoadBench.memory(enclave.processID))")
     }
 
     /// Operations per second with each connection driven by a thread of its own, blocking (as the
