@@ -158,7 +158,7 @@ struct Bench {
                 // window is at least 20,000 requests.
                 for c in connections { _ = try await c.request(.status) }
                 let perClientForCPU = max(perClient, 20_000 / clients)
-                let cost = try await CPUTime.perOperation(clients * perClientForCPU, processes: [enclave.processID, getpid()]) {
+                let (_, cost) = try await CPUTime.perOperation(clients * perClientForCPU, processes: [enclave.processID, getpid()]) {
                     _ = try await throughput(connections, perClientForCPU) { c, i in _ = try await c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1)) }
                 }
                 let cores = ProcessInfo.processInfo.activeProcessorCount

@@ -15,14 +15,14 @@ enum CPUTime {
         return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
     }
 
-    /// `body`'s CPU cost per operation in each process, in seconds (nil where a clock could not be
-    /// read): `operations` done while it ran.
-    static func perOperation(_ operations: Int, processes: [pid_t], _ body: @Sendable () async throws -> Void) async rethrows -> [Double?] {
+    /// `body`'s result, and its CPU cost per operation in each process, in seconds (nil where a
+    /// clock could not be read): `operations` done while it ran.
+    static func perOperation<Result: Sendable>(_ operations: Int, processes: [pid_t], _ body: @Sendable () async throws -> Result) async rethrows -> (result: Result, cost: [Double?]) {
         let before = processes.map(seconds(of:))
-        try await body()
-        return zip(processes.map(seconds(of:)), before).map { after, before in
+        let result = try await body()
+        return (result, zip(processes.map(seconds(of:)), before).map { after, before in
             guard let after, let before else { return nil }
             return (after - before) / Double(max(1, operations))
-        }
+        })
     }
 }

@@ -9,7 +9,9 @@ import Security
 /// secret), 300 deletes by attribute — through SecItem calls, the real socket and daemon. Then, on
 /// 16 connections at once, lookups and stores. Prints one JSON line, the same shape as
 /// bench/keychain/gnome_keyring.py, with the limits measured in the same run: the raw Unix-socket
-/// round trip and one durable write (the single writer's commit rate).
+/// round trip and one durable write (the single writer's commit rate), and what a look-up and a
+/// store cost each process's CPU. `LA_BENCH_KEYCHAIN_PER_CLIENT` (default 300) sets the requests
+/// per client of the 16-client runs: longer runs, to profile the daemon under.
 enum KeychainBench {
     static let concurrentClients = 16
 
@@ -54,15 +56,19 @@ enum KeychainBench {
         // 16 clients at once, each on its own connection: lookups of the items above, then stores of new ones.
         let connections = try (0..<concurrentClients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
         defer { connections.forEach { $0.close() } }
-        let perClient = 300
+        let perClient = Int(ProcessInfo.processInfo.environment["LA_BENCH_KEYCHAIN_PER_CLIENT"] ?? "") ?? 300
         let left = (0..<n).filter { !victims.contains($0) }
         guard !left.isEmpty else { throw EnclaveClientError.protocolError("no items left to look up: use more than 300") }
-        let lookupRate = try await Bench.throughput(connections, perClient) { c, i in
-            let j = left[(i * 7919) % left.count]
-            let reply = try await c.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench"),
-                                                                                      "acct": .string("user\(j)")], context: "bench", returnData: true)))
-            guard case .keychain(let k) = reply, k.status == .success, k.items.first?.data == Data("secret-\(j)".utf8) else {
-                throw EnclaveClientError.protocolError("lookup: \(reply)")
+        let processes = [enclave.processID, getpid()]
+        // What one look-up costs each process's CPU (every thread), over the 16-client run.
+        let (lookupRate, lookupCPU) = try await CPUTime.perOperation(concurrentClients * perClient, processes: processes) {
+            try await Bench.throughput(connections, perClient) { c, i in
+                let j = left[(i * 7919) % left.count]
+                let reply = try await c.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench"),
+                                                                                          "acct": .string("user\(j)")], context: "bench", returnData: true)))
+                guard case .keychain(let k) = reply, k.status == .success, k.items.first?.data == Data("secret-\(j)".utf8) else {
+                    throw EnclaveClientError.protocolError("lookup: \(reply)")
+                }
             }
         }
         // The same look-ups as an app makes them: SecItemCopyMatching, synchronous, from 16 threads
@@ -79,11 +85,13 @@ enum KeychainBench {
                 throw EnclaveClientError.protocolError("SecItemCopyMatching: \(status)")
             }
         }
-        let storeRate = try await Bench.throughput(connections, perClient) { c, i in
-            let id = UUID().uuidString
-            let reply = try await c.request(.keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench-concurrent"),
-                                                                                     "acct": .string(id), "v_Data": .data(Data(id.utf8))], context: "bench")))
-            guard case .keychain(let k) = reply, k.status == .success else { throw EnclaveClientError.protocolError("store: \(reply)") }
+        let (storeRate, storeCPU) = try await CPUTime.perOperation(concurrentClients * perClient, processes: processes) {
+            try await Bench.throughput(connections, perClient) { c, i in
+                let id = UUID().uuidString
+                let reply = try await c.request(.keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench-concurrent"),
+                                                                                         "acct": .string(id), "v_Data": .data(Data(id.utf8))], context: "bench")))
+                guard case .keychain(let k) = reply, k.status == .success else { throw EnclaveClientError.protocolError("store: \(reply)") }
+            }
         }
         let raw = try RawSocketEcho.measure(iterations: 2000).sorted()
         let durable = RawSocketEcho.durableWrites(iterations: 500, directory: enclave.stateDirectory)
@@ -91,6 +99,11 @@ enum KeychainBench {
         let commitRate = Double(durable.count) / durable.reduce(0, +)
         let lookupP50 = lookups.sorted()[lookups.count / 2]
 
+        /// Microseconds of CPU per operation, daemon and client (null where a clock could not be read).
+        func cpu(_ perOperation: [Double?]) -> String {
+            let us = perOperation.map { $0.map { String(format: "%.1f", $0 * 1e6) } ?? "null" }
+            return "{\"daemon\": \(us[0]), \"client\": \(us[1])}"
+        }
         func stats(_ xs: [Double]) -> String {
             let s = xs.sorted()
             let p50 = s[s.count / 2] * 1e3, p99 = s[min(s.count - 1, Int(Double(s.count) * 0.99))] * 1e3
@@ -99,7 +112,8 @@ enum KeychainBench {
         print("{\"peer\": \"laenclaved\", \"items\": \(n), \"store\": \(stats(store)), \"lookup\": \(stats(lookups)), \"delete\": \(stats(deletes)), "
               + String(format: "\"raw_round_trip_us\": %.1f, \"lookup_p50_over_raw\": %.1f, \"durable_commits_per_s\": %.0f, ", rawP50 * 1e6, lookupP50 / rawP50, commitRate)
               + String(format: "\"lookup_16_clients_per_s\": %.0f, \"lookup_16_threads_secitem_per_s\": %.0f, ", lookupRate, secItemRate)
-              + String(format: "\"store_16_clients_per_s\": %.0f, \"store_16_over_commit_rate\": %.2f}", storeRate, storeRate / commitRate))
+              + String(format: "\"store_16_clients_per_s\": %.0f, \"store_16_over_commit_rate\": %.2f, ", storeRate, storeRate / commitRate)
+              + "\"cpu_us_per_lookup\": \(cpu(lookupCPU)), \"cpu_us_per_store\": \(cpu(storeCPU))}")
     }
 }
 
