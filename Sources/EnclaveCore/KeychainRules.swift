@@ -86,6 +86,44 @@ public enum KeychainRules {
 
     static let synchronizableAny = KeychainValue.string("syna")
 
+    /// A query split by where it is matched: the storage's indexed columns (class, service,
+    /// account, server, persistent reference, whether synchronizable) and an item's stored
+    /// attributes (the rest). A look-up whose query leaves nothing to the attributes, and that
+    /// returns none, needs no item's attributes read. The access group is narrowed by the caller
+    /// (the groups the app may search), so a string `agrp` is not left to the attributes either.
+    /// Together the two parts decide what `matches` decides (`KeychainStoreTests` holds the
+    /// storage to it).
+    public struct IndexedQuery: Equatable, Sendable {
+        public var itemClass: String
+        public var service: String?
+        public var account: String?
+        public var server: String?
+        public var persistentRef: Data?
+        /// Whether the items found are synchronizable; nil for either (`kSecAttrSynchronizableAny`).
+        public var synchronizable: Bool?
+        /// What an item's attributes must hold, each equal, after the columns matched.
+        public var remaining: [String: KeychainValue]
+
+        public init(_ query: [String: KeychainValue]) throws(KeychainFailure) {
+            try checkKeys(query)
+            itemClass = try KeychainRules.itemClass(query)
+            persistentRef = try KeychainRules.persistentRef(query)
+            service = string(query, "svce")
+            account = string(query, "acct")
+            server = string(query, "srvr")
+            synchronizable = query["sync"] == synchronizableAny ? nil : isTrue(query["sync"])
+            var remaining = query
+            for key in valueKeys.union(["class", "sync"]) { remaining[key] = nil }
+            for key in ["svce", "acct", "srvr", "agrp"] where string(query, key) != nil { remaining[key] = nil }
+            self.remaining = remaining
+        }
+
+        /// Whether an item the columns found matches on its attributes too.
+        public func remainingMatch(_ attributes: [String: KeychainValue]) -> Bool {
+            remaining.allSatisfy { key, value in attributes[key] == value }
+        }
+    }
+
     private static func synchronizableMatches(_ stored: KeychainValue?, _ asked: KeychainValue?) -> Bool {
         if asked == synchronizableAny { return true }
         return isTrue(stored) == isTrue(asked)

@@ -9,6 +9,7 @@ struct StoredItem: Sendable, Equatable {
     var uid: UInt32
     var accessGroup: String
     var itemClass: String
+    /// Empty when read without them (`Storage.items(matching:…, readingAttributes: false)`).
     var attributes: [String: KeychainValue]
     var protection: Protection
     var flags: AccessControlFlags
@@ -53,6 +54,9 @@ struct StoredItem: Sendable, Equatable {
     }
 
     var primaryKey: String { Self.primaryKey(class: itemClass, attributes) }
+
+    /// Kept as a column too, for look-ups to match without reading attributes.
+    var synchronizable: Bool { KeychainRules.isSynchronizable(attributes["sync"]) }
 
     /// What its access plan is made from.
     var protected: AccessPlan.Protected {
@@ -101,13 +105,14 @@ extension Storage {
                 try db.execute(sql: """
                     INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
                                       enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified,
-                                      sealVersion, heldKey)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, ?)
+                                      sealVersion, heldKey, synchronizable)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, ?, ?)
                     """, arguments: [Int64(item.uid), item.accessGroup, item.itemClass, item.primaryKey,
                                      KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"), KeychainRules.string(item.attributes, "srvr"),
                                      attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue), Int64(item.enrolmentGeneration),
                                      item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt, item.persistentRef,
-                                     item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970, item.heldKey?.bytes])
+                                     item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970, item.heldKey?.bytes,
+                                     item.synchronizable])
                 return db.lastInsertedRowID
             }
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
@@ -129,12 +134,12 @@ extension Storage {
                 try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
                 try db.execute(sql: """
                     UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
-                        enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2
+                        enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2, synchronizable = ?
                     WHERE id = ? AND uid = ? AND modified = ?
                     """, arguments: [item.primaryKey, KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"),
                                      KeychainRules.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue),
                                      Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt,
-                                     item.modified.timeIntervalSince1970, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
+                                     item.modified.timeIntervalSince1970, item.synchronizable, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
                 if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
             }
             // The secret it replaced is as gone as a deleted one.
@@ -164,10 +169,21 @@ extension Storage {
         }
     }
 
-    /// Candidates for a query, narrowed in SQL by the indexed attributes; the caller matches the rest.
-    /// `accessGroups` nil means every group of the user.
+    /// The user's items in `accessGroups` that match `query`, in creation order: narrowed in SQL
+    /// by the indexed columns, then by what is left of the query on each item's attributes. With
+    /// nothing left and `readingAttributes` false, no item's attributes are decoded (they are
+    /// empty in what is returned): the common look-up (service and account, for the secret) reads
+    /// no attributes at all.
+    func items(matching query: KeychainRules.IndexedQuery, uid: UInt32, accessGroups: [String], readingAttributes: Bool) throws -> [StoredItem] {
+        let read = readingAttributes || !query.remaining.isEmpty
+        return try items(uid: uid, accessGroups: accessGroups, itemClass: query.itemClass, service: query.service, account: query.account,
+                         server: query.server, persistentRef: query.persistentRef, synchronizable: query.synchronizable, readingAttributes: read)
+            .filter { query.remainingMatch($0.attributes) }
+    }
+
+    /// Items narrowed in SQL by the columns given. `accessGroups` nil means every group of the user.
     func items(uid: UInt32, accessGroups: [String]?, itemClass: String?, service: String?, account: String?, server: String?,
-               persistentRef: Data?) throws -> [StoredItem] {
+               persistentRef: Data?, synchronizable: Bool? = nil, readingAttributes: Bool = true) throws -> [StoredItem] {
         // One statement: read without a transaction of its own, its compiled form kept (one per
         // shape of query) — a look-up's time was mostly preparing SQL and opening transactions.
         try pool.unsafeRead { db in
@@ -181,9 +197,10 @@ extension Storage {
                 if let value { conditions.append("\(column) = ?"); arguments += [value] }
             }
             if let persistentRef { conditions.append("persistentRef = ?"); arguments += [persistentRef] }
+            if let synchronizable { conditions.append("synchronizable = ?"); arguments += [synchronizable] }
             let statement = try db.cachedStatement(sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id")
             let rows = try Row.fetchAll(statement, arguments: arguments)
-            return try rows.map(Self.item(from:))
+            return try rows.map { try Self.item(from: $0, readingAttributes: readingAttributes) }
         }
     }
 
@@ -223,10 +240,10 @@ extension Storage {
         shred()
     }
 
-    static func item(from row: Row) throws -> StoredItem {
+    static func item(from row: Row, readingAttributes: Bool = true) throws -> StoredItem {
         StoredItem(
             id: row["id"], uid: UInt32(row["uid"] as Int64), accessGroup: row["accessGroup"], itemClass: row["class"],
-            attributes: try attributeDecoder.decode([String: KeychainValue].self, from: row["attributes"] as Data),
+            attributes: readingAttributes ? try attributeDecoder.decode([String: KeychainValue].self, from: row["attributes"] as Data) : [:],
             protection: Protection(rawValue: row["protection"]) ?? .whenUnlocked,
             flags: AccessControlFlags(rawValue: UInt64(bitPattern: row["flags"] as Int64)), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
             sealed: ItemSealing.Sealed(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"], passwordSalt: row["passwordSalt"]),

@@ -200,6 +200,17 @@ final class Storage: Sendable {
         migrator.registerMigration("v12-enrolment-changed-elsewhere") { db in
             try db.execute(sql: "ALTER TABLE user ADD COLUMN enrolmentChangedElsewhereAt REAL")
         }
+        migrator.registerMigration("v13-synchronizable-column") { db in
+            // Whether an item is synchronizable, as a column: a look-up matches it in SQL and reads
+            // no item's attributes when its query asks nothing more of them.
+            try db.execute(sql: "ALTER TABLE item ADD COLUMN synchronizable INTEGER NOT NULL DEFAULT 0")
+            for row in try Row.fetchAll(db, sql: "SELECT * FROM item") {
+                let item = try Self.item(from: row)
+                if KeychainRules.isSynchronizable(item.attributes["sync"]) {
+                    try db.execute(sql: "UPDATE item SET synchronizable = 1 WHERE id = ?", arguments: [item.id])
+                }
+            }
+        }
         try migrator.migrate(pool)
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             chmod(path + suffix, 0o600)

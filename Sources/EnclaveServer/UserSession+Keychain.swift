@@ -67,16 +67,13 @@ extension UserSession {
                                                              passcodeSet: passcodeIsSet))
     }
 
-    /// Candidates matching every attribute of the query, in creation order.
-    private func matches(_ query: [String: KeychainValue], app: AppIdentity) throws -> [StoredItem] {
-        try KeychainRules.checkKeys(query)
-        let itemClass = try KeychainRules.itemClass(query)
+    /// Candidates matching every attribute of the query, in creation order. Their attributes are
+    /// read only if `readingAttributes` (or the query needs them to match).
+    private func matches(_ query: [String: KeychainValue], app: AppIdentity, readingAttributes: Bool = true) throws -> [StoredItem] {
+        let indexed = try KeychainRules.IndexedQuery(query)
         let groups = try searchGroups(query, app: app)
         if groups.isEmpty { return [] }
-        let s = { KeychainRules.string(query, $0) }
-        let candidates = try storage.items(uid: uid, accessGroups: groups, itemClass: itemClass, service: s("svce"), account: s("acct"),
-                                           server: s("srvr"), persistentRef: try KeychainRules.persistentRef(query))
-        return candidates.filter { KeychainRules.matches($0.attributes, query: query) }
+        return try storage.items(matching: indexed, uid: uid, accessGroups: groups, readingAttributes: readingAttributes)
     }
 
     /// Proves the item's access control on the request's context.
@@ -154,7 +151,7 @@ extension UserSession {
     }
 
     private func keychainCopy(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
-        let candidates = try matches(request.attributes, app: app)
+        let candidates = try matches(request.attributes, app: app, readingAttributes: request.returnAttributes)
         var results: [KeychainItem] = []
         /// Whether this request has waited on a prompt yet (other requests of the user ran meanwhile).
         var waited = false
@@ -228,7 +225,7 @@ extension UserSession {
 
     /// Deleting needs no authentication: an invalidated item can always be removed.
     private func keychainDelete(_ request: KeychainRequest, app: AppIdentity) throws -> KeychainReply {
-        let candidates = try matches(request.attributes, app: app)
+        let candidates = try matches(request.attributes, app: app, readingAttributes: false)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
         try storage.deleteItems(ids: candidates.map(\.id), uid: uid)
         return KeychainReply(status: .success)

@@ -114,6 +114,45 @@ final class KeychainRulesTests: XCTestCase {
         }
     }
 
+    /// Which parts of a query the storage's columns answer, and what is left to an item's
+    /// attributes: only string values go to the columns; the class, the value keys and `sync`
+    /// never stay; a string access group is the caller's to narrow.
+    func testIndexedQuerySplitsColumnsFromAttributes() throws {
+        let genp: [String: KeychainValue] = ["class": .string("genp")]
+        func query(_ extra: [String: KeychainValue]) -> [String: KeychainValue] { genp.merging(extra) { _, new in new } }
+        let table: [([String: KeychainValue], String?, String?, String?, Data?, Bool?, [String: KeychainValue], String)] = [
+            (query([:]), nil, nil, nil, nil, false, [:], "the class alone; not synchronizable, as Apple reads an absent sync"),
+            (query(["svce": .string("s"), "acct": .string("a")]), "s", "a", nil, nil, false, [:], "service and account: the columns answer it all"),
+            (query(["srvr": .string("h"), "v_Data": .data(Data([1]))]), nil, nil, "h", nil, false, [:], "the value keys are not attributes"),
+            (query(["v_PersistentRef": .data(Data([7]))]), nil, nil, nil, Data([7]), false, [:], "a persistent reference"),
+            (query(["svce": .data(Data([1]))]), nil, nil, nil, nil, false, ["svce": .data(Data([1]))], "a service that is not a string is matched on attributes"),
+            (query(["acct": .string("a"), "labl": .string("L")]), nil, "a", nil, nil, false, ["labl": .string("L")], "a label is not a column"),
+            (query(["sync": .bool(true)]), nil, nil, nil, nil, true, [:], "true"),
+            (query(["sync": .int(0)]), nil, nil, nil, nil, false, [:], "0 is false"),
+            (query(["sync": .string("syna")]), nil, nil, nil, nil, nil, [:], "kSecAttrSynchronizableAny: either"),
+            (query(["agrp": .string("g")]), nil, nil, nil, nil, false, [:], "the caller narrows a string access group"),
+            (query(["agrp": .int(1)]), nil, nil, nil, nil, false, ["agrp": .int(1)], "an access group that is not a string is left (and matches nothing)"),
+        ]
+        for (q, service, account, server, ref, sync, remaining, why) in table {
+            let indexed = try KeychainRules.IndexedQuery(q)
+            XCTAssertEqual(indexed.itemClass, "genp", why)
+            XCTAssertEqual(indexed.service, service, why)
+            XCTAssertEqual(indexed.account, account, why)
+            XCTAssertEqual(indexed.server, server, why)
+            XCTAssertEqual(indexed.persistentRef, ref, why)
+            XCTAssertEqual(indexed.synchronizable, sync, why)
+            XCTAssertEqual(indexed.remaining, remaining, why)
+        }
+        for (bad, status) in [([String: KeychainValue](), KeychainStatus.param), (query(["bogus": .int(1)]), .param),
+                              (query(["v_PersistentRef": .string("x")]), .param), (["class": .string("cert")], .unimplemented)] {
+            XCTAssertThrowsError(try KeychainRules.IndexedQuery(bad)) { XCTAssertEqual(($0 as? KeychainFailure)?.status, status, "\(bad)") }
+        }
+        let labelled = try KeychainRules.IndexedQuery(query(["labl": .string("L")]))
+        XCTAssertTrue(labelled.remainingMatch(["labl": .string("L"), "acct": .string("x")]))
+        XCTAssertFalse(labelled.remainingMatch(["labl": .string("M")]))
+        XCTAssertFalse(labelled.remainingMatch([:]), "an attribute the item lacks")
+    }
+
     func testCreationRules() throws {
         let bound = try AccessRequirement(flags: .biometryCurrentSet)
         let password = try AccessRequirement(flags: .applicationPassword)

@@ -1,0 +1,114 @@
+import EnclaveCore
+import EnclaveProtocol
+@testable import EnclaveServer
+import Foundation
+import GRDB
+import XCTest
+
+/// The keychain's storage: a look-up narrowed in SQL finds what `KeychainRules.matches` says, and
+/// reads no attributes it does not need.
+final class KeychainStoreTests: XCTestCase {
+    private var directory: String!
+
+    override func setUp() {
+        directory = NSTemporaryDirectory() + "keychain-store-\(UUID().uuidString)"
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private static let group = "/usr/bin/app"
+
+    private func item(_ attributes: [String: KeychainValue], _ n: Int) -> StoredItem {
+        var a = attributes
+        a["class"] = .string("genp")
+        a["agrp"] = .string(Self.group)
+        return StoredItem(uid: 1000, accessGroup: Self.group, itemClass: "genp", attributes: a, protection: .whenUnlocked, flags: [],
+                          enrolmentGeneration: 0, sealed: ItemSealing.Sealed(wrappedKey: Data([1]), ciphertext: Data([2]), passwordSalt: nil),
+                          persistentRef: Data("ref-\(n)".utf8), created: Date(), modified: Date())
+    }
+
+    /// Items that differ in each way a query can tell apart (the primary key, service and account,
+    /// differs in each).
+    private let stored: [[String: KeychainValue]] = [
+        ["svce": .string("s"), "acct": .string("a")],
+        ["svce": .string("s"), "acct": .string("b"), "labl": .string("L")],
+        ["svce": .string("s"), "acct": .string("c"), "sync": .bool(true)],
+        ["svce": .string("s"), "acct": .string("d"), "sync": .bool(false), "labl": .string("L")],
+        ["svce": .string("s"), "acct": .string("e"), "sync": .int(1)],
+        ["svce": .data(Data([1])), "acct": .string("a")],
+        ["svce": .string("t"), "acct": .string("a"), "gena": .data(Data([9]))],
+        ["srvr": .string("h"), "acct": .string("a")],
+    ]
+
+    private let queries: [[String: KeychainValue]] = [
+        [:],
+        ["svce": .string("s")],
+        ["svce": .string("s"), "acct": .string("a")],
+        ["acct": .string("a")],
+        ["labl": .string("L")],
+        ["svce": .string("s"), "labl": .string("L")],
+        ["sync": .bool(true)],
+        ["sync": .bool(false), "svce": .string("s")],
+        ["sync": .string("syna"), "svce": .string("s")],
+        ["sync": .int(1), "acct": .string("e")],
+        ["svce": .data(Data([1]))],
+        ["gena": .data(Data([9]))],
+        ["srvr": .string("h")],
+        ["agrp": .string(group)],
+        ["acct": .string("nobody")],
+    ]
+
+    /// The storage (SQL on the columns, then the rest on attributes) finds exactly the items the
+    /// rule finds, whether it reads the attributes or not.
+    func testALookUpFindsWhatTheRuleMatches() async throws {
+        let storage = try Storage(directory: directory)
+        var ids: [Int64] = []
+        for (n, attributes) in stored.enumerated() { ids.append(try await storage.insertItem(item(attributes, n))) }
+        for q in queries {
+            var query = q
+            query["class"] = .string("genp")
+            let expected = zip(stored, ids).filter { KeychainRules.matches(item($0.0, 0).attributes, query: query) }.map(\.1)
+            let indexed = try KeychainRules.IndexedQuery(query)
+            for reading in [true, false] {
+                let found = try storage.items(matching: indexed, uid: 1000, accessGroups: [Self.group], readingAttributes: reading)
+                XCTAssertEqual(found.map(\.id), expected, "\(q), reading attributes: \(reading)")
+                let read = reading || !indexed.remaining.isEmpty
+                XCTAssertTrue(found.allSatisfy { $0.attributes.isEmpty != read }, "attributes read only when needed: \(q), \(reading)")
+            }
+            XCTAssertEqual(try storage.items(matching: indexed, uid: 1001, accessGroups: [Self.group], readingAttributes: true), [], "another user's")
+            XCTAssertEqual(try storage.items(matching: indexed, uid: 1000, accessGroups: ["/usr/bin/other"], readingAttributes: true), [],
+                           "another group's")
+        }
+    }
+
+    /// An update keeps the column in step: an item made synchronizable is found as such.
+    func testAnUpdateMovesAnItemBetweenSynchronizableAndNot() async throws {
+        let storage = try Storage(directory: directory)
+        var plain = item(["svce": .string("s"), "acct": .string("a")], 0)
+        plain.id = try await storage.insertItem(plain)
+        let synchronizable = try KeychainRules.IndexedQuery(["class": .string("genp"), "sync": .bool(true)])
+        XCTAssertEqual(try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false), [])
+        var changed = plain
+        changed.attributes["sync"] = .bool(true)
+        changed.modified = plain.modified.addingTimeInterval(1)
+        try storage.updateItem(changed, expectedModified: plain.modified)
+        XCTAssertEqual(try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false).map(\.id), [plain.id])
+    }
+
+    /// A keychain from before the column: the migration fills it from each item's attributes.
+    func testTheMigrationFillsTheColumnFromTheAttributes() async throws {
+        var storage: Storage? = try Storage(directory: directory)
+        for (n, attributes) in stored.enumerated() { _ = try await storage!.insertItem(item(attributes, n)) }
+        try await storage!.pool.write { db in
+            try db.execute(sql: "ALTER TABLE item DROP COLUMN synchronizable")
+            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v13-synchronizable-column'")
+        }
+        storage = nil
+        let reopened = try Storage(directory: directory)
+        let synchronizable = try KeychainRules.IndexedQuery(["class": .string("genp"), "sync": .bool(true)])
+        let found = try reopened.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: true)
+        XCTAssertEqual(found.compactMap { KeychainRules.string($0.attributes, "acct") }, ["c", "e"])
+    }
+}
