@@ -204,8 +204,10 @@ final class Storage: Sendable {
             // Whether an item is synchronizable, as a column: a look-up matches it in SQL and reads
             // no item's attributes when its query asks nothing more of them.
             try db.execute(sql: "ALTER TABLE item ADD COLUMN synchronizable INTEGER NOT NULL DEFAULT 0")
+            // A row whose attributes no longer decode stays not synchronizable rather than keep
+            // the daemon from starting.
             for row in try Row.fetchAll(db, sql: "SELECT * FROM item") {
-                let item = try Self.item(from: row)
+                guard let item = try? Self.item(from: row) else { continue }
                 if KeychainRules.isSynchronizable(item.attributes["sync"]) {
                     try db.execute(sql: "UPDATE item SET synchronizable = 1 WHERE id = ?", arguments: [item.id])
                 }

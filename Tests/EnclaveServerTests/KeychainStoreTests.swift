@@ -97,13 +97,15 @@ final class KeychainStoreTests: XCTestCase {
         XCTAssertEqual(try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false).map(\.id), [plain.id])
     }
 
-    /// A keychain from before the column: the migration fills it from each item's attributes.
+    /// A keychain from before the column: the migration fills it from each item's attributes; a
+    /// row whose attributes do not decode does not keep the daemon from starting.
     func testTheMigrationFillsTheColumnFromTheAttributes() async throws {
         var storage: Storage? = try Storage(directory: directory)
         for (n, attributes) in stored.enumerated() { _ = try await storage!.insertItem(item(attributes, n)) }
         try await storage!.pool.write { db in
             try db.execute(sql: "ALTER TABLE item DROP COLUMN synchronizable")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v13-synchronizable-column'")
+            try db.execute(sql: "UPDATE item SET attributes = x'7b' WHERE service = 's' AND account = 'a'")
         }
         storage = nil
         let reopened = try Storage(directory: directory)
