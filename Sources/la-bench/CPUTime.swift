@@ -20,9 +20,20 @@ enum CPUTime {
     static func perOperation<Result: Sendable>(_ operations: Int, processes: [pid_t], _ body: @Sendable () async throws -> Result) async rethrows -> (result: Result, cost: [Double?]) {
         let before = processes.map(seconds(of:))
         let result = try await body()
-        return (result, zip(processes.map(seconds(of:)), before).map { after, before in
+        return (result, cost(operations, processes: processes, since: before))
+    }
+
+    /// The same for a body that blocks its thread.
+    static func perOperationBlocking<Result>(_ operations: Int, processes: [pid_t], _ body: () throws -> Result) rethrows -> (result: Result, cost: [Double?]) {
+        let before = processes.map(seconds(of:))
+        let result = try body()
+        return (result, cost(operations, processes: processes, since: before))
+    }
+
+    private static func cost(_ operations: Int, processes: [pid_t], since before: [Double?]) -> [Double?] {
+        zip(processes.map(seconds(of:)), before).map { after, before in
             guard let after, let before else { return nil }
             return (after - before) / Double(max(1, operations))
-        })
+        }
     }
 }
