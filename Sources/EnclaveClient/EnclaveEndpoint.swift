@@ -15,27 +15,38 @@ public struct EnclaveEndpoint: Sendable, Equatable {
     /// `headless` defaults to what `$LA_PROMPT` asks for ("headless": never show a terminal prompt).
     public init(socketPath: String, autostart: Bool = false, headless: Bool? = nil) {
         self.socketPath = socketPath; self.autostart = autostart
-        self.headless = headless ?? Self.headlessRequested(ProcessInfo.processInfo.environment)
+        self.headless = headless ?? Self.headlessRequested(EnclavePaths.processVariable)
     }
 
-    static func headlessRequested(_ environment: [String: String]) -> Bool { environment["LA_PROMPT"] == "headless" }
+    static func headlessRequested(_ variable: (String) -> String?) -> Bool { variable("LA_PROMPT") == "headless" }
 
     /// Binds `LAContext`s created inside a task to a specific daemon (the testing kit uses this, so
     /// tests can run in parallel against isolated daemons).
     @TaskLocal public static var override: EnclaveEndpoint?
 
     /// The endpoint for this process: the task-local override, then `$LAENCLAVED_SOCKET`, then the
-    /// system daemon's socket if one exists, else the user-mode daemon (auto-started).
-    public static func resolve(environment: [String: String] = ProcessInfo.processInfo.environment) -> EnclaveEndpoint {
+    /// system daemon's socket if one exists, else the user-mode daemon (auto-started). Resolved
+    /// for every context, so it reads only the variables it needs, as they are now.
+    public static func resolve() -> EnclaveEndpoint {
         if let o = override { return o }
-        let headless = headlessRequested(environment)
-        if let path = environment[EnclavePaths.socketEnvironmentKey], !path.isEmpty {
+        return resolve(variable: EnclavePaths.processVariable)
+    }
+
+    /// The same with `environment` in place of the process's.
+    public static func resolve(environment: [String: String]) -> EnclaveEndpoint {
+        if let o = override { return o }
+        return resolve(variable: { environment[$0] })
+    }
+
+    private static func resolve(variable: (String) -> String?) -> EnclaveEndpoint {
+        let headless = headlessRequested(variable)
+        if let path = variable(EnclavePaths.socketEnvironmentKey), !path.isEmpty {
             return EnclaveEndpoint(socketPath: path, autostart: false, headless: headless)
         }
         if FileManager.default.fileExists(atPath: EnclavePaths.systemSocket) {
             return EnclaveEndpoint(socketPath: EnclavePaths.systemSocket, autostart: false, headless: headless)
         }
-        return EnclaveEndpoint(socketPath: EnclavePaths.userSocket(environment: environment), autostart: true, headless: headless)
+        return EnclaveEndpoint(socketPath: EnclavePaths.userSocket(variable: variable), autostart: true, headless: headless)
     }
 }
 

@@ -19,7 +19,14 @@ public enum EnclavePaths {
     /// a directory it does not own). /tmp only when the state directory's path is too long for a
     /// socket (108 bytes).
     public static func userSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+        userSocket(variable: { environment[$0] })
+    }
+
+    /// The same, reading each variable through `variable` (a client resolves its daemon for every
+    /// context: `getenv` reads the two or three it needs, where `ProcessInfo.environment` copies
+    /// them all).
+    public static func userSocket(variable: (String) -> String?) -> String {
+        if let runtime = variable("XDG_RUNTIME_DIR"), !runtime.isEmpty {
             return runtime + "/laenclaved/socket"
         }
         let uid = getuid()
@@ -28,7 +35,7 @@ public enum EnclavePaths {
         if stat(logind, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == uid {
             return logind + "/laenclaved/socket"
         }
-        let own = userStateDirectory(environment: environment) + "/run/socket"
+        let own = userStateDirectory(variable: variable) + "/run/socket"
         if (own + handoffSuffix).utf8.count < 108 { return own }
         return "/tmp/laenclaved-\(uid)/socket"
     }
@@ -57,8 +64,17 @@ public enum EnclavePaths {
     }
 
     public static func userStateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let data = environment["XDG_DATA_HOME"], !data.isEmpty { return data + "/laenclaved" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
+        userStateDirectory(variable: { environment[$0] })
+    }
+
+    public static func userStateDirectory(variable: (String) -> String?) -> String {
+        if let data = variable("XDG_DATA_HOME"), !data.isEmpty { return data + "/laenclaved" }
+        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
         return home + "/.local/share/laenclaved"
+    }
+
+    /// A variable of this process's environment, as it is now.
+    public static func processVariable(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
     }
 }
