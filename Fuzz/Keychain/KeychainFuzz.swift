@@ -100,12 +100,13 @@ enum KeychainFuzz {
         _ = try? KeychainRules.checkKeys(r.attributes)
         _ = try? KeychainRules.itemClass(r.attributes)
         _ = try? KeychainRules.persistentRef(r.attributes)
+        let query = try? KeychainRules.IndexedQuery(r.attributes)
         if let item = try? KeychainRules.newItem(r.attributes, accessControl: r.accessControl) {
             // Matching runs on what was accepted, against the request it came from.
-            _ = KeychainRules.matches(item.attributes, query: r.attributes)
+            _ = query?.matches(item.attributes)
         }
         if let changes = r.changes { _ = try? KeychainRules.changes(changes, accessControl: r.changesAccessControl) }
-        _ = KeychainRules.matches(r.attributes, query: r.changes ?? r.attributes)
+        _ = query?.matches(r.changes ?? r.attributes)
         for value in r.attributes.values { _ = KeychainRules.describe(value) }
     }
 }

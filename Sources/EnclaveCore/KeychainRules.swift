@@ -75,34 +75,27 @@ public enum KeychainRules {
         return nil
     }
 
-    /// Whether a stored item's attributes satisfy every attribute of the query (the value keys
-    /// and the class are matched by the storage's look-up). `sync` as Apple reads it: a query
-    /// without it (or false) finds only items that are not synchronizable, true only those that
-    /// are, `kSecAttrSynchronizableAny` ("syna") both.
-    public static func matches(_ attributes: [String: KeychainValue], query: [String: KeychainValue]) -> Bool {
-        guard synchronizableMatches(attributes["sync"], query["sync"]) else { return false }
-        return query.allSatisfy { key, value in valueKeys.contains(key) || key == "class" || key == "sync" || attributes[key] == value }
-    }
-
     static let synchronizableAny = KeychainValue.string("syna")
 
-    /// A query split by where it is matched: the storage's indexed columns (class, service,
-    /// account, server, persistent reference, whether synchronizable) and an item's stored
+    /// A query split by where it is matched: the storage's columns (class, service, account,
+    /// server, access group, persistent reference, whether synchronizable) and an item's stored
     /// attributes (the rest). A look-up whose query leaves nothing to the attributes, and that
-    /// returns none, needs no item's attributes read. The access group is narrowed by the caller
-    /// (the groups the app may search), so a string `agrp` is not left to the attributes either.
-    /// Together the two parts decide what `matches` decides (`KeychainStoreTests` holds the
-    /// storage to it).
+    /// returns none, needs no item's attributes read. Only string values go to the columns (a
+    /// service given as data is matched on the attributes). `sync` as Apple reads it: a query
+    /// without it (or false) finds only items that are not synchronizable, true only those that
+    /// are, `kSecAttrSynchronizableAny` ("syna") both.
     public struct IndexedQuery: Equatable, Sendable {
-        public var itemClass: String
-        public var service: String?
-        public var account: String?
-        public var server: String?
-        public var persistentRef: Data?
+        public let itemClass: String
+        public let service: String?
+        public let account: String?
+        public let server: String?
+        /// The one access group asked for; the storage searches it only if the app may.
+        public let accessGroup: String?
+        public let persistentRef: Data?
         /// Whether the items found are synchronizable; nil for either (`kSecAttrSynchronizableAny`).
-        public var synchronizable: Bool?
+        public let synchronizable: Bool?
         /// What an item's attributes must hold, each equal, after the columns matched.
-        public var remaining: [String: KeychainValue]
+        public let remaining: [String: KeychainValue]
 
         public init(_ query: [String: KeychainValue]) throws(KeychainFailure) {
             try checkKeys(query)
@@ -111,6 +104,7 @@ public enum KeychainRules {
             service = string(query, "svce")
             account = string(query, "acct")
             server = string(query, "srvr")
+            accessGroup = string(query, "agrp")
             synchronizable = query["sync"] == synchronizableAny ? nil : isTrue(query["sync"])
             var remaining = query
             for key in valueKeys.union(["class", "sync"]) { remaining[key] = nil }
@@ -122,11 +116,16 @@ public enum KeychainRules {
         public func remainingMatch(_ attributes: [String: KeychainValue]) -> Bool {
             remaining.allSatisfy { key, value in attributes[key] == value }
         }
-    }
 
-    private static func synchronizableMatches(_ stored: KeychainValue?, _ asked: KeychainValue?) -> Bool {
-        if asked == synchronizableAny { return true }
-        return isTrue(stored) == isTrue(asked)
+        /// The whole rule on an item's attributes: each column as the storage writes it from the
+        /// attributes, then `remainingMatch`. (The persistent reference is a column only: this
+        /// leaves it to the storage.) `KeychainStoreTests` holds the storage's SQL to it.
+        public func matches(_ attributes: [String: KeychainValue]) -> Bool {
+            let columns: [(String, String?)] = [("class", itemClass), ("svce", service), ("acct", account), ("srvr", server), ("agrp", accessGroup)]
+            return columns.allSatisfy { key, asked in asked == nil || string(attributes, key) == asked }
+                && (synchronizable.map { $0 == isSynchronizable(attributes["sync"]) } ?? true)
+                && remainingMatch(attributes)
+        }
     }
 
     /// Whether a stored `sync` says synchronizable: absent, false and 0 are one value.

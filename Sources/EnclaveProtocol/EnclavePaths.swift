@@ -18,14 +18,10 @@ public enum EnclavePaths {
     /// user could create the directory before the user's daemon does (our rule; the daemon refuses
     /// a directory it does not own). /tmp only when the state directory's path is too long for a
     /// socket (108 bytes).
-    public static func userSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        userSocket(variable: { environment[$0] })
-    }
-
-    /// The same, reading each variable through `variable` (a client resolves its daemon for every
-    /// context: `getenv` reads the two or three it needs, where `ProcessInfo.environment` copies
-    /// them all).
-    public static func userSocket(variable: (String) -> String?) -> String {
+    /// `variable` reads the environment (the process's, by default: a client resolves its daemon
+    /// for every context, and `getenv` reads the two or three variables it needs where
+    /// `ProcessInfo.environment` copies them all).
+    public static func userSocket(variable: (String) -> String? = processVariable) -> String {
         if let runtime = variable("XDG_RUNTIME_DIR"), !runtime.isEmpty {
             return runtime + "/laenclaved/socket"
         }
@@ -52,22 +48,18 @@ public enum EnclavePaths {
     public static let systemConfiguration = "/etc/laenclaved/laenclaved.conf"
 
     /// User mode's configuration file, beside the master key.
-    public static func userConfiguration(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        (userMasterKey(environment: environment) as NSString).deletingLastPathComponent + "/laenclaved.conf"
+    public static func userConfiguration(variable: (String) -> String? = processVariable) -> String {
+        (userMasterKey(variable: variable) as NSString).deletingLastPathComponent + "/laenclaved.conf"
     }
 
     /// User mode: under $XDG_CONFIG_HOME, apart from the state directory.
-    public static func userMasterKey(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let config = environment["XDG_CONFIG_HOME"], !config.isEmpty { return config + "/laenclaved/master.key" }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
+    public static func userMasterKey(variable: (String) -> String? = processVariable) -> String {
+        if let config = variable("XDG_CONFIG_HOME"), !config.isEmpty { return config + "/laenclaved/master.key" }
+        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
         return home + "/.config/laenclaved/master.key"
     }
 
-    public static func userStateDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        userStateDirectory(variable: { environment[$0] })
-    }
-
-    public static func userStateDirectory(variable: (String) -> String?) -> String {
+    public static func userStateDirectory(variable: (String) -> String? = processVariable) -> String {
         if let data = variable("XDG_DATA_HOME"), !data.isEmpty { return data + "/laenclaved" }
         let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
         return home + "/.local/share/laenclaved"

@@ -64,7 +64,7 @@ struct StoredItem: Sendable, Equatable {
     }
 }
 
-enum KeychainStoreError: Error { case duplicate, changedMeanwhile, quotaExceeded(String), passcodeRemoved }
+enum KeychainStoreError: Error { case duplicate, changedMeanwhile, quotaExceeded(String), passcodeRemoved, attributesNotRead }
 
 /// How much of the keychain one user may fill: every item and byte is on the disk every user's
 /// counters are written to. Our choice: far beyond what apps keep (passwords, tokens, keys), far
@@ -91,6 +91,7 @@ extension Storage {
     /// removed while the add waited for its commit (the class key and its items went), the add
     /// fails (`passcodeRemoved`) rather than leave an item no key opens.
     func insertItem(_ item: StoredItem, passcodeEpoch: UInt64? = nil) async throws -> Int64 {
+        try Self.checkComplete(item)
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         let size = item.sealed.ciphertext.count + attributes.count
         do {
@@ -126,6 +127,7 @@ extension Storage {
     /// must not let another write of the same user in between (two updates of one item would
     /// otherwise refuse each other).
     func updateItem(_ item: StoredItem, expectedModified: Date) throws {
+        try Self.checkComplete(item)
         let attributes = try Self.attributeEncoder.encode(item.attributes)
         do {
             try pool.write { db in
@@ -149,6 +151,13 @@ extension Storage {
         }
     }
 
+    /// An item read without its attributes (`items(matching:…, readingAttributes: false)`) is
+    /// never written back: its row would lose them, and its primary key and synchronizable
+    /// column would be wrong. Every stored item has its class among them.
+    private static func checkComplete(_ item: StoredItem) throws {
+        guard item.attributes["class"] != nil else { throw KeychainStoreError.attributesNotRead }
+    }
+
     /// Whether the row is still as it was read: not deleted, not changed since `modified`.
     func itemUnchanged(id: Int64, uid: UInt32, modified: Date) throws -> Bool {
         try pool.read { db in
@@ -169,14 +178,17 @@ extension Storage {
         }
     }
 
-    /// The user's items in `accessGroups` that match `query`, in creation order: narrowed in SQL
-    /// by the indexed columns, then by what is left of the query on each item's attributes. With
-    /// nothing left and `readingAttributes` false, no item's attributes are decoded (they are
-    /// empty in what is returned): the common look-up (service and account, for the secret) reads
-    /// no attributes at all.
+    /// The user's items in `accessGroups` (the groups the caller may search; a query naming one
+    /// finds nothing outside it or them) that match `query`, in creation order: narrowed in SQL by
+    /// the columns, then by what is left of the query on each item's attributes. With nothing
+    /// left and `readingAttributes` false, no item's attributes are decoded (they are empty in
+    /// what is returned, which `insertItem` and `updateItem` refuse): the common look-up (service
+    /// and account, for the secret) reads no attributes at all.
     func items(matching query: KeychainRules.IndexedQuery, uid: UInt32, accessGroups: [String], readingAttributes: Bool) throws -> [StoredItem] {
+        let groups = query.accessGroup.map { asked in accessGroups.filter { $0 == asked } } ?? accessGroups
+        guard !groups.isEmpty else { return [] }
         let read = readingAttributes || !query.remaining.isEmpty
-        return try items(uid: uid, accessGroups: accessGroups, itemClass: query.itemClass, service: query.service, account: query.account,
+        return try items(uid: uid, accessGroups: groups, itemClass: query.itemClass, service: query.service, account: query.account,
                          server: query.server, persistentRef: query.persistentRef, synchronizable: query.synchronizable, readingAttributes: read)
             .filter { query.remainingMatch($0.attributes) }
     }
@@ -240,10 +252,14 @@ extension Storage {
         shred()
     }
 
+    static func attributes(from data: Data) throws -> [String: KeychainValue] {
+        try attributeDecoder.decode([String: KeychainValue].self, from: data)
+    }
+
     static func item(from row: Row, readingAttributes: Bool = true) throws -> StoredItem {
         StoredItem(
             id: row["id"], uid: UInt32(row["uid"] as Int64), accessGroup: row["accessGroup"], itemClass: row["class"],
-            attributes: readingAttributes ? try attributeDecoder.decode([String: KeychainValue].self, from: row["attributes"] as Data) : [:],
+            attributes: readingAttributes ? try attributes(from: row["attributes"]) : [:],
             protection: Protection(rawValue: row["protection"]) ?? .whenUnlocked,
             flags: AccessControlFlags(rawValue: UInt64(bitPattern: row["flags"] as Int64)), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
             sealed: ItemSealing.Sealed(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"], passwordSalt: row["passwordSalt"]),

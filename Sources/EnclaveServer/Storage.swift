@@ -204,13 +204,21 @@ final class Storage: Sendable {
             // Whether an item is synchronizable, as a column: a look-up matches it in SQL and reads
             // no item's attributes when its query asks nothing more of them.
             try db.execute(sql: "ALTER TABLE item ADD COLUMN synchronizable INTEGER NOT NULL DEFAULT 0")
-            // A row whose attributes no longer decode stays not synchronizable rather than keep
-            // the daemon from starting.
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM item") {
-                guard let item = try? Self.item(from: row) else { continue }
-                if KeychainRules.isSynchronizable(item.attributes["sync"]) {
-                    try db.execute(sql: "UPDATE item SET synchronizable = 1 WHERE id = ?", arguments: [item.id])
+            // A row whose attributes no longer decode stays not synchronizable (said in the log)
+            // rather than keep the daemon from starting.
+            var undecodable = 0
+            let rows = try Row.fetchCursor(db, sql: "SELECT id, attributes FROM item")
+            while let row = try rows.next() {
+                guard let data = row["attributes"] as Data?, let attributes = try? Self.attributes(from: data) else {
+                    undecodable += 1
+                    continue
                 }
+                if KeychainRules.isSynchronizable(attributes["sync"]) {
+                    try db.execute(sql: "UPDATE item SET synchronizable = 1 WHERE id = ?", arguments: [row["id"] as Int64])
+                }
+            }
+            if undecodable > 0 {
+                logger.error("keychain items whose attributes do not decode are taken as not synchronizable", metadata: ["items": "\(undecodable)"])
             }
         }
         try migrator.migrate(pool)

@@ -53,12 +53,10 @@ extension UserSession {
         return group
     }
 
-    /// The groups a query searches: the named one if the app may use it, else all of the app's.
-    private func searchGroups(_ query: [String: KeychainValue], app: AppIdentity) throws -> [String] {
-        let mine = (app.ownGroup.map { [$0] } ?? []) + (try storage.accessGroups(uid: uid, containing: app.name))
-        guard let value = query["agrp"] else { return mine }
-        guard case .string(let group) = value, mine.contains(group) else { return [] }
-        return [group]
+    /// The groups the app may search: its own and those the person put it in. (A query naming
+    /// one is narrowed to it by the storage.)
+    private func searchableGroups(_ app: AppIdentity) throws -> [String] {
+        (app.ownGroup.map { [$0] } ?? []) + (try storage.accessGroups(uid: uid, containing: app.name))
     }
 
     /// The item's access plan with the user's state as last read.
@@ -71,9 +69,7 @@ extension UserSession {
     /// read only if `readingAttributes` (or the query needs them to match).
     private func matches(_ query: [String: KeychainValue], app: AppIdentity, readingAttributes: Bool = true) throws -> [StoredItem] {
         let indexed = try KeychainRules.IndexedQuery(query)
-        let groups = try searchGroups(query, app: app)
-        if groups.isEmpty { return [] }
-        return try storage.items(matching: indexed, uid: uid, accessGroups: groups, readingAttributes: readingAttributes)
+        return try storage.items(matching: indexed, uid: uid, accessGroups: try searchableGroups(app), readingAttributes: readingAttributes)
     }
 
     /// Proves the item's access control on the request's context.

@@ -11,7 +11,8 @@ import Security
 /// bench/keychain/gnome_keyring.py, with the limits measured in the same run: the raw Unix-socket
 /// round trip and one durable write (the single writer's commit rate), and what a look-up and a
 /// store cost each process's CPU. `LA_BENCH_KEYCHAIN_PER_CLIENT` (default 300) sets the requests
-/// per client of the 16-client runs: longer runs, to profile the daemon under.
+/// per client of the 16-client runs: longer runs, to profile the daemon under (the stores then
+/// stop the run at the keychain's 10,000-item quota above ~540 per client).
 enum KeychainBench {
     static let concurrentClients = 16
 
@@ -56,7 +57,7 @@ enum KeychainBench {
         // 16 clients at once, each on its own connection: lookups of the items above, then stores of new ones.
         let connections = try (0..<concurrentClients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
         defer { connections.forEach { $0.close() } }
-        let perClient = Int(ProcessInfo.processInfo.environment["LA_BENCH_KEYCHAIN_PER_CLIENT"] ?? "") ?? 300
+        let perClient = Int(ProcessInfo.processInfo.environment["LA_BENCH_KEYCHAIN_PER_CLIENT"] ?? "").flatMap { $0 > 0 ? $0 : nil } ?? 300
         let left = (0..<n).filter { !victims.contains($0) }
         guard !left.isEmpty else { throw EnclaveClientError.protocolError("no items left to look up: use more than 300") }
         let processes = [enclave.processID, getpid()]

@@ -38,6 +38,5 @@ final class EnclaveEndpointTests: XCTestCase {
         XCTAssertEqual(EnclaveEndpoint.resolve(), EnclaveEndpoint.resolve(environment: ProcessInfo.processInfo.environment))
         unsetenv("LAENCLAVED_SOCKET")
         XCTAssertEqual(EnclaveEndpoint.resolve(), EnclaveEndpoint.resolve(environment: ProcessInfo.processInfo.environment))
-        XCTAssertEqual(EnclavePaths.userSocket(variable: EnclavePaths.processVariable), EnclavePaths.userSocket())
     }
 }

@@ -76,19 +76,27 @@ final class KeychainRulesTests: XCTestCase {
         XCTAssertEqual(changes?.requirement?.steps, [.owner])
     }
 
-    func testQueriesMatchEveryAttribute() {
-        let stored: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "labl": .string("L")]
-        XCTAssertTrue(KeychainRules.matches(stored, query: ["class": .string("genp"), "svce": .string("s")]))
-        XCTAssertTrue(KeychainRules.matches(stored, query: ["class": .string("genp"), "v_PersistentRef": .data(Data([1]))]),
-                      "value keys are the storage's to match")
-        XCTAssertFalse(KeychainRules.matches(stored, query: ["svce": .string("s"), "labl": .string("other")]))
-        XCTAssertFalse(KeychainRules.matches(stored, query: ["gena": .data(Data())]), "an attribute the item lacks")
+    func testQueriesMatchEveryAttribute() throws {
+        let stored: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "labl": .string("L"),
+                                               "agrp": .string("g")]
+        func matches(_ query: [String: KeychainValue]) throws -> Bool {
+            try KeychainRules.IndexedQuery(query.merging(["class": .string("genp")]) { asked, _ in asked }).matches(stored)
+        }
+        XCTAssertTrue(try matches(["svce": .string("s")]))
+        XCTAssertTrue(try matches(["svce": .string("s"), "acct": .string("a"), "agrp": .string("g"), "labl": .string("L")]))
+        XCTAssertTrue(try matches(["v_PersistentRef": .data(Data([1]))]), "the persistent reference is the storage's to match")
+        XCTAssertFalse(try matches(["class": .string("inet")]), "another class")
+        XCTAssertFalse(try matches(["svce": .string("s"), "labl": .string("other")]))
+        XCTAssertFalse(try matches(["svce": .string("t")]), "another service")
+        XCTAssertFalse(try matches(["agrp": .string("h")]), "another access group")
+        XCTAssertFalse(try matches(["svce": .data(Data("s".utf8))]), "a service as data is not the string")
+        XCTAssertFalse(try matches(["gena": .data(Data())]), "an attribute the item lacks")
         XCTAssertThrowsError(try KeychainRules.persistentRef(["v_PersistentRef": .string("x")]))
     }
 
     /// Apple's rule for kSecAttrSynchronizable in a query: absent or false finds only items that
     /// are not synchronizable, true only those that are, kSecAttrSynchronizableAny both.
-    func testSynchronizableInQueries() {
+    func testSynchronizableInQueries() throws {
         let plain: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s")]
         var synced = plain
         synced["sync"] = .bool(true)
@@ -110,13 +118,13 @@ final class KeychainRulesTests: XCTestCase {
         for (stored, sync, expected, why) in table {
             var query: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s")]
             query["sync"] = sync
-            XCTAssertEqual(KeychainRules.matches(stored, query: query), expected, why)
+            XCTAssertEqual(try KeychainRules.IndexedQuery(query).matches(stored), expected, why)
         }
     }
 
     /// Which parts of a query the storage's columns answer, and what is left to an item's
     /// attributes: only string values go to the columns; the class, the value keys and `sync`
-    /// never stay; a string access group is the caller's to narrow.
+    /// never stay.
     func testIndexedQuerySplitsColumnsFromAttributes() throws {
         let genp: [String: KeychainValue] = ["class": .string("genp")]
         func query(_ extra: [String: KeychainValue]) -> [String: KeychainValue] { genp.merging(extra) { _, new in new } }
@@ -130,7 +138,7 @@ final class KeychainRulesTests: XCTestCase {
             (query(["sync": .bool(true)]), nil, nil, nil, nil, true, [:], "true"),
             (query(["sync": .int(0)]), nil, nil, nil, nil, false, [:], "0 is false"),
             (query(["sync": .string("syna")]), nil, nil, nil, nil, nil, [:], "kSecAttrSynchronizableAny: either"),
-            (query(["agrp": .string("g")]), nil, nil, nil, nil, false, [:], "the caller narrows a string access group"),
+            (query(["agrp": .string("g")]), nil, nil, nil, nil, false, [:], "a string access group is a column"),
             (query(["agrp": .int(1)]), nil, nil, nil, nil, false, ["agrp": .int(1)], "an access group that is not a string is left (and matches nothing)"),
         ]
         for (q, service, account, server, ref, sync, remaining, why) in table {
@@ -143,6 +151,8 @@ final class KeychainRulesTests: XCTestCase {
             XCTAssertEqual(indexed.synchronizable, sync, why)
             XCTAssertEqual(indexed.remaining, remaining, why)
         }
+        XCTAssertEqual(try KeychainRules.IndexedQuery(query(["agrp": .string("g")])).accessGroup, "g")
+        XCTAssertNil(try KeychainRules.IndexedQuery(query(["agrp": .int(1)])).accessGroup)
         for (bad, status) in [([String: KeychainValue](), KeychainStatus.param), (query(["bogus": .int(1)]), .param),
                               (query(["v_PersistentRef": .string("x")]), .param), (["class": .string("cert")], .unimplemented)] {
             XCTAssertThrowsError(try KeychainRules.IndexedQuery(bad)) { XCTAssertEqual(($0 as? KeychainFailure)?.status, status, "\(bad)") }

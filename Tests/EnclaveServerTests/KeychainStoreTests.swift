@@ -37,6 +37,7 @@ final class KeychainStoreTests: XCTestCase {
         ["svce": .string("s"), "acct": .string("c"), "sync": .bool(true)],
         ["svce": .string("s"), "acct": .string("d"), "sync": .bool(false), "labl": .string("L")],
         ["svce": .string("s"), "acct": .string("e"), "sync": .int(1)],
+        ["svce": .string("s"), "acct": .string("f"), "sync": .int(0)],
         ["svce": .data(Data([1])), "acct": .string("a")],
         ["svce": .string("t"), "acct": .string("a"), "gena": .data(Data([9]))],
         ["srvr": .string("h"), "acct": .string("a")],
@@ -57,6 +58,8 @@ final class KeychainStoreTests: XCTestCase {
         ["gena": .data(Data([9]))],
         ["srvr": .string("h")],
         ["agrp": .string(group)],
+        ["agrp": .string("/usr/bin/other")],
+        ["agrp": .data(Data(group.utf8))],
         ["acct": .string("nobody")],
     ]
 
@@ -69,8 +72,8 @@ final class KeychainStoreTests: XCTestCase {
         for q in queries {
             var query = q
             query["class"] = .string("genp")
-            let expected = zip(stored, ids).filter { KeychainRules.matches(item($0.0, 0).attributes, query: query) }.map(\.1)
             let indexed = try KeychainRules.IndexedQuery(query)
+            let expected = zip(stored, ids).filter { indexed.matches(item($0.0, 0).attributes) }.map(\.1)
             for reading in [true, false] {
                 let found = try storage.items(matching: indexed, uid: 1000, accessGroups: [Self.group], readingAttributes: reading)
                 XCTAssertEqual(found.map(\.id), expected, "\(q), reading attributes: \(reading)")
@@ -81,6 +84,45 @@ final class KeychainStoreTests: XCTestCase {
             XCTAssertEqual(try storage.items(matching: indexed, uid: 1000, accessGroups: ["/usr/bin/other"], readingAttributes: true), [],
                            "another group's")
         }
+    }
+
+    /// A query naming an access group finds nothing outside it, whatever groups the caller passes.
+    func testAQueryNamingAGroupStaysInIt() async throws {
+        let storage = try Storage(directory: directory)
+        var other = item(["svce": .string("s"), "acct": .string("a")], 0)
+        other.accessGroup = "/usr/bin/other"
+        other.attributes["agrp"] = .string(other.accessGroup)
+        let mine = try await storage.insertItem(item(["svce": .string("s"), "acct": .string("a")], 1))
+        let theirs = try await storage.insertItem(other)
+        let both = [Self.group, other.accessGroup]
+        func found(_ query: [String: KeychainValue]) throws -> [Int64] {
+            try storage.items(matching: KeychainRules.IndexedQuery(query.merging(["class": .string("genp")]) { a, _ in a }), uid: 1000,
+                              accessGroups: both, readingAttributes: false).map(\.id)
+        }
+        XCTAssertEqual(try found([:]), [mine, theirs])
+        XCTAssertEqual(try found(["agrp": .string(Self.group)]), [mine])
+        XCTAssertEqual(try found(["agrp": .string(other.accessGroup)]), [theirs])
+        XCTAssertEqual(try found(["agrp": .string("/usr/bin/third")]), [])
+        XCTAssertEqual(try storage.items(matching: KeychainRules.IndexedQuery(["class": .string("genp"), "agrp": .string(other.accessGroup)]),
+                                         uid: 1000, accessGroups: [Self.group], readingAttributes: false), [], "a group the caller may not search")
+    }
+
+    /// An item read without its attributes is never written back.
+    func testAnItemReadWithoutAttributesIsNotWritten() async throws {
+        let storage = try Storage(directory: directory)
+        var plain = item(["svce": .string("s"), "acct": .string("a")], 0)
+        plain.id = try await storage.insertItem(plain)
+        let query = try KeychainRules.IndexedQuery(["class": .string("genp"), "svce": .string("s")])
+        guard let read = try storage.items(matching: query, uid: 1000, accessGroups: [Self.group], readingAttributes: false).first else {
+            return XCTFail("not found")
+        }
+        XCTAssertEqual(read.attributes, [:])
+        XCTAssertThrowsError(try storage.updateItem(read, expectedModified: plain.modified)) {
+            guard case KeychainStoreError.attributesNotRead = $0 else { return XCTFail("\($0)") }
+        }
+        do { _ = try await storage.insertItem(read); XCTFail("inserted") } catch KeychainStoreError.attributesNotRead {}
+        let again = try storage.items(matching: query, uid: 1000, accessGroups: [Self.group], readingAttributes: true)
+        XCTAssertEqual(again.first?.attributes, plain.attributes, "the row kept its attributes")
     }
 
     /// An update keeps the column in step: an item made synchronizable is found as such.
@@ -105,12 +147,12 @@ final class KeychainStoreTests: XCTestCase {
         try await storage!.pool.write { db in
             try db.execute(sql: "ALTER TABLE item DROP COLUMN synchronizable")
             try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v13-synchronizable-column'")
-            try db.execute(sql: "UPDATE item SET attributes = x'7b' WHERE service = 's' AND account = 'a'")
+            try db.execute(sql: "UPDATE item SET attributes = x'7b' WHERE service = 's' AND account = 'c'")
         }
         storage = nil
         let reopened = try Storage(directory: directory)
         let synchronizable = try KeychainRules.IndexedQuery(["class": .string("genp"), "sync": .bool(true)])
         let found = try reopened.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: true)
-        XCTAssertEqual(found.compactMap { KeychainRules.string($0.attributes, "acct") }, ["c", "e"])
+        XCTAssertEqual(found.compactMap { KeychainRules.string($0.attributes, "acct") }, ["e"], "the damaged synchronizable item is skipped, the other found")
     }
 }
