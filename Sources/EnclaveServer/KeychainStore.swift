@@ -9,7 +9,7 @@ struct StoredItem: Sendable, Equatable {
     var uid: UInt32
     var accessGroup: String
     var itemClass: String
-    /// Empty when read without them (`Storage.items(matching:…, readingAttributes: false)`).
+    /// Empty when read without them (`attributesRead` false).
     var attributes: [String: KeychainValue]
     var protection: Protection
     var flags: AccessControlFlags
@@ -21,6 +21,9 @@ struct StoredItem: Sendable, Equatable {
     var modified: Date
     /// The Secure Enclave key the item holds (`KeychainRequest.heldKey`): deleted with it.
     var heldKey: KeyHandle? = nil
+    /// False when read without its attributes (`Storage.items(matching:…, readingAttributes: false)`):
+    /// such an item is never written back.
+    var attributesRead = true
 
     /// Apple's primary-key attributes per class: two items may not share them.
     static func primaryKey(class itemClass: String, _ a: [String: KeychainValue]) -> String {
@@ -151,11 +154,10 @@ extension Storage {
         }
     }
 
-    /// An item read without its attributes (`items(matching:…, readingAttributes: false)`) is
-    /// never written back: its row would lose them, and its primary key and synchronizable
-    /// column would be wrong. Every stored item has its class among them.
+    /// An item read without its attributes is never written back: its row would lose them, and
+    /// its primary key and synchronizable column would be wrong.
     private static func checkComplete(_ item: StoredItem) throws {
-        guard item.attributes["class"] != nil else { throw KeychainStoreError.attributesNotRead }
+        guard item.attributesRead else { throw KeychainStoreError.attributesNotRead }
     }
 
     /// Whether the row is still as it was read: not deleted, not changed since `modified`.
@@ -264,7 +266,8 @@ extension Storage {
             flags: AccessControlFlags(rawValue: UInt64(bitPattern: row["flags"] as Int64)), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
             sealed: ItemSealing.Sealed(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"], passwordSalt: row["passwordSalt"]),
             persistentRef: row["persistentRef"], created: Date(timeIntervalSince1970: row["created"]),
-            modified: Date(timeIntervalSince1970: row["modified"]), heldKey: (row["heldKey"] as Data?).map(KeyHandle.init))
+            modified: Date(timeIntervalSince1970: row["modified"]), heldKey: (row["heldKey"] as Data?).map(KeyHandle.init),
+            attributesRead: readingAttributes)
     }
 }
 
