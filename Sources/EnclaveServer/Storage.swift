@@ -44,7 +44,6 @@ final class Storage: Sendable {
         try Self.makePrivateDirectory(directory)
         var configuration = Configuration()
         configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             // Deleted means gone (`shred`): freed content is zeroed, and the WAL, where old page
             // images linger, is truncated after deletions and kept small otherwise.
             try db.execute(sql: "PRAGMA secure_delete = ON")
@@ -54,6 +53,10 @@ final class Storage: Sendable {
         configuration.busyMode = .timeout(2)
         let path = directory + "/enclave.sqlite"
         let pool = try DatabasePool(path: path, configuration: configuration)
+        // Every commit synced before it returns (a counter that guards against guessing is on the
+        // disk before the answer leaves). Set here, on the pool's one writing connection: GRDB sets
+        // NORMAL there when it turns on WAL, after `prepareDatabase` ran (`StorageTests`).
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         self.pool = pool
         itemWrites = GroupCommit(pool: pool)
         var migrator = DatabaseMigrator()

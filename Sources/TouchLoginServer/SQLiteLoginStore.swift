@@ -6,19 +6,19 @@ import GRDB
 /// Writes go through one batching writer (`SQLiteGroupCommit`): concurrent logins share a commit.
 public final class SQLiteLoginStore: LoginStore {
     public let kind = "sqlite"
-    private let pool: DatabasePool
+    let pool: DatabasePool
     private let writer: SQLiteGroupCommit
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) }
         var configuration = Configuration()
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-        }
         configuration.busyMode = .timeout(5)
         let existed = FileManager.default.fileExists(atPath: path)
         pool = try DatabasePool(path: path, configuration: configuration)
+        // Set on the pool's one writing connection, after GRDB set NORMAL there as it turned on
+        // WAL (`prepareDatabase` runs before that; `SQLiteLoginStoreTests`).
+        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
         writer = SQLiteGroupCommit(pool)
         if !existed { chmod(path, 0o600) }
     }

@@ -41,6 +41,18 @@ final class StorageTests: XCTestCase {
         XCTAssertEqual(try count(storage, uid: 2), 5, "another user's entries stay")
     }
 
+    /// Attack (a guess, then the power cut before the WAL reached the disk): a counter that guards
+    /// against guessing must be on the disk before the answer leaves. SQLite syncs each commit
+    /// only with `synchronous = FULL` on the connection that writes — GRDB's pool sets NORMAL
+    /// there when it turns on WAL, after the configuration's own statements ran (before: 1).
+    func testTheWriterSyncsEveryCommit() async throws {
+        let storage = try Storage(directory: directory)
+        let mode = try await storage.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        XCTAssertEqual(mode, 2, "FULL: every commit synced before it returns")
+        let journal = try await storage.pool.write { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        XCTAssertEqual(journal, "wal")
+    }
+
     /// An item's count of wrong application passwords is stored, read back, and goes with the item.
     func testPasswordAttemptsAreKeptPerItemAndGoWithIt() async throws {
         let storage = try Storage(directory: directory)
