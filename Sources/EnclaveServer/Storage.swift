@@ -56,7 +56,12 @@ final class Storage: Sendable {
         // Every commit synced before it returns (a counter that guards against guessing is on the
         // disk before the answer leaves). Set here, on the pool's one writing connection: GRDB sets
         // NORMAL there when it turns on WAL, after `prepareDatabase` ran (`StorageTests`).
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else {
+                throw DatabaseError(message: "SQLite would not sync each commit (synchronous=FULL): refusing to keep counters there")
+            }
+        }
         self.pool = pool
         itemWrites = GroupCommit(pool: pool)
         var migrator = DatabaseMigrator()

@@ -14,13 +14,20 @@ public final class SQLiteLoginStore: LoginStore {
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
-        let existed = FileManager.default.fileExists(atPath: path)
         pool = try DatabasePool(path: path, configuration: configuration)
         // Set on the pool's one writing connection, after GRDB set NORMAL there as it turned on
         // WAL (`prepareDatabase` runs before that; `SQLiteLoginStoreTests`).
-        try pool.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
+        try pool.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+            guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else {
+                throw DatabaseError(message: "SQLite would not sync each commit (synchronous=FULL): refusing to keep sign counters there")
+            }
+        }
         writer = SQLiteGroupCommit(pool)
-        if !existed { chmod(path, 0o600) }
+        // The WAL and its index hold the same rows as the file: all three the owner's alone.
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            chmod(path + suffix, 0o600)
+        }
     }
 
     public func migrate() async throws {

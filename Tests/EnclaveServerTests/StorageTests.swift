@@ -51,6 +51,19 @@ final class StorageTests: XCTestCase {
         XCTAssertEqual(mode, 2, "FULL: every commit synced before it returns")
         let journal = try await storage.pool.write { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
         XCTAssertEqual(journal, "wal")
+        // Still after the write paths (a record, a batched add, a deletion and its checkpoint), and
+        // on the database opened again with its WAL in place.
+        try storage.save(UserRecord(uid: 1000, domainSecret: Data(count: 32)))
+        let id = try await storage.insertItem(StoredItem(uid: 1000, accessGroup: "/usr/bin/app", itemClass: "genp", attributes: ["acct": .string("a")],
+                                                         protection: .whenUnlocked, flags: [], enrolmentGeneration: 0,
+                                                         sealed: ItemSealing.Sealed(wrappedKey: Data([1]), ciphertext: Data([2]), passwordSalt: nil),
+                                                         persistentRef: Data([3]), created: Date(), modified: Date()))
+        try storage.deleteItems(ids: [id], uid: 1000)
+        let afterWrites = try await storage.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        XCTAssertEqual(afterWrites, 2)
+        let reopened = try Storage(directory: directory)
+        let onReopen = try await reopened.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
+        XCTAssertEqual(onReopen, 2)
     }
 
     /// An item's count of wrong application passwords is stored, read back, and goes with the item.
