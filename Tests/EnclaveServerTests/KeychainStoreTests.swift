@@ -5,7 +5,7 @@ import Foundation
 import GRDB
 import XCTest
 
-/// The keychain's storage: a look-up narrowed in SQL finds what `KeychainRules.matches` says, and
+/// The keychain's storage: a look-up narrowed in SQL finds what `KeychainRules.IndexedQuery.matches` says, and
 /// reads no attributes it does not need.
 final class KeychainStoreTests: XCTestCase {
     private var directory: String!
