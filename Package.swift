@@ -179,9 +179,9 @@ let package = Package(
             "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "EnclaveClient"]),
         .testTarget(name: "EnclaveClientTests", dependencies: ["EnclaveClient", "EnclaveProtocol"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "EnclaveProtocol"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "LocalAuthentication", "EnclaveClient", "EnclaveProtocol"]),
         // Whole-process tests, by concern; their shared helpers (processes, waiting) in one target.
         .target(name: "IntegrationSupport", dependencies: ["LocalAuthentication", "LocalAuthenticationTesting", "EnclaveClient"], path: "Tests/IntegrationSupport"),
         // The daemon and lactl as processes: sockets, bad input, crashes, system mode, sensors, packaging.

@@ -9,6 +9,10 @@ NOT_APPLICABLE = {
     "LAContext.ObjectWillChangePublisher": "Combine (ObservableObject) is not available on Linux",
     "CFRelease": "unavailable in Swift on Apple platforms too (ARC)",
     "CFRetain": "unavailable in Swift on Apple platforms too (ARC)",
+    "SecAddSharedWebCredential(_:_:_:_:)": "Safari's shared web credentials: iOS only (an associated-domains entitlement and Safari's password store)",
+    "SecRequestSharedWebCredential(_:_:_:)": "Safari's shared web credentials: iOS only (an associated-domains entitlement and Safari's password store)",
+    "SecCreateSharedWebCredentialPassword()": "Safari's shared web credentials: iOS only (an associated-domains entitlement and Safari's password store)",
+    "kSecSharedPassword": "Safari's shared web credentials: iOS only (an associated-domains entitlement and Safari's password store)",
 }
 NOT_APPLICABLE_PREFIXES = {
     "LARight.authorize(localizedReason:in:": "authorizes in a window (LAPresentationContext); Linux has no UIKit/AppKit windows",
@@ -148,7 +152,10 @@ head = ["# Apple's API on Linux: coverage", "",
         "note quotes our doc comment). Do not edit by hand.", "",
         "Differences no symbol shows:",
         "- `import Foundation` alone does not bring Security's names, as Apple's Foundation does: Linux's",
-        "  Foundation is not ours to change. Add `import Security` (or `import LocalAuthentication`).",
+        "  Foundation is not ours to change. Add `import Security` (or `import LocalAuthentication`), or, for",
+        "  code written for Apple platforms, build its target with an implicit import of Security:",
+        "  `swiftSettings: [.unsafeFlags([\"-Xfrontend\", \"-import-module\", \"-Xfrontend\", \"Security\"])]` (README,",
+        "  \"Using it from your own package\").",
         "- The CF types are Foundation's classes (`CFString` is `NSString`, `CFDictionary` `NSDictionary`, `CFError`",
         "  `NSError`); an `NSString` hashes as its `String` in `AnyHashable`, as on Apple platforms.",
         "- `error as? LAError` reads an `NSError` in `LAErrorDomain` (through `_ObjectiveCBridgeable`, which the",
@@ -156,6 +163,17 @@ head = ["# Apple's API on Linux: coverage", "",
         "| framework part | present | different | not applicable | missing |", "|---|---|---|---|---|"]
 for title, c in totals:
     head.append("| %s | %d | %d | %d | %d |" % (title, c["present"], c["different"], c["not applicable"], c["missing"]))
+# Public keychain wrappers' own suites, run unchanged by scripts/peer-suites: the commits, and each
+# test that cannot pass on Linux with why.
+peer = rows("peer-suites.tsv")
+lines += ["", "## Keychain wrappers' own suites", "",
+          "`bash scripts/peer-suites --keychain-swift DIR --keychain-access DIR` runs each wrapper's XCTest suite,",
+          "unmodified, against this package (checkouts at the commits below; their code is never committed here).",
+          "Every test not listed here passes on Linux; `KeychainConcurrencyTests`, `KeychainTests` and the",
+          "`SecRandomCopyBytes` tests check, in our own words, what those suites check that ours did not.", ""]
+lines += ["- %s at %s" % (r["suite"], r["note"]) for r in peer if r["status"] == "commit"]
+lines += ["", "| suite | test | status | why |", "|---|---|---|---|"]
+lines += ["| %s | `%s` | %s | %s |" % (r["suite"], r["test"], r["status"], r["note"].replace("|", "\\|")) for r in peer if r["status"] != "commit"]
 with open(out, "w", encoding="utf-8") as f:
     f.write("\n".join(head + lines) + "\n")
 for title, c in totals:

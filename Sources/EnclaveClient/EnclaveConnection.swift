@@ -6,6 +6,10 @@ import Glibc
 
 public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
     case unreachable(String)
+    /// Why no daemon serves this process, said whole (`EnclaveConnections.shared`).
+    case unavailable(DaemonUnavailability)
+    /// What listens at the socket runs as a user we do not trust with a terminal or a secret.
+    case untrustedDaemon(path: String, uid: UInt32)
     case connectionLost
     case protocolError(String)
     case failure(Failure)
@@ -13,6 +17,9 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
     public var description: String {
         switch self {
         case .unreachable(let why): return "laenclaved is not reachable: \(why)"
+        case .unavailable(let problem): return problem.description
+        case .untrustedDaemon(let path, let uid):
+            return "the process at \(path) is not a trusted laenclaved (it runs as uid \(uid), neither this user nor root)"
         case .connectionLost: return "the connection to laenclaved was lost"
         case .protocolError(let why): return "laenclaved answered something unexpected: \(why)"
         case .failure(let f): return f.message
@@ -75,6 +82,8 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Guarded by `writeLock`.
     private var descriptorClosed = false
     public private(set) var hello: HelloReply!
+    /// The reason a daemon gave, in a reply to no request, for refusing this connection.
+    private var refusal: Failure?
     /// The uids the daemon may run as (checked again on the handoff socket).
     let trustedDaemons: Set<UInt32>
     let terminalHandoff = TerminalHandoffState()
@@ -95,10 +104,17 @@ public final class EnclaveConnection: @unchecked Sendable {
         guard let daemon = PeerCredentials.of(socket: fd), trustedDaemons.contains(daemon.uid) else {
             isClosed = true  // deinit still runs after a throwing init: it must not touch fd again
             descriptorClosed = true
+            let uid = PeerCredentials.of(socket: fd)?.uid ?? UInt32.max
             Glibc.close(fd)
-            throw EnclaveClientError.unreachable("the process at \(path) is not a trusted laenclaved (it runs as another user)")
+            throw EnclaveClientError.untrustedDaemon(path: path, uid: uid)
         }
-        switch try request(.hello(version: enclaveProtocolVersion)) {
+        let greeting: Reply
+        do { greeting = try request(.hello(version: enclaveProtocolVersion)) } catch EnclaveClientError.connectionLost {
+            // A daemon that refuses a client says why in a reply to no request, then closes.
+            if let refusal = state.withLock({ refusal }) { throw EnclaveClientError.failure(refusal) }
+            throw EnclaveClientError.connectionLost
+        }
+        switch greeting {
         case .hello(let h): hello = h
         case .failure(let f): close(); throw EnclaveClientError.failure(f)
         case let other: close(); throw EnclaveClientError.protocolError("\(other)")
@@ -376,6 +392,7 @@ public final class EnclaveConnection: @unchecked Sendable {
     private func dispatch(_ envelope: ReplyEnvelope) {
         state.lock()
         guard let entry = pending[envelope.id] else {
+            if envelope.id == 0, case .failure(let f) = envelope.reply { refusal = f }
             state.unlock()
             return
         }

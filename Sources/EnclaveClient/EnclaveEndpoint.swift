@@ -55,17 +55,44 @@ public enum EnclaveConnections {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var connections: [String: EnclaveConnection] = [:]
 
+    /// The process's connection to `endpoint`'s daemon, made (and the user daemon started) when
+    /// there is none. A failure is `EnclaveClientError.unavailable`, said once on standard error
+    /// (`DaemonDiagnostics`).
     public static func shared(for endpoint: EnclaveEndpoint = .resolve()) throws -> EnclaveConnection {
         try lock.withLock {
             if let c = connections[endpoint.socketPath], !c.closed { return c }
             let c: EnclaveConnection
-            do { c = try EnclaveConnection(socketPath: endpoint.socketPath) } catch EnclaveClientError.unreachable(let why) {
-                guard endpoint.autostart else { throw EnclaveClientError.unreachable(why) }
-                try DaemonLauncher.startUserDaemon(socketPath: endpoint.socketPath)
-                c = try EnclaveConnection(socketPath: endpoint.socketPath)
+            do throws(DaemonUnavailability) { c = try connect(endpoint) } catch {
+                DaemonDiagnostics.report(error)
+                throw EnclaveClientError.unavailable(error)
             }
+            DaemonDiagnostics.connected()
             connections[endpoint.socketPath] = c
             return c
+        }
+    }
+
+    /// Connects to `endpoint`'s daemon, starting the user daemon when none answers and the
+    /// endpoint allows it.
+    private static func connect(_ endpoint: EnclaveEndpoint) throws(DaemonUnavailability) -> EnclaveConnection {
+        do {
+            return try EnclaveConnection(socketPath: endpoint.socketPath)
+        } catch EnclaveClientError.unreachable(let why) {
+            guard endpoint.autostart else { throw .nothingListens(endpoint, why) }
+        } catch let error as EnclaveClientError {
+            throw .refused(endpoint, error)
+        } catch {
+            throw .refused(endpoint, .protocolError("\(error)"))
+        }
+        try DaemonLauncher.startUserDaemon(socketPath: endpoint.socketPath, sought: DaemonUnavailability.sought(endpoint))
+        do {
+            return try EnclaveConnection(socketPath: endpoint.socketPath)
+        } catch EnclaveClientError.unreachable(let why) {
+            throw .nothingListens(endpoint, why)
+        } catch let error as EnclaveClientError {
+            throw .refused(endpoint, error)
+        } catch {
+            throw .refused(endpoint, .protocolError("\(error)"))
         }
     }
 }
@@ -83,18 +110,51 @@ public enum DaemonLauncher {
     /// the program every app of the user will trust. Our rule; the testing kit starts its own
     /// daemon explicitly and is not concerned.
     public static func daemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
+        switch locate(environment) {
+        case .installed(let path): return path
+        case .nothing: throw EnclaveClientError.unreachable("laenclaved is not installed (looked in \(installedLocations.joined(separator: ", ")))")
+        case .notInstalled(let refused):
+            throw EnclaveClientError.unreachable("laenclaved is not started from \(refused.joined(separator: ", ")): not an installed program "
+                + "(owned by root, writable by root alone, in root's directories); install it, or start `laenclaved --user` yourself")
+        }
+    }
+
+    /// What `daemonExecutable` found: the program to start, or why there is none.
+    enum Located: Equatable {
+        case installed(String)
+        /// Programs were found, none of them installed.
+        case notInstalled([String])
+        case nothing
+    }
+
+    static func locate(_ environment: [String: String]) -> Located {
         var refused: [String] = []
         for candidate in candidates(environment) where FileManager.default.isExecutableFile(atPath: candidate) {
             // The path checked is the path started: the resolved file, in root's directories, which
             // no one else can swap (a link the caller controls could be re-pointed in between).
-            if let installed = InstalledProgram.resolved(candidate) { return installed }
+            if let installed = InstalledProgram.resolved(candidate) { return .installed(installed) }
             refused.append(candidate)
         }
-        if refused.isEmpty {
-            throw EnclaveClientError.unreachable("laenclaved is not installed (looked in \(installedLocations.joined(separator: ", ")))")
+        return refused.isEmpty ? .nothing : .notInstalled(refused)
+    }
+
+    /// Why none was started, for a person: what was looked for and the command that fixes it.
+    static func notStarted(_ located: Located, sought: String) -> DaemonUnavailability {
+        switch located {
+        case .installed(let path):
+            return DaemonUnavailability(sought: sought, reason: "\(path) was found but not started", fix: "run it by hand to see why: \(path) --user")
+        case .nothing:
+            return DaemonUnavailability(sought: sought,
+                reason: "none answers, and no laenclaved is installed to start (looked for $\(EnclavePaths.daemonEnvironmentKey), "
+                    + "a laenclaved beside this program, \(installedLocations.joined(separator: ", ")))",
+                fix: "install it (sudo bash scripts/install in a checkout of this package, or the laenclaved .deb), "
+                    + "or run a development build yourself first (in a checkout of this package: swift build && .build/debug/laenclaved --user &)")
+        case .notInstalled(let refused):
+            return DaemonUnavailability(sought: sought,
+                reason: "none answers, and \(refused.joined(separator: ", ")) is not started on an app's behalf: not an installed program "
+                    + "(owned by root, writable by root alone, in root's directories)",
+                fix: "start it yourself: \(refused[0]) --user & (or install it: sudo bash scripts/install in a checkout of this package)")
         }
-        throw EnclaveClientError.unreachable("laenclaved is not started from \(refused.joined(separator: ", ")): not an installed program "
-            + "(owned by root, writable by root alone, in root's directories); install it, or start `laenclaved --user` yourself")
     }
 
     /// The first `laenclaved` found in the same places, installed or not: for the testing kit,
@@ -115,8 +175,9 @@ public enum DaemonLauncher {
     /// Our note: this vets which program starts, not what any process of the same user could run
     /// itself — in user mode the user's own processes are trusted with the user's daemon
     /// (docs/architecture.md, "The trust line"); the system daemon is the boundary between apps.
-    static func startUserDaemon(socketPath: String) throws {
-        let daemon = try daemonExecutable()
+    static func startUserDaemon(socketPath: String, sought: String) throws(DaemonUnavailability) {
+        let located = locate(ProcessInfo.processInfo.environment)
+        guard case .installed(let daemon) = located else { throw notStarted(located, sought: sought) }
         let state = EnclavePaths.userStateDirectory()
         try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let args = ["--user", "--socket", socketPath, "--log-file", state + "/laenclaved.log"]
@@ -126,19 +187,25 @@ public enum DaemonLauncher {
         let environment = ProcessInfo.processInfo.environment.filter { inheritedEnvironment.contains($0.key) }
             .merging(["PATH": "/usr/local/bin:/usr/bin:/bin"]) { $1 }
         let setsid = "/usr/bin/setsid"
-        if FileManager.default.isExecutableFile(atPath: setsid) {
-            let pid = try spawn(setsid, ["-f", daemon] + args, environment: environment, inherit: false)
-            var status: Int32 = 0
-            waitpid(pid, &status, 0)
-        } else {
-            _ = try spawn(daemon, args, environment: environment, inherit: false)
+        do {
+            if FileManager.default.isExecutableFile(atPath: setsid) {
+                let pid = try spawn(setsid, ["-f", daemon] + args, environment: environment, inherit: false)
+                var status: Int32 = 0
+                waitpid(pid, &status, 0)
+            } else {
+                _ = try spawn(daemon, args, environment: environment, inherit: false)
+            }
+        } catch {
+            throw DaemonUnavailability(sought: sought, reason: "none answers, and starting \(daemon) failed (\(error))",
+                                       fix: "run it by hand to see why: \(daemon) --user")
         }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if let fd = try? EnclaveConnection.connectSocket(socketPath) { Glibc.close(fd); return }
             usleep(20_000)
         }
-        throw EnclaveClientError.unreachable("laenclaved was started but its socket \(socketPath) did not appear within 10 s")
+        throw DaemonUnavailability(sought: sought, reason: "\(daemon) was started but did not open the socket within 10 s",
+                                   fix: "read its log: \(state)/laenclaved.log")
     }
 
     /// Whether a path is an installed program (see `daemonExecutable`).

@@ -180,7 +180,28 @@ extension UserSession {
         return KeychainReply(status: .success, items: results)
     }
 
+    /// Our choice, as Apple's behave: updates of one item that ask nobody anything all succeed,
+    /// the last one's values stay. One that read the item while another's write was in flight
+    /// (the actor runs others while it awaits the access proof) starts over on the item as it is
+    /// now, a bounded number of times; one that waited for the person never overwrites a change
+    /// made meanwhile (`itemNotFound`, read it again).
     private func keychainUpdate(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
+        for _ in 1..<Self.updateRestarts {
+            do { return try await keychainUpdateOnce(request, app: app, prover: prover) } catch UpdateRace.writtenMeanwhile {
+                continue
+            }
+        }
+        do { return try await keychainUpdateOnce(request, app: app, prover: prover) } catch UpdateRace.writtenMeanwhile {
+            throw KeychainFailure(.itemNotFound, "the item kept changing while this update ran; read it again")
+        }
+    }
+
+    /// How many times an update that asked nobody starts over after a concurrent write.
+    static let updateRestarts = 64
+
+    private enum UpdateRace: Error { case writtenMeanwhile }
+
+    private func keychainUpdateOnce(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
         let changes = try KeychainRules.changes(request.changes ?? [:], accessControl: request.changesAccessControl)
         if let ac = changes.accessControl, let requirement = changes.requirement,
            let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: request.applicationPassword != nil) {
@@ -190,7 +211,7 @@ extension UserSession {
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
         for old in candidates {
             if case .invalidated(let why) = plan(old) { throw KeychainFailure(.invalidated(why)) }
-            try await authorize(old, request, prover: prover)
+            let waited = try await authorize(old, request, prover: prover)
             var item = old
             for (key, value) in changes.attributes { item.attributes[key] = value }
             try KeychainRules.checkSynchronizable(item.attributes, protection: changes.accessControl?.protection ?? item.protection)
@@ -213,6 +234,7 @@ extension UserSession {
             } catch KeychainStoreError.duplicate {
                 throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
             } catch KeychainStoreError.changedMeanwhile {
+                guard waited else { throw UpdateRace.writtenMeanwhile }
                 throw KeychainFailure(.itemNotFound, "the item changed or was deleted while this update waited; read it again")
             }
         }

@@ -73,11 +73,14 @@ public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
 /// ignored. Texts are Apple's (SecErrorMessages.strings, as Security's build makes it from
 /// SecBase.h), except two that say what differs here: `errSecNotAvailable` names laenclaved, and
 /// `errSecInvalidItemRef` also names our use of it (an enrolment change). Unknown statuses answer
-/// "OSStatus <n>", as Apple's do.
+/// "OSStatus <n>", as Apple's do. Our addition: while no daemon serves this process,
+/// `errSecNotAvailable`'s text goes on to say why and what fixes it (`DaemonDiagnostics`).
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
     NSString(string: secErrorMessage(status))
 }
 
 func secErrorMessage(_ status: OSStatus) -> String {
-    secErrorMessages[status] ?? "OSStatus \(status)"
+    let text = secErrorMessages[status] ?? "OSStatus \(status)"
+    guard status == errSecNotAvailable, let problem = DaemonDiagnostics.lastUnavailability else { return text }
+    return text + " " + problem.description
 }

@@ -48,6 +48,9 @@ struct Bench {
         if args.count > 1 && args[1] == "keychain" {
             return try await KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
         }
+        if args.count > 1 && args[1] == "secitem-threads" {
+            return try SecItemThreadsBench.run(pairsPerThread: max(1, args.count > 2 ? Int(args[2]) ?? 200 : 200))
+        }
         if args.count > 1 && args[1] == "reuse" {
             return try await reuseOnly(iterations: args.count > 2 ? Int(args[2]) ?? 100_000 : 100_000)
         }

@@ -38,7 +38,11 @@ private struct Tour {
     var endpoint: EnclaveEndpoint { EnclaveEndpoint(socketPath: enclave.socketPath, autostart: false, headless: !interactive) }
 
     func say(_ text: String) { print(text) }
-    func heading(_ n: Int, _ title: String) { Swift.print("\n\u{1B}[1m\(n). \(Printable.escaped(title))\u{1B}[0m") }
+    func heading(_ n: Int, _ title: String) {
+        // Bold on a terminal; plain text in a file or a pipe.
+        let (bold, plain) = isatty(STDOUT_FILENO) == 1 ? ("\u{1B}[1m", "\u{1B}[0m") : ("", "")
+        Swift.print("\n\(bold)\(n). \(Printable.escaped(title))\(plain)")
+    }
 
     func pause() {
         guard interactive else { return }

@@ -97,7 +97,12 @@ struct Doctor: ParsableCommand {
             let mode: DaemonMode = isSystemSocket ? .system : .user
             // A daemon that refuses a client says why in a reply to no request, then closes: the
             // connection only reports the loss, so listen (without saying anything) for the reason.
-            let refusal = (error as? EnclaveClientError) == .connectionLost ? Self.refusal(at: path) : nil
+            let refusal: String?
+            switch error as? EnclaveClientError {
+            case .failure(let f)?: refusal = f.message
+            case .connectionLost?: refusal = Self.refusal(at: path)
+            default: refusal = nil
+            }
             if let refusal, refusal.contains("could not identify"), refusal.contains("cannot read the client process") {
                 report.problem("daemon", "it refuses this client: \(refusal) (it cannot read /proc/PID of other users' processes)",
                                fix: "give the daemon CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (the packaged unit's AmbientCapabilities=) or run it as root")
@@ -107,8 +112,8 @@ struct Doctor: ParsableCommand {
                                     + "no PrivateNetwork=, and RestrictAddressFamilies=AF_UNIX AF_NETLINK")
             } else if let refusal {
                 report.problem("daemon", "it refuses this client: \(refusal)", fix: "use a daemon that serves you: the system daemon, or your own user daemon")
-            } else if case .unreachable(let why)? = error as? EnclaveClientError, why.contains("not a trusted") {
-                report.problem("daemon", why, fix: "the system daemon must run as root or as the owner of \((path as NSString).deletingLastPathComponent) (sudo systemd-tmpfiles --create laenclaved.conf)")
+            } else if case .untrustedDaemon? = error as? EnclaveClientError {
+                report.problem("daemon", "\(error)", fix: "the system daemon must run as root or as the owner of \((path as NSString).deletingLastPathComponent) (sudo systemd-tmpfiles --create laenclaved.conf)")
             } else {
                 report.problem("daemon", "\(error)", fix: isSystemSocket ? "journalctl -u laenclaved says what the daemon did" : "see laenclaved.log in your state directory")
             }

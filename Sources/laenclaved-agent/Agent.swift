@@ -22,6 +22,8 @@ struct LAEnclavedAgent: ParsableCommand {
         guard la_prompt_init() != 0 else {
             throw ValidationError("no graphical display (neither $WAYLAND_DISPLAY nor $DISPLAY opens)")
         }
+        // The agent logs why it has no daemon in its own words, each time it retries.
+        DaemonDiagnostics.writesToStandardError = false
         var endpoint = EnclaveEndpoint.resolve()
         if let socket { endpoint = EnclaveEndpoint(socketPath: socket, autostart: false, headless: true) }
         let agent = AgentSession(endpoint: endpoint)

@@ -1,3 +1,4 @@
+import EnclaveClient
 import Foundation
 import XCTest
 @testable import Security
@@ -32,5 +33,25 @@ final class ErrorMessageTests: XCTestCase {
 
     func testUnknownStatus() {
         XCTAssertEqual(SecCopyErrorMessageString(-12345, nil) as String?, "OSStatus -12345")
+    }
+
+    /// While no daemon serves this process, `errSecNotAvailable`'s text says why and what fixes it.
+    func testNotAvailableSaysWhyOnceNoDaemonAnswered() {
+        let environment = NoDaemonEnvironment()
+        DaemonDiagnostics.reset()
+        let previous = DaemonDiagnostics.setWriter { _ in }
+        defer {
+            DaemonDiagnostics.setWriter(previous)
+            DaemonDiagnostics.reset()
+            environment.restore()
+        }
+        XCTAssertEqual(SecCopyErrorMessageString(errSecNotAvailable, nil) as String?,
+                       "No keychain is available. The keychain daemon (laenclaved) could not be reached.")
+        let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "nobody"]
+        XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, nil), errSecNotAvailable)
+        let text = SecCopyErrorMessageString(errSecNotAvailable, nil) as String?
+        XCTAssertTrue(text?.hasPrefix("No keychain is available. The keychain daemon (laenclaved) could not be reached. no laenclaved for this process: ") == true, text ?? "nil")
+        XCTAssertTrue(text?.contains("/tmp/no-such-daemon/socket (named by $LAENCLAVED_SOCKET): nothing answers there") == true, text ?? "nil")
+        XCTAssertTrue(text?.contains("Fix: start a daemon there") == true, text ?? "nil")
     }
 }

@@ -6,17 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-3}
-gnome() {
-    local n=$1 home
-    home=$(mktemp -d)
-    HOME=$home XDG_DATA_HOME=$home/data XDG_RUNTIME_DIR=$home/run dbus-run-session -- sh -c '
-        mkdir -p "$XDG_RUNTIME_DIR"
-        printf %s "bench-password" | gnome-keyring-daemon --foreground --unlock --components=secrets >/dev/null 2>&1 &
-        daemon=$!
-        /usr/bin/python3 bench/keychain/gnome_keyring.py '"$n"'
-        kill $daemon' 
-    rm -rf "$home"
-}
+gnome() { bash bench/keychain/gnome-session.sh /usr/bin/python3 bench/keychain/gnome_keyring.py "$1"; }
 for round in $(seq "$rounds"); do
     echo "# round $round"
     .build/release/la-bench keychain 1000
