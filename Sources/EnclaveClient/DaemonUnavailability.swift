@@ -1,6 +1,9 @@
 import EnclaveProtocol
 import Foundation
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Why no laenclaved serves this process, said as a person needs it: what was looked for, why it
 /// failed or was refused, and the one command that fixes it. `EnclaveConnections.shared` throws it
@@ -50,8 +53,8 @@ extension DaemonUnavailability {
         let here = sought(endpoint)
         switch error {
         case .untrustedDaemon(let path, let uid):
-            return DaemonUnavailability(sought: here, reason: "the process listening there runs as uid \(uid), neither this user nor root, "
-                                        + "so it is not trusted with a terminal or a secret",
+            return DaemonUnavailability(sought: here, reason: "the process listening there runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), "
+                                        + "neither this user nor root, so it is not trusted with a terminal or a secret",
                                         fix: "stop that process and remove \(path), or point \(EnclavePaths.socketEnvironmentKey) at your own daemon's socket")
         case .failure(let f) where f.code == .unsupportedVersion:
             return DaemonUnavailability(sought: here, reason: "the daemon refused this process: \(f.message)",
@@ -77,7 +80,7 @@ public enum DaemonDiagnostics {
         var last: DaemonUnavailability?
         var said: Set<String> = []
         var writesToStandardError = true
-        var write: @Sendable (String) -> Void = { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        var write: @Sendable (String) -> Void = DaemonDiagnostics.writeToStandardError
     }
 
     private static let state = Mutex(State())
@@ -111,10 +114,26 @@ public enum DaemonDiagnostics {
             guard $0.writesToStandardError, $0.said.insert(problem.description).inserted else { return nil }
             return $0.write
         }
-        writer?("[LocalAuthentication] " + problem.description)
+        // One line whatever a path or a daemon's message holds (newlines, terminal escapes).
+        writer?("[LocalAuthentication] " + Printable.escaped(problem.description, singleLine: true))
     }
 
     static func connected() {
         state.withLock { $0.last = nil }
+    }
+
+    /// Best effort, never fatal: an app whose standard error is closed, a pipe nobody reads or a
+    /// non-blocking descriptor still gets its `errSecNotAvailable`, not a crash (Foundation's
+    /// `FileHandle.write` traps on a write error).
+    @Sendable static func writeToStandardError(_ line: String) {
+        guard fcntl(STDERR_FILENO, F_GETFD) != -1 else { return }
+        let bytes = Array((line + "\n").utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
     }
 }

@@ -9,7 +9,7 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
     /// Why no daemon serves this process, said whole (`EnclaveConnections.shared`).
     case unavailable(DaemonUnavailability)
     /// What listens at the socket runs as a user we do not trust with a terminal or a secret.
-    case untrustedDaemon(path: String, uid: UInt32)
+    case untrustedDaemon(path: String, uid: UInt32?)
     case connectionLost
     case protocolError(String)
     case failure(Failure)
@@ -19,7 +19,7 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
         case .unreachable(let why): return "laenclaved is not reachable: \(why)"
         case .unavailable(let problem): return problem.description
         case .untrustedDaemon(let path, let uid):
-            return "the process at \(path) is not a trusted laenclaved (it runs as uid \(uid), neither this user nor root)"
+            return "the process at \(path) is not a trusted laenclaved (it runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), neither this user nor root)"
         case .connectionLost: return "the connection to laenclaved was lost"
         case .protocolError(let why): return "laenclaved answered something unexpected: \(why)"
         case .failure(let f): return f.message
@@ -101,12 +101,12 @@ public final class EnclaveConnection: @unchecked Sendable {
         fd = try Self.connectSocket(path)
         trustedDaemons = Self.trustedDaemonUIDs(socketPath: path).union(extra)
         // Talk only to a daemon the kernel says is trusted: never hand a terminal or a secret to an impostor.
-        guard let daemon = PeerCredentials.of(socket: fd), trustedDaemons.contains(daemon.uid) else {
+        let daemon = PeerCredentials.of(socket: fd)
+        guard let daemon, trustedDaemons.contains(daemon.uid) else {
             isClosed = true  // deinit still runs after a throwing init: it must not touch fd again
             descriptorClosed = true
-            let uid = PeerCredentials.of(socket: fd)?.uid ?? UInt32.max
             Glibc.close(fd)
-            throw EnclaveClientError.untrustedDaemon(path: path, uid: uid)
+            throw EnclaveClientError.untrustedDaemon(path: path, uid: daemon?.uid)
         }
         let greeting: Reply
         do { greeting = try request(.hello(version: enclaveProtocolVersion)) } catch EnclaveClientError.connectionLost {

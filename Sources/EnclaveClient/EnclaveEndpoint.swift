@@ -59,16 +59,24 @@ public enum EnclaveConnections {
     /// there is none. A failure is `EnclaveClientError.unavailable`, said once on standard error
     /// (`DaemonDiagnostics`).
     public static func shared(for endpoint: EnclaveEndpoint = .resolve()) throws -> EnclaveConnection {
-        try lock.withLock {
-            if let c = connections[endpoint.socketPath], !c.closed { return c }
-            let c: EnclaveConnection
-            do throws(DaemonUnavailability) { c = try connect(endpoint) } catch {
-                DaemonDiagnostics.report(error)
-                throw EnclaveClientError.unavailable(error)
+        let made: Result<EnclaveConnection, DaemonUnavailability> = lock.withLock {
+            if let c = connections[endpoint.socketPath], !c.closed { return .success(c) }
+            do throws(DaemonUnavailability) {
+                let c = try connect(endpoint)
+                connections[endpoint.socketPath] = c
+                return .success(c)
+            } catch {
+                return .failure(error)
             }
+        }
+        switch made {
+        case .success(let c):
             DaemonDiagnostics.connected()
-            connections[endpoint.socketPath] = c
             return c
+        case .failure(let problem):
+            // Said outside the lock: a standard error nobody reads must not hold up other threads' calls.
+            DaemonDiagnostics.report(problem)
+            throw EnclaveClientError.unavailable(problem)
         }
     }
 
@@ -109,17 +117,7 @@ public enum DaemonLauncher {
     /// directories that nobody else can write, so no app (nor whoever set its environment) picks
     /// the program every app of the user will trust. Our rule; the testing kit starts its own
     /// daemon explicitly and is not concerned.
-    public static func daemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String {
-        switch locate(environment) {
-        case .installed(let path): return path
-        case .nothing: throw EnclaveClientError.unreachable("laenclaved is not installed (looked in \(installedLocations.joined(separator: ", ")))")
-        case .notInstalled(let refused):
-            throw EnclaveClientError.unreachable("laenclaved is not started from \(refused.joined(separator: ", ")): not an installed program "
-                + "(owned by root, writable by root alone, in root's directories); install it, or start `laenclaved --user` yourself")
-        }
-    }
-
-    /// What `daemonExecutable` found: the program to start, or why there is none.
+    /// What was found: the program to start, or why there is none.
     enum Located: Equatable {
         case installed(String)
         /// Programs were found, none of them installed.

@@ -181,10 +181,11 @@ extension UserSession {
     }
 
     /// Our choice, as Apple's behave: updates of one item that ask nobody anything all succeed,
-    /// the last one's values stay. One that read the item while another's write was in flight
-    /// (the actor runs others while it awaits the access proof) starts over on the item as it is
-    /// now, a bounded number of times; one that waited for the person never overwrites a change
-    /// made meanwhile (`itemNotFound`, read it again).
+    /// the last one's values stay. One that read the items while another's write was in flight
+    /// (the actor runs others while it awaits the access proof) starts over on the items as they
+    /// are now, at most 63 times; once it has waited for the person, for any of its items, it never
+    /// overwrites a change made meanwhile (`itemNotFound`, read it again) and never starts over (a
+    /// restart would ask again).
     private func keychainUpdate(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
         for _ in 1..<Self.updateRestarts {
             do { return try await keychainUpdateOnce(request, app: app, prover: prover) } catch UpdateRace.writtenMeanwhile {
@@ -209,9 +210,10 @@ extension UserSession {
         }
         let candidates = try matches(request.attributes, app: app)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
+        var waited = false
         for old in candidates {
             if case .invalidated(let why) = plan(old) { throw KeychainFailure(.invalidated(why)) }
-            let waited = try await authorize(old, request, prover: prover)
+            if try await authorize(old, request, prover: prover) { waited = true }
             var item = old
             for (key, value) in changes.attributes { item.attributes[key] = value }
             try KeychainRules.checkSynchronizable(item.attributes, protection: changes.accessControl?.protection ?? item.protection)

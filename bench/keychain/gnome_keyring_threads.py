@@ -24,11 +24,16 @@ lock = threading.Lock()
 ready = threading.Barrier(THREADS + 1)
 
 def worker(t):
-    conn = secretstorage.dbus_init()
-    collection = collection_of(conn)
     mine_add, mine_copy = [], []
-    ready.wait()
     try:
+        conn = secretstorage.dbus_init()
+        collection = collection_of(conn)
+    except Exception as e:
+        errors.append(repr(e))
+        ready.abort()  # the others (and the timer) stop waiting for this one
+        return
+    try:
+        ready.wait()
         for i in range(pairs):
             attrs = {"service": "bench-threads", "account": f"thread{t}-{i}"}
             secret = f"secret-{t}-{i}".encode()
@@ -47,7 +52,10 @@ def worker(t):
 
 threads = [threading.Thread(target=worker, args=(t,)) for t in range(THREADS)]
 for th in threads: th.start()
-ready.wait()
+try:
+    ready.wait()
+except threading.BrokenBarrierError:
+    pass
 start = time.perf_counter()
 for th in threads: th.join()
 elapsed = time.perf_counter() - start
