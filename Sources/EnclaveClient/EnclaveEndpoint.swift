@@ -112,12 +112,7 @@ public enum DaemonLauncher {
     /// directory.
     public static let installedLocations = ["/usr/bin/laenclaved", "/usr/local/bin/laenclaved", "/usr/libexec/laenclaved"]
 
-    /// The daemon to start: `$LAENCLAVED_PATH`, else a `laenclaved` beside this program, else an
-    /// installed location — and only if it is installed: a root-owned file in root-owned
-    /// directories that nobody else can write, so no app (nor whoever set its environment) picks
-    /// the program every app of the user will trust. Our rule; the testing kit starts its own
-    /// daemon explicitly and is not concerned.
-    /// What was found: the program to start, or why there is none.
+    /// What `locate` found: the program to start, or why there is none.
     enum Located: Equatable {
         case installed(String)
         /// Programs were found, none of them installed.
@@ -125,6 +120,11 @@ public enum DaemonLauncher {
         case nothing
     }
 
+    /// The daemon to start: `$LAENCLAVED_PATH`, else a `laenclaved` beside this program, else an
+    /// installed location — and only if it is installed: a root-owned file in root-owned
+    /// directories that nobody else can write, so no app (nor whoever set its environment) picks
+    /// the program every app of the user will trust. Our rule; the testing kit starts its own
+    /// daemon explicitly and is not concerned.
     static func locate(_ environment: [String: String]) -> Located {
         var refused: [String] = []
         for candidate in candidates(environment) where FileManager.default.isExecutableFile(atPath: candidate) {
@@ -206,7 +206,7 @@ public enum DaemonLauncher {
                                    fix: "read its log: \(state)/laenclaved.log")
     }
 
-    /// Whether a path is an installed program (see `daemonExecutable`).
+    /// Whether a path is an installed program (see `locate`).
     enum InstalledProgram {
         /// The absolute, link-free path of `path` when it is an installed program; nil otherwise.
         static func resolved(_ path: String) -> String? {

@@ -197,7 +197,7 @@ extension UserSession {
         }
     }
 
-    /// How many times an update that asked nobody starts over after a concurrent write.
+    /// How many times an update that asked nobody is tried (at most 63 restarts after concurrent writes).
     static let updateRestarts = 64
 
     private enum UpdateRace: Error { case writtenMeanwhile }

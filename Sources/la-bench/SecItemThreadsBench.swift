@@ -1,3 +1,4 @@
+import EnclaveClient
 import EnclaveProtocol
 import Foundation
 import LocalAuthenticationTesting
@@ -35,7 +36,7 @@ enum SecItemThreadsBench {
             }
             let copyTime = seconds(since: start)
             guard added == errSecSuccess, copied == errSecSuccess, item as? Data == secret else {
-                throw EnclaveClientBenchError("thread \(t), pair \(i): add \(added), copy \(copied)")
+                throw EnclaveClientError.protocolError("thread \(t), pair \(i): add \(added), copy \(copied)")
             }
             adds.withLock { $0.append(addTime) }
             copies.withLock { $0.append(copyTime) }
@@ -51,9 +52,4 @@ enum SecItemThreadsBench {
               + String(format: "\"pairs_per_s\": %.0f, \"raw_round_trip_us\": %.1f, \"durable_commits_per_s\": %.0f}",
                        pairsPerSecond, raw[raw.count / 2] * 1e6, Double(durable.count) / durable.reduce(0, +)))
     }
-}
-
-struct EnclaveClientBenchError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
