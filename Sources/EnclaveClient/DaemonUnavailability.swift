@@ -25,24 +25,39 @@ public struct DaemonUnavailability: Error, Sendable, Equatable, CustomStringConv
 }
 
 extension DaemonUnavailability {
+    /// Whose socket an endpoint names, decided once for what is said and what fixes it.
+    private enum Whose {
+        case system, environment, userDaemon, given
+
+        init(_ endpoint: EnclaveEndpoint) {
+            if endpoint.socketPath == EnclavePaths.systemSocket { self = .system }
+            else if EnclavePaths.processVariable(EnclavePaths.socketEnvironmentKey) == endpoint.socketPath { self = .environment }
+            else if endpoint.autostart { self = .userDaemon }
+            else { self = .given }
+        }
+    }
+
     /// The socket `endpoint` names, and whose it is, as a person reads it.
-    static func sought(_ endpoint: EnclaveEndpoint, variable: (String) -> String? = EnclavePaths.processVariable) -> String {
+    static func sought(_ endpoint: EnclaveEndpoint) -> String {
         let path = endpoint.socketPath
-        if path == EnclavePaths.systemSocket { return "the system daemon's socket \(path)" }
-        if variable(EnclavePaths.socketEnvironmentKey) == path { return "\(path) (named by $\(EnclavePaths.socketEnvironmentKey))" }
-        if endpoint.autostart { return "the user daemon's socket \(path) (started on demand)" }
-        return "the socket \(path)"
+        switch Whose(endpoint) {
+        case .system: return "the system daemon's socket \(path)"
+        case .environment: return "\(path) (named by $\(EnclavePaths.socketEnvironmentKey))"
+        case .userDaemon: return "the user daemon's socket \(path) (started on demand)"
+        case .given: return "the socket \(path)"
+        }
     }
 
     /// Nothing listens where no daemon may be started.
     static func nothingListens(_ endpoint: EnclaveEndpoint, _ error: String) -> DaemonUnavailability {
         let path = endpoint.socketPath
         let fix: String
-        if path == EnclavePaths.systemSocket {
+        switch Whose(endpoint) {
+        case .system:
             fix = "sudo systemctl start laenclaved.socket (journalctl -u laenclaved says why it stopped)"
-        } else if EnclavePaths.processVariable(EnclavePaths.socketEnvironmentKey) == path {
+        case .environment:
             fix = "start a daemon there (laenclaved --user --socket \(path) &), or unset \(EnclavePaths.socketEnvironmentKey) to use your own user daemon"
-        } else {
+        case .userDaemon, .given:
             fix = "start a daemon there: laenclaved --user --socket \(path) &"
         }
         return DaemonUnavailability(sought: sought(endpoint), reason: "nothing answers there (\(error))", fix: fix)

@@ -83,19 +83,18 @@ public enum EnclaveConnections {
     /// Connects to `endpoint`'s daemon, starting the user daemon when none answers and the
     /// endpoint allows it.
     private static func connect(_ endpoint: EnclaveEndpoint) throws(DaemonUnavailability) -> EnclaveConnection {
-        do {
-            return try EnclaveConnection(socketPath: endpoint.socketPath)
-        } catch EnclaveClientError.unreachable(let why) {
-            guard endpoint.autostart else { throw .nothingListens(endpoint, why) }
-        } catch let error as EnclaveClientError {
-            throw .refused(endpoint, error)
-        } catch {
-            throw .refused(endpoint, .protocolError("\(error)"))
-        }
+        if let c = try greet(endpoint, nothingListeningIsAnswer: endpoint.autostart) { return c }
         try DaemonLauncher.startUserDaemon(socketPath: endpoint.socketPath, sought: DaemonUnavailability.sought(endpoint))
+        return try greet(endpoint, nothingListeningIsAnswer: false)!
+    }
+
+    /// The daemon at `endpoint`, greeted; nil when nothing listens there and that is an answer
+    /// (a daemon may be started), else why it does not serve this process.
+    private static func greet(_ endpoint: EnclaveEndpoint, nothingListeningIsAnswer: Bool) throws(DaemonUnavailability) -> EnclaveConnection? {
         do {
             return try EnclaveConnection(socketPath: endpoint.socketPath)
         } catch EnclaveClientError.unreachable(let why) {
+            if nothingListeningIsAnswer { return nil }
             throw .nothingListens(endpoint, why)
         } catch let error as EnclaveClientError {
             throw .refused(endpoint, error)
