@@ -79,6 +79,18 @@ final class DaemonUnavailabilityTests: XCTestCase {
         XCTAssertEqual(said.lines.count, 1)
     }
 
+    /// Attack: whatever listens at the socket writes the refusal's text, and it reached the app's
+    /// standard error as it was — a newline to forge lines, terminal escapes to rewrite the screen.
+    /// The line said is one line, with no control character.
+    func testARefusalsTextCannotForgeLinesOrDriveTheTerminal() throws {
+        let refusing = try RefusingDaemon(reason: Failure(.notPermitted, "no\n[LocalAuthentication] all is well\u{1B}[2J\u{1B}]0;owned\u{07}"))
+        _ = unavailability(EnclaveEndpoint(socketPath: refusing.path, autostart: false, headless: true))
+        XCTAssertEqual(said.lines.count, 1)
+        let line = try XCTUnwrap(said.lines.first)
+        XCTAssertFalse(line.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, line)
+        XCTAssertTrue(line.hasPrefix("[LocalAuthentication] no laenclaved for this process: "), line)
+    }
+
     func testAnOlderDaemonIsToldApartFromARefusal() {
         let endpoint = EnclaveEndpoint(socketPath: "/tmp/x/socket", autostart: false, headless: true)
         let problem = DaemonUnavailability.refused(endpoint, .failure(Failure(.unsupportedVersion, "this daemon speaks protocol version 9, not 10")))
