@@ -47,7 +47,7 @@ public struct ContextTable<Running> {
     public func entry(_ id: String) -> Entry? { live[id] }
 
     /// The context's entry, created on first use. Throws when a new one would pass `maxLive`.
-    private mutating func touch(_ id: String) throws -> Entry {
+    private mutating func touch(_ id: String) throws(Failure) -> Entry {
         if let e = live[id] { return e }
         guard live.count < Self.maxLive else {
             throw Failure(.invalidParameter, "a connection may hold at most \(Self.maxLive) live contexts; invalidate the ones you no longer use")
@@ -58,7 +58,7 @@ public struct ContextTable<Running> {
     }
 
     /// Whether a request may use the context (creating it): false once it was invalidated.
-    public mutating func use(_ id: String) throws -> Bool {
+    public mutating func use(_ id: String) throws(Failure) -> Bool {
         if tombstones.contains(id) { return false }
         _ = try touch(id)
         return true
@@ -66,7 +66,7 @@ public struct ContextTable<Running> {
 
     /// A request starts running on the context: its ticket, or nil when the context was
     /// invalidated (the request must not run).
-    public mutating func track(_ id: String, _ request: Running) throws -> UInt64? {
+    public mutating func track(_ id: String, _ request: Running) throws(Failure) -> UInt64? {
         guard running < Self.maxRunning else {
             throw Failure(.busy, "a connection may run at most \(Self.maxRunning) requests at once; wait for their answers")
         }
@@ -94,7 +94,7 @@ public struct ContextTable<Running> {
     }
 
     /// An evaluation asks for the context's prompt input.
-    public mutating func admit(_ id: String, evaluation: Running) throws -> Admission {
+    public mutating func admit(_ id: String, evaluation: Running) throws(Failure) -> Admission {
         if tombstones.contains(id) { return .invalidated }
         var e = try touch(id)
         if e.evaluation != nil { return .busy }

@@ -16,8 +16,8 @@ struct PersonSecrets {
     /// per user, evaluations included, so two prompts never share a terminal), and its
     /// configuration says how long the prompt waits.
     let session: UserSession
-    /// The connection's close: the prompt ends at once (its client went away).
-    let closing: ClosingSignal
+    /// Registers what runs when the connection closes: the prompt ends at once (its client went away).
+    let whenClosed: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// The prompt agent of the app's session, if one serves it (it comes before the terminal).
     let agent: PromptAgent?
 
@@ -89,7 +89,7 @@ struct PersonSecrets {
         }, exhausted: { feed.yield(nil) })
         let timer = Deadline(after: timeout) { feed.yield(.cancel) }
         defer { timer.cancel() }
-        closing.onFire { feed.yield(nil) }
+        whenClosed { feed.yield(nil) }
         var answers: [String] = []
         var iterator = actions.makeAsyncIterator()
         for instruction in instructions {

@@ -207,7 +207,7 @@ extension EnclaveService {
         // A connection that never says hello holds a descriptor and a slot of its user's budget.
         let channel = connection.channel
         let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {
-            if !handler.greeted { channel.close(promise: nil) }
+            if handler.helloDeadlinePassed() { channel.close(promise: nil) }
         }
         defer { helloDeadline.cancel() }
         var decoder = FrameDecoder()

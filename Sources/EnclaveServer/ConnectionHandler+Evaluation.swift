@@ -1,0 +1,196 @@
+import EnclaveCore
+import EnclaveProtocol
+
+/// Evaluations on the connection's contexts: `evaluatePolicy`, `evaluateAccessControl`, and each
+/// step a keychain item's or key's access control needs (`authorizer`).
+extension ConnectionHandler {
+    func startEvaluation(id: UInt64, context: String, policy raw: Int, options: EvaluationOptions, session: UserSession) throws {
+        try RequestChecks.context(context)
+        let policy = try RequestChecks.policy(raw)
+        try RequestChecks.options(options)
+        // The context is taken here, in the order requests arrive: of two evaluations sent on one
+        // context, the second is the one refused, whichever task the runtime starts first.
+        let slot = takeSlot(context)
+        do {
+            try start(on: context) {
+                await self.evaluateAndAnswer(id: id, context: context, policy: policy, options: options, session: session, slot: slot)
+            }
+        } catch {
+            if case .started = slot.admission { finishEvaluation(on: context, proven: nil) }
+            throw error
+        }
+    }
+
+    private func evaluateAndAnswer(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession,
+                                   slot: EvaluationSlot) async {
+        let report = await runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
+                                         options: options, session: session, audited: "evaluate", slot: slot)
+        let result: EvaluationResult
+        switch report.outcome {
+        case .success:
+            result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
+        case .failure(let code, let message):
+            result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
+        }
+        if !report.audited { audit("evaluate", policy: policy.rawValue, result: Self.describe(report.outcome)) }
+        await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+    }
+
+    /// An evaluation's place on its context (or why it has none), and the inputs it will read.
+    struct EvaluationSlot: Sendable {
+        let admission: ContextTable<RunningRequest>.Admission
+        let inputs: AsyncStream<SessionInput>
+        let continuation: AsyncStream<SessionInput>.Continuation
+    }
+
+    private func takeSlot(_ context: String) -> EvaluationSlot {
+        let (inputs, continuation) = AsyncStream<SessionInput>.makeStream()
+        let admission = state.withLock { $0.evaluationStarting(on: context, RunningRequest(inputs: continuation)) }
+        return EvaluationSlot(admission: admission, inputs: inputs, continuation: continuation)
+    }
+
+    private func finishEvaluation(on context: String, proven: ContextAuthorization?) {
+        let now = daemon.clock.monotonic()
+        let lifetime = daemon.config.contextLifetime
+        state.withLock { $0.evaluationFinished(on: context, proven: proven, now: now, lifetime: lifetime) }
+    }
+
+    /// An outcome as the audit log records it: "success(biometric)", "userCancel(-2)"…
+    static func describe(_ outcome: EvaluationMachine.Outcome) -> String {
+        switch outcome {
+        case .success(let how): return "success(\(how))"
+        case .failure(let code, _): return "\(code)(\(code.rawValue))"
+        }
+    }
+
+    /// Runs a request as a task of its own, tracked on its context so that invalidation and
+    /// disconnection end it. On an invalidated context the request still runs (one that needs no
+    /// authentication answers as usual; an evaluation finds the context invalid), untracked; on a
+    /// closed connection it does not run.
+    func start(on context: String, _ body: @escaping @Sendable () async -> Void) throws {
+        let (stop, stopper) = AsyncStream<Never>.makeStream()
+        switch try state.withLock({ try $0.requestStarting(on: context, RunningRequest(stop: stopper)) }) {
+        case .closed:
+            return
+        case .untracked:
+            jobQueue.yield(body)
+        case .tracked(let ticket):
+            jobQueue.yield { [self] in
+                // The request, or its end when its context or connection goes: whichever comes first.
+                await withTaskGroup(of: Void.self) { race in
+                    race.addTask { await body() }
+                    race.addTask { for await _ in stop {} }
+                    _ = await race.next()
+                    race.cancelAll()
+                }
+                state.withLock { $0.requestEnded(on: context, ticket: ticket) }
+            }
+        }
+    }
+
+    /// One evaluation on a context: registers it to receive prompt input and `invalidate`, runs it
+    /// in the user's session, and records the context's authorization on success.
+    /// The evaluation's audit entry is written with the record when the evaluation changed it
+    /// (`report.audited`); otherwise the caller records it.
+    private func runEvaluation(requestID id: UInt64, context: String, policy: PolicyValue, passcodeOnly: Bool,
+                               options: EvaluationOptions, session: UserSession, audited operation: String,
+                               slot taken: EvaluationSlot? = nil) async -> EvaluationReport {
+        let kind = daemon.sensor?.info.kind ?? .none
+        let slot = taken ?? takeSlot(context)
+        let (stream, continuation) = (slot.inputs, slot.continuation)
+        guard case .started(let authorization) = slot.admission else {
+            if case .busy = slot.admission {
+                return EvaluationReport(outcome: .failure(.systemCancel, "An evaluation is already running on this context."), biometryType: kind, domainState: nil)
+            }
+            return EvaluationReport(outcome: .failure(.invalidContext, "Invalid context."), biometryType: kind, domainState: nil)
+        }
+        // The agent of the app's session draws the prompt; else the daemon draws it on the handed
+        // terminal and reads the keys there; else it is headless and its screens go to the client.
+        let (sink, handed) = (self.sink, self.handed)
+        let nextPresenter: () -> any PromptPresenter = {
+            if options.onTerminal, let fd = handed.duplicateTerminal() {
+                return TerminalPrompt(fd: fd, onAction: { continuation.yield(Self.input(for: $0)) },
+                                      onLost: { continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed."))) })
+            }
+            return HeadlessPrompt(sink: sink, requestID: id)
+        }
+        let prompt = PromptRoute.starting(on: daemon.promptAgents.agent(serving: peer), onAction: { continuation.yield(Self.input(for: $0)) },
+                                          then: nextPresenter, exhausted: {})
+        let report = await session.evaluate(
+            policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
+            inputs: stream, continuation: continuation, captureExecutor: executor, show: { await prompt.show($0) },
+            audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) })
+        await prompt.close(result: Self.closingLine(report.outcome))
+        var proven: ContextAuthorization?
+        if case .success(let how) = report.outcome, how != .contextAuthorized {
+            proven = ContextAuthorization(at: daemon.clock.monotonic(), biometric: how == .biometric || how == .reused, passcode: how == .passcode)
+        }
+        finishEvaluation(on: context, proven: proven)
+        return report
+    }
+
+    /// What a key on the trusted terminal prompt means to the evaluation.
+    static func input(for action: PromptKeyboard.Action) -> SessionInput {
+        switch action {
+        case .cancel, .escape: return .machine(.cancel)
+        case .fallback: return .machine(.fallback)
+        case .retry: return .machine(.retry)
+        case .passcode(let p): return .machine(.passcodeTyped(p))
+        case .simulatedMatch: return .touch(.match)
+        case .simulatedNoMatch: return .touch(.noMatch)
+        }
+    }
+
+    /// The prompt's last line on the terminal.
+    static func closingLine(_ outcome: EvaluationMachine.Outcome) -> String {
+        switch outcome {
+        case .success: return "authenticated"
+        case .failure(_, let message): return message
+        }
+    }
+
+    /// Proves one step of an access control on the request's context, auditing the result.
+    func authorizer(requestID id: UInt64, context: String, onTerminal: Bool, audited operation: String,
+                    session: UserSession, base: EvaluationOptions? = nil) -> StepAuthorizer {
+        { step, reason, noUI in
+            var options = base ?? EvaluationOptions(reason: reason)
+            options.reason = reason
+            options.interactionNotAllowed = noUI
+            options.onTerminal = onTerminal
+            let policy: PolicyValue
+            switch step {
+            case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
+            case .owner, .passcode: policy = .deviceOwnerAuthentication
+            case .companion: return .failure(.companionNotAvailable, "No companion device is available.")
+            }
+            let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: step == .passcode,
+                                                  options: options, session: session, audited: operation)
+            if !report.audited { self.audit(operation, policy: policy.rawValue, result: Self.describe(report.outcome)) }
+            return report.outcome
+        }
+    }
+
+    /// `evaluateAccessControl`: the access control's steps in order on the context; the answer
+    /// is an `evaluated` reply like `evaluate`'s.
+    func startAccessControl(id: UInt64, context: String, flags: AccessControlFlags, options: EvaluationOptions,
+                            session: UserSession) throws {
+        try RequestChecks.context(context)
+        try RequestChecks.options(options)
+        do { _ = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
+        let sink = self.sink
+        let kind = daemon.sensor?.info.kind ?? .none
+        let authorize = authorizer(requestID: id, context: context, onTerminal: options.onTerminal,
+                                   audited: "accessControl.authorize", session: session, base: options)
+        let prover = AccessProver(state: { try await session.accessState() }, authorize: authorize)
+        try start(on: context) {
+            var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
+            do throws(AccessDenial) {
+                try await prover.prove(AccessPlan.Protected(flags: flags, protection: nil, enrolmentGeneration: nil),
+                                       reason: options.reason, noUI: options.interactionNotAllowed)
+            } catch {
+                result = EvaluationResult(error, biometryType: kind)
+            }
+            await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+        }
+    }
+}
