@@ -1,6 +1,7 @@
 import EnclaveProtocol
 import Foundation
 import Logging
+import Synchronization
 
 /// The audit log's writer. An entry that goes with a change of the user's record is written in
 /// the record's own transaction (`Storage.save(_:audit:)`); every other entry (a read, an
@@ -8,16 +9,19 @@ import Logging
 /// and is written with the others of the same moment in one transaction (group commit), off the
 /// caller's thread. The price: on power loss or SIGKILL, entries of the last `interval` may be
 /// lost — never a counter, never an item. Reading the log writes what waits first.
-final class AuditLog: @unchecked Sendable {
+final class AuditLog: Sendable {
     static let interval: TimeInterval = 0.02
     /// Written at once past this many waiting entries.
     static let batchLimit = 512
 
     private let storage: Storage
     private let logger: Logger
-    private let lock = NSLock()
-    private var pending: [AuditEntry] = []
-    private var scheduled = false
+    private struct Waiting {
+        var entries: [AuditEntry] = []
+        /// Whether a write is scheduled for them.
+        var scheduled = false
+    }
+    private let waiting = Mutex(Waiting())
     /// One writer at a time, so entries reach the table in the order they were appended.
     private let writer = DispatchQueue(label: "laenclaved.audit", qos: .utility)
 
@@ -25,11 +29,11 @@ final class AuditLog: @unchecked Sendable {
 
     func append(_ entry: AuditEntry) {
         enum Next { case nothing, later, now }
-        let next: Next = lock.withLock {
-            pending.append(entry)
-            if pending.count == Self.batchLimit { return .now }
-            if scheduled { return .nothing }
-            scheduled = true
+        let next: Next = waiting.withLock { waiting in
+            waiting.entries.append(entry)
+            if waiting.entries.count == Self.batchLimit { return .now }
+            if waiting.scheduled { return .nothing }
+            waiting.scheduled = true
             return .later
         }
         switch next {
@@ -49,10 +53,10 @@ final class AuditLog: @unchecked Sendable {
     }
 
     private func writePending() {
-        let batch: [AuditEntry] = lock.withLock {
-            scheduled = false
-            defer { pending.removeAll(keepingCapacity: true) }
-            return pending
+        let batch: [AuditEntry] = waiting.withLock { waiting in
+            waiting.scheduled = false
+            defer { waiting.entries.removeAll(keepingCapacity: true) }
+            return waiting.entries
         }
         guard !batch.isEmpty else { return }
         do { try storage.appendAudit(batch) } catch {

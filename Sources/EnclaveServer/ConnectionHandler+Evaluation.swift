@@ -107,7 +107,7 @@ extension ConnectionHandler {
         // The agent of the app's session draws the prompt; else the daemon draws it on the handed
         // terminal and reads the keys there; else it is headless and its screens go to the client.
         let (sink, handed) = (self.sink, self.handed)
-        let nextPresenter: () -> any PromptPresenter = {
+        let nextPresenter: @Sendable () -> any PromptPresenter = {
             if options.onTerminal, let fd = handed.duplicateTerminal() {
                 return TerminalPrompt(fd: fd, onAction: { continuation.yield(Self.input(for: $0)) },
                                       onLost: { continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed."))) })

@@ -2,6 +2,7 @@ import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import Synchronization
 import Logging
 #if canImport(Glibc)
 import Glibc
@@ -157,12 +158,11 @@ public final class EnclaveDaemon: Sendable {
 
 /// One `UserSession` per uid. A lock, not an actor: the look-up is on every request's path and
 /// must not cost a hop; only a user's first request makes (and loads) a session under it.
-final class SessionRegistry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var sessions: [UInt32: UserSession] = [:]
+final class SessionRegistry: Sendable {
+    private let sessions = Mutex<[UInt32: UserSession]>([:])
 
     func session(for uid: UInt32, make: () throws -> UserSession) throws -> UserSession {
-        try lock.withLock {
+        try sessions.withLock { sessions in
             if let s = sessions[uid] { return s }
             let s = try make()
             sessions[uid] = s
@@ -174,12 +174,11 @@ final class SessionRegistry: @unchecked Sendable {
 /// Whether the daemon is stopping, readable from any thread; and so how an evaluation ends when
 /// its request is ended from outside: appCancel (its client went, or invalidated the context), or
 /// systemCancel once the daemon is stopping (the client is still there to read it).
-final class StopFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
+final class StopFlag: Sendable {
+    private let value = Atomic(false)
     private static let reason = "The enclave daemon is stopping."
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
 
     /// The input that ends a running evaluation.
     var endingInput: EvaluationMachine.Input { isSet ? .systemCancel(Self.reason) : .appCancel }

@@ -3,6 +3,7 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import Logging
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,25 +11,27 @@ import Glibc
 /// What a connection's client handed over: its terminal (where its prompts are drawn) and a
 /// secret input (a pipe or file its administration's secrets are read from). Set by the handoff
 /// socket, closed with the connection; a descriptor that arrives after the close is closed at once.
-final class HandedDescriptors: @unchecked Sendable {
-    private let lock = NSLock()
-    private var terminal: Int32?
-    private var secretLines: SecretLines?
-    private var closed = false
+final class HandedDescriptors: Sendable {
+    private struct Held {
+        var terminal: Int32?
+        var secretLines: SecretLines?
+        var closed = false
+    }
+    private let held = Mutex(Held())
 
     /// Takes ownership of `fd`; false (and `fd` closed) when the connection has ended. A second
     /// handoff of a kind replaces the first: a prompt drawing on the old terminal holds its own
     /// duplicate, and a read of the old secret input in progress keeps its `SecretLines` (which
     /// owns its descriptor) until the read ends.
     func receive(_ kind: HandedDescriptor, _ fd: Int32) -> Bool {
-        let (taken, previous): (Bool, Int32?) = lock.withLock {
-            guard !closed else { return (false, nil) }
+        let (taken, previous): (Bool, Int32?) = held.withLock { held in
+            guard !held.closed else { return (false, nil) }
             switch kind {
             case .terminal:
-                defer { terminal = fd }
-                return (true, terminal)
+                defer { held.terminal = fd }
+                return (true, held.terminal)
             case .secretInput:
-                secretLines = SecretLines(owning: fd)
+                held.secretLines = SecretLines(owning: fd)
                 return (true, nil)
             }
         }
@@ -39,23 +42,23 @@ final class HandedDescriptors: @unchecked Sendable {
 
     /// A duplicate of the terminal for one prompt (the prompt closes it), or nil when none was handed.
     func duplicateTerminal() -> Int32? {
-        lock.withLock {
-            guard let terminal else { return nil }
+        held.withLock { held in
+            guard let terminal = held.terminal else { return nil }
             let copy = fcntl(terminal, F_DUPFD_CLOEXEC, 3)
             return copy >= 0 ? copy : nil
         }
     }
 
-    var hasTerminal: Bool { lock.withLock { terminal != nil } }
+    var hasTerminal: Bool { held.withLock { $0.terminal != nil } }
 
     /// The lines of the handed secret input, or nil when none was handed.
-    var secretInput: SecretLines? { lock.withLock { secretLines } }
+    var secretInput: SecretLines? { held.withLock { $0.secretLines } }
 
     func close() {
-        let fd: Int32? = lock.withLock {
-            closed = true
-            defer { terminal = nil; secretLines = nil }
-            return terminal
+        let fd: Int32? = held.withLock { held in
+            held.closed = true
+            defer { held.terminal = nil; held.secretLines = nil }
+            return held.terminal
         }
         if let fd { Glibc.close(fd) }
     }
@@ -64,11 +67,11 @@ final class HandedDescriptors: @unchecked Sendable {
 /// A handed pipe or file, read one line (one secret) at a time. The read waits in `poll` on a
 /// thread of its own, at most `timeout` seconds: a script that hands a pipe and writes nothing
 /// gets an error, never a daemon that waits forever.
-final class SecretLines: @unchecked Sendable {
+final class SecretLines: Sendable {
     static let timeout: Double = 10
     private let fd: Int32
-    private let lock = NSLock()
-    private var buffer: [UInt8] = []
+    /// What was read past the last line taken; one reader at a time holds it.
+    private let buffer = Mutex<[UInt8]>([])
 
     /// Owns `fd`: it is closed (and what was read but not used is overwritten) when the last
     /// reference goes — a read in progress holds one, so its descriptor is never closed under it.
@@ -80,7 +83,7 @@ final class SecretLines: @unchecked Sendable {
     }
 
     deinit {
-        for i in buffer.indices { buffer[i] = 0 }
+        buffer.withLock { buffer in for i in buffer.indices { buffer[i] = 0 } }
         Glibc.close(fd)
     }
 
@@ -88,14 +91,14 @@ final class SecretLines: @unchecked Sendable {
 
     func next() async throws(Problem) -> String {
         let result: Result<String, Problem> = await withCheckedContinuation { done in
-            let reader = Thread { [self] in done.resume(returning: lock.withLock { readLine() }) }
+            let reader = Thread { [self] in done.resume(returning: buffer.withLock { Self.readLine(from: fd, into: &$0) }) }
             reader.name = "laenclaved.secret-input"
             reader.start()
         }
         return try result.get()
     }
 
-    private func readLine() -> Result<String, Problem> {
+    private static func readLine(from fd: Int32, into buffer: inout [UInt8]) -> Result<String, Problem> {
         let deadline = Date().addingTimeInterval(Self.timeout)
         var chunk = [UInt8](repeating: 0, count: 512)
         while true {
@@ -130,9 +133,8 @@ final class SecretLines: @unchecked Sendable {
 
 /// The daemon's `HandoffTickets`, shared by the connections (which issue and revoke) and the
 /// handoff loop (which redeems).
-final class HandoffRegistry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var tickets = HandoffTickets<HandedDescriptors>()
+final class HandoffRegistry: Sendable {
+    private let tickets = Mutex(HandoffTickets<HandedDescriptors>())
     private let clock: any EnclaveClock
 
     init(clock: any EnclaveClock) { self.clock = clock }
@@ -141,16 +143,16 @@ final class HandoffRegistry: @unchecked Sendable {
         var generator = SystemRandomNumberGenerator()
         let token = Data((0..<Handoff.ticketBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         let now = clock.monotonic().seconds
-        lock.withLock { tickets.issue(token, to: owner, connection: connection, kind: kind, destination: destination, now: now) }
+        tickets.withLock { $0.issue(token, to: owner, connection: connection, kind: kind, destination: destination, now: now) }
         return token
     }
 
     func redeem(_ token: Data, by peer: HandoffTickets<HandedDescriptors>.Owner) -> Result<HandoffTickets<HandedDescriptors>.Redeemed, HandoffStatus> {
         let now = clock.monotonic().seconds
-        return lock.withLock { tickets.redeem(token, by: peer, now: now) }
+        return tickets.withLock { $0.redeem(token, by: peer, now: now) }
     }
 
-    func revoke(connection: UInt64) { lock.withLock { tickets.revoke(connection: connection) } }
+    func revoke(connection: UInt64) { tickets.withLock { $0.revoke(connection: connection) } }
 }
 
 /// The handoff socket's loop (`Handoff`), on a thread of its own: it never runs on the event

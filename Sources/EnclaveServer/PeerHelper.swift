@@ -1,6 +1,7 @@
 import CPeerSocket
 import EnclaveCore
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -230,13 +231,12 @@ public final class PeerHelperClient: @unchecked Sendable {
         _ = setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
     }
 
-    private static let stopping = NSLock()
-    nonisolated(unsafe) private static var stopped = false
+    private static let stopped = Atomic(false)
 
     /// Once, whichever thread sees it first: a line to standard error and `_exit(70)` (no exit
     /// handlers racing other threads).
     public static let stopTheDaemon: @Sendable () -> Void = {
-        let first = stopping.withLock { () -> Bool in defer { stopped = true }; return !stopped }
+        let first = !stopped.exchange(true, ordering: .acquiringAndReleasing)
         guard first else { return }
         let line = Array("laenclaved: its privileged helper is gone: stopping (the service manager starts both again)\n".utf8)
         _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }

@@ -3,6 +3,7 @@ import EnclaveProtocol
 import Foundation
 #if canImport(Glibc)
 import Glibc
+import Synchronization
 #endif
 
 /// One serving prompt agent: its connection's reply sink and the prompts it shows now. The daemon
@@ -10,7 +11,7 @@ import Glibc
 /// `promptAction`s come back through `answer`, checked against the screen it was shown
 /// (`PromptKeyboard.action(for:on:)`), and go straight into the evaluation — the app that asked
 /// never sees them.
-final class PromptAgent: @unchecked Sendable {
+final class PromptAgent: Sendable {
     typealias OnAction = @Sendable (PromptKeyboard.Action) -> Void
     typealias OnLost = @Sendable () -> Void
 
@@ -29,10 +30,12 @@ final class PromptAgent: @unchecked Sendable {
     let answerTimeout: Double
     /// Called once when the agent stops answering: the daemon stops sending it prompts.
     private let onUnresponsive: @Sendable (PromptAgent) -> Void
-    private let lock = NSLock()
-    private var prompts: [UInt64: Open] = [:]
-    private var nextPrompt: UInt64 = 1
-    private var ended = false
+    private struct Prompts {
+        var open: [UInt64: Open] = [:]
+        var next: UInt64 = 1
+        var ended = false
+    }
+    private let prompts = Mutex(Prompts())
 
     init(connection: UInt64, seat: PromptSeat, requestID: UInt64, sink: any ReplySink, answerTimeout: Double,
          onUnresponsive: @escaping @Sendable (PromptAgent) -> Void) {
@@ -47,24 +50,24 @@ final class PromptAgent: @unchecked Sendable {
 
     /// A new prompt on this agent; nil once the agent is gone.
     func open(onAction: @escaping OnAction, onLost: @escaping OnLost) -> AgentPrompt? {
-        lock.withLock {
-            guard !ended else { return nil }
-            defer { nextPrompt += 1 }
-            prompts[nextPrompt] = Open(onAction: onAction, onLost: onLost)
-            return AgentPrompt(agent: self, number: nextPrompt)
+        prompts.withLock { prompts in
+            guard !prompts.ended else { return nil }
+            defer { prompts.next += 1 }
+            prompts.open[prompts.next] = Open(onAction: onAction, onLost: onLost)
+            return AgentPrompt(agent: self, number: prompts.next)
         }
     }
 
     /// The agent's answer to prompt `number`: false when no such prompt is open or its screen
     /// does not offer the answer.
     func answer(_ number: UInt64, _ action: PromptAction) -> Bool {
-        let deliver = lock.withLock { () -> (OnAction, PromptKeyboard.Action)?? in
-            guard var open = prompts[number], open.screen != nil else { return .none }
+        let deliver = prompts.withLock { prompts -> (OnAction, PromptKeyboard.Action)?? in
+            guard var open = prompts.open[number], open.screen != nil else { return .none }
             if action.kind == .shown {
                 open.shown = true
                 open.deadline?.cancel()
                 open.deadline = nil
-                prompts[number] = open
+                prompts.open[number] = open
                 return .some(nil)
             }
             guard let meant = PromptKeyboard.action(for: action, on: open.screen) else { return .none }
@@ -81,11 +84,11 @@ final class PromptAgent: @unchecked Sendable {
 
     /// The agent's connection closed, or it stopped answering: every prompt it shows moves on.
     func end() {
-        let lost = lock.withLock { () -> [Open] in
-            guard !ended else { return [] }
-            ended = true
-            defer { prompts.removeAll() }
-            return Array(prompts.values)
+        let lost = prompts.withLock { prompts -> [Open] in
+            guard !prompts.ended else { return [] }
+            prompts.ended = true
+            defer { prompts.open.removeAll() }
+            return Array(prompts.open.values)
         }
         for open in lost {
             open.deadline?.cancel()
@@ -94,8 +97,8 @@ final class PromptAgent: @unchecked Sendable {
     }
 
     fileprivate func show(_ number: UInt64, _ screen: PromptScreen) async {
-        let send = lock.withLock { () -> Bool in
-            guard !ended, var open = prompts[number] else { return false }
+        let send = prompts.withLock { prompts -> Bool in
+            guard !prompts.ended, var open = prompts.open[number] else { return false }
             let first = open.screen == nil
             open.screen = screen
             if first {
@@ -105,21 +108,21 @@ final class PromptAgent: @unchecked Sendable {
                     self?.timedOut(number)
                 }
             }
-            prompts[number] = open
+            prompts.open[number] = open
             return true
         }
         if send { await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.show(number, screen)))) }
     }
 
     fileprivate func close(_ number: UInt64, result: String) async {
-        let open = lock.withLock { prompts.removeValue(forKey: number) }
+        let open = prompts.withLock { $0.open.removeValue(forKey: number) }
         guard let open else { return }
         open.deadline?.cancel()
         if open.screen != nil { await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.close(number, result: result)))) }
     }
 
     private func timedOut(_ number: UInt64) {
-        let unanswered = lock.withLock { prompts[number].map { !$0.shown } ?? false }
+        let unanswered = prompts.withLock { $0.open[number].map { !$0.shown } ?? false }
         guard unanswered else { return }
         onUnresponsive(self)
         end()
@@ -143,20 +146,19 @@ final class AgentPrompt: PromptPresenter {
 }
 
 /// The serving agents of the daemon, by seat.
-final class PromptAgentRegistry: @unchecked Sendable {
-    private let lock = NSLock()
-    private var agents = PromptAgents<PromptAgent>()
+final class PromptAgentRegistry: Sendable {
+    private let agents = Mutex(PromptAgents<PromptAgent>())
 
     func register(_ agent: PromptAgent) -> PromptAgents<PromptAgent>.Registration {
-        lock.withLock { agents.register(agent, connection: agent.connection, seat: agent.seat) }
+        agents.withLock { $0.register(agent, connection: agent.connection, seat: agent.seat) }
     }
 
-    func remove(connection: UInt64) { lock.withLock { agents.remove(connection: connection) } }
+    func remove(connection: UInt64) { agents.withLock { $0.remove(connection: connection) } }
 
     /// The agent that draws the prompts of `peer`'s seat, if one serves it.
     func agent(serving peer: PeerIdentity) -> PromptAgent? {
         guard peer.identity.kind != .administrator else { return nil }
-        return lock.withLock { agents.agent(for: peer.seat) }
+        return agents.withLock { $0.agent(for: peer.seat) }
     }
 }
 

@@ -1,6 +1,7 @@
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import Synchronization
 
 /// Where a prompt's screens are drawn and the person's answers read: the graphical agent of the
 /// app's session (`AgentPrompt`), the terminal the app handed (`TerminalPrompt`), or nowhere
@@ -29,24 +30,32 @@ final class HeadlessPrompt: PromptPresenter {
 /// not say its window is up in time, or its connection closed): the next one gets the screen the
 /// agent had, so the person can still answer, and nothing is counted for the move. With no next
 /// presenter (administration without a terminal), `exhausted` says the prompt ended.
-final class PromptRoute: PromptPresenter, @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: (any PromptPresenter)?
-    private var next: (() -> (any PromptPresenter)?)?
-    private let exhausted: @Sendable () -> Void
-    private var lastScreen: PromptScreen?
-    /// Screens shown so far: a move re-shows the last one only if none came after it.
-    private var shown = 0
-    private var closed = false
+final class PromptRoute: PromptPresenter, Sendable {
+    private struct Route {
+        var current: (any PromptPresenter)?
+        var next: (@Sendable () -> (any PromptPresenter)?)?
+        var lastScreen: PromptScreen?
+        /// Screens shown so far: a move re-shows the last one only if none came after it.
+        var shown = 0
+        var closed = false
 
-    private init(next: @escaping () -> (any PromptPresenter)?, exhausted: @escaping @Sendable () -> Void) {
-        self.next = next; self.exhausted = exhausted
+        mutating func takeNext() -> (any PromptPresenter)? {
+            defer { next = nil }
+            return next?()
+        }
+    }
+    private let route: Mutex<Route>
+    private let exhausted: @Sendable () -> Void
+
+    private init(next: @escaping @Sendable () -> (any PromptPresenter)?, exhausted: @escaping @Sendable () -> Void) {
+        route = Mutex(Route(next: next))
+        self.exhausted = exhausted
     }
 
     /// The route of one prompt: on the agent when one serves (its answers go to `onAction`),
     /// else on `next()`.
     static func starting(on agent: PromptAgent?, onAction: @escaping PromptAgent.OnAction,
-                         then next: @escaping () -> (any PromptPresenter)?,
+                         then next: @escaping @Sendable () -> (any PromptPresenter)?,
                          exhausted: @escaping @Sendable () -> Void) -> PromptRoute {
         let route = PromptRoute(next: next, exhausted: exhausted)
         // The agent may be lost at once, even before `open` returns: the move then comes first,
@@ -55,49 +64,47 @@ final class PromptRoute: PromptPresenter, @unchecked Sendable {
             guard let route else { return }
             Task { await route.moveOn() }
         })
-        route.lock.withLock {
+        let none = route.route.withLock { route in
             if route.current == nil, !route.closed {
                 if let onAgent { route.current = onAgent } else { route.current = route.takeNext() }
             }
+            return route.current == nil && !route.closed
         }
-        if route.lock.withLock({ route.current == nil && !route.closed }) { exhausted() }
+        if none { exhausted() }
         return route
     }
 
-    /// Called under `lock`.
-    private func takeNext() -> (any PromptPresenter)? {
-        defer { next = nil }
-        return next?()
-    }
-
     func show(_ screen: PromptScreen) async {
-        let presenter = lock.withLock { () -> (any PromptPresenter)? in
-            guard !closed else { return nil }
-            lastScreen = screen
-            shown += 1
-            return current
+        let presenter = route.withLock { route -> (any PromptPresenter)? in
+            guard !route.closed else { return nil }
+            route.lastScreen = screen
+            route.shown += 1
+            return route.current
         }
         await presenter?.show(screen)
     }
 
     func close(result: String) async {
-        let presenter = lock.withLock { () -> (any PromptPresenter)? in closed = true; return current }
+        let presenter = route.withLock { route -> (any PromptPresenter)? in
+            route.closed = true
+            return route.current
+        }
         await presenter?.close(result: result)
     }
 
     /// The first presenter is lost: the next one takes the prompt, with its last screen.
     func moveOn() async {
-        let moved = lock.withLock { () -> (old: (any PromptPresenter)?, new: (any PromptPresenter)?, count: Int)? in
-            guard !closed, next != nil else { return nil }
-            let old = current
-            current = takeNext()
-            return (old, current, shown)
+        let moved = route.withLock { route -> (old: (any PromptPresenter)?, new: (any PromptPresenter)?, count: Int)? in
+            guard !route.closed, route.next != nil else { return nil }
+            let old = route.current
+            route.current = route.takeNext()
+            return (old, route.current, route.shown)
         }
         guard let moved else { return }
         await moved.old?.close(result: "moved on")
         guard let new = moved.new else { return exhausted() }
         // A screen shown since the move went to the new presenter already.
-        let screen = lock.withLock { closed || shown != moved.count ? nil : lastScreen }
+        let screen = route.withLock { $0.closed || $0.shown != moved.count ? nil : $0.lastScreen }
         if let screen { await new.show(screen) }
     }
 }

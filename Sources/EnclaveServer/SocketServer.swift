@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import ServiceLifecycle
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -239,15 +240,17 @@ extension EnclaveService {
 /// reading cannot hold the user's prompt — and a connection with more than `pendingLimit` replies
 /// or `pendingBytesLimit` bytes not yet taken by the kernel is closed, so a client that never
 /// reads holds a bounded amount of memory.
-final class ChannelReplySink: ReplySink, @unchecked Sendable {
+final class ChannelReplySink: ReplySink, Sendable {
     static let pendingLimit = 256
     static let pendingBytesLimit = 16 * (WireLimits.maxPayloadBytes + 4)
     private let channel: any Channel
-    private let lock = NSLock()
-    private var pending = 0
-    private var pendingBytes = 0
-    private var lastWrite: EventLoopFuture<Void>?
-    private var finished = false
+    private struct Pending {
+        var replies = 0
+        var bytes = 0
+        var lastWrite: EventLoopFuture<Void>?
+        var finished = false
+    }
+    private let pending = Mutex(Pending())
 
     init(channel: any Channel) {
         self.channel = channel
@@ -262,45 +265,49 @@ final class ChannelReplySink: ReplySink, @unchecked Sendable {
             frame = FrameEncoder.frame(tooLarge.encoded())
         }
         let size = frame.count
-        let admitted: Bool = lock.withLock {
-            guard !finished, pending < Self.pendingLimit, pendingBytes + size <= Self.pendingBytesLimit else { return false }
-            pending += 1
-            pendingBytes += size
-            return true
+        enum Admission { case write, close, drop }
+        let admission: Admission = pending.withLock { pending in
+            if pending.finished { return .drop }
+            guard pending.replies < Self.pendingLimit, pending.bytes + size <= Self.pendingBytesLimit else { return .close }
+            pending.replies += 1
+            pending.bytes += size
+            return .write
         }
-        guard admitted else {
-            if lock.withLock({ !finished }) { channel.close(promise: nil) }
+        switch admission {
+        case .drop: return
+        case .close:
+            channel.close(promise: nil)
             return
+        case .write: break
         }
         let written: EventLoopFuture<Void> = channel.writeAndFlush(ByteBuffer(bytes: frame))
-        lock.withLock { lastWrite = written }
+        pending.withLock { $0.lastWrite = written }
         written.whenComplete { [self] _ in
-            lock.withLock {
-                pending -= 1
-                pendingBytes -= size
+            pending.withLock {
+                $0.replies -= 1
+                $0.bytes -= size
             }
         }
     }
 
     /// No more replies: waits until those sent are written (or the connection failed).
     func finish() async {
-        let last = lock.withLock {
-            finished = true
-            return lastWrite
+        let last = pending.withLock {
+            $0.finished = true
+            return $0.lastWrite
         }
         try? await last?.get()
     }
 }
 
 /// The daemon's `ConnectionBudget`, shared by its connections' tasks.
-final class ConnectionCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var budget: ConnectionBudget
+final class ConnectionCounter: Sendable {
+    private let budget: Mutex<ConnectionBudget>
 
-    init(limits: ConnectionBudget.Limits) { budget = ConnectionBudget(limits: limits) }
+    init(limits: ConnectionBudget.Limits) { budget = Mutex(ConnectionBudget(limits: limits)) }
 
-    func admit(_ uid: UInt32) -> ConnectionBudget.Refusal? { lock.withLock { budget.admit(uid) } }
-    func release(_ uid: UInt32) { lock.withLock { budget.release(uid) } }
+    func admit(_ uid: UInt32) -> ConnectionBudget.Refusal? { budget.withLock { $0.admit(uid) } }
+    func release(_ uid: UInt32) { budget.withLock { $0.release(uid) } }
 }
 
 struct SocketDirectoryError: Error, CustomStringConvertible {

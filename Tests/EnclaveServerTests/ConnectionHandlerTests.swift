@@ -9,20 +9,69 @@ import XCTest
 /// directory, a manual clock, a simulated Touch ID) and one `ConnectionHandler` whose replies go
 /// to a recording sink. No socket, no process: what only processes show stays in the process-level targets (DaemonProcessTests, AppleAPITests, TouchLoginEndToEndTests).
 final class ConnectionHandlerTests: XCTestCase {
-    /// Replies as the handler sends them, awaitable by request id.
+    /// Replies as the handler sends them, awaitable by request id: a waiter is woken by the reply
+    /// it waits for, never by polling.
     actor RecordingReplySink: ReplySink {
         private(set) var replies: [ReplyEnvelope] = []
-        func send(_ envelope: ReplyEnvelope) async { replies.append(envelope) }
+        private struct Waiter {
+            let token: UInt64
+            let id: UInt64
+            let matches: @Sendable (Reply) -> Bool
+            /// Whether the reply it gets is taken from `replies` (the next waiter for the same
+            /// kind of reply waits for the next one).
+            let takes: Bool
+            let continuation: CheckedContinuation<Reply, any Error>
+        }
+        private var waiters: [Waiter] = []
+        private var timers: [UInt64: Task<Void, Never>] = [:]
+        private var nextToken: UInt64 = 0
+
+        func send(_ envelope: ReplyEnvelope) async {
+            replies.append(envelope)
+            for waiter in waiters where waiter.id == envelope.id && waiter.matches(envelope.reply) {
+                resume(waiter.token, with: .success(envelope.reply))
+                if waiter.takes {
+                    replies.removeLast()
+                    break
+                }
+            }
+        }
+
+        /// The first reply to `id` that `matches`, waiting for it up to `timeout` seconds.
+        func reply(_ id: UInt64, takes: Bool, timeout: Double = 5, matching matches: @escaping @Sendable (Reply) -> Bool) async throws -> Reply {
+            if let i = replies.firstIndex(where: { $0.id == id && matches($0.reply) }) {
+                return takes ? replies.remove(at: i).reply : replies[i].reply
+            }
+            nextToken += 1
+            let token = nextToken
+            return try await withCheckedThrowingContinuation { continuation in
+                waiters.append(Waiter(token: token, id: id, matches: matches, takes: takes, continuation: continuation))
+                timers[token] = Task { [weak self] in
+                    guard (try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))) != nil else { return }
+                    await self?.expire(token, id: id, timeout: timeout)
+                }
+            }
+        }
+
+        private func expire(_ token: UInt64, id: UInt64, timeout: Double) {
+            resume(token, with: .failure(Failure(.internalError, "no such reply to \(id) within \(timeout) s; got \(replies)")))
+        }
+
+        private func resume(_ token: UInt64, with result: Result<Reply, any Error>) {
+            guard let i = waiters.firstIndex(where: { $0.token == token }) else { return }
+            waiters.remove(at: i).continuation.resume(with: result)
+            timers.removeValue(forKey: token)?.cancel()
+        }
 
         /// The final reply to `id`, waiting for it up to `timeout` seconds; taken, so the next call
         /// for the same id (id 0: a message that had none) waits for the next such reply.
         func final(_ id: UInt64, timeout: Double = 5) async throws -> Reply {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if let i = replies.firstIndex(where: { $0.id == id && $0.reply.isFinal }) { return replies.remove(at: i).reply }
-                try await Task.sleep(nanoseconds: 1_000_000)
-            }
-            throw Failure(.internalError, "no final reply to \(id) within \(timeout) s; got \(replies)")
+            try await reply(id, takes: true, timeout: timeout) { $0.isFinal }
+        }
+
+        /// Waits until a prompt screen was sent for `id` (left in `replies`).
+        func waitForPrompt(_ id: UInt64, timeout: Double = 5) async throws {
+            _ = try await reply(id, takes: false, timeout: timeout) { !$0.isFinal }
         }
 
         /// Removes and returns the reply at `index` of `replies`.
@@ -400,8 +449,7 @@ final class ConnectionHandlerTests: XCTestCase {
         var presenting = options()
         presenting["onTerminal"] = true
         await send(9, "evaluate", ["context": "run", "policy": 2, "options": presenting])
-        let deadline = Date().addingTimeInterval(5)
-        while !(await sink.sawPrompt(9)), Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        try await sink.waitForPrompt(9)
         let prompted = await sink.sawPrompt(9)
         XCTAssertTrue(prompted, "the evaluation shows its prompt")
         await send(10, "simulate", ["events": [["kind": "passcode", "passcode": long]]])
@@ -448,8 +496,7 @@ final class ConnectionHandlerTests: XCTestCase {
         id += 1
         let running = id
         await send(running, "evaluate", ["context": "run", "policy": 2, "options": options()])
-        let deadline = Date().addingTimeInterval(5)
-        while !(await sink.sawPrompt(running)), Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        try await sink.waitForPrompt(running)
         for args: [String: Any] in [["context": "run", "action": "passcode", "passcode": "1234"], ["context": "run", "action": "cancel"]] {
             id += 1
             await send(id, "promptInput", args)
@@ -724,8 +771,7 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(add.status, .success)
         let query = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("p")], context: "read", reason: "Read", returnData: true)
         _ = await handler.receive(RequestEnvelope(id: 700, request: .keychainCopy(query)).encoded())
-        let deadline = Date().addingTimeInterval(5)
-        while !(await sink.sawPrompt(700)), Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        try await sink.waitForPrompt(700)
         let prompted = await sink.sawPrompt(700)
         XCTAssertTrue(prompted, "the read waits on its prompt")
         handler.closed()

@@ -339,12 +339,8 @@ extension ConnectionHandlerTests.RecordingReplySink {
         try await take(id, timeout: timeout) { if case .prompt(let s) = $0 { s } else { nil } }
     }
 
-    private func take<T>(_ id: UInt64, timeout: Double, _ pick: (Reply) -> T?) async throws -> T {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if let i = replies.firstIndex(where: { $0.id == id && pick($0.reply) != nil }), let value = pick(takeReply(at: i)) { return value }
-            try await Task.sleep(nanoseconds: 1_000_000)
-        }
-        throw Failure(.internalError, "no such reply for \(id) within \(timeout) s; got \(replies)")
+    private func take<T>(_ id: UInt64, timeout: Double, _ pick: @escaping @Sendable (Reply) -> T?) async throws -> T {
+        let reply = try await reply(id, takes: true, timeout: timeout) { pick($0) != nil }
+        return pick(reply)!
     }
 }
