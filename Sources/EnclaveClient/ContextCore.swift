@@ -105,7 +105,7 @@ package final class ContextCore: @unchecked Sendable {
         guard !wasInvalid else { return }
         // The daemon ends a running evaluation with appCancel and forgets the authorization.
         // Nobody waits for the answer: no thread is woken to read it (the next reader drops it).
-        connection?.sendDiscardingReply(.invalidate(context: id))
+        connection?.sendDiscardingReply(.invalidate(.init(context: id)))
     }
 }
 

@@ -109,7 +109,7 @@ public final class EnclaveConnection: @unchecked Sendable {
             throw EnclaveClientError.untrustedDaemon(path: path, uid: daemon?.uid)
         }
         let greeting: Reply
-        do { greeting = try request(.hello(version: enclaveProtocolVersion)) } catch EnclaveClientError.connectionLost {
+        do { greeting = try request(.hello(.init(version: enclaveProtocolVersion))) } catch EnclaveClientError.connectionLost {
             // A daemon that refuses a client says why in a reply to no request, then closes.
             if let refusal = state.withLock({ refusal }) { throw EnclaveClientError.failure(refusal) }
             throw EnclaveClientError.connectionLost

@@ -55,7 +55,7 @@ extension EnclaveConnection {
     /// script's `--stdin` or the testing kit use instead of a terminal). Blocking: for synchronous
     /// callers (lactl, the testing kit), never on the cooperative pool.
     public func handOverSecretInput(_ descriptor: Int32) throws {
-        guard case .handoffTicket(let ticket) = try request(.handoff(kind: .secretInput)) else {
+        guard case .handoffTicket(let ticket) = try request(.handoff(.init(kind: .secretInput))) else {
             throw HandoffFailed(description: "the daemon gave no handoff ticket")
         }
         try handOver(descriptor, ticket: ticket)
@@ -89,7 +89,7 @@ extension EnclaveConnection {
         case .waiting:
             Glibc.close(terminal.descriptor)
         case .start:
-            send(.handoff(kind: .terminal)) { [self] result in
+            send(.handoff(.init(kind: .terminal))) { [self] result in
                 // Off the reader thread: the exchange waits for the daemon's answer.
                 DispatchQueue.global().async { [self] in
                     var handed = false

@@ -72,14 +72,14 @@ public enum AdminPolicy {
         case .setPasscode: return "set the device passcode"
         case .changePasscode: return "change the device passcode"
         case .removePasscode: return "remove the device passcode: every item and key that needs it is deleted, and every enrolled identity"
-        case .enroll(let name): return "enrol a new identity named \"\(name)\": it will unlock what your fingerprint or face unlocks"
-        case .unenroll(let name): return "remove the enrolled identity \"\(name)\""
-        case .audit(_, let everyApp): return everyApp ? "read the audit entries of every app of yours" : nil
+        case .enroll(let a): return "enrol a new identity named \"\(a.name)\": it will unlock what your fingerprint or face unlocks"
+        case .unenroll(let a): return "remove the enrolled identity \"\(a.name)\""
+        case .audit(let a): return a.everyApp ? "read the audit entries of every app of yours" : nil
         case .keychainList: return "list the keychain items of every app of yours (names and access rules, never secrets)"
         case .keychainRemove: return "delete a keychain item, whichever of your apps it belongs to"
-        case .configureAccessGroup(let name, let apps):
-            return apps.isEmpty ? "remove the keychain access group \"\(name)\""
-                : "let these apps share the keychain items of the group \"\(name)\": \(apps.joined(separator: ", "))"
+        case .configureAccessGroup(let a):
+            return a.apps.isEmpty ? "remove the keychain access group \"\(a.name)\""
+                : "let these apps share the keychain items of the group \"\(a.name)\": \(a.apps.joined(separator: ", "))"
         case .accessGroups: return "list your keychain access groups and their apps"
         case .resetPasscodeLockout: return "lift the disabled device passcode (its failure counter and delays)"
         case .enrolments: return "see the names of your enrolled identities"

@@ -61,9 +61,9 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
         case .closed:
             return .drop
         case .awaitingHello, .greeted:
-            if case .hello(let version) = request {
-                guard version == enclaveProtocolVersion else {
-                    return .refuseAndClose(Failure(.unsupportedVersion, "this daemon speaks protocol version \(enclaveProtocolVersion), not \(version)"))
+            if case .hello(let hello) = request {
+                guard hello.version == enclaveProtocolVersion else {
+                    return .refuseAndClose(Failure(.unsupportedVersion, "this daemon speaks protocol version \(enclaveProtocolVersion), not \(hello.version)"))
                 }
                 phase = .greeted
                 return .greet

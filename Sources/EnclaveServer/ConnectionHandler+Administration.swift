@@ -16,15 +16,15 @@ extension ConnectionHandler {
         case .removePasscode:
             let current = try await secrets(for: request, session: session).passcode()
             try await audited("passcode.remove") { try await session.removePasscode(current: current) }
-        case .enroll(let name):
+        case .enroll(let a):
             let passcode = try await secrets(for: request, session: session).passcode()
-            try await enroll(name, passcode: passcode, requestID: envelope.id, session: session)
-        case .unenroll(let name):
+            try await enroll(a.name, passcode: passcode, requestID: envelope.id, session: session)
+        case .unenroll(let a):
             let passcode = try await secrets(for: request, session: session).passcode()
-            try await audited("unenroll") { try await session.unenroll(passcode: passcode, name: name) }
-        case .audit(let limit, let everyApp):
-            let limit = min(max(limit, 1), 500)
-            switch AdminPolicy.auditScope(caller: peer.uid, mode: daemon.config.mode, everyApp: everyApp) {
+            try await audited("unenroll") { try await session.unenroll(passcode: passcode, name: a.name) }
+        case .audit(let a):
+            let limit = min(max(a.limit, 1), 500)
+            switch AdminPolicy.auditScope(caller: peer.uid, mode: daemon.config.mode, everyApp: a.everyApp) {
             case .everyUser:
                 return .audit(try daemon.auditLog.read(uid: nil, app: nil, limit: limit))
             case .everyAppOfCaller:
@@ -33,8 +33,8 @@ extension ConnectionHandler {
             case .callingApp:
                 return .audit(try daemon.auditLog.read(uid: peer.uid, app: peer.app, limit: limit))
             }
-        case .resetPasscodeLockout(let uid):
-            let target = try await administered(uid)
+        case .resetPasscodeLockout(let a):
+            let target = try await administered(a.uid)
             switch try AdminPolicy.passcodeLockoutReset(caller: peer.uid, mode: daemon.config.mode) {
             case .administrator:
                 try await audited("admin.resetPasscodeLockout") { try await target.resetPasscodeLockout() }
@@ -42,12 +42,12 @@ extension ConnectionHandler {
                 let password = try await secrets(for: request, session: target).loginPassword()
                 try await audited("passcode.resetByLoginPassword") { try await target.resetPasscodeLockout(loginPassword: password) }
             }
-        case .remoteLock(let uid):
-            let target = try await administered(uid)
+        case .remoteLock(let a):
+            let target = try await administered(a.uid)
             try await audited("admin.remoteLock") { try await target.remoteLock() }
-        case .configureAccessGroup(let name, let apps):
+        case .configureAccessGroup(let a):
             let passcode = try await secrets(for: request, session: session).passcode()
-            try await audited("keychain.group") { try await session.configureAccessGroup(passcode: passcode, name: name, apps: apps) }
+            try await audited("keychain.group") { try await session.configureAccessGroup(passcode: passcode, name: a.name, apps: a.apps) }
         case .accessGroups:
             return .accessGroups(try await session.accessGroups(passcode: try await secrets(for: request, session: session).passcode()))
         case .enrolments:
@@ -55,9 +55,9 @@ extension ConnectionHandler {
         case .keychainList:
             let passcode = try await secrets(for: request, session: session).passcode()
             return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })
-        case .keychainRemove(let ref):
+        case .keychainRemove(let a):
             let passcode = try await secrets(for: request, session: session).passcode()
-            try await audited("keychain.remove") { try await session.keychainRemove(passcode: passcode, persistentRef: ref) }
+            try await audited("keychain.remove") { try await session.keychainRemove(passcode: passcode, persistentRef: a.persistentRef) }
         default:
             preconditionFailure("\(request.operation) is not administration")
         }

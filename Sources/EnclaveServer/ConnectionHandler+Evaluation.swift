@@ -4,10 +4,9 @@ import EnclaveProtocol
 /// Evaluations on the connection's contexts: `evaluatePolicy`, `evaluateAccessControl`, and each
 /// step a keychain item's or key's access control needs (`authorizer`).
 extension ConnectionHandler {
-    func startEvaluation(id: UInt64, context: String, policy raw: Int, options: EvaluationOptions, session: UserSession) throws {
-        try RequestChecks.context(context)
-        let policy = try RequestChecks.policy(raw)
-        try RequestChecks.options(options)
+    func startEvaluation(id: UInt64, _ request: Request.Evaluate, session: UserSession) throws {
+        let (context, options) = (request.context, request.options)
+        let policy = try ArgumentChecks.policy(request.policy)
         // The context is taken here, in the order requests arrive: of two evaluations sent on one
         // context, the second is the one refused, whichever task the runtime starts first.
         let slot = takeSlot(context)
@@ -172,10 +171,8 @@ extension ConnectionHandler {
 
     /// `evaluateAccessControl`: the access control's steps in order on the context; the answer
     /// is an `evaluated` reply like `evaluate`'s.
-    func startAccessControl(id: UInt64, context: String, flags: AccessControlFlags, options: EvaluationOptions,
-                            session: UserSession) throws {
-        try RequestChecks.context(context)
-        try RequestChecks.options(options)
+    func startAccessControl(id: UInt64, _ request: Request.AuthorizeAccessControl, session: UserSession) throws {
+        let (context, flags, options) = (request.context, request.flags, request.options)
         do { _ = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
         let sink = self.sink
         let kind = daemon.sensor?.info.kind ?? .none

@@ -2,11 +2,10 @@ import EnclaveCore
 import EnclaveProtocol
 
 /// Keychain items and keys: each call runs on its own, on its context, so that an access control
-/// that needs the person can prove its steps there.
+/// that needs the person can prove its steps there. Their arguments were checked with the request
+/// (`KeychainRequest.validate`, `KeyRequest.validate`).
 extension ConnectionHandler {
     func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws {
-        try RequestChecks.context(k.context)
-        try RequestChecks.text(k.reason, "localizedReason")
         let sink = self.sink
         try start(on: k.context) {
             let reply = await session.keyOperation(k, app: self.peer.identity,
@@ -18,10 +17,6 @@ extension ConnectionHandler {
     }
 
     func startKeychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) throws {
-        try RequestChecks.context(k.context)
-        try RequestChecks.text(k.reason, "kSecUseOperationPrompt")
-        try RequestChecks.passcodeLength(k.applicationPassword.map { String(decoding: $0, as: UTF8.self) }, "application password")
-        guard k.attributes.count <= 64, (k.changes?.count ?? 0) <= 64 else { throw Failure(.invalidParameter, "at most 64 attributes") }
         let sink = self.sink
         try start(on: k.context) {
             let reply = await session.keychain(operation, k, app: self.peer.identity,

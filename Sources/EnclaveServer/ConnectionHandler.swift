@@ -119,31 +119,30 @@ final class ConnectionHandler: Sendable {
     }
 
     private func handle(_ envelope: RequestEnvelope) async throws -> Reply? {
+        try envelope.request.validate()
         // The machine let root through only for what it may do on the user's daemon.
         let session = try daemon.session(for: peer.identity.kind == .administrator ? daemon.servedUser : peer.uid)
         let id = envelope.id
         switch envelope.request {
         case .hello:
             return nil
-        case .canEvaluate(let ctx, let raw):
-            try RequestChecks.context(ctx)
-            let p = try RequestChecks.policy(raw)
-            if !(try state.withLock { try $0.useContext(ctx) }) {
+        case .canEvaluate(let a):
+            let policy = try ArgumentChecks.policy(a.policy)
+            if !(try state.withLock { try $0.useContext(a.context) }) {
                 return .canEvaluate(CanEvaluateReply(biometryType: daemon.sensor?.info.kind ?? .none, error: .invalidContext, message: "Invalid context.", domainState: nil))
             }
-            return .canEvaluate(try await session.canEvaluate(policy: p, app: peer.app))
-        case .evaluate(let ctx, let raw, let options):
-            try startEvaluation(id: id, context: ctx, policy: raw, options: options, session: session)
+            return .canEvaluate(try await session.canEvaluate(policy: policy, app: peer.app))
+        case .evaluate(let a):
+            try startEvaluation(id: id, a, session: session)
             return nil
-        case .authorizeAccessControl(let ctx, let flags, let options):
-            try startAccessControl(id: id, context: ctx, flags: flags, options: options, session: session)
+        case .authorizeAccessControl(let a):
+            try startAccessControl(id: id, a, session: session)
             return nil
-        case .handoff(let kind):
+        case .handoff(let a):
             let owner = HandoffTickets<HandedDescriptors>.Owner(uid: peer.uid, pid: peer.pid)
-            return .handoffTicket(daemon.handoff.issue(to: owner, connection: number, kind: kind, destination: handed))
-        case .invalidate(let ctx):
-            try RequestChecks.context(ctx)
-            state.withLock { $0.invalidate(ctx) }.forEach { $0.end() }
+            return .handoffTicket(daemon.handoff.issue(to: owner, connection: number, kind: a.kind, destination: handed))
+        case .invalidate(let a):
+            state.withLock { $0.invalidate(a.context) }.forEach { $0.end() }
             return .ok
         case .domainState:
             return .domainState(DomainStateReply(biometryType: daemon.sensor?.info.kind ?? .none, stateHash: try await session.domainState(app: peer.app)))
@@ -151,8 +150,8 @@ final class ConnectionHandler: Sendable {
             var status = try await session.status(app: peer.app)
             status.promptAgent = daemon.promptAgents.agent(serving: peer) != nil
             return .status(status)
-        case .simulate(let events):
-            try await session.simulate(events)
+        case .simulate(let a):
+            try await session.simulate(a.events)
             return .ok
         case .clearSimulated:
             await session.clearSimulated()
@@ -164,8 +163,8 @@ final class ConnectionHandler: Sendable {
         case .key(let k): try startKeyOperation(id: id, k, session: session); return nil
         case .servePrompts:
             return try await servePrompts(requestID: id)
-        case .promptAction(let prompt, let action):
-            return try answerPrompt(prompt, action)
+        case .promptAction(let a):
+            return try answerPrompt(a.prompt, a.action)
         case .setPasscode, .changePasscode, .removePasscode, .enroll, .unenroll, .audit, .resetPasscodeLockout, .remoteLock,
              .configureAccessGroup, .accessGroups, .enrolments, .keychainList, .keychainRemove:
             return try await administer(envelope, session: session)

@@ -270,9 +270,7 @@ actor UserSession {
     }
 
     static func validateIdentityName(_ name: String) throws {
-        guard !name.isEmpty, name.utf8.count <= 64,
-              name.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "-_. ".unicodeScalars.contains($0) })
-        else { throw Failure(.invalidParameter, "an identity name has 1 to 64 letters, digits, spaces, '-', '_' or '.'") }
+        try Request.Enroll(name: name).validate()
     }
 
     // MARK: Administration

@@ -82,13 +82,13 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// The current domain state for this app, read from the daemon.
     open var domainState: LADomainState {
-        Self.domainState(from: (try? core.connection()).flatMap { try? $0.request(.domainState(context: core.id)) })
+        Self.domainState(from: (try? core.connection()).flatMap { try? $0.request(.domainState(.init(context: core.id))) })
     }
 
     /// `domainState` for async callers, without holding a thread while the daemon answers.
     func currentDomainState() async -> LADomainState {
         guard let connection = try? core.connection() else { return Self.domainState(from: nil) }
-        return Self.domainState(from: try? await connection.request(.domainState(context: core.id)))
+        return Self.domainState(from: try? await connection.request(.domainState(.init(context: core.id))))
     }
 
     private static func domainState(from reply: Reply?) -> LADomainState {
@@ -104,7 +104,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         if core.isInvalidated {
             problem = LAError(.invalidContext)
         } else {
-            problem = absorb(Result { try core.connection().request(.canEvaluate(context: core.id, policy: policy.rawValue)) }, policy: policy)
+            problem = absorb(Result { try core.connection().request(.canEvaluate(.init(context: core.id, policy: policy.rawValue))) }, policy: policy)
         }
         if let problem { error?.pointee = problem.nsError }
         return problem == nil
@@ -114,7 +114,7 @@ open class LAContext: NSObject, @unchecked Sendable {
     func canEvaluate(_ policy: LAPolicy) async -> LAError? {
         if core.isInvalidated { return LAError(.invalidContext) }
         let reply: Result<Reply, any Error>
-        do { reply = .success(try await core.connection().request(.canEvaluate(context: core.id, policy: policy.rawValue))) } catch { reply = .failure(error) }
+        do { reply = .success(try await core.connection().request(.canEvaluate(.init(context: core.id, policy: policy.rawValue)))) } catch { reply = .failure(error) }
         return absorb(reply, policy: policy)
     }
 
@@ -169,7 +169,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
         let id = core.id
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
-            core.evaluate(options: options, request: { .authorizeAccessControl(context: id, flags: flags, options: $0) }) { success, error, _ in
+            core.evaluate(options: options, request: { .authorizeAccessControl(.init(context: id, flags: flags, options: $0)) }) { success, error, _ in
                 if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
             }
         }
@@ -205,7 +205,7 @@ extension LAContext: RequestContext {
 extension ContextCore {
     func evaluate(policy: Int, options: EvaluationOptions, completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
         let id = self.id
-        evaluate(options: options, request: { .evaluate(context: id, policy: policy, options: $0) }, completion: completion)
+        evaluate(options: options, request: { .evaluate(.init(context: id, policy: policy, options: $0)) }, completion: completion)
     }
 
     /// Runs a request answered by `evaluated` (an evaluation, or an access control's steps).

@@ -174,7 +174,7 @@ public final class TestEnclave: @unchecked Sendable {
 
     /// Queues what the person will do, in order: touches, buttons, a typed passcode.
     public func queue(_ events: Event...) throws { try queue(events) }
-    public func queue(_ events: [Event]) throws { try send(.simulate(events: events.map(\.simulated))) }
+    public func queue(_ events: [Event]) throws { try send(.simulate(.init(events: events.map(\.simulated)))) }
     public func clearQueue() throws { try send(.clearSimulated) }
 
     /// An administration request (`import EnclaveProtocol`) with the person's answers: the kit
@@ -195,7 +195,7 @@ public final class TestEnclave: @unchecked Sendable {
     }
 
     public func enroll(_ name: String, passcode: String? = nil) throws {
-        try administer(.enroll(name: name), secrets: [passcode ?? configuration.passcode ?? ""])
+        try administer(.enroll(.init(name: name)), secrets: [passcode ?? configuration.passcode ?? ""])
     }
 
     /// The enrolled identities' names, as the person sees them (with the passcode).
@@ -207,15 +207,15 @@ public final class TestEnclave: @unchecked Sendable {
     }
 
     public func unenroll(_ name: String, passcode: String? = nil) throws {
-        try administer(.unenroll(name: name), secrets: [passcode ?? configuration.passcode ?? ""])
+        try administer(.unenroll(.init(name: name)), secrets: [passcode ?? configuration.passcode ?? ""])
     }
 
     public func setPasscode(_ new: String, current: String? = nil) throws {
         if let current { try administer(.changePasscode, secrets: [current, new]) } else { try administer(.setPasscode, secrets: [new]) }
     }
     public func removePasscode(current: String) throws { try administer(.removePasscode, secrets: [current]) }
-    public func remoteLock() throws { try send(.remoteLock(uid: nil)) }
-    public func resetPasscodeLockout() throws { try send(.resetPasscodeLockout(uid: nil)) }
+    public func remoteLock() throws { try send(.remoteLock(.init(uid: nil))) }
+    public func resetPasscodeLockout() throws { try send(.resetPasscodeLockout(.init(uid: nil))) }
 
     public func status() throws -> Status {
         guard case .status(let s) = try send(.status) else { throw EnclaveClientError.protocolError("status") }

@@ -106,10 +106,10 @@ struct Bench {
         for i in 0..<iterations {
             let context = "sequential-reuse-\(i)"
             let start = DispatchTime.now().uptimeNanoseconds
-            let reply = try await control.request(.evaluate(context: context, policy: 1, options: EvaluationOptions(reason: "bench", reuseDuration: 300)))
+            let reply = try await control.request(.evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "bench", reuseDuration: 300))))
             reuse.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
-            _ = try await control.request(.invalidate(context: context))
+            _ = try await control.request(.invalidate(.init(context: context)))
         }
         row("evaluatePolicy in the reuse window (no counter change)", reuse)
 
@@ -139,19 +139,19 @@ struct Bench {
             let perClient = max(iterations / clients, 50)
             let connections = try (0..<clients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
             let canRate = try await throughput(connections, perClient) { c, i in
-                _ = try await c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1))
+                _ = try await c.request(.canEvaluate(.init(context: "bench-\(i % 8)", policy: 1)))
             }
             // The synchronous form LAContext.canEvaluatePolicy uses: each client's thread reads its own reply.
             let blockingRate = try blockingThroughput(connections, perClient) { c, i in
-                _ = try c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1))
+                _ = try c.request(.canEvaluate(.init(context: "bench-\(i % 8)", policy: 1)))
             }
             let reuseRate = try await throughput(connections, perClient) { c, i in
                 // A fresh context each time (so the reuse window, not the context's own authorization,
                 // answers), released afterwards as LAContext's deinit does.
                 let options = EvaluationOptions(reason: "bench", reuseDuration: 300)
                 let context = "reuse-\(i)-\(UUID().uuidString.prefix(8))"
-                let reply = try await c.request(.evaluate(context: context, policy: 1, options: options))
-                c.send(.invalidate(context: context)) { _ in }
+                let reply = try await c.request(.evaluate(.init(context: context, policy: 1, options: options)))
+                c.send(.invalidate(.init(context: context))) { _ in }
                 guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
             }
             print("| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", blockingRate)) | \(String(format: "%.0f", reuseRate)) |")
@@ -162,7 +162,7 @@ struct Bench {
                 for c in connections { _ = try await c.request(.status) }
                 let perClientForCPU = max(perClient, 20_000 / clients)
                 let (_, cost) = try await CPUTime.perOperation(clients * perClientForCPU, processes: [enclave.processID, getpid()]) {
-                    _ = try await throughput(connections, perClientForCPU) { c, i in _ = try await c.request(.canEvaluate(context: "bench-\(i % 8)", policy: 1)) }
+                    _ = try await throughput(connections, perClientForCPU) { c, i in _ = try await c.request(.canEvaluate(.init(context: "bench-\(i % 8)", policy: 1))) }
                 }
                 let cores = ProcessInfo.processInfo.activeProcessorCount
                 if let daemon = cost[0], let client = cost[1] {
@@ -192,7 +192,7 @@ struct Bench {
         let control = try enclave.connection()
         try enclave.queue(.match)
         let options = EvaluationOptions(reason: "bench", reuseDuration: 300)
-        guard case .evaluated(let first) = try await control.request(.evaluate(context: "first", policy: 1, options: options)), first.success else {
+        guard case .evaluated(let first) = try await control.request(.evaluate(.init(context: "first", policy: 1, options: options))), first.success else {
             throw EnclaveClientError.protocolError("the first evaluation did not match")
         }
         print("la-bench reuse: daemon pid \(enclave.processID)")
@@ -202,10 +202,10 @@ struct Bench {
         for i in 0..<iterations {
             let context = "reuse-\(i)"
             let start = DispatchTime.now().uptimeNanoseconds
-            let reply = try await control.request(.evaluate(context: context, policy: 1, options: options))
+            let reply = try await control.request(.evaluate(.init(context: context, policy: 1, options: options)))
             samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
-            _ = try await control.request(.invalidate(context: context))
+            _ = try await control.request(.invalidate(.init(context: context)))
         }
         let sorted = samples.sorted()
         print("evaluatePolicy in the reuse window: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
@@ -225,13 +225,13 @@ struct Bench {
         for i in 0..<iterations {
             if i == min(1000, iterations / 2) { rssAfterWarmUp = LoadBench.memory(enclave.processID) }
             // (With no iterations there is no warm-up to read.)
-            _ = try await control.request(.simulate(events: [.match]))
+            _ = try await control.request(.simulate(.init(events: [.match])))
             let context = "match-\(i)"
             let start = DispatchTime.now().uptimeNanoseconds
-            let reply = try await control.request(.evaluate(context: context, policy: 1, options: EvaluationOptions(reason: "bench")))
+            let reply = try await control.request(.evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "bench"))))
             samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
             guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("the evaluation did not match: \(reply)") }
-            _ = try await control.request(.invalidate(context: context))
+            _ = try await control.request(.invalidate(.init(context: context)))
         }
         let sorted = samples.sorted()
         print("evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")

@@ -41,7 +41,7 @@ enum LoadBench {
         }
         // One match opens the reuse window for this app.
         try enclave.queue(.match)
-        guard case .evaluated(let first) = try await control.request(.evaluate(context: "warm", policy: 1, options: EvaluationOptions(reason: "load"))),
+        guard case .evaluated(let first) = try await control.request(.evaluate(.init(context: "warm", policy: 1, options: EvaluationOptions(reason: "load")))),
               first.success else { throw EnclaveClientError.protocolError("the first match failed") }
         let before = memory(enclave.processID)
         print("la-bench load: \(clients) clients × \(Int(seconds)) s, daemon pid \(enclave.processID)")
@@ -87,7 +87,7 @@ enum LoadBench {
         do {
             switch i % 6 {
             case 0:
-                let reply = try await c.request(.canEvaluate(context: "c\(k)", policy: 1))
+                let reply = try await c.request(.canEvaluate(.init(context: "c\(k)", policy: 1)))
                 guard case .canEvaluate(let r) = reply else { return tally.count(.canEvaluate, ok: false, "\(reply)") }
                 tally.count(.canEvaluate, ok: r.error == nil, "\(r)")
             case 1:
@@ -116,8 +116,8 @@ enum LoadBench {
                 }
             default:
                 let context = "reuse-\(k)-\(i)"
-                let reply = try await c.request(.evaluate(context: context, policy: 1, options: EvaluationOptions(reason: "load", reuseDuration: 300)))
-                c.send(.invalidate(context: context)) { _ in }
+                let reply = try await c.request(.evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "load", reuseDuration: 300))))
+                c.send(.invalidate(.init(context: context))) { _ in }
                 guard case .evaluated(let r) = reply else { return tally.count(.reuseEvaluation, ok: false, "\(reply)") }
                 tally.count(.reuseEvaluation, ok: r.success, "\(r)")
             }

@@ -24,7 +24,7 @@ enum SystemDaemonBench {
         row("raw Unix-socket round trip (echo pair, the limit)", raw)
         // A request that touches no storage: the peer's executable is checked before it, as before every request.
         var floor: [Double] = []
-        for _ in 0..<(iterations + 100) { floor.append(try Bench.time { _ = try control.request(.domainState(context: nil)) }) }
+        for _ in 0..<(iterations + 100) { floor.append(try Bench.time { _ = try control.request(.domainState(.init(context: nil))) }) }
         row("protocol round trip (domainState)", Array(floor.dropFirst(100)))
         var connect: [Double] = []
         for _ in 0..<min(iterations, 1000) {

@@ -12,7 +12,7 @@ struct Audit: ParsableCommand {
     @Flag(help: "With --all: the daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
 
     func run() throws {
-        let request = Request.audit(limit: limit, everyApp: all)
+        let request = Request.audit(.init(limit: limit, everyApp: all))
         guard case .audit(let entries) = try (all ? client.administer(request, stdin: stdin) : client.call(request)) else { throw ExitCode.failure }
         if json { return printJSON(entries) }
         let f = ISO8601DateFormatter()
@@ -39,14 +39,14 @@ struct Admin: ParsableCommand {
                 // request, which carries nothing secret.
                 var owner = stat()
                 let extra: Set<UInt32> = stat((path as NSString).deletingLastPathComponent, &owner) == 0 ? [owner.st_uid] : []
-                _ = try client.call(.resetPasscodeLockout(uid: uid), on: { try EnclaveConnection(socketPath: path, alsoTrusting: extra) })
+                _ = try client.call(.resetPasscodeLockout(.init(uid: uid)), on: { try EnclaveConnection(socketPath: path, alsoTrusting: extra) })
             } else if getuid() == 0 {
-                _ = try client.call(.resetPasscodeLockout(uid: uid))
+                _ = try client.call(.resetPasscodeLockout(.init(uid: uid)))
             } else if try client.connection().hello.mode == .system {
-                _ = try client.call(.resetPasscodeLockout(uid: uid))  // refused: root's alone there
+                _ = try client.call(.resetPasscodeLockout(.init(uid: uid)))  // refused: root's alone there
             } else {
                 // The user's own daemon asks the person for the login password (never this process).
-                _ = try client.administer(.resetPasscodeLockout(uid: uid), stdin: stdin)
+                _ = try client.administer(.resetPasscodeLockout(.init(uid: uid)), stdin: stdin)
             }
             print("passcode attempts reset")
         }
@@ -65,7 +65,7 @@ struct Admin: ParsableCommand {
         @OptionGroup var client: ClientOptions
         @Option(help: "The user (system mode, root only).") var uid: UInt32?
         func run() throws {
-            _ = try client.call(.remoteLock(uid: uid))
+            _ = try client.call(.remoteLock(.init(uid: uid)))
             print("biometrics locked until the passcode is entered")
         }
     }

@@ -56,7 +56,7 @@ struct Keychain: ParsableCommand {
         @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
         func run() throws {
             guard let ref = Data(base64Encoded: reference) else { throw ValidationError("a reference is base64, as `lactl keychain list` prints it") }
-            _ = try client.administer(.keychainRemove(persistentRef: ref), stdin: stdin)
+            _ = try client.administer(.keychainRemove(.init(persistentRef: ref)), stdin: stdin)
             print("deleted")
         }
     }
@@ -80,7 +80,7 @@ struct Keychain: ParsableCommand {
                 }
                 return app
             }
-            _ = try client.administer(.configureAccessGroup(name: group, apps: members), stdin: stdin)
+            _ = try client.administer(.configureAccessGroup(.init(name: group, apps: members)), stdin: stdin)
             print(members.isEmpty ? "removed \(Printable.field(group))" : "\(Printable.field(group)): \(members.map(Printable.field).joined(separator: ", "))")
         }
     }

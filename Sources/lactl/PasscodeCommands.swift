@@ -45,7 +45,7 @@ struct Enroll: ParsableCommand {
     func run() throws {
         // A real reader reports each stage: a progress bar, redrawn in place on a terminal.
         let terminal = isatty(STDOUT_FILENO) == 1
-        _ = try client.administer(.enroll(name: name), stdin: stdin, onEvent: { reply in
+        _ = try client.administer(.enroll(.init(name: name)), stdin: stdin, onEvent: { reply in
             guard case .enrollProgress(let p) = reply else { return }
             let width = 20
             let filled = p.stages > 0 ? min(width, width * p.stage / p.stages) : 0
@@ -78,7 +78,7 @@ struct Unenroll: ParsableCommand {
     @Argument(help: "The identity's name.") var name: String
     @Flag(help: "The daemon reads the passcode from standard input.") var stdin = false
     func run() throws {
-        _ = try client.administer(.unenroll(name: name), stdin: stdin)
+        _ = try client.administer(.unenroll(.init(name: name)), stdin: stdin)
         print("removed \(name)")
     }
 }

@@ -26,7 +26,7 @@ struct Simulate: ParsableCommand {
             }
             return SimulatedEvent(kind)
         }
-        _ = try client.call(.simulate(events: parsed))
+        _ = try client.call(.simulate(.init(events: parsed)))
         print("queued: \(parsed.map(\.description).joined(separator: " "))")
     }
 }

@@ -83,7 +83,7 @@ final class AgentSession: @unchecked Sendable {
             onMain { [self] in
                 WindowScreen(screen).withCStruct { la_prompt_show(prompt, $0) }
                 // The window is up: the daemon waits for this before it counts on us.
-                send(.promptAction(prompt: prompt, action: PromptAction(.shown)))
+                send(.promptAction(.init(prompt: prompt, action: PromptAction(.shown))))
             }
         }
         if event.closed != nil {
@@ -129,7 +129,7 @@ final class AgentSession: @unchecked Sendable {
         case LA_PROMPT_SIMULATED_NO_MATCH: answer = PromptAction(.simulatedNoMatch)
         default: return
         }
-        send(.promptAction(prompt: prompt, action: answer))
+        send(.promptAction(.init(prompt: prompt, action: answer)))
     }
 
     private func send(_ request: Request) {
@@ -137,7 +137,7 @@ final class AgentSession: @unchecked Sendable {
         c.send(request) { [self] result in
             guard case .success(.failure(let f)) = result else { return }
             say("the daemon refused an answer: \(f.message)")
-            if case .promptAction(let prompt, _) = request { redraw(prompt) }
+            if case .promptAction(let answer) = request { redraw(answer.prompt) }
         }
     }
 }

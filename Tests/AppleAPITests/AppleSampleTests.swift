@@ -25,7 +25,7 @@ func logIn(with context: LAContext) {
 /// witness outside the sample's own prints.
 final class AppleSampleTests: XCTestCase {
     private func lastEvaluation(_ enclave: TestEnclave) throws -> String? {
-        guard case .audit(let entries) = try enclave.send(.audit(limit: 10, everyApp: false)) else { return nil }
+        guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 10, everyApp: false))) else { return nil }
         return entries.first { $0.operation == "evaluate" }?.result
     }
 

@@ -10,7 +10,7 @@ import XCTest
 /// The keychain through the real daemon: Apple's snippets unchanged, access control at use.
 final class KeychainTests: XCTestCase {
     private func audit(_ enclave: TestEnclave) throws -> [AuditEntry] {
-        guard case .audit(let entries) = try enclave.send(.audit(limit: 100, everyApp: false)) else { return [] }
+        guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 100, everyApp: false))) else { return [] }
         return entries
     }
 

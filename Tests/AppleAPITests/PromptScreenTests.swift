@@ -22,7 +22,7 @@ final class PromptScreenTests: XCTestCase {
         defer { connection.close() }
         let seen = Screens()
         try enclave.queue(script)
-        let reply = try await connection.request(.evaluate(context: "screens", policy: policy.rawValue, options: options)) { r in
+        let reply = try await connection.request(.evaluate(.init(context: "screens", policy: policy.rawValue, options: options))) { r in
             if case .prompt(let s) = r { seen.add(s) }
         }
         guard case .evaluated(let result) = reply else { return (seen.value, nil) }

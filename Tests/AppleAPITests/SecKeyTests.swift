@@ -38,7 +38,7 @@ final class SecKeyTests: XCTestCase {
     }
 
     private func prompted(_ enclave: TestEnclave) throws -> Int {
-        guard case .audit(let entries) = try enclave.send(.audit(limit: 100, everyApp: false)) else { return -1 }
+        guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 100, everyApp: false))) else { return -1 }
         return entries.filter { $0.result == "success(biometric)" }.count
     }
 

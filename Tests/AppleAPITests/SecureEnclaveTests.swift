@@ -143,7 +143,7 @@ final class SecureEnclaveTests: XCTestCase {
             try enclave.queue(.match)
             _ = try key.signature(for: Data("one".utf8))
             _ = try key.signature(for: Data("two".utf8)) // nothing queued: a prompt would time out
-            guard case .audit(let entries) = try enclave.send(.audit(limit: 50, everyApp: false)) else { return XCTFail() }
+            guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 50, everyApp: false))) else { return XCTFail() }
             let steps = entries.filter { $0.operation == "key.authorize" }.map(\.result)
             XCTAssertEqual(steps.sorted(), ["success(biometric)", "success(contextAuthorized)"])
         }

@@ -115,7 +115,7 @@ final class AppIdentityAttackTests: XCTestCase {
             """
         let needle = secret.base64EncodedString()
         let run = try runProcess("/usr/bin/python3", ["-c", script, enclave.socketPath, me,
-                                                      frames([.hello(version: enclaveProtocolVersion), readTheSecret]), needle, "20"], timeout: 120)
+                                                      frames([.hello(.init(version: enclaveProtocolVersion)), readTheSecret]), needle, "20"], timeout: 120)
         XCTAssertEqual(run.status, 0, run.stderr)
         let counts = run.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         XCTAssertEqual(counts.count, 2, run.stdout)
@@ -164,10 +164,10 @@ final class AppIdentityAttackTests: XCTestCase {
             """
         let store = Request.keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(service), "v_Data": .data(secret)],
                                                         context: "store"))
-        let first = try runProcess("/usr/bin/python3", ["-c", script, enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), store]), "2"])
+        let first = try runProcess("/usr/bin/python3", ["-c", script, enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), store]), "2"])
         XCTAssertTrue(first.stdout.contains("\(KeychainStatus.missingEntitlement.rawValue)"), "the interpreter's own item is refused: \(first.stdout)")
         let second = try runProcess("/usr/bin/python3", ["-c", script, enclave.socketPath,
-                                                         frames([.hello(version: enclaveProtocolVersion), readTheSecret]), "2"])
+                                                         frames([.hello(.init(version: enclaveProtocolVersion)), readTheSecret]), "2"])
         XCTAssertFalse(second.stdout.contains(secret.base64EncodedString()), "another script read the first one's secret: \(second.stdout)")
     }
 }

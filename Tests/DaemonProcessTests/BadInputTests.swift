@@ -327,7 +327,7 @@ final class BadInputTests: XCTestCase {
         // The daemon reads a vanished client's last frames before it sees the end: wait until it
         // has answered all three (appCancel), or a late one could take the touch queued below.
         try eventually("the three orphaned evaluations ended", timeout: 30) {
-            guard case .audit(let entries) = try enclave.send(.audit(limit: 50, everyApp: false)) else { return false }
+            guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 50, everyApp: false))) else { return false }
             return entries.filter { $0.operation == "evaluate" && $0.result.hasPrefix("appCancel") }.count >= 3
         }
         try assertPromptIsFree()

@@ -152,7 +152,7 @@ final class ConnectionFloodTests: XCTestCase {
         let reader = try RawClient(path: enclave.socketPath)
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(reader.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        reader.sendFrame(RequestEnvelope(id: 1, request: .hello(version: enclaveProtocolVersion)).encoded())
+        reader.sendFrame(RequestEnvelope(id: 1, request: .hello(.init(version: enclaveProtocolVersion))).encoded())
         let copy = RequestEnvelope(id: 2, request: .keychainCopy(KeychainRequest(attributes: attributes, context: "big", returnData: true))).encoded()
         // Paced below the connection's 64 running requests, so that the answers are the large ones
         // (not `busy`): unbounded, 2,000 of them would be 80 MB waiting in the daemon.
@@ -166,8 +166,8 @@ final class ConnectionFloodTests: XCTestCase {
         let start = Date()
         XCTAssertTrue(try enclave.status().passcodeSet)
         try enclave.queue(.match)
-        guard case .evaluated(let evaluation) = try enclave.send(.evaluate(context: "served", policy: PolicyValue.deviceOwnerAuthenticationWithBiometrics.rawValue,
-                                                                            options: .init(reason: "Still served"))) else { return XCTFail("no evaluation") }
+        guard case .evaluated(let evaluation) = try enclave.send(.evaluate(.init(context: "served", policy: PolicyValue.deviceOwnerAuthenticationWithBiometrics.rawValue,
+                                                                            options: .init(reason: "Still served")))) else { return XCTFail("no evaluation") }
         XCTAssertTrue(evaluation.success, "\(evaluation)")
         XCTAssertLessThan(Date().timeIntervalSince(start), 5, "another client waited for the one that does not read")
         // The daemon closed the connection: what it had sent, then the end.

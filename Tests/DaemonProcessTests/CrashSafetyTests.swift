@@ -25,7 +25,7 @@ final class CrashSafetyTests: XCTestCase {
             let connection = try EnclaveConnection(socketPath: enclave.socketPath)
             let seen = FailureWitness()
             let policy = biometric ? PolicyValue.deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
-            connection.send(.evaluate(context: "crash-\(round)", policy: policy.rawValue, options: .init(reason: "crash test")),
+            connection.send(.evaluate(.init(context: "crash-\(round)", policy: policy.rawValue, options: .init(reason: "crash test"))),
                             onEvent: { reply in
                                 if case .prompt(let screen) = reply, screen.instruction.contains("no match") || screen.instruction.contains("Wrong passcode") {
                                     seen.mark()

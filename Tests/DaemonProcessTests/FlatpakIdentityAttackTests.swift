@@ -61,7 +61,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     }
 
     private func client(_ app: String, _ request: Request, network: Bool = true) throws -> (app: String, status: KeychainStatus?, raw: String) {
-        outcome(try installation.run(app, socket: enclave.socketPath, frames: frames([.hello(version: enclaveProtocolVersion), request]), replies: 2,
+        outcome(try installation.run(app, socket: enclave.socketPath, frames: frames([.hello(.init(version: enclaveProtocolVersion)), request]), replies: 2,
                                      network: network))
     }
 
@@ -123,7 +123,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: forged) }
         try "[Application]\nname=\(Self.victim)\nruntime=runtime/\(FlatpakInstallation.runtime)/x86_64/1\n\n[Instance]\ninstance-id=4242424242\n"
             .write(toFile: forged, atomically: true, encoding: .utf8)
-        assertBorrowsNothing(try forgedSandbox(info: forged, frames: frames([.hello(version: enclaveProtocolVersion), read])), verdict: "noInstanceRecord")
+        assertBorrowsNothing(try forgedSandbox(info: forged, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read])), verdict: "noInstanceRecord")
     }
 
     /// The forgery made complete: the victim's live instance's very own `info`, so the record it
@@ -142,7 +142,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: copy) }
         try FileManager.default.copyItem(atPath: instance + "/info", toPath: copy)
         // The record it names is read, and matches; the instance's namespace is not the attacker's.
-        assertBorrowsNothing(try forgedSandbox(info: copy, frames: frames([.hello(version: enclaveProtocolVersion), read])), verdict: "otherNamespace")
+        assertBorrowsNothing(try forgedSandbox(info: copy, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read])), verdict: "otherNamespace")
     }
 
     /// Served without the connection check is only a verified app: any other client in a network
@@ -151,7 +151,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         let forged = tmpfsFile("forged-info")
         defer { try? FileManager.default.removeItem(atPath: forged) }
         try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(toFile: forged, atomically: true, encoding: .utf8)
-        let output = try forgedSandboxOutput(info: forged, frames: frames([.hello(version: enclaveProtocolVersion), read]), network: false)
+        let output = try forgedSandboxOutput(info: forged, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read]), network: false)
         XCTAssertTrue(output.stdout.contains("notPermitted") && output.stdout.contains("could not identify"), "refused: \(output.stdout) \(output.stderr)")
         XCTAssertFalse(output.stdout.contains("\"hello\""))
     }
@@ -170,7 +170,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         let output = try runProcess("/usr/bin/bwrap", [
             "--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--bind", jail, "/", "--ro-bind", installation.installedClient, "/la-sandbox-client",
             "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
-            "/la-sandbox-client", "stacked", enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), read]), "2",
+            "/la-sandbox-client", "stacked", enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
         ])
         let attack = outcome(output)
         XCTAssertTrue(attack.app.hasPrefix("unverified:"), attack.raw)
@@ -188,7 +188,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         let output = try runProcess("/usr/bin/unshare", [
             "-m", "--propagation", "private",
-            installation.installedClient, "fuseroot", mountPoint, enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), read]), "2",
+            installation.installedClient, "fuseroot", mountPoint, enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
         ], timeout: 30)
         XCTAssertFalse(output.stderr.contains("timeout"), "the daemon waited on the client's file system: \(output.stderr)")
         XCTAssertFalse(outcome(output).app.isEmpty, "the daemon answered: \(output.stdout) \(output.stderr)")
@@ -202,7 +202,7 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         guard getuid() == 0 else { throw XCTSkip("needs root for a mount namespace") }
         let output = try runProcess("/usr/bin/unshare", [
             "-m", "--propagation", "private",
-            installation.installedClient, "lease", enclave.socketPath, frames([.hello(version: enclaveProtocolVersion), read]), "2",
+            installation.installedClient, "lease", enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
         ], timeout: 60)
         XCTAssertFalse(output.stderr.contains("timeout"), "the daemon waited on the client's lease: \(output.stderr)")
         XCTAssertFalse(outcome(output).app.isEmpty, "the daemon answered: \(output.stdout) \(output.stderr)")

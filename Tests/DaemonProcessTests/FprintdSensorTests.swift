@@ -258,7 +258,7 @@ final class FprintdSensorTests: XCTestCase {
         let secondCode = await second.value
         XCTAssertNil(secondCode)
         XCTAssertEqual(try enclave.status().biometricFailures, 0, "the first's success reset the count")
-        guard case .audit(let entries) = try enclave.administer(.audit(limit: 10, everyApp: true), secrets: ["1234"]) else { return XCTFail() }
+        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 10, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
         XCTAssertEqual(entries.filter { $0.operation == "evaluate" && $0.result.hasPrefix("success") }.count, 2, "\(entries)")
     }
 

@@ -71,7 +71,7 @@ final class GraphicalPromptTests: XCTestCase {
         XCTAssertEqual(json?["success"] as? Bool, true, result.stdout)
         XCTAssertFalse(result.stdout.contains("1234") || result.stderr.contains("1234"), "the app never sees the passcode")
         XCTAssertTrue(display.windows(titled: title).isEmpty || waitForNoWindow(), "the window closes with the prompt")
-        guard case .audit(let entries) = try enclave.administer(.audit(limit: 20, everyApp: true), secrets: ["1234"]) else { return XCTFail() }
+        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 20, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
         XCTAssertTrue(entries.contains { $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" && $0.result == "success(passcode)" }, "\(entries)")
     }
 

@@ -16,10 +16,10 @@ final class PromptFloodTests: XCTestCase {
             for i in prompts {
                 let context = "flood-\(i)"
                 let shown = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
-                _ = connection.send(.evaluate(context: context, policy: 1, options: EvaluationOptions(reason: "flood")),
+                _ = connection.send(.evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "flood"))),
                                     onEvent: { _ in shown.signal() }, completion: { _ in ended.signal() })
                 guard shown.wait(timeout: .now() + 10) == .success else { return XCTFail("prompt \(i) never opened") }
-                connection.sendDiscardingReply(.invalidate(context: context))
+                connection.sendDiscardingReply(.invalidate(.init(context: context)))
                 guard ended.wait(timeout: .now() + 10) == .success else { return XCTFail("prompt \(i) never ended") }
             }
         }

@@ -58,7 +58,7 @@ final class PromptTests: XCTestCase {
         try enclave.queue(.match)
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
         XCTAssertNil(code, "the next app gets the sensor and the queued touch")
-        guard case .audit(let entries) = try enclave.administer(.audit(limit: 5, everyApp: true), secrets: ["1234"]) else { return XCTFail() }
+        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 5, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
         XCTAssertTrue(entries.contains { $0.app.hasSuffix("/lactl") && $0.result.hasPrefix("appCancel") }, "\(entries)")
     }
 
@@ -89,8 +89,8 @@ final class PromptTests: XCTestCase {
             let frame = FrameEncoder.frame(RequestEnvelope(id: id, request: request).encoded())
             _ = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        send(1, .hello(version: 1))
-        send(2, .evaluate(context: "hog", policy: 1, options: .init(reason: "never read")))
+        send(1, .hello(.init(version: 1)))
+        send(2, .evaluate(.init(context: "hog", policy: 1, options: .init(reason: "never read"))))
         try eventually("the hog's prompt to open") { try enclave.status().promptOpen }
         // Flood requests and never read a reply: the daemon must not block on this socket.
         var flags = fcntl(fd, F_GETFL)
@@ -108,11 +108,11 @@ final class PromptTests: XCTestCase {
         let lactl = productPath("lactl")
         try enclave.queue(.match)
         XCTAssertEqual(try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--reason", "x"]).status, 0)
-        guard case .audit(let mine) = try enclave.send(.audit(limit: 50, everyApp: false)) else { return XCTFail() }
+        guard case .audit(let mine) = try enclave.send(.audit(.init(limit: 50, everyApp: false))) else { return XCTFail() }
         XCTAssertFalse(mine.contains { $0.app.hasSuffix("/lactl") }, "another app's entries need the passcode")
-        guard case .audit(let all) = try enclave.administer(.audit(limit: 50, everyApp: true), secrets: ["1234"]) else { return XCTFail() }
+        guard case .audit(let all) = try enclave.administer(.audit(.init(limit: 50, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
         XCTAssertTrue(all.contains { $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" })
-        XCTAssertThrowsError(try enclave.administer(.audit(limit: 50, everyApp: true), secrets: ["0000"]))
+        XCTAssertThrowsError(try enclave.administer(.audit(.init(limit: 50, everyApp: true)), secrets: ["0000"]))
     }
 
     func testPasscodeTypedWhileTheSensorIsArmed() async throws {

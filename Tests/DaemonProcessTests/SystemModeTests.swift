@@ -90,7 +90,7 @@ final class SystemModeTests: XCTestCase {
         XCTAssertTrue(nobodyList.stdout.contains("no items"), nobodyList.stdout + nobodyList.stderr)
 
         // Root may administer another user in system mode.
-        try enclave.send(.remoteLock(uid: 65534))
+        try enclave.send(.remoteLock(.init(uid: 65534)))
         let after = try asNobody([lactl, "status", "--json", "--socket", enclave.socketPath])
         XCTAssertTrue(after.stdout.contains("remoteLock"), after.stdout)
     }

@@ -40,7 +40,7 @@ final class TerminalPromptTests: XCTestCase {
         XCTAssertFalse(terminal.screen().contains("1234"), "typed with echo off:\n\(terminal.screen())")
         let json = try JSONSerialization.jsonObject(with: Data(lactl.output.utf8)) as? [String: Any]
         XCTAssertEqual(json?["success"] as? Bool, true, lactl.output)
-        guard case .audit(let entries) = try enclave.administer(.audit(limit: 20, everyApp: true), secrets: ["1234"]) else { return XCTFail() }
+        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 20, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
         XCTAssertTrue(entries.contains { $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" && $0.result == "success(passcode)" }, "\(entries)")
     }
 

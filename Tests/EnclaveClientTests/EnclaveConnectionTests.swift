@@ -78,7 +78,7 @@ final class EnclaveConnectionTests: XCTestCase {
         let daemon = try ScriptedDaemon()
         let held = LockedBox<RequestEnvelope?>(nil)
         daemon.handle = { envelope, daemon in
-            if case .enroll("slow") = envelope.request { held.value = envelope; return }
+            if case .enroll(let a) = envelope.request, a.name == "slow" { held.value = envelope; return }
             daemon.send([Marked.echo(envelope)!])
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
@@ -169,7 +169,7 @@ final class EnclaveConnectionTests: XCTestCase {
         defer { connection.close() }
         for i in 0..<50 {
             XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("b\(i)"))), "b\(i)")
-            connection.sendDiscardingReply(.invalidate(context: "c\(i)"))
+            connection.sendDiscardingReply(.invalidate(.init(context: "c\(i)")))
             XCTAssertFalse(connection.readerThreadRunning, "the calling thread reads its own reply; a dropped reply needs no reader")
         }
     }
@@ -200,7 +200,7 @@ final class EnclaveConnectionTests: XCTestCase {
         daemon.handle = { envelope, daemon in daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)]) }
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
-        for i in 0..<(EnclaveConnection.discardedLimit * 3) { connection.sendDiscardingReply(.invalidate(context: "c\(i)")) }
+        for i in 0..<(EnclaveConnection.discardedLimit * 3) { connection.sendDiscardingReply(.invalidate(.init(context: "c\(i)"))) }
         // Nobody else reads: past the limit the connection's thread reads them out.
         XCTAssertTrue(connection.readerThreadRunning)
         XCTAssertEqual(try connection.request(.status), .ok)
@@ -297,14 +297,14 @@ final class EnclaveConnectionTests: XCTestCase {
 
 /// A request carrying a marker the scripted daemon echoes back, so a reply's owner is checked.
 private enum Marked {
-    static func request(_ marker: String) -> Request { .enroll(name: marker) }
+    static func request(_ marker: String) -> Request { .enroll(.init(name: marker)) }
     static func marker(of reply: Reply) -> String? {
         if case .enrolments(let names) = reply { return names.first }
         return nil
     }
     static func echo(_ envelope: RequestEnvelope) -> ReplyEnvelope? {
-        guard case .enroll(let name) = envelope.request else { return nil }
-        return ReplyEnvelope(id: envelope.id, reply: .enrolments([name]))
+        guard case .enroll(let a) = envelope.request else { return nil }
+        return ReplyEnvelope(id: envelope.id, reply: .enrolments([a.name]))
     }
 }
 

@@ -36,7 +36,7 @@ final class AdminPolicyTests: XCTestCase {
             do { got = try AdminPolicy.passcodeLockoutReset(caller: caller, mode: mode) } catch { XCTAssertEqual(error.code, .notPermitted) }
             XCTAssertEqual(got, expected, "\(caller) in \(mode)")
         }
-        XCTAssertNotNil(AdminPolicy.purpose(of: .resetPasscodeLockout(uid: nil)), "the prompt says what is being allowed")
+        XCTAssertNotNil(AdminPolicy.purpose(of: .resetPasscodeLockout(.init(uid: nil))), "the prompt says what is being allowed")
     }
 
     func testRootVisitingAUsersDaemonMayOnlyLiftTheCounter() {
@@ -61,20 +61,20 @@ extension AdminPolicyTests {
             (.setPasscode, "set the device passcode"),
             (.changePasscode, "change the device passcode"),
             (.removePasscode, "every enrolled identity"),
-            (.enroll(name: "left thumb"), "\"left thumb\""),
-            (.unenroll(name: "left thumb"), "\"left thumb\""),
-            (.audit(limit: 5, everyApp: true), "every app"),
+            (.enroll(.init(name: "left thumb")), "\"left thumb\""),
+            (.unenroll(.init(name: "left thumb")), "\"left thumb\""),
+            (.audit(.init(limit: 5, everyApp: true)), "every app"),
             (.keychainList, "never secrets"),
-            (.keychainRemove(persistentRef: Data([1])), "whichever of your apps"),
-            (.configureAccessGroup(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"]), "\"team\": /usr/bin/a, /usr/bin/b"),
-            (.configureAccessGroup(name: "team", apps: []), "remove the keychain access group \"team\""),
+            (.keychainRemove(.init(persistentRef: Data([1]))), "whichever of your apps"),
+            (.configureAccessGroup(.init(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"])), "\"team\": /usr/bin/a, /usr/bin/b"),
+            (.configureAccessGroup(.init(name: "team", apps: [])), "remove the keychain access group \"team\""),
             (.accessGroups, "access groups"),
         ]
         for (request, words) in asking {
             let purpose = AdminPolicy.purpose(of: request)
             XCTAssertTrue(purpose?.contains(words) == true, "\(request): \(String(describing: purpose))")
         }
-        for request: Request in [.status, .audit(limit: 5, everyApp: false), .hello(version: 1), .clearSimulated, .handoff(kind: .terminal)] {
+        for request: Request in [.status, .audit(.init(limit: 5, everyApp: false)), .hello(.init(version: 1)), .clearSimulated, .handoff(.init(kind: .terminal))] {
             XCTAssertNil(AdminPolicy.purpose(of: request), "\(request)")
         }
     }

@@ -7,7 +7,7 @@ import XCTest
 final class ConnectionStateMachineTests: XCTestCase {
     private typealias Machine = ConnectionStateMachine<String, String, String>
     private let t0 = MonotonicStamp(bootID: "boot", seconds: 1_000)
-    private let hello = Request.hello(version: enclaveProtocolVersion)
+    private let hello = Request.hello(.init(version: enclaveProtocolVersion))
 
     private func greeted(administrator: Bool = false) -> Machine {
         var machine = Machine(administrator: administrator)
@@ -19,8 +19,8 @@ final class ConnectionStateMachineTests: XCTestCase {
         let rows: [(Request, Machine.RequestAction)] = [
             (.status, .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))),
             (.setPasscode, .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))),
-            (.invalidate(context: "a"), .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))),
-            (.hello(version: enclaveProtocolVersion + 1),
+            (.invalidate(.init(context: "a")), .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))),
+            (.hello(.init(version: enclaveProtocolVersion + 1)),
              .refuseAndClose(Failure(.unsupportedVersion, "this daemon speaks protocol version \(enclaveProtocolVersion), not \(enclaveProtocolVersion + 1)"))),
             (hello, .greet),
         ]
@@ -34,17 +34,17 @@ final class ConnectionStateMachineTests: XCTestCase {
     func testAfterHelloRequestsAreAnsweredAndHelloAgainIsGreeted() {
         var machine = greeted()
         XCTAssertEqual(machine.requestArrived(.status), .answer)
-        XCTAssertEqual(machine.requestArrived(.canEvaluate(context: "a", policy: 2)), .answer)
+        XCTAssertEqual(machine.requestArrived(.canEvaluate(.init(context: "a", policy: 2))), .answer)
         XCTAssertEqual(machine.requestArrived(hello), .greet)
         XCTAssertFalse(machine.helloDeadlinePassed())
     }
 
     func testRequestsThatNeedThePersonHoldTheConnectionsOneSlot() {
         let rows: [(Request, needsPerson: Bool)] = [
-            (.setPasscode, true), (.changePasscode, true), (.removePasscode, true), (.enroll(name: "f"), true),
-            (.unenroll(name: "f"), true), (.keychainList, true), (.keychainRemove(persistentRef: Data([1])), true),
-            (.configureAccessGroup(name: "g", apps: ["a"]), true), (.audit(limit: 5, everyApp: true), true),
-            (.audit(limit: 5, everyApp: false), false), (.status, false), (.invalidate(context: "a"), false),
+            (.setPasscode, true), (.changePasscode, true), (.removePasscode, true), (.enroll(.init(name: "f")), true),
+            (.unenroll(.init(name: "f")), true), (.keychainList, true), (.keychainRemove(.init(persistentRef: Data([1]))), true),
+            (.configureAccessGroup(.init(name: "g", apps: ["a"])), true), (.audit(.init(limit: 5, everyApp: true)), true),
+            (.audit(.init(limit: 5, everyApp: false)), false), (.status, false), (.invalidate(.init(context: "a")), false),
             (.keychainCopy(KeychainRequest(attributes: [:], context: "c")), false), (.servePrompts, false),
         ]
         for (request, needsPerson) in rows {
@@ -61,11 +61,11 @@ final class ConnectionStateMachineTests: XCTestCase {
 
     func testRootOnAnotherUsersDaemonOnlyLiftsThePasscodeCounter() {
         let rows: [(Request, Machine.RequestAction)] = [
-            (.resetPasscodeLockout(uid: nil), .answerWaitingForThePerson),
+            (.resetPasscodeLockout(.init(uid: nil)), .answerWaitingForThePerson),
             (.status, .refuse(AdminPolicy.administratorRefusal)),
             (.setPasscode, .refuse(AdminPolicy.administratorRefusal)),
             (.keychainList, .refuse(AdminPolicy.administratorRefusal)),
-            (.evaluate(context: "a", policy: 2, options: EvaluationOptions(reason: "r")), .refuse(AdminPolicy.administratorRefusal)),
+            (.evaluate(.init(context: "a", policy: 2, options: EvaluationOptions(reason: "r"))), .refuse(AdminPolicy.administratorRefusal)),
         ]
         for (request, expected) in rows {
             var machine = greeted(administrator: true)

@@ -96,9 +96,9 @@ final class ConnectionHandlerTests: XCTestCase {
         daemon = try EnclaveDaemon(config: .inProcess(directory), clock: ManualClock(), logger: Logger(label: "test"))
         sink = RecordingReplySink()
         handler = connect(app)
-        _ = try await request(.hello(version: enclaveProtocolVersion))
+        _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
         _ = try await administer(.setPasscode, secrets: ["1234"])
-        _ = try await administer(.enroll(name: "right thumb"), secrets: ["1234"])
+        _ = try await administer(.enroll(.init(name: "right thumb")), secrets: ["1234"])
     }
 
     override func tearDown() async throws {
@@ -126,10 +126,10 @@ final class ConnectionHandlerTests: XCTestCase {
     private func assertTheNextAppGetsThePromptAndItsTouch(ids first: UInt64, file: StaticString = #filePath, line: UInt = #line) async throws {
         let next = connect("/usr/bin/next-app")
         defer { next.closed() }
-        _ = await next.receive(RequestEnvelope(id: first, request: .hello(version: enclaveProtocolVersion)).encoded())
-        _ = await next.receive(RequestEnvelope(id: first + 1, request: .simulate(events: [SimulatedEvent(.match)])).encoded())
+        _ = await next.receive(RequestEnvelope(id: first, request: .hello(.init(version: enclaveProtocolVersion))).encoded())
+        _ = await next.receive(RequestEnvelope(id: first + 1, request: .simulate(.init(events: [SimulatedEvent(.match)]))).encoded())
         _ = try await sink.final(first + 1)
-        _ = await next.receive(RequestEnvelope(id: first + 2, request: .evaluate(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock"))).encoded())
+        _ = await next.receive(RequestEnvelope(id: first + 2, request: .evaluate(.init(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock")))).encoded())
         guard case .evaluated(let result) = try await sink.final(first + 2) else { return XCTFail("no evaluation", file: file, line: line) }
         XCTAssertTrue(result.success, "the next app got the prompt and its touch: \(result)", file: file, line: line)
     }
@@ -152,7 +152,7 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     private func handSecrets(_ secrets: [String]) async throws {
-        guard case .handoffTicket(let ticket) = try await request(.handoff(kind: .secretInput)) else { throw Failure(.internalError, "no ticket") }
+        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput))) else { throw Failure(.internalError, "no ticket") }
         try daemon.handOver(secrets: secrets, ticket: ticket)
     }
 
@@ -163,7 +163,7 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     private func audit() async throws -> [AuditEntry] {
-        guard case .audit(let entries) = try await request(.audit(limit: 100, everyApp: false)) else { return [] }
+        guard case .audit(let entries) = try await request(.audit(.init(limit: 100, everyApp: false))) else { return [] }
         return entries
     }
 
@@ -190,14 +190,14 @@ final class ConnectionHandlerTests: XCTestCase {
             app.closed(); root.closed()
             running.forEach { $0.cancel() }
         }
-        for handler in [app, root] { _ = try await ask(handler, .hello(version: enclaveProtocolVersion)) }
+        for handler in [app, root] { _ = try await ask(handler, .hello(.init(version: enclaveProtocolVersion))) }
         // The app on its own: only the person, with the login password, may (nobody to ask here).
-        guard case .failure(let refused) = try await ask(app, .resetPasscodeLockout(uid: nil)) else { return XCTFail("an app lifted the counter") }
+        guard case .failure(let refused) = try await ask(app, .resetPasscodeLockout(.init(uid: nil))) else { return XCTFail("an app lifted the counter") }
         XCTAssertEqual(refused, PersonSecrets.nobodyToAsk)
-        guard case .ok = try await ask(root, .resetPasscodeLockout(uid: nil)) else { return XCTFail("root could not lift the counter") }
-        guard case .failure(let other) = try await ask(root, .resetPasscodeLockout(uid: 1000)) else { return XCTFail("root reached another user here") }
+        guard case .ok = try await ask(root, .resetPasscodeLockout(.init(uid: nil))) else { return XCTFail("root could not lift the counter") }
+        guard case .failure(let other) = try await ask(root, .resetPasscodeLockout(.init(uid: 1000))) else { return XCTFail("root reached another user here") }
         XCTAssertEqual(other.code, .notPermitted)
-        for request: Request in [.status, .audit(limit: 5, everyApp: false), .remoteLock(uid: nil), .simulate(events: [SimulatedEvent(.match)])] {
+        for request: Request in [.status, .audit(.init(limit: 5, everyApp: false)), .remoteLock(.init(uid: nil)), .simulate(.init(events: [SimulatedEvent(.match)]))] {
             guard case .failure(let f) = try await ask(root, request) else { return XCTFail("root was served \(request.operation)") }
             XCTAssertEqual(f, AdminPolicy.administratorRefusal)
         }
@@ -412,7 +412,7 @@ final class ConnectionHandlerTests: XCTestCase {
         guard case .status(let afterRejected) = try await request(.status) else { return XCTFail() }
         XCTAssertFalse(afterRejected.promptOpen)
         // Exactly 1024 bytes is accepted: the evaluation runs and a queued cancel ends it.
-        _ = try await request(.simulate(events: [SimulatedEvent(.cancel)]))
+        _ = try await request(.simulate(.init(events: [SimulatedEvent(.cancel)])))
         await send(60, "evaluate", ["context": "max", "policy": 1, "options": options(reason: String(repeating: "m", count: WireLimits.maxTextBytes))])
         guard case .evaluated(let result) = try await sink.final(60) else { return XCTFail("no evaluation") }
         XCTAssertFalse(result.success)
@@ -553,7 +553,7 @@ final class ConnectionHandlerTests: XCTestCase {
     /// One request waiting for the person per connection: each holds a reader or a prompt, so a
     /// client cannot pile them up; the second is answered busy at once, the first goes on.
     func testOneRequestAtATimeWaitsForThePerson() async throws {
-        guard case .handoffTicket(let ticket) = try await request(.handoff(kind: .secretInput)) else { return XCTFail("no ticket") }
+        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput))) else { return XCTFail("no ticket") }
         var ends: [Int32] = [-1, -1]
         XCTAssertEqual(pipe(&ends), 0)
         defer { close(ends[1]) }
@@ -596,10 +596,10 @@ final class ConnectionHandlerTests: XCTestCase {
                                                             context: "add"))
         XCTAssertEqual(add.status, .success)
         let query = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("a")], context: "read", reason: "Read", returnData: true)
-        _ = try await request(.simulate(events: [SimulatedEvent(.nomatch), SimulatedEvent(.cancel)]))
+        _ = try await request(.simulate(.init(events: [SimulatedEvent(.nomatch), SimulatedEvent(.cancel)])))
         let cancelled = try await keychain(.copy, query)
         XCTAssertEqual(cancelled.status, .userCanceled, "a cancelled prompt maps to errSecUserCanceled")
-        _ = try await request(.simulate(events: [SimulatedEvent(.match)]))
+        _ = try await request(.simulate(.init(events: [SimulatedEvent(.match)])))
         let read = try await keychain(.copy, query)
         XCTAssertEqual(read.status, .success)
         XCTAssertEqual(read.items.first?.data, secret)
@@ -613,7 +613,7 @@ final class ConnectionHandlerTests: XCTestCase {
         let python = "/usr/bin/python3.11"
         handler.closed()
         handler = connect(python, kind: .interpreter)
-        _ = try await request(.hello(version: enclaveProtocolVersion))
+        _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
         let item: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("script"), "v_Data": .data(Data("token".utf8))]
         let own = try await keychain(.add, KeychainRequest(attributes: item, context: "k"))
         XCTAssertEqual(own.status, .missingEntitlement, own.message ?? "")
@@ -622,7 +622,7 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(key.problem, .notAvailable, key.message ?? "")
         XCTAssertNil(key.blob)
 
-        _ = try await administer(.configureAccessGroup(name: "scripts", apps: [python]), secrets: ["1234"])
+        _ = try await administer(.configureAccessGroup(.init(name: "scripts", apps: [python])), secrets: ["1234"])
         var grouped = item
         grouped["agrp"] = .string("scripts")
         let added = try await keychain(.add, KeychainRequest(attributes: grouped, context: "k"))
@@ -630,7 +630,7 @@ final class ConnectionHandlerTests: XCTestCase {
         let read = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("script")], context: "k", returnData: true))
         XCTAssertEqual(read.items.first?.data, Data("token".utf8), "the group is searched without naming it")
         // The interpreter's path is no group name, so no app can claim its place either.
-        guard case .failure(let refused) = try await administer(.configureAccessGroup(name: AppIdentity.unverifiedPrefix + "1:2:/x", apps: [python]), secrets: ["1234"]) else {
+        guard case .failure(let refused) = try await administer(.configureAccessGroup(.init(name: AppIdentity.unverifiedPrefix + "1:2:/x", apps: [python])), secrets: ["1234"]) else {
             return XCTFail("a group named like an identity was accepted")
         }
         XCTAssertEqual(refused.code, .invalidParameter)
@@ -640,8 +640,8 @@ final class ConnectionHandlerTests: XCTestCase {
         _ = try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("b"), "v_Data": .data(Data([1]))],
                                                       accessControl: AccessControlValue(protection: .whenUnlocked, flags: .biometryCurrentSet),
                                                       context: "add"))
-        _ = try await administer(.enroll(name: "left thumb"), secrets: ["1234"])
-        _ = try await request(.simulate(events: [SimulatedEvent(.match)]))
+        _ = try await administer(.enroll(.init(name: "left thumb")), secrets: ["1234"])
+        _ = try await request(.simulate(.init(events: [SimulatedEvent(.match)])))
         let read = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("b")], context: "r", returnData: true))
         XCTAssertEqual(read.status, .invalidItemRef)
         guard case .status(let status) = try await request(.status) else { return XCTFail() }
@@ -651,15 +651,15 @@ final class ConnectionHandlerTests: XCTestCase {
     /// The scripted person acts in order: a touch is read by the simulated sensor before the next
     /// press reaches the prompt, and what comes after the evaluation's end waits for the next one.
     func testAScriptReachesTheEvaluationInItsOrder() async throws {
-        _ = try await request(.simulate(events: [.nomatch, .cancel, .match]))
-        guard case .evaluated(let cancelled) = try await request(.evaluate(context: "first", policy: 1, options: EvaluationOptions(reason: "Unlock"))) else {
+        _ = try await request(.simulate(.init(events: [.nomatch, .cancel, .match])))
+        guard case .evaluated(let cancelled) = try await request(.evaluate(.init(context: "first", policy: 1, options: EvaluationOptions(reason: "Unlock")))) else {
             return XCTFail()
         }
         XCTAssertEqual(cancelled.error, .userCancel)
         XCTAssertEqual(try daemon.storage.loadUser(getuid())?.ledger.biometricFailures, 1, "the touch was read before the cancel")
         guard case .status(let waiting) = try await request(.status) else { return XCTFail() }
         XCTAssertEqual(waiting.queuedEvents, 1, "the match waits for the next evaluation")
-        guard case .evaluated(let matched) = try await request(.evaluate(context: "second", policy: 1, options: EvaluationOptions(reason: "Unlock"))) else {
+        guard case .evaluated(let matched) = try await request(.evaluate(.init(context: "second", policy: 1, options: EvaluationOptions(reason: "Unlock")))) else {
             return XCTFail()
         }
         XCTAssertTrue(matched.success, "\(matched)")
@@ -668,8 +668,8 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     func testAMatchSavesTheRecordAndItsAuditEntryTogether() async throws {
-        _ = try await request(.simulate(events: [SimulatedEvent(.match)]))
-        guard case .evaluated(let result) = try await request(.evaluate(context: "e", policy: 1, options: EvaluationOptions(reason: "Unlock"))) else {
+        _ = try await request(.simulate(.init(events: [SimulatedEvent(.match)])))
+        guard case .evaluated(let result) = try await request(.evaluate(.init(context: "e", policy: 1, options: EvaluationOptions(reason: "Unlock")))) else {
             return XCTFail()
         }
         XCTAssertTrue(result.success)
@@ -680,9 +680,9 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     func testEvaluateAccessControlProvesEveryConstraint() async throws {
-        _ = try await request(.simulate(events: [SimulatedEvent(.match), SimulatedEvent.passcode("1234")]))
-        guard case .evaluated(let result) = try await request(.authorizeAccessControl(context: "ac", flags: [.biometryAny, .and, .devicePasscode],
-                                                                                       options: EvaluationOptions(reason: "Sign"))) else { return XCTFail() }
+        _ = try await request(.simulate(.init(events: [SimulatedEvent(.match), SimulatedEvent.passcode("1234")])))
+        guard case .evaluated(let result) = try await request(.authorizeAccessControl(.init(context: "ac", flags: [.biometryAny, .and, .devicePasscode],
+                                                                                       options: EvaluationOptions(reason: "Sign")))) else { return XCTFail() }
         XCTAssertTrue(result.success, "\(result)")
         let steps = try await audit().filter { $0.operation == "accessControl.authorize" }.map(\.result)
         XCTAssertEqual(steps.sorted(), ["success(biometric)", "success(passcode)"])
@@ -693,7 +693,7 @@ final class ConnectionHandlerTests: XCTestCase {
     func testAClosedConnectionLeavesNoEvaluationBehind() async throws {
         let options = EvaluationOptions(reason: "Unlock")
         for id in [UInt64(500), 501] {
-            let open = await handler.receive(RequestEnvelope(id: id, request: .evaluate(context: "twice", policy: 1, options: options)).encoded())
+            let open = await handler.receive(RequestEnvelope(id: id, request: .evaluate(.init(context: "twice", policy: 1, options: options))).encoded())
             XCTAssertTrue(open)
         }
         guard case .evaluated(let second) = try await sink.final(501), !second.success else { return XCTFail("one evaluation per context") }
@@ -709,7 +709,7 @@ final class ConnectionHandlerTests: XCTestCase {
     func testAConnectionRunsABoundedNumberOfRequests() async throws {
         let options = EvaluationOptions(reason: "Unlock")
         for i in 0..<200 {
-            _ = await handler.receive(RequestEnvelope(id: UInt64(2000 + i), request: .evaluate(context: "flood-\(i)", policy: 1, options: options)).encoded())
+            _ = await handler.receive(RequestEnvelope(id: UInt64(2000 + i), request: .evaluate(.init(context: "flood-\(i)", policy: 1, options: options))).encoded())
         }
         let limit = ContextTable<RunningRequest>.maxRunning
         var busy = 0
@@ -736,7 +736,7 @@ final class ConnectionHandlerTests: XCTestCase {
         config.stateDirectory = directory + "/quota-state"
         daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
         handler = connect(app)
-        _ = try await request(.hello(version: enclaveProtocolVersion))
+        _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
         func add(_ account: String, bytes: Int = 10) async throws -> KeychainReply {
             try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string(account),
                                                                   "v_Data": .data(Data(repeating: 7, count: bytes))], context: "q"))

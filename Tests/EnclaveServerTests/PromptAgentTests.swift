@@ -30,7 +30,7 @@ final class PromptAgentTests: XCTestCase {
         let setup = try await connect(appPath)
         try await handSecrets(["1234", "1234"], on: setup)
         _ = try await request(.setPasscode, on: setup)
-        _ = try await request(.enroll(name: "right thumb"), on: setup)
+        _ = try await request(.enroll(.init(name: "right thumb")), on: setup)
     }
 
     override func tearDown() async throws {
@@ -48,7 +48,7 @@ final class PromptAgentTests: XCTestCase {
                                         daemon: daemon, sink: sink, logger: Logger(label: "test"))
         runners.append(Task { await handler.run() })
         handlers.append(handler)
-        _ = try await request(.hello(version: enclaveProtocolVersion), on: (handler, sink))
+        _ = try await request(.hello(.init(version: enclaveProtocolVersion)), on: (handler, sink))
         return (handler, sink)
     }
 
@@ -65,7 +65,7 @@ final class PromptAgentTests: XCTestCase {
     }
 
     private func handSecrets(_ secrets: [String], on c: (handler: ConnectionHandler, sink: Sink)) async throws {
-        guard case .handoffTicket(let ticket) = try await request(.handoff(kind: .secretInput), on: c) else { throw Failure(.internalError, "no ticket") }
+        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput)), on: c) else { throw Failure(.internalError, "no ticket") }
         try daemon.handOver(secrets: secrets, ticket: ticket)
     }
 
@@ -80,7 +80,7 @@ final class PromptAgentTests: XCTestCase {
     }
 
     private func evaluate(policy: Int = 2, on c: (handler: ConnectionHandler, sink: Sink)) async -> UInt64 {
-        await send(.evaluate(context: "c\(nextID)", policy: policy, options: EvaluationOptions(reason: "Unlock the vault")), on: c)
+        await send(.evaluate(.init(context: "c\(nextID)", policy: policy, options: EvaluationOptions(reason: "Unlock the vault"))), on: c)
     }
 
     private func status() async throws -> UserStatus {
@@ -106,7 +106,7 @@ final class PromptAgentTests: XCTestCase {
         XCTAssertTrue(screen.passcodeEntry || screen.sensorArmed, "the app's prompt stayed headless")
         let promptAgent = try await status().promptAgent
         XCTAssertEqual(promptAgent, false)
-        _ = await send(.invalidate(context: "c\(evaluation)"), on: app)
+        _ = await send(.invalidate(.init(context: "c\(evaluation)")), on: app)
     }
 
     /// With no agent configured (`prompt-agent = none`), nothing is admitted.
@@ -141,20 +141,20 @@ final class PromptAgentTests: XCTestCase {
         let screen = try XCTUnwrap(shown.screen)
         XCTAssertEqual(screen.app, appPath, "the agent shows the app's verified identity")
         XCTAssertEqual(screen.reason, "Unlock the vault")
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
         var current = screen
         if !current.passcodeEntry {
-            _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.fallback)), on: agent.connection)
+            _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.fallback))), on: agent.connection)
             let next = try await agent.connection.sink.event(agent.serving)
             current = try XCTUnwrap(next.screen)
         }
         XCTAssertTrue(current.passcodeEntry)
         // The app cannot answer its own prompt, even knowing the agent's numbering.
-        guard case .failure(let refused) = try await request(.promptAction(prompt: shown.prompt, action: .typed("1234")), on: app) else {
+        guard case .failure(let refused) = try await request(.promptAction(.init(prompt: shown.prompt, action: .typed("1234"))), on: app) else {
             return XCTFail("the app answered the agent's prompt")
         }
         XCTAssertEqual(refused.code, .notPermitted)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: .typed("1234")), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: .typed("1234"))), on: agent.connection)
         guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
         XCTAssertTrue(result.success, "\(result)")
         let appSawAPrompt = await app.sink.sawPrompt(evaluation)
@@ -172,22 +172,22 @@ final class PromptAgentTests: XCTestCase {
         let evaluation = await evaluate(policy: 1, on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
         let screen = try XCTUnwrap(shown.screen)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
         XCTAssertFalse(screen.passcodeEntry, "biometrics only: no passcode on the first screen")
         var refused: [PromptAction] = [.typed(""), PromptAction(.retry)]
         if !screen.passcodeEntry { refused.append(.typed("1234")) }
         if screen.fallbackTitle == nil { refused.append(PromptAction(.fallback)) }
         for action in refused {
-            guard case .failure(let f) = try await request(.promptAction(prompt: shown.prompt, action: action), on: agent.connection) else {
+            guard case .failure(let f) = try await request(.promptAction(.init(prompt: shown.prompt, action: action)), on: agent.connection) else {
                 return XCTFail("\(action) was taken")
             }
             XCTAssertEqual(f.code, .invalidParameter, "\(action): \(f.message)")
         }
-        guard case .failure(let f) = try await request(.promptAction(prompt: 999, action: PromptAction(.cancel)), on: agent.connection) else {
+        guard case .failure(let f) = try await request(.promptAction(.init(prompt: 999, action: PromptAction(.cancel))), on: agent.connection) else {
             return XCTFail("an answer to no prompt was taken")
         }
         XCTAssertEqual(f.code, .invalidParameter)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.cancel)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))), on: agent.connection)
         guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
         XCTAssertEqual(result.error, .userCancel)
         let s = try await status()
@@ -210,7 +210,7 @@ final class PromptAgentTests: XCTestCase {
         XCTAssertTrue(dropped.message.contains("no longer serves"), dropped.message)
         let promptAgent = try await status().promptAgent
         XCTAssertEqual(promptAgent, false)
-        _ = await send(.invalidate(context: "c\(evaluation)"), on: app)
+        _ = await send(.invalidate(.init(context: "c\(evaluation)")), on: app)
         guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
         XCTAssertEqual(result.error, .appCancel)
     }
@@ -221,11 +221,11 @@ final class PromptAgentTests: XCTestCase {
         let agent = try await serveAsAgent()
         let evaluation = await evaluate(on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
         agent.connection.handler.closed()
         let moved = try await app.sink.prompt(evaluation)
         XCTAssertEqual(moved.instruction, shown.screen?.instruction)
-        try await request(.simulate(events: [SimulatedEvent(.match)]), on: app)
+        try await request(.simulate(.init(events: [SimulatedEvent(.match)])), on: app)
         guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
         XCTAssertTrue(result.success, "the person still answered: \(result)")
         let failures = try await status().passcodeFailures
@@ -240,18 +240,18 @@ final class PromptAgentTests: XCTestCase {
         let shown = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(shown.screen?.sensorSimulated, true)
         XCTAssertEqual(shown.screen?.sensorArmed, true)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
         let sensor = try XCTUnwrap(daemon.sensor as? SimulatedSensor)
         // The armed sensor is capturing.
         try await SimulatedSensorTests.waitForCapture(sensor, uid: getuid())
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.simulatedNoMatch)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.simulatedNoMatch))), on: agent.connection)
         let retry = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(retry.screen?.instruction.contains("Try Again"), true, "\(String(describing: retry.screen))")
         let failures = try await status().biometricFailures
         XCTAssertEqual(failures, 1)
         // The reading ended that capture, and the sensor reads again.
         try await SimulatedSensorTests.waitForCapture(sensor, uid: getuid())
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.simulatedMatch)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.simulatedMatch))), on: agent.connection)
         guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
         XCTAssertTrue(result.success, "\(result)")
     }
@@ -268,12 +268,12 @@ final class PromptAgentTests: XCTestCase {
         let listing = await send(.keychainList, on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
         let screen = try XCTUnwrap(shown.screen)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
         XCTAssertTrue(screen.reason.hasPrefix("Allow it to "), screen.reason)
         XCTAssertEqual(screen.administration, true, "administration reads apart from an app's evaluation")
         XCTAssertTrue(screen.heading.contains("permission"), screen.heading)
         XCTAssertTrue(screen.passcodeEntry)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: .typed("1234")), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: .typed("1234"))), on: agent.connection)
         guard case .keychainListing = try await app.sink.final(listing) else { return XCTFail("not listed") }
     }
 
@@ -295,11 +295,11 @@ final class PromptAgentTests: XCTestCase {
         let agent = try await serveAsAgent()
         let evaluation = await evaluate(on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.shown)), on: agent.connection)
-        _ = try await request(.promptAction(prompt: shown.prompt, action: PromptAction(.cancel)), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
+        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))), on: agent.connection)
         guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
         XCTAssertEqual(result.error, .userCancel)
-        guard case .failure(let late) = try await request(.promptAction(prompt: shown.prompt, action: .typed("0000")), on: agent.connection) else {
+        guard case .failure(let late) = try await request(.promptAction(.init(prompt: shown.prompt, action: .typed("0000"))), on: agent.connection) else {
             return XCTFail("an answer to a closed prompt was taken")
         }
         XCTAssertEqual(late.code, .invalidParameter)
@@ -316,7 +316,7 @@ final class PromptAgentTests: XCTestCase {
         let headless = try await elsewhere.sink.prompt(there)
         XCTAssertFalse(headless.app.isEmpty)
         // One prompt per user at a time: this one ends before the next app asks.
-        _ = await send(.invalidate(context: "c\(there)"), on: elsewhere)
+        _ = await send(.invalidate(.init(context: "c\(there)")), on: elsewhere)
         _ = try await elsewhere.sink.final(there)
         let here = try await connect(appPath, session: "2")
         let evaluation = await evaluate(on: here)
@@ -324,7 +324,7 @@ final class PromptAgentTests: XCTestCase {
         XCTAssertEqual(shown.screen?.app, appPath)
         let hereSawAPrompt = await here.sink.sawPrompt(evaluation)
         XCTAssertFalse(hereSawAPrompt)
-        _ = await send(.invalidate(context: "c\(evaluation)"), on: here)
+        _ = await send(.invalidate(.init(context: "c\(evaluation)")), on: here)
     }
 }
 

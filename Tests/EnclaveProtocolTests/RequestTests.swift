@@ -2,7 +2,9 @@ import EnclaveProtocol
 import Foundation
 import XCTest
 
-final class MessagesTests: XCTestCase {
+/// The wire's requests: every operation round-trips, the shape is `{id, op, args}`, and what
+/// cannot be read says why, with the id when there is one.
+final class RequestTests: XCTestCase {
     private func decode(_ json: String) throws -> RequestEnvelope { try RequestEnvelope.decode(Array(json.utf8)) }
 
     private func assertDecodingError(_ json: String, _ kind: RequestDecodingError.Kind, id: UInt64?,
@@ -18,26 +20,26 @@ final class MessagesTests: XCTestCase {
     // MARK: Requests
 
     static let everyRequest: [Request] = [
-        .hello(version: 1),
-        .canEvaluate(context: "ctx-1", policy: 1),
-        .evaluate(context: "ctx-2", policy: 2, options: EvaluationOptions(reason: "Unlock", cancelTitle: "Not Now",
+        .hello(.init(version: 1)),
+        .canEvaluate(.init(context: "ctx-1", policy: 1)),
+        .evaluate(.init(context: "ctx-2", policy: 2, options: EvaluationOptions(reason: "Unlock", cancelTitle: "Not Now",
                                                                          fallbackTitle: "", reuseDuration: 30.5,
-                                                                         interactionNotAllowed: true, onTerminal: true)),
-        .evaluate(context: "ctx-3", policy: 99, options: EvaluationOptions(reason: "Unlock")),
-        .handoff(kind: .terminal),
-        .invalidate(context: "ctx-1"),
-        .domainState(context: "ctx-1"),
-        .domainState(context: nil),
+                                                                         interactionNotAllowed: true, onTerminal: true))),
+        .evaluate(.init(context: "ctx-3", policy: 99, options: EvaluationOptions(reason: "Unlock"))),
+        .handoff(.init(kind: .terminal)),
+        .invalidate(.init(context: "ctx-1")),
+        .domainState(.init(context: "ctx-1")),
+        .domainState(.init(context: nil)),
         .status,
         .setPasscode,
         .changePasscode,
         .removePasscode,
-        .enroll(name: "right thumb"),
-        .unenroll(name: "right thumb"),
-        .simulate(events: [.match, .nomatch, .cancel, .fallback, .retry, .passcode("9876")]),
-        .simulate(events: []),
+        .enroll(.init(name: "right thumb")),
+        .unenroll(.init(name: "right thumb")),
+        .simulate(.init(events: [.match, .nomatch, .cancel, .fallback, .retry, .passcode("9876")])),
+        .simulate(.init(events: [])),
         .clearSimulated,
-        .audit(limit: 10, everyApp: false),
+        .audit(.init(limit: 10, everyApp: false)),
         .keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("alice"), "v_Data": .data(Data([1, 2]))],
                                      accessControl: AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: .biometryCurrentSet), context: "c1", reason: "r")),
         .keychainCopy(KeychainRequest(attributes: ["class": .string("inet"), "port": .int(443), "sync": .bool(false),
@@ -46,22 +48,22 @@ final class MessagesTests: XCTestCase {
         .keychainUpdate(KeychainRequest(attributes: ["class": .string("genp")], changes: ["v_Data": .data(Data())], context: "c3")),
         .keychainDelete(KeychainRequest(attributes: ["class": .string("genp")], context: "c4")),
         .keychainList,
-        .authorizeAccessControl(context: "ac", flags: [.biometryAny, .and, .devicePasscode], options: .init(reason: "Open")),
-        .configureAccessGroup(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"]),
+        .authorizeAccessControl(.init(context: "ac", flags: [.biometryAny, .and, .devicePasscode], options: .init(reason: "Open"))),
+        .configureAccessGroup(.init(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"])),
         .accessGroups,
         .enrolments,
         .key(KeyRequest(operation: .sign, kind: .signing, blob: Data([1]), digest: Data(repeating: 7, count: 32), context: "k", reason: "sign")),
-        .keychainRemove(persistentRef: Data([9, 9])),
-        .audit(limit: 10, everyApp: true),
-        .handoff(kind: .secretInput),
-        .resetPasscodeLockout(uid: nil),
-        .resetPasscodeLockout(uid: 1000),
-        .remoteLock(uid: nil),
-        .remoteLock(uid: 0),
+        .keychainRemove(.init(persistentRef: Data([9, 9]))),
+        .audit(.init(limit: 10, everyApp: true)),
+        .handoff(.init(kind: .secretInput)),
+        .resetPasscodeLockout(.init(uid: nil)),
+        .resetPasscodeLockout(.init(uid: 1000)),
+        .remoteLock(.init(uid: nil)),
+        .remoteLock(.init(uid: 0)),
         .servePrompts,
-        .promptAction(prompt: 1, action: PromptAction(.shown)),
-        .promptAction(prompt: 7, action: .typed("9876")),
-        .promptAction(prompt: UInt64.max, action: PromptAction(.simulatedNoMatch)),
+        .promptAction(.init(prompt: 1, action: PromptAction(.shown))),
+        .promptAction(.init(prompt: 7, action: .typed("9876"))),
+        .promptAction(.init(prompt: UInt64.max, action: PromptAction(.simulatedNoMatch))),
     ]
 
     func testEveryRequestRoundTrips() throws {
@@ -81,13 +83,13 @@ final class MessagesTests: XCTestCase {
     /// the passcode is never in an answer's description (logs).
     func testPromptActionsTravelAndHideThePasscode() throws {
         for kind in PromptAction.Kind.allCases {
-            let envelope = RequestEnvelope(id: 5, request: .promptAction(prompt: 2, action: PromptAction(kind, passcode: kind == .passcode ? "4321" : nil)))
+            let envelope = RequestEnvelope(id: 5, request: .promptAction(.init(prompt: 2, action: PromptAction(kind, passcode: kind == .passcode ? "4321" : nil))))
             XCTAssertEqual(try RequestEnvelope.decode(envelope.encoded()), envelope)
         }
         assertDecodingError(#"{"id": 6, "op": "promptAction", "args": {"prompt": 1, "action": {"kind": "approve"}}}"#, .invalidArguments, id: 6)
         assertDecodingError(#"{"id": 7, "op": "promptAction", "args": {"action": {"kind": "cancel"}}}"#, .invalidArguments, id: 7)
         XCTAssertFalse("\(PromptAction.typed("4321"))".contains("4321"))
-        XCTAssertFalse("\(Request.promptAction(prompt: 1, action: .typed("4321")))".contains("4321"))
+        XCTAssertFalse("\(Request.promptAction(.init(prompt: 1, action: .typed("4321"))))".contains("4321"))
     }
 
     func testLargeIdRoundTrips() throws {
@@ -96,7 +98,7 @@ final class MessagesTests: XCTestCase {
     }
 
     func testEncodedShapeIsIdOpArgs() throws {
-        let bytes = RequestEnvelope(id: 42, request: .canEvaluate(context: "c", policy: 2)).encoded()
+        let bytes = RequestEnvelope(id: 42, request: .canEvaluate(.init(context: "c", policy: 2))).encoded()
         let object = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
         XCTAssertEqual(object?["id"] as? Int, 42)
         XCTAssertEqual(object?["op"] as? String, "canEvaluate")
@@ -107,8 +109,8 @@ final class MessagesTests: XCTestCase {
 
     func testHandWrittenRequestDecodes() throws {
         XCTAssertEqual(try decode(#"{"id":3,"op":"canEvaluate","args":{"context":"abc","policy":1}}"#),
-                       RequestEnvelope(id: 3, request: .canEvaluate(context: "abc", policy: 1)))
-        XCTAssertEqual(try decode(#"{"id":4,"op":"audit","args":{}}"#), RequestEnvelope(id: 4, request: .audit(limit: 50, everyApp: false)),
+                       RequestEnvelope(id: 3, request: .canEvaluate(.init(context: "abc", policy: 1))))
+        XCTAssertEqual(try decode(#"{"id":4,"op":"audit","args":{}}"#), RequestEnvelope(id: 4, request: .audit(.init(limit: 50, everyApp: false))),
                        "audit's limit defaults to 50")
     }
 
@@ -159,88 +161,5 @@ final class MessagesTests: XCTestCase {
         assertDecodingError(#"{"id":"5","op":"status","args":{}}"#, .malformed, id: nil)
         assertDecodingError(#"{"id":-5,"op":"status","args":{}}"#, .malformed, id: nil)
         assertDecodingError(#"{"id":5,"op":7,"args":{}}"#, .malformed, id: nil)
-    }
-
-    // MARK: Replies
-
-    static let everyReply: [Reply] = [
-        .hello(HelloReply(version: 1, mode: .system, uid: 1000, app: "/usr/bin/app")),
-        .ok,
-        .canEvaluate(CanEvaluateReply(biometryType: .touchID, error: nil, message: nil, domainState: Data([1, 2, 3]))),
-        .canEvaluate(CanEvaluateReply(biometryType: .none, error: .biometryNotAvailable, message: "no sensor", domainState: nil)),
-        .prompt(PromptScreen(app: "/usr/bin/app", reason: "Unlock", instruction: "Touch ID: place your finger on the sensor",
-                             cancelTitle: "Cancel", fallbackTitle: "Enter Password", passcodeEntry: true, retryOffered: false,
-                             sensorArmed: true, sensorName: "Touch ID", sensorSimulated: true, passcodeRetryAfter: 42.5,
-                             passcodeDisabled: false)),
-        .prompt(PromptScreen(app: "a", reason: "r", instruction: "i", cancelTitle: "c", fallbackTitle: nil, passcodeEntry: false,
-                             retryOffered: true, sensorArmed: false, sensorName: nil, sensorSimulated: false,
-                             passcodeRetryAfter: nil, passcodeDisabled: true)),
-        .evaluated(EvaluationResult(success: true, error: nil, message: nil, biometryType: .faceID, domainState: Data([9]))),
-        .evaluated(EvaluationResult(success: false, error: .notInteractive, message: "User interaction is required.",
-                                    biometryType: .opticID, domainState: nil)),
-        .domainState(DomainStateReply(biometryType: .touchID, stateHash: Data(repeating: 0xEE, count: 32))),
-        .domainState(DomainStateReply(biometryType: .none, stateHash: nil)),
-        .enrolments(["right thumb", "left thumb"]),
-        .status(UserStatus(uid: 1000, mode: .user, app: "/usr/bin/app",
-                           sensor: SensorInfo(kind: .touchID, name: "Simulated Touch ID", simulated: true),
-                           enrolledCount: 2, passcodeSet: true, biometricFailures: 2,
-                           biometryLockout: "failures", passcodeFailures: 5, passcodeRetryAfter: 59,
-                           passcodeDisabled: false, queuedEvents: 3, domainState: Data([4, 5]), simulationEnabled: true)),
-        .status(UserStatus(uid: 0, mode: .system, app: "x", sensor: nil, enrolledCount: 0, passcodeSet: false, biometricFailures: 0,
-                           biometryLockout: nil, passcodeFailures: 0, passcodeRetryAfter: nil, passcodeDisabled: true,
-                           queuedEvents: 0, domainState: nil, simulationEnabled: false)),
-        .audit([AuditEntry(time: Date(timeIntervalSince1970: 1_800_000_123), uid: 1000, pid: 4242, app: "/usr/bin/app",
-                           operation: "evaluate", policy: 2, result: "success"),
-                AuditEntry(time: Date(timeIntervalSince1970: 1_800_000_124.5), uid: 1000, pid: 4243, app: "/usr/bin/app",
-                           operation: "status", policy: nil, result: "ok")]),
-        .audit([]),
-        .handoffTicket(Data(repeating: 0xA5, count: 16)),
-        .failure(Failure(.passcodeRetryLater, "try again later", retryAfter: 60)),
-        .failure(Failure(.unknownOperation, "unknown operation \"x\"")),
-        .agentEvent(AgentEvent(prompt: 0, serving: "uid 1000, session 2")),
-        .agentEvent(.show(3, PromptScreen(app: "/usr/bin/app", reason: "Unlock", instruction: "Enter the device passcode", cancelTitle: "Cancel",
-                                          fallbackTitle: nil, passcodeEntry: true, retryOffered: false, sensorArmed: false, sensorName: nil,
-                                          sensorSimulated: false, passcodeRetryAfter: nil, passcodeDisabled: false))),
-        .agentEvent(.close(3, result: "authenticated")),
-    ]
-
-    func testEveryReplyRoundTrips() throws {
-        for (i, reply) in Self.everyReply.enumerated() {
-            let envelope = ReplyEnvelope(id: UInt64(i) * 1000, reply: reply)
-            XCTAssertEqual(try ReplyEnvelope.decode(envelope.encoded()), envelope, "\(reply)")
-        }
-    }
-
-    func testEveryFailureCodeRoundTrips() throws {
-        let codes: [FailureCode] = [.malformedMessage, .unknownOperation, .invalidParameter, .unsupportedVersion, .outOfOrder,
-                                    .notPermitted, .passcodeIncorrect, .passcodeNotSet, .passcodeAlreadySet, .passcodeRetryLater,
-                                    .passcodeDisabled, .notFound, .alreadyExists, .simulationDisabled, .noSensor, .busy, .internalError]
-        for code in codes {
-            let envelope = ReplyEnvelope(id: 1, reply: .failure(Failure(code, "m")))
-            XCTAssertEqual(try ReplyEnvelope.decode(envelope.encoded()), envelope)
-        }
-    }
-
-    func testOnlyScreensAreNotFinal() {
-        for reply in Self.everyReply {
-            switch reply {
-            case .prompt, .agentEvent: XCTAssertFalse(reply.isFinal, "\(reply)")
-            default: XCTAssertTrue(reply.isFinal, "\(reply)")
-            }
-        }
-    }
-
-    func testLAErrorCodesTravelAsAppleRawValues() throws {
-        let bytes = ReplyEnvelope(id: 1, reply: .evaluated(EvaluationResult(success: false, error: .biometryLockout, message: nil,
-                                                                            biometryType: .touchID, domainState: nil))).encoded()
-        let object = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any]
-        let value = (object?["reply"] as? [String: Any])?["value"] as? [String: Any]
-        XCTAssertEqual(value?["error"] as? Int, -8)
-        XCTAssertEqual(value?["biometryType"] as? Int, 1)
-    }
-
-    func testUnknownReplyKindIsRejected() {
-        XCTAssertThrowsError(try ReplyEnvelope.decode(Array(#"{"id":1,"reply":{"kind":"surprise"}}"#.utf8)))
-        XCTAssertThrowsError(try ReplyEnvelope.decode(Array("not json".utf8)))
     }
 }
