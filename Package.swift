@@ -82,8 +82,10 @@ let package = Package(
         // SO_PEERPIDFD and sock_diag's view of Unix sockets (headers only: Debian's linux-libc-dev).
         .systemLibrary(name: "CPeerSocket"),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
+        // Durable SQLite (every commit synced, read back; group commit), for the daemon and the login server.
+        .target(name: "DurableSQLite", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "EnclaveServer", dependencies: [
-            "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket",
+            "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket", "DurableSQLite",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -129,7 +131,7 @@ let package = Package(
         .target(name: "TouchLoginAPI", dependencies: ["WebAuthn"]),
         // The login server: rules (LoginService), storage (LoginStore: SQLite or PostgreSQL), HTTP shell (Hummingbird).
         .target(name: "TouchLoginServer", dependencies: [
-            "TouchLoginAPI", "WebAuthn", "EnclaveCore", "KeyAttestation",
+            "TouchLoginAPI", "WebAuthn", "EnclaveCore", "KeyAttestation", "DurableSQLite",
             .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -175,6 +177,7 @@ let package = Package(
         ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
+        .testTarget(name: "DurableSQLiteTests", dependencies: ["DurableSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "EnclaveServerTests", dependencies: [
             "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import DurableSQLite
 import GRDB
 import Logging
 
@@ -52,16 +53,9 @@ final class Storage: Sendable {
         // A truncating checkpoint waits for readers to leave the WAL, briefly.
         configuration.busyMode = .timeout(2)
         let path = directory + "/enclave.sqlite"
-        let pool = try DatabasePool(path: path, configuration: configuration)
-        // Every commit synced before it returns (a counter that guards against guessing is on the
-        // disk before the answer leaves). Set here, on the pool's one writing connection: GRDB sets
-        // NORMAL there when it turns on WAL, after `prepareDatabase` ran (`StorageTests`).
-        try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else {
-                throw DatabaseError(message: "SQLite would not sync each commit (synchronous=FULL): refusing to keep counters there")
-            }
-        }
+        // Every commit synced before it returns: a counter that guards against guessing is on the
+        // disk before the answer leaves (`StorageTests`).
+        let pool = try DurablePool.open(path: path, configuration: configuration, keeping: "counters")
         self.pool = pool
         itemWrites = GroupCommit(pool: pool)
         var migrator = DatabaseMigrator()

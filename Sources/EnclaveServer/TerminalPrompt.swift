@@ -2,6 +2,7 @@ import CPeerSocket
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,18 +14,24 @@ import Glibc
 /// The descriptor is the client's own open file description of /dev/tty, made non-blocking here:
 /// a stopped or flooded terminal never blocks the daemon (a screen that cannot be written whole
 /// is cut short, never waited for).
+///
+/// Unchecked: a thin owner of the terminal's descriptor. `saved` and `stopPipe` are set and read
+/// only on `output` (the reader thread reads `stopPipe` after `startReading` set it there, before
+/// it started); the rest is in `keys`.
 final class TerminalPrompt: @unchecked Sendable {
     private let fd: Int32
     private let onAction: @Sendable (PromptKeyboard.Action) -> Void
     private let onLost: @Sendable () -> Void
     /// Screens and the closing line in the order they were made.
     private let output = DispatchQueue(label: "laenclaved.terminal-prompt")
-    private let lock = NSLock()
-    private var keyboard = PromptKeyboard()
-    private var screen: PromptScreen?
+    private struct Keys {
+        var keyboard = PromptKeyboard()
+        var screen: PromptScreen?
+        var started = false
+        var closed = false
+    }
+    private let keys = Mutex(Keys())
     private var saved = termios()
-    private var started = false
-    private var closed = false
     private var stopPipe: [Int32] = [-1, -1]
     private let readerDone = DispatchSemaphore(value: 0)
 
@@ -38,15 +45,15 @@ final class TerminalPrompt: @unchecked Sendable {
     /// and the key reader, so a request that needs no prompt leaves the terminal alone.
     func show(_ s: PromptScreen) {
         output.async { [self] in
-            let first = lock.withLock { () -> Bool? in
-                guard !closed else { return nil }
-                defer { screen = s; started = true }
-                return !started
+            let first = keys.withLock { keys -> Bool? in
+                guard !keys.closed else { return nil }
+                defer { keys.screen = s; keys.started = true }
+                return !keys.started
             }
             guard let first else { return }
             if first && !startReading() {
                 // No reader (out of descriptors): nothing to restore, and the evaluation hears it at once.
-                lock.withLock { started = false; closed = true }
+                keys.withLock { $0.started = false; $0.closed = true }
                 return onLost()
             }
             write(PromptText.lines(s, first: first).joined(separator: "\r\n") + "\r\n")
@@ -58,7 +65,7 @@ final class TerminalPrompt: @unchecked Sendable {
     func close(result: String) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in output.async { [self] in
             defer { done.resume() }
-            let wasStarted = lock.withLock { () -> Bool in defer { closed = true }; return started }
+            let wasStarted = keys.withLock { keys -> Bool in defer { keys.closed = true }; return keys.started }
             if wasStarted {
                 var one: UInt8 = 1
                 _ = Glibc.write(stopPipe[1], &one, 1)
@@ -67,7 +74,7 @@ final class TerminalPrompt: @unchecked Sendable {
                 write(PromptText.closing(result) + "\r\n")
                 Glibc.close(stopPipe[0]); Glibc.close(stopPipe[1])
             }
-            lock.withLock { keyboard.clear() }
+            keys.withLock { $0.keyboard.clear() }
             Glibc.close(fd)
         } }
     }
@@ -103,7 +110,7 @@ final class TerminalPrompt: @unchecked Sendable {
             if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
             // End of file, EIO or a hang-up: the terminal is gone (its window closed, ssh dropped).
             guard n == 1 else { return onLost() }
-            let action = lock.withLock { keyboard.key(byte, on: screen) }
+            let action = keys.withLock { $0.keyboard.key(byte, on: $0.screen) }
             switch action {
             case .escape?:
                 if !drainEscapeSequence() { onAction(.cancel) }

@@ -1,33 +1,23 @@
 import Foundation
+import DurableSQLite
 import GRDB
 
 /// The embedded store: one SQLite file in WAL mode, every commit durable (synchronous=FULL)
 /// before the answer leaves — a sign counter that rolled back would let an assertion be replayed.
-/// Writes go through one batching writer (`SQLiteGroupCommit`): concurrent logins share a commit.
+/// Writes go through one batching writer (`GroupCommit`): concurrent logins share a commit.
 public final class SQLiteLoginStore: LoginStore {
     public let kind = "sqlite"
     let pool: DatabasePool
-    private let writer: SQLiteGroupCommit
+    private let writer: GroupCommit
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
-        pool = try DatabasePool(path: path, configuration: configuration)
-        // Set on the pool's one writing connection, after GRDB set NORMAL there as it turned on
-        // WAL (`prepareDatabase` runs before that; `SQLiteLoginStoreTests`).
-        try pool.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = FULL")
-            guard try Int.fetchOne(db, sql: "PRAGMA synchronous") == 2 else {
-                throw DatabaseError(message: "SQLite would not sync each commit (synchronous=FULL): refusing to keep sign counters there")
-            }
-        }
-        writer = SQLiteGroupCommit(pool)
-        // The WAL and its index hold the same rows as the file: all three the owner's alone.
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-            chmod(path + suffix, 0o600)
-        }
+        // A sign counter that rolled back would let an assertion be replayed (`SQLiteLoginStoreTests`).
+        pool = try DurablePool.open(path: path, configuration: configuration, keeping: "sign counters")
+        writer = GroupCommit(pool: pool)
     }
 
     public func migrate() async throws {

@@ -56,7 +56,7 @@ final class TrustedPromptAttackTests: XCTestCase {
             ("configureAccessGroup", ["passcode": "1234", "name": "everything", "apps": ["/usr/bin/spy"]]),
             ("audit", ["limit": 50, "passcode": "1234", "everyApp": true]),
             ("removePasscode", ["current": "1234"]),
-            ("enroll", ["passcode": "1234", "name": "the spy's finger"]),
+            ("enroll", ["passcode": "1234", "name": "spy finger"]),  // a valid name: the refusal is the person's rule, not the name's
         ]
         for (i, (op, args)) in attempts.enumerated() {
             client.sendRequest(id: UInt64(10 + i), op: op, args: args)

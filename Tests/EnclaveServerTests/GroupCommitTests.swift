@@ -75,7 +75,7 @@ final class GroupCommitTests: XCTestCase {
         }
         XCTAssertEqual(try itemCount(storage), writes)
         // One commit per write without the gathering (checked by setting batchLimit to 1).
-        XCTAssertEqual(storage.itemWrites.commits, (writes + GroupCommit.batchLimit - 1) / GroupCommit.batchLimit)
+        XCTAssertEqual(storage.itemWrites.commits, (writes + storage.itemWrites.batchLimit - 1) / storage.itemWrites.batchLimit)
         // Durable: a new process's view (a fresh Storage on the same files) has them all.
         let reopened = try Storage(directory: directory)
         XCTAssertEqual(try itemCount(reopened), writes)

@@ -1,6 +1,7 @@
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,7 @@ import Glibc
 /// centred"…) go to the prompt and the verify goes on: never failed attempts; disconnection and unknown errors fail the
 /// capture with a clear message. fprintd emits a final `verify-no-match` when a verify is stopped
 /// while it waits: that one is never read (the capture is over by then).
-public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
+public final class FprintdSensor: BiometricSensor, Sendable {
     public let info: SensorInfo
     /// nil: the system bus.
     let busAddress: String?
@@ -26,8 +27,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     /// Enrolled-list reads: a thread of their own (a verify may hold the worker for minutes) with
     /// one connection kept open.
     private let queries: FprintdWorker<FprintdQueryConnection>
-    private let cacheLock = NSLock()
-    private var cache = EnrolledListCache()
+    private let cache = Mutex(EnrolledListCache())
     /// Monotonic seconds, for the cache.
     private let now: @Sendable () -> Double
 
@@ -59,13 +59,13 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     public func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String] {
         let user = accountName(uid: uid)
         let started = now()
-        let (cached, generation) = cacheLock.withLock { (cache.fingers(of: user, now: started), cache.generation) }
+        let (cached, generation) = cache.withLock { ($0.fingers(of: user, now: started), $0.generation) }
         if let cached { return cached }
         do {
             let (fingers, fprintdChanged) = try await queries.perform { connection, _ in
                 try connection.read { bus, device in try Self.enrolledFingers(bus, device: device, user: user) }
             }
-            cacheLock.withLock {
+            cache.withLock { cache in
                 if fprintdChanged { cache.forgetAll() } else { cache.store(fingers, of: user, at: started, generation: generation) }
             }
             return fingers
@@ -77,7 +77,7 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
     /// Our own change of `uid`'s prints: the next read asks fprintd.
     private func forgetEnrolled(_ uid: UInt32) {
         let user = accountName(uid: uid)
-        cacheLock.withLock { cache.forget(user) }
+        cache.withLock { $0.forget(user) }
     }
 
     public func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String] {
@@ -329,174 +329,5 @@ public final class FprintdSensor: BiometricSensor, @unchecked Sendable {
             throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
         }
         return try body(bus)
-    }
-}
-
-/// Set from a task's cancellation handler, polled by a blocking D-Bus loop on another thread.
-private final class CancelFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-    func set() { lock.withLock { value = true } }
-    var isSet: Bool { lock.withLock { value } }
-}
-
-/// A held claim on the reader: its connection, device and user.
-final class FprintdClaim {
-    let bus: SdBusConnection
-    let device: String
-    let user: String
-    init(bus: SdBusConnection, device: String, user: String) { self.bus = bus; self.device = device; self.user = user }
-}
-
-/// The worker thread's view of the claim, handed to each job.
-final class ClaimHolder: FprintdThreadState {
-    private let busAddress: String?
-    private(set) var current: FprintdClaim?
-    var idleDeadline: Date?
-    /// Between two captures of one evaluation the daemon only records the attempt: a claim idle this
-    /// long belongs to an evaluation that ended without disarming, and goes.
-    static let idleRelease: TimeInterval = 30
-
-    init(busAddress: String?) { self.busAddress = busAddress }
-
-    /// The held claim if it is for `user` and its fprintd is still the same; else a new one.
-    /// `presentUID`: the reader is to be armed for this uid, who must be the user at the machine
-    /// (checked before fprintd is asked for a claim, so nobody else's use is disturbed).
-    func claim(for user: String, presentUID: UInt32? = nil, cancelled: () -> Bool) throws -> FprintdClaim {
-        idleDeadline = nil
-        if let c = current, c.user == user {
-            c.bus.drain()
-            var fprintdLeft = false
-            while let change = c.bus.take("NameOwnerChanged") { if change.strings.first == FprintdSensor.service { fprintdLeft = true } }
-            if !fprintdLeft {
-                if let uid = presentUID { try FprintdSensor.requirePresence(c.bus, uid: uid) }
-                return c
-            }
-            current = nil  // fprintd restarted: that claim died with it
-        }
-        release()
-        let (bus, device) = try FprintdSensor.connect(busAddress)
-        if let uid = presentUID { try FprintdSensor.requirePresence(bus, uid: uid) }
-        try FprintdSensor.claim(bus, device: device, user: user, cancelled: cancelled)
-        let c = FprintdClaim(bus: bus, device: device, user: user)
-        current = c
-        return c
-    }
-
-    func keepIdle() { idleDeadline = Date().addingTimeInterval(Self.idleRelease) }
-
-    func idle() { release() }
-
-    func release() {
-        idleDeadline = nil
-        guard let c = current else { return }
-        current = nil
-        _ = try? c.bus.call(FprintdSensor.service, c.device, FprintdSensor.deviceInterface, "Release")
-    }
-}
-
-/// What a worker thread keeps between its jobs (a claim, a connection).
-protocol FprintdThreadState: AnyObject, SendableMetatype {
-    /// When the thread, with no job, calls `idle()`; nil: never.
-    var idleDeadline: Date? { get }
-    func idle()
-}
-
-/// The query thread's connection to fprintd, kept open between reads and made again after a failure.
-final class FprintdQueryConnection: FprintdThreadState {
-    private let busAddress: String?
-    private var bus: SdBusConnection?
-    private var device: String?
-
-    init(busAddress: String?) { self.busAddress = busAddress }
-
-    var idleDeadline: Date? { nil }
-    func idle() {}
-
-    /// Runs `body` on the open connection and fprintd's reader; also says whether fprintd restarted
-    /// or finished an enrolment since the last read (what was read before may be stale).
-    func read<T>(_ body: (SdBusConnection, String) throws -> T) throws -> (T, changed: Bool) {
-        do {
-            let (bus, device, changed) = try open()
-            return (try body(bus, device), changed)
-        } catch {
-            bus = nil
-            device = nil
-            throw error
-        }
-    }
-
-    private func open() throws -> (SdBusConnection, String, changed: Bool) {
-        if let bus, let device {
-            bus.drain()
-            var changed = false
-            while let change = bus.take("NameOwnerChanged") { if change.strings.first == FprintdSensor.service { changed = true } }
-            while let status = bus.take("EnrollStatus") { if status.strings.first == "enroll-completed" { changed = true } }
-            bus.discardSignals()
-            if !changed { return (bus, device, false) }
-            // fprintd restarted: its reader's object path may be another.
-            self.device = try FprintdSensor.defaultDevice(bus)
-            return (bus, self.device!, true)
-        }
-        let (bus, device) = try FprintdSensor.connect(busAddress)
-        self.bus = bus
-        self.device = device
-        // A new connection: what was read on the one before may be stale.
-        return (bus, device, true)
-    }
-}
-
-/// One thread that runs its jobs in order, with the state it keeps between them.
-final class FprintdWorker<State: FprintdThreadState>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [(State) -> Void] = []
-    private let state: State
-
-    init(_ state: State, name: String) {
-        self.state = state
-        // The thread keeps its worker: both live as long as the daemon's sensor.
-        let thread = Thread { self.loop() }
-        thread.name = name
-        thread.start()
-    }
-
-    /// Runs `body` on the worker; cancelling the task sets the flag `body` polls.
-    func perform<T: Sendable>(_ body: @escaping (State, () -> Bool) throws -> T) async throws -> T {
-        let flag = CancelFlag()
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-                enqueue { state in continuation.resume(with: Result { try body(state, { flag.isSet }) }) }
-            }
-        } onCancel: {
-            flag.set()
-        }
-    }
-
-    /// Runs `job` on the worker after the jobs already queued.
-    func enqueue(_ job: @escaping (State) -> Void) {
-        condition.withLock {
-            jobs.append(job)
-            condition.signal()
-        }
-    }
-
-    private func loop() {
-        while true {
-            condition.lock()
-            while jobs.isEmpty {
-                if let deadline = state.idleDeadline {
-                    if !condition.wait(until: deadline), jobs.isEmpty {
-                        condition.unlock()
-                        state.idle()
-                        condition.lock()
-                    }
-                } else {
-                    condition.wait()
-                }
-            }
-            let job = jobs.removeFirst()
-            condition.unlock()
-            job(state)
-        }
     }
 }

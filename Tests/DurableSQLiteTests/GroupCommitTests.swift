@@ -1,9 +1,11 @@
 import Foundation
+import DurableSQLite
 import GRDB
-@testable import TouchLoginServer
+import Synchronization
 import XCTest
 
-final class SQLiteGroupCommitTests: XCTestCase {
+/// Group commit on its own: many writes share commits, a failing one fails alone.
+final class GroupCommitTests: XCTestCase {
     func testConcurrentWritesShareCommitsAndAFailingOneIsRolledBackAlone() async throws {
         let directory = NSTemporaryDirectory() + "group-commit-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -12,7 +14,7 @@ final class SQLiteGroupCommitTests: XCTestCase {
         try await pool.write { db in try db.execute(sql: "CREATE TABLE t (n INTEGER PRIMARY KEY)") }
         let commits = CommitCounter()
         pool.add(transactionObserver: commits, extent: .databaseLifetime)
-        let writer = SQLiteGroupCommit(pool, maxBatch: 64)
+        let writer = GroupCommit(pool: pool, batchLimit: 64)
 
         let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
             for n in 0..<500 {
@@ -36,15 +38,15 @@ final class SQLiteGroupCommitTests: XCTestCase {
         XCTAssertEqual(stored, (0..<500).filter { $0 % 100 != 7 }, "each failing write rolled back alone, every other one committed")
         XCTAssertLessThan(commits.count, 100, "concurrent writes shared commits (\(commits.count) for 500)")
         XCTAssertGreaterThanOrEqual(commits.count, 500 / 64)
+        XCTAssertEqual(writer.commits, commits.count, "every transaction it counts is one SQLite committed")
     }
 }
 
-private final class CommitCounter: TransactionObserver, @unchecked Sendable {
-    private let lock = NSLock()
-    private var commits = 0
-    var count: Int { lock.withLock { commits } }
+private final class CommitCounter: TransactionObserver, Sendable {
+    private let commits = Atomic(0)
+    var count: Int { commits.load(ordering: .relaxed) }
     func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
     func databaseDidChange(with event: DatabaseEvent) {}
-    func databaseDidCommit(_ db: Database) { lock.withLock { commits += 1 } }
+    func databaseDidCommit(_ db: Database) { commits.add(1, ordering: .relaxed) }
     func databaseDidRollback(_ db: Database) {}
 }
