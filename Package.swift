@@ -181,6 +181,7 @@ let package = Package(
         .testTarget(name: "EnclaveServerTests", dependencies: [
             "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication", "EnclaveClient"]),
         .testTarget(name: "EnclaveClientTests", dependencies: ["EnclaveClient", "EnclaveProtocol"]),

@@ -148,15 +148,8 @@ public struct EnclaveService: Service {
     }
 
     private func serve(_ accepted: AcceptedConnection, on executor: EventLoopTaskExecutor) async {
-        let connection = accepted.channel
-        do {
-            try await connection.executeThenClose { inbound, _ in
-                let writer = ChannelReplySink(channel: connection.channel)
-                await self.handleRequests(of: connection, admission: accepted.admission, inbound: inbound, writer: writer, executor: executor)
-                await writer.finish()
-            }
-        } catch {
-            logger.debug("connection ended", metadata: ["error": "\(error)"])
+        await ConnectionShell.open(accepted.channel, logger: logger) { inbound, writer in
+            await self.handleRequests(of: accepted.channel, admission: accepted.admission, inbound: inbound, writer: writer, executor: executor)
         }
     }
 }
@@ -171,7 +164,7 @@ extension EnclaveService {
             defer { connections.release(c.uid) }
             logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
             let peer = PeerIdentity(uid: c.uid, gid: c.gid, pid: c.pid, identity: .administrator)
-            await serve(connection, peer: peer, process: nil, inbound: inbound, writer: writer, executor: executor)
+            await ConnectionShell(daemon: daemon, logger: logger).serve(connection.channel, inbound: inbound, writer: writer, peer: peer, process: nil, executor: executor)
             return
         case .refused(let failure, let log, let pid, let uid):
             logger.notice("\(log)", metadata: ["pid": "\(pid)", "uid": "\(uid.map(String.init) ?? "?")", "why": "\(failure.message)"])
@@ -190,48 +183,7 @@ extension EnclaveService {
             // Why a sandboxed app is (or is not) its app id: the first thing its developer asks.
             logger.info("a client claims to be a Flatpak app", metadata: ["pid": "\(credentials.pid)", "verdict": "\(SandboxIdentity.verify(claim))"])
         }
-        await serve(connection, peer: peer, process: process, inbound: inbound, writer: writer, executor: executor)
-    }
-
-    private func serve(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, peer: PeerIdentity, process: (any PinnedPeer)?,
-                       inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink, executor: EventLoopTaskExecutor) async {
-        let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger, executor: executor)
-        await withDiscardingTaskGroup { group in
-            group.addTask { await handler.run() }
-            defer { handler.closed() }
-            await readRequests(of: connection, inbound: inbound, writer: writer, handler: handler, peer: peer, process: process)
-        }
-    }
-
-    private func readRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
-                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity, process: (any PinnedPeer)?) async {
-        // A connection that never says hello holds a descriptor and a slot of its user's budget.
-        let channel = connection.channel
-        let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {
-            if handler.helloDeadlinePassed() { channel.close(promise: nil) }
-        }
-        defer { helloDeadline.cancel() }
-        var decoder = FrameDecoder()
-        do {
-            for try await buffer in inbound {
-                decoder.append(buffer.readableBytesView)
-                while let frame = try decoder.nextFrame() {
-                    // The connection is the pinned process's, running what it ran when pinned.
-                    if process?.executableChanged() == true {
-                        logger.notice("closing a connection whose process ran another executable or ended", metadata: ["pid": "\(peer.pid)", "app": "\(peer.app)"])
-                        await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the process that opened this connection runs another executable now, or has ended"))))
-                        return
-                    }
-                    guard await handler.receive(frame) else { return }
-                }
-            }
-            try decoder.finish()
-        } catch let error as FrameError {
-            logger.notice("closing a connection with broken framing", metadata: ["pid": "\(peer.pid)", "error": "\(error)"])
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, error.description))))
-        } catch {
-            logger.debug("connection ended", metadata: ["error": "\(error)"])
-        }
+        await ConnectionShell(daemon: daemon, logger: logger).serve(connection.channel, inbound: inbound, writer: writer, peer: peer, process: process, executor: executor)
     }
 }
 

@@ -1,0 +1,206 @@
+import EnclaveCore
+import EnclaveProtocol
+@testable import EnclaveServer
+import Foundation
+import Logging
+import NIOCore
+import NIOEmbedded
+import Synchronization
+import XCTest
+
+/// The daemon's socket side in-process, on NIO's testing channel: frames in, replies out, the
+/// hello deadline on the channel's own (virtual) clock, broken framing and a pinned process that
+/// changed. No socket, no process, no polling: each reply is awaited as the channel writes it.
+final class ConnectionShellTests: XCTestCase {
+    private var directory: String!
+    private var daemon: EnclaveDaemon!
+    private var channel: NIOAsyncTestingChannel!
+    private var served: Task<Void, Never>!
+
+    /// A process whose executable the test changes.
+    private final class FakePeer: PinnedPeer, @unchecked Sendable {
+        let identity = AppIdentity(name: "/usr/bin/example-app", kind: .app)
+        let session: String? = nil
+        var changed = false
+        func executableChanged() -> Bool { changed }
+        func confirmHolds(connectionCookie cookie: UInt64) throws(PeerProcess.Refusal) {}
+    }
+
+    private let process = FakePeer()
+
+    override func setUp() async throws {
+        directory = NSTemporaryDirectory() + "connection-shell-\(UUID().uuidString)"
+        var config = DaemonConfiguration.inProcess(directory)
+        config.helloTimeout = 10
+        daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
+        channel = NIOAsyncTestingChannel()
+        try await channel.connect(to: SocketAddress(unixDomainSocketPath: "/laenclaved-test"))
+        let connection = try await channel.testingEventLoop.executeInContext { [channel] in
+            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel!)
+        }
+        let shell = ConnectionShell(daemon: daemon, logger: Logger(label: "test"))
+        let peer = PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: process.identity)
+        let process = self.process
+        served = Task {
+            await ConnectionShell.open(connection, logger: Logger(label: "test")) { inbound, writer in
+                await shell.serve(connection.channel, inbound: inbound, writer: writer, peer: peer, process: process, executor: nil)
+            }
+        }
+    }
+
+    override func tearDown() async throws {
+        try? await channel.close()
+        await served.value
+        daemon = nil
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private func send(_ request: Request, id: UInt64) async throws {
+        try await send(bytes: FrameEncoder.frame(RequestEnvelope(id: id, request: request).encoded()))
+    }
+
+    private func send(bytes: [UInt8]) async throws {
+        try await channel.writeInbound(ByteBuffer(bytes: bytes))
+    }
+
+    private struct TimedOut: Error { let what: String }
+
+    /// `body`'s result, or a failure after 5 s: a shell that stopped answering fails the test
+    /// instead of hanging it (a future's wait does not end on cancellation, so the two race
+    /// unstructured; tearDown's close ends the loser).
+    private func within<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let pending = Mutex<CheckedContinuation<T, any Error>?>(nil)
+        return try await withCheckedThrowingContinuation { continuation in
+            pending.withLock { $0 = continuation }
+            let finish: @Sendable (Result<T, any Error>) -> Void = { result in
+                pending.withLock { $0.take() }?.resume(with: result)
+            }
+            Task { do { finish(.success(try await body())) } catch { finish(.failure(error)) } }
+            Task {
+                try? await Task.sleep(nanoseconds: 5_000_000_000)
+                finish(.failure(TimedOut(what: what)))
+            }
+        }
+    }
+
+    /// The next reply the shell wrote, decoded from its frame.
+    private func reply() async throws -> ReplyEnvelope {
+        let channel = self.channel!
+        var buffer = try await within("a reply") { try await channel.waitForOutboundWrite(as: ByteBuffer.self) }
+        var decoder = FrameDecoder()
+        decoder.append(buffer.readBytes(length: buffer.readableBytes) ?? [])
+        return try ReplyEnvelope.decode(try XCTUnwrap(try decoder.nextFrame()))
+    }
+
+    private func failureCode(_ envelope: ReplyEnvelope) -> FailureCode? {
+        if case .failure(let f) = envelope.reply { return f.code }
+        return nil
+    }
+
+    private func waitUntilClosed() async throws {
+        let channel = self.channel!
+        try await within("the connection's close") { try await channel.closeFuture.get() }
+        await served.value
+    }
+
+    func testAGreetedConnectionIsAnsweredRequestByRequest() async throws {
+        try await send(.hello(.init(version: enclaveProtocolVersion)), id: 1)
+        let hello = try await reply()
+        XCTAssertEqual(hello.id, 1)
+        guard case .hello(let h) = hello.reply else { return XCTFail("\(hello)") }
+        XCTAssertEqual(h.app, "/usr/bin/example-app")
+        // Two frames in one read, and one frame split over two: each answered, in order.
+        var both = FrameEncoder.frame(RequestEnvelope(id: 2, request: .canEvaluate(.init(context: "a", policy: 1))).encoded())
+        both += FrameEncoder.frame(RequestEnvelope(id: 3, request: .status).encoded())
+        try await send(bytes: Array(both.prefix(7)))
+        try await send(bytes: Array(both.dropFirst(7)))
+        let second = try await reply()
+        let third = try await reply()
+        XCTAssertEqual([second.id, third.id], [2, 3])
+        guard case .canEvaluate = second.reply, case .status = third.reply else { return XCTFail("\(second) \(third)") }
+    }
+
+    func testARequestBeforeHelloIsRefusedAndTheConnectionGoesOn() async throws {
+        try await send(.status, id: 5)
+        let refused = try await reply()
+        XCTAssertEqual(refused.id, 5)
+        XCTAssertEqual(failureCode(refused), .outOfOrder)
+        try await send(.hello(.init(version: enclaveProtocolVersion)), id: 6)
+        let hello = try await reply()
+        guard case .hello = hello.reply else { return XCTFail("\(hello)") }
+    }
+
+    func testAnotherProtocolVersionIsRefusedAndClosed() async throws {
+        try await send(.hello(.init(version: enclaveProtocolVersion + 1)), id: 1)
+        let refused = try await reply()
+        XCTAssertEqual(failureCode(refused), .unsupportedVersion)
+        try await waitUntilClosed()
+    }
+
+    func testAConnectionThatNeverSaysHelloIsClosedAtTheDeadline() async throws {
+        // Its refusal shows the shell reads (the deadline was set before the first read).
+        try await send(.status, id: 1)
+        let refused = try await reply()
+        XCTAssertEqual(failureCode(refused), .outOfOrder)
+        await channel.testingEventLoop.advanceTime(by: .seconds(9))
+        let isActive = try await channel.testingEventLoop.executeInContext { [channel] in channel!.isActive }
+        XCTAssertTrue(isActive, "still open before the deadline")
+        await channel.testingEventLoop.advanceTime(by: .seconds(2))
+        try await waitUntilClosed()
+    }
+
+    func testAGreetedConnectionOutlivesTheHelloDeadline() async throws {
+        try await send(.hello(.init(version: enclaveProtocolVersion)), id: 1)
+        _ = try await reply()
+        await channel.testingEventLoop.advanceTime(by: .seconds(60))
+        try await send(.status, id: 2)
+        let status = try await reply()
+        guard case .status = status.reply else { return XCTFail("\(status)") }
+    }
+
+    func testAnOversizedFrameIsAnsweredAsMalformedAndClosed() async throws {
+        let declared = UInt32(WireLimits.maxPayloadBytes + 1)
+        try await send(bytes: withUnsafeBytes(of: declared.bigEndian) { Array($0) } + [0x7B])
+        let refused = try await reply()
+        XCTAssertEqual(refused.id, 0)
+        XCTAssertEqual(failureCode(refused), .malformedMessage)
+        try await waitUntilClosed()
+    }
+
+    func testAnUnreadableRequestIsAnsweredAndTheConnectionGoesOn() async throws {
+        try await send(bytes: FrameEncoder.frame(Array(#"{"id": 4, "op": "noSuchThing", "args": {}}"#.utf8)))
+        let unknown = try await reply()
+        XCTAssertEqual(unknown.id, 4)
+        XCTAssertEqual(failureCode(unknown), .unknownOperation)
+        try await send(bytes: FrameEncoder.frame(Array("not json".utf8)))
+        let malformed = try await reply()
+        XCTAssertEqual(failureCode(malformed), .malformedMessage)
+        try await send(.hello(.init(version: enclaveProtocolVersion)), id: 5)
+        let hello = try await reply()
+        guard case .hello = hello.reply else { return XCTFail("\(hello)") }
+    }
+
+    func testAProcessThatRanAnotherExecutableIsRefusedAndClosed() async throws {
+        try await send(.hello(.init(version: enclaveProtocolVersion)), id: 1)
+        _ = try await reply()
+        process.changed = true
+        try await send(.status, id: 2)
+        let refused = try await reply()
+        XCTAssertEqual(refused.id, 0)
+        XCTAssertEqual(failureCode(refused), .notPermitted)
+        try await waitUntilClosed()
+    }
+
+    func testAStreamThatEndsInsideAFrameIsAnsweredAsMalformed() async throws {
+        try await send(.hello(.init(version: enclaveProtocolVersion)), id: 1)
+        _ = try await reply()
+        try await send(bytes: Array(FrameEncoder.frame(RequestEnvelope(id: 2, request: .status).encoded()).prefix(6)))
+        // The client shuts down its side: the daemon reads the end of its input.
+        try await channel.testingEventLoop.executeInContext { [channel] in
+            channel!.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        }
+        let refused = try await reply()
+        XCTAssertEqual(failureCode(refused), .malformedMessage)
+        try await waitUntilClosed()
+    }
+}
