@@ -15,7 +15,7 @@ final class FprintdClaim {
 }
 
 /// The worker thread's view of the claim, handed to each job.
-final class ClaimHolder: FprintdThreadState {
+final class ClaimHolder: ThreadState {
     private let busAddress: String?
     private(set) var current: FprintdClaim?
     var idleDeadline: Date?
@@ -62,7 +62,7 @@ final class ClaimHolder: FprintdThreadState {
 }
 
 /// The query thread's connection to fprintd, kept open between reads and made again after a failure.
-final class FprintdQueryConnection: FprintdThreadState {
+final class FprintdQueryConnection: ThreadState {
     private let busAddress: String?
     private var bus: SdBusConnection?
     private var device: String?

@@ -23,10 +23,10 @@ public final class FprintdSensor: BiometricSensor, Sendable {
     /// nil: the system bus.
     let busAddress: String?
     /// Claims, verifies and enrolments: one thread, one claim at a time.
-    private let worker: FprintdWorker<ClaimHolder>
+    private let worker: DedicatedThread<ClaimHolder>
     /// Enrolled-list reads: a thread of their own (a verify may hold the worker for minutes) with
     /// one connection kept open.
-    private let queries: FprintdWorker<FprintdQueryConnection>
+    private let queries: DedicatedThread<FprintdQueryConnection>
     private let cache = Mutex(EnrolledListCache())
     /// Monotonic seconds, for the cache.
     private let now: @Sendable () -> Double
@@ -47,8 +47,8 @@ public final class FprintdSensor: BiometricSensor, Sendable {
                                 read: SdBusConnection.readVariantString)
         }
         info = SensorInfo(kind: .touchID, name: "fprintd: \(name)", simulated: false)
-        worker = FprintdWorker(ClaimHolder(busAddress: busAddress), name: "laenclaved-fprintd")
-        queries = FprintdWorker(FprintdQueryConnection(busAddress: busAddress), name: "laenclaved-fprintd-queries")
+        worker = DedicatedThread(ClaimHolder(busAddress: busAddress), name: "laenclaved-fprintd")
+        queries = DedicatedThread(FprintdQueryConnection(busAddress: busAddress), name: "laenclaved-fprintd-queries")
         self.now = now
     }
 

@@ -1,0 +1,74 @@
+import Foundation
+import Synchronization
+
+/// What a dedicated thread keeps between its jobs (a claim on the reader, a D-Bus connection):
+/// touched only on that thread.
+protocol ThreadState: AnyObject, SendableMetatype {
+    /// When the thread, with no job, calls `idle()`; nil: never.
+    var idleDeadline: Date? { get }
+    func idle()
+}
+
+/// Set from a task's cancellation handler, polled by a blocking loop on the thread.
+private final class CancelFlag: Sendable {
+    private let value = Atomic(false)
+    func set() { value.store(true, ordering: .releasing) }
+    var isSet: Bool { value.load(ordering: .acquiring) }
+}
+
+/// One thread of its own for a blocking C API (fprintd's D-Bus calls wait for a finger for
+/// minutes): its jobs run in order, never on an event loop or the cooperative pool, with the
+/// state it keeps between them.
+///
+/// Unchecked: `state` is not Sendable and is touched only on the thread (each job gets it there);
+/// the queue of jobs is in a `Mutex`.
+final class DedicatedThread<State: ThreadState>: @unchecked Sendable {
+    private let jobs = Mutex<[@Sendable (State) -> Void]>([])
+    /// Signalled once per job queued: the thread sleeps on it, up to the state's idle deadline.
+    private let wake = DispatchSemaphore(value: 0)
+    private let state: State
+
+    init(_ state: State, name: String) {
+        self.state = state
+        // The thread keeps its owner: both live as long as the daemon's sensor.
+        let thread = Thread { self.loop() }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Runs `body` on the thread; cancelling the task sets the flag `body` polls.
+    func perform<T: Sendable>(_ body: @escaping @Sendable (State, () -> Bool) throws -> T) async throws -> T {
+        let flag = CancelFlag()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                enqueue { state in continuation.resume(with: Result { try body(state, { flag.isSet }) }) }
+            }
+        } onCancel: {
+            flag.set()
+        }
+    }
+
+    /// Runs `job` on the thread after the jobs already queued.
+    func enqueue(_ job: @escaping @Sendable (State) -> Void) {
+        jobs.withLock { $0.append(job) }
+        wake.signal()
+    }
+
+    private func loop() {
+        while true {
+            if let deadline = state.idleDeadline {
+                let left = max(0, deadline.timeIntervalSinceNow)
+                if wake.wait(timeout: .now() + left) == .timedOut {
+                    if jobs.withLock({ $0.isEmpty }) { state.idle() }
+                    continue
+                }
+            } else {
+                wake.wait()
+            }
+            // One signal per job: this one is queued (or was taken by an earlier turn, whose
+            // signal this is: then there is nothing to run).
+            guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
+            job(state)
+        }
+    }
+}
