@@ -210,12 +210,16 @@ public enum PeerHelper {
 /// The daemon's side of the helper: one request and its answer at a time, each answer matched to
 /// its request by sequence. A helper that is gone is fatal to the daemon (`onGone`): it would
 /// refuse every client until restarted, so it stops and lets its supervisor start both again.
-public final class PeerHelperClient: @unchecked Sendable {
+public final class PeerHelperClient: Sendable {
     private let socket: Int32
-    private let lock = NSLock()
-    private var sequence: UInt64 = 0
-    /// Releases that could not be sent yet (the helper's queue was full): sent before the next request.
-    private var pendingReleases: [UInt64] = []
+    /// One exchange on the socket at a time, waited for at most the answer's deadline.
+    private let turn = DispatchSemaphore(value: 1)
+    private struct Exchanges {
+        var sequence: UInt64 = 0
+        /// Releases that could not be sent yet (the helper's queue was full): sent before the next request.
+        var pendingReleases: [UInt64] = []
+    }
+    private let exchanges = Mutex(Exchanges())
     private let onGone: @Sendable () -> Void
     /// How long an answer may take, waiting for the helper included; a slower one refuses that
     /// client (and is dropped when it comes).
@@ -272,13 +276,16 @@ public final class PeerHelperClient: @unchecked Sendable {
     }
 
     func release(_ handle: UInt64) {
-        let gone = lock.withLock { () -> Bool in
-            switch sendRequest(.release, handle: handle) {
-            case .sent: return false
-            case .full: pendingReleases.append(handle); return false
-            case .gone: return true
-            }
+        turn.wait()
+        let gone: Bool
+        switch sendRequest(.release, handle: handle) {
+        case .sent: gone = false
+        case .full:
+            exchanges.withLock { $0.pendingReleases.append(handle) }
+            gone = false
+        case .gone: gone = true
         }
+        turn.signal()
         if gone { onGone() }
     }
 
@@ -286,18 +293,20 @@ public final class PeerHelperClient: @unchecked Sendable {
     private func exchange(_ operation: PeerHelper.Operation, pid: Int32 = 0, handle: UInt64 = 0, cookie: UInt64 = 0, descriptor: Int32? = nil) -> [UInt8]? {
         // The wait for the helper counts: the deadline starts before the lock.
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
-        guard lock.lock(before: Date().addingTimeInterval(timeout)) else { return nil }
+        guard turn.wait(timeout: .now() + timeout) == .success else { return nil }
         var gone = false
         let answer = { () -> [UInt8]? in
-            releasing: while let waiting = pendingReleases.first {
+            releasing: while let waiting = exchanges.withLock({ $0.pendingReleases.first }) {
                 switch sendRequest(.release, handle: waiting) {
-                case .sent: pendingReleases.removeFirst()
+                case .sent: exchanges.withLock { _ = $0.pendingReleases.removeFirst() }
                 case .full: break releasing
                 case .gone: gone = true; return nil
                 }
             }
-            sequence += 1
-            let mine = sequence
+            let mine = exchanges.withLock { exchanges in
+                exchanges.sequence += 1
+                return exchanges.sequence
+            }
             switch sendRequest(operation, pid: pid, handle: handle, cookie: cookie, sequence: mine, descriptor: descriptor) {
             case .sent: break
             case .full: return nil
@@ -320,11 +329,11 @@ public final class PeerHelperClient: @unchecked Sendable {
                 // A late answer to an earlier request: a peer pinned for nobody is released.
                 if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0, answer.count > PeerHelper.headerSize {
                     let stale = PeerHelper.read(answer, 8, UInt64.self)
-                    if case .full = sendRequest(.release, handle: stale) { pendingReleases.append(stale) }
+                    if case .full = sendRequest(.release, handle: stale) { exchanges.withLock { $0.pendingReleases.append(stale) } }
                 }
             }
         }()
-        lock.unlock()
+        turn.signal()
         if gone { onGone() }
         return answer
     }
