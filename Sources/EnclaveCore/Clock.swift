@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,22 +39,31 @@ public struct SystemClock: EnclaveClock {
 }
 
 /// A clock that moves only when told to: the rules' unit tests and the benchmark use it.
-public final class ManualClock: EnclaveClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var bootID: String
-    private var seconds: Double
-    private var wallNow: Date
+public final class ManualClock: EnclaveClock, Sendable {
+    private struct Now {
+        var bootID: String
+        var seconds: Double
+        var wall: Date
+    }
+    private let now: Mutex<Now>
 
     public init(bootID: String = "boot-1", seconds: Double = 1000, wall: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
-        self.bootID = bootID; self.seconds = seconds; self.wallNow = wall
+        now = Mutex(Now(bootID: bootID, seconds: seconds, wall: wall))
     }
-    public func monotonic() -> MonotonicStamp { lock.withLock { MonotonicStamp(bootID: bootID, seconds: seconds) } }
-    public func wall() -> Date { lock.withLock { wallNow } }
+    public func monotonic() -> MonotonicStamp { now.withLock { MonotonicStamp(bootID: $0.bootID, seconds: $0.seconds) } }
+    public func wall() -> Date { now.withLock { $0.wall } }
     public func advance(_ interval: Double) {
-        lock.withLock { seconds += interval; wallNow += interval }
+        now.withLock {
+            $0.seconds += interval
+            $0.wall += interval
+        }
     }
     /// A reboot: a new boot id, the monotonic clock restarts near zero, wall time goes on.
     public func reboot(bootID newID: String, after interval: Double = 30) {
-        lock.withLock { bootID = newID; seconds = 5; wallNow += interval }
+        now.withLock {
+            $0.bootID = newID
+            $0.seconds = 5
+            $0.wall += interval
+        }
     }
 }
