@@ -4,29 +4,6 @@ import Foundation
 import Glibc
 #endif
 
-public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
-    case unreachable(String)
-    /// Why no daemon serves this process, said whole (`EnclaveConnections.shared`).
-    case unavailable(DaemonUnavailability)
-    /// What listens at the socket runs as a user we do not trust with a terminal or a secret.
-    case untrustedDaemon(path: String, uid: UInt32?)
-    case connectionLost
-    case protocolError(String)
-    case failure(Failure)
-
-    public var description: String {
-        switch self {
-        case .unreachable(let why): return "laenclaved is not reachable: \(why)"
-        case .unavailable(let problem): return problem.description
-        case .untrustedDaemon(let path, let uid):
-            return "the process at \(path) is not a trusted laenclaved (it runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), neither this user nor root)"
-        case .connectionLost: return "the connection to laenclaved was lost"
-        case .protocolError(let why): return "laenclaved answered something unexpected: \(why)"
-        case .failure(let f): return f.message
-        }
-    }
-}
-
 /// One connection to the daemon. Requests may overlap; replies are matched to requests by id.
 /// Evaluations deliver `prompt` replies through `onEvent` before their final reply.
 ///
@@ -123,17 +100,6 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     deinit { close() }
 
-    /// Who may run the daemon we talk to: ourselves or root; for the system socket also the owner
-    /// of its directory (a dedicated daemon user; only root can create it under /run).
-    static func trustedDaemonUIDs(socketPath: String) -> Set<UInt32> {
-        var trusted: Set<UInt32> = [getuid(), 0]
-        if socketPath == EnclavePaths.systemSocket {
-            var info = stat()
-            if stat((socketPath as NSString).deletingLastPathComponent, &info) == 0 { trusted.insert(info.st_uid) }
-        }
-        return trusted
-    }
-
     /// Whether the connection is gone. While nobody reads, asks the kernel whether the daemon
     /// hung up (a zero-timeout poll), so a cached connection to a daemon that restarted is not reused.
     /// Linux's POLLRDHUP (the peer shut its end), which Glibc's module leaves out without _GNU_SOURCE.
@@ -152,29 +118,6 @@ public final class EnclaveConnection: @unchecked Sendable {
             releaseDescriptorIfIdleLocked()
         }
         return isClosed
-    }
-
-    /// A connected Unix stream socket to `path` (close-on-exec); throws `unreachable`.
-    public static func connectSocket(_ path: String) throws -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw EnclaveClientError.unreachable("socket path too long: \(path)") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw EnclaveClientError.unreachable(String(cString: strerror(errno))) }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else {
-            let e = errno
-            Glibc.close(fd)
-            throw EnclaveClientError.unreachable("\(path): \(String(cString: strerror(e)))")
-        }
-        return fd
     }
 
     /// Sends a request; `completion` runs on the thread that reads its final reply.
