@@ -1,0 +1,199 @@
+import Crypto
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Logging
+
+/// The passcode, enrolment, and lifting the passcode counter: the user's state that only the
+/// person changes (asked on the trusted prompt by `PersonSecrets`).
+extension UserSession {
+    // MARK: Passcode and enrolment
+
+    /// Checks the passcode outside an evaluation (changing it, enrolment). Counts like any attempt.
+    private func requirePasscode(_ passcode: String) async throws {
+        if let refusal = PasscodeCheck.admit(passcodeSet: passcodeIsSet, ledger: record.ledger, now: clock.monotonic()) { throw refusal.failure }
+        let (correct, attempt) = try await checkPasscode(passcode)
+        let result = PasscodeCheck.record(correct: correct, attempt: attempt, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())
+        try persist()
+        if let failure = result.failure { throw failure }
+    }
+
+    /// Whether this user's device passcode is their login password, checked through PAM.
+    var usesPAM: Bool {
+        guard config.pamService != nil else { return false }
+        return config.pamUsers.map { $0.contains(username) } ?? true
+    }
+
+    /// A PAM user always has a passcode (the login password); else one must have been set.
+    var passcodeIsSet: Bool { usesPAM || record.passcode != nil }
+
+    var username: String { accountName(uid: uid) }
+
+    /// Whether `passcode` is right, and the memory-hard digest of the attempt that the ledger uses
+    /// to tell a repeated wrong entry from a new one (nil with PAM: its stack decides, and may try a
+    /// fingerprint too, so every refusal counts). One check at a time per user: a slow PAM stack
+    /// must not let parallel requests guess past the delay rules.
+    func checkPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data?) {
+        guard !passcodeCheckBusy else { throw Failure(.busy, "another passcode check for this user is in progress") }
+        passcodeCheckBusy = true
+        defer { passcodeCheckBusy = false }
+        if usesPAM, let service = config.pamService {
+            let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
+            if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }
+            if case .refused(let why) = outcome { logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"]) }
+            return (outcome == .accepted, nil)
+        }
+        guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
+        let attempt = try await BlockingWork.compute { try verifier.derive(passcode) }
+        let correct = verifier.matches(attempt)
+        if correct { await refresh(verifier, knowing: passcode) }
+        return (correct, attempt)
+    }
+
+    /// After a right passcode: a verifier weaker than today's cost is remade at it, and the
+    /// passcode's length is noted if it was not. The change becomes durable with the success the
+    /// caller saves next; a failure to remake leaves the old verifier working.
+    private func refresh(_ verifier: PasscodeVerifier, knowing passcode: String) async {
+        var next = verifier
+        if verifier.needsUpgrade(toCost: config.passcodeCost) {
+            let cost = config.passcodeCost
+            guard let remade = try? await BlockingWork.compute({ try PasscodeVerifier.remade(passcode: passcode, cost: cost) }) else { return }
+            next = remade
+            logger.info("passcode verifier upgraded", metadata: ["uid": "\(uid)", "from": "\(verifier.cost)", "to": "\(cost)"])
+        }
+        next.length = passcode.count
+        // The passcode may have changed while scrypt ran.
+        if next != verifier, record.passcode == verifier { record.passcode = next }
+    }
+
+    /// The passcode as a gate for another request (the full audit log). Counts like any attempt.
+    func confirmPasscode(_ passcode: String) async throws { try await requirePasscode(passcode) }
+
+    func setPasscode(current: String?, new: String) async throws {
+        if usesPAM { throw Failure(.notPermitted, "the device passcode is your login password (PAM service \(config.pamService ?? "")); change it with passwd") }
+        do { try PasscodeVerifier.validate(new, minimumLength: config.passcodeMinimumLength) } catch { throw Failure(.invalidParameter, "\(error)") }
+        if record.passcode != nil {
+            guard let current else { throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode") }
+            try await requirePasscode(current)
+        }
+        let (cost, minimum) = (config.passcodeCost, config.passcodeMinimumLength)
+        record.passcode = try await BlockingWork.compute { try PasscodeVerifier.make(passcode: new, cost: cost, minimumLength: minimum) }
+        record.ledger.passcodeChanged(wall: clock.wall())
+        try persist()
+    }
+
+    /// Removing the passcode also removes every enrolled identity (behavior.md §4).
+    func removePasscode(current: String) async throws {
+        // One enrolment change at a time: the sensor call suspends, and a second change must not
+        // start from the list the first is replacing.
+        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        enrolmentBusy = true
+        defer { enrolmentBusy = false }
+        if usesPAM { throw Failure(.notPermitted, "the device passcode is your login password (PAM service \(config.pamService ?? "")); it cannot be removed here") }
+        try await requirePasscode(current)
+        if let sensor, !record.enrolment.isEmpty {
+            record.enrolment = try await sensor.unenrollAll(uid: uid, stored: record.enrolment)
+            record.enrolmentGeneration += 1
+        }
+        record.passcode = nil
+        record.passcodeEpoch += 1
+        record.ledger.passcodeRemoved()
+        // Items and keys that exist only while a passcode is set go with it, with their class key,
+        // in the record's own transaction.
+        classKeys[.passcodeSet] = nil
+        do {
+            let removed = try storage.removePasscodeClass(saving: record)
+            saved = record
+            if removed > 0 { logger.info("removed passcode-bound keychain items", metadata: ["uid": "\(uid)", "count": "\(removed)"]) }
+        } catch {
+            record = saved
+            logger.error("could not remove the passcode", metadata: ["uid": "\(uid)", "error": "\(error)"])
+            throw Failure(.internalError, "the enclave could not save its state")
+        }
+    }
+
+    func enroll(passcode: String, name: String, progress: @escaping @Sendable (EnrolmentProgress) -> Void = { _ in }) async throws {
+        // One enrolment change at a time: the sensor call suspends, and a second change must not
+        // start from the list the first is replacing.
+        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        enrolmentBusy = true
+        defer { enrolmentBusy = false }
+        guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor to enrol on") }
+        try Self.validateIdentityName(name)
+        try await requirePasscode(passcode)
+        record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment, progress: progress)
+        record.enrolmentGeneration += 1
+        try persist()
+    }
+
+    /// The enrolled identities' names: the person's to see, with the passcode.
+    func enrolments(passcode: String) async throws -> [String] {
+        try await confirmPasscode(passcode)
+        return try await identities()
+    }
+
+    func unenroll(passcode: String, name: String) async throws {
+        // One enrolment change at a time: the sensor call suspends, and a second change must not
+        // start from the list the first is replacing.
+        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        enrolmentBusy = true
+        defer { enrolmentBusy = false }
+        guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor") }
+        try await requirePasscode(passcode)
+        record.enrolment = try await sensor.unenroll(uid: uid, name: name, stored: record.enrolment)
+        record.enrolmentGeneration += 1
+        try persist()
+    }
+
+    static func validateIdentityName(_ name: String) throws {
+        try Request.Enroll(name: name).validate()
+    }
+
+    // MARK: Administration
+
+    func resetPasscodeLockout() throws {
+        record.ledger.administratorReset()
+        try persist()
+    }
+
+    /// The person lifts the disabled passcode with the login password, checked through PAM
+    /// (`loginPasswordService`). Its wrong guesses have a counter and delays of their own
+    /// (`PasswordAttempts`), stored before the answer leaves; during a delay nothing is checked.
+    /// Where the passcode *is* the login password (PAM), this path would be a second counter on the
+    /// same secret: refused, root lifts it. The attempt is counted before PAM answers (a client
+    /// that kills the daemon when a wrong answer is slow to come loses nothing by it) and forgiven
+    /// on success.
+    func resetPasscodeLockout(loginPassword password: String) async throws {
+        if usesPAM {
+            throw Failure(.notPermitted, "your device passcode is your login password: its counter is lifted by root (sudo lactl admin reset-passcode --uid \(uid))")
+        }
+        guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
+        loginCheckBusy = true
+        defer { loginCheckBusy = false }
+        if let wait = record.loginPasswordAttempts.retryAfter(now: clock.wall()) {
+            throw Failure(.passcodeRetryLater, "login password entry is delayed after \(record.loginPasswordAttempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s",
+                          retryAfter: wait)
+        }
+        let before = record.loginPasswordAttempts
+        record.loginPasswordAttempts.recordFailure(now: clock.wall())
+        try persist()
+        switch await PAMAuthenticator.check(service: config.loginPasswordService, user: username, password: password) {
+        case .accepted:
+            record.loginPasswordAttempts = PasswordAttempts()
+            record.ledger.administratorReset()
+            try persist()
+        case .refused(let why):
+            logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
+            throw Failure(.passcodeIncorrect, "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)")
+        case .unsuitable(let why):
+            record.loginPasswordAttempts = before
+            try persist()
+            throw Failure(.notPermitted, why)
+        }
+    }
+
+    func remoteLock() throws {
+        record.ledger.remoteLock()
+        try persist()
+    }
+}
