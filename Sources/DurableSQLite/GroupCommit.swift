@@ -30,6 +30,7 @@ public final class GroupCommit: Sendable {
     public let batchLimit: Int
 
     public init(pool: DatabasePool, batchLimit: Int = 256) {
+        precondition(batchLimit > 0, "a commit takes at least one write")
         self.pool = pool
         self.batchLimit = batchLimit
     }

@@ -1,8 +1,9 @@
 import EnclaveCore
 import EnclaveProtocol
 
-/// The user's administration: each needs the person (`PersonSecrets`), runs one at a time per
-/// connection (`ConnectionStateMachine`) and is audited.
+/// The user's administration. Those with an `AdminPolicy.purpose` need the person
+/// (`PersonSecrets`) and run one at a time per connection (`ConnectionStateMachine`); a change is
+/// audited.
 extension ConnectionHandler {
     func administer(_ envelope: RequestEnvelope, session: UserSession) async throws -> Reply? {
         let request = envelope.request

@@ -24,7 +24,9 @@ private final class CancelFlag: Sendable {
 /// the queue of jobs is in a `Mutex`.
 final class DedicatedThread<State: ThreadState>: @unchecked Sendable {
     private let jobs = Mutex<[@Sendable (State) -> Void]>([])
-    /// Signalled once per job queued: the thread sleeps on it, up to the state's idle deadline.
+    /// Signalled once per job queued: the thread sleeps on it, up to the state's idle deadline
+    /// (a turn woken by the deadline runs a job that is already queued, and its signal later
+    /// wakes a turn with nothing to run).
     private let wake = DispatchSemaphore(value: 0)
     private let state: State
 
@@ -56,19 +58,20 @@ final class DedicatedThread<State: ThreadState>: @unchecked Sendable {
 
     private func loop() {
         while true {
+            let woken: Bool
             if let deadline = state.idleDeadline {
-                let left = max(0, deadline.timeIntervalSinceNow)
-                if wake.wait(timeout: .now() + left) == .timedOut {
-                    if jobs.withLock({ $0.isEmpty }) { state.idle() }
-                    continue
-                }
+                woken = wake.wait(timeout: .now() + max(0, deadline.timeIntervalSinceNow)) == .success
             } else {
                 wake.wait()
+                woken = true
             }
-            // One signal per job: this one is queued (or was taken by an earlier turn, whose
-            // signal this is: then there is nothing to run).
-            guard let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else { continue }
-            job(state)
+            if let job = jobs.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) {
+                job(state)
+                continue
+            }
+            // Nothing queued: a signal whose job an earlier turn ran (one woken by its deadline
+            // just as the job arrived), or the idle deadline passed with no job.
+            if !woken { state.idle() }
         }
     }
 }

@@ -1,9 +1,9 @@
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
-import Synchronization
 #endif
 
 /// One serving prompt agent: its connection's reply sink and the prompts it shows now. The daemon

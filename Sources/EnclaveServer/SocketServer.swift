@@ -197,10 +197,12 @@ final class ChannelReplySink: ReplySink, Sendable {
     static let pendingBytesLimit = 16 * (WireLimits.maxPayloadBytes + 4)
     private let channel: any Channel
     private struct Pending {
+        /// Replies admitted and not yet written (or failed), and their bytes.
         var replies = 0
         var bytes = 0
-        var lastWrite: EventLoopFuture<Void>?
         var finished = false
+        /// `finish()`, waiting for the last of them.
+        var drained: CheckedContinuation<Void, Never>?
     }
     private let pending = Mutex(Pending())
 
@@ -232,23 +234,28 @@ final class ChannelReplySink: ReplySink, Sendable {
             return
         case .write: break
         }
-        let written: EventLoopFuture<Void> = channel.writeAndFlush(ByteBuffer(bytes: frame))
-        pending.withLock { $0.lastWrite = written }
-        written.whenComplete { [self] _ in
-            pending.withLock {
-                $0.replies -= 1
-                $0.bytes -= size
+        channel.writeAndFlush(ByteBuffer(bytes: frame)).whenComplete { [self] _ in
+            let drained = pending.withLock { pending -> CheckedContinuation<Void, Never>? in
+                pending.replies -= 1
+                pending.bytes -= size
+                return pending.replies == 0 ? pending.drained.take() : nil
             }
+            drained?.resume()
         }
     }
 
-    /// No more replies: waits until those sent are written (or the connection failed).
+    /// No more replies: waits until every one admitted is written (or failed with the
+    /// connection) — counted, not the last write seen, which two senders at once could misorder.
     func finish() async {
-        let last = pending.withLock {
-            $0.finished = true
-            return $0.lastWrite
+        await withCheckedContinuation { (drained: CheckedContinuation<Void, Never>) in
+            let now = pending.withLock { pending -> Bool in
+                pending.finished = true
+                guard pending.replies > 0 else { return true }
+                pending.drained = drained
+                return false
+            }
+            if now { drained.resume() }
         }
-        try? await last?.get()
     }
 }
 

@@ -28,9 +28,12 @@ final class DurablePoolTests: XCTestCase {
         }
         let synchronous = try pool.writeWithoutTransaction { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
         XCTAssertEqual(synchronous, 2, "FULL on the connection that writes")
-        // A truncating checkpoint removes the WAL's content; SQLite makes it again with the database's mode.
-        try pool.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-        try pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (2)") }
+        // The last close removes the WAL and its index; SQLite makes them again, on the next open,
+        // with the database file's mode (not the umask's), so they stay the owner's alone.
+        try pool.close()
+        XCTAssertFalse(FileManager.default.fileExists(atPath: path + "-wal"))
+        let reopened = try DatabasePool(path: path)
+        try reopened.write { db in try db.execute(sql: "INSERT INTO t VALUES (2)") }
         var checked = 0
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path + suffix)[.posixPermissions] as? NSNumber).uint16Value

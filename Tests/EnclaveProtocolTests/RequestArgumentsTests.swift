@@ -37,6 +37,9 @@ final class RequestArgumentsTests: XCTestCase {
             (.authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: options)), nil),
             (.authorizeAccessControl(.init(context: "", flags: .biometryAny, options: options)), "a context id has 1 to 64 bytes"),
             (.authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: emptyReason)), "localizedReason must not be empty"),
+            // The same options as evaluatePolicy's, checked the same way (before, only the reason was).
+            (.authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: longTitle)),
+             "localizedCancelTitle is longer than \(WireLimits.maxTextBytes) bytes"),
             (.invalidate(.init(context: "a")), nil),
             (.invalidate(.init(context: "")), "a context id has 1 to 64 bytes"),
             (.enroll(.init(name: "right thumb")), nil),

@@ -114,6 +114,63 @@ final class RequestTests: XCTestCase {
                        "audit's limit defaults to 50")
     }
 
+    /// Every operation as clients of protocol 1 wrote it before the arguments had types of their
+    /// own (e585537's wire, by hand): it decodes to the same request and encodes back to the same
+    /// JSON object, so a key renamed on both sides cannot pass unnoticed.
+    func testEveryOperationReadsAndWritesTheWireAsBefore() throws {
+        let options = #"{"reason":"Unlock","reuseDuration":0,"interactionNotAllowed":false,"onTerminal":false}"#
+        let keychain = String(decoding: try JSONEncoder().encode(KeychainRequest(attributes: ["class": .string("genp")], context: "k")), as: UTF8.self)
+        let key = String(decoding: try JSONEncoder().encode(KeyRequest(operation: .sign, kind: .signing, context: "k")), as: UTF8.self)
+        let shown = String(decoding: try JSONEncoder().encode(PromptAction(.shown)), as: UTF8.self)
+        let rows: [(op: String, args: String, Request)] = [
+            ("hello", #"{"version":1}"#, .hello(.init(version: 1))),
+            ("canEvaluate", #"{"context":"c","policy":1}"#, .canEvaluate(.init(context: "c", policy: 1))),
+            ("evaluate", #"{"context":"c","policy":2,"options":\#(options)}"#,
+             .evaluate(.init(context: "c", policy: 2, options: EvaluationOptions(reason: "Unlock")))),
+            ("authorizeAccessControl", #"{"context":"c","flags":2,"options":\#(options)}"#,
+             .authorizeAccessControl(.init(context: "c", flags: AccessControlFlags(rawValue: 2), options: EvaluationOptions(reason: "Unlock")))),
+            ("handoff", #"{"kind":"terminal"}"#, .handoff(.init(kind: .terminal))),
+            ("invalidate", #"{"context":"c"}"#, .invalidate(.init(context: "c"))),
+            ("domainState", #"{"context":"c"}"#, .domainState(.init(context: "c"))),
+            ("status", "{}", .status),
+            ("setPasscode", "{}", .setPasscode),
+            ("changePasscode", "{}", .changePasscode),
+            ("removePasscode", "{}", .removePasscode),
+            ("enroll", #"{"name":"right thumb"}"#, .enroll(.init(name: "right thumb"))),
+            ("unenroll", #"{"name":"right thumb"}"#, .unenroll(.init(name: "right thumb"))),
+            ("simulate", #"{"events":[]}"#, .simulate(.init(events: []))),
+            ("clearSimulated", "{}", .clearSimulated),
+            ("audit", #"{"limit":5,"everyApp":true}"#, .audit(.init(limit: 5, everyApp: true))),
+            ("resetPasscodeLockout", #"{"uid":1000}"#, .resetPasscodeLockout(.init(uid: 1000))),
+            ("remoteLock", #"{"uid":0}"#, .remoteLock(.init(uid: 0))),
+            ("keychainAdd", #"{"keychain":\#(keychain)}"#, .keychainAdd(KeychainRequest(attributes: ["class": .string("genp")], context: "k"))),
+            ("keychainCopy", #"{"keychain":\#(keychain)}"#, .keychainCopy(KeychainRequest(attributes: ["class": .string("genp")], context: "k"))),
+            ("keychainUpdate", #"{"keychain":\#(keychain)}"#, .keychainUpdate(KeychainRequest(attributes: ["class": .string("genp")], context: "k"))),
+            ("keychainDelete", #"{"keychain":\#(keychain)}"#, .keychainDelete(KeychainRequest(attributes: ["class": .string("genp")], context: "k"))),
+            ("keychainList", "{}", .keychainList),
+            ("keychainRemove", #"{"persistentRef":"CQk="}"#, .keychainRemove(.init(persistentRef: Data([9, 9])))),
+            ("key", #"{"key":\#(key)}"#, .key(KeyRequest(operation: .sign, kind: .signing, context: "k"))),
+            ("configureAccessGroup", #"{"name":"g","apps":["/usr/bin/a"]}"#, .configureAccessGroup(.init(name: "g", apps: ["/usr/bin/a"]))),
+            ("accessGroups", "{}", .accessGroups),
+            ("enrolments", "{}", .enrolments),
+            ("servePrompts", "{}", .servePrompts),
+            ("promptAction", #"{"prompt":7,"action":\#(shown)}"#, .promptAction(.init(prompt: 7, action: PromptAction(.shown)))),
+        ]
+        XCTAssertEqual(Set(rows.map(\.op)), Set(Request.Operation.allCases.map(\.rawValue)), "every operation has its row")
+        for (op, args, request) in rows {
+            let json = #"{"id":9,"op":"\#(op)","args":\#(args)}"#
+            XCTAssertEqual(try decode(json), RequestEnvelope(id: 9, request: request), op)
+            let written = try JSONSerialization.jsonObject(with: Data(RequestEnvelope(id: 9, request: request).encoded())) as? NSDictionary
+            let expected = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary
+            XCTAssertEqual(written, expected, op)
+        }
+        // What may be left out, as before: no args at all for these, or only some of audit's.
+        XCTAssertEqual(try decode(#"{"id":1,"op":"domainState"}"#).request, .domainState(.init(context: nil)))
+        XCTAssertEqual(try decode(#"{"id":1,"op":"status"}"#).request, .status)
+        XCTAssertEqual(try decode(#"{"id":1,"op":"audit","args":{"everyApp":true}}"#).request, .audit(.init(limit: 50, everyApp: true)))
+        XCTAssertEqual(try decode(#"{"id":1,"op":"resetPasscodeLockout"}"#).request, .resetPasscodeLockout(.init(uid: nil)))
+    }
+
     func testUnknownOperationCarriesId() {
         assertDecodingError(#"{"id":7,"op":"frobnicate","args":{}}"#, .unknownOperation, id: 7)
         assertDecodingError(#"{"id":8,"op":"","args":{}}"#, .unknownOperation, id: 8)

@@ -18,11 +18,11 @@ final class ConnectionShellTests: XCTestCase {
     private var served: Task<Void, Never>!
 
     /// A process whose executable the test changes.
-    private final class FakePeer: PinnedPeer, @unchecked Sendable {
+    private final class FakePeer: PinnedPeer, Sendable {
         let identity = AppIdentity(name: "/usr/bin/example-app", kind: .app)
         let session: String? = nil
-        var changed = false
-        func executableChanged() -> Bool { changed }
+        let changed = Atomic(false)
+        func executableChanged() -> Bool { changed.load(ordering: .acquiring) }
         func confirmHolds(connectionCookie cookie: UInt64) throws(PeerProcess.Refusal) {}
     }
 
@@ -50,7 +50,8 @@ final class ConnectionShellTests: XCTestCase {
 
     override func tearDown() async throws {
         try? await channel.close()
-        await served.value
+        let served = self.served!
+        _ = try await within("the shell's end") { await served.value }
         daemon = nil
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -100,7 +101,8 @@ final class ConnectionShellTests: XCTestCase {
     private func waitUntilClosed() async throws {
         let channel = self.channel!
         try await within("the connection's close") { try await channel.closeFuture.get() }
-        await served.value
+        let served = self.served!
+        _ = try await within("the shell's end") { await served.value }
     }
 
     func testAGreetedConnectionIsAnsweredRequestByRequest() async throws {
@@ -183,7 +185,7 @@ final class ConnectionShellTests: XCTestCase {
     func testAProcessThatRanAnotherExecutableIsRefusedAndClosed() async throws {
         try await send(.hello(.init(version: enclaveProtocolVersion)), id: 1)
         _ = try await reply()
-        process.changed = true
+        process.changed.store(true, ordering: .releasing)
         try await send(.status, id: 2)
         let refused = try await reply()
         XCTAssertEqual(refused.id, 0)
