@@ -247,18 +247,18 @@ struct Bench {
 
     static func blockingThroughput(threads: Int, _ perThread: Int, _ op: @escaping @Sendable (_ thread: Int, _ i: Int) throws -> Void) throws -> Double {
         let done = DispatchGroup()
-        let failure = FirstError()
+        let failure = HandedResult<any Error>()
         let start = DispatchTime.now().uptimeNanoseconds
         for t in 0..<threads {
             done.enter()
             Thread {
                 defer { done.leave() }
-                do { for i in 0..<perThread { try op(t, i) } } catch { failure.record(error) }
+                do { for i in 0..<perThread { try op(t, i) } } catch { failure.setFirst(error) }
             }.start()
         }
         done.wait()
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
-        if let error = failure.error { throw error }
+        if let error = failure.current { throw error }
         return Double(threads * perThread) / seconds
     }
 
@@ -276,9 +276,3 @@ struct Bench {
     }
 }
 
-private final class FirstError: @unchecked Sendable {
-    private let lock = NSLock()
-    private var first: Error?
-    var error: Error? { lock.withLock { first } }
-    func record(_ e: Error) { lock.withLock { if first == nil { first = e } } }
-}

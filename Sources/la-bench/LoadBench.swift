@@ -2,6 +2,7 @@ import EnclaveClient
 import EnclaveProtocol
 import Foundation
 import LocalAuthenticationTesting
+import Synchronization
 
 /// The load run: `clients` connections for `seconds`, each cycling through canEvaluatePolicy,
 /// status, a keychain read, a keychain write (add, then delete, of its own item) and an evaluation
@@ -10,20 +11,23 @@ import LocalAuthenticationTesting
 enum LoadBench {
     enum Kind: String, CaseIterable { case canEvaluate, status, keychainRead, keychainAdd, keychainDelete, reuseEvaluation }
 
-    final class Tally: @unchecked Sendable {
-        private let lock = NSLock()
-        private var ops: [Kind: Int] = [:]
-        private var errors: [Kind: Int] = [:]
-        private var firstError: String?
+    final class Tally: Sendable {
+        private struct Counts {
+            var ops: [Kind: Int] = [:]
+            var errors: [Kind: Int] = [:]
+            var firstError: String?
+        }
+        private let counts = Mutex(Counts())
         func count(_ kind: Kind, ok: Bool, _ what: @autoclosure () -> String) {
-            lock.withLock {
-                if ok { ops[kind, default: 0] += 1 } else {
-                    errors[kind, default: 0] += 1
-                    if firstError == nil { firstError = what() }
+            let first = ok ? nil : what()
+            counts.withLock { counts in
+                if ok { counts.ops[kind, default: 0] += 1 } else {
+                    counts.errors[kind, default: 0] += 1
+                    if counts.firstError == nil { counts.firstError = first }
                 }
             }
         }
-        var snapshot: (ops: [Kind: Int], errors: [Kind: Int], first: String?) { lock.withLock { (ops, errors, firstError) } }
+        var snapshot: (ops: [Kind: Int], errors: [Kind: Int], first: String?) { counts.withLock { ($0.ops, $0.errors, $0.firstError) } }
     }
 
     static func memory(_ pid: Int32) -> String {

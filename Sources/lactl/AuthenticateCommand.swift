@@ -51,16 +51,15 @@ extension LAError.Code {
 /// Runs one evaluation on a fresh context and waits for it (lactl is synchronous).
 func evaluateSynchronously(_ context: LAContext, _ policy: LAPolicy, reason: String) -> (Bool, LAError?) {
     let done = DispatchSemaphore(value: 0)
-    let box = OutcomeBox()
+    let box = HandedResult<(Bool, LAError?)>()
     context.evaluatePolicy(policy, localizedReason: reason) { success, error in
-        box.value = (success, error.map { ($0 as? LAError) ?? LAError(.systemCancel, userInfo: [NSLocalizedDescriptionKey: "\($0)"]) })
+        box.set((success, error.map { ($0 as? LAError) ?? LAError(.systemCancel, userInfo: [NSLocalizedDescriptionKey: "\($0)"]) }))
         done.signal()
     }
     done.wait()
-    return box.value!
+    return box.current!
 }
 
-final class OutcomeBox: @unchecked Sendable { var value: (Bool, LAError?)? }
 
 struct Authenticate: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -71,19 +71,16 @@ struct ClientOptions: ParsableArguments {
     private static func blocking(_ connection: EnclaveConnection, _ request: Request, onEvent: (@Sendable (Reply) -> Void)?) throws -> Reply {
         guard let onEvent else { return try connection.request(request) }
         let done = DispatchSemaphore(value: 0)
-        let box = ReplyResult()
+        let box = HandedResult<Result<Reply, EnclaveClientError>>()
         connection.send(request, onEvent: onEvent) { result in
-            box.result = result
+            box.set(result)
             done.signal()
         }
         done.wait()
-        return try box.result!.get()
+        return try box.current!.get()
     }
 }
 
-private final class ReplyResult: @unchecked Sendable {
-    var result: Result<Reply, EnclaveClientError>?
-}
 
 func printError(_ text: String) {
     FileHandle.standardError.write(Data((Printable.escaped(text) + "\n").utf8))

@@ -46,7 +46,7 @@ final class AgentSession: @unchecked Sendable {
         lock.withLock { connection = c }
         defer { lock.withLock { connection = nil } }
         let done = DispatchSemaphore(value: 0)
-        let ending = ResultBox()
+        let ending = HandedResult<Result<Reply, EnclaveClientError>>()
         c.send(.servePrompts, onEvent: { [self] reply in
             if case .agentEvent(let event) = reply { receive(event) }
         }, completion: { result in
@@ -54,7 +54,7 @@ final class AgentSession: @unchecked Sendable {
             done.signal()
         })
         done.wait()
-        switch ending.get() {
+        switch ending.current {
         case .success(.failure(let f))? where f.code == .notPermitted:
             say("\(f.message)")
             Self.restartIfReplaced()
@@ -143,12 +143,6 @@ final class AgentSession: @unchecked Sendable {
 }
 
 /// The completion of `servePrompts`, handed from the reader thread.
-private final class ResultBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Result<Reply, EnclaveClientError>?
-    func set(_ v: Result<Reply, EnclaveClientError>) { lock.withLock { value = v } }
-    func get() -> Result<Reply, EnclaveClientError>? { lock.withLock { value } }
-}
 
 /// Runs `body` on GTK's main thread.
 func onMain(_ body: @escaping () -> Void) {
