@@ -224,9 +224,6 @@ final class Storage: Sendable {
             }
         }
         try migrator.migrate(pool)
-        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-            chmod(path + suffix, 0o600)
-        }
     }
 
     /// After a deletion: checkpoints the WAL into the database and truncates it, so the page

@@ -119,7 +119,7 @@ extension UserSession {
         enrolmentBusy = true
         defer { enrolmentBusy = false }
         guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor to enrol on") }
-        try Self.validateIdentityName(name)
+        try Request.Enroll(name: name).validate()
         try await requirePasscode(passcode)
         record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment, progress: progress)
         record.enrolmentGeneration += 1
@@ -143,10 +143,6 @@ extension UserSession {
         record.enrolment = try await sensor.unenroll(uid: uid, name: name, stored: record.enrolment)
         record.enrolmentGeneration += 1
         try persist()
-    }
-
-    static func validateIdentityName(_ name: String) throws {
-        try Request.Enroll(name: name).validate()
     }
 
     // MARK: Administration
