@@ -2,8 +2,8 @@ import EnclaveProtocol
 
 /// What a protected keychain item or Secure Enclave key needs right now: nothing, these steps
 /// proven on the request's context, or nothing ever again. The one place that decides it, for
-/// items, keys and `evaluateAccessControl` alike; the shell's `AccessProver` performs it, and asks
-/// again after the prompt (the enrolment may change while a prompt is open).
+/// items, keys and `evaluateAccessControl` alike; `AccessProofs` walks its steps, and the shell
+/// asks again after the prompt (the enrolment may change while a prompt is open).
 public enum AccessPlan: Equatable, Sendable {
     case open
     case prove([EvaluationStep])
@@ -31,8 +31,12 @@ public enum AccessPlan: Equatable, Sendable {
             self.flags = flags; self.protection = protection; self.enrolmentGeneration = enrolmentGeneration; self.passcodeEpoch = passcodeEpoch
         }
 
-        /// Whether the plan can change with the user's state (so the shell must read it afresh).
-        public var dependsOnState: Bool { enrolmentGeneration != nil || protection == .whenPasscodeSetThisDeviceOnly }
+        /// Whether the plan can change with the user's state (so the shell must read it afresh):
+        /// only `biometryCurrentSet` bound to an enrolment and `…WhenPasscodeSetThisDeviceOnly` can
+        /// be invalidated by it; every other plan is the same whatever the state.
+        public var dependsOnState: Bool {
+            (enrolmentGeneration != nil && flags.contains(.biometryCurrentSet)) || protection == .whenPasscodeSetThisDeviceOnly
+        }
     }
 
     /// The user's state the plan depends on.
@@ -61,6 +65,13 @@ public enum AccessPlan: Equatable, Sendable {
             return
         }
         self = steps.isEmpty ? .open : .prove(steps)
+    }
+
+    /// An access control nothing was made with (`evaluateAccessControl`): its plan depends on no
+    /// stored state and is never invalidated by it.
+    public init(accessControl flags: AccessControlFlags) {
+        self.init(Protected(flags: flags, protection: nil, enrolmentGeneration: nil),
+                  now: UserState(enrolmentGeneration: 0, passcodeEpoch: 0, passcodeSet: true))
     }
 
     public var isInvalidated: Bool {

@@ -1,8 +1,8 @@
 import EnclaveCore
 import EnclaveProtocol
 
-/// Evaluations on the connection's contexts: `evaluatePolicy`, `evaluateAccessControl`, and each
-/// step a keychain item's or key's access control needs (`authorizer`).
+/// Evaluations on the connection's contexts: `evaluatePolicy`, and each step an access control
+/// needs (`ConnectionHandler+AccessProofs`).
 extension ConnectionHandler {
     func startEvaluation(id: UInt64, _ request: Request.Evaluate, session: UserSession) throws {
         let (context, options) = (request.context, request.options)
@@ -91,7 +91,7 @@ extension ConnectionHandler {
     /// in the user's session, and records the context's authorization on success.
     /// The evaluation's audit entry is written with the record when the evaluation changed it
     /// (`report.audited`); otherwise the caller records it.
-    private func runEvaluation(requestID id: UInt64, context: String, policy: PolicyValue, passcodeOnly: Bool,
+    func runEvaluation(requestID id: UInt64, context: String, policy: PolicyValue, passcodeOnly: Bool,
                                options: EvaluationOptions, session: UserSession, audited operation: String,
                                slot taken: EvaluationSlot? = nil) async -> EvaluationReport {
         let kind = daemon.sensor?.info.kind ?? .none
@@ -145,49 +145,6 @@ extension ConnectionHandler {
         switch outcome {
         case .success: return "authenticated"
         case .failure(_, let message): return message
-        }
-    }
-
-    /// Proves one step of an access control on the request's context, auditing the result.
-    func authorizer(requestID id: UInt64, context: String, onTerminal: Bool, audited operation: String,
-                    session: UserSession, base: EvaluationOptions? = nil) -> StepAuthorizer {
-        { step, reason, noUI in
-            var options = base ?? EvaluationOptions(reason: reason)
-            options.reason = reason
-            options.interactionNotAllowed = noUI
-            options.onTerminal = onTerminal
-            let policy: PolicyValue
-            switch step {
-            case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
-            case .owner, .passcode: policy = .deviceOwnerAuthentication
-            case .companion: return .failure(.companionNotAvailable, "No companion device is available.")
-            }
-            let report = await self.runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: step == .passcode,
-                                                  options: options, session: session, audited: operation)
-            if !report.audited { self.audit(operation, policy: policy.rawValue, result: Self.describe(report.outcome)) }
-            return report.outcome
-        }
-    }
-
-    /// `evaluateAccessControl`: the access control's steps in order on the context; the answer
-    /// is an `evaluated` reply like `evaluate`'s.
-    func startAccessControl(id: UInt64, _ request: Request.AuthorizeAccessControl, session: UserSession) throws {
-        let (context, flags, options) = (request.context, request.flags, request.options)
-        do { _ = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
-        let sink = self.sink
-        let kind = daemon.sensor?.info.kind ?? .none
-        let authorize = authorizer(requestID: id, context: context, onTerminal: options.onTerminal,
-                                   audited: "accessControl.authorize", session: session, base: options)
-        let prover = AccessProver(state: { try await session.accessState() }, authorize: authorize)
-        try start(on: context) {
-            var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
-            do throws(AccessDenial) {
-                try await prover.prove(AccessPlan.Protected(flags: flags, protection: nil, enrolmentGeneration: nil),
-                                       reason: options.reason, noUI: options.interactionNotAllowed)
-            } catch {
-                result = EvaluationResult(error, biometryType: kind)
-            }
-            await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
         }
     }
 }

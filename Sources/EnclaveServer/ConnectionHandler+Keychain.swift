@@ -1,27 +1,15 @@
 import EnclaveCore
 import EnclaveProtocol
 
-/// Keychain items and keys: each call runs on its own, on its context, so that an access control
-/// that needs the person can prove its steps there. Their arguments were checked with the request
-/// (`KeychainRequest.validate`, `KeyRequest.validate`).
+/// Keychain items and keys: each call runs on its own, on its context. It reads top-down: the
+/// user's session reads the call and answers it, or names the proofs it needs; the connection
+/// proves them on the call's context (`prove`); the session opens what was accepted. Their
+/// arguments were checked with the request (`KeychainRequest.validate`, `KeyRequest.validate`).
 extension ConnectionHandler {
-    func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws {
-        let sink = self.sink
-        try start(on: k.context) {
-            let reply = await session.keyOperation(k, app: self.peer.identity,
-                                                   authorize: self.authorizer(requestID: id, context: k.context, onTerminal: k.onTerminal,
-                                                                              audited: "key.authorize", session: session))
-            if k.operation != .open { self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok") }
-            await sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
-        }
-    }
-
     func startKeychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) throws {
         let sink = self.sink
         try start(on: k.context) {
-            let reply = await session.keychain(operation, k, app: self.peer.identity,
-                                               authorize: self.authorizer(requestID: id, context: k.context, onTerminal: k.onTerminal,
-                                                                          audited: "keychain.authorize", session: session))
+            let reply = await self.keychain(id: id, operation, k, session: session)
             // Changes and failures are recorded; a successful read is recorded through its
             // authorization steps (keychain.authorize), and a read that needed none is not: that
             // keeps reads free of a durable write.
@@ -29,6 +17,49 @@ extension ConnectionHandler {
                 self.audit("keychain.\(operation.rawValue)", result: reply.status == .success ? "ok" : "status \(reply.status)")
             }
             await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
+        }
+    }
+
+    private func keychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) async -> KeychainReply {
+        switch await session.keychainStart(operation, k, app: peer.identity) {
+        case .answered(let reply):
+            return reply
+        case .proving(let pending):
+            let noUI = k.interactionNotAllowed || (k.authenticationUI?.forbidsPrompt ?? false)
+            let request = ProofRequest(id: id, context: k.context, reason: k.reason ?? "Access a keychain item", noUI: noUI,
+                                       onTerminal: k.onTerminal, audited: "keychain.authorize")
+            do throws(AccessDenial) {
+                let (accepted, proved) = try await prove(pending.proofs, request, session: session)
+                return await session.keychainFinish(pending, accepted: accepted, proved: proved)
+            } catch {
+                let failure = KeychainFailure(error)
+                return KeychainReply(status: failure.status, message: failure.message)
+            }
+        }
+    }
+
+    func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws {
+        let sink = self.sink
+        try start(on: k.context) {
+            let reply = await self.keyOperation(id: id, k, session: session)
+            if k.operation != .open { self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok") }
+            await sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
+        }
+    }
+
+    private func keyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) async -> KeyReply {
+        switch await session.keyStart(k, app: peer.identity) {
+        case .answered(let reply):
+            return reply
+        case .proving(let pending):
+            let request = ProofRequest(id: id, context: k.context, reason: k.reason ?? "Use a Secure Enclave key", noUI: k.interactionNotAllowed,
+                                       onTerminal: k.onTerminal, audited: "key.authorize")
+            do throws(AccessDenial) {
+                let (_, proved) = try await prove(pending.proofs, request, session: session)
+                return await session.keyFinish(pending, proved: proved)
+            } catch {
+                return KeyReply(error)
+            }
         }
     }
 }

@@ -73,14 +73,16 @@ struct EvaluationRunner {
             if let machine, machine.isFinished, case .finish(let o)? = actions.last { return await report(o, on: session) }
 
             // The prompt is needed: one per user at a time.
-            guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) else {
+            let turn = await session.acquirePrompt(timeout: session.config.promptQueueTimeout)
+            guard turn != .gaveUp else {
                 if Task.isCancelled { return await report(session.stopping.endingOutcome(), on: session) }
                 return await report(.failure(.systemCancel, "Another authentication prompt for this user took too long."), on: session)
             }
             defer { session.releasePrompt() }
             if Task.isCancelled { return await report(session.stopping.endingOutcome("The context was invalidated."), on: session) }
-            // Facts may have changed while waiting: start afresh.
-            actions = try await start(on: session)
+            // Facts may have changed while waiting: start afresh. (A free prompt was taken without
+            // a suspension, so nothing changed since the start.)
+            if turn == .afterWaiting { actions = try await start(on: session) }
             session.activeInputs = continuation
             session.activePromptApp = app
             defer { session.activeInputs = nil; session.activePromptApp = nil }
@@ -278,7 +280,7 @@ struct EvaluationRunner {
         if !save(finishing: outcome, on: session) { outcome = .failure(.systemCancel, "The enclave could not save its state.") }
         var state: Data?
         if case .success(let how) = outcome, policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused {
-            state = try? await session.domainState(app: app)
+            state = session.recordedDomainState(app: app)
         }
         return EvaluationReport(outcome: outcome, biometryType: session.sensorKind, domainState: state, audited: audited)
     }

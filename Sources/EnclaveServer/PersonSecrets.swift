@@ -65,7 +65,7 @@ struct PersonSecrets {
     /// One trusted prompt with a screen per answer.
     private func onTrustedPrompt(_ instructions: [String]) async throws -> [String] {
         guard agent != nil || descriptors.hasTerminal else { throw Self.nobodyToAsk }
-        guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) else {
+        guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) != .gaveUp else {
             throw Failure(.busy, "another prompt of this user took too long")
         }
         do {

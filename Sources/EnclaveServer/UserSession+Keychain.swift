@@ -3,28 +3,90 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 
+/// A protected keychain call between reading its candidates and answering: the connection proves
+/// what `proofs` asks on the request's context, then `keychainFinish` opens what was accepted.
+struct PendingKeychain: Sendable {
+    let operation: KeychainOperation
+    let request: KeychainRequest
+    var proofs: AccessProofs<StoredItem>
+    /// An update's changes, checked before anyone is asked.
+    let changes: KeychainRules.Changes?
+}
+
+/// Where a keychain call stands after the user's session has read it.
+enum KeychainStart: Sendable {
+    case answered(KeychainReply)
+    case proving(PendingKeychain)
+}
+
 extension UserSession {
-    func keychain(_ operation: KeychainOperation, _ request: KeychainRequest, app: AppIdentity, authorize: @escaping StepAuthorizer) async -> KeychainReply {
-        let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
+    /// Reads a keychain call: answers it when nobody needs to be asked (adds, deletes, reads
+    /// without data, items without an access control), else names the proofs it needs.
+    func keychainStart(_ operation: KeychainOperation, _ request: KeychainRequest, app: AppIdentity) async -> KeychainStart {
         do {
             switch operation {
-            case .add: return try await keychainAdd(request, app: app)
-            case .copy: return try await keychainCopy(request, app: app, prover: prover)
-            case .update: return try await keychainUpdate(request, app: app, prover: prover)
-            case .delete: return try keychainDelete(request, app: app)
+            case .add: return .answered(try await keychainAdd(request, app: app))
+            case .copy: return try await copyStart(request, app: app)
+            case .update: return try await updateStart(request, app: app)
+            case .delete: return .answered(try keychainDelete(request, app: app))
             }
-        } catch let f as KeychainFailure {
-            return KeychainReply(status: f.status, message: f.message)
         } catch {
-            logger.error("keychain call failed", metadata: ["uid": "\(uid)", "op": "\(operation)", "error": "\(error)"])
-            return KeychainReply(status: .notAvailable, message: "the keychain could not complete the call")
+            return .answered(reply(for: error, operation))
         }
     }
 
-    /// The user's state an access plan depends on, read afresh.
+    /// Opens (a copy) or changes (an update) what the proofs accepted. `proved`: a step was
+    /// proven, so the request waited and the user's state and the items are read again first.
+    func keychainFinish(_ pending: PendingKeychain, accepted: [StoredItem], proved: Bool) async -> KeychainReply {
+        do {
+            do throws(AccessDenial) { try await stillUsable(accepted.map(\.protected), proved: proved) } catch { throw KeychainFailure(error) }
+            switch pending.operation {
+            case .copy: return try copyFinish(pending.request, accepted: accepted, proved: proved)
+            case .update: return try updateFinish(pending.request, pending.changes!, accepted: accepted, proved: proved)
+            case .add, .delete: preconditionFailure("\(pending.operation) proves nothing")
+            }
+        } catch {
+            return reply(for: error, pending.operation)
+        }
+    }
+
+    private func reply(for error: any Error, _ operation: KeychainOperation) -> KeychainReply {
+        if let f = error as? KeychainFailure { return KeychainReply(status: f.status, message: f.message) }
+        logger.error("keychain call failed", metadata: ["uid": "\(uid)", "op": "\(operation)", "error": "\(error)"])
+        return KeychainReply(status: .notAvailable, message: "the keychain could not complete the call")
+    }
+
+    /// The user's state an access plan depends on, read afresh (a real sensor's enrolment may
+    /// have changed behind our back).
     func accessState() async throws -> AccessPlan.UserState {
         _ = try await identities()
-        return AccessPlan.UserState(enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch, passcodeSet: passcodeIsSet)
+        return recordedAccessState
+    }
+
+    /// `accessState()`, its failure as a denial.
+    func readAccessState() async throws(AccessDenial) -> AccessPlan.UserState {
+        do { return try await accessState() } catch { throw .unavailable("\(error)") }
+    }
+
+    /// The user's state as last read.
+    var recordedAccessState: AccessPlan.UserState {
+        AccessPlan.UserState(enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch, passcodeSet: passcodeIsSet)
+    }
+
+    /// The proofs `candidates` need, planned on one reading of the user's state (none when no
+    /// plan depends on it).
+    func proofs<Candidate>(_ candidates: [(Candidate, AccessPlan.Protected)],
+                           rules: AccessProofs<Candidate>.Rules) async throws(AccessDenial) -> AccessProofs<Candidate> {
+        let state = candidates.contains(where: { $0.1.dependsOnState }) ? try await readAccessState() : recordedAccessState
+        return AccessProofs(candidates.map { (candidate: $0.0, plan: AccessPlan($0.1, now: state)) }, rules: rules)
+    }
+
+    /// After the proofs: whether what they accepted is still usable. A request that proved a
+    /// step waited, and other requests (an enrolment change among them) may have run meanwhile:
+    /// the user's state is read again if a plan depends on it.
+    func stillUsable(_ protected: [AccessPlan.Protected], proved: Bool) async throws(AccessDenial) {
+        guard proved, protected.contains(where: \.dependsOnState) else { return }
+        try AccessPlan.stillUsable(protected, now: try await readAccessState())
     }
 
     /// The first creation rule a new protection breaks, given the user's state now.
@@ -59,27 +121,11 @@ extension UserSession {
         (app.ownGroup.map { [$0] } ?? []) + (try storage.accessGroups(uid: uid, containing: app.name))
     }
 
-    /// The item's access plan with the user's state as last read.
-    private func plan(_ item: StoredItem) -> AccessPlan {
-        AccessPlan(item.protected, now: AccessPlan.UserState(enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch,
-                                                             passcodeSet: passcodeIsSet))
-    }
-
     /// Candidates matching every attribute of the query, in creation order. Their attributes are
     /// read only if `readingAttributes` (or the query needs them to match).
     private func matches(_ query: [String: KeychainValue], app: AppIdentity, readingAttributes: Bool = true) throws -> [StoredItem] {
         let indexed = try KeychainRules.IndexedQuery(query)
         return try storage.items(matching: indexed, uid: uid, accessGroups: try searchableGroups(app), readingAttributes: readingAttributes)
-    }
-
-    /// Proves the item's access control on the request's context.
-    /// Answers whether a step was proven (the request waited on it).
-    @discardableResult
-    private func authorize(_ item: StoredItem, _ request: KeychainRequest, prover: AccessProver) async throws -> Bool {
-        let noUI = request.interactionNotAllowed || (request.authenticationUI?.forbidsPrompt ?? false)
-        do throws(AccessDenial) { return try await prover.prove(item.protected, reason: request.reason ?? "Access a keychain item", noUI: noUI) } catch {
-            throw KeychainFailure(error)
-        }
     }
 
     /// Decrypts the item's secret. An item with an application password counts wrong ones
@@ -146,74 +192,82 @@ extension UserSession {
         return KeychainReply(status: .success, items: wantsResult ? [shaped(item, request, data: new.secret)] : [])
     }
 
-    private func keychainCopy(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
+    private func copyStart(_ request: KeychainRequest, app: AppIdentity) async throws -> KeychainStart {
         let candidates = try matches(request.attributes, app: app, readingAttributes: request.returnAttributes)
-        var results: [KeychainItem] = []
-        /// Whether this request has waited on a prompt yet (other requests of the user ran meanwhile).
-        var waited = false
-        for item in candidates {
-            var data: Data?
-            if request.returnData {
-                if case .invalidated(let why) = plan(item) {
-                    if request.matchAll { continue }
-                    throw KeychainFailure(.invalidated(why))
-                }
-                do {
-                    if try await authorize(item, request, prover: prover) { waited = true }
-                } catch let f as KeychainFailure where request.authenticationUI == .skip && f.status == .interactionNotAllowed {
-                    continue // kSecUseAuthenticationUISkip: items that would prompt are left out
-                }
-                // Deleted or changed while a prompt was open: what was read before is not answered.
-                // Until this request has shown a prompt, an item is answered as matched (its version
-                // when the query read it — other requests may have run in the awaits since, without
-                // anyone being asked anything).
-                guard try !waited || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
-                    if request.matchAll { continue }
-                    throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
-                }
-                data = try open(item, request)
-            }
-            results.append(shaped(item, request, data: data))
-            if !request.matchAll || results.count >= (request.limit ?? Int.max) { break }
+        let wanted = request.matchAll ? (request.limit ?? Int.max) : 1
+        guard request.returnData else {
+            // Attributes and references only: nothing is opened, nobody is asked.
+            return .answered(try answer(candidates.prefix(wanted).map { shaped($0, request, data: nil) }))
         }
+        // One item: the first that matches, refused if it cannot be used; all: the usable ones.
+        // kSecUseAuthenticationUISkip leaves out items that would prompt.
+        let rules = AccessProofs<StoredItem>.Rules(wanted: wanted, leaveOutInvalidated: request.matchAll,
+                                                   leaveOutNotInteractive: request.authenticationUI == .skip)
+        let pending: PendingKeychain
+        do throws(AccessDenial) {
+            pending = PendingKeychain(operation: .copy, request: request, proofs: try await proofs(candidates.map { ($0, $0.protected) }, rules: rules),
+                                      changes: nil)
+        } catch { throw KeychainFailure(error) }
+        return try started(pending)
+    }
+
+    /// Answers at once when the proofs need no step; else hands them to the connection.
+    private func started(_ pending: PendingKeychain) throws -> KeychainStart {
+        var proofs = pending.proofs
+        switch proofs.next() {
+        case .prove: return .proving(pending)
+        case .denied(let denial): throw KeychainFailure(denial)
+        case .finished(let accepted, _):
+            switch pending.operation {
+            case .copy: return .answered(try copyFinish(pending.request, accepted: accepted, proved: false))
+            default: return .answered(try updateFinish(pending.request, pending.changes!, accepted: accepted, proved: false))
+            }
+        }
+    }
+
+    /// Until a step was proven, an item is answered as matched (its version when the query read
+    /// it: other requests may have run meanwhile, without anyone being asked anything). One deleted
+    /// or changed while a prompt was open is not answered.
+    private func copyFinish(_ request: KeychainRequest, accepted: [StoredItem], proved: Bool) throws -> KeychainReply {
+        var results: [KeychainItem] = []
+        for item in accepted {
+            guard try !proved || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
+                if request.matchAll { continue }
+                throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
+            }
+            results.append(shaped(item, request, data: try open(item, request)))
+        }
+        return try answer(results)
+    }
+
+    private func answer(_ results: [KeychainItem]) throws -> KeychainReply {
         guard !results.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
         return KeychainReply(status: .success, items: results)
     }
 
     /// Our choice, as Apple's behave: updates of one item that ask nobody anything all succeed,
-    /// the last one's values stay. One that read the items while another's write was in flight
-    /// (the actor runs others while it awaits the access proof) starts over on the items as they
-    /// are now, at most 63 times; once it has waited for the person, for any of its items, it never
-    /// overwrites a change made meanwhile (`itemNotFound`, read it again) and never starts over (a
-    /// restart would ask again).
-    private func keychainUpdate(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
-        for _ in 1..<Self.updateRestarts {
-            do { return try await keychainUpdateOnce(request, app: app, prover: prover) } catch UpdateRace.writtenMeanwhile {
-                continue
-            }
-        }
-        do { return try await keychainUpdateOnce(request, app: app, prover: prover) } catch UpdateRace.writtenMeanwhile {
-            throw KeychainFailure(.itemNotFound, "the item kept changing while this update ran; read it again")
-        }
-    }
-
-    /// How many times an update that asked nobody is tried (at most 63 restarts after concurrent writes).
-    static let updateRestarts = 64
-
-    private enum UpdateRace: Error { case writtenMeanwhile }
-
-    private func keychainUpdateOnce(_ request: KeychainRequest, app: AppIdentity, prover: AccessProver) async throws -> KeychainReply {
+    /// the last one's values stay — such an update reads the user's state first and then reads and
+    /// writes its items without letting any other request of the user run in between. Once it has
+    /// waited for the person, it never overwrites a change made meanwhile (`itemNotFound`, read it
+    /// again), and it changes no item unless every matching one was proven.
+    private func updateStart(_ request: KeychainRequest, app: AppIdentity) async throws -> KeychainStart {
         let changes = try KeychainRules.changes(request.changes ?? [:], accessControl: request.changesAccessControl)
+        // The one read of the user's state; nothing after it suspends until the proofs.
+        let enrolled = try await identities()
         if let ac = changes.accessControl, let requirement = changes.requirement,
-           let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: request.applicationPassword != nil) {
+           let problem = CreationProblem.check(protection: ac.protection, requirement: requirement, passcodeSet: passcodeIsSet,
+                                               enrolled: !enrolled.isEmpty, applicationPasswordGiven: request.applicationPassword != nil) {
             throw KeychainFailure(problem)
         }
         let candidates = try matches(request.attributes, app: app)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
-        var waited = false
-        for old in candidates {
-            if case .invalidated(let why) = plan(old) { throw KeychainFailure(.invalidated(why)) }
-            if try await authorize(old, request, prover: prover) { waited = true }
+        let state = recordedAccessState
+        let proofs = AccessProofs(candidates.map { (candidate: $0, plan: AccessPlan($0.protected, now: state)) }, rules: .every)
+        return try started(PendingKeychain(operation: .update, request: request, proofs: proofs, changes: changes))
+    }
+
+    private func updateFinish(_ request: KeychainRequest, _ changes: KeychainRules.Changes, accepted: [StoredItem], proved: Bool) throws -> KeychainReply {
+        for old in accepted {
             var item = old
             for (key, value) in changes.attributes { item.attributes[key] = value }
             try KeychainRules.checkSynchronizable(item.attributes, protection: changes.accessControl?.protection ?? item.protection)
@@ -236,7 +290,6 @@ extension UserSession {
             } catch KeychainStoreError.duplicate {
                 throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
             } catch KeychainStoreError.changedMeanwhile {
-                guard waited else { throw UpdateRace.writtenMeanwhile }
                 throw KeychainFailure(.itemNotFound, "the item changed or was deleted while this update waited; read it again")
             }
         }
@@ -255,7 +308,7 @@ extension UserSession {
 extension UserSession {
     /// Why an item cannot be used now, in words for `lactl keychain`.
     private func unusableReason(_ item: StoredItem) -> String? {
-        if case .invalidated(let why) = plan(item) { return "invalidated: " + why.message("item") }
+        if case .invalidated(let why) = AccessPlan(item.protected, now: recordedAccessState) { return "invalidated: " + why.message("item") }
         return nil
     }
 

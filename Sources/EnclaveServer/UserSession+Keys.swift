@@ -16,6 +16,22 @@ struct PrehashedSHA256: Digest {
     var description: String { "SHA256 digest" }
 }
 
+/// A signature or agreement between reading its key and performing it: the connection proves what
+/// `proofs` asks on the request's context, then `keyFinish` performs it.
+struct PendingKeyUse: Sendable {
+    let request: KeyRequest
+    let app: AppIdentity
+    let key: KeyBlob
+    let use: UserSession.KeyUse
+    var proofs: AccessProofs<KeyBlob>
+}
+
+/// Where a key request stands after the user's session has read it.
+enum KeyStart: Sendable {
+    case answered(KeyReply)
+    case proving(PendingKeyUse)
+}
+
 extension UserSession {
     /// The key owner of `app`: an interpreter has none (`AppIdentity`).
     private func owner(_ app: AppIdentity) throws -> String {
@@ -80,13 +96,15 @@ extension UserSession {
         return KeyBlob.handle(of: blob)!
     }
 
-    func keyOperation(_ r: KeyRequest, app: AppIdentity, authorize: @escaping StepAuthorizer) async -> KeyReply {
+    /// Reads a key request: answers it when nobody needs to be asked, else (a signature or an
+    /// agreement with a key whose access control has steps) names the proofs it needs.
+    func keyStart(_ r: KeyRequest, app: AppIdentity) async -> KeyStart {
         do {
             switch r.operation {
-            case .create: return try await createKey(r, app: app)
+            case .create: return .answered(try await createKey(r, app: app))
             case .open:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
-                return KeyReply(publicKey: try Self.publicKey(of: key))
+                return .answered(KeyReply(publicKey: try Self.publicKey(of: key)))
             case .verify:
                 guard r.kind != .keyAgreement else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a key agreement key does not verify")) }
                 let key = try unseal(r.blob, kind: r.kind, app: app)
@@ -95,36 +113,56 @@ extension UserSession {
                 }
                 let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
                 let valid = (try? P256.Signing.ECDSASignature(derRepresentation: der)).map { publicKey.isValidSignature($0, for: digest) } ?? false
-                return KeyReply(valid: valid)
+                return .answered(KeyReply(valid: valid))
             case .attest:
                 guard let attestor else { throw KeyReplyError(Self.noAttestation) }
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 // A key that can never be used again is not vouched for.
-                let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
                 do throws(AccessDenial) {
-                    if case .invalidated(let why) = try await prover.plan(key.protected) { throw AccessDenial.invalidated(why) }
-                } catch { return KeyReply(error) }
-                return KeyReply(certificates: try attestor.chain(for: key))
+                    var proofs = try await proofs([(key, key.protected)], rules: .every)
+                    if case .denied(let denial) = proofs.next() { throw denial }
+                } catch { return .answered(KeyReply(error)) }
+                return .answered(KeyReply(certificates: try attestor.chain(for: key)))
             case .attestationRoot:
                 guard let attestor else { throw KeyReplyError(Self.noAttestation) }
-                return KeyReply(message: attestor.label, certificates: [try attestor.root])
+                return .answered(KeyReply(message: attestor.label, certificates: [try attestor.root]))
             case .sign, .agree:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 // A request that cannot succeed is refused before anyone is asked for a finger.
                 let use = try Self.use(of: key, r)
-                let prover = AccessProver(state: { try await self.accessState() }, authorize: authorize)
-                do throws(AccessDenial) { try await prover.prove(key.protected, reason: r.reason ?? "Use a Secure Enclave key", noUI: r.interactionNotAllowed) } catch {
-                    return KeyReply(error)
+                var pending: PendingKeyUse
+                do throws(AccessDenial) {
+                    pending = PendingKeyUse(request: r, app: app, key: key, use: use, proofs: try await proofs([(key, key.protected)], rules: .every))
+                } catch { return .answered(KeyReply(error)) }
+                switch pending.proofs.next() {
+                case .prove: return .proving(pending)
+                case .denied(let denial): return .answered(KeyReply(denial))
+                case .finished: return .answered(await keyFinish(pending, proved: false))
                 }
-                // Deleted while the prompt was open: it signs nothing.
-                _ = try liveKey(r.blob, app: app)
-                return try perform(use, with: key)
             }
-        } catch let e as KeyReplyError {
-            return e.reply
-        } catch let f as KeychainFailure {
-            return KeyReply(problem: .notAvailable, message: f.message)
         } catch {
+            return .answered(keyReply(for: error))
+        }
+    }
+
+    /// Signs or agrees once the proofs accepted the key. `proved`: a step was proven, so the
+    /// request waited and the user's state is read again first.
+    func keyFinish(_ pending: PendingKeyUse, proved: Bool) async -> KeyReply {
+        do {
+            do throws(AccessDenial) { try await stillUsable([pending.key.protected], proved: proved) } catch { return KeyReply(error) }
+            // Deleted while the prompt was open: it signs nothing.
+            _ = try liveKey(pending.request.blob, app: pending.app)
+            return try perform(pending.use, with: pending.key)
+        } catch {
+            return keyReply(for: error)
+        }
+    }
+
+    private func keyReply(for error: any Error) -> KeyReply {
+        switch error {
+        case let e as KeyReplyError: return e.reply
+        case let f as KeychainFailure: return KeyReply(problem: .notAvailable, message: f.message)
+        default:
             logger.error("key operation failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
             return KeyReply(problem: .notAvailable, message: "the key operation could not complete")
         }
@@ -171,7 +209,7 @@ extension UserSession {
 
     /// What a sign or agree request asks of a key, checked in full (kind, digest, peer key,
     /// derivation bounds) before its access control is proved.
-    private enum KeyUse {
+    enum KeyUse: Sendable {
         case sign(PrehashedSHA256)
         case agree(P256.KeyAgreement.PublicKey, KeyDerivation?)
     }

@@ -97,9 +97,14 @@ actor UserSession {
     }
 
     func domainState(app: String) async throws -> Data? {
-        let ids = try await identities()
-        return domainStates.hash(secret: record.domainSecret, app: app, sensor: sensor?.info.name ?? "",
-                                 generation: record.enrolmentGeneration, identities: ids)
+        _ = try await identities()
+        return recordedDomainState(app: app)
+    }
+
+    /// The domain state of the enrolled set as last read (an evaluation read it when it started).
+    func recordedDomainState(app: String) -> Data? {
+        domainStates.hash(secret: record.domainSecret, app: app, sensor: sensor?.info.name ?? "",
+                          generation: record.enrolmentGeneration, identities: record.enrolment)
     }
 
     // MARK: Queries
@@ -159,19 +164,23 @@ actor UserSession {
 
     // MARK: One prompt per user
 
-    func acquirePrompt(timeout: Double) async -> Bool {
-        guard let id = prompt.enter() else { return true }
+    /// How taking the user's one prompt went.
+    enum PromptTurn { case free, afterWaiting, gaveUp }
+
+    func acquirePrompt(timeout: Double) async -> PromptTurn {
+        guard let id = prompt.enter() else { return .free }
         let timer = Deadline(after: timeout) { [weak self] in
             Task { await self?.dropPromptWaiter(id) }
         }
         defer { timer.cancel() }
-        return await withTaskCancellationHandler {
+        let taken = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
                 prompt.wait(id, c)
             }
         } onCancel: {
             Task { await self.dropPromptWaiter(id) }
         }
+        return taken ? .afterWaiting : .gaveUp
     }
 
     private func dropPromptWaiter(_ id: UInt64) { prompt.drop(id) }

@@ -41,9 +41,26 @@ final class AccessPlanTests: XCTestCase {
     }
 
     func testWhatDependsOnTheUsersState() {
-        XCTAssertTrue(item(.biometryAny).dependsOnState, "bound to an enrolment generation")
+        XCTAssertTrue(item(.biometryCurrentSet).dependsOnState, "bound to an enrolment generation")
         XCTAssertTrue(item(.userPresence, .whenPasscodeSetThisDeviceOnly, madeAt: nil).dependsOnState)
+        XCTAssertFalse(item(.biometryAny).dependsOnState, "no enrolment change or passcode removal can invalidate it")
+        XCTAssertFalse(item([]).dependsOnState)
         XCTAssertFalse(AccessPlan.Protected(flags: .biometryCurrentSet, protection: nil, enrolmentGeneration: nil).dependsOnState,
                        "evaluateAccessControl: nothing was made, nothing can be invalidated")
+        // The rule is sound: a plan said not to depend on the state is the same in every state.
+        let states = [state(), state(enrolment: 9), state(epoch: 7), state(passcode: false), state(enrolment: 0, epoch: 0, passcode: false)]
+        let flags: [AccessControlFlags] = [[], .userPresence, .biometryAny, .biometryCurrentSet, [.biometryCurrentSet, .or, .devicePasscode],
+                                           [.biometryAny, .devicePasscode], .devicePasscode, .privateKeyUsage, AccessControlFlags(rawValue: 1 << 2)]
+        for f in flags {
+            for protection in Protection.allCases {
+                for madeAt: UInt64? in [nil, 5] {
+                    for epoch: UInt64? in [nil, 2] {
+                        let p = item(f, protection, madeAt: madeAt, epoch: epoch)
+                        guard !p.dependsOnState else { continue }
+                        XCTAssertEqual(Set(states.map { "\(AccessPlan(p, now: $0))" }).count, 1, "\(p)")
+                    }
+                }
+            }
+        }
     }
 }

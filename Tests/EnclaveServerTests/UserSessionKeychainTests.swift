@@ -6,16 +6,18 @@ import GRDB
 import Logging
 import XCTest
 
-/// The keychain's rules where an add waits for its shared commit (`GroupCommit`) and the user's
-/// other requests run meanwhile.
+/// The keychain's rules where a call waits — an add for its shared commit (`GroupCommit`), a
+/// protected read or update for its proofs on the connection — and the user's other requests run
+/// meanwhile.
 final class UserSessionKeychainTests: XCTestCase {
     private var directory: String!
     private var daemon: EnclaveDaemon!
+    private let clock = ManualClock()
     private static let app = AppIdentity(name: "/usr/bin/example-app", kind: .app)
 
     override func setUp() async throws {
         directory = NSTemporaryDirectory() + "user-session-keychain-\(UUID().uuidString)"
-        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 10), clock: ManualClock(), logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 10), clock: clock, logger: Logger(label: "test"))
     }
 
     override func tearDown() async throws {
@@ -26,7 +28,55 @@ final class UserSessionKeychainTests: XCTestCase {
     private static func add(_ account: String, protection: Protection, on session: UserSession) async -> KeychainReply {
         let request = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string(account), "v_Data": .data(Data("secret".utf8))],
                                       accessControl: AccessControlValue(protection: protection, flags: []), context: "c")
-        return await session.keychain(.add, request, app: app, authorize: { _, _, _ in .failure(.authenticationFailed, "no prompt here") })
+        return await answered(session.keychainStart(.add, request, app: app))
+    }
+
+    private static func answered(_ start: KeychainStart, file: StaticString = #filePath, line: UInt = #line) -> KeychainReply {
+        guard case .answered(let reply) = start else {
+            XCTFail("asked for proofs", file: file, line: line)
+            return KeychainReply(status: .param, message: "asked for proofs")
+        }
+        return reply
+    }
+
+    private static func pending(_ start: KeychainStart, file: StaticString = #filePath, line: UInt = #line) throws -> PendingKeychain {
+        guard case .proving(let pending) = start else {
+            XCTFail("answered without proofs: \(start)", file: file, line: line)
+            throw CancellationError()
+        }
+        return pending
+    }
+
+    private static func item(_ account: String, _ flags: AccessControlFlags, data: Data? = Data("secret".utf8)) -> KeychainRequest {
+        var attributes: [String: KeychainValue] = ["class": .string("genp"), "acct": .string(account)]
+        if let data { attributes["v_Data"] = .data(data) }
+        return KeychainRequest(attributes: attributes, accessControl: AccessControlValue(protection: .whenUnlocked, flags: flags), context: "c")
+    }
+
+    private static func read(_ account: String) -> KeychainRequest {
+        var request = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string(account)], context: "c")
+        request.returnData = true
+        return request
+    }
+
+    /// The steps the proofs of `pending` ask for, proven in turn as the connection would.
+    private static func proveAll(_ pending: PendingKeychain) -> (steps: [EvaluationStep], accepted: [StoredItem], proved: Bool) {
+        var proofs = pending.proofs
+        var steps: [EvaluationStep] = []
+        var next = proofs.next()
+        while case .prove(let step) = next {
+            steps.append(step)
+            next = proofs.stepEnded(.success(.biometric))
+        }
+        guard case .finished(let accepted, let proved) = next else { return (steps, [], false) }
+        return (steps, accepted, proved)
+    }
+
+    private func enrolledSession() async throws -> UserSession {
+        let session = try daemon.session(for: getuid())
+        try await session.setPasscode(current: nil, new: "1234")
+        try await session.enroll(passcode: "1234", name: "right-index")
+        return session
     }
 
     private func passcodeBoundItems() throws -> Int {
@@ -76,5 +126,97 @@ final class UserSessionKeychainTests: XCTestCase {
         XCTAssertEqual(statuses.filter { $0 == .success }.count, 5)
         XCTAssertEqual(statuses.filter { $0 == .duplicateItem }.count, 1, "\(statuses)")
         XCTAssertEqual(daemon.storage.itemWrites.commits - before, 1, "the six waited together and shared one commit")
+    }
+
+    /// A read of an item with no access control is answered by the session alone: nobody is asked.
+    func testAnUnprotectedReadNeedsNoProof() async throws {
+        let session = try await enrolledSession()
+        let outcome1 = Self.answered(await session.keychainStart(.add, Self.item("plain", []), app: Self.app)).status
+        XCTAssertEqual(outcome1, .success)
+        let reply = Self.answered(await session.keychainStart(.copy, Self.read("plain"), app: Self.app))
+        XCTAssertEqual(reply.items.first?.data, Data("secret".utf8))
+    }
+
+    /// A protected read names its steps; the connection proves them; the session opens.
+    func testAProtectedReadIsProvenThenOpened() async throws {
+        let session = try await enrolledSession()
+        let outcome2 = Self.answered(await session.keychainStart(.add, Self.item("guarded", [.biometryAny, .devicePasscode]), app: Self.app)).status
+        XCTAssertEqual(outcome2, .success)
+        let pending = try Self.pending(await session.keychainStart(.copy, Self.read("guarded"), app: Self.app))
+        let (steps, accepted, proved) = Self.proveAll(pending)
+        XCTAssertEqual(steps, [.biometric, .passcode])
+        XCTAssertTrue(proved)
+        let reply = await session.keychainFinish(pending, accepted: accepted, proved: proved)
+        XCTAssertEqual(reply.status, .success, "\(reply)")
+        XCTAssertEqual(reply.items.first?.data, Data("secret".utf8))
+    }
+
+    /// The enrolment changes while the prompt is open (another request of the user runs): a
+    /// `biometryCurrentSet` item proven before the change is not opened after it.
+    func testAnEnrolmentChangeWhileThePromptIsOpenInvalidates() async throws {
+        let session = try await enrolledSession()
+        let outcome3 = Self.answered(await session.keychainStart(.add, Self.item("current", .biometryCurrentSet), app: Self.app)).status
+        XCTAssertEqual(outcome3, .success)
+        let pending = try Self.pending(await session.keychainStart(.copy, Self.read("current"), app: Self.app))
+        let (steps, accepted, proved) = Self.proveAll(pending)
+        XCTAssertEqual(steps, [.biometric])
+        try await session.enroll(passcode: "1234", name: "left-index")
+        let reply = await session.keychainFinish(pending, accepted: accepted, proved: proved)
+        XCTAssertEqual(reply.status, .invalidItemRef, "\(reply)")
+        // And a new read is refused before anyone is asked.
+        let outcome4 = Self.answered(await session.keychainStart(.copy, Self.read("current"), app: Self.app)).status
+        XCTAssertEqual(outcome4, .invalidItemRef)
+    }
+
+    /// An item changed by another request while this one's prompt was open is not answered or
+    /// overwritten from what was read before it.
+    func testAnItemChangedWhileThePromptIsOpenIsReadAgain() async throws {
+        let session = try await enrolledSession()
+        let outcome5 = Self.answered(await session.keychainStart(.add, Self.item("moving", .biometryAny), app: Self.app)).status
+        XCTAssertEqual(outcome5, .success)
+        let reading = try Self.pending(await session.keychainStart(.copy, Self.read("moving"), app: Self.app))
+        var update = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("moving")], context: "c")
+        update.changes = ["labl": .string("first")]
+        let updating = try Self.pending(await session.keychainStart(.update, update, app: Self.app))
+        // A third request changes the item meanwhile (an unprotected change: the item is made plain).
+        var other = update
+        other.changes = ["labl": .string("other")]
+        other.changesAccessControl = AccessControlValue(protection: .whenUnlocked, flags: [])
+        clock.advance(1)
+        let changedFirst = try Self.pending(await session.keychainStart(.update, other, app: Self.app))
+        let (_, changedAccepted, _) = Self.proveAll(changedFirst)
+        let outcome6 = await session.keychainFinish(changedFirst, accepted: changedAccepted, proved: true).status
+        XCTAssertEqual(outcome6, .success)
+
+        let (_, readAccepted, readProved) = Self.proveAll(reading)
+        let outcome7 = await session.keychainFinish(reading, accepted: readAccepted, proved: readProved).status
+        XCTAssertEqual(outcome7, .itemNotFound)
+        let (_, updateAccepted, updateProved) = Self.proveAll(updating)
+        let outcome8 = await session.keychainFinish(updating, accepted: updateAccepted, proved: updateProved).status
+        XCTAssertEqual(outcome8, .itemNotFound)
+        // The change made meanwhile stands, and the item now opens without anyone asked.
+        var labelled = Self.read("moving")
+        labelled.returnAttributes = true
+        let now = Self.answered(await session.keychainStart(.copy, labelled, app: Self.app))
+        XCTAssertEqual(now.items.first?.attributes["labl"], .string("other"))
+    }
+
+    /// An update that asks nobody reads and writes without another request of the user between:
+    /// many at once all succeed, and one of their values stays.
+    func testUpdatesThatAskNobodyAllSucceed() async throws {
+        let session = try daemon.session(for: getuid())
+        let outcome9 = Self.answered(await session.keychainStart(.add, Self.item("busy", []), app: Self.app)).status
+        XCTAssertEqual(outcome9, .success)
+        let updates = (0..<16).map { i in
+            Task {
+                var update = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("busy")], context: "c")
+                update.changes = ["labl": .string("v\(i)")]
+                return UserSessionKeychainTests.answered(await session.keychainStart(.update, update, app: UserSessionKeychainTests.app)).status
+            }
+        }
+        for u in updates {
+            let status = await u.value
+            XCTAssertEqual(status, .success)
+        }
     }
 }
