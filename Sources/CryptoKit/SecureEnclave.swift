@@ -88,7 +88,7 @@ enum EnclaveKey {
 extension SecureEnclave {
     public enum P256 {
         public enum Signing {
-            public struct PrivateKey: @unchecked Sendable {
+            public struct PrivateKey: Sendable {
                 public let dataRepresentation: Data
                 public let publicKey: Crypto.P256.Signing.PublicKey
                 private let context: LAContext?
@@ -136,7 +136,7 @@ extension SecureEnclave {
         }
 
         public enum KeyAgreement {
-            public struct PrivateKey: @unchecked Sendable {
+            public struct PrivateKey: Sendable {
                 public let dataRepresentation: Data
                 public let publicKey: Crypto.P256.KeyAgreement.PublicKey
                 private let context: LAContext?

@@ -1,15 +1,13 @@
 import EnclaveProtocol
 import Foundation
+import Synchronization
 
 /// The part of a context that a running evaluation holds on to, so that releasing the
 /// `LAContext` can cancel it.
-package final class ContextCore: @unchecked Sendable {
+package final class ContextCore: Sendable {
     package let id = UUID().uuidString
     package let endpoint: EnclaveEndpoint
-    private let lock = NSLock()
-    private var invalidated = false
-    private var bound: EnclaveConnection?
-    private var running: Running?
+    private let state = Mutex(State())
     /// Where an evaluation's reply block runs (a private serial queue, as Apple's).
     package let replyQueue = DispatchQueue(label: "LocalAuthentication.LAContext.reply")
 
@@ -18,20 +16,28 @@ package final class ContextCore: @unchecked Sendable {
         var finish: (@Sendable (Result<Reply, EnclaveClientError>) -> Void)?
     }
 
+    private struct State {
+        var invalidated = false
+        var bound: EnclaveConnection?
+        var running: Running?
+    }
+
     package init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
 
-    package var isInvalidated: Bool { lock.withLock { invalidated } }
+    package var isInvalidated: Bool { state.withLock { $0.invalidated } }
 
     /// The connection this context lives on. A context never moves to a new connection: its
     /// daemon-side state (authorization) went away with the old one.
     package func connection() throws -> EnclaveConnection {
-        if let c = lock.withLock({ bound }) {
+        if let c = state.withLock({ $0.bound }) {
             guard !c.closed else { throw EnclaveClientError.connectionLost }
             return c
         }
         let c = try EnclaveConnections.shared(for: endpoint)
-        lock.withLock { if bound == nil { bound = c } }
-        return lock.withLock { bound! }
+        return state.withLock {
+            if $0.bound == nil { $0.bound = c }
+            return $0.bound!
+        }
     }
 
     package enum StartProblem: Error { case invalidated, busy, unreachable(String) }
@@ -57,17 +63,17 @@ package final class ContextCore: @unchecked Sendable {
     /// Waits for a terminal handoff first when the prompt may be drawn on this process's terminal.
     package func runPromptedBlocking(presentable: Bool, request: (_ onTerminal: Bool) -> Request) throws(StartProblem) -> Result<Reply, EnclaveClientError> {
         let connection = try begin(Running(finish: nil))
-        defer { lock.withLock { running = nil } }
+        defer { state.withLock { $0.running = nil } }
         var onTerminal = false
         if presentable && !endpoint.headless {
             let decided = DispatchSemaphore(value: 0)
-            let handed = HandoffDecision()
+            let handed = HandedResult<Bool>()
             connection.presentingOnTerminal { value in
-                handed.value = value
+                handed.set(value)
                 decided.signal()
             }
             decided.wait()
-            onTerminal = handed.value
+            onTerminal = handed.current ?? false
         }
         do {
             return .success(try connection.request(request(onTerminal)))
@@ -83,9 +89,9 @@ package final class ContextCore: @unchecked Sendable {
         if isInvalidated { throw .invalidated }
         let connection: EnclaveConnection
         do { connection = try self.connection() } catch { throw .unreachable("\(error)") }
-        let started: Bool = lock.withLock {
-            guard !invalidated, running == nil else { return false }
-            running = entry
+        let started: Bool = state.withLock {
+            guard !$0.invalidated, $0.running == nil else { return false }
+            $0.running = entry
             return true
         }
         guard started else { throw isInvalidated ? .invalidated : .busy }
@@ -93,14 +99,14 @@ package final class ContextCore: @unchecked Sendable {
     }
 
     private func complete(_ result: Result<Reply, EnclaveClientError>) {
-        guard let r = lock.withLock({ () -> Running? in defer { running = nil }; return running }) else { return }
+        guard let r = state.withLock({ s -> Running? in defer { s.running = nil }; return s.running }) else { return }
         r.finish?(result)
     }
 
     package func invalidate() {
-        let (connection, wasInvalid) = lock.withLock { () -> (EnclaveConnection?, Bool) in
-            defer { invalidated = true }
-            return (bound, invalidated)
+        let (connection, wasInvalid) = state.withLock { s -> (EnclaveConnection?, Bool) in
+            defer { s.invalidated = true }
+            return (s.bound, s.invalidated)
         }
         guard !wasInvalid else { return }
         // The daemon ends a running evaluation with appCancel and forgets the authorization.
@@ -109,6 +115,3 @@ package final class ContextCore: @unchecked Sendable {
     }
 }
 
-private final class HandoffDecision: @unchecked Sendable {
-    var value = false
-}

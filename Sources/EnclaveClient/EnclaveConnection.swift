@@ -18,16 +18,20 @@ import Glibc
 /// needs (`sendDiscardingReply`: a released context's `invalidate`) starts no thread: whoever
 /// reads next drops its reply. When the role is free, nothing reads: a daemon that went away is
 /// seen by `closed` (a zero-timeout poll) or by the next request.
+///
+/// Unchecked: a thin owner of the socket's descriptor. Its state is behind `state` (an
+/// `NSCondition`, because a blocking request's thread waits on it for its reply), the reader's
+/// own state is touched only by the thread holding the reader role, and writes by `writeLock`.
 public final class EnclaveConnection: @unchecked Sendable {
     public typealias Completion = @Sendable (Result<Reply, EnclaveClientError>) -> Void
     public typealias EventHandler = @Sendable (Reply) -> Void
 
     /// A blocking request's place for its reply, filled by whoever holds the reader role.
-    private final class Waiter {
+    final class Waiter {
         var result: Result<Reply, EnclaveClientError>?
     }
 
-    private enum Pending {
+    enum Pending {
         /// A `send` or `async` request: answered on the reading thread.
         case callback(onEvent: EventHandler?, completion: Completion)
         /// A blocking `request`: its thread waits (or reads) until `waiter` is filled.
@@ -37,35 +41,35 @@ public final class EnclaveConnection: @unchecked Sendable {
     }
 
     public let socketPath: String
-    private let fd: Int32
+    let fd: Int32
     /// Guards everything below but the reader's own state, and is where waiters wait.
-    private let state = NSCondition()
+    let state = NSCondition()
     private let writeLock = NSLock()
     private var nextID: UInt64 = 1
-    private var pending: [UInt64: Pending] = [:]
+    var pending: [UInt64: Pending] = [:]
     /// Callback requests among `pending`: while there are any, the connection's thread reads.
-    private var callbacksPending = 0
+    var callbacksPending = 0
     /// Requests among `pending` whose replies are dropped unread.
-    private var discardedPending = 0
-    private var isClosed = false
+    var discardedPending = 0
+    var isClosed = false
     /// Whether the last final reply read was a blocking request's: the connection's thread then
     /// ends once no callback request waits (see the type's comment).
-    private var lastFinalWasBlocking = false
+    var lastFinalWasBlocking = false
     /// Someone holds the reader role (`readerState` is theirs).
-    private var readerBusy = false
-    private var readerThreadStarted = false
+    var readerBusy = false
+    var readerThreadStarted = false
     /// Only the reader role's holder touches it.
-    private var readerState = ReaderState()
+    var readerState = ReaderState()
     /// Guarded by `writeLock`.
     private var descriptorClosed = false
     public private(set) var hello: HelloReply!
     /// The reason a daemon gave, in a reply to no request, for refusing this connection.
-    private var refusal: Failure?
+    var refusal: Failure?
     /// The uids the daemon may run as (checked again on the handoff socket).
     let trustedDaemons: Set<UInt32>
     let terminalHandoff = TerminalHandoffState()
 
-    private struct ReaderState {
+    struct ReaderState {
         var decoder = FrameDecoder()
         var buffer = [UInt8](repeating: 0, count: 16 * 1024)
     }
@@ -202,7 +206,7 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     /// The request's id, or nil when the connection is closed. One decision under one lock: either
     /// the request is pending (and the end of the connection will answer it) or it is refused here.
-    private func register(_ entry: Pending) -> UInt64? {
+    func register(_ entry: Pending) -> UInt64? {
         state.lock()
         defer { state.unlock() }
         guard !isClosed else { return nil }
@@ -217,13 +221,13 @@ public final class EnclaveConnection: @unchecked Sendable {
         return id
     }
 
-    private func unregister(_ id: UInt64) -> Pending? {
+    func unregister(_ id: UInt64) -> Pending? {
         state.lock()
         defer { state.unlock() }
         return removeLocked(id)
     }
 
-    private func removeLocked(_ id: UInt64) -> Pending? {
+    func removeLocked(_ id: UInt64) -> Pending? {
         guard let entry = pending.removeValue(forKey: id) else { return nil }
         switch entry {
         case .callback: callbacksPending -= 1
@@ -257,115 +261,8 @@ public final class EnclaveConnection: @unchecked Sendable {
         }
     }
 
-    /// The connection's own reader, for callback requests: reads while any is pending (see the
-    /// type's comment), then ends; started again by the next one. Nothing of it outlives its work,
-    /// so a connection dropped without `close()` is released once no request is running.
-    private func startReaderThreadLocked() {
-        guard !readerThreadStarted else { return }
-        readerThreadStarted = true
-        let thread = Thread { [self] in readerThreadLoop() }
-        thread.name = "laenclaved-reader"
-        thread.start()
-    }
-
-    private func readerThreadLoop() {
-        state.lock()
-        defer { state.unlock() }
-        while !isClosed {
-            if readerBusy {
-                state.wait()
-                continue
-            }
-            if callbacksPending == 0 {
-                // Nothing left for it: the next callback request starts another.
-                readerThreadStarted = false
-                return
-            }
-            readerBusy = true
-            state.unlock()
-            read(until: { self.callbacksPending == 0 && self.lastFinalWasBlocking }, lingering: true)
-            state.lock()
-        }
-        readerThreadStarted = false
-    }
-
-    /// Holds the reader role (taken by the caller) until `done` holds — checked under the lock
-    /// after every frame — or the connection ends, then gives the role back and wakes the waiters
-    /// (one of them may need to read next).
-    /// `lingering`: for the connection's thread — while no callback request waits, it waits for
-    /// the socket at most `lingerMilliseconds` before each read, then gives up the role (so an idle
-    /// connection dropped without `close()` keeps no thread, and is released).
-    private func read(until done: () -> Bool, lingering: Bool = false) {
-        var ended = false
-        reading: while true {
-            do {
-                while let frame = try readerState.decoder.nextFrame() {
-                    dispatch(try ReplyEnvelope.decode(frame))
-                    state.lock()
-                    let finished = done() || isClosed
-                    state.unlock()
-                    if finished { break reading }
-                }
-            } catch {
-                ended = true
-                break reading
-            }
-            if lingering && state.withLock({ callbacksPending == 0 }) {
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&p, 1, Self.lingerMilliseconds)
-                if ready < 0 && errno == EINTR { continue }
-                if ready == 0 { break reading }
-            }
-            let n = readerState.buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else {
-                ended = true
-                break
-            }
-            readerState.decoder.append(readerState.buffer[0..<n])
-        }
-        state.lock()
-        readerBusy = false
-        if ended { shutDownLocked() }
-        releaseDescriptorIfIdleLocked()
-        state.broadcast()
-        state.unlock()
-    }
-
-    private func dispatch(_ envelope: ReplyEnvelope) {
-        state.lock()
-        guard let entry = pending[envelope.id] else {
-            if envelope.id == 0, case .failure(let f) = envelope.reply { refusal = f }
-            state.unlock()
-            return
-        }
-        let final = envelope.reply.isFinal
-        if final {
-            _ = removeLocked(envelope.id)
-            switch entry {
-            case .blocking: lastFinalWasBlocking = true
-            case .callback: lastFinalWasBlocking = false
-            case .discarded: break
-            }
-        }
-        switch entry {
-        case .discarded:
-            state.unlock()
-        case .blocking(let waiter):
-            // Events of a blocking request have nobody to show them to; only the final reply counts.
-            if final {
-                waiter.result = .success(envelope.reply)
-                state.broadcast()
-            }
-            state.unlock()
-        case .callback(let onEvent, let completion):
-            state.unlock()
-            if final { completion(.success(envelope.reply)) } else { onEvent?(envelope.reply) }
-        }
-    }
-
     /// Marks the connection closed and answers every pending request with `connectionLost`.
-    private func shutDownLocked() {
+    func shutDownLocked() {
         guard !isClosed else { return }
         isClosed = true
         shutdown(fd, Int32(SHUT_RDWR))
@@ -392,7 +289,7 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     /// Closes the descriptor once the connection is closed and nobody is reading it (its number
     /// may then be reused by another file).
-    private func releaseDescriptorIfIdleLocked() {
+    func releaseDescriptorIfIdleLocked() {
         guard isClosed, !readerBusy else { return }
         writeLock.withLock {
             guard !descriptorClosed else { return }

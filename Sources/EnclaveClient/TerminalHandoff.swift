@@ -1,6 +1,7 @@
 import CPeerSocket
 import EnclaveProtocol
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -65,13 +66,13 @@ extension EnclaveConnection {
     /// holds this process's controlling terminal.
     public func handOverTerminal() -> Bool {
         let done = DispatchSemaphore(value: 0)
-        let handed = HandedFlag()
+        let handed = HandedResult<Bool>()
         presentingOnTerminal { ok in
-            handed.value = ok
+            handed.set(ok)
             done.signal()
         }
         done.wait()
-        return handed.value
+        return handed.current ?? false
     }
 
     /// Calls `then(true)` once the daemon holds this process's controlling terminal (handed once
@@ -107,32 +108,32 @@ extension EnclaveConnection {
 /// Which terminal a connection has handed over (or failed to: not tried again on that
 /// connection, so a daemon without a handoff socket costs one attempt), and who waits while a
 /// handoff runs.
-final class TerminalHandoffState: @unchecked Sendable {
+final class TerminalHandoffState: Sendable {
     enum Begin { case handed, refused, waiting, start }
-    private let lock = NSLock()
-    private var handed: UInt64?
-    private var refused: UInt64?
-    private var waiters: [@Sendable (Bool) -> Void]?
+
+    private struct State {
+        var handed: UInt64?
+        var refused: UInt64?
+        var waiters: [@Sendable (Bool) -> Void]?
+    }
+
+    private let state = Mutex(State())
 
     func begin(device: UInt64, waiter: @escaping @Sendable (Bool) -> Void) -> Begin {
-        lock.withLock {
-            if handed == device { return .handed }
-            if refused == device { return .refused }
-            if waiters != nil { waiters!.append(waiter); return .waiting }
-            waiters = [waiter]
+        state.withLock {
+            if $0.handed == device { return .handed }
+            if $0.refused == device { return .refused }
+            if $0.waiters != nil { $0.waiters!.append(waiter); return .waiting }
+            $0.waiters = [waiter]
             return .start
         }
     }
 
     func finish(device: UInt64, handed ok: Bool) -> [@Sendable (Bool) -> Void] {
-        lock.withLock {
-            if ok { handed = device } else { refused = device }
-            defer { waiters = nil }
-            return waiters ?? []
+        state.withLock { s in
+            if ok { s.handed = device } else { s.refused = device }
+            defer { s.waiters = nil }
+            return s.waiters ?? []
         }
     }
-}
-
-private final class HandedFlag: @unchecked Sendable {
-    var value = false
 }

@@ -159,6 +159,10 @@ final class HandoffRegistry: Sendable {
 /// loops or the cooperative pool, and it blocks only in `poll`. Non-blocking throughout: a
 /// client that connects and sends nothing holds one slot of its own user's for at most
 /// `Handoff.exchangeTimeout`, and at most `perUserWaiting` of them — it never delays another user.
+///
+/// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake` and `thread` are
+/// set once by `start` before the loop's thread exists and read by `stop`; the loop's own state
+/// lives on its thread.
 final class HandoffServer: @unchecked Sendable {
     static let perUserWaiting = 4
     static let waiting = 256

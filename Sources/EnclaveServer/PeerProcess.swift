@@ -22,7 +22,7 @@ import Glibc
 ///   sandbox that verifies (`SandboxEvidenceReader`, `SandboxIdentity`).
 /// What stays possible for code running as the same user: injecting into the real executable
 /// (`LD_PRELOAD`, ptrace where `kernel.yama.ptrace_scope` allows it); see docs/architecture.md.
-final class PeerProcess: @unchecked Sendable {
+final class PeerProcess: Sendable {
     enum Refusal: Error, Equatable, CustomStringConvertible {
         case ended
         case unreadable(Int32)

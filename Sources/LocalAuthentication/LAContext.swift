@@ -13,6 +13,9 @@ import Foundation
 ///   `systemCancel` and a message saying so.
 /// - A context's authorization lives in the daemon and ends with the process, `invalidate()`,
 ///   or after the daemon's context lifetime (300 s by default).
+///
+/// Unchecked: Apple's shape is an `open class` (a non-final class cannot be checked); its
+/// properties are behind `lock` and a running evaluation's state is `ContextCore`'s, which is checked.
 open class LAContext: NSObject, @unchecked Sendable {
     package let core: ContextCore
     private let lock = NSLock()

@@ -1,13 +1,14 @@
 import EnclaveClient
 import EnclaveProtocol
 import Foundation
+import Synchronization
 
 /// The authentication environment of the current user: which mechanisms exist and whether they
 /// are usable, readable without prompting (e.g. to see a biometric lockout).
 ///
 /// Our choice: observers are told of changes by polling the daemon once a second while at least
 /// one observer is registered; observers are held weakly and called on a private queue.
-public final class LAEnvironment: NSObject, @unchecked Sendable {
+public final class LAEnvironment: NSObject, Sendable {
     public typealias State = LAEnvironmentState
     public typealias Mechanism = LAEnvironmentMechanism
     public typealias Observer = LAEnvironmentObserver
@@ -19,22 +20,25 @@ public final class LAEnvironment: NSObject, @unchecked Sendable {
     /// (bound where it is first obtained, so observers keep polling the same daemon).
     public static var currentUser: LAEnvironment {
         let endpoint = EnclaveEndpoint.resolve()
-        return instancesLock.withLock {
-            if let e = instances[endpoint.socketPath] { return e }
+        return instances.withLock {
+            if let e = $0[endpoint.socketPath] { return e }
             let e = LAEnvironment(endpoint: endpoint)
-            instances[endpoint.socketPath] = e
+            $0[endpoint.socketPath] = e
             return e
         }
     }
 
-    private static let instancesLock = NSLock()
-    nonisolated(unsafe) private static var instances: [String: LAEnvironment] = [:]
+    private static let instances = Mutex<[String: LAEnvironment]>([:])
+
+    /// Who observes, and the poll that runs while anyone does.
+    private struct Observation {
+        var observers: [WeakObserver] = []
+        var timer: DispatchSourceTimer?
+        var lastState: LAEnvironmentState?
+    }
 
     private let endpoint: EnclaveEndpoint
-    private let lock = NSLock()
-    private var observers: [WeakObserver] = []
-    private var timer: DispatchSourceTimer?
-    private var lastState: LAEnvironmentState?
+    private let observation = Mutex(Observation())
     private let queue = DispatchQueue(label: "LocalAuthentication.LAEnvironment")
 
     init(endpoint: EnclaveEndpoint) { self.endpoint = endpoint }
@@ -47,38 +51,42 @@ public final class LAEnvironment: NSObject, @unchecked Sendable {
     }
 
     public func addObserver(_ observer: any LAEnvironmentObserver) {
-        lock.withLock {
-            observers.removeAll { $0.value == nil || $0.value === observer }
-            observers.append(WeakObserver(value: observer))
-            if timer == nil {
-                lastState = nil
+        let queue = self.queue
+        observation.withLock {
+            $0.observers.removeAll { $0.value == nil || $0.value === observer }
+            $0.observers.append(WeakObserver(value: observer))
+            if $0.timer == nil {
+                $0.lastState = nil
                 let t = DispatchSource.makeTimerSource(queue: queue)
                 t.schedule(deadline: .now(), repeating: 1.0)
                 t.setEventHandler { [weak self] in self?.poll() }
-                timer = t
+                $0.timer = t
                 t.resume()
             }
         }
     }
 
     public func removeObserver(_ observer: any LAEnvironmentObserver) {
-        lock.withLock {
-            observers.removeAll { $0.value == nil || $0.value === observer }
-            if observers.isEmpty { timer?.cancel(); timer = nil }
+        observation.withLock {
+            $0.observers.removeAll { $0.value == nil || $0.value === observer }
+            if $0.observers.isEmpty { $0.timer?.cancel(); $0.timer = nil }
         }
     }
 
     private func poll() {
         let new = state
-        let (old, targets) = lock.withLock { () -> (LAEnvironmentState?, [any LAEnvironmentObserver]) in
-            defer { lastState = new }
-            return (lastState, observers.compactMap(\.value))
+        let (old, targets) = observation.withLock { o -> (LAEnvironmentState?, [WeakObserver]) in
+            defer { o.lastState = new }
+            return (o.lastState, o.observers)
         }
         guard let old, old != new else { return }
-        targets.forEach { $0.environment(self, stateDidChangeFromOldState: old) }
+        targets.forEach { $0.value?.environment(self, stateDidChangeFromOldState: old) }
     }
 
-    private struct WeakObserver { weak var value: (any LAEnvironmentObserver)? }
+    /// Observers are held weakly, as Apple's are; they are called on the environment's queue.
+    /// Unchecked: Apple's observer protocol is not `Sendable` (an app's view controller is one); the
+    /// reference is only read, inside `observation`'s lock or on the environment's queue.
+    private struct WeakObserver: @unchecked Sendable { weak var value: (any LAEnvironmentObserver)? }
 }
 
 public protocol LAEnvironmentObserver: AnyObject {
@@ -89,7 +97,7 @@ extension LAEnvironmentObserver {
     public func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {}
 }
 
-public final class LAEnvironmentState: NSObject, NSCopying, @unchecked Sendable {
+public final class LAEnvironmentState: NSObject, NSCopying, Sendable {
     /// nil when there is no biometric sensor.
     public let biometry: LAEnvironmentMechanismBiometry?
     public let userPassword: LAEnvironmentMechanismUserPassword?
@@ -118,6 +126,8 @@ public final class LAEnvironmentState: NSObject, NSCopying, @unchecked Sendable 
     }
 }
 
+/// Unchecked here and in the three subclasses: Apple's shape is a class with subclasses (a
+/// non-final class cannot be checked); every stored property is a `let`.
 public class LAEnvironmentMechanism: NSObject, @unchecked Sendable {
     /// Whether `canEvaluatePolicy` would succeed for this mechanism now.
     public let isUsable: Bool

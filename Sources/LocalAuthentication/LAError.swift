@@ -13,6 +13,9 @@ public let kLAErrorDomain = LAErrorDomain
 /// Our choices: two `LAError`s are equal when their codes are (Apple compares the whole `NSError`,
 /// user info included; our messages are ours); an error made from a code alone carries our
 /// message as its `localizedDescription`.
+///
+/// Unchecked: it stores an `NSError`, which Foundation does not mark `Sendable`; ours is made once
+/// and never changed.
 public struct LAError: _BridgedStoredNSError, Hashable, @unchecked Sendable {
     public enum Code: Int, _ErrorCodeProtocol, Sendable, Hashable, CaseIterable {
         public typealias _ErrorType = LAError

@@ -3,7 +3,7 @@ import EnclaveProtocol
 import Foundation
 
 /// What an `LARight` demands of the person.
-public final class LAAuthenticationRequirement: NSObject, @unchecked Sendable {
+public final class LAAuthenticationRequirement: NSObject, Sendable {
     enum Kind: String, Codable { case `default`, biometry, biometryCurrentSet, biometryOrPasscode }
     let kind: Kind
     init(_ kind: Kind) { self.kind = kind }
@@ -33,13 +33,16 @@ public final class LAAuthenticationRequirement: NSObject, @unchecked Sendable {
     }
 }
 
-public final class LABiometryFallbackRequirement: NSObject, @unchecked Sendable {
+public final class LABiometryFallbackRequirement: NSObject, Sendable {
     public static var `default`: LABiometryFallbackRequirement { LABiometryFallbackRequirement() }
     public static var devicePasscode: LABiometryFallbackRequirement { LABiometryFallbackRequirement() }
 }
 
 /// A grouped authorization: authorize once, then act. `LARightStore` persists rights with a key and
 /// a secret that are usable only while the right is authorized.
+///
+/// Unchecked: Apple's shape is an `open class` (a non-final class cannot be checked); its mutable
+/// state is behind `lock`.
 open class LARight: NSObject, @unchecked Sendable {
     public enum State: Int, Sendable {
         case unknown = 0, authorizing = 1, authorized = 2, notAuthorized = 3

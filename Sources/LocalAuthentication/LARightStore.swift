@@ -35,7 +35,7 @@ public enum LARightStoreError: Error, Equatable, CustomStringConvertible, Custom
 /// Persisted rights, each with a Secure Enclave key and an optional secret that are usable only
 /// while the right is authorized. Stored as one keychain item per right (per app), whose access
 /// control mirrors the right's requirement. Saving under an existing identifier replaces it (our choice).
-public final class LARightStore: NSObject, @unchecked Sendable {
+public final class LARightStore: NSObject, Sendable {
     public static let shared = LARightStore()
     private override init() {}
 
@@ -126,13 +126,11 @@ public final class LARightStore: NSObject, @unchecked Sendable {
     }
 
     @preconcurrency public func saveRight(_ right: LARight, identifier: String, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
-        let right = UncheckedBox(right)
-        deliver(completion) { try await self.saveRight(right.value, identifier: identifier) }
+        deliver(completion) { try await self.saveRight(right, identifier: identifier) }
     }
 
     @preconcurrency public func saveRight(_ right: LARight, identifier: String, secret: Data, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
-        let right = UncheckedBox(right)
-        deliver(completion) { try await self.saveRight(right.value, identifier: identifier, secret: secret) }
+        deliver(completion) { try await self.saveRight(right, identifier: identifier, secret: secret) }
     }
 
     @preconcurrency public func removeRight(_ right: LAPersistedRight, completion: @escaping @Sendable ((any Error)?) -> Void) {
@@ -158,6 +156,9 @@ public final class LARightStore: NSObject, @unchecked Sendable {
 }
 
 /// A right from `LARightStore`: authorize it, then use its key and secret without another prompt.
+///
+/// Unchecked: a subclass of Apple's `open class LARight` (see there); `key` and `secret` are set
+/// once, in `init`, before the right is handed to anyone.
 public final class LAPersistedRight: LARight, @unchecked Sendable {
     let identifier: String
     public private(set) var key: LAPrivateKey!
@@ -175,12 +176,12 @@ public final class LAPersistedRight: LARight, @unchecked Sendable {
 /// and agrees (ECDH) with the algorithms SecKey offers for such a key; private-key operations need
 /// the right authorized. Our note: a right saved before rights could decrypt has a signing-only key
 /// (`canDecrypt`/`canExchangeKeys` answer false for it).
-public final class LAPrivateKey: NSObject, @unchecked Sendable {
+public final class LAPrivateKey: NSObject, Sendable {
     private let blob: Data
     private let publicBytes: Data
     private let kind: KeyRequest.Kind
     public let publicKey: LAPublicKey
-    private weak var right: LARight?
+    private weak let right: LARight?
 
     init(blob: Data, publicKey: Data, kind: KeyRequest.Kind, right: LARight) {
         self.blob = blob
@@ -266,7 +267,7 @@ public final class LAPrivateKey: NSObject, @unchecked Sendable {
 
 /// The public key of a persisted right: usable whether or not the right is authorized; a
 /// software P-256 key (SecKey's) that verifies and encrypts (ECIES).
-public final class LAPublicKey: NSObject, @unchecked Sendable {
+public final class LAPublicKey: NSObject, Sendable {
     private let raw: Data
     let key: SecKey?
 
@@ -321,17 +322,18 @@ func deliver<T: Sendable>(_ completion: @escaping @Sendable (T?, (any Error)?) -
     }
 }
 
-/// A value Swift cannot prove `Sendable` (`[AnyHashable: Any]`) that is only read once handed over.
+/// A value Swift cannot prove `Sendable` (Apple's `[AnyHashable: Any]` parameters) that is only
+/// read once handed over. Unchecked: the caller's dictionary is copied in and never written again.
 struct UncheckedBox<T>: @unchecked Sendable {
     let value: T
     init(_ value: T) { self.value = value }
 }
 
 /// The secret stored with a persisted right: readable only while the right is authorized.
-public final class LASecret: NSObject, @unchecked Sendable {
+public final class LASecret: NSObject, Sendable {
     let identifier: String
     let present: Bool
-    private weak var right: LARight?
+    private weak let right: LARight?
     init(identifier: String, present: Bool, right: LARight) { self.identifier = identifier; self.present = present; self.right = right }
 
     @preconcurrency public func loadData(completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {

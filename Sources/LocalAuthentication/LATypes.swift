@@ -62,7 +62,7 @@ public enum LACompanionType: Int, Sendable, Hashable {
 public let LATouchIDAuthenticationMaximumAllowableReuseDuration: TimeInterval = 300
 
 /// The enrolment state of the device, as one app sees it.
-public final class LADomainState: NSObject, @unchecked Sendable {
+public final class LADomainState: NSObject, Sendable {
     public let biometry: LADomainStateBiometry
     public let companion: LADomainStateCompanion
     /// Combined hash of biometry and companions. With no companions on Linux it equals the
@@ -75,7 +75,7 @@ public final class LADomainState: NSObject, @unchecked Sendable {
     }
 }
 
-public final class LADomainStateBiometry: NSObject, @unchecked Sendable {
+public final class LADomainStateBiometry: NSObject, Sendable {
     public let biometryType: LABiometryType
     /// Opaque; differs between apps; changes on every enrolment change; nil when nothing is enrolled.
     public let stateHash: Data?
@@ -85,7 +85,7 @@ public final class LADomainStateBiometry: NSObject, @unchecked Sendable {
     }
 }
 
-public final class LADomainStateCompanion: NSObject, @unchecked Sendable {
+public final class LADomainStateCompanion: NSObject, Sendable {
     /// Linux has no companion devices yet: always empty.
     public let availableCompanionTypes: Set<LACompanionType> = []
     public let stateHash: Data? = nil

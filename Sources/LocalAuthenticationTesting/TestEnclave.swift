@@ -1,6 +1,7 @@
 import EnclaveClient
 import EnclaveProtocol
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,7 @@ import LocalAuthentication
 ///     let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Unlock")
 /// }
 /// ```
-public final class TestEnclave: @unchecked Sendable {
+public final class TestEnclave: Sendable {
     public enum Sensor: String, Sendable { case touchID = "touchid", faceID = "faceid", none }
 
     public struct Configuration: Sendable {
@@ -54,14 +55,18 @@ public final class TestEnclave: @unchecked Sendable {
     public let socketPath: String
     public let stateDirectory: String
     public let logPath: String
-    private let lock = NSLock()
-    private var pid: pid_t = 0
-    private var control: EnclaveConnection?
+    /// The running daemon's process and the connection this object controls it through.
+    private struct Running {
+        var pid: pid_t = 0
+        var control: EnclaveConnection?
+    }
+
+    private let running = Mutex(Running())
 
     /// The endpoint `LAContext`s created inside `run` use: this daemon, headless prompts.
     public var endpoint: EnclaveEndpoint { EnclaveEndpoint(socketPath: socketPath, autostart: false, headless: true) }
 
-    public var processID: pid_t { lock.withLock { pid } }
+    public var processID: pid_t { running.withLock { $0.pid } }
 
     public init(_ configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
@@ -103,16 +108,16 @@ public final class TestEnclave: @unchecked Sendable {
         }
         args += configuration.extraArguments
         let child = try DaemonLauncher.spawn(daemon, args, environment: configuration.environment)
-        lock.withLock { pid = child; control = nil }
+        running.withLock { $0 = Running(pid: child, control: nil) }
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
             if let c = try? EnclaveConnection(socketPath: socketPath) {
-                lock.withLock { control = c }
+                running.withLock { $0.control = c }
                 return
             }
             var status: Int32 = 0
             if waitpid(child, &status, WNOHANG) == child {
-                lock.withLock { pid = 0 }
+                running.withLock { $0.pid = 0 }
                 throw EnclaveClientError.unreachable("laenclaved exited during start; log: \(logPath)")
             }
             usleep(20_000)
@@ -132,9 +137,9 @@ public final class TestEnclave: @unchecked Sendable {
     }
 
     private func signalAndWait(_ signal: Int32) {
-        let (child, c) = lock.withLock { () -> (pid_t, EnclaveConnection?) in
-            defer { pid = 0; control = nil }
-            return (pid, control)
+        let (child, c) = running.withLock { r -> (pid_t, EnclaveConnection?) in
+            defer { r = Running() }
+            return (r.pid, r.control)
         }
         c?.close()
         guard child > 0 else { return }
@@ -158,9 +163,9 @@ public final class TestEnclave: @unchecked Sendable {
     // MARK: The scripted person and the device
 
     public func connection() throws -> EnclaveConnection {
-        if let c = lock.withLock({ control }), !c.closed { return c }
+        if let c = running.withLock({ $0.control }), !c.closed { return c }
         let c = try EnclaveConnection(socketPath: socketPath)
-        lock.withLock { control = c }
+        running.withLock { $0.control = c }
         return c
     }
 

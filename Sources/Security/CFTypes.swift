@@ -30,7 +30,7 @@ public typealias OSStatus = Int32
 
 /// Apple's `CFAllocator`. Present so that allocator arguments compile; every function here
 /// ignores it (pass `nil` or `kCFAllocatorDefault`).
-public final class CFAllocator: @unchecked Sendable {
+public final class CFAllocator: Sendable {
     init() {}
 }
 

@@ -46,7 +46,7 @@ public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
 /// `SecAccessControlCreateFlags`. Use it as the value of `kSecAttrAccessControl`.
 /// A reference type, as Apple's is, so it survives `[String: Any]` → `CFDictionary` bridging.
 /// Create it with `SecAccessControlCreateWithFlags`.
-public final class SecAccessControl: CustomStringConvertible, @unchecked Sendable {
+public final class SecAccessControl: CustomStringConvertible, Sendable {
     /// The `kSecAttrAccessible…` value string, e.g. "akpu".
     public var protection: String { accessibility.rawValue }
     public let flags: SecAccessControlCreateFlags

@@ -11,7 +11,7 @@ import Foundation
 ///
 /// Our choices where Apple is silent or the platform differs are listed with each function and in
 /// docs/apple-api-coverage.md.
-public final class SecKey: CustomStringConvertible, @unchecked Sendable {
+public final class SecKey: CustomStringConvertible, Sendable {
     enum Material {
         case ec(ECKeyMaterial)
         case rsaPrivate(_RSA.Signing.PrivateKey)
@@ -164,7 +164,7 @@ public final class SecKey: CustomStringConvertible, @unchecked Sendable {
 
 /// A Secure Enclave key on this side of the socket: its public key, the daemon's sealed blob, and
 /// the context (and reason) its uses authenticate on.
-struct EnclaveKeyMaterial: @unchecked Sendable {
+struct EnclaveKeyMaterial: Sendable {
     let publicX963: Data
     let blob: Data
     let context: (any RequestContext)?

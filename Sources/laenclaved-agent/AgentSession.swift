@@ -2,6 +2,7 @@ import CPromptWindow
 import EnclaveClient
 import EnclaveProtocol
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,15 +11,18 @@ import Glibc
 /// `agentEvent` drawn on GTK's main thread, each of the person's answers sent back as a
 /// `promptAction`. When the daemon goes away (a restart, an upgrade) the windows close and the
 /// agent offers itself again.
-final class AgentSession: @unchecked Sendable {
+final class AgentSession: Sendable {
+    private struct State {
+        var connection: EnclaveConnection?
+        /// The last screen of each open prompt, to draw again when an answer does not go through.
+        var screens: [UInt64: PromptScreen] = [:]
+        /// Seconds before offering itself again: 2, doubling to 30 while the daemon cannot be
+        /// reached or refuses; 2 again once it served.
+        var retryDelay: UInt32 = 2
+    }
+
     private let endpoint: EnclaveEndpoint
-    private let lock = NSLock()
-    private var connection: EnclaveConnection?
-    /// The last screen of each open prompt, to draw again when an answer does not go through.
-    private var screens: [UInt64: PromptScreen] = [:]
-    /// Seconds before offering itself again: 2, doubling to 30 while the daemon cannot be reached
-    /// or refuses; 2 again once it served.
-    private var retryDelay: UInt32 = 2
+    private let state = Mutex(State())
     /// The exit status when the daemon does not admit this program (EX_CONFIG; the user unit does
     /// not restart on it).
     static let notAdmitted: Int32 = 78
@@ -31,11 +35,11 @@ final class AgentSession: @unchecked Sendable {
         var lastProblem = ""
         while true {
             let problem = serveOnce()
-            lock.withLock { screens.removeAll() }
+            state.withLock { $0.screens.removeAll() }
             onMain { la_prompt_close_all() }
             if problem != lastProblem { say(problem) }
             lastProblem = problem
-            sleep(lock.withLock { () -> UInt32 in defer { retryDelay = min(retryDelay * 2, 30) }; return retryDelay })
+            sleep(state.withLock { s -> UInt32 in defer { s.retryDelay = min(s.retryDelay * 2, 30) }; return s.retryDelay })
         }
     }
 
@@ -43,8 +47,8 @@ final class AgentSession: @unchecked Sendable {
     private func serveOnce() -> String {
         let c: EnclaveConnection
         do { c = try EnclaveConnections.shared(for: endpoint) } catch { return "\(error)" }
-        lock.withLock { connection = c }
-        defer { lock.withLock { connection = nil } }
+        state.withLock { $0.connection = c }
+        defer { state.withLock { $0.connection = nil } }
         let done = DispatchSemaphore(value: 0)
         let ending = HandedResult<Result<Reply, EnclaveClientError>>()
         c.send(.servePrompts, onEvent: { [self] reply in
@@ -75,11 +79,11 @@ final class AgentSession: @unchecked Sendable {
     private func receive(_ event: AgentEvent) {
         if let seat = event.serving {
             say("drawing the prompts of \(seat)")
-            lock.withLock { retryDelay = 2 }
+            state.withLock { $0.retryDelay = 2 }
         }
         let prompt = event.prompt
         if let screen = event.screen {
-            lock.withLock { screens[prompt] = screen }
+            state.withLock { $0.screens[prompt] = screen }
             onMain { [self] in
                 WindowScreen(screen).withCStruct { la_prompt_show(prompt, $0) }
                 // The window is up: the daemon waits for this before it counts on us.
@@ -87,14 +91,14 @@ final class AgentSession: @unchecked Sendable {
             }
         }
         if event.closed != nil {
-            lock.withLock { screens[prompt] = nil }
+            state.withLock { $0.screens[prompt] = nil }
             onMain { la_prompt_close(prompt) }
         }
     }
 
     /// Draws the prompt's last screen again (after "Checking…", when the answer did not go through).
     private func redraw(_ prompt: UInt64) {
-        guard let screen = lock.withLock({ screens[prompt] }) else { return }
+        guard let screen = state.withLock({ $0.screens[prompt] }) else { return }
         onMain { WindowScreen(screen).withCStruct { la_prompt_show(prompt, $0) } }
     }
 
@@ -133,7 +137,7 @@ final class AgentSession: @unchecked Sendable {
     }
 
     private func send(_ request: Request) {
-        guard let c = lock.withLock({ connection }) else { return }
+        guard let c = state.withLock({ $0.connection }) else { return }
         c.send(request) { [self] result in
             guard case .success(.failure(let f)) = result else { return }
             say("the daemon refused an answer: \(f.message)")
