@@ -84,8 +84,10 @@ let package = Package(
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         // Durable SQLite (every commit synced, read back; group commit), for the daemon and the login server.
         .target(name: "DurableSQLite", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
+        // Blocking work (scrypt, PAM) on bounded thread pools: the daemon's and the login server's.
+        .target(name: "BlockingPool", dependencies: [.product(name: "NIOPosix", package: "swift-nio")]),
         .target(name: "EnclaveServer", dependencies: [
-            "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket", "DurableSQLite",
+            "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket", "DurableSQLite", "BlockingPool",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -131,7 +133,7 @@ let package = Package(
         .target(name: "TouchLoginAPI", dependencies: ["WebAuthn"]),
         // The login server: rules (LoginService), storage (LoginStore: SQLite or PostgreSQL), HTTP shell (Hummingbird).
         .target(name: "TouchLoginServer", dependencies: [
-            "TouchLoginAPI", "WebAuthn", "EnclaveCore", "KeyAttestation", "DurableSQLite",
+            "TouchLoginAPI", "WebAuthn", "EnclaveCore", "KeyAttestation", "DurableSQLite", "BlockingPool",
             .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "GRDB", package: "GRDB.swift"),
@@ -177,6 +179,7 @@ let package = Package(
         ]),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
+        .testTarget(name: "BlockingPoolTests", dependencies: ["BlockingPool"]),
         .testTarget(name: "DurableSQLiteTests", dependencies: ["DurableSQLite", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "EnclaveServerTests", dependencies: [
             "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket",

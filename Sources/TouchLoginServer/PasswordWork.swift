@@ -1,6 +1,5 @@
+import BlockingPool
 import NIOCore
-import NIOPosix
-import Synchronization
 import TouchLoginAPI
 
 /// Where password hashing runs: a pool of its own, never a cooperative thread or an event loop
@@ -10,28 +9,21 @@ import TouchLoginAPI
 /// most `limit` run or wait; past that the answer is "busy" at once rather than a queue that grows
 /// with the flood.
 public final class PasswordWork: Sendable {
-    public let limit: Int
-    private let pending = Mutex(0)
     public static let runningAtOnce = min(System.coreCount, 4)
-    private static let pool: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: runningAtOnce)
-        pool.start()
-        return pool
-    }()
+    /// One pool for every `PasswordWork` of the process: the bound on memory is the process's.
+    private static let threads = BlockingPool(threads: runningAtOnce)
+    /// This server's own limit on checks running or waiting, in front of the shared threads.
+    private let admission: BlockingPool.Admission
+    public var limit: Int { admission.limit }
 
-    public init(limit: Int = 64) { self.limit = limit }
+    public init(limit: Int = 64) { admission = Self.threads.admitting(atMost: limit) }
 
     /// Checks running or waiting now.
-    var admitted: Int { pending.withLock { $0 } }
+    var admitted: Int { admission.admittedNow }
 
     public func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let admitted = pending.withLock { count -> Bool in
-            guard count < limit else { return false }
-            count += 1
-            return true
+        do { return try await admission.run(body) } catch is BlockingPool.Admission.Full {
+            throw APIError(.unavailable, "The server is busy checking passwords; try again in a moment.")
         }
-        guard admitted else { throw APIError(.unavailable, "The server is busy checking passwords; try again in a moment.") }
-        defer { pending.withLock { $0 -= 1 } }
-        return try await Self.pool.runIfActive(body)
     }
 }
