@@ -20,31 +20,59 @@ public struct EnclaveService: Service {
     let connections: ConnectionCounter
     /// Called once the socket accepts connections (tests and the launcher wait for it).
     let onReady: @Sendable () -> Void
+    /// The bound socket (`services`).
+    private var listening: Listening?
 
-    public init(daemon: EnclaveDaemon, logger: Logger, onReady: @escaping @Sendable () -> Void = {}) {
+    private struct Listening: Sendable {
+        var server: NIOAsyncChannel<AcceptedConnection, Never>
+        var path: String
+        /// systemd made the socket (path, owner, mode) and keeps it across restarts: it is served
+        /// as it is and never unlinked.
+        var activated: Bool
+    }
+
+    private init(daemon: EnclaveDaemon, logger: Logger, onReady: @escaping @Sendable () -> Void) {
         self.daemon = daemon; self.logger = logger; self.onReady = onReady
         connections = ConnectionCounter(limits: daemon.config.connectionLimits)
     }
 
-    public func run() async throws {
-        let path = daemon.config.socketPath
-        // Socket activation: systemd made the socket (path, owner, mode) and keeps it across
-        // restarts; serve it as it is and never unlink it.
+    /// The daemon's long-lived parts, as services of one `ServiceGroup`, in the order the group
+    /// starts them (and stops them, backwards): the audit log's writer (flushed last, once nothing
+    /// can add an entry), the handoff socket, the daemon's socket. Both sockets are bound here,
+    /// before any service runs — the daemon's own first, then the handoff socket beside it — so a
+    /// client that connects once the daemon is ready finds both.
+    public static func services(daemon: EnclaveDaemon, logger: Logger,
+                                onReady: @escaping @Sendable () -> Void = {}) async throws -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        var service = EnclaveService(daemon: daemon, logger: logger, onReady: onReady)
         let listeners = try SocketActivation.takeListeners()
-        let activated = listeners?.main
-        let server: NIOAsyncChannel<AcceptedConnection, Never>
+        let listening = try await service.bind(activated: listeners?.main)
+        service.listening = listening
+        var services = [ServiceGroupConfiguration.ServiceConfiguration(service: AuditLogService(log: daemon.auditLog))]
+        if let handoff = service.startHandoff(passed: listeners?.handoff, socketPath: listening.path) {
+            services.append(.init(service: HandoffService(server: handoff)))
+        }
+        services.append(.init(service: service))
+        return services
+    }
+
+    private func bind(activated: SocketActivation.Listener?) async throws -> Listening {
         if let activated {
             warnIfUntrustedDirectory(of: activated.path)
-            server = try await bootstrap().bind(activated.descriptor) { self.accepted($0) }
+            let server = try await bootstrap().bind(activated.descriptor) { self.accepted($0) }
             logger.info("listening", metadata: ["socket": "\(activated.path)", "activation": "systemd", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
-        } else {
-            server = try await bindSocketFile(path)
-            logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
+            return Listening(server: server, path: activated.path, activated: true)
         }
-        let handoff = try startHandoff(passed: listeners?.handoff, socketPath: activated?.path ?? path)
-        defer { handoff?.stop() }
+        let path = daemon.config.socketPath
+        let server = try await bindSocketFile(path)
+        logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
+        return Listening(server: server, path: path, activated: false)
+    }
+
+    public func run() async throws {
+        guard let listening else { preconditionFailure("EnclaveService.services binds the socket before the service runs") }
+        let server = listening.server
         onReady()
-        defer { if activated == nil { unlink(path) } }
+        defer { if !listening.activated { unlink(listening.path) } }
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
@@ -59,14 +87,12 @@ public struct EnclaveService: Service {
             daemon.stopping.set()
             server.channel.close(promise: nil)
         }
-        // Entries waiting for the next group commit are written before the process exits.
-        daemon.auditLog.flush()
         logger.info("stopped")
     }
 
     /// The handoff socket beside the daemon's (`Handoff`): systemd's when the unit passes it,
     /// else bound here. Without it every prompt is headless; the daemon still serves.
-    private func startHandoff(passed: SocketActivation.Listener?, socketPath: String) throws -> HandoffServer? {
+    private func startHandoff(passed: SocketActivation.Listener?, socketPath: String) -> HandoffServer? {
         let server: HandoffServer
         if let passed {
             server = HandoffServer(listener: passed.descriptor, path: nil, registry: daemon.handoff, logger: logger)

@@ -204,8 +204,7 @@ struct LAEnclaved: AsyncParsableCommand {
             }
             throw e
         }
-        let service = EnclaveService(daemon: daemon, logger: logger)
-        var services = [ServiceGroupConfiguration.ServiceConfiguration(service: service)]
+        var services = try await EnclaveService.services(daemon: daemon, logger: logger)
         if exitWithParent {
             services.append(.init(service: ParentWatcher(), successTerminationBehavior: .gracefullyShutdownGroup))
         }
