@@ -75,3 +75,31 @@ final class DedicatedThread<State: ThreadState>: @unchecked Sendable {
         }
     }
 }
+
+/// A blocking loop that ends, on a thread of its own (the terminal prompt's key reader, the
+/// handoff socket's poll loop, one line read from a handed pipe): never on an event loop or the
+/// cooperative pool. Its owner makes the loop return (a wake-up pipe, a deadline) and then waits
+/// for it (`join`), or awaits what it returns (`run`).
+final class LoopThread: Sendable {
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(name: String, _ body: @escaping @Sendable () -> Void) {
+        let finished = self.finished
+        let thread = Thread {
+            body()
+            finished.signal()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    /// Blocks until the loop has returned. Once: the loop signals its end once.
+    func join() { finished.wait() }
+
+    /// Runs `body` on a thread of its own and answers what it returns.
+    static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { done in
+            _ = LoopThread(name: name) { done.resume(returning: body()) }
+        }
+    }
+}

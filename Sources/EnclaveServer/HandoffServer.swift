@@ -90,10 +90,8 @@ final class SecretLines: Sendable {
     enum Problem: Error { case noLine, tooLong }
 
     func next() async throws(Problem) -> String {
-        let result: Result<String, Problem> = await withCheckedContinuation { done in
-            let reader = Thread { [self] in done.resume(returning: buffer.withLock { Self.readLine(from: fd, into: &$0) }) }
-            reader.name = "laenclaved.secret-input"
-            reader.start()
+        let result: Result<String, Problem> = await LoopThread.run(name: "laenclaved.secret-input") { [self] in
+            buffer.withLock { Self.readLine(from: fd, into: &$0) }
         }
         return try result.get()
     }
@@ -160,9 +158,9 @@ final class HandoffRegistry: Sendable {
 /// client that connects and sends nothing holds one slot of its own user's for at most
 /// `Handoff.exchangeTimeout`, and at most `perUserWaiting` of them — it never delays another user.
 ///
-/// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake` and `thread` are
-/// set once by `start` before the loop's thread exists and read by `stop`; the loop's own state
-/// lives on its thread.
+/// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake` is set by `start`
+/// before the loop's thread exists, `thread` by `start` and read only by `stop` (the service that
+/// owns the server calls them in turn); the loop's own state lives on its thread.
 final class HandoffServer: @unchecked Sendable {
     static let perUserWaiting = 4
     static let waiting = 256
@@ -172,8 +170,7 @@ final class HandoffServer: @unchecked Sendable {
     private let registry: HandoffRegistry
     private let logger: Logger
     private var wake: [Int32] = [-1, -1]
-    private var thread: Thread?
-    private let finished = DispatchSemaphore(value: 0)
+    private var thread: LoopThread?
 
     private struct Pending {
         var fd: Int32
@@ -224,23 +221,17 @@ final class HandoffServer: @unchecked Sendable {
     func start() -> Bool {
         guard la_pipe_cloexec_nonblocking(&wake) == 0 else { return false }
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        let t = Thread { [self] in
-            loop()
-            finished.signal()
-        }
-        t.name = "laenclaved-handoff"
-        thread = t
-        t.start()
+        thread = LoopThread(name: "laenclaved-handoff") { [self] in loop() }
         return true
     }
 
     /// Ends the loop and waits for it; closes the listener (and removes its file when it made it).
     func stop() {
-        guard thread != nil else { return }
+        guard let thread else { return }
         var one: UInt8 = 1
         _ = write(wake[1], &one, 1)
-        finished.wait()
-        thread = nil
+        thread.join()
+        self.thread = nil
         close(wake[0]); close(wake[1])
         close(listener)
         if let path { unlink(path) }

@@ -15,7 +15,7 @@ import Glibc
 /// a stopped or flooded terminal never blocks the daemon (a screen that cannot be written whole
 /// is cut short, never waited for).
 ///
-/// Unchecked: a thin owner of the terminal's descriptor. `saved` and `stopPipe` are set and read
+/// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe` and `reader` are set and read
 /// only on `output` (the reader thread reads `stopPipe` after `startReading` set it there, before
 /// it started); the rest is in `keys`.
 final class TerminalPrompt: @unchecked Sendable {
@@ -33,7 +33,8 @@ final class TerminalPrompt: @unchecked Sendable {
     private let keys = Mutex(Keys())
     private var saved = termios()
     private var stopPipe: [Int32] = [-1, -1]
-    private let readerDone = DispatchSemaphore(value: 0)
+    /// The key reader, once started (set and read only on `output`, as `stopPipe`).
+    private var reader: LoopThread?
 
     /// Takes ownership of `fd`.
     init(fd: Int32, onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void, onLost: @escaping @Sendable () -> Void) {
@@ -69,7 +70,7 @@ final class TerminalPrompt: @unchecked Sendable {
             if wasStarted {
                 var one: UInt8 = 1
                 _ = Glibc.write(stopPipe[1], &one, 1)
-                readerDone.wait()
+                reader?.join()
                 tcsetattr(fd, TCSANOW, &saved)
                 write(PromptText.closing(result) + "\r\n")
                 Glibc.close(stopPipe[0]); Glibc.close(stopPipe[1])
@@ -89,12 +90,7 @@ final class TerminalPrompt: @unchecked Sendable {
             cc[Int(VTIME)] = 0
         }
         tcsetattr(fd, TCSANOW, &raw)
-        let reader = Thread { [self] in
-            readKeys()
-            readerDone.signal()
-        }
-        reader.name = "laenclaved.prompt-keys"
-        reader.start()
+        reader = LoopThread(name: "laenclaved.prompt-keys") { [self] in readKeys() }
         return true
     }
 
