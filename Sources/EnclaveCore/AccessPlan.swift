@@ -32,8 +32,9 @@ public enum AccessPlan: Equatable, Sendable {
         }
 
         /// Whether the plan can change with the user's state (so the shell must read it afresh):
-        /// only `biometryCurrentSet` bound to an enrolment and `…WhenPasscodeSetThisDeviceOnly` can
-        /// be invalidated by it; every other plan is the same whatever the state.
+        /// only `biometryCurrentSet` bound to an enrolment (invalidated, or down to its passcode
+        /// alternative) and `…WhenPasscodeSetThisDeviceOnly` (invalidated) change with it; every
+        /// other plan is the same whatever the state.
         public var dependsOnState: Bool {
             (enrolmentGeneration != nil && flags.contains(.biometryCurrentSet)) || protection == .whenPasscodeSetThisDeviceOnly
         }
@@ -47,6 +48,9 @@ public enum AccessPlan: Equatable, Sendable {
         public init(enrolmentGeneration: UInt64, passcodeEpoch: UInt64, passcodeSet: Bool) {
             self.enrolmentGeneration = enrolmentGeneration; self.passcodeEpoch = passcodeEpoch; self.passcodeSet = passcodeSet
         }
+
+        /// Any state, for a plan that depends on none (`evaluateAccessControl`).
+        public static let unbound = UserState(enrolmentGeneration: 0, passcodeEpoch: 0, passcodeSet: true)
     }
 
     public init(_ protected: Protected, now: UserState) {
@@ -70,8 +74,7 @@ public enum AccessPlan: Equatable, Sendable {
     /// An access control nothing was made with (`evaluateAccessControl`): its plan depends on no
     /// stored state and is never invalidated by it.
     public init(accessControl flags: AccessControlFlags) {
-        self.init(Protected(flags: flags, protection: nil, enrolmentGeneration: nil),
-                  now: UserState(enrolmentGeneration: 0, passcodeEpoch: 0, passcodeSet: true))
+        self.init(Protected(flags: flags, protection: nil, enrolmentGeneration: nil), now: .unbound)
     }
 
     public var isInvalidated: Bool {

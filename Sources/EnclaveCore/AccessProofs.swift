@@ -40,25 +40,29 @@ public struct AccessProofs<Candidate: Sendable>: Sendable {
     public enum Next: Sendable {
         /// Prove this step of the current candidate on the request's context, then call `stepEnded`.
         case prove(EvaluationStep)
-        /// The candidates to answer, in order, and whether any step was proven: the request then
-        /// waited, and other requests (an enrolment change among them) may have run meanwhile, so
-        /// the user's state is read again before anything is opened.
-        case finished(accepted: [Candidate], proved: Bool)
+        /// The candidates to answer, in order, and whether any step was evaluated (proven or not):
+        /// the request then waited, and other requests of the user (an enrolment change, the
+        /// passcode's removal, a change to the items) may have run meanwhile, so what it read is
+        /// read again before anything is opened.
+        case finished(accepted: [Candidate], waited: Bool)
         case denied(AccessDenial)
     }
 
     private let candidates: [(candidate: Candidate, plan: AccessPlan)]
     private let rules: Rules
+    /// The user's state the plans were made from (read again after the proofs, and compared).
+    public let planned: AccessPlan.UserState
     private var index = 0
     private var step = 0
     private var accepted: [Candidate] = []
-    private var proved = false
+    private var waited = false
     private var denial: AccessDenial?
 
-    /// `candidates` with their plans, made from one reading of the user's state.
-    public init(_ candidates: [(candidate: Candidate, plan: AccessPlan)], rules: Rules) {
+    /// `candidates` with their plans, made from one reading of the user's state (`planned`).
+    public init(_ candidates: [(candidate: Candidate, plan: AccessPlan)], rules: Rules, planned: AccessPlan.UserState) {
         self.candidates = candidates
         self.rules = rules
+        self.planned = planned
     }
 
     /// What to do now. Asking again before `stepEnded` answers the same step.
@@ -82,14 +86,14 @@ public struct AccessProofs<Candidate: Sendable>: Sendable {
                 moveOn()
             }
         }
-        return .finished(accepted: accepted, proved: proved)
+        return .finished(accepted: accepted, waited: waited)
     }
 
     /// How the step `next()` gave ended; answers what to do now.
     public mutating func stepEnded(_ outcome: EvaluationMachine.Outcome) -> Next {
+        waited = true
         switch outcome {
         case .success:
-            proved = true
             step += 1
         case .failure(let code, _) where code == .notInteractive && rules.leaveOutNotInteractive:
             moveOn()
@@ -106,12 +110,27 @@ public struct AccessProofs<Candidate: Sendable>: Sendable {
 }
 
 extension AccessPlan {
-    /// Whether every plan is still usable with the user's state read after the proofs, the first
-    /// that is not saying why (the enrolment may have changed or the passcode gone while a prompt
-    /// was open).
-    public static func stillUsable(_ protected: [Protected], now: UserState) throws(AccessDenial) {
+    /// Whether every plan is still what was proven, with the user's state read after the proofs
+    /// (`planned`: the state the plans were made from): the first that is not says why — it can no
+    /// longer be used (the enrolment changed or the passcode went while a prompt was open), or it
+    /// now asks for other steps than those proven (a finger proven for `biometryCurrentSet` or the
+    /// passcode, when the enrolled set changed meanwhile: the finger may be the new one).
+    public static func stillUsable(_ protected: [Protected], planned: UserState, now: UserState) throws(AccessDenial) {
         for p in protected {
-            if case .invalidated(let why) = AccessPlan(p, now: now) { throw .invalidated(why) }
+            let current = AccessPlan(p, now: now)
+            if case .invalidated(let why) = current { throw .invalidated(why) }
+            if current != AccessPlan(p, now: planned) {
+                throw .failed(.authenticationFailed, "The enrolled identities or the passcode changed while the prompt was open; try again.")
+            }
+        }
+    }
+
+    /// The candidates `stillUsable` would pass, the others left out (a copy of all matches).
+    public static func usable<Candidate>(_ candidates: [Candidate], _ protected: (Candidate) -> Protected,
+                                         planned: UserState, now: UserState) -> [Candidate] {
+        candidates.filter { c in
+            let current = AccessPlan(protected(c), now: now)
+            return !current.isInvalidated && current == AccessPlan(protected(c), now: planned)
         }
     }
 }

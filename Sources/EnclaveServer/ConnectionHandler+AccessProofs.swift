@@ -29,13 +29,13 @@ extension ConnectionHandler {
 
     /// Runs `proofs` to their end: each step they name is evaluated on the request's context.
     func prove<Candidate>(_ proofs: AccessProofs<Candidate>, _ request: ProofRequest,
-                          session: UserSession) async throws(AccessDenial) -> (accepted: [Candidate], proved: Bool) {
+                          session: UserSession) async throws(AccessDenial) -> (accepted: [Candidate], waited: Bool) {
         var proofs = proofs
         var next = proofs.next()
         while true {
             switch next {
             case .prove(let step): next = proofs.stepEnded(await evaluate(step, request, session: session))
-            case .finished(let accepted, let proved): return (accepted, proved)
+            case .finished(let accepted, let waited): return (accepted, waited)
             case .denied(let denial): throw denial
             }
         }
@@ -63,7 +63,8 @@ extension ConnectionHandler {
         let sink = self.sink
         let kind = daemon.sensor?.info.kind ?? .none
         let proof = ProofRequest(id: id, context: context, options: options, audited: "accessControl.authorize")
-        let proofs = AccessProofs([(candidate: flags, plan: AccessPlan(accessControl: flags))], rules: .every)
+        // Nothing was made with it: no state to plan from, and nothing read again afterwards.
+        let proofs = AccessProofs([(candidate: flags, plan: AccessPlan(accessControl: flags))], rules: .every, planned: .unbound)
         try start(on: context) {
             var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
             do throws(AccessDenial) { _ = try await self.prove(proofs, proof, session: session) } catch {

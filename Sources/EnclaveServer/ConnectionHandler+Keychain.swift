@@ -29,8 +29,8 @@ extension ConnectionHandler {
             let request = ProofRequest(id: id, context: k.context, reason: k.reason ?? "Access a keychain item", noUI: noUI,
                                        onTerminal: k.onTerminal, audited: "keychain.authorize")
             do throws(AccessDenial) {
-                let (accepted, proved) = try await prove(pending.proofs, request, session: session)
-                return await session.keychainFinish(pending, accepted: accepted, proved: proved)
+                let (accepted, waited) = try await prove(pending.proofs, request, session: session)
+                return await session.keychainFinish(pending, accepted: accepted, waited: waited)
             } catch {
                 let failure = KeychainFailure(error)
                 return KeychainReply(status: failure.status, message: failure.message)
@@ -55,8 +55,8 @@ extension ConnectionHandler {
             let request = ProofRequest(id: id, context: k.context, reason: k.reason ?? "Use a Secure Enclave key", noUI: k.interactionNotAllowed,
                                        onTerminal: k.onTerminal, audited: "key.authorize")
             do throws(AccessDenial) {
-                let (_, proved) = try await prove(pending.proofs, request, session: session)
-                return await session.keyFinish(pending, proved: proved)
+                let (_, waited) = try await prove(pending.proofs, request, session: session)
+                return await session.keyFinish(pending, waited: waited)
             } catch {
                 return KeyReply(error)
             }

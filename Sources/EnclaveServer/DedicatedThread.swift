@@ -93,8 +93,11 @@ final class LoopThread: Sendable {
         thread.start()
     }
 
-    /// Blocks until the loop has returned. Once: the loop signals its end once.
-    func join() { finished.wait() }
+    /// Blocks until the loop has returned (at once when it already has, however often asked).
+    func join() {
+        finished.wait()
+        finished.signal()
+    }
 
     /// Runs `body` on a thread of its own and answers what it returns.
     static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () -> T) async -> T {

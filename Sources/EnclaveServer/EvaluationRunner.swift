@@ -280,7 +280,9 @@ struct EvaluationRunner {
         if !save(finishing: outcome, on: session) { outcome = .failure(.systemCancel, "The enclave could not save its state.") }
         var state: Data?
         if case .success(let how) = outcome, policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused {
-            state = session.recordedDomainState(app: app)
+            // A finger matched now: the enrolled set as it is now (one may have been added while
+            // the prompt was open, and an app compares domain states to notice exactly that).
+            state = how == .biometric ? try? await session.domainState(app: app) : session.recordedDomainState(app: app)
         }
         return EvaluationReport(outcome: outcome, biometryType: session.sensorKind, domainState: state, audited: audited)
     }

@@ -35,16 +35,40 @@ extension UserSession {
         }
     }
 
-    /// Opens (a copy) or changes (an update) what the proofs accepted. `proved`: a step was
-    /// proven, so the request waited and the user's state and the items are read again first.
-    func keychainFinish(_ pending: PendingKeychain, accepted: [StoredItem], proved: Bool) async -> KeychainReply {
+    /// Opens (a copy) or changes (an update) what the proofs accepted. `waited`: a step was
+    /// evaluated, so other requests of the user may have run meanwhile: the user's state and the
+    /// items are read again first.
+    func keychainFinish(_ pending: PendingKeychain, accepted: [StoredItem], waited: Bool) async -> KeychainReply {
         do {
-            do throws(AccessDenial) { try await stillUsable(accepted.map(\.protected), proved: proved) } catch { throw KeychainFailure(error) }
+            var accepted = accepted
+            if waited {
+                if pending.operation == .copy && pending.request.matchAll {
+                    // All matches: one that can no longer be used is left out, as before the prompt.
+                    if accepted.contains(where: \.protected.dependsOnState) {
+                        let now = try await readAccessState()
+                        accepted = AccessPlan.usable(accepted, \.protected, planned: pending.proofs.planned, now: now)
+                    }
+                } else {
+                    try await stillUsable(accepted.map(\.protected), planned: pending.proofs.planned, waited: true)
+                }
+                if let ac = pending.changes?.accessControl, let requirement = pending.changes?.requirement {
+                    // The new protection is bound to the user's state as it is now (a real sensor's
+                    // enrolment may have changed while the prompt was open).
+                    let enrolled = try await identities()
+                    if let problem = CreationProblem.check(protection: ac.protection, requirement: requirement, passcodeSet: passcodeIsSet,
+                                                           enrolled: !enrolled.isEmpty,
+                                                           applicationPasswordGiven: pending.request.applicationPassword != nil) {
+                        throw KeychainFailure(problem)
+                    }
+                }
+            }
             switch pending.operation {
-            case .copy: return try copyFinish(pending.request, accepted: accepted, proved: proved)
-            case .update: return try updateFinish(pending.request, pending.changes!, accepted: accepted, proved: proved)
+            case .copy: return try copyFinish(pending.request, accepted: accepted, waited: waited)
+            case .update: return try updateFinish(pending.request, pending.changes!, accepted: accepted, waited: waited)
             case .add, .delete: preconditionFailure("\(pending.operation) proves nothing")
             }
+        } catch let denial as AccessDenial {
+            return reply(for: KeychainFailure(denial), pending.operation)
         } catch {
             return reply(for: error, pending.operation)
         }
@@ -78,15 +102,15 @@ extension UserSession {
     func proofs<Candidate>(_ candidates: [(Candidate, AccessPlan.Protected)],
                            rules: AccessProofs<Candidate>.Rules) async throws(AccessDenial) -> AccessProofs<Candidate> {
         let state = candidates.contains(where: { $0.1.dependsOnState }) ? try await readAccessState() : recordedAccessState
-        return AccessProofs(candidates.map { (candidate: $0.0, plan: AccessPlan($0.1, now: state)) }, rules: rules)
+        return AccessProofs(candidates.map { (candidate: $0.0, plan: AccessPlan($0.1, now: state)) }, rules: rules, planned: state)
     }
 
-    /// After the proofs: whether what they accepted is still usable. A request that proved a
+    /// After the proofs: whether what they accepted is still usable. A request that waited a
     /// step waited, and other requests (an enrolment change among them) may have run meanwhile:
     /// the user's state is read again if a plan depends on it.
-    func stillUsable(_ protected: [AccessPlan.Protected], proved: Bool) async throws(AccessDenial) {
-        guard proved, protected.contains(where: \.dependsOnState) else { return }
-        try AccessPlan.stillUsable(protected, now: try await readAccessState())
+    func stillUsable(_ protected: [AccessPlan.Protected], planned: AccessPlan.UserState, waited: Bool) async throws(AccessDenial) {
+        guard waited, protected.contains(where: \.dependsOnState) else { return }
+        try AccessPlan.stillUsable(protected, planned: planned, now: try await readAccessState())
     }
 
     /// The first creation rule a new protection breaks, given the user's state now.
@@ -219,8 +243,8 @@ extension UserSession {
         case .denied(let denial): throw KeychainFailure(denial)
         case .finished(let accepted, _):
             switch pending.operation {
-            case .copy: return .answered(try copyFinish(pending.request, accepted: accepted, proved: false))
-            default: return .answered(try updateFinish(pending.request, pending.changes!, accepted: accepted, proved: false))
+            case .copy: return .answered(try copyFinish(pending.request, accepted: accepted, waited: false))
+            default: return .answered(try updateFinish(pending.request, pending.changes!, accepted: accepted, waited: false))
             }
         }
     }
@@ -228,10 +252,10 @@ extension UserSession {
     /// Until a step was proven, an item is answered as matched (its version when the query read
     /// it: other requests may have run meanwhile, without anyone being asked anything). One deleted
     /// or changed while a prompt was open is not answered.
-    private func copyFinish(_ request: KeychainRequest, accepted: [StoredItem], proved: Bool) throws -> KeychainReply {
+    private func copyFinish(_ request: KeychainRequest, accepted: [StoredItem], waited: Bool) throws -> KeychainReply {
         var results: [KeychainItem] = []
         for item in accepted {
-            guard try !proved || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
+            guard try !waited || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
                 if request.matchAll { continue }
                 throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
             }
@@ -262,11 +286,11 @@ extension UserSession {
         let candidates = try matches(request.attributes, app: app)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
         let state = recordedAccessState
-        let proofs = AccessProofs(candidates.map { (candidate: $0, plan: AccessPlan($0.protected, now: state)) }, rules: .every)
+        let proofs = AccessProofs(candidates.map { (candidate: $0, plan: AccessPlan($0.protected, now: state)) }, rules: .every, planned: state)
         return try started(PendingKeychain(operation: .update, request: request, proofs: proofs, changes: changes))
     }
 
-    private func updateFinish(_ request: KeychainRequest, _ changes: KeychainRules.Changes, accepted: [StoredItem], proved: Bool) throws -> KeychainReply {
+    private func updateFinish(_ request: KeychainRequest, _ changes: KeychainRules.Changes, accepted: [StoredItem], waited: Bool) throws -> KeychainReply {
         for old in accepted {
             var item = old
             for (key, value) in changes.attributes { item.attributes[key] = value }

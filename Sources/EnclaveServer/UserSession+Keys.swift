@@ -137,7 +137,7 @@ extension UserSession {
                 switch pending.proofs.next() {
                 case .prove: return .proving(pending)
                 case .denied(let denial): return .answered(KeyReply(denial))
-                case .finished: return .answered(await keyFinish(pending, proved: false))
+                case .finished: return .answered(await keyFinish(pending, waited: false))
                 }
             }
         } catch {
@@ -145,11 +145,11 @@ extension UserSession {
         }
     }
 
-    /// Signs or agrees once the proofs accepted the key. `proved`: a step was proven, so the
+    /// Signs or agrees once the proofs accepted the key. `waited`: a step was proven, so the
     /// request waited and the user's state is read again first.
-    func keyFinish(_ pending: PendingKeyUse, proved: Bool) async -> KeyReply {
+    func keyFinish(_ pending: PendingKeyUse, waited: Bool) async -> KeyReply {
         do {
-            do throws(AccessDenial) { try await stillUsable([pending.key.protected], proved: proved) } catch { return KeyReply(error) }
+            do throws(AccessDenial) { try await stillUsable([pending.key.protected], planned: pending.proofs.planned, waited: waited) } catch { return KeyReply(error) }
             // Deleted while the prompt was open: it signs nothing.
             _ = try liveKey(pending.request.blob, app: pending.app)
             return try perform(pending.use, with: pending.key)
@@ -208,7 +208,7 @@ extension UserSession {
     }
 
     /// What a sign or agree request asks of a key, checked in full (kind, digest, peer key,
-    /// derivation bounds) before its access control is proved.
+    /// derivation bounds) before its access control is waited.
     enum KeyUse: Sendable {
         case sign(PrehashedSHA256)
         case agree(P256.KeyAgreement.PublicKey, KeyDerivation?)

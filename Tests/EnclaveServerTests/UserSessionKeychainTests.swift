@@ -60,7 +60,7 @@ final class UserSessionKeychainTests: XCTestCase {
     }
 
     /// The steps the proofs of `pending` ask for, proven in turn as the connection would.
-    private static func proveAll(_ pending: PendingKeychain) -> (steps: [EvaluationStep], accepted: [StoredItem], proved: Bool) {
+    private static func proveAll(_ pending: PendingKeychain) -> (steps: [EvaluationStep], accepted: [StoredItem], waited: Bool) {
         var proofs = pending.proofs
         var steps: [EvaluationStep] = []
         var next = proofs.next()
@@ -68,8 +68,8 @@ final class UserSessionKeychainTests: XCTestCase {
             steps.append(step)
             next = proofs.stepEnded(.success(.biometric))
         }
-        guard case .finished(let accepted, let proved) = next else { return (steps, [], false) }
-        return (steps, accepted, proved)
+        guard case .finished(let accepted, let waited) = next else { return (steps, [], false) }
+        return (steps, accepted, waited)
     }
 
     private func enrolledSession() async throws -> UserSession {
@@ -143,10 +143,10 @@ final class UserSessionKeychainTests: XCTestCase {
         let outcome2 = Self.answered(await session.keychainStart(.add, Self.item("guarded", [.biometryAny, .devicePasscode]), app: Self.app)).status
         XCTAssertEqual(outcome2, .success)
         let pending = try Self.pending(await session.keychainStart(.copy, Self.read("guarded"), app: Self.app))
-        let (steps, accepted, proved) = Self.proveAll(pending)
+        let (steps, accepted, waited) = Self.proveAll(pending)
         XCTAssertEqual(steps, [.biometric, .passcode])
-        XCTAssertTrue(proved)
-        let reply = await session.keychainFinish(pending, accepted: accepted, proved: proved)
+        XCTAssertTrue(waited)
+        let reply = await session.keychainFinish(pending, accepted: accepted, waited: waited)
         XCTAssertEqual(reply.status, .success, "\(reply)")
         XCTAssertEqual(reply.items.first?.data, Data("secret".utf8))
     }
@@ -158,10 +158,10 @@ final class UserSessionKeychainTests: XCTestCase {
         let outcome3 = Self.answered(await session.keychainStart(.add, Self.item("current", .biometryCurrentSet), app: Self.app)).status
         XCTAssertEqual(outcome3, .success)
         let pending = try Self.pending(await session.keychainStart(.copy, Self.read("current"), app: Self.app))
-        let (steps, accepted, proved) = Self.proveAll(pending)
+        let (steps, accepted, waited) = Self.proveAll(pending)
         XCTAssertEqual(steps, [.biometric])
         try await session.enroll(passcode: "1234", name: "left-index")
-        let reply = await session.keychainFinish(pending, accepted: accepted, proved: proved)
+        let reply = await session.keychainFinish(pending, accepted: accepted, waited: waited)
         XCTAssertEqual(reply.status, .invalidItemRef, "\(reply)")
         // And a new read is refused before anyone is asked.
         let outcome4 = Self.answered(await session.keychainStart(.copy, Self.read("current"), app: Self.app)).status
@@ -185,14 +185,14 @@ final class UserSessionKeychainTests: XCTestCase {
         clock.advance(1)
         let changedFirst = try Self.pending(await session.keychainStart(.update, other, app: Self.app))
         let (_, changedAccepted, _) = Self.proveAll(changedFirst)
-        let outcome6 = await session.keychainFinish(changedFirst, accepted: changedAccepted, proved: true).status
+        let outcome6 = await session.keychainFinish(changedFirst, accepted: changedAccepted, waited: true).status
         XCTAssertEqual(outcome6, .success)
 
         let (_, readAccepted, readProved) = Self.proveAll(reading)
-        let outcome7 = await session.keychainFinish(reading, accepted: readAccepted, proved: readProved).status
+        let outcome7 = await session.keychainFinish(reading, accepted: readAccepted, waited: readProved).status
         XCTAssertEqual(outcome7, .itemNotFound)
         let (_, updateAccepted, updateProved) = Self.proveAll(updating)
-        let outcome8 = await session.keychainFinish(updating, accepted: updateAccepted, proved: updateProved).status
+        let outcome8 = await session.keychainFinish(updating, accepted: updateAccepted, waited: updateProved).status
         XCTAssertEqual(outcome8, .itemNotFound)
         // The change made meanwhile stands, and the item now opens without anyone asked.
         var labelled = Self.read("moving")
@@ -218,5 +218,67 @@ final class UserSessionKeychainTests: XCTestCase {
             let status = await u.value
             XCTAssertEqual(status, .success)
         }
+    }
+
+    /// All matches, and the passcode is removed while the prompt for one of them is open: a
+    /// passcode-bound match read before is left out (it can no longer be used), the proven one is
+    /// answered — not the whole call refused.
+    func testAllMatchesLeaveOutWhatThePromptOutlived() async throws {
+        let session = try await enrolledSession()
+        var bound = Self.item("bound", [])
+        bound.accessControl = AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: [])
+        var added = Self.answered(await session.keychainStart(.add, bound, app: Self.app))
+        XCTAssertEqual(added.status, .success)
+        added = Self.answered(await session.keychainStart(.add, Self.item("guarded", .userPresence), app: Self.app))
+        XCTAssertEqual(added.status, .success)
+        var all = KeychainRequest(attributes: ["class": .string("genp")], context: "c")
+        all.returnData = true
+        all.returnAttributes = true
+        all.matchAll = true
+        let pending = try Self.pending(await session.keychainStart(.copy, all, app: Self.app))
+        let (steps, accepted, waited) = Self.proveAll(pending)
+        XCTAssertEqual(steps, [.owner])
+        XCTAssertEqual(accepted.count, 2)
+        try await session.removePasscode(current: "1234")
+        let reply = await session.keychainFinish(pending, accepted: accepted, waited: waited)
+        XCTAssertEqual(reply.status, .success, "\(reply)")
+        XCTAssertEqual(reply.items.map { $0.attributes["acct"] }, [.string("guarded")])
+    }
+
+    /// An update that gives an item a new protection is checked against the user's state after the
+    /// prompt: one needing an enrolled finger is refused once the last finger was removed meanwhile.
+    func testANewProtectionIsCheckedAgainstTheStateAfterThePrompt() async throws {
+        let session = try await enrolledSession()
+        let added = Self.answered(await session.keychainStart(.add, Self.item("moving", .biometryAny), app: Self.app))
+        XCTAssertEqual(added.status, .success)
+        var update = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("moving")], context: "c")
+        update.changes = [:]
+        update.changesAccessControl = AccessControlValue(protection: .whenUnlocked, flags: .biometryCurrentSet)
+        let pending = try Self.pending(await session.keychainStart(.update, update, app: Self.app))
+        let (_, accepted, waited) = Self.proveAll(pending)
+        try await session.unenroll(passcode: "1234", name: "right-index")
+        let reply = await session.keychainFinish(pending, accepted: accepted, waited: waited)
+        XCTAssertEqual(reply.status, .authFailed, "\(reply)")
+        XCTAssertEqual(reply.message, CreationProblem.enrolmentNeeded.description)
+    }
+
+    /// Attack: an item readable with a current finger or the passcode; its prompt is open and
+    /// proven by a finger while a new finger is enrolled. Before, the read was answered — the
+    /// finger may have been the new one, which `biometryCurrentSet` never accepts. Now it is
+    /// refused (the item itself stays readable with the passcode).
+    func testAFingerProvenWhileTheEnrolmentChangedDoesNotOpenACurrentSetItem() async throws {
+        let session = try await enrolledSession()
+        let added = Self.answered(await session.keychainStart(.add, Self.item("either", [.biometryCurrentSet, .or, .devicePasscode]), app: Self.app))
+        XCTAssertEqual(added.status, .success)
+        let pending = try Self.pending(await session.keychainStart(.copy, Self.read("either"), app: Self.app))
+        let (steps, accepted, waited) = Self.proveAll(pending)
+        XCTAssertEqual(steps, [.owner])
+        try await session.enroll(passcode: "1234", name: "new-finger")
+        let reply = await session.keychainFinish(pending, accepted: accepted, waited: waited)
+        XCTAssertEqual(reply.status, .authFailed, "\(reply)")
+        XCTAssertTrue(reply.items.isEmpty)
+        // Asked again, it needs the passcode alone.
+        let again = try Self.pending(await session.keychainStart(.copy, Self.read("either"), app: Self.app))
+        XCTAssertEqual(Self.proveAll(again).steps, [.passcode])
     }
 }
