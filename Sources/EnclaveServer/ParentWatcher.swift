@@ -8,7 +8,10 @@ import Glibc
 public struct ParentWatcher: Service {
     private let parent: pid_t
 
-    public init() { parent = getppid() }
+    /// `parent`: the process that started the daemon, read as the daemon starts — read later (after
+    /// its sockets are bound, which a parent may take as "ready" and then die) it could already
+    /// be init's.
+    public init(parent: pid_t) { self.parent = parent }
 
     public func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {

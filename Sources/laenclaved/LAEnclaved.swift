@@ -122,6 +122,7 @@ struct LAEnclaved: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let parent = getppid()
         if let peerHelper { PeerHelper.serve(socket: peerHelper) }
         // A system daemon given the capabilities to read other users' processes (the packaged
         // unit's AmbientCapabilities=) hands them to its helper and runs again without them. Root
@@ -206,7 +207,7 @@ struct LAEnclaved: AsyncParsableCommand {
         }
         var services = try await EnclaveService.services(daemon: daemon, logger: logger)
         if exitWithParent {
-            services.append(.init(service: ParentWatcher(), successTerminationBehavior: .gracefullyShutdownGroup))
+            services.append(.init(service: ParentWatcher(parent: parent), successTerminationBehavior: .gracefullyShutdownGroup))
         }
         let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
