@@ -20,8 +20,8 @@ public struct EnclaveService: Service {
     let connections: ConnectionCounter
     /// Called once the socket accepts connections (tests and the launcher wait for it).
     let onReady: @Sendable () -> Void
-    /// The bound socket (`services`).
-    private var listening: Listening?
+    /// Where the handoff socket is handed to its own service, which stops it.
+    private let handoff: HandoffSlot
 
     private struct Listening: Sendable {
         var server: NIOAsyncChannel<AcceptedConnection, Never>
@@ -31,28 +31,22 @@ public struct EnclaveService: Service {
         var activated: Bool
     }
 
-    private init(daemon: EnclaveDaemon, logger: Logger, onReady: @escaping @Sendable () -> Void) {
-        self.daemon = daemon; self.logger = logger; self.onReady = onReady
+    private init(daemon: EnclaveDaemon, logger: Logger, onReady: @escaping @Sendable () -> Void, handoff: HandoffSlot) {
+        self.daemon = daemon; self.logger = logger; self.onReady = onReady; self.handoff = handoff
         connections = ConnectionCounter(limits: daemon.config.connectionLimits)
     }
 
     /// The daemon's long-lived parts, as services of one `ServiceGroup`, in the order the group
     /// starts them (and stops them, backwards): the audit log's writer (flushed last, once nothing
-    /// can add an entry), the handoff socket, the daemon's socket. Both sockets are bound here,
-    /// before any service runs — the daemon's own first, then the handoff socket beside it — so a
-    /// client that connects once the daemon is ready finds both.
+    /// can add an entry), the handoff socket, the daemon's socket. The sockets are bound once the
+    /// group runs (its signal handlers are in place, so a SIGTERM at any moment stops the daemon
+    /// gracefully and removes its socket): the daemon's own first, then the handoff socket beside
+    /// it, before the daemon says it is ready — a client that connects then finds both.
     public static func services(daemon: EnclaveDaemon, logger: Logger,
-                                onReady: @escaping @Sendable () -> Void = {}) async throws -> [ServiceGroupConfiguration.ServiceConfiguration] {
-        var service = EnclaveService(daemon: daemon, logger: logger, onReady: onReady)
-        let listeners = try SocketActivation.takeListeners()
-        let listening = try await service.bind(activated: listeners?.main)
-        service.listening = listening
-        var services = [ServiceGroupConfiguration.ServiceConfiguration(service: AuditLogService(log: daemon.auditLog))]
-        if let handoff = service.startHandoff(passed: listeners?.handoff, socketPath: listening.path) {
-            services.append(.init(service: HandoffService(server: handoff)))
-        }
-        services.append(.init(service: service))
-        return services
+                                onReady: @escaping @Sendable () -> Void = {}) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+        let handoff = HandoffSlot()
+        return [.init(service: AuditLogService(log: daemon.auditLog)), .init(service: HandoffService(slot: handoff)),
+                .init(service: EnclaveService(daemon: daemon, logger: logger, onReady: onReady, handoff: handoff))]
     }
 
     private func bind(activated: SocketActivation.Listener?) async throws -> Listening {
@@ -69,10 +63,12 @@ public struct EnclaveService: Service {
     }
 
     public func run() async throws {
-        guard let listening else { preconditionFailure("EnclaveService.services binds the socket before the service runs") }
+        let listeners = try SocketActivation.takeListeners()
+        let listening = try await bind(activated: listeners?.main)
         let server = listening.server
-        onReady()
         defer { if !listening.activated { unlink(listening.path) } }
+        handoff.hold(startHandoff(passed: listeners?.handoff, socketPath: listening.path))
+        onReady()
         try await withGracefulShutdownHandler {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in

@@ -205,7 +205,7 @@ struct LAEnclaved: AsyncParsableCommand {
             }
             throw e
         }
-        var services = try await EnclaveService.services(daemon: daemon, logger: logger)
+        var services = EnclaveService.services(daemon: daemon, logger: logger)
         if exitWithParent {
             services.append(.init(service: ParentWatcher(parent: parent), successTerminationBehavior: .gracefullyShutdownGroup))
         }
