@@ -116,21 +116,24 @@ extension AccessPlan {
     /// now asks for other steps than those proven (a finger proven for `biometryCurrentSet` or the
     /// passcode, when the enrolled set changed meanwhile: the finger may be the new one).
     public static func stillUsable(_ protected: [Protected], planned: UserState, now: UserState) throws(AccessDenial) {
-        for p in protected {
-            let current = AccessPlan(p, now: now)
-            if case .invalidated(let why) = current { throw .invalidated(why) }
-            if current != AccessPlan(p, now: planned) {
-                throw .failed(.authenticationFailed, "The enrolled identities or the passcode changed while the prompt was open; try again.")
-            }
-        }
+        if let denial = protected.lazy.compactMap({ $0.denial(planned: planned, now: now) }).first { throw denial }
     }
 
     /// The candidates `stillUsable` would pass, the others left out (a copy of all matches).
     public static func usable<Candidate>(_ candidates: [Candidate], _ protected: (Candidate) -> Protected,
                                          planned: UserState, now: UserState) -> [Candidate] {
-        candidates.filter { c in
-            let current = AccessPlan(protected(c), now: now)
-            return !current.isInvalidated && current == AccessPlan(protected(c), now: planned)
+        candidates.filter { protected($0).denial(planned: planned, now: now) == nil }
+    }
+}
+
+extension AccessPlan.Protected {
+    /// Why what was proven with the plan made from `planned` can no longer be opened with `now`.
+    func denial(planned: AccessPlan.UserState, now: AccessPlan.UserState) -> AccessDenial? {
+        let current = AccessPlan(self, now: now)
+        if case .invalidated(let why) = current { return .invalidated(why) }
+        guard current == AccessPlan(self, now: planned) else {
+            return .failed(.authenticationFailed, "The enrolled identities or the passcode changed while the prompt was open; try again.")
         }
+        return nil
     }
 }

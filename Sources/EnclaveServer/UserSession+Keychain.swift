@@ -41,26 +41,20 @@ extension UserSession {
     func keychainFinish(_ pending: PendingKeychain, accepted: [StoredItem], waited: Bool) async -> KeychainReply {
         do {
             var accepted = accepted
-            if waited {
+            if let now = try await stateAfterPrompt(for: accepted.map(\.protected), waited: waited) {
+                let planned = pending.proofs.planned
                 if pending.operation == .copy && pending.request.matchAll {
                     // All matches: one that can no longer be used is left out, as before the prompt.
-                    if accepted.contains(where: \.protected.dependsOnState) {
-                        let now = try await readAccessState()
-                        accepted = AccessPlan.usable(accepted, \.protected, planned: pending.proofs.planned, now: now)
-                    }
+                    accepted = AccessPlan.usable(accepted, \.protected, planned: planned, now: now)
                 } else {
-                    try await stillUsable(accepted.map(\.protected), planned: pending.proofs.planned, waited: true)
+                    try AccessPlan.stillUsable(accepted.map(\.protected), planned: planned, now: now)
                 }
-                if let ac = pending.changes?.accessControl, let requirement = pending.changes?.requirement {
-                    // The new protection is bound to the user's state as it is now (a real sensor's
-                    // enrolment may have changed while the prompt was open).
-                    let enrolled = try await identities()
-                    if let problem = CreationProblem.check(protection: ac.protection, requirement: requirement, passcodeSet: passcodeIsSet,
-                                                           enrolled: !enrolled.isEmpty,
-                                                           applicationPasswordGiven: pending.request.applicationPassword != nil) {
-                        throw KeychainFailure(problem)
-                    }
-                }
+            }
+            if waited, let ac = pending.changes?.accessControl, let requirement = pending.changes?.requirement,
+               // The new protection is bound to the user's state as it is now (a real sensor's
+               // enrolment may have changed while the prompt was open).
+               let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: pending.request.applicationPassword != nil) {
+                throw KeychainFailure(problem)
             }
             switch pending.operation {
             case .copy: return try copyFinish(pending.request, accepted: accepted, waited: waited)
@@ -105,12 +99,12 @@ extension UserSession {
         return AccessProofs(candidates.map { (candidate: $0.0, plan: AccessPlan($0.1, now: state)) }, rules: rules, planned: state)
     }
 
-    /// After the proofs: whether what they accepted is still usable. A request that waited a
-    /// step waited, and other requests (an enrolment change among them) may have run meanwhile:
-    /// the user's state is read again if a plan depends on it.
-    func stillUsable(_ protected: [AccessPlan.Protected], planned: AccessPlan.UserState, waited: Bool) async throws(AccessDenial) {
-        guard waited, protected.contains(where: \.dependsOnState) else { return }
-        try AccessPlan.stillUsable(protected, planned: planned, now: try await readAccessState())
+    /// The user's state read again after the proofs, when they waited (other requests — an
+    /// enrolment change, the passcode's removal — may have run meanwhile) and a plan depends on it;
+    /// nil when nothing needs reading.
+    func stateAfterPrompt(for protected: [AccessPlan.Protected], waited: Bool) async throws(AccessDenial) -> AccessPlan.UserState? {
+        guard waited, protected.contains(where: \.dependsOnState) else { return nil }
+        return try await readAccessState()
     }
 
     /// The first creation rule a new protection breaks, given the user's state now.

@@ -149,7 +149,11 @@ extension UserSession {
     /// request waited and the user's state is read again first.
     func keyFinish(_ pending: PendingKeyUse, waited: Bool) async -> KeyReply {
         do {
-            do throws(AccessDenial) { try await stillUsable([pending.key.protected], planned: pending.proofs.planned, waited: waited) } catch { return KeyReply(error) }
+            do throws(AccessDenial) {
+                if let now = try await stateAfterPrompt(for: [pending.key.protected], waited: waited) {
+                    try AccessPlan.stillUsable([pending.key.protected], planned: pending.proofs.planned, now: now)
+                }
+            } catch { return KeyReply(error) }
             // Deleted while the prompt was open: it signs nothing.
             _ = try liveKey(pending.request.blob, app: pending.app)
             return try perform(pending.use, with: pending.key)
