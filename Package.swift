@@ -159,6 +159,8 @@ let package = Package(
             .product(name: "PostgresNIO", package: "postgres-nio"),
             // Its HTTP mode's client: HTTP/1.1 with keep-alive, already built for the tests.
             .product(name: "HummingbirdTesting", package: "hummingbird"),
+            // Its timing mode serves the API in-process, on a loopback port.
+            .product(name: "Hummingbird", package: "hummingbird"),
         ]),
         // libFuzzer targets for CBOR/COSE, authenticator data and the API's JSON (scripts/fuzz-webauthn);
         // the ordinary build replays a corpus through all three.

@@ -13,7 +13,13 @@ public struct CreateAccountRequest: Codable, Sendable {
 public struct PasswordLoginRequest: Codable, Sendable {
     public var username: String
     public var password: String
-    public init(username: String, password: String) { self.username = username; self.password = password }
+    /// The `SessionResponse.clientToken` this client was given at its last password login for
+    /// this username, if any: its attempts are then judged on its own budget, not on the waits
+    /// and lock that others' wrong guesses put on the username.
+    public var clientToken: String?
+    public init(username: String, password: String, clientToken: String? = nil) {
+        self.username = username; self.password = password; self.clientToken = clientToken
+    }
 }
 
 /// The account's password, typed again into a live session (a step-up before changing devices).
@@ -40,8 +46,13 @@ public struct SessionResponse: Codable, Sendable {
     /// At a passkey login: the devices added to the account since this device last logged in
     /// (a device its owner did not add means someone else has the account).
     public var newDevices: [DeviceResponse]?
-    public init(token: String, username: String, expiresAt: Double, method: String, newDevices: [DeviceResponse]? = nil) {
+    /// At a password login or sign-up: a token naming this client for this username, to keep
+    /// (like a password manager keeps the password) and send with later password logins
+    /// (`PasswordLoginRequest.clientToken`).
+    public var clientToken: String?
+    public init(token: String, username: String, expiresAt: Double, method: String, newDevices: [DeviceResponse]? = nil, clientToken: String? = nil) {
         self.token = token; self.username = username; self.expiresAt = expiresAt; self.method = method; self.newDevices = newDevices
+        self.clientToken = clientToken
     }
 }
 

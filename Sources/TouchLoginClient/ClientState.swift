@@ -25,6 +25,9 @@ public struct ClientState: Codable, Equatable, Sendable {
     public var facts = LoginFacts()
     public var binding: Binding?
     public var session: SavedSession?
+    /// The server's client token for this client, by username (`SessionResponse.clientToken`):
+    /// sent with each password login, so that others' wrong guesses at the name do not lock it out.
+    public var clientTokens: [String: String]?
     public init() {}
 }
 

@@ -15,8 +15,9 @@ public struct LoginAPIClient: Sendable {
         try await call("POST", "api/accounts", CreateAccountRequest(username: username, password: password))
     }
 
-    public func passwordLogin(username: String, password: String) async throws -> SessionResponse {
-        try await call("POST", "api/session", PasswordLoginRequest(username: username, password: password))
+    /// `clientToken`: what the server gave this client at its last password login for this name.
+    public func passwordLogin(username: String, password: String, clientToken: String? = nil) async throws -> SessionResponse {
+        try await call("POST", "api/session", PasswordLoginRequest(username: username, password: password, clientToken: clientToken))
     }
 
     /// A step-up: the password typed again into the session, before devices change.

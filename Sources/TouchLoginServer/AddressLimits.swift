@@ -16,12 +16,13 @@ public final class AddressLimits: Sendable {
         requests.withLock { $0.take(key, at: now) }
     }
 
-    /// Whether the address may still try a passkey (refused assertions spend its tokens).
-    func mayTryPasskey(from key: String, at now: Double) -> TokenBuckets.Decision {
+    /// Whether a passkey may still be tried on this budget (`LoginService.passkeyBudgetKey`: an
+    /// address and the credential it claims); refused assertions spend its tokens.
+    func mayTryPasskey(_ key: String, at now: Double) -> TokenBuckets.Decision {
         passkeyFailures.withLock { $0.check(key, at: now) }
     }
 
-    func passkeyFailed(from key: String, at now: Double) {
+    func passkeyFailed(_ key: String, at now: Double) {
         _ = passkeyFailures.withLock { $0.take(key, at: now) }
     }
 }

@@ -109,6 +109,8 @@ function assertionJSON(c) {
 async function signedIn(session) {
   if (autofill) { autofill.abort(); autofill = null; }
   if (session) { token = session.token; sessionStorage.setItem("token", token); $("how").textContent = session.method; }
+  // Kept across visits, so that others' wrong guesses at this name never lock this browser out.
+  if (session && session.clientToken) localStorage.setItem("clientToken:" + session.username, session.clientToken);
   const account = await api("GET", "account");
   $("who").textContent = account.username;
   $("devices").replaceChildren(...account.devices.map(d => {
@@ -146,7 +148,9 @@ function signedOut() {
 }
 async function run(step) { try { await step(); } catch (e) { say(e.message); } }
 $("login").onclick = () => run(async () => {
-  await signedIn(await api("POST", "session", { username: $("username").value, password: $("password").value }));
+  const username = $("username").value;
+  const clientToken = localStorage.getItem("clientToken:" + username.trim().toLowerCase()) || undefined;
+  await signedIn(await api("POST", "session", { username, password: $("password").value, clientToken }));
   say("Signed in with your password.");
 });
 $("signup").onclick = () => run(async () => {

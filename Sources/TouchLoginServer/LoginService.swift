@@ -35,11 +35,13 @@ public struct LoginService: Sendable {
 
     // MARK: Shared steps
 
-    /// A session made by typing the password (a sign-up or a password login).
+    /// A session made by typing the password (a sign-up or a password login), with a new client
+    /// token for the client that typed it (`PasswordBudget.knownClient`).
     func startSession(for account: Account, event: AccountEvent.Kind, address: String) async throws -> SessionResponse {
         let now = clock()
-        let (response, session) = newSession(for: account, method: "password", passwordVerifiedAt: now)
+        var (response, session) = newSession(for: account, method: "password", passwordVerifiedAt: now)
         try await store.createSession(session, event: AccountEvent(accountID: account.id, at: now, kind: event, address: address))
+        response.clientToken = PasswordBudget.newClientToken(username: account.username, key: try await secretKey())
         return response
     }
 
@@ -54,15 +56,13 @@ public struct LoginService: Sendable {
     }
 
     /// The password check behind every password entry: counted before it is made (so parallel
-    /// guesses cannot outrun the count), per username and per address and username, on the
-    /// schedules of `RateLimits`; an unknown username costs and answers exactly as a known one.
-    func checkPassword(_ password: String, username: String, address: String) async throws -> Account {
-        let keys = Self.passwordKeys(username: username, addressKey: Self.addressKey(address))
+    /// guesses cannot outrun the count) on `budget`'s records and schedules (`PasswordBudget`);
+    /// an unknown username costs and answers exactly as a known one.
+    func checkPassword(_ password: String, username: String, address: String, budget: PasswordBudget) async throws -> Account {
+        let keys = budget.keys
         let now = clock()
         let limits = configuration.rateLimits
-        let decision = try await store.admitAttempt(keys: keys, at: now) { records in
-            limits.passwordPerAccount.decide(records[keys[0]], at: now).combined(with: limits.passwordPerAddressAndAccount.decide(records[keys[1]], at: now))
-        }
+        let decision = try await store.admitAttempt(keys: keys, at: now) { records in budget.decide(records, limits, at: now) }
         switch decision {
         case .admitted: break
         case .wait(let seconds):
@@ -70,21 +70,22 @@ public struct LoginService: Sendable {
             throw RateLimited(retryAfter: Self.seconds(seconds), scope: .account)
         case .locked:
             metrics.rateLimited.increment()
-            throw APIError(.passwordLocked, "Password sign-in for this account is locked after too many failed attempts; sign in with a passkey, or ask the operator to lift it.")
+            throw APIError(.passwordLocked, "Password sign-in for this account is locked after too many failed attempts; sign in with a passkey or from a device where you signed in with the password before, or ask the operator to lift it.")
         }
-        let account = try await store.account(named: username)
-        let stored = account?.passwordHash, hasher = self.hasher
-        let matches = try await passwordWork.run {
-            guard let stored else { hasher.burn(password); return false }
-            return hasher.verify(password, against: stored)
-        }
-        guard matches, let account else {
+        // A stand-in for an unknown name, checked like a real account: the same query, the same
+        // decoding, the same scrypt work (`touchlogin-bench timing` measures it).
+        let hasher = self.hasher
+        let account = try await store.account(named: username, standIn: Account(id: "", username: username, passwordHash: hasher.standIn,
+                                                                                 userHandle: Data(count: 32), createdAt: 0))
+        let stored = account.passwordHash
+        let matches = try await passwordWork.run { hasher.verify(password, against: stored) }
+        guard matches, !account.id.isEmpty else {
             metrics.passwordLogins.failure()
             logger.notice("password refused", metadata: ["username": "\(username)", "address": "\(address)"])
             throw APIError(.invalidCredentials, "Wrong username or password.")
         }
-        try await store.clearFailures(keys: keys)
-        if let stored, hasher.needsRehash(stored) {
+        try await store.clearFailures(keys: budget.clearedBySuccess(username: username))
+        if hasher.needsRehash(stored) {
             // Made at a lower cost (before the default rose): remade now, the one time the password
             // is known. Best effort: a busy pool or a store error leaves the old hash for next time,
             // never fails the login.
@@ -153,11 +154,6 @@ public struct LoginService: Sendable {
 
     /// What limits count per: an IPv4 address, an IPv6 /64, else the text as given.
     static func addressKey(_ address: String) -> String { IPAddress(address)?.limitKey ?? address }
-
-    /// The failure keys of a password entry: the username's, and the address's for that username.
-    static func passwordKeys(username: String, addressKey: String) -> [String] {
-        [accountPasswordKey(username), addressPasswordKeyPrefix(username) + addressKey]
-    }
 
     /// What the username's per-address failure keys start with (usernames hold no spaces).
     static func addressPasswordKeyPrefix(_ username: String) -> String { "password \(username) from " }

@@ -12,6 +12,10 @@ public protocol LoginStore: Sendable {
     /// Throws `LoginStoreError.duplicate` when the name is taken.
     func createAccount(_ account: Account) async throws
     func account(named username: String) async throws -> Account?
+    /// The account named `username`, or `standIn` when there is none — in one query of the same
+    /// shape either way, the stand-in's values coming back through the same columns and decoded
+    /// alike, so a password check for an unknown name costs what one for a known name does.
+    func account(named username: String, standIn: Account) async throws -> Account
     func account(id: String) async throws -> Account?
 
     /// The session and the event that made it (a sign-up or a password login), together.
@@ -37,9 +41,11 @@ public protocol LoginStore: Sendable {
     /// The credential and the account it belongs to, in one look-up.
     func credentialAndAccount(id: Data) async throws -> (Credential, Account)?
     func credentials(accountID: String) async throws -> [Credential]
-    /// The credentials of the account named `username` (none if there is no such account), in one
-    /// look-up either way: the answer for an unknown name costs what a known one does.
-    func credentials(username: String) async throws -> [Credential]
+    /// What the login options list for `username`: one row per credential of the account of that
+    /// name, or a single stand-in row (no credential; no account either for an unknown name) — one
+    /// query of the same shape whatever the name, each row decoded alike, so the answer for a name
+    /// without a passkey costs what one with a passkey does.
+    func listing(username: String) async throws -> [ListedCredential]
     func renameCredential(id: Data, accountID: String, name: String) async throws -> Bool
     /// Deletes the credential and, in the same transaction, the sessions it signed in (but
     /// `keepingSession`, the one revoking it), with the event. Whether it existed.
@@ -160,6 +166,17 @@ public struct Challenge: Sendable, Equatable {
     public var sessionTokenHash: Data?
     public var deviceName: String?
     public var expiresAt: Double
+}
+
+/// One row of what the login options list for a name (`LoginStore.listing`): a credential and
+/// its account, or the stand-in row of a name without one (`id` nil; `accountID` nil too when no
+/// account has the name).
+public struct ListedCredential: Sendable, Equatable {
+    public var accountID: String?
+    public var id: Data?
+    /// As stored: comma-separated.
+    public var transports: String?
+    public init(accountID: String?, id: Data?, transports: String?) { self.accountID = accountID; self.id = id; self.transports = transports }
 }
 
 public struct Credential: Sendable, Equatable {

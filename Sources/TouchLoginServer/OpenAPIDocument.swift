@@ -39,6 +39,7 @@ components:
       properties:
         username: { type: string, pattern: "^[a-z0-9._@-]{1,64}$" }
         password: { type: string, minLength: 8 }
+        clientToken: { type: string, description: "at a password login: the clientToken this client was given at its last one, judged on its own budget" }
     Session:
       type: object
       required: [token, username, expiresAt, method]
@@ -48,6 +49,7 @@ components:
         expiresAt: { type: number, description: seconds since 1970 }
         method: { type: string, enum: [password, passkey] }
         newDevices: { type: array, description: "at a passkey login, devices added since this one last logged in", items: { $ref: "#/components/schemas/Device" } }
+        clientToken: { type: string, description: "at a password login or sign-up: keep it and send it with later password logins" }
     Device:
       type: object
       required: [id, name, createdAt, signCount, attestationFormat]

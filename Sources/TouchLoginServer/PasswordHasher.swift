@@ -38,8 +38,10 @@ public struct PasswordHasher: Sendable {
         return made < cost
     }
 
-    /// Spends the same work as a real check, so an unknown username answers as slowly as a known one.
-    public func burn(_ password: String) {
-        _ = try? PasscodeVerifier(salt: Data(count: 16), hash: Data(), cost: cost, blockSize: 8, parallelism: 1).derive(password)
+    /// What an unknown username's password is checked against: a stored hash's shape at today's
+    /// cost, with a salt and a hash no derivation made (building it costs nothing; nothing
+    /// matches it), so the check parses, derives and compares exactly as a known name's does.
+    public var standIn: String {
+        "scrypt$\(cost)$8$1$\(Data(repeating: 0x5a, count: 16).base64EncodedString())$\(Data(count: 32).base64EncodedString())"
     }
 }

@@ -9,9 +9,14 @@ import PostgresNIO
 /// they are replaced (migrations so far only add).
 extension PostgresLoginStore {
     /// The credentials of the account named `username` (assertion options).
-    struct CredentialsOfUsername: PostgresPreparedStatement {
-        static let name = "touchlogin_credentials_of_username_v1"
-        static let sql = "SELECT \(credentialColumns) FROM account a JOIN credential c ON c.account_id = a.id WHERE a.username = $1 ORDER BY c.created_at, c.id"
+    /// What the login options list for a name (`LoginStore.listing`): one row whatever the name.
+    struct Listing: PostgresPreparedStatement {
+        static let name = "touchlogin_listing_v1"
+        static let sql = """
+            SELECT a.id, c.id, c.transports FROM (SELECT $1::text AS username) AS asked
+            LEFT JOIN account a ON a.username = asked.username LEFT JOIN credential c ON c.account_id = a.id
+            ORDER BY c.created_at, c.id
+            """
         static let bindingDataTypes: [PostgresDataType] = [.text]
         var username: String
 
@@ -21,7 +26,10 @@ extension PostgresLoginStore {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> Credential { try PostgresLoginStore.credential(row) }
+        func decodeRow(_ row: PostgresRow) throws -> ListedCredential {
+            let (accountID, id, transports) = try row.decode((String?, Data?, String?).self)
+            return ListedCredential(accountID: accountID, id: id, transports: transports)
+        }
     }
 
     /// A credential and its account, in one look-up (the login's read).

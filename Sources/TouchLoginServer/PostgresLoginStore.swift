@@ -72,6 +72,14 @@ public final class PostgresLoginStore: LoginStore {
         try await accounts(client.query("SELECT id, username, password_hash, user_handle, created_at FROM account WHERE username = \(username)", logger: logger))
     }
 
+    public func account(named username: String, standIn: Account) async throws -> Account {
+        try await accounts(client.query("""
+            SELECT COALESCE(a.id, \(standIn.id)), COALESCE(a.username, \(username)), COALESCE(a.password_hash, \(standIn.passwordHash)),
+                   COALESCE(a.user_handle, \(standIn.userHandle)), COALESCE(a.created_at, \(standIn.createdAt))
+            FROM (SELECT \(username)::text AS username) AS asked LEFT JOIN account a ON a.username = asked.username
+            """, logger: logger)) ?? standIn
+    }
+
     public func account(id: String) async throws -> Account? {
         try await accounts(client.query("SELECT id, username, password_hash, user_handle, created_at FROM account WHERE id = \(id)", logger: logger))
     }
@@ -223,9 +231,9 @@ public final class PostgresLoginStore: LoginStore {
         return false
     }
 
-    public func credentials(username: String) async throws -> [Credential] {
-        var found: [Credential] = []
-        for try await credential in try await client.execute(CredentialsOfUsername(username: username), logger: logger) { found.append(credential) }
+    public func listing(username: String) async throws -> [ListedCredential] {
+        var found: [ListedCredential] = []
+        for try await row in try await client.execute(Listing(username: username), logger: logger) { found.append(row) }
         return found
     }
 

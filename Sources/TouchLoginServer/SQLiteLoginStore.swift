@@ -105,6 +105,17 @@ public final class SQLiteLoginStore: LoginStore {
         try await pool.read { db in try Row.fetchOne(db, cached: "SELECT * FROM account WHERE username = ?", arguments: [username]).map(Self.account) }
     }
 
+    public func account(named username: String, standIn: Account) async throws -> Account {
+        try await pool.read { db in
+            let row = try Row.fetchOne(db, cached: """
+                SELECT COALESCE(account.id, ?2) AS id, COALESCE(account.username, ?1) AS username, COALESCE(account.password_hash, ?3) AS password_hash,
+                       COALESCE(account.user_handle, ?4) AS user_handle, COALESCE(account.created_at, ?5) AS created_at
+                FROM (SELECT ?1 AS username) AS asked LEFT JOIN account ON account.username = asked.username
+                """, arguments: [username, standIn.id, standIn.passwordHash, standIn.userHandle, standIn.createdAt])
+            return row.map(Self.account) ?? standIn
+        }
+    }
+
     public func account(id: String) async throws -> Account? {
         try await pool.read { db in try Row.fetchOne(db, cached: "SELECT * FROM account WHERE id = ?", arguments: [id]).map(Self.account) }
     }
@@ -247,12 +258,15 @@ public final class SQLiteLoginStore: LoginStore {
         try await pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM used_challenge WHERE nonce = ?)", arguments: [nonce]) ?? false }
     }
 
-    public func credentials(username: String) async throws -> [Credential] {
+    public func listing(username: String) async throws -> [ListedCredential] {
         try await pool.read { db in
             try Row.fetchAll(db, cached: """
-                SELECT credential.* FROM account JOIN credential ON credential.account_id = account.id
-                WHERE account.username = ? ORDER BY credential.created_at, credential.id
-                """, arguments: [username]).map(Self.credential)
+                SELECT account.id, credential.id, credential.transports FROM (SELECT ? AS username) AS asked
+                LEFT JOIN account ON account.username = asked.username LEFT JOIN credential ON credential.account_id = account.id
+                ORDER BY credential.created_at, credential.id
+                """, arguments: [username]).map { row in
+                ListedCredential(accountID: row[0], id: row[1], transports: row[2])
+            }
         }
     }
 

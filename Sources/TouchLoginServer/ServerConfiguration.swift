@@ -12,6 +12,11 @@ public struct ServerConfiguration: Sendable {
     public var rateLimits = RateLimits()
     /// Fingerprint login means the authenticator verified the user: UV is required by default.
     public var requireUserVerification = true
+    /// The least time, in seconds, an answer to the passkey options for a name takes: whatever its
+    /// look-up cost (a hit or a miss, in SQLite or PostgreSQL), the answer leaves no sooner, so its
+    /// time tells nothing of which names have a passkey (measured: docs/benchmarks.md, "What
+    /// response times tell"). 0 turns it off.
+    public var optionsFloor: Double = 0.005
     /// Seconds after a password entry during which the session may bind or revoke devices.
     public var stepUpWindow: Double = 300
     /// Seconds a failure record is kept after its last failure (a lock is kept until lifted).

@@ -11,6 +11,7 @@ import WebAuthn
 //
 // usage: touchlogin-bench [LOGINS] [postgres://… admin URL for a throw-away database]
 //        touchlogin-bench http CLIENTS SECONDS URL [URL…] [--pid PID…]   (full logins over HTTP)
+//        touchlogin-bench timing [ROUNDS] [--direct] [--no-floor]   (what response times tell about names; exits 1 if anything)
 
 if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "http" {
     var arguments = Array(CommandLine.arguments.dropFirst(2))
@@ -25,6 +26,12 @@ if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "http" {
     }
     try await HTTPBench(urls: arguments[2...].compactMap(URL.init(string:)), clients: clients, seconds: seconds, serverPIDs: pids).run()
     exit(0)
+}
+
+if CommandLine.arguments.count > 1, CommandLine.arguments[1] == "timing" {
+    let rounds = CommandLine.arguments.count > 2 ? Int(CommandLine.arguments[2]) ?? 1000 : 1000
+    let oracle = TimingOracle(rounds: rounds, direct: CommandLine.arguments.contains("--direct"), withoutFloor: CommandLine.arguments.contains("--no-floor"))
+    exit(try await oracle.run() ? 0 : 1)
 }
 
 let logins = CommandLine.arguments.count > 1 ? Int(CommandLine.arguments[1]) ?? 2000 : 2000

@@ -97,6 +97,8 @@ struct Serve: AsyncParsableCommand {
             help: "The header the trusted proxies write: x-forwarded-for (nginx, HAProxy, Caddy, Traefik, cloud balancers) or forwarded (RFC 7239). The other is ignored: a proxy passes it on as the client sent it.")
     var forwardedHeader: ClientAddress.Header = .xForwardedFor
     @Option(help: "Seconds after typing the password in which a session may bind or revoke devices.") var stepUpWindow: Double = 300
+    @Option(help: "The least time, in seconds, an answer to the passkey options for a name takes, so that its time does not tell which names have a passkey (0: off).")
+    var optionsFloor: Double = 0.005
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
     @Option(help: ArgumentHelp("Bind a new device or passkey only when a system laenclaved attests it to a root in this PEM file (`lactl attestation-root` on each machine; several roots may share the file).",
                                valueName: "roots.pem"))
@@ -114,6 +116,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("limits must be positive, and --password-lock-after above --account-failure-limit")
         }
         guard stepUpWindow > 0 else { throw ValidationError("--step-up-window must be positive") }
+        guard (0...1).contains(optionsFloor) else { throw ValidationError("--options-floor must be 0 to 1 second") }
         for proxy in trustedProxies where IPNetwork(proxy) == nil { throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR network") }
         if requireAttestation == nil && (allowUnattestedPasskeys || attestationAllowsUserDaemons || attestationAllowsSimulation) {
             throw ValidationError("--allow-unattested-passkeys, --attestation-allows-user-daemons and --attestation-allows-simulation need --require-attestation")
@@ -139,6 +142,7 @@ struct Serve: AsyncParsableCommand {
         config.rateLimits.passwordPerAccount.lockAfter = passwordLockAfter
         config.clientAddress = ClientAddress(trustedProxies: trustedProxies.compactMap(IPNetwork.init), header: forwardedHeader)
         config.stepUpWindow = stepUpWindow
+        config.optionsFloor = optionsFloor
         if let requireAttestation {
             let trust: AttestationTrust
             do {

@@ -70,7 +70,8 @@ struct ClientSession {
         username = name
         guard let password = Terminal.secret("Password for \(name): ") else { return .passwordUnavailable("No password given.") }
         do {
-            let session = try await api.passwordLogin(username: name, password: password)
+            let clientToken = state.clientTokens?[name.trimmingCharacters(in: .whitespaces).lowercased()]
+            let session = try await api.passwordLogin(username: name, password: password, clientToken: clientToken)
             adopt(session)
             return .passwordLoggedIn
         } catch let e as APIError where e.code == APIError.Code.invalidCredentials.rawValue {
@@ -151,6 +152,7 @@ struct ClientSession {
         state.session = .init(token: session.token, expiresAt: session.expiresAt, method: session.method)
         state.facts.username = session.username
         username = session.username
+        if let token = session.clientToken { state.clientTokens = (state.clientTokens ?? [:]).merging([session.username: token]) { $1 } }
         save()
     }
 

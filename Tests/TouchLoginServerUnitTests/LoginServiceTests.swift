@@ -262,7 +262,7 @@ final class LoginServiceTests: XCTestCase {
         try await h.service.removeExpired()
         let stored = try await h.service.store.session(tokenHash: LoginService.tokenHash(session.token))
         XCTAssertNil(stored, "an expired session is removed")
-        let keys = LoginService.passwordKeys(username: "nobody", addressKey: "192.0.2.1")
+        let keys = PasswordBudget.anyone(username: "nobody", addressKey: "192.0.2.1").keys
         let kept = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in records.isEmpty ? .locked : .admitted }
         XCTAssertEqual(kept, .admitted, "a failure an hour old is kept")
         h.clock.advance(by: h.service.configuration.failureMemory + 1)

@@ -280,10 +280,26 @@ final class LoginStoreContractTests: XCTestCase {
             var attested = credential(of: dave)
             attested.attestedKey = "system daemon, fprintd, biometryCurrentSet,privateKeyUsage (akpu); root 0123456789abcdef"
             try await store.addCredential(attested, event: event(dave, .deviceAdded))
-            let daves = try await store.credentials(username: "dave")
-            let nobodys = try await store.credentials(username: "nobody")
+            let daves = try await store.credentials(accountID: dave.id)
             XCTAssertEqual(daves, [attested], "\(kind): every field comes back, the attestation's statement among them")
-            XCTAssertEqual(nobodys.count, 0, kind)
+            let erin = account("erin")
+            try await store.createAccount(erin)
+            var second = credential(of: dave)
+            second.createdAt = attested.createdAt + 1
+            second.transports = []
+            try await store.addCredential(second, event: event(dave, .deviceAdded))
+            let listed = try await store.listing(username: "dave")
+            XCTAssertEqual(listed, [ListedCredential(accountID: dave.id, id: attested.id, transports: attested.transports.joined(separator: ",")),
+                                    ListedCredential(accountID: dave.id, id: second.id, transports: "")], "\(kind): one row per credential, oldest first")
+            let erins = try await store.listing(username: "erin")
+            XCTAssertEqual(erins, [ListedCredential(accountID: erin.id, id: nil, transports: nil)], "\(kind): an account without a credential: one stand-in row")
+            let nobodys = try await store.listing(username: "nobody")
+            XCTAssertEqual(nobodys, [ListedCredential(accountID: nil, id: nil, transports: nil)], "\(kind): an unknown name: one stand-in row")
+            let standIn = Account(id: "", username: "nobody", passwordHash: "scrypt$stand-in", userHandle: Data(count: 32), createdAt: 0)
+            let found = try await store.account(named: "dave", standIn: standIn)
+            XCTAssertEqual(found, dave, "\(kind): the named account, every field")
+            let stoodIn = try await store.account(named: "nobody", standIn: standIn)
+            XCTAssertEqual(stoodIn, standIn, "\(kind): no such name: the stand-in, through the same columns")
 
             try await store.createSession(Session(tokenHash: Data([9]), accountID: dave.id, createdAt: 0, expiresAt: 50, method: "password", passwordVerifiedAt: 0),
                                           event: event(dave, .passwordLogin, at: 30))
