@@ -56,6 +56,18 @@ public enum AdminPolicy {
         operation == .hello || operation == .resetPasscodeLockout
     }
 
+    /// Whether a pipe the client handed may give the person's passcode (`lactl … --stdin`): root's
+    /// own requests, or where root or the daemon's starter allowed it
+    /// (`DaemonConfiguration.administrationPipe`). Anywhere else, whoever writes into a pipe is
+    /// an app — one that learned the passcode once (its own fake prompt, a shoulder-surfed code)
+    /// would otherwise reach every app's items. Our rule (issue 33); Apple lets no app administer
+    /// the device, whatever it knows.
+    public static func pipeGivesThePasscode(caller: UInt32, allowed: Bool) -> Bool {
+        caller == 0 || allowed
+    }
+
+    public static let pipeRefusal = Failure(.notPermitted, "a passcode through a pipe (--stdin) administers only where root allowed it: run this in your own terminal without --stdin, or answer the prompt agent; to provision as root, set administration-pipe = yes in /etc/laenclaved/laenclaved.conf")
+
     public static let administratorRefusal = Failure(.notPermitted, "root reaches another user's daemon only to reset passcode attempts (lactl admin reset-passcode)")
 
     /// Other apps' entries are the user's, not the app's: they need the passcode (or root in system

@@ -46,6 +46,15 @@ public struct DaemonConfiguration: Sendable {
     public var helloTimeout: Double = 10
     /// The executable admitted as the graphical prompt agent (`PromptAgents.admits`); nil: none.
     public var promptAgentPath: String?
+    /// Whether administration may read the person's passcode from a pipe a client hands (`lactl …
+    /// --stdin`) — our rule (issue 33): only where it was set up outside any app's reach, by a
+    /// file only root can write (`administration-pipe = yes` in this daemon's configuration file,
+    /// or in user mode the system's) or by whoever started the daemon (`--administration-pipe`,
+    /// the testing kit's: its daemon is the test's). Root's own requests may always use it.
+    /// Otherwise an app that learned the passcode could write it into a pipe and reach every app.
+    public var administrationPipe = false
+    /// The daemon's own file said `administration-pipe = yes` but others than root may write it.
+    public var administrationPipeIgnored = false
     /// How long the agent may take to say a prompt's window is up before it is dropped and the
     /// prompt goes to the next presenter.
     public var promptAgentAnswerTimeout: Double = 3
@@ -83,6 +92,9 @@ public struct DaemonCommandLine: Sendable, Equatable {
     public var helloTimeout: Double = 10
     /// `--prompt-agent PATH`, or "" for `--prompt-agent none`.
     public var promptAgent: String?
+    /// `--administration-pipe`: whoever started this daemon lets administration read the passcode
+    /// from a handed pipe (the testing kit: its daemon is the test's).
+    public var administrationPipe = false
 
     public init(mode: DaemonMode) { self.mode = mode }
 }
@@ -104,9 +116,11 @@ public struct DaemonDefaultPaths: Sendable, Equatable {
 
 extension DaemonConfiguration {
     /// The one merge of the configuration file, the command line over it, and the mode's defaults.
-    public static func resolve(file: DaemonSettings, commandLine: DaemonCommandLine, defaults: DaemonDefaultPaths) -> DaemonConfiguration {
+    /// `systemFile`: in user mode, the system's configuration file, for what only root may choose.
+    public static func resolve(file: SettingsFile, systemFile: SettingsFile? = nil, commandLine: DaemonCommandLine,
+                               defaults: DaemonDefaultPaths) -> DaemonConfiguration {
         let mode = commandLine.mode
-        var settings = file
+        var settings = file.settings
         if let sensor = commandLine.sensor { settings.sensor = sensor }
         if let source = commandLine.passcodeSource { settings.passcodeSource = source }
         if let service = commandLine.pamService { settings.pamService = service }
@@ -143,6 +157,9 @@ extension DaemonConfiguration {
         config.helloTimeout = commandLine.helloTimeout
         let agent = settings.promptAgent ?? defaults.promptAgent
         config.promptAgentPath = agent?.isEmpty == false ? agent : nil
+        let rootsChoice = [file, systemFile].compactMap { $0 }.first { $0.onlyRootWrites && $0.settings.administrationPipe != nil }
+        config.administrationPipe = commandLine.administrationPipe || rootsChoice?.settings.administrationPipe == true
+        config.administrationPipeIgnored = file.settings.administrationPipe == true && !file.onlyRootWrites
         return config
     }
 
@@ -171,8 +188,14 @@ extension DaemonConfiguration {
 
     /// What the daemon says loudly at start: a configuration that weakens the promise.
     public var warnings: [String] {
+        var warnings: [String] = []
         // `auto` never falls back to a simulator in system mode, so a simulated sensor here was chosen.
-        guard mode == .system, simulatedSensor != nil else { return [] }
-        return ["SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks"]
+        if mode == .system, simulatedSensor != nil {
+            warnings.append("SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks")
+        }
+        if administrationPipeIgnored {
+            warnings.append("administration-pipe = yes is ignored: only a configuration file that only root can write (owned by root, not group- or world-writable) may allow it")
+        }
+        return warnings
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What the configuration file chooses (`/etc/laenclaved/laenclaved.conf` in system mode,
 /// `$XDG_CONFIG_HOME/laenclaved/laenclaved.conf` in user mode): `key = value` lines, `#` comments.
@@ -12,6 +15,8 @@ import Foundation
 /// pam-users = alice, bob     # only these users' passcode is their login password (default: all)
 /// allow-simulation = no      # system mode: accept scripted touches and typed passcodes
 /// prompt-agent = /usr/bin/laenclaved-agent   # the graphical prompt agent, or none
+/// administration-pipe = no  # yes: administration may read the passcode from a pipe a client
+///                           # hands (`lactl … --stdin`); taken only from a file only root can write
 /// ```
 public struct DaemonSettings: Equatable, Sendable {
     public enum Sensor: String, Sendable, CaseIterable {
@@ -33,6 +38,9 @@ public struct DaemonSettings: Equatable, Sendable {
     /// The executable admitted as the graphical prompt agent: nil, the one beside laenclaved;
     /// "" (`none`), no agent.
     public var promptAgent: String?
+    /// `administration-pipe`: whether administration may read the person's passcode from a pipe a
+    /// client hands (`DaemonConfiguration.administrationPipe` says when it counts).
+    public var administrationPipe: Bool?
 
     public init() {}
 
@@ -57,6 +65,13 @@ public struct DaemonSettings: Equatable, Sendable {
                 }
                 return v
             }
+            func yesOrNo() throws -> Bool {
+                switch value.lowercased() {
+                case "yes", "true", "on": return true
+                case "no", "false", "off": return false
+                default: throw ParseError(line: number, problem: "\(key) is yes or no")
+                }
+            }
             switch key {
             case "sensor": settings.sensor = try choice(Sensor.self)
             case "passcode-source": settings.passcodeSource = try choice(PasscodeSource.self)
@@ -69,19 +84,15 @@ public struct DaemonSettings: Equatable, Sendable {
                 let users = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
                 guard !users.isEmpty else { throw ParseError(line: number, problem: "pam-users lists user names, separated by commas") }
                 settings.pamUsers = Set(users)
-            case "allow-simulation":
-                switch value.lowercased() {
-                case "yes", "true", "on": settings.allowSimulation = true
-                case "no", "false", "off": settings.allowSimulation = false
-                default: throw ParseError(line: number, problem: "allow-simulation is yes or no")
-                }
+            case "allow-simulation": settings.allowSimulation = try yesOrNo()
+            case "administration-pipe": settings.administrationPipe = try yesOrNo()
             case "prompt-agent":
                 guard let agent = promptAgent(value) else {
                     throw ParseError(line: number, problem: "prompt-agent is the agent's absolute path, or none")
                 }
                 settings.promptAgent = agent
             default:
-                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent)")
+                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe)")
             }
         }
         return settings
@@ -95,12 +106,33 @@ public struct DaemonSettings: Equatable, Sendable {
     }
 
     /// The file at `path`, or the defaults when there is none.
-    public static func load(_ path: String) throws -> DaemonSettings {
-        guard FileManager.default.fileExists(atPath: path) else { return DaemonSettings() }
-        let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+    public static func load(_ path: String) throws -> DaemonSettings { try read(path).settings }
+
+    /// The file at `path` (the defaults when there is none) and whether only root can write it —
+    /// both read from the one open file, so a file swapped meanwhile is judged by what was read.
+    public static func read(_ path: String) throws -> SettingsFile {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return SettingsFile(settings: DaemonSettings(), onlyRootWrites: false) }
+            throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))") }
+        let data: Data
+        do { data = try handle.readToEnd() ?? Data() } catch {
             throw ParseError(line: 0, problem: "cannot read \(path): \(error.localizedDescription)")
         }
-        return try parse(text)
+        guard let text = String(data: data, encoding: .utf8) else { throw ParseError(line: 0, problem: "\(path) is not UTF-8 text") }
+        return SettingsFile(settings: try parse(text), onlyRootWrites: status.st_uid == 0 && status.st_mode & 0o022 == 0)
     }
+}
+
+/// A configuration file as read, and whether only root can write it (owned by root, writable by
+/// neither its group nor others): what only root may choose (`administration-pipe`) is taken
+/// from such a file alone.
+public struct SettingsFile: Equatable, Sendable {
+    public var settings: DaemonSettings
+    public var onlyRootWrites: Bool
+    public init(settings: DaemonSettings, onlyRootWrites: Bool) { self.settings = settings; self.onlyRootWrites = onlyRootWrites }
 }

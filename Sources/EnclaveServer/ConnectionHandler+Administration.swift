@@ -86,7 +86,8 @@ extension ConnectionHandler {
     /// pipe the client handed (`PersonSecrets`).
     private func secrets(for request: Request, session: UserSession) -> PersonSecrets {
         PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
-                      session: session, whenClosed: { [self] in whenClosed($0) }, agent: daemon.promptAgents.agent(serving: peer))
+                      session: session, whenClosed: { [self] in whenClosed($0) }, agent: daemon.promptAgents.agent(serving: peer),
+                      pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe))
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {

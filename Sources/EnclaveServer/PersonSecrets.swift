@@ -4,8 +4,9 @@ import Foundation
 
 /// Where administration gets the person's passcode: asked by the daemon on the trusted prompt,
 /// which says what is being allowed — the graphical agent of the app's session, else the terminal
-/// the client handed over — or read from the pipe a script handed (`lactl … --stdin`, provisioning, the testing kit). Never from a request:
-/// a passcode typed into an app is a passcode the app knows.
+/// the client handed over — or read from the pipe a script handed (`lactl … --stdin`), where root
+/// or the daemon's starter allowed it (`AdminPolicy.pipeGivesThePasscode`: provisioning, the
+/// testing kit). Never from a request: a passcode typed into an app is a passcode the app knows.
 struct PersonSecrets {
     let descriptors: HandedDescriptors
     /// The verified identity of the app that asks, as the prompt shows it.
@@ -20,24 +21,36 @@ struct PersonSecrets {
     let whenClosed: @Sendable (@escaping @Sendable () -> Void) -> Void
     /// The prompt agent of the app's session, if one serves it (it comes before the terminal).
     let agent: PromptAgent?
+    /// Whether a handed pipe may give the passcode here (`AdminPolicy.pipeGivesThePasscode`).
+    let pipeAllowed: Bool
 
-    static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there) or hand the passcode on standard input (lactl … --stdin)")
+    static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)")
+
+    /// The handed pipe, where it may give the passcode; a pipe handed where it may not is refused,
+    /// not passed over for the prompt (the person did not ask for a prompt).
+    private var pipe: SecretLines? {
+        get throws {
+            guard let lines = descriptors.secretInput else { return nil }
+            guard pipeAllowed else { throw AdminPolicy.pipeRefusal }
+            return lines
+        }
+    }
 
     /// The device passcode, to allow `purpose`.
     func passcode() async throws -> String {
-        if let lines = descriptors.secretInput { return try await line(from: lines, what: "device passcode") }
+        if let lines = try pipe { return try await line(from: lines, what: "device passcode") }
         return try await onTrustedPrompt(["Enter the device passcode to allow it"])[0]
     }
 
     /// The user's login password (a PAM service checks it), to allow `purpose`.
     func loginPassword() async throws -> String {
-        if let lines = descriptors.secretInput { return try await line(from: lines, what: "login password") }
+        if let lines = try pipe { return try await line(from: lines, what: "login password") }
         return try await onTrustedPrompt(["Enter your login password to allow it"])[0]
     }
 
     /// The current passcode, then a new one (asked twice on the terminal).
     func currentAndNewPasscode() async throws -> (current: String, new: String) {
-        if let lines = descriptors.secretInput {
+        if let lines = try pipe {
             return (try await line(from: lines, what: "current passcode"), try await line(from: lines, what: "new passcode"))
         }
         let answers = try await onTrustedPrompt(["Enter the current passcode", "Choose the new passcode", "Enter the new passcode again"])
@@ -47,7 +60,7 @@ struct PersonSecrets {
 
     /// A new passcode (asked twice on the terminal).
     func newPasscode() async throws -> String {
-        if let lines = descriptors.secretInput { return try await line(from: lines, what: "new passcode") }
+        if let lines = try pipe { return try await line(from: lines, what: "new passcode") }
         let answers = try await onTrustedPrompt(["Choose the new passcode", "Enter it again"])
         guard answers[0] == answers[1] else { throw Failure(.invalidParameter, "the passcodes differ") }
         return answers[0]

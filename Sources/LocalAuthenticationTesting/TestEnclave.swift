@@ -100,7 +100,8 @@ public final class TestEnclave: Sendable {
                     "--passcode-minimum-length", String(configuration.passcodeMinimumLength),
                     "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout", String(configuration.promptQueueTimeout),
                     "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
-                    "--exit-with-parent"]
+                    // The kit's daemon is the test's: `administer` hands it the passcode through a pipe.
+                    "--exit-with-parent", "--administration-pipe"]
         switch configuration.allowsSimulation {
         case true?: args.append("--allow-simulation")
         case false?: args.append("--no-simulation")

@@ -97,6 +97,9 @@ struct LAEnclaved: AsyncParsableCommand {
 
     @Flag(name: .customLong("exit-with-parent"), help: "Shut down when the process that started the daemon exits (used by the testing kit).")
     var exitWithParent = false
+    @Flag(name: .customLong("administration-pipe"),
+          help: "Let administration read the passcode from a pipe a client hands (lactl … --stdin): for a daemon its starter provisions, such as the testing kit's. Else only root's requests, or administration-pipe = yes in a file only root can write, allow it.")
+    var administrationPipe = false
 
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
     var logFile: String?
@@ -146,10 +149,14 @@ struct LAEnclaved: AsyncParsableCommand {
         let logger = Logger(label: "laenclaved")
         // The configuration file, then the command line over it.
         let settingsPath = configFile ?? (mode == .system ? EnclavePaths.systemConfiguration : EnclavePaths.userConfiguration())
-        let settings: DaemonSettings
-        do { settings = try DaemonSettings.load(settingsPath) } catch {
+        let settings: SettingsFile
+        do { settings = try DaemonSettings.read(settingsPath) } catch {
             throw ValidationError("\(settingsPath): \(error)")
         }
+        // In user mode, the system's file too, for what only root may choose (a file it cannot
+        // read, or that does not parse, chooses nothing here).
+        let systemSettings = mode == .user && settingsPath != EnclavePaths.systemConfiguration
+            ? try? DaemonSettings.read(EnclavePaths.systemConfiguration) : nil
         var commandLine = DaemonCommandLine(mode: mode)
         commandLine.socket = socket
         commandLine.stateDirectory = stateDirectory
@@ -182,7 +189,8 @@ struct LAEnclaved: AsyncParsableCommand {
             ? DaemonDefaultPaths(socket: EnclavePaths.systemSocket, stateDirectory: EnclavePaths.systemStateDirectory, masterKey: EnclavePaths.systemMasterKey)
             : DaemonDefaultPaths(socket: EnclavePaths.userSocket(), stateDirectory: EnclavePaths.userStateDirectory(), masterKey: EnclavePaths.userMasterKey())
         defaults.promptAgent = Self.agentBesideDaemon()
-        let config = DaemonConfiguration.resolve(file: settings, commandLine: commandLine, defaults: defaults)
+        commandLine.administrationPipe = administrationPipe
+        let config = DaemonConfiguration.resolve(file: settings, systemFile: systemSettings, commandLine: commandLine, defaults: defaults)
         for warning in config.warnings { logger.warning("\(warning)") }
         if config.connectionLimits.total < maxConnections {
             logger.warning("the descriptor limit allows only \(config.connectionLimits.total) connections", metadata: ["asked": "\(maxConnections)"])

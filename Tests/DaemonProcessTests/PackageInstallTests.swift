@@ -272,7 +272,8 @@ final class PackageInstallTests: XCTestCase {
         listener = try listeningSocket()
         let inode = try XCTUnwrap(info(socketPath)).st_ino
         let log = try logFile("activated.log")
-        let daemon = try spawnActivated(["--system", "--passcode-cost", "10", "--simulated-sensor", "touchid", "--allow-simulation"], log: log)
+        // Provisioned through a pipe by its starter (the test), as root would set administration-pipe = yes.
+        let daemon = try spawnActivated(["--system", "--passcode-cost", "10", "--simulated-sensor", "touchid", "--allow-simulation", "--administration-pipe"], log: log)
         daemons.append(daemon)
         try waitUntilListening(daemon, log: log)
         try theParsingProcessHoldsNoCapability(daemon, log: log)

@@ -46,7 +46,9 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", asUser + [
             "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
             "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
-            "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent"])
+            "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent",
+            // Its guesses come through a pipe: this daemon is the test's, and its starter allows it.
+            "--administration-pipe"])
         eventually("the user daemon's socket") { FileManager.default.fileExists(atPath: "\(dir)/run/socket") }
         let set = try lactl(["passcode", "set", "--stdin"], input: "123456\n")
         XCTAssertEqual(set.status, 0, set.stderr + log())
@@ -111,7 +113,9 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", asUser + [
             "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
             "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
-            "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent"])
+            "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent",
+            // Its guesses come through a pipe: this daemon is the test's, and its starter allows it.
+            "--administration-pipe"])
         eventually("the user daemon's socket") { (try? RawClient(path: "\(dir)/run/socket")).map { $0.close(); return true } ?? false }
         XCTAssertTrue(try lactl(["admin", "reset-passcode", "--stdin"], input: password + "\n").stderr.contains("delayed"))
         XCTAssertFalse(log().contains(password), "the login password never reaches the log")
@@ -124,7 +128,7 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", asUser + [
             "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
             "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
-            "--passcode-source", "pam", "--pam-service", service, "--log-file", "\(dir)/log", "--exit-with-parent"])
+            "--passcode-source", "pam", "--pam-service", service, "--log-file", "\(dir)/log", "--exit-with-parent", "--administration-pipe"])
         eventually("the user daemon's socket") { (try? RawClient(path: "\(dir)/run/socket")).map { $0.close(); return true } ?? false }
         let lift = try lactl(["admin", "reset-passcode", "--stdin"], input: password + "\n")
         XCTAssertNotEqual(lift.status, 0, "the login password lifted the counter of the login password")

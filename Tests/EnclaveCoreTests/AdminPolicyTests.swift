@@ -78,4 +78,10 @@ extension AdminPolicyTests {
             XCTAssertNil(AdminPolicy.purpose(of: request), "\(request)")
         }
     }
+
+    func testAPipeGivesThePasscodeOnlyToRootOrWhereAllowed() {
+        for (caller, allowed, expected) in [(UInt32(0), false, true), (0, true, true), (1000, false, false), (1000, true, true)] {
+            XCTAssertEqual(AdminPolicy.pipeGivesThePasscode(caller: caller, allowed: allowed), expected, "uid \(caller), allowed \(allowed)")
+        }
+    }
 }

@@ -11,7 +11,7 @@ final class DaemonConfigurationTests: XCTestCase {
     private func resolve(_ mode: DaemonMode, file: String = "", _ change: (inout DaemonCommandLine) -> Void = { _ in }) throws -> DaemonConfiguration {
         var commandLine = DaemonCommandLine(mode: mode)
         change(&commandLine)
-        return DaemonConfiguration.resolve(file: try DaemonSettings.parse(file), commandLine: commandLine,
+        return DaemonConfiguration.resolve(file: SettingsFile(settings: try DaemonSettings.parse(file), onlyRootWrites: false), commandLine: commandLine,
                                            defaults: mode == .system ? systemPaths : userPaths)
     }
 
@@ -141,5 +141,28 @@ final class DaemonConfigurationTests: XCTestCase {
             XCTAssertEqual(config.promptAgentPath, row.admitted, "\(row)")
         }
         XCTAssertNil(try resolve(.system).promptAgentPath, "no agent beside a daemon that has none in its defaults")
+    }
+
+    /// Who may let administration read the passcode from a pipe: a file only root writes, or the
+    /// daemon's starter; never a file others may write (the user's own, which any app of the user can edit).
+    func testOnlyRootOrTheStarterLetsAdministrationReadAPipe() throws {
+        let yes = try DaemonSettings.parse("administration-pipe = yes"), no = try DaemonSettings.parse("administration-pipe = no"), unset = DaemonSettings()
+        let rows: [(file: SettingsFile, system: SettingsFile?, flag: Bool, allowed: Bool, warned: Bool, why: String)] = [
+            (.init(settings: unset, onlyRootWrites: false), nil, false, false, false, "nothing says so"),
+            (.init(settings: yes, onlyRootWrites: true), nil, false, true, false, "root's file"),
+            (.init(settings: yes, onlyRootWrites: false), nil, false, false, true, "the user's file"),
+            (.init(settings: unset, onlyRootWrites: false), .init(settings: yes, onlyRootWrites: true), false, true, false, "the system's file, in user mode"),
+            (.init(settings: unset, onlyRootWrites: false), .init(settings: yes, onlyRootWrites: false), false, false, false, "a system file others may write"),
+            (.init(settings: no, onlyRootWrites: true), .init(settings: yes, onlyRootWrites: true), false, false, false, "the daemon's own root file says no"),
+            (.init(settings: yes, onlyRootWrites: false), .init(settings: no, onlyRootWrites: true), false, false, true, "the system says no; the user's yes is ignored"),
+            (.init(settings: unset, onlyRootWrites: false), nil, true, true, false, "--administration-pipe"),
+        ]
+        for row in rows {
+            var commandLine = DaemonCommandLine(mode: .user)
+            commandLine.administrationPipe = row.flag
+            let config = DaemonConfiguration.resolve(file: row.file, systemFile: row.system, commandLine: commandLine, defaults: userPaths)
+            XCTAssertEqual(config.administrationPipe, row.allowed, row.why)
+            XCTAssertEqual(config.warnings.contains { $0.contains("administration-pipe") }, row.warned, row.why)
+        }
     }
 }

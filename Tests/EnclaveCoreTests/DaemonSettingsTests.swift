@@ -1,4 +1,5 @@
 import EnclaveCore
+import Foundation
 import XCTest
 
 final class DaemonSettingsTests: XCTestCase {
@@ -22,6 +23,7 @@ final class DaemonSettingsTests: XCTestCase {
 
             allow-simulation = yes
             prompt-agent = /opt/la/laenclaved-agent
+            administration-pipe = yes
             """)
         XCTAssertEqual(s.sensor, .fprintd)
         XCTAssertEqual(s.passcodeSource, .pam)
@@ -29,6 +31,7 @@ final class DaemonSettingsTests: XCTestCase {
         XCTAssertEqual(s.pamUsers, ["alice", "bob", "carol"])
         XCTAssertEqual(s.allowSimulation, true)
         XCTAssertEqual(s.promptAgent, "/opt/la/laenclaved-agent")
+        XCTAssertEqual(s.administrationPipe, true)
         XCTAssertEqual(try DaemonSettings.parse("prompt-agent = none").promptAgent, "", "none: no agent")
     }
 
@@ -37,6 +40,7 @@ final class DaemonSettingsTests: XCTestCase {
             ("sensor = fingerprint", 1, "sensor is one of"),
             ("\npasscode-source = ldap", 2, "passcode-source is one of"),
             ("allow-simulation = maybe", 1, "yes or no"),
+            ("administration-pipe = sometimes", 1, "administration-pipe is yes or no"),
             ("pam-service = ../shadow", 1, "/etc/pam.d"),
             ("pam-users = ,", 1, "user names"),
             ("sensr = auto", 1, "unknown setting"),
@@ -54,5 +58,21 @@ final class DaemonSettingsTests: XCTestCase {
 
     func testAMissingFileMeansTheDefaults() throws {
         XCTAssertEqual(try DaemonSettings.load("/nonexistent/laenclaved.conf"), DaemonSettings())
+        XCTAssertEqual(try DaemonSettings.read("/nonexistent/laenclaved.conf").onlyRootWrites, false)
+    }
+
+    /// What only root may choose is read with the file's owner and mode, from the same open file.
+    func testAFileIsOnlyRootsWhenRootOwnsItAndNobodyElseMayWrite() throws {
+        guard getuid() == 0 else { throw XCTSkip("needs root, to own a file as root and as another user") }
+        let path = NSTemporaryDirectory() + "la-settings-\(UInt32.random(in: 0...UInt32.max)).conf"
+        defer { unlink(path) }
+        try "administration-pipe = yes\n".write(toFile: path, atomically: false, encoding: .utf8)
+        for (mode, owner, expected) in [(0o644, 0, true), (0o600, 0, true), (0o664, 0, false), (0o646, 0, false), (0o644, 65534, false)] as [(mode_t, uid_t, Bool)] {
+            XCTAssertEqual(chown(path, owner, 0), 0)
+            XCTAssertEqual(chmod(path, mode), 0)
+            let file = try DaemonSettings.read(path)
+            XCTAssertEqual(file.settings.administrationPipe, true)
+            XCTAssertEqual(file.onlyRootWrites, expected, "mode \(String(mode, radix: 8)), owner \(owner)")
+        }
     }
 }
