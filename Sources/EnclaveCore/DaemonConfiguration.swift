@@ -53,8 +53,12 @@ public struct DaemonConfiguration: Sendable {
     /// the testing kit's: its daemon is the test's). Root's own requests may always use it.
     /// Otherwise an app that learned the passcode could write it into a pipe and reach every app.
     public var administrationPipe = false
-    /// The daemon's own file said `administration-pipe = yes` but others than root may write it.
-    public var administrationPipeIgnored = false
+    /// What only root may choose that the daemon's own file said, although others than root may
+    /// write it (`administration-pipe = yes`, `terminal-holders`): ignored, and said at start.
+    public var ignoredRootSettings: [String] = []
+    /// The programs trusted to hold the other side of a terminal administration is asked on
+    /// (`TerminalHolders`): `terminal-holders` from a file only root can write, else the default.
+    public var terminalHolders = TerminalHolders.defaultTrusted
     /// How long the agent may take to say a prompt's window is up before it is dropped and the
     /// prompt goes to the next presenter.
     public var promptAgentAnswerTimeout: Double = 3
@@ -159,7 +163,13 @@ extension DaemonConfiguration {
         config.promptAgentPath = agent?.isEmpty == false ? agent : nil
         let rootsChoice = [file, systemFile].compactMap { $0 }.first { $0.onlyRootWrites && $0.settings.administrationPipe != nil }
         config.administrationPipe = commandLine.administrationPipe || rootsChoice?.settings.administrationPipe == true
-        config.administrationPipeIgnored = file.settings.administrationPipe == true && !file.onlyRootWrites
+        if !file.onlyRootWrites {
+            if file.settings.administrationPipe == true { config.ignoredRootSettings.append("administration-pipe") }
+            if file.settings.terminalHolders != nil { config.ignoredRootSettings.append("terminal-holders") }
+        }
+        if let holders = [file, systemFile].compactMap({ $0 }).first(where: { $0.onlyRootWrites && $0.settings.terminalHolders != nil })?.settings.terminalHolders {
+            config.terminalHolders = holders
+        }
         return config
     }
 
@@ -193,8 +203,8 @@ extension DaemonConfiguration {
         if mode == .system, simulatedSensor != nil {
             warnings.append("SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks")
         }
-        if administrationPipeIgnored {
-            warnings.append("administration-pipe = yes is ignored: only a configuration file that only root can write (owned by root, not group- or world-writable) may allow it")
+        for setting in ignoredRootSettings {
+            warnings.append("\(setting) is ignored: only a configuration file that only root can write (owned by root, not group- or world-writable) may set it")
         }
         return warnings
     }

@@ -17,6 +17,8 @@ import Glibc
 /// prompt-agent = /usr/bin/laenclaved-agent   # the graphical prompt agent, or none
 /// administration-pipe = no  # yes: administration may read the passcode from a pipe a client
 ///                           # hands (`lactl … --stdin`); taken only from a file only root can write
+/// terminal-holders = /usr/bin/tmux, /usr/bin/xterm   # who may hold the other side of a terminal
+///                           # administration is asked on (`TerminalHolders`); only from root's files
 /// ```
 public struct DaemonSettings: Equatable, Sendable {
     public enum Sensor: String, Sendable, CaseIterable {
@@ -41,6 +43,9 @@ public struct DaemonSettings: Equatable, Sendable {
     /// `administration-pipe`: whether administration may read the person's passcode from a pipe a
     /// client hands (`DaemonConfiguration.administrationPipe` says when it counts).
     public var administrationPipe: Bool?
+    /// `terminal-holders`: the programs (absolute paths) trusted to hold the other side of a
+    /// terminal administration is asked on; nil: `TerminalHolders.defaultTrusted`.
+    public var terminalHolders: Set<String>?
 
     public init() {}
 
@@ -86,13 +91,19 @@ public struct DaemonSettings: Equatable, Sendable {
                 settings.pamUsers = Set(users)
             case "allow-simulation": settings.allowSimulation = try yesOrNo()
             case "administration-pipe": settings.administrationPipe = try yesOrNo()
+            case "terminal-holders":
+                let paths = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                guard !paths.isEmpty, paths.allSatisfy({ $0.hasPrefix("/") && !$0.hasSuffix("/") }) else {
+                    throw ParseError(line: number, problem: "terminal-holders lists programs' absolute paths, separated by commas")
+                }
+                settings.terminalHolders = Set(paths)
             case "prompt-agent":
                 guard let agent = promptAgent(value) else {
                     throw ParseError(line: number, problem: "prompt-agent is the agent's absolute path, or none")
                 }
                 settings.promptAgent = agent
             default:
-                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe)")
+                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders)")
             }
         }
         return settings

@@ -87,7 +87,8 @@ extension ConnectionHandler {
     private func secrets(for request: Request, session: UserSession) -> PersonSecrets {
         PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
                       session: session, whenClosed: { [self] in whenClosed($0) }, agent: daemon.promptAgents.agent(serving: peer),
-                      pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe))
+                      pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe),
+                      terminalHolders: daemon.config.terminalHolders)
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {

@@ -51,6 +51,11 @@ final class HandedDescriptors: Sendable {
 
     var hasTerminal: Bool { held.withLock { $0.terminal != nil } }
 
+    /// The handed terminal as the kernel numbers it (TIOCGDEV), or nil when none was handed.
+    var terminalDevice: TerminalDevice? {
+        held.withLock { held in held.terminal.flatMap { TerminalDevice(ttyNr: Int64(la_terminal_device($0))) } }
+    }
+
     /// The lines of the handed secret input, or nil when none was handed.
     var secretInput: SecretLines? { held.withLock { $0.secretLines } }
 

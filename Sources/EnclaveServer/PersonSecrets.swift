@@ -23,6 +23,8 @@ struct PersonSecrets {
     let agent: PromptAgent?
     /// Whether a handed pipe may give the passcode here (`AdminPolicy.pipeGivesThePasscode`).
     let pipeAllowed: Bool
+    /// The programs trusted to hold the other side of the handed terminal (`TerminalHolders`).
+    let terminalHolders: Set<String>
 
     static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)")
 
@@ -75,14 +77,26 @@ struct PersonSecrets {
         }
     }
 
+    /// Whether the handed terminal is the person's (`TerminalHolders`): nil when none was handed.
+    private func terminalVerdict() async throws -> TerminalHolders.Verdict? {
+        guard let device = descriptors.terminalDevice else { return nil }
+        guard let index = TerminalHolders.ptyIndex(device) else { return .console }
+        let holders = try await BlockingWork.waiting { PtyMasterHolders.scan(index: index) }
+        return TerminalHolders.decide(device, holders: holders, trusted: terminalHolders)
+    }
+
     /// One trusted prompt with a screen per answer.
     private func onTrustedPrompt(_ instructions: [String]) async throws -> [String] {
-        guard agent != nil || descriptors.hasTerminal else { throw Self.nobodyToAsk }
+        let verdict = try await terminalVerdict()
+        if agent == nil, case .refused(let why)? = verdict {
+            throw Failure(.notPermitted, why + ": run lactl in your own terminal (an emulator, tmux, screen or ssh) or answer the prompt agent")
+        }
+        guard agent != nil || verdict != nil else { throw Self.nobodyToAsk }
         guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) != .gaveUp else {
             throw Failure(.busy, "another prompt of this user took too long")
         }
         do {
-            let answers = try await ask(instructions)
+            let answers = try await ask(instructions, terminalIsThePersons: verdict.map { if case .refused = $0 { false } else { true } } ?? false)
             await session.releasePrompt()
             return answers
         } catch {
@@ -91,14 +105,15 @@ struct PersonSecrets {
         }
     }
 
-    private func ask(_ instructions: [String]) async throws -> [String] {
+    /// `terminalIsThePersons`: the handed terminal may take over when the agent is lost.
+    private func ask(_ instructions: [String], terminalIsThePersons: Bool) async throws -> [String] {
         let (actions, feed) = AsyncStream<PromptKeyboard.Action?>.makeStream()
         defer { feed.finish() }
         let timeout = session.config.promptTimeout
         // The agent of the app's session, else (also when the agent is lost) the handed terminal.
         let descriptors = self.descriptors
         let prompt = PromptRoute.starting(on: agent, onAction: { feed.yield($0) }, then: {
-            descriptors.duplicateTerminal().map { TerminalPrompt(fd: $0, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) }) }
+            (terminalIsThePersons ? descriptors.duplicateTerminal() : nil).map { TerminalPrompt(fd: $0, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) }) }
         }, exhausted: { feed.yield(nil) })
         let timer = Deadline(after: timeout) { feed.yield(.cancel) }
         defer { timer.cancel() }

@@ -11,7 +11,8 @@ import LocalAuthenticationTesting
 ///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
 ///     concurrent client connections.
 /// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon);
-/// la-bench reuse N, la-bench match N (one kind of evaluation in a loop, to profile the daemon under)
+/// la-bench reuse N, la-bench match N (one kind of evaluation in a loop, to profile the daemon under);
+/// la-bench pty-scan N (what administration on a terminal adds: `PtyScanBench`)
 @main
 struct Bench {
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -50,6 +51,9 @@ struct Bench {
         }
         if args.count > 1 && args[1] == "secitem-threads" {
             return try SecItemThreadsBench.run(pairsPerThread: max(1, args.count > 2 ? Int(args[2]) ?? 200 : 200))
+        }
+        if args.count > 1 && args[1] == "pty-scan" {
+            return try PtyScanBench.run(iterations: max(1, args.count > 2 ? Int(args[2]) ?? 200 : 200))
         }
         if args.count > 1 && args[1] == "reuse" {
             return try await reuseOnly(iterations: args.count > 2 ? Int(args[2]) ?? 100_000 : 100_000)

@@ -165,4 +165,19 @@ final class DaemonConfigurationTests: XCTestCase {
             XCTAssertEqual(config.warnings.contains { $0.contains("administration-pipe") }, row.warned, row.why)
         }
     }
+
+    /// The programs trusted to hold a terminal's other side are root's to list, like the pipe.
+    func testOnlyRootListsTheTerminalHolders() throws {
+        let listed = try DaemonSettings.parse("terminal-holders = /usr/bin/tmux, /opt/term/bin/term")
+        for (file, system, expected, warned) in [
+            (SettingsFile(settings: listed, onlyRootWrites: true), nil, Set(["/usr/bin/tmux", "/opt/term/bin/term"]), false),
+            (SettingsFile(settings: listed, onlyRootWrites: false), nil, TerminalHolders.defaultTrusted, true),
+            (SettingsFile(settings: DaemonSettings(), onlyRootWrites: false), SettingsFile(settings: listed, onlyRootWrites: true), Set(["/usr/bin/tmux", "/opt/term/bin/term"]), false),
+        ] as [(SettingsFile, SettingsFile?, Set<String>, Bool)] {
+            let config = DaemonConfiguration.resolve(file: file, systemFile: system, commandLine: DaemonCommandLine(mode: .user), defaults: userPaths)
+            XCTAssertEqual(config.terminalHolders, expected)
+            XCTAssertEqual(config.warnings.contains { $0.contains("terminal-holders is ignored") }, warned)
+        }
+        XCTAssertThrowsError(try DaemonSettings.parse("terminal-holders = tmux"), "a path, not a name")
+    }
 }
