@@ -19,7 +19,20 @@ enum ControllingTerminal {
         // Its real device (st_rdev would be /dev/tty's own, the same for every terminal).
         let device = la_terminal_device(fd)
         guard isatty(fd) == 1, tcgetpgrp(fd) == getpgrp(), device != 0 else { close(fd); return nil }
-        return (fd, UInt64(device))
+        return (byItsOwnName(fd, device: device), UInt64(device))
+    }
+
+    /// A pseudo-terminal opened by its own name (/dev/pts/N) in place of /dev/tty, when that name
+    /// is the same terminal: the daemon reads from the descriptor's inode which devpts it lives on
+    /// (`TerminalHolders`; through /dev/tty it would see /dev/tty's inode). Else `fd` as it is.
+    private static func byItsOwnName(_ fd: Int32, device: UInt32) -> Int32 {
+        let major = (device >> 8) & 0xfff, minor = (device & 0xff) | ((device >> 12) & 0xfff00)
+        guard (136...143).contains(major) else { return fd }
+        let named = open("/dev/pts/\((major - 136) << 8 | minor)", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard named >= 0 else { return fd }
+        guard la_terminal_device(named) == device else { close(named); return fd }
+        close(fd)
+        return named
     }
 }
 

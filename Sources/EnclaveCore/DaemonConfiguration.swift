@@ -48,13 +48,14 @@ public struct DaemonConfiguration: Sendable {
     public var promptAgentPath: String?
     /// Whether administration may read the person's passcode from a pipe a client hands (`lactl …
     /// --stdin`) — our rule (issue 33): only where it was set up outside any app's reach, by a
-    /// file only root can write (`administration-pipe = yes` in this daemon's configuration file,
-    /// or in user mode the system's) or by whoever started the daemon (`--administration-pipe`,
+    /// file only root can write (`administration-pipe = yes` in /etc/laenclaved/laenclaved.conf, or
+    /// a system daemon's own `--config` file) or by whoever started the daemon (`--administration-pipe`,
     /// the testing kit's: its daemon is the test's). Root's own requests may always use it.
     /// Otherwise an app that learned the passcode could write it into a pipe and reach every app.
     public var administrationPipe = false
-    /// What only root may choose that the daemon's own file said, although others than root may
-    /// write it (`administration-pipe = yes`, `terminal-holders`): ignored, and said at start.
+    /// What only root may choose that the daemon's own file said where it does not count (a user-mode
+    /// daemon's file, or one others than root may write: `administration-pipe = yes`,
+    /// `terminal-holders`): ignored, and said at start.
     public var ignoredRootSettings: [String] = []
     /// The programs trusted to hold the other side of a terminal administration is asked on
     /// (`TerminalHolders`): `terminal-holders` from a file only root can write, else the default.
@@ -161,14 +162,15 @@ extension DaemonConfiguration {
         config.helloTimeout = commandLine.helloTimeout
         let agent = settings.promptAgent ?? defaults.promptAgent
         config.promptAgentPath = agent?.isEmpty == false ? agent : nil
-        let rootsChoice = [file, systemFile].compactMap { $0 }.first { $0.onlyRootWrites && $0.settings.administrationPipe != nil }
-        config.administrationPipe = commandLine.administrationPipe || rootsChoice?.settings.administrationPipe == true
-        if !file.onlyRootWrites {
+        // What only root may choose: from the system daemon's own file when only root can write it;
+        // a user-mode daemon's own file never says it (whoever starts that daemon picks its file,
+        // and a root-owned file is not always root's words: /proc holds some), only the system's.
+        let rootsFile = (mode == .system ? file : systemFile).flatMap { $0.onlyRootWrites ? $0.settings : nil }
+        config.administrationPipe = commandLine.administrationPipe || rootsFile?.administrationPipe == true
+        if let holders = rootsFile?.terminalHolders { config.terminalHolders = holders }
+        if mode == .user || !file.onlyRootWrites {
             if file.settings.administrationPipe == true { config.ignoredRootSettings.append("administration-pipe") }
             if file.settings.terminalHolders != nil { config.ignoredRootSettings.append("terminal-holders") }
-        }
-        if let holders = [file, systemFile].compactMap({ $0 }).first(where: { $0.onlyRootWrites && $0.settings.terminalHolders != nil })?.settings.terminalHolders {
-            config.terminalHolders = holders
         }
         return config
     }
@@ -204,7 +206,7 @@ extension DaemonConfiguration {
             warnings.append("SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks")
         }
         for setting in ignoredRootSettings {
-            warnings.append("\(setting) is ignored: only a configuration file that only root can write (owned by root, not group- or world-writable) may set it")
+            warnings.append("\(setting) is ignored here: only root sets it, in /etc/laenclaved/laenclaved.conf (owned by root, not group- or world-writable; a system daemon's own --config file likewise)")
         }
         return warnings
     }

@@ -122,7 +122,8 @@ public struct DaemonSettings: Equatable, Sendable {
     /// The file at `path` (the defaults when there is none) and whether only root can write it —
     /// both read from the one open file, so a file swapped meanwhile is judged by what was read.
     public static func read(_ path: String) throws -> SettingsFile {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // Non-blocking: a FIFO at the path must not hold the daemon's start.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return SettingsFile(settings: DaemonSettings(), onlyRootWrites: false) }
             throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))")
@@ -130,6 +131,7 @@ public struct DaemonSettings: Equatable, Sendable {
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))") }
+        guard status.st_mode & S_IFMT == S_IFREG else { throw ParseError(line: 0, problem: "\(path) is not a regular file") }
         let data: Data
         do { data = try handle.readToEnd() ?? Data() } catch {
             throw ParseError(line: 0, problem: "cannot read \(path): \(error.localizedDescription)")

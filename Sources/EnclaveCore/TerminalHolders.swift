@@ -6,19 +6,30 @@
 /// typed the passcode into the master holds that master itself, and is refused. Evaluations (an
 /// app opening its own items) do not ask this: the terminal serves them as before.
 ///
+/// Programs are judged by the file they run (its device and inode, as the kernel names the file
+/// behind `/proc/PID/exe`), against the listed paths as the daemon sees them — a copy elsewhere,
+/// or another file mounted over a listed path in an app's own namespace, is not the program. The
+/// pseudo-terminal must be one of the machine's (on the daemon's own `/dev/pts`): a pseudo-terminal
+/// of an app's own devpts instance (a user namespace) would share indexes with the machine's.
+///
 /// Limits, said where the rule is: a program on the list that an app starts and drives (tmux's
-/// `send-keys`, an X11 terminal under synthetic input) is trusted all the same — root shortens the
-/// list where that matters, and the graphical prompt agent is the trusted path that has no such
-/// gap; a holder the daemon may not read (another user's process, a non-dumpable one such as
-/// sshd's session process, for a user-mode daemon) is not seen, so a pseudo-terminal with no
-/// visible holder is refused (over SSH, run `lactl` inside tmux or screen).
+/// `send-keys`, an X11 terminal under synthetic input, one started under the app's `LD_PRELOAD` or
+/// traced by it) is trusted all the same — root shortens the list where that matters, and the
+/// graphical prompt agent is the trusted path that has no such gap; a holder the daemon may not
+/// read (another user's process, a non-dumpable one such as sshd's session process, for a
+/// user-mode daemon) is not seen, so a pseudo-terminal with no visible holder is refused (over
+/// SSH, run `lactl` inside tmux or screen); on kernels that allow TIOCSTI (before 6.2, or with
+/// `dev.tty.legacy_tiocsti = 1`), a program running in the person's own terminal can push keys
+/// into it, as with sudo.
 public enum TerminalHolders {
     /// A process holding a pseudo-terminal's master, and its executable (nil where the daemon may
     /// not read it).
     public struct Holder: Equatable, Sendable {
         public var pid: Int32
+        /// The path `/proc/PID/exe` names (for messages), and the file it runs (for the decision).
         public var executable: String?
-        public init(pid: Int32, executable: String?) { self.pid = pid; self.executable = executable }
+        public var file: AppIdentity.FileID?
+        public init(pid: Int32, executable: String?, file: AppIdentity.FileID?) { self.pid = pid; self.executable = executable; self.file = file }
     }
 
     public enum Verdict: Equatable, Sendable {
@@ -46,12 +57,27 @@ public enum TerminalHolders {
         (136...143).contains(device.major) ? (device.major - 136) << 8 | device.minor : nil
     }
 
-    public static func decide(_ device: TerminalDevice, holders: [Holder], trusted: Set<String>) -> Verdict {
-        guard ptyIndex(device) != nil else { return .console }
+    /// The machine's own terminals: virtual consoles and built-in serial lines (major 4), USB and
+    /// board serial lines (166 ttyACM, 188 ttyUSB, 204 ttyAMA and kin). Anything else that is
+    /// neither this nor a pseudo-terminal (a legacy BSD pseudo-terminal, an unknown driver) is refused.
+    public static func isConsole(_ device: TerminalDevice) -> Bool {
+        [4, 166, 188, 204].contains(device.major)
+    }
+
+    /// `onTheMachinesPseudoTerminals`: the slave lives on the daemon's own `/dev/pts`.
+    /// `trusted`: the listed programs' files, as the daemon sees them.
+    public static func decide(_ device: TerminalDevice, onTheMachinesPseudoTerminals: Bool, holders: [Holder],
+                              trusted: Set<AppIdentity.FileID>) -> Verdict {
+        guard ptyIndex(device) != nil else {
+            return isConsole(device) ? .console : .refused("this is not a terminal whose other side the daemon can tell (device \(device.major):\(device.minor))")
+        }
+        guard onTheMachinesPseudoTerminals else {
+            return .refused("this pseudo-terminal is not one of the machine's (another devpts instance, such as an app's own namespace)")
+        }
         guard let first = holders.first else {
             return .refused("the daemon cannot see who holds this terminal's other side (another user's process, or a protected one such as sshd's)")
         }
-        if let stranger = holders.first(where: { $0.executable.map { !trusted.contains($0) } ?? true }) {
+        if let stranger = holders.first(where: { $0.file.map { !trusted.contains($0) } ?? true }) {
             let who = stranger.executable ?? "a process the daemon cannot identify (pid \(stranger.pid))"
             return .refused("this terminal's other side is held by \(who), which is not a terminal program root trusts for administration")
         }

@@ -51,9 +51,18 @@ final class HandedDescriptors: Sendable {
 
     var hasTerminal: Bool { held.withLock { $0.terminal != nil } }
 
-    /// The handed terminal as the kernel numbers it (TIOCGDEV), or nil when none was handed.
-    var terminalDevice: TerminalDevice? {
-        held.withLock { held in held.terminal.flatMap { TerminalDevice(ttyNr: Int64(la_terminal_device($0))) } }
+    /// The handed terminal as the kernel numbers it (TIOCGDEV), and whether it lives on the
+    /// daemon's own `/dev/pts` (a pseudo-terminal of the machine's, not of an app's own devpts
+    /// instance): told by the descriptor's inode, so only a slave opened by its own name
+    /// (`/dev/pts/N`, as the client library hands it) can show it — one opened through /dev/tty
+    /// is /dev/tty's inode, and does not; nil when none was handed.
+    var terminal: (device: TerminalDevice, onTheMachinesPseudoTerminals: Bool)? {
+        held.withLock { held in
+            guard let fd = held.terminal, let device = TerminalDevice(ttyNr: Int64(la_terminal_device(fd))) else { return nil }
+            var mine = stat(), machines = stat()
+            let same = fstat(fd, &mine) == 0 && stat("/dev/pts", &machines) == 0 && mine.st_dev == machines.st_dev
+            return (device, same)
+        }
     }
 
     /// The lines of the handed secret input, or nil when none was handed.

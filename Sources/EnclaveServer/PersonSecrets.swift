@@ -79,10 +79,14 @@ struct PersonSecrets {
 
     /// Whether the handed terminal is the person's (`TerminalHolders`): nil when none was handed.
     private func terminalVerdict() async throws -> TerminalHolders.Verdict? {
-        guard let device = descriptors.terminalDevice else { return nil }
-        guard let index = TerminalHolders.ptyIndex(device) else { return .console }
-        let holders = try await BlockingWork.waiting { PtyMasterHolders.scan(index: index) }
-        return TerminalHolders.decide(device, holders: holders, trusted: terminalHolders)
+        guard let handed = descriptors.terminal else { return nil }
+        let listed = terminalHolders
+        return try await BlockingWork.waiting {
+            let holders = TerminalHolders.ptyIndex(handed.device).map { PtyMasterHolders.scan(index: $0) } ?? []
+            // The listed programs as this daemon's namespace has them, by file.
+            let trusted = Set(listed.compactMap(PtyMasterHolders.fileID))
+            return TerminalHolders.decide(handed.device, onTheMachinesPseudoTerminals: handed.onTheMachinesPseudoTerminals, holders: holders, trusted: trusted)
+        }
     }
 
     /// One trusted prompt with a screen per answer.

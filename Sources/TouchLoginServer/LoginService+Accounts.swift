@@ -26,18 +26,21 @@ extension LoginService {
     public func passwordLogin(_ r: PasswordLoginRequest, address: String) async throws -> SessionResponse {
         try admit(address)
         let username = (try? Self.normalized(r.username)) ?? ""
-        let budget = PasswordBudget.login(username: username, addressKey: Self.addressKey(address), clientToken: r.clientToken, key: try await secretKey())
-        let account = try await checkPassword(r.password, username: username, address: address, budget: budget)
+        let key = try await secretKey(), addressKey = Self.addressKey(address)
+        let account = try await checkPassword(r.password, username: username, address: address) {
+            PasswordBudget.login(username: username, addressKey: addressKey, clientToken: r.clientToken, passwordHash: $0.passwordHash, key: key)
+        }
         metrics.passwordLogins.success()
         return try await startSession(for: account, event: .passwordLogin, address: address)
     }
 
     /// A step-up: the account's password typed again into a live session, which may then change
     /// the account's devices for `ServerConfiguration.stepUpWindow` seconds. Judged on the
-    /// session's own budget: others' wrong guesses at the name never make its holder wait.
+    /// session's own budget (its device's, for a passkey session): others' wrong guesses at the
+    /// name never make its holder wait.
     public func confirmPassword(session: Session, account: Account, _ r: PasswordConfirmationRequest, address: String) async throws {
         try admit(address)
-        _ = try await checkPassword(r.password, username: account.username, address: address, budget: .session(tokenHash: session.tokenHash))
+        _ = try await checkPassword(r.password, username: account.username, address: address) { _ in .inSession(session) }
         try await store.markPasswordVerified(tokenHash: session.tokenHash, at: clock())
         logger.info("password confirmed", metadata: ["account": "\(account.id)"])
     }
@@ -47,7 +50,7 @@ extension LoginService {
     public func changePassword(session: Session, account: Account, _ r: PasswordChangeRequest, address: String) async throws {
         if let current = r.currentPassword {
             try admit(address)
-            _ = try await checkPassword(current, username: account.username, address: address, budget: .session(tokenHash: session.tokenHash))
+            _ = try await checkPassword(current, username: account.username, address: address) { _ in .inSession(session) }
         } else {
             try requireFreshPassword(session)
         }

@@ -19,8 +19,9 @@ extension LoginService {
         if let name = r.username {
             // The same work whatever the name: one look-up of the same shape (a stand-in row for a
             // name without a passkey), one binding and one decoy made, each row turned into an entry
-            // alike — so neither the answer nor its time tells which names have a passkey
-            // (`touchlogin-bench timing` measures it).
+            // alike — so its time does not tell which names have a passkey (`touchlogin-bench
+            // timing` measures it), and its shape tells only what one entry cannot hide: a name
+            // with several devices lists several (docs/architecture.md, "No enumeration").
             let username = (try? Self.normalized(name)) ?? name
             let rows = try await store.listing(username: username)
             let owner = rows.first?.id == nil ? nil : rows.first?.accountID
@@ -68,7 +69,7 @@ extension LoginService {
     /// Verifies the assertion, then completes the login in one transaction: the challenge used,
     /// the counter advanced, the session made, the password lock lifted (the owner proved
     /// possession of a device). A refused assertion leaves its challenge usable until it expires
-    /// (the per-address passkey limit bounds the tries).
+    /// (the passkey budget per address and claimed credential, and the per-address request limit, bound the tries).
     func completeAssertion(_ r: AssertionRequest, address: String) async throws -> SessionResponse {
         let credentialID = try webAuthn { try r.credential.decodedRawID }
         let clientDataJSON = try webAuthn { try r.credential.decodedClientDataJSON }

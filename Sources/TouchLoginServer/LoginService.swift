@@ -41,7 +41,7 @@ public struct LoginService: Sendable {
         let now = clock()
         var (response, session) = newSession(for: account, method: "password", passwordVerifiedAt: now)
         try await store.createSession(session, event: AccountEvent(accountID: account.id, at: now, kind: event, address: address))
-        response.clientToken = PasswordBudget.newClientToken(username: account.username, key: try await secretKey())
+        response.clientToken = PasswordBudget.newClientToken(username: account.username, passwordHash: account.passwordHash, key: try await secretKey())
         return response
     }
 
@@ -56,9 +56,17 @@ public struct LoginService: Sendable {
     }
 
     /// The password check behind every password entry: counted before it is made (so parallel
-    /// guesses cannot outrun the count) on `budget`'s records and schedules (`PasswordBudget`);
-    /// an unknown username costs and answers exactly as a known one.
-    func checkPassword(_ password: String, username: String, address: String, budget: PasswordBudget) async throws -> Account {
+    /// guesses cannot outrun the count) on the records and schedules of the budget `budgetFor`
+    /// chooses for the account (`PasswordBudget`); an unknown username costs and answers exactly
+    /// as a known one. Returns the account as stored after the check (its hash remade if it was).
+    func checkPassword(_ password: String, username: String, address: String,
+                       budgetFor: (Account) -> PasswordBudget) async throws -> Account {
+        // A stand-in for an unknown name, read and checked like a real account: the same query,
+        // the same decoding, the same scrypt work (`touchlogin-bench timing` measures it).
+        let hasher = self.hasher
+        var account = try await store.account(named: username, standIn: Account(id: "", username: username, passwordHash: hasher.standIn,
+                                                                                 userHandle: Data(count: 32), createdAt: 0))
+        let budget = budgetFor(account)
         let keys = budget.keys
         let now = clock()
         let limits = configuration.rateLimits
@@ -72,11 +80,6 @@ public struct LoginService: Sendable {
             metrics.rateLimited.increment()
             throw APIError(.passwordLocked, "Password sign-in for this account is locked after too many failed attempts; sign in with a passkey or from a device where you signed in with the password before, or ask the operator to lift it.")
         }
-        // A stand-in for an unknown name, checked like a real account: the same query, the same
-        // decoding, the same scrypt work (`touchlogin-bench timing` measures it).
-        let hasher = self.hasher
-        let account = try await store.account(named: username, standIn: Account(id: "", username: username, passwordHash: hasher.standIn,
-                                                                                 userHandle: Data(count: 32), createdAt: 0))
         let stored = account.passwordHash
         let matches = try await passwordWork.run { hasher.verify(password, against: stored) }
         guard matches, !account.id.isEmpty else {
@@ -92,6 +95,7 @@ public struct LoginService: Sendable {
             do {
                 let remade = try await passwordWork.run { try hasher.hash(password) }
                 if try await store.rehashPassword(accountID: account.id, from: stored, to: remade) {
+                    account.passwordHash = remade
                     logger.info("password hash remade at today's cost", metadata: ["username": "\(username)"])
                 }
             } catch {

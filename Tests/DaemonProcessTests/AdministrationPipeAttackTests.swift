@@ -68,10 +68,18 @@ final class AdministrationPipeAttackTests: XCTestCase {
         XCTAssertFalse(log().contains(passcode), "the passcode never reaches the log")
     }
 
-    /// Provisioning where root allowed it still works: a file only root can write says yes.
+    /// Provisioning where root allowed it still works: a system daemon whose configuration file
+    /// only root can write says yes, and the user's lactl provisions through a pipe.
     func testRootsSettingAllowsProvisioningThroughAPipe() throws {
-        try startDaemon(["--config", dir + "/root.conf"])
-        let list = try run("lactl", ["audit", "--all", "--stdin"], input: passcode + "\n")
+        // A system daemon's socket lives in a directory root owns.
+        let socket = "\(dir)/system-run/socket"
+        daemon = try DaemonLauncher.spawn(productPath("laenclaved"), [
+            "--system", "--socket", socket, "--state-dir", "\(dir)/system-state", "--key-file", "\(dir)/system-keys/master.key",
+            "--config", dir + "/root.conf", "--simulated-sensor", "none", "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent"])
+        eventually("the system daemon's socket") { (try? RawClient(path: socket)).map { $0.close(); return true } ?? false }
+        let set = try run("lactl", ["passcode", "set", "--stdin"], input: passcode + "\n", socket: socket)
+        XCTAssertEqual(set.status, 0, set.stderr + log())
+        let list = try run("lactl", ["audit", "--all", "--stdin"], input: passcode + "\n", socket: socket)
         XCTAssertEqual(list.status, 0, list.stderr + log())
         XCTAssertTrue(list.stdout.contains("passcode.set"), list.stdout)
     }
@@ -90,10 +98,10 @@ final class AdministrationPipeAttackTests: XCTestCase {
     }
 
     /// A program of the user, run as an app would run it: no terminal, input from a pipe.
-    private func run(_ tool: String, _ arguments: [String], input: String) throws -> ProcessOutput {
+    private func run(_ tool: String, _ arguments: [String], input: String, socket: String? = nil) throws -> ProcessOutput {
         let (uid, gid) = try ids()
         return try runProcess("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", "\(dir)/bin/\(tool)"] + arguments
-                              + ["--socket", "\(dir)/run/socket"], input: input, environment: ["PATH": "/usr/bin:/bin", "HOME": dir])
+                              + ["--socket", socket ?? "\(dir)/run/socket"], input: input, environment: ["PATH": "/usr/bin:/bin", "HOME": dir])
     }
 
     private func log() -> String { (try? String(contentsOfFile: "\(dir)/log", encoding: .utf8)) ?? "" }

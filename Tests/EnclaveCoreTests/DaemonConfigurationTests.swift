@@ -143,24 +143,27 @@ final class DaemonConfigurationTests: XCTestCase {
         XCTAssertNil(try resolve(.system).promptAgentPath, "no agent beside a daemon that has none in its defaults")
     }
 
-    /// Who may let administration read the passcode from a pipe: a file only root writes, or the
-    /// daemon's starter; never a file others may write (the user's own, which any app of the user can edit).
+    /// Who may let administration read the passcode from a pipe: root's file (the system's; a
+    /// system daemon's own), or the daemon's starter; never a user-mode daemon's own file, nor one
+    /// others may write.
     func testOnlyRootOrTheStarterLetsAdministrationReadAPipe() throws {
         let yes = try DaemonSettings.parse("administration-pipe = yes"), no = try DaemonSettings.parse("administration-pipe = no"), unset = DaemonSettings()
-        let rows: [(file: SettingsFile, system: SettingsFile?, flag: Bool, allowed: Bool, warned: Bool, why: String)] = [
-            (.init(settings: unset, onlyRootWrites: false), nil, false, false, false, "nothing says so"),
-            (.init(settings: yes, onlyRootWrites: true), nil, false, true, false, "root's file"),
-            (.init(settings: yes, onlyRootWrites: false), nil, false, false, true, "the user's file"),
-            (.init(settings: unset, onlyRootWrites: false), .init(settings: yes, onlyRootWrites: true), false, true, false, "the system's file, in user mode"),
-            (.init(settings: unset, onlyRootWrites: false), .init(settings: yes, onlyRootWrites: false), false, false, false, "a system file others may write"),
-            (.init(settings: no, onlyRootWrites: true), .init(settings: yes, onlyRootWrites: true), false, false, false, "the daemon's own root file says no"),
-            (.init(settings: yes, onlyRootWrites: false), .init(settings: no, onlyRootWrites: true), false, false, true, "the system says no; the user's yes is ignored"),
-            (.init(settings: unset, onlyRootWrites: false), nil, true, true, false, "--administration-pipe"),
+        let rows: [(mode: DaemonMode, file: SettingsFile, system: SettingsFile?, flag: Bool, allowed: Bool, warned: Bool, why: String)] = [
+            (.user, .init(settings: unset, onlyRootWrites: false), nil, false, false, false, "nothing says so"),
+            (.system, .init(settings: yes, onlyRootWrites: true), nil, false, true, false, "a system daemon's root file"),
+            (.system, .init(settings: yes, onlyRootWrites: false), nil, false, false, true, "a system daemon's file others may write"),
+            (.user, .init(settings: yes, onlyRootWrites: false), nil, false, false, true, "the user's file"),
+            (.user, .init(settings: yes, onlyRootWrites: true), nil, false, false, true, "a root-owned file a user daemon was pointed at"),
+            (.user, .init(settings: unset, onlyRootWrites: false), .init(settings: yes, onlyRootWrites: true), false, true, false, "the system's file, in user mode"),
+            (.user, .init(settings: unset, onlyRootWrites: false), .init(settings: yes, onlyRootWrites: false), false, false, false, "a system file others may write"),
+            (.user, .init(settings: yes, onlyRootWrites: false), .init(settings: no, onlyRootWrites: true), false, false, true, "the system says no; the user's yes is ignored"),
+            (.user, .init(settings: unset, onlyRootWrites: false), nil, true, true, false, "--administration-pipe"),
         ]
         for row in rows {
-            var commandLine = DaemonCommandLine(mode: .user)
+            var commandLine = DaemonCommandLine(mode: row.mode)
             commandLine.administrationPipe = row.flag
-            let config = DaemonConfiguration.resolve(file: row.file, systemFile: row.system, commandLine: commandLine, defaults: userPaths)
+            let config = DaemonConfiguration.resolve(file: row.file, systemFile: row.system, commandLine: commandLine,
+                                                     defaults: row.mode == .user ? userPaths : systemPaths)
             XCTAssertEqual(config.administrationPipe, row.allowed, row.why)
             XCTAssertEqual(config.warnings.contains { $0.contains("administration-pipe") }, row.warned, row.why)
         }
@@ -170,7 +173,7 @@ final class DaemonConfigurationTests: XCTestCase {
     func testOnlyRootListsTheTerminalHolders() throws {
         let listed = try DaemonSettings.parse("terminal-holders = /usr/bin/tmux, /opt/term/bin/term")
         for (file, system, expected, warned) in [
-            (SettingsFile(settings: listed, onlyRootWrites: true), nil, Set(["/usr/bin/tmux", "/opt/term/bin/term"]), false),
+            (SettingsFile(settings: listed, onlyRootWrites: true), nil, TerminalHolders.defaultTrusted, true),
             (SettingsFile(settings: listed, onlyRootWrites: false), nil, TerminalHolders.defaultTrusted, true),
             (SettingsFile(settings: DaemonSettings(), onlyRootWrites: false), SettingsFile(settings: listed, onlyRootWrites: true), Set(["/usr/bin/tmux", "/opt/term/bin/term"]), false),
         ] as [(SettingsFile, SettingsFile?, Set<String>, Bool)] {

@@ -74,5 +74,10 @@ final class DaemonSettingsTests: XCTestCase {
             XCTAssertEqual(file.settings.administrationPipe, true)
             XCTAssertEqual(file.onlyRootWrites, expected, "mode \(String(mode, radix: 8)), owner \(owner)")
         }
+        // A FIFO at the path neither blocks the start nor counts as a file.
+        let fifo = path + ".fifo"
+        defer { unlink(fifo) }
+        XCTAssertEqual(mkfifo(fifo, 0o644), 0)
+        XCTAssertThrowsError(try DaemonSettings.read(fifo)) { XCTAssertTrue("\($0)".contains("not a regular file"), "\($0)") }
     }
 }

@@ -4,22 +4,31 @@ import XCTest
 /// Whether a handed terminal is the person's for administration, as a table.
 final class TerminalHoldersTests: XCTestCase {
     func testTheOtherSideDecides() {
-        let pts3 = TerminalDevice(major: 136, minor: 3), trusted: Set = ["/usr/bin/tmux", "/usr/bin/xterm"]
-        let tmux = TerminalHolders.Holder(pid: 10, executable: "/usr/bin/tmux"), app = TerminalHolders.Holder(pid: 11, executable: "/home/a/app")
-        let hidden = TerminalHolders.Holder(pid: 12, executable: nil)
-        let rows: [(TerminalDevice, [TerminalHolders.Holder], String, String)] = [
-            (TerminalDevice(major: 4, minor: 1), [], "console", "a virtual console (/dev/tty1)"),
-            (TerminalDevice(major: 4, minor: 64), [], "console", "a serial line (/dev/ttyS0)"),
-            (pts3, [tmux], "held by /usr/bin/tmux", "tmux's pane"),
-            (pts3, [tmux, .init(pid: 13, executable: "/usr/bin/xterm")], "held by /usr/bin/tmux", "every holder trusted"),
-            (pts3, [app], "refused: held by /home/a/app", "a pseudo-terminal the app made"),
-            (pts3, [tmux, app], "refused: held by /home/a/app", "the app holds a copy of tmux's master"),
-            (pts3, [hidden], "refused: cannot identify (pid 12)", "a holder whose executable the daemon may not read"),
-            (pts3, [], "refused: cannot see", "no holder seen (sshd's, for a user daemon)"),
-            (TerminalDevice(major: 143, minor: 255), [app], "refused: held by /home/a/app", "the last pts major"),
+        let pts3 = TerminalDevice(major: 136, minor: 3)
+        let tmuxFile = AppIdentity.FileID(device: 1, inode: 10), xtermFile = AppIdentity.FileID(device: 1, inode: 11)
+        let trusted: Set = [tmuxFile, xtermFile]
+        let tmux = TerminalHolders.Holder(pid: 10, executable: "/usr/bin/tmux", file: tmuxFile)
+        let app = TerminalHolders.Holder(pid: 11, executable: "/home/a/app", file: .init(device: 1, inode: 99))
+        let hidden = TerminalHolders.Holder(pid: 12, executable: nil, file: nil)
+        // A file mounted over /usr/bin/tmux in an app's namespace: the path reads the same, the file is not.
+        let impostor = TerminalHolders.Holder(pid: 14, executable: "/usr/bin/tmux", file: .init(device: 7, inode: 10))
+        let rows: [(TerminalDevice, Bool, [TerminalHolders.Holder], String, String)] = [
+            (TerminalDevice(major: 4, minor: 1), true, [], "console", "a virtual console (/dev/tty1)"),
+            (TerminalDevice(major: 4, minor: 64), true, [], "console", "a serial line (/dev/ttyS0)"),
+            (TerminalDevice(major: 188, minor: 0), true, [], "console", "a USB serial line (/dev/ttyUSB0)"),
+            (TerminalDevice(major: 3, minor: 0), true, [], "refused: whose other side", "a legacy BSD pseudo-terminal"),
+            (pts3, true, [tmux], "held by /usr/bin/tmux", "tmux's pane"),
+            (pts3, true, [tmux, .init(pid: 13, executable: "/usr/bin/xterm", file: xtermFile)], "held by /usr/bin/tmux", "every holder trusted"),
+            (pts3, false, [tmux], "refused: not one of the machine's", "an app's own devpts instance, whose index 3 is also tmux's"),
+            (pts3, true, [app], "refused: held by /home/a/app", "a pseudo-terminal the app made"),
+            (pts3, true, [tmux, app], "refused: held by /home/a/app", "the app holds a copy of tmux's master"),
+            (pts3, true, [impostor], "refused: held by /usr/bin/tmux, which is not", "another file under a trusted path"),
+            (pts3, true, [hidden], "refused: cannot identify (pid 12)", "a holder whose executable the daemon may not read"),
+            (pts3, true, [], "refused: cannot see", "no holder seen (sshd's, for a user daemon)"),
+            (TerminalDevice(major: 143, minor: 255), true, [app], "refused: held by /home/a/app", "the last pts major"),
         ]
-        for (device, holders, expected, why) in rows {
-            let verdict = TerminalHolders.decide(device, holders: holders, trusted: trusted)
+        for (device, machines, holders, expected, why) in rows {
+            let verdict = TerminalHolders.decide(device, onTheMachinesPseudoTerminals: machines, holders: holders, trusted: trusted)
             let said = switch verdict {
             case .console: "console"
             case .heldBy(let program): "held by \(program)"

@@ -111,4 +111,45 @@ final class LoginServiceAccountsTests: XCTestCase {
         let owner = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
         XCTAssertNil(owner, "the thief's failures on the token were not the name's")
     }
+
+    /// Tokens gathered while the password was known buy no guesses at the next one: a password
+    /// change voids every token given before it.
+    func testAPasswordChangeVoidsEarlierClientTokens() async throws {
+        let h = try await LoginServiceHarness()
+        try await h.signUp("dora", from: owner)
+        let thief = try await h.passwordLogin("dora", "correct horse", from: attacker)
+        let stolen = try XCTUnwrap(thief.clientToken)
+        let (session, account) = try await h.service.authenticate(bearer: try await h.passwordLogin("dora", "correct horse", from: owner).token)
+        try await h.service.changePassword(session: session, account: account, PasswordChangeRequest(currentPassword: "correct horse", newPassword: "a new long passphrase"),
+                                           address: owner)
+        // The name's own record now makes guesses wait.
+        for n in 0..<5 { _ = await LoginServiceHarness.code { try await h.passwordLogin("dora", "guess-\(n)", from: "203.0.113.\(n)") } }
+        let withOldToken = await LoginServiceHarness.code {
+            try await h.service.passwordLogin(PasswordLoginRequest(username: "dora", password: "guess", clientToken: stolen), address: "203.0.113.99")
+        }
+        XCTAssertEqual(withOldToken, "rate_limited", "a token from before the change is no token: the guess waits with the name's")
+        h.clock.advance(by: 10)
+        let again = try await h.service.passwordLogin(PasswordLoginRequest(username: "dora", password: "a new long passphrase"), address: owner)
+        let fresh = try XCTUnwrap(again.clientToken)
+        let withNewToken = await LoginServiceHarness.code {
+            try await h.service.passwordLogin(PasswordLoginRequest(username: "dora", password: "guess", clientToken: fresh), address: self.owner)
+        }
+        XCTAssertEqual(withNewToken, "invalid_credentials", "one given under the new password is its client's own budget")
+    }
+
+    /// A passkey session's step-ups count on its device: signing in again does not renew them.
+    func testSigningInAgainWithTheDeviceDoesNotRenewTheStepUpBudget() async throws {
+        let h = try await LoginServiceHarness()
+        var passkey = try await h.bindPasskey(token: try await h.signUp("carol", from: owner).token, from: owner)
+        var codes: [String] = []
+        for round in 0..<40 where codes.count < 11 {
+            let (session, account) = try await h.service.authenticate(bearer: try await h.passkeyLogin(&passkey, username: "carol", from: attacker).token)
+            let code = await LoginServiceHarness.code {
+                try await h.service.confirmPassword(session: session, account: account, PasswordConfirmationRequest(password: "guess-\(round)"), address: self.attacker)
+            }
+            if code == "rate_limited" { h.clock.advance(by: 61) } else { codes.append(code ?? "confirmed") }
+        }
+        XCTAssertEqual(codes.prefix(10), ArraySlice(Array(repeating: "invalid_credentials", count: 10)), "\(codes)")
+        XCTAssertEqual(codes.dropFirst(10).first, "password_locked", "a new session of the same device has no new budget: \(codes)")
+    }
 }
