@@ -30,7 +30,9 @@ enum ControllingTerminal {
         guard (136...143).contains(major) else { return fd }
         let named = open("/dev/pts/\((major - 136) << 8 | minor)", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard named >= 0 else { return fd }
-        guard la_terminal_device(named) == device else { close(named); return fd }
+        // The same numbers in another devpts instance (a sandbox's own) would be another terminal:
+        // only this process's controlling terminal answers its foreground group.
+        guard la_terminal_device(named) == device, tcgetpgrp(named) == getpgrp() else { close(named); return fd }
         close(fd)
         return named
     }

@@ -75,7 +75,7 @@ public enum TerminalHolders {
             return .refused("this pseudo-terminal is not one of the machine's (another devpts instance, such as an app's own namespace)")
         }
         guard let first = holders.first else {
-            return .refused("the daemon cannot see who holds this terminal's other side (another user's process, or a protected one such as sshd's)")
+            return .refused("the daemon cannot see who holds this terminal's other side (another user's process, a protected one such as sshd's, or any process at all for a system daemon, which lent its capabilities to its helper)")
         }
         if let stranger = holders.first(where: { $0.file.map { !trusted.contains($0) } ?? true }) {
             let who = stranger.executable ?? "a process the daemon cannot identify (pid \(stranger.pid))"
