@@ -26,9 +26,8 @@ enum ControllingTerminal {
     /// is the same terminal: the daemon reads from the descriptor's inode which devpts it lives on
     /// (`TerminalHolders`; through /dev/tty it would see /dev/tty's inode). Else `fd` as it is.
     private static func byItsOwnName(_ fd: Int32, device: UInt32) -> Int32 {
-        let major = (device >> 8) & 0xfff, minor = (device & 0xff) | ((device >> 12) & 0xfff00)
-        guard (136...143).contains(major) else { return fd }
-        let named = open("/dev/pts/\((major - 136) << 8 | minor)", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        guard let index = TerminalDevice(ttyNr: Int64(device))?.pseudoTerminalIndex else { return fd }
+        let named = open("/dev/pts/\(index)", O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard named >= 0 else { return fd }
         // The same numbers in another devpts instance (a sandbox's own) would be another terminal:
         // only this process's controlling terminal answers its foreground group.

@@ -1,3 +1,5 @@
+import EnclaveProtocol
+
 /// Whether a handed terminal is the person's trusted path for administration (our rule, issue 33):
 /// a real console (a virtual console, a serial line) is; a pseudo-terminal is when every process
 /// that holds its other side — the master, found by the kernel's `tty-index` in /proc — runs a
@@ -53,9 +55,7 @@ public enum TerminalHolders {
     ]
 
     /// The index of a pseudo-terminal's slave (`/dev/pts/N`: majors 136–143), nil for any other terminal.
-    public static func ptyIndex(_ device: TerminalDevice) -> UInt32? {
-        (136...143).contains(device.major) ? (device.major - 136) << 8 | device.minor : nil
-    }
+    public static func ptyIndex(_ device: TerminalDevice) -> UInt32? { device.pseudoTerminalIndex }
 
     /// The machine's own terminals: virtual consoles and built-in serial lines (major 4), USB and
     /// board serial lines (166 ttyACM, 188 ttyUSB, 204 ttyAMA and kin). Anything else that is

@@ -84,7 +84,7 @@ struct PersonSecrets {
         return try await BlockingWork.waiting {
             let holders = TerminalHolders.ptyIndex(handed.device).map { PtyMasterHolders.scan(index: $0) } ?? []
             // The listed programs as this daemon's namespace has them, by file.
-            let trusted = Set(listed.compactMap(PtyMasterHolders.fileID))
+            let trusted = Set(listed.compactMap { PeerProcess.fileID(AT_FDCWD, $0) })
             return TerminalHolders.decide(handed.device, onTheMachinesPseudoTerminals: handed.onTheMachinesPseudoTerminals, holders: holders, trusted: trusted)
         }
     }

@@ -20,20 +20,13 @@ public enum PtyMasterHolders {
             let fds = "\(proc)/\(entry)/fd"
             guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: fds) else { continue }
             let holds = descriptors.contains { fd in
-                guard isMultiplexer("\(fds)/\(fd)"),
-                      let info = try? String(contentsOfFile: "\(proc)/\(entry)/fdinfo/\(fd)", encoding: .utf8) else { return false }
-                return info.split(separator: "\n").contains { $0 == wanted[...] }
+                guard isMultiplexer("\(fds)/\(fd)"), let info = PeerProcess.procFile(AT_FDCWD, "\(proc)/\(entry)/fdinfo/\(fd)") else { return false }
+                return String(decoding: info, as: UTF8.self).split(separator: "\n").contains { $0 == wanted[...] }
             }
-            if holds { holders.append(.init(pid: pid, executable: link("\(proc)/\(entry)/exe"), file: fileID("\(proc)/\(entry)/exe"))) }
+            let exe = "\(proc)/\(entry)/exe"
+            if holds { holders.append(.init(pid: pid, executable: PeerProcess.link(AT_FDCWD, exe), file: PeerProcess.fileID(AT_FDCWD, exe))) }
         }
         return holders
-    }
-
-    /// The file at `path` (links followed), as the kernel identifies it.
-    public static func fileID(_ path: String) -> AppIdentity.FileID? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return AppIdentity.FileID(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
     /// Whether the descriptor behind `path` is the pseudo-terminal multiplexer (/dev/ptmx, 5:2).
@@ -41,12 +34,5 @@ public enum PtyMasterHolders {
         var status = stat()
         guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFCHR else { return false }
         return status.st_rdev == UInt64(5 << 8 | 2)
-    }
-
-    private static func link(_ path: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink(path, &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

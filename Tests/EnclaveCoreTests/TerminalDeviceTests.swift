@@ -1,4 +1,5 @@
 import EnclaveCore
+import EnclaveProtocol
 import XCTest
 
 final class TerminalDeviceTests: XCTestCase {

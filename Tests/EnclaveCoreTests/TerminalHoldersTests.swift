@@ -1,4 +1,5 @@
 import EnclaveCore
+import EnclaveProtocol
 import XCTest
 
 /// Whether a handed terminal is the person's for administration, as a table.

@@ -15,6 +15,11 @@ public struct TerminalDevice: Equatable, Sendable {
         minor = UInt32((n & 0xff) | ((n >> 12) & 0xfff00))
     }
 
+    /// The index of a pseudo-terminal's slave (`/dev/pts/N`: majors 136–143), nil for any other terminal.
+    public var pseudoTerminalIndex: UInt32? {
+        (136...143).contains(major) ? (major - 136) << 8 | minor : nil
+    }
+
     /// `tty_nr` in the text of /proc/PID/stat (after the command, which may hold spaces and parentheses).
     public static func controllingTerminal(stat text: String) -> TerminalDevice? {
         guard let close = text.lastIndex(of: ")") else { return nil }
