@@ -19,7 +19,7 @@ import EnclaveProtocol
 /// traced by it) is trusted all the same — root shortens the list where that matters, and the
 /// graphical prompt agent is the trusted path that has no such gap; a holder the daemon may not
 /// read (another user's process, a non-dumpable one such as sshd's session process, for a
-/// user-mode daemon) is not seen, so a pseudo-terminal with no visible holder is refused (over
+/// user-mode daemon; a system daemon reads them all through its privileged helper) is not seen, so a pseudo-terminal with no visible holder is refused (over
 /// SSH, run `lactl` inside tmux or screen); on kernels that allow TIOCSTI (before 6.2, or with
 /// `dev.tty.legacy_tiocsti = 1`), a program running in the person's own terminal can push keys
 /// into it, as with sudo.
@@ -65,8 +65,9 @@ public enum TerminalHolders {
     }
 
     /// `onTheMachinesPseudoTerminals`: the slave lives on the daemon's own `/dev/pts`.
+    /// `holders`: nil when they could not be read at all (a system daemon's helper did not answer).
     /// `trusted`: the listed programs' files, as the daemon sees them.
-    public static func decide(_ device: TerminalDevice, onTheMachinesPseudoTerminals: Bool, holders: [Holder],
+    public static func decide(_ device: TerminalDevice, onTheMachinesPseudoTerminals: Bool, holders: [Holder]?,
                               trusted: Set<AppIdentity.FileID>) -> Verdict {
         guard ptyIndex(device) != nil else {
             return isConsole(device) ? .console : .refused("this is not a terminal whose other side the daemon can tell (device \(device.major):\(device.minor))")
@@ -74,8 +75,11 @@ public enum TerminalHolders {
         guard onTheMachinesPseudoTerminals else {
             return .refused("this pseudo-terminal is not one of the machine's (another devpts instance, such as an app's own namespace)")
         }
+        guard let holders else {
+            return .refused("the daemon's helper could not say who holds this terminal's other side (it did not answer in time, or too many processes hold it)")
+        }
         guard let first = holders.first else {
-            return .refused("the daemon cannot see who holds this terminal's other side (another user's process, a protected one such as sshd's, or any process at all for a system daemon, which lent its capabilities to its helper)")
+            return .refused("the daemon cannot see who holds this terminal's other side (another user's process, or a protected one such as sshd's, for a daemon of one user)")
         }
         if let stranger = holders.first(where: { $0.file.map { !trusted.contains($0) } ?? true }) {
             let who = stranger.executable ?? "a process the daemon cannot identify (pid \(stranger.pid))"

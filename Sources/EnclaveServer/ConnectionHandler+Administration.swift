@@ -88,7 +88,7 @@ extension ConnectionHandler {
         PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
                       session: session, whenClosed: { [self] in whenClosed($0) }, agent: daemon.promptAgents.agent(serving: peer),
                       pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe),
-                      terminalHolders: daemon.config.terminalHolders)
+                      terminalHolders: daemon.config.terminalHolders, holderReader: daemon.peerHelper.map { .helper($0) } ?? .thisProcess)
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {

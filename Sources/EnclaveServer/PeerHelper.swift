@@ -25,20 +25,28 @@ extension PeerProcess: PinnedPeer {}
 /// parses clients' requests (JSON, SQLite, D-Bus, PAM) gives both up, and this helper, a child
 /// started before, keeps them and does only that: it pins a peer (`PeerProcess`: the executable,
 /// the session, the proof that it holds the connection), answers whether a pinned peer still runs
-/// the same executable, and forgets it. It takes messages from the daemon alone (its end of a
-/// socket pair); what it reads of a client is what the kernel shows of its process.
+/// the same executable, and forgets it; and it names the holders of a pseudo-terminal's master
+/// (`PtyMasterHolders`), which administration on a terminal asks (issue 33). It takes messages from
+/// the daemon alone (its end of a socket pair); what it reads of a client is what the kernel shows
+/// of its process.
 ///
 /// Messages (native byte order; one per SOCK_SEQPACKET datagram):
-/// - request, 32 bytes: operation (UInt32: 1 pin, 2 check, 3 release), pid (Int32), handle (UInt64),
-///   connection cookie (UInt64), sequence (UInt64); a pin may carry the peer's pidfd (SCM_RIGHTS).
+/// - request, 32 bytes: operation (UInt32: 1 pin, 2 check, 3 release, 4 holders), pid (Int32),
+///   handle (UInt64; for holders, the pseudo-terminal's index), connection cookie (UInt64),
+///   sequence (UInt64); a pin may carry the peer's pidfd (SCM_RIGHTS).
 /// - answer to pin and check (release has none): status (Int32: 0 ok/unchanged, 1 ended/changed,
 ///   2 unreadable, 3 not holding, 4 inheritable, 5 socket unknown, 6 bad request, 7 too long,
 ///   8 too many descriptors),
 ///   errno (Int32), handle (UInt64), the request's sequence (UInt64), identity kind (UInt8), name
 ///   length (UInt16), session length (UInt16, 0xFFFF: none), then the name's and the session's
 ///   bytes. The daemon takes an answer only with its request's sequence: a late one is dropped.
+/// - answer to holders: the same header with handle 0 (never taken for a pinned peer), identity kind
+///   0, the records' length in the name's place and no session, then one record per holder: pid
+///   (Int32), whether its executable's file was read (UInt8), device and inode (UInt64 each), the
+///   executable's path length (UInt8; 0 when unread or longer than 255 bytes) and the path. Status 7
+///   when the records do not fit (the daemon refuses the terminal).
 public enum PeerHelper {
-    enum Operation: UInt32 { case pin = 1, check = 2, release = 3 }
+    enum Operation: UInt32 { case pin = 1, check = 2, release = 3, holders = 4 }
     static let requestSize = 32
     static let headerSize = 4 + 4 + 8 + 8 + 1 + 2 + 2
     /// A name is a path as `String(cString:)` made it (each byte at most 3 in UTF-8), or an
@@ -99,6 +107,16 @@ public enum PeerHelper {
                 answer(socket, sequence: sequence, status: pinned[handle].map { $0.executableChanged() ? 1 : 0 } ?? 1)
             case .release:
                 pinned[handle] = nil
+            case .holders:
+                guard let index = UInt32(exactly: handle) else {
+                    answer(socket, sequence: sequence, status: 6)
+                    continue
+                }
+                guard let records = records(of: PtyMasterHolders.scan(index: index)) else {
+                    answer(socket, sequence: sequence, status: 7)
+                    continue
+                }
+                answer(socket, sequence: sequence, status: 0, payload: records)
             }
         }
     }
@@ -126,15 +144,51 @@ public enum PeerHelper {
         }
     }
 
+    /// `payload`: a holders answer's records, in the name's place.
     private static func answer(_ socket: Int32, sequence: UInt64, status: Int32, errno code: Int32 = 0, handle: UInt64 = 0,
-                               identity: AppIdentity? = nil, session: String? = nil) {
+                               identity: AppIdentity? = nil, session: String? = nil, payload: [UInt8]? = nil) {
         var bytes: [UInt8] = []
         append(&bytes, status); append(&bytes, code); append(&bytes, handle); append(&bytes, sequence)
-        let name = Array((identity?.name ?? "").utf8), place = Array((session ?? "").utf8)
+        let name = payload ?? Array((identity?.name ?? "").utf8), place = Array((session ?? "").utf8)
         bytes.append(UInt8(identity.flatMap { kinds.firstIndex(of: $0.kind) } ?? 0))
         append(&bytes, UInt16(name.count)); append(&bytes, session == nil ? UInt16.max : UInt16(place.count))
         bytes += name + place
         _ = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    static let recordHeader = 4 + 1 + 8 + 8 + 1
+    /// The room an answer has for records (the name's).
+    static let maxRecords = maxName
+
+    /// A holders answer's records, nil when they do not fit one answer.
+    static func records(of holders: [TerminalHolders.Holder]) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        for holder in holders {
+            let path = holder.executable.map { Array($0.utf8) }.flatMap { $0.count <= Int(UInt8.max) ? $0 : nil } ?? []
+            append(&bytes, holder.pid); bytes.append(holder.file == nil ? 0 : 1)
+            append(&bytes, holder.file?.device ?? 0); append(&bytes, holder.file?.inode ?? 0)
+            bytes.append(UInt8(path.count)); bytes += path
+        }
+        return bytes.count <= maxRecords ? bytes : nil
+    }
+
+    /// The holders in `records`, nil when they are malformed.
+    static func holders(from records: ArraySlice<UInt8>) -> [TerminalHolders.Holder]? {
+        let bytes = Array(records)
+        var holders: [TerminalHolders.Holder] = []
+        var at = 0
+        while at < bytes.count {
+            guard bytes.count - at >= recordHeader else { return nil }
+            let pid = read(bytes, at, Int32.self), known = bytes[at + 4]
+            let file = AppIdentity.FileID(device: read(bytes, at + 5, UInt64.self), inode: read(bytes, at + 13, UInt64.self))
+            let length = Int(bytes[at + 21])
+            at += recordHeader
+            guard known <= 1, bytes.count - at >= length else { return nil }
+            let path = length == 0 ? nil : String(decoding: bytes[at..<(at + length)], as: UTF8.self)
+            holders.append(.init(pid: pid, executable: path, file: known == 1 ? file : nil))
+            at += length
+        }
+        return holders
     }
 
     static func append<T: FixedWidthInteger>(_ bytes: inout [UInt8], _ value: T) {
@@ -268,6 +322,14 @@ public final class PeerHelperClient: Sendable {
         let session = sessionLength == .max ? nil : String(decoding: answer[(PeerHelper.headerSize + nameLength)...], as: UTF8.self)
         return HelperPinnedPeer(client: self, handle: PeerHelper.read(answer, 8, UInt64.self),
                                 identity: AppIdentity(name: name, kind: PeerHelper.kinds[kind]), session: session)
+    }
+
+    /// The holders of the master of `/dev/pts/index`, as the helper reads them with its capabilities;
+    /// nil when it could not say (too slow, too many, gone).
+    func ptyHolders(index: UInt32) -> [TerminalHolders.Holder]? {
+        guard let answer = exchange(.holders, handle: UInt64(index)), PeerHelper.read(answer, 0, Int32.self) == 0,
+              answer.count == PeerHelper.headerSize + Int(PeerHelper.read(answer, 25, UInt16.self)) else { return nil }
+        return PeerHelper.holders(from: answer[PeerHelper.headerSize...])
     }
 
     func executableChanged(_ handle: UInt64) -> Bool {

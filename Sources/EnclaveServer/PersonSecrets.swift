@@ -25,6 +25,8 @@ struct PersonSecrets {
     let pipeAllowed: Bool
     /// The programs trusted to hold the other side of the handed terminal (`TerminalHolders`).
     let terminalHolders: Set<String>
+    /// Who reads which processes hold that other side.
+    let holderReader: PtyMasterHolders.Reader
 
     static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)")
 
@@ -80,9 +82,9 @@ struct PersonSecrets {
     /// Whether the handed terminal is the person's (`TerminalHolders`): nil when none was handed.
     private func terminalVerdict() async throws -> TerminalHolders.Verdict? {
         guard let handed = descriptors.terminal else { return nil }
-        let listed = terminalHolders
+        let listed = terminalHolders, reader = holderReader
         return try await BlockingWork.waiting {
-            let holders = TerminalHolders.ptyIndex(handed.device).map { PtyMasterHolders.scan(index: $0) } ?? []
+            let holders = TerminalHolders.ptyIndex(handed.device).map { reader.holders(index: $0) } ?? []
             // The listed programs as this daemon's namespace has them, by file.
             let trusted = Set(listed.compactMap { PeerProcess.fileID(AT_FDCWD, $0) })
             return TerminalHolders.decide(handed.device, onTheMachinesPseudoTerminals: handed.onTheMachinesPseudoTerminals, holders: holders, trusted: trusted)
@@ -91,15 +93,18 @@ struct PersonSecrets {
 
     /// One trusted prompt with a screen per answer.
     private func onTrustedPrompt(_ instructions: [String]) async throws -> [String] {
-        let verdict = try await terminalVerdict()
-        if agent == nil, case .refused(let why)? = verdict {
-            throw Failure(.notPermitted, why + ": run lactl in your own terminal (an emulator, tmux, screen or ssh) or answer the prompt agent")
-        }
-        guard agent != nil || verdict != nil else { throw Self.nobodyToAsk }
+        guard agent != nil || descriptors.terminal != nil else { throw Self.nobodyToAsk }
+        // The terminal is judged inside the user's prompt slot: one scan of /proc at a time per
+        // user, so however many requests one user sends, a system daemon's helper (which also pins
+        // every user's connections) is held for one scan of theirs at a time.
         guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) != .gaveUp else {
             throw Failure(.busy, "another prompt of this user took too long")
         }
         do {
+            let verdict = try await terminalVerdict()
+            if agent == nil, case .refused(let why)? = verdict {
+                throw Failure(.notPermitted, why + ": run lactl in your own terminal (an emulator, tmux, screen or ssh) or answer the prompt agent")
+            }
             let answers = try await ask(instructions, terminalIsThePersons: verdict.map { if case .refused = $0 { false } else { true } } ?? false)
             await session.releasePrompt()
             return answers

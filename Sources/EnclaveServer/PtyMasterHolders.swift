@@ -12,6 +12,21 @@ import Glibc
 /// holder seen). Blocking file reads, a few per descriptor: run it on `BlockingWork`
 /// (administration is rare).
 public enum PtyMasterHolders {
+    /// Who reads the holders: this process, or — for a system daemon, which lent the capabilities
+    /// to read other users' processes to its helper (`PeerHelper`) — the helper.
+    enum Reader: Sendable {
+        case thisProcess
+        case helper(PeerHelperClient)
+
+        /// Blocking: call it on `BlockingWork`. nil when the helper could not say.
+        func holders(index: UInt32) -> [TerminalHolders.Holder]? {
+            switch self {
+            case .thisProcess: scan(index: index)
+            case .helper(let helper): helper.ptyHolders(index: index)
+            }
+        }
+    }
+
     public static func scan(index: UInt32, proc: String = "/proc") -> [TerminalHolders.Holder] {
         let wanted = "tty-index:\t\(index)"
         var holders: [TerminalHolders.Holder] = []

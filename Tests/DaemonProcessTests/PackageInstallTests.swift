@@ -293,6 +293,7 @@ final class PackageInstallTests: XCTestCase {
         let auth = try asNobody([lactlPath, "authenticate", "--policy", "deviceOwnerAuthentication", "--reason", "Package test"])
         XCTAssertEqual(auth.status, 0, auth.stdout + auth.stderr)
         XCTAssertTrue(auth.stdout.contains("authenticated"), auth.stdout)
+        try thePersonsTerminalAdministersThroughTheHelper(passcode: "246810", log: log)
         // A wrong passcode counts (the person then gives up): the daemon's counter, not the client's.
         XCTAssertEqual(try asNobody([lactlPath, "simulate", "passcode=1111", "cancel"]).status, 0)
         let wrong = try asNobody([lactlPath, "authenticate", "--policy", "owner", "--reason", "Package test"])
@@ -312,6 +313,30 @@ final class PackageInstallTests: XCTestCase {
         daemons.removeAll { $0 == daemon }
         // Activated, the daemon leaves the socket to whoever made it (systemd keeps listening on it).
         XCTAssertEqual(info(socketPath)?.st_ino, inode, "an activated daemon must not remove or re-create the socket")
+    }
+
+    /// Administration on the person's own terminal, beside a system daemon (issue 33). The daemon,
+    /// which lent its capabilities to its helper, cannot read nobody's processes; the helper names
+    /// who holds the other side of nobody's tmux pane — tmux, trusted — so the passcode is asked
+    /// there and the listing runs, while an app's own pseudo-terminal (script(1)) is refused by the
+    /// name of its holder. Before the helper read the holders, both were refused unseen.
+    private func thePersonsTerminalAdministersThroughTheHelper(passcode: String, log: String) throws {
+        let nobody = try XCTUnwrap(getpwnam("nobody")).pointee
+        let directory = logDirectory + "/nobody-terminal"
+        XCTAssertEqual(mkdir(directory, 0o700), 0)
+        XCTAssertEqual(chown(directory, nobody.pw_uid, nobody.pw_gid), 0)
+        let lactl = try TerminalCommand("\(lactlPath) keychain list", in: directory, user: (nobody.pw_uid, nobody.pw_gid))
+        defer { lactl.terminal.stop() }
+        lactl.terminal.waitFor("Enter the device passcode to allow it")
+        try lactl.terminal.type(passcode)
+        try lactl.terminal.press("Enter")
+        XCTAssertEqual(lactl.exitStatus(), 0, lactl.errors + lactl.terminal.screen() + daemonLog(log))
+
+        let app = try runProcess("/usr/bin/setpriv", ["--reuid=\(nobody.pw_uid)", "--regid=\(nobody.pw_gid)", "--clear-groups", "--",
+                                                      "/usr/bin/script", "-qefc", "\(lactlPath) keychain list", "/dev/null"],
+                                 input: passcode + "\n", environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "SHELL": "/bin/sh"], headless: false)
+        XCTAssertNotEqual(app.status, 0, app.stdout)
+        XCTAssertTrue(app.stdout.contains("held by /usr/bin/script"), "the helper named the app's holder: \(app.stdout) \(app.stderr)")
     }
 
     /// The unit grants CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, to read other users' processes; a

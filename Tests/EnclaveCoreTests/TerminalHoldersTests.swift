@@ -13,7 +13,7 @@ final class TerminalHoldersTests: XCTestCase {
         let hidden = TerminalHolders.Holder(pid: 12, executable: nil, file: nil)
         // A file mounted over /usr/bin/tmux in an app's namespace: the path reads the same, the file is not.
         let impostor = TerminalHolders.Holder(pid: 14, executable: "/usr/bin/tmux", file: .init(device: 7, inode: 10))
-        let rows: [(TerminalDevice, Bool, [TerminalHolders.Holder], String, String)] = [
+        let rows: [(TerminalDevice, Bool, [TerminalHolders.Holder]?, String, String)] = [
             (TerminalDevice(major: 4, minor: 1), true, [], "console", "a virtual console (/dev/tty1)"),
             (TerminalDevice(major: 4, minor: 64), true, [], "console", "a serial line (/dev/ttyS0)"),
             (TerminalDevice(major: 188, minor: 0), true, [], "console", "a USB serial line (/dev/ttyUSB0)"),
@@ -26,6 +26,8 @@ final class TerminalHoldersTests: XCTestCase {
             (pts3, true, [impostor], "refused: held by /usr/bin/tmux, which is not", "another file under a trusted path"),
             (pts3, true, [hidden], "refused: cannot identify (pid 12)", "a holder whose executable the daemon may not read"),
             (pts3, true, [], "refused: cannot see", "no holder seen (sshd's, for a user daemon)"),
+            (pts3, true, nil, "refused: could not say", "a system daemon's helper that did not answer"),
+            (TerminalDevice(major: 4, minor: 1), true, nil, "console", "a console needs no holder"),
             (TerminalDevice(major: 143, minor: 255), true, [app], "refused: held by /home/a/app", "the last pts major"),
         ]
         for (device, machines, holders, expected, why) in rows {

@@ -112,6 +112,48 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertTrue(client.executableChanged(999))
     }
 
+    /// A system daemon's terminal check (issue 33): the helper, which may read every process, names
+    /// each holder of a pseudo-terminal's master with its executable's path and file; an index
+    /// nobody holds has none. A late holders answer is never taken for a pinned peer's.
+    func testItNamesTheHoldersOfAPseudoTerminalsMaster() throws {
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(master, 0)
+        defer { close(master) }
+        var index: UInt32 = 0
+        XCTAssertEqual(ioctl(master, 0x8004_5430, &index), 0, "TIOCGPTN")
+        let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let holders = try XCTUnwrap(client.ptyHolders(index: index))
+        XCTAssertEqual(holders, [TerminalHolders.Holder(pid: getpid(), executable: me, file: PeerProcess.fileID(AT_FDCWD, me))])
+        XCTAssertEqual(client.ptyHolders(index: 1 << 20 - 1), [], "pts/1048575 is held by nobody")
+
+        kill(helper, SIGSTOP)
+        XCTAssertNil(client.ptyHolders(index: index), "no answer in time: the daemon cannot say, and refuses")
+        kill(helper, SIGCONT)
+        let (cookie, ends) = connection()
+        defer { ends.forEach { close($0) } }
+        XCTAssertEqual(try client.pin(pid: getpid(), pidfd: nil, cookie: cookie).identity.name, me, "the late holders answer was dropped")
+        XCTAssertFalse(gone.isSet)
+    }
+
+    /// Holders travel as records: a path longer than a record holds is left out (the file still
+    /// decides), a holder whose executable was unreadable has no file, and malformed records are nil.
+    func testHolderRecordsRoundTrip() throws {
+        let long = "/" + String(repeating: "a", count: 300)
+        let holders: [TerminalHolders.Holder] = [
+            .init(pid: 7, executable: "/usr/bin/tmux", file: .init(device: 2049, inode: 1234)),
+            .init(pid: 8, executable: nil, file: nil),
+            .init(pid: 9, executable: long, file: .init(device: 1, inode: 2)),
+        ]
+        let records = try XCTUnwrap(PeerHelper.records(of: holders))
+        XCTAssertEqual(PeerHelper.holders(from: records[...]), [holders[0], holders[1], .init(pid: 9, executable: nil, file: .init(device: 1, inode: 2))])
+        XCTAssertEqual(PeerHelper.holders(from: []), [])
+        XCTAssertNil(PeerHelper.holders(from: records.dropLast()), "a record cut short")
+        var unknownFlag = records
+        unknownFlag[4] = 2
+        XCTAssertNil(PeerHelper.holders(from: unknownFlag[...]))
+        XCTAssertNil(PeerHelper.records(of: Array(repeating: holders[0], count: 600)), "more than one answer holds")
+    }
+
     /// A pin that succeeds after its request gave up pinned a peer for nobody: the client releases
     /// it when the late answer comes, so the helper does not keep it (and its descriptor) forever.
     func testAPeerPinnedTooLateIsReleased() throws {

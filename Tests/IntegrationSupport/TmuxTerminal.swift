@@ -11,9 +11,14 @@ public final class TmuxTerminal {
 
     private let server = "la-test-\(getpid())-\(UUID().uuidString.prefix(8))"
     private var running = false
+    /// Whose tmux it is: this process's user, or another one (a person's terminal beside a system daemon).
+    private let user: (uid: uid_t, gid: gid_t)?
 
-    /// Starts `command` (run by /bin/sh) in a 160×50 terminal.
-    public init(_ command: String, environment: [String: String] = [:]) throws {
+    /// Starts `command` (run by /bin/sh) in a 160×50 terminal. `user`: the terminal (its tmux
+    /// server, its pseudo-terminal and the command) belongs to that user, with only `PATH`, `HOME`
+    /// (/tmp) and `SHELL` of the environment (this process must be root).
+    public init(_ command: String, environment: [String: String] = [:], user: (uid: uid_t, gid: gid_t)? = nil) throws {
+        self.user = user
         var arguments = ["new-session", "-d", "-s", "t", "-x", "160", "-y", "50"]
         for (key, value) in environment { arguments += ["-e", "\(key)=\(value)"] }
         arguments.append(command)
@@ -61,7 +66,13 @@ public final class TmuxTerminal {
         var environment = ProcessInfo.processInfo.environment
         // The session must not inherit LA_PROMPT=headless from the test run.
         environment["LA_PROMPT"] = nil
-        let pid = try DaemonLauncher.spawn("/usr/bin/tmux", ["-L", server, "-f", "/dev/null"] + arguments, environment: environment, inherit: false)
+        let command = ["-L", server, "-f", "/dev/null"] + arguments
+        let pid = if let user {
+            try DaemonLauncher.spawn("/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--", "/usr/bin/tmux"] + command,
+                                     environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "SHELL": "/bin/sh"], inherit: false)
+        } else {
+            try DaemonLauncher.spawn("/usr/bin/tmux", command, environment: environment, inherit: false)
+        }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status
@@ -82,10 +93,11 @@ public struct TerminalCommand {
     }
 
     /// `ignoringHangUp`: the command outlives its terminal (`trap '' HUP`), to see what it hears when the terminal goes.
-    public init(_ command: String, in directory: String, ignoringHangUp: Bool = false) throws {
+    /// `user`: the terminal is that user's (`TmuxTerminal`), who must be able to write into `directory`.
+    public init(_ command: String, in directory: String, ignoringHangUp: Bool = false, user: (uid: uid_t, gid: gid_t)? = nil) throws {
         self.directory = directory
         let trap = ignoringHangUp ? "trap '' HUP; " : ""
-        terminal = try TmuxTerminal("\(trap)\(command) > '\(directory)/out' 2> '\(directory)/err'; echo $? > '\(directory)/status'; sleep 60")
+        terminal = try TmuxTerminal("\(trap)\(command) > '\(directory)/out' 2> '\(directory)/err'; echo $? > '\(directory)/status'; sleep 60", user: user)
     }
 
     /// The command's exit status once it has ended (nil if it did not within `timeout` seconds).
