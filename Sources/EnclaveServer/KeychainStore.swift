@@ -124,30 +124,36 @@ extension Storage {
         }
     }
 
-    /// Writes `item` if the row is still as it was read (`expectedModified`): an update that
-    /// waited for a prompt never overwrites a change made meanwhile. Shreds what it replaced.
+    /// Writes the items, each only if its row is still as it was read (`expectedModified`), all in
+    /// one transaction: an update that waited for a prompt never overwrites a change made
+    /// meanwhile, and one that cannot write every item writes none (as Apple's keychain, which
+    /// runs an update in one transaction). Shreds what it replaced.
     /// Synchronous, on the caller's actor, unlike an add: matching, proving and writing an update
     /// must not let another write of the same user in between (two updates of one item would
     /// otherwise refuse each other).
-    func updateItem(_ item: StoredItem, expectedModified: Date) throws {
-        try Self.checkComplete(item)
-        let attributes = try Self.attributeEncoder.encode(item.attributes)
+    func updateItems(_ changes: [(item: StoredItem, expectedModified: Date)]) throws {
+        let rows = try changes.map { change in
+            try Self.checkComplete(change.item)
+            return (change.item, change.expectedModified, try Self.attributeEncoder.encode(change.item.attributes))
+        }
         do {
             try pool.write { db in
-                let old = try Int.fetchOne(db, sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
-                                           arguments: [item.id, Int64(item.uid)]) ?? 0
-                try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
-                try db.execute(sql: """
-                    UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
-                        enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2, synchronizable = ?
-                    WHERE id = ? AND uid = ? AND modified = ?
-                    """, arguments: [item.primaryKey, KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"),
-                                     KeychainRules.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue),
-                                     Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt,
-                                     item.modified.timeIntervalSince1970, item.synchronizable, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
-                if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
+                for (item, expectedModified, attributes) in rows {
+                    let old = try Int.fetchOne(db, sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
+                                               arguments: [item.id, Int64(item.uid)]) ?? 0
+                    try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
+                    try db.execute(sql: """
+                        UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
+                            enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2, synchronizable = ?
+                        WHERE id = ? AND uid = ? AND modified = ?
+                        """, arguments: [item.primaryKey, KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"),
+                                         KeychainRules.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue),
+                                         Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt,
+                                         item.modified.timeIntervalSince1970, item.synchronizable, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
+                    if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
+                }
             }
-            // The secret it replaced is as gone as a deleted one.
+            // The secrets it replaced are as gone as deleted ones.
             shred()
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
             throw KeychainStoreError.duplicate

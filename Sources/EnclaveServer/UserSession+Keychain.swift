@@ -284,12 +284,15 @@ extension UserSession {
         return try started(PendingKeychain(operation: .update, request: request, proofs: proofs, changes: changes))
     }
 
+    /// Every item is resealed before any is written, and all are written in one transaction: an
+    /// update that cannot change one of its items (a wrong application password, a duplicate, a
+    /// change made meanwhile) changes none.
     private func updateFinish(_ request: KeychainRequest, _ changes: KeychainRules.Changes, accepted: [StoredItem], waited: Bool) throws -> KeychainReply {
-        for old in accepted {
+        let now = clock.wall()
+        let writes = try accepted.map { old in
             var item = old
             for (key, value) in changes.attributes { item.attributes[key] = value }
             try KeychainRules.checkSynchronizable(item.attributes, protection: changes.accessControl?.protection ?? item.protection)
-            let now = clock.wall()
             item.attributes["mdat"] = .date(now)
             if let ac = changes.accessControl {
                 item.flags = ac.flags
@@ -303,13 +306,14 @@ extension UserSession {
             item.sealed = try ItemSealing.seal(changes.secret ?? secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
                                                applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil)
             item.modified = now
-            do { try storage.updateItem(item, expectedModified: old.modified) } catch KeychainStoreError.quotaExceeded(let why) {
-                throw KeychainFailure(.diskFull, why)
-            } catch KeychainStoreError.duplicate {
-                throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
-            } catch KeychainStoreError.changedMeanwhile {
-                throw KeychainFailure(.itemNotFound, "the item changed or was deleted while this update waited; read it again")
-            }
+            return (item: item, expectedModified: old.modified)
+        }
+        do { try storage.updateItems(writes) } catch KeychainStoreError.quotaExceeded(let why) {
+            throw KeychainFailure(.diskFull, why)
+        } catch KeychainStoreError.duplicate {
+            throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
+        } catch KeychainStoreError.changedMeanwhile {
+            throw KeychainFailure(.itemNotFound, "an item changed or was deleted while this update waited; read it again")
         }
         return KeychainReply(status: .success)
     }

@@ -117,7 +117,7 @@ final class KeychainStoreTests: XCTestCase {
             return XCTFail("not found")
         }
         XCTAssertEqual(read.attributes, [:])
-        XCTAssertThrowsError(try storage.updateItem(read, expectedModified: plain.modified)) {
+        XCTAssertThrowsError(try storage.updateItems([(read, plain.modified)])) {
             guard case KeychainStoreError.attributesNotRead = $0 else { return XCTFail("\($0)") }
         }
         do { _ = try await storage.insertItem(read); XCTFail("inserted") } catch KeychainStoreError.attributesNotRead {}
@@ -135,7 +135,7 @@ final class KeychainStoreTests: XCTestCase {
         var changed = plain
         changed.attributes["sync"] = .bool(true)
         changed.modified = plain.modified.addingTimeInterval(1)
-        try storage.updateItem(changed, expectedModified: plain.modified)
+        try storage.updateItems([(changed, plain.modified)])
         XCTAssertEqual(try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false).map(\.id), [plain.id])
     }
 

@@ -220,6 +220,31 @@ final class UserSessionKeychainTests: XCTestCase {
         }
     }
 
+    /// An update of several items is one change: when one of them cannot be written, none is.
+    /// Here the second match would take the first's new primary attributes. Before, the first was
+    /// already renamed when the second failed, so the call answered `duplicateItem` and changed the
+    /// keychain anyway (Apple's keychain runs an update in one transaction).
+    func testAnUpdateOfSeveralItemsThatFailsOnOneChangesNone() async throws {
+        let session = try daemon.session(for: getuid())
+        for account in ["first", "second"] {
+            let request = KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("shared"), "acct": .string(account),
+                                                       "v_Data": .data(Data(account.utf8))], context: "c")
+            let status = Self.answered(await session.keychainStart(.add, request, app: Self.app)).status
+            XCTAssertEqual(status, .success)
+        }
+        var update = KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("shared")], context: "c")
+        update.changes = ["acct": .string("same")]
+        let updated = Self.answered(await session.keychainStart(.update, update, app: Self.app))
+        XCTAssertEqual(updated.status, .duplicateItem, updated.message ?? "")
+        for account in ["first", "second"] {
+            let reply = Self.answered(await session.keychainStart(.copy, Self.read(account), app: Self.app))
+            XCTAssertEqual(reply.status, .success, "\(account) was changed by an update that failed")
+            XCTAssertEqual(reply.items.first?.data, Data(account.utf8))
+        }
+        let renamed = Self.answered(await session.keychainStart(.copy, Self.read("same"), app: Self.app))
+        XCTAssertEqual(renamed.status, .itemNotFound, "no item took the new account")
+    }
+
     /// All matches, and the passcode is removed while the prompt for one of them is open: a
     /// passcode-bound match read before is left out (it can no longer be used), the proven one is
     /// answered — not the whole call refused.
