@@ -25,14 +25,20 @@ enum KeychainFuzz {
     // MARK: secitem
 
     /// The keys an app may write, Apple's names and a few no one defines.
-    static let keys: [String] = ([
-        kSecClass, kSecAttrService, kSecAttrAccount, kSecAttrLabel, kSecAttrAccessGroup, kSecAttrAccessible, kSecAttrAccessControl,
-        kSecAttrSynchronizable, kSecValueData, kSecValuePersistentRef, kSecReturnData, kSecReturnAttributes, kSecReturnRef,
-        kSecReturnPersistentRef, kSecMatchLimit, kSecAttrServer, kSecAttrProtocol, kSecAttrPort, kSecAttrPath, kSecAttrKeyType,
-        kSecAttrKeySizeInBits, kSecAttrApplicationTag, kSecAttrKeyClass, kSecAttrGeneric, kSecAttrComment, kSecAttrDescription,
-        kSecUseDataProtectionKeychain, kSecAttrTokenID, kSecUseAuthenticationUI, kSecUseOperationPrompt, kSecAttrCreationDate,
-        "unknownKey" as CFString, "" as CFString, "v_Data" as CFString,
-    ] as [CFString]).map { $0 as String }
+    static let keys: [String] =
+        ([
+            kSecClass, kSecAttrService, kSecAttrAccount, kSecAttrLabel, kSecAttrAccessGroup, kSecAttrAccessible,
+            kSecAttrAccessControl,
+            kSecAttrSynchronizable, kSecValueData, kSecValuePersistentRef, kSecReturnData, kSecReturnAttributes,
+            kSecReturnRef,
+            kSecReturnPersistentRef, kSecMatchLimit, kSecAttrServer, kSecAttrProtocol, kSecAttrPort, kSecAttrPath,
+            kSecAttrKeyType,
+            kSecAttrKeySizeInBits, kSecAttrApplicationTag, kSecAttrKeyClass, kSecAttrGeneric, kSecAttrComment,
+            kSecAttrDescription,
+            kSecUseDataProtectionKeychain, kSecAttrTokenID, kSecUseAuthenticationUI, kSecUseOperationPrompt,
+            kSecAttrCreationDate,
+            "unknownKey" as CFString, "" as CFString, "v_Data" as CFString,
+        ] as [CFString]).map { $0 as String }
 
     /// Bytes read front to back; past the end, zeros.
     struct Reader {
@@ -58,16 +64,32 @@ enum KeychainFuzz {
         case 3: return r.byte() & 1 == 0
         case 4: return NSNumber(value: Double(Int8(bitPattern: r.byte())) / Double(max(1, r.byte())))
         case 5: return NSNumber(value: UInt64.max - UInt64(r.byte()))
-        case 6: return Date(timeIntervalSince1970: Double(Int16(bitPattern: UInt16(r.byte()) << 8 | UInt16(r.byte()))) * 1e6)
+        case 6:
+            return Date(
+                timeIntervalSince1970: Double(Int16(bitPattern: UInt16(r.byte()) << 8 | UInt16(r.byte()))) * 1e6
+            )
         case 7: return NSNull()
         case 8: return depth > 2 ? "deep" : (0..<Int(r.byte() % 4)).map { _ in value(&r, depth: depth + 1) }
         case 9: return depth > 2 ? "deep" : dictionary(&r, depth: depth + 1)
         case 10:
-            let flags = SecAccessControlCreateFlags(rawValue: UInt(r.byte()) | UInt(r.byte()) << 8 | UInt(r.byte() & 0xC0) << 24)
-            return SecAccessControlCreateWithFlags(nil, [kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
-                                                         "bogus" as CFString][Int(r.byte() % 3)], flags, nil) as Any? ?? NSNull()
-        case 11: return [kSecClassGenericPassword, kSecClassInternetPassword, kSecClassKey, kSecClassCertificate, kSecMatchLimitAll,
-                         kSecMatchLimitOne, kSecAttrAccessibleAfterFirstUnlock, kSecUseAuthenticationUIFail][Int(r.byte() % 8)]
+            let flags = SecAccessControlCreateFlags(
+                rawValue: UInt(r.byte()) | UInt(r.byte()) << 8 | UInt(r.byte() & 0xC0) << 24
+            )
+            return SecAccessControlCreateWithFlags(
+                nil,
+                [
+                    kSecAttrAccessibleWhenUnlocked, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+                    "bogus" as CFString,
+                ][Int(r.byte() % 3)],
+                flags,
+                nil
+            ) as Any? ?? NSNull()
+        case 11:
+            return [
+                kSecClassGenericPassword, kSecClassInternetPassword, kSecClassKey, kSecClassCertificate,
+                kSecMatchLimitAll,
+                kSecMatchLimitOne, kSecAttrAccessibleAfterFirstUnlock, kSecUseAuthenticationUIFail,
+            ][Int(r.byte() % 8)]
         default: return Double(Int8(bitPattern: r.byte())) + 0.5
         }
     }
@@ -116,6 +138,11 @@ struct KeychainFuzzMain {
     static func main() throws {
         // No daemon: a dictionary that passes the marshaling fails at once at the connection.
         setenv("LAENCLAVED_SOCKET", "/nonexistent/laenclaved-fuzz.sock", 1)
-        try FuzzMain.run(KeychainFuzz.Target.self, variable: "KEYCHAIN_FUZZ_TARGET", default: .secitem, KeychainFuzz.run)
+        try FuzzMain.run(
+            KeychainFuzz.Target.self,
+            variable: "KEYCHAIN_FUZZ_TARGET",
+            default: .secitem,
+            KeychainFuzz.run
+        )
     }
 }

@@ -7,22 +7,30 @@ import Foundation
 
 public enum FuzzMain {
     public static func run<Target: RawRepresentable & CaseIterable>(
-        _: Target.Type, variable: String, default fallback: Target, _ body: @escaping @Sendable (Target, Data) -> Void
+        _: Target.Type,
+        variable: String,
+        default fallback: Target,
+        _ body: @escaping @Sendable (Target, Data) -> Void
     ) throws -> Never where Target.RawValue == String {
         #if FUZZING
         let selected = Target(rawValue: ProcessInfo.processInfo.environment[variable] ?? "") ?? fallback
         current = { body(selected, $0) }
         var argc = CommandLine.argc
         var argv = CommandLine.unsafeArgv
-        exit(LLVMFuzzerRunDriver(&argc, &argv) { bytes, count in
-            current?(bytes.map { Data(bytes: $0, count: count) } ?? Data())
-            return 0
-        })
+        exit(
+            LLVMFuzzerRunDriver(&argc, &argv) { bytes, count in
+                current?(bytes.map { Data(bytes: $0, count: count) } ?? Data())
+                return 0
+            }
+        )
         #else
         var files = 0
         for path in CommandLine.arguments.dropFirst() {
             let url = URL(fileURLWithPath: path)
-            let paths = (try? FileManager.default.contentsOfDirectory(atPath: path))?.map { url.appendingPathComponent($0).path } ?? [path]
+            let paths =
+                (try? FileManager.default.contentsOfDirectory(atPath: path))?.map {
+                    url.appendingPathComponent($0).path
+                } ?? [path]
             for file in paths {
                 let data = try Data(contentsOf: URL(fileURLWithPath: file))
                 for target in Target.allCases { body(target, data) }
@@ -43,6 +51,9 @@ nonisolated(unsafe) private var current: ((Data) -> Void)?
 // libFuzzer's own driver, entered from our main: SwiftPM gives an executable's entry point its own
 // name, so libFuzzer's `main` cannot be the program's.
 @_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
-                         _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32) -> Int32
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
 #endif

@@ -23,7 +23,12 @@ public enum SecureEnclave {
     /// certificate an administrator hands to servers so they can check the chains of
     /// `attestationCertificates()` (`lactl attestation-root` prints it in PEM).
     public static func attestationRoot() throws -> Data {
-        guard let root = try EnclaveKey.run(KeyRequest(operation: .attestationRoot, kind: .signing, context: ""), context: nil).certificates?.first else {
+        guard
+            let root = try EnclaveKey.run(
+                KeyRequest(operation: .attestationRoot, kind: .signing, context: ""),
+                context: nil
+            ).certificates?.first
+        else {
             throw SecureEnclaveKeyError.unavailable("the daemon returned no attestation root")
         }
         return root
@@ -54,8 +59,10 @@ enum EnclaveKey {
         let message = reply.message ?? problem.rawValue
         switch problem {
         case .authentication:
-            throw LAError(LAError.Code(rawValue: reply.authenticationError?.rawValue ?? -1) ?? .authenticationFailed,
-                          userInfo: [NSLocalizedDescriptionKey: message])
+            throw LAError(
+                LAError.Code(rawValue: reply.authenticationError?.rawValue ?? -1) ?? .authenticationFailed,
+                userInfo: [NSLocalizedDescriptionKey: message]
+            )
         case .invalidated: throw SecureEnclaveKeyError.keyInvalidated(message)
         case .invalidKey: throw SecureEnclaveKeyError.invalidKey(message)
         case .invalidParameter: throw SecureEnclaveKeyError.invalidParameter(message)
@@ -63,16 +70,31 @@ enum EnclaveKey {
         }
     }
 
-    static func create(_ kind: KeyRequest.Kind, _ accessControl: SecAccessControl, _ context: LAContext?) throws -> (Data, Data) {
-        let reply = try run(KeyRequest(operation: .create, kind: kind,
-                                       accessControl: accessControl.wireValue,
-                                       context: ""), context: context)
-        guard let blob = reply.blob, let publicKey = reply.publicKey else { throw SecureEnclaveKeyError.unavailable("the daemon returned no key") }
+    static func create(
+        _ kind: KeyRequest.Kind,
+        _ accessControl: SecAccessControl,
+        _ context: LAContext?
+    ) throws -> (Data, Data) {
+        let reply = try run(
+            KeyRequest(
+                operation: .create,
+                kind: kind,
+                accessControl: accessControl.wireValue,
+                context: ""
+            ),
+            context: context
+        )
+        guard let blob = reply.blob, let publicKey = reply.publicKey else {
+            throw SecureEnclaveKeyError.unavailable("the daemon returned no key")
+        }
         return (blob, publicKey)
     }
 
     static func open(_ kind: KeyRequest.Kind, _ blob: Data, _ context: LAContext?) throws -> Data {
-        guard let publicKey = try run(KeyRequest(operation: .open, kind: kind, blob: blob, context: ""), context: context).publicKey else {
+        guard
+            let publicKey = try run(KeyRequest(operation: .open, kind: kind, blob: blob, context: ""), context: context)
+                .publicKey
+        else {
             throw SecureEnclaveKeyError.unavailable("the daemon returned no public key")
         }
         return publicKey
@@ -80,7 +102,9 @@ enum EnclaveKey {
 
     static func digestBytes<D: Digest>(_ digest: D) throws -> Data {
         let bytes = digest.withUnsafeBytes { Data($0) }
-        guard bytes.count == 32 else { throw SecureEnclaveKeyError.invalidParameter("Secure Enclave P-256 keys sign SHA-256 digests (32 bytes)") }
+        guard bytes.count == 32 else {
+            throw SecureEnclaveKeyError.invalidParameter("Secure Enclave P-256 keys sign SHA-256 digests (32 bytes)")
+        }
         return bytes
     }
 }
@@ -93,8 +117,16 @@ extension SecureEnclave {
                 public let publicKey: Crypto.P256.Signing.PublicKey
                 private let context: LAContext?
 
-                public init(compactRepresentable: Bool = true, accessControl: SecAccessControl = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly, [], nil)!,
-                            authenticationContext: LAContext? = nil) throws {
+                public init(
+                    compactRepresentable: Bool = true,
+                    accessControl: SecAccessControl = SecAccessControlCreateWithFlags(
+                        nil,
+                        kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
+                        [],
+                        nil
+                    )!,
+                    authenticationContext: LAContext? = nil
+                ) throws {
                     let (blob, publicKey) = try EnclaveKey.create(.signing, accessControl, authenticationContext)
                     dataRepresentation = blob
                     self.publicKey = try Crypto.P256.Signing.PublicKey(x963Representation: publicKey)
@@ -102,7 +134,9 @@ extension SecureEnclave {
                 }
 
                 public init(dataRepresentation: Data, authenticationContext: LAContext? = nil) throws {
-                    publicKey = try Crypto.P256.Signing.PublicKey(x963Representation: try EnclaveKey.open(.signing, dataRepresentation, authenticationContext))
+                    publicKey = try Crypto.P256.Signing.PublicKey(
+                        x963Representation: try EnclaveKey.open(.signing, dataRepresentation, authenticationContext)
+                    )
                     self.dataRepresentation = dataRepresentation
                     context = authenticationContext
                 }
@@ -119,17 +153,31 @@ extension SecureEnclave {
                 /// key's certificate, issued by the root `SecureEnclave.attestationRoot()` answers.
                 /// Asks for no one; throws `keyInvalidated` for a key that can no longer be used.
                 public func attestationCertificates() throws -> [Data] {
-                    guard let chain = try EnclaveKey.run(KeyRequest(operation: .attest, kind: .signing, blob: dataRepresentation, context: ""),
-                                                         context: context).certificates, !chain.isEmpty else {
+                    guard
+                        let chain = try EnclaveKey.run(
+                            KeyRequest(operation: .attest, kind: .signing, blob: dataRepresentation, context: ""),
+                            context: context
+                        ).certificates, !chain.isEmpty
+                    else {
                         throw SecureEnclaveKeyError.unavailable("the daemon returned no certificates")
                     }
                     return chain
                 }
 
                 public func signature<D: Digest>(for digest: D) throws -> Crypto.P256.Signing.ECDSASignature {
-                    let reply = try EnclaveKey.run(KeyRequest(operation: .sign, kind: .signing, blob: dataRepresentation,
-                                                              digest: try EnclaveKey.digestBytes(digest), context: ""), context: context)
-                    guard let raw = reply.signature else { throw SecureEnclaveKeyError.unavailable("the daemon returned no signature") }
+                    let reply = try EnclaveKey.run(
+                        KeyRequest(
+                            operation: .sign,
+                            kind: .signing,
+                            blob: dataRepresentation,
+                            digest: try EnclaveKey.digestBytes(digest),
+                            context: ""
+                        ),
+                        context: context
+                    )
+                    guard let raw = reply.signature else {
+                        throw SecureEnclaveKeyError.unavailable("the daemon returned no signature")
+                    }
                     return try Crypto.P256.Signing.ECDSASignature(rawRepresentation: raw)
                 }
             }
@@ -141,8 +189,16 @@ extension SecureEnclave {
                 public let publicKey: Crypto.P256.KeyAgreement.PublicKey
                 private let context: LAContext?
 
-                public init(compactRepresentable: Bool = true, accessControl: SecAccessControl = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly, [], nil)!,
-                            authenticationContext: LAContext? = nil) throws {
+                public init(
+                    compactRepresentable: Bool = true,
+                    accessControl: SecAccessControl = SecAccessControlCreateWithFlags(
+                        nil,
+                        kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
+                        [],
+                        nil
+                    )!,
+                    authenticationContext: LAContext? = nil
+                ) throws {
                     let (blob, publicKey) = try EnclaveKey.create(.keyAgreement, accessControl, authenticationContext)
                     dataRepresentation = blob
                     self.publicKey = try Crypto.P256.KeyAgreement.PublicKey(x963Representation: publicKey)
@@ -150,7 +206,13 @@ extension SecureEnclave {
                 }
 
                 public init(dataRepresentation: Data, authenticationContext: LAContext? = nil) throws {
-                    publicKey = try Crypto.P256.KeyAgreement.PublicKey(x963Representation: try EnclaveKey.open(.keyAgreement, dataRepresentation, authenticationContext))
+                    publicKey = try Crypto.P256.KeyAgreement.PublicKey(
+                        x963Representation: try EnclaveKey.open(
+                            .keyAgreement,
+                            dataRepresentation,
+                            authenticationContext
+                        )
+                    )
                     self.dataRepresentation = dataRepresentation
                     context = authenticationContext
                 }
@@ -158,12 +220,26 @@ extension SecureEnclave {
                 /// ECDH in the daemon. swift-crypto's `SharedSecret` has no public initializer, so the
                 /// daemon's answer (the x-coordinate of the shared point) becomes one through
                 /// swift-crypto itself: the point (x, y) times the public scalar 1 has that x.
-                public func sharedSecretFromKeyAgreement(with publicKeyShare: Crypto.P256.KeyAgreement.PublicKey) throws -> SharedSecret {
-                    let reply = try EnclaveKey.run(KeyRequest(operation: .agree, kind: .keyAgreement, blob: dataRepresentation,
-                                                              peerPublicKey: publicKeyShare.x963Representation, context: ""), context: context)
-                    guard let x = reply.sharedSecret, x.count == 32 else { throw SecureEnclaveKeyError.unavailable("the daemon returned no shared secret") }
+                public func sharedSecretFromKeyAgreement(
+                    with publicKeyShare: Crypto.P256.KeyAgreement.PublicKey
+                ) throws -> SharedSecret {
+                    let reply = try EnclaveKey.run(
+                        KeyRequest(
+                            operation: .agree,
+                            kind: .keyAgreement,
+                            blob: dataRepresentation,
+                            peerPublicKey: publicKeyShare.x963Representation,
+                            context: ""
+                        ),
+                        context: context
+                    )
+                    guard let x = reply.sharedSecret, x.count == 32 else {
+                        throw SecureEnclaveKeyError.unavailable("the daemon returned no shared secret")
+                    }
                     let point = try Crypto.P256.KeyAgreement.PublicKey(compressedRepresentation: Data([0x02]) + x)
-                    let one = try Crypto.P256.KeyAgreement.PrivateKey(rawRepresentation: Data(repeating: 0, count: 31) + Data([1]))
+                    let one = try Crypto.P256.KeyAgreement.PrivateKey(
+                        rawRepresentation: Data(repeating: 0, count: 31) + Data([1])
+                    )
                     return try one.sharedSecretFromKeyAgreement(with: point)
                 }
             }

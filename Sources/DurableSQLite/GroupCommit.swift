@@ -43,7 +43,8 @@ public final class GroupCommit: Sendable {
 
     /// Runs `work` in the next shared transaction and returns its result once that is durable.
     public func write<T: Sendable>(_ work: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        let value = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<any Sendable, any Error>) in
+        let value = try await withCheckedThrowingContinuation {
+            (continuation: CheckedContinuation<any Sendable, any Error>) in
             let start = state.withLock { state -> Bool in
                 state.waiting.append(Job(work: work, continuation: continuation))
                 guard !state.writing, state.held == 0 else { return false }
@@ -85,33 +86,36 @@ public final class GroupCommit: Sendable {
             return batch
         }
         guard !batch.isEmpty else { return }
-        pool.asyncWrite({ db -> [Result<any Sendable, any Error>] in
-            var outcomes: [Result<any Sendable, any Error>] = []
-            for job in batch {
-                do {
-                    var value: (any Sendable)?
-                    try db.inSavepoint {
-                        value = try job.work(db)
-                        return .commit
+        pool.asyncWrite(
+            { db -> [Result<any Sendable, any Error>] in
+                var outcomes: [Result<any Sendable, any Error>] = []
+                for job in batch {
+                    do {
+                        var value: (any Sendable)?
+                        try db.inSavepoint {
+                            value = try job.work(db)
+                            return .commit
+                        }
+                        outcomes.append(.success(value!))
+                    } catch {
+                        // An error that ended the whole transaction (I/O, a full disk): nothing before
+                        // it may be reported written.
+                        if !db.isInsideTransaction { throw error }
+                        outcomes.append(.failure(error))
                     }
-                    outcomes.append(.success(value!))
-                } catch {
-                    // An error that ended the whole transaction (I/O, a full disk): nothing before
-                    // it may be reported written.
-                    if !db.isInsideTransaction { throw error }
-                    outcomes.append(.failure(error))
                 }
+                return outcomes
+            },
+            completion: { [self] _, committed in
+                switch committed {
+                case .success(let outcomes):
+                    state.withLock { $0.commits += 1 }
+                    for (job, outcome) in zip(batch, outcomes) { job.continuation.resume(with: outcome) }
+                case .failure(let error):
+                    for job in batch { job.continuation.resume(throwing: error) }
+                }
+                commitNext()
             }
-            return outcomes
-        }, completion: { [self] _, committed in
-            switch committed {
-            case .success(let outcomes):
-                state.withLock { $0.commits += 1 }
-                for (job, outcome) in zip(batch, outcomes) { job.continuation.resume(with: outcome) }
-            case .failure(let error):
-                for job in batch { job.continuation.resume(throwing: error) }
-            }
-            commitNext()
-        })
+        )
     }
 }

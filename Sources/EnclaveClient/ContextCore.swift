@@ -40,20 +40,29 @@ package final class ContextCore: Sendable {
         }
     }
 
-    package enum StartProblem: Error { case invalidated, busy, unreachable(String) }
+    package enum StartProblem: Error {
+        case invalidated, busy
+        case unreachable(String)
+    }
 
     /// Sends a request that may open a prompt on this context (an evaluation or a keychain call),
     /// and calls `finish` once with the final reply. When the process runs in the foreground of a
     /// terminal, the daemon draws the prompt there and reads the person's keys itself
     /// (`presentingOnTerminal`); this process never sees them.
-    package func runPrompted(presentable: Bool, request: @escaping @Sendable (_ onTerminal: Bool) -> Request,
-                     finish: @escaping @Sendable (Result<Reply, EnclaveClientError>) -> Void) throws(StartProblem) {
+    package func runPrompted(
+        presentable: Bool,
+        request: @escaping @Sendable (_ onTerminal: Bool) -> Request,
+        finish: @escaping @Sendable (Result<Reply, EnclaveClientError>) -> Void
+    ) throws(StartProblem) {
         let connection = try begin(Running(finish: finish))
         let send: @Sendable (Bool) -> Void = { [weak self] onTerminal in
-            connection.send(request(onTerminal), completion: { [weak self] result in
-                // One strong look at self: the caller may release its context as soon as it is answered.
-                if let core = self { core.complete(result) } else { finish(result) }
-            })
+            connection.send(
+                request(onTerminal),
+                completion: { [weak self] result in
+                    // One strong look at self: the caller may release its context as soon as it is answered.
+                    if let core = self { core.complete(result) } else { finish(result) }
+                }
+            )
         }
         if presentable && !endpoint.headless { connection.presentingOnTerminal(send) } else { send(false) }
     }
@@ -61,7 +70,10 @@ package final class ContextCore: Sendable {
     /// `runPrompted` for the synchronous API (SecItem…, key operations): the calling thread sends
     /// and reads its own reply (`EnclaveConnection.request`), with no thread woken to hand it over.
     /// Waits for a terminal handoff first when the prompt may be drawn on this process's terminal.
-    package func runPromptedBlocking(presentable: Bool, request: (_ onTerminal: Bool) -> Request) throws(StartProblem) -> Result<Reply, EnclaveClientError> {
+    package func runPromptedBlocking(
+        presentable: Bool,
+        request: (_ onTerminal: Bool) -> Request
+    ) throws(StartProblem) -> Result<Reply, EnclaveClientError> {
         let connection = try begin(Running(finish: nil))
         defer { state.withLock { $0.running = nil } }
         var onTerminal = false
@@ -99,7 +111,12 @@ package final class ContextCore: Sendable {
     }
 
     private func complete(_ result: Result<Reply, EnclaveClientError>) {
-        guard let r = state.withLock({ s -> Running? in defer { s.running = nil }; return s.running }) else { return }
+        guard
+            let r = state.withLock({ s -> Running? in
+                defer { s.running = nil }
+                return s.running
+            })
+        else { return }
         r.finish?(result)
     }
 
@@ -114,4 +131,3 @@ package final class ContextCore: Sendable {
         connection?.sendDiscardingReply(.invalidate(.init(context: id)))
     }
 }
-

@@ -37,13 +37,21 @@ private final class OneShotContext: RequestContext {
 package enum ContextRequests {
     /// Runs `request` synchronously, as SecItem calls are. `context` nil makes a one-shot context
     /// that is released afterwards. Failures to reach the daemon answer `errSecNotAvailable`.
-    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: (any RequestContext)?) -> KeychainReply {
+    package static func performKeychain(
+        _ operation: KeychainOperation,
+        _ base: KeychainRequest,
+        context: (any RequestContext)?
+    ) -> KeychainReply {
         let (presentable, make) = keychainRequest(operation, base)
         return keychainReply(perform(context: context, presentable: presentable, make))
     }
 
     /// The same, for async callers: waits for the answer (and any prompt) without holding a thread.
-    package static func performKeychain(_ operation: KeychainOperation, _ base: KeychainRequest, context: (any RequestContext)?) async -> KeychainReply {
+    package static func performKeychain(
+        _ operation: KeychainOperation,
+        _ base: KeychainRequest,
+        context: (any RequestContext)?
+    ) async -> KeychainReply {
         let (presentable, make) = keychainRequest(operation, base)
         return keychainReply(await perform(context: context, presentable: presentable, make))
     }
@@ -60,22 +68,34 @@ package enum ContextRequests {
 
     private typealias MakeRequest = @Sendable (any RequestContext, Bool) -> Request
 
-    private static func keychainRequest(_ operation: KeychainOperation, _ base: KeychainRequest) -> (presentable: Bool, MakeRequest) {
+    private static func keychainRequest(
+        _ operation: KeychainOperation,
+        _ base: KeychainRequest
+    ) -> (presentable: Bool, MakeRequest) {
         let presentable = !base.interactionNotAllowed && !(base.authenticationUI?.forbidsPrompt ?? false)
-        return (presentable, { owner, presents in
-            var request = bind(base, to: owner, presents: presents)
-            if request.applicationPassword == nil { request.applicationPassword = owner.applicationPassword }
-            return .keychain(operation, request)
-        })
+        return (
+            presentable,
+            { owner, presents in
+                var request = bind(base, to: owner, presents: presents)
+                if request.applicationPassword == nil { request.applicationPassword = owner.applicationPassword }
+                return .keychain(operation, request)
+            }
+        )
     }
 
     private static func keychainReply(_ result: Result<Reply, ContextCore.StartProblem>) -> KeychainReply {
         switch result {
         case .success(.keychain(let k)): return k
         case .success(.failure(let f)): return KeychainReply(status: KeychainStatus.param, message: f.message)
-        case .success(let other): return KeychainReply(status: KeychainStatus.notAvailable, message: "unexpected reply \(other)")
-        case .failure(.invalidated): return KeychainReply(status: KeychainStatus.authFailed, message: "the LAContext was invalidated")
-        case .failure(.busy): return KeychainReply(status: KeychainStatus.interactionNotAllowed, message: "another operation is running on this LAContext")
+        case .success(let other):
+            return KeychainReply(status: KeychainStatus.notAvailable, message: "unexpected reply \(other)")
+        case .failure(.invalidated):
+            return KeychainReply(status: KeychainStatus.authFailed, message: "the LAContext was invalidated")
+        case .failure(.busy):
+            return KeychainReply(
+                status: KeychainStatus.interactionNotAllowed,
+                message: "another operation is running on this LAContext"
+            )
         case .failure(.unreachable(let why)): return KeychainReply(status: KeychainStatus.notAvailable, message: why)
         }
     }
@@ -103,8 +123,14 @@ package enum ContextRequests {
         case .success(.key(let k)): return k
         case .success(.failure(let f)): return KeyReply(problem: .invalidParameter, message: f.message)
         case .success(let other): return KeyReply(problem: .notAvailable, message: "unexpected reply \(other)")
-        case .failure(.invalidated): return KeyReply(problem: .authentication, message: "the LAContext was invalidated", authenticationError: .invalidContext)
-        case .failure(.busy): return KeyReply(problem: .notAvailable, message: "another operation is running on this LAContext")
+        case .failure(.invalidated):
+            return KeyReply(
+                problem: .authentication,
+                message: "the LAContext was invalidated",
+                authenticationError: .invalidContext
+            )
+        case .failure(.busy):
+            return KeyReply(problem: .notAvailable, message: "another operation is running on this LAContext")
         case .failure(.unreachable(let why)): return KeyReply(problem: .notAvailable, message: why)
         }
     }
@@ -112,7 +138,11 @@ package enum ContextRequests {
     /// One blocking request on the caller's context (or a one-shot one, released afterwards),
     /// presenting any prompt the daemon opens: for the synchronous API (SecItem…), as on Apple's.
     /// The calling thread reads its own reply.
-    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest) -> Result<Reply, ContextCore.StartProblem> {
+    private static func perform(
+        context: (any RequestContext)?,
+        presentable: Bool,
+        _ make: @escaping MakeRequest
+    ) -> Result<Reply, ContextCore.StartProblem> {
         let owner: any RequestContext = context ?? OneShotContext()
         defer { if context == nil { owner.core.invalidate() } }
         let result: Result<Reply, EnclaveClientError>
@@ -134,26 +164,37 @@ package enum ContextRequests {
         }
     }
 
-    private static func perform(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest) async -> Result<Reply, ContextCore.StartProblem> {
+    private static func perform(
+        context: (any RequestContext)?,
+        presentable: Bool,
+        _ make: @escaping MakeRequest
+    ) async -> Result<Reply, ContextCore.StartProblem> {
         await withCheckedContinuation { continuation in
             start(context: context, presentable: presentable, make) { continuation.resume(returning: $0) }
         }
     }
 
     /// Starts one request; `finish` gets its answer exactly once.
-    private static func start(context: (any RequestContext)?, presentable: Bool, _ make: @escaping MakeRequest,
-                              finish: @escaping @Sendable (Result<Reply, ContextCore.StartProblem>) -> Void) {
+    private static func start(
+        context: (any RequestContext)?,
+        presentable: Bool,
+        _ make: @escaping MakeRequest,
+        finish: @escaping @Sendable (Result<Reply, ContextCore.StartProblem>) -> Void
+    ) {
         let owner: any RequestContext = context ?? OneShotContext()
         let oneShot = context == nil
         do {
-            try owner.core.runPrompted(presentable: presentable, request: { presents in make(owner, presents) }, finish: { result in
-                if oneShot { owner.core.invalidate() }
-                finish(answer(result))
-            })
+            try owner.core.runPrompted(
+                presentable: presentable,
+                request: { presents in make(owner, presents) },
+                finish: { result in
+                    if oneShot { owner.core.invalidate() }
+                    finish(answer(result))
+                }
+            )
         } catch {
             if oneShot { owner.core.invalidate() }
             finish(.failure(error))
         }
     }
 }
-

@@ -1,6 +1,7 @@
 import EnclaveProtocol
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,9 @@ public struct DaemonUnavailability: Error, Sendable, Equatable, CustomStringConv
     public var fix: String
 
     public init(sought: String, reason: String, fix: String) {
-        self.sought = sought; self.reason = reason; self.fix = fix
+        self.sought = sought
+        self.reason = reason
+        self.fix = fix
     }
 
     /// One line: what, why, and what to do.
@@ -30,10 +33,15 @@ extension DaemonUnavailability {
         case system, environment, userDaemon, given
 
         init(_ endpoint: EnclaveEndpoint) {
-            if endpoint.socketPath == EnclavePaths.systemSocket { self = .system }
-            else if EnclavePaths.processVariable(EnclavePaths.socketEnvironmentKey) == endpoint.socketPath { self = .environment }
-            else if endpoint.autostart { self = .userDaemon }
-            else { self = .given }
+            if endpoint.socketPath == EnclavePaths.systemSocket {
+                self = .system
+            } else if EnclavePaths.processVariable(EnclavePaths.socketEnvironmentKey) == endpoint.socketPath {
+                self = .environment
+            } else if endpoint.autostart {
+                self = .userDaemon
+            } else {
+                self = .given
+            }
         }
     }
 
@@ -56,7 +64,8 @@ extension DaemonUnavailability {
         case .system:
             fix = "sudo systemctl start laenclaved.socket (journalctl -u laenclaved says why it stopped)"
         case .environment:
-            fix = "start a daemon there (laenclaved --user --socket \(path) &), or unset \(EnclavePaths.socketEnvironmentKey) to use your own user daemon"
+            fix =
+                "start a daemon there (laenclaved --user --socket \(path) &), or unset \(EnclavePaths.socketEnvironmentKey) to use your own user daemon"
         case .userDaemon, .given:
             fix = "start a daemon there: laenclaved --user --socket \(path) &"
         }
@@ -68,18 +77,33 @@ extension DaemonUnavailability {
         let here = sought(endpoint)
         switch error {
         case .untrustedDaemon(let path, let uid):
-            return DaemonUnavailability(sought: here, reason: "the process listening there runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), "
-                                        + "neither this user nor root, so it is not trusted with a terminal or a secret",
-                                        fix: "stop that process and remove \(path), or point \(EnclavePaths.socketEnvironmentKey) at your own daemon's socket")
+            return DaemonUnavailability(
+                sought: here,
+                reason:
+                    "the process listening there runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), "
+                    + "neither this user nor root, so it is not trusted with a terminal or a secret",
+                fix:
+                    "stop that process and remove \(path), or point \(EnclavePaths.socketEnvironmentKey) at your own daemon's socket"
+            )
         case .failure(let f) where f.code == .unsupportedVersion:
-            return DaemonUnavailability(sought: here, reason: "the daemon refused this process: \(f.message)",
-                                        fix: "restart the daemon from the same release as this app (lactl status names both versions)")
+            return DaemonUnavailability(
+                sought: here,
+                reason: "the daemon refused this process: \(f.message)",
+                fix: "restart the daemon from the same release as this app (lactl status names both versions)"
+            )
         case .failure(let f):
-            return DaemonUnavailability(sought: here, reason: "the daemon refused this process: \(f.message)",
-                                        fix: "lactl doctor (it says which daemon serves you and what to change)")
+            return DaemonUnavailability(
+                sought: here,
+                reason: "the daemon refused this process: \(f.message)",
+                fix: "lactl doctor (it says which daemon serves you and what to change)"
+            )
         case .connectionLost:
-            return DaemonUnavailability(sought: here, reason: "the daemon closed the connection before greeting this process",
-                                        fix: "lactl doctor (and the daemon's log: laenclaved.log in your state directory, or journalctl -u laenclaved)")
+            return DaemonUnavailability(
+                sought: here,
+                reason: "the daemon closed the connection before greeting this process",
+                fix:
+                    "lactl doctor (and the daemon's log: laenclaved.log in your state directory, or journalctl -u laenclaved)"
+            )
         default:
             return DaemonUnavailability(sought: here, reason: "\(error)", fix: "lactl doctor")
         }
@@ -120,7 +144,10 @@ public enum DaemonDiagnostics {
 
     /// Forgets what was said (tests).
     package static func reset() {
-        state.withLock { $0.last = nil; $0.said = [] }
+        state.withLock {
+            $0.last = nil
+            $0.said = []
+        }
     }
 
     static func report(_ problem: DaemonUnavailability) {

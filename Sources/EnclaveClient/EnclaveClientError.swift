@@ -16,7 +16,8 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
         case .unreachable(let why): return "laenclaved is not reachable: \(why)"
         case .unavailable(let problem): return problem.description
         case .untrustedDaemon(let path, let uid):
-            return "the process at \(path) is not a trusted laenclaved (it runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), neither this user nor root)"
+            return
+                "the process at \(path) is not a trusted laenclaved (it runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), neither this user nor root)"
         case .connectionLost: return "the connection to laenclaved was lost"
         case .protocolError(let why): return "laenclaved answered something unexpected: \(why)"
         case .failure(let f): return f.message

@@ -1,5 +1,6 @@
 import EnclaveProtocol
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,7 +23,9 @@ extension EnclaveConnection {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw EnclaveClientError.unreachable("socket path too long: \(path)") }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            throw EnclaveClientError.unreachable("socket path too long: \(path)")
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
             raw[bytes.count] = 0
@@ -30,7 +33,9 @@ extension EnclaveConnection {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw EnclaveClientError.unreachable(String(cString: strerror(errno))) }
         let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0 else {
             let e = errno

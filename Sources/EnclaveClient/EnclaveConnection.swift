@@ -1,5 +1,6 @@
 import EnclaveProtocol
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -90,15 +91,21 @@ public final class EnclaveConnection: @unchecked Sendable {
             throw EnclaveClientError.untrustedDaemon(path: path, uid: daemon?.uid)
         }
         let greeting: Reply
-        do { greeting = try request(.hello(.init(version: enclaveProtocolVersion))) } catch EnclaveClientError.connectionLost {
+        do { greeting = try request(.hello(.init(version: enclaveProtocolVersion))) } catch EnclaveClientError
+            .connectionLost
+        {
             // A daemon that refuses a client says why in a reply to no request, then closes.
             if let refusal = state.withLock({ refusal }) { throw EnclaveClientError.failure(refusal) }
             throw EnclaveClientError.connectionLost
         }
         switch greeting {
         case .hello(let h): hello = h
-        case .failure(let f): close(); throw EnclaveClientError.failure(f)
-        case let other: close(); throw EnclaveClientError.protocolError("\(other)")
+        case .failure(let f):
+            close()
+            throw EnclaveClientError.failure(f)
+        case let other:
+            close()
+            throw EnclaveClientError.protocolError("\(other)")
         }
     }
 
@@ -252,7 +259,9 @@ public final class EnclaveConnection: @unchecked Sendable {
             guard !descriptorClosed else { return false }
             var offset = 0
             while offset < bytes.count {
-                let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                let n = bytes[offset...].withUnsafeBytes {
+                    Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+                }
                 if n < 0 && errno == EINTR { continue }
                 guard n > 0 else { return false }
                 offset += n
@@ -282,7 +291,7 @@ public final class EnclaveConnection: @unchecked Sendable {
         // Completions may resume tasks that send again: never run them under the lock.
         if !completions.isEmpty {
             state.unlock()
-            completions.forEach { $0(.failure(.connectionLost)) }
+            for completion in completions { completion(.failure(.connectionLost)) }
             state.lock()
         }
     }

@@ -1,5 +1,6 @@
 import EnclaveProtocol
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -14,7 +15,8 @@ public struct EnclaveEndpoint: Sendable, Equatable {
 
     /// `headless` defaults to what `$LA_PROMPT` asks for ("headless": never show a terminal prompt).
     public init(socketPath: String, autostart: Bool = false, headless: Bool? = nil) {
-        self.socketPath = socketPath; self.autostart = autostart
+        self.socketPath = socketPath
+        self.autostart = autostart
         self.headless = headless ?? Self.headlessRequested(EnclavePaths.processVariable)
     }
 
@@ -46,7 +48,11 @@ public struct EnclaveEndpoint: Sendable, Equatable {
         if FileManager.default.fileExists(atPath: EnclavePaths.systemSocket) {
             return EnclaveEndpoint(socketPath: EnclavePaths.systemSocket, autostart: false, headless: headless)
         }
-        return EnclaveEndpoint(socketPath: EnclavePaths.userSocket(variable: variable), autostart: true, headless: headless)
+        return EnclaveEndpoint(
+            socketPath: EnclavePaths.userSocket(variable: variable),
+            autostart: true,
+            headless: headless
+        )
     }
 }
 
@@ -84,13 +90,19 @@ public enum EnclaveConnections {
     /// endpoint allows it.
     private static func connect(_ endpoint: EnclaveEndpoint) throws(DaemonUnavailability) -> EnclaveConnection {
         if let c = try greet(endpoint, nothingListeningIsAnswer: endpoint.autostart) { return c }
-        try DaemonLauncher.startUserDaemon(socketPath: endpoint.socketPath, sought: DaemonUnavailability.sought(endpoint))
+        try DaemonLauncher.startUserDaemon(
+            socketPath: endpoint.socketPath,
+            sought: DaemonUnavailability.sought(endpoint)
+        )
         return try greet(endpoint, nothingListeningIsAnswer: false)!
     }
 
     /// The daemon at `endpoint`, greeted; nil when nothing listens there and that is an answer
     /// (a daemon may be started), else why it does not serve this process.
-    private static func greet(_ endpoint: EnclaveEndpoint, nothingListeningIsAnswer: Bool) throws(DaemonUnavailability) -> EnclaveConnection? {
+    private static func greet(
+        _ endpoint: EnclaveEndpoint,
+        nothingListeningIsAnswer: Bool
+    ) throws(DaemonUnavailability) -> EnclaveConnection? {
         do {
             return try EnclaveConnection(socketPath: endpoint.socketPath)
         } catch EnclaveClientError.unreachable(let why) {
@@ -109,7 +121,9 @@ public enum EnclaveConnections {
 public enum DaemonLauncher {
     /// Where an installed `laenclaved` is looked for after `$LAENCLAVED_PATH` and the app's own
     /// directory.
-    public static let installedLocations = ["/usr/bin/laenclaved", "/usr/local/bin/laenclaved", "/usr/libexec/laenclaved"]
+    public static let installedLocations = [
+        "/usr/bin/laenclaved", "/usr/local/bin/laenclaved", "/usr/libexec/laenclaved",
+    ]
 
     /// What `locate` found: the program to start, or why there is none.
     enum Located: Equatable {
@@ -139,24 +153,37 @@ public enum DaemonLauncher {
     static func notStarted(_ located: Located, sought: String) -> DaemonUnavailability {
         switch located {
         case .installed(let path):
-            return DaemonUnavailability(sought: sought, reason: "\(path) was found but not started", fix: "run it by hand to see why: \(path) --user")
+            return DaemonUnavailability(
+                sought: sought,
+                reason: "\(path) was found but not started",
+                fix: "run it by hand to see why: \(path) --user"
+            )
         case .nothing:
-            return DaemonUnavailability(sought: sought,
-                reason: "none answers, and no laenclaved is installed to start (looked for $\(EnclavePaths.daemonEnvironmentKey), "
+            return DaemonUnavailability(
+                sought: sought,
+                reason:
+                    "none answers, and no laenclaved is installed to start (looked for $\(EnclavePaths.daemonEnvironmentKey), "
                     + "a laenclaved beside this program, \(installedLocations.joined(separator: ", ")))",
                 fix: "install it (sudo bash scripts/install in a checkout of this package, or the laenclaved .deb), "
-                    + "or run a development build yourself first (in a checkout of this package: swift build && .build/debug/laenclaved --user &)")
+                    + "or run a development build yourself first (in a checkout of this package: swift build && .build/debug/laenclaved --user &)"
+            )
         case .notInstalled(let refused):
-            return DaemonUnavailability(sought: sought,
-                reason: "none answers, and \(refused.joined(separator: ", ")) is not started on an app's behalf: not an installed program "
+            return DaemonUnavailability(
+                sought: sought,
+                reason:
+                    "none answers, and \(refused.joined(separator: ", ")) is not started on an app's behalf: not an installed program "
                     + "(owned by root, writable by root alone, in root's directories)",
-                fix: "start it yourself: \(refused[0]) --user & (or install it: sudo bash scripts/install in a checkout of this package)")
+                fix:
+                    "start it yourself: \(refused[0]) --user & (or install it: sudo bash scripts/install in a checkout of this package)"
+            )
         }
     }
 
     /// The first `laenclaved` found in the same places, installed or not: for the testing kit,
     /// whose daemon serves only the test's own socket, which no other app trusts.
-    public static func anyDaemonExecutable(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
+    public static func anyDaemonExecutable(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String? {
         candidates(environment).first { FileManager.default.isExecutableFile(atPath: $0) }
     }
 
@@ -176,7 +203,11 @@ public enum DaemonLauncher {
         let located = locate(ProcessInfo.processInfo.environment)
         guard case .installed(let daemon) = located else { throw notStarted(located, sought: sought) }
         let state = EnclavePaths.userStateDirectory()
-        try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try? FileManager.default.createDirectory(
+            atPath: state,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         let args = ["--user", "--socket", socketPath, "--log-file", state + "/laenclaved.log"]
         // The daemon is the user's, not the app's: it gets the variables that say where the user's
         // files and buses are, never the rest of whichever app happened to start it (a library to
@@ -193,16 +224,25 @@ public enum DaemonLauncher {
                 _ = try spawn(daemon, args, environment: environment, inherit: false)
             }
         } catch {
-            throw DaemonUnavailability(sought: sought, reason: "none answers, and starting \(daemon) failed (\(error))",
-                                       fix: "run it by hand to see why: \(daemon) --user")
+            throw DaemonUnavailability(
+                sought: sought,
+                reason: "none answers, and starting \(daemon) failed (\(error))",
+                fix: "run it by hand to see why: \(daemon) --user"
+            )
         }
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if let fd = try? EnclaveConnection.connectSocket(socketPath) { Glibc.close(fd); return }
+            if let fd = try? EnclaveConnection.connectSocket(socketPath) {
+                Glibc.close(fd)
+                return
+            }
             usleep(20_000)
         }
-        throw DaemonUnavailability(sought: sought, reason: "\(daemon) was started but did not open the socket within 10 s",
-                                   fix: "read its log: \(state)/laenclaved.log")
+        throw DaemonUnavailability(
+            sought: sought,
+            reason: "\(daemon) was started but did not open the socket within 10 s",
+            fix: "read its log: \(state)/laenclaved.log"
+        )
     }
 
     /// Whether a path is an installed program (see `locate`).
@@ -218,7 +258,9 @@ public enum DaemonLauncher {
             while current != "/" {
                 current = (current as NSString).deletingLastPathComponent
                 if current.isEmpty { current = "/" }
-                guard lstat(current, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, rootOwnedAndClosed(st) else { return nil }
+                guard lstat(current, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR, rootOwnedAndClosed(st) else {
+                    return nil
+                }
             }
             return resolved
         }
@@ -234,12 +276,23 @@ public enum DaemonLauncher {
 
     /// posix_spawn with standard input, output and error on /dev/null; `environment` adds to (or
     /// replaces entries of) this process's environment, or is the whole of it when `inherit` is false.
-    public static func spawn(_ path: String, _ arguments: [String], environment: [String: String] = [:], inherit: Bool = true) throws -> pid_t {
+    public static func spawn(
+        _ path: String,
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        inherit: Bool = true
+    ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         for target in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
-            posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == STDIN_FILENO ? O_RDONLY : O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(
+                &actions,
+                target,
+                "/dev/null",
+                target == STDIN_FILENO ? O_RDONLY : O_WRONLY,
+                0
+            )
         }
         // A daemon must not keep its starter's descriptors (pipes would never see end-of-file).
         let limit = min(Int32(sysconf(Int32(_SC_OPEN_MAX))), 65536)
@@ -247,14 +300,16 @@ public enum DaemonLauncher {
             posix_spawn_file_actions_addclose(&actions, fd)
         }
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         var pid: pid_t = 0
         var merged = inherit ? ProcessInfo.processInfo.environment : [:]
         for (key, value) in environment { merged[key] = value }
         let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
+        defer { for variable in envp { free(variable) } }
         let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        guard rc == 0 else { throw EnclaveClientError.unreachable("could not start \(path): \(String(cString: strerror(rc)))") }
+        guard rc == 0 else {
+            throw EnclaveClientError.unreachable("could not start \(path): \(String(cString: strerror(rc)))")
+        }
         return pid
     }
 }

@@ -2,6 +2,7 @@ import CPeerSocket
 import EnclaveProtocol
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -18,7 +19,10 @@ enum ControllingTerminal {
         guard fd >= 0 else { return nil }
         // Its real device (st_rdev would be /dev/tty's own, the same for every terminal).
         let device = la_terminal_device(fd)
-        guard isatty(fd) == 1, tcgetpgrp(fd) == getpgrp(), device != 0 else { close(fd); return nil }
+        guard isatty(fd) == 1, tcgetpgrp(fd) == getpgrp(), device != 0 else {
+            close(fd)
+            return nil
+        }
         return (byItsOwnName(fd, device: device), UInt64(device))
     }
 
@@ -31,7 +35,10 @@ enum ControllingTerminal {
         guard named >= 0 else { return fd }
         // The same numbers in another devpts instance (a sandbox's own) would be another terminal:
         // only this process's controlling terminal answers its foreground group.
-        guard la_terminal_device(named) == device, tcgetpgrp(named) == getpgrp() else { close(named); return fd }
+        guard la_terminal_device(named) == device, tcgetpgrp(named) == getpgrp() else {
+            close(named)
+            return fd
+        }
         close(fd)
         return named
     }
@@ -60,7 +67,9 @@ extension EnclaveConnection {
             throw HandoffFailed(description: "could not send the handoff: \(String(cString: strerror(errno)))")
         }
         var answer: UInt8 = 255
-        guard recv(socket, &answer, 1, 0) == 1 else { throw HandoffFailed(description: "the daemon did not answer the handoff") }
+        guard recv(socket, &answer, 1, 0) == 1 else {
+            throw HandoffFailed(description: "the daemon did not answer the handoff")
+        }
         guard let status = HandoffStatus(rawValue: answer), status == .accepted else {
             throw HandoffFailed(description: HandoffStatus(rawValue: answer)?.description ?? "handoff status \(answer)")
         }
@@ -112,7 +121,9 @@ extension EnclaveConnection {
                         handed = (try? handOver(terminal.descriptor, ticket: ticket)) != nil
                     }
                     Glibc.close(terminal.descriptor)
-                    terminalHandoff.finish(device: terminal.device, handed: handed).forEach { $0(handed) }
+                    for completion in terminalHandoff.finish(device: terminal.device, handed: handed) {
+                        completion(handed)
+                    }
                 }
             }
         }
@@ -137,7 +148,10 @@ final class TerminalHandoffState: Sendable {
         state.withLock {
             if $0.handed == device { return .handed }
             if $0.refused == device { return .refused }
-            if $0.waiters != nil { $0.waiters!.append(waiter); return .waiting }
+            if $0.waiters != nil {
+                $0.waiters!.append(waiter)
+                return .waiting
+            }
             $0.waiters = [waiter]
             return .start
         }

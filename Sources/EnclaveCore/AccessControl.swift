@@ -15,7 +15,8 @@ public enum EvaluationStep: Sendable, Equatable {
 /// What `SecAccessControlCreateFlags` demand at use, parsed once.
 public struct AccessRequirement: Sendable, Equatable {
     public enum Problem: Error, Equatable, CustomStringConvertible {
-        case andWithOr, unknownFlags(UInt64)
+        case andWithOr
+        case unknownFlags(UInt64)
         public var description: String {
             switch self {
             case .andWithOr: return "kSecAccessControlAnd and kSecAccessControlOr exclude each other"
@@ -48,10 +49,15 @@ public struct AccessRequirement: Sendable, Equatable {
         if anyOf {
             // Any one suffices: the owner policy offers biometrics and the passcode at once; a
             // companion, which Linux lacks, drops out of an "or" that has anything else.
-            if presence || (biometry && passcode) { steps = [.owner] }
-            else if biometry { steps = [.biometric] }
-            else if passcode { steps = [.passcode] }
-            else if companion { steps = [.companion] }
+            if presence || (biometry && passcode) {
+                steps = [.owner]
+            } else if biometry {
+                steps = [.biometric]
+            } else if passcode {
+                steps = [.passcode]
+            } else if companion {
+                steps = [.companion]
+            }
         } else {
             if presence { steps.append(.owner) }
             if biometry { steps.append(.biometric) }

@@ -27,8 +27,16 @@ public enum AccessPlan: Equatable, Sendable {
         /// The passcode epoch at creation; nil when not recorded (keychain items are deleted with
         /// the passcode instead).
         public var passcodeEpoch: UInt64?
-        public init(flags: AccessControlFlags, protection: Protection?, enrolmentGeneration: UInt64?, passcodeEpoch: UInt64? = nil) {
-            self.flags = flags; self.protection = protection; self.enrolmentGeneration = enrolmentGeneration; self.passcodeEpoch = passcodeEpoch
+        public init(
+            flags: AccessControlFlags,
+            protection: Protection?,
+            enrolmentGeneration: UInt64?,
+            passcodeEpoch: UInt64? = nil
+        ) {
+            self.flags = flags
+            self.protection = protection
+            self.enrolmentGeneration = enrolmentGeneration
+            self.passcodeEpoch = passcodeEpoch
         }
 
         /// Whether the plan can change with the user's state (so the shell must read it afresh):
@@ -36,7 +44,8 @@ public enum AccessPlan: Equatable, Sendable {
         /// alternative) and `…WhenPasscodeSetThisDeviceOnly` (invalidated) change with it; every
         /// other plan is the same whatever the state.
         public var dependsOnState: Bool {
-            (enrolmentGeneration != nil && flags.contains(.biometryCurrentSet)) || protection == .whenPasscodeSetThisDeviceOnly
+            (enrolmentGeneration != nil && flags.contains(.biometryCurrentSet))
+                || protection == .whenPasscodeSetThisDeviceOnly
         }
     }
 
@@ -46,7 +55,9 @@ public enum AccessPlan: Equatable, Sendable {
         public var passcodeEpoch: UInt64
         public var passcodeSet: Bool
         public init(enrolmentGeneration: UInt64, passcodeEpoch: UInt64, passcodeSet: Bool) {
-            self.enrolmentGeneration = enrolmentGeneration; self.passcodeEpoch = passcodeEpoch; self.passcodeSet = passcodeSet
+            self.enrolmentGeneration = enrolmentGeneration
+            self.passcodeEpoch = passcodeEpoch
+            self.passcodeSet = passcodeSet
         }
 
         /// Any state, for a plan that depends on none (`evaluateAccessControl`).
@@ -59,12 +70,17 @@ public enum AccessPlan: Equatable, Sendable {
             return
         }
         if protected.protection == .whenPasscodeSetThisDeviceOnly
-            && (!now.passcodeSet || protected.passcodeEpoch.map { $0 != now.passcodeEpoch } ?? false) {
+            && (!now.passcodeSet || protected.passcodeEpoch.map { $0 != now.passcodeEpoch } ?? false)
+        {
             self = .invalidated(.passcodeRemoved)
             return
         }
-        guard let steps = requirement.steps(madeAt: protected.enrolmentGeneration ?? now.enrolmentGeneration,
-                                            enrolmentNow: now.enrolmentGeneration) else {
+        guard
+            let steps = requirement.steps(
+                madeAt: protected.enrolmentGeneration ?? now.enrolmentGeneration,
+                enrolmentNow: now.enrolmentGeneration
+            )
+        else {
             self = .invalidated(.enrolmentChanged)
             return
         }

@@ -30,11 +30,15 @@ public struct AccessProofs<Candidate: Sendable>: Sendable {
         public var leaveOutNotInteractive: Bool
 
         public init(wanted: Int, leaveOutInvalidated: Bool, leaveOutNotInteractive: Bool) {
-            self.wanted = wanted; self.leaveOutInvalidated = leaveOutInvalidated; self.leaveOutNotInteractive = leaveOutNotInteractive
+            self.wanted = wanted
+            self.leaveOutInvalidated = leaveOutInvalidated
+            self.leaveOutNotInteractive = leaveOutNotInteractive
         }
 
         /// Every candidate must be usable (an update, a key, an access control).
-        public static var every: Rules { Rules(wanted: .max, leaveOutInvalidated: false, leaveOutNotInteractive: false) }
+        public static var every: Rules {
+            Rules(wanted: .max, leaveOutInvalidated: false, leaveOutNotInteractive: false)
+        }
     }
 
     public enum Next: Sendable {
@@ -120,8 +124,12 @@ extension AccessPlan {
     }
 
     /// The candidates `stillUsable` would pass, the others left out (a copy of all matches).
-    public static func usable<Candidate>(_ candidates: [Candidate], _ protected: (Candidate) -> Protected,
-                                         planned: UserState, now: UserState) -> [Candidate] {
+    public static func usable<Candidate>(
+        _ candidates: [Candidate],
+        _ protected: (Candidate) -> Protected,
+        planned: UserState,
+        now: UserState
+    ) -> [Candidate] {
         candidates.filter { protected($0).denial(planned: planned, now: now) == nil }
     }
 }
@@ -132,7 +140,10 @@ extension AccessPlan.Protected {
         let current = AccessPlan(self, now: now)
         if case .invalidated(let why) = current { return .invalidated(why) }
         guard current == AccessPlan(self, now: planned) else {
-            return .failed(.authenticationFailed, "The enrolled identities or the passcode changed while the prompt was open; try again.")
+            return .failed(
+                .authenticationFailed,
+                "The enrolled identities or the passcode changed while the prompt was open; try again."
+            )
         }
         return nil
     }

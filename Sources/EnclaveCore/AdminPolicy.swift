@@ -17,10 +17,17 @@ public enum AdminPolicy {
 
     /// The user whose state a request changes: the caller, or another user for root in system mode.
     /// A user-mode daemon has one user, `servedUser`, whoever asks (root visiting it included).
-    public static func target(_ requested: UInt32?, caller: UInt32, mode: DaemonMode, servedUser: UInt32) throws(Failure) -> UInt32 {
+    public static func target(
+        _ requested: UInt32?,
+        caller: UInt32,
+        mode: DaemonMode,
+        servedUser: UInt32
+    ) throws(Failure) -> UInt32 {
         if mode == .user {
             let target = requested ?? servedUser
-            if target != servedUser { throw Failure(.notPermitted, "this user-mode daemon serves uid \(servedUser) only") }
+            if target != servedUser {
+                throw Failure(.notPermitted, "this user-mode daemon serves uid \(servedUser) only")
+            }
             return target
         }
         let target = requested ?? caller
@@ -66,9 +73,15 @@ public enum AdminPolicy {
         caller == 0 || allowed
     }
 
-    public static let pipeRefusal = Failure(.notPermitted, "a passcode through a pipe (--stdin) administers only where root allowed it: run this in your own terminal without --stdin, or answer the prompt agent; to provision as root, set administration-pipe = yes in /etc/laenclaved/laenclaved.conf")
+    public static let pipeRefusal = Failure(
+        .notPermitted,
+        "a passcode through a pipe (--stdin) administers only where root allowed it: run this in your own terminal without --stdin, or answer the prompt agent; to provision as root, set administration-pipe = yes in /etc/laenclaved/laenclaved.conf"
+    )
 
-    public static let administratorRefusal = Failure(.notPermitted, "root reaches another user's daemon only to reset passcode attempts (lactl admin reset-passcode)")
+    public static let administratorRefusal = Failure(
+        .notPermitted,
+        "root reaches another user's daemon only to reset passcode attempts (lactl admin reset-passcode)"
+    )
 
     /// Other apps' entries are the user's, not the app's: they need the passcode (or root in system
     /// mode, who sees every user's).
@@ -83,14 +96,19 @@ public enum AdminPolicy {
         switch request {
         case .setPasscode: return "set the device passcode"
         case .changePasscode: return "change the device passcode"
-        case .removePasscode: return "remove the device passcode: every item and key that needs it is deleted, and every enrolled identity"
-        case .enroll(let a): return "enrol a new identity named \"\(a.name)\": it will unlock what your fingerprint or face unlocks"
+        case .removePasscode:
+            return
+                "remove the device passcode: every item and key that needs it is deleted, and every enrolled identity"
+        case .enroll(let a):
+            return "enrol a new identity named \"\(a.name)\": it will unlock what your fingerprint or face unlocks"
         case .unenroll(let a): return "remove the enrolled identity \"\(a.name)\""
         case .audit(let a): return a.everyApp ? "read the audit entries of every app of yours" : nil
-        case .keychainList: return "list the keychain items of every app of yours (names and access rules, never secrets)"
+        case .keychainList:
+            return "list the keychain items of every app of yours (names and access rules, never secrets)"
         case .keychainRemove: return "delete a keychain item, whichever of your apps it belongs to"
         case .configureAccessGroup(let a):
-            return a.apps.isEmpty ? "remove the keychain access group \"\(a.name)\""
+            return a.apps.isEmpty
+                ? "remove the keychain access group \"\(a.name)\""
                 : "let these apps share the keychain items of the group \"\(a.name)\": \(a.apps.joined(separator: ", "))"
         case .accessGroups: return "list your keychain access groups and their apps"
         case .resetPasscodeLockout: return "lift the disabled device passcode (its failure counter and delays)"

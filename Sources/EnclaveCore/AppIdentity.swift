@@ -36,14 +36,20 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     public struct FileID: Sendable, Hashable {
         public var device: UInt64
         public var inode: UInt64
-        public init(device: UInt64, inode: UInt64) { self.device = device; self.inode = inode }
+        public init(device: UInt64, inode: UInt64) {
+            self.device = device
+            self.inode = inode
+        }
     }
 
     /// The identity as stored with items, keys, domain state and audit entries.
     public let name: String
     public let kind: Kind
 
-    public init(name: String, kind: Kind) { self.name = name; self.kind = kind }
+    public init(name: String, kind: Kind) {
+        self.name = name
+        self.kind = kind
+    }
 
     public var description: String { name }
 
@@ -65,7 +71,8 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
         public var flatpak: SandboxIdentity.FlatpakEvidence?
         public var snap: SandboxIdentity.SnapEvidence?
         public init(flatpak: SandboxIdentity.FlatpakEvidence? = nil, snap: SandboxIdentity.SnapEvidence? = nil) {
-            self.flatpak = flatpak; self.snap = snap
+            self.flatpak = flatpak
+            self.snap = snap
         }
 
         /// The sandboxed app it verifies, if any: a snap before a Flatpak app.
@@ -77,7 +84,8 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The identity of a process from all the daemon read about it, in this order: a verified snap
     /// (whose program is a verified path, but one that names a single revision), a verified
     /// Flatpak app, what it runs.
-    public static func resolve(path: String, running: FileID, atPath: FileID?, sandbox: SandboxEvidence) -> AppIdentity {
+    public static func resolve(path: String, running: FileID, atPath: FileID?, sandbox: SandboxEvidence) -> AppIdentity
+    {
         sandbox.verified ?? resolve(path: path, running: running, atPath: atPath)
     }
 
@@ -103,9 +111,12 @@ public struct AppIdentity: Sendable, Hashable, CustomStringConvertible {
     /// program's bytes to the socket. Matched on the file name; `*` ends a prefix (`python3.11`).
     public static let interpreters: [String] = [
         "python*", "pypy*", "node", "nodejs", "deno", "bun", "perl*", "ruby*", "irb*", "php*", "lua*", "luajit*",
-        "tclsh*", "wish*", "expect", "bash", "sh", "dash", "zsh", "ksh*", "mksh", "yash", "fish", "tcsh", "csh", "busybox",
-        "java", "jshell", "dotnet", "mono", "Rscript", "R", "julia", "guile*", "gawk", "mawk", "awk", "osh", "elvish", "nu",
-        "ld-linux*", "ld.so", "ld64.so*", "qemu-*", "gdb", "socat", "nc", "nc.*", "ncat", "netcat", "swift", "swift-frontend",
+        "tclsh*", "wish*", "expect", "bash", "sh", "dash", "zsh", "ksh*", "mksh", "yash", "fish", "tcsh", "csh",
+        "busybox",
+        "java", "jshell", "dotnet", "mono", "Rscript", "R", "julia", "guile*", "gawk", "mawk", "awk", "osh", "elvish",
+        "nu",
+        "ld-linux*", "ld.so", "ld64.so*", "qemu-*", "gdb", "socat", "nc", "nc.*", "ncat", "netcat", "swift",
+        "swift-frontend",
     ]
 
     public static func isInterpreter(_ path: String) -> Bool {

@@ -58,7 +58,9 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     /// Why biometrics are refused now, or nil when they may be tried.
     public func biometryRefusal(now wall: Date) -> BiometryLockReason? {
         if let biometryLock { return biometryLock }
-        if let last = lastOwnerAuthentication, wall.timeIntervalSince(last) > Self.inactivityLimit { return .inactivity }
+        if let last = lastOwnerAuthentication, wall.timeIntervalSince(last) > Self.inactivityLimit {
+            return .inactivity
+        }
         return nil
     }
 
@@ -79,7 +81,8 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     /// (our rule; Apple counts only the device unlock, which no app can ask for).
     public func allowsReuse(of duration: Double, now: MonotonicStamp, app: String) -> Bool {
         let window = min(max(duration, 0), Self.maximumReuseDuration)
-        guard window > 0, let match = lastBiometricMatch, match.bootID == now.bootID, lastBiometricMatchApp == app else { return false }
+        guard window > 0, let match = lastBiometricMatch, match.bootID == now.bootID, lastBiometricMatchApp == app
+        else { return false }
         let age = now.seconds - match.seconds
         return age >= 0 && age <= window
     }
@@ -97,7 +100,8 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
             // A delay still running restarts for its full period (the monotonic clock restarted);
             // one the wall clock shows as over stays over.
             if case .delay(let seconds) = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures),
-               let began = delayStartedWall, let wall, wall.timeIntervalSince(began) >= seconds {
+                let began = delayStartedWall, let wall, wall.timeIntervalSince(began) >= seconds
+            {
                 delayStartedAt = nil
             } else {
                 delayStartedAt = now
@@ -177,7 +181,8 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
 
 public enum ConstantTime {
     /// Compares without an early exit, so timing does not reveal where two secrets differ.
-    public static func equal<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool where A.Element == UInt8, B.Element == UInt8 {
+    public static func equal<A: Collection, B: Collection>(_ a: A, _ b: B) -> Bool
+    where A.Element == UInt8, B.Element == UInt8 {
         guard a.count == b.count else { return false }
         var diff: UInt8 = 0
         for (x, y) in zip(a, b) { diff |= x ^ y }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,7 +10,10 @@ import Glibc
 public struct MonotonicStamp: Codable, Sendable, Equatable {
     public var bootID: String
     public var seconds: Double
-    public init(bootID: String, seconds: Double) { self.bootID = bootID; self.seconds = seconds }
+    public init(bootID: String, seconds: Double) {
+        self.bootID = bootID
+        self.seconds = seconds
+    }
 }
 
 /// The daemon's sense of time, injected so the rules can be tested without waiting.
@@ -47,10 +51,16 @@ public final class ManualClock: EnclaveClock, Sendable {
     }
     private let now: Mutex<Now>
 
-    public init(bootID: String = "boot-1", seconds: Double = 1000, wall: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+    public init(
+        bootID: String = "boot-1",
+        seconds: Double = 1000,
+        wall: Date = Date(timeIntervalSince1970: 1_800_000_000)
+    ) {
         now = Mutex(Now(bootID: bootID, seconds: seconds, wall: wall))
     }
-    public func monotonic() -> MonotonicStamp { now.withLock { MonotonicStamp(bootID: $0.bootID, seconds: $0.seconds) } }
+    public func monotonic() -> MonotonicStamp {
+        now.withLock { MonotonicStamp(bootID: $0.bootID, seconds: $0.seconds) }
+    }
     public func wall() -> Date { now.withLock { $0.wall } }
     public func advance(_ interval: Double) {
         now.withLock {

@@ -13,7 +13,10 @@ public struct ConnectionBudget: Sendable {
         /// daemon raises its limit to (`ConnectionBudget.descriptorsNeeded`).
         public static let standard = Limits(perUser: 256, total: 4096)
 
-        public init(perUser: Int, total: Int) { self.perUser = perUser; self.total = total }
+        public init(perUser: Int, total: Int) {
+            self.perUser = perUser
+            self.total = total
+        }
     }
 
     public enum Refusal: Equatable, Sendable {
@@ -22,8 +25,13 @@ public struct ConnectionBudget: Sendable {
 
         public var failure: Failure {
             switch self {
-            case .userFull(let limit): return Failure(.busy, "this user already has \(limit) connections to the daemon; close some and try again")
-            case .daemonFull(let limit): return Failure(.busy, "the daemon serves \(limit) connections already; try again shortly")
+            case .userFull(let limit):
+                return Failure(
+                    .busy,
+                    "this user already has \(limit) connections to the daemon; close some and try again"
+                )
+            case .daemonFull(let limit):
+                return Failure(.busy, "the daemon serves \(limit) connections already; try again shortly")
             }
         }
     }
@@ -40,10 +48,14 @@ public struct ConnectionBudget: Sendable {
     public static let descriptorsPerConnection = 2
 
     /// The descriptors `connections` connections and the daemon itself need.
-    public static func descriptors(forConnections connections: Int) -> Int { connections * descriptorsPerConnection + descriptorReserve }
+    public static func descriptors(forConnections connections: Int) -> Int {
+        connections * descriptorsPerConnection + descriptorReserve
+    }
 
     /// How many connections `descriptors` descriptors allow (at least one).
-    public static func connections(forDescriptors descriptors: Int) -> Int { max(1, (descriptors - descriptorReserve) / descriptorsPerConnection) }
+    public static func connections(forDescriptors descriptors: Int) -> Int {
+        max(1, (descriptors - descriptorReserve) / descriptorsPerConnection)
+    }
 
     public var descriptorsNeeded: Int { Self.descriptors(forConnections: limits.total) }
 

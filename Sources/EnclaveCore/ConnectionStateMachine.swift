@@ -63,7 +63,12 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
         case .awaitingHello, .greeted:
             if case .hello(let hello) = request {
                 guard hello.version == enclaveProtocolVersion else {
-                    return .refuseAndClose(Failure(.unsupportedVersion, "this daemon speaks protocol version \(enclaveProtocolVersion), not \(hello.version)"))
+                    return .refuseAndClose(
+                        Failure(
+                            .unsupportedVersion,
+                            "this daemon speaks protocol version \(enclaveProtocolVersion), not \(hello.version)"
+                        )
+                    )
                 }
                 phase = .greeted
                 return .greet
@@ -104,13 +109,21 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
 
     /// An evaluation asks for the context's prompt input; on a closed connection, or past the
     /// connection's live contexts, it finds the context invalid.
-    public mutating func evaluationStarting(on context: String, _ evaluation: Running) -> ContextTable<Running>.Admission {
+    public mutating func evaluationStarting(
+        on context: String,
+        _ evaluation: Running
+    ) -> ContextTable<Running>.Admission {
         guard phase != .closed else { return .invalidated }
         do { return try contexts.admit(context, evaluation: evaluation) } catch { return .invalidated }
     }
 
     /// The evaluation ended; what it proved joins the context's authorization.
-    public mutating func evaluationFinished(on context: String, proven: ContextAuthorization?, now: MonotonicStamp, lifetime: Double) {
+    public mutating func evaluationFinished(
+        on context: String,
+        proven: ContextAuthorization?,
+        now: MonotonicStamp,
+        lifetime: Double
+    ) {
         contexts.finish(context, proven: proven, now: now, lifetime: lifetime)
     }
 

@@ -50,7 +50,10 @@ public struct ContextTable<Running> {
     private mutating func touch(_ id: String) throws(Failure) -> Entry {
         if let e = live[id] { return e }
         guard live.count < Self.maxLive else {
-            throw Failure(.invalidParameter, "a connection may hold at most \(Self.maxLive) live contexts; invalidate the ones you no longer use")
+            throw Failure(
+                .invalidParameter,
+                "a connection may hold at most \(Self.maxLive) live contexts; invalidate the ones you no longer use"
+            )
         }
         let e = Entry()
         live[id] = e
@@ -68,7 +71,10 @@ public struct ContextTable<Running> {
     /// invalidated (the request must not run).
     public mutating func track(_ id: String, _ request: Running) throws(Failure) -> UInt64? {
         guard running < Self.maxRunning else {
-            throw Failure(.busy, "a connection may run at most \(Self.maxRunning) requests at once; wait for their answers")
+            throw Failure(
+                .busy,
+                "a connection may run at most \(Self.maxRunning) requests at once; wait for their answers"
+            )
         }
         if tombstones.contains(id) { return nil }
         var e = try touch(id)

@@ -69,9 +69,20 @@ public struct DaemonConfiguration: Sendable {
     public static let standardKeychainQuotaItems = 10_000
     public static let standardKeychainQuotaBytes = 64 << 20
 
-    public init(mode: DaemonMode, socketPath: String, stateDirectory: String, masterKeyPath: String, simulatedSensor: BiometryKind?, simulationEnabled: Bool) {
-        self.mode = mode; self.socketPath = socketPath; self.stateDirectory = stateDirectory; self.masterKeyPath = masterKeyPath
-        self.simulatedSensor = simulatedSensor; self.simulationEnabled = simulationEnabled
+    public init(
+        mode: DaemonMode,
+        socketPath: String,
+        stateDirectory: String,
+        masterKeyPath: String,
+        simulatedSensor: BiometryKind?,
+        simulationEnabled: Bool
+    ) {
+        self.mode = mode
+        self.socketPath = socketPath
+        self.stateDirectory = stateDirectory
+        self.masterKeyPath = masterKeyPath
+        self.simulatedSensor = simulatedSensor
+        self.simulationEnabled = simulationEnabled
     }
 }
 
@@ -115,15 +126,22 @@ public struct DaemonDefaultPaths: Sendable, Equatable {
     public var promptAgent: String?
 
     public init(socket: String, stateDirectory: String, masterKey: String, promptAgent: String? = nil) {
-        self.socket = socket; self.stateDirectory = stateDirectory; self.masterKey = masterKey; self.promptAgent = promptAgent
+        self.socket = socket
+        self.stateDirectory = stateDirectory
+        self.masterKey = masterKey
+        self.promptAgent = promptAgent
     }
 }
 
 extension DaemonConfiguration {
     /// The one merge of the configuration file, the command line over it, and the mode's defaults.
     /// `systemFile`: in user mode, the system's configuration file, for what only root may choose.
-    public static func resolve(file: SettingsFile, systemFile: SettingsFile? = nil, commandLine: DaemonCommandLine,
-                               defaults: DaemonDefaultPaths) -> DaemonConfiguration {
+    public static func resolve(
+        file: SettingsFile,
+        systemFile: SettingsFile? = nil,
+        commandLine: DaemonCommandLine,
+        defaults: DaemonDefaultPaths
+    ) -> DaemonConfiguration {
         let mode = commandLine.mode
         var settings = file.settings
         if let sensor = commandLine.sensor { settings.sensor = sensor }
@@ -133,21 +151,28 @@ extension DaemonConfiguration {
         if let allow = commandLine.allowSimulation { settings.allowSimulation = allow }
         if let agent = commandLine.promptAgent { settings.promptAgent = agent }
 
-        let simulated: BiometryKind? = switch settings.sensor {
-        case .simulatedTouchID: .touchID
-        case .simulatedFaceID: .faceID
-        case .auto: mode == .user ? .touchID : nil  // what `auto` falls back to without a reader
-        case .fprintd, .none: nil
-        }
+        let simulated: BiometryKind? =
+            switch settings.sensor {
+            case .simulatedTouchID: .touchID
+            case .simulatedFaceID: .faceID
+            case .auto: mode == .user ? .touchID : nil  // what `auto` falls back to without a reader
+            case .fprintd, .none: nil
+            }
         var config = DaemonConfiguration(
             mode: mode,
             socketPath: commandLine.socket ?? defaults.socket,
             stateDirectory: commandLine.stateDirectory ?? defaults.stateDirectory,
             masterKeyPath: commandLine.keyFile ?? defaults.masterKey,
             simulatedSensor: simulated,
-            simulationEnabled: settings.allowSimulation ?? (mode == .user))
+            simulationEnabled: settings.allowSimulation ?? (mode == .user)
+        )
         config.simulationExplicit = settings.allowSimulation == true
-        config.fprintd = switch settings.sensor { case .fprintd: .required; case .auto: .ifAvailable; default: .no }
+        config.fprintd =
+            switch settings.sensor {
+            case .fprintd: .required
+            case .auto: .ifAvailable
+            default: .no
+            }
         config.loginPasswordService = settings.pamService
         if settings.passcodeSource == .pam {
             config.pamService = settings.pamService
@@ -195,7 +220,9 @@ extension DaemonConfiguration {
     /// What the daemon says loudly once its sensor is chosen.
     public func sensorWarnings(realSensor: Bool) -> [String] {
         guard realSensor, simulationAccepted(realSensor: true) else { return [] }
-        return ["SIMULATION ENABLED WITH A REAL FINGERPRINT READER: scripted touches and passcodes (lactl simulate) pass its prompts"]
+        return [
+            "SIMULATION ENABLED WITH A REAL FINGERPRINT READER: scripted touches and passcodes (lactl simulate) pass its prompts"
+        ]
     }
 
     /// What the daemon says loudly at start: a configuration that weakens the promise.
@@ -203,10 +230,14 @@ extension DaemonConfiguration {
         var warnings: [String] = []
         // `auto` never falls back to a simulator in system mode, so a simulated sensor here was chosen.
         if mode == .system, simulatedSensor != nil {
-            warnings.append("SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks")
+            warnings.append(
+                "SIMULATED SENSOR ENABLED IN SYSTEM MODE: anyone who can queue events can pass biometric checks"
+            )
         }
         for setting in ignoredRootSettings {
-            warnings.append("\(setting) is ignored here: only root sets it, in /etc/laenclaved/laenclaved.conf (owned by root, not group- or world-writable; a system daemon's own --config file likewise)")
+            warnings.append(
+                "\(setting) is ignored here: only root sets it, in /etc/laenclaved/laenclaved.conf (owned by root, not group- or world-writable; a system daemon's own --config file likewise)"
+            )
         }
         return warnings
     }

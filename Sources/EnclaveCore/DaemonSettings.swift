@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -58,15 +59,23 @@ public struct DaemonSettings: Equatable, Sendable {
     public static func parse(_ text: String) throws -> DaemonSettings {
         var settings = DaemonSettings()
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?.trimmingCharacters(in: .whitespaces) ?? ""
+            let line =
+                raw.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init)?
+                .trimmingCharacters(in: .whitespaces) ?? ""
             if line.isEmpty { continue }
             let number = index + 1
             let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard parts.count == 2, !parts[0].isEmpty else { throw ParseError(line: number, problem: "expected key = value") }
+            guard parts.count == 2, !parts[0].isEmpty else {
+                throw ParseError(line: number, problem: "expected key = value")
+            }
             let (key, value) = (parts[0], parts[1])
             func choice<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws -> T where T.RawValue == String {
                 guard let v = T(rawValue: value) else {
-                    throw ParseError(line: number, problem: "\(key) is one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value.prefix(40))\"")
+                    throw ParseError(
+                        line: number,
+                        problem:
+                            "\(key) is one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value.prefix(40))\""
+                    )
                 }
                 return v
             }
@@ -81,20 +90,31 @@ public struct DaemonSettings: Equatable, Sendable {
             case "sensor": settings.sensor = try choice(Sensor.self)
             case "passcode-source": settings.passcodeSource = try choice(PasscodeSource.self)
             case "pam-service":
-                guard !value.isEmpty, value.count <= 64, value.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) }) else {
+                guard !value.isEmpty, value.count <= 64,
+                    value.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) })
+                else {
                     throw ParseError(line: number, problem: "pam-service is the name of a file in /etc/pam.d")
                 }
                 settings.pamService = value
             case "pam-users":
-                let users = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-                guard !users.isEmpty else { throw ParseError(line: number, problem: "pam-users lists user names, separated by commas") }
+                let users = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
+                guard !users.isEmpty else {
+                    throw ParseError(line: number, problem: "pam-users lists user names, separated by commas")
+                }
                 settings.pamUsers = Set(users)
             case "allow-simulation": settings.allowSimulation = try yesOrNo()
             case "administration-pipe": settings.administrationPipe = try yesOrNo()
             case "terminal-holders":
-                let paths = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+                let paths = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+                    !$0.isEmpty
+                }
                 guard !paths.isEmpty, paths.allSatisfy({ $0.hasPrefix("/") && !$0.hasSuffix("/") }) else {
-                    throw ParseError(line: number, problem: "terminal-holders lists programs' absolute paths, separated by commas")
+                    throw ParseError(
+                        line: number,
+                        problem: "terminal-holders lists programs' absolute paths, separated by commas"
+                    )
                 }
                 settings.terminalHolders = Set(paths)
             case "prompt-agent":
@@ -103,7 +123,11 @@ public struct DaemonSettings: Equatable, Sendable {
                 }
                 settings.promptAgent = agent
             default:
-                throw ParseError(line: number, problem: "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders)")
+                throw ParseError(
+                    line: number,
+                    problem:
+                        "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders)"
+                )
             }
         }
         return settings
@@ -130,14 +154,23 @@ public struct DaemonSettings: Equatable, Sendable {
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var status = stat()
-        guard fstat(fd, &status) == 0 else { throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))") }
-        guard status.st_mode & S_IFMT == S_IFREG else { throw ParseError(line: 0, problem: "\(path) is not a regular file") }
+        guard fstat(fd, &status) == 0 else {
+            throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw ParseError(line: 0, problem: "\(path) is not a regular file")
+        }
         let data: Data
         do { data = try handle.readToEnd() ?? Data() } catch {
             throw ParseError(line: 0, problem: "cannot read \(path): \(error.localizedDescription)")
         }
-        guard let text = String(data: data, encoding: .utf8) else { throw ParseError(line: 0, problem: "\(path) is not UTF-8 text") }
-        return SettingsFile(settings: try parse(text), onlyRootWrites: status.st_uid == 0 && status.st_mode & 0o022 == 0)
+        guard let text = String(data: data, encoding: .utf8) else {
+            throw ParseError(line: 0, problem: "\(path) is not UTF-8 text")
+        }
+        return SettingsFile(
+            settings: try parse(text),
+            onlyRootWrites: status.st_uid == 0 && status.st_mode & 0o022 == 0
+        )
     }
 }
 
@@ -147,5 +180,8 @@ public struct DaemonSettings: Equatable, Sendable {
 public struct SettingsFile: Equatable, Sendable {
     public var settings: DaemonSettings
     public var onlyRootWrites: Bool
-    public init(settings: DaemonSettings, onlyRootWrites: Bool) { self.settings = settings; self.onlyRootWrites = onlyRootWrites }
+    public init(settings: DaemonSettings, onlyRootWrites: Bool) {
+        self.settings = settings
+        self.onlyRootWrites = onlyRootWrites
+    }
 }

@@ -26,14 +26,30 @@ public struct EvaluationMachine: Sendable {
         /// turned on by name): every screen says so.
         public var scriptedInputOnRealSensor = false
 
-        public init(policy: PolicyValue, facts: DeviceFacts, app: String, reason: String, cancelTitle: String? = nil,
-                    fallbackTitle: String? = nil, reuseDuration: Double = 0, interactionNotAllowed: Bool = false,
-                    sensorSimulated: Bool = true, contextAuthorization: ContextAuthorization? = nil,
-                    contextLifetime: Double = ContextAuthorization.defaultLifetime) {
-            self.policy = policy; self.facts = facts; self.app = app; self.reason = reason
-            self.cancelTitle = cancelTitle; self.fallbackTitle = fallbackTitle; self.reuseDuration = reuseDuration
-            self.interactionNotAllowed = interactionNotAllowed; self.sensorSimulated = sensorSimulated
-            self.contextAuthorization = contextAuthorization; self.contextLifetime = contextLifetime
+        public init(
+            policy: PolicyValue,
+            facts: DeviceFacts,
+            app: String,
+            reason: String,
+            cancelTitle: String? = nil,
+            fallbackTitle: String? = nil,
+            reuseDuration: Double = 0,
+            interactionNotAllowed: Bool = false,
+            sensorSimulated: Bool = true,
+            contextAuthorization: ContextAuthorization? = nil,
+            contextLifetime: Double = ContextAuthorization.defaultLifetime
+        ) {
+            self.policy = policy
+            self.facts = facts
+            self.app = app
+            self.reason = reason
+            self.cancelTitle = cancelTitle
+            self.fallbackTitle = fallbackTitle
+            self.reuseDuration = reuseDuration
+            self.interactionNotAllowed = interactionNotAllowed
+            self.sensorSimulated = sensorSimulated
+            self.contextAuthorization = contextAuthorization
+            self.contextLifetime = contextLifetime
         }
     }
 
@@ -107,10 +123,14 @@ public struct EvaluationMachine: Sendable {
             return finish(.failure(code, message))
         }
         if let auth = c.contextAuthorization,
-           c.passcodeOnly ? auth.satisfiesPasscodeOnly(now: now, lifetime: c.contextLifetime) : auth.satisfies(c.policy, now: now, lifetime: c.contextLifetime) {
+            c.passcodeOnly
+                ? auth.satisfiesPasscodeOnly(now: now, lifetime: c.contextLifetime)
+                : auth.satisfies(c.policy, now: now, lifetime: c.contextLifetime)
+        {
             return finish(.success(.contextAuthorized))
         }
-        let biometricUsable = !c.passcodeOnly && c.facts.sensor != .none && c.facts.enrolled && ledger.biometryRefusal(now: wall) == nil
+        let biometricUsable =
+            !c.passcodeOnly && c.facts.sensor != .none && c.facts.enrolled && ledger.biometryRefusal(now: wall) == nil
         if biometricUsable && ledger.allowsReuse(of: c.reuseDuration, now: now, app: c.app) {
             return finish(.success(.reused))
         }
@@ -128,7 +148,12 @@ public struct EvaluationMachine: Sendable {
 
     // MARK: Inputs
 
-    public mutating func handle(_ input: Input, ledger: inout AttemptLedger, now: MonotonicStamp, wall: Date) -> [Action] {
+    public mutating func handle(
+        _ input: Input,
+        ledger: inout AttemptLedger,
+        now: MonotonicStamp,
+        wall: Date
+    ) -> [Action] {
         guard phase != .finished, phase != .notStarted else { return [.ignored("\(input) after the evaluation ended")] }
         switch input {
         case .appCancel: return finish(.failure(.appCancel, "Invalidated by client."))
@@ -137,12 +162,16 @@ public struct EvaluationMachine: Sendable {
         case .match:
             // Only while the sensor is armed: after a Face ID failure it stays off until the user asks to retry.
             guard phase == .biometric else { return [.ignored("a matching touch while the sensor is not armed")] }
-            if let refusal = ledger.biometryRefusal(now: wall) { return biometryRefused(refusal, ledger: ledger, now: now) }
+            if let refusal = ledger.biometryRefusal(now: wall) {
+                return biometryRefused(refusal, ledger: ledger, now: now)
+            }
             ledger.recordBiometricMatch(now: now, wall: wall, app: configuration.app)
             return [.persistLedger] + finish(.success(.biometric))
         case .noMatch:
             guard phase == .biometric else { return [.ignored("a non-matching touch while the sensor is not armed")] }
-            if let refusal = ledger.biometryRefusal(now: wall) { return biometryRefused(refusal, ledger: ledger, now: now) }
+            if let refusal = ledger.biometryRefusal(now: wall) {
+                return biometryRefused(refusal, ledger: ledger, now: now)
+            }
             return biometricFailure(ledger: &ledger, now: now)
         case .retry:
             guard phase == .faceRetryOffered else { return [.ignored("retry while no retry is offered")] }
@@ -158,14 +187,17 @@ public struct EvaluationMachine: Sendable {
         case .passcodeTyped(let passcode):
             guard passcodeEntryAllowed else { return [.ignored("a passcode where this policy takes none")] }
             guard !passcode.isEmpty else { return [.ignored("an empty passcode")] }
-            guard PasscodeCheck.admit(passcodeSet: configuration.facts.passcodeSet, ledger: ledger, now: now) == nil else {
+            guard PasscodeCheck.admit(passcodeSet: configuration.facts.passcodeSet, ledger: ledger, now: now) == nil
+            else {
                 passcodeMessage = nil
                 return [.show(screen(ledger: ledger, now: now))]
             }
             return [.checkPasscode(passcode)]
         case .passcodeChecked(let correct, let attempt):
             guard passcodeEntryAllowed else { return [.ignored("a passcode result where this policy takes none")] }
-            if PasscodeCheck.record(correct: correct, attempt: attempt, ledger: &ledger, now: now, wall: wall) == .accepted {
+            if PasscodeCheck.record(correct: correct, attempt: attempt, ledger: &ledger, now: now, wall: wall)
+                == .accepted
+            {
                 return [.persistLedger] + finish(.success(.passcode))
             }
             passcodeMessage = "Wrong passcode. Try again."
@@ -182,7 +214,9 @@ public struct EvaluationMachine: Sendable {
         var actions: [Action] = [.persistLedger]
         let biometricOnly = configuration.policy == .deviceOwnerAuthenticationWithBiometrics
         if lockedNow {
-            if biometricOnly { return actions + finish(.failure(.biometryLockout, Preflight.lockoutMessage(.failures))) }
+            if biometricOnly {
+                return actions + finish(.failure(.biometryLockout, Preflight.lockoutMessage(.failures)))
+            }
             return actions + toPasscode(ledger: ledger, now: now)
         }
         if configuration.facts.sensor == .faceID {
@@ -198,7 +232,9 @@ public struct EvaluationMachine: Sendable {
             return actions
         }
         if failuresThisEvaluation >= Self.touchIDAttemptsPerEvaluation {
-            if biometricOnly { return actions + finish(.failure(.authenticationFailed, "Application retry limit exceeded.")) }
+            if biometricOnly {
+                return actions + finish(.failure(.authenticationFailed, "Application retry limit exceeded."))
+            }
             return actions + toPasscode(ledger: ledger, now: now)
         }
         actions.append(.show(screen(ledger: ledger, now: now)))
@@ -207,7 +243,11 @@ public struct EvaluationMachine: Sendable {
 
     /// Biometrics became refused while the prompt was open (a remote lock, another app's fifth
     /// failure): a touch no longer counts either way.
-    private mutating func biometryRefused(_ reason: BiometryLockReason, ledger: AttemptLedger, now: MonotonicStamp) -> [Action] {
+    private mutating func biometryRefused(
+        _ reason: BiometryLockReason,
+        ledger: AttemptLedger,
+        now: MonotonicStamp
+    ) -> [Action] {
         if configuration.policy == .deviceOwnerAuthenticationWithBiometrics {
             return finish(.failure(.biometryLockout, Preflight.lockoutMessage(reason)))
         }
@@ -216,7 +256,10 @@ public struct EvaluationMachine: Sendable {
 
     private mutating func toPasscode(ledger: AttemptLedger, now: MonotonicStamp) -> [Action] {
         var actions: [Action] = []
-        if sensorArmed { actions.append(.disarmSensor); sensorArmed = false }
+        if sensorArmed {
+            actions.append(.disarmSensor)
+            sensorArmed = false
+        }
         phase = .passcode
         passcodeMessage = nil
         actions.append(.show(screen(ledger: ledger, now: now)))
@@ -225,7 +268,10 @@ public struct EvaluationMachine: Sendable {
 
     private mutating func finish(_ outcome: Outcome) -> [Action] {
         var actions: [Action] = []
-        if sensorArmed { actions.append(.disarmSensor); sensorArmed = false }
+        if sensorArmed {
+            actions.append(.disarmSensor)
+            sensorArmed = false
+        }
         phase = .finished
         actions.append(.finish(outcome))
         return actions
@@ -257,10 +303,14 @@ public struct EvaluationMachine: Sendable {
             if c.facts.sensor == .faceID {
                 instruction = "Face ID: look at the camera"
             } else {
-                instruction = failuresThisEvaluation == 0 ? "Touch ID: place your finger on the sensor" : "Touch ID: no match. Try Again"
+                instruction =
+                    failuresThisEvaluation == 0
+                    ? "Touch ID: place your finger on the sensor" : "Touch ID: no match. Try Again"
             }
             if passcodeEntryAllowed {
-                instruction = passcodeMessage.map { "\($0) — or use \(c.facts.sensor.displayName)" } ?? instruction + " — or type the device passcode"
+                instruction =
+                    passcodeMessage.map { "\($0) — or use \(c.facts.sensor.displayName)" } ?? instruction
+                    + " — or type the device passcode"
             }
         case .faceRetryOffered: instruction = "Face Not Recognized"
         case .faceExhausted: instruction = "Face Not Recognized. Face ID will not be tried again for this request"
@@ -272,24 +322,38 @@ public struct EvaluationMachine: Sendable {
             case .open: break
             case .wait(let seconds):
                 retryAfter = seconds
-                if phase == .passcode { instruction = "Passcode entry is delayed. Try again in \(Self.describe(seconds))" }
+                if phase == .passcode {
+                    instruction = "Passcode entry is delayed. Try again in \(Self.describe(seconds))"
+                }
             case .disabled:
                 disabled = true
-                if phase == .passcode { instruction = "Passcode entry is disabled until an administrator resets it (lactl admin reset-passcode)" }
+                if phase == .passcode {
+                    instruction =
+                        "Passcode entry is disabled until an administrator resets it (lactl admin reset-passcode)"
+                }
             }
         }
         var screen = PromptScreen(
-            app: c.app, reason: c.reason, instruction: instruction,
+            app: c.app,
+            reason: c.reason,
+            instruction: instruction,
             cancelTitle: (c.cancelTitle?.isEmpty ?? true) ? "Cancel" : c.cancelTitle!,
-            fallbackTitle: fallbackVisible ? ((c.fallbackTitle?.isEmpty ?? true) ? "Enter Password" : c.fallbackTitle!) : nil,
-            passcodeEntry: passcodeEntryAllowed && !disabled, retryOffered: phase == .faceRetryOffered,
-            sensorArmed: sensorArmed, sensorName: sensorName, sensorSimulated: c.sensorSimulated,
-            passcodeRetryAfter: retryAfter, passcodeDisabled: disabled)
+            fallbackTitle: fallbackVisible
+                ? ((c.fallbackTitle?.isEmpty ?? true) ? "Enter Password" : c.fallbackTitle!) : nil,
+            passcodeEntry: passcodeEntryAllowed && !disabled,
+            retryOffered: phase == .faceRetryOffered,
+            sensorArmed: sensorArmed,
+            sensorName: sensorName,
+            sensorSimulated: c.sensorSimulated,
+            passcodeRetryAfter: retryAfter,
+            passcodeDisabled: disabled
+        )
         if c.scriptedInputOnRealSensor { screen.warning = Self.scriptedInputWarning }
         return screen
     }
 
-    public static let scriptedInputWarning = "⚠ SIMULATION IS ON: scripted touches and passcodes (lactl simulate) pass this real reader's prompt"
+    public static let scriptedInputWarning =
+        "⚠ SIMULATION IS ON: scripted touches and passcodes (lactl simulate) pass this real reader's prompt"
 
     static func describe(_ seconds: Double) -> String {
         let s = Int(seconds.rounded(.up))

@@ -8,7 +8,10 @@ public struct HandoffTickets<Destination> {
     public struct Owner: Sendable, Equatable {
         public var uid: UInt32
         public var pid: Int32
-        public init(uid: UInt32, pid: Int32) { self.uid = uid; self.pid = pid }
+        public init(uid: UInt32, pid: Int32) {
+            self.uid = uid
+            self.pid = pid
+        }
     }
 
     public struct Redeemed {
@@ -34,20 +37,36 @@ public struct HandoffTickets<Destination> {
     public var count: Int { entries.count }
 
     /// Issues `token` for `connection`; a ticket the connection held for the same kind is void.
-    public mutating func issue(_ token: Data, to owner: Owner, connection: UInt64, kind: HandedDescriptor,
-                               destination: Destination, now: Double) {
-        entries = entries.filter { $0.value.expires > now && !($0.value.connection == connection && $0.value.kind == kind) }
+    public mutating func issue(
+        _ token: Data,
+        to owner: Owner,
+        connection: UInt64,
+        kind: HandedDescriptor,
+        destination: Destination,
+        now: Double
+    ) {
+        entries = entries.filter {
+            $0.value.expires > now && !($0.value.connection == connection && $0.value.kind == kind)
+        }
         while entries.count >= capacity, let oldest = entries.min(by: { $0.value.expires < $1.value.expires }) {
             entries[oldest.key] = nil
         }
-        entries[token] = Entry(owner: owner, connection: connection, kind: kind, expires: now + Handoff.ticketLifetime, destination: destination)
+        entries[token] = Entry(
+            owner: owner,
+            connection: connection,
+            kind: kind,
+            expires: now + Handoff.ticketLifetime,
+            destination: destination
+        )
     }
 
     /// Uses the ticket, once, for the process the kernel says is on the handoff socket. A ticket
     /// shown by another process is spent too: whoever learned it gets no second try.
     public mutating func redeem(_ token: Data, by peer: Owner, now: Double) -> Result<Redeemed, HandoffStatus> {
         guard token.count == Handoff.ticketBytes else { return .failure(.malformed) }
-        guard let entry = entries.removeValue(forKey: token), entry.expires > now else { return .failure(.unknownTicket) }
+        guard let entry = entries.removeValue(forKey: token), entry.expires > now else {
+            return .failure(.unknownTicket)
+        }
         guard entry.owner == peer else { return .failure(.wrongProcess) }
         return .success(Redeemed(kind: entry.kind, destination: entry.destination))
     }

@@ -9,12 +9,14 @@ public enum HeldKey {
         switch itemClass {
         case "keys":
             guard case .string(let token)? = attributes["tkid"], token == KeyHoldingItems.secureEnclaveToken,
-                  secret.count > 65, secret.first == 0x04 else { return nil }
+                secret.count > 65, secret.first == 0x04
+            else { return nil }
             return Data(secret.dropFirst(65))
         case "genp":
             struct RightRecord: Decodable { var keyBlob: Data }
             guard case .string(let service)? = attributes["svce"], service == KeyHoldingItems.rightStoreService,
-                  case .data(let json)? = attributes["gena"], let record = try? JSONDecoder().decode(RightRecord.self, from: json)
+                case .data(let json)? = attributes["gena"],
+                let record = try? JSONDecoder().decode(RightRecord.self, from: json)
             else { return nil }
             return record.keyBlob
         default:

@@ -15,15 +15,30 @@ public struct KeyBlob: Codable, Equatable, Sendable {
     public var enrolmentGeneration: UInt64
     public var passcodeEpoch: UInt64
 
-    public init(kind: KeyRequest.Kind, privateKey: Data, protection: Protection, flags: AccessControlFlags, enrolmentGeneration: UInt64,
-                passcodeEpoch: UInt64) {
-        self.kind = kind; self.privateKey = privateKey; self.protection = protection; self.flags = flags
-        self.enrolmentGeneration = enrolmentGeneration; self.passcodeEpoch = passcodeEpoch
+    public init(
+        kind: KeyRequest.Kind,
+        privateKey: Data,
+        protection: Protection,
+        flags: AccessControlFlags,
+        enrolmentGeneration: UInt64,
+        passcodeEpoch: UInt64
+    ) {
+        self.kind = kind
+        self.privateKey = privateKey
+        self.protection = protection
+        self.flags = flags
+        self.enrolmentGeneration = enrolmentGeneration
+        self.passcodeEpoch = passcodeEpoch
     }
 
     /// What its access plan is made from.
     public var protected: AccessPlan.Protected {
-        AccessPlan.Protected(flags: flags, protection: protection, enrolmentGeneration: enrolmentGeneration, passcodeEpoch: passcodeEpoch)
+        AccessPlan.Protected(
+            flags: flags,
+            protection: protection,
+            enrolmentGeneration: enrolmentGeneration,
+            passcodeEpoch: passcodeEpoch
+        )
     }
 
     static let magic = Data("LAK2".utf8)
@@ -36,7 +51,9 @@ public struct KeyBlob: Codable, Equatable, Sendable {
     public func sealed(key: SymmetricKey, handle: KeyHandle, uid: UInt32, app: String) throws -> Data {
         precondition(handle.bytes.count == Self.handleSize, "a record's handle")
         let payload = try JSONEncoder().encode(self)
-        return Self.magic + handle.bytes + (try AES.GCM.seal(payload, using: key, authenticating: Self.identity(uid: uid, app: app) + handle.bytes).combined!)
+        return Self.magic + handle.bytes
+            + (try AES.GCM.seal(payload, using: key, authenticating: Self.identity(uid: uid, app: app) + handle.bytes)
+                .combined!)
     }
 
     /// The record a blob names: its handle, or for a blob made before records (stateless, sealed
@@ -55,22 +72,38 @@ public struct KeyBlob: Codable, Equatable, Sendable {
     }
 
     /// The key in `blob`, if it is a `kind` key sealed for this user and app under `key`.
-    public static func open(_ blob: Data, kind: KeyRequest.Kind, key: SymmetricKey, uid: UInt32, app: String) -> KeyBlob? {
+    public static func open(
+        _ blob: Data,
+        kind: KeyRequest.Kind,
+        key: SymmetricKey,
+        uid: UInt32,
+        app: String
+    ) -> KeyBlob? {
         guard let handle = handle(of: blob), !handle.isLegacy,
-              let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(magic.count + handleSize)),
-              let payload = try? AES.GCM.open(box, using: key, authenticating: identity(uid: uid, app: app) + handle.bytes),
-              let decoded = try? JSONDecoder().decode(KeyBlob.self, from: payload), decoded.kind == kind
+            let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(magic.count + handleSize)),
+            let payload = try? AES.GCM.open(
+                box,
+                using: key,
+                authenticating: identity(uid: uid, app: app) + handle.bytes
+            ),
+            let decoded = try? JSONDecoder().decode(KeyBlob.self, from: payload), decoded.kind == kind
         else { return nil }
         return decoded
     }
 
     /// A blob made before key records (`LAK1`: sealed under the key the master key derives for the
     /// user, `ItemSealing.legacyUserKey`): still accepted until it is revoked by its digest.
-    public static func openLegacy(_ blob: Data, kind: KeyRequest.Kind, userKey: SymmetricKey, uid: UInt32, app: String) -> KeyBlob? {
+    public static func openLegacy(
+        _ blob: Data,
+        kind: KeyRequest.Kind,
+        userKey: SymmetricKey,
+        uid: UInt32,
+        app: String
+    ) -> KeyBlob? {
         guard blob.count > legacyMagic.count, blob.prefix(legacyMagic.count) == legacyMagic,
-              let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(legacyMagic.count)),
-              let payload = try? AES.GCM.open(box, using: userKey, authenticating: identity(uid: uid, app: app)),
-              let key = try? JSONDecoder().decode(KeyBlob.self, from: payload), key.kind == kind
+            let box = try? AES.GCM.SealedBox(combined: blob.dropFirst(legacyMagic.count)),
+            let payload = try? AES.GCM.open(box, using: userKey, authenticating: identity(uid: uid, app: app)),
+            let key = try? JSONDecoder().decode(KeyBlob.self, from: payload), key.kind == kind
         else { return nil }
         return key
     }

@@ -23,8 +23,12 @@ public enum KeyClass: String, Codable, Sendable, CaseIterable {
 public enum KeyHierarchy {
     /// The key that wraps `uid`'s class keys.
     public static func wrappingKey(master: SymmetricKey, uid: UInt32) -> SymmetricKey {
-        HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: Data("laenclaved class keys v2".utf8),
-                               info: Data("uid \(uid)".utf8), outputByteCount: 32)
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: master,
+            salt: Data("laenclaved class keys v2".utf8),
+            info: Data("uid \(uid)".utf8),
+            outputByteCount: 32
+        )
     }
 
     /// What a class key's wrap is bound to.
@@ -43,8 +47,10 @@ public enum KeyHierarchy {
 
     /// The key, or nil when `wrapped` is not a key wrapped under `kek` for `context`.
     public static func unwrap(_ wrapped: Data, under kek: SymmetricKey, context: Data) -> SymmetricKey? {
-        guard let box = try? AES.GCM.SealedBox(combined: wrapped), let bytes = try? AES.GCM.open(box, using: kek, authenticating: context),
-              bytes.count == 32 else { return nil }
+        guard let box = try? AES.GCM.SealedBox(combined: wrapped),
+            let bytes = try? AES.GCM.open(box, using: kek, authenticating: context),
+            bytes.count == 32
+        else { return nil }
         return SymmetricKey(data: bytes)
     }
 }

@@ -5,7 +5,10 @@ import Foundation
 public struct KeychainFailure: Error, Equatable, CustomStringConvertible {
     public var status: KeychainStatus
     public var message: String
-    public init(_ status: KeychainStatus, _ message: String) { self.status = status; self.message = message }
+    public init(_ status: KeychainStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
     public var description: String { "\(status): \(message)" }
 }
 
@@ -19,13 +22,19 @@ public enum CreationProblem: Error, Equatable, CustomStringConvertible {
         switch self {
         case .passcodeNeeded: return "kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly needs a device passcode"
         case .enrolmentNeeded: return "biometryCurrentSet needs at least one enrolled identity"
-        case .applicationPasswordNeeded: return "applicationPassword needs LAContext.setCredential(_:type: .applicationPassword)"
+        case .applicationPasswordNeeded:
+            return "applicationPassword needs LAContext.setCredential(_:type: .applicationPassword)"
         }
     }
 
     /// The first rule a new protection breaks, or nil.
-    public static func check(protection: Protection, requirement: AccessRequirement, passcodeSet: Bool, enrolled: Bool,
-                             applicationPasswordGiven: Bool) -> CreationProblem? {
+    public static func check(
+        protection: Protection,
+        requirement: AccessRequirement,
+        passcodeSet: Bool,
+        enrolled: Bool,
+        applicationPasswordGiven: Bool
+    ) -> CreationProblem? {
         if protection == .whenPasscodeSetThisDeviceOnly && !passcodeSet { return .passcodeNeeded }
         if requirement.currentSet && !enrolled { return .enrolmentNeeded }
         if requirement.applicationPassword && !applicationPasswordGiven { return .applicationPasswordNeeded }
@@ -40,7 +49,8 @@ public enum KeychainRules {
     public static let itemClasses: Set<String> = ["genp", "inet", "keys"]
     /// Attributes stored and matched; anything else in a request is refused with errSecParam.
     public static let itemAttributes: Set<String> = [
-        "class", "svce", "acct", "srvr", "labl", "agrp", "pdmn", "gena", "icmt", "desc", "sync", "ptcl", "port", "path", "sdmn",
+        "class", "svce", "acct", "srvr", "labl", "agrp", "pdmn", "gena", "icmt", "desc", "sync", "ptcl", "port", "path",
+        "sdmn",
         "atyp", "crtr", "type", "invi", "nega", "atag", "klbl", "kcls", "bsiz", "perm", "tkid", "cdat", "mdat",
     ]
     /// Keys that carry the value, not an attribute.
@@ -51,8 +61,12 @@ public enum KeychainRules {
 
     /// The query's or item's class.
     public static func itemClass(_ a: [String: KeychainValue]) throws(KeychainFailure) -> String {
-        guard case .string(let c)? = a["class"] else { throw KeychainFailure(.param, "kSecClass is missing or not a string") }
-        if c == "cert" || c == "idnt" { throw KeychainFailure(.unimplemented, "certificates and identities are not supported yet") }
+        guard case .string(let c)? = a["class"] else {
+            throw KeychainFailure(.param, "kSecClass is missing or not a string")
+        }
+        if c == "cert" || c == "idnt" {
+            throw KeychainFailure(.unimplemented, "certificates and identities are not supported yet")
+        }
         guard itemClasses.contains(c) else { throw KeychainFailure(.param, "unknown kSecClass \"\(c.prefix(32))\"") }
         return c
     }
@@ -121,7 +135,9 @@ public enum KeychainRules {
         /// attributes, then `remainingMatch`. (The persistent reference is a column only: this
         /// leaves it to the storage.) `KeychainStoreTests` holds the storage's SQL to it.
         public func matches(_ attributes: [String: KeychainValue]) -> Bool {
-            let columns: [(String, String?)] = [("class", itemClass), ("svce", service), ("acct", account), ("srvr", server), ("agrp", accessGroup)]
+            let columns: [(String, String?)] = [
+                ("class", itemClass), ("svce", service), ("acct", account), ("srvr", server), ("agrp", accessGroup),
+            ]
             return columns.allSatisfy { key, asked in asked == nil || string(attributes, key) == asked }
                 && (synchronizable.map { $0 == isSynchronizable(attributes["sync"]) } ?? true)
                 && remainingMatch(attributes)
@@ -152,7 +168,10 @@ public enum KeychainRules {
 
     /// Checks an add's dictionary and access control: classes, attribute names and sizes, the
     /// protection (`kSecAttrAccessControl`'s, else `kSecAttrAccessible`, else `…WhenUnlocked`).
-    public static func newItem(_ a: [String: KeychainValue], accessControl: AccessControlValue?) throws(KeychainFailure) -> NewItem {
+    public static func newItem(
+        _ a: [String: KeychainValue],
+        accessControl: AccessControlValue?
+    ) throws(KeychainFailure) -> NewItem {
         try checkKeys(a)
         let itemClass = try itemClass(a)
         let protection: Protection
@@ -176,8 +195,14 @@ public enum KeychainRules {
             guard case .data(let d) = value else { throw KeychainFailure(.param, "kSecValueData must be data") }
             secret = d
         }
-        return NewItem(itemClass: itemClass, attributes: a.filter { !valueKeys.contains($0.key) }, protection: protection, flags: flags,
-                       requirement: requirement, secret: secret)
+        return NewItem(
+            itemClass: itemClass,
+            attributes: a.filter { !valueKeys.contains($0.key) },
+            protection: protection,
+            flags: flags,
+            requirement: requirement,
+            secret: secret
+        )
     }
 
     /// What `SecItemUpdate` asks to change, checked.
@@ -189,14 +214,22 @@ public enum KeychainRules {
         public var requirement: AccessRequirement?
     }
 
-    public static func changes(_ changes: [String: KeychainValue], accessControl: AccessControlValue?) throws(KeychainFailure) -> Changes {
+    public static func changes(
+        _ changes: [String: KeychainValue],
+        accessControl: AccessControlValue?
+    ) throws(KeychainFailure) -> Changes {
         try checkKeys(changes)
         if changes["class"] != nil { throw KeychainFailure(.param, "kSecClass cannot be changed") }
         for key in keptByKeychain where changes[key] != nil {
-            throw KeychainFailure(.param, "\(key) is kept by the keychain; change the protection with kSecAttrAccessControl or kSecAttrAccessible")
+            throw KeychainFailure(
+                .param,
+                "\(key) is kept by the keychain; change the protection with kSecAttrAccessControl or kSecAttrAccessible"
+            )
         }
         if changes["agrp"] != nil { throw KeychainFailure(.param, "an item cannot move to another access group") }
-        if changes["v_PersistentRef"] != nil { throw KeychainFailure(.param, "kSecValuePersistentRef cannot be changed") }
+        if changes["v_PersistentRef"] != nil {
+            throw KeychainFailure(.param, "kSecValuePersistentRef cannot be changed")
+        }
         try checkSizes(changes)
         var secret: Data?
         if let value = changes["v_Data"] {
@@ -205,15 +238,24 @@ public enum KeychainRules {
         }
         var requirement: AccessRequirement?
         if let ac = accessControl {
-            do { requirement = try AccessRequirement(flags: ac.flags) } catch { throw KeychainFailure(.param, "\(error)") }
+            do { requirement = try AccessRequirement(flags: ac.flags) } catch {
+                throw KeychainFailure(.param, "\(error)")
+            }
         }
-        return Changes(attributes: changes.filter { !valueKeys.contains($0.key) }, secret: secret, accessControl: accessControl,
-                       requirement: requirement)
+        return Changes(
+            attributes: changes.filter { !valueKeys.contains($0.key) },
+            secret: secret,
+            accessControl: accessControl,
+            requirement: requirement
+        )
     }
 
     /// A synchronizable item cannot be bound to this device.
-    public static func checkSynchronizable(_ a: [String: KeychainValue], protection: Protection) throws(KeychainFailure) {
-        if a["sync"] == synchronizableAny { throw KeychainFailure(.param, "kSecAttrSynchronizableAny is for queries; an item is synchronizable or not") }
+    public static func checkSynchronizable(_ a: [String: KeychainValue], protection: Protection) throws(KeychainFailure)
+    {
+        if a["sync"] == synchronizableAny {
+            throw KeychainFailure(.param, "kSecAttrSynchronizableAny is for queries; an item is synchronizable or not")
+        }
         if isTrue(a["sync"]), protection.isThisDeviceOnly {
             throw KeychainFailure(.param, "a synchronizable item cannot be …ThisDeviceOnly")
         }
@@ -221,8 +263,12 @@ public enum KeychainRules {
 
     static func checkSizes(_ a: [String: KeychainValue]) throws(KeychainFailure) {
         for (key, value) in a where key != "v_Data" {
-            if case .string(let text) = value, text.utf8.count > maxAttributeBytes { throw KeychainFailure(.param, "attribute \(key) is longer than 4 KiB") }
-            if case .data(let bytes) = value, bytes.count > maxAttributeBytes { throw KeychainFailure(.param, "attribute \(key) is larger than 4 KiB") }
+            if case .string(let text) = value, text.utf8.count > maxAttributeBytes {
+                throw KeychainFailure(.param, "attribute \(key) is longer than 4 KiB")
+            }
+            if case .data(let bytes) = value, bytes.count > maxAttributeBytes {
+                throw KeychainFailure(.param, "attribute \(key) is larger than 4 KiB")
+            }
         }
     }
 

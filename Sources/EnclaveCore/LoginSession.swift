@@ -10,13 +10,19 @@ public enum LoginSession {
         let lines = cgroup.split(separator: "\n")
         // systemd's own named hierarchy where there is one (legacy and hybrid set-ups), else the
         // unified one ("0::PATH").
-        guard let line = lines.first(where: { $0.contains(":name=systemd:") }) ?? lines.first(where: { $0.hasPrefix("0::") }),
-              let colon = line.lastIndex(of: ":") else { return nil }
+        guard
+            let line = lines.first(where: { $0.contains(":name=systemd:") })
+                ?? lines.first(where: { $0.hasPrefix("0::") }),
+            let colon = line.lastIndex(of: ":")
+        else { return nil }
         let path = line[line.index(after: colon)...]
         guard let unit = path.split(separator: "/").first(where: { !$0.hasSuffix(".slice") }),
-              unit.hasPrefix("session-"), unit.hasSuffix(".scope") else { return nil }
+            unit.hasPrefix("session-"), unit.hasSuffix(".scope")
+        else { return nil }
         let id = unit.dropFirst("session-".count).dropLast(".scope".count)
-        guard !id.isEmpty, id.utf8.count <= 64, id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) }) else {
+        guard !id.isEmpty, id.utf8.count <= 64,
+            id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) })
+        else {
             return nil
         }
         return String(id)

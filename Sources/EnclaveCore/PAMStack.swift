@@ -33,8 +33,12 @@ public struct PAMStack: Sendable, Equatable {
         var stack = PAMStack(authModules: [], missing: [])
         var visiting: [String] = []
         func walk(_ file: String) {
-            guard !visiting.contains(file), visiting.count < 16 else { return }  // PAM's own limit is lower; a loop ends here
-            guard let text = read(file) else { stack.missing.append(file); return }
+            // PAM's own limit is lower; a loop ends here
+            guard !visiting.contains(file), visiting.count < 16 else { return }
+            guard let text = read(file) else {
+                stack.missing.append(file)
+                return
+            }
             visiting.append(file)
             defer { visiting.removeLast() }
             for line in logicalLines(text) {
@@ -46,7 +50,8 @@ public struct PAMStack: Sendable, Equatable {
                 }
                 let type = first.hasPrefix("-") ? String(first.dropFirst()) : first
                 guard type.lowercased() == "auth", words.count >= 3 else { continue }
-                let control = words[1], module = words[2]
+                let control = words[1]
+                let module = words[2]
                 if control == "include" || control == "substack" {
                     walk(module)
                     continue
@@ -100,7 +105,10 @@ public struct PAMStack: Sendable, Equatable {
             if c == "[" { depth += 1 }
             if c == "]" { depth = max(0, depth - 1) }
             if (c == " " || c == "\t") && depth == 0 {
-                if !current.isEmpty { result.append(current); current = "" }
+                if !current.isEmpty {
+                    result.append(current)
+                    current = ""
+                }
             } else {
                 current.append(c)
             }

@@ -15,8 +15,14 @@ public enum PasscodeCheck {
         public var failure: Failure {
             switch self {
             case .notSet: return Failure(.passcodeNotSet, "no device passcode is set")
-            case .retryLater(let s): return Failure(.passcodeRetryLater, "passcode entry is delayed; try again in \(Int(s.rounded(.up))) s", retryAfter: s)
-            case .disabled: return Failure(.passcodeDisabled, "passcode entry is disabled until an administrator resets it")
+            case .retryLater(let s):
+                return Failure(
+                    .passcodeRetryLater,
+                    "passcode entry is delayed; try again in \(Int(s.rounded(.up))) s",
+                    retryAfter: s
+                )
+            case .disabled:
+                return Failure(.passcodeDisabled, "passcode entry is disabled until an administrator resets it")
             }
         }
     }
@@ -45,7 +51,13 @@ public enum PasscodeCheck {
     }
 
     /// Records a checked entry; the ledger must then be saved before anyone learns the result.
-    public static func record(correct: Bool, attempt: Data?, ledger: inout AttemptLedger, now: MonotonicStamp, wall: Date) -> Result {
+    public static func record(
+        correct: Bool,
+        attempt: Data?,
+        ledger: inout AttemptLedger,
+        now: MonotonicStamp,
+        wall: Date
+    ) -> Result {
         if correct {
             ledger.recordPasscodeSuccess(wall: wall)
             return .accepted

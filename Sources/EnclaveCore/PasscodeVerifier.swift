@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// The stored form of the device passcode: scrypt with a per-user random salt. The plain passcode
 /// exists only for the duration of one check and is never stored or logged.
@@ -28,12 +28,17 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     public var length: Int?
 
     public init(salt: Data, hash: Data, cost: Int, blockSize: Int, parallelism: Int, length: Int? = nil) {
-        self.salt = salt; self.hash = hash; self.cost = cost; self.blockSize = blockSize; self.parallelism = parallelism
+        self.salt = salt
+        self.hash = hash
+        self.cost = cost
+        self.blockSize = blockSize
+        self.parallelism = parallelism
         self.length = length
     }
 
     public enum Problem: Error, Equatable, CustomStringConvertible {
-        case tooShort(minimum: Int), tooLong
+        case tooShort(minimum: Int)
+        case tooLong
         public var description: String {
             switch self {
             case .tooShort(let minimum): return "a passcode needs at least \(minimum) characters"
@@ -43,12 +48,18 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     }
 
     public static func validate(_ passcode: String, minimumLength: Int = minimumLength) throws {
-        if passcode.count < max(minimumLength, lowestMinimumLength) { throw Problem.tooShort(minimum: max(minimumLength, lowestMinimumLength)) }
+        if passcode.count < max(minimumLength, lowestMinimumLength) {
+            throw Problem.tooShort(minimum: max(minimumLength, lowestMinimumLength))
+        }
         if passcode.utf8.count > 256 { throw Problem.tooLong }
     }
 
     /// A verifier for a new passcode, which must have `minimumLength` characters.
-    public static func make(passcode: String, cost: Int = defaultCost, minimumLength: Int = minimumLength) throws -> PasscodeVerifier {
+    public static func make(
+        passcode: String,
+        cost: Int = defaultCost,
+        minimumLength: Int = minimumLength
+    ) throws -> PasscodeVerifier {
         try validate(passcode, minimumLength: minimumLength)
         return try remade(passcode: passcode, cost: cost)
     }
@@ -67,15 +78,28 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
             var rng = SystemRandomNumberGenerator()
             for i in buf.indices { buf[i] = UInt8.random(in: 0...255, using: &rng) }
         }
-        var v = PasscodeVerifier(salt: salt, hash: Data(), cost: max(cost, minimumCost), blockSize: 8, parallelism: 1, length: passcode.count)
+        var v = PasscodeVerifier(
+            salt: salt,
+            hash: Data(),
+            cost: max(cost, minimumCost),
+            blockSize: 8,
+            parallelism: 1,
+            length: passcode.count
+        )
         v.hash = try v.derive(passcode)
         return v
     }
 
     /// The verifier output for an attempt; compare with `matches`.
     public func derive(_ passcode: String) throws -> Data {
-        let key = try KDF.Scrypt.deriveKey(from: Array(passcode.utf8), salt: salt, outputByteCount: 32,
-                                           rounds: 1 << cost, blockSize: blockSize, parallelism: parallelism)
+        let key = try KDF.Scrypt.deriveKey(
+            from: Array(passcode.utf8),
+            salt: salt,
+            outputByteCount: 32,
+            rounds: 1 << cost,
+            blockSize: blockSize,
+            parallelism: parallelism
+        )
         return key.withUnsafeBytes { Data($0) }
     }
 
@@ -86,7 +110,13 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
 /// and different after every enrolment change (the generation counts changes, so add-then-remove
 /// also yields a new value). HMAC under a per-user secret that never leaves the daemon.
 public enum DomainStateHash {
-    public static func compute(secret: Data, app: String, sensor: String, generation: UInt64, identities: [String]) -> Data? {
+    public static func compute(
+        secret: Data,
+        app: String,
+        sensor: String,
+        generation: UInt64,
+        identities: [String]
+    ) -> Data? {
         guard !identities.isEmpty else { return nil }
         var message = Data()
         for part in [app, sensor, String(generation)] + identities.sorted() {
@@ -120,10 +150,22 @@ public struct DomainStateMemo: Sendable {
 
     public init() {}
 
-    public mutating func hash(secret: Data, app: String, sensor: String, generation: UInt64, identities: [String]) -> Data? {
+    public mutating func hash(
+        secret: Data,
+        app: String,
+        sensor: String,
+        generation: UInt64,
+        identities: [String]
+    ) -> Data? {
         let inputs = Inputs(secret: secret, sensor: sensor, generation: generation, identities: identities)
         if let known = entries[app], known.inputs == inputs { return known.hash }
-        let hash = DomainStateHash.compute(secret: secret, app: app, sensor: sensor, generation: generation, identities: identities)
+        let hash = DomainStateHash.compute(
+            secret: secret,
+            app: app,
+            sensor: sensor,
+            generation: generation,
+            identities: identities
+        )
         if entries.count >= Self.maxApps { entries.removeAll(keepingCapacity: true) }
         entries[app] = (inputs, hash)
         return hash

@@ -14,7 +14,10 @@ public struct PasswordAttempts: Codable, Sendable, Equatable {
     public static let longestDelay: Double = 60 * 60
 
     public init() {}
-    public init(failures: Int, delayStartedAt: Date?) { self.failures = failures; self.delayStartedAt = delayStartedAt }
+    public init(failures: Int, delayStartedAt: Date?) {
+        self.failures = failures
+        self.delayStartedAt = delayStartedAt
+    }
 
     /// Seconds until the next attempt may be checked; nil: now.
     public func retryAfter(now: Date) -> Double? {

@@ -18,7 +18,10 @@ public struct PersonScript: Sendable, Equatable {
     public mutating func append(_ new: [SimulatedEvent], simulationEnabled: Bool, realSensor: Bool) throws {
         guard simulationEnabled else {
             if realSensor {
-                throw Failure(.simulationDisabled, "this daemon uses a real fingerprint reader: scripted touches and passcodes are refused unless the administrator allows simulation (allow-simulation = yes, --allow-simulation)")
+                throw Failure(
+                    .simulationDisabled,
+                    "this daemon uses a real fingerprint reader: scripted touches and passcodes are refused unless the administrator allows simulation (allow-simulation = yes, --allow-simulation)"
+                )
             }
             throw Failure(.simulationDisabled, "this daemon does not accept simulated events")
         }
@@ -27,7 +30,10 @@ public struct PersonScript: Sendable, Equatable {
         }
         for e in new where e.kind == .passcode {
             guard let p = e.passcode, !p.isEmpty, p.utf8.count <= WireLimits.maxPasscodeBytes else {
-                throw Failure(.invalidParameter, "a passcode event needs a passcode of 1 to \(WireLimits.maxPasscodeBytes) bytes")
+                throw Failure(
+                    .invalidParameter,
+                    "a passcode event needs a passcode of 1 to \(WireLimits.maxPasscodeBytes) bytes"
+                )
             }
         }
         events.append(contentsOf: new)

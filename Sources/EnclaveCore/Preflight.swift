@@ -8,13 +8,20 @@ public struct DeviceFacts: Sendable, Equatable {
     public var enrolled: Bool
     public var passcodeSet: Bool
     public init(sensor: BiometryKind, enrolled: Bool, passcodeSet: Bool) {
-        self.sensor = sensor; self.enrolled = enrolled; self.passcodeSet = passcodeSet
+        self.sensor = sensor
+        self.enrolled = enrolled
+        self.passcodeSet = passcodeSet
     }
 }
 
 /// `canEvaluatePolicy`'s checks, in behavior.md's order.
 public enum Preflight {
-    public static func check(_ policy: PolicyValue, facts: DeviceFacts, ledger: AttemptLedger, wall: Date) -> (LAErrorCode, String)? {
+    public static func check(
+        _ policy: PolicyValue,
+        facts: DeviceFacts,
+        ledger: AttemptLedger,
+        wall: Date
+    ) -> (LAErrorCode, String)? {
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
             if facts.sensor == .none { return (.biometryNotAvailable, "Biometry is not available on this device.") }
@@ -53,7 +60,9 @@ public struct ContextAuthorization: Sendable, Equatable {
     public var passcode: Bool
 
     public init(at: MonotonicStamp, biometric: Bool, passcode: Bool = false) {
-        self.at = at; self.biometric = biometric; self.passcode = passcode
+        self.at = at
+        self.biometric = biometric
+        self.passcode = passcode
     }
 
     func fresh(now: MonotonicStamp, lifetime: Double) -> Bool {
@@ -76,8 +85,16 @@ public struct ContextAuthorization: Sendable, Equatable {
 
     /// A context that proves a second factor keeps the first while it is fresh; the older time
     /// stays, so the combination expires no later than its first part.
-    public func merged(into earlier: ContextAuthorization?, now: MonotonicStamp, lifetime: Double) -> ContextAuthorization {
+    public func merged(
+        into earlier: ContextAuthorization?,
+        now: MonotonicStamp,
+        lifetime: Double
+    ) -> ContextAuthorization {
         guard let earlier, earlier.fresh(now: now, lifetime: lifetime) else { return self }
-        return ContextAuthorization(at: earlier.at, biometric: biometric || earlier.biometric, passcode: passcode || earlier.passcode)
+        return ContextAuthorization(
+            at: earlier.at,
+            biometric: biometric || earlier.biometric,
+            passcode: passcode || earlier.passcode
+        )
     }
 }

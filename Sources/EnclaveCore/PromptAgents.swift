@@ -7,7 +7,10 @@ import EnclaveProtocol
 public struct PromptSeat: Hashable, Sendable, CustomStringConvertible {
     public var uid: UInt32
     public var session: String?
-    public init(uid: UInt32, session: String?) { self.uid = uid; self.session = session }
+    public init(uid: UInt32, session: String?) {
+        self.uid = uid
+        self.session = session
+    }
     public var description: String { "uid \(uid), session \(session ?? "none")" }
 }
 

@@ -44,13 +44,18 @@ public struct PromptKeyboard: Sendable {
             defer { clear() }
             return Self.offered(.passcode(String(decoding: typed, as: UTF8.self)), on: screen)
         case 127, 8:
-            if !typed.isEmpty { typed[typed.count - 1] = 0; typed.removeLast() }
+            if !typed.isEmpty {
+                typed[typed.count - 1] = 0
+                typed.removeLast()
+            }
             return nil
         case 21:
             clear()
             return nil
         default:
-            if byte >= 32, screen?.passcodeEntry == true, typed.count < WireLimits.maxPasscodeBytes { typed.append(byte) }
+            if byte >= 32, screen?.passcodeEntry == true, typed.count < WireLimits.maxPasscodeBytes {
+                typed.append(byte)
+            }
             return nil
         }
     }
@@ -65,7 +70,8 @@ public struct PromptKeyboard: Sendable {
         case .fallback: offers = screen?.fallbackTitle != nil
         case .retry: offers = screen?.retryOffered == true
         case .simulatedMatch, .simulatedNoMatch: offers = screen?.sensorSimulated == true && screen?.sensorArmed == true
-        case .passcode(let p): offers = screen?.passcodeEntry == true && !p.isEmpty && p.utf8.count <= WireLimits.maxPasscodeBytes
+        case .passcode(let p):
+            offers = screen?.passcodeEntry == true && !p.isEmpty && p.utf8.count <= WireLimits.maxPasscodeBytes
         }
         return offers ? action : nil
     }
@@ -97,7 +103,9 @@ public enum PromptText {
         keys.append("Esc: \(Printable.field(s.cancelTitle))")
         lines.append("│  [" + keys.joined(separator: " · ") + "]")
         if let warning = s.warning { lines.append("│  \(warning)") }
-        if s.sensorSimulated && s.sensorArmed { lines.append("│  simulated \(s.sensorName ?? "sensor"): Ctrl-T matching touch · Ctrl-N non-matching touch") }
+        if s.sensorSimulated && s.sensorArmed {
+            lines.append("│  simulated \(s.sensorName ?? "sensor"): Ctrl-T matching touch · Ctrl-N non-matching touch")
+        }
         return lines
     }
 

@@ -35,7 +35,9 @@ public enum SandboxIdentity {
 
     /// Whether `name` is a well-formed sandboxed app's name (`flatpak:APP_ID`, `snap:NAME[_KEY]`).
     public static func isName(_ name: String) -> Bool {
-        if name.hasPrefix(flatpakPrefix) { return FlatpakInfo.isValidAppID(String(name.dropFirst(flatpakPrefix.count))) }
+        if name.hasPrefix(flatpakPrefix) {
+            return FlatpakInfo.isValidAppID(String(name.dropFirst(flatpakPrefix.count)))
+        }
         if name.hasPrefix(snapPrefix) { return isValidSnapInstance(name.dropFirst(snapPrefix.count)) }
         return false
     }
@@ -47,7 +49,10 @@ public enum SandboxIdentity {
         public var appID: String
         public var instanceID: String
 
-        public init(appID: String, instanceID: String) { self.appID = appID; self.instanceID = instanceID }
+        public init(appID: String, instanceID: String) {
+            self.appID = appID
+            self.instanceID = instanceID
+        }
 
         /// The largest `/.flatpak-info` read (flatpak's are under 2 KiB).
         public static let maximumSize = 64 * 1024
@@ -69,10 +74,17 @@ public enum SandboxIdentity {
                 }
                 guard let equals = line.firstIndex(of: "="), !group.isEmpty else { return nil }
                 let key = "\(group)/\(line[..<equals].trimmingCharacters(in: .whitespaces))"
-                guard values.updateValue(line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces), forKey: key) == nil else { return nil }
+                guard
+                    values.updateValue(
+                        line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces),
+                        forKey: key
+                    ) == nil
+                else { return nil }
             }
-            guard values["Runtime/name"] == nil, let appID = values["Application/name"], let instanceID = values["Instance/instance-id"],
-                  isValidAppID(appID), isValidInstanceID(instanceID) else { return nil }
+            guard values["Runtime/name"] == nil, let appID = values["Application/name"],
+                let instanceID = values["Instance/instance-id"],
+                isValidAppID(appID), isValidInstanceID(instanceID)
+            else { return nil }
             return FlatpakInfo(appID: appID, instanceID: instanceID)
         }
 
@@ -84,7 +96,11 @@ public enum SandboxIdentity {
             for (index, element) in elements.enumerated() {
                 guard let first = element.unicodeScalars.first, !("0"..."9").contains(first) else { return false }
                 let last = index == elements.count - 1
-                guard element.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_" || (last && $0 == "-")) }) else {
+                guard
+                    element.unicodeScalars.allSatisfy({
+                        $0.isASCII && (CharacterSet.alphanumerics.contains($0) || $0 == "_" || (last && $0 == "-"))
+                    })
+                else {
                     return false
                 }
             }
@@ -93,7 +109,8 @@ public enum SandboxIdentity {
 
         /// Flatpak's instance ids are decimal numbers; anything else could name another path.
         public static func isValidInstanceID(_ id: String) -> Bool {
-            (1...20).contains(id.utf8.count) && id.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+            (1...20).contains(id.utf8.count)
+                && id.utf8.allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
         }
     }
 
@@ -102,7 +119,8 @@ public enum SandboxIdentity {
     public static func mount(_ line: Substring) -> (id: Int, point: String, type: String)? {
         let fields = line.split(separator: " ", omittingEmptySubsequences: false)
         guard fields.count >= 10, let id = Int(fields[0]), let separator = fields.firstIndex(of: "-"), separator >= 6,
-              separator + 1 < fields.count else { return nil }
+            separator + 1 < fields.count
+        else { return nil }
         return (id, unescape(fields[4]), String(fields[separator + 1]))
     }
 
@@ -116,14 +134,18 @@ public enum SandboxIdentity {
     /// put on any directory of theirs, nor a network file system).
     public static func mayReadRecord(on type: String) -> Bool { localFileSystems.contains(type) }
 
-    public static let localFileSystems: Set<String> = ["tmpfs", "ramfs", "ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs", "jfs", "bcachefs", "zfs"]
+    public static let localFileSystems: Set<String> = [
+        "tmpfs", "ramfs", "ext4", "ext3", "ext2", "xfs", "btrfs", "f2fs", "jfs", "bcachefs", "zfs",
+    ]
 
     private static func unescape(_ field: Substring) -> String {
         guard field.contains("\\") else { return String(field) }
         var bytes: [UInt8] = []
         var rest = Array(field.utf8)[...]
         while let byte = rest.first {
-            if byte == UInt8(ascii: "\\"), rest.count >= 4, let value = UInt8(String(decoding: rest.dropFirst().prefix(3), as: UTF8.self), radix: 8) {
+            if byte == UInt8(ascii: "\\"), rest.count >= 4,
+                let value = UInt8(String(decoding: rest.dropFirst().prefix(3), as: UTF8.self), radix: 8)
+            {
                 bytes.append(value)
                 rest = rest.dropFirst(4)
             } else {
@@ -140,7 +162,9 @@ public enum SandboxIdentity {
             var childPid: Int32
             enum CodingKeys: String, CodingKey { case childPid = "child-pid" }
         }
-        guard bytes.count <= 4096, let info = try? JSONDecoder().decode(BwrapInfo.self, from: Data(bytes)), info.childPid > 1 else { return nil }
+        guard bytes.count <= 4096, let info = try? JSONDecoder().decode(BwrapInfo.self, from: Data(bytes)),
+            info.childPid > 1
+        else { return nil }
         return info.childPid
     }
 
@@ -164,7 +188,9 @@ public enum SandboxIdentity {
             public var sandboxProcess: (owner: UInt32, namespace: AppIdentity.FileID)?
 
             public init(owner: UInt32, info: [UInt8], sandboxProcess: (owner: UInt32, namespace: AppIdentity.FileID)?) {
-                self.owner = owner; self.info = info; self.sandboxProcess = sandboxProcess
+                self.owner = owner
+                self.info = info
+                self.sandboxProcess = sandboxProcess
             }
 
             public static func == (a: InstanceRecord, b: InstanceRecord) -> Bool {
@@ -174,7 +200,10 @@ public enum SandboxIdentity {
         }
 
         public init(clientUser: UInt32, clientNamespace: AppIdentity.FileID, info: [UInt8], record: InstanceRecord?) {
-            self.clientUser = clientUser; self.clientNamespace = clientNamespace; self.info = info; self.record = record
+            self.clientUser = clientUser
+            self.clientNamespace = clientNamespace
+            self.info = info
+            self.record = record
         }
     }
 
@@ -216,7 +245,9 @@ public enum SandboxIdentity {
         public var snapNamespaces: [AppIdentity.FileID]
 
         public init(label: String, clientNamespace: AppIdentity.FileID, snapNamespaces: [AppIdentity.FileID]) {
-            self.label = label; self.clientNamespace = clientNamespace; self.snapNamespaces = snapNamespaces
+            self.label = label
+            self.clientNamespace = clientNamespace
+            self.snapNamespaces = snapNamespaces
         }
     }
 
@@ -228,7 +259,8 @@ public enum SandboxIdentity {
 
     /// The snap the evidence names: an enforced snap label, from inside that snap's namespace.
     public static func verify(_ evidence: SnapEvidence) -> AppIdentity? {
-        guard let identity = snap(label: evidence.label), evidence.snapNamespaces.contains(evidence.clientNamespace) else { return nil }
+        guard let identity = snap(label: evidence.label), evidence.snapNamespaces.contains(evidence.clientNamespace)
+        else { return nil }
         return identity
     }
 
@@ -252,7 +284,8 @@ public enum SandboxIdentity {
     /// A snap instance: its name, with its instance key if it has one (`NAME_KEY`).
     static func isValidSnapInstance(_ instance: Substring) -> Bool {
         let parts = instance.split(separator: "_", omittingEmptySubsequences: false)
-        return (1...2).contains(parts.count) && isValidSnapName(parts[0]) && (parts.count == 1 || isValidInstanceKey(parts[1]))
+        return (1...2).contains(parts.count) && isValidSnapName(parts[0])
+            && (parts.count == 1 || isValidInstanceKey(parts[1]))
     }
 
     /// snapd's rule for snap names: 2–40 of `a-z`, `0-9` and `-`, at least one letter, no `-` at
@@ -260,7 +293,8 @@ public enum SandboxIdentity {
     static func isValidSnapName(_ name: Substring) -> Bool {
         let bytes = Array(name.utf8)
         guard (2...40).contains(bytes.count), bytes.first != UInt8(ascii: "-"), bytes.last != UInt8(ascii: "-"),
-              !name.contains("--"), bytes.contains(where: isLowercaseLetter) else { return false }
+            !name.contains("--"), bytes.contains(where: isLowercaseLetter)
+        else { return false }
         return bytes.allSatisfy { isLowercaseLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") }
     }
 
@@ -272,11 +306,18 @@ public enum SandboxIdentity {
     /// An app or hook name: ASCII letters, digits and `-`, not starting or ending with `-`, never
     /// two in a row.
     static func isValidSnapApp(_ app: Substring) -> Bool {
-        guard let first = app.utf8.first, let last = app.utf8.last, first != UInt8(ascii: "-"), last != UInt8(ascii: "-"),
-              !app.contains("--") else { return false }
-        return app.utf8.allSatisfy { isLowercaseLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-") || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0) }
+        guard let first = app.utf8.first, let last = app.utf8.last, first != UInt8(ascii: "-"),
+            last != UInt8(ascii: "-"),
+            !app.contains("--")
+        else { return false }
+        return app.utf8.allSatisfy {
+            isLowercaseLetter($0) || isDigit($0) || $0 == UInt8(ascii: "-")
+                || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains($0)
+        }
     }
 
-    private static func isLowercaseLetter(_ byte: UInt8) -> Bool { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) }
+    private static func isLowercaseLetter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+    }
     private static func isDigit(_ byte: UInt8) -> Bool { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
 }

@@ -31,7 +31,11 @@ public enum TerminalHolders {
         /// The path `/proc/PID/exe` names (for messages), and the file it runs (for the decision).
         public var executable: String?
         public var file: AppIdentity.FileID?
-        public init(pid: Int32, executable: String?, file: AppIdentity.FileID?) { self.pid = pid; self.executable = executable; self.file = file }
+        public init(pid: Int32, executable: String?, file: AppIdentity.FileID?) {
+            self.pid = pid
+            self.executable = executable
+            self.file = file
+        }
     }
 
     public enum Verdict: Equatable, Sendable {
@@ -48,9 +52,12 @@ public enum TerminalHolders {
     /// Interpreters are never on it (a script of any app would run as them).
     public static let defaultTrusted: Set<String> = [
         "/usr/bin/tmux", "/usr/bin/screen", "/usr/sbin/sshd", "/usr/lib/openssh/sshd-session",
-        "/usr/libexec/gnome-terminal-server", "/usr/bin/kgx", "/usr/bin/ptyxis", "/usr/libexec/ptyxis-agent", "/usr/bin/konsole",
-        "/usr/bin/xterm", "/usr/bin/uxterm", "/usr/bin/xfce4-terminal", "/usr/bin/mate-terminal", "/usr/bin/lxterminal", "/usr/bin/qterminal",
-        "/usr/bin/tilix", "/usr/bin/alacritty", "/usr/bin/kitty", "/usr/bin/foot", "/usr/bin/wezterm-gui", "/usr/bin/rxvt-unicode", "/usr/bin/urxvt",
+        "/usr/libexec/gnome-terminal-server", "/usr/bin/kgx", "/usr/bin/ptyxis", "/usr/libexec/ptyxis-agent",
+        "/usr/bin/konsole",
+        "/usr/bin/xterm", "/usr/bin/uxterm", "/usr/bin/xfce4-terminal", "/usr/bin/mate-terminal", "/usr/bin/lxterminal",
+        "/usr/bin/qterminal",
+        "/usr/bin/tilix", "/usr/bin/alacritty", "/usr/bin/kitty", "/usr/bin/foot", "/usr/bin/wezterm-gui",
+        "/usr/bin/rxvt-unicode", "/usr/bin/urxvt",
         "/usr/bin/st", "/usr/bin/terminology", "/usr/bin/sakura", "/usr/bin/guake", "/usr/bin/tilda",
     ]
 
@@ -67,23 +74,39 @@ public enum TerminalHolders {
     /// `onTheMachinesPseudoTerminals`: the slave lives on the daemon's own `/dev/pts`.
     /// `holders`: nil when they could not be read at all (a system daemon's helper did not answer).
     /// `trusted`: the listed programs' files, as the daemon sees them.
-    public static func decide(_ device: TerminalDevice, onTheMachinesPseudoTerminals: Bool, holders: [Holder]?,
-                              trusted: Set<AppIdentity.FileID>) -> Verdict {
+    public static func decide(
+        _ device: TerminalDevice,
+        onTheMachinesPseudoTerminals: Bool,
+        holders: [Holder]?,
+        trusted: Set<AppIdentity.FileID>
+    ) -> Verdict {
         guard ptyIndex(device) != nil else {
-            return isConsole(device) ? .console : .refused("this is not a terminal whose other side the daemon can tell (device \(device.major):\(device.minor))")
+            return isConsole(device)
+                ? .console
+                : .refused(
+                    "this is not a terminal whose other side the daemon can tell (device \(device.major):\(device.minor))"
+                )
         }
         guard onTheMachinesPseudoTerminals else {
-            return .refused("this pseudo-terminal is not one of the machine's (another devpts instance, such as an app's own namespace)")
+            return .refused(
+                "this pseudo-terminal is not one of the machine's (another devpts instance, such as an app's own namespace)"
+            )
         }
         guard let holders else {
-            return .refused("the daemon's helper could not say who holds this terminal's other side (it did not answer in time, or too many processes hold it)")
+            return .refused(
+                "the daemon's helper could not say who holds this terminal's other side (it did not answer in time, or too many processes hold it)"
+            )
         }
         guard let first = holders.first else {
-            return .refused("the daemon cannot see who holds this terminal's other side (another user's process, or a protected one such as sshd's, for a daemon of one user)")
+            return .refused(
+                "the daemon cannot see who holds this terminal's other side (another user's process, or a protected one such as sshd's, for a daemon of one user)"
+            )
         }
         if let stranger = holders.first(where: { $0.file.map { !trusted.contains($0) } ?? true }) {
             let who = stranger.executable ?? "a process the daemon cannot identify (pid \(stranger.pid))"
-            return .refused("this terminal's other side is held by \(who), which is not a terminal program root trusts for administration")
+            return .refused(
+                "this terminal's other side is held by \(who), which is not a terminal program root trusts for administration"
+            )
         }
         return .heldBy(first.executable ?? "")
     }

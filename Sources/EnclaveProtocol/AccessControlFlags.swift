@@ -24,7 +24,9 @@ public struct AccessControlFlags: OptionSet, Codable, Sendable, Hashable {
     public static let applicationPassword = AccessControlFlags(rawValue: 1 << 31)
 
     /// The authentication constraints: what `and` / `or` combine.
-    public static let constraints: AccessControlFlags = [.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .companion]
+    public static let constraints: AccessControlFlags = [
+        .userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode, .companion,
+    ]
     /// Every bit Apple defines.
     public static let known: AccessControlFlags = constraints.union([.or, .and, .privateKeyUsage, .applicationPassword])
     /// Either biometric constraint.

@@ -45,13 +45,34 @@ public struct KeyRequest: Codable, Sendable, Equatable {
     /// A prompt is drawn on the terminal this connection handed over (`EvaluationOptions.onTerminal`).
     public var onTerminal: Bool
 
-    public init(operation: Operation, kind: Kind, blob: Data? = nil, accessControl: AccessControlValue? = nil, digest: Data? = nil, message: Data? = nil,
-                peerPublicKey: Data? = nil, signature: Data? = nil, derivation: KeyDerivation? = nil, context: String, reason: String? = nil, interactionNotAllowed: Bool = false,
-                onTerminal: Bool = false) {
-        self.operation = operation; self.kind = kind; self.blob = blob; self.accessControl = accessControl; self.digest = digest
-        self.signature = signature; self.message = message; self.derivation = derivation
-        self.peerPublicKey = peerPublicKey; self.context = context; self.reason = reason
-        self.interactionNotAllowed = interactionNotAllowed; self.onTerminal = onTerminal
+    public init(
+        operation: Operation,
+        kind: Kind,
+        blob: Data? = nil,
+        accessControl: AccessControlValue? = nil,
+        digest: Data? = nil,
+        message: Data? = nil,
+        peerPublicKey: Data? = nil,
+        signature: Data? = nil,
+        derivation: KeyDerivation? = nil,
+        context: String,
+        reason: String? = nil,
+        interactionNotAllowed: Bool = false,
+        onTerminal: Bool = false
+    ) {
+        self.operation = operation
+        self.kind = kind
+        self.blob = blob
+        self.accessControl = accessControl
+        self.digest = digest
+        self.signature = signature
+        self.message = message
+        self.derivation = derivation
+        self.peerPublicKey = peerPublicKey
+        self.context = context
+        self.reason = reason
+        self.interactionNotAllowed = interactionNotAllowed
+        self.onTerminal = onTerminal
     }
 }
 
@@ -65,7 +86,9 @@ public struct KeyDerivation: Codable, Sendable, Equatable {
     public var byteCount: Int
 
     public init(hash: Hash, sharedInfo: Data, byteCount: Int) {
-        self.hash = hash; self.sharedInfo = sharedInfo; self.byteCount = byteCount
+        self.hash = hash
+        self.sharedInfo = sharedInfo
+        self.byteCount = byteCount
     }
 }
 
@@ -100,12 +123,29 @@ public struct KeyReply: Codable, Sendable, Equatable {
     /// For attest and attestationRoot: DER certificates.
     public var certificates: [Data]?
 
-    public init(problem: Problem? = nil, message: String? = nil, authenticationError: LAErrorCode? = nil, blob: Data? = nil,
-                publicKey: Data? = nil, signature: Data? = nil, signatureDER: Data? = nil, valid: Bool? = nil, sharedSecret: Data? = nil,
-                derivedKey: Data? = nil, certificates: [Data]? = nil) {
-        self.problem = problem; self.message = message; self.authenticationError = authenticationError; self.blob = blob
-        self.publicKey = publicKey; self.signature = signature; self.sharedSecret = sharedSecret
-        self.signatureDER = signatureDER; self.valid = valid; self.derivedKey = derivedKey
+    public init(
+        problem: Problem? = nil,
+        message: String? = nil,
+        authenticationError: LAErrorCode? = nil,
+        blob: Data? = nil,
+        publicKey: Data? = nil,
+        signature: Data? = nil,
+        signatureDER: Data? = nil,
+        valid: Bool? = nil,
+        sharedSecret: Data? = nil,
+        derivedKey: Data? = nil,
+        certificates: [Data]? = nil
+    ) {
+        self.problem = problem
+        self.message = message
+        self.authenticationError = authenticationError
+        self.blob = blob
+        self.publicKey = publicKey
+        self.signature = signature
+        self.sharedSecret = sharedSecret
+        self.signatureDER = signatureDER
+        self.valid = valid
+        self.derivedKey = derivedKey
         self.certificates = certificates
     }
 }

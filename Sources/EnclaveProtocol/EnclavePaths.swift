@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -55,13 +56,15 @@ public enum EnclavePaths {
     /// User mode: under $XDG_CONFIG_HOME, apart from the state directory.
     public static func userMasterKey(variable: (String) -> String? = processVariable) -> String {
         if let config = variable("XDG_CONFIG_HOME"), !config.isEmpty { return config + "/laenclaved/master.key" }
-        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
+        let home =
+            variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
         return home + "/.config/laenclaved/master.key"
     }
 
     public static func userStateDirectory(variable: (String) -> String? = processVariable) -> String {
         if let data = variable("XDG_DATA_HOME"), !data.isEmpty { return data + "/laenclaved" }
-        let home = variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
+        let home =
+            variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
         return home + "/.local/share/laenclaved"
     }
 

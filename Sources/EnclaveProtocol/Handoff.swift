@@ -53,7 +53,8 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
         case .malformed: return "the handoff message is not a ticket"
         case .busy: return "too many handoffs of this user are waiting"
         case .notAPipeOrFile: return "the handed descriptor is neither a pipe nor a file"
-        case .notTheControllingTerminal: return "the handed terminal is not the controlling terminal of the process that hands it"
+        case .notTheControllingTerminal:
+            return "the handed terminal is not the controlling terminal of the process that hands it"
         }
     }
 }

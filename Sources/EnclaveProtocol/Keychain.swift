@@ -13,7 +13,10 @@ public enum KeychainValue: Codable, Sendable, Equatable, Hashable {
 public struct AccessControlValue: Codable, Sendable, Equatable {
     public var protection: Protection
     public var flags: AccessControlFlags
-    public init(protection: Protection, flags: AccessControlFlags) { self.protection = protection; self.flags = flags }
+    public init(protection: Protection, flags: AccessControlFlags) {
+        self.protection = protection
+        self.flags = flags
+    }
 }
 
 /// One SecItem call. Attribute keys are Apple's `kSec…` strings ("class", "svce", "acct", "v_Data"…).
@@ -47,16 +50,38 @@ public struct KeychainRequest: Codable, Sendable, Equatable {
     /// it deletes the item, so no copy of the blob works afterwards.
     public var heldKey: Data?
 
-    public init(attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil, changes: [String: KeychainValue]? = nil,
-                changesAccessControl: AccessControlValue? = nil, context: String, reason: String? = nil, authenticationUI: AuthenticationUI? = nil,
-                interactionNotAllowed: Bool = false, returnData: Bool = false, returnAttributes: Bool = false,
-                returnPersistentRef: Bool = false, matchAll: Bool = false, applicationPassword: Data? = nil, onTerminal: Bool = false,
-                heldKey: Data? = nil) {
-        self.attributes = attributes; self.accessControl = accessControl; self.changes = changes
-        self.changesAccessControl = changesAccessControl; self.context = context; self.reason = reason
-        self.authenticationUI = authenticationUI; self.interactionNotAllowed = interactionNotAllowed; self.returnData = returnData
-        self.returnAttributes = returnAttributes; self.returnPersistentRef = returnPersistentRef; self.matchAll = matchAll
-        self.applicationPassword = applicationPassword; self.onTerminal = onTerminal; self.heldKey = heldKey
+    public init(
+        attributes: [String: KeychainValue],
+        accessControl: AccessControlValue? = nil,
+        changes: [String: KeychainValue]? = nil,
+        changesAccessControl: AccessControlValue? = nil,
+        context: String,
+        reason: String? = nil,
+        authenticationUI: AuthenticationUI? = nil,
+        interactionNotAllowed: Bool = false,
+        returnData: Bool = false,
+        returnAttributes: Bool = false,
+        returnPersistentRef: Bool = false,
+        matchAll: Bool = false,
+        applicationPassword: Data? = nil,
+        onTerminal: Bool = false,
+        heldKey: Data? = nil
+    ) {
+        self.attributes = attributes
+        self.accessControl = accessControl
+        self.changes = changes
+        self.changesAccessControl = changesAccessControl
+        self.context = context
+        self.reason = reason
+        self.authenticationUI = authenticationUI
+        self.interactionNotAllowed = interactionNotAllowed
+        self.returnData = returnData
+        self.returnAttributes = returnAttributes
+        self.returnPersistentRef = returnPersistentRef
+        self.matchAll = matchAll
+        self.applicationPassword = applicationPassword
+        self.onTerminal = onTerminal
+        self.heldKey = heldKey
     }
 }
 
@@ -66,7 +91,9 @@ public struct KeychainItem: Codable, Sendable, Equatable {
     public var data: Data?
     public var persistentRef: Data?
     public init(attributes: [String: KeychainValue], data: Data?, persistentRef: Data?) {
-        self.attributes = attributes; self.data = data; self.persistentRef = persistentRef
+        self.attributes = attributes
+        self.data = data
+        self.persistentRef = persistentRef
     }
 }
 
@@ -76,7 +103,9 @@ public struct KeychainReply: Codable, Sendable, Equatable {
     public var message: String?
     public var items: [KeychainItem]
     public init(status: KeychainStatus, message: String? = nil, items: [KeychainItem] = []) {
-        self.status = status; self.message = message; self.items = items
+        self.status = status
+        self.message = message
+        self.items = items
     }
 }
 
@@ -111,11 +140,32 @@ public struct KeychainListing: Codable, Sendable, Equatable {
     public var persistentRef: Data
     /// Why the item cannot be used now, if it cannot.
     public var unusable: String?
-    public init(app: String, itemClass: String, service: String?, account: String?, server: String?, label: String?, protection: Protection,
-                flags: AccessControlFlags, created: Date, modified: Date, persistentRef: Data, unusable: String?) {
-        self.app = app; self.itemClass = itemClass; self.service = service; self.account = account; self.server = server
-        self.label = label; self.protection = protection; self.flags = flags; self.created = created; self.modified = modified
-        self.persistentRef = persistentRef; self.unusable = unusable
+    public init(
+        app: String,
+        itemClass: String,
+        service: String?,
+        account: String?,
+        server: String?,
+        label: String?,
+        protection: Protection,
+        flags: AccessControlFlags,
+        created: Date,
+        modified: Date,
+        persistentRef: Data,
+        unusable: String?
+    ) {
+        self.app = app
+        self.itemClass = itemClass
+        self.service = service
+        self.account = account
+        self.server = server
+        self.label = label
+        self.protection = protection
+        self.flags = flags
+        self.created = created
+        self.modified = modified
+        self.persistentRef = persistentRef
+        self.unusable = unusable
     }
 }
 

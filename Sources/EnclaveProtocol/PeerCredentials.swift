@@ -14,7 +14,8 @@ public struct PeerCredentials: Sendable, Equatable {
     public static func of(socket fd: Int32) -> PeerCredentials? {
         var cred = PeerCredentials()
         var length = socklen_t(MemoryLayout<PeerCredentials>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0, length == MemoryLayout<PeerCredentials>.size else { return nil }
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &length) == 0, length == MemoryLayout<PeerCredentials>.size
+        else { return nil }
         return cred
     }
 }

@@ -20,7 +20,10 @@ public struct PromptAction: Codable, Sendable, Equatable, CustomStringConvertibl
     public var kind: Kind
     public var passcode: String?
 
-    public init(_ kind: Kind, passcode: String? = nil) { self.kind = kind; self.passcode = passcode }
+    public init(_ kind: Kind, passcode: String? = nil) {
+        self.kind = kind
+        self.passcode = passcode
+    }
 
     public static func typed(_ passcode: String) -> PromptAction { PromptAction(.passcode, passcode: passcode) }
 
@@ -40,9 +43,16 @@ public struct AgentEvent: Codable, Sendable, Equatable {
     public var serving: String?
 
     public init(prompt: UInt64, screen: PromptScreen? = nil, closed: String? = nil, serving: String? = nil) {
-        self.prompt = prompt; self.screen = screen; self.closed = closed; self.serving = serving
+        self.prompt = prompt
+        self.screen = screen
+        self.closed = closed
+        self.serving = serving
     }
 
-    public static func show(_ prompt: UInt64, _ screen: PromptScreen) -> AgentEvent { AgentEvent(prompt: prompt, screen: screen) }
-    public static func close(_ prompt: UInt64, result: String) -> AgentEvent { AgentEvent(prompt: prompt, closed: result) }
+    public static func show(_ prompt: UInt64, _ screen: PromptScreen) -> AgentEvent {
+        AgentEvent(prompt: prompt, screen: screen)
+    }
+    public static func close(_ prompt: UInt64, result: String) -> AgentEvent {
+        AgentEvent(prompt: prompt, closed: result)
+    }
 }

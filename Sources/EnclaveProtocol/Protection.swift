@@ -15,7 +15,9 @@ public enum Protection: String, Codable, Sendable, CaseIterable {
     public var isThisDeviceOnly: Bool {
         switch self {
         case .whenUnlocked, .afterFirstUnlock, .always: return false
-        case .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly, .whenPasscodeSetThisDeviceOnly: return true
+        case .whenUnlockedThisDeviceOnly, .afterFirstUnlockThisDeviceOnly, .alwaysThisDeviceOnly,
+            .whenPasscodeSetThisDeviceOnly:
+            return true
         }
     }
 }

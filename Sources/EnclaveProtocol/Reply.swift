@@ -13,7 +13,9 @@ public struct Failure: Codable, Sendable, Equatable, Error, CustomStringConverti
     public var message: String
     public var retryAfter: Double?
     public init(_ code: FailureCode, _ message: String, retryAfter: Double? = nil) {
-        self.code = code; self.message = message; self.retryAfter = retryAfter
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
     }
     public var description: String { "\(code.rawValue): \(message)" }
 }
@@ -23,7 +25,12 @@ public struct HelloReply: Codable, Sendable, Equatable {
     public var mode: DaemonMode
     public var uid: UInt32
     public var app: String
-    public init(version: Int, mode: DaemonMode, uid: UInt32, app: String) { self.version = version; self.mode = mode; self.uid = uid; self.app = app }
+    public init(version: Int, mode: DaemonMode, uid: UInt32, app: String) {
+        self.version = version
+        self.mode = mode
+        self.uid = uid
+        self.app = app
+    }
 }
 
 public struct CanEvaluateReply: Codable, Sendable, Equatable {
@@ -32,7 +39,10 @@ public struct CanEvaluateReply: Codable, Sendable, Equatable {
     public var message: String?
     public var domainState: Data?
     public init(biometryType: BiometryKind, error: LAErrorCode?, message: String?, domainState: Data?) {
-        self.biometryType = biometryType; self.error = error; self.message = message; self.domainState = domainState
+        self.biometryType = biometryType
+        self.error = error
+        self.message = message
+        self.domainState = domainState
     }
 }
 
@@ -43,14 +53,21 @@ public struct EvaluationResult: Codable, Sendable, Equatable {
     public var biometryType: BiometryKind
     public var domainState: Data?
     public init(success: Bool, error: LAErrorCode?, message: String?, biometryType: BiometryKind, domainState: Data?) {
-        self.success = success; self.error = error; self.message = message; self.biometryType = biometryType; self.domainState = domainState
+        self.success = success
+        self.error = error
+        self.message = message
+        self.biometryType = biometryType
+        self.domainState = domainState
     }
 }
 
 public struct DomainStateReply: Codable, Sendable, Equatable {
     public var biometryType: BiometryKind
     public var stateHash: Data?
-    public init(biometryType: BiometryKind, stateHash: Data?) { self.biometryType = biometryType; self.stateHash = stateHash }
+    public init(biometryType: BiometryKind, stateHash: Data?) {
+        self.biometryType = biometryType
+        self.stateHash = stateHash
+    }
 }
 
 public enum Reply: Sendable, Equatable {
@@ -87,10 +104,15 @@ public enum Reply: Sendable, Equatable {
 public struct ReplyEnvelope: Codable, Sendable, Equatable {
     public var id: UInt64
     public var reply: Reply
-    public init(id: UInt64, reply: Reply) { self.id = id; self.reply = reply }
+    public init(id: UInt64, reply: Reply) {
+        self.id = id
+        self.reply = reply
+    }
 
     public func encoded() -> [UInt8] { Array(try! WireCoders.replyEncoder.encode(self)) }
-    public static func decode(_ payload: [UInt8]) throws -> ReplyEnvelope { try WireCoders.replyDecoder.decode(ReplyEnvelope.self, from: Data(payload)) }
+    public static func decode(_ payload: [UInt8]) throws -> ReplyEnvelope {
+        try WireCoders.replyDecoder.decode(ReplyEnvelope.self, from: Data(payload))
+    }
 }
 
 /// The wire's JSON coders, made once: a coder is safe to share between threads, and making one
@@ -99,8 +121,16 @@ enum WireCoders {
     static let requestEncoder = JSONEncoder()
     static let requestDecoder = JSONDecoder()
     /// Replies carry dates as seconds since 1970, both ways.
-    static let replyEncoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
-    static let replyDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
+    static let replyEncoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.dateEncodingStrategy = .secondsSince1970
+        return e
+    }()
+    static let replyDecoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .secondsSince1970
+        return d
+    }()
 }
 
 extension Reply: Codable {

@@ -137,8 +137,10 @@ public enum Request: Sendable, Equatable {
     /// Every operation's wire name.
     public enum Operation: String, Codable, Sendable, CaseIterable {
         case hello, canEvaluate, evaluate, authorizeAccessControl, handoff, invalidate, domainState, status, setPasscode
-        case changePasscode, removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout, remoteLock
-        case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key, configureAccessGroup, accessGroups
+        case changePasscode, removePasscode, enroll, unenroll, simulate, clearSimulated, audit, resetPasscodeLockout,
+            remoteLock
+        case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key,
+            configureAccessGroup, accessGroups
         case enrolments, servePrompts, promptAction
     }
 
@@ -156,10 +158,19 @@ public struct EvaluationOptions: Codable, Sendable, Equatable {
     /// replies, and only the sensor or a simulated person can answer).
     public var onTerminal: Bool
 
-    public init(reason: String, cancelTitle: String? = nil, fallbackTitle: String? = nil, reuseDuration: Double = 0,
-                interactionNotAllowed: Bool = false, onTerminal: Bool = false) {
-        self.reason = reason; self.cancelTitle = cancelTitle; self.fallbackTitle = fallbackTitle
-        self.reuseDuration = reuseDuration; self.interactionNotAllowed = interactionNotAllowed
+    public init(
+        reason: String,
+        cancelTitle: String? = nil,
+        fallbackTitle: String? = nil,
+        reuseDuration: Double = 0,
+        interactionNotAllowed: Bool = false,
+        onTerminal: Bool = false
+    ) {
+        self.reason = reason
+        self.cancelTitle = cancelTitle
+        self.fallbackTitle = fallbackTitle
+        self.reuseDuration = reuseDuration
+        self.interactionNotAllowed = interactionNotAllowed
         self.onTerminal = onTerminal
     }
 }
@@ -167,7 +178,10 @@ public struct EvaluationOptions: Codable, Sendable, Equatable {
 public struct RequestEnvelope: Sendable, Equatable {
     public var id: UInt64
     public var request: Request
-    public init(id: UInt64, request: Request) { self.id = id; self.request = request }
+    public init(id: UInt64, request: Request) {
+        self.id = id
+        self.request = request
+    }
 }
 
 /// Why a payload could not be turned into a request. `id` is present when the header was readable,
@@ -210,7 +224,9 @@ extension Request {
 
         func required<T: Decodable>(_ type: T.Type = T.self) throws -> T { try container.decode(type, forKey: .args) }
         /// Arguments that may all be left out.
-        func optional<T: Decodable>(_ type: T.Type = T.self) throws -> T? { try container.decodeIfPresent(type, forKey: .args) }
+        func optional<T: Decodable>(_ type: T.Type = T.self) throws -> T? {
+            try container.decodeIfPresent(type, forKey: .args)
+        }
         /// An operation without arguments: `args` may be left out, and is otherwise an empty object.
         func none(_ request: Request) throws -> Request {
             _ = try container.decodeIfPresent(NoArguments.self, forKey: .args)
@@ -241,15 +257,27 @@ private struct WireRequest: Codable {
             id = try c.decode(UInt64.self, forKey: .id)
             name = try c.decode(String.self, forKey: .op)
         } catch {
-            throw RequestDecodingError(kind: .malformed, id: nil, detail: "not a request object with a numeric \"id\" and a string \"op\"")
+            throw RequestDecodingError(
+                kind: .malformed,
+                id: nil,
+                detail: "not a request object with a numeric \"id\" and a string \"op\""
+            )
         }
         guard let op = Request.Operation(rawValue: name) else {
-            throw RequestDecodingError(kind: .unknownOperation, id: id, detail: "unknown operation \"\(name.prefix(64))\"")
+            throw RequestDecodingError(
+                kind: .unknownOperation,
+                id: id,
+                detail: "unknown operation \"\(name.prefix(64))\""
+            )
         }
         do {
             envelope = RequestEnvelope(id: id, request: try Request(op, arguments: Request.Arguments(container: c)))
         } catch {
-            throw RequestDecodingError(kind: .invalidArguments, id: id, detail: "arguments of \(name) are malformed: \(RequestEnvelope.describe(error))")
+            throw RequestDecodingError(
+                kind: .invalidArguments,
+                id: id,
+                detail: "arguments of \(name) are malformed: \(RequestEnvelope.describe(error))"
+            )
         }
     }
 }
@@ -265,7 +293,11 @@ extension RequestEnvelope {
         } catch let e as RequestDecodingError {
             throw e
         } catch {
-            throw RequestDecodingError(kind: .malformed, id: nil, detail: "not a request object with a numeric \"id\" and a string \"op\"")
+            throw RequestDecodingError(
+                kind: .malformed,
+                id: nil,
+                detail: "not a request object with a numeric \"id\" and a string \"op\""
+            )
         }
     }
 
@@ -279,4 +311,3 @@ extension RequestEnvelope {
         }
     }
 }
-

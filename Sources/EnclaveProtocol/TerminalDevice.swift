@@ -5,7 +5,10 @@ public struct TerminalDevice: Equatable, Sendable {
     public var major: UInt32
     public var minor: UInt32
 
-    public init(major: UInt32, minor: UInt32) { self.major = major; self.minor = minor }
+    public init(major: UInt32, minor: UInt32) {
+        self.major = major
+        self.minor = minor
+    }
 
     /// nil for 0: the process has no controlling terminal.
     public init?(ttyNr: Int64) {

@@ -37,7 +37,8 @@ public enum PolicyValue: Int, Codable, Sendable, CaseIterable {
         case .deviceOwnerAuthenticationWithBiometrics: return "deviceOwnerAuthenticationWithBiometrics"
         case .deviceOwnerAuthentication: return "deviceOwnerAuthentication"
         case .deviceOwnerAuthenticationWithCompanion: return "deviceOwnerAuthenticationWithCompanion"
-        case .deviceOwnerAuthenticationWithBiometricsOrCompanion: return "deviceOwnerAuthenticationWithBiometricsOrCompanion"
+        case .deviceOwnerAuthenticationWithBiometricsOrCompanion:
+            return "deviceOwnerAuthenticationWithBiometricsOrCompanion"
         case .deviceOwnerAuthenticationWithWristDetection: return "deviceOwnerAuthenticationWithWristDetection"
         }
     }
@@ -126,13 +127,32 @@ public struct PromptScreen: Codable, Sendable, Equatable {
     /// as one (our addition; absent otherwise).
     public var administration: Bool?
 
-    public init(app: String, reason: String, instruction: String, cancelTitle: String, fallbackTitle: String?,
-                passcodeEntry: Bool, retryOffered: Bool, sensorArmed: Bool, sensorName: String?,
-                sensorSimulated: Bool, passcodeRetryAfter: Double?, passcodeDisabled: Bool) {
-        self.app = app; self.reason = reason; self.instruction = instruction; self.cancelTitle = cancelTitle
-        self.fallbackTitle = fallbackTitle; self.passcodeEntry = passcodeEntry; self.retryOffered = retryOffered
-        self.sensorArmed = sensorArmed; self.sensorName = sensorName; self.sensorSimulated = sensorSimulated
-        self.passcodeRetryAfter = passcodeRetryAfter; self.passcodeDisabled = passcodeDisabled
+    public init(
+        app: String,
+        reason: String,
+        instruction: String,
+        cancelTitle: String,
+        fallbackTitle: String?,
+        passcodeEntry: Bool,
+        retryOffered: Bool,
+        sensorArmed: Bool,
+        sensorName: String?,
+        sensorSimulated: Bool,
+        passcodeRetryAfter: Double?,
+        passcodeDisabled: Bool
+    ) {
+        self.app = app
+        self.reason = reason
+        self.instruction = instruction
+        self.cancelTitle = cancelTitle
+        self.fallbackTitle = fallbackTitle
+        self.passcodeEntry = passcodeEntry
+        self.retryOffered = retryOffered
+        self.sensorArmed = sensorArmed
+        self.sensorName = sensorName
+        self.sensorSimulated = sensorSimulated
+        self.passcodeRetryAfter = passcodeRetryAfter
+        self.passcodeDisabled = passcodeDisabled
     }
 }
 
@@ -149,7 +169,9 @@ public struct SensorInfo: Codable, Sendable, Equatable {
     public var name: String
     public var simulated: Bool
     public init(kind: BiometryKind, name: String, simulated: Bool) {
-        self.kind = kind; self.name = name; self.simulated = simulated
+        self.kind = kind
+        self.name = name
+        self.simulated = simulated
     }
 }
 
@@ -187,19 +209,46 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// (our addition).
     public var promptAgent: Bool?
 
-    public init(uid: UInt32, mode: DaemonMode, app: String, sensor: SensorInfo?, enrolledCount: Int, passcodeSet: Bool,
-                biometricFailures: Int, biometryLockout: String?, passcodeFailures: Int, passcodeRetryAfter: Double?,
-                passcodeDisabled: Bool, queuedEvents: Int, domainState: Data?, simulationEnabled: Bool, promptOpen: Bool = false,
-                passcodeMinimumLength: Int? = nil, passcodeShorterThanMinimum: Bool? = nil, enrolmentChangedElsewhereAt: Double? = nil,
-                promptAgent: Bool? = nil) {
+    public init(
+        uid: UInt32,
+        mode: DaemonMode,
+        app: String,
+        sensor: SensorInfo?,
+        enrolledCount: Int,
+        passcodeSet: Bool,
+        biometricFailures: Int,
+        biometryLockout: String?,
+        passcodeFailures: Int,
+        passcodeRetryAfter: Double?,
+        passcodeDisabled: Bool,
+        queuedEvents: Int,
+        domainState: Data?,
+        simulationEnabled: Bool,
+        promptOpen: Bool = false,
+        passcodeMinimumLength: Int? = nil,
+        passcodeShorterThanMinimum: Bool? = nil,
+        enrolmentChangedElsewhereAt: Double? = nil,
+        promptAgent: Bool? = nil
+    ) {
         self.promptAgent = promptAgent
-        self.passcodeMinimumLength = passcodeMinimumLength; self.passcodeShorterThanMinimum = passcodeShorterThanMinimum
+        self.passcodeMinimumLength = passcodeMinimumLength
+        self.passcodeShorterThanMinimum = passcodeShorterThanMinimum
         self.enrolmentChangedElsewhereAt = enrolmentChangedElsewhereAt
-        self.uid = uid; self.mode = mode; self.app = app; self.sensor = sensor; self.enrolledCount = enrolledCount
-        self.passcodeSet = passcodeSet; self.biometricFailures = biometricFailures; self.biometryLockout = biometryLockout
-        self.passcodeFailures = passcodeFailures; self.passcodeRetryAfter = passcodeRetryAfter
-        self.passcodeDisabled = passcodeDisabled; self.queuedEvents = queuedEvents; self.domainState = domainState
-        self.simulationEnabled = simulationEnabled; self.promptOpen = promptOpen
+        self.uid = uid
+        self.mode = mode
+        self.app = app
+        self.sensor = sensor
+        self.enrolledCount = enrolledCount
+        self.passcodeSet = passcodeSet
+        self.biometricFailures = biometricFailures
+        self.biometryLockout = biometryLockout
+        self.passcodeFailures = passcodeFailures
+        self.passcodeRetryAfter = passcodeRetryAfter
+        self.passcodeDisabled = passcodeDisabled
+        self.queuedEvents = queuedEvents
+        self.domainState = domainState
+        self.simulationEnabled = simulationEnabled
+        self.promptOpen = promptOpen
     }
 }
 
@@ -212,8 +261,13 @@ public struct AuditEntry: Codable, Sendable, Equatable {
     public var policy: Int?
     public var result: String
     public init(time: Date, uid: UInt32, pid: Int32, app: String, operation: String, policy: Int?, result: String) {
-        self.time = time; self.uid = uid; self.pid = pid; self.app = app; self.operation = operation
-        self.policy = policy; self.result = result
+        self.time = time
+        self.uid = uid
+        self.pid = pid
+        self.app = app
+        self.operation = operation
+        self.policy = policy
+        self.result = result
     }
 }
 
@@ -223,5 +277,9 @@ public struct EnrolmentProgress: Codable, Sendable, Equatable {
     public var stage: Int
     public var stages: Int
     public var message: String
-    public init(stage: Int, stages: Int, message: String) { self.stage = stage; self.stages = stages; self.message = message }
+    public init(stage: Int, stages: Int, message: String) {
+        self.stage = stage
+        self.stages = stages
+        self.message = message
+    }
 }

@@ -25,7 +25,10 @@ final class AuditLog: Sendable {
     /// One writer at a time, so entries reach the table in the order they were appended.
     private let writer = DispatchQueue(label: "laenclaved.audit", qos: .utility)
 
-    init(storage: Storage, logger: Logger) { self.storage = storage; self.logger = logger }
+    init(storage: Storage, logger: Logger) {
+        self.storage = storage
+        self.logger = logger
+    }
 
     func append(_ entry: AuditEntry) {
         enum Next { case nothing, later, now }

@@ -16,7 +16,10 @@ extension ConnectionHandler {
         var audited: String
 
         init(id: UInt64, context: String, options: EvaluationOptions, audited: String) {
-            self.id = id; self.context = context; self.options = options; self.audited = audited
+            self.id = id
+            self.context = context
+            self.options = options
+            self.audited = audited
         }
 
         init(id: UInt64, context: String, reason: String, noUI: Bool, onTerminal: Bool, audited: String) {
@@ -28,8 +31,11 @@ extension ConnectionHandler {
     }
 
     /// Runs `proofs` to their end: each step they name is evaluated on the request's context.
-    func prove<Candidate>(_ proofs: AccessProofs<Candidate>, _ request: ProofRequest,
-                          session: UserSession) async throws(AccessDenial) -> (accepted: [Candidate], waited: Bool) {
+    func prove<Candidate>(
+        _ proofs: AccessProofs<Candidate>,
+        _ request: ProofRequest,
+        session: UserSession
+    ) async throws(AccessDenial) -> (accepted: [Candidate], waited: Bool) {
         var proofs = proofs
         var next = proofs.next()
         while true {
@@ -42,15 +48,26 @@ extension ConnectionHandler {
     }
 
     /// One step, as the evaluation of its policy; audited unless the evaluation recorded itself.
-    private func evaluate(_ step: EvaluationStep, _ request: ProofRequest, session: UserSession) async -> EvaluationMachine.Outcome {
+    private func evaluate(
+        _ step: EvaluationStep,
+        _ request: ProofRequest,
+        session: UserSession
+    ) async -> EvaluationMachine.Outcome {
         let policy: PolicyValue
         switch step {
         case .biometric: policy = .deviceOwnerAuthenticationWithBiometrics
         case .owner, .passcode: policy = .deviceOwnerAuthentication
         case .companion: return .failure(.companionNotAvailable, "No companion device is available.")
         }
-        let report = await runEvaluation(requestID: request.id, context: request.context, policy: policy, passcodeOnly: step == .passcode,
-                                         options: request.options, session: session, audited: request.audited)
+        let report = await runEvaluation(
+            requestID: request.id,
+            context: request.context,
+            policy: policy,
+            passcodeOnly: step == .passcode,
+            options: request.options,
+            session: session,
+            audited: request.audited
+        )
         if !report.audited { audit(request.audited, policy: policy.rawValue, result: Self.describe(report.outcome)) }
         return report.outcome
     }
@@ -64,7 +81,11 @@ extension ConnectionHandler {
         let kind = daemon.sensor?.info.kind ?? .none
         let proof = ProofRequest(id: id, context: context, options: options, audited: "accessControl.authorize")
         // Nothing was made with it: no state to plan from, and nothing read again afterwards.
-        let proofs = AccessProofs([(candidate: flags, plan: AccessPlan(accessControl: flags))], rules: .every, planned: .unbound)
+        let proofs = AccessProofs(
+            [(candidate: flags, plan: AccessPlan(accessControl: flags))],
+            rules: .every,
+            planned: .unbound
+        )
         try start(on: context) {
             var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
             do throws(AccessDenial) { _ = try await self.prove(proofs, proof, session: session) } catch {

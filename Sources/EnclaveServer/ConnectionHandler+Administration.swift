@@ -41,24 +41,36 @@ extension ConnectionHandler {
                 try await audited("admin.resetPasscodeLockout") { try await target.resetPasscodeLockout() }
             case .loginPassword:
                 let password = try await secrets(for: request, session: target).loginPassword()
-                try await audited("passcode.resetByLoginPassword") { try await target.resetPasscodeLockout(loginPassword: password) }
+                try await audited("passcode.resetByLoginPassword") {
+                    try await target.resetPasscodeLockout(loginPassword: password)
+                }
             }
         case .remoteLock(let a):
             let target = try await administered(a.uid)
             try await audited("admin.remoteLock") { try await target.remoteLock() }
         case .configureAccessGroup(let a):
             let passcode = try await secrets(for: request, session: session).passcode()
-            try await audited("keychain.group") { try await session.configureAccessGroup(passcode: passcode, name: a.name, apps: a.apps) }
+            try await audited("keychain.group") {
+                try await session.configureAccessGroup(passcode: passcode, name: a.name, apps: a.apps)
+            }
         case .accessGroups:
-            return .accessGroups(try await session.accessGroups(passcode: try await secrets(for: request, session: session).passcode()))
+            return .accessGroups(
+                try await session.accessGroups(passcode: try await secrets(for: request, session: session).passcode())
+            )
         case .enrolments:
-            return .enrolments(try await session.enrolments(passcode: try await secrets(for: request, session: session).passcode()))
+            return .enrolments(
+                try await session.enrolments(passcode: try await secrets(for: request, session: session).passcode())
+            )
         case .keychainList:
             let passcode = try await secrets(for: request, session: session).passcode()
-            return .keychainListing(try await audited("keychain.list") { try await session.keychainList(passcode: passcode) })
+            return .keychainListing(
+                try await audited("keychain.list") { try await session.keychainList(passcode: passcode) }
+            )
         case .keychainRemove(let a):
             let passcode = try await secrets(for: request, session: session).passcode()
-            try await audited("keychain.remove") { try await session.keychainRemove(passcode: passcode, persistentRef: a.persistentRef) }
+            try await audited("keychain.remove") {
+                try await session.keychainRemove(passcode: passcode, persistentRef: a.persistentRef)
+            }
         default:
             preconditionFailure("\(request.operation) is not administration")
         }
@@ -69,10 +81,14 @@ extension ConnectionHandler {
     private func enroll(_ name: String, passcode: String, requestID id: UInt64, session: UserSession) async throws {
         let (stages, forward) = AsyncStream<EnrolmentProgress>.makeStream()
         let sink = self.sink
-        let forwarding = Task { for await p in stages { await sink.send(ReplyEnvelope(id: id, reply: .enrollProgress(p))) } }
+        let forwarding = Task {
+            for await p in stages { await sink.send(ReplyEnvelope(id: id, reply: .enrollProgress(p))) }
+        }
         defer { forwarding.cancel() }
         do {
-            try await audited("enroll") { try await session.enroll(passcode: passcode, name: name, progress: { forward.yield($0) }) }
+            try await audited("enroll") {
+                try await session.enroll(passcode: passcode, name: name, progress: { forward.yield($0) })
+            }
         } catch {
             forward.finish()
             await forwarding.value
@@ -85,14 +101,23 @@ extension ConnectionHandler {
     /// Where this request's passcode comes from: the person, on the trusted prompt or through the
     /// pipe the client handed (`PersonSecrets`).
     private func secrets(for request: Request, session: UserSession) -> PersonSecrets {
-        PersonSecrets(descriptors: handed, app: peer.app, purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
-                      session: session, whenClosed: { [self] in whenClosed($0) }, agent: daemon.promptAgents.agent(serving: peer),
-                      pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe),
-                      terminalHolders: daemon.config.terminalHolders, holderReader: daemon.peerHelper.map { .helper($0) } ?? .thisProcess)
+        PersonSecrets(
+            descriptors: handed,
+            app: peer.app,
+            purpose: AdminPolicy.purpose(of: request) ?? "\(request.operation.rawValue)",
+            session: session,
+            whenClosed: { [self] in whenClosed($0) },
+            agent: daemon.promptAgents.agent(serving: peer),
+            pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe),
+            terminalHolders: daemon.config.terminalHolders,
+            holderReader: daemon.peerHelper.map { .helper($0) } ?? .thisProcess
+        )
     }
 
     private func administered(_ uid: UInt32?) async throws -> UserSession {
-        try daemon.session(for: try AdminPolicy.target(uid, caller: peer.uid, mode: daemon.config.mode, servedUser: daemon.servedUser))
+        try daemon.session(
+            for: try AdminPolicy.target(uid, caller: peer.uid, mode: daemon.config.mode, servedUser: daemon.servedUser)
+        )
     }
 
     /// Runs `body`, auditing success or the failure code; never records arguments.

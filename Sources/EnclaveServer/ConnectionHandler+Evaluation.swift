@@ -12,7 +12,14 @@ extension ConnectionHandler {
         let slot = takeSlot(context)
         do {
             try start(on: context) {
-                await self.evaluateAndAnswer(id: id, context: context, policy: policy, options: options, session: session, slot: slot)
+                await self.evaluateAndAnswer(
+                    id: id,
+                    context: context,
+                    policy: policy,
+                    options: options,
+                    session: session,
+                    slot: slot
+                )
             }
         } catch {
             if case .started = slot.admission { finishEvaluation(on: context, proven: nil) }
@@ -20,16 +27,42 @@ extension ConnectionHandler {
         }
     }
 
-    private func evaluateAndAnswer(id: UInt64, context: String, policy: PolicyValue, options: EvaluationOptions, session: UserSession,
-                                   slot: EvaluationSlot) async {
-        let report = await runEvaluation(requestID: id, context: context, policy: policy, passcodeOnly: false,
-                                         options: options, session: session, audited: "evaluate", slot: slot)
+    private func evaluateAndAnswer(
+        id: UInt64,
+        context: String,
+        policy: PolicyValue,
+        options: EvaluationOptions,
+        session: UserSession,
+        slot: EvaluationSlot
+    ) async {
+        let report = await runEvaluation(
+            requestID: id,
+            context: context,
+            policy: policy,
+            passcodeOnly: false,
+            options: options,
+            session: session,
+            audited: "evaluate",
+            slot: slot
+        )
         let result: EvaluationResult
         switch report.outcome {
         case .success:
-            result = EvaluationResult(success: true, error: nil, message: nil, biometryType: report.biometryType, domainState: report.domainState)
+            result = EvaluationResult(
+                success: true,
+                error: nil,
+                message: nil,
+                biometryType: report.biometryType,
+                domainState: report.domainState
+            )
         case .failure(let code, let message):
-            result = EvaluationResult(success: false, error: code, message: message, biometryType: report.biometryType, domainState: nil)
+            result = EvaluationResult(
+                success: false,
+                error: code,
+                message: message,
+                biometryType: report.biometryType,
+                domainState: nil
+            )
         }
         if !report.audited { audit("evaluate", policy: policy.rawValue, result: Self.describe(report.outcome)) }
         await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
@@ -91,38 +124,74 @@ extension ConnectionHandler {
     /// in the user's session, and records the context's authorization on success.
     /// The evaluation's audit entry is written with the record when the evaluation changed it
     /// (`report.audited`); otherwise the caller records it.
-    func runEvaluation(requestID id: UInt64, context: String, policy: PolicyValue, passcodeOnly: Bool,
-                               options: EvaluationOptions, session: UserSession, audited operation: String,
-                               slot taken: EvaluationSlot? = nil) async -> EvaluationReport {
+    func runEvaluation(
+        requestID id: UInt64,
+        context: String,
+        policy: PolicyValue,
+        passcodeOnly: Bool,
+        options: EvaluationOptions,
+        session: UserSession,
+        audited operation: String,
+        slot taken: EvaluationSlot? = nil
+    ) async -> EvaluationReport {
         let kind = daemon.sensor?.info.kind ?? .none
         let slot = taken ?? takeSlot(context)
         let (stream, continuation) = (slot.inputs, slot.continuation)
         guard case .started(let authorization) = slot.admission else {
             if case .busy = slot.admission {
-                return EvaluationReport(outcome: .failure(.systemCancel, "An evaluation is already running on this context."), biometryType: kind, domainState: nil)
+                return EvaluationReport(
+                    outcome: .failure(.systemCancel, "An evaluation is already running on this context."),
+                    biometryType: kind,
+                    domainState: nil
+                )
             }
-            return EvaluationReport(outcome: .failure(.invalidContext, "Invalid context."), biometryType: kind, domainState: nil)
+            return EvaluationReport(
+                outcome: .failure(.invalidContext, "Invalid context."),
+                biometryType: kind,
+                domainState: nil
+            )
         }
         // The agent of the app's session draws the prompt; else the daemon draws it on the handed
         // terminal and reads the keys there; else it is headless and its screens go to the client.
         let (sink, handed) = (self.sink, self.handed)
         let nextPresenter: @Sendable () -> any PromptPresenter = {
             if options.onTerminal, let fd = handed.duplicateTerminal() {
-                return TerminalPrompt(fd: fd, onAction: { continuation.yield(Self.input(for: $0)) },
-                                      onLost: { continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed."))) })
+                return TerminalPrompt(
+                    fd: fd,
+                    onAction: { continuation.yield(Self.input(for: $0)) },
+                    onLost: {
+                        continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed.")))
+                    }
+                )
             }
             return HeadlessPrompt(sink: sink, requestID: id)
         }
-        let prompt = PromptRoute.starting(on: daemon.promptAgents.agent(serving: peer), onAction: { continuation.yield(Self.input(for: $0)) },
-                                          then: nextPresenter, exhausted: {})
+        let prompt = PromptRoute.starting(
+            on: daemon.promptAgents.agent(serving: peer),
+            onAction: { continuation.yield(Self.input(for: $0)) },
+            then: nextPresenter,
+            exhausted: {}
+        )
         let report = await session.evaluate(
-            policy: policy, passcodeOnly: passcodeOnly, options: options, app: peer.app, authorization: authorization,
-            inputs: stream, continuation: continuation, captureExecutor: executor, show: { await prompt.show($0) },
-            audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) })
+            policy: policy,
+            passcodeOnly: passcodeOnly,
+            options: options,
+            app: peer.app,
+            authorization: authorization,
+            inputs: stream,
+            continuation: continuation,
+            captureExecutor: executor,
+            show: { await prompt.show($0) },
+            audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) }
+        )
         await prompt.close(result: Self.closingLine(report.outcome))
         var proven: ContextAuthorization?
         if case .success(let how) = report.outcome, how != .contextAuthorized {
-            proven = ContextAuthorization(at: daemon.clock.monotonic(), biometric: how == .biometric || how == .reused, passcode: how == .passcode)
+            proven = ContextAuthorization(
+                at: daemon.clock.monotonic(),
+                biometric: how == .biometric || how == .reused,
+                passcode: how == .passcode
+            )
         }
         finishEvaluation(on: context, proven: proven)
         return report

@@ -14,20 +14,34 @@ extension ConnectionHandler {
             // authorization steps (keychain.authorize), and a read that needed none is not: that
             // keeps reads free of a durable write.
             if operation != .copy || reply.status != .success {
-                self.audit("keychain.\(operation.rawValue)", result: reply.status == .success ? "ok" : "status \(reply.status)")
+                self.audit(
+                    "keychain.\(operation.rawValue)",
+                    result: reply.status == .success ? "ok" : "status \(reply.status)"
+                )
             }
             await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
         }
     }
 
-    private func keychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) async -> KeychainReply {
+    private func keychain(
+        id: UInt64,
+        _ operation: KeychainOperation,
+        _ k: KeychainRequest,
+        session: UserSession
+    ) async -> KeychainReply {
         switch await session.keychainStart(operation, k, app: peer.identity) {
         case .answered(let reply):
             return reply
         case .proving(let pending):
             let noUI = k.interactionNotAllowed || (k.authenticationUI?.forbidsPrompt ?? false)
-            let request = ProofRequest(id: id, context: k.context, reason: k.reason ?? "Access a keychain item", noUI: noUI,
-                                       onTerminal: k.onTerminal, audited: "keychain.authorize")
+            let request = ProofRequest(
+                id: id,
+                context: k.context,
+                reason: k.reason ?? "Access a keychain item",
+                noUI: noUI,
+                onTerminal: k.onTerminal,
+                audited: "keychain.authorize"
+            )
             do throws(AccessDenial) {
                 let (accepted, waited) = try await prove(pending.proofs, request, session: session)
                 return await session.keychainFinish(pending, accepted: accepted, waited: waited)
@@ -42,7 +56,9 @@ extension ConnectionHandler {
         let sink = self.sink
         try start(on: k.context) {
             let reply = await self.keyOperation(id: id, k, session: session)
-            if k.operation != .open { self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok") }
+            if k.operation != .open {
+                self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok")
+            }
             await sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
         }
     }
@@ -52,8 +68,14 @@ extension ConnectionHandler {
         case .answered(let reply):
             return reply
         case .proving(let pending):
-            let request = ProofRequest(id: id, context: k.context, reason: k.reason ?? "Use a Secure Enclave key", noUI: k.interactionNotAllowed,
-                                       onTerminal: k.onTerminal, audited: "key.authorize")
+            let request = ProofRequest(
+                id: id,
+                context: k.context,
+                reason: k.reason ?? "Use a Secure Enclave key",
+                noUI: k.interactionNotAllowed,
+                onTerminal: k.onTerminal,
+                audited: "key.authorize"
+            )
             do throws(AccessDenial) {
                 let (_, waited) = try await prove(pending.proofs, request, session: session)
                 return await session.keyFinish(pending, waited: waited)

@@ -9,17 +9,32 @@ extension ConnectionHandler {
         let path = daemon.config.promptAgentPath
         guard PromptAgents<PromptAgent>.admits(peer.identity, agentPath: path) else {
             logger.warning("refused a prompt agent", metadata: ["app": "\(peer.app)", "uid": "\(peer.uid)"])
-            throw Failure(.notPermitted, "only the prompt agent (\(path ?? "none is configured")) may draw prompts; this is \(peer.app)")
+            throw Failure(
+                .notPermitted,
+                "only the prompt agent (\(path ?? "none is configured")) may draw prompts; this is \(peer.app)"
+            )
         }
         let registry = daemon.promptAgents
         let logger = self.logger
-        let agent = PromptAgent(connection: number, seat: peer.seat,
-                                requestID: requestID, sink: sink, answerTimeout: daemon.config.promptAgentAnswerTimeout,
-                                onUnresponsive: { agent in
-                                    registry.remove(connection: agent.connection)
-                                    logger.warning("the prompt agent did not answer: dropped", metadata: ["seat": "\(agent.seat)"])
-                                    Task { await agent.dismiss(Failure(.busy, "the agent did not show a prompt within \(Int(agent.answerTimeout)) s: it no longer serves")) }
-                                })
+        let agent = PromptAgent(
+            connection: number,
+            seat: peer.seat,
+            requestID: requestID,
+            sink: sink,
+            answerTimeout: daemon.config.promptAgentAnswerTimeout,
+            onUnresponsive: { agent in
+                registry.remove(connection: agent.connection)
+                logger.warning("the prompt agent did not answer: dropped", metadata: ["seat": "\(agent.seat)"])
+                Task {
+                    await agent.dismiss(
+                        Failure(
+                            .busy,
+                            "the agent did not show a prompt within \(Int(agent.answerTimeout)) s: it no longer serves"
+                        )
+                    )
+                }
+            }
+        )
         switch state.withLock({ $0.agentStarting(agent) }) {
         case .closed:
             return nil
@@ -48,7 +63,10 @@ extension ConnectionHandler {
             throw Failure(.notPermitted, "only the prompt agent serving this session answers prompts")
         }
         guard agent.answer(prompt, action) else {
-            throw Failure(.invalidParameter, "prompt \(prompt) is not open on this agent, or its screen offers no \(action.kind.rawValue)")
+            throw Failure(
+                .invalidParameter,
+                "prompt \(prompt) is not open on this agent, or its screen offers no \(action.kind.rawValue)"
+            )
         }
         return .ok
     }

@@ -31,7 +31,13 @@ final class ConnectionHandler: Sendable {
     /// it runs on.
     let executor: (any TaskExecutor)?
 
-    init(peer: PeerIdentity, daemon: EnclaveDaemon, sink: any ReplySink, logger: Logger, executor: (any TaskExecutor)? = nil) {
+    init(
+        peer: PeerIdentity,
+        daemon: EnclaveDaemon,
+        sink: any ReplySink,
+        logger: Logger,
+        executor: (any TaskExecutor)? = nil
+    ) {
         self.peer = peer
         self.daemon = daemon
         self.sink = sink
@@ -57,7 +63,9 @@ final class ConnectionHandler: Sendable {
     func receive(_ payload: [UInt8]) async -> Bool {
         let envelope: RequestEnvelope
         do { envelope = try RequestEnvelope.decode(payload) } catch let e as RequestDecodingError {
-            let code: FailureCode = e.kind == .unknownOperation ? .unknownOperation : (e.kind == .malformed ? .malformedMessage : .invalidParameter)
+            let code: FailureCode =
+                e.kind == .unknownOperation
+                ? .unknownOperation : (e.kind == .malformed ? .malformedMessage : .invalidParameter)
             await sink.send(ReplyEnvelope(id: e.id ?? 0, reply: .failure(Failure(code, e.detail))))
             return true
         } catch {
@@ -68,7 +76,19 @@ final class ConnectionHandler: Sendable {
         let request = envelope.request
         switch state.withLock({ $0.requestArrived(request) }) {
         case .greet:
-            await sink.send(ReplyEnvelope(id: id, reply: .hello(HelloReply(version: enclaveProtocolVersion, mode: daemon.config.mode, uid: peer.uid, app: peer.app))))
+            await sink.send(
+                ReplyEnvelope(
+                    id: id,
+                    reply: .hello(
+                        HelloReply(
+                            version: enclaveProtocolVersion,
+                            mode: daemon.config.mode,
+                            uid: peer.uid,
+                            app: peer.app
+                        )
+                    )
+                )
+            )
         case .refuseAndClose(let failure):
             await sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
             return false
@@ -105,10 +125,10 @@ final class ConnectionHandler: Sendable {
     func closed() {
         let input = daemon.stopping.endingInput
         let closing = state.withLock { $0.closed() }
-        closing.ending.forEach { $0.end(input) }
+        for ending in closing.ending { ending.end(input) }
         if let agent = closing.agent { leave(agent) }
         daemon.handoff.revoke(connection: number)
-        closing.waiters.forEach { $0() }
+        for waiter in closing.waiters { waiter() }
         handed.close()
         jobQueue.finish()
     }
@@ -129,7 +149,14 @@ final class ConnectionHandler: Sendable {
         case .canEvaluate(let a):
             let policy = try ArgumentChecks.policy(a.policy)
             if !(try state.withLock { try $0.useContext(a.context) }) {
-                return .canEvaluate(CanEvaluateReply(biometryType: daemon.sensor?.info.kind ?? .none, error: .invalidContext, message: "Invalid context.", domainState: nil))
+                return .canEvaluate(
+                    CanEvaluateReply(
+                        biometryType: daemon.sensor?.info.kind ?? .none,
+                        error: .invalidContext,
+                        message: "Invalid context.",
+                        domainState: nil
+                    )
+                )
             }
             return .canEvaluate(try await session.canEvaluate(policy: policy, app: peer.app))
         case .evaluate(let a):
@@ -140,12 +167,19 @@ final class ConnectionHandler: Sendable {
             return nil
         case .handoff(let a):
             let owner = HandoffTickets<HandedDescriptors>.Owner(uid: peer.uid, pid: peer.pid)
-            return .handoffTicket(daemon.handoff.issue(to: owner, connection: number, kind: a.kind, destination: handed))
+            return .handoffTicket(
+                daemon.handoff.issue(to: owner, connection: number, kind: a.kind, destination: handed)
+            )
         case .invalidate(let a):
-            state.withLock { $0.invalidate(a.context) }.forEach { $0.end() }
+            for running in state.withLock({ $0.invalidate(a.context) }) { running.end() }
             return .ok
         case .domainState:
-            return .domainState(DomainStateReply(biometryType: daemon.sensor?.info.kind ?? .none, stateHash: try await session.domainState(app: peer.app)))
+            return .domainState(
+                DomainStateReply(
+                    biometryType: daemon.sensor?.info.kind ?? .none,
+                    stateHash: try await session.domainState(app: peer.app)
+                )
+            )
         case .status:
             var status = try await session.status(app: peer.app)
             status.promptAgent = daemon.promptAgents.agent(serving: peer) != nil
@@ -156,23 +190,42 @@ final class ConnectionHandler: Sendable {
         case .clearSimulated:
             await session.clearSimulated()
             return .ok
-        case .keychainAdd(let k): try startKeychain(id: id, .add, k, session: session); return nil
-        case .keychainCopy(let k): try startKeychain(id: id, .copy, k, session: session); return nil
-        case .keychainUpdate(let k): try startKeychain(id: id, .update, k, session: session); return nil
-        case .keychainDelete(let k): try startKeychain(id: id, .delete, k, session: session); return nil
-        case .key(let k): try startKeyOperation(id: id, k, session: session); return nil
+        case .keychainAdd(let k):
+            try startKeychain(id: id, .add, k, session: session)
+            return nil
+        case .keychainCopy(let k):
+            try startKeychain(id: id, .copy, k, session: session)
+            return nil
+        case .keychainUpdate(let k):
+            try startKeychain(id: id, .update, k, session: session)
+            return nil
+        case .keychainDelete(let k):
+            try startKeychain(id: id, .delete, k, session: session)
+            return nil
+        case .key(let k):
+            try startKeyOperation(id: id, k, session: session)
+            return nil
         case .servePrompts:
             return try await servePrompts(requestID: id)
         case .promptAction(let a):
             return try answerPrompt(a.prompt, a.action)
-        case .setPasscode, .changePasscode, .removePasscode, .enroll, .unenroll, .audit, .resetPasscodeLockout, .remoteLock,
-             .configureAccessGroup, .accessGroups, .enrolments, .keychainList, .keychainRemove:
+        case .setPasscode, .changePasscode, .removePasscode, .enroll, .unenroll, .audit, .resetPasscodeLockout,
+            .remoteLock,
+            .configureAccessGroup, .accessGroups, .enrolments, .keychainList, .keychainRemove:
             return try await administer(envelope, session: session)
         }
     }
 
     func auditEntry(_ operation: String, policy: Int? = nil, result: String) -> AuditEntry {
-        AuditEntry(time: Date(), uid: peer.uid, pid: peer.pid, app: peer.app, operation: operation, policy: policy, result: result)
+        AuditEntry(
+            time: Date(),
+            uid: peer.uid,
+            pid: peer.pid,
+            app: peer.app,
+            operation: operation,
+            policy: policy,
+            result: result
+        )
     }
 
     /// Records an entry with the next group commit (see `AuditLog`).

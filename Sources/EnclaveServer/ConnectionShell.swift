@@ -13,8 +13,11 @@ struct ConnectionShell {
 
     /// Runs `body` with the connection's frames and its reply sink; returns once the replies sent
     /// are written, and the connection is closed.
-    static func open(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, logger: Logger,
-                     _ body: (NIOAsyncChannelInboundStream<ByteBuffer>, ChannelReplySink) async -> Void) async {
+    static func open(
+        _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+        logger: Logger,
+        _ body: (NIOAsyncChannelInboundStream<ByteBuffer>, ChannelReplySink) async -> Void
+    ) async {
         do {
             try await connection.executeThenClose { inbound, _ in
                 let writer = ChannelReplySink(channel: connection.channel)
@@ -28,18 +31,37 @@ struct ConnectionShell {
 
     /// Serves `peer`'s requests until the connection ends; everything its requests started has
     /// ended when it returns.
-    func serve(_ channel: any Channel, inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink,
-               peer: PeerIdentity, process: (any PinnedPeer)?, executor: (any TaskExecutor)?) async {
+    func serve(
+        _ channel: any Channel,
+        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        writer: ChannelReplySink,
+        peer: PeerIdentity,
+        process: (any PinnedPeer)?,
+        executor: (any TaskExecutor)?
+    ) async {
         let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger, executor: executor)
         await withDiscardingTaskGroup { group in
             group.addTask { await handler.run() }
             defer { handler.closed() }
-            await readRequests(channel, inbound: inbound, writer: writer, handler: handler, peer: peer, process: process)
+            await readRequests(
+                channel,
+                inbound: inbound,
+                writer: writer,
+                handler: handler,
+                peer: peer,
+                process: process
+            )
         }
     }
 
-    private func readRequests(_ channel: any Channel, inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
-                              writer: ChannelReplySink, handler: ConnectionHandler, peer: PeerIdentity, process: (any PinnedPeer)?) async {
+    private func readRequests(
+        _ channel: any Channel,
+        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        writer: ChannelReplySink,
+        handler: ConnectionHandler,
+        peer: PeerIdentity,
+        process: (any PinnedPeer)?
+    ) async {
         // A connection that never says hello holds a descriptor and a slot of its user's budget.
         let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {
             if handler.helloDeadlinePassed() { channel.close(promise: nil) }
@@ -52,8 +74,21 @@ struct ConnectionShell {
                 while let frame = try decoder.nextFrame() {
                     // The connection is the pinned process's, running what it ran when pinned.
                     if process?.executableChanged() == true {
-                        logger.notice("closing a connection whose process ran another executable or ended", metadata: ["pid": "\(peer.pid)", "app": "\(peer.app)"])
-                        await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the process that opened this connection runs another executable now, or has ended"))))
+                        logger.notice(
+                            "closing a connection whose process ran another executable or ended",
+                            metadata: ["pid": "\(peer.pid)", "app": "\(peer.app)"]
+                        )
+                        await writer.send(
+                            ReplyEnvelope(
+                                id: 0,
+                                reply: .failure(
+                                    Failure(
+                                        .notPermitted,
+                                        "the process that opened this connection runs another executable now, or has ended"
+                                    )
+                                )
+                            )
+                        )
                         return
                     }
                     guard await handler.receive(frame) else { return }
@@ -61,7 +96,10 @@ struct ConnectionShell {
             }
             try decoder.finish()
         } catch let error as FrameError {
-            logger.notice("closing a connection with broken framing", metadata: ["pid": "\(peer.pid)", "error": "\(error)"])
+            logger.notice(
+                "closing a connection with broken framing",
+                metadata: ["pid": "\(peer.pid)", "error": "\(error)"]
+            )
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, error.description))))
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])

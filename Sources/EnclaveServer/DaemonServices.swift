@@ -8,7 +8,12 @@ final class HandoffSlot: Sendable {
 
     func hold(_ new: HandoffServer?) { server.withLock { $0 = new } }
 
-    func take() -> HandoffServer? { server.withLock { s in defer { s = nil }; return s } }
+    func take() -> HandoffServer? {
+        server.withLock { s in
+            defer { s = nil }
+            return s
+        }
+    }
 }
 
 /// The handoff socket (`HandoffServer`, on a thread of its own) as a service of the daemon's

@@ -13,7 +13,11 @@ struct Deadline: Sendable {
     /// Calls `fire` after `seconds` (negative and NaN: at once; at most 10⁹ s), unless cancelled
     /// first. `fire` never runs inside this initializer nor inside `cancel()`, so callers may make
     /// and cancel deadlines while holding a lock that `fire` takes (`PromptAgent` does).
-    init(after seconds: Double, on eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any(), _ fire: @escaping @Sendable () -> Void) {
+    init(
+        after seconds: Double,
+        on eventLoop: any EventLoop = MultiThreadedEventLoopGroup.singleton.any(),
+        _ fire: @escaping @Sendable () -> Void
+    ) {
         scheduled = eventLoop.scheduleTask(in: .nanoseconds(Int64(min(max(0, seconds), 1e9) * 1e9)), fire)
     }
 

@@ -2,8 +2,9 @@ import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
-import Synchronization
 import Logging
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -47,8 +48,13 @@ public final class EnclaveDaemon: Sendable {
     /// The user a user-mode daemon serves: the one it runs as (in-process tests may name another).
     public let servedUser: UInt32
 
-    public init(config: DaemonConfiguration, clock: any EnclaveClock = SystemClock(), servedUser: UInt32 = getuid(), logger: Logger,
-                peerHelper: PeerHelperClient? = nil) throws {
+    public init(
+        config: DaemonConfiguration,
+        clock: any EnclaveClock = SystemClock(),
+        servedUser: UInt32 = getuid(),
+        logger: Logger,
+        peerHelper: PeerHelperClient? = nil
+    ) throws {
         self.servedUser = servedUser
         self.peerHelper = peerHelper
         // Every file made here gets its mode explicitly (state 0600, directories 0700); the process's
@@ -67,14 +73,23 @@ public final class EnclaveDaemon: Sendable {
         self.clock = clock
         self.logger = logger
         handoff = HandoffRegistry(clock: clock)
-        storage = try Storage(directory: config.stateDirectory, quota: KeychainQuota(items: config.keychainQuotaItems, bytes: config.keychainQuotaBytes),
-                              logger: logger)
+        storage = try Storage(
+            directory: config.stateDirectory,
+            quota: KeychainQuota(items: config.keychainQuotaItems, bytes: config.keychainQuotaBytes),
+            logger: logger
+        )
         auditLog = AuditLog(storage: storage, logger: logger)
         masterKey = try Self.loadMasterKey(config.masterKeyPath)
         // A lost or swapped key file must not silently make every item undecryptable.
-        let check = Data(HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey))
+        let check = Data(
+            HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey)
+        )
         guard try storage.confirmMasterKey(check: check) else {
-            throw KeyFileError(path: config.masterKeyPath, problem: "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away")
+            throw KeyFileError(
+                path: config.masterKeyPath,
+                problem:
+                    "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away"
+            )
         }
         _ = try storage.upgradeSealing(master: masterKey)
         try storage.vacuumOnceForClassKeys()
@@ -85,8 +100,10 @@ public final class EnclaveDaemon: Sendable {
             do {
                 sensor = try FprintdSensor()
             } catch {
-                logger.notice("no fingerprint reader through fprintd; \(config.simulatedSensor.map { "using a simulated \($0.displayName)" } ?? "no biometric sensor")",
-                              metadata: ["reason": "\(error)"])
+                logger.notice(
+                    "no fingerprint reader through fprintd; \(config.simulatedSensor.map { "using a simulated \($0.displayName)" } ?? "no biometric sensor")",
+                    metadata: ["reason": "\(error)"]
+                )
                 sensor = config.simulatedSensor.map { SimulatedSensor(kind: $0) }
             }
         case .no:
@@ -99,10 +116,17 @@ public final class EnclaveDaemon: Sendable {
         do {
             let authority = try KeyAttestor.authority(storage: storage, master: masterKey, daemonMode: config.mode)
             attestor = KeyAttestor(
-                authority: authority, daemonMode: config.mode, sensor: sensor.map { $0.info.simulated ? .simulated : .fprintd } ?? .none,
-                simulationAllowed: effective.simulationEnabled, label: KeyAttestor.label(mode: config.mode, uid: servedUser, authority: authority))
+                authority: authority,
+                daemonMode: config.mode,
+                sensor: sensor.map { $0.info.simulated ? .simulated : .fprintd } ?? .none,
+                simulationAllowed: effective.simulationEnabled,
+                label: KeyAttestor.label(mode: config.mode, uid: servedUser, authority: authority)
+            )
         } catch {
-            logger.error("keys will not be attested: the attestation authority is not usable", metadata: ["error": "\(error)"])
+            logger.error(
+                "keys will not be attested: the attestation authority is not usable",
+                metadata: ["error": "\(error)"]
+            )
             attestor = nil
         }
         for warning in config.sensorWarnings(realSensor: realSensor) { logger.warning("\(warning)") }
@@ -149,9 +173,20 @@ public final class EnclaveDaemon: Sendable {
     /// The user's session, made on first use.
     func session(for uid: UInt32) throws -> UserSession {
         try sessions.session(for: uid) {
-            try UserSession(uid: uid, storage: storage, sensor: sensor, config: config, clock: clock, logger: logger, stopping: stopping, attestor: attestor,
-                            keys: UserKeys(wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
-                                           legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid)))
+            try UserSession(
+                uid: uid,
+                storage: storage,
+                sensor: sensor,
+                config: config,
+                clock: clock,
+                logger: logger,
+                stopping: stopping,
+                attestor: attestor,
+                keys: UserKeys(
+                    wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
+                    legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid)
+                )
+            )
         }
     }
 }

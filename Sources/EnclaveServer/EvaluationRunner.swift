@@ -59,33 +59,59 @@ struct EvaluationRunner {
     /// reach the evaluation in the order they were scripted.
     private var touchOnSensor = false
 
-    init(policy: PolicyValue, passcodeOnly: Bool, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
-         inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation, captureExecutor: (any TaskExecutor)? = nil,
-         show: @escaping @Sendable (PromptScreen) async -> Void, audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry) {
-        self.policy = policy; self.passcodeOnly = passcodeOnly; self.options = options; self.app = app
-        self.authorization = authorization; self.inputs = inputs; self.continuation = continuation; self.captureExecutor = captureExecutor
-        self.show = show; self.audit = audit
+    init(
+        policy: PolicyValue,
+        passcodeOnly: Bool,
+        options: EvaluationOptions,
+        app: String,
+        authorization: ContextAuthorization?,
+        inputs: AsyncStream<SessionInput>,
+        continuation: AsyncStream<SessionInput>.Continuation,
+        captureExecutor: (any TaskExecutor)? = nil,
+        show: @escaping @Sendable (PromptScreen) async -> Void,
+        audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+    ) {
+        self.policy = policy
+        self.passcodeOnly = passcodeOnly
+        self.options = options
+        self.app = app
+        self.authorization = authorization
+        self.inputs = inputs
+        self.continuation = continuation
+        self.captureExecutor = captureExecutor
+        self.show = show
+        self.audit = audit
     }
 
     mutating func run(on session: isolated UserSession) async -> EvaluationReport {
         do {
             var actions = try await start(on: session)
-            if let machine, machine.isFinished, case .finish(let o)? = actions.last { return await report(o, on: session) }
+            if let machine, machine.isFinished, case .finish(let o)? = actions.last {
+                return await report(o, on: session)
+            }
 
             // The prompt is needed: one per user at a time.
             let turn = await session.acquirePrompt(timeout: session.config.promptQueueTimeout)
             guard turn != .gaveUp else {
                 if Task.isCancelled { return await report(session.stopping.endingOutcome(), on: session) }
-                return await report(.failure(.systemCancel, "Another authentication prompt for this user took too long."), on: session)
+                return await report(
+                    .failure(.systemCancel, "Another authentication prompt for this user took too long."),
+                    on: session
+                )
             }
             defer { session.releasePrompt() }
-            if Task.isCancelled { return await report(session.stopping.endingOutcome("The context was invalidated."), on: session) }
+            if Task.isCancelled {
+                return await report(session.stopping.endingOutcome("The context was invalidated."), on: session)
+            }
             // Facts may have changed while waiting: start afresh. (A free prompt was taken without
             // a suspension, so nothing changed since the start.)
             if turn == .afterWaiting { actions = try await start(on: session) }
             session.activeInputs = continuation
             session.activePromptApp = app
-            defer { session.activeInputs = nil; session.activePromptApp = nil }
+            defer {
+                session.activeInputs = nil
+                session.activePromptApp = nil
+            }
             let timeout = Deadline(after: session.config.promptTimeout) { [continuation] in
                 continuation.yield(.machine(.systemCancel("The prompt timed out.")))
             }
@@ -104,26 +130,44 @@ struct EvaluationRunner {
         } catch {
             session.logger.error("evaluation failed", metadata: ["uid": "\(session.uid)", "error": "\(error)"])
             _ = save(finishing: nil, on: session)
-            return EvaluationReport(outcome: .failure(.systemCancel, "The enclave could not evaluate: \(error)"),
-                                    biometryType: session.sensorKind, domainState: nil)
+            return EvaluationReport(
+                outcome: .failure(.systemCancel, "The enclave could not evaluate: \(error)"),
+                biometryType: session.sensorKind,
+                domainState: nil
+            )
         }
     }
 
     private mutating func start(on session: isolated UserSession) async throws -> [EvaluationMachine.Action] {
         var configuration = EvaluationMachine.Configuration(
-            policy: policy, facts: try await session.facts(), app: app, reason: options.reason, cancelTitle: options.cancelTitle,
-            fallbackTitle: options.fallbackTitle, reuseDuration: options.reuseDuration,
-            interactionNotAllowed: options.interactionNotAllowed, sensorSimulated: session.sensor?.info.simulated ?? false,
-            contextAuthorization: authorization, contextLifetime: session.config.contextLifetime)
+            policy: policy,
+            facts: try await session.facts(),
+            app: app,
+            reason: options.reason,
+            cancelTitle: options.cancelTitle,
+            fallbackTitle: options.fallbackTitle,
+            reuseDuration: options.reuseDuration,
+            interactionNotAllowed: options.interactionNotAllowed,
+            sensorSimulated: session.sensor?.info.simulated ?? false,
+            contextAuthorization: authorization,
+            contextLifetime: session.config.contextLifetime
+        )
         configuration.passcodeOnly = passcodeOnly
         configuration.scriptedInputOnRealSensor = session.config.scriptedInputOnRealSensor
         var machine = EvaluationMachine(configuration)
-        let actions = machine.start(ledger: session.record.ledger, now: session.clock.monotonic(), wall: session.clock.wall())
+        let actions = machine.start(
+            ledger: session.record.ledger,
+            now: session.clock.monotonic(),
+            wall: session.clock.wall()
+        )
         self.machine = machine
         return actions
     }
 
-    private mutating func handle(_ input: SessionInput, on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
+    private mutating func handle(
+        _ input: SessionInput,
+        on session: isolated UserSession
+    ) async -> EvaluationMachine.Outcome? {
         switch input {
         case .machine(let i):
             return await feed(i, on: session)
@@ -132,7 +176,10 @@ struct EvaluationRunner {
             return nil
         case .touch(let reading):
             if touchOnSensor {
-                session.logger.debug("ignored input", metadata: ["uid": "\(session.uid)", "why": "a touch while another lies on the sensor unread"])
+                session.logger.debug(
+                    "ignored input",
+                    metadata: ["uid": "\(session.uid)", "why": "a touch while another lies on the sensor unread"]
+                )
                 return nil
             }
             if place(reading, on: session) { return nil }
@@ -147,7 +194,10 @@ struct EvaluationRunner {
         case .sensorRetry(let message, let number):
             guard number == currentCapture else { return nil }
             // Not an attempt: the person sees why and scans again; the sensor stays armed.
-            session.logger.info("sensor asks to scan again", metadata: ["uid": "\(session.uid)", "message": "\(message)"])
+            session.logger.info(
+                "sensor asks to scan again",
+                metadata: ["uid": "\(session.uid)", "message": "\(message)"]
+            )
             if var screen = lastScreen {
                 screen.instruction = "\(screen.sensorName ?? "Sensor"): \(message)"
                 await show(screen)
@@ -174,24 +224,40 @@ struct EvaluationRunner {
     /// Puts a touch on the user's sensor for the armed capture to read; false when the sensor
     /// cannot be touched or is not armed.
     private mutating func place(_ reading: SensorReading, on session: isolated UserSession) -> Bool {
-        guard let sensor = session.sensor as? any TouchableSensor, machine?.isSensorArmed == true, currentCapture != nil,
-              sensor.place(reading, uid: session.uid) else { return false }
+        guard let sensor = session.sensor as? any TouchableSensor, machine?.isSensorArmed == true,
+            currentCapture != nil,
+            sensor.place(reading, uid: session.uid)
+        else { return false }
         touchOnSensor = true
         return true
     }
 
-    private mutating func feed(_ input: EvaluationMachine.Input, on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
+    private mutating func feed(
+        _ input: EvaluationMachine.Input,
+        on session: isolated UserSession
+    ) async -> EvaluationMachine.Outcome? {
         await perform(feedMachine(input, on: session), on: session)
     }
 
-    private mutating func feedMachine(_ input: EvaluationMachine.Input, on session: isolated UserSession) -> [EvaluationMachine.Action] {
+    private mutating func feedMachine(
+        _ input: EvaluationMachine.Input,
+        on session: isolated UserSession
+    ) -> [EvaluationMachine.Action] {
         guard var machine else { return [] }
-        let actions = machine.handle(input, ledger: &session.record.ledger, now: session.clock.monotonic(), wall: session.clock.wall())
+        let actions = machine.handle(
+            input,
+            ledger: &session.record.ledger,
+            now: session.clock.monotonic(),
+            wall: session.clock.wall()
+        )
         self.machine = machine
         return actions
     }
 
-    private mutating func perform(_ actions: [EvaluationMachine.Action], on session: isolated UserSession) async -> EvaluationMachine.Outcome? {
+    private mutating func perform(
+        _ actions: [EvaluationMachine.Action],
+        on session: isolated UserSession
+    ) async -> EvaluationMachine.Outcome? {
         let unsavable = EvaluationMachine.Outcome.failure(.systemCancel, "The enclave could not save its state.")
         // A passcode check's answer puts the machine's next actions in front of the rest.
         var pending = actions[...]
@@ -240,9 +306,13 @@ struct EvaluationRunner {
         capturesStarted += 1
         let number = capturesStarted
         currentCapture = number
-        capture = Task(executorPreference: captureExecutor) { [uid = session.uid, logger = session.logger, continuation] in
+        capture = Task(executorPreference: captureExecutor) {
+            [uid = session.uid, logger = session.logger, continuation] in
             do {
-                let reading = try await sensor.capture(uid: uid, retry: { continuation.yield(.sensorRetry($0, capture: number)) })
+                let reading = try await sensor.capture(
+                    uid: uid,
+                    retry: { continuation.yield(.sensorRetry($0, capture: number)) }
+                )
                 continuation.yield(.sensor(reading, capture: number))
             } catch {
                 if !Task.isCancelled {
@@ -263,7 +333,8 @@ struct EvaluationRunner {
         session.sensor?.disarm(uid: session.uid)
     }
 
-    private mutating func save(finishing outcome: EvaluationMachine.Outcome?, on session: isolated UserSession) -> Bool {
+    private mutating func save(finishing outcome: EvaluationMachine.Outcome?, on session: isolated UserSession) -> Bool
+    {
         guard unsaved else { return true }
         do {
             try session.persist(audit: outcome.map { [audit($0)] } ?? [])
@@ -275,16 +346,28 @@ struct EvaluationRunner {
         }
     }
 
-    private mutating func report(_ outcome: EvaluationMachine.Outcome, on session: isolated UserSession) async -> EvaluationReport {
+    private mutating func report(
+        _ outcome: EvaluationMachine.Outcome,
+        on session: isolated UserSession
+    ) async -> EvaluationReport {
         var outcome = outcome
-        if !save(finishing: outcome, on: session) { outcome = .failure(.systemCancel, "The enclave could not save its state.") }
+        if !save(finishing: outcome, on: session) {
+            outcome = .failure(.systemCancel, "The enclave could not save its state.")
+        }
         var state: Data?
-        if case .success(let how) = outcome, policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused {
+        if case .success(let how) = outcome,
+            policy == .deviceOwnerAuthenticationWithBiometrics || how == .biometric || how == .reused
+        {
             // A finger matched now: the enrolled set as it is now (one may have been added while
             // the prompt was open, and an app compares domain states to notice exactly that).
             state = how == .biometric ? try? await session.domainState(app: app) : session.recordedDomainState(app: app)
         }
-        return EvaluationReport(outcome: outcome, biometryType: session.sensorKind, domainState: state, audited: audited)
+        return EvaluationReport(
+            outcome: outcome,
+            biometryType: session.sensorKind,
+            domainState: state,
+            audited: audited
+        )
     }
 
     static func machineInput(for reading: SensorReading) -> EvaluationMachine.Input {

@@ -4,6 +4,7 @@ import EnclaveProtocol
 import Foundation
 import Logging
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,7 +36,10 @@ final class HandedDescriptors: Sendable {
                 return (true, nil)
             }
         }
-        if !taken { Glibc.close(fd); return false }
+        if !taken {
+            Glibc.close(fd)
+            return false
+        }
         if let previous { Glibc.close(previous) }
         return true
     }
@@ -58,8 +62,11 @@ final class HandedDescriptors: Sendable {
     /// is /dev/tty's inode, and does not; nil when none was handed.
     var terminal: (device: TerminalDevice, onTheMachinesPseudoTerminals: Bool)? {
         held.withLock { held in
-            guard let fd = held.terminal, let device = TerminalDevice(ttyNr: Int64(la_terminal_device(fd))) else { return nil }
-            var mine = stat(), machines = stat()
+            guard let fd = held.terminal, let device = TerminalDevice(ttyNr: Int64(la_terminal_device(fd))) else {
+                return nil
+            }
+            var mine = stat()
+            var machines = stat()
             let same = fstat(fd, &mine) == 0 && stat("/dev/pts", &machines) == 0 && mine.st_dev == machines.st_dev
             return (device, same)
         }
@@ -71,7 +78,10 @@ final class HandedDescriptors: Sendable {
     func close() {
         let fd: Int32? = held.withLock { held in
             held.closed = true
-            defer { held.terminal = nil; held.secretLines = nil }
+            defer {
+                held.terminal = nil
+                held.secretLines = nil
+            }
             return held.terminal
         }
         if let fd { Glibc.close(fd) }
@@ -115,7 +125,10 @@ final class SecretLines: Sendable {
         var chunk = [UInt8](repeating: 0, count: 512)
         while true {
             if let end = buffer.firstIndex(of: 10) {
-                defer { for i in 0...end { buffer[i] = 0 }; buffer.removeFirst(end + 1) }
+                defer {
+                    for i in 0...end { buffer[i] = 0 }
+                    buffer.removeFirst(end + 1)
+                }
                 var line = Array(buffer[..<end])
                 defer { for i in line.indices { line[i] = 0 } }
                 if line.last == 13 { line.removeLast() }
@@ -151,15 +164,25 @@ final class HandoffRegistry: Sendable {
 
     init(clock: any EnclaveClock) { self.clock = clock }
 
-    func issue(to owner: HandoffTickets<HandedDescriptors>.Owner, connection: UInt64, kind: HandedDescriptor, destination: HandedDescriptors) -> Data {
+    func issue(
+        to owner: HandoffTickets<HandedDescriptors>.Owner,
+        connection: UInt64,
+        kind: HandedDescriptor,
+        destination: HandedDescriptors
+    ) -> Data {
         var generator = SystemRandomNumberGenerator()
         let token = Data((0..<Handoff.ticketBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         let now = clock.monotonic().seconds
-        tickets.withLock { $0.issue(token, to: owner, connection: connection, kind: kind, destination: destination, now: now) }
+        tickets.withLock {
+            $0.issue(token, to: owner, connection: connection, kind: kind, destination: destination, now: now)
+        }
         return token
     }
 
-    func redeem(_ token: Data, by peer: HandoffTickets<HandedDescriptors>.Owner) -> Result<HandoffTickets<HandedDescriptors>.Redeemed, HandoffStatus> {
+    func redeem(
+        _ token: Data,
+        by peer: HandoffTickets<HandedDescriptors>.Owner
+    ) -> Result<HandoffTickets<HandedDescriptors>.Redeemed, HandoffStatus> {
         let now = clock.monotonic().seconds
         return tickets.withLock { $0.redeem(token, by: peer, now: now) }
     }
@@ -194,7 +217,10 @@ final class HandoffServer: @unchecked Sendable {
 
     /// `path`: the file to remove when the loop stops (nil when systemd owns it).
     init(listener: Int32, path: String?, registry: HandoffRegistry, logger: Logger) {
-        self.listener = listener; self.path = path; self.registry = registry; self.logger = logger
+        self.listener = listener
+        self.path = path
+        self.registry = registry
+        self.logger = logger
     }
 
     /// Binds `path` (0666 in system mode, 0600 in user mode, like the daemon's socket), replacing a
@@ -205,22 +231,40 @@ final class HandoffServer: @unchecked Sendable {
             guard (existing.st_mode & S_IFMT) == S_IFSOCK else { throw SocketPathOccupiedError(path: path) }
             unlink(path)
         }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let fd = socket(
+            AF_UNIX,
+            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
+            0
+        )
         guard fd >= 0 else { throw SocketPathOccupiedError(path: path, errno: errno) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(fd); throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG) }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in raw.copyBytes(from: bytes); raw[bytes.count] = 0 }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
         // Bound under a temporary name and renamed once its mode is final, as the daemon's socket.
         let temporary = path + ".\(getpid()).new"
         unlink(temporary)
         var temporaryAddress = address
         let temporaryBytes = Array(temporary.utf8)
-        guard temporaryBytes.count < MemoryLayout.size(ofValue: address.sun_path) else { close(fd); throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG) }
-        withUnsafeMutableBytes(of: &temporaryAddress.sun_path) { raw in raw.copyBytes(from: temporaryBytes); raw[temporaryBytes.count] = 0 }
+        guard temporaryBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG)
+        }
+        withUnsafeMutableBytes(of: &temporaryAddress.sun_path) { raw in
+            raw.copyBytes(from: temporaryBytes)
+            raw[temporaryBytes.count] = 0
+        }
         let bound = withUnsafePointer(to: &temporaryAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0, chmod(temporary, mode) == 0, listen(fd, 64) == 0, rename(temporary, path) == 0 else {
             let e = errno
@@ -246,7 +290,8 @@ final class HandoffServer: @unchecked Sendable {
         _ = write(wake[1], &one, 1)
         thread.join()
         self.thread = nil
-        close(wake[0]); close(wake[1])
+        close(wake[0])
+        close(wake[1])
         close(listener)
         if let path { unlink(path) }
     }
@@ -256,7 +301,7 @@ final class HandoffServer: @unchecked Sendable {
         /// Out of descriptors, the listener stays readable: it is left alone for a moment instead
         /// of spinning on EMFILE.
         var acceptPausedUntil = 0.0
-        defer { pending.forEach { close($0.fd) } }
+        defer { for waiting in pending { close(waiting.fd) } }
         while true {
             let now = monotonicSeconds()
             pending.removeAll { p in
@@ -265,19 +310,27 @@ final class HandoffServer: @unchecked Sendable {
                 return true
             }
             let listening = now >= acceptPausedUntil
-            var fds = [pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0), pollfd(fd: listening ? listener : -1, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0),
+                pollfd(fd: listening ? listener : -1, events: Int16(POLLIN), revents: 0),
+            ]
             fds += pending.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
             let wakeUps = pending.map(\.deadline) + (listening ? [] : [acceptPausedUntil])
             let timeout = wakeUps.min().map { Int32(max(1, ($0 - now) * 1000)) } ?? -1
             let n = poll(&fds, nfds_t(fds.count), timeout)
-            if n < 0 && errno != EINTR { logger.error("the handoff socket failed", metadata: ["errno": "\(errno)"]); return }
+            if n < 0 && errno != EINTR {
+                logger.error("the handoff socket failed", metadata: ["errno": "\(errno)"])
+                return
+            }
             if fds[0].revents != 0 { return }
             var done: Set<Int32> = []
             for (index, p) in pending.enumerated() where fds[index + 2].revents != 0 {
                 if exchange(p) { done.insert(p.fd) }
             }
             pending.removeAll { done.contains($0.fd) }
-            if fds[1].revents & Int16(POLLIN) != 0, !acceptAll(into: &pending) { acceptPausedUntil = monotonicSeconds() + 0.1 }
+            if fds[1].revents & Int16(POLLIN) != 0, !acceptAll(into: &pending) {
+                acceptPausedUntil = monotonicSeconds() + 0.1
+            }
         }
     }
 
@@ -286,9 +339,13 @@ final class HandoffServer: @unchecked Sendable {
         while true {
             let fd = la_accept_cloexec_nonblocking(listener)
             guard fd >= 0 else { return errno != EMFILE && errno != ENFILE }
-            guard let credentials = PeerCredentials.of(socket: fd) else { close(fd); continue }
+            guard let credentials = PeerCredentials.of(socket: fd) else {
+                close(fd)
+                continue
+            }
             let peer = HandoffTickets<HandedDescriptors>.Owner(uid: credentials.uid, pid: credentials.pid)
-            guard pending.count < Self.waiting, pending.filter({ $0.peer.uid == peer.uid }).count < Self.perUserWaiting else {
+            guard pending.count < Self.waiting, pending.filter({ $0.peer.uid == peer.uid }).count < Self.perUserWaiting
+            else {
                 answer(fd, .busy)
                 continue
             }
@@ -320,13 +377,20 @@ final class HandoffServer: @unchecked Sendable {
             status = .noDescriptor
         }
         if status != .accepted {
-            logger.notice("refused a handoff", metadata: ["uid": "\(p.peer.uid)", "pid": "\(p.peer.pid)", "why": "\(status)"])
+            logger.notice(
+                "refused a handoff",
+                metadata: ["uid": "\(p.peer.uid)", "pid": "\(p.peer.pid)", "why": "\(status)"]
+            )
         }
         answer(p.fd, status)
         return true
     }
 
-    private func deliver(_ descriptor: Int32, ticket: Data, peer: HandoffTickets<HandedDescriptors>.Owner) -> HandoffStatus {
+    private func deliver(
+        _ descriptor: Int32,
+        ticket: Data,
+        peer: HandoffTickets<HandedDescriptors>.Owner
+    ) -> HandoffStatus {
         switch registry.redeem(ticket, by: peer) {
         case .failure(let status):
             close(descriptor)
@@ -334,19 +398,26 @@ final class HandoffServer: @unchecked Sendable {
         case .success(let redeemed):
             switch redeemed.kind {
             case .terminal:
-                guard isatty(descriptor) == 1 else { close(descriptor); return .notATerminal }
+                guard isatty(descriptor) == 1 else {
+                    close(descriptor)
+                    return .notATerminal
+                }
                 // The terminal the process runs in, not any terminal it can open: the kernel's
                 // tty_nr for the peer against the descriptor's device.
                 let stat = (try? String(contentsOfFile: "/proc/\(peer.pid)/stat", encoding: .utf8)) ?? ""
                 guard let controlling = TerminalDevice.controllingTerminal(stat: stat),
-                      controlling == TerminalDevice(ttyNr: Int64(la_terminal_device(descriptor))) else {
+                    controlling == TerminalDevice(ttyNr: Int64(la_terminal_device(descriptor)))
+                else {
                     close(descriptor)
                     return .notTheControllingTerminal
                 }
             case .secretInput:
                 var info = stat()
                 let type = fstat(descriptor, &info) == 0 ? info.st_mode & S_IFMT : 0
-                guard type == S_IFIFO || type == S_IFREG else { close(descriptor); return .notAPipeOrFile }
+                guard type == S_IFIFO || type == S_IFREG else {
+                    close(descriptor)
+                    return .notAPipeOrFile
+                }
             }
             return redeemed.destination.receive(redeemed.kind, descriptor) ? .accepted : .unknownTicket
         }

@@ -14,8 +14,14 @@ struct KeyAttestor: Sendable {
 
     /// What a certificate of `key` states.
     func description(of key: KeyBlob) -> KeyDescription {
-        KeyDescription(daemonMode: daemonMode, sensor: sensor, simulationAllowed: simulationAllowed, keyKind: key.kind,
-                       protection: key.protection, accessControl: key.flags)
+        KeyDescription(
+            daemonMode: daemonMode,
+            sensor: sensor,
+            simulationAllowed: simulationAllowed,
+            keyKind: key.kind,
+            protection: key.protection,
+            accessControl: key.flags
+        )
     }
 
     /// The x5c of `key`: its certificate, then the attestation key's.
@@ -35,20 +41,30 @@ struct KeyAttestor: Sendable {
 
     /// The stored authority, or a new one stored first (a root is made once per state directory:
     /// a server that trusts it keeps trusting this daemon's keys across restarts).
-    static func authority(storage: Storage, master: SymmetricKey, daemonMode: DaemonMode) throws -> AttestationAuthority {
-        let key = HKDF<SHA256>.deriveKey(inputKeyMaterial: master, salt: Data("laenclaved attestation authority v1".utf8),
-                                         info: Data(), outputByteCount: 32)
+    static func authority(storage: Storage, master: SymmetricKey, daemonMode: DaemonMode) throws -> AttestationAuthority
+    {
+        let key = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: master,
+            salt: Data("laenclaved attestation authority v1".utf8),
+            info: Data(),
+            outputByteCount: 32
+        )
         let sealed = try storage.attestationAuthority {
             let made = try AttestationAuthority.create(daemonMode: daemonMode)
-            return try AES.GCM.seal(try JSONEncoder().encode(made.stored), using: key, authenticating: Self.context).combined!
+            return try AES.GCM.seal(try JSONEncoder().encode(made.stored), using: key, authenticating: Self.context)
+                .combined!
         }
-        guard let box = try? AES.GCM.SealedBox(combined: sealed), let json = try? AES.GCM.open(box, using: key, authenticating: Self.context) else {
+        guard let box = try? AES.GCM.SealedBox(combined: sealed),
+            let json = try? AES.GCM.open(box, using: key, authenticating: Self.context)
+        else {
             throw AttestationAuthorityError("the stored attestation authority cannot be opened with this master key")
         }
         let authority = try AttestationAuthority(try JSONDecoder().decode(AttestationAuthority.Stored.self, from: json))
         // Its chains would be refused for saying another mode (or none): say so here instead.
         guard AttestationAuthority.daemonMode(of: authority.certificate) == daemonMode else {
-            throw AttestationAuthorityError("the stored attestation authority was made for another daemon mode than \(daemonMode.rawValue)")
+            throw AttestationAuthorityError(
+                "the stored attestation authority was made for another daemon mode than \(daemonMode.rawValue)"
+            )
         }
         return authority
     }
@@ -59,6 +75,7 @@ struct KeyAttestor: Sendable {
     static func label(mode: DaemonMode, uid: UInt32, authority: AttestationAuthority) -> String {
         let host = ProcessInfo.processInfo.hostName
         let fingerprint = (try? AttestationAuthority.fingerprint(of: authority.root)) ?? "?"
-        return (mode == .system ? "\(host), system daemon" : "\(host), user daemon of uid \(uid)") + ", SHA-256 of its key \(fingerprint)"
+        return (mode == .system ? "\(host), system daemon" : "\(host), user daemon of uid \(uid)")
+            + ", SHA-256 of its key \(fingerprint)"
     }
 }

@@ -26,9 +26,14 @@ enum KeyStoreError: Error, CustomStringConvertible {
     case tooManyKeysOfApp(Int)
     var description: String {
         switch self {
-        case .classKeyDamaged(let uid, let c): return "the \(c.rawValue) class key of uid \(uid) does not open with the master key"
-        case .tooManyKeys(let n): return "this user has \(n) Secure Enclave keys, the most it may; delete some (their keychain items or rights)"
-        case .tooManyKeysOfApp(let n): return "this app has \(n) Secure Enclave keys, the most one app may; delete some (their keychain items or rights)"
+        case .classKeyDamaged(let uid, let c):
+            return "the \(c.rawValue) class key of uid \(uid) does not open with the master key"
+        case .tooManyKeys(let n):
+            return
+                "this user has \(n) Secure Enclave keys, the most it may; delete some (their keychain items or rights)"
+        case .tooManyKeysOfApp(let n):
+            return
+                "this app has \(n) Secure Enclave keys, the most one app may; delete some (their keychain items or rights)"
         }
     }
 }
@@ -39,15 +44,30 @@ extension Storage {
         try pool.write { db in try Self.classKey(db, uid: uid, keyClass, wrappingKey: wrappingKey) }
     }
 
-    static func classKey(_ db: Database, uid: UInt32, _ keyClass: KeyClass, wrappingKey: SymmetricKey) throws -> SymmetricKey {
+    static func classKey(
+        _ db: Database,
+        uid: UInt32,
+        _ keyClass: KeyClass,
+        wrappingKey: SymmetricKey
+    ) throws -> SymmetricKey {
         let context = KeyHierarchy.classKeyContext(uid: uid, keyClass)
-        if let wrapped = try Data.fetchOne(db, sql: "SELECT wrapped FROM class_key WHERE uid = ? AND class = ?", arguments: [Int64(uid), keyClass.rawValue]) {
-            guard let key = KeyHierarchy.unwrap(wrapped, under: wrappingKey, context: context) else { throw KeyStoreError.classKeyDamaged(uid, keyClass) }
+        if let wrapped = try Data.fetchOne(
+            db,
+            sql: "SELECT wrapped FROM class_key WHERE uid = ? AND class = ?",
+            arguments: [Int64(uid), keyClass.rawValue]
+        ) {
+            guard let key = KeyHierarchy.unwrap(wrapped, under: wrappingKey, context: context) else {
+                throw KeyStoreError.classKeyDamaged(uid, keyClass)
+            }
             return key
         }
         let key = SymmetricKey(size: .bits256)
-        try db.execute(sql: "INSERT INTO class_key (uid, class, wrapped) VALUES (?, ?, ?)",
-                       arguments: [Int64(uid), keyClass.rawValue, try KeyHierarchy.wrap(key, under: wrappingKey, context: context)])
+        try db.execute(
+            sql: "INSERT INTO class_key (uid, class, wrapped) VALUES (?, ?, ?)",
+            arguments: [
+                Int64(uid), keyClass.rawValue, try KeyHierarchy.wrap(key, under: wrappingKey, context: context),
+            ]
+        )
         return key
     }
 
@@ -55,28 +75,56 @@ extension Storage {
     func insertKeyRecord(_ r: KeyRecord) throws {
         try pool.write { db in
             // Live keys only: the records left of keys destroyed with the passcode hold nothing.
-            let count = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND LENGTH(wrapped) > 0", arguments: [Int64(r.uid)]) ?? 0
+            let count =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND LENGTH(wrapped) > 0",
+                    arguments: [Int64(r.uid)]
+                ) ?? 0
             if count >= quota.keys { throw KeyStoreError.tooManyKeys(count) }
-            let ofApp = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND app = ? AND LENGTH(wrapped) > 0",
-                                         arguments: [Int64(r.uid), r.app]) ?? 0
+            let ofApp =
+                try Int.fetchOne(
+                    db,
+                    sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND app = ? AND LENGTH(wrapped) > 0",
+                    arguments: [Int64(r.uid), r.app]
+                ) ?? 0
             if ofApp >= quota.keysPerApp { throw KeyStoreError.tooManyKeysOfApp(ofApp) }
-            try db.execute(sql: "INSERT INTO enclave_key (handle, uid, app, class, wrapped, created) VALUES (?, ?, ?, ?, ?, ?)",
-                           arguments: [r.handle.bytes, Int64(r.uid), r.app, r.keyClass.rawValue, r.wrapped, r.created.timeIntervalSince1970])
+            try db.execute(
+                sql: "INSERT INTO enclave_key (handle, uid, app, class, wrapped, created) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [
+                    r.handle.bytes, Int64(r.uid), r.app, r.keyClass.rawValue, r.wrapped,
+                    r.created.timeIntervalSince1970,
+                ]
+            )
         }
     }
 
     func keyRecord(_ handle: KeyHandle) throws -> KeyRecord? {
         try pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM enclave_key WHERE handle = ?", arguments: [handle.bytes]),
-                  let keyClass = KeyClass(rawValue: row["class"]) else { return nil }
-            return KeyRecord(handle: handle, uid: UInt32(row["uid"] as Int64), app: row["app"], keyClass: keyClass, wrapped: row["wrapped"],
-                             created: Date(timeIntervalSince1970: row["created"]))
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT * FROM enclave_key WHERE handle = ?",
+                    arguments: [handle.bytes]
+                ),
+                let keyClass = KeyClass(rawValue: row["class"])
+            else { return nil }
+            return KeyRecord(
+                handle: handle,
+                uid: UInt32(row["uid"] as Int64),
+                app: row["app"],
+                keyClass: keyClass,
+                wrapped: row["wrapped"],
+                created: Date(timeIntervalSince1970: row["created"])
+            )
         }
     }
 
     /// Whether a blob from before key records was revoked (its item was deleted).
     func isRevoked(_ handle: KeyHandle) throws -> Bool {
-        try pool.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM revoked_key WHERE handle = ?", arguments: [handle.bytes]) ?? false }
+        try pool.read { db in
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM revoked_key WHERE handle = ?", arguments: [handle.bytes]) ?? false
+        }
     }
 
     /// Removing the passcode, in one durable transaction with the user's new record: the
@@ -85,10 +133,17 @@ extension Storage {
     /// Answers how many items went.
     func removePasscodeClass(saving r: UserRecord) throws -> Int {
         let removed = try pool.write { db -> Int in
-            let uid = Int64(r.uid), keyClass = KeyClass.passcodeSet.rawValue
-            try db.execute(sql: "DELETE FROM item WHERE uid = ? AND protection = ?", arguments: [uid, Protection.whenPasscodeSetThisDeviceOnly.rawValue])
+            let uid = Int64(r.uid)
+            let keyClass = KeyClass.passcodeSet.rawValue
+            try db.execute(
+                sql: "DELETE FROM item WHERE uid = ? AND protection = ?",
+                arguments: [uid, Protection.whenPasscodeSetThisDeviceOnly.rawValue]
+            )
             let items = db.changesCount
-            try db.execute(sql: "UPDATE enclave_key SET wrapped = X'' WHERE uid = ? AND class = ?", arguments: [uid, keyClass])
+            try db.execute(
+                sql: "UPDATE enclave_key SET wrapped = X'' WHERE uid = ? AND class = ?",
+                arguments: [uid, keyClass]
+            )
             try db.execute(sql: "DELETE FROM class_key WHERE uid = ? AND class = ?", arguments: [uid, keyClass])
             try Self.write(r, audit: [], db)
             return items

@@ -53,7 +53,10 @@ struct StoredItem: Sendable, Equatable {
     /// What the seals authenticate: the item cannot be moved to another row, app or user, and its
     /// protection cannot be weakened in the database (a changed protection needs a new seal).
     var identity: Data {
-        Data("\(uid)\u{1F}\(accessGroup)\u{1F}\(itemClass)\u{1F}\(protection.rawValue)\u{1F}\(flags.rawValue)\u{1F}\(enrolmentGeneration)\u{1F}".utf8) + persistentRef
+        Data(
+            "\(uid)\u{1F}\(accessGroup)\u{1F}\(itemClass)\u{1F}\(protection.rawValue)\u{1F}\(flags.rawValue)\u{1F}\(enrolmentGeneration)\u{1F}"
+                .utf8
+        ) + persistentRef
     }
 
     var primaryKey: String { Self.primaryKey(class: itemClass, attributes) }
@@ -67,7 +70,11 @@ struct StoredItem: Sendable, Equatable {
     }
 }
 
-enum KeychainStoreError: Error { case duplicate, changedMeanwhile, quotaExceeded(String), passcodeRemoved, attributesNotRead }
+enum KeychainStoreError: Error {
+    case duplicate, changedMeanwhile
+    case quotaExceeded(String)
+    case passcodeRemoved, attributesNotRead
+}
 
 /// How much of the keychain one user may fill: every item and byte is on the disk every user's
 /// counters are written to. Our choice: far beyond what apps keep (passwords, tokens, keys), far
@@ -80,13 +87,23 @@ struct KeychainQuota: Sendable, Equatable {
     /// Of which one app may hold a quarter: a key kept only as a `dataRepresentation` has no
     /// delete in Apple's API, so one app making keys without end must not use up the others'.
     var keysPerApp: Int { max(1, keys / 4) }
-    static let standard = KeychainQuota(items: DaemonConfiguration.standardKeychainQuotaItems, bytes: DaemonConfiguration.standardKeychainQuotaBytes)
+    static let standard = KeychainQuota(
+        items: DaemonConfiguration.standardKeychainQuotaItems,
+        bytes: DaemonConfiguration.standardKeychainQuotaBytes
+    )
 }
 
 extension Storage {
-    private static let attributeEncoder: JSONEncoder = { let e = JSONEncoder(); e.dateEncodingStrategy = .secondsSince1970; return e }()
-    private static let attributeDecoder: JSONDecoder = { let d = JSONDecoder(); d.dateDecodingStrategy = .secondsSince1970; return d }()
-
+    private static let attributeEncoder: JSONEncoder = {
+        let e = JSONEncoder()
+        e.dateEncodingStrategy = .secondsSince1970
+        return e
+    }()
+    private static let attributeDecoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .secondsSince1970
+        return d
+    }()
 
     /// Durable when it returns, committed with the adds that arrived with it (`GroupCommit`); the
     /// caller's actor serves other requests meanwhile. `passcodeEpoch`: for an item sealed under the
@@ -100,23 +117,38 @@ extension Storage {
         do {
             return try await itemWrites.write { db in
                 if let passcodeEpoch {
-                    let now = try Int64.fetchOne(db, sql: "SELECT passcodeEpoch FROM user WHERE uid = ?", arguments: [Int64(item.uid)])
-                    let key = try Bool.fetchOne(db, sql: "SELECT 1 FROM class_key WHERE uid = ? AND class = ?",
-                                                arguments: [Int64(item.uid), KeyClass.passcodeSet.rawValue]) ?? false
+                    let now = try Int64.fetchOne(
+                        db,
+                        sql: "SELECT passcodeEpoch FROM user WHERE uid = ?",
+                        arguments: [Int64(item.uid)]
+                    )
+                    let key =
+                        try Bool.fetchOne(
+                            db,
+                            sql: "SELECT 1 FROM class_key WHERE uid = ? AND class = ?",
+                            arguments: [Int64(item.uid), KeyClass.passcodeSet.rawValue]
+                        ) ?? false
                     guard now == Int64(passcodeEpoch), key else { throw KeychainStoreError.passcodeRemoved }
                 }
                 try self.checkQuota(db, uid: item.uid, newItems: 1, growth: size)
-                try db.execute(sql: """
-                    INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
-                                      enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified,
-                                      sealVersion, heldKey, synchronizable)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, ?, ?)
-                    """, arguments: [Int64(item.uid), item.accessGroup, item.itemClass, item.primaryKey,
-                                     KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"), KeychainRules.string(item.attributes, "srvr"),
-                                     attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue), Int64(item.enrolmentGeneration),
-                                     item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt, item.persistentRef,
-                                     item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970, item.heldKey?.bytes,
-                                     item.synchronizable])
+                try db.execute(
+                    sql: """
+                        INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
+                                          enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified,
+                                          sealVersion, heldKey, synchronizable)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 2, ?, ?)
+                        """,
+                    arguments: [
+                        Int64(item.uid), item.accessGroup, item.itemClass, item.primaryKey,
+                        KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"),
+                        KeychainRules.string(item.attributes, "srvr"),
+                        attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue),
+                        Int64(item.enrolmentGeneration),
+                        item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt, item.persistentRef,
+                        item.created.timeIntervalSince1970, item.modified.timeIntervalSince1970, item.heldKey?.bytes,
+                        item.synchronizable,
+                    ]
+                )
                 return db.lastInsertedRowID
             }
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
@@ -139,17 +171,35 @@ extension Storage {
         do {
             try pool.write { db in
                 for (item, expectedModified, attributes) in rows {
-                    let old = try Int.fetchOne(db, sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
-                                               arguments: [item.id, Int64(item.uid)]) ?? 0
-                    try checkQuota(db, uid: item.uid, newItems: 0, growth: item.sealed.ciphertext.count + attributes.count - old)
-                    try db.execute(sql: """
-                        UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
-                            enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2, synchronizable = ?
-                        WHERE id = ? AND uid = ? AND modified = ?
-                        """, arguments: [item.primaryKey, KeychainRules.string(item.attributes, "svce"), KeychainRules.string(item.attributes, "acct"),
-                                         KeychainRules.string(item.attributes, "srvr"), attributes, item.protection.rawValue, Int64(bitPattern: item.flags.rawValue),
-                                         Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext, item.sealed.passwordSalt,
-                                         item.modified.timeIntervalSince1970, item.synchronizable, item.id, Int64(item.uid), expectedModified.timeIntervalSince1970])
+                    let old =
+                        try Int.fetchOne(
+                            db,
+                            sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
+                            arguments: [item.id, Int64(item.uid)]
+                        ) ?? 0
+                    try checkQuota(
+                        db,
+                        uid: item.uid,
+                        newItems: 0,
+                        growth: item.sealed.ciphertext.count + attributes.count - old
+                    )
+                    try db.execute(
+                        sql: """
+                            UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,
+                                enrolmentGeneration = ?, wrappedKey = ?, ciphertext = ?, passwordSalt = ?, modified = ?, sealVersion = 2, synchronizable = ?
+                            WHERE id = ? AND uid = ? AND modified = ?
+                            """,
+                        arguments: [
+                            item.primaryKey, KeychainRules.string(item.attributes, "svce"),
+                            KeychainRules.string(item.attributes, "acct"),
+                            KeychainRules.string(item.attributes, "srvr"), attributes, item.protection.rawValue,
+                            Int64(bitPattern: item.flags.rawValue),
+                            Int64(item.enrolmentGeneration), item.sealed.wrappedKey, item.sealed.ciphertext,
+                            item.sealed.passwordSalt,
+                            item.modified.timeIntervalSince1970, item.synchronizable, item.id, Int64(item.uid),
+                            expectedModified.timeIntervalSince1970,
+                        ]
+                    )
                     if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
                 }
             }
@@ -169,17 +219,28 @@ extension Storage {
     /// Whether the row is still as it was read: not deleted, not changed since `modified`.
     func itemUnchanged(id: Int64, uid: UInt32, modified: Date) throws -> Bool {
         try pool.read { db in
-            try Double.fetchOne(db, sql: "SELECT modified FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)]) == modified.timeIntervalSince1970
+            try Double.fetchOne(
+                db,
+                sql: "SELECT modified FROM item WHERE id = ? AND uid = ?",
+                arguments: [id, Int64(uid)]
+            ) == modified.timeIntervalSince1970
         }
     }
 
     /// Refuses a change that would take `uid` past its quota; within the change's own transaction.
     private func checkQuota(_ db: Database, uid: UInt32, newItems: Int, growth: Int) throws {
         guard newItems > 0 || growth > 0 else { return }
-        let row = try Row.fetchOne(db, sql: "SELECT items, bytes FROM item_usage WHERE uid = ?", arguments: [Int64(uid)])
-        let items: Int = row?["items"] ?? 0, bytes: Int = row?["bytes"] ?? 0
+        let row = try Row.fetchOne(
+            db,
+            sql: "SELECT items, bytes FROM item_usage WHERE uid = ?",
+            arguments: [Int64(uid)]
+        )
+        let items: Int = row?["items"] ?? 0
+        let bytes: Int = row?["bytes"] ?? 0
         if items + newItems > quota.items {
-            throw KeychainStoreError.quotaExceeded("this user's keychain holds \(items) items, the most it may (\(quota.items))")
+            throw KeychainStoreError.quotaExceeded(
+                "this user's keychain holds \(items) items, the most it may (\(quota.items))"
+            )
         }
         if bytes + growth > quota.bytes {
             throw KeychainStoreError.quotaExceeded("this user's keychain would pass its \(quota.bytes >> 20) MiB")
@@ -192,18 +253,41 @@ extension Storage {
     /// left and `readingAttributes` false, no item's attributes are decoded (they are empty in
     /// what is returned, which `insertItem` and `updateItem` refuse): the common look-up (service
     /// and account, for the secret) reads no attributes at all.
-    func items(matching query: KeychainRules.IndexedQuery, uid: UInt32, accessGroups: [String], readingAttributes: Bool) throws -> [StoredItem] {
+    func items(
+        matching query: KeychainRules.IndexedQuery,
+        uid: UInt32,
+        accessGroups: [String],
+        readingAttributes: Bool
+    ) throws -> [StoredItem] {
         let groups = query.accessGroup.map { asked in accessGroups.filter { $0 == asked } } ?? accessGroups
         guard !groups.isEmpty else { return [] }
         let read = readingAttributes || !query.remaining.isEmpty
-        return try items(uid: uid, accessGroups: groups, itemClass: query.itemClass, service: query.service, account: query.account,
-                         server: query.server, persistentRef: query.persistentRef, synchronizable: query.synchronizable, readingAttributes: read)
-            .filter { query.remainingMatch($0.attributes) }
+        return try items(
+            uid: uid,
+            accessGroups: groups,
+            itemClass: query.itemClass,
+            service: query.service,
+            account: query.account,
+            server: query.server,
+            persistentRef: query.persistentRef,
+            synchronizable: query.synchronizable,
+            readingAttributes: read
+        )
+        .filter { query.remainingMatch($0.attributes) }
     }
 
     /// Items narrowed in SQL by the columns given. `accessGroups` nil means every group of the user.
-    func items(uid: UInt32, accessGroups: [String]?, itemClass: String?, service: String?, account: String?, server: String?,
-               persistentRef: Data?, synchronizable: Bool? = nil, readingAttributes: Bool = true) throws -> [StoredItem] {
+    func items(
+        uid: UInt32,
+        accessGroups: [String]?,
+        itemClass: String?,
+        service: String?,
+        account: String?,
+        server: String?,
+        persistentRef: Data?,
+        synchronizable: Bool? = nil,
+        readingAttributes: Bool = true
+    ) throws -> [StoredItem] {
         // One statement: read without a transaction of its own, its compiled form kept (one per
         // shape of query) — a look-up's time was mostly preparing SQL and opening transactions.
         try pool.unsafeRead { db in
@@ -213,12 +297,25 @@ extension Storage {
                 conditions.append("accessGroup IN (" + groups.map { _ in "?" }.joined(separator: ", ") + ")")
                 for g in groups { arguments += [g] }
             }
-            for (column, value) in [("class", itemClass), ("service", service), ("account", account), ("server", server)] {
-                if let value { conditions.append("\(column) = ?"); arguments += [value] }
+            for (column, value) in [
+                ("class", itemClass), ("service", service), ("account", account), ("server", server),
+            ] {
+                if let value {
+                    conditions.append("\(column) = ?")
+                    arguments += [value]
+                }
             }
-            if let persistentRef { conditions.append("persistentRef = ?"); arguments += [persistentRef] }
-            if let synchronizable { conditions.append("synchronizable = ?"); arguments += [synchronizable] }
-            let statement = try db.cachedStatement(sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id")
+            if let persistentRef {
+                conditions.append("persistentRef = ?")
+                arguments += [persistentRef]
+            }
+            if let synchronizable {
+                conditions.append("synchronizable = ?")
+                arguments += [synchronizable]
+            }
+            let statement = try db.cachedStatement(
+                sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id"
+            )
             let rows = try Row.fetchAll(statement, arguments: arguments)
             return try rows.map { try Self.item(from: $0, readingAttributes: readingAttributes) }
         }
@@ -227,11 +324,20 @@ extension Storage {
     /// The item's wrong application passwords so far.
     func applicationPasswordAttempts(item id: Int64) throws -> PasswordAttempts {
         try pool.read { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT failures, delayStarted FROM item_password_attempts WHERE item = ?", arguments: [id]) else {
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: "SELECT failures, delayStarted FROM item_password_attempts WHERE item = ?",
+                    arguments: [id]
+                )
+            else {
                 return PasswordAttempts()
             }
             let started: Double? = row["delayStarted"]
-            return PasswordAttempts(failures: row["failures"], delayStartedAt: started.map(Date.init(timeIntervalSince1970:)))
+            return PasswordAttempts(
+                failures: row["failures"],
+                delayStartedAt: started.map(Date.init(timeIntervalSince1970:))
+            )
         }
     }
 
@@ -241,10 +347,13 @@ extension Storage {
             if attempts.failures == 0 {
                 try db.execute(sql: "DELETE FROM item_password_attempts WHERE item = ?", arguments: [id])
             } else {
-                try db.execute(sql: """
-                    INSERT INTO item_password_attempts (item, failures, delayStarted) VALUES (?, ?, ?)
-                    ON CONFLICT(item) DO UPDATE SET failures = excluded.failures, delayStarted = excluded.delayStarted
-                    """, arguments: [id, attempts.failures, attempts.delayStartedAt?.timeIntervalSince1970])
+                try db.execute(
+                    sql: """
+                        INSERT INTO item_password_attempts (item, failures, delayStarted) VALUES (?, ?, ?)
+                        ON CONFLICT(item) DO UPDATE SET failures = excluded.failures, delayStarted = excluded.delayStarted
+                        """,
+                    arguments: [id, attempts.failures, attempts.delayStartedAt?.timeIntervalSince1970]
+                )
             }
         }
     }
@@ -255,7 +364,9 @@ extension Storage {
     func deleteItems(ids: [Int64], uid: UInt32) throws {
         guard !ids.isEmpty else { return }
         try pool.write { db in
-            for id in ids { try db.execute(sql: "DELETE FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)]) }
+            for id in ids {
+                try db.execute(sql: "DELETE FROM item WHERE id = ? AND uid = ?", arguments: [id, Int64(uid)])
+            }
         }
         shred()
     }
@@ -266,21 +377,40 @@ extension Storage {
 
     static func item(from row: Row, readingAttributes: Bool = true) throws -> StoredItem {
         StoredItem(
-            id: row["id"], uid: UInt32(row["uid"] as Int64), accessGroup: row["accessGroup"], itemClass: row["class"],
+            id: row["id"],
+            uid: UInt32(row["uid"] as Int64),
+            accessGroup: row["accessGroup"],
+            itemClass: row["class"],
             attributes: readingAttributes ? try attributes(from: row["attributes"]) : [:],
             protection: Protection(rawValue: row["protection"]) ?? .whenUnlocked,
-            flags: AccessControlFlags(rawValue: UInt64(bitPattern: row["flags"] as Int64)), enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
-            sealed: ItemSealing.Sealed(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"], passwordSalt: row["passwordSalt"]),
-            persistentRef: row["persistentRef"], created: Date(timeIntervalSince1970: row["created"]),
-            modified: Date(timeIntervalSince1970: row["modified"]), heldKey: (row["heldKey"] as Data?).map(KeyHandle.init),
-            attributesRead: readingAttributes)
+            flags: AccessControlFlags(rawValue: UInt64(bitPattern: row["flags"] as Int64)),
+            enrolmentGeneration: UInt64(row["enrolmentGeneration"] as Int64),
+            sealed: ItemSealing.Sealed(
+                wrappedKey: row["wrappedKey"],
+                ciphertext: row["ciphertext"],
+                passwordSalt: row["passwordSalt"]
+            ),
+            persistentRef: row["persistentRef"],
+            created: Date(timeIntervalSince1970: row["created"]),
+            modified: Date(timeIntervalSince1970: row["modified"]),
+            heldKey: (row["heldKey"] as Data?).map(KeyHandle.init),
+            attributesRead: readingAttributes
+        )
     }
 }
 
 extension Storage {
     /// Every item of the user, of every app, for `lactl keychain`.
     func allItems(uid: UInt32) throws -> [StoredItem] {
-        try items(uid: uid, accessGroups: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: nil)
+        try items(
+            uid: uid,
+            accessGroups: nil,
+            itemClass: nil,
+            service: nil,
+            account: nil,
+            server: nil,
+            persistentRef: nil
+        )
     }
 }
 
@@ -288,14 +418,21 @@ extension Storage {
     /// The configured groups an app belongs to.
     func accessGroups(uid: UInt32, containing app: String) throws -> [String] {
         try pool.unsafeRead { db in
-            try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM access_group WHERE uid = ? AND app = ? ORDER BY name"), arguments: [Int64(uid), app])
+            try String.fetchAll(
+                db.cachedStatement(sql: "SELECT name FROM access_group WHERE uid = ? AND app = ? ORDER BY name"),
+                arguments: [Int64(uid), app]
+            )
         }
     }
 
     func accessGroups(uid: UInt32) throws -> [String: [String]] {
         try pool.read { db in
             var groups: [String: [String]] = [:]
-            for row in try Row.fetchAll(db, sql: "SELECT name, app FROM access_group WHERE uid = ? ORDER BY name, app", arguments: [Int64(uid)]) {
+            for row in try Row.fetchAll(
+                db,
+                sql: "SELECT name, app FROM access_group WHERE uid = ? ORDER BY name, app",
+                arguments: [Int64(uid)]
+            ) {
                 groups[row["name"], default: []].append(row["app"])
             }
             return groups
@@ -307,7 +444,10 @@ extension Storage {
         try pool.write { db in
             try db.execute(sql: "DELETE FROM access_group WHERE uid = ? AND name = ?", arguments: [Int64(uid), name])
             for app in Set(apps) {
-                try db.execute(sql: "INSERT INTO access_group (uid, name, app) VALUES (?, ?, ?)", arguments: [Int64(uid), name, app])
+                try db.execute(
+                    sql: "INSERT INTO access_group (uid, name, app) VALUES (?, ?, ?)",
+                    arguments: [Int64(uid), name, app]
+                )
             }
         }
     }

@@ -1,6 +1,7 @@
 import CPAM
 import EnclaveCore
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,8 @@ import Glibc
 /// never logged. Runs on `BlockingWork`'s waiting pool: a PAM stack may sleep (pam_faildelay) or block.
 enum PAMAuthenticator {
     enum Outcome: Equatable, Sendable {
-        case accepted, refused(String)
+        case accepted
+        case refused(String)
         /// The service can succeed without the password: not asked at all.
         case unsuitable(String)
     }
@@ -19,7 +21,8 @@ enum PAMAuthenticator {
     static func unsuitability(service: String) -> String? {
         let other = PAMStack.read(service: service, PAMStack.systemFile).otherFactors
         guard !other.isEmpty else { return nil }
-        return "the PAM service \(service) can succeed without the password (\(other.joined(separator: ", "))): that would count as the passcode, so the daemon uses password-only stacks only; point pam-service at one, such as the shipped /etc/pam.d/laenclaved"
+        return
+            "the PAM service \(service) can succeed without the password (\(other.joined(separator: ", "))): that would count as the passcode, so the daemon uses password-only stacks only; point pam-service at one, such as the shipped /etc/pam.d/laenclaved"
     }
 
     static func check(service: String, user: String, password: String) async -> Outcome {
@@ -39,18 +42,26 @@ enum PAMAuthenticator {
             free(secret)
         }
         // PAM asks through this C callback; the password arrives as its appdata.
-        let converse: @convention(c) (Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
-                                      UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?) -> Int32 = { count, messages, responses, appdata in
-            guard count > 0, let messages, let responses, let appdata,
-                  let replies = calloc(Int(count), MemoryLayout<pam_response>.size)?.assumingMemoryBound(to: pam_response.self) else { return PAM_CONV_ERR }
-            let password = appdata.assumingMemoryBound(to: CChar.self)
-            for i in 0..<Int(count) {
-                let style = messages[i]?.pointee.msg_style ?? 0
-                if style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON { replies[i].resp = strdup(password) }
+        let converse:
+            @convention(c) (
+                Int32, UnsafeMutablePointer<UnsafePointer<pam_message>?>?,
+                UnsafeMutablePointer<UnsafeMutablePointer<pam_response>?>?, UnsafeMutableRawPointer?
+            ) -> Int32 = { count, messages, responses, appdata in
+                guard count > 0, let messages, let responses, let appdata,
+                    let replies = calloc(Int(count), MemoryLayout<pam_response>.size)?.assumingMemoryBound(
+                        to: pam_response.self
+                    )
+                else { return PAM_CONV_ERR }
+                let password = appdata.assumingMemoryBound(to: CChar.self)
+                for i in 0..<Int(count) {
+                    let style = messages[i]?.pointee.msg_style ?? 0
+                    if style == PAM_PROMPT_ECHO_OFF || style == PAM_PROMPT_ECHO_ON {
+                        replies[i].resp = strdup(password)
+                    }
+                }
+                responses.pointee = replies
+                return PAM_SUCCESS
             }
-            responses.pointee = replies
-            return PAM_SUCCESS
-        }
         var conversation = pam_conv(conv: converse, appdata_ptr: UnsafeMutableRawPointer(secret))
         var handle: OpaquePointer?
         var status = pam_start(service, user, &conversation, &handle)

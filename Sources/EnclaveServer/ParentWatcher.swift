@@ -1,4 +1,5 @@
 import ServiceLifecycle
+
 #if canImport(Glibc)
 import Glibc
 #endif

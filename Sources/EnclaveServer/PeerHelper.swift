@@ -2,6 +2,7 @@ import CPeerSocket
 import EnclaveCore
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -46,7 +47,12 @@ extension PeerProcess: PinnedPeer {}
 ///   executable's path length (UInt8; 0 when unread or longer than 255 bytes) and the path. Status 7
 ///   when the records do not fit (the daemon refuses the terminal).
 public enum PeerHelper {
-    enum Operation: UInt32 { case pin = 1, check = 2, release = 3, holders = 4 }
+    enum Operation: UInt32 {
+        case pin = 1
+        case check = 2
+        case release = 3
+        case holders = 4
+    }
     static let requestSize = 32
     static let headerSize = 4 + 4 + 8 + 8 + 1 + 2 + 2
     /// A name is a path as `String(cString:)` made it (each byte at most 3 in UTF-8), or an
@@ -85,7 +91,9 @@ public enum PeerHelper {
                 answer(socket, sequence: sequence, status: 6)
                 continue
             }
-            let pid = read(buffer, 4, Int32.self), handle = read(buffer, 8, UInt64.self), cookie = read(buffer, 16, UInt64.self)
+            let pid = read(buffer, 4, Int32.self)
+            let handle = read(buffer, 8, UInt64.self)
+            let cookie = read(buffer, 16, UInt64.self)
             switch operation {
             case .pin:
                 do throws(PeerProcess.Refusal) {
@@ -97,7 +105,14 @@ public enum PeerHelper {
                         continue
                     }
                     pinned[next] = process
-                    answer(socket, sequence: sequence, status: 0, handle: next, identity: identity, session: process.session)
+                    answer(
+                        socket,
+                        sequence: sequence,
+                        status: 0,
+                        handle: next,
+                        identity: identity,
+                        session: process.session
+                    )
                     next += 1
                 } catch {
                     let (status, code) = Self.code(of: error)
@@ -145,13 +160,26 @@ public enum PeerHelper {
     }
 
     /// `payload`: a holders answer's records, in the name's place.
-    private static func answer(_ socket: Int32, sequence: UInt64, status: Int32, errno code: Int32 = 0, handle: UInt64 = 0,
-                               identity: AppIdentity? = nil, session: String? = nil, payload: [UInt8]? = nil) {
+    private static func answer(
+        _ socket: Int32,
+        sequence: UInt64,
+        status: Int32,
+        errno code: Int32 = 0,
+        handle: UInt64 = 0,
+        identity: AppIdentity? = nil,
+        session: String? = nil,
+        payload: [UInt8]? = nil
+    ) {
         var bytes: [UInt8] = []
-        append(&bytes, status); append(&bytes, code); append(&bytes, handle); append(&bytes, sequence)
-        let name = payload ?? Array((identity?.name ?? "").utf8), place = Array((session ?? "").utf8)
+        append(&bytes, status)
+        append(&bytes, code)
+        append(&bytes, handle)
+        append(&bytes, sequence)
+        let name = payload ?? Array((identity?.name ?? "").utf8)
+        let place = Array((session ?? "").utf8)
         bytes.append(UInt8(identity.flatMap { kinds.firstIndex(of: $0.kind) } ?? 0))
-        append(&bytes, UInt16(name.count)); append(&bytes, session == nil ? UInt16.max : UInt16(place.count))
+        append(&bytes, UInt16(name.count))
+        append(&bytes, session == nil ? UInt16.max : UInt16(place.count))
         bytes += name + place
         _ = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     }
@@ -165,9 +193,12 @@ public enum PeerHelper {
         var bytes: [UInt8] = []
         for holder in holders {
             let path = holder.executable.map { Array($0.utf8) }.flatMap { $0.count <= Int(UInt8.max) ? $0 : nil } ?? []
-            append(&bytes, holder.pid); bytes.append(holder.file == nil ? 0 : 1)
-            append(&bytes, holder.file?.device ?? 0); append(&bytes, holder.file?.inode ?? 0)
-            bytes.append(UInt8(path.count)); bytes += path
+            append(&bytes, holder.pid)
+            bytes.append(holder.file == nil ? 0 : 1)
+            append(&bytes, holder.file?.device ?? 0)
+            append(&bytes, holder.file?.inode ?? 0)
+            bytes.append(UInt8(path.count))
+            bytes += path
         }
         return bytes.count <= maxRecords ? bytes : nil
     }
@@ -179,8 +210,12 @@ public enum PeerHelper {
         var at = 0
         while at < bytes.count {
             guard bytes.count - at >= recordHeader else { return nil }
-            let pid = read(bytes, at, Int32.self), known = bytes[at + 4]
-            let file = AppIdentity.FileID(device: read(bytes, at + 5, UInt64.self), inode: read(bytes, at + 13, UInt64.self))
+            let pid = read(bytes, at, Int32.self)
+            let known = bytes[at + 4]
+            let file = AppIdentity.FileID(
+                device: read(bytes, at + 5, UInt64.self),
+                inode: read(bytes, at + 13, UInt64.self)
+            )
             let length = Int(bytes[at + 21])
             at += recordHeader
             guard known <= 1, bytes.count - at >= length else { return nil }
@@ -205,7 +240,9 @@ public enum PeerHelper {
     /// that could not be done.
     public static func launchThenDropCapabilities(arguments: [String]) throws {
         var pair: [Int32] = [-1, -1]
-        guard la_socketpair_seqpacket(&pair) == 0 else { throw HelperError("socketpair: \(String(cString: strerror(errno)))") }
+        guard la_socketpair_seqpacket(&pair) == 0 else {
+            throw HelperError("socketpair: \(String(cString: strerror(errno)))")
+        }
         // The helper's end is inherited by it alone; the daemon's end by the next program image.
         _ = fcntl(pair[1], F_SETFD, 0)
         let helper = try spawn(["laenclaved", "--peer-helper", String(pair[1])], keeping: pair[1])
@@ -215,7 +252,8 @@ public enum PeerHelper {
             kill(helper, SIGKILL)
             throw HelperError("cannot give up the capabilities: \(String(cString: strerror(errno)))")
         }
-        var argv = ([arguments[0], "--peer-helper-socket", String(pair[0])] + arguments.dropFirst()).map { strdup($0) } + [nil]
+        var argv =
+            ([arguments[0], "--peer-helper-socket", String(pair[0])] + arguments.dropFirst()).map { strdup($0) } + [nil]
         execv("/proc/self/exe", &argv)
         kill(helper, SIGKILL)
         throw HelperError("cannot run the daemon again without capabilities: \(String(cString: strerror(errno)))")
@@ -226,14 +264,18 @@ public enum PeerHelper {
     private static func spawn(_ arguments: [String], keeping: Int32) throws -> pid_t {
         var pid: pid_t = 0
         var argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        guard let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap({ Int32($0) }) else {
+        guard
+            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap({ Int32($0) }
+            )
+        else {
             throw HelperError("cannot list this process's descriptors: the helper would inherit them")
         }
-        for fd in open where fd > 2 && fd != keeping && fcntl(fd, F_GETFD) >= 0 && fcntl(fd, F_GETFD) & FD_CLOEXEC == 0 {
+        for fd in open where fd > 2 && fd != keeping && fcntl(fd, F_GETFD) >= 0 && fcntl(fd, F_GETFD) & FD_CLOEXEC == 0
+        {
             posix_spawn_file_actions_addclose(&actions, fd)
         }
         let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, &argv, environ)
@@ -244,12 +286,15 @@ public enum PeerHelper {
     /// Whether this process holds, in its permitted, effective or ambient set, a capability over
     /// other processes' files and memory (CAP_DAC_READ_SEARCH is bit 2, CAP_SYS_PTRACE bit 19); nil
     /// when the kernel's status cannot be read (callers treat that as holding).
-    public static func holdsPeerCapabilities(status: String? = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) -> Bool? {
+    public static func holdsPeerCapabilities(
+        status: String? = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+    ) -> Bool? {
         guard let status else { return nil }
         var held = false
         for set in ["CapPrm:", "CapEff:", "CapAmb:"] {
             guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(set) }),
-                  let value = UInt64(line.dropFirst(set.count).trimmingCharacters(in: .whitespaces), radix: 16) else { return nil }
+                let value = UInt64(line.dropFirst(set.count).trimmingCharacters(in: .whitespaces), radix: 16)
+            else { return nil }
             held = held || value & (1 << 2 | 1 << 19) != 0
         }
         return held
@@ -282,7 +327,8 @@ public final class PeerHelperClient: Sendable {
     private enum Sent { case sent, full, gone }
 
     public init(socket: Int32, onGone: @escaping @Sendable () -> Void = PeerHelperClient.stopTheDaemon) {
-        self.socket = socket; self.onGone = onGone
+        self.socket = socket
+        self.onGone = onGone
         _ = fcntl(socket, F_SETFD, FD_CLOEXEC)
         // Blocking, but never for longer than the answer may take.
         var limit = timeval(tv_sec: 1, tv_usec: 0)
@@ -296,7 +342,9 @@ public final class PeerHelperClient: Sendable {
     public static let stopTheDaemon: @Sendable () -> Void = {
         let first = !stopped.exchange(true, ordering: .acquiringAndReleasing)
         guard first else { return }
-        let line = Array("laenclaved: its privileged helper is gone: stopping (the service manager starts both again)\n".utf8)
+        let line = Array(
+            "laenclaved: its privileged helper is gone: stopping (the service manager starts both again)\n".utf8
+        )
         _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
         _exit(70)
     }
@@ -304,9 +352,13 @@ public final class PeerHelperClient: Sendable {
     /// Pins the peer `pid` (with its pidfd when the kernel gave one) and proves it holds the
     /// connection whose daemon end has `cookie`.
     func pin(pid: Int32, pidfd: Int32?, cookie: UInt64) throws(PeerProcess.Refusal) -> HelperPinnedPeer {
-        guard let answer = exchange(.pin, pid: pid, cookie: cookie, descriptor: pidfd) else { throw .unreadable(ETIMEDOUT) }
+        guard let answer = exchange(.pin, pid: pid, cookie: cookie, descriptor: pidfd) else {
+            throw .unreadable(ETIMEDOUT)
+        }
         let status = PeerHelper.read(answer, 0, Int32.self)
-        guard status == 0 else { throw PeerHelper.refusal(status: status, errno: PeerHelper.read(answer, 4, Int32.self)) }
+        guard status == 0 else {
+            throw PeerHelper.refusal(status: status, errno: PeerHelper.read(answer, 4, Int32.self))
+        }
         guard let peer = peer(from: answer) else {
             release(PeerHelper.read(answer, 8, UInt64.self))
             throw .unreadable(EPROTO)
@@ -315,20 +367,31 @@ public final class PeerHelperClient: Sendable {
     }
 
     private func peer(from answer: [UInt8]) -> HelperPinnedPeer? {
-        let kind = Int(answer[24]), nameLength = Int(PeerHelper.read(answer, 25, UInt16.self)), sessionLength = PeerHelper.read(answer, 27, UInt16.self)
+        let kind = Int(answer[24])
+        let nameLength = Int(PeerHelper.read(answer, 25, UInt16.self))
+        let sessionLength = PeerHelper.read(answer, 27, UInt16.self)
         let placeLength = sessionLength == .max ? 0 : Int(sessionLength)
-        guard kind < PeerHelper.kinds.count, nameLength > 0, answer.count == PeerHelper.headerSize + nameLength + placeLength else { return nil }
+        guard kind < PeerHelper.kinds.count, nameLength > 0,
+            answer.count == PeerHelper.headerSize + nameLength + placeLength
+        else { return nil }
         let name = String(decoding: answer[PeerHelper.headerSize..<(PeerHelper.headerSize + nameLength)], as: UTF8.self)
-        let session = sessionLength == .max ? nil : String(decoding: answer[(PeerHelper.headerSize + nameLength)...], as: UTF8.self)
-        return HelperPinnedPeer(client: self, handle: PeerHelper.read(answer, 8, UInt64.self),
-                                identity: AppIdentity(name: name, kind: PeerHelper.kinds[kind]), session: session)
+        let session =
+            sessionLength == .max
+            ? nil : String(decoding: answer[(PeerHelper.headerSize + nameLength)...], as: UTF8.self)
+        return HelperPinnedPeer(
+            client: self,
+            handle: PeerHelper.read(answer, 8, UInt64.self),
+            identity: AppIdentity(name: name, kind: PeerHelper.kinds[kind]),
+            session: session
+        )
     }
 
     /// The holders of the master of `/dev/pts/index`, as the helper reads them with its capabilities;
     /// nil when it could not say (too slow, too many, gone).
     func ptyHolders(index: UInt32) -> [TerminalHolders.Holder]? {
         guard let answer = exchange(.holders, handle: UInt64(index)), PeerHelper.read(answer, 0, Int32.self) == 0,
-              answer.count == PeerHelper.headerSize + Int(PeerHelper.read(answer, 25, UInt16.self)) else { return nil }
+            answer.count == PeerHelper.headerSize + Int(PeerHelper.read(answer, 25, UInt16.self))
+        else { return nil }
         return PeerHelper.holders(from: answer[PeerHelper.headerSize...])
     }
 
@@ -352,7 +415,13 @@ public final class PeerHelperClient: Sendable {
     }
 
     /// The answer to this request, or nil (refused: too slow, or the helper is gone).
-    private func exchange(_ operation: PeerHelper.Operation, pid: Int32 = 0, handle: UInt64 = 0, cookie: UInt64 = 0, descriptor: Int32? = nil) -> [UInt8]? {
+    private func exchange(
+        _ operation: PeerHelper.Operation,
+        pid: Int32 = 0,
+        handle: UInt64 = 0,
+        cookie: UInt64 = 0,
+        descriptor: Int32? = nil
+    ) -> [UInt8]? {
         // The wait for the helper counts: the deadline starts before the lock.
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
         guard turn.wait(timeout: .now() + timeout) == .success else { return nil }
@@ -362,17 +431,28 @@ public final class PeerHelperClient: Sendable {
                 switch sendRequest(.release, handle: waiting) {
                 case .sent: exchanges.withLock { _ = $0.pendingReleases.removeFirst() }
                 case .full: break releasing
-                case .gone: gone = true; return nil
+                case .gone:
+                    gone = true
+                    return nil
                 }
             }
             let mine = exchanges.withLock { exchanges in
                 exchanges.sequence += 1
                 return exchanges.sequence
             }
-            switch sendRequest(operation, pid: pid, handle: handle, cookie: cookie, sequence: mine, descriptor: descriptor) {
+            switch sendRequest(
+                operation,
+                pid: pid,
+                handle: handle,
+                cookie: cookie,
+                sequence: mine,
+                descriptor: descriptor
+            ) {
             case .sent: break
             case .full: return nil
-            case .gone: gone = true; return nil
+            case .gone:
+                gone = true
+                return nil
             }
             var buffer = [UInt8](repeating: 0, count: PeerHelper.maxAnswer)
             while true {
@@ -380,18 +460,32 @@ public final class PeerHelperClient: Sendable {
                 guard now < deadline else { return nil }
                 var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
                 let polled = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
-                if polled < 0 { if errno == EINTR { continue } else { gone = true; return nil } }
+                if polled < 0 {
+                    if errno == EINTR {
+                        continue
+                    } else {
+                        gone = true
+                        return nil
+                    }
+                }
                 if polled == 0 { continue }
                 let n = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
                 let code = errno
-                if n == 0 || (n < 0 && code != EAGAIN && code != EINTR) { gone = true; return nil }
+                if n == 0 || (n < 0 && code != EAGAIN && code != EINTR) {
+                    gone = true
+                    return nil
+                }
                 guard n >= PeerHelper.headerSize else { continue }
                 let answer = Array(buffer[..<n])
                 if PeerHelper.read(answer, 16, UInt64.self) == mine { return answer }
                 // A late answer to an earlier request: a peer pinned for nobody is released.
-                if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0, answer.count > PeerHelper.headerSize {
+                if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0,
+                    answer.count > PeerHelper.headerSize
+                {
                     let stale = PeerHelper.read(answer, 8, UInt64.self)
-                    if case .full = sendRequest(.release, handle: stale) { exchanges.withLock { $0.pendingReleases.append(stale) } }
+                    if case .full = sendRequest(.release, handle: stale) {
+                        exchanges.withLock { $0.pendingReleases.append(stale) }
+                    }
                 }
             }
         }()
@@ -401,16 +495,27 @@ public final class PeerHelperClient: Sendable {
     }
 
     /// One request; its errno read where it happened.
-    private func sendRequest(_ operation: PeerHelper.Operation, pid: Int32 = 0, handle: UInt64 = 0, cookie: UInt64 = 0, sequence: UInt64 = 0,
-                             descriptor: Int32? = nil) -> Sent {
+    private func sendRequest(
+        _ operation: PeerHelper.Operation,
+        pid: Int32 = 0,
+        handle: UInt64 = 0,
+        cookie: UInt64 = 0,
+        sequence: UInt64 = 0,
+        descriptor: Int32? = nil
+    ) -> Sent {
         var bytes: [UInt8] = []
-        PeerHelper.append(&bytes, operation.rawValue); PeerHelper.append(&bytes, pid)
-        PeerHelper.append(&bytes, handle); PeerHelper.append(&bytes, cookie); PeerHelper.append(&bytes, sequence)
+        PeerHelper.append(&bytes, operation.rawValue)
+        PeerHelper.append(&bytes, pid)
+        PeerHelper.append(&bytes, handle)
+        PeerHelper.append(&bytes, cookie)
+        PeerHelper.append(&bytes, sequence)
         return bytes.withUnsafeBytes { raw -> Sent in
             var n: Int
             var code: Int32
             repeat {
-                n = descriptor.map { la_send_with_descriptor(socket, raw.baseAddress, raw.count, $0) } ?? send(socket, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                n =
+                    descriptor.map { la_send_with_descriptor(socket, raw.baseAddress, raw.count, $0) }
+                    ?? send(socket, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
                 code = errno
             } while n < 0 && code == EINTR
             if n == raw.count { return .sent }
@@ -427,7 +532,10 @@ final class HelperPinnedPeer: PinnedPeer {
     let session: String?
 
     init(client: PeerHelperClient, handle: UInt64, identity: AppIdentity, session: String?) {
-        self.client = client; self.handle = handle; self.identity = identity; self.session = session
+        self.client = client
+        self.handle = handle
+        self.identity = identity
+        self.session = session
     }
 
     deinit { client.release(handle) }

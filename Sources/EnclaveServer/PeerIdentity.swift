@@ -20,6 +20,10 @@ public struct PeerIdentity: Sendable, Equatable {
     public var seat: PromptSeat { PromptSeat(uid: uid, session: session) }
 
     public init(uid: UInt32, gid: UInt32, pid: Int32, identity: AppIdentity, session: String? = nil) {
-        self.uid = uid; self.gid = gid; self.pid = pid; self.identity = identity; self.session = session
+        self.uid = uid
+        self.gid = gid
+        self.pid = pid
+        self.identity = identity
+        self.session = session
     }
 }

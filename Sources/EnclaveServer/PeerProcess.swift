@@ -1,6 +1,7 @@
 import CPeerSocket
 import EnclaveCore
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,11 +35,17 @@ final class PeerProcess: Sendable {
         var description: String {
             switch self {
             case .ended: return "the process that connected has ended"
-            case .unreadable(let e): return "the daemon cannot read the client process (\(String(cString: strerror(e))))"
-            case .notHoldingConnection: return "the process that connected no longer holds the connection (it closed it, or exec'd)"
-            case .inheritableConnection: return "the connection must be close-on-exec in the process that opened it (SOCK_CLOEXEC)"
-            case .socketUnknown(let e): return "the kernel could not name the client's socket (sock_diag: \(String(cString: strerror(e))))"
-            case .tooManyDescriptors: return "the client process holds more descriptors than the daemon searches (\(PeerProcess.descriptorsSearched), or a quarter of a second)"
+            case .unreadable(let e):
+                return "the daemon cannot read the client process (\(String(cString: strerror(e))))"
+            case .notHoldingConnection:
+                return "the process that connected no longer holds the connection (it closed it, or exec'd)"
+            case .inheritableConnection:
+                return "the connection must be close-on-exec in the process that opened it (SOCK_CLOEXEC)"
+            case .socketUnknown(let e):
+                return "the kernel could not name the client's socket (sock_diag: \(String(cString: strerror(e))))"
+            case .tooManyDescriptors:
+                return
+                    "the client process holds more descriptors than the daemon searches (\(PeerProcess.descriptorsSearched), or a quarter of a second)"
             }
         }
     }
@@ -67,7 +74,10 @@ final class PeerProcess: Sendable {
         if let pidfd {
             var ready = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
             // Readable: the process has exited, and the pid may since name another.
-            guard poll(&ready, 1, 0) == 0 else { Glibc.close(directory); throw .ended }
+            guard poll(&ready, 1, 0) == 0 else {
+                Glibc.close(directory)
+                throw .ended
+            }
         }
         guard let file = Self.executableFile(directory), let path = Self.executablePath(directory) else {
             let code = errno
@@ -117,27 +127,37 @@ final class PeerProcess: Sendable {
         // connected (without it, a pid reused by such an app could be taken for the connection's).
         // Every other client in another network namespace is refused below.
         if sandbox.verified != nil, confirmedByPidfd, let theirs = Self.fileID(directory, "ns/net"),
-           let ours = Self.fileID(AT_FDCWD, "/proc/self/ns/net"), theirs != ours { return }
+            let ours = Self.fileID(AT_FDCWD, "/proc/self/ns/net"), theirs != ours
+        {
+            return
+        }
         let found = la_unix_peer_inode(cookie)
         guard found >= 0 else { throw .socketUnknown(Int32(-found)) }
         guard found > 0 else { throw .notHoldingConnection }
         let target = "socket:[\(found)]"
         let fds = openat(directory, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fds >= 0 else { throw errno == ENOENT || errno == ESRCH ? .ended : .unreadable(errno) }
-        guard let listing = fdopendir(fds) else { Glibc.close(fds); throw .unreadable(errno) }
+        guard let listing = fdopendir(fds) else {
+            Glibc.close(fds)
+            throw .unreadable(errno)
+        }
         defer { closedir(listing) }
         var holding: [String] = []
         var link = [CChar](repeating: 0, count: 64)
         var searched = 0
         let started = DispatchTime.now().uptimeNanoseconds
         while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(cString: $0.bindMemory(to: CChar.self).baseAddress!) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
+            }
             guard name.first?.isNumber == true else { continue }
             // Bounded: a client cannot hold the pin (and, in system mode, the helper) for long.
             searched += 1
             guard searched <= limit else { throw .tooManyDescriptors }
             // And in time: a quarter of a second of searching at most, whatever the entries cost.
-            if searched % 1024 == 0, DispatchTime.now().uptimeNanoseconds - started > 250_000_000 { throw .tooManyDescriptors }
+            if searched % 1024 == 0, DispatchTime.now().uptimeNanoseconds - started > 250_000_000 {
+                throw .tooManyDescriptors
+            }
             let n = readlinkat(fds, name, &link, link.count - 1)
             guard n > 0 else { continue }
             link[n] = 0
@@ -158,7 +178,8 @@ final class PeerProcess: Sendable {
     /// cached: a client's executable may lie on FUSE, or on overlayfs over FUSE, whose server could
     /// otherwise make this wait for as long as it likes (in system mode, the helper, for everyone).
     static func fileID(_ directory: Int32, _ path: String) -> AppIdentity.FileID? {
-        var device: UInt64 = 0, inode: UInt64 = 0
+        var device: UInt64 = 0
+        var inode: UInt64 = 0
         guard la_file_id(directory, path, &device, &inode) == 0 else { return nil }
         return AppIdentity.FileID(device: device, inode: inode)
     }

@@ -28,7 +28,10 @@ struct PersonSecrets {
     /// Who reads which processes hold that other side.
     let holderReader: PtyMasterHolders.Reader
 
-    static let nobodyToAsk = Failure(.notPermitted, "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)")
+    static let nobodyToAsk = Failure(
+        .notPermitted,
+        "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)"
+    )
 
     /// The handed pipe, where it may give the passcode; a pipe handed where it may not is refused,
     /// not passed over for the prompt (the person did not ask for a prompt).
@@ -55,9 +58,13 @@ struct PersonSecrets {
     /// The current passcode, then a new one (asked twice on the terminal).
     func currentAndNewPasscode() async throws -> (current: String, new: String) {
         if let lines = try pipe {
-            return (try await line(from: lines, what: "current passcode"), try await line(from: lines, what: "new passcode"))
+            return (
+                try await line(from: lines, what: "current passcode"), try await line(from: lines, what: "new passcode")
+            )
         }
-        let answers = try await onTrustedPrompt(["Enter the current passcode", "Choose the new passcode", "Enter the new passcode again"])
+        let answers = try await onTrustedPrompt([
+            "Enter the current passcode", "Choose the new passcode", "Enter the new passcode again",
+        ])
         guard answers[1] == answers[2] else { throw Failure(.invalidParameter, "the new passcodes differ") }
         return (answers[0], answers[1])
     }
@@ -74,7 +81,8 @@ struct PersonSecrets {
         do { return try await lines.next() } catch {
             switch error {
             case .noLine: throw Failure(.invalidParameter, "the secret input has no line for the \(what)")
-            case .tooLong: throw Failure(.invalidParameter, "a passcode has at most \(WireLimits.maxPasscodeBytes) bytes")
+            case .tooLong:
+                throw Failure(.invalidParameter, "a passcode has at most \(WireLimits.maxPasscodeBytes) bytes")
             }
         }
     }
@@ -82,12 +90,18 @@ struct PersonSecrets {
     /// Whether the handed terminal is the person's (`TerminalHolders`): nil when none was handed.
     private func terminalVerdict() async throws -> TerminalHolders.Verdict? {
         guard let handed = descriptors.terminal else { return nil }
-        let listed = terminalHolders, reader = holderReader
+        let listed = terminalHolders
+        let reader = holderReader
         return try await BlockingWork.waiting {
             let holders = TerminalHolders.ptyIndex(handed.device).map { reader.holders(index: $0) } ?? []
             // The listed programs as this daemon's namespace has them, by file.
             let trusted = Set(listed.compactMap { PeerProcess.fileID(AT_FDCWD, $0) })
-            return TerminalHolders.decide(handed.device, onTheMachinesPseudoTerminals: handed.onTheMachinesPseudoTerminals, holders: holders, trusted: trusted)
+            return TerminalHolders.decide(
+                handed.device,
+                onTheMachinesPseudoTerminals: handed.onTheMachinesPseudoTerminals,
+                holders: holders,
+                trusted: trusted
+            )
         }
     }
 
@@ -103,9 +117,16 @@ struct PersonSecrets {
         do {
             let verdict = try await terminalVerdict()
             if agent == nil, case .refused(let why)? = verdict {
-                throw Failure(.notPermitted, why + ": run lactl in your own terminal (an emulator, tmux, screen or ssh) or answer the prompt agent")
+                throw Failure(
+                    .notPermitted,
+                    why
+                        + ": run lactl in your own terminal (an emulator, tmux, screen or ssh) or answer the prompt agent"
+                )
             }
-            let answers = try await ask(instructions, terminalIsThePersons: verdict.map { if case .refused = $0 { false } else { true } } ?? false)
+            let answers = try await ask(
+                instructions,
+                terminalIsThePersons: verdict.map { if case .refused = $0 { false } else { true } } ?? false
+            )
             await session.releasePrompt()
             return answers
         } catch {
@@ -121,9 +142,16 @@ struct PersonSecrets {
         let timeout = session.config.promptTimeout
         // The agent of the app's session, else (also when the agent is lost) the handed terminal.
         let descriptors = self.descriptors
-        let prompt = PromptRoute.starting(on: agent, onAction: { feed.yield($0) }, then: {
-            (terminalIsThePersons ? descriptors.duplicateTerminal() : nil).map { TerminalPrompt(fd: $0, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) }) }
-        }, exhausted: { feed.yield(nil) })
+        let prompt = PromptRoute.starting(
+            on: agent,
+            onAction: { feed.yield($0) },
+            then: {
+                (terminalIsThePersons ? descriptors.duplicateTerminal() : nil).map {
+                    TerminalPrompt(fd: $0, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) })
+                }
+            },
+            exhausted: { feed.yield(nil) }
+        )
         let timer = Deadline(after: timeout) { feed.yield(.cancel) }
         defer { timer.cancel() }
         whenClosed { feed.yield(nil) }
@@ -141,7 +169,10 @@ struct PersonSecrets {
                     throw Failure(.notPermitted, "the person did not allow it")
                 case .some(nil), nil:
                     await prompt.close(result: "ended: the terminal closed, the agent went away, or the app went away")
-                    throw Failure(.notPermitted, "the prompt ended: its terminal closed, its agent went away, or the app went away")
+                    throw Failure(
+                        .notPermitted,
+                        "the prompt ended: its terminal closed, its agent went away, or the app went away"
+                    )
                 default:
                     continue
                 }
@@ -152,9 +183,20 @@ struct PersonSecrets {
     }
 
     private func screen(_ instruction: String) -> PromptScreen {
-        var screen = PromptScreen(app: app, reason: "Allow it to " + purpose, instruction: instruction, cancelTitle: "Do Not Allow", fallbackTitle: nil,
-                                  passcodeEntry: true, retryOffered: false, sensorArmed: false, sensorName: nil, sensorSimulated: false,
-                                  passcodeRetryAfter: nil, passcodeDisabled: false)
+        var screen = PromptScreen(
+            app: app,
+            reason: "Allow it to " + purpose,
+            instruction: instruction,
+            cancelTitle: "Do Not Allow",
+            fallbackTitle: nil,
+            passcodeEntry: true,
+            retryOffered: false,
+            sensorArmed: false,
+            sensorName: nil,
+            sensorSimulated: false,
+            passcodeRetryAfter: nil,
+            passcodeDisabled: false
+        )
         screen.administration = true
         return screen
     }

@@ -2,6 +2,7 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,15 +38,27 @@ final class PromptAgent: Sendable {
     }
     private let prompts = Mutex(Prompts())
 
-    init(connection: UInt64, seat: PromptSeat, requestID: UInt64, sink: any ReplySink, answerTimeout: Double,
-         onUnresponsive: @escaping @Sendable (PromptAgent) -> Void) {
-        self.connection = connection; self.seat = seat; self.requestID = requestID; self.sink = sink
-        self.answerTimeout = answerTimeout; self.onUnresponsive = onUnresponsive
+    init(
+        connection: UInt64,
+        seat: PromptSeat,
+        requestID: UInt64,
+        sink: any ReplySink,
+        answerTimeout: Double,
+        onUnresponsive: @escaping @Sendable (PromptAgent) -> Void
+    ) {
+        self.connection = connection
+        self.seat = seat
+        self.requestID = requestID
+        self.sink = sink
+        self.answerTimeout = answerTimeout
+        self.onUnresponsive = onUnresponsive
     }
 
     /// Tells the agent it serves its seat now.
     func announce() async {
-        await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(AgentEvent(prompt: 0, serving: seat.description))))
+        await sink.send(
+            ReplyEnvelope(id: requestID, reply: .agentEvent(AgentEvent(prompt: 0, serving: seat.description)))
+        )
     }
 
     /// A new prompt on this agent; nil once the agent is gone.
@@ -118,7 +131,9 @@ final class PromptAgent: Sendable {
         let open = prompts.withLock { $0.open.removeValue(forKey: number) }
         guard let open else { return }
         open.deadline?.cancel()
-        if open.screen != nil { await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.close(number, result: result)))) }
+        if open.screen != nil {
+            await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.close(number, result: result))))
+        }
     }
 
     private func timedOut(_ number: UInt64) {
@@ -139,7 +154,10 @@ final class AgentPrompt: PromptPresenter {
     private let agent: PromptAgent
     let number: UInt64
 
-    fileprivate init(agent: PromptAgent, number: UInt64) { self.agent = agent; self.number = number }
+    fileprivate init(agent: PromptAgent, number: UInt64) {
+        self.agent = agent
+        self.number = number
+    }
 
     func show(_ screen: PromptScreen) async { await agent.show(number, screen) }
     func close(result: String) async { await agent.close(number, result: result) }
@@ -161,4 +179,3 @@ final class PromptAgentRegistry: Sendable {
         return agents.withLock { $0.agent(for: peer.seat) }
     }
 }
-

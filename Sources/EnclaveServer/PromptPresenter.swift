@@ -20,7 +20,10 @@ final class HeadlessPrompt: PromptPresenter {
     private let sink: any ReplySink
     private let requestID: UInt64
 
-    init(sink: any ReplySink, requestID: UInt64) { self.sink = sink; self.requestID = requestID }
+    init(sink: any ReplySink, requestID: UInt64) {
+        self.sink = sink
+        self.requestID = requestID
+    }
 
     func show(_ screen: PromptScreen) async { await sink.send(ReplyEnvelope(id: requestID, reply: .prompt(screen))) }
     func close(result: String) async {}
@@ -54,16 +57,22 @@ final class PromptRoute: PromptPresenter, Sendable {
 
     /// The route of one prompt: on the agent when one serves (its answers go to `onAction`),
     /// else on `next()`.
-    static func starting(on agent: PromptAgent?, onAction: @escaping PromptAgent.OnAction,
-                         then next: @escaping @Sendable () -> (any PromptPresenter)?,
-                         exhausted: @escaping @Sendable () -> Void) -> PromptRoute {
+    static func starting(
+        on agent: PromptAgent?,
+        onAction: @escaping PromptAgent.OnAction,
+        then next: @escaping @Sendable () -> (any PromptPresenter)?,
+        exhausted: @escaping @Sendable () -> Void
+    ) -> PromptRoute {
         let route = PromptRoute(next: next, exhausted: exhausted)
         // The agent may be lost at once, even before `open` returns: the move then comes first,
         // and the agent's prompt is never installed.
-        let onAgent = agent?.open(onAction: onAction, onLost: { [weak route] in
-            guard let route else { return }
-            Task { await route.moveOn() }
-        })
+        let onAgent = agent?.open(
+            onAction: onAction,
+            onLost: { [weak route] in
+                guard let route else { return }
+                Task { await route.moveOn() }
+            }
+        )
         let none = route.route.withLock { route in
             if route.current == nil, !route.closed {
                 if let onAgent { route.current = onAgent } else { route.current = route.takeNext() }

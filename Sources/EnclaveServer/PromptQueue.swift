@@ -21,7 +21,9 @@ struct PromptQueue {
 
     /// The waiter leaves the line without the prompt (a no-op once it was handed the prompt).
     mutating func drop(_ id: UInt64) {
-        if let i = waiters.firstIndex(where: { $0.id == id }) { waiters.remove(at: i).continuation.resume(returning: false) }
+        if let i = waiters.firstIndex(where: { $0.id == id }) {
+            waiters.remove(at: i).continuation.resume(returning: false)
+        }
     }
 
     /// The holder is done: the first waiter gets the prompt, or it is free.

@@ -1,5 +1,6 @@
 import EnclaveCore
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,11 +36,21 @@ public enum PtyMasterHolders {
             let fds = "\(proc)/\(entry)/fd"
             guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: fds) else { continue }
             let holds = descriptors.contains { fd in
-                guard isMultiplexer("\(fds)/\(fd)"), let info = PeerProcess.procFile(AT_FDCWD, "\(proc)/\(entry)/fdinfo/\(fd)") else { return false }
+                guard isMultiplexer("\(fds)/\(fd)"),
+                    let info = PeerProcess.procFile(AT_FDCWD, "\(proc)/\(entry)/fdinfo/\(fd)")
+                else { return false }
                 return String(decoding: info, as: UTF8.self).split(separator: "\n").contains { $0 == wanted[...] }
             }
             let exe = "\(proc)/\(entry)/exe"
-            if holds { holders.append(.init(pid: pid, executable: PeerProcess.link(AT_FDCWD, exe), file: PeerProcess.fileID(AT_FDCWD, exe))) }
+            if holds {
+                holders.append(
+                    .init(
+                        pid: pid,
+                        executable: PeerProcess.link(AT_FDCWD, exe),
+                        file: PeerProcess.fileID(AT_FDCWD, exe)
+                    )
+                )
+            }
         }
         return holders
     }

@@ -1,6 +1,7 @@
 import CPeerSocket
 import EnclaveCore
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,7 +21,10 @@ import Glibc
 enum SandboxEvidenceReader {
     static func read(process directory: Int32) -> AppIdentity.SandboxEvidence {
         guard let namespace = PeerProcess.fileID(directory, "ns/mnt") else { return AppIdentity.SandboxEvidence() }
-        return AppIdentity.SandboxEvidence(flatpak: flatpak(directory, namespace: namespace), snap: snap(directory, namespace: namespace))
+        return AppIdentity.SandboxEvidence(
+            flatpak: flatpak(directory, namespace: namespace),
+            snap: snap(directory, namespace: namespace)
+        )
     }
 
     // MARK: Flatpak
@@ -34,18 +38,35 @@ enum SandboxEvidenceReader {
         guard root >= 0 else { return nil }
         defer { Glibc.close(root) }
         // The root's file system first: looking a name up in it (even for an O_PATH handle) asks it.
-        guard let rootMount = mountID(root), let rootType = mountTypes(openat(directory, "mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [rootMount])[rootMount],
-              SandboxIdentity.mayReadClaim(on: rootType) else { return nil }
+        guard let rootMount = mountID(root),
+            let rootType = mountTypes(
+                openat(directory, "mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC),
+                of: [rootMount]
+            )[rootMount],
+            SandboxIdentity.mayReadClaim(on: rootType)
+        else { return nil }
         let file = openat(root, ".flatpak-info", la_o_path | O_NOFOLLOW | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { Glibc.close(file) }
         // A mount on the file itself (flatpak's is one) is entered without asking it anything.
         guard let fileMount = mountID(file) else { return nil }
-        let fileType = fileMount == rootMount ? rootType : mountTypes(openat(directory, "mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [fileMount])[fileMount]
+        let fileType =
+            fileMount == rootMount
+            ? rootType
+            : mountTypes(openat(directory, "mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [fileMount])[fileMount]
         guard let fileType, SandboxIdentity.mayReadClaim(on: fileType),
-              let claim = contents(file, atMost: SandboxIdentity.FlatpakInfo.maximumSize), let user = effectiveUser(directory) else { return nil }
-        var evidence = SandboxIdentity.FlatpakEvidence(clientUser: user, clientNamespace: namespace, info: claim, record: nil)
-        if let parsed = SandboxIdentity.FlatpakInfo.parse(claim) { evidence.record = record(instance: parsed.instanceID, user: user) }
+            let claim = contents(file, atMost: SandboxIdentity.FlatpakInfo.maximumSize),
+            let user = effectiveUser(directory)
+        else { return nil }
+        var evidence = SandboxIdentity.FlatpakEvidence(
+            clientUser: user,
+            clientNamespace: namespace,
+            info: claim,
+            record: nil
+        )
+        if let parsed = SandboxIdentity.FlatpakInfo.parse(claim) {
+            evidence.record = record(instance: parsed.instanceID, user: user)
+        }
         return evidence
     }
 
@@ -57,14 +78,20 @@ enum SandboxEvidenceReader {
         let runtime = open(runtimeDirectory(user: user), la_o_path | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard runtime >= 0 else { return nil }
         defer { Glibc.close(runtime) }
-        guard let mount = mountID(runtime), let type = mountTypes(open("/proc/self/mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [mount])[mount],
-              SandboxIdentity.mayReadRecord(on: type) else { return nil }
+        guard let mount = mountID(runtime),
+            let type = mountTypes(open("/proc/self/mountinfo", O_RDONLY | O_NONBLOCK | O_CLOEXEC), of: [mount])[mount],
+            SandboxIdentity.mayReadRecord(on: type)
+        else { return nil }
         let directory = la_open_beneath(runtime, ".flatpak/\(instance)", la_o_path | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { return nil }
         defer { Glibc.close(directory) }
         var info = stat()
-        guard fstat(directory, &info) == 0, let recorded = beneath(directory, "info", atMost: SandboxIdentity.FlatpakInfo.maximumSize) else { return nil }
-        let process = beneath(directory, "bwrapinfo.json", atMost: 4096).flatMap(SandboxIdentity.sandboxProcess(bwrapInfo:)).flatMap(sandboxProcess)
+        guard fstat(directory, &info) == 0,
+            let recorded = beneath(directory, "info", atMost: SandboxIdentity.FlatpakInfo.maximumSize)
+        else { return nil }
+        let process = beneath(directory, "bwrapinfo.json", atMost: 4096).flatMap(
+            SandboxIdentity.sandboxProcess(bwrapInfo:)
+        ).flatMap(sandboxProcess)
         return .init(owner: info.st_uid, info: recorded, sandboxProcess: process)
     }
 
@@ -73,18 +100,25 @@ enum SandboxEvidenceReader {
         let directory = open("/proc/\(pid)", la_o_path | O_DIRECTORY | O_CLOEXEC)
         guard directory >= 0 else { return nil }
         defer { Glibc.close(directory) }
-        guard let user = effectiveUser(directory), let namespace = PeerProcess.fileID(directory, "ns/mnt") else { return nil }
+        guard let user = effectiveUser(directory), let namespace = PeerProcess.fileID(directory, "ns/mnt") else {
+            return nil
+        }
         return (user, namespace)
     }
 
     // MARK: Snap
 
     private static func snap(_ directory: Int32, namespace: AppIdentity.FileID) -> SandboxIdentity.SnapEvidence? {
-        guard appArmorEnabled, let bytes = PeerProcess.procFile(directory, "attr/apparmor/current") ?? PeerProcess.procFile(directory, "attr/current"),
-              let label = String(validating: bytes, as: UTF8.self), let snap = SandboxIdentity.snap(label: label),
-              let user = effectiveUser(directory) else { return nil }
+        guard appArmorEnabled,
+            let bytes = PeerProcess.procFile(directory, "attr/apparmor/current")
+                ?? PeerProcess.procFile(directory, "attr/current"),
+            let label = String(validating: bytes, as: UTF8.self), let snap = SandboxIdentity.snap(label: label),
+            let user = effectiveUser(directory)
+        else { return nil }
         let instance = String(snap.name.dropFirst(SandboxIdentity.snapPrefix.count))
-        let namespaces = SandboxIdentity.snapNamespacePaths(instance: instance, user: user).compactMap { PeerProcess.fileID(AT_FDCWD, $0) }
+        let namespaces = SandboxIdentity.snapNamespacePaths(instance: instance, user: user).compactMap {
+            PeerProcess.fileID(AT_FDCWD, $0)
+        }
         return SandboxIdentity.SnapEvidence(label: label, clientNamespace: namespace, snapNamespaces: namespaces)
     }
 
@@ -95,7 +129,9 @@ enum SandboxEvidenceReader {
 
     /// Whether AppArmor runs (it cannot start or stop while the system runs): without it no
     /// process has a label to read.
-    private static let appArmorEnabled = PeerProcess.procFile(AT_FDCWD, "/sys/module/apparmor/parameters/enabled").map { $0.first == UInt8(ascii: "Y") } ?? false
+    private static let appArmorEnabled =
+        PeerProcess.procFile(AT_FDCWD, "/sys/module/apparmor/parameters/enabled").map { $0.first == UInt8(ascii: "Y") }
+        ?? false
 
     /// The effective uid of a process (`Uid:` in its status; the owner of `/proc/PID` is root for a
     /// process that made itself non-dumpable).
@@ -140,7 +176,8 @@ enum SandboxEvidenceReader {
                 let line = pending[start..<end]
                 let digits = line.prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
                 if let id = Int(String(decoding: digits, as: UTF8.self)), ids.contains(id),
-                   let mount = SandboxIdentity.mount(Substring(String(decoding: line, as: UTF8.self))) {
+                    let mount = SandboxIdentity.mount(Substring(String(decoding: line, as: UTF8.self)))
+                {
                     found[mount.id] = mount.type
                 }
                 start = end + 1
@@ -154,7 +191,9 @@ enum SandboxEvidenceReader {
     /// reading through the handle (never by name again), non-blocking, at most `limit` bytes.
     private static func contents(_ handle: Int32, atMost limit: Int) -> [UInt8]? {
         var info = stat()
-        guard fstat(handle, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) <= limit else { return nil }
+        guard fstat(handle, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, Int(info.st_size) <= limit else {
+            return nil
+        }
         let file = open("/proc/self/fd/\(handle)", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)
         guard file >= 0 else { return nil }
         defer { Glibc.close(file) }

@@ -1,6 +1,7 @@
 import CPeerSocket
 import EnclaveProtocol
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,21 +53,31 @@ public enum SocketActivation {
         for fd in descriptors { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let paths = descriptors.map(listeningUnixStreamPath)
         // The daemon's socket: the one named laenclaved.socket, else the first that is not a handoff socket.
-        var chosen = descriptors.indices.first { paths[$0].map { !$0.hasSuffix(EnclavePaths.handoffSuffix) } ?? true } ?? 0
+        var chosen =
+            descriptors.indices.first { paths[$0].map { !$0.hasSuffix(EnclavePaths.handoffSuffix) } ?? true } ?? 0
         if n > 1, let names {
             let list = names.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            if let index = list.indices.first(where: { list[$0] == descriptorName && $0 < descriptors.count
-                && !(paths[$0]?.hasSuffix(EnclavePaths.handoffSuffix) ?? false) }) { chosen = index }
+            if let index = list.indices.first(where: {
+                list[$0] == descriptorName && $0 < descriptors.count
+                    && !(paths[$0]?.hasSuffix(EnclavePaths.handoffSuffix) ?? false)
+            }) {
+                chosen = index
+            }
         }
         guard let path = paths[chosen] else {
             for fd in descriptors { close(fd) }
-            throw ActivationError(description: "socket activation: descriptor \(descriptors[chosen]) is not a listening Unix stream socket bound to a path")
+            throw ActivationError(
+                description:
+                    "socket activation: descriptor \(descriptors[chosen]) is not a listening Unix stream socket bound to a path"
+            )
         }
         let handoff = descriptors.indices.first { paths[$0] == EnclavePaths.handoffSocket(for: path) }
         // Extra descriptors are not ours to serve; holding them open would only keep them alive.
         for index in descriptors.indices where index != chosen && index != handoff { close(descriptors[index]) }
-        return Listeners(main: Listener(descriptor: descriptors[chosen], path: path),
-                         handoff: handoff.map { Listener(descriptor: descriptors[$0], path: paths[$0]!) })
+        return Listeners(
+            main: Listener(descriptor: descriptors[chosen], path: path),
+            handoff: handoff.map { Listener(descriptor: descriptors[$0], path: paths[$0]!) }
+        )
     }
 
     private static func environmentValue(_ key: String) -> String? {
@@ -85,7 +96,8 @@ public enum SocketActivation {
             guard getsockopt(fd, SOL_SOCKET, name, &value, &length) == 0 else { return nil }
             return value
         }
-        guard option(SO_DOMAIN) == AF_UNIX, option(SO_TYPE) == Int32(SOCK_STREAM.rawValue), option(SO_ACCEPTCONN) == 1 else { return nil }
+        guard option(SO_DOMAIN) == AF_UNIX, option(SO_TYPE) == Int32(SOCK_STREAM.rawValue), option(SO_ACCEPTCONN) == 1
+        else { return nil }
         var address = sockaddr_un()
         var length = socklen_t(MemoryLayout<sockaddr_un>.size)
         let rc = withUnsafeMutablePointer(to: &address) {

@@ -6,6 +6,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +33,10 @@ public struct EnclaveService: Service {
     }
 
     private init(daemon: EnclaveDaemon, logger: Logger, onReady: @escaping @Sendable () -> Void, handoff: HandoffSlot) {
-        self.daemon = daemon; self.logger = logger; self.onReady = onReady; self.handoff = handoff
+        self.daemon = daemon
+        self.logger = logger
+        self.onReady = onReady
+        self.handoff = handoff
         connections = ConnectionCounter(limits: daemon.config.connectionLimits)
     }
 
@@ -42,23 +46,40 @@ public struct EnclaveService: Service {
     /// group runs (its signal handlers are in place, so a SIGTERM at any moment stops the daemon
     /// gracefully and removes its socket): the daemon's own first, then the handoff socket beside
     /// it, before the daemon says it is ready — a client that connects then finds both.
-    public static func services(daemon: EnclaveDaemon, logger: Logger,
-                                onReady: @escaping @Sendable () -> Void = {}) -> [ServiceGroupConfiguration.ServiceConfiguration] {
+    public static func services(
+        daemon: EnclaveDaemon,
+        logger: Logger,
+        onReady: @escaping @Sendable () -> Void = {}
+    ) -> [ServiceGroupConfiguration.ServiceConfiguration] {
         let handoff = HandoffSlot()
-        return [.init(service: AuditLogService(log: daemon.auditLog)), .init(service: HandoffService(slot: handoff)),
-                .init(service: EnclaveService(daemon: daemon, logger: logger, onReady: onReady, handoff: handoff))]
+        return [
+            .init(service: AuditLogService(log: daemon.auditLog)), .init(service: HandoffService(slot: handoff)),
+            .init(service: EnclaveService(daemon: daemon, logger: logger, onReady: onReady, handoff: handoff)),
+        ]
     }
 
     private func bind(activated: SocketActivation.Listener?) async throws -> Listening {
         if let activated {
             warnIfUntrustedDirectory(of: activated.path)
             let server = try await bootstrap().bind(activated.descriptor) { self.accepted($0) }
-            logger.info("listening", metadata: ["socket": "\(activated.path)", "activation": "systemd", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
+            logger.info(
+                "listening",
+                metadata: [
+                    "socket": "\(activated.path)", "activation": "systemd", "mode": "\(daemon.config.mode.rawValue)",
+                    "state": "\(daemon.config.stateDirectory)",
+                ]
+            )
             return Listening(server: server, path: activated.path, activated: true)
         }
         let path = daemon.config.socketPath
         let server = try await bindSocketFile(path)
-        logger.info("listening", metadata: ["socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)", "state": "\(daemon.config.stateDirectory)"])
+        logger.info(
+            "listening",
+            metadata: [
+                "socket": "\(path)", "mode": "\(daemon.config.mode.rawValue)",
+                "state": "\(daemon.config.stateDirectory)",
+            ]
+        )
         return Listening(server: server, path: path, activated: false)
     }
 
@@ -98,7 +119,10 @@ public struct EnclaveService: Service {
                 let fd = try HandoffServer.bind(path: path, mode: daemon.config.mode == .system ? 0o666 : 0o600)
                 server = HandoffServer(listener: fd, path: path, registry: daemon.handoff, logger: logger)
             } catch {
-                logger.warning("no handoff socket: prompts cannot be shown on an app's terminal", metadata: ["path": "\(path)", "error": "\(error)"])
+                logger.warning(
+                    "no handoff socket: prompts cannot be shown on an app's terminal",
+                    metadata: ["path": "\(path)", "error": "\(error)"]
+                )
                 return nil
             }
         }
@@ -120,9 +144,18 @@ public struct EnclaveService: Service {
     /// The child channel's initializer: the peer is admitted and pinned before anything else.
     private func accepted(_ channel: any Channel) -> EventLoopFuture<AcceptedConnection> {
         let connections = self.connections
-        return AcceptedConnection.admit(channel, mode: daemon.config.mode, servedUser: daemon.servedUser, connections: connections, helper: daemon.peerHelper).flatMapThrowing { admission in
+        return AcceptedConnection.admit(
+            channel,
+            mode: daemon.config.mode,
+            servedUser: daemon.servedUser,
+            connections: connections,
+            helper: daemon.peerHelper
+        ).flatMapThrowing { admission in
             do {
-                return AcceptedConnection(channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel), admission: admission)
+                return AcceptedConnection(
+                    channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel),
+                    admission: admission
+                )
             } catch {
                 if let uid = admission.countedUser { connections.release(uid) }
                 throw error
@@ -149,7 +182,9 @@ public struct EnclaveService: Service {
             throw SocketPathOccupiedError(path: path)
         }
         let temporary = path + ".\(getpid()).new"
-        let server = try await bootstrap().bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) { self.accepted($0) }
+        let server = try await bootstrap().bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) {
+            self.accepted($0)
+        }
         guard chmod(temporary, daemon.config.mode == .system ? 0o666 : 0o600) == 0, rename(temporary, path) == 0 else {
             let code = errno
             unlink(temporary)
@@ -165,47 +200,96 @@ public struct EnclaveService: Service {
         let directory = (socketPath as NSString).deletingLastPathComponent
         var info = stat()
         guard geteuid() != 0, stat(directory, &info) == 0, info.st_uid != geteuid() else { return }
-        logger.warning("the socket's directory is not owned by the daemon's user: clients will not trust this daemon",
-                       metadata: ["directory": "\(directory)", "owner": "\(info.st_uid)", "daemon": "\(geteuid())"])
+        logger.warning(
+            "the socket's directory is not owned by the daemon's user: clients will not trust this daemon",
+            metadata: ["directory": "\(directory)", "owner": "\(info.st_uid)", "daemon": "\(geteuid())"]
+        )
     }
 
     private func serve(_ accepted: AcceptedConnection, on executor: EventLoopTaskExecutor) async {
         await ConnectionShell.open(accepted.channel, logger: logger) { inbound, writer in
-            await self.handleRequests(of: accepted.channel, admission: accepted.admission, inbound: inbound, writer: writer, executor: executor)
+            await self.handleRequests(
+                of: accepted.channel,
+                admission: accepted.admission,
+                inbound: inbound,
+                writer: writer,
+                executor: executor
+            )
         }
     }
 }
 
 extension EnclaveService {
-    fileprivate func handleRequests(of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>, admission: AcceptedConnection.Admission,
-                                    inbound: NIOAsyncChannelInboundStream<ByteBuffer>, writer: ChannelReplySink, executor: EventLoopTaskExecutor) async {
-        let credentials: PeerCredentials, process: any PinnedPeer, cookie: UInt64
+    fileprivate func handleRequests(
+        of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+        admission: AcceptedConnection.Admission,
+        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        writer: ChannelReplySink,
+        executor: EventLoopTaskExecutor
+    ) async {
+        let credentials: PeerCredentials
+        let process: any PinnedPeer
+        let cookie: UInt64
         switch admission {
         case .admitted(let c, let p, let k): (credentials, process, cookie) = (c, p, k)
         case .administrator(let c):
             defer { connections.release(c.uid) }
             logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
             let peer = PeerIdentity(uid: c.uid, gid: c.gid, pid: c.pid, identity: .administrator)
-            await ConnectionShell(daemon: daemon, logger: logger).serve(connection.channel, inbound: inbound, writer: writer, peer: peer, process: nil, executor: executor)
+            await ConnectionShell(daemon: daemon, logger: logger).serve(
+                connection.channel,
+                inbound: inbound,
+                writer: writer,
+                peer: peer,
+                process: nil,
+                executor: executor
+            )
             return
         case .refused(let failure, let log, let pid, let uid):
-            logger.notice("\(log)", metadata: ["pid": "\(pid)", "uid": "\(uid.map(String.init) ?? "?")", "why": "\(failure.message)"])
+            logger.notice(
+                "\(log)",
+                metadata: ["pid": "\(pid)", "uid": "\(uid.map(String.init) ?? "?")", "why": "\(failure.message)"]
+            )
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(failure)))
             return
         }
         defer { connections.release(credentials.uid) }
         // After the executable was read: a process that exec'd in between has lost the connection.
         do throws(PeerProcess.Refusal) { try process.confirmHolds(connectionCookie: cookie) } catch {
-            logger.notice("refused a client the daemon could not identify", metadata: ["pid": "\(credentials.pid)", "why": "\(error)"])
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.notPermitted, "the daemon could not identify this client: \(error)"))))
+            logger.notice(
+                "refused a client the daemon could not identify",
+                metadata: ["pid": "\(credentials.pid)", "why": "\(error)"]
+            )
+            await writer.send(
+                ReplyEnvelope(
+                    id: 0,
+                    reply: .failure(Failure(.notPermitted, "the daemon could not identify this client: \(error)"))
+                )
+            )
             return
         }
-        let peer = PeerIdentity(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid, identity: process.identity, session: process.session)
+        let peer = PeerIdentity(
+            uid: credentials.uid,
+            gid: credentials.gid,
+            pid: credentials.pid,
+            identity: process.identity,
+            session: process.session
+        )
         if let claim = (process as? PeerProcess)?.sandbox.flatpak {
             // Why a sandboxed app is (or is not) its app id: the first thing its developer asks.
-            logger.info("a client claims to be a Flatpak app", metadata: ["pid": "\(credentials.pid)", "verdict": "\(SandboxIdentity.verify(claim))"])
+            logger.info(
+                "a client claims to be a Flatpak app",
+                metadata: ["pid": "\(credentials.pid)", "verdict": "\(SandboxIdentity.verify(claim))"]
+            )
         }
-        await ConnectionShell(daemon: daemon, logger: logger).serve(connection.channel, inbound: inbound, writer: writer, peer: peer, process: process, executor: executor)
+        await ConnectionShell(daemon: daemon, logger: logger).serve(
+            connection.channel,
+            inbound: inbound,
+            writer: writer,
+            peer: peer,
+            process: process,
+            executor: executor
+        )
     }
 }
 
@@ -236,15 +320,24 @@ final class ChannelReplySink: ReplySink, Sendable {
         let frame: [UInt8]
         do { frame = try FrameEncoder.checkedFrame(envelope.encoded()) } catch {
             // A reply's size follows from the request (many or large items): answer that, never trap.
-            let tooLarge = ReplyEnvelope(id: envelope.id, reply: .failure(Failure(.invalidParameter,
-                "the answer exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit; ask for fewer items or attributes")))
+            let tooLarge = ReplyEnvelope(
+                id: envelope.id,
+                reply: .failure(
+                    Failure(
+                        .invalidParameter,
+                        "the answer exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit; ask for fewer items or attributes"
+                    )
+                )
+            )
             frame = FrameEncoder.frame(tooLarge.encoded())
         }
         let size = frame.count
         enum Admission { case write, close, drop }
         let admission: Admission = pending.withLock { pending in
             if pending.finished { return .drop }
-            guard pending.replies < Self.pendingLimit, pending.bytes + size <= Self.pendingBytesLimit else { return .close }
+            guard pending.replies < Self.pendingLimit, pending.bytes + size <= Self.pendingBytesLimit else {
+                return .close
+            }
             pending.replies += 1
             pending.bytes += size
             return .write

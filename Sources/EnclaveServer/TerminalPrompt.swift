@@ -3,6 +3,7 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,8 +38,14 @@ final class TerminalPrompt: @unchecked Sendable {
     private var reader: LoopThread?
 
     /// Takes ownership of `fd`.
-    init(fd: Int32, onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void, onLost: @escaping @Sendable () -> Void) {
-        self.fd = fd; self.onAction = onAction; self.onLost = onLost
+    init(
+        fd: Int32,
+        onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
+        onLost: @escaping @Sendable () -> Void
+    ) {
+        self.fd = fd
+        self.onAction = onAction
+        self.onLost = onLost
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
@@ -48,13 +55,19 @@ final class TerminalPrompt: @unchecked Sendable {
         output.async { [self] in
             let first = keys.withLock { keys -> Bool? in
                 guard !keys.closed else { return nil }
-                defer { keys.screen = s; keys.started = true }
+                defer {
+                    keys.screen = s
+                    keys.started = true
+                }
                 return !keys.started
             }
             guard let first else { return }
             if first && !startReading() {
                 // No reader (out of descriptors): nothing to restore, and the evaluation hears it at once.
-                keys.withLock { $0.started = false; $0.closed = true }
+                keys.withLock {
+                    $0.started = false
+                    $0.closed = true
+                }
                 return onLost()
             }
             write(PromptText.lines(s, first: first).joined(separator: "\r\n") + "\r\n")
@@ -64,20 +77,26 @@ final class TerminalPrompt: @unchecked Sendable {
     /// Ends the prompt: stops the reader, restores the terminal, writes the outcome (on the
     /// prompt's own queue: the caller's thread never waits on a terminal).
     func close(result: String) async {
-        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in output.async { [self] in
-            defer { done.resume() }
-            let wasStarted = keys.withLock { keys -> Bool in defer { keys.closed = true }; return keys.started }
-            if wasStarted {
-                var one: UInt8 = 1
-                _ = Glibc.write(stopPipe[1], &one, 1)
-                reader?.join()
-                tcsetattr(fd, TCSANOW, &saved)
-                write(PromptText.closing(result) + "\r\n")
-                Glibc.close(stopPipe[0]); Glibc.close(stopPipe[1])
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            output.async { [self] in
+                defer { done.resume() }
+                let wasStarted = keys.withLock { keys -> Bool in
+                    defer { keys.closed = true }
+                    return keys.started
+                }
+                if wasStarted {
+                    var one: UInt8 = 1
+                    _ = Glibc.write(stopPipe[1], &one, 1)
+                    reader?.join()
+                    tcsetattr(fd, TCSANOW, &saved)
+                    write(PromptText.closing(result) + "\r\n")
+                    Glibc.close(stopPipe[0])
+                    Glibc.close(stopPipe[1])
+                }
+                keys.withLock { $0.keyboard.clear() }
+                Glibc.close(fd)
             }
-            keys.withLock { $0.keyboard.clear() }
-            Glibc.close(fd)
-        } }
+        }
     }
 
     private func startReading() -> Bool {
@@ -95,9 +114,13 @@ final class TerminalPrompt: @unchecked Sendable {
     }
 
     private func readKeys() {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0), pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0)]
+        var fds = [
+            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+            pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0),
+        ]
         while true {
-            fds[0].revents = 0; fds[1].revents = 0
+            fds[0].revents = 0
+            fds[1].revents = 0
             guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return onLost() }
             if fds[1].revents != 0 { return }
             guard fds[0].revents != 0 else { continue }
@@ -136,7 +159,10 @@ final class TerminalPrompt: @unchecked Sendable {
         var stalls = 0
         while offset < bytes.count {
             let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n > 0 { offset += n; continue }
+            if n > 0 {
+                offset += n
+                continue
+            }
             guard n < 0, errno == EAGAIN || errno == EINTR, stalls < 20 else { return }
             stalls += 1
             usleep(5_000)

@@ -22,7 +22,11 @@ enum KeychainStart: Sendable {
 extension UserSession {
     /// Reads a keychain call: answers it when nobody needs to be asked (adds, deletes, reads
     /// without data, items without an access control), else names the proofs it needs.
-    func keychainStart(_ operation: KeychainOperation, _ request: KeychainRequest, app: AppIdentity) async -> KeychainStart {
+    func keychainStart(
+        _ operation: KeychainOperation,
+        _ request: KeychainRequest,
+        app: AppIdentity
+    ) async -> KeychainStart {
         do {
             switch operation {
             case .add: return .answered(try await keychainAdd(request, app: app))
@@ -51,9 +55,14 @@ extension UserSession {
                 }
             }
             if waited, let ac = pending.changes?.accessControl, let requirement = pending.changes?.requirement,
-               // The new protection is bound to the user's state as it is now (a real sensor's
-               // enrolment may have changed while the prompt was open).
-               let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: pending.request.applicationPassword != nil) {
+                // The new protection is bound to the user's state as it is now (a real sensor's
+                // enrolment may have changed while the prompt was open).
+                let problem = try await creationProblem(
+                    ac.protection,
+                    requirement,
+                    applicationPasswordGiven: pending.request.applicationPassword != nil
+                )
+            {
                 throw KeychainFailure(problem)
             }
             switch pending.operation {
@@ -88,30 +97,53 @@ extension UserSession {
 
     /// The user's state as last read.
     var recordedAccessState: AccessPlan.UserState {
-        AccessPlan.UserState(enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch, passcodeSet: passcodeIsSet)
+        AccessPlan.UserState(
+            enrolmentGeneration: record.enrolmentGeneration,
+            passcodeEpoch: record.passcodeEpoch,
+            passcodeSet: passcodeIsSet
+        )
     }
 
     /// The proofs `candidates` need, planned on one reading of the user's state (none when no
     /// plan depends on it).
-    func proofs<Candidate>(_ candidates: [(Candidate, AccessPlan.Protected)],
-                           rules: AccessProofs<Candidate>.Rules) async throws(AccessDenial) -> AccessProofs<Candidate> {
-        let state = candidates.contains(where: { $0.1.dependsOnState }) ? try await readAccessState() : recordedAccessState
-        return AccessProofs(candidates.map { (candidate: $0.0, plan: AccessPlan($0.1, now: state)) }, rules: rules, planned: state)
+    func proofs<Candidate>(
+        _ candidates: [(Candidate, AccessPlan.Protected)],
+        rules: AccessProofs<Candidate>.Rules
+    ) async throws(AccessDenial) -> AccessProofs<Candidate> {
+        let state =
+            candidates.contains(where: { $0.1.dependsOnState }) ? try await readAccessState() : recordedAccessState
+        return AccessProofs(
+            candidates.map { (candidate: $0.0, plan: AccessPlan($0.1, now: state)) },
+            rules: rules,
+            planned: state
+        )
     }
 
     /// The user's state read again after the proofs, when they waited (other requests — an
     /// enrolment change, the passcode's removal — may have run meanwhile) and a plan depends on it;
     /// nil when nothing needs reading.
-    func stateAfterPrompt(for protected: [AccessPlan.Protected], waited: Bool) async throws(AccessDenial) -> AccessPlan.UserState? {
+    func stateAfterPrompt(
+        for protected: [AccessPlan.Protected],
+        waited: Bool
+    ) async throws(AccessDenial) -> AccessPlan.UserState? {
         guard waited, protected.contains(where: \.dependsOnState) else { return nil }
         return try await readAccessState()
     }
 
     /// The first creation rule a new protection breaks, given the user's state now.
-    func creationProblem(_ protection: Protection, _ requirement: AccessRequirement, applicationPasswordGiven: Bool) async throws -> CreationProblem? {
+    func creationProblem(
+        _ protection: Protection,
+        _ requirement: AccessRequirement,
+        applicationPasswordGiven: Bool
+    ) async throws -> CreationProblem? {
         let enrolled = try await identities()
-        return CreationProblem.check(protection: protection, requirement: requirement, passcodeSet: passcodeIsSet, enrolled: !enrolled.isEmpty,
-                                     applicationPasswordGiven: applicationPasswordGiven)
+        return CreationProblem.check(
+            protection: protection,
+            requirement: requirement,
+            passcodeSet: passcodeIsSet,
+            enrolled: !enrolled.isEmpty,
+            applicationPasswordGiven: applicationPasswordGiven
+        )
     }
 
     // MARK: Checks
@@ -122,13 +154,21 @@ extension UserSession {
     private func accessGroup(_ a: [String: KeychainValue], app: AppIdentity) throws -> String {
         guard let value = a["agrp"] else {
             guard let own = app.ownGroup else {
-                throw KeychainFailure(.missingEntitlement, "\(app) runs other programs' code, so it has no keychain items of its own: "
-                                      + "name an access group the person put it in (lactl keychain share GROUP \(app.name))")
+                throw KeychainFailure(
+                    .missingEntitlement,
+                    "\(app) runs other programs' code, so it has no keychain items of its own: "
+                        + "name an access group the person put it in (lactl keychain share GROUP \(app.name))"
+                )
             }
             return own
         }
-        guard case .string(let group) = value, try group == app.ownGroup || storage.accessGroups(uid: uid, containing: app.name).contains(group) else {
-            throw KeychainFailure(.missingEntitlement, "access group \(KeychainRules.describe(value)) is not configured for \(app)")
+        guard case .string(let group) = value,
+            try group == app.ownGroup || storage.accessGroups(uid: uid, containing: app.name).contains(group)
+        else {
+            throw KeychainFailure(
+                .missingEntitlement,
+                "access group \(KeychainRules.describe(value)) is not configured for \(app)"
+            )
         }
         return group
     }
@@ -141,9 +181,18 @@ extension UserSession {
 
     /// Candidates matching every attribute of the query, in creation order. Their attributes are
     /// read only if `readingAttributes` (or the query needs them to match).
-    private func matches(_ query: [String: KeychainValue], app: AppIdentity, readingAttributes: Bool = true) throws -> [StoredItem] {
+    private func matches(
+        _ query: [String: KeychainValue],
+        app: AppIdentity,
+        readingAttributes: Bool = true
+    ) throws -> [StoredItem] {
         let indexed = try KeychainRules.IndexedQuery(query)
-        return try storage.items(matching: indexed, uid: uid, accessGroups: try searchableGroups(app), readingAttributes: readingAttributes)
+        return try storage.items(
+            matching: indexed,
+            uid: uid,
+            accessGroups: try searchableGroups(app),
+            readingAttributes: readingAttributes
+        )
     }
 
     /// Decrypts the item's secret. An item with an application password counts wrong ones
@@ -153,12 +202,23 @@ extension UserSession {
         let guarded = item.sealed.passwordSalt != nil && request.applicationPassword != nil
         var attempts = guarded ? try storage.applicationPasswordAttempts(item: item.id) : PasswordAttempts()
         if let wait = attempts.retryAfter(now: clock.wall()) {
-            logger.notice("application password entry for this item is delayed", metadata: ["uid": "\(uid)", "after": "\(attempts.failures)"])
-            throw KeychainFailure(.authFailed, "application password entry for this item is delayed after \(attempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s")
+            logger.notice(
+                "application password entry for this item is delayed",
+                metadata: ["uid": "\(uid)", "after": "\(attempts.failures)"]
+            )
+            throw KeychainFailure(
+                .authFailed,
+                "application password entry for this item is delayed after \(attempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s"
+            )
         }
         let key = try classKey(KeyClass(item.protection))
         do {
-            let secret = try ItemSealing.open(item.sealed, key: key, identity: item.identity, applicationPassword: request.applicationPassword)
+            let secret = try ItemSealing.open(
+                item.sealed,
+                key: key,
+                identity: item.identity,
+                applicationPassword: request.applicationPassword
+            )
             if attempts.failures > 0 { try storage.setPasswordAttempts(PasswordAttempts(), item: item.id) }
             return secret
         } catch ItemSealing.Problem.applicationPasswordNeeded {
@@ -166,15 +226,21 @@ extension UserSession {
         } catch ItemSealing.Problem.wrongApplicationPassword {
             attempts.recordFailure(now: clock.wall())
             try storage.setPasswordAttempts(attempts, item: item.id)
-            throw KeychainFailure(.authFailed, "wrong application password (\(attempts.failures) in a row for this item)")
+            throw KeychainFailure(
+                .authFailed,
+                "wrong application password (\(attempts.failures) in a row for this item)"
+            )
         } catch {
             throw KeychainFailure(.authFailed, "the item could not be decrypted (damaged)")
         }
     }
 
     private func shaped(_ item: StoredItem, _ request: KeychainRequest, data: Data?) -> KeychainItem {
-        KeychainItem(attributes: request.returnAttributes ? item.attributes : [:], data: request.returnData ? data : nil,
-                     persistentRef: request.returnPersistentRef ? item.persistentRef : nil)
+        KeychainItem(
+            attributes: request.returnAttributes ? item.attributes : [:],
+            data: request.returnData ? data : nil,
+            persistentRef: request.returnPersistentRef ? item.persistentRef : nil
+        )
     }
 
     // MARK: Operations
@@ -182,7 +248,11 @@ extension UserSession {
     private func keychainAdd(_ request: KeychainRequest, app: AppIdentity) async throws -> KeychainReply {
         let new = try KeychainRules.newItem(request.attributes, accessControl: request.accessControl)
         let group = try accessGroup(request.attributes, app: app)
-        if let problem = try await creationProblem(new.protection, new.requirement, applicationPasswordGiven: request.applicationPassword != nil) {
+        if let problem = try await creationProblem(
+            new.protection,
+            new.requirement,
+            applicationPasswordGiven: request.applicationPassword != nil
+        ) {
             throw KeychainFailure(problem)
         }
         let now = clock.wall()
@@ -192,14 +262,32 @@ extension UserSession {
         attributes["pdmn"] = .string(new.protection.rawValue)
         attributes["cdat"] = .date(now)
         attributes["mdat"] = .date(now)
-        var item = StoredItem(uid: uid, accessGroup: group, itemClass: new.itemClass, attributes: attributes, protection: new.protection,
-                              flags: new.flags, enrolmentGeneration: record.enrolmentGeneration,
-                              sealed: ItemSealing.Sealed(wrappedKey: Data(), ciphertext: Data(), passwordSalt: nil),
-                              persistentRef: SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) }, created: now, modified: now)
+        var item = StoredItem(
+            uid: uid,
+            accessGroup: group,
+            itemClass: new.itemClass,
+            attributes: attributes,
+            protection: new.protection,
+            flags: new.flags,
+            enrolmentGeneration: record.enrolmentGeneration,
+            sealed: ItemSealing.Sealed(wrappedKey: Data(), ciphertext: Data(), passwordSalt: nil),
+            persistentRef: SymmetricKey(size: .bits128).withUnsafeBytes { Data($0) },
+            created: now,
+            modified: now
+        )
         item.heldKey = try request.heldKey.map { try heldKey($0, app: app) }
-        item.sealed = try ItemSealing.seal(new.secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
-                                           applicationPassword: new.requirement.applicationPassword ? request.applicationPassword : nil)
-        do { item.id = try await storage.insertItem(item, passcodeEpoch: KeyClass(item.protection) == .passcodeSet ? record.passcodeEpoch : nil) } catch KeychainStoreError.quotaExceeded(let why) {
+        item.sealed = try ItemSealing.seal(
+            new.secret,
+            key: try classKey(KeyClass(item.protection)),
+            identity: item.identity,
+            applicationPassword: new.requirement.applicationPassword ? request.applicationPassword : nil
+        )
+        do {
+            item.id = try await storage.insertItem(
+                item,
+                passcodeEpoch: KeyClass(item.protection) == .passcodeSet ? record.passcodeEpoch : nil
+            )
+        } catch KeychainStoreError.quotaExceeded(let why) {
             throw KeychainFailure(.diskFull, why)
         } catch KeychainStoreError.duplicate {
             throw KeychainFailure(.duplicateItem, "an item with the same primary attributes exists")
@@ -219,12 +307,19 @@ extension UserSession {
         }
         // One item: the first that matches, refused if it cannot be used; all: the usable ones.
         // kSecUseAuthenticationUISkip leaves out items that would prompt.
-        let rules = AccessProofs<StoredItem>.Rules(wanted: wanted, leaveOutInvalidated: request.matchAll,
-                                                   leaveOutNotInteractive: request.authenticationUI == .skip)
+        let rules = AccessProofs<StoredItem>.Rules(
+            wanted: wanted,
+            leaveOutInvalidated: request.matchAll,
+            leaveOutNotInteractive: request.authenticationUI == .skip
+        )
         let pending: PendingKeychain
         do throws(AccessDenial) {
-            pending = PendingKeychain(operation: .copy, request: request, proofs: try await proofs(candidates.map { ($0, $0.protected) }, rules: rules),
-                                      changes: nil)
+            pending = PendingKeychain(
+                operation: .copy,
+                request: request,
+                proofs: try await proofs(candidates.map { ($0, $0.protected) }, rules: rules),
+                changes: nil
+            )
         } catch { throw KeychainFailure(error) }
         return try started(pending)
     }
@@ -238,7 +333,8 @@ extension UserSession {
         case .finished(let accepted, _):
             switch pending.operation {
             case .copy: return .answered(try copyFinish(pending.request, accepted: accepted, waited: false))
-            default: return .answered(try updateFinish(pending.request, pending.changes!, accepted: accepted, waited: false))
+            default:
+                return .answered(try updateFinish(pending.request, pending.changes!, accepted: accepted, waited: false))
             }
         }
     }
@@ -251,7 +347,10 @@ extension UserSession {
         for item in accepted {
             guard try !waited || storage.itemUnchanged(id: item.id, uid: uid, modified: item.modified) else {
                 if request.matchAll { continue }
-                throw KeychainFailure(.itemNotFound, "the item was deleted or changed while the prompt was open; read it again")
+                throw KeychainFailure(
+                    .itemNotFound,
+                    "the item was deleted or changed while the prompt was open; read it again"
+                )
             }
             results.append(shaped(item, request, data: try open(item, request)))
         }
@@ -273,26 +372,44 @@ extension UserSession {
         // The one read of the user's state; nothing after it suspends until the proofs.
         let enrolled = try await identities()
         if let ac = changes.accessControl, let requirement = changes.requirement,
-           let problem = CreationProblem.check(protection: ac.protection, requirement: requirement, passcodeSet: passcodeIsSet,
-                                               enrolled: !enrolled.isEmpty, applicationPasswordGiven: request.applicationPassword != nil) {
+            let problem = CreationProblem.check(
+                protection: ac.protection,
+                requirement: requirement,
+                passcodeSet: passcodeIsSet,
+                enrolled: !enrolled.isEmpty,
+                applicationPasswordGiven: request.applicationPassword != nil
+            )
+        {
             throw KeychainFailure(problem)
         }
         let candidates = try matches(request.attributes, app: app)
         guard !candidates.isEmpty else { throw KeychainFailure(.itemNotFound, "no item matches the query") }
         let state = recordedAccessState
-        let proofs = AccessProofs(candidates.map { (candidate: $0, plan: AccessPlan($0.protected, now: state)) }, rules: .every, planned: state)
+        let proofs = AccessProofs(
+            candidates.map { (candidate: $0, plan: AccessPlan($0.protected, now: state)) },
+            rules: .every,
+            planned: state
+        )
         return try started(PendingKeychain(operation: .update, request: request, proofs: proofs, changes: changes))
     }
 
     /// Every item is resealed before any is written, and all are written in one transaction: an
     /// update that cannot change one of its items (a wrong application password, a duplicate, a
     /// change made meanwhile) changes none.
-    private func updateFinish(_ request: KeychainRequest, _ changes: KeychainRules.Changes, accepted: [StoredItem], waited: Bool) throws -> KeychainReply {
+    private func updateFinish(
+        _ request: KeychainRequest,
+        _ changes: KeychainRules.Changes,
+        accepted: [StoredItem],
+        waited: Bool
+    ) throws -> KeychainReply {
         let now = clock.wall()
         let writes = try accepted.map { old in
             var item = old
             for (key, value) in changes.attributes { item.attributes[key] = value }
-            try KeychainRules.checkSynchronizable(item.attributes, protection: changes.accessControl?.protection ?? item.protection)
+            try KeychainRules.checkSynchronizable(
+                item.attributes,
+                protection: changes.accessControl?.protection ?? item.protection
+            )
             item.attributes["mdat"] = .date(now)
             if let ac = changes.accessControl {
                 item.flags = ac.flags
@@ -303,8 +420,12 @@ extension UserSession {
             // Every update reseals: the seal covers the protection, and opening the old item first
             // means an item with an application password is never rewritten without it.
             let secret = try open(old, request)
-            item.sealed = try ItemSealing.seal(changes.secret ?? secret, key: try classKey(KeyClass(item.protection)), identity: item.identity,
-                                               applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil)
+            item.sealed = try ItemSealing.seal(
+                changes.secret ?? secret,
+                key: try classKey(KeyClass(item.protection)),
+                identity: item.identity,
+                applicationPassword: item.flags.contains(.applicationPassword) ? request.applicationPassword : nil
+            )
             item.modified = now
             return (item: item, expectedModified: old.modified)
         }
@@ -313,7 +434,10 @@ extension UserSession {
         } catch KeychainStoreError.duplicate {
             throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
         } catch KeychainStoreError.changedMeanwhile {
-            throw KeychainFailure(.itemNotFound, "an item changed or was deleted while this update waited; read it again")
+            throw KeychainFailure(
+                .itemNotFound,
+                "an item changed or was deleted while this update waited; read it again"
+            )
         }
         return KeychainReply(status: .success)
     }
@@ -330,7 +454,9 @@ extension UserSession {
 extension UserSession {
     /// Why an item cannot be used now, in words for `lactl keychain`.
     private func unusableReason(_ item: StoredItem) -> String? {
-        if case .invalidated(let why) = AccessPlan(item.protected, now: recordedAccessState) { return "invalidated: " + why.message("item") }
+        if case .invalidated(let why) = AccessPlan(item.protected, now: recordedAccessState) {
+            return "invalidated: " + why.message("item")
+        }
         return nil
     }
 
@@ -338,15 +464,34 @@ extension UserSession {
         try await confirmPasscode(passcode)
         return try storage.allItems(uid: uid).map { item in
             let s = { KeychainRules.string(item.attributes, $0) }
-            return KeychainListing(app: item.accessGroup, itemClass: item.itemClass, service: s("svce"), account: s("acct"), server: s("srvr"),
-                                   label: s("labl"), protection: item.protection, flags: item.flags, created: item.created,
-                                   modified: item.modified, persistentRef: item.persistentRef, unusable: unusableReason(item))
+            return KeychainListing(
+                app: item.accessGroup,
+                itemClass: item.itemClass,
+                service: s("svce"),
+                account: s("acct"),
+                server: s("srvr"),
+                label: s("labl"),
+                protection: item.protection,
+                flags: item.flags,
+                created: item.created,
+                modified: item.modified,
+                persistentRef: item.persistentRef,
+                unusable: unusableReason(item)
+            )
         }
     }
 
     func keychainRemove(passcode: String, persistentRef: Data) async throws {
         try await confirmPasscode(passcode)
-        let found = try storage.items(uid: uid, accessGroups: nil, itemClass: nil, service: nil, account: nil, server: nil, persistentRef: persistentRef)
+        let found = try storage.items(
+            uid: uid,
+            accessGroups: nil,
+            itemClass: nil,
+            service: nil,
+            account: nil,
+            server: nil,
+            persistentRef: persistentRef
+        )
         guard !found.isEmpty else { throw Failure(.notFound, "no item has that reference") }
         try storage.deleteItems(ids: found.map(\.id), uid: uid)
     }
@@ -356,10 +501,16 @@ extension UserSession {
     func configureAccessGroup(passcode: String, name: String, apps: [String]) async throws {
         guard !name.isEmpty, name.utf8.count <= 128, !AppIdentity.isIdentityName(name) else {
             // A group named like an app identity would hand over that app's items.
-            throw Failure(.invalidParameter, "a group name has 1 to 128 bytes and does not start with \(AppIdentity.identityPrefixes.map { "\"\($0)\"" }.joined(separator: ", "))")
+            throw Failure(
+                .invalidParameter,
+                "a group name has 1 to 128 bytes and does not start with \(AppIdentity.identityPrefixes.map { "\"\($0)\"" }.joined(separator: ", "))"
+            )
         }
         guard apps.count <= 32, apps.allSatisfy({ AppIdentity.isMemberName($0) && $0.utf8.count <= 1024 }) else {
-            throw Failure(.invalidParameter, "members are up to 32 absolute executable paths or sandboxed apps (flatpak:APP_ID, snap:NAME)")
+            throw Failure(
+                .invalidParameter,
+                "members are up to 32 absolute executable paths or sandboxed apps (flatpak:APP_ID, snap:NAME)"
+            )
         }
         try await confirmPasscode(passcode)
         try storage.setAccessGroup(uid: uid, name: name, apps: apps)

@@ -11,7 +11,9 @@ struct PrehashedSHA256: Digest {
         guard data.count == Self.byteCount else { return nil }
         bytes = Array(data)
     }
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes(body)
+    }
     func makeIterator() -> Array<UInt8>.Iterator { bytes.makeIterator() }
     var description: String { "SHA256 digest" }
 }
@@ -36,7 +38,12 @@ extension UserSession {
     /// The key owner of `app`: an interpreter has none (`AppIdentity`).
     private func owner(_ app: AppIdentity) throws -> String {
         guard let own = app.ownGroup else {
-            throw KeyReplyError(KeyReply(problem: .notAvailable, message: "\(app) runs other programs' code, so it has no Secure Enclave keys of its own"))
+            throw KeyReplyError(
+                KeyReply(
+                    problem: .notAvailable,
+                    message: "\(app) runs other programs' code, so it has no Secure Enclave keys of its own"
+                )
+            )
         }
         return own
     }
@@ -47,10 +54,15 @@ extension UserSession {
         let owner = try owner(app)
         let opened: KeyBlob?
         switch try liveKey(blob, app: app) {
-        case .legacy(let blob): opened = KeyBlob.openLegacy(blob, kind: kind, userKey: keys.legacy, uid: uid, app: owner)
+        case .legacy(let blob):
+            opened = KeyBlob.openLegacy(blob, kind: kind, userKey: keys.legacy, uid: uid, app: owner)
         case .recorded(let blob, let key): opened = KeyBlob.open(blob, kind: kind, key: key, uid: uid, app: owner)
         }
-        guard let opened else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged")) }
+        guard let opened else {
+            throw KeyReplyError(
+                KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged")
+            )
+        }
         return opened
     }
 
@@ -64,20 +76,40 @@ extension UserSession {
     private func liveKey(_ blob: Data?, app: AppIdentity) throws -> LiveKey {
         let owner = try owner(app)
         guard let blob, let handle = KeyBlob.handle(of: blob) else {
-            throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a Secure Enclave key's data representation"))
+            throw KeyReplyError(
+                KeyReply(problem: .invalidKey, message: "not a Secure Enclave key's data representation")
+            )
         }
-        let deleted = KeyReplyError(KeyReply(problem: .invalidKey, message: "this Secure Enclave key was deleted (with its keychain item or its right), or was never this daemon's: make a new one"))
+        let deleted = KeyReplyError(
+            KeyReply(
+                problem: .invalidKey,
+                message:
+                    "this Secure Enclave key was deleted (with its keychain item or its right), or was never this daemon's: make a new one"
+            )
+        )
         if handle.isLegacy {
             if try storage.isRevoked(handle) { throw deleted }
             return .legacy(blob)
         }
         guard let record = try storage.keyRecord(handle) else { throw deleted }
-        guard record.uid == uid, record.app == owner else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a key of this user and app")) }
-        if record.isDestroyed {
-            throw KeyReplyError(KeyReply(problem: .invalidated, message: "this key was made …WhenPasscodeSetThisDeviceOnly and the passcode was removed: it can never be used again"))
+        guard record.uid == uid, record.app == owner else {
+            throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a key of this user and app"))
         }
-        guard let key = KeyHierarchy.unwrap(record.wrapped, under: try classKey(record.keyClass),
-                                            context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes))
+        if record.isDestroyed {
+            throw KeyReplyError(
+                KeyReply(
+                    problem: .invalidated,
+                    message:
+                        "this key was made …WhenPasscodeSetThisDeviceOnly and the passcode was removed: it can never be used again"
+                )
+            )
+        }
+        guard
+            let key = KeyHierarchy.unwrap(
+                record.wrapped,
+                under: try classKey(record.keyClass),
+                context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes)
+            )
         else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "the key's record is damaged")) }
         return .recorded(blob, key)
     }
@@ -90,7 +122,10 @@ extension UserSession {
             throw KeychainFailure(.param, "the held key is not usable: \(e.reply.message ?? "")")
         }
         if case .legacy = live, let owner = app.ownGroup,
-           !KeyRequest.Kind.allCases.contains(where: { KeyBlob.openLegacy(blob, kind: $0, userKey: keys.legacy, uid: uid, app: owner) != nil }) {
+            !KeyRequest.Kind.allCases.contains(where: {
+                KeyBlob.openLegacy(blob, kind: $0, userKey: keys.legacy, uid: uid, app: owner) != nil
+            })
+        {
             throw KeychainFailure(.param, "the held key is not a key of this user and app")
         }
         return KeyBlob.handle(of: blob)!
@@ -106,13 +141,25 @@ extension UserSession {
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 return .answered(KeyReply(publicKey: try Self.publicKey(of: key)))
             case .verify:
-                guard r.kind != .keyAgreement else { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "a key agreement key does not verify")) }
+                guard r.kind != .keyAgreement else {
+                    throw KeyReplyError(
+                        KeyReply(problem: .invalidParameter, message: "a key agreement key does not verify")
+                    )
+                }
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 guard let digest = Self.digest(of: r), let der = r.signature else {
-                    throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "verify needs a 32-byte digest and a DER signature"))
+                    throw KeyReplyError(
+                        KeyReply(
+                            problem: .invalidParameter,
+                            message: "verify needs a 32-byte digest and a DER signature"
+                        )
+                    )
                 }
                 let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
-                let valid = (try? P256.Signing.ECDSASignature(derRepresentation: der)).map { publicKey.isValidSignature($0, for: digest) } ?? false
+                let valid =
+                    (try? P256.Signing.ECDSASignature(derRepresentation: der)).map {
+                        publicKey.isValidSignature($0, for: digest)
+                    } ?? false
                 return .answered(KeyReply(valid: valid))
             case .attest:
                 guard let attestor else { throw KeyReplyError(Self.noAttestation) }
@@ -132,7 +179,13 @@ extension UserSession {
                 let use = try Self.use(of: key, r)
                 var pending: PendingKeyUse
                 do throws(AccessDenial) {
-                    pending = PendingKeyUse(request: r, app: app, key: key, use: use, proofs: try await proofs([(key, key.protected)], rules: .every))
+                    pending = PendingKeyUse(
+                        request: r,
+                        app: app,
+                        key: key,
+                        use: use,
+                        proofs: try await proofs([(key, key.protected)], rules: .every)
+                    )
                 } catch { return .answered(KeyReply(error)) }
                 switch pending.proofs.next() {
                 case .prove: return .proving(pending)
@@ -172,29 +225,67 @@ extension UserSession {
         }
     }
 
-    private static let noAttestation = KeyReply(problem: .notAvailable, message: "this daemon's attestation authority is not usable (its log says why): keys are not attested")
+    private static let noAttestation = KeyReply(
+        problem: .notAvailable,
+        message: "this daemon's attestation authority is not usable (its log says why): keys are not attested"
+    )
 
     private func createKey(_ r: KeyRequest, app: AppIdentity) async throws -> KeyReply {
         let owner = try owner(app)
         let ac = r.accessControl ?? AccessControlValue(protection: .afterFirstUnlockThisDeviceOnly, flags: [])
         let requirement: AccessRequirement
-        do { requirement = try AccessRequirement(flags: ac.flags) } catch { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "\(error)")) }
-        if requirement.applicationPassword { throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "applicationPassword is not supported for Secure Enclave keys")) }
+        do { requirement = try AccessRequirement(flags: ac.flags) } catch {
+            throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "\(error)"))
+        }
+        if requirement.applicationPassword {
+            throw KeyReplyError(
+                KeyReply(
+                    problem: .invalidParameter,
+                    message: "applicationPassword is not supported for Secure Enclave keys"
+                )
+            )
+        }
         if let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: false) {
             throw KeyReplyError(KeyReply(problem: .notAvailable, message: problem.description))
         }
-        let raw: Data = r.kind == .keyAgreement ? P256.KeyAgreement.PrivateKey().rawRepresentation : P256.Signing.PrivateKey().rawRepresentation
-        let key = KeyBlob(kind: r.kind, privateKey: raw, protection: ac.protection, flags: ac.flags,
-                          enrolmentGeneration: record.enrolmentGeneration, passcodeEpoch: record.passcodeEpoch)
+        let raw: Data =
+            r.kind == .keyAgreement
+            ? P256.KeyAgreement.PrivateKey().rawRepresentation : P256.Signing.PrivateKey().rawRepresentation
+        let key = KeyBlob(
+            kind: r.kind,
+            privateKey: raw,
+            protection: ac.protection,
+            flags: ac.flags,
+            enrolmentGeneration: record.enrolmentGeneration,
+            passcodeEpoch: record.passcodeEpoch
+        )
         // The record first, durably: a blob is never answered for a key the daemon does not hold.
-        let handle = KeyHandle.random(), keyKey = SymmetricKey(size: .bits256), keyClass = KeyClass(ac.protection)
-        let wrapped = try KeyHierarchy.wrap(keyKey, under: try classKey(keyClass), context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes))
+        let handle = KeyHandle.random()
+        let keyKey = SymmetricKey(size: .bits256)
+        let keyClass = KeyClass(ac.protection)
+        let wrapped = try KeyHierarchy.wrap(
+            keyKey,
+            under: try classKey(keyClass),
+            context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes)
+        )
         do {
-            try storage.insertKeyRecord(KeyRecord(handle: handle, uid: uid, app: owner, keyClass: keyClass, wrapped: wrapped, created: clock.wall()))
+            try storage.insertKeyRecord(
+                KeyRecord(
+                    handle: handle,
+                    uid: uid,
+                    app: owner,
+                    keyClass: keyClass,
+                    wrapped: wrapped,
+                    created: clock.wall()
+                )
+            )
         } catch let e as KeyStoreError {
             throw KeyReplyError(KeyReply(problem: .notAvailable, message: e.description))
         }
-        return KeyReply(blob: try key.sealed(key: keyKey, handle: handle, uid: uid, app: owner), publicKey: try Self.publicKey(of: key))
+        return KeyReply(
+            blob: try key.sealed(key: keyKey, handle: handle, uid: uid, app: owner),
+            publicKey: try Self.publicKey(of: key)
+        )
     }
 
     /// The digest to sign or verify: given, or SHA-256 of the given message.
@@ -206,8 +297,10 @@ extension UserSession {
 
     private static func publicKey(of key: KeyBlob) throws -> Data {
         switch key.kind {
-        case .signing, .general: return try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
-        case .keyAgreement: return try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
+        case .signing, .general:
+            return try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
+        case .keyAgreement:
+            return try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
         }
     }
 
@@ -219,7 +312,9 @@ extension UserSession {
     }
 
     private static func use(of key: KeyBlob, _ r: KeyRequest) throws -> KeyUse {
-        func refuse(_ message: String) -> KeyReplyError { KeyReplyError(KeyReply(problem: .invalidParameter, message: message)) }
+        func refuse(_ message: String) -> KeyReplyError {
+            KeyReplyError(KeyReply(problem: .invalidParameter, message: message))
+        }
         switch r.operation {
         case .sign:
             guard key.kind != .keyAgreement else { throw refuse("a key agreement key does not sign") }
@@ -227,7 +322,9 @@ extension UserSession {
             return .sign(digest)
         case .agree:
             guard key.kind != .signing else { throw refuse("a signing key does not agree") }
-            guard let peerBytes = r.peerPublicKey, let peer = try? P256.KeyAgreement.PublicKey(x963Representation: peerBytes) else {
+            guard let peerBytes = r.peerPublicKey,
+                let peer = try? P256.KeyAgreement.PublicKey(x963Representation: peerBytes)
+            else {
                 throw refuse("agree needs the peer's P-256 public key (X9.63)")
             }
             if let d = r.derivation, !(1...65536).contains(d.byteCount) || d.sharedInfo.count > 4096 {
@@ -245,7 +342,8 @@ extension UserSession {
             let signature = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).signature(for: digest)
             return KeyReply(signature: signature.rawRepresentation, signatureDER: signature.derRepresentation)
         case .agree(let peer, let derivation):
-            let secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).sharedSecretFromKeyAgreement(with: peer)
+            let secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey)
+                .sharedSecretFromKeyAgreement(with: peer)
             guard let d = derivation else { return KeyReply(sharedSecret: secret.withUnsafeBytes { Data($0) }) }
             return KeyReply(derivedKey: Self.derive(secret, d))
         }
@@ -257,10 +355,30 @@ extension UserSession {
     fileprivate static func derive(_ secret: SharedSecret, _ d: KeyDerivation) -> Data {
         let key: SymmetricKey
         switch d.hash {
-        case .sha1: key = secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
-        case .sha256: key = secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
-        case .sha384: key = secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
-        case .sha512: key = secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: d.sharedInfo, outputByteCount: d.byteCount)
+        case .sha1:
+            key = secret.x963DerivedSymmetricKey(
+                using: Insecure.SHA1.self,
+                sharedInfo: d.sharedInfo,
+                outputByteCount: d.byteCount
+            )
+        case .sha256:
+            key = secret.x963DerivedSymmetricKey(
+                using: SHA256.self,
+                sharedInfo: d.sharedInfo,
+                outputByteCount: d.byteCount
+            )
+        case .sha384:
+            key = secret.x963DerivedSymmetricKey(
+                using: SHA384.self,
+                sharedInfo: d.sharedInfo,
+                outputByteCount: d.byteCount
+            )
+        case .sha512:
+            key = secret.x963DerivedSymmetricKey(
+                using: SHA512.self,
+                sharedInfo: d.sharedInfo,
+                outputByteCount: d.byteCount
+            )
         }
         return key.withUnsafeBytes { Data($0) }
     }

@@ -11,9 +11,18 @@ extension UserSession {
 
     /// Checks the passcode outside an evaluation (changing it, enrolment). Counts like any attempt.
     private func requirePasscode(_ passcode: String) async throws {
-        if let refusal = PasscodeCheck.admit(passcodeSet: passcodeIsSet, ledger: record.ledger, now: clock.monotonic()) { throw refusal.failure }
+        if let refusal = PasscodeCheck.admit(passcodeSet: passcodeIsSet, ledger: record.ledger, now: clock.monotonic())
+        {
+            throw refusal.failure
+        }
         let (correct, attempt) = try await checkPasscode(passcode)
-        let result = PasscodeCheck.record(correct: correct, attempt: attempt, ledger: &record.ledger, now: clock.monotonic(), wall: clock.wall())
+        let result = PasscodeCheck.record(
+            correct: correct,
+            attempt: attempt,
+            ledger: &record.ledger,
+            now: clock.monotonic(),
+            wall: clock.wall()
+        )
         try persist()
         if let failure = result.failure { throw failure }
     }
@@ -40,7 +49,9 @@ extension UserSession {
         if usesPAM, let service = config.pamService {
             let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
             if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }
-            if case .refused(let why) = outcome { logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"]) }
+            if case .refused(let why) = outcome {
+                logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
+            }
             return (outcome == .accepted, nil)
         }
         guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
@@ -57,9 +68,16 @@ extension UserSession {
         var next = verifier
         if verifier.needsUpgrade(toCost: config.passcodeCost) {
             let cost = config.passcodeCost
-            guard let remade = try? await BlockingWork.compute({ try PasscodeVerifier.remade(passcode: passcode, cost: cost) }) else { return }
+            guard
+                let remade = try? await BlockingWork.compute({
+                    try PasscodeVerifier.remade(passcode: passcode, cost: cost)
+                })
+            else { return }
             next = remade
-            logger.info("passcode verifier upgraded", metadata: ["uid": "\(uid)", "from": "\(verifier.cost)", "to": "\(cost)"])
+            logger.info(
+                "passcode verifier upgraded",
+                metadata: ["uid": "\(uid)", "from": "\(verifier.cost)", "to": "\(cost)"]
+            )
         }
         next.length = passcode.count
         // The passcode may have changed while scrypt ran.
@@ -70,14 +88,25 @@ extension UserSession {
     func confirmPasscode(_ passcode: String) async throws { try await requirePasscode(passcode) }
 
     func setPasscode(current: String?, new: String) async throws {
-        if usesPAM { throw Failure(.notPermitted, "the device passcode is your login password (PAM service \(config.pamService ?? "")); change it with passwd") }
-        do { try PasscodeVerifier.validate(new, minimumLength: config.passcodeMinimumLength) } catch { throw Failure(.invalidParameter, "\(error)") }
+        if usesPAM {
+            throw Failure(
+                .notPermitted,
+                "the device passcode is your login password (PAM service \(config.pamService ?? "")); change it with passwd"
+            )
+        }
+        do { try PasscodeVerifier.validate(new, minimumLength: config.passcodeMinimumLength) } catch {
+            throw Failure(.invalidParameter, "\(error)")
+        }
         if record.passcode != nil {
-            guard let current else { throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode") }
+            guard let current else {
+                throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode")
+            }
             try await requirePasscode(current)
         }
         let (cost, minimum) = (config.passcodeCost, config.passcodeMinimumLength)
-        record.passcode = try await BlockingWork.compute { try PasscodeVerifier.make(passcode: new, cost: cost, minimumLength: minimum) }
+        record.passcode = try await BlockingWork.compute {
+            try PasscodeVerifier.make(passcode: new, cost: cost, minimumLength: minimum)
+        }
         record.ledger.passcodeChanged(wall: clock.wall())
         try persist()
     }
@@ -89,7 +118,12 @@ extension UserSession {
         guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
         enrolmentBusy = true
         defer { enrolmentBusy = false }
-        if usesPAM { throw Failure(.notPermitted, "the device passcode is your login password (PAM service \(config.pamService ?? "")); it cannot be removed here") }
+        if usesPAM {
+            throw Failure(
+                .notPermitted,
+                "the device passcode is your login password (PAM service \(config.pamService ?? "")); it cannot be removed here"
+            )
+        }
         try await requirePasscode(current)
         if let sensor, !record.enrolment.isEmpty {
             record.enrolment = try await sensor.unenrollAll(uid: uid, stored: record.enrolment)
@@ -104,7 +138,12 @@ extension UserSession {
         do {
             let removed = try storage.removePasscodeClass(saving: record)
             saved = record
-            if removed > 0 { logger.info("removed passcode-bound keychain items", metadata: ["uid": "\(uid)", "count": "\(removed)"]) }
+            if removed > 0 {
+                logger.info(
+                    "removed passcode-bound keychain items",
+                    metadata: ["uid": "\(uid)", "count": "\(removed)"]
+                )
+            }
         } catch {
             record = saved
             logger.error("could not remove the passcode", metadata: ["uid": "\(uid)", "error": "\(error)"])
@@ -112,7 +151,11 @@ extension UserSession {
         }
     }
 
-    func enroll(passcode: String, name: String, progress: @escaping @Sendable (EnrolmentProgress) -> Void = { _ in }) async throws {
+    func enroll(
+        passcode: String,
+        name: String,
+        progress: @escaping @Sendable (EnrolmentProgress) -> Void = { _ in }
+    ) async throws {
         // One enrolment change at a time: the sensor call suspends, and a second change must not
         // start from the list the first is replacing.
         guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
@@ -161,14 +204,20 @@ extension UserSession {
     /// on success.
     func resetPasscodeLockout(loginPassword password: String) async throws {
         if usesPAM {
-            throw Failure(.notPermitted, "your device passcode is your login password: its counter is lifted by root (sudo lactl admin reset-passcode --uid \(uid))")
+            throw Failure(
+                .notPermitted,
+                "your device passcode is your login password: its counter is lifted by root (sudo lactl admin reset-passcode --uid \(uid))"
+            )
         }
         guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
         loginCheckBusy = true
         defer { loginCheckBusy = false }
         if let wait = record.loginPasswordAttempts.retryAfter(now: clock.wall()) {
-            throw Failure(.passcodeRetryLater, "login password entry is delayed after \(record.loginPasswordAttempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s",
-                          retryAfter: wait)
+            throw Failure(
+                .passcodeRetryLater,
+                "login password entry is delayed after \(record.loginPasswordAttempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s",
+                retryAfter: wait
+            )
         }
         let before = record.loginPasswordAttempts
         record.loginPasswordAttempts.recordFailure(now: clock.wall())
@@ -180,7 +229,10 @@ extension UserSession {
             try persist()
         case .refused(let why):
             logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
-            throw Failure(.passcodeIncorrect, "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)")
+            throw Failure(
+                .passcodeIncorrect,
+                "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)"
+            )
         case .unsuitable(let why):
             record.loginPasswordAttempts = before
             try persist()

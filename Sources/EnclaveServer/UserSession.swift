@@ -37,14 +37,33 @@ actor UserSession {
     /// Certifies this user's Secure Enclave keys (`KeyRequest.Operation.attest`).
     let attestor: KeyAttestor?
 
-    init(uid: UInt32, storage: Storage, sensor: (any BiometricSensor)?, config: DaemonConfiguration, clock: any EnclaveClock, logger: Logger,
-         stopping: StopFlag = StopFlag(), attestor: KeyAttestor?, keys: UserKeys) throws {
-        self.uid = uid; self.storage = storage; self.sensor = sensor; self.config = config; self.clock = clock; self.logger = logger
-        self.stopping = stopping; self.attestor = attestor
+    init(
+        uid: UInt32,
+        storage: Storage,
+        sensor: (any BiometricSensor)?,
+        config: DaemonConfiguration,
+        clock: any EnclaveClock,
+        logger: Logger,
+        stopping: StopFlag = StopFlag(),
+        attestor: KeyAttestor?,
+        keys: UserKeys
+    ) throws {
+        self.uid = uid
+        self.storage = storage
+        self.sensor = sensor
+        self.config = config
+        self.clock = clock
+        self.logger = logger
+        self.stopping = stopping
+        self.attestor = attestor
         self.keys = keys
         let loaded = try storage.loadUser(uid)
         var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())
-        let changed = r.ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: config.mode == .system, wall: clock.wall())
+        let changed = r.ledger.noteLoaded(
+            now: clock.monotonic(),
+            lockBiometryOnBoot: config.mode == .system,
+            wall: clock.wall()
+        )
         if loaded == nil || changed { try storage.save(r) }
         record = r
         saved = r
@@ -86,14 +105,21 @@ actor UserSession {
             record.enrolment = now
             record.enrolmentGeneration += 1
             record.enrolmentChangedElsewhereAt = clock.wall()
-            logger.notice("the enrolled set was changed outside laenclaved", metadata: ["uid": "\(uid)", "identities": "\(now.count)"])
+            logger.notice(
+                "the enrolled set was changed outside laenclaved",
+                metadata: ["uid": "\(uid)", "identities": "\(now.count)"]
+            )
             try persist()
         }
         return now
     }
 
     func facts() async throws -> DeviceFacts {
-        DeviceFacts(sensor: sensor?.info.kind ?? .none, enrolled: !(try await identities()).isEmpty, passcodeSet: passcodeIsSet)
+        DeviceFacts(
+            sensor: sensor?.info.kind ?? .none,
+            enrolled: !(try await identities()).isEmpty,
+            passcodeSet: passcodeIsSet
+        )
     }
 
     func domainState(app: String) async throws -> Data? {
@@ -103,8 +129,13 @@ actor UserSession {
 
     /// The domain state of the enrolled set as last read (an evaluation read it when it started).
     func recordedDomainState(app: String) -> Data? {
-        domainStates.hash(secret: record.domainSecret, app: app, sensor: sensor?.info.name ?? "",
-                          generation: record.enrolmentGeneration, identities: record.enrolment)
+        domainStates.hash(
+            secret: record.domainSecret,
+            app: app,
+            sensor: sensor?.info.name ?? "",
+            generation: record.enrolmentGeneration,
+            identities: record.enrolment
+        )
     }
 
     // MARK: Queries
@@ -112,7 +143,8 @@ actor UserSession {
     func canEvaluate(policy: PolicyValue, app: String) async throws -> CanEvaluateReply {
         let f = try await facts()
         let problem = Preflight.check(policy, facts: f, ledger: record.ledger, wall: clock.wall())
-        let state = problem == nil && policy == .deviceOwnerAuthenticationWithBiometrics ? try await domainState(app: app) : nil
+        let state =
+            problem == nil && policy == .deviceOwnerAuthenticationWithBiometrics ? try await domainState(app: app) : nil
         return CanEvaluateReply(biometryType: f.sensor, error: problem?.0, message: problem?.1, domainState: state)
     }
 
@@ -127,13 +159,26 @@ actor UserSession {
         case .disabled: disabled = true
         }
         return UserStatus(
-            uid: uid, mode: config.mode, app: app, sensor: sensor?.info, enrolledCount: ids.count, passcodeSet: passcodeIsSet,
-            biometricFailures: record.ledger.biometricFailures, biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
-            passcodeFailures: record.ledger.passcodeFailures, passcodeRetryAfter: retryAfter, passcodeDisabled: disabled,
-            queuedEvents: script.count, domainState: try await domainState(app: app), simulationEnabled: config.simulationEnabled,
-            promptOpen: activePromptApp == app, passcodeMinimumLength: usesPAM ? nil : config.passcodeMinimumLength,
-            passcodeShorterThanMinimum: usesPAM ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength },
-            enrolmentChangedElsewhereAt: record.enrolmentChangedElsewhereAt?.timeIntervalSince1970)
+            uid: uid,
+            mode: config.mode,
+            app: app,
+            sensor: sensor?.info,
+            enrolledCount: ids.count,
+            passcodeSet: passcodeIsSet,
+            biometricFailures: record.ledger.biometricFailures,
+            biometryLockout: record.ledger.biometryRefusal(now: clock.wall())?.rawValue,
+            passcodeFailures: record.ledger.passcodeFailures,
+            passcodeRetryAfter: retryAfter,
+            passcodeDisabled: disabled,
+            queuedEvents: script.count,
+            domainState: try await domainState(app: app),
+            simulationEnabled: config.simulationEnabled,
+            promptOpen: activePromptApp == app,
+            passcodeMinimumLength: usesPAM ? nil : config.passcodeMinimumLength,
+            passcodeShorterThanMinimum: usesPAM
+                ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength },
+            enrolmentChangedElsewhereAt: record.enrolmentChangedElsewhereAt?.timeIntervalSince1970
+        )
     }
 
     // MARK: The scripted person
@@ -150,12 +195,30 @@ actor UserSession {
 
     // MARK: Evaluation
 
-    func evaluate(policy: PolicyValue, passcodeOnly: Bool = false, options: EvaluationOptions, app: String, authorization: ContextAuthorization?,
-                  inputs: AsyncStream<SessionInput>, continuation: AsyncStream<SessionInput>.Continuation, captureExecutor: (any TaskExecutor)? = nil,
-                  show: @escaping @Sendable (PromptScreen) async -> Void,
-                  audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry) async -> EvaluationReport {
-        var runner = EvaluationRunner(policy: policy, passcodeOnly: passcodeOnly, options: options, app: app, authorization: authorization,
-                                      inputs: inputs, continuation: continuation, captureExecutor: captureExecutor, show: show, audit: audit)
+    func evaluate(
+        policy: PolicyValue,
+        passcodeOnly: Bool = false,
+        options: EvaluationOptions,
+        app: String,
+        authorization: ContextAuthorization?,
+        inputs: AsyncStream<SessionInput>,
+        continuation: AsyncStream<SessionInput>.Continuation,
+        captureExecutor: (any TaskExecutor)? = nil,
+        show: @escaping @Sendable (PromptScreen) async -> Void,
+        audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+    ) async -> EvaluationReport {
+        var runner = EvaluationRunner(
+            policy: policy,
+            passcodeOnly: passcodeOnly,
+            options: options,
+            app: app,
+            authorization: authorization,
+            inputs: inputs,
+            continuation: continuation,
+            captureExecutor: captureExecutor,
+            show: show,
+            audit: audit
+        )
         return await runner.run(on: self)
     }
 
@@ -203,7 +266,10 @@ func accountName(uid: UInt32) -> String {
             guard status == 0, found != nil, let name = entry.pw_name else { return (status, nil) }
             return (status, String(cString: name))
         }
-        if status == ERANGE && size < 1 << 20 { size *= 4; continue }
+        if status == ERANGE && size < 1 << 20 {
+            size *= 4
+            continue
+        }
         return name ?? String(uid)
     }
 }

@@ -35,15 +35,21 @@ public struct AttestationAuthority: Sendable {
         let rootName = try name(common: "laenclaved attestation root")
         let rootPublic = Certificate.PublicKey(rootKey.publicKey)
         let root = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: rootPublic,
-            notValidBefore: validFrom, notValidAfter: noExpiry, issuer: rootName, subject: rootName,
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: rootPublic,
+            notValidBefore: validFrom,
+            notValidAfter: noExpiry,
+            issuer: rootName,
+            subject: rootName,
             signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 1))
                 Critical(KeyUsage(keyCertSign: true))
                 SubjectKeyIdentifier(hash: rootPublic)
             },
-            issuerPrivateKey: Certificate.PrivateKey(rootKey))
+            issuerPrivateKey: Certificate.PrivateKey(rootKey)
+        )
         let key = P256.Signing.PrivateKey()
         let keyPublic = Certificate.PublicKey(key.publicKey)
         var extensions = try Certificate.Extensions {
@@ -54,13 +60,25 @@ public struct AttestationAuthority: Sendable {
         }
         var mode = DER.Serializer()
         try mode.serialize(ASN1UTF8String(daemonMode.rawValue))
-        try extensions.append(Certificate.Extension(oid: LaenclavedAttestation.daemonModeExtensionID, critical: false, value: ArraySlice(mode.serializedBytes)))
+        try extensions.append(
+            Certificate.Extension(
+                oid: LaenclavedAttestation.daemonModeExtensionID,
+                critical: false,
+                value: ArraySlice(mode.serializedBytes)
+            )
+        )
         let certificate = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: keyPublic,
-            notValidBefore: validFrom, notValidAfter: noExpiry, issuer: rootName,
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: keyPublic,
+            notValidBefore: validFrom,
+            notValidAfter: noExpiry,
+            issuer: rootName,
             subject: try name(common: "laenclaved attestation key"),
-            signatureAlgorithm: .ecdsaWithSHA256, extensions: extensions,
-            issuerPrivateKey: Certificate.PrivateKey(rootKey))
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: extensions,
+            issuerPrivateKey: Certificate.PrivateKey(rootKey)
+        )
         return AttestationAuthority(root: root, certificate: certificate, key: key)
     }
 
@@ -74,13 +92,32 @@ public struct AttestationAuthority: Sendable {
         }
         var aaguid = DER.Serializer()
         try aaguid.serialize(ASN1OctetString(contentBytes: ArraySlice(LaenclavedAttestation.aaguid)))
-        try extensions.append(Certificate.Extension(oid: LaenclavedAttestation.fidoAAGUIDExtensionID, critical: false, value: ArraySlice(aaguid.serializedBytes)))
-        try extensions.append(Certificate.Extension(oid: KeyDescription.extensionID, critical: false, value: ArraySlice(try description.derBytes())))
+        try extensions.append(
+            Certificate.Extension(
+                oid: LaenclavedAttestation.fidoAAGUIDExtensionID,
+                critical: false,
+                value: ArraySlice(aaguid.serializedBytes)
+            )
+        )
+        try extensions.append(
+            Certificate.Extension(
+                oid: KeyDescription.extensionID,
+                critical: false,
+                value: ArraySlice(try description.derBytes())
+            )
+        )
         return try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: Certificate.PublicKey(publicKey),
-            notValidBefore: Self.validFrom, notValidAfter: Self.noExpiry, issuer: certificate.subject,
-            subject: try Self.name(common: "laenclaved key"), signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: extensions, issuerPrivateKey: Certificate.PrivateKey(key))
+            version: .v3,
+            serialNumber: Certificate.SerialNumber(),
+            publicKey: Certificate.PublicKey(publicKey),
+            notValidBefore: Self.validFrom,
+            notValidAfter: Self.noExpiry,
+            issuer: certificate.subject,
+            subject: try Self.name(common: "laenclaved key"),
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: extensions,
+            issuerPrivateKey: Certificate.PrivateKey(key)
+        )
     }
 
     /// The packed x5c for a key: its certificate, then the attestation key's (not the root: the
@@ -92,7 +129,8 @@ public struct AttestationAuthority: Sendable {
     /// The daemon mode an attestation key's certificate states, if it is one of ours.
     public static func daemonMode(of attestationKeyCertificate: Certificate) -> DaemonMode? {
         guard let stated = attestationKeyCertificate.extensions[oid: LaenclavedAttestation.daemonModeExtensionID],
-              let text = try? ASN1UTF8String(derEncoded: stated.value) else { return nil }
+            let text = try? ASN1UTF8String(derEncoded: stated.value)
+        else { return nil }
         return DaemonMode(rawValue: String(text))
     }
 
@@ -117,11 +155,17 @@ public struct AttestationAuthority: Sendable {
         public var root: Data
         public var certificate: Data
         public var key: Data
-        public init(root: Data, certificate: Data, key: Data) { self.root = root; self.certificate = certificate; self.key = key }
+        public init(root: Data, certificate: Data, key: Data) {
+            self.root = root
+            self.certificate = certificate
+            self.key = key
+        }
     }
 
     public var stored: Stored {
-        get throws { Stored(root: try Self.der(root), certificate: try Self.der(certificate), key: key.rawRepresentation) }
+        get throws {
+            Stored(root: try Self.der(root), certificate: try Self.der(certificate), key: key.rawRepresentation)
+        }
     }
 
     public init(_ stored: Stored) throws {
@@ -134,7 +178,9 @@ public struct AttestationAuthority: Sendable {
     }
 
     init(root: Certificate, certificate: Certificate, key: P256.Signing.PrivateKey) {
-        self.root = root; self.certificate = certificate; self.key = key
+        self.root = root
+        self.certificate = certificate
+        self.key = key
     }
 
     public static func der(_ certificate: Certificate) throws -> Data {

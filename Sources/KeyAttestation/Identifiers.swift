@@ -6,7 +6,9 @@ public enum LaenclavedAttestation {
     /// laenclaved's AAGUID (df28713a-12ba-40ca-8003-eca26f10f554): in the attested credential data
     /// of every key it attests and in each key certificate's FIDO AAGUID extension, so a relying
     /// party can tell laenclaved from any other authenticator model.
-    public static let aaguid = Data([0xdf, 0x28, 0x71, 0x3a, 0x12, 0xba, 0x40, 0xca, 0x80, 0x03, 0xec, 0xa2, 0x6f, 0x10, 0xf5, 0x54])
+    public static let aaguid = Data([
+        0xdf, 0x28, 0x71, 0x3a, 0x12, 0xba, 0x40, 0xca, 0x80, 0x03, 0xec, 0xa2, 0x6f, 0x10, 0xf5, 0x54,
+    ])
 
     /// FIDO's id-fido-gen-ce-aaguid (1.3.6.1.4.1.45724.1.1.4): an OCTET STRING holding the AAGUID,
     /// which WebAuthn §8.2.1 compares with the attested credential data's.

@@ -36,10 +36,20 @@ public struct KeyDescription: Equatable, Sendable {
     public var protection: Protection
     public var accessControl: AccessControlFlags
 
-    public init(daemonMode: DaemonMode, sensor: Sensor, simulationAllowed: Bool, keyKind: KeyRequest.Kind, protection: Protection,
-                accessControl: AccessControlFlags) {
-        self.daemonMode = daemonMode; self.sensor = sensor; self.simulationAllowed = simulationAllowed
-        self.keyKind = keyKind; self.protection = protection; self.accessControl = accessControl
+    public init(
+        daemonMode: DaemonMode,
+        sensor: Sensor,
+        simulationAllowed: Bool,
+        keyKind: KeyRequest.Kind,
+        protection: Protection,
+        accessControl: AccessControlFlags
+    ) {
+        self.daemonMode = daemonMode
+        self.sensor = sensor
+        self.simulationAllowed = simulationAllowed
+        self.keyKind = keyKind
+        self.protection = protection
+        self.accessControl = accessControl
     }
 
     /// Whether using the key needs an authentication of the user on the request's context: a
@@ -47,7 +57,8 @@ public struct KeyDescription: Equatable, Sendable {
     /// What makes an authenticator's UV flag true. (A context that authenticated moments before,
     /// or has a reuse duration, signs without a new touch, as on Apple's Secure Enclave.)
     public var needsUserAuthentication: Bool {
-        accessControl.contains(.privateKeyUsage) && !accessControl.intersection([.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode]).isEmpty
+        accessControl.contains(.privateKeyUsage)
+            && !accessControl.intersection([.userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode]).isEmpty
     }
 
     /// "system daemon, fprintd, biometryCurrentSet,privateKeyUsage (akpu)": for logs and device lists.
@@ -62,10 +73,14 @@ extension KeyDescription: DERImplicitlyTaggable {
     public init(derEncoded rootNode: ASN1Node, withIdentifier identifier: ASN1Identifier) throws {
         self = try DER.sequence(rootNode, identifier: identifier) { nodes in
             let version = try Int(derEncoded: &nodes)
-            guard version == Self.version else { throw ASN1Error.invalidASN1Object(reason: "key description version \(version)") }
+            guard version == Self.version else {
+                throw ASN1Error.invalidASN1Object(reason: "key description version \(version)")
+            }
             func word<T: RawRepresentable<String>>(_: T.Type, _ nodes: inout ASN1NodeCollection.Iterator) throws -> T {
                 let text = String(try ASN1UTF8String(derEncoded: &nodes))
-                guard let value = T(rawValue: text) else { throw ASN1Error.invalidASN1Object(reason: "unknown value \(text)") }
+                guard let value = T(rawValue: text) else {
+                    throw ASN1Error.invalidASN1Object(reason: "unknown value \(text)")
+                }
                 return value
             }
             let mode = try word(DaemonMode.self, &nodes)
@@ -74,7 +89,14 @@ extension KeyDescription: DERImplicitlyTaggable {
             let kind = try word(KeyRequest.Kind.self, &nodes)
             let protection = try word(Protection.self, &nodes)
             let flags = AccessControlFlags(rawValue: try UInt64(derEncoded: &nodes))
-            return KeyDescription(daemonMode: mode, sensor: sensor, simulationAllowed: simulation, keyKind: kind, protection: protection, accessControl: flags)
+            return KeyDescription(
+                daemonMode: mode,
+                sensor: sensor,
+                simulationAllowed: simulation,
+                keyKind: kind,
+                protection: protection,
+                accessControl: flags
+            )
         }
     }
 

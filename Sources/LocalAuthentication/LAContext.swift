@@ -85,7 +85,9 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// The current domain state for this app, read from the daemon.
     open var domainState: LADomainState {
-        Self.domainState(from: (try? core.connection()).flatMap { try? $0.request(.domainState(.init(context: core.id))) })
+        Self.domainState(
+            from: (try? core.connection()).flatMap { try? $0.request(.domainState(.init(context: core.id))) }
+        )
     }
 
     /// `domainState` for async callers, without holding a thread while the daemon answers.
@@ -95,8 +97,15 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     private static func domainState(from reply: Reply?) -> LADomainState {
-        guard case .domainState(let reply)? = reply else { return LADomainState(biometry: LADomainStateBiometry(biometryType: .none, stateHash: nil)) }
-        return LADomainState(biometry: LADomainStateBiometry(biometryType: LABiometryType(rawValue: reply.biometryType.rawValue) ?? .none, stateHash: reply.stateHash))
+        guard case .domainState(let reply)? = reply else {
+            return LADomainState(biometry: LADomainStateBiometry(biometryType: .none, stateHash: nil))
+        }
+        return LADomainState(
+            biometry: LADomainStateBiometry(
+                biometryType: LABiometryType(rawValue: reply.biometryType.rawValue) ?? .none,
+                stateHash: reply.stateHash
+            )
+        )
     }
 
     // MARK: Policies
@@ -107,7 +116,12 @@ open class LAContext: NSObject, @unchecked Sendable {
         if core.isInvalidated {
             problem = LAError(.invalidContext)
         } else {
-            problem = absorb(Result { try core.connection().request(.canEvaluate(.init(context: core.id, policy: policy.rawValue))) }, policy: policy)
+            problem = absorb(
+                Result {
+                    try core.connection().request(.canEvaluate(.init(context: core.id, policy: policy.rawValue)))
+                },
+                policy: policy
+            )
         }
         if let problem { error?.pointee = problem.nsError }
         return problem == nil
@@ -117,7 +131,11 @@ open class LAContext: NSObject, @unchecked Sendable {
     func canEvaluate(_ policy: LAPolicy) async -> LAError? {
         if core.isInvalidated { return LAError(.invalidContext) }
         let reply: Result<Reply, any Error>
-        do { reply = .success(try await core.connection().request(.canEvaluate(.init(context: core.id, policy: policy.rawValue)))) } catch { reply = .failure(error) }
+        do {
+            reply = .success(
+                try await core.connection().request(.canEvaluate(.init(context: core.id, policy: policy.rawValue)))
+            )
+        } catch { reply = .failure(error) }
         return absorb(reply, policy: policy)
     }
 
@@ -133,17 +151,30 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
         lock.withLock {
             _biometryType = LABiometryType(rawValue: reply.biometryType.rawValue) ?? .none
-            if reply.error == nil, policy == .deviceOwnerAuthenticationWithBiometrics { _evaluatedPolicyDomainState = reply.domainState }
+            if reply.error == nil, policy == .deviceOwnerAuthenticationWithBiometrics {
+                _evaluatedPolicyDomainState = reply.domainState
+            }
         }
-        if let code = reply.error { return LAError(LAError.Code(rawValue: code.rawValue) ?? .systemCancel, message: reply.message) }
+        if let code = reply.error {
+            return LAError(LAError.Code(rawValue: code.rawValue) ?? .systemCancel, message: reply.message)
+        }
         return nil
     }
 
     /// Evaluates `policy`, showing the prompt with `localizedReason`. `reply` runs on a private queue.
-    @preconcurrency open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String, reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+    @preconcurrency open func evaluatePolicy(
+        _ policy: LAPolicy,
+        localizedReason: String,
+        reply: @escaping @Sendable (Bool, (any Error)?) -> Void
+    ) {
         let options: EvaluationOptions = lock.withLock {
-            EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
-                              reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)
+            EvaluationOptions(
+                reason: localizedReason,
+                cancelTitle: _localizedCancelTitle,
+                fallbackTitle: _localizedFallbackTitle,
+                reuseDuration: _reuseDuration,
+                interactionNotAllowed: _interactionNotAllowed
+            )
         }
         core.evaluate(policy: policy.rawValue, options: options) { [weak self] success, error, domainState in
             if success, let domainState { self?.lock.withLock { self?._evaluatedPolicyDomainState = domainState } }
@@ -165,14 +196,26 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// keychain and key calls given this context afterwards do not prompt again. The daemon reads
     /// the flags (the same rules as for keychain items) and runs each constraint on this context.
     /// Our choice: the operation does not change what is asked.
-    func evaluateAccessControlFlags(_ flags: AccessControlFlags, operation: LAAccessControlOperation, localizedReason: String) async throws -> Bool {
+    func evaluateAccessControlFlags(
+        _ flags: AccessControlFlags,
+        operation: LAAccessControlOperation,
+        localizedReason: String
+    ) async throws -> Bool {
         let options: EvaluationOptions = lock.withLock {
-            EvaluationOptions(reason: localizedReason, cancelTitle: _localizedCancelTitle, fallbackTitle: _localizedFallbackTitle,
-                              reuseDuration: _reuseDuration, interactionNotAllowed: _interactionNotAllowed)
+            EvaluationOptions(
+                reason: localizedReason,
+                cancelTitle: _localizedCancelTitle,
+                fallbackTitle: _localizedFallbackTitle,
+                reuseDuration: _reuseDuration,
+                interactionNotAllowed: _interactionNotAllowed
+            )
         }
         let id = core.id
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
-            core.evaluate(options: options, request: { .authorizeAccessControl(.init(context: id, flags: flags, options: $0)) }) { success, error, _ in
+            core.evaluate(
+                options: options,
+                request: { .authorizeAccessControl(.init(context: id, flags: flags, options: $0)) }
+            ) { success, error, _ in
                 if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
             }
         }
@@ -206,37 +249,71 @@ extension LAContext: RequestContext {
 }
 
 extension ContextCore {
-    func evaluate(policy: Int, options: EvaluationOptions, completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
+    func evaluate(
+        policy: Int,
+        options: EvaluationOptions,
+        completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void
+    ) {
         let id = self.id
-        evaluate(options: options, request: { .evaluate(.init(context: id, policy: policy, options: $0)) }, completion: completion)
+        evaluate(
+            options: options,
+            request: { .evaluate(.init(context: id, policy: policy, options: $0)) },
+            completion: completion
+        )
     }
 
     /// Runs a request answered by `evaluated` (an evaluation, or an access control's steps).
-    func evaluate(options: EvaluationOptions, request: @escaping @Sendable (EvaluationOptions) -> Request,
-                  completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void) {
-        let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void = { [replyQueue] s, e, d in replyQueue.async { completion(s, e, d) } }
+    func evaluate(
+        options: EvaluationOptions,
+        request: @escaping @Sendable (EvaluationOptions) -> Request,
+        completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void
+    ) {
+        let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void = { [replyQueue] s, e, d in
+            replyQueue.async { completion(s, e, d) }
+        }
         guard !options.reason.isEmpty else {
-            return deliver(false, LAError(.authenticationFailed, message: "localizedReason must be a non-empty string"), nil)
+            return deliver(
+                false,
+                LAError(.authenticationFailed, message: "localizedReason must be a non-empty string"),
+                nil
+            )
         }
         do {
-            try runPrompted(presentable: !options.interactionNotAllowed, request: { presents in
-                var options = options
-                options.onTerminal = presents
-                return request(options)
-            }, finish: { result in
-                switch result {
-                case .success(.evaluated(let r)):
-                    if r.success { return deliver(true, nil, r.domainState) }
-                    deliver(false, LAError(LAError.Code(rawValue: r.error?.rawValue ?? -4) ?? .systemCancel, message: r.message), nil)
-                case .success(.failure(let f)): deliver(false, LAError(.systemCancel, message: f.message), nil)
-                case .success(let other): deliver(false, LAError(.systemCancel, message: "unexpected reply \(other)"), nil)
-                case .failure(let e): deliver(false, LAError(.systemCancel, message: "\(e)"), nil)
+            try runPrompted(
+                presentable: !options.interactionNotAllowed,
+                request: { presents in
+                    var options = options
+                    options.onTerminal = presents
+                    return request(options)
+                },
+                finish: { result in
+                    switch result {
+                    case .success(.evaluated(let r)):
+                        if r.success { return deliver(true, nil, r.domainState) }
+                        deliver(
+                            false,
+                            LAError(
+                                LAError.Code(rawValue: r.error?.rawValue ?? -4) ?? .systemCancel,
+                                message: r.message
+                            ),
+                            nil
+                        )
+                    case .success(.failure(let f)): deliver(false, LAError(.systemCancel, message: f.message), nil)
+                    case .success(let other):
+                        deliver(false, LAError(.systemCancel, message: "unexpected reply \(other)"), nil)
+                    case .failure(let e): deliver(false, LAError(.systemCancel, message: "\(e)"), nil)
+                    }
                 }
-            })
+            )
         } catch {
             switch error {
             case .invalidated: deliver(false, LAError(.invalidContext), nil)
-            case .busy: deliver(false, LAError(.systemCancel, message: "An evaluation is already running on this context."), nil)
+            case .busy:
+                deliver(
+                    false,
+                    LAError(.systemCancel, message: "An evaluation is already running on this context."),
+                    nil
+                )
             case .unreachable(let why): deliver(false, LAError(.systemCancel, message: why), nil)
             }
         }

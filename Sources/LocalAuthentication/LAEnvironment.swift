@@ -45,7 +45,7 @@ public final class LAEnvironment: NSObject, Sendable {
 
     public var state: LAEnvironmentState {
         guard let connection = try? EnclaveConnections.shared(for: endpoint),
-              case .status(let s)? = try? connection.request(.status)
+            case .status(let s)? = try? connection.request(.status)
         else { return LAEnvironmentState(status: nil) }
         return LAEnvironmentState(status: s)
     }
@@ -69,7 +69,10 @@ public final class LAEnvironment: NSObject, Sendable {
     public func removeObserver(_ observer: any LAEnvironmentObserver) {
         observation.withLock {
             $0.observers.removeAll { $0.value == nil || $0.value === observer }
-            if $0.observers.isEmpty { $0.timer?.cancel(); $0.timer = nil }
+            if $0.observers.isEmpty {
+                $0.timer?.cancel()
+                $0.timer = nil
+            }
         }
     }
 
@@ -80,7 +83,7 @@ public final class LAEnvironment: NSObject, Sendable {
             return (o.lastState, o.observers)
         }
         guard let old, old != new else { return }
-        targets.forEach { $0.value?.environment(self, stateDidChangeFromOldState: old) }
+        for target in targets { target.value?.environment(self, stateDidChangeFromOldState: old) }
     }
 
     /// Observers are held weakly, as Apple's are; they are called on the environment's queue.
@@ -109,9 +112,13 @@ public final class LAEnvironmentState: NSObject, NSCopying, Sendable {
         if let s = status, let sensor = s.sensor {
             let type = LABiometryType(rawValue: sensor.kind.rawValue) ?? .none
             biometry = LAEnvironmentMechanismBiometry(
-                biometryType: type, isEnrolled: s.enrolledCount > 0, isLockedOut: s.biometryLockout != nil,
-                stateHash: s.domainState ?? Data(), usable: s.passcodeSet && s.enrolledCount > 0 && s.biometryLockout == nil,
-                name: sensor.kind.displayName)
+                biometryType: type,
+                isEnrolled: s.enrolledCount > 0,
+                isLockedOut: s.biometryLockout != nil,
+                stateHash: s.domainState ?? Data(),
+                usable: s.passcodeSet && s.enrolledCount > 0 && s.biometryLockout == nil,
+                name: sensor.kind.displayName
+            )
         } else {
             biometry = nil
         }
@@ -134,7 +141,9 @@ public class LAEnvironmentMechanism: NSObject, @unchecked Sendable {
     public let localizedName: String
     public let iconSystemName: String
     init(isUsable: Bool, localizedName: String, iconSystemName: String) {
-        self.isUsable = isUsable; self.localizedName = localizedName; self.iconSystemName = iconSystemName
+        self.isUsable = isUsable
+        self.localizedName = localizedName
+        self.iconSystemName = iconSystemName
     }
     public override func isEqual(_ object: Any?) -> Bool {
         guard let o = object as? LAEnvironmentMechanism else { return false }
@@ -150,13 +159,22 @@ public final class LAEnvironmentMechanismBiometry: LAEnvironmentMechanism, @unch
     /// Same value as `LAContext().domainState.biometry.stateHash` (empty when nothing is enrolled).
     public let stateHash: Data
     public let builtInSensorInaccessible = false
-    init(biometryType: LABiometryType, isEnrolled: Bool, isLockedOut: Bool, stateHash: Data, usable: Bool, name: String) {
-        self.biometryType = biometryType; self.isEnrolled = isEnrolled; self.isLockedOut = isLockedOut; self.stateHash = stateHash
-        super.init(isUsable: usable, localizedName: name, iconSystemName: biometryType == .faceID ? "faceid" : "touchid")
+    init(biometryType: LABiometryType, isEnrolled: Bool, isLockedOut: Bool, stateHash: Data, usable: Bool, name: String)
+    {
+        self.biometryType = biometryType
+        self.isEnrolled = isEnrolled
+        self.isLockedOut = isLockedOut
+        self.stateHash = stateHash
+        super.init(
+            isUsable: usable,
+            localizedName: name,
+            iconSystemName: biometryType == .faceID ? "faceid" : "touchid"
+        )
     }
     public override func isEqual(_ object: Any?) -> Bool {
         guard let o = object as? LAEnvironmentMechanismBiometry else { return false }
-        return super.isEqual(o) && isEnrolled == o.isEnrolled && isLockedOut == o.isLockedOut && stateHash == o.stateHash
+        return super.isEqual(o) && isEnrolled == o.isEnrolled && isLockedOut == o.isLockedOut
+            && stateHash == o.stateHash
     }
 }
 
@@ -172,7 +190,8 @@ public final class LAEnvironmentMechanismCompanion: LAEnvironmentMechanism, @unc
     public let type: LACompanionType
     public let stateHash: Data?
     init(type: LACompanionType, stateHash: Data?) {
-        self.type = type; self.stateHash = stateHash
+        self.type = type
+        self.stateHash = stateHash
         super.init(isUsable: false, localizedName: "Companion", iconSystemName: "applewatch")
     }
 }

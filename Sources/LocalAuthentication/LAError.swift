@@ -48,8 +48,10 @@ public struct LAError: _BridgedStoredNSError, Hashable, @unchecked Sendable {
     /// Wraps an `NSError` in `LAErrorDomain` with one of the codes above (a programmer error
     /// otherwise, as on Apple platforms; `error as? LAError` is the checked way).
     public init(_nsError: NSError) {
-        precondition(_nsError.domain == LAErrorDomain && Code(rawValue: _nsError.code) != nil,
-                     "LAError(_nsError:) needs an NSError in \(LAErrorDomain) with an LAError code, not \(_nsError.domain) \(_nsError.code)")
+        precondition(
+            _nsError.domain == LAErrorDomain && Code(rawValue: _nsError.code) != nil,
+            "LAError(_nsError:) needs an NSError in \(LAErrorDomain) with an LAError code, not \(_nsError.domain) \(_nsError.code)"
+        )
         self._nsError = _nsError
     }
 

@@ -13,14 +13,19 @@ public final class LAAuthenticationRequirement: NSObject, Sendable {
     /// Biometrics only; fails without a sensor or enrolment.
     public static var biometry: LAAuthenticationRequirement { LAAuthenticationRequirement(.biometry) }
     /// Biometrics only, and fails once the enrolled set changed since the right was made.
-    public static var biometryCurrentSet: LAAuthenticationRequirement { LAAuthenticationRequirement(.biometryCurrentSet) }
+    public static var biometryCurrentSet: LAAuthenticationRequirement {
+        LAAuthenticationRequirement(.biometryCurrentSet)
+    }
     /// Biometrics, or the fallback when biometrics fail or are unavailable. Both fallbacks are the
     /// device passcode here (our choice for `.default`).
     public static func biometry(fallback: LABiometryFallbackRequirement) -> LAAuthenticationRequirement {
         LAAuthenticationRequirement(.biometryOrPasscode)
     }
 
-    var policy: LAPolicy { kind == .default || kind == .biometryOrPasscode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics }
+    var policy: LAPolicy {
+        kind == .default || kind == .biometryOrPasscode
+            ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics
+    }
 
     /// The `SecAccessControlCreateFlags` raw value a persisted right's key and secret carry.
     var accessControlFlags: AccessControlFlags {
@@ -45,7 +50,10 @@ public final class LABiometryFallbackRequirement: NSObject, Sendable {
 /// state is behind `lock`.
 open class LARight: NSObject, @unchecked Sendable {
     public enum State: Int, Sendable {
-        case unknown = 0, authorizing = 1, authorized = 2, notAuthorized = 3
+        case unknown = 0
+        case authorizing = 1
+        case authorized = 2
+        case notAuthorized = 3
     }
 
     let requirement: LAAuthenticationRequirement
@@ -83,8 +91,15 @@ open class LARight: NSObject, @unchecked Sendable {
         }
         do {
             try await context.evaluatePolicy(requirement.policy, localizedReason: localizedReason)
-            if requirement.kind == .biometryCurrentSet, await enrolment != context.currentDomainState().biometry.stateHash {
-                throw LAError(.authenticationFailed, userInfo: [NSLocalizedDescriptionKey: "The enrolled identities changed since this right was created."])
+            if requirement.kind == .biometryCurrentSet,
+                await enrolment != context.currentDomainState().biometry.stateHash
+            {
+                throw LAError(
+                    .authenticationFailed,
+                    userInfo: [
+                        NSLocalizedDescriptionKey: "The enrolled identities changed since this right was created."
+                    ]
+                )
             }
             lock.withLock { _state = .authorized }
         } catch {
@@ -93,7 +108,10 @@ open class LARight: NSObject, @unchecked Sendable {
         }
     }
 
-    @preconcurrency public func authorize(localizedReason: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+    @preconcurrency public func authorize(
+        localizedReason: String,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.authorize(localizedReason: localizedReason) }
     }
 
@@ -101,7 +119,10 @@ open class LARight: NSObject, @unchecked Sendable {
     public func checkCanAuthorize() async throws {
         if let problem = await context.canEvaluate(requirement.policy) { throw problem }
         if requirement.kind == .biometryCurrentSet, await enrolment != context.currentDomainState().biometry.stateHash {
-            throw LAError(.authenticationFailed, userInfo: [NSLocalizedDescriptionKey: "The enrolled identities changed since this right was created."])
+            throw LAError(
+                .authenticationFailed,
+                userInfo: [NSLocalizedDescriptionKey: "The enrolled identities changed since this right was created."]
+            )
         }
     }
 
@@ -119,12 +140,20 @@ open class LARight: NSObject, @unchecked Sendable {
     }
 
     @preconcurrency public func deauthorize(completion: @escaping @Sendable () -> Void) {
-        Task { await deauthorize(); completion() }
+        Task {
+            await deauthorize()
+            completion()
+        }
     }
 
     func requireAuthorized() throws {
         guard state == .authorized else {
-            throw LAError(.authenticationFailed, userInfo: [NSLocalizedDescriptionKey: "The right is not authorized; call authorize(localizedReason:) first."])
+            throw LAError(
+                .authenticationFailed,
+                userInfo: [
+                    NSLocalizedDescriptionKey: "The right is not authorized; call authorize(localizedReason:) first."
+                ]
+            )
         }
     }
 }

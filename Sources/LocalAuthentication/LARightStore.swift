@@ -51,17 +51,31 @@ public final class LARightStore: NSObject, Sendable {
         var keyKind: KeyRequest.Kind?
     }
 
-    private func keychain(_ op: KeychainOperation, _ attributes: [String: KeychainValue], accessControl: AccessControlValue? = nil,
-                          returnAttributes: Bool = false, matchAll: Bool = false, heldKey: Data? = nil) async -> KeychainReply {
-        var request = KeychainRequest(attributes: attributes, accessControl: accessControl, context: "", returnAttributes: returnAttributes, matchAll: matchAll,
-                                      heldKey: heldKey)
+    private func keychain(
+        _ op: KeychainOperation,
+        _ attributes: [String: KeychainValue],
+        accessControl: AccessControlValue? = nil,
+        returnAttributes: Bool = false,
+        matchAll: Bool = false,
+        heldKey: Data? = nil
+    ) async -> KeychainReply {
+        var request = KeychainRequest(
+            attributes: attributes,
+            accessControl: accessControl,
+            context: "",
+            returnAttributes: returnAttributes,
+            matchAll: matchAll,
+            heldKey: heldKey
+        )
         request.interactionNotAllowed = true
         return await ContextRequests.performKeychain(op, request, context: nil)
     }
 
     /// Rights live in the app's own access group only: never in (or read from) a shared one.
     private func identity(_ identifier: String) -> [String: KeychainValue] {
-        var a: [String: KeychainValue] = ["class": .string("genp"), "svce": .string(Self.service), "acct": .string(identifier)]
+        var a: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string(Self.service), "acct": .string(identifier),
+        ]
         if let app = Self.ownGroup() { a["agrp"] = .string(app) }
         return a
     }
@@ -79,22 +93,49 @@ public final class LARightStore: NSObject, Sendable {
 
     private func save(_ right: LARight, identifier: String, secret: Data?) async throws -> LAPersistedRight {
         let flags = right.requirement.accessControlFlags
-        let key = await ContextRequests.performKeyOperation(KeyRequest(operation: .create, kind: .general,
-                                                            accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags), context: ""), context: nil)
+        let key = await ContextRequests.performKeyOperation(
+            KeyRequest(
+                operation: .create,
+                kind: .general,
+                accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags),
+                context: ""
+            ),
+            context: nil
+        )
         guard key.problem == nil, let blob = key.blob, let publicKey = key.publicKey else {
-            throw LARightStoreError.storage(KeychainStatus.notAvailable.rawValue, key.message ?? "the enclave made no key")
+            throw LARightStoreError.storage(
+                KeychainStatus.notAvailable.rawValue,
+                key.message ?? "the enclave made no key"
+            )
         }
-        let enrolment = right.requirement.kind == .biometryCurrentSet ? await LAContext().currentDomainState().biometry.stateHash : nil
-        let record = Record(requirement: right.requirement.kind, keyBlob: blob, publicKey: publicKey, hasSecret: secret != nil, enrolment: enrolment,
-                            keyKind: .general)
+        let enrolment =
+            right.requirement.kind == .biometryCurrentSet
+            ? await LAContext().currentDomainState().biometry.stateHash : nil
+        let record = Record(
+            requirement: right.requirement.kind,
+            keyBlob: blob,
+            publicKey: publicKey,
+            hasSecret: secret != nil,
+            enrolment: enrolment,
+            keyKind: .general
+        )
         var attributes = identity(identifier)
         attributes["gena"] = .data(try JSONEncoder().encode(record))
         attributes["v_Data"] = .data(secret ?? Data())
         _ = await keychain(.delete, identity(identifier))
         // The right's item holds its key: removing the right deletes the key, and every copy of it.
-        let added = await keychain(.add, attributes, accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: flags.subtracting(.privateKeyUsage)),
-                                   heldKey: blob)
-        guard added.status == KeychainStatus.success else { throw LARightStoreError.storage(added.status.rawValue, added.message ?? "") }
+        let added = await keychain(
+            .add,
+            attributes,
+            accessControl: AccessControlValue(
+                protection: .whenUnlockedThisDeviceOnly,
+                flags: flags.subtracting(.privateKeyUsage)
+            ),
+            heldKey: blob
+        )
+        guard added.status == KeychainStatus.success else {
+            throw LARightStoreError.storage(added.status.rawValue, added.message ?? "")
+        }
         return LAPersistedRight(identifier: identifier, record: record)
     }
 
@@ -104,7 +145,9 @@ public final class LARightStore: NSObject, Sendable {
             if found.status == KeychainStatus.itemNotFound { throw LARightStoreError.notFound(identifier) }
             throw LARightStoreError.storage(found.status.rawValue, found.message ?? "")
         }
-        guard case .data(let json)? = item.attributes["gena"], let record = try? JSONDecoder().decode(Record.self, from: json) else {
+        guard case .data(let json)? = item.attributes["gena"],
+            let record = try? JSONDecoder().decode(Record.self, from: json)
+        else {
             throw LARightStoreError.storage(KeychainStatus.decode.rawValue, "the stored right is damaged")
         }
         return LAPersistedRight(identifier: identifier, record: record)
@@ -117,27 +160,47 @@ public final class LARightStore: NSObject, Sendable {
     public func removeRight(forIdentifier identifier: String) async throws {
         let reply = await keychain(.delete, identity(identifier))
         if reply.status == KeychainStatus.itemNotFound { throw LARightStoreError.notFound(identifier) }
-        guard reply.status == KeychainStatus.success else { throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "") }
+        guard reply.status == KeychainStatus.success else {
+            throw LARightStoreError.storage(reply.status.rawValue, reply.message ?? "")
+        }
     }
 
     /// Removes every right this app stored.
-    @preconcurrency public func right(forIdentifier identifier: String, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
+    @preconcurrency public func right(
+        forIdentifier identifier: String,
+        completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.right(forIdentifier: identifier) }
     }
 
-    @preconcurrency public func saveRight(_ right: LARight, identifier: String, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
+    @preconcurrency public func saveRight(
+        _ right: LARight,
+        identifier: String,
+        completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.saveRight(right, identifier: identifier) }
     }
 
-    @preconcurrency public func saveRight(_ right: LARight, identifier: String, secret: Data, completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void) {
+    @preconcurrency public func saveRight(
+        _ right: LARight,
+        identifier: String,
+        secret: Data,
+        completion: @escaping @Sendable (LAPersistedRight?, (any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.saveRight(right, identifier: identifier, secret: secret) }
     }
 
-    @preconcurrency public func removeRight(_ right: LAPersistedRight, completion: @escaping @Sendable ((any Error)?) -> Void) {
+    @preconcurrency public func removeRight(
+        _ right: LAPersistedRight,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.removeRight(right) }
     }
 
-    @preconcurrency public func removeRight(forIdentifier identifier: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+    @preconcurrency public func removeRight(
+        forIdentifier identifier: String,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.removeRight(forIdentifier: identifier) }
     }
 
@@ -167,7 +230,12 @@ public final class LAPersistedRight: LARight, @unchecked Sendable {
     init(identifier: String, record: LARightStore.Record) {
         self.identifier = identifier
         super.init(requirement: LAAuthenticationRequirement(record.requirement), enrolment: record.enrolment)
-        key = LAPrivateKey(blob: record.keyBlob, publicKey: record.publicKey, kind: record.keyKind ?? .signing, right: self)
+        key = LAPrivateKey(
+            blob: record.keyBlob,
+            publicKey: record.publicKey,
+            kind: record.keyKind ?? .signing,
+            right: self
+        )
         secret = LASecret(identifier: identifier, present: record.hasSecret, right: self)
     }
 }
@@ -199,8 +267,12 @@ public final class LAPrivateKey: NSObject, Sendable {
     private var key: SecKey { key(on: nil) }
 
     public func canSign(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .sign, algorithm) }
-    public func canDecrypt(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .decrypt, algorithm) }
-    public func canExchangeKeys(using algorithm: SecKeyAlgorithm) -> Bool { SecKeyIsAlgorithmSupported(key, .keyExchange, algorithm) }
+    public func canDecrypt(using algorithm: SecKeyAlgorithm) -> Bool {
+        SecKeyIsAlgorithmSupported(key, .decrypt, algorithm)
+    }
+    public func canExchangeKeys(using algorithm: SecKeyAlgorithm) -> Bool {
+        SecKeyIsAlgorithmSupported(key, .keyExchange, algorithm)
+    }
 
     /// A signature as SecKeyCreateSignature gives it (X9.62 DER for the X962 algorithms).
     public func sign(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
@@ -213,39 +285,66 @@ public final class LAPrivateKey: NSObject, Sendable {
 
     /// ECDH with `publicKey` (X9.63, as `LAPublicKey.bytes` gives it); `parameters` as
     /// SecKeyCopyKeyExchangeResult's.
-    public func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any]) async throws -> Data {
-        let attributes = [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary
+    public func exchangeKeys(
+        publicKey: Data,
+        algorithm: SecKeyAlgorithm,
+        parameters: [AnyHashable: Any]
+    ) async throws -> Data {
+        let attributes =
+            [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary
         var problem: Unmanaged<CFError>?
-        guard let peer = SecKeyCreateWithData(publicKey as CFData, attributes, &problem) else { throw problem!.takeRetainedValue() as Error }
+        guard let peer = SecKeyCreateWithData(publicKey as CFData, attributes, &problem) else {
+            throw problem!.takeRetainedValue() as Error
+        }
         var named: [String: Any] = [:]
         for (key, value) in parameters {
             guard let name = (key.base as? String) ?? (key.base as? NSString).map({ String($0) }) else {
-                throw LARightStoreError.unsupported("exchangeKeys parameters are keyed by kSecKeyKeyExchangeParameter… names, not \(key)")
+                throw LARightStoreError.unsupported(
+                    "exchangeKeys parameters are keyed by kSecKeyKeyExchangeParameter… names, not \(key)"
+                )
             }
             named[name] = value
         }
         let params = UncheckedBox(NSDictionary(dictionary: named))
-        return try await use { key, error in SecKeyCopyKeyExchangeResult(key, algorithm, peer, params.value, error) as Data? }
+        return try await use { key, error in
+            SecKeyCopyKeyExchangeResult(key, algorithm, peer, params.value, error) as Data?
+        }
     }
 
-    @preconcurrency public func sign(_ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+    @preconcurrency public func sign(
+        _ data: Data,
+        algorithm: SecKeyAlgorithm,
+        completion: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.sign(data, algorithm: algorithm) }
     }
 
-    @preconcurrency public func decrypt(_ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+    @preconcurrency public func decrypt(
+        _ data: Data,
+        algorithm: SecKeyAlgorithm,
+        completion: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.decrypt(data, algorithm: algorithm) }
     }
 
-    @preconcurrency public func exchangeKeys(publicKey: Data, algorithm: SecKeyAlgorithm, parameters: [AnyHashable: Any],
-                             completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+    @preconcurrency public func exchangeKeys(
+        publicKey: Data,
+        algorithm: SecKeyAlgorithm,
+        parameters: [AnyHashable: Any],
+        completion: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
         let parameters = UncheckedBox(parameters)
-        deliver(completion) { try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters.value) }
+        deliver(completion) {
+            try await self.exchangeKeys(publicKey: publicKey, algorithm: algorithm, parameters: parameters.value)
+        }
     }
 
     /// Runs one private-key operation once the right is authorized, off the cooperative pool (the
     /// SecKey call waits for the daemon). An authentication failure comes back as the `LAError` it
     /// was; anything else as SecKey's error (`NSOSStatusErrorDomain`).
-    private func use(_ body: @escaping @Sendable (SecKey, UnsafeMutablePointer<Unmanaged<CFError>?>) -> Data?) async throws -> Data {
+    private func use(
+        _ body: @escaping @Sendable (SecKey, UnsafeMutablePointer<Unmanaged<CFError>?>) -> Data?
+    ) async throws -> Data {
         guard let right else { throw LAError(.invalidContext) }
         try right.requireAuthorized()
         let key = key(on: right.context)
@@ -253,7 +352,9 @@ public final class LAPrivateKey: NSObject, Sendable {
             LAPrivateKey.queue.async {
                 var error: Unmanaged<CFError>?
                 if let out = body(key, &error) { return continuation.resume(returning: out) }
-                let failure = error?.takeRetainedValue() ?? NSError(domain: NSOSStatusErrorDomain, code: Int(errSecInternalComponent))
+                let failure =
+                    error?.takeRetainedValue()
+                    ?? NSError(domain: NSOSStatusErrorDomain, code: Int(errSecInternalComponent))
                 if let la = failure.userInfo[NSUnderlyingErrorKey] as? NSError, let e = LAError(la) {
                     return continuation.resume(throwing: e)
                 }
@@ -273,50 +374,83 @@ public final class LAPublicKey: NSObject, Sendable {
 
     init(bytes: Data) {
         raw = bytes
-        key = SecKeyCreateWithData(bytes as CFData, [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, nil)
+        key = SecKeyCreateWithData(
+            bytes as CFData,
+            [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic]
+                as CFDictionary,
+            nil
+        )
     }
 
     /// The key in X9.63 form (04 ‖ x ‖ y), as SecKeyCopyExternalRepresentation gives it.
     public var bytes: Data { get async throws { raw } }
 
-    @preconcurrency public func exportBytes(completion: @escaping @Sendable (Data?, (any Error)?) -> Void) { completion(raw, nil) }
+    @preconcurrency public func exportBytes(completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+        completion(raw, nil)
+    }
 
-    public func canVerify(using algorithm: SecKeyAlgorithm) -> Bool { key.map { SecKeyIsAlgorithmSupported($0, .verify, algorithm) } ?? false }
-    public func canEncrypt(using algorithm: SecKeyAlgorithm) -> Bool { key.map { SecKeyIsAlgorithmSupported($0, .encrypt, algorithm) } ?? false }
+    public func canVerify(using algorithm: SecKeyAlgorithm) -> Bool {
+        key.map { SecKeyIsAlgorithmSupported($0, .verify, algorithm) } ?? false
+    }
+    public func canEncrypt(using algorithm: SecKeyAlgorithm) -> Bool {
+        key.map { SecKeyIsAlgorithmSupported($0, .encrypt, algorithm) } ?? false
+    }
 
     /// Throws SecKey's error (`errSecVerifyFailed`) when the signature does not verify.
     public func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm) async throws {
         guard let key else { throw NSError(domain: NSOSStatusErrorDomain, code: Int(errSecDecode)) }
         var error: Unmanaged<CFError>?
-        guard SecKeyVerifySignature(key, algorithm, signedData as CFData, signature as CFData, &error) else { throw error!.takeRetainedValue() as Error }
+        guard SecKeyVerifySignature(key, algorithm, signedData as CFData, signature as CFData, &error) else {
+            throw error!.takeRetainedValue() as Error
+        }
     }
 
     public func encrypt(_ data: Data, algorithm: SecKeyAlgorithm) async throws -> Data {
         guard let key else { throw NSError(domain: NSOSStatusErrorDomain, code: Int(errSecDecode)) }
         var error: Unmanaged<CFError>?
-        guard let out = SecKeyCreateEncryptedData(key, algorithm, data as CFData, &error) else { throw error!.takeRetainedValue() as Error }
+        guard let out = SecKeyCreateEncryptedData(key, algorithm, data as CFData, &error) else {
+            throw error!.takeRetainedValue() as Error
+        }
         return out as Data
     }
 
-    @preconcurrency public func verify(_ signedData: Data, signature: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable ((any Error)?) -> Void) {
+    @preconcurrency public func verify(
+        _ signedData: Data,
+        signature: Data,
+        algorithm: SecKeyAlgorithm,
+        completion: @escaping @Sendable ((any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.verify(signedData, signature: signature, algorithm: algorithm) }
     }
 
-    @preconcurrency public func encrypt(_ data: Data, algorithm: SecKeyAlgorithm, completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
+    @preconcurrency public func encrypt(
+        _ data: Data,
+        algorithm: SecKeyAlgorithm,
+        completion: @escaping @Sendable (Data?, (any Error)?) -> Void
+    ) {
         deliver(completion) { try await self.encrypt(data, algorithm: algorithm) }
     }
 }
 
 /// Apple's completion-handler twin of an async call that answers nothing: `completion` gets nil
 /// or the error.
-func deliver(_ completion: @escaping @Sendable ((any Error)?) -> Void, _ body: @escaping @Sendable () async throws -> Void) {
+func deliver(
+    _ completion: @escaping @Sendable ((any Error)?) -> Void,
+    _ body: @escaping @Sendable () async throws -> Void
+) {
     Task {
-        do { try await body(); completion(nil) } catch { completion(error) }
+        do {
+            try await body()
+            completion(nil)
+        } catch { completion(error) }
     }
 }
 
 /// Apple's completion-handler twin of an async call: `completion` gets the value or the error.
-func deliver<T: Sendable>(_ completion: @escaping @Sendable (T?, (any Error)?) -> Void, _ body: @escaping @Sendable () async throws -> T) {
+func deliver<T: Sendable>(
+    _ completion: @escaping @Sendable (T?, (any Error)?) -> Void,
+    _ body: @escaping @Sendable () async throws -> T
+) {
     Task {
         do { completion(try await body(), nil) } catch { completion(nil, error) }
     }
@@ -334,7 +468,11 @@ public final class LASecret: NSObject, Sendable {
     let identifier: String
     let present: Bool
     private weak let right: LARight?
-    init(identifier: String, present: Bool, right: LARight) { self.identifier = identifier; self.present = present; self.right = right }
+    init(identifier: String, present: Bool, right: LARight) {
+        self.identifier = identifier
+        self.present = present
+        self.right = right
+    }
 
     @preconcurrency public func loadData(completion: @escaping @Sendable (Data?, (any Error)?) -> Void) {
         deliver(completion) { try await self.rawData }
@@ -345,7 +483,9 @@ public final class LASecret: NSObject, Sendable {
             guard let right else { throw LAError(.invalidContext) }
             try right.requireAuthorized()
             guard present else { throw LARightStoreError.notFound("a secret for \(identifier)") }
-            var attributes: [String: KeychainValue] = ["class": .string("genp"), "svce": .string(LARightStore.service), "acct": .string(identifier)]
+            var attributes: [String: KeychainValue] = [
+                "class": .string("genp"), "svce": .string(LARightStore.service), "acct": .string(identifier),
+            ]
             if let app = LARightStore.ownGroup() { attributes["agrp"] = .string(app) }
             var request = KeychainRequest(attributes: attributes, context: "", returnData: true)
             request.interactionNotAllowed = true

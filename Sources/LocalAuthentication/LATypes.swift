@@ -14,7 +14,9 @@ public enum LAPolicy: Int, Sendable, Hashable, CaseIterable {
     case deviceOwnerAuthenticationWithWristDetection = 5
 
     public static var deviceOwnerAuthenticationWithWatch: LAPolicy { .deviceOwnerAuthenticationWithCompanion }
-    public static var deviceOwnerAuthenticationWithBiometricsOrWatch: LAPolicy { .deviceOwnerAuthenticationWithBiometricsOrCompanion }
+    public static var deviceOwnerAuthenticationWithBiometricsOrWatch: LAPolicy {
+        .deviceOwnerAuthenticationWithBiometricsOrCompanion
+    }
 }
 
 public let kLAPolicyDeviceOwnerAuthenticationWithBiometrics: Int32 = 1

@@ -59,7 +59,13 @@ extension TestEnclave {
             uid = s.uid
             systemMode = s.mode == .system
             app = s.app
-            sensor = s.sensor.map { Sensor(name: $0.name, biometryType: LABiometryType(rawValue: $0.kind.rawValue) ?? .none, simulated: $0.simulated) }
+            sensor = s.sensor.map {
+                Sensor(
+                    name: $0.name,
+                    biometryType: LABiometryType(rawValue: $0.kind.rawValue) ?? .none,
+                    simulated: $0.simulated
+                )
+            }
             enrolledCount = s.enrolledCount
             passcodeSet = s.passcodeSet
             biometricFailures = s.biometricFailures

@@ -1,12 +1,12 @@
 import EnclaveClient
 import EnclaveProtocol
 import Foundation
+import LocalAuthentication
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
-
-import LocalAuthentication
 
 /// An isolated laenclaved for tests: its own temporary socket and state, a simulated sensor, a
 /// passcode and enrolled identities, and a script of touches. Code under test uses the real
@@ -20,7 +20,11 @@ import LocalAuthentication
 /// }
 /// ```
 public final class TestEnclave: Sendable {
-    public enum Sensor: String, Sendable { case touchID = "touchid", faceID = "faceid", none }
+    public enum Sensor: String, Sendable {
+        case touchID = "touchid"
+        case faceID = "faceid"
+        case none
+    }
 
     public struct Configuration: Sendable {
         public var sensor: Sensor = .touchID
@@ -71,7 +75,9 @@ public final class TestEnclave: Sendable {
     public init(_ configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
         var template = Array("/tmp/la-test-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw EnclaveClientError.unreachable("cannot create a temporary directory") }
+        guard let made = mkdtemp(&template) else {
+            throw EnclaveClientError.unreachable("cannot create a temporary directory")
+        }
         directory = String(cString: made)
         chmod(directory, 0o755)
         socketPath = directory + "/run/socket"
@@ -93,15 +99,21 @@ public final class TestEnclave: Sendable {
 
     public func start() throws {
         guard let daemon = configuration.daemonPath ?? DaemonLauncher.anyDaemonExecutable() else {
-            throw EnclaveClientError.unreachable("laenclaved not found; build it (swift build) or set \(EnclavePaths.daemonEnvironmentKey)")
+            throw EnclaveClientError.unreachable(
+                "laenclaved not found; build it (swift build) or set \(EnclavePaths.daemonEnvironmentKey)"
+            )
         }
-        var args = [configuration.systemMode ? "--system" : "--user", "--socket", socketPath, "--state-dir", stateDirectory,
-                    "--key-file", directory + "/keys/master.key", "--config", directory + "/laenclaved.conf", "--simulated-sensor", configuration.sensor.rawValue, "--passcode-cost", String(configuration.passcodeCost),
-                    "--passcode-minimum-length", String(configuration.passcodeMinimumLength),
-                    "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout", String(configuration.promptQueueTimeout),
-                    "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
-                    // The kit's daemon is the test's: `administer` hands it the passcode through a pipe.
-                    "--exit-with-parent", "--administration-pipe"]
+        var args = [
+            configuration.systemMode ? "--system" : "--user", "--socket", socketPath, "--state-dir", stateDirectory,
+            "--key-file", directory + "/keys/master.key", "--config", directory + "/laenclaved.conf",
+            "--simulated-sensor", configuration.sensor.rawValue, "--passcode-cost", String(configuration.passcodeCost),
+            "--passcode-minimum-length", String(configuration.passcodeMinimumLength),
+            "--prompt-timeout", String(configuration.promptTimeout), "--prompt-queue-timeout",
+            String(configuration.promptQueueTimeout),
+            "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
+            // The kit's daemon is the test's: `administer` hands it the passcode through a pipe.
+            "--exit-with-parent", "--administration-pipe",
+        ]
         switch configuration.allowsSimulation {
         case true?: args.append("--allow-simulation")
         case false?: args.append("--no-simulation")
@@ -152,7 +164,8 @@ public final class TestEnclave: Sendable {
     // MARK: Binding LAContext
 
     /// Runs `body` with every `LAContext` created inside it bound to this daemon.
-    public func run<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async rethrows -> T {
+    public func run<T>(isolation: isolated (any Actor)? = #isolation, _ body: () async throws -> T) async rethrows -> T
+    {
         try await EnclaveEndpoint.$override.withValue(endpoint, operation: body, isolation: isolation)
     }
 
@@ -189,8 +202,10 @@ public final class TestEnclave: Sendable {
     @discardableResult
     public func administer(_ request: Request, secrets: [String]) throws -> Reply {
         var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else { throw EnclaveClientError.unreachable("no pipe: \(String(cString: strerror(errno)))") }
-        ends.forEach { _ = fcntl($0, F_SETFD, FD_CLOEXEC) }
+        guard pipe(&ends) == 0 else {
+            throw EnclaveClientError.unreachable("no pipe: \(String(cString: strerror(errno)))")
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let text = Array(secrets.map { $0 + "\n" }.joined().utf8)
         let written = text.withUnsafeBytes { Glibc.write(ends[1], $0.baseAddress, $0.count) }
         close(ends[1])
@@ -206,7 +221,12 @@ public final class TestEnclave: Sendable {
 
     /// The enrolled identities' names, as the person sees them (with the passcode).
     public func enrolments(passcode: String? = nil) throws -> [String] {
-        guard case .enrolments(let names) = try administer(.enrolments, secrets: [passcode ?? configuration.passcode ?? ""]) else {
+        guard
+            case .enrolments(let names) = try administer(
+                .enrolments,
+                secrets: [passcode ?? configuration.passcode ?? ""]
+            )
+        else {
             throw EnclaveClientError.protocolError("enrolments")
         }
         return names
@@ -217,7 +237,11 @@ public final class TestEnclave: Sendable {
     }
 
     public func setPasscode(_ new: String, current: String? = nil) throws {
-        if let current { try administer(.changePasscode, secrets: [current, new]) } else { try administer(.setPasscode, secrets: [new]) }
+        if let current {
+            try administer(.changePasscode, secrets: [current, new])
+        } else {
+            try administer(.setPasscode, secrets: [new])
+        }
     }
     public func removePasscode(current: String) throws { try administer(.removePasscode, secrets: [current]) }
     public func remoteLock() throws { try send(.remoteLock(.init(uid: nil))) }

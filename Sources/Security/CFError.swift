@@ -15,8 +15,12 @@ public func CFErrorCopyUserInfo(_ err: CFError) -> CFDictionary! {
     NSDictionary(dictionary: err.userInfo)
 }
 public func CFErrorCopyDescription(_ err: CFError) -> CFString! { NSString(string: err.localizedDescription) }
-public func CFErrorCopyFailureReason(_ err: CFError) -> CFString? { err.localizedFailureReason.map { NSString(string: $0) } }
-public func CFErrorCopyRecoverySuggestion(_ err: CFError) -> CFString? { err.localizedRecoverySuggestion.map { NSString(string: $0) } }
+public func CFErrorCopyFailureReason(_ err: CFError) -> CFString? {
+    err.localizedFailureReason.map { NSString(string: $0) }
+}
+public func CFErrorCopyRecoverySuggestion(_ err: CFError) -> CFString? {
+    err.localizedRecoverySuggestion.map { NSString(string: $0) }
+}
 
 /// A failure of a Security call as Apple reports it: an `OSStatus` in `NSOSStatusErrorDomain` with
 /// our explanation as its description.
@@ -62,7 +66,12 @@ nonisolated(unsafe) public let kCFErrorLocalizedDescriptionKey: CFString! = "NSL
 nonisolated(unsafe) public let kCFErrorLocalizedFailureReasonKey: CFString! = "NSLocalizedFailureReason"
 nonisolated(unsafe) public let kCFErrorUnderlyingErrorKey: CFString! = "NSUnderlyingError"
 
-public func CFErrorCreate(_ allocator: CFAllocator!, _ domain: CFErrorDomain!, _ code: CFIndex, _ userInfo: CFDictionary!) -> CFError! {
+public func CFErrorCreate(
+    _ allocator: CFAllocator!,
+    _ domain: CFErrorDomain!,
+    _ code: CFIndex,
+    _ userInfo: CFDictionary!
+) -> CFError! {
     var info: [String: Any] = [:]
     for (k, v) in (userInfo ?? NSDictionary()) { if let key = k as? String { info[key] = v } }
     return NSError(domain: domain as String, code: code, userInfo: info)

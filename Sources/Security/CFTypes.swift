@@ -46,7 +46,9 @@ public func CFGetTypeID(_ cf: CFTypeRef!) -> CFTypeID {
     switch cf {
     case is SecKey: return SecKeyGetTypeID()
     case is SecAccessControl: return SecAccessControlGetTypeID()
-    case let n as NSNumber: return String(cString: n.objCType) == "c" || String(cString: n.objCType) == "B" ? CFBooleanGetTypeID() : CFNumberGetTypeID()
+    case let n as NSNumber:
+        return String(cString: n.objCType) == "c" || String(cString: n.objCType) == "B"
+            ? CFBooleanGetTypeID() : CFNumberGetTypeID()
     case is NSString: return CFStringGetTypeID()
     case is NSData: return CFDataGetTypeID()
     case is NSDictionary: return CFDictionaryGetTypeID()
@@ -76,7 +78,9 @@ public func CFEqual(_ cf1: CFTypeRef!, _ cf2: CFTypeRef!) -> Bool {
     guard let a = cf1 as? NSObject else { return cf1 === cf2 }
     return a.isEqual(cf2)
 }
-public func CFHash(_ cf: CFTypeRef!) -> CFHashCode { UInt(bitPattern: (cf as? NSObject)?.hash ?? ObjectIdentifier(cf).hashValue) }
+public func CFHash(_ cf: CFTypeRef!) -> CFHashCode {
+    UInt(bitPattern: (cf as? NSObject)?.hash ?? ObjectIdentifier(cf).hashValue)
+}
 public func CFCopyDescription(_ cf: CFTypeRef!) -> CFString! { NSString(string: String(describing: cf!)) }
 
 /// On Apple platforms an `NSString` in an `AnyHashable` is the `String` it holds, so a result

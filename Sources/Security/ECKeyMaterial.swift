@@ -6,7 +6,9 @@ import Foundation
 /// swift-crypto's type for the curve.
 struct ECKeyMaterial: Sendable {
     enum Curve: Int, CaseIterable, Sendable {
-        case p256 = 256, p384 = 384, p521 = 521
+        case p256 = 256
+        case p384 = 384
+        case p521 = 521
 
         var bits: Int { rawValue }
         /// Bytes of one coordinate or of the private scalar.
@@ -34,9 +36,27 @@ struct ECKeyMaterial: Sendable {
 
     static func generate(_ curve: Curve) -> ECKeyMaterial {
         switch curve {
-        case .p256: let k = P256.Signing.PrivateKey(); return ECKeyMaterial(curve: curve, publicX963: k.publicKey.x963Representation, privateScalar: k.rawRepresentation)
-        case .p384: let k = P384.Signing.PrivateKey(); return ECKeyMaterial(curve: curve, publicX963: k.publicKey.x963Representation, privateScalar: k.rawRepresentation)
-        case .p521: let k = P521.Signing.PrivateKey(); return ECKeyMaterial(curve: curve, publicX963: k.publicKey.x963Representation, privateScalar: k.rawRepresentation)
+        case .p256:
+            let k = P256.Signing.PrivateKey()
+            return ECKeyMaterial(
+                curve: curve,
+                publicX963: k.publicKey.x963Representation,
+                privateScalar: k.rawRepresentation
+            )
+        case .p384:
+            let k = P384.Signing.PrivateKey()
+            return ECKeyMaterial(
+                curve: curve,
+                publicX963: k.publicKey.x963Representation,
+                privateScalar: k.rawRepresentation
+            )
+        case .p521:
+            let k = P521.Signing.PrivateKey()
+            return ECKeyMaterial(
+                curve: curve,
+                publicX963: k.publicKey.x963Representation,
+                privateScalar: k.rawRepresentation
+            )
         }
     }
 
@@ -44,7 +64,10 @@ struct ECKeyMaterial: Sendable {
     /// is on the curve and that a private scalar matches it.
     init(externalRepresentation data: Data, isPrivate: Bool) throws(SecFailure) {
         guard let curve = Curve.of(x963: data.count, isPrivate: isPrivate), data.first == 0x04 else {
-            throw SecFailure(errSecDecode, "not an X9.63 \(isPrivate ? "private" : "public") EC key of P-256, P-384 or P-521 (\(data.count) bytes)")
+            throw SecFailure(
+                errSecDecode,
+                "not an X9.63 \(isPrivate ? "private" : "public") EC key of P-256, P-384 or P-521 (\(data.count) bytes)"
+            )
         }
         let n = curve.fieldBytes
         let publicPart = Data(data.prefix(1 + 2 * n))
@@ -53,11 +76,16 @@ struct ECKeyMaterial: Sendable {
                 let scalar = Data(data.suffix(n))
                 let derived: Data
                 switch curve {
-                case .p256: derived = try P256.Signing.PrivateKey(rawRepresentation: scalar).publicKey.x963Representation
-                case .p384: derived = try P384.Signing.PrivateKey(rawRepresentation: scalar).publicKey.x963Representation
-                case .p521: derived = try P521.Signing.PrivateKey(rawRepresentation: scalar).publicKey.x963Representation
+                case .p256:
+                    derived = try P256.Signing.PrivateKey(rawRepresentation: scalar).publicKey.x963Representation
+                case .p384:
+                    derived = try P384.Signing.PrivateKey(rawRepresentation: scalar).publicKey.x963Representation
+                case .p521:
+                    derived = try P521.Signing.PrivateKey(rawRepresentation: scalar).publicKey.x963Representation
                 }
-                guard derived == publicPart else { throw SecFailure(errSecDecode, "the private key does not match its public key") }
+                guard derived == publicPart else {
+                    throw SecFailure(errSecDecode, "the private key does not match its public key")
+                }
                 self.init(curve: curve, publicX963: publicPart, privateScalar: scalar)
             } else {
                 switch curve {
@@ -87,9 +115,15 @@ struct ECKeyMaterial: Sendable {
         let d = GivenDigest(digest)
         do {
             switch curve {
-            case .p256: let s = try P256.Signing.PrivateKey(rawRepresentation: scalar).signature(for: d); return (s.derRepresentation, s.rawRepresentation)
-            case .p384: let s = try P384.Signing.PrivateKey(rawRepresentation: scalar).signature(for: d); return (s.derRepresentation, s.rawRepresentation)
-            case .p521: let s = try P521.Signing.PrivateKey(rawRepresentation: scalar).signature(for: d); return (s.derRepresentation, s.rawRepresentation)
+            case .p256:
+                let s = try P256.Signing.PrivateKey(rawRepresentation: scalar).signature(for: d)
+                return (s.derRepresentation, s.rawRepresentation)
+            case .p384:
+                let s = try P384.Signing.PrivateKey(rawRepresentation: scalar).signature(for: d)
+                return (s.derRepresentation, s.rawRepresentation)
+            case .p521:
+                let s = try P521.Signing.PrivateKey(rawRepresentation: scalar).signature(for: d)
+                return (s.derRepresentation, s.rawRepresentation)
             }
         } catch {
             throw SecFailure(errSecInternalComponent, "ECDSA signing failed: \(error)")
@@ -102,17 +136,26 @@ struct ECKeyMaterial: Sendable {
         switch curve {
         case .p256:
             guard let key = try? P256.Signing.PublicKey(x963Representation: publicX963),
-                  let s = try? (format == .x962 ? P256.Signing.ECDSASignature(derRepresentation: signature) : P256.Signing.ECDSASignature(rawRepresentation: signature))
+                let s = try?
+                    (format == .x962
+                    ? P256.Signing.ECDSASignature(derRepresentation: signature)
+                    : P256.Signing.ECDSASignature(rawRepresentation: signature))
             else { return false }
             return key.isValidSignature(s, for: d)
         case .p384:
             guard let key = try? P384.Signing.PublicKey(x963Representation: publicX963),
-                  let s = try? (format == .x962 ? P384.Signing.ECDSASignature(derRepresentation: signature) : P384.Signing.ECDSASignature(rawRepresentation: signature))
+                let s = try?
+                    (format == .x962
+                    ? P384.Signing.ECDSASignature(derRepresentation: signature)
+                    : P384.Signing.ECDSASignature(rawRepresentation: signature))
             else { return false }
             return key.isValidSignature(s, for: d)
         case .p521:
             guard let key = try? P521.Signing.PublicKey(x963Representation: publicX963),
-                  let s = try? (format == .x962 ? P521.Signing.ECDSASignature(derRepresentation: signature) : P521.Signing.ECDSASignature(rawRepresentation: signature))
+                let s = try?
+                    (format == .x962
+                    ? P521.Signing.ECDSASignature(derRepresentation: signature)
+                    : P521.Signing.ECDSASignature(rawRepresentation: signature))
             else { return false }
             return key.isValidSignature(s, for: d)
         }
@@ -123,9 +166,18 @@ struct ECKeyMaterial: Sendable {
         guard let scalar = privateScalar else { throw SecFailure(errSecParam, "a public key cannot do key exchange") }
         do {
             switch curve {
-            case .p256: return try P256.KeyAgreement.PrivateKey(rawRepresentation: scalar).sharedSecretFromKeyAgreement(with: .init(x963Representation: peer))
-            case .p384: return try P384.KeyAgreement.PrivateKey(rawRepresentation: scalar).sharedSecretFromKeyAgreement(with: .init(x963Representation: peer))
-            case .p521: return try P521.KeyAgreement.PrivateKey(rawRepresentation: scalar).sharedSecretFromKeyAgreement(with: .init(x963Representation: peer))
+            case .p256:
+                return try P256.KeyAgreement.PrivateKey(rawRepresentation: scalar).sharedSecretFromKeyAgreement(
+                    with: .init(x963Representation: peer)
+                )
+            case .p384:
+                return try P384.KeyAgreement.PrivateKey(rawRepresentation: scalar).sharedSecretFromKeyAgreement(
+                    with: .init(x963Representation: peer)
+                )
+            case .p521:
+                return try P521.KeyAgreement.PrivateKey(rawRepresentation: scalar).sharedSecretFromKeyAgreement(
+                    with: .init(x963Representation: peer)
+                )
             }
         } catch {
             throw SecFailure(errSecParam, "the other key is not a \(curve.bits)-bit EC public key")
@@ -139,7 +191,9 @@ struct GivenDigest: Digest {
     static let byteCount = 64
     let bytes: [UInt8]
     init(_ data: Data) { bytes = Array(data) }
-    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R { try bytes.withUnsafeBytes(body) }
+    func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBytes(body)
+    }
     func makeIterator() -> Array<UInt8>.Iterator { bytes.makeIterator() }
     var description: String { "digest of \(bytes.count) bytes" }
 }

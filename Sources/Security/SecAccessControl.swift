@@ -1,5 +1,5 @@
-import Foundation
 import EnclaveProtocol
+import Foundation
 
 /// Apple's `SecAccessControlCreateFlags` (SecAccessControl.h), with Apple's raw values.
 public struct SecAccessControlCreateFlags: OptionSet, Sendable, Hashable {
@@ -57,10 +57,14 @@ public final class SecAccessControl: CustomStringConvertible, Sendable {
         self.flags = flags
     }
 
-    public var description: String { "<SecAccessControl protection: \(protection), flags: 0x\(String(flags.rawValue, radix: 16))>" }
+    public var description: String {
+        "<SecAccessControl protection: \(protection), flags: 0x\(String(flags.rawValue, radix: 16))>"
+    }
 
     /// The wire form.
-    package var wireValue: AccessControlValue { AccessControlValue(protection: accessibility, flags: AccessControlFlags(rawValue: UInt64(flags.rawValue))) }
+    package var wireValue: AccessControlValue {
+        AccessControlValue(protection: accessibility, flags: AccessControlFlags(rawValue: UInt64(flags.rawValue)))
+    }
 }
 
 /// Creates an access-control object (Apple's `SecAccessControlCreateWithFlags`). `allocator` is ignored.
@@ -77,12 +81,18 @@ public final class SecAccessControl: CustomStringConvertible, Sendable {
 /// - bits that are not among Apple's flags.
 /// `.applicationPassword` is accepted alone or with constraints. Several constraints without
 /// `.and`/`.or` are accepted; the daemon treats them as all required, as Apple does.
-public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protection: CFTypeRef,
-                                            _ flags: SecAccessControlCreateFlags,
-                                            _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecAccessControl? {
+public func SecAccessControlCreateWithFlags(
+    _ allocator: CFAllocator?,
+    _ protection: CFTypeRef,
+    _ flags: SecAccessControlCreateFlags,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecAccessControl? {
     func fail(_ message: String) -> SecAccessControl? {
-        let e = NSError(domain: NSOSStatusErrorDomain, code: Int(errSecParam),
-                        userInfo: [NSLocalizedDescriptionKey: message])
+        let e = NSError(
+            domain: NSOSStatusErrorDomain,
+            code: Int(errSecParam),
+            userInfo: [NSLocalizedDescriptionKey: message]
+        )
         error?.pointee = Unmanaged.passRetained(e)
         return nil
     }
@@ -94,7 +104,9 @@ public func SecAccessControlCreateWithFlags(_ allocator: CFAllocator?, _ protect
     }
     let raw = flags.rawValue
     if raw & ~SecAccessControlCreateFlags.knownMask != 0 {
-        return fail("SecAccessControlCreateWithFlags: unknown flag bits 0x\(String(raw & ~SecAccessControlCreateFlags.knownMask, radix: 16))")
+        return fail(
+            "SecAccessControlCreateWithFlags: unknown flag bits 0x\(String(raw & ~SecAccessControlCreateFlags.knownMask, radix: 16))"
+        )
     }
     if flags.contains(.and) && flags.contains(.or) {
         return fail("SecAccessControlCreateWithFlags: only one logical operation (and / or) can be set")

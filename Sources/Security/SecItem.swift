@@ -17,12 +17,17 @@ import Foundation
 // - Items made unusable by a change of enrolled biometrics answer `errSecInvalidItemRef`.
 
 /// The transport; tests replace it to answer with synthetic replies.
-nonisolated(unsafe) var secItemTransport: (KeychainOperation, KeychainRequest, (any RequestContext)?) -> KeychainReply = { op, request, context in
-    ContextRequests.performKeychain(op, request, context: context)
-}
+nonisolated(unsafe) var secItemTransport: (KeychainOperation, KeychainRequest, (any RequestContext)?) -> KeychainReply =
+    { op, request, context in
+        ContextRequests.performKeychain(op, request, context: context)
+    }
 
-func secItemPerform(_ operation: KeychainOperation, _ query: CFDictionary, changes: CFDictionary?,
-                    _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
+func secItemPerform(
+    _ operation: KeychainOperation,
+    _ query: CFDictionary,
+    changes: CFDictionary?,
+    _ result: UnsafeMutablePointer<CFTypeRef?>?
+) -> OSStatus {
     result?.pointee = nil
     let call: SecItemCall
     do {

@@ -1,12 +1,15 @@
+import EnclaveClient
 import EnclaveProtocol
 import Foundation
-import EnclaveClient
 
 /// A SecItem call that failed before reaching the daemon.
 struct SecMarshalError: Error, Equatable {
     var status: OSStatus
     var message: String
-    init(_ status: OSStatus, _ message: String) { self.status = status; self.message = message }
+    init(_ status: OSStatus, _ message: String) {
+        self.status = status
+        self.message = message
+    }
 }
 
 /// A SecItem dictionary turned into what the daemon needs, plus what only the client uses.
@@ -91,14 +94,20 @@ enum SecItemMarshaling {
     static func entries(_ dict: CFDictionary) throws(SecMarshalError) -> [String: Any] {
         var out: [String: Any] = [:]
         for (k, v) in dict {
-            guard let key = k as? String else { throw SecMarshalError(errSecParam, "dictionary key \(k) is not a string") }
+            guard let key = k as? String else {
+                throw SecMarshalError(errSecParam, "dictionary key \(k) is not a string")
+            }
             out[key] = v
         }
         return out
     }
 
     /// Builds the call for `operation`. `changes` is SecItemUpdate's `attributesToUpdate`.
-    static func call(_ operation: KeychainOperation, query: CFDictionary, changes: CFDictionary? = nil) throws(SecMarshalError) -> SecItemCall {
+    static func call(
+        _ operation: KeychainOperation,
+        query: CFDictionary,
+        changes: CFDictionary? = nil
+    ) throws(SecMarshalError) -> SecItemCall {
         let q = try entries(query)
         var call = SecItemCall(request: KeychainRequest(attributes: [:], context: ""), context: nil, limit: nil)
         // A key given as kSecValueRef says its class.
@@ -119,18 +128,28 @@ enum SecItemMarshaling {
         for (key, v) in q {
             switch key {
             case "u_AuthCtx":
-                guard let c = v as? any RequestContext else { throw SecMarshalError(errSecParam, "kSecUseAuthenticationContext must be an LAContext") }
+                guard let c = v as? any RequestContext else {
+                    throw SecMarshalError(errSecParam, "kSecUseAuthenticationContext must be an LAContext")
+                }
                 call.context = c
             case "u_AuthUI":
                 guard let s = v as? String, let mode = AuthenticationUI(rawValue: s) else {
-                    throw SecMarshalError(errSecParam, "kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, …Fail or …Skip")
+                    throw SecMarshalError(
+                        errSecParam,
+                        "kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, …Fail or …Skip"
+                    )
                 }
                 if mode == .skip && operation != .copy {
-                    throw SecMarshalError(errSecParam, "kSecUseAuthenticationUISkip is only valid with SecItemCopyMatching")
+                    throw SecMarshalError(
+                        errSecParam,
+                        "kSecUseAuthenticationUISkip is only valid with SecItemCopyMatching"
+                    )
                 }
                 call.request.authenticationUI = mode
             case "u_OpPrompt":
-                guard let s = v as? String else { throw SecMarshalError(errSecParam, "kSecUseOperationPrompt must be a string") }
+                guard let s = v as? String else {
+                    throw SecMarshalError(errSecParam, "kSecUseOperationPrompt must be a string")
+                }
                 call.request.reason = s
             case "u_NoAuthUI":
                 noAuthUI = try bool(v, key)
@@ -144,7 +163,9 @@ enum SecItemMarshaling {
             case "m_Limit":
                 call.limit = try limit(v)
             case "accc":
-                guard let ac = v as? SecAccessControl else { throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl") }
+                guard let ac = v as? SecAccessControl else {
+                    throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl")
+                }
                 call.request.accessControl = ac.wireValue
             case "pdmn":
                 guard let s = v as? String, let p = Protection(rawValue: s) else {
@@ -152,10 +173,16 @@ enum SecItemMarshaling {
                 }
                 if operation == .add { accessible = p } else { call.request.attributes[key] = .string(s) }
             case "v_Ref":
-                guard let secKey = v as? SecKey else { throw SecMarshalError(errSecParam, "kSecValueRef must be a SecKey (no other reference types here)") }
-                guard clsName == "keys" else { throw SecMarshalError(errSecParam, "a SecKey kSecValueRef needs kSecClassKey") }
+                guard let secKey = v as? SecKey else {
+                    throw SecMarshalError(errSecParam, "kSecValueRef must be a SecKey (no other reference types here)")
+                }
+                guard clsName == "keys" else {
+                    throw SecMarshalError(errSecParam, "a SecKey kSecValueRef needs kSecClassKey")
+                }
                 if operation == .add {
-                    for (k, kv) in secKey.keyAttributes where call.request.attributes[k] == nil { call.request.attributes[k] = kv }
+                    for (k, kv) in secKey.keyAttributes where call.request.attributes[k] == nil {
+                        call.request.attributes[k] = kv
+                    }
                     call.request.attributes["v_Data"] = .data(secKey.itemData)
                     call.request.heldKey = secKey.heldKey
                 } else {
@@ -169,7 +196,9 @@ enum SecItemMarshaling {
                 if key.hasPrefix("u_") || key.hasPrefix("r_") || key.hasPrefix("m_") {
                     throw SecMarshalError(errSecUnimplemented, "query key \(key) is not supported")
                 }
-                guard let kv = value(v) else { throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)") }
+                guard let kv = value(v) else {
+                    throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)")
+                }
                 call.request.attributes[key] = kv
             }
         }
@@ -191,7 +220,9 @@ enum SecItemMarshaling {
             // Return keys and limits mean nothing for update and delete.
             call.limit = nil
             call.returnRef = false
-            call.request.returnData = false; call.request.returnAttributes = false; call.request.returnPersistentRef = false
+            call.request.returnData = false
+            call.request.returnAttributes = false
+            call.request.returnPersistentRef = false
         }
         if operation == .add { call.limit = nil }
         call.request.matchAll = call.returnsArray
@@ -208,11 +239,17 @@ enum SecItemMarshaling {
         } else if case .int(let n)? = value(v), n > 0 {
             return n == 1 ? nil : Int(n)
         }
-        throw SecMarshalError(errSecParam, "kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a positive number")
+        throw SecMarshalError(
+            errSecParam,
+            "kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a positive number"
+        )
     }
 
     /// `kSecAttrAccessible` alone → access control with no flags; with `kSecAttrAccessControl` it must agree.
-    static func combine(_ ac: AccessControlValue?, _ accessible: Protection?) throws(SecMarshalError) -> AccessControlValue? {
+    static func combine(
+        _ ac: AccessControlValue?,
+        _ accessible: Protection?
+    ) throws(SecMarshalError) -> AccessControlValue? {
         guard let accessible else { return ac }
         guard let ac else { return AccessControlValue(protection: accessible, flags: []) }
         guard ac.protection == accessible else {
@@ -222,7 +259,8 @@ enum SecItemMarshaling {
     }
 
     /// SecItemUpdate's `attributesToUpdate`: item attributes only.
-    static func changeSet(_ c: [String: Any]) throws(SecMarshalError) -> ([String: KeychainValue], AccessControlValue?) {
+    static func changeSet(_ c: [String: Any]) throws(SecMarshalError) -> ([String: KeychainValue], AccessControlValue?)
+    {
         var attrs: [String: KeychainValue] = [:]
         var ac: AccessControlValue?
         var accessible: Protection?
@@ -231,7 +269,9 @@ enum SecItemMarshaling {
             case "class":
                 throw SecMarshalError(errSecParam, "kSecClass cannot be updated")
             case "accc":
-                guard let a = v as? SecAccessControl else { throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl") }
+                guard let a = v as? SecAccessControl else {
+                    throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl")
+                }
                 ac = a.wireValue
             case "pdmn":
                 guard let s = v as? String, let p = Protection(rawValue: s) else {
@@ -247,7 +287,9 @@ enum SecItemMarshaling {
                 if key.hasPrefix("u_") || key.hasPrefix("r_") || key.hasPrefix("m_") || key == "nleg" {
                     throw SecMarshalError(errSecParam, "\(key) is not an attribute and cannot be updated")
                 }
-                guard let kv = value(v) else { throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)") }
+                guard let kv = value(v) else {
+                    throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)")
+                }
                 attrs[key] = kv
             }
         }
@@ -265,7 +307,11 @@ enum SecItemMarshaling {
     /// - `kSecMatchLimitAll` or a count > 1 (copy only) → an NSArray of those, at most count long;
     /// - copy answered with success but no item → `errSecItemNotFound`; a reply lacking asked-for
     ///   data → `errSecDecode`.
-    static func shape(_ reply: KeychainReply, for call: SecItemCall, operation: KeychainOperation) -> (OSStatus, CFTypeRef?) {
+    static func shape(
+        _ reply: KeychainReply,
+        for call: SecItemCall,
+        operation: KeychainOperation
+    ) -> (OSStatus, CFTypeRef?) {
         guard reply.status == .success else { return (reply.status.rawValue, nil) }
         guard call.wantsResult, operation == .copy || operation == .add else { return (errSecSuccess, nil) }
         if reply.items.isEmpty { return (operation == .copy ? errSecItemNotFound : errSecSuccess, nil) }
@@ -290,7 +336,12 @@ enum SecItemMarshaling {
     static func object(_ item: KeychainItem, _ call: SecItemCall) -> AnyObject? {
         guard call.returnRef else { return object(item, call.request) }
         guard let data = item.data,
-              let key = try? SecKey.fromItem(data: data, attributes: item.attributes, context: call.context, reason: call.request.reason)
+            let key = try? SecKey.fromItem(
+                data: data,
+                attributes: item.attributes,
+                context: call.context,
+                reason: call.request.reason
+            )
         else { return nil }
         if !call.shown.data && !call.shown.attributes && !call.request.returnPersistentRef { return key }
         // Several return keys: a dictionary, as Apple's.
@@ -299,7 +350,9 @@ enum SecItemMarshaling {
             for (k, v) in item.attributes { dict[NSString(string: k)] = object(v) }
         }
         if call.shown.data { dict[NSString(string: "v_Data")] = NSData(data: data) }
-        if call.request.returnPersistentRef, let p = item.persistentRef { dict[NSString(string: "v_PersistentRef")] = NSData(data: p) }
+        if call.request.returnPersistentRef, let p = item.persistentRef {
+            dict[NSString(string: "v_PersistentRef")] = NSData(data: p)
+        }
         dict[NSString(string: "v_Ref")] = key
         return dict.copy() as? NSDictionary
     }

@@ -1,8 +1,8 @@
 import Crypto
-import _CryptoExtras
 import EnclaveClient
 import EnclaveProtocol
 import Foundation
+import _CryptoExtras
 
 /// Apple's `SecKey`: an asymmetric key. Software keys (P-256/384/521, RSA) live in this process
 /// and compute with swift-crypto; Secure Enclave keys (P-256, `kSecAttrTokenIDSecureEnclave`) are
@@ -70,7 +70,8 @@ public final class SecKey: CustomStringConvertible, Sendable {
         case .ec(let k): return SecKey(.ec(k.publicKey))
         case .rsaPrivate(let k): return SecKey(.rsaPublic(k.publicKey))
         case .rsaPublic: return self
-        case .enclave(let k): return SecKey(.ec(ECKeyMaterial(curve: .p256, publicX963: k.publicX963, privateScalar: nil)))
+        case .enclave(let k):
+            return SecKey(.ec(ECKeyMaterial(curve: .p256, publicX963: k.publicX963, privateScalar: nil)))
         }
     }
 
@@ -105,10 +106,22 @@ public final class SecKey: CustomStringConvertible, Sendable {
     }
 
     /// A key read back from a key item's data and attributes.
-    static func fromItem(data: Data, attributes: [String: KeychainValue], context: (any RequestContext)?, reason: String?) throws(SecFailure) -> SecKey {
+    static func fromItem(
+        data: Data,
+        attributes: [String: KeychainValue],
+        context: (any RequestContext)?,
+        reason: String?
+    ) throws(SecFailure) -> SecKey {
         if case .string(let token)? = attributes["tkid"], token == kSecAttrTokenIDSecureEnclave as String {
-            guard data.count > 65, data.first == 0x04 else { throw SecFailure(errSecDecode, "the Secure Enclave key item is damaged") }
-            let material = EnclaveKeyMaterial(publicX963: Data(data.prefix(65)), blob: Data(data.dropFirst(65)), context: context, reason: reason)
+            guard data.count > 65, data.first == 0x04 else {
+                throw SecFailure(errSecDecode, "the Secure Enclave key item is damaged")
+            }
+            let material = EnclaveKeyMaterial(
+                publicX963: Data(data.prefix(65)),
+                blob: Data(data.dropFirst(65)),
+                context: context,
+                reason: reason
+            )
             return SecKey(.enclave(material), itemAttributes: attributes)
         }
         func string(_ key: String) -> String? {
@@ -121,33 +134,65 @@ public final class SecKey: CustomStringConvertible, Sendable {
     }
 
     /// A software key from Apple's external representation (`SecKeyCreateWithData`).
-    convenience init(data: Data, type: String, keyClass: String, itemAttributes: [String: KeychainValue] = [:]) throws(SecFailure) {
+    convenience init(
+        data: Data,
+        type: String,
+        keyClass: String,
+        itemAttributes: [String: KeychainValue] = [:]
+    ) throws(SecFailure) {
         switch type {
         case "73":
             guard keyClass == "0" || keyClass == "1" else {
-                throw SecFailure(errSecParam, "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate")
+                throw SecFailure(
+                    errSecParam,
+                    "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate"
+                )
             }
-            self.init(.ec(try ECKeyMaterial(externalRepresentation: data, isPrivate: keyClass == "1")), itemAttributes: itemAttributes)
+            self.init(
+                .ec(try ECKeyMaterial(externalRepresentation: data, isPrivate: keyClass == "1")),
+                itemAttributes: itemAttributes
+            )
         case "42":
             do {
                 if keyClass == "1" {
-                    self.init(.rsaPrivate(try _RSA.Signing.PrivateKey(unsafeDERRepresentation: data)), itemAttributes: itemAttributes)
+                    self.init(
+                        .rsaPrivate(try _RSA.Signing.PrivateKey(unsafeDERRepresentation: data)),
+                        itemAttributes: itemAttributes
+                    )
                 } else {
-                    self.init(.rsaPublic(try _RSA.Signing.PublicKey(unsafeDERRepresentation: data)), itemAttributes: itemAttributes)
+                    self.init(
+                        .rsaPublic(try _RSA.Signing.PublicKey(unsafeDERRepresentation: data)),
+                        itemAttributes: itemAttributes
+                    )
                 }
             } catch {
-                throw SecFailure(errSecDecode, "not a PKCS#1 RSA \(keyClass == "1" ? "private" : "public") key of 1024 bits or more")
+                throw SecFailure(
+                    errSecDecode,
+                    "not a PKCS#1 RSA \(keyClass == "1" ? "private" : "public") key of 1024 bits or more"
+                )
             }
         default:
-            throw SecFailure(errSecParam, "kSecAttrKeyType must be kSecAttrKeyTypeECSECPrimeRandom or kSecAttrKeyTypeRSA")
+            throw SecFailure(
+                errSecParam,
+                "kSecAttrKeyType must be kSecAttrKeyTypeECSECPrimeRandom or kSecAttrKeyTypeRSA"
+            )
         }
-        if keyClass != "0" && keyClass != "1" { throw SecFailure(errSecParam, "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate") }
+        if keyClass != "0" && keyClass != "1" {
+            throw SecFailure(errSecParam, "kSecAttrKeyClass must be kSecAttrKeyClassPublic or kSecAttrKeyClassPrivate")
+        }
     }
 
     /// A Secure Enclave key held elsewhere in this package (a persisted right's key), used on
     /// `context` like any SecKey.
-    package static func enclave(publicKey: Data, blob: Data, kind: KeyRequest.Kind, context: (any RequestContext)?) -> SecKey {
-        SecKey(.enclave(EnclaveKeyMaterial(publicX963: publicKey, blob: blob, context: context, reason: nil, kind: kind)))
+    package static func enclave(
+        publicKey: Data,
+        blob: Data,
+        kind: KeyRequest.Kind,
+        context: (any RequestContext)?
+    ) -> SecKey {
+        SecKey(
+            .enclave(EnclaveKeyMaterial(publicX963: publicKey, blob: blob, context: context, reason: nil, kind: kind))
+        )
     }
 
     public var description: String {
@@ -179,8 +224,18 @@ struct EnclaveKeyMaterial: Sendable {
         if request.reason == nil { request.reason = reason }
         let reply = ContextRequests.performKeyOperation(request, context: context)
         guard let problem = reply.problem else { return reply }
-        let underlying = reply.authenticationError.map { NSError(domain: "com.apple.LocalAuthentication", code: $0.rawValue, userInfo: reply.message.map { [NSLocalizedDescriptionKey: $0] } ?? [:]) }
-        throw SecFailure(Self.status(problem, reply.authenticationError), reply.message ?? "the Secure Enclave key operation failed", underlying: underlying)
+        let underlying = reply.authenticationError.map {
+            NSError(
+                domain: "com.apple.LocalAuthentication",
+                code: $0.rawValue,
+                userInfo: reply.message.map { [NSLocalizedDescriptionKey: $0] } ?? [:]
+            )
+        }
+        throw SecFailure(
+            Self.status(problem, reply.authenticationError),
+            reply.message ?? "the Secure Enclave key operation failed",
+            underlying: underlying
+        )
     }
 
     /// How a daemon refusal reads as an `OSStatus`. Our mapping (Apple's for these cases is not

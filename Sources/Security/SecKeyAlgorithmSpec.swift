@@ -11,7 +11,11 @@ enum SecKeyAlgorithmSpec: Hashable, Sendable {
     /// ECDSA signature encodings: DER `ECDSA-Sig-Value` (X9.62) or raw r‖s (RFC 4754).
     enum ECDSAFormat: Hashable, Sendable { case x962, rfc4754 }
     enum RSASignaturePadding: Hashable, Sendable { case raw, pkcs1v15, pss }
-    enum RSAEncryptionPadding: Hashable, Sendable { case raw, pkcs1, oaep(Hash), oaepAESGCM(Hash) }
+    enum RSAEncryptionPadding: Hashable, Sendable {
+        case raw, pkcs1
+        case oaep(Hash)
+        case oaepAESGCM(Hash)
+    }
 
     /// `hash` nil: the digest is signed as given, whatever its length.
     case ecdsa(Input, Hash?, ECDSAFormat)
@@ -31,7 +35,6 @@ enum SecKeyAlgorithmSpec: Hashable, Sendable {
         }
     }
 }
-
 
 extension SecKeyAlgorithmSpec.Hash {
     /// Output bytes.
@@ -62,11 +65,19 @@ extension SecKeyAlgorithmSpec.Hash {
     func x963(_ secret: SharedSecret, sharedInfo: Data, byteCount: Int) throws(SecFailure) -> Data {
         let key: SymmetricKey
         switch self {
-        case .sha1: key = secret.x963DerivedSymmetricKey(using: Insecure.SHA1.self, sharedInfo: sharedInfo, outputByteCount: byteCount)
+        case .sha1:
+            key = secret.x963DerivedSymmetricKey(
+                using: Insecure.SHA1.self,
+                sharedInfo: sharedInfo,
+                outputByteCount: byteCount
+            )
         case .sha224: throw SecFailure(errSecUnimplemented, "SHA-224 is not available on Linux (swift-crypto has none)")
-        case .sha256: key = secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: byteCount)
-        case .sha384: key = secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: byteCount)
-        case .sha512: key = secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: byteCount)
+        case .sha256:
+            key = secret.x963DerivedSymmetricKey(using: SHA256.self, sharedInfo: sharedInfo, outputByteCount: byteCount)
+        case .sha384:
+            key = secret.x963DerivedSymmetricKey(using: SHA384.self, sharedInfo: sharedInfo, outputByteCount: byteCount)
+        case .sha512:
+            key = secret.x963DerivedSymmetricKey(using: SHA512.self, sharedInfo: sharedInfo, outputByteCount: byteCount)
         }
         return key.withUnsafeBytes { Data($0) }
     }

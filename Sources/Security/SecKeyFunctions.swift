@@ -43,21 +43,33 @@ public enum SecKeyOperationType: Int, Sendable {
 /// key of a software pair); a software key's access control guards its item (the prompt comes
 /// when it is read back), a Secure Enclave key's is checked at each use; `kSecPublicKeyAttrs` and
 /// the capability attributes (`kSecAttrCanSign`…) are accepted and not stored.
-public func SecKeyCreateRandomKey(_ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+public func SecKeyCreateRandomKey(
+    _ parameters: CFDictionary,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecKey? {
     secKeyCall(error) { () throws(SecFailure) -> SecKey in try SecKeyGeneration.create(parameters) }
 }
 
 /// The public key of `key` (Apple's `SecKeyCopyPublicKey`); for a public key, the key itself.
 public func SecKeyCopyPublicKey(_ key: SecKey) -> SecKey? { key.publicKey }
 
-public func SecKeyCreateSignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ dataToSign: CFData,
-                                  _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecKeyCreateSignature(
+    _ key: SecKey,
+    _ algorithm: SecKeyAlgorithm,
+    _ dataToSign: CFData,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
     secKeyCall(error) { () throws(SecFailure) -> CFData in NSData(data: try key.sign(dataToSign as Data, algorithm)) }
 }
 
 /// A signature that does not verify answers false with `errSecVerifyFailed`, as Apple's does.
-public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ signedData: CFData, _ signature: CFData,
-                                  _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> Bool {
+public func SecKeyVerifySignature(
+    _ key: SecKey,
+    _ algorithm: SecKeyAlgorithm,
+    _ signedData: CFData,
+    _ signature: CFData,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> Bool {
     secKeyCall(error) { () throws(SecFailure) -> Bool in
         guard try key.verify(signedData as Data, signature: signature as Data, algorithm) else {
             throw SecFailure(errSecVerifyFailed, "\(algorithm.rawValue): the signature does not verify")
@@ -66,21 +78,35 @@ public func SecKeyVerifySignature(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _
     } ?? false
 }
 
-public func SecKeyCreateEncryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ plaintext: CFData,
-                                      _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecKeyCreateEncryptedData(
+    _ key: SecKey,
+    _ algorithm: SecKeyAlgorithm,
+    _ plaintext: CFData,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
     secKeyCall(error) { () throws(SecFailure) -> CFData in NSData(data: try key.encrypt(plaintext as Data, algorithm)) }
 }
 
-public func SecKeyCreateDecryptedData(_ key: SecKey, _ algorithm: SecKeyAlgorithm, _ ciphertext: CFData,
-                                      _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
-    secKeyCall(error) { () throws(SecFailure) -> CFData in NSData(data: try key.decrypt(ciphertext as Data, algorithm)) }
+public func SecKeyCreateDecryptedData(
+    _ key: SecKey,
+    _ algorithm: SecKeyAlgorithm,
+    _ ciphertext: CFData,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
+    secKeyCall(error) { () throws(SecFailure) -> CFData in NSData(data: try key.decrypt(ciphertext as Data, algorithm))
+    }
 }
 
 /// ECDH (Apple's `SecKeyCopyKeyExchangeResult`). `parameters`: with an X9.63 algorithm,
 /// `kSecKeyKeyExchangeParameterRequestedSize` (bytes, required) and optionally
 /// `kSecKeyKeyExchangeParameterSharedInfo`.
-public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKeyAlgorithm, _ publicKey: SecKey,
-                                        _ parameters: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecKeyCopyKeyExchangeResult(
+    _ privateKey: SecKey,
+    _ algorithm: SecKeyAlgorithm,
+    _ publicKey: SecKey,
+    _ parameters: CFDictionary,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
     secKeyCall(error) { () throws(SecFailure) -> CFData in
         let p = try SecKeyParameters(parameters)
         let size = try p.int(kSecKeyKeyExchangeParameterRequestedSize as String)
@@ -91,9 +117,14 @@ public func SecKeyCopyKeyExchangeResult(_ privateKey: SecKey, _ algorithm: SecKe
 
 /// Apple's external representation: EC `04‖X‖Y` (`‖K` for a private key), RSA PKCS#1 DER.
 /// A Secure Enclave private key has none (`errSecUnimplemented`, as the key cannot leave the enclave).
-public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> CFData? {
+public func SecKeyCopyExternalRepresentation(
+    _ key: SecKey,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> CFData? {
     secKeyCall(error) { () throws(SecFailure) -> CFData in
-        if case .enclave = key.material { throw SecFailure(errSecUnimplemented, "a Secure Enclave private key cannot be exported") }
+        if case .enclave = key.material {
+            throw SecFailure(errSecUnimplemented, "a Secure Enclave private key cannot be exported")
+        }
         return NSData(data: key.itemData)
     }
 }
@@ -101,7 +132,11 @@ public func SecKeyCopyExternalRepresentation(_ key: SecKey, _ error: UnsafeMutab
 /// A key from its external representation (Apple's `SecKeyCreateWithData`); `attributes` needs
 /// `kSecAttrKeyType` and `kSecAttrKeyClass` (public or private); `kSecAttrKeySizeInBits`, when
 /// given, must agree with the data.
-public func SecKeyCreateWithData(_ keyData: CFData, _ attributes: CFDictionary, _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?) -> SecKey? {
+public func SecKeyCreateWithData(
+    _ keyData: CFData,
+    _ attributes: CFDictionary,
+    _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?
+) -> SecKey? {
     secKeyCall(error) { () throws(SecFailure) -> SecKey in
         let p = try SecKeyParameters(attributes)
         guard let type = try p.string("type") else { throw SecFailure(errSecParam, "kSecAttrKeyType is missing") }
@@ -123,7 +158,9 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     for (k, v) in key.keyAttributes where k != "class" { out[NSString(string: k)] = SecItemMarshaling.object(v) }
     out[NSString(string: "esiz")] = NSNumber(value: key.sizeInBits)
     if out["perm"] == nil { out[NSString(string: "perm")] = NSNumber(value: false) }
-    let can: [(String, SecKeyOperationType)] = [("sign", .sign), ("vrfy", .verify), ("encr", .encrypt), ("decr", .decrypt), ("drve", .keyExchange)]
+    let can: [(String, SecKeyOperationType)] = [
+        ("sign", .sign), ("vrfy", .verify), ("encr", .encrypt), ("decr", .decrypt), ("drve", .keyExchange),
+    ]
     for (attribute, operation) in can {
         let usable = operation.needsPrivateKey == key.isPrivate && (operation != .keyExchange || !key.isRSA)
         out[NSString(string: attribute)] = NSNumber(value: usable)
@@ -134,7 +171,11 @@ public func SecKeyCopyAttributes(_ key: SecKey) -> CFDictionary? {
     return out.copy() as? NSDictionary
 }
 
-public func SecKeyIsAlgorithmSupported(_ key: SecKey, _ operation: SecKeyOperationType, _ algorithm: SecKeyAlgorithm) -> Bool {
+public func SecKeyIsAlgorithmSupported(
+    _ key: SecKey,
+    _ operation: SecKeyOperationType,
+    _ algorithm: SecKeyAlgorithm
+) -> Bool {
     key.refusal(operation, algorithm) == nil
 }
 
@@ -169,7 +210,9 @@ struct SecKeyParameters {
     func int(_ key: String) throws(SecFailure) -> Int? {
         guard let v = entries[key] else { return nil }
         if let s = v as? String, let i = Int(s) { return i }
-        guard case .int(let i)? = SecItemMarshaling.value(v), let n = Int(exactly: i) else { throw SecFailure(errSecParam, "\(key) must be a number") }
+        guard case .int(let i)? = SecItemMarshaling.value(v), let n = Int(exactly: i) else {
+            throw SecFailure(errSecParam, "\(key) must be a number")
+        }
         return n
     }
 

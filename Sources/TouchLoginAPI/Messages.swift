@@ -7,7 +7,10 @@ import WebAuthn
 public struct CreateAccountRequest: Codable, Sendable {
     public var username: String
     public var password: String
-    public init(username: String, password: String) { self.username = username; self.password = password }
+    public init(username: String, password: String) {
+        self.username = username
+        self.password = password
+    }
 }
 
 public struct PasswordLoginRequest: Codable, Sendable {
@@ -18,7 +21,9 @@ public struct PasswordLoginRequest: Codable, Sendable {
     /// and lock that others' wrong guesses put on the username.
     public var clientToken: String?
     public init(username: String, password: String, clientToken: String? = nil) {
-        self.username = username; self.password = password; self.clientToken = clientToken
+        self.username = username
+        self.password = password
+        self.clientToken = clientToken
     }
 }
 
@@ -32,7 +37,10 @@ public struct PasswordConfirmationRequest: Codable, Sendable {
 public struct PasswordChangeRequest: Codable, Sendable {
     public var currentPassword: String?
     public var newPassword: String
-    public init(currentPassword: String?, newPassword: String) { self.currentPassword = currentPassword; self.newPassword = newPassword }
+    public init(currentPassword: String?, newPassword: String) {
+        self.currentPassword = currentPassword
+        self.newPassword = newPassword
+    }
 }
 
 /// A signed-in session: send `token` as `Authorization: Bearer <token>`.
@@ -50,8 +58,19 @@ public struct SessionResponse: Codable, Sendable {
     /// (like a password manager keeps the password) and send with later password logins
     /// (`PasswordLoginRequest.clientToken`).
     public var clientToken: String?
-    public init(token: String, username: String, expiresAt: Double, method: String, newDevices: [DeviceResponse]? = nil, clientToken: String? = nil) {
-        self.token = token; self.username = username; self.expiresAt = expiresAt; self.method = method; self.newDevices = newDevices
+    public init(
+        token: String,
+        username: String,
+        expiresAt: Double,
+        method: String,
+        newDevices: [DeviceResponse]? = nil,
+        clientToken: String? = nil
+    ) {
+        self.token = token
+        self.username = username
+        self.expiresAt = expiresAt
+        self.method = method
+        self.newDevices = newDevices
         self.clientToken = clientToken
     }
 }
@@ -63,7 +82,10 @@ public struct AccountResponse: Codable, Sendable {
     /// The newest sign-ins and device changes, newest first (kept 90 days).
     public var activity: [ActivityResponse]?
     public init(username: String, createdAt: Double, devices: [DeviceResponse], activity: [ActivityResponse]? = nil) {
-        self.username = username; self.createdAt = createdAt; self.devices = devices; self.activity = activity
+        self.username = username
+        self.createdAt = createdAt
+        self.devices = devices
+        self.activity = activity
     }
 }
 
@@ -76,7 +98,11 @@ public struct ActivityResponse: Codable, Sendable, Equatable {
     public var deviceName: String?
     public var address: String
     public init(at: Double, kind: String, deviceID: String?, deviceName: String?, address: String) {
-        self.at = at; self.kind = kind; self.deviceID = deviceID; self.deviceName = deviceName; self.address = address
+        self.at = at
+        self.kind = kind
+        self.deviceID = deviceID
+        self.deviceName = deviceName
+        self.address = address
     }
 }
 
@@ -100,9 +126,20 @@ public struct DeviceResponse: Codable, Sendable, Equatable {
     /// What a trusted attestation stated of the key ("system daemon, fprintd, biometryCurrentSet,
     /// privateKeyUsage (akpu)"); absent when no root the server trusts vouched for it.
     public var attestedKey: String?
-    public init(id: String, name: String, createdAt: Double, lastUsedAt: Double?, signCount: UInt32, attestationFormat: String) {
-        self.id = id; self.name = name; self.createdAt = createdAt; self.lastUsedAt = lastUsedAt
-        self.signCount = signCount; self.attestationFormat = attestationFormat
+    public init(
+        id: String,
+        name: String,
+        createdAt: Double,
+        lastUsedAt: Double?,
+        signCount: UInt32,
+        attestationFormat: String
+    ) {
+        self.id = id
+        self.name = name
+        self.createdAt = createdAt
+        self.lastUsedAt = lastUsedAt
+        self.signCount = signCount
+        self.attestationFormat = attestationFormat
     }
 }
 
@@ -128,7 +165,10 @@ extension CredentialKind {
 public struct RegistrationOptionsRequest: Codable, Sendable {
     public var deviceName: String?
     public var kind: CredentialKind?
-    public init(deviceName: String? = nil, kind: CredentialKind? = nil) { self.deviceName = deviceName; self.kind = kind }
+    public init(deviceName: String? = nil, kind: CredentialKind? = nil) {
+        self.deviceName = deviceName
+        self.kind = kind
+    }
 }
 
 /// `publicKey` goes to `navigator.credentials.create` (after `parseCreationOptionsFromJSON`).
@@ -142,7 +182,9 @@ public struct RegistrationRequest: Codable, Sendable {
     public var kind: CredentialKind?
     public var credential: RegistrationResponseJSON
     public init(deviceName: String?, kind: CredentialKind? = nil, credential: RegistrationResponseJSON) {
-        self.deviceName = deviceName; self.kind = kind; self.credential = credential
+        self.deviceName = deviceName
+        self.kind = kind
+        self.credential = credential
     }
 }
 
@@ -165,5 +207,8 @@ public struct AssertionRequest: Codable, Sendable {
 public struct HealthResponse: Codable, Sendable {
     public var status: String
     public var storage: String
-    public init(status: String, storage: String) { self.status = status; self.storage = storage }
+    public init(status: String, storage: String) {
+        self.status = status
+        self.storage = storage
+    }
 }

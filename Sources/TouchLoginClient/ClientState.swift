@@ -11,7 +11,10 @@ public struct ClientState: Codable, Equatable, Sendable {
         public var domainState: Data?
         public var signCount: UInt32
         public init(credentialID: Data, keyBlob: Data, domainState: Data?, signCount: UInt32) {
-            self.credentialID = credentialID; self.keyBlob = keyBlob; self.domainState = domainState; self.signCount = signCount
+            self.credentialID = credentialID
+            self.keyBlob = keyBlob
+            self.domainState = domainState
+            self.signCount = signCount
         }
     }
 
@@ -19,7 +22,11 @@ public struct ClientState: Codable, Equatable, Sendable {
         public var token: String
         public var expiresAt: Double
         public var method: String
-        public init(token: String, expiresAt: Double, method: String) { self.token = token; self.expiresAt = expiresAt; self.method = method }
+        public init(token: String, expiresAt: Double, method: String) {
+            self.token = token
+            self.expiresAt = expiresAt
+            self.method = method
+        }
     }
 
     public var facts = LoginFacts()
@@ -39,23 +46,32 @@ public struct ClientStateFile: Sendable {
 
     public func load() throws -> ClientState {
         guard FileManager.default.fileExists(atPath: path) else { return ClientState() }
-        do { return try JSONDecoder().decode(ClientState.self, from: Data(contentsOf: URL(fileURLWithPath: path))) } catch {
+        do {
+            return try JSONDecoder().decode(ClientState.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
             throw ClientError("The state file \(path) is damaged (\(error)); remove it to start over.")
         }
     }
 
     public func save(_ state: ClientState) throws {
         let directory = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try encoder.encode(state)
         let temporary = path + ".tmp"
         guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
-              let handle = FileHandle(forWritingAtPath: temporary) else { throw ClientError("cannot write \(temporary)") }
+            let handle = FileHandle(forWritingAtPath: temporary)
+        else { throw ClientError("cannot write \(temporary)") }
         try handle.synchronize()
         try handle.close()
-        guard rename(temporary, path) == 0 else { throw ClientError("cannot replace \(path): \(String(cString: strerror(errno)))") }
+        guard rename(temporary, path) == 0 else {
+            throw ClientError("cannot replace \(path): \(String(cString: strerror(errno)))")
+        }
     }
 }
 

@@ -25,54 +25,109 @@ public struct EnclaveAuthenticator: Sendable {
     /// by the new key (the prompt): self attestation, or — when the server asks for it
     /// (`attestation: "direct"`) — with the key's certificate chain from laenclaved, which tells
     /// the server the daemon holds the key and how it is protected.
-    public func register(options o: PublicKeyCredentialCreationOptionsJSON, deviceName: String, context: LAContext) throws -> Registration {
-        guard o.pubKeyCredParams.contains(where: { $0.alg == -7 /* ES256 */ }) else {
+    public func register(
+        options o: PublicKeyCredentialCreationOptionsJSON,
+        deviceName: String,
+        context: LAContext
+    ) throws -> Registration {
+        // -7: ES256
+        guard o.pubKeyCredParams.contains(where: { $0.alg == -7 }) else {
             throw ClientError("The server does not accept ES256 keys.")
         }
         let rpID = o.rp.id ?? URL(string: origin)?.host ?? "localhost"
-        guard let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, [.privateKeyUsage, .biometryCurrentSet], nil) else {
+        guard
+            let access = SecAccessControlCreateWithFlags(
+                nil,
+                kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+                [.privateKeyUsage, .biometryCurrentSet],
+                nil
+            )
+        else {
             throw ClientError("Cannot describe the key's access control.")
         }
         let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: access, authenticationContext: context)
         let credentialID = Data((0..<CredentialKind.deviceKeyIDBytes).map { _ in UInt8.random(in: 0...255) })
-        let clientData = CollectedClientData(type: "webauthn.create", challenge: o.challenge, origin: origin, crossOrigin: false).jsonData()
+        let clientData = CollectedClientData(
+            type: "webauthn.create",
+            challenge: o.challenge,
+            origin: origin,
+            crossOrigin: false
+        ).jsonData()
         let certificates = o.attestation == "direct" ? try key.attestationCertificates() : []
         let authenticatorData = AuthenticatorData(
-            rpID: rpID, flags: [.userPresent, .userVerified], signCount: 0,
-            attestedCredential: .init(aaguid: certificates.isEmpty ? Data(count: 16) : LaenclavedAttestation.aaguid,
-                                      credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
+            rpID: rpID,
+            flags: [.userPresent, .userVerified],
+            signCount: 0,
+            attestedCredential: .init(
+                aaguid: certificates.isEmpty ? Data(count: 16) : LaenclavedAttestation.aaguid,
+                credentialID: credentialID,
+                publicKey: COSEKey(key.publicKey)
+            )
+        )
         let attestation = try AttestationObject.makeAttestationObject(
-            authenticatorData: authenticatorData, format: .packed, clientDataHash: Data(SHA256.hash(data: clientData)),
-            certificates: certificates, sign: { try key.signature(for: $0).derRepresentation })
+            authenticatorData: authenticatorData,
+            format: .packed,
+            clientDataHash: Data(SHA256.hash(data: clientData)),
+            certificates: certificates,
+            sign: { try key.signature(for: $0).derRepresentation }
+        )
         let response = RegistrationResponseJSON(
-            id: credentialID.base64URLEncodedString(), rawId: credentialID.base64URLEncodedString(),
-            response: AuthenticatorAttestationResponseJSON(clientDataJSON: clientData.base64URLEncodedString(),
-                                                           attestationObject: attestation.base64URLEncodedString(), transports: CredentialKind.deviceKeyTransports),
-            authenticatorAttachment: "platform")
-        return Registration(request: RegistrationRequest(deviceName: deviceName, kind: .deviceKey, credential: response),
-                            binding: ClientState.Binding(credentialID: credentialID, keyBlob: key.dataRepresentation,
-                                                         domainState: context.domainState.biometry.stateHash, signCount: 0))
+            id: credentialID.base64URLEncodedString(),
+            rawId: credentialID.base64URLEncodedString(),
+            response: AuthenticatorAttestationResponseJSON(
+                clientDataJSON: clientData.base64URLEncodedString(),
+                attestationObject: attestation.base64URLEncodedString(),
+                transports: CredentialKind.deviceKeyTransports
+            ),
+            authenticatorAttachment: "platform"
+        )
+        return Registration(
+            request: RegistrationRequest(deviceName: deviceName, kind: .deviceKey, credential: response),
+            binding: ClientState.Binding(
+                credentialID: credentialID,
+                keyBlob: key.dataRepresentation,
+                domainState: context.domainState.biometry.stateHash,
+                signCount: 0
+            )
+        )
     }
 
     /// Answers the server's request options with an assertion by the bound key.
-    public func assert(options o: PublicKeyCredentialRequestOptionsJSON, binding: ClientState.Binding, context: LAContext) throws -> (AssertionRequest, UInt32) {
+    public func assert(
+        options o: PublicKeyCredentialRequestOptionsJSON,
+        binding: ClientState.Binding,
+        context: LAContext
+    ) throws -> (AssertionRequest, UInt32) {
         if let allowed = o.allowCredentials, !allowed.isEmpty,
-           !allowed.contains(where: { Data(base64URLEncoded: $0.id) == binding.credentialID }) {
+            !allowed.contains(where: { Data(base64URLEncoded: $0.id) == binding.credentialID })
+        {
             throw FingerprintFailure(.deviceRevoked)
         }
-        let key = try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: binding.keyBlob, authenticationContext: context)
+        let key = try SecureEnclave.P256.Signing.PrivateKey(
+            dataRepresentation: binding.keyBlob,
+            authenticationContext: context
+        )
         let rpID = o.rpId ?? URL(string: origin)?.host ?? "localhost"
         let counter = binding.signCount &+ 1
-        let clientData = CollectedClientData(type: "webauthn.get", challenge: o.challenge, origin: origin, crossOrigin: false).jsonData()
+        let clientData = CollectedClientData(
+            type: "webauthn.get",
+            challenge: o.challenge,
+            origin: origin,
+            crossOrigin: false
+        ).jsonData()
         let authenticatorData = AuthenticatorData(rpID: rpID, flags: [.userPresent, .userVerified], signCount: counter)
         let signature = try key.signature(for: authenticatorData.raw + Data(SHA256.hash(data: clientData)))
         let id = binding.credentialID.base64URLEncodedString()
         let response = AuthenticationResponseJSON(
-            id: id, rawId: id,
-            response: AuthenticatorAssertionResponseJSON(clientDataJSON: clientData.base64URLEncodedString(),
-                                                         authenticatorData: authenticatorData.raw.base64URLEncodedString(),
-                                                         signature: signature.derRepresentation.base64URLEncodedString()),
-            authenticatorAttachment: "platform")
+            id: id,
+            rawId: id,
+            response: AuthenticatorAssertionResponseJSON(
+                clientDataJSON: clientData.base64URLEncodedString(),
+                authenticatorData: authenticatorData.raw.base64URLEncodedString(),
+                signature: signature.derRepresentation.base64URLEncodedString()
+            ),
+            authenticatorAttachment: "platform"
+        )
         return (AssertionRequest(credential: response), counter)
     }
 }

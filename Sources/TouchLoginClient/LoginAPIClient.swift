@@ -1,8 +1,9 @@
 import Foundation
+import TouchLoginAPI
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
-import TouchLoginAPI
 
 /// The server's HTTP API, as calls. Every failure is an `APIError`: the server's own (with its
 /// stable code) or `unavailable` when the server cannot be reached.
@@ -16,17 +17,35 @@ public struct LoginAPIClient: Sendable {
     }
 
     /// `clientToken`: what the server gave this client at its last password login for this name.
-    public func passwordLogin(username: String, password: String, clientToken: String? = nil) async throws -> SessionResponse {
-        try await call("POST", "api/session", PasswordLoginRequest(username: username, password: password, clientToken: clientToken))
+    public func passwordLogin(
+        username: String,
+        password: String,
+        clientToken: String? = nil
+    ) async throws -> SessionResponse {
+        try await call(
+            "POST",
+            "api/session",
+            PasswordLoginRequest(username: username, password: password, clientToken: clientToken)
+        )
     }
 
     /// A step-up: the password typed again into the session, before devices change.
     public func confirmPassword(token: String, password: String) async throws {
-        let _: Empty = try await call("POST", "api/session/password", PasswordConfirmationRequest(password: password), token: token)
+        let _: Empty = try await call(
+            "POST",
+            "api/session/password",
+            PasswordConfirmationRequest(password: password),
+            token: token
+        )
     }
 
     public func changePassword(token: String, current: String, new: String) async throws {
-        let _: Empty = try await call("POST", "api/account/password", PasswordChangeRequest(currentPassword: current, newPassword: new), token: token)
+        let _: Empty = try await call(
+            "POST",
+            "api/account/password",
+            PasswordChangeRequest(currentPassword: current, newPassword: new),
+            token: token
+        )
     }
 
     public func logout(token: String) async throws {
@@ -38,7 +57,12 @@ public struct LoginAPIClient: Sendable {
     }
 
     public func registrationOptions(token: String, deviceName: String) async throws -> RegistrationOptionsResponse {
-        try await call("POST", "api/devices/options", RegistrationOptionsRequest(deviceName: deviceName, kind: .deviceKey), token: token)
+        try await call(
+            "POST",
+            "api/devices/options",
+            RegistrationOptionsRequest(deviceName: deviceName, kind: .deviceKey),
+            token: token
+        )
     }
 
     public func register(token: String, _ request: RegistrationRequest) async throws -> DeviceResponse {
@@ -63,7 +87,12 @@ public struct LoginAPIClient: Sendable {
 
     struct Empty: Codable {}
 
-    func call<Body: Encodable, Answer: Decodable>(_ method: String, _ path: String, _ body: Body?, token: String? = nil) async throws -> Answer {
+    func call<Body: Encodable, Answer: Decodable>(
+        _ method: String,
+        _ path: String,
+        _ body: Body?,
+        token: String? = nil
+    ) async throws -> Answer {
         var request = URLRequest(url: baseURL.appendingPathComponent(path))
         request.httpMethod = method
         request.timeoutInterval = 30
@@ -72,9 +101,13 @@ public struct LoginAPIClient: Sendable {
             request.httpBody = try JSONEncoder().encode(body)
         }
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        let data: Data, response: URLResponse
+        let data: Data
+        let response: URLResponse
         do { (data, response) = try await URLSession.shared.data(for: request) } catch {
-            throw APIError(.unavailable, "The server at \(baseURL.absoluteString) cannot be reached (\(error.localizedDescription)).")
+            throw APIError(
+                .unavailable,
+                "The server at \(baseURL.absoluteString) cannot be reached (\(error.localizedDescription))."
+            )
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status) else {

@@ -29,9 +29,15 @@ public enum FingerprintProblem: Equatable, Sendable {
         switch self {
         case .cancelled: return "Fingerprint login was cancelled."
         case .notRecognised: return "The fingerprint was not recognised."
-        case .lockedOut: return "Fingerprint is locked after too many tries; unlock it with the device passcode (lactl authenticate --policy deviceOwnerAuthentication)."
-        case .enrolmentChanged: return "The fingerprints on this device changed since fingerprint login was enabled, so it was turned off for your safety."
-        case .keyInvalidated: return "The fingerprint key was invalidated by a change of enrolled fingers, so fingerprint login was turned off."
+        case .lockedOut:
+            return
+                "Fingerprint is locked after too many tries; unlock it with the device passcode (lactl authenticate --policy deviceOwnerAuthentication)."
+        case .enrolmentChanged:
+            return
+                "The fingerprints on this device changed since fingerprint login was enabled, so it was turned off for your safety."
+        case .keyInvalidated:
+            return
+                "The fingerprint key was invalidated by a change of enrolled fingers, so fingerprint login was turned off."
         case .deviceRevoked: return "This device is no longer registered with the server (it was revoked)."
         case .unavailable(let why): return "Fingerprint login is unavailable: \(why)"
         case .server(let why): return "The server refused the fingerprint login: \(why)"
@@ -110,13 +116,17 @@ public struct LoginFlow: Sendable {
             loggedInThisRun = true
             facts.loggedInBefore = true
             if facts.fingerprintEnabled { return .loggedIn(method: "password", note: nil) }
-            if bindingEnded { return .offerFingerprint(note: "Fingerprint login can be enabled again for the fingers enrolled now.") }
+            if bindingEnded {
+                return .offerFingerprint(note: "Fingerprint login can be enabled again for the fingers enrolled now.")
+            }
             if !facts.declinedFingerprint { return .offerFingerprint(note: nil) }
             return .loggedIn(method: "password", note: nil)
 
         case .passwordRefused(let why):
             passwordFailures += 1
-            if passwordFailures >= Self.passwordTries { return .giveUp("\(why) Too many wrong passwords; try again later.") }
+            if passwordFailures >= Self.passwordTries {
+                return .giveUp("\(why) Too many wrong passwords; try again later.")
+            }
             return .askPassword(note: why)
 
         case .passwordUnavailable(let why):
@@ -125,13 +135,19 @@ public struct LoginFlow: Sendable {
         case .enableAnswered(let yes):
             if yes { return .registerDevice(replacingOldBinding: bindingEnded) }
             facts.declinedFingerprint = true
-            return .loggedIn(method: "password", note: "Fingerprint login stays off (enable it with `touchlogin enable`).")
+            return .loggedIn(
+                method: "password",
+                note: "Fingerprint login stays off (enable it with `touchlogin enable`)."
+            )
 
         case .deviceRegistered:
             facts.fingerprintEnabled = true
             facts.declinedFingerprint = false
             bindingEnded = false
-            return .loggedIn(method: "password", note: "Fingerprint login is enabled: next time, just touch the sensor.")
+            return .loggedIn(
+                method: "password",
+                note: "Fingerprint login is enabled: next time, just touch the sensor."
+            )
 
         case .registrationFailed(let why):
             return .loggedIn(method: "password", note: "Fingerprint login could not be enabled: \(why)")

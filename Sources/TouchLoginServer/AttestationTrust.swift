@@ -25,19 +25,36 @@ public struct AttestationTrust: Sendable {
     /// Accept keys of daemons that take scripted touches (`allow-simulation`; tests and demos).
     public var allowSimulation = false
 
-    public init(roots: [Certificate], allowUnattestedPasskeys: Bool = false, allowUserDaemons: Bool = false, allowSimulation: Bool = false) {
-        self.roots = roots; self.allowUnattestedPasskeys = allowUnattestedPasskeys
-        self.allowUserDaemons = allowUserDaemons; self.allowSimulation = allowSimulation
+    public init(
+        roots: [Certificate],
+        allowUnattestedPasskeys: Bool = false,
+        allowUserDaemons: Bool = false,
+        allowSimulation: Bool = false
+    ) {
+        self.roots = roots
+        self.allowUnattestedPasskeys = allowUnattestedPasskeys
+        self.allowUserDaemons = allowUserDaemons
+        self.allowSimulation = allowSimulation
     }
 
     /// Every certificate in a PEM file (several roots may share one; text around them is ignored).
-    public init(pem: String, allowUnattestedPasskeys: Bool = false, allowUserDaemons: Bool = false, allowSimulation: Bool = false) throws {
+    public init(
+        pem: String,
+        allowUnattestedPasskeys: Bool = false,
+        allowUserDaemons: Bool = false,
+        allowSimulation: Bool = false
+    ) throws {
         let roots: [Certificate]
         do { roots = try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) } } catch {
             throw AttestationRootsError("not PEM certificates: \(error)")
         }
         guard !roots.isEmpty else { throw AttestationRootsError("no certificate in it") }
-        self.init(roots: roots, allowUnattestedPasskeys: allowUnattestedPasskeys, allowUserDaemons: allowUserDaemons, allowSimulation: allowSimulation)
+        self.init(
+            roots: roots,
+            allowUnattestedPasskeys: allowUnattestedPasskeys,
+            allowUserDaemons: allowUserDaemons,
+            allowSimulation: allowSimulation
+        )
     }
 
     /// Whether a registration of this kind must be attested.
@@ -58,44 +75,76 @@ public struct AttestationTrust: Sendable {
     /// accepts; else the error that says which part is missing or wrong.
     public func check(_ verified: VerifiedRegistration, now: Date, logger: Logger? = nil) async throws -> AttestedKey {
         guard !verified.attestationCertificates.isEmpty else {
-            throw APIError(.attestationRequired, "This server binds only keys attested by laenclaved; this registration carried no certificate chain (a software key, or an authenticator that does not attest).")
+            throw APIError(
+                .attestationRequired,
+                "This server binds only keys attested by laenclaved; this registration carried no certificate chain (a software key, or an authenticator that does not attest)."
+            )
         }
         let certificates: [Certificate]
-        do { certificates = try verified.attestationCertificates.map { try Certificate(derEncoded: Array($0)) } } catch {
+        do { certificates = try verified.attestationCertificates.map { try Certificate(derEncoded: Array($0)) } } catch
+        {
             throw APIError(.attestationUntrusted, "An attestation certificate could not be read.")
         }
         let leaf = certificates[0]
         guard let credentialKey = verified.publicKey.p256, leaf.publicKey == Certificate.PublicKey(credentialKey) else {
-            throw APIError(.attestationUntrusted, "The attestation certifies another key than the one being registered.")
+            throw APIError(
+                .attestationUntrusted,
+                "The attestation certifies another key than the one being registered."
+            )
         }
-        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: now) }
+        var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
+            RFC5280Policy(fixedExpiryValidationTime: now)
+        }
         let chain: ValidatedCertificateChain
         switch await verifier.validate(leaf: leaf, intermediates: CertificateStore(Array(certificates.dropFirst()))) {
         case .validCertificate(let validated): chain = validated
         case .couldNotValidate(let failures):
-            logger?.notice("attestation chain not validated", metadata: ["failures": "\(failures.map(\.policyFailureReason))"])
-            throw APIError(.attestationUntrusted, "The attestation does not chain to an attestation root this server trusts.")
+            logger?.notice(
+                "attestation chain not validated",
+                metadata: ["failures": "\(failures.map(\.policyFailureReason))"]
+            )
+            throw APIError(
+                .attestationUntrusted,
+                "The attestation does not chain to an attestation root this server trusts."
+            )
         }
-        guard verified.aaguid == LaenclavedAttestation.aaguid, let stated = leaf.extensions[oid: KeyDescription.extensionID],
-              let description = try? KeyDescription(derBytes: stated.value), chain.count == 3,
-              let mode = AttestationAuthority.daemonMode(of: chain[1]) else {
+        guard verified.aaguid == LaenclavedAttestation.aaguid,
+            let stated = leaf.extensions[oid: KeyDescription.extensionID],
+            let description = try? KeyDescription(derBytes: stated.value), chain.count == 3,
+            let mode = AttestationAuthority.daemonMode(of: chain[1])
+        else {
             throw APIError(.attestationUntrusted, "The attestation is not a laenclaved key description.")
         }
         // The mode the root signed, not the leaf's word: a user-mode daemon's attestation key is
         // the user's file, and anyone holding it can write any leaf.
         guard mode == description.daemonMode else {
-            throw APIError(.attestationUntrusted, "The key claims a \(description.daemonMode.rawValue) daemon; its attestation key is a \(mode.rawValue) daemon's.")
+            throw APIError(
+                .attestationUntrusted,
+                "The key claims a \(description.daemonMode.rawValue) daemon; its attestation key is a \(mode.rawValue) daemon's."
+            )
         }
         if mode == .user && !allowUserDaemons {
-            throw APIError(.attestationUntrusted, "The key was attested by a user-mode daemon, whose statements are the user's own word; this server accepts system daemons only.")
+            throw APIError(
+                .attestationUntrusted,
+                "The key was attested by a user-mode daemon, whose statements are the user's own word; this server accepts system daemons only."
+            )
         }
         guard description.needsUserAuthentication else {
-            throw APIError(.attestationUntrusted, "The key can be used without the user (its access control is \(description.accessControl.names)).")
+            throw APIError(
+                .attestationUntrusted,
+                "The key can be used without the user (its access control is \(description.accessControl.names))."
+            )
         }
         if !allowSimulation && (description.simulationAllowed || description.sensor == .simulated) {
-            throw APIError(.attestationUntrusted, "The key's daemon accepts simulated touches, so its fingerprint checks prove nothing.")
+            throw APIError(
+                .attestationUntrusted,
+                "The key's daemon accepts simulated touches, so its fingerprint checks prove nothing."
+            )
         }
-        return AttestedKey(description: description, rootFingerprint: try AttestationAuthority.fingerprint(of: chain.root))
+        return AttestedKey(
+            description: description,
+            rootFingerprint: try AttestationAuthority.fingerprint(of: chain.root)
+        )
     }
 }
 

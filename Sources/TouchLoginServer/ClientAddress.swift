@@ -1,7 +1,8 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
 
 /// An IPv4 or IPv6 address as bytes (4 or 16), read with `inet_pton`; an IPv4-mapped IPv6
 /// address (`::ffff:192.0.2.1`) is the IPv4 address it maps.
@@ -10,8 +11,10 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 
     public init?(_ text: some StringProtocol) {
         var text = String(text)
-        if let percent = text.firstIndex(of: "%") { text = String(text[..<percent]) }  // a zone index names an interface, not a host
-        var v4 = in_addr(), v6 = in6_addr()
+        // a zone index names an interface, not a host
+        if let percent = text.firstIndex(of: "%") { text = String(text[..<percent]) }
+        var v4 = in_addr()
+        var v6 = in6_addr()
         if inet_pton(AF_INET, text, &v4) == 1 {
             bytes = withUnsafeBytes(of: &v4) { Array($0) }
         } else if inet_pton(AF_INET6, text, &v6) == 1 {
@@ -35,7 +38,8 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// usually holds a whole /64, so counting single IPv6 addresses would count nothing.
     public var limitKey: String {
         guard isIPv6 else { return description }
-        return (IPAddress(bytes: Array(bytes[0..<8]) + [UInt8](repeating: 0, count: 8))?.description ?? description) + "/64"
+        return (IPAddress(bytes: Array(bytes[0..<8]) + [UInt8](repeating: 0, count: 8))?.description ?? description)
+            + "/64"
     }
 
     init?(bytes: [UInt8]) {
@@ -134,7 +138,9 @@ public struct ClientAddress: Sendable {
         values.flatMap { $0.split(separator: ",") }.compactMap { element -> IPAddress?? in
             for pair in element.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)
-                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "for" else { continue }
+                guard parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces).lowercased() == "for" else {
+                    continue
+                }
                 return .some(hostAddress(parts[1]))
             }
             return nil  // an element without for= names no hop

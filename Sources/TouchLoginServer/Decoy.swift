@@ -35,11 +35,28 @@ struct Decoy {
     init?(credentialID: Data, key: SymmetricKey) {
         guard credentialID.count == 2 * Self.half else { return nil }
         let seed = Data(credentialID.prefix(Self.half))
-        guard WebAuthnVerifier.constantTimeEquals(Self.tag(seed, key), Data(credentialID.suffix(Self.half))) else { return nil }
-        credential = Credential(id: credentialID, accountID: "", publicKey: Self.publicKey, signCount: 0, name: "", attestationFormat: "none",
-                                createdAt: 0, lastUsedAt: nil, aaguid: Data(count: 16), transports: Self.transports)
-        account = Account(id: "", username: "", passwordHash: "", userHandle: LoginService.mac("decoy-user-handle", seed.base64URLEncodedString(), key),
-                          createdAt: 0)
+        guard WebAuthnVerifier.constantTimeEquals(Self.tag(seed, key), Data(credentialID.suffix(Self.half))) else {
+            return nil
+        }
+        credential = Credential(
+            id: credentialID,
+            accountID: "",
+            publicKey: Self.publicKey,
+            signCount: 0,
+            name: "",
+            attestationFormat: "none",
+            createdAt: 0,
+            lastUsedAt: nil,
+            aaguid: Data(count: 16),
+            transports: Self.transports
+        )
+        account = Account(
+            id: "",
+            username: "",
+            passwordHash: "",
+            userHandle: LoginService.mac("decoy-user-handle", seed.base64URLEncodedString(), key),
+            createdAt: 0
+        )
     }
 
     private static func tag(_ seed: Data, _ key: SymmetricKey) -> Data {

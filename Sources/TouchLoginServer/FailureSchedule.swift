@@ -2,7 +2,10 @@
 public struct FailureRecord: Sendable, Equatable {
     public var failures: Int
     public var lastFailureAt: Double
-    public init(failures: Int, lastFailureAt: Double) { self.failures = failures; self.lastFailureAt = lastFailureAt }
+    public init(failures: Int, lastFailureAt: Double) {
+        self.failures = failures
+        self.lastFailureAt = lastFailureAt
+    }
 }
 
 /// How long an attempt must wait after consecutive failures: the first `freeFailures` cost
@@ -17,7 +20,10 @@ public struct FailureSchedule: Sendable, Equatable {
     public var lockAfter: Int?
 
     public init(freeFailures: Int, firstDelay: Double, maxDelay: Double, lockAfter: Int? = nil) {
-        self.freeFailures = freeFailures; self.firstDelay = firstDelay; self.maxDelay = maxDelay; self.lockAfter = lockAfter
+        self.freeFailures = freeFailures
+        self.firstDelay = firstDelay
+        self.maxDelay = maxDelay
+        self.lockAfter = lockAfter
     }
 
     /// The wait after `failures` consecutive failures.

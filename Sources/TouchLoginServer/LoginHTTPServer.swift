@@ -30,10 +30,15 @@ public enum LoginHTTPServer {
         /// The client's address as the limits see it.
         @Sendable func address(_ request: Request, _ context: LoginRequestContext) -> String {
             let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
-            let forwarded = request.headers[values: .forwarded], xForwardedFor = request.headers[values: .xForwardedFor]
-            if clientAddress.sentOnlyTheOtherHeader(peer: peer, forwarded: forwarded, xForwardedFor: xForwardedFor), warnedOfTheOtherHeader.first() {
-                service.logger.warning("a trusted proxy sends only the forwarding header this server does not read: its clients share its address's limits (see --forwarded-header)",
-                                       metadata: ["reading": "\(clientAddress.header.rawValue)"])
+            let forwarded = request.headers[values: .forwarded]
+            let xForwardedFor = request.headers[values: .xForwardedFor]
+            if clientAddress.sentOnlyTheOtherHeader(peer: peer, forwarded: forwarded, xForwardedFor: xForwardedFor),
+                warnedOfTheOtherHeader.first()
+            {
+                service.logger.warning(
+                    "a trusted proxy sends only the forwarding header this server does not read: its clients share its address's limits (see --forwarded-header)",
+                    metadata: ["reading": "\(clientAddress.header.rawValue)"]
+                )
             }
             let resolved = clientAddress.resolve(peer: peer, forwarded: forwarded, xForwardedFor: xForwardedFor)
             return resolved?.description ?? context.remoteAddress?.pathname ?? "unknown"
@@ -42,7 +47,11 @@ public enum LoginHTTPServer {
 
         router.get("/") { _, _ in html(LoginPage.html) }
         router.get("/openapi.yaml") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+            Response(
+                status: .ok,
+                headers: [.contentType: "application/yaml"],
+                body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml))
+            )
         }
         router.get("/health") { _, _ in
             do {
@@ -53,20 +62,39 @@ public enum LoginHTTPServer {
             }
         }
         router.get("/metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: ByteBuffer(string: service.metrics.exposition())))
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(string: service.metrics.exposition()))
+            )
         }
 
         let api = router.group("api")
         api.post("accounts") { request, context in
-            try json(await service.createAccount(try await decode(CreateAccountRequest.self, request), address: address(request, context)), status: .created)
+            try json(
+                await service.createAccount(
+                    try await decode(CreateAccountRequest.self, request),
+                    address: address(request, context)
+                ),
+                status: .created
+            )
         }
         api.post("session") { request, context in
-            try json(await service.passwordLogin(try await decode(PasswordLoginRequest.self, request), address: address(request, context)))
+            try json(
+                await service.passwordLogin(
+                    try await decode(PasswordLoginRequest.self, request),
+                    address: address(request, context)
+                )
+            )
         }
         api.post("session/password") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
-            try await service.confirmPassword(session: session, account: account, try await decode(PasswordConfirmationRequest.self, request),
-                                              address: address(request, context))
+            try await service.confirmPassword(
+                session: session,
+                account: account,
+                try await decode(PasswordConfirmationRequest.self, request),
+                address: address(request, context)
+            )
             return Response(status: .noContent)
         }
         api.delete("session") { request, _ in
@@ -76,8 +104,12 @@ public enum LoginHTTPServer {
         }
         api.post("account/password") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
-            try await service.changePassword(session: session, account: account, try await decode(PasswordChangeRequest.self, request),
-                                             address: address(request, context))
+            try await service.changePassword(
+                session: session,
+                account: account,
+                try await decode(PasswordChangeRequest.self, request),
+                address: address(request, context)
+            )
             return Response(status: .noContent)
         }
         api.get("account") { request, _ in
@@ -91,8 +123,15 @@ public enum LoginHTTPServer {
         }
         api.post("devices") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
-            return try json(await service.register(session: session, account: account, try await decode(RegistrationRequest.self, request),
-                                                   address: address(request, context)), status: .created)
+            return try json(
+                await service.register(
+                    session: session,
+                    account: account,
+                    try await decode(RegistrationRequest.self, request),
+                    address: address(request, context)
+                ),
+                status: .created
+            )
         }
         api.get("devices") { request, _ in
             let (_, account) = try await service.authenticate(bearer: bearer(request))
@@ -100,12 +139,23 @@ public enum LoginHTTPServer {
         }
         api.patch("devices/:id") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
-            return try json(await service.rename(session: session, account: account, credentialID: try context.parameters.require("id"),
-                                                 try await decode(RenameDeviceRequest.self, request)))
+            return try json(
+                await service.rename(
+                    session: session,
+                    account: account,
+                    credentialID: try context.parameters.require("id"),
+                    try await decode(RenameDeviceRequest.self, request)
+                )
+            )
         }
         api.delete("devices/:id") { request, context in
             let (session, account) = try await service.authenticate(bearer: bearer(request))
-            try await service.revoke(session: session, account: account, credentialID: try context.parameters.require("id"), address: address(request, context))
+            try await service.revoke(
+                session: session,
+                account: account,
+                credentialID: try context.parameters.require("id"),
+                address: address(request, context)
+            )
             return Response(status: .noContent)
         }
         api.post("passkey/options") { request, context in
@@ -113,7 +163,12 @@ public enum LoginHTTPServer {
             return try json(await service.assertionOptions(body, address: address(request, context)))
         }
         api.post("passkey/login") { request, context in
-            try json(await service.passkeyLogin(try await decode(AssertionRequest.self, request), address: address(request, context)))
+            try json(
+                await service.passkeyLogin(
+                    try await decode(AssertionRequest.self, request),
+                    address: address(request, context)
+                )
+            )
         }
         return router
     }
@@ -135,7 +190,10 @@ public enum LoginHTTPServer {
         } catch let DecodingError.keyNotFound(key, _) {
             throw APIError(.malformedRequest, "The JSON body lacks \"\(key.stringValue)\".")
         } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw APIError(.malformedRequest, "The JSON body has a wrong type at \(context.codingPath.map(\.stringValue).joined(separator: ".")).")
+            throw APIError(
+                .malformedRequest,
+                "The JSON body has a wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))."
+            )
         } catch {
             throw APIError(.malformedRequest, "The body is not the expected JSON.")
         }
@@ -144,12 +202,23 @@ public enum LoginHTTPServer {
     static func json<T: Encodable>(_ value: T, status: HTTPResponse.Status = .ok) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
+        )
     }
 
     static func html(_ text: String) -> Response {
-        Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .init("Content-Security-Policy")!: "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'"],
-                 body: .init(byteBuffer: ByteBuffer(string: text)))
+        Response(
+            status: .ok,
+            headers: [
+                .contentType: "text/html; charset=utf-8",
+                .init("Content-Security-Policy")!:
+                    "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'",
+            ],
+            body: .init(byteBuffer: ByteBuffer(string: text))
+        )
     }
 
     /// HTTP status for each stable error code.
@@ -177,7 +246,11 @@ struct ErrorMiddleware: RouterMiddleware {
     let logger: Logger
     let metrics: LoginMetrics
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
         metrics.requests.increment()
         do {
             return try await next(request, context)
@@ -185,16 +258,25 @@ struct ErrorMiddleware: RouterMiddleware {
             return respond(e, status: LoginHTTPServer.status(for: e.code))
         } catch let e as RateLimited {
             let from = e.scope == .account ? "for this account" : "from this address"
-            var response = respond(APIError(.rateLimited, "Too many attempts \(from); try again in \(e.retryAfter) s."), status: .tooManyRequests)
+            var response = respond(
+                APIError(.rateLimited, "Too many attempts \(from); try again in \(e.retryAfter) s."),
+                status: .tooManyRequests
+            )
             response.headers[.retryAfter] = String(e.retryAfter)
             return response
         } catch let e as HTTPError where e.status == .notFound {
-            return respond(APIError(.notFound, "No such endpoint: \(request.method) \(request.uri.path)"), status: .notFound)
+            return respond(
+                APIError(.notFound, "No such endpoint: \(request.method) \(request.uri.path)"),
+                status: .notFound
+            )
         } catch let e as HTTPError {
             return respond(APIError(.malformedRequest, "\(e.status.reasonPhrase)"), status: e.status)
         } catch {
             logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
-            return respond(APIError(.internalError, "The server could not complete the request."), status: .internalServerError)
+            return respond(
+                APIError(.internalError, "The server could not complete the request."),
+                status: .internalServerError
+            )
         }
     }
 

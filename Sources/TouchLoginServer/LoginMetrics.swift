@@ -23,8 +23,10 @@ public final class LoginMetrics: Sendable {
             MetricNameDescriptor(namespace: "touchlogin", metricName: metric, unitName: "total", helpText: help)
         }
         func outcomes(_ metric: String, _ help: String) -> Outcomes {
-            Outcomes(succeeded: registry.makeCounter(descriptor: name(metric, help), labels: [("result", "success")]),
-                     failed: registry.makeCounter(descriptor: name(metric, help), labels: [("result", "failure")]))
+            Outcomes(
+                succeeded: registry.makeCounter(descriptor: name(metric, help), labels: [("result", "success")]),
+                failed: registry.makeCounter(descriptor: name(metric, help), labels: [("result", "failure")])
+            )
         }
         passwordLogins = outcomes("password_logins", "Password logins by result")
         passkeyLogins = outcomes("passkey_logins", "Passkey (fingerprint) logins by result")

@@ -10,27 +10,56 @@ import WebAuthn
 extension LoginService {
     // MARK: Devices (registration)
 
-    public func registrationOptions(session: Session, account: Account, _ r: RegistrationOptionsRequest) async throws -> RegistrationOptionsResponse {
+    public func registrationOptions(
+        session: Session,
+        account: Account,
+        _ r: RegistrationOptionsRequest
+    ) async throws -> RegistrationOptionsResponse {
         try requireFreshPassword(session)
         let challenge = Self.random(32)
         let name = try Self.deviceName(r.deviceName)
-        try await store.storeChallenge(Challenge(value: challenge, purpose: .registration, accountID: account.id, sessionTokenHash: session.tokenHash,
-                                                 deviceName: name, expiresAt: clock() + configuration.challengeLifetime))
+        try await store.storeChallenge(
+            Challenge(
+                value: challenge,
+                purpose: .registration,
+                accountID: account.id,
+                sessionTokenHash: session.tokenHash,
+                deviceName: name,
+                expiresAt: clock() + configuration.challengeLifetime
+            )
+        )
         let existing = try await store.credentials(accountID: account.id)
-        return RegistrationOptionsResponse(publicKey: PublicKeyCredentialCreationOptionsJSON(
-            rp: .init(id: configuration.relyingParty.id, name: configuration.relyingPartyName),
-            user: .init(id: account.userHandle.base64URLEncodedString(), name: account.username, displayName: account.username),
-            challenge: challenge.base64URLEncodedString(),
-            // ES256 (laenclaved's keys, most authenticators), then EdDSA and RS256 for browsers.
-            pubKeyCredParams: PublicKeyCredentialParameters.supported,
-            timeout: UInt32(configuration.challengeLifetime * 1000),
-            excludeCredentials: existing.map { .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: nil) },
-            authenticatorSelection: .init(residentKey: "preferred", userVerification: configuration.requireUserVerification ? "required" : "preferred"),
-            // "direct" where this server will check it; browsers then ask the user's consent.
-            attestation: configuration.attestation?.applies(to: r.kind ?? .passkey) == true ? "direct" : "none"))
+        return RegistrationOptionsResponse(
+            publicKey: PublicKeyCredentialCreationOptionsJSON(
+                rp: .init(id: configuration.relyingParty.id, name: configuration.relyingPartyName),
+                user: .init(
+                    id: account.userHandle.base64URLEncodedString(),
+                    name: account.username,
+                    displayName: account.username
+                ),
+                challenge: challenge.base64URLEncodedString(),
+                // ES256 (laenclaved's keys, most authenticators), then EdDSA and RS256 for browsers.
+                pubKeyCredParams: PublicKeyCredentialParameters.supported,
+                timeout: UInt32(configuration.challengeLifetime * 1000),
+                excludeCredentials: existing.map {
+                    .init(type: "public-key", id: $0.id.base64URLEncodedString(), transports: nil)
+                },
+                authenticatorSelection: .init(
+                    residentKey: "preferred",
+                    userVerification: configuration.requireUserVerification ? "required" : "preferred"
+                ),
+                // "direct" where this server will check it; browsers then ask the user's consent.
+                attestation: configuration.attestation?.applies(to: r.kind ?? .passkey) == true ? "direct" : "none"
+            )
+        )
     }
 
-    public func register(session: Session, account: Account, _ r: RegistrationRequest, address: String) async throws -> DeviceResponse {
+    public func register(
+        session: Session,
+        account: Account,
+        _ r: RegistrationRequest,
+        address: String
+    ) async throws -> DeviceResponse {
         try requireFreshPassword(session)
         let credentialID = try webAuthn { try r.credential.decodedRawID }
         let clientDataJSON = try webAuthn { try r.credential.decodedClientDataJSON }
@@ -42,32 +71,57 @@ extension LoginService {
         let verified: VerifiedRegistration
         do {
             verified = try WebAuthnVerifier.verifyRegistration(
-                clientDataJSON: clientDataJSON, attestationObject: attestationObject, expectedChallenge: challenge.value,
-                relyingParty: configuration.relyingParty, requireUserVerification: configuration.requireUserVerification)
+                clientDataJSON: clientDataJSON,
+                attestationObject: attestationObject,
+                expectedChallenge: challenge.value,
+                relyingParty: configuration.relyingParty,
+                requireUserVerification: configuration.requireUserVerification
+            )
         } catch let e as WebAuthnError {
             metrics.registrations.failure()
             throw APIError(e.code.rawValue, e.message)
         }
         guard credentialID == verified.credentialID else {
-            throw APIError(WebAuthnError.Code.credentialIDMismatch.rawValue, "rawId differs from the attested credential ID.")
+            throw APIError(
+                WebAuthnError.Code.credentialIDMismatch.rawValue,
+                "rawId differs from the attested credential ID."
+            )
         }
         var attested: AttestationTrust.AttestedKey?
         if let trust = configuration.attestation, trust.applies(to: r.kind ?? .passkey) {
-            do { attested = try await trust.check(verified, now: Date(timeIntervalSince1970: clock()), logger: logger) } catch {
+            do {
+                attested = try await trust.check(verified, now: Date(timeIntervalSince1970: clock()), logger: logger)
+            } catch {
                 metrics.registrations.failure()
                 logger.notice("device key refused", metadata: ["account": "\(account.id)", "why": "\(error)"])
                 throw error
             }
         }
         let name = try Self.deviceName(r.deviceName) ?? challenge.deviceName ?? "device"
-        var credential = Credential(id: verified.credentialID, accountID: account.id, publicKey: verified.publicKeyCBOR, signCount: verified.signCount,
-                                    name: name, attestationFormat: verified.attestationFormat, createdAt: clock(), lastUsedAt: nil,
-                                    aaguid: verified.aaguid, transports: Self.transports(r.credential.response.transports))
+        var credential = Credential(
+            id: verified.credentialID,
+            accountID: account.id,
+            publicKey: verified.publicKeyCBOR,
+            signCount: verified.signCount,
+            name: name,
+            attestationFormat: verified.attestationFormat,
+            createdAt: clock(),
+            lastUsedAt: nil,
+            aaguid: verified.aaguid,
+            transports: Self.transports(r.credential.response.transports)
+        )
         credential.backupEligible = verified.backupEligible
         credential.backedUp = verified.backedUp
         credential.userVerifiedAtRegistration = verified.userVerified
         credential.attestedKey = attested?.summary
-        let event = AccountEvent(accountID: account.id, at: credential.createdAt, kind: .deviceAdded, credentialID: credential.id, deviceName: name, address: address)
+        let event = AccountEvent(
+            accountID: account.id,
+            at: credential.createdAt,
+            kind: .deviceAdded,
+            credentialID: credential.id,
+            deviceName: name,
+            address: address
+        )
         do {
             // A decoy's ID answers as a taken one: registering it must not tell that no one has it.
             if Decoy(credentialID: credential.id, key: try await secretKey()) != nil { throw LoginStoreError.duplicate }
@@ -76,17 +130,29 @@ extension LoginService {
             throw APIError(.credentialExists, "That credential is registered already.")
         }
         metrics.registrations.success()
-        logger.info("device registered", metadata: ["account": "\(account.id)", "format": "\(verified.attestationFormat)"])
+        logger.info(
+            "device registered",
+            metadata: ["account": "\(account.id)", "format": "\(verified.attestationFormat)"]
+        )
         return Self.device(credential)
     }
 
     /// A new name for one of the account's devices; like any change of devices, with the password
     /// typed recently (a name is what the owner recognises a device by).
-    public func rename(session: Session, account: Account, credentialID: String, _ r: RenameDeviceRequest) async throws -> DeviceResponse {
+    public func rename(
+        session: Session,
+        account: Account,
+        credentialID: String,
+        _ r: RenameDeviceRequest
+    ) async throws -> DeviceResponse {
         try requireFreshPassword(session)
-        guard let name = try Self.deviceName(r.name) else { throw APIError(.malformedRequest, "A device needs a name.") }
-        guard let id = Data(base64URLEncoded: credentialID), try await store.renameCredential(id: id, accountID: account.id, name: name),
-              let renamed = try await store.credentials(accountID: account.id).first(where: { $0.id == id }) else {
+        guard let name = try Self.deviceName(r.name) else {
+            throw APIError(.malformedRequest, "A device needs a name.")
+        }
+        guard let id = Data(base64URLEncoded: credentialID),
+            try await store.renameCredential(id: id, accountID: account.id, name: name),
+            let renamed = try await store.credentials(accountID: account.id).first(where: { $0.id == id })
+        else {
             throw APIError(.notFound, "No such device on this account.")
         }
         return Self.device(renamed)
@@ -102,8 +168,22 @@ extension LoginService {
         let id = Data(base64URLEncoded: credentialID)
         if id == nil || id != session.credentialID { try requireFreshPassword(session) }
         let name = try await store.credentials(accountID: account.id).first { $0.id == id }?.name
-        let event = AccountEvent(accountID: account.id, at: clock(), kind: .deviceRevoked, credentialID: id, deviceName: name, address: address)
-        guard let id, try await store.deleteCredential(id: id, accountID: account.id, event: event, keepingSession: session.tokenHash) else {
+        let event = AccountEvent(
+            accountID: account.id,
+            at: clock(),
+            kind: .deviceRevoked,
+            credentialID: id,
+            deviceName: name,
+            address: address
+        )
+        guard let id,
+            try await store.deleteCredential(
+                id: id,
+                accountID: account.id,
+                event: event,
+                keepingSession: session.tokenHash
+            )
+        else {
             throw APIError(.notFound, "No such device on this account.")
         }
         logger.info("device revoked", metadata: ["account": "\(account.id)"])

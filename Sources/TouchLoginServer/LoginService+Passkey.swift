@@ -10,7 +10,8 @@ import WebAuthn
 extension LoginService {
     // MARK: Passkey login (assertion)
 
-    public func assertionOptions(_ r: AssertionOptionsRequest, address: String) async throws -> AssertionOptionsResponse {
+    public func assertionOptions(_ r: AssertionOptionsRequest, address: String) async throws -> AssertionOptionsResponse
+    {
         try admit(address)
         let answerAt = ContinuousClock.now + .seconds(configuration.optionsFloor)
         let key = try await secretKey()
@@ -29,18 +30,31 @@ extension LoginService {
             let decoy = Decoy.credentialID(binding: binding, key: key)
             allowed = rows.map { row in
                 let transports = row.transports.map { $0.split(separator: ",").map(String.init) } ?? Decoy.transports
-                return .init(type: "public-key", id: (row.id ?? decoy).base64URLEncodedString(), transports: transports.isEmpty ? nil : transports)
+                return .init(
+                    type: "public-key",
+                    id: (row.id ?? decoy).base64URLEncodedString(),
+                    transports: transports.isEmpty ? nil : transports
+                )
             }
         }
         // Signed, not stored: asking for options writes nothing.
-        let challenge = SignedChallenge(purpose: .authentication, expiresAt: clock() + configuration.challengeLifetime,
-                                        nonce: Self.random(16), binding: binding)
+        let challenge = SignedChallenge(
+            purpose: .authentication,
+            expiresAt: clock() + configuration.challengeLifetime,
+            nonce: Self.random(16),
+            binding: binding
+        )
         // What equal work leaves (a store's hit against its miss: 7–11 µs in SQLite), the floor hides.
         if r.username != nil { try await Task.sleep(until: answerAt, clock: .continuous) }
-        return AssertionOptionsResponse(publicKey: PublicKeyCredentialRequestOptionsJSON(
-            challenge: challenge.sealed(with: key).base64URLEncodedString(), timeout: UInt32(configuration.challengeLifetime * 1000),
-            rpId: configuration.relyingParty.id, allowCredentials: allowed,
-            userVerification: configuration.requireUserVerification ? "required" : "preferred"))
+        return AssertionOptionsResponse(
+            publicKey: PublicKeyCredentialRequestOptionsJSON(
+                challenge: challenge.sealed(with: key).base64URLEncodedString(),
+                timeout: UInt32(configuration.challengeLifetime * 1000),
+                rpId: configuration.relyingParty.id,
+                allowCredentials: allowed,
+                userVerification: configuration.requireUserVerification ? "required" : "preferred"
+            )
+        )
     }
 
     public func passkeyLogin(_ r: AssertionRequest, address: String) async throws -> SessionResponse {
@@ -78,7 +92,9 @@ extension LoginService {
         let userHandle = try webAuthn { try r.credential.decodedUserHandle }
         let key = try await secretKey()
         let (challenge, token) = try openChallenge(from: clientDataJSON, key: key)
-        let credential: Credential, account: Account, decoy: Bool
+        let credential: Credential
+        let account: Account
+        let decoy: Bool
         if let (found, owner) = try await store.credentialAndAccount(id: credentialID) {
             (credential, account, decoy) = (found, owner, false)
         } else if let stand = Decoy(credentialID: credentialID, key: key) {
@@ -88,30 +104,47 @@ extension LoginService {
         }
         if challenge.isBound {
             // Options for a name are answered only with that name's devices (or its decoy).
-            let named = decoy ? Decoy.credentialID(binding: challenge.binding, key: key) == credentialID
-                              : challenge.binding == Self.binding(accountID: account.id, username: account.username, key)
+            let named =
+                decoy
+                ? Decoy.credentialID(binding: challenge.binding, key: key) == credentialID
+                : challenge.binding == Self.binding(accountID: account.id, username: account.username, key)
             guard named else { throw APIError(.unknownCredential, "This device is not registered for that account.") }
         }
-        func verify() throws -> VerifiedAssertion { try webAuthn {
-            // Without a username the credential alone names the account: the authenticator must
-            // confirm whose it is (WebAuthn §7.2 step 6).
-            if !challenge.isBound, userHandle == nil {
-                throw WebAuthnError(.credentialIDMismatch, "a login without a username needs the authenticator's userHandle")
+        func verify() throws -> VerifiedAssertion {
+            try webAuthn {
+                // Without a username the credential alone names the account: the authenticator must
+                // confirm whose it is (WebAuthn §7.2 step 6).
+                if !challenge.isBound, userHandle == nil {
+                    throw WebAuthnError(
+                        .credentialIDMismatch,
+                        "a login without a username needs the authenticator's userHandle"
+                    )
+                }
+                if let userHandle, userHandle != account.userHandle {
+                    throw WebAuthnError(.credentialIDMismatch, "userHandle does not belong to the credential's account")
+                }
+                let verified = try WebAuthnVerifier.verifyAssertion(
+                    credentialID: credentialID,
+                    clientDataJSON: clientDataJSON,
+                    authenticatorData: authenticatorData,
+                    signature: signature,
+                    userHandle: userHandle,
+                    expectedChallenge: token,
+                    relyingParty: configuration.relyingParty,
+                    credentialPublicKey: try COSEKey(cbor: credential.publicKey),
+                    storedSignCount: credential.signCount,
+                    requireUserVerification: configuration.requireUserVerification
+                )
+                // BE is fixed for a credential's life (WebAuthn §6.1.3): a change means another authenticator.
+                guard verified.backupEligible == credential.backupEligible else {
+                    throw WebAuthnError(
+                        .credentialIDMismatch,
+                        "the backup eligibility (BE) differs from the one registered"
+                    )
+                }
+                return verified
             }
-            if let userHandle, userHandle != account.userHandle {
-                throw WebAuthnError(.credentialIDMismatch, "userHandle does not belong to the credential's account")
-            }
-            let verified = try WebAuthnVerifier.verifyAssertion(
-                credentialID: credentialID, clientDataJSON: clientDataJSON, authenticatorData: authenticatorData,
-                signature: signature, userHandle: userHandle, expectedChallenge: token,
-                relyingParty: configuration.relyingParty, credentialPublicKey: try COSEKey(cbor: credential.publicKey),
-                storedSignCount: credential.signCount, requireUserVerification: configuration.requireUserVerification)
-            // BE is fixed for a credential's life (WebAuthn §6.1.3): a change means another authenticator.
-            guard verified.backupEligible == credential.backupEligible else {
-                throw WebAuthnError(.credentialIDMismatch, "the backup eligibility (BE) differs from the one registered")
-            }
-            return verified
-        } }
+        }
         let verified: VerifiedAssertion
         do {
             verified = try verify()
@@ -126,20 +159,39 @@ extension LoginService {
         // that no change to it could ever sign anyone in as no one.
         guard !decoy else { throw Self.unregisteredDevice }
         var (response, session) = newSession(for: account, method: "passkey", credentialID: credentialID)
-        let outcome = try await store.completePasskeyLogin(PasskeyLoginCompletion(
-            challengeNonce: challenge.nonce, challengeExpiresAt: challenge.expiresAt, credentialID: credentialID,
-            expectedSignCount: credential.signCount, newSignCount: verified.signCount, backedUp: verified.backedUp, session: session,
-            clearingFailures: Self.accountPasswordKey(account.username),
-            event: AccountEvent(accountID: account.id, at: session.createdAt, kind: .passkeyLogin, credentialID: credentialID,
-                                deviceName: credential.name, address: address),
-            // Announced to this device: what was bound since it last logged in.
-            announcingDevicesAddedSince: credential.lastUsedAt ?? credential.createdAt))
+        let outcome = try await store.completePasskeyLogin(
+            PasskeyLoginCompletion(
+                challengeNonce: challenge.nonce,
+                challengeExpiresAt: challenge.expiresAt,
+                credentialID: credentialID,
+                expectedSignCount: credential.signCount,
+                newSignCount: verified.signCount,
+                backedUp: verified.backedUp,
+                session: session,
+                clearingFailures: Self.accountPasswordKey(account.username),
+                event: AccountEvent(
+                    accountID: account.id,
+                    at: session.createdAt,
+                    kind: .passkeyLogin,
+                    credentialID: credentialID,
+                    deviceName: credential.name,
+                    address: address
+                ),
+                // Announced to this device: what was bound since it last logged in.
+                announcingDevicesAddedSince: credential.lastUsedAt ?? credential.createdAt
+            )
+        )
         switch outcome {
         case .completed(let added):
             response.newDevices = added.map(Self.device)
             return response
-        case .challengeUsed: throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
-        case .counterMoved: throw APIError(WebAuthnError.Code.counterRegression.rawValue, "the sign counter moved meanwhile (a concurrent replay)")
+        case .challengeUsed:
+            throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
+        case .counterMoved:
+            throw APIError(
+                WebAuthnError.Code.counterRegression.rawValue,
+                "the sign counter moved meanwhile (a concurrent replay)"
+            )
         }
     }
 
@@ -149,14 +201,21 @@ extension LoginService {
         "\(addressKey(address)) \(credentialID?.base64URLEncodedString() ?? "-")"
     }
 
-    static let unregisteredDevice = APIError(.unknownCredential, "This device is not registered (or was revoked); sign in with the password.")
+    static let unregisteredDevice = APIError(
+        .unknownCredential,
+        "This device is not registered (or was revoked); sign in with the password."
+    )
 
     /// The signed challenge named in clientDataJSON, checked for origin (ours), purpose and age.
     func openChallenge(from clientDataJSON: Data, key: SymmetricKey) throws -> (SignedChallenge, Data) {
         let clientData: CollectedClientData
-        do { clientData = try CollectedClientData(json: clientDataJSON) } catch let e as WebAuthnError { throw APIError(e.code.rawValue, e.message) }
+        do { clientData = try CollectedClientData(json: clientDataJSON) } catch let e as WebAuthnError {
+            throw APIError(e.code.rawValue, e.message)
+        }
         do {
-            guard let token = Data(base64URLEncoded: clientData.challenge) else { throw SignedChallenge.Problem.unknown }
+            guard let token = Data(base64URLEncoded: clientData.challenge) else {
+                throw SignedChallenge.Problem.unknown
+            }
             let challenge = try SignedChallenge.open(token, with: key, at: clock())
             guard challenge.purpose == .authentication else { throw SignedChallenge.Problem.unknown }
             return (challenge, token)

@@ -20,9 +20,13 @@ public struct LoginService: Sendable {
     let clock: @Sendable () -> Double
     let logger: Logger
 
-    public init(store: any LoginStore, configuration: ServerConfiguration, metrics: LoginMetrics = LoginMetrics(),
-                logger: Logger = Logger(label: "touchlogin-server"),
-                clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    public init(
+        store: any LoginStore,
+        configuration: ServerConfiguration,
+        metrics: LoginMetrics = LoginMetrics(),
+        logger: Logger = Logger(label: "touchlogin-server"),
+        clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }
+    ) {
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
@@ -40,37 +44,72 @@ public struct LoginService: Sendable {
     func startSession(for account: Account, event: AccountEvent.Kind, address: String) async throws -> SessionResponse {
         let now = clock()
         var (response, session) = newSession(for: account, method: "password", passwordVerifiedAt: now)
-        try await store.createSession(session, event: AccountEvent(accountID: account.id, at: now, kind: event, address: address))
-        response.clientToken = PasswordBudget.newClientToken(username: account.username, passwordHash: account.passwordHash, key: try await secretKey())
+        try await store.createSession(
+            session,
+            event: AccountEvent(accountID: account.id, at: now, kind: event, address: address)
+        )
+        response.clientToken = PasswordBudget.newClientToken(
+            username: account.username,
+            passwordHash: account.passwordHash,
+            key: try await secretKey()
+        )
         return response
     }
 
     /// A new bearer token and the session row that stands for it (the store keeps only its hash).
-    func newSession(for account: Account, method: String, passwordVerifiedAt: Double? = nil, credentialID: Data? = nil) -> (SessionResponse, Session) {
+    func newSession(
+        for account: Account,
+        method: String,
+        passwordVerifiedAt: Double? = nil,
+        credentialID: Data? = nil
+    ) -> (SessionResponse, Session) {
         let token = Self.random(32).base64URLEncodedString()
         let now = clock()
-        let session = Session(tokenHash: Self.tokenHash(token), accountID: account.id, createdAt: now,
-                              expiresAt: now + configuration.sessionLifetime, method: method,
-                              passwordVerifiedAt: passwordVerifiedAt, credentialID: credentialID)
-        return (SessionResponse(token: token, username: account.username, expiresAt: session.expiresAt, method: method), session)
+        let session = Session(
+            tokenHash: Self.tokenHash(token),
+            accountID: account.id,
+            createdAt: now,
+            expiresAt: now + configuration.sessionLifetime,
+            method: method,
+            passwordVerifiedAt: passwordVerifiedAt,
+            credentialID: credentialID
+        )
+        return (
+            SessionResponse(token: token, username: account.username, expiresAt: session.expiresAt, method: method),
+            session
+        )
     }
 
     /// The password check behind every password entry: counted before it is made (so parallel
     /// guesses cannot outrun the count) on the records and schedules of the budget `budgetFor`
     /// chooses for the account (`PasswordBudget`); an unknown username costs and answers exactly
     /// as a known one. Returns the account as stored after the check (its hash remade if it was).
-    func checkPassword(_ password: String, username: String, address: String,
-                       budgetFor: (Account) -> PasswordBudget) async throws -> Account {
+    func checkPassword(
+        _ password: String,
+        username: String,
+        address: String,
+        budgetFor: (Account) -> PasswordBudget
+    ) async throws -> Account {
         // A stand-in for an unknown name, read and checked like a real account: the same query,
         // the same decoding, the same scrypt work (`touchlogin-bench timing` measures it).
         let hasher = self.hasher
-        var account = try await store.account(named: username, standIn: Account(id: "", username: username, passwordHash: hasher.standIn,
-                                                                                 userHandle: Data(count: 32), createdAt: 0))
+        var account = try await store.account(
+            named: username,
+            standIn: Account(
+                id: "",
+                username: username,
+                passwordHash: hasher.standIn,
+                userHandle: Data(count: 32),
+                createdAt: 0
+            )
+        )
         let budget = budgetFor(account)
         let keys = budget.keys
         let now = clock()
         let limits = configuration.rateLimits
-        let decision = try await store.admitAttempt(keys: keys, at: now) { records in budget.decide(records, limits, at: now) }
+        let decision = try await store.admitAttempt(keys: keys, at: now) { records in
+            budget.decide(records, limits, at: now)
+        }
         switch decision {
         case .admitted: break
         case .wait(let seconds):
@@ -78,7 +117,10 @@ public struct LoginService: Sendable {
             throw RateLimited(retryAfter: Self.seconds(seconds), scope: .account)
         case .locked:
             metrics.rateLimited.increment()
-            throw APIError(.passwordLocked, "Password sign-in for this account is locked after too many failed attempts; sign in with a passkey or from a device where you signed in with the password before, or ask the operator to lift it.")
+            throw APIError(
+                .passwordLocked,
+                "Password sign-in for this account is locked after too many failed attempts; sign in with a passkey or from a device where you signed in with the password before, or ask the operator to lift it."
+            )
         }
         let stored = account.passwordHash
         let matches = try await passwordWork.run { hasher.verify(password, against: stored) }
@@ -99,7 +141,10 @@ public struct LoginService: Sendable {
                     logger.info("password hash remade at today's cost", metadata: ["username": "\(username)"])
                 }
             } catch {
-                logger.notice("password hash not remade this time", metadata: ["username": "\(username)", "error": "\(error)"])
+                logger.notice(
+                    "password hash not remade this time",
+                    metadata: ["username": "\(username)", "error": "\(error)"]
+                )
             }
         }
         return account
@@ -107,7 +152,10 @@ public struct LoginService: Sendable {
 
     func requireFreshPassword(_ session: Session) throws {
         guard let verified = session.passwordVerifiedAt, clock() - verified <= configuration.stepUpWindow else {
-            throw APIError(.stepUpRequired, "Changing this account's devices needs its password typed again (POST /api/session/password).")
+            throw APIError(
+                .stepUpRequired,
+                "Changing this account's devices needs its password typed again (POST /api/session/password)."
+            )
         }
     }
 
@@ -116,7 +164,9 @@ public struct LoginService: Sendable {
     /// request instead.
     func secretKey() async throws -> SymmetricKey {
         let value = try await secret.value { try await store.secret() }
-        guard value.count >= 32 else { throw APIError(.unavailable, "The server's secret is missing from its database.") }
+        guard value.count >= 32 else {
+            throw APIError(.unavailable, "The server's secret is missing from its database.")
+        }
         return SymmetricKey(data: value)
     }
 
@@ -135,12 +185,17 @@ public struct LoginService: Sendable {
     /// The registration challenge named in clientDataJSON, taken (single use) and checked for purpose and age.
     func takeChallenge(from clientDataJSON: Data, purpose: Challenge.Purpose) async throws -> Challenge {
         let clientData: CollectedClientData
-        do { clientData = try CollectedClientData(json: clientDataJSON) } catch let e as WebAuthnError { throw APIError(e.code.rawValue, e.message) }
+        do { clientData = try CollectedClientData(json: clientDataJSON) } catch let e as WebAuthnError {
+            throw APIError(e.code.rawValue, e.message)
+        }
         guard let value = Data(base64URLEncoded: clientData.challenge), value.count == 32,
-              let challenge = try await store.takeChallenge(value), challenge.purpose == purpose else {
+            let challenge = try await store.takeChallenge(value), challenge.purpose == purpose
+        else {
             throw APIError(.challengeUnknown, "Unknown or already used challenge; ask for new options.")
         }
-        guard challenge.expiresAt > clock() else { throw APIError(.challengeExpired, "The challenge expired; ask for new options.") }
+        guard challenge.expiresAt > clock() else {
+            throw APIError(.challengeExpired, "The challenge expired; ask for new options.")
+        }
         return challenge
     }
 
@@ -180,16 +235,29 @@ public struct LoginService: Sendable {
         guard let name = name?.trimmingCharacters(in: .whitespacesAndNewlines), !name.isEmpty else { return nil }
         // Names are printed by clients in terminals and pages: no control or format characters
         // (escape sequences, bidi overrides, zero-width marks).
-        guard name.count <= 64, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) else {
+        guard name.count <= 64,
+            !name.unicodeScalars.contains(where: {
+                $0.properties.generalCategory == .control || $0.properties.generalCategory == .format
+            })
+        else {
             throw APIError(.malformedRequest, "A device name has at most 64 printable characters.")
         }
         return name
     }
 
     static func device(_ c: Credential) -> DeviceResponse {
-        var device = DeviceResponse(id: c.id.base64URLEncodedString(), name: c.name, createdAt: c.createdAt, lastUsedAt: c.lastUsedAt,
-                                    signCount: c.signCount, attestationFormat: c.attestationFormat)
-        if c.aaguid.count == 16 { device.aaguid = UUID(uuid: c.aaguid.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }).uuidString.lowercased() }
+        var device = DeviceResponse(
+            id: c.id.base64URLEncodedString(),
+            name: c.name,
+            createdAt: c.createdAt,
+            lastUsedAt: c.lastUsedAt,
+            signCount: c.signCount,
+            attestationFormat: c.attestationFormat
+        )
+        if c.aaguid.count == 16 {
+            device.aaguid = UUID(uuid: c.aaguid.withUnsafeBytes { $0.loadUnaligned(as: uuid_t.self) }).uuidString
+                .lowercased()
+        }
         device.transports = c.transports
         device.backupEligible = c.backupEligible
         device.backedUp = c.backedUp
@@ -205,7 +273,13 @@ public struct LoginService: Sendable {
     }
 
     static func activity(_ e: AccountEvent) -> ActivityResponse {
-        ActivityResponse(at: e.at, kind: e.kind.rawValue, deviceID: e.credentialID?.base64URLEncodedString(), deviceName: e.deviceName, address: e.address)
+        ActivityResponse(
+            at: e.at,
+            kind: e.kind.rawValue,
+            deviceID: e.credentialID?.base64URLEncodedString(),
+            deviceName: e.deviceName,
+            address: e.address
+        )
     }
 
     static func tokenHash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }

@@ -24,8 +24,14 @@ public protocol LoginStore: Sendable {
     func deleteSession(tokenHash: Data) async throws
     /// A new password hash; every other session of the account ends, the password's failures are
     /// forgotten, the event is recorded — together.
-    func changePassword(accountID: String, hash: String, keepingSession tokenHash: Data, verifiedAt: Double,
-                        clearingFailures key: String, event: AccountEvent) async throws
+    func changePassword(
+        accountID: String,
+        hash: String,
+        keepingSession tokenHash: Data,
+        verifiedAt: Double,
+        clearingFailures key: String,
+        event: AccountEvent
+    ) async throws
     /// The session's owner typed the account's password at `time` (a step-up).
     /// Replaces the account's password hash with `new` if it is still `old` (a hash remade at
     /// today's cost after a right password; a change made meanwhile wins). Whether it did.
@@ -57,7 +63,11 @@ public protocol LoginStore: Sendable {
     /// admits the attempt, one more failure on each key at `now` — durable before this returns, so
     /// the attempt is counted before its secret is checked (the caller clears the keys when it
     /// succeeds). Instances sharing the store share the counts.
-    func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision
+    func admitAttempt(
+        keys: [String],
+        at now: Double,
+        decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision
+    ) async throws -> ThrottleDecision
     func clearFailures(keys: [String]) async throws
     /// Forgets the failure records whose key starts with `prefix` (the operator's lift: every
     /// address's record for one username).
@@ -176,7 +186,11 @@ public struct ListedCredential: Sendable, Equatable {
     public var id: Data?
     /// As stored: comma-separated.
     public var transports: String?
-    public init(accountID: String?, id: Data?, transports: String?) { self.accountID = accountID; self.id = id; self.transports = transports }
+    public init(accountID: String?, id: Data?, transports: String?) {
+        self.accountID = accountID
+        self.id = id
+        self.transports = transports
+    }
 }
 
 public struct Credential: Sendable, Equatable {
@@ -204,6 +218,8 @@ public struct Credential: Sendable, Equatable {
     /// BE, BS and uvInitialized as one number in the stores (bits 1, 2, 4).
     var flags: Int { (backupEligible ? 1 : 0) | (backedUp ? 2 : 0) | (userVerifiedAtRegistration ? 4 : 0) }
     mutating func setFlags(_ flags: Int) {
-        backupEligible = flags & 1 != 0; backedUp = flags & 2 != 0; userVerifiedAtRegistration = flags & 4 != 0
+        backupEligible = flags & 1 != 0
+        backedUp = flags & 2 != 0
+        userVerifiedAtRegistration = flags & 4 != 0
     }
 }

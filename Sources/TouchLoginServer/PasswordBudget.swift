@@ -32,7 +32,10 @@ enum PasswordBudget: Equatable {
     /// The failure records this attempt is counted in, before its password is checked.
     var keys: [String] {
         switch self {
-        case .anyone(let username, let addressKey): return [LoginService.accountPasswordKey(username), LoginService.addressPasswordKeyPrefix(username) + addressKey]
+        case .anyone(let username, let addressKey):
+            return [
+                LoginService.accountPasswordKey(username), LoginService.addressPasswordKeyPrefix(username) + addressKey,
+            ]
         case .session(let tokenHash): return ["password session \(tokenHash.base64URLEncodedString())"]
         case .device(let credentialID): return ["password device \(credentialID.base64URLEncodedString())"]
         case .knownClient(let nonce): return ["password client \(nonce.base64URLEncodedString())"]
@@ -43,7 +46,9 @@ enum PasswordBudget: Equatable {
         let keys = self.keys
         switch self {
         case .anyone:
-            return limits.passwordPerAccount.decide(records[keys[0]], at: now).combined(with: limits.passwordPerAddressAndAccount.decide(records[keys[1]], at: now))
+            return limits.passwordPerAccount.decide(records[keys[0]], at: now).combined(
+                with: limits.passwordPerAddressAndAccount.decide(records[keys[1]], at: now)
+            )
         case .session, .device, .knownClient:
             return limits.passwordPerProof.decide(records[keys[0]], at: now)
         }
@@ -67,15 +72,27 @@ enum PasswordBudget: Equatable {
     /// username under its current password, the username's otherwise (a wrong, foreign or voided
     /// token is ignored, not refused). `passwordHash`: the account's (a stand-in's for an unknown
     /// name, so the check costs the same).
-    static func login(username: String, addressKey: String, clientToken: String?, passwordHash: String, key: SymmetricKey) -> PasswordBudget {
-        if let clientToken, clientToken.utf8.count <= 64, let raw = Data(base64URLEncoded: clientToken), raw.count == 32 {
+    static func login(
+        username: String,
+        addressKey: String,
+        clientToken: String?,
+        passwordHash: String,
+        key: SymmetricKey
+    ) -> PasswordBudget {
+        if let clientToken, clientToken.utf8.count <= 64, let raw = Data(base64URLEncoded: clientToken), raw.count == 32
+        {
             let nonce = Data(raw.prefix(16))
-            if WebAuthnVerifier.constantTimeEquals(tag(nonce, username, passwordHash, key), Data(raw.suffix(16))) { return .knownClient(nonce: nonce) }
+            if WebAuthnVerifier.constantTimeEquals(tag(nonce, username, passwordHash, key), Data(raw.suffix(16))) {
+                return .knownClient(nonce: nonce)
+            }
         }
         return .anyone(username: username, addressKey: addressKey)
     }
 
     private static func tag(_ nonce: Data, _ username: String, _ passwordHash: String, _ key: SymmetricKey) -> Data {
-        Data(LoginService.mac("client-token", nonce.base64URLEncodedString() + " " + username + " " + passwordHash, key).prefix(16))
+        Data(
+            LoginService.mac("client-token", nonce.base64URLEncodedString() + " " + username + " " + passwordHash, key)
+                .prefix(16)
+        )
     }
 }

@@ -16,15 +16,18 @@ public struct PasswordHasher: Sendable {
     /// The password rules are the server's (LoginService); this only hashes.
     public func hash(_ password: String) throws -> String {
         let v = try PasscodeVerifier.remade(passcode: password, cost: cost)
-        return "scrypt$\(v.cost)$\(v.blockSize)$\(v.parallelism)$\(v.salt.base64EncodedString())$\(v.hash.base64EncodedString())"
+        return
+            "scrypt$\(v.cost)$\(v.blockSize)$\(v.parallelism)$\(v.salt.base64EncodedString())$\(v.hash.base64EncodedString())"
     }
 
     /// Constant-time comparison; an unreadable stored hash never matches.
     public func verify(_ password: String, against stored: String) -> Bool {
         let parts = stored.split(separator: "$").map(String.init)
-        guard parts.count == 6, parts[0] == "scrypt", let cost = Int(parts[1]), (PasscodeVerifier.minimumCost...20).contains(cost),
-              let r = Int(parts[2]), r == 8, let p = Int(parts[3]), p == 1,
-              let salt = Data(base64Encoded: parts[4]), let hash = Data(base64Encoded: parts[5]) else { return false }
+        guard parts.count == 6, parts[0] == "scrypt", let cost = Int(parts[1]),
+            (PasscodeVerifier.minimumCost...20).contains(cost),
+            let r = Int(parts[2]), r == 8, let p = Int(parts[3]), p == 1,
+            let salt = Data(base64Encoded: parts[4]), let hash = Data(base64Encoded: parts[5])
+        else { return false }
         let verifier = PasscodeVerifier(salt: salt, hash: hash, cost: cost, blockSize: r, parallelism: p)
         guard let attempt = try? verifier.derive(password) else { return false }
         return verifier.matches(attempt)

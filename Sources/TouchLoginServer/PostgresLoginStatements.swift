@@ -51,9 +51,16 @@ extension PostgresLoginStore {
         func decodeRow(_ row: PostgresRow) throws -> (Credential, Account) {
             let credential = try PostgresLoginStore.credential(row)
             let columns = row.makeRandomAccess()
-            return (credential, Account(id: credential.accountID, username: try columns["username"].decode(String.self),
-                                        passwordHash: try columns["password_hash"].decode(String.self), userHandle: try columns["user_handle"].decode(Data.self),
-                                        createdAt: try columns["account_created_at"].decode(Double.self)))
+            return (
+                credential,
+                Account(
+                    id: credential.accountID,
+                    username: try columns["username"].decode(String.self),
+                    passwordHash: try columns["password_hash"].decode(String.self),
+                    userHandle: try columns["user_handle"].decode(Data.self),
+                    createdAt: try columns["account_created_at"].decode(Double.self)
+                )
+            )
         }
     }
 
@@ -87,26 +94,45 @@ extension PostgresLoginStore {
             ORDER BY c.created_at, c.id
             """
         static let bindingDataTypes: [PostgresDataType] = [
-            .bytea, .float8, .int8, .float8, .int4, .bytea, .int8,                 // used, moved
-            .bytea, .text, .float8, .text, .float8, .bytea,                        // session_made
-            .text, .float8, .text, .bytea, .text, .text,                           // event_made
-            .text, .float8,                                                        // cleared, the announcement
+            .bytea, .float8, .int8, .float8, .int4, .bytea, .int8,  // used, moved
+            .bytea, .text, .float8, .text, .float8, .bytea,  // session_made
+            .text, .float8, .text, .bytea, .text, .text,  // event_made
+            .text, .float8,  // cleared, the announcement
         ]
         var completion: PasskeyLoginCompletion
 
         /// One row: whether the nonce was recorded and the counter moved, and one device bound since (if any).
-        enum Row { case challengeUsed, counterMoved, completed(addedDevice: Credential?) }
+        enum Row {
+            case challengeUsed, counterMoved
+            case completed(addedDevice: Credential?)
+        }
 
         func makeBindings() throws -> PostgresBindings {
-            let c = completion, s = c.session, e = c.event
+            let c = completion
+            let s = c.session
+            let e = c.event
             var b = PostgresBindings()
-            try b.append(c.challengeNonce); b.append(c.challengeExpiresAt)
-            b.append(Int64(c.newSignCount)); b.append(s.createdAt); b.append(Int32(c.backedUp ? 2 : 0)); try b.append(c.credentialID)
+            try b.append(c.challengeNonce)
+            b.append(c.challengeExpiresAt)
+            b.append(Int64(c.newSignCount))
+            b.append(s.createdAt)
+            b.append(Int32(c.backedUp ? 2 : 0))
+            try b.append(c.credentialID)
             b.append(Int64(c.expectedSignCount))
-            try b.append(s.tokenHash); b.append(s.accountID); b.append(s.expiresAt); b.append(s.method)
-            b.append(s.passwordVerifiedAt); try b.append(s.credentialID)
-            b.append(e.accountID); b.append(e.at); b.append(e.kind.rawValue); try b.append(e.credentialID); b.append(e.deviceName); b.append(e.address)
-            b.append(c.clearingFailures); b.append(c.announcingDevicesAddedSince)
+            try b.append(s.tokenHash)
+            b.append(s.accountID)
+            b.append(s.expiresAt)
+            b.append(s.method)
+            b.append(s.passwordVerifiedAt)
+            try b.append(s.credentialID)
+            b.append(e.accountID)
+            b.append(e.at)
+            b.append(e.kind.rawValue)
+            try b.append(e.credentialID)
+            b.append(e.deviceName)
+            b.append(e.address)
+            b.append(c.clearingFailures)
+            b.append(c.announcingDevicesAddedSince)
             return b
         }
 
@@ -114,7 +140,9 @@ extension PostgresLoginStore {
             let columns = row.makeRandomAccess()
             guard try columns["recorded"].decode(Bool.self) else { return .challengeUsed }
             guard try columns["advanced"].decode(Bool.self) else { return .counterMoved }
-            return .completed(addedDevice: try columns["id"].decode(Data?.self) == nil ? nil : PostgresLoginStore.credential(row))
+            return .completed(
+                addedDevice: try columns["id"].decode(Data?.self) == nil ? nil : PostgresLoginStore.credential(row)
+            )
         }
     }
 }

@@ -64,28 +64,47 @@ public final class PostgresLoginStore: LoginStore {
 
     public func createAccount(_ a: Account) async throws {
         try await unique {
-            try await client.query("INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (\(a.id), \(a.username), \(a.passwordHash), \(a.userHandle), \(a.createdAt))", logger: logger)
+            try await client.query(
+                "INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (\(a.id), \(a.username), \(a.passwordHash), \(a.userHandle), \(a.createdAt))",
+                logger: logger
+            )
         }
     }
 
     public func account(named username: String) async throws -> Account? {
-        try await accounts(client.query("SELECT id, username, password_hash, user_handle, created_at FROM account WHERE username = \(username)", logger: logger))
+        try await accounts(
+            client.query(
+                "SELECT id, username, password_hash, user_handle, created_at FROM account WHERE username = \(username)",
+                logger: logger
+            )
+        )
     }
 
     public func account(named username: String, standIn: Account) async throws -> Account {
-        try await accounts(client.query("""
-            SELECT COALESCE(a.id, \(standIn.id)), COALESCE(a.username, \(username)), COALESCE(a.password_hash, \(standIn.passwordHash)),
-                   COALESCE(a.user_handle, \(standIn.userHandle)), COALESCE(a.created_at, \(standIn.createdAt))
-            FROM (SELECT \(username)::text AS username) AS asked LEFT JOIN account a ON a.username = asked.username
-            """, logger: logger)) ?? standIn
+        try await accounts(
+            client.query(
+                """
+                SELECT COALESCE(a.id, \(standIn.id)), COALESCE(a.username, \(username)), COALESCE(a.password_hash, \(standIn.passwordHash)),
+                       COALESCE(a.user_handle, \(standIn.userHandle)), COALESCE(a.created_at, \(standIn.createdAt))
+                FROM (SELECT \(username)::text AS username) AS asked LEFT JOIN account a ON a.username = asked.username
+                """,
+                logger: logger
+            )
+        ) ?? standIn
     }
 
     public func account(id: String) async throws -> Account? {
-        try await accounts(client.query("SELECT id, username, password_hash, user_handle, created_at FROM account WHERE id = \(id)", logger: logger))
+        try await accounts(
+            client.query(
+                "SELECT id, username, password_hash, user_handle, created_at FROM account WHERE id = \(id)",
+                logger: logger
+            )
+        )
     }
 
     private func accounts(_ rows: PostgresRowSequence) async throws -> Account? {
-        for try await (id, username, hash, handle, created) in rows.decode((String, String, String, Data, Double).self) {
+        for try await (id, username, hash, handle, created) in rows.decode((String, String, String, Data, Double).self)
+        {
             return Account(id: id, username: username, passwordHash: hash, userHandle: handle, createdAt: created)
         }
         return nil
@@ -93,39 +112,71 @@ public final class PostgresLoginStore: LoginStore {
 
     public func createSession(_ s: Session, event: AccountEvent) async throws {
         try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
                 VALUES (\(s.tokenHash), \(s.accountID), \(s.createdAt), \(s.expiresAt), \(s.method), \(s.passwordVerifiedAt), \(s.credentialID))
-                """, logger: logger)
+                """,
+                logger: logger
+            )
             try await Self.insert(event, connection, logger)
         }
     }
 
     private static func insert(_ e: AccountEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO account_event (account_id, at, kind, credential_id, device_name, address)
             VALUES (\(e.accountID), \(e.at), \(e.kind.rawValue), \(e.credentialID), \(e.deviceName), \(e.address))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
     }
 
     public func events(accountID: String, limit: Int) async throws -> [AccountEvent] {
-        let rows = try await client.query("""
+        let rows = try await client.query(
+            """
             SELECT account_id, at, kind, credential_id, device_name, address FROM account_event
             WHERE account_id = \(accountID) ORDER BY at DESC, id DESC LIMIT \(Int64(limit))
-            """, logger: logger)
+            """,
+            logger: logger
+        )
         var found: [AccountEvent] = []
-        for try await (account, at, kind, credential, device, address) in rows.decode((String, Double, String, Data?, String?, String).self) {
+        for try await (account, at, kind, credential, device, address) in rows.decode(
+            (String, Double, String, Data?, String?, String).self
+        ) {
             guard let kind = AccountEvent.Kind(rawValue: kind) else { continue }
-            found.append(AccountEvent(accountID: account, at: at, kind: kind, credentialID: credential, deviceName: device, address: address))
+            found.append(
+                AccountEvent(
+                    accountID: account,
+                    at: at,
+                    kind: kind,
+                    credentialID: credential,
+                    deviceName: device,
+                    address: address
+                )
+            )
         }
         return found
     }
 
     public func session(tokenHash: Data) async throws -> Session? {
-        let rows = try await client.query("SELECT token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id FROM session WHERE token_hash = \(tokenHash)", logger: logger)
-        for try await (hash, account, created, expires, method, verified, credential) in rows.decode((Data, String, Double, Double, String, Double?, Data?).self) {
-            return Session(tokenHash: hash, accountID: account, createdAt: created, expiresAt: expires, method: method,
-                           passwordVerifiedAt: verified, credentialID: credential)
+        let rows = try await client.query(
+            "SELECT token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id FROM session WHERE token_hash = \(tokenHash)",
+            logger: logger
+        )
+        for try await (hash, account, created, expires, method, verified, credential) in rows.decode(
+            (Data, String, Double, Double, String, Double?, Data?).self
+        ) {
+            return Session(
+                tokenHash: hash,
+                accountID: account,
+                createdAt: created,
+                expiresAt: expires,
+                method: method,
+                passwordVerifiedAt: verified,
+                credentialID: credential
+            )
         }
         return nil
     }
@@ -134,37 +185,72 @@ public final class PostgresLoginStore: LoginStore {
         try await client.query("DELETE FROM session WHERE token_hash = \(tokenHash)", logger: logger)
     }
 
-    public func changePassword(accountID: String, hash: String, keepingSession tokenHash: Data, verifiedAt: Double,
-                               clearingFailures key: String, event: AccountEvent) async throws {
+    public func changePassword(
+        accountID: String,
+        hash: String,
+        keepingSession tokenHash: Data,
+        verifiedAt: Double,
+        clearingFailures key: String,
+        event: AccountEvent
+    ) async throws {
         try await client.withTransaction(logger: logger) { connection in
-            try await connection.query("UPDATE account SET password_hash = \(hash) WHERE id = \(accountID)", logger: logger)
-            try await connection.query("DELETE FROM session WHERE account_id = \(accountID) AND token_hash != \(tokenHash)", logger: logger)
-            try await connection.query("UPDATE session SET password_verified_at = \(verifiedAt) WHERE token_hash = \(tokenHash)", logger: logger)
+            try await connection.query(
+                "UPDATE account SET password_hash = \(hash) WHERE id = \(accountID)",
+                logger: logger
+            )
+            try await connection.query(
+                "DELETE FROM session WHERE account_id = \(accountID) AND token_hash != \(tokenHash)",
+                logger: logger
+            )
+            try await connection.query(
+                "UPDATE session SET password_verified_at = \(verifiedAt) WHERE token_hash = \(tokenHash)",
+                logger: logger
+            )
             try await connection.query("DELETE FROM login_failure WHERE key = \(key)", logger: logger)
             try await Self.insert(event, connection, logger)
         }
     }
 
     public func rehashPassword(accountID: String, from old: String, to new: String) async throws -> Bool {
-        let rows = try await client.query("UPDATE account SET password_hash = \(new) WHERE id = \(accountID) AND password_hash = \(old) RETURNING id",
-                                          logger: logger)
+        let rows = try await client.query(
+            "UPDATE account SET password_hash = \(new) WHERE id = \(accountID) AND password_hash = \(old) RETURNING id",
+            logger: logger
+        )
         for try await _ in rows { return true }
         return false
     }
 
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
-        try await client.query("UPDATE session SET password_verified_at = \(time) WHERE token_hash = \(tokenHash)", logger: logger)
+        try await client.query(
+            "UPDATE session SET password_verified_at = \(time) WHERE token_hash = \(tokenHash)",
+            logger: logger
+        )
     }
 
     public func storeChallenge(_ c: Challenge) async throws {
-        try await client.query("INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (\(c.value), \(c.purpose.rawValue), \(c.accountID), \(c.sessionTokenHash), \(c.deviceName), \(c.expiresAt))", logger: logger)
+        try await client.query(
+            "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (\(c.value), \(c.purpose.rawValue), \(c.accountID), \(c.sessionTokenHash), \(c.deviceName), \(c.expiresAt))",
+            logger: logger
+        )
     }
 
     public func takeChallenge(_ value: Data) async throws -> Challenge? {
-        let rows = try await client.query("DELETE FROM challenge WHERE value = \(value) RETURNING value, purpose, account_id, session_token_hash, device_name, expires_at", logger: logger)
-        for try await (v, purpose, account, session, device, expires) in rows.decode((Data, String, String?, Data?, String?, Double).self) {
+        let rows = try await client.query(
+            "DELETE FROM challenge WHERE value = \(value) RETURNING value, purpose, account_id, session_token_hash, device_name, expires_at",
+            logger: logger
+        )
+        for try await (v, purpose, account, session, device, expires) in rows.decode(
+            (Data, String, String?, Data?, String?, Double).self
+        ) {
             guard let p = Challenge.Purpose(rawValue: purpose) else { return nil }
-            return Challenge(value: v, purpose: p, accountID: account, sessionTokenHash: session, deviceName: device, expiresAt: expires)
+            return Challenge(
+                value: v,
+                purpose: p,
+                accountID: account,
+                sessionTokenHash: session,
+                deviceName: device,
+                expiresAt: expires
+            )
         }
         return nil
     }
@@ -172,19 +258,27 @@ public final class PostgresLoginStore: LoginStore {
     public func addCredential(_ c: Credential, event: AccountEvent) async throws {
         try await unique {
             try await client.withTransaction(logger: logger) { connection in
-            try await Self.insert(event, connection, logger)
-            try await connection.query("""
-                INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags,
-                                        attested_key)
-                VALUES (\(c.id), \(c.accountID), \(c.publicKey), \(Int64(c.signCount)), \(c.name), \(c.attestationFormat), \(c.createdAt), \(c.lastUsedAt),
-                        \(c.aaguid), \(c.transports.joined(separator: ",")), \(Int32(c.flags)), \(c.attestedKey))
-                """, logger: logger)
+                try await Self.insert(event, connection, logger)
+                try await connection.query(
+                    """
+                    INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags,
+                                            attested_key)
+                    VALUES (\(c.id), \(c.accountID), \(c.publicKey), \(Int64(c.signCount)), \(c.name), \(c.attestationFormat), \(c.createdAt), \(c.lastUsedAt),
+                            \(c.aaguid), \(c.transports.joined(separator: ",")), \(Int32(c.flags)), \(c.attestedKey))
+                    """,
+                    logger: logger
+                )
             }
         }
     }
 
     public func credentials(accountID: String) async throws -> [Credential] {
-        try await credentials(client.query("SELECT \(unescaped: Self.credentialColumns) FROM credential c WHERE c.account_id = \(accountID) ORDER BY c.created_at", logger: logger))
+        try await credentials(
+            client.query(
+                "SELECT \(unescaped: Self.credentialColumns) FROM credential c WHERE c.account_id = \(accountID) ORDER BY c.created_at",
+                logger: logger
+            )
+        )
     }
 
     public func credentialAndAccount(id: Data) async throws -> (Credential, Account)? {
@@ -192,23 +286,31 @@ public final class PostgresLoginStore: LoginStore {
         return nil
     }
 
-    static let credentialColumns = "c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at, c.aaguid, c.transports, c.flags, c.attested_key"
+    static let credentialColumns =
+        "c.id, c.account_id, c.public_key, c.sign_count, c.name, c.attestation_format, c.created_at, c.last_used_at, c.aaguid, c.transports, c.flags, c.attested_key"
 
     static func credential(_ row: PostgresRow) throws -> Credential {
         let c = row.makeRandomAccess()
         var credential = Credential(
-            id: try c["id"].decode(Data.self), accountID: try c["account_id"].decode(String.self), publicKey: try c["public_key"].decode(Data.self),
-            signCount: UInt32(truncatingIfNeeded: try c["sign_count"].decode(Int64.self)), name: try c["name"].decode(String.self),
-            attestationFormat: try c["attestation_format"].decode(String.self), createdAt: try c["created_at"].decode(Double.self),
-            lastUsedAt: try c["last_used_at"].decode(Double?.self), aaguid: try c["aaguid"].decode(Data.self),
-            transports: try c["transports"].decode(String.self).split(separator: ",").map(String.init))
+            id: try c["id"].decode(Data.self),
+            accountID: try c["account_id"].decode(String.self),
+            publicKey: try c["public_key"].decode(Data.self),
+            signCount: UInt32(truncatingIfNeeded: try c["sign_count"].decode(Int64.self)),
+            name: try c["name"].decode(String.self),
+            attestationFormat: try c["attestation_format"].decode(String.self),
+            createdAt: try c["created_at"].decode(Double.self),
+            lastUsedAt: try c["last_used_at"].decode(Double?.self),
+            aaguid: try c["aaguid"].decode(Data.self),
+            transports: try c["transports"].decode(String.self).split(separator: ",").map(String.init)
+        )
         credential.setFlags(Int(try c["flags"].decode(Int32.self)))
         credential.attestedKey = try c["attested_key"].decode(String?.self)
         return credential
     }
 
     public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
-        var outcome: PasskeyLoginOutcome?, added: [Credential] = []
+        var outcome: PasskeyLoginOutcome?
+        var added: [Credential] = []
         for try await row in try await client.execute(CompletePasskeyLogin(completion: c), logger: logger) {
             switch row {
             case .challengeUsed: outcome = .challengeUsed
@@ -244,26 +346,43 @@ public final class PostgresLoginStore: LoginStore {
     }
 
     public func renameCredential(id: Data, accountID: String, name: String) async throws -> Bool {
-        let rows = try await client.query("UPDATE credential SET name = \(name) WHERE id = \(id) AND account_id = \(accountID) RETURNING id", logger: logger)
+        let rows = try await client.query(
+            "UPDATE credential SET name = \(name) WHERE id = \(id) AND account_id = \(accountID) RETURNING id",
+            logger: logger
+        )
         for try await _ in rows.decode(Data.self) { return true }
         return false
     }
 
-    public func deleteCredential(id: Data, accountID: String, event: AccountEvent, keepingSession: Data?) async throws -> Bool {
+    public func deleteCredential(
+        id: Data,
+        accountID: String,
+        event: AccountEvent,
+        keepingSession: Data?
+    ) async throws -> Bool {
         try await client.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query("DELETE FROM credential WHERE id = \(id) AND account_id = \(accountID) RETURNING id", logger: logger)
+            let rows = try await connection.query(
+                "DELETE FROM credential WHERE id = \(id) AND account_id = \(accountID) RETURNING id",
+                logger: logger
+            )
             var deleted = false
             for try await _ in rows.decode(Data.self) { deleted = true }
             if deleted {
-                try await connection.query("DELETE FROM session WHERE account_id = \(accountID) AND credential_id = \(id) AND token_hash IS DISTINCT FROM \(keepingSession)",
-                                           logger: logger)
+                try await connection.query(
+                    "DELETE FROM session WHERE account_id = \(accountID) AND credential_id = \(id) AND token_hash IS DISTINCT FROM \(keepingSession)",
+                    logger: logger
+                )
                 try await Self.insert(event, connection, logger)
             }
             return deleted
         }
     }
 
-    public func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
+    public func admitAttempt(
+        keys: [String],
+        at now: Double,
+        decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision
+    ) async throws -> ThrottleDecision {
         try await client.withTransaction(logger: logger) { connection in
             // The rows may not exist yet: a transaction-scoped advisory lock per key serialises
             // instances deciding on the same key (hashtextextended: 64 bits of the key).
@@ -271,17 +390,23 @@ public final class PostgresLoginStore: LoginStore {
                 try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(key), 0))", logger: logger)
             }
             var records: [String: FailureRecord] = [:]
-            let rows = try await connection.query("SELECT key, failures, last_failure_at FROM login_failure WHERE key = ANY(\(keys))", logger: logger)
+            let rows = try await connection.query(
+                "SELECT key, failures, last_failure_at FROM login_failure WHERE key = ANY(\(keys))",
+                logger: logger
+            )
             for try await (key, failures, last) in rows.decode((String, Int32, Double).self) {
                 records[key] = FailureRecord(failures: Int(failures), lastFailureAt: last)
             }
             let decision = decide(records)
             guard decision == .admitted else { return decision }
             for key in keys {
-                try await connection.query("""
+                try await connection.query(
+                    """
                     INSERT INTO login_failure (key, failures, last_failure_at) VALUES (\(key), 1, \(now))
                     ON CONFLICT (key) DO UPDATE SET failures = login_failure.failures + 1, last_failure_at = EXCLUDED.last_failure_at
-                    """, logger: logger)
+                    """,
+                    logger: logger
+                )
             }
             return decision
         }
@@ -300,18 +425,26 @@ public final class PostgresLoginStore: LoginStore {
         try await client.query("DELETE FROM session WHERE expires_at < \(now)", logger: logger)
         try await client.query("DELETE FROM challenge WHERE expires_at < \(now)", logger: logger)
         try await client.query("DELETE FROM used_challenge WHERE expires_at < \(now)", logger: logger)
-        try await client.query("DELETE FROM login_failure WHERE last_failure_at < \(failuresIdleSince) AND failures < \(Int32(clamping: lockAt ?? Int(Int32.max)))", logger: logger)
+        try await client.query(
+            "DELETE FROM login_failure WHERE last_failure_at < \(failuresIdleSince) AND failures < \(Int32(clamping: lockAt ?? Int(Int32.max)))",
+            logger: logger
+        )
     }
 
     public func secret() async throws -> Data {
-        try await client.query("INSERT INTO server_secret (name, value) VALUES ('decoy', \(LoginService.random(32))) ON CONFLICT (name) DO NOTHING", logger: logger)
+        try await client.query(
+            "INSERT INTO server_secret (name, value) VALUES ('decoy', \(LoginService.random(32))) ON CONFLICT (name) DO NOTHING",
+            logger: logger
+        )
         let rows = try await client.query("SELECT value FROM server_secret WHERE name = 'decoy'", logger: logger)
         for try await value in rows.decode(Data.self) { return value }
         return Data()
     }
 
     private func unique(_ body: () async throws -> Void) async throws {
-        do { try await body() } catch let e as PSQLError where e.serverInfo?[.sqlState] == PostgresError.Code.uniqueViolation.raw {
+        do { try await body() } catch let e as PSQLError
+            where e.serverInfo?[.sqlState] == PostgresError.Code.uniqueViolation.raw
+        {
             throw LoginStoreError.duplicate
         }
     }

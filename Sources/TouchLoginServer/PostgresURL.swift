@@ -36,7 +36,10 @@ public struct PostgresURL: Equatable, Sendable {
         guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? "") else {
             throw LoginStoreConfigurationError("not a postgres:// URL")
         }
-        let query = Dictionary((url.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, b in b })
+        let query = Dictionary(
+            (url.queryItems ?? []).map { ($0.name, $0.value ?? "") },
+            uniquingKeysWith: { _, b in b }
+        )
         let path = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
         database = path.isEmpty ? nil : path
         username = url.user ?? query["user"] ?? "postgres"
@@ -49,7 +52,9 @@ public struct PostgresURL: Equatable, Sendable {
         }
         let mode = query["sslmode"] ?? TLSMode.disable.rawValue
         guard let tls = TLSMode(rawValue: mode) else {
-            throw LoginStoreConfigurationError("sslmode=\(mode) is not one of disable, require, verify-ca, verify-full (allow and prefer fall back to plain text, so they are not offered)")
+            throw LoginStoreConfigurationError(
+                "sslmode=\(mode) is not one of disable, require, verify-ca, verify-full (allow and prefer fall back to plain text, so they are not offered)"
+            )
         }
         self.tls = tls
         rootCertificates = query["sslrootcert"].flatMap { $0.isEmpty ? nil : $0 }
@@ -57,7 +62,9 @@ public struct PostgresURL: Equatable, Sendable {
             throw LoginStoreConfigurationError("sslmode=\(mode) with a Unix socket: TLS is for TCP connections")
         }
         if (tls == .verifyCA || tls == .verifyFull) && rootCertificates == nil {
-            throw LoginStoreConfigurationError("sslmode=\(mode) needs sslrootcert=FILE, the certificates to trust (the system's bundle, /etc/ssl/certs/ca-certificates.crt, to trust public CAs)")
+            throw LoginStoreConfigurationError(
+                "sslmode=\(mode) needs sslrootcert=FILE, the certificates to trust (the system's bundle, /etc/ssl/certs/ca-certificates.crt, to trust public CAs)"
+            )
         }
     }
 
@@ -67,7 +74,14 @@ public struct PostgresURL: Equatable, Sendable {
         case .socket(let path):
             return .init(unixSocketPath: path, username: username, password: password, database: database)
         case .tcp(let host, let port):
-            return .init(host: host, port: port, username: username, password: password, database: database, tls: try tlsConfiguration())
+            return .init(
+                host: host,
+                port: port,
+                username: username,
+                password: password,
+                database: database,
+                tls: try tlsConfiguration()
+            )
         }
     }
 
@@ -84,9 +98,13 @@ public struct PostgresURL: Equatable, Sendable {
         if let rootCertificates {
             let roots: [NIOSSLCertificate]
             do { roots = try NIOSSLCertificate.fromPEMFile(rootCertificates) } catch {
-                throw LoginStoreConfigurationError("sslrootcert \(rootCertificates) is not a readable PEM file of certificates")
+                throw LoginStoreConfigurationError(
+                    "sslrootcert \(rootCertificates) is not a readable PEM file of certificates"
+                )
             }
-            guard !roots.isEmpty else { throw LoginStoreConfigurationError("sslrootcert \(rootCertificates) holds no certificate") }
+            guard !roots.isEmpty else {
+                throw LoginStoreConfigurationError("sslrootcert \(rootCertificates) holds no certificate")
+            }
             configuration.trustRoots = .certificates(roots)
         }
         // Made here so that a wrong setting fails at start, with its reason, rather than in the

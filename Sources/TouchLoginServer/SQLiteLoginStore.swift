@@ -1,5 +1,5 @@
-import Foundation
 import DurableSQLite
+import Foundation
 import GRDB
 
 /// The embedded store: one SQLite file in WAL mode, every commit durable (synchronous=FULL)
@@ -12,7 +12,13 @@ public final class SQLiteLoginStore: LoginStore {
 
     public init(path: String) throws {
         let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]) }
+        if !directory.isEmpty {
+            try FileManager.default.createDirectory(
+                atPath: directory,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+        }
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
         // A sign counter that rolled back would let an assertion be replayed (`SQLiteLoginStoreTests`).
@@ -23,61 +29,71 @@ public final class SQLiteLoginStore: LoginStore {
     public func migrate() async throws {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1") { db in
-            try db.execute(sql: """
-                CREATE TABLE account (
-                    id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL,
-                    user_handle BLOB NOT NULL UNIQUE, created_at REAL NOT NULL);
-                CREATE TABLE session (
-                    token_hash BLOB PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
-                    created_at REAL NOT NULL, expires_at REAL NOT NULL, method TEXT NOT NULL);
-                CREATE TABLE challenge (
-                    value BLOB PRIMARY KEY, purpose TEXT NOT NULL, account_id TEXT, session_token_hash BLOB,
-                    device_name TEXT, expires_at REAL NOT NULL);
-                CREATE TABLE credential (
-                    id BLOB PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
-                    public_key BLOB NOT NULL, sign_count INTEGER NOT NULL, name TEXT NOT NULL,
-                    attestation_format TEXT NOT NULL, created_at REAL NOT NULL, last_used_at REAL);
-                CREATE INDEX credential_account ON credential(account_id);
-                CREATE TABLE rate_event (key TEXT PRIMARY KEY, window_start REAL NOT NULL, count INTEGER NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE account (
+                        id TEXT PRIMARY KEY, username TEXT NOT NULL UNIQUE, password_hash TEXT NOT NULL,
+                        user_handle BLOB NOT NULL UNIQUE, created_at REAL NOT NULL);
+                    CREATE TABLE session (
+                        token_hash BLOB PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                        created_at REAL NOT NULL, expires_at REAL NOT NULL, method TEXT NOT NULL);
+                    CREATE TABLE challenge (
+                        value BLOB PRIMARY KEY, purpose TEXT NOT NULL, account_id TEXT, session_token_hash BLOB,
+                        device_name TEXT, expires_at REAL NOT NULL);
+                    CREATE TABLE credential (
+                        id BLOB PRIMARY KEY, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                        public_key BLOB NOT NULL, sign_count INTEGER NOT NULL, name TEXT NOT NULL,
+                        attestation_format TEXT NOT NULL, created_at REAL NOT NULL, last_used_at REAL);
+                    CREATE INDEX credential_account ON credential(account_id);
+                    CREATE TABLE rate_event (key TEXT PRIMARY KEY, window_start REAL NOT NULL, count INTEGER NOT NULL);
+                    """
+            )
         }
         migrator.registerMigration("v2") { db in
             // Step-up, failure schedules instead of fixed windows, indexed expiry, the decoy secret.
-            try db.execute(sql: """
-                ALTER TABLE session ADD COLUMN password_verified_at REAL;
-                ALTER TABLE session ADD COLUMN credential_id BLOB;
-                UPDATE session SET password_verified_at = created_at WHERE method = 'password';
-                CREATE INDEX session_expiry ON session(expires_at);
-                CREATE INDEX challenge_expiry ON challenge(expires_at);
-                DROP TABLE rate_event;
-                CREATE TABLE login_failure (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_failure_at REAL NOT NULL);
-                CREATE INDEX login_failure_idle ON login_failure(last_failure_at);
-                CREATE TABLE server_secret (name TEXT PRIMARY KEY, value BLOB NOT NULL);
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE session ADD COLUMN password_verified_at REAL;
+                    ALTER TABLE session ADD COLUMN credential_id BLOB;
+                    UPDATE session SET password_verified_at = created_at WHERE method = 'password';
+                    CREATE INDEX session_expiry ON session(expires_at);
+                    CREATE INDEX challenge_expiry ON challenge(expires_at);
+                    DROP TABLE rate_event;
+                    CREATE TABLE login_failure (key TEXT PRIMARY KEY, failures INTEGER NOT NULL, last_failure_at REAL NOT NULL);
+                    CREATE INDEX login_failure_idle ON login_failure(last_failure_at);
+                    CREATE TABLE server_secret (name TEXT PRIMARY KEY, value BLOB NOT NULL);
+                    """
+            )
         }
         migrator.registerMigration("v3") { db in
             // Login challenges are signed, not stored: only the nonces of used ones are kept.
-            try db.execute(sql: """
-                CREATE TABLE used_challenge (nonce BLOB PRIMARY KEY, expires_at REAL NOT NULL);
-                CREATE INDEX used_challenge_expiry ON used_challenge(expires_at);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE used_challenge (nonce BLOB PRIMARY KEY, expires_at REAL NOT NULL);
+                    CREATE INDEX used_challenge_expiry ON used_challenge(expires_at);
+                    """
+            )
         }
         migrator.registerMigration("v4") { db in
-            try db.execute(sql: """
-                CREATE TABLE account_event (
-                    id INTEGER PRIMARY KEY AUTOINCREMENT, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
-                    at REAL NOT NULL, kind TEXT NOT NULL, credential_id BLOB, device_name TEXT, address TEXT NOT NULL);
-                CREATE INDEX account_event_account ON account_event(account_id, at);
-                CREATE INDEX account_event_at ON account_event(at);
-                """)
+            try db.execute(
+                sql: """
+                    CREATE TABLE account_event (
+                        id INTEGER PRIMARY KEY AUTOINCREMENT, account_id TEXT NOT NULL REFERENCES account(id) ON DELETE CASCADE,
+                        at REAL NOT NULL, kind TEXT NOT NULL, credential_id BLOB, device_name TEXT, address TEXT NOT NULL);
+                    CREATE INDEX account_event_account ON account_event(account_id, at);
+                    CREATE INDEX account_event_at ON account_event(at);
+                    """
+            )
         }
         migrator.registerMigration("v5") { db in
             // What the authenticator said of itself: AAGUID, transports, BE/BS/uvInitialized.
-            try db.execute(sql: """
-                ALTER TABLE credential ADD COLUMN aaguid BLOB NOT NULL DEFAULT x'00000000000000000000000000000000';
-                ALTER TABLE credential ADD COLUMN transports TEXT NOT NULL DEFAULT '';
-                ALTER TABLE credential ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;
-                """)
+            try db.execute(
+                sql: """
+                    ALTER TABLE credential ADD COLUMN aaguid BLOB NOT NULL DEFAULT x'00000000000000000000000000000000';
+                    ALTER TABLE credential ADD COLUMN transports TEXT NOT NULL DEFAULT '';
+                    ALTER TABLE credential ADD COLUMN flags INTEGER NOT NULL DEFAULT 0;
+                    """
+            )
         }
         migrator.registerMigration("v6") { db in
             // What a trusted attestation said of the key (`AttestationTrust`), if one did.
@@ -93,8 +109,11 @@ public final class SQLiteLoginStore: LoginStore {
     public func createAccount(_ a: Account) async throws {
         do {
             try await writer.write { db in
-                try db.execute(cached: "INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (?, ?, ?, ?, ?)",
-                               arguments: [a.id, a.username, a.passwordHash, a.userHandle, a.createdAt])
+                try db.execute(
+                    cached:
+                        "INSERT INTO account (id, username, password_hash, user_handle, created_at) VALUES (?, ?, ?, ?, ?)",
+                    arguments: [a.id, a.username, a.passwordHash, a.userHandle, a.createdAt]
+                )
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
             throw LoginStoreError.duplicate
@@ -102,26 +121,42 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     public func account(named username: String) async throws -> Account? {
-        try await pool.read { db in try Row.fetchOne(db, cached: "SELECT * FROM account WHERE username = ?", arguments: [username]).map(Self.account) }
+        try await pool.read { db in
+            try Row.fetchOne(db, cached: "SELECT * FROM account WHERE username = ?", arguments: [username]).map(
+                Self.account
+            )
+        }
     }
 
     public func account(named username: String, standIn: Account) async throws -> Account {
         try await pool.read { db in
-            let row = try Row.fetchOne(db, cached: """
-                SELECT COALESCE(account.id, ?2) AS id, COALESCE(account.username, ?1) AS username, COALESCE(account.password_hash, ?3) AS password_hash,
-                       COALESCE(account.user_handle, ?4) AS user_handle, COALESCE(account.created_at, ?5) AS created_at
-                FROM (SELECT ?1 AS username) AS asked LEFT JOIN account ON account.username = asked.username
-                """, arguments: [username, standIn.id, standIn.passwordHash, standIn.userHandle, standIn.createdAt])
+            let row = try Row.fetchOne(
+                db,
+                cached: """
+                    SELECT COALESCE(account.id, ?2) AS id, COALESCE(account.username, ?1) AS username, COALESCE(account.password_hash, ?3) AS password_hash,
+                           COALESCE(account.user_handle, ?4) AS user_handle, COALESCE(account.created_at, ?5) AS created_at
+                    FROM (SELECT ?1 AS username) AS asked LEFT JOIN account ON account.username = asked.username
+                    """,
+                arguments: [username, standIn.id, standIn.passwordHash, standIn.userHandle, standIn.createdAt]
+            )
             return row.map(Self.account) ?? standIn
         }
     }
 
     public func account(id: String) async throws -> Account? {
-        try await pool.read { db in try Row.fetchOne(db, cached: "SELECT * FROM account WHERE id = ?", arguments: [id]).map(Self.account) }
+        try await pool.read { db in
+            try Row.fetchOne(db, cached: "SELECT * FROM account WHERE id = ?", arguments: [id]).map(Self.account)
+        }
     }
 
     private static func account(_ row: Row) -> Account {
-        Account(id: row["id"], username: row["username"], passwordHash: row["password_hash"], userHandle: row["user_handle"], createdAt: row["created_at"])
+        Account(
+            id: row["id"],
+            username: row["username"],
+            passwordHash: row["password_hash"],
+            userHandle: row["user_handle"],
+            createdAt: row["created_at"]
+        )
     }
 
     public func createSession(_ s: Session, event: AccountEvent) async throws {
@@ -132,48 +167,87 @@ public final class SQLiteLoginStore: LoginStore {
     }
 
     private static func insert(_ e: AccountEvent, _ db: Database) throws {
-        try db.execute(cached: "INSERT INTO account_event (account_id, at, kind, credential_id, device_name, address) VALUES (?, ?, ?, ?, ?, ?)",
-                       arguments: [e.accountID, e.at, e.kind.rawValue, e.credentialID, e.deviceName, e.address])
+        try db.execute(
+            cached:
+                "INSERT INTO account_event (account_id, at, kind, credential_id, device_name, address) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [e.accountID, e.at, e.kind.rawValue, e.credentialID, e.deviceName, e.address]
+        )
     }
 
     public func events(accountID: String, limit: Int) async throws -> [AccountEvent] {
         try await pool.read { db in
-            try Row.fetchAll(db, cached: "SELECT * FROM account_event WHERE account_id = ? ORDER BY at DESC, id DESC LIMIT ?", arguments: [accountID, limit])
-                .compactMap { row in
-                    AccountEvent.Kind(rawValue: row["kind"]).map {
-                        AccountEvent(accountID: row["account_id"], at: row["at"], kind: $0, credentialID: row["credential_id"],
-                                     deviceName: row["device_name"], address: row["address"])
-                    }
+            try Row.fetchAll(
+                db,
+                cached: "SELECT * FROM account_event WHERE account_id = ? ORDER BY at DESC, id DESC LIMIT ?",
+                arguments: [accountID, limit]
+            )
+            .compactMap { row in
+                AccountEvent.Kind(rawValue: row["kind"]).map {
+                    AccountEvent(
+                        accountID: row["account_id"],
+                        at: row["at"],
+                        kind: $0,
+                        credentialID: row["credential_id"],
+                        deviceName: row["device_name"],
+                        address: row["address"]
+                    )
                 }
+            }
         }
     }
 
     private static func insert(_ s: Session, _ db: Database) throws {
-        try db.execute(cached: """
-            INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """, arguments: [s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method, s.passwordVerifiedAt, s.credentialID])
+        try db.execute(
+            cached: """
+                INSERT INTO session (token_hash, account_id, created_at, expires_at, method, password_verified_at, credential_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [
+                s.tokenHash, s.accountID, s.createdAt, s.expiresAt, s.method, s.passwordVerifiedAt, s.credentialID,
+            ]
+        )
     }
 
     public func session(tokenHash: Data) async throws -> Session? {
         try await pool.read { db in
             try Row.fetchOne(db, cached: "SELECT * FROM session WHERE token_hash = ?", arguments: [tokenHash]).map {
-                Session(tokenHash: $0["token_hash"], accountID: $0["account_id"], createdAt: $0["created_at"], expiresAt: $0["expires_at"], method: $0["method"],
-                        passwordVerifiedAt: $0["password_verified_at"], credentialID: $0["credential_id"])
+                Session(
+                    tokenHash: $0["token_hash"],
+                    accountID: $0["account_id"],
+                    createdAt: $0["created_at"],
+                    expiresAt: $0["expires_at"],
+                    method: $0["method"],
+                    passwordVerifiedAt: $0["password_verified_at"],
+                    credentialID: $0["credential_id"]
+                )
             }
         }
     }
 
     public func deleteSession(tokenHash: Data) async throws {
-        try await writer.write { db in try db.execute(cached: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash]) }
+        try await writer.write { db in
+            try db.execute(cached: "DELETE FROM session WHERE token_hash = ?", arguments: [tokenHash])
+        }
     }
 
-    public func changePassword(accountID: String, hash: String, keepingSession tokenHash: Data, verifiedAt: Double,
-                               clearingFailures key: String, event: AccountEvent) async throws {
+    public func changePassword(
+        accountID: String,
+        hash: String,
+        keepingSession tokenHash: Data,
+        verifiedAt: Double,
+        clearingFailures key: String,
+        event: AccountEvent
+    ) async throws {
         try await writer.write { db in
             try db.execute(cached: "UPDATE account SET password_hash = ? WHERE id = ?", arguments: [hash, accountID])
-            try db.execute(cached: "DELETE FROM session WHERE account_id = ? AND token_hash != ?", arguments: [accountID, tokenHash])
-            try db.execute(cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [verifiedAt, tokenHash])
+            try db.execute(
+                cached: "DELETE FROM session WHERE account_id = ? AND token_hash != ?",
+                arguments: [accountID, tokenHash]
+            )
+            try db.execute(
+                cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?",
+                arguments: [verifiedAt, tokenHash]
+            )
             try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [key])
             try Self.insert(event, db)
         }
@@ -181,30 +255,51 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func rehashPassword(accountID: String, from old: String, to new: String) async throws -> Bool {
         try await writer.write { db in
-            try db.execute(cached: "UPDATE account SET password_hash = ? WHERE id = ? AND password_hash = ?", arguments: [new, accountID, old])
+            try db.execute(
+                cached: "UPDATE account SET password_hash = ? WHERE id = ? AND password_hash = ?",
+                arguments: [new, accountID, old]
+            )
             return db.changesCount == 1
         }
     }
 
     public func markPasswordVerified(tokenHash: Data, at time: Double) async throws {
         try await writer.write { db in
-            try db.execute(cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?", arguments: [time, tokenHash])
+            try db.execute(
+                cached: "UPDATE session SET password_verified_at = ? WHERE token_hash = ?",
+                arguments: [time, tokenHash]
+            )
         }
     }
 
     public func storeChallenge(_ c: Challenge) async throws {
         try await writer.write { db in
-            try db.execute(cached: "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
-                           arguments: [c.value, c.purpose.rawValue, c.accountID, c.sessionTokenHash, c.deviceName, c.expiresAt])
+            try db.execute(
+                cached:
+                    "INSERT INTO challenge (value, purpose, account_id, session_token_hash, device_name, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+                arguments: [c.value, c.purpose.rawValue, c.accountID, c.sessionTokenHash, c.deviceName, c.expiresAt]
+            )
         }
     }
 
     public func takeChallenge(_ value: Data) async throws -> Challenge? {
         try await writer.write { db in
-            guard let row = try Row.fetchOne(db, cached: "DELETE FROM challenge WHERE value = ? RETURNING *", arguments: [value]) else { return nil }
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    cached: "DELETE FROM challenge WHERE value = ? RETURNING *",
+                    arguments: [value]
+                )
+            else { return nil }
             guard let purpose = Challenge.Purpose(rawValue: row["purpose"]) else { return nil }
-            return Challenge(value: row["value"], purpose: purpose, accountID: row["account_id"], sessionTokenHash: row["session_token_hash"],
-                             deviceName: row["device_name"], expiresAt: row["expires_at"])
+            return Challenge(
+                value: row["value"],
+                purpose: purpose,
+                accountID: row["account_id"],
+                sessionTokenHash: row["session_token_hash"],
+                deviceName: row["device_name"],
+                expiresAt: row["expires_at"]
+            )
         }
     }
 
@@ -212,12 +307,18 @@ public final class SQLiteLoginStore: LoginStore {
         do {
             try await writer.write { db in
                 try Self.insert(event, db)
-                try db.execute(cached: """
-                    INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags,
-                                            attested_key)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """, arguments: [c.id, c.accountID, c.publicKey, Int64(c.signCount), c.name, c.attestationFormat, c.createdAt, c.lastUsedAt,
-                                     c.aaguid, c.transports.joined(separator: ","), c.flags, c.attestedKey])
+                try db.execute(
+                    cached: """
+                        INSERT INTO credential (id, account_id, public_key, sign_count, name, attestation_format, created_at, last_used_at, aaguid, transports, flags,
+                                                attested_key)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        c.id, c.accountID, c.publicKey, Int64(c.signCount), c.name, c.attestationFormat, c.createdAt,
+                        c.lastUsedAt,
+                        c.aaguid, c.transports.joined(separator: ","), c.flags, c.attestedKey,
+                    ]
+                )
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
             throw LoginStoreError.duplicate
@@ -226,45 +327,81 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func credentials(accountID: String) async throws -> [Credential] {
         try await pool.read { db in
-            try Row.fetchAll(db, cached: "SELECT * FROM credential WHERE account_id = ? ORDER BY created_at", arguments: [accountID]).map(Self.credential)
+            try Row.fetchAll(
+                db,
+                cached: "SELECT * FROM credential WHERE account_id = ? ORDER BY created_at",
+                arguments: [accountID]
+            ).map(Self.credential)
         }
     }
 
     public func credentialAndAccount(id: Data) async throws -> (Credential, Account)? {
         try await pool.read { db in
-            guard let credential = try Row.fetchOne(db, cached: "SELECT * FROM credential WHERE id = ?", arguments: [id]).map(Self.credential),
-                  let account = try Row.fetchOne(db, cached: "SELECT * FROM account WHERE id = ?", arguments: [credential.accountID]).map(Self.account) else { return nil }
+            guard
+                let credential = try Row.fetchOne(db, cached: "SELECT * FROM credential WHERE id = ?", arguments: [id])
+                    .map(Self.credential),
+                let account = try Row.fetchOne(
+                    db,
+                    cached: "SELECT * FROM account WHERE id = ?",
+                    arguments: [credential.accountID]
+                ).map(Self.account)
+            else { return nil }
             return (credential, account)
         }
     }
 
     public func completePasskeyLogin(_ c: PasskeyLoginCompletion) async throws -> PasskeyLoginOutcome {
         try await writer.write { db in
-            try db.execute(cached: "INSERT OR IGNORE INTO used_challenge (nonce, expires_at) VALUES (?, ?)", arguments: [c.challengeNonce, c.challengeExpiresAt])
+            try db.execute(
+                cached: "INSERT OR IGNORE INTO used_challenge (nonce, expires_at) VALUES (?, ?)",
+                arguments: [c.challengeNonce, c.challengeExpiresAt]
+            )
             guard db.changesCount == 1 else { return .challengeUsed }
-            try db.execute(cached: "UPDATE credential SET sign_count = ?, last_used_at = ?, flags = (flags & ~2) | ? WHERE id = ? AND sign_count = ?",
-                           arguments: [Int64(c.newSignCount), c.session.createdAt, c.backedUp ? 2 : 0, c.credentialID, Int64(c.expectedSignCount)])
+            try db.execute(
+                cached:
+                    "UPDATE credential SET sign_count = ?, last_used_at = ?, flags = (flags & ~2) | ? WHERE id = ? AND sign_count = ?",
+                arguments: [
+                    Int64(c.newSignCount), c.session.createdAt, c.backedUp ? 2 : 0, c.credentialID,
+                    Int64(c.expectedSignCount),
+                ]
+            )
             guard db.changesCount == 1 else { return .counterMoved }
             try Self.insert(c.session, db)
             try Self.insert(c.event, db)
             try db.execute(cached: "DELETE FROM login_failure WHERE key = ?", arguments: [c.clearingFailures])
-            return .completed(devicesAdded: try Row.fetchAll(db, cached: """
-                SELECT * FROM credential WHERE account_id = ? AND id != ? AND created_at > ? ORDER BY created_at, id
-                """, arguments: [c.session.accountID, c.credentialID, c.announcingDevicesAddedSince]).map(Self.credential))
+            return .completed(
+                devicesAdded: try Row.fetchAll(
+                    db,
+                    cached: """
+                        SELECT * FROM credential WHERE account_id = ? AND id != ? AND created_at > ? ORDER BY created_at, id
+                        """,
+                    arguments: [c.session.accountID, c.credentialID, c.announcingDevicesAddedSince]
+                ).map(Self.credential)
+            )
         }
     }
 
     public func isChallengeUsed(nonce: Data) async throws -> Bool {
-        try await pool.read { db in try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM used_challenge WHERE nonce = ?)", arguments: [nonce]) ?? false }
+        try await pool.read { db in
+            try Bool.fetchOne(
+                db,
+                sql: "SELECT EXISTS (SELECT 1 FROM used_challenge WHERE nonce = ?)",
+                arguments: [nonce]
+            ) ?? false
+        }
     }
 
     public func listing(username: String) async throws -> [ListedCredential] {
         try await pool.read { db in
-            try Row.fetchAll(db, cached: """
-                SELECT account.id, credential.id, credential.transports FROM (SELECT ? AS username) AS asked
-                LEFT JOIN account ON account.username = asked.username LEFT JOIN credential ON credential.account_id = account.id
-                ORDER BY credential.created_at, credential.id
-                """, arguments: [username]).map { row in
+            try Row.fetchAll(
+                db,
+                cached: """
+                    SELECT account.id, credential.id, credential.transports FROM (SELECT ? AS username) AS asked
+                    LEFT JOIN account ON account.username = asked.username LEFT JOIN credential ON credential.account_id = account.id
+                    ORDER BY credential.created_at, credential.id
+                    """,
+                arguments: [username]
+            ).map { row in
                 ListedCredential(accountID: row[0], id: row[1], transports: row[2])
             }
         }
@@ -273,9 +410,18 @@ public final class SQLiteLoginStore: LoginStore {
     private static func credential(_ row: Row) -> Credential {
         let count: Int64 = row["sign_count"]
         let transports: String = row["transports"]
-        var credential = Credential(id: row["id"], accountID: row["account_id"], publicKey: row["public_key"], signCount: UInt32(truncatingIfNeeded: count),
-                                    name: row["name"], attestationFormat: row["attestation_format"], createdAt: row["created_at"], lastUsedAt: row["last_used_at"],
-                                    aaguid: row["aaguid"], transports: transports.split(separator: ",").map(String.init))
+        var credential = Credential(
+            id: row["id"],
+            accountID: row["account_id"],
+            publicKey: row["public_key"],
+            signCount: UInt32(truncatingIfNeeded: count),
+            name: row["name"],
+            attestationFormat: row["attestation_format"],
+            createdAt: row["created_at"],
+            lastUsedAt: row["last_used_at"],
+            aaguid: row["aaguid"],
+            transports: transports.split(separator: ",").map(String.init)
+        )
         credential.setFlags(row["flags"])
         credential.attestedKey = row["attested_key"]
         return credential
@@ -283,37 +429,61 @@ public final class SQLiteLoginStore: LoginStore {
 
     public func renameCredential(id: Data, accountID: String, name: String) async throws -> Bool {
         try await writer.write { db in
-            try db.execute(cached: "UPDATE credential SET name = ? WHERE id = ? AND account_id = ?", arguments: [name, id, accountID])
+            try db.execute(
+                cached: "UPDATE credential SET name = ? WHERE id = ? AND account_id = ?",
+                arguments: [name, id, accountID]
+            )
             return db.changesCount == 1
         }
     }
 
-    public func deleteCredential(id: Data, accountID: String, event: AccountEvent, keepingSession: Data?) async throws -> Bool {
+    public func deleteCredential(
+        id: Data,
+        accountID: String,
+        event: AccountEvent,
+        keepingSession: Data?
+    ) async throws -> Bool {
         try await writer.write { db in
-            try db.execute(cached: "DELETE FROM credential WHERE id = ? AND account_id = ?", arguments: [id, accountID])
+            try db.execute(
+                cached: "DELETE FROM credential WHERE id = ? AND account_id = ?",
+                arguments: [id, accountID]
+            )
             guard db.changesCount == 1 else { return false }
-            try db.execute(cached: "DELETE FROM session WHERE account_id = ? AND credential_id = ? AND token_hash IS NOT ?",
-                           arguments: [accountID, id, keepingSession])
+            try db.execute(
+                cached: "DELETE FROM session WHERE account_id = ? AND credential_id = ? AND token_hash IS NOT ?",
+                arguments: [accountID, id, keepingSession]
+            )
             try Self.insert(event, db)
             return true
         }
     }
 
-    public func admitAttempt(keys: [String], at now: Double, decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision) async throws -> ThrottleDecision {
+    public func admitAttempt(
+        keys: [String],
+        at now: Double,
+        decide: @escaping @Sendable ([String: FailureRecord]) -> ThrottleDecision
+    ) async throws -> ThrottleDecision {
         try await writer.write { db in
             var records: [String: FailureRecord] = [:]
             for key in keys {
-                if let row = try Row.fetchOne(db, cached: "SELECT failures, last_failure_at FROM login_failure WHERE key = ?", arguments: [key]) {
+                if let row = try Row.fetchOne(
+                    db,
+                    cached: "SELECT failures, last_failure_at FROM login_failure WHERE key = ?",
+                    arguments: [key]
+                ) {
                     records[key] = FailureRecord(failures: row["failures"], lastFailureAt: row["last_failure_at"])
                 }
             }
             let decision = decide(records)
             guard decision == .admitted else { return decision }
             for key in keys {
-                try db.execute(cached: """
-                    INSERT INTO login_failure (key, failures, last_failure_at) VALUES (?, 1, ?)
-                    ON CONFLICT(key) DO UPDATE SET failures = failures + 1, last_failure_at = excluded.last_failure_at
-                    """, arguments: [key, now])
+                try db.execute(
+                    cached: """
+                        INSERT INTO login_failure (key, failures, last_failure_at) VALUES (?, 1, ?)
+                        ON CONFLICT(key) DO UPDATE SET failures = failures + 1, last_failure_at = excluded.last_failure_at
+                        """,
+                    arguments: [key, now]
+                )
             }
             return decision
         }
@@ -338,14 +508,19 @@ public final class SQLiteLoginStore: LoginStore {
             try db.execute(cached: "DELETE FROM session WHERE expires_at < ?", arguments: [now])
             try db.execute(cached: "DELETE FROM challenge WHERE expires_at < ?", arguments: [now])
             try db.execute(cached: "DELETE FROM used_challenge WHERE expires_at < ?", arguments: [now])
-            try db.execute(cached: "DELETE FROM login_failure WHERE last_failure_at < ? AND failures < ?", arguments: [failuresIdleSince, lockAt ?? Int.max])
+            try db.execute(
+                cached: "DELETE FROM login_failure WHERE last_failure_at < ? AND failures < ?",
+                arguments: [failuresIdleSince, lockAt ?? Int.max]
+            )
         }
     }
 
     public func secret() async throws -> Data {
         try await writer.write { db in
-            try db.execute(cached: "INSERT INTO server_secret (name, value) VALUES ('decoy', ?) ON CONFLICT(name) DO NOTHING",
-                           arguments: [LoginService.random(32)])
+            try db.execute(
+                cached: "INSERT INTO server_secret (name, value) VALUES ('decoy', ?) ON CONFLICT(name) DO NOTHING",
+                arguments: [LoginService.random(32)]
+            )
             return try Data.fetchOne(db, sql: "SELECT value FROM server_secret WHERE name = 'decoy'") ?? Data()
         }
     }

@@ -31,13 +31,20 @@ struct SignedChallenge: Equatable, Sendable {
     /// The challenge in `token` if this deployment made it and it has not expired at `now`.
     static func open(_ token: Data, with key: SymmetricKey, at now: Double) throws(Problem) -> SignedChallenge {
         guard token.count == size, token.first == version else { throw .unknown }
-        let body = token.prefix(size - 32), mac = token.suffix(32)
-        guard HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Data("challenge\u{0}".utf8) + body, using: key) else { throw .unknown }
+        let body = token.prefix(size - 32)
+        let mac = token.suffix(32)
+        guard
+            HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: Data("challenge\u{0}".utf8) + body, using: key)
+        else { throw .unknown }
         let bytes = [UInt8](body)
         guard let purpose = Purpose(code: bytes[1]) else { throw .unknown }
         let milliseconds = bytes[2..<10].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let challenge = SignedChallenge(purpose: purpose, expiresAt: Double(milliseconds) / 1000,
-                                        nonce: Data(bytes[10..<26]), binding: Data(bytes[26..<42]))
+        let challenge = SignedChallenge(
+            purpose: purpose,
+            expiresAt: Double(milliseconds) / 1000,
+            nonce: Data(bytes[10..<26]),
+            binding: Data(bytes[26..<42])
+        )
         guard challenge.expiresAt > now else { throw .expired }
         return challenge
     }

@@ -7,9 +7,14 @@ public struct TokenBuckets: Sendable {
     public struct Rule: Sendable, Equatable {
         public var capacity: Double
         public var refillPerSecond: Double
-        public init(capacity: Double, refillPerSecond: Double) { self.capacity = capacity; self.refillPerSecond = refillPerSecond }
+        public init(capacity: Double, refillPerSecond: Double) {
+            self.capacity = capacity
+            self.refillPerSecond = refillPerSecond
+        }
         /// `count` events per minute, all of them at once if need be.
-        public static func perMinute(_ count: Int) -> Rule { Rule(capacity: Double(count), refillPerSecond: Double(count) / 60) }
+        public static func perMinute(_ count: Int) -> Rule {
+            Rule(capacity: Double(count), refillPerSecond: Double(count) / 60)
+        }
     }
 
     public enum Decision: Equatable, Sendable {
@@ -18,13 +23,19 @@ public struct TokenBuckets: Sendable {
         case limited(retryAfter: Double)
     }
 
-    struct Bucket { var tokens: Double; var updatedAt: Double }
+    struct Bucket {
+        var tokens: Double
+        var updatedAt: Double
+    }
 
     public let rule: Rule
     public let maxKeys: Int
     private var buckets: [String: Bucket] = [:]
 
-    public init(_ rule: Rule, maxKeys: Int = 100_000) { self.rule = rule; self.maxKeys = maxKeys }
+    public init(_ rule: Rule, maxKeys: Int = 100_000) {
+        self.rule = rule
+        self.maxKeys = maxKeys
+    }
 
     public var count: Int { buckets.count }
 
@@ -62,7 +73,8 @@ public struct TokenBuckets: Sendable {
         let full = rule.capacity / rule.refillPerSecond
         buckets = buckets.filter { now - $0.value.updatedAt < full - $0.value.tokens / rule.refillPerSecond }
         if buckets.count > maxKeys {
-            let emptiest = buckets.map { ($0.key, refilled($0.key, at: now)) }.sorted { $0.1.tokens < $1.1.tokens }.prefix(maxKeys * 3 / 4)
+            let emptiest = buckets.map { ($0.key, refilled($0.key, at: now)) }.sorted { $0.1.tokens < $1.1.tokens }
+                .prefix(maxKeys * 3 / 4)
             buckets = Dictionary(uniqueKeysWithValues: emptiest.map { ($0.0, $0.1) })
         }
         buckets[key] = bucket

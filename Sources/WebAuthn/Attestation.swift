@@ -83,8 +83,10 @@ public struct AttestationObject: Sendable {
             try verifyPackedSelfAttestation(clientDataHash: clientDataHash)
             return []
         default:
-            throw WebAuthnError(.unsupportedAttestationFormat,
-                                "attestation format \(WebAuthnError.quote(format)) is not supported; request attestation \"none\"")
+            throw WebAuthnError(
+                .unsupportedAttestationFormat,
+                "attestation format \(WebAuthnError.quote(format)) is not supported; request attestation \"none\""
+            )
         }
     }
 
@@ -104,11 +106,16 @@ public struct AttestationObject: Sendable {
         // Self attestation is signed by the credential key, with the credential key's algorithm.
         let keyAlgorithm = credential.publicKey.algorithm
         guard algorithm == keyAlgorithm.rawValue else {
-            throw WebAuthnError(.unsupportedAlgorithm,
-                                "packed attestation alg \(algorithm) does not match the credential key's \(keyAlgorithm) (\(keyAlgorithm.rawValue))")
+            throw WebAuthnError(
+                .unsupportedAlgorithm,
+                "packed attestation alg \(algorithm) does not match the credential key's \(keyAlgorithm) (\(keyAlgorithm.rawValue))"
+            )
         }
         guard credential.publicKey.isValidSignature(signature, for: authenticatorData.raw + clientDataHash) else {
-            throw WebAuthnError(.attestationSignatureInvalid, "packed self-attestation signature does not verify with the credential public key")
+            throw WebAuthnError(
+                .attestationSignatureInvalid,
+                "packed self-attestation signature does not verify with the credential public key"
+            )
         }
     }
 
@@ -135,12 +142,20 @@ public struct AttestationObject: Sendable {
         do { certificate = try Certificate(derEncoded: Array(chain[0])) } catch {
             throw Self.malformed("the attestation certificate is not a DER X.509 certificate")
         }
-        guard algorithm == COSEKey.Algorithm.es256.rawValue, let key = P256.Signing.PublicKey(certificate.publicKey) else {
-            throw WebAuthnError(.unsupportedAlgorithm, "only ES256 attestation certificates (P-256) are verified; this one is alg \(algorithm)")
+        guard algorithm == COSEKey.Algorithm.es256.rawValue, let key = P256.Signing.PublicKey(certificate.publicKey)
+        else {
+            throw WebAuthnError(
+                .unsupportedAlgorithm,
+                "only ES256 attestation certificates (P-256) are verified; this one is alg \(algorithm)"
+            )
         }
         guard let parsed = try? P256.Signing.ECDSASignature(derRepresentation: signature),
-              key.isValidSignature(parsed, for: authenticatorData.raw + clientDataHash) else {
-            throw WebAuthnError(.attestationSignatureInvalid, "packed attestation signature does not verify with the attestation certificate's key")
+            key.isValidSignature(parsed, for: authenticatorData.raw + clientDataHash)
+        else {
+            throw WebAuthnError(
+                .attestationSignatureInvalid,
+                "packed attestation signature does not verify with the attestation certificate's key"
+            )
         }
         try Self.checkAttestationCertificate(certificate, aaguid: credential.aaguid)
         return chain
@@ -149,12 +164,17 @@ public struct AttestationObject: Sendable {
     /// §8.2.1: version 3; subject C, O, OU "Authenticator Attestation" and CN; not a CA; and an
     /// AAGUID extension, if present, not critical and equal to the credential's.
     static func checkAttestationCertificate(_ certificate: Certificate, aaguid: Data) throws {
-        func refuse(_ why: String) -> WebAuthnError { WebAuthnError(.malformedAttestation, "the attestation certificate \(why) (WebAuthn §8.2.1)") }
+        func refuse(_ why: String) -> WebAuthnError {
+            WebAuthnError(.malformedAttestation, "the attestation certificate \(why) (WebAuthn §8.2.1)")
+        }
         guard certificate.version == .v3 else { throw refuse("is not version 3") }
         let attributes = certificate.subject.flatMap { $0 }
-        func value(_ type: ASN1ObjectIdentifier) -> String? { attributes.first { $0.type == type }.flatMap { String($0.value) } }
+        func value(_ type: ASN1ObjectIdentifier) -> String? {
+            attributes.first { $0.type == type }.flatMap { String($0.value) }
+        }
         guard value(.RDNAttributeType.countryName) != nil, value(.RDNAttributeType.organizationName) != nil,
-              value(.RDNAttributeType.commonName) != nil else { throw refuse("subject lacks C, O or CN") }
+            value(.RDNAttributeType.commonName) != nil
+        else { throw refuse("subject lacks C, O or CN") }
         guard value(.RDNAttributeType.organizationalUnitName) == Self.attestationUnit else {
             throw refuse("subject's OU is not \"Authenticator Attestation\"")
         }
@@ -195,11 +215,16 @@ public struct AttestationObject: Sendable {
             statement = .map([])
         case .packed:
             let signature = try sign(authenticatorData.raw + clientDataHash)
-            let algorithm = certificates.isEmpty
+            let algorithm =
+                certificates.isEmpty
                 ? authenticatorData.attestedCredential?.publicKey.algorithm.rawValue ?? COSEKey.Algorithm.es256.rawValue
                 : COSEKey.Algorithm.es256.rawValue
-            var entries: [(key: CBOR, value: CBOR)] = [(key: .text("alg"), value: .int(algorithm)), (key: .text("sig"), value: .bytes(signature))]
-            if !certificates.isEmpty { entries.append((key: .text("x5c"), value: .array(certificates.map { .bytes($0) }))) }
+            var entries: [(key: CBOR, value: CBOR)] = [
+                (key: .text("alg"), value: .int(algorithm)), (key: .text("sig"), value: .bytes(signature)),
+            ]
+            if !certificates.isEmpty {
+                entries.append((key: .text("x5c"), value: .array(certificates.map { .bytes($0) })))
+            }
             statement = .map(entries)
         }
         // CTAP2 canonical key order: shorter keys first.

@@ -32,8 +32,10 @@ public struct AuthenticatorData: Sendable {
         /// `credentialID` 1...1023 bytes (a programming error otherwise).
         public init(aaguid: Data = Data(count: 16), credentialID: Data, publicKey: COSEKey) {
             precondition(aaguid.count == 16, "AAGUID must be 16 bytes")
-            precondition((1...AuthenticatorData.maxCredentialIDLength).contains(credentialID.count),
-                         "credential ID must be 1...\(AuthenticatorData.maxCredentialIDLength) bytes")
+            precondition(
+                (1...AuthenticatorData.maxCredentialIDLength).contains(credentialID.count),
+                "credential ID must be 1...\(AuthenticatorData.maxCredentialIDLength) bytes"
+            )
             self.aaguid = Data(aaguid)
             self.credentialID = Data(credentialID)
             self.publicKey = publicKey
@@ -74,7 +76,9 @@ public struct AuthenticatorData: Sendable {
         }
         let bytes = Data(raw)  // rebased copy: indices start at 0 whatever slice we were given
         guard bytes.count >= Self.fixedPartLength else {
-            throw Self.malformed("authenticator data is \(bytes.count) bytes; at least \(Self.fixedPartLength) are required")
+            throw Self.malformed(
+                "authenticator data is \(bytes.count) bytes; at least \(Self.fixedPartLength) are required"
+            )
         }
         rpIDHash = bytes.subdata(in: 0..<32)
         flags = Flags(rawValue: bytes[32])
@@ -95,7 +99,9 @@ public struct AuthenticatorData: Sendable {
                 throw Self.malformed("credential ID length \(idLength) is outside 1...\(Self.maxCredentialIDLength)")
             }
             guard bytes.count - offset >= idLength else {
-                throw Self.malformed("credential ID length \(idLength) exceeds the remaining \(bytes.count - offset) byte(s)")
+                throw Self.malformed(
+                    "credential ID length \(idLength) exceeds the remaining \(bytes.count - offset) byte(s)"
+                )
             }
             let credentialID = bytes.subdata(in: offset..<offset + idLength)
             offset += idLength
@@ -106,8 +112,11 @@ public struct AuthenticatorData: Sendable {
             let keyCBOR = bytes.subdata(in: offset..<offset + keyLength)
             offset += keyLength
             attestedCredential = AttestedCredential(
-                aaguid: aaguid, credentialID: credentialID,
-                publicKey: try COSEKey(cbor: keyCBOR), publicKeyCBOR: keyCBOR)
+                aaguid: aaguid,
+                credentialID: credentialID,
+                publicKey: try COSEKey(cbor: keyCBOR),
+                publicKeyCBOR: keyCBOR
+            )
         } else {
             attestedCredential = nil
         }
@@ -135,8 +144,13 @@ public struct AuthenticatorData: Sendable {
     /// Builds authenticator data, as an authenticator does. The AT and ED flags are derived from
     /// whether `attestedCredential` and `extensions` are given; any passed in `flags` are replaced.
     /// Other flags are written as given (so tests can build deliberately inconsistent data).
-    public init(rpID: String, flags: Flags, signCount: UInt32,
-                attestedCredential: AttestedCredential? = nil, extensions: CBOR? = nil) {
+    public init(
+        rpID: String,
+        flags: Flags,
+        signCount: UInt32,
+        attestedCredential: AttestedCredential? = nil,
+        extensions: CBOR? = nil
+    ) {
         var flags = flags
         flags.remove([.attestedCredentialData, .extensionData])
         if attestedCredential != nil { flags.insert(.attestedCredentialData) }

@@ -19,7 +19,8 @@ extension Data {
         standard.reserveCapacity(body.utf8.count + 3)
         for byte in body.utf8 {
             switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"):
                 standard.append(byte)
             case UInt8(ascii: "-"): standard.append(UInt8(ascii: "+"))
             case UInt8(ascii: "_"): standard.append(UInt8(ascii: "/"))
@@ -37,12 +38,14 @@ extension Data {
     public func base64URLEncodedString() -> String {
         var encoded = base64EncodedString()
         while encoded.last == "=" { encoded.removeLast() }
-        return String(encoded.map { character -> Character in
-            switch character {
-            case "+": return "-"
-            case "/": return "_"
-            default: return character
+        return String(
+            encoded.map { character -> Character in
+                switch character {
+                case "+": return "-"
+                case "/": return "_"
+                default: return character
+                }
             }
-        })
+        )
     }
 }

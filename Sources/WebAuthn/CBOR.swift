@@ -42,11 +42,21 @@ public indirect enum CBOR: Equatable, Hashable, Sendable {
 
     public func hash(into hasher: inout Hasher) {
         switch self {
-        case .unsigned(let v): hasher.combine(0); hasher.combine(v)
-        case .negative(let v): hasher.combine(1); hasher.combine(v)
-        case .bytes(let v): hasher.combine(2); hasher.combine(v)
-        case .text(let v): hasher.combine(3); hasher.combine(v)
-        case .array(let v): hasher.combine(4); hasher.combine(v)
+        case .unsigned(let v):
+            hasher.combine(0)
+            hasher.combine(v)
+        case .negative(let v):
+            hasher.combine(1)
+            hasher.combine(v)
+        case .bytes(let v):
+            hasher.combine(2)
+            hasher.combine(v)
+        case .text(let v):
+            hasher.combine(3)
+            hasher.combine(v)
+        case .array(let v):
+            hasher.combine(4)
+            hasher.combine(v)
         case .map(let entries):
             hasher.combine(5)
             hasher.combine(entries.count)
@@ -54,10 +64,14 @@ public indirect enum CBOR: Equatable, Hashable, Sendable {
                 hasher.combine(entry.key)
                 hasher.combine(entry.value)
             }
-        case .bool(let v): hasher.combine(6); hasher.combine(v)
+        case .bool(let v):
+            hasher.combine(6)
+            hasher.combine(v)
         case .null: hasher.combine(7)
         case .undefined: hasher.combine(8)
-        case .float(let v): hasher.combine(9); hasher.combine(v.bitPattern)
+        case .float(let v):
+            hasher.combine(9)
+            hasher.combine(v.bitPattern)
         }
     }
 }

@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// A credential public key in COSE form (RFC 9052/9053): ES256 (an EC2 key on P-256, ECDSA over
 /// SHA-256, what every WebAuthn authenticator supports and laenclaved makes), EdDSA (an OKP
@@ -75,29 +75,50 @@ public struct COSEKey: Equatable, Sendable {
         }
         let keyType = try Self.integer(item[Label.keyType], name: "key type (kty)")
         let algorithmValue = try Self.integer(item[Label.algorithm], name: "algorithm (alg)")
-        guard let algorithm = Algorithm(rawValue: algorithmValue) else { throw Self.unsupported("algorithm (alg) is \(algorithmValue)") }
+        guard let algorithm = Algorithm(rawValue: algorithmValue) else {
+            throw Self.unsupported("algorithm (alg) is \(algorithmValue)")
+        }
         switch algorithm {
         case .es256:
             try Self.require(keyType, equals: Self.keyTypeEC2, name: "key type (kty) of an ES256 key")
-            try Self.require(try Self.integer(item[Label.curve], name: "curve (crv)"), equals: Self.curveP256, name: "curve (crv) of an ES256 key")
+            try Self.require(
+                try Self.integer(item[Label.curve], name: "curve (crv)"),
+                equals: Self.curveP256,
+                name: "curve (crv) of an ES256 key"
+            )
             // ES256 keys must use the uncompressed form: y as bytes, never the compressed sign bit.
-            guard let x = item[Label.x]?.bytesValue, x.count == 32, let y = item[Label.y]?.bytesValue, y.count == 32 else {
-                throw WebAuthnError(.malformedPublicKey, "EC2 key needs 32-byte x and y coordinates (uncompressed form)")
+            guard let x = item[Label.x]?.bytesValue, x.count == 32, let y = item[Label.y]?.bytesValue, y.count == 32
+            else {
+                throw WebAuthnError(
+                    .malformedPublicKey,
+                    "EC2 key needs 32-byte x and y coordinates (uncompressed form)"
+                )
             }
             do { material = .p256(try P256.Signing.PublicKey(rawRepresentation: x + y)) } catch {
                 throw WebAuthnError(.malformedPublicKey, "x and y are not a point on P-256")
             }
         case .edDSA:
             try Self.require(keyType, equals: Self.keyTypeOKP, name: "key type (kty) of an EdDSA key")
-            try Self.require(try Self.integer(item[Label.curve], name: "curve (crv)"), equals: Self.curveEd25519, name: "curve (crv) of an EdDSA key")
-            guard let x = item[Label.x]?.bytesValue, x.count == 32 else { throw WebAuthnError(.malformedPublicKey, "an Ed25519 key needs a 32-byte x") }
+            try Self.require(
+                try Self.integer(item[Label.curve], name: "curve (crv)"),
+                equals: Self.curveEd25519,
+                name: "curve (crv) of an EdDSA key"
+            )
+            guard let x = item[Label.x]?.bytesValue, x.count == 32 else {
+                throw WebAuthnError(.malformedPublicKey, "an Ed25519 key needs a 32-byte x")
+            }
             do { material = .ed25519(try Curve25519.Signing.PublicKey(rawRepresentation: x)) } catch {
                 throw WebAuthnError(.malformedPublicKey, "x is not an Ed25519 public key")
             }
         case .rs256:
             try Self.require(keyType, equals: Self.keyTypeRSA, name: "key type (kty) of an RS256 key")
-            guard let n = item[Label.curve]?.bytesValue, let e = item[Label.x]?.bytesValue, !n.isEmpty, !e.isEmpty, e.count <= 8 else {
-                throw WebAuthnError(.malformedPublicKey, "an RSA key needs its modulus n (-1) and exponent e (-2) as byte strings")
+            guard let n = item[Label.curve]?.bytesValue, let e = item[Label.x]?.bytesValue, !n.isEmpty, !e.isEmpty,
+                e.count <= 8
+            else {
+                throw WebAuthnError(
+                    .malformedPublicKey,
+                    "an RSA key needs its modulus n (-1) and exponent e (-2) as byte strings"
+                )
             }
             // Bounded before it reaches BoringSSL: 2048 to 8192 bits.
             guard (256...1024).contains(n.drop(while: { $0 == 0 }).count) else {
@@ -115,15 +136,26 @@ public struct COSEKey: Equatable, Sendable {
         switch material {
         case .p256(let key):
             let raw = key.rawRepresentation
-            entries = [(key: .int(Label.keyType), value: .int(Self.keyTypeEC2)), (key: .int(Label.algorithm), value: .int(Algorithm.es256.rawValue)),
-                       (key: .int(Label.curve), value: .int(Self.curveP256)), (key: .int(Label.x), value: .bytes(Data(raw.prefix(32)))),
-                       (key: .int(Label.y), value: .bytes(Data(raw.suffix(32))))]
+            entries = [
+                (key: .int(Label.keyType), value: .int(Self.keyTypeEC2)),
+                (key: .int(Label.algorithm), value: .int(Algorithm.es256.rawValue)),
+                (key: .int(Label.curve), value: .int(Self.curveP256)),
+                (key: .int(Label.x), value: .bytes(Data(raw.prefix(32)))),
+                (key: .int(Label.y), value: .bytes(Data(raw.suffix(32)))),
+            ]
         case .ed25519(let key):
-            entries = [(key: .int(Label.keyType), value: .int(Self.keyTypeOKP)), (key: .int(Label.algorithm), value: .int(Algorithm.edDSA.rawValue)),
-                       (key: .int(Label.curve), value: .int(Self.curveEd25519)), (key: .int(Label.x), value: .bytes(key.rawRepresentation))]
+            entries = [
+                (key: .int(Label.keyType), value: .int(Self.keyTypeOKP)),
+                (key: .int(Label.algorithm), value: .int(Algorithm.edDSA.rawValue)),
+                (key: .int(Label.curve), value: .int(Self.curveEd25519)),
+                (key: .int(Label.x), value: .bytes(key.rawRepresentation)),
+            ]
         case .rsa(_, let n, let e):
-            entries = [(key: .int(Label.keyType), value: .int(Self.keyTypeRSA)), (key: .int(Label.algorithm), value: .int(Algorithm.rs256.rawValue)),
-                       (key: .int(Label.curve), value: .bytes(n)), (key: .int(Label.x), value: .bytes(e))]
+            entries = [
+                (key: .int(Label.keyType), value: .int(Self.keyTypeRSA)),
+                (key: .int(Label.algorithm), value: .int(Algorithm.rs256.rawValue)),
+                (key: .int(Label.curve), value: .bytes(n)), (key: .int(Label.x), value: .bytes(e)),
+            ]
         }
         return CBOR.map(entries).encoded()
     }
@@ -139,7 +171,11 @@ public struct COSEKey: Equatable, Sendable {
         case .ed25519(let key):
             return key.isValidSignature(signature, for: message)
         case .rsa(let key, _, _):
-            return key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: message, padding: .insecurePKCS1v1_5)
+            return key.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: signature),
+                for: message,
+                padding: .insecurePKCS1v1_5
+            )
         }
     }
 
@@ -147,7 +183,9 @@ public struct COSEKey: Equatable, Sendable {
 
     /// A missing or non-integer parameter is malformed.
     private static func integer(_ value: CBOR?, name: String) throws -> Int {
-        guard let value, let actual = value.intValue else { throw WebAuthnError(.malformedPublicKey, "\(name) is missing or not an integer") }
+        guard let value, let actual = value.intValue else {
+            throw WebAuthnError(.malformedPublicKey, "\(name) is missing or not an integer")
+        }
         return actual
     }
 
@@ -157,6 +195,9 @@ public struct COSEKey: Equatable, Sendable {
     }
 
     private static func unsupported(_ what: String) -> WebAuthnError {
-        WebAuthnError(.unsupportedAlgorithm, "\(what); supported are ES256 (EC2 P-256, alg -7), EdDSA (OKP Ed25519, alg -8) and RS256 (RSA ≥ 2048 bits, alg -257)")
+        WebAuthnError(
+            .unsupportedAlgorithm,
+            "\(what); supported are ES256 (EC2 P-256, alg -7), EdDSA (OKP Ed25519, alg -8) and RS256 (RSA ≥ 2048 bits, alg -257)"
+        )
     }
 }

@@ -43,7 +43,8 @@ public struct CollectedClientData: Codable, Equatable, Sendable {
     /// Serialises the way browsers do (§5.8.1.2): fixed member order, `crossOrigin` always
     /// present. For a software authenticator producing clientDataJSON.
     public func jsonData() -> Data {
-        var json = "{\"type\":" + Self.jsonString(type)
+        var json =
+            "{\"type\":" + Self.jsonString(type)
             + ",\"challenge\":" + Self.jsonString(challenge)
             + ",\"origin\":" + Self.jsonString(origin)
             + ",\"crossOrigin\":" + ((crossOrigin ?? false) ? "true" : "false")

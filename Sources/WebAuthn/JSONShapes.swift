@@ -43,7 +43,9 @@ public struct PublicKeyCredentialParameters: Codable, Equatable, Sendable {
     public static let edDSA = PublicKeyCredentialParameters(alg: COSEKey.Algorithm.edDSA.rawValue)
     public static let rs256 = PublicKeyCredentialParameters(alg: COSEKey.Algorithm.rs256.rawValue)
     /// Every algorithm this module verifies, in the order a relying party prefers them.
-    public static let supported: [PublicKeyCredentialParameters] = COSEKey.Algorithm.allCases.map { PublicKeyCredentialParameters(alg: $0.rawValue) }
+    public static let supported: [PublicKeyCredentialParameters] = COSEKey.Algorithm.allCases.map {
+        PublicKeyCredentialParameters(alg: $0.rawValue)
+    }
 }
 
 public struct PublicKeyCredentialDescriptorJSON: Codable, Equatable, Sendable {
@@ -69,8 +71,12 @@ public struct AuthenticatorSelectionCriteria: Codable, Equatable, Sendable {
     /// "discouraged", "preferred" or "required".
     public var userVerification: String?
 
-    public init(authenticatorAttachment: String? = nil, residentKey: String? = nil,
-                requireResidentKey: Bool? = nil, userVerification: String? = nil) {
+    public init(
+        authenticatorAttachment: String? = nil,
+        residentKey: String? = nil,
+        requireResidentKey: Bool? = nil,
+        userVerification: String? = nil
+    ) {
         self.authenticatorAttachment = authenticatorAttachment
         self.residentKey = residentKey
         self.requireResidentKey = requireResidentKey
@@ -115,10 +121,16 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Equatable, Sendab
     /// "none", "indirect", "direct" or "enterprise". Only "none" (or self attestation) verifies here.
     public var attestation: String?
 
-    public init(rp: PublicKeyCredentialRpEntity, user: PublicKeyCredentialUserEntityJSON, challenge: String,
-                pubKeyCredParams: [PublicKeyCredentialParameters] = PublicKeyCredentialParameters.supported, timeout: UInt32? = nil,
-                excludeCredentials: [PublicKeyCredentialDescriptorJSON]? = nil,
-                authenticatorSelection: AuthenticatorSelectionCriteria? = nil, attestation: String? = nil) {
+    public init(
+        rp: PublicKeyCredentialRpEntity,
+        user: PublicKeyCredentialUserEntityJSON,
+        challenge: String,
+        pubKeyCredParams: [PublicKeyCredentialParameters] = PublicKeyCredentialParameters.supported,
+        timeout: UInt32? = nil,
+        excludeCredentials: [PublicKeyCredentialDescriptorJSON]? = nil,
+        authenticatorSelection: AuthenticatorSelectionCriteria? = nil,
+        attestation: String? = nil
+    ) {
         self.rp = rp
         self.user = user
         self.challenge = challenge
@@ -140,8 +152,13 @@ public struct PublicKeyCredentialRequestOptionsJSON: Codable, Equatable, Sendabl
     /// "discouraged", "preferred" or "required".
     public var userVerification: String?
 
-    public init(challenge: String, timeout: UInt32? = nil, rpId: String? = nil,
-                allowCredentials: [PublicKeyCredentialDescriptorJSON]? = nil, userVerification: String? = nil) {
+    public init(
+        challenge: String,
+        timeout: UInt32? = nil,
+        rpId: String? = nil,
+        allowCredentials: [PublicKeyCredentialDescriptorJSON]? = nil,
+        userVerification: String? = nil
+    ) {
         self.challenge = challenge
         self.timeout = timeout
         self.rpId = rpId
@@ -163,8 +180,14 @@ public struct AuthenticatorAttestationResponseJSON: Codable, Equatable, Sendable
     public var publicKey: String?
     public var publicKeyAlgorithm: Int?
 
-    public init(clientDataJSON: String, attestationObject: String, transports: [String]? = nil,
-                authenticatorData: String? = nil, publicKey: String? = nil, publicKeyAlgorithm: Int? = nil) {
+    public init(
+        clientDataJSON: String,
+        attestationObject: String,
+        transports: [String]? = nil,
+        authenticatorData: String? = nil,
+        publicKey: String? = nil,
+        publicKeyAlgorithm: Int? = nil
+    ) {
         self.clientDataJSON = clientDataJSON
         self.attestationObject = attestationObject
         self.transports = transports
@@ -214,9 +237,14 @@ public struct PublicKeyCredentialJSON<Response: AuthenticatorResponseJSON>: Coda
     public var clientExtensionResults: AuthenticationExtensionsClientOutputsJSON
     public var authenticatorAttachment: String?
 
-    public init(id: String, rawId: String, type: String = "public-key", response: Response,
-                clientExtensionResults: AuthenticationExtensionsClientOutputsJSON = .init(),
-                authenticatorAttachment: String? = nil) {
+    public init(
+        id: String,
+        rawId: String,
+        type: String = "public-key",
+        response: Response,
+        clientExtensionResults: AuthenticationExtensionsClientOutputsJSON = .init(),
+        authenticatorAttachment: String? = nil
+    ) {
         self.id = id
         self.rawId = rawId
         self.type = type
@@ -243,14 +271,22 @@ public typealias AuthenticationResponseJSON = PublicKeyCredentialJSON<Authentica
 extension PublicKeyCredentialJSON where Response == AuthenticatorAttestationResponseJSON {
     /// `malformedAttestation` if not base64url.
     public var decodedAttestationObject: Data {
-        get throws { try JSONField.decode(response.attestationObject, name: "attestationObject", code: .malformedAttestation) }
+        get throws {
+            try JSONField.decode(response.attestationObject, name: "attestationObject", code: .malformedAttestation)
+        }
     }
 }
 
 extension PublicKeyCredentialJSON where Response == AuthenticatorAssertionResponseJSON {
     /// `malformedAuthenticatorData` if not base64url.
     public var decodedAuthenticatorData: Data {
-        get throws { try JSONField.decode(response.authenticatorData, name: "authenticatorData", code: .malformedAuthenticatorData) }
+        get throws {
+            try JSONField.decode(
+                response.authenticatorData,
+                name: "authenticatorData",
+                code: .malformedAuthenticatorData
+            )
+        }
     }
 
     /// `signatureInvalid` if not base64url.
@@ -278,7 +314,10 @@ enum JSONField {
 
     static func credentialID(id: String, rawId: String, type: String) throws -> Data {
         guard type == "public-key" else {
-            throw WebAuthnError(.malformedClientData, "credential type is \(WebAuthnError.quote(type)); expected \"public-key\"")
+            throw WebAuthnError(
+                .malformedClientData,
+                "credential type is \(WebAuthnError.quote(type)); expected \"public-key\""
+            )
         }
         let raw = try decode(rawId, name: "rawId", code: .malformedClientData)
         let fromID = try decode(id, name: "id", code: .malformedClientData)

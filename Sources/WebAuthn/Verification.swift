@@ -25,8 +25,12 @@ public enum WebAuthnVerifier {
     ) throws -> VerifiedRegistration {
         // Steps 5–12: the client data.
         let clientData = try CollectedClientData(json: clientDataJSON)
-        try checkClientData(clientData, expectedType: "webauthn.create",
-                            expectedChallenge: expectedChallenge, relyingParty: relyingParty)
+        try checkClientData(
+            clientData,
+            expectedType: "webauthn.create",
+            expectedChallenge: expectedChallenge,
+            relyingParty: relyingParty
+        )
         // Step 13.
         let clientDataHash = Data(SHA256.hash(data: clientDataJSON))
 
@@ -37,12 +41,18 @@ public enum WebAuthnVerifier {
         // Step 19: one of the algorithms the options offered (pubKeyCredParams).
         let algorithm = attestation.credential.publicKey.algorithm
         guard allowedAlgorithms.contains(algorithm) else {
-            throw WebAuthnError(.unsupportedAlgorithm, "the credential key's algorithm \(algorithm) (\(algorithm.rawValue)) was not offered")
+            throw WebAuthnError(
+                .unsupportedAlgorithm,
+                "the credential key's algorithm \(algorithm) (\(algorithm.rawValue)) was not offered"
+            )
         }
 
         // Steps 15–17.
-        try checkAuthenticatorData(authenticatorData, relyingParty: relyingParty,
-                                   requireUserVerification: requireUserVerification)
+        try checkAuthenticatorData(
+            authenticatorData,
+            relyingParty: relyingParty,
+            requireUserVerification: requireUserVerification
+        )
 
         // Steps 21–22: the attestation statement.
         let certificates = try attestation.verifyStatement(clientDataHash: clientDataHash)
@@ -58,7 +68,8 @@ public enum WebAuthnVerifier {
             backupEligible: authenticatorData.flags.contains(.backupEligible),
             backedUp: authenticatorData.flags.contains(.backedUp),
             attestationFormat: attestation.format,
-            attestationCertificates: certificates)
+            attestationCertificates: certificates
+        )
     }
 
     /// Verifies an authentication ceremony (§7.2) against a stored credential.
@@ -92,7 +103,10 @@ public enum WebAuthnVerifier {
     ) throws -> VerifiedAssertion {
         // Steps 5–6: the credential and its owner.
         guard (1...AuthenticatorData.maxCredentialIDLength).contains(credentialID.count) else {
-            throw WebAuthnError(.credentialIDMismatch, "credential ID must be 1...\(AuthenticatorData.maxCredentialIDLength) bytes")
+            throw WebAuthnError(
+                .credentialIDMismatch,
+                "credential ID must be 1...\(AuthenticatorData.maxCredentialIDLength) bytes"
+            )
         }
         if let allowCredentials, !allowCredentials.isEmpty, !allowCredentials.contains(credentialID) {
             throw WebAuthnError(.credentialIDMismatch, "credential was not in allowCredentials")
@@ -103,13 +117,20 @@ public enum WebAuthnVerifier {
 
         // Steps 7–14: the client data.
         let clientData = try CollectedClientData(json: clientDataJSON)
-        try checkClientData(clientData, expectedType: "webauthn.get",
-                            expectedChallenge: expectedChallenge, relyingParty: relyingParty)
+        try checkClientData(
+            clientData,
+            expectedType: "webauthn.get",
+            expectedChallenge: expectedChallenge,
+            relyingParty: relyingParty
+        )
 
         // Steps 15–18: the authenticator data. BE/BS consistency is enforced by the parse.
         let parsed = try AuthenticatorData(authenticatorData)
         if parsed.attestedCredential != nil {
-            throw WebAuthnError(.malformedAuthenticatorData, "assertion authenticator data must not carry attested credential data")
+            throw WebAuthnError(
+                .malformedAuthenticatorData,
+                "assertion authenticator data must not carry attested credential data"
+            )
         }
         try checkAuthenticatorData(parsed, relyingParty: relyingParty, requireUserVerification: requireUserVerification)
 
@@ -121,54 +142,83 @@ public enum WebAuthnVerifier {
 
         // Step 21: the signature counter. All-zero means the authenticator has no counter.
         if storedSignCount != 0 || parsed.signCount != 0, parsed.signCount <= storedSignCount {
-            throw WebAuthnError(.counterRegression,
-                                "signature counter \(parsed.signCount) is not greater than the stored \(storedSignCount); the authenticator may be cloned")
+            throw WebAuthnError(
+                .counterRegression,
+                "signature counter \(parsed.signCount) is not greater than the stored \(storedSignCount); the authenticator may be cloned"
+            )
         }
 
         return VerifiedAssertion(
             signCount: parsed.signCount,
             userVerified: parsed.flags.contains(.userVerified),
             backupEligible: parsed.flags.contains(.backupEligible),
-            backedUp: parsed.flags.contains(.backedUp))
+            backedUp: parsed.flags.contains(.backedUp)
+        )
     }
 
     // MARK: - Shared steps
 
     /// §7.1 steps 7–12 / §7.2 steps 10–14.
-    static func checkClientData(_ clientData: CollectedClientData, expectedType: String,
-                                expectedChallenge: Data, relyingParty: RelyingParty) throws {
+    static func checkClientData(
+        _ clientData: CollectedClientData,
+        expectedType: String,
+        expectedChallenge: Data,
+        relyingParty: RelyingParty
+    ) throws {
         guard clientData.type == expectedType else {
-            throw WebAuthnError(.wrongType, "client data type is \(WebAuthnError.quote(clientData.type)); expected \"\(expectedType)\"")
+            throw WebAuthnError(
+                .wrongType,
+                "client data type is \(WebAuthnError.quote(clientData.type)); expected \"\(expectedType)\""
+            )
         }
         guard expectedChallenge.count >= minimumChallengeLength else {
-            throw WebAuthnError(.challengeMismatch,
-                                "expected challenge is \(expectedChallenge.count) bytes; at least \(minimumChallengeLength) are required")
+            throw WebAuthnError(
+                .challengeMismatch,
+                "expected challenge is \(expectedChallenge.count) bytes; at least \(minimumChallengeLength) are required"
+            )
         }
         // The spec compares the base64url strings; doing it in constant time keeps an attacker from
         // learning an outstanding challenge byte by byte.
-        guard constantTimeEquals(Data(clientData.challenge.utf8), Data(expectedChallenge.base64URLEncodedString().utf8)) else {
+        guard constantTimeEquals(Data(clientData.challenge.utf8), Data(expectedChallenge.base64URLEncodedString().utf8))
+        else {
             throw WebAuthnError(.challengeMismatch, "client data challenge does not match the expected challenge")
         }
         guard relyingParty.origins.contains(clientData.origin) else {
-            throw WebAuthnError(.originMismatch, "origin \(WebAuthnError.quote(clientData.origin)) is not an expected origin")
+            throw WebAuthnError(
+                .originMismatch,
+                "origin \(WebAuthnError.quote(clientData.origin)) is not an expected origin"
+            )
         }
         // A topOrigin only appears in cross-origin iframes, so it is treated as cross-origin use.
         if clientData.crossOrigin == true || clientData.topOrigin != nil {
             guard relyingParty.allowCrossOrigin else {
-                throw WebAuthnError(.crossOriginNotAllowed, "ceremony ran in a cross-origin iframe, which this relying party does not allow")
+                throw WebAuthnError(
+                    .crossOriginNotAllowed,
+                    "ceremony ran in a cross-origin iframe, which this relying party does not allow"
+                )
             }
-            if let topOrigin = clientData.topOrigin, let allowed = relyingParty.topOrigins, !allowed.contains(topOrigin) {
-                throw WebAuthnError(.crossOriginNotAllowed, "top origin \(WebAuthnError.quote(topOrigin)) is not allowed to embed this relying party")
+            if let topOrigin = clientData.topOrigin, let allowed = relyingParty.topOrigins, !allowed.contains(topOrigin)
+            {
+                throw WebAuthnError(
+                    .crossOriginNotAllowed,
+                    "top origin \(WebAuthnError.quote(topOrigin)) is not allowed to embed this relying party"
+                )
             }
         }
     }
 
     /// §7.1 steps 15–17 / §7.2 steps 15–17.
-    static func checkAuthenticatorData(_ data: AuthenticatorData, relyingParty: RelyingParty,
-                                       requireUserVerification: Bool) throws {
+    static func checkAuthenticatorData(
+        _ data: AuthenticatorData,
+        relyingParty: RelyingParty,
+        requireUserVerification: Bool
+    ) throws {
         let expectedHash = Data(SHA256.hash(data: Data(relyingParty.id.utf8)))
         guard constantTimeEquals(data.rpIDHash, expectedHash) else {
-            throw WebAuthnError(.rpIDMismatch, "rpIdHash is not SHA-256 of the RP ID \(WebAuthnError.quote(relyingParty.id))")
+            throw WebAuthnError(
+                .rpIDMismatch,
+                "rpIdHash is not SHA-256 of the RP ID \(WebAuthnError.quote(relyingParty.id))"
+            )
         }
         guard data.flags.contains(.userPresent) else {
             throw WebAuthnError(.userNotPresent, "user presence (UP) flag is not set")

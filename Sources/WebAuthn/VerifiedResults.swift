@@ -18,8 +18,18 @@ public struct VerifiedRegistration: Sendable {
     /// verified; empty for `none` and self attestation. Trusting it is the relying party's call.
     public let attestationCertificates: [Data]
 
-    public init(credentialID: Data, publicKey: COSEKey, publicKeyCBOR: Data, signCount: UInt32, aaguid: Data,
-                userVerified: Bool, backupEligible: Bool, backedUp: Bool, attestationFormat: String, attestationCertificates: [Data] = []) {
+    public init(
+        credentialID: Data,
+        publicKey: COSEKey,
+        publicKeyCBOR: Data,
+        signCount: UInt32,
+        aaguid: Data,
+        userVerified: Bool,
+        backupEligible: Bool,
+        backedUp: Bool,
+        attestationFormat: String,
+        attestationCertificates: [Data] = []
+    ) {
         self.credentialID = credentialID
         self.publicKey = publicKey
         self.publicKeyCBOR = publicKeyCBOR

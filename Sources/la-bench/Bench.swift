@@ -41,10 +41,16 @@ struct Bench {
             return try await PasscodeBench.run(checks: args.count > 2 ? Int(args[2]) ?? 10 : 10)
         }
         if args.count > 1 && args[1] == "load" {
-            return try await LoadBench.run(clients: args.count > 2 ? Int(args[2]) ?? 64 : 64, seconds: args.count > 3 ? Double(args[3]) ?? 60 : 60)
+            return try await LoadBench.run(
+                clients: args.count > 2 ? Int(args[2]) ?? 64 : 64,
+                seconds: args.count > 3 ? Double(args[3]) ?? 60 : 60
+            )
         }
         if args.count > 2 && args[1] == "daemon" {
-            return try SystemDaemonBench.run(socket: args[2], iterations: max(1, args.count > 3 ? Int(args[3]) ?? 2000 : 2000))
+            return try SystemDaemonBench.run(
+                socket: args[2],
+                iterations: max(1, args.count > 3 ? Int(args[3]) ?? 2000 : 2000)
+            )
         }
         if args.count > 1 && args[1] == "keychain" {
             return try await KeychainBench.run(items: args.count > 2 ? Int(args[2]) ?? 1000 : 1000)
@@ -65,7 +71,9 @@ struct Bench {
         let maxClients = args.count > 2 ? Int(args[2]) ?? 16 : 16
         let enclave = try TestEnclave()
         let control = try enclave.connection()
-        print("la-bench: \(iterations) iterations, up to \(maxClients) concurrent clients, daemon pid \(enclave.processID)")
+        print(
+            "la-bench: \(iterations) iterations, up to \(maxClients) concurrent clients, daemon pid \(enclave.processID)"
+        )
         print("")
         print("| measurement | p50 | p99 | mean | ops/s | p50 ÷ raw round trip |")
         print("|---|---|---|---|---|---|")
@@ -75,17 +83,28 @@ struct Bench {
             let s = samples.sorted()
             let mean = s.reduce(0, +) / Double(s.count)
             let p50 = percentile(s, 0.5)
-            print("| \(name) | \(micros(p50)) | \(micros(percentile(s, 0.99))) | \(micros(mean)) | \(String(format: "%.0f", 1 / mean)) | \(String(format: "%.2f", p50 / raw)) |")
+            print(
+                "| \(name) | \(micros(p50)) | \(micros(percentile(s, 0.99))) | \(micros(mean)) | \(String(format: "%.0f", 1 / mean)) | \(String(format: "%.2f", p50 / raw)) |"
+            )
         }
 
         // 0. The physical limit: a raw Unix-socket request/response between two processes.
         let echo = try RawSocketEcho.measure(iterations: iterations)
         raw = percentile(echo.sorted(), 0.5)
         row("raw Unix-socket round trip (echo pair, the limit)", echo)
-        row("one durable write (4 KiB + fdatasync, the other limit)", RawSocketEcho.durableWrites(iterations: min(iterations, 500), directory: enclave.stateDirectory))
+        row(
+            "one durable write (4 KiB + fdatasync, the other limit)",
+            RawSocketEcho.durableWrites(iterations: min(iterations, 500), directory: enclave.stateDirectory)
+        )
         // What SwiftNIO costs before the daemon does any work: its own floor, and the daemon's socket shell.
-        row("echo through a SwiftNIO channel handler (the library's floor)", try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "handler"]))
-        row("echo through the daemon's socket shell (NIOAsyncChannel, event-loop task, FrameDecoder)", try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "async"]))
+        row(
+            "echo through a SwiftNIO channel handler (the library's floor)",
+            try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "handler"])
+        )
+        row(
+            "echo through the daemon's socket shell (NIOAsyncChannel, event-loop task, FrameDecoder)",
+            try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "async"])
+        )
 
         // 1. Floor: one request/response over the socket, no storage.
         var floor: [Double] = []
@@ -110,9 +129,15 @@ struct Bench {
         for i in 0..<iterations {
             let context = "sequential-reuse-\(i)"
             let start = DispatchTime.now().uptimeNanoseconds
-            let reply = try await control.request(.evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "bench", reuseDuration: 300))))
+            let reply = try await control.request(
+                .evaluate(
+                    .init(context: context, policy: 1, options: EvaluationOptions(reason: "bench", reuseDuration: 300))
+                )
+            )
             reuse.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-            guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
+            guard case .evaluated(let r) = reply, r.success else {
+                throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)")
+            }
             _ = try await control.request(.invalidate(.init(context: context)))
         }
         row("evaluatePolicy in the reuse window (no counter change)", reuse)
@@ -128,14 +153,21 @@ struct Bench {
         enclave.run {
             let context = LAContext()
             for _ in 0..<iterations {
-                canEval.append(time { var e: NSError?; _ = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &e) })
+                canEval.append(
+                    time {
+                        var e: NSError?
+                        _ = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &e)
+                    }
+                )
             }
         }
         row("canEvaluatePolicy", canEval)
 
         // 3. Throughput with concurrent clients, each on its own connection.
         print("")
-        print("| concurrent clients | canEvaluatePolicy ops/s | canEvaluatePolicy, blocking, a thread per client ops/s | evaluatePolicy in reuse window ops/s |")
+        print(
+            "| concurrent clients | canEvaluatePolicy ops/s | canEvaluatePolicy, blocking, a thread per client ops/s | evaluatePolicy in reuse window ops/s |"
+        )
         print("|---|---|---|---|")
         var clients = 1
         var cpuLine = ""
@@ -156,27 +188,37 @@ struct Bench {
                 let context = "reuse-\(i)-\(UUID().uuidString.prefix(8))"
                 let reply = try await c.request(.evaluate(.init(context: context, policy: 1, options: options)))
                 c.send(.invalidate(.init(context: context))) { _ in }
-                guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
+                guard case .evaluated(let r) = reply, r.success else {
+                    throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)")
+                }
             }
-            print("| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", blockingRate)) | \(String(format: "%.0f", reuseRate)) |")
+            print(
+                "| \(clients) | \(String(format: "%.0f", canRate)) | \(String(format: "%.0f", blockingRate)) | \(String(format: "%.0f", reuseRate)) |"
+            )
             if clients * 4 > maxClients {
                 // What one request costs the cores at the largest load: the ceiling of any rate.
                 // The reuse run's last invalidations are answered first, outside the window; the
                 // window is at least 20,000 requests.
                 for c in connections { _ = try await c.request(.status) }
                 let perClientForCPU = max(perClient, 20_000 / clients)
-                let (_, cost) = try await CPUTime.perOperation(clients * perClientForCPU, processes: [enclave.processID, getpid()]) {
-                    _ = try await throughput(connections, perClientForCPU) { c, i in _ = try await c.request(.canEvaluate(.init(context: "bench-\(i % 8)", policy: 1))) }
+                let (_, cost) = try await CPUTime.perOperation(
+                    clients * perClientForCPU,
+                    processes: [enclave.processID, getpid()]
+                ) {
+                    _ = try await throughput(connections, perClientForCPU) { c, i in
+                        _ = try await c.request(.canEvaluate(.init(context: "bench-\(i % 8)", policy: 1)))
+                    }
                 }
                 let cores = ProcessInfo.processInfo.activeProcessorCount
                 if let daemon = cost[0], let client = cost[1] {
-                    cpuLine = "CPU per canEvaluatePolicy at \(clients) clients (\(clients * perClientForCPU) requests): daemon \(micros(daemon)) + client \(micros(client)) = \(micros(daemon + client)); "
+                    cpuLine =
+                        "CPU per canEvaluatePolicy at \(clients) clients (\(clients * perClientForCPU) requests): daemon \(micros(daemon)) + client \(micros(client)) = \(micros(daemon + client)); "
                         + "\(cores) cores carry at most \(String(format: "%.0f", Double(cores) / (daemon + client)))/s"
                 } else {
                     cpuLine = "CPU per canEvaluatePolicy: n/a (a process's CPU clock could not be read)"
                 }
             }
-            connections.forEach { $0.close() }
+            for connection in connections { connection.close() }
             clients *= 4
         }
         print("")
@@ -184,7 +226,10 @@ struct Bench {
         let status = (try? String(contentsOfFile: "/proc/\(enclave.processID)/status", encoding: .utf8)) ?? ""
         let memory = status.split(separator: "\n").filter { $0.hasPrefix("VmHWM") || $0.hasPrefix("VmRSS") }
         print("")
-        print("daemon memory after the run: " + memory.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", "))
+        print(
+            "daemon memory after the run: "
+                + memory.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", ")
+        )
         enclave.stop()
     }
 
@@ -196,7 +241,11 @@ struct Bench {
         let control = try enclave.connection()
         try enclave.queue(.match)
         let options = EvaluationOptions(reason: "bench", reuseDuration: 300)
-        guard case .evaluated(let first) = try await control.request(.evaluate(.init(context: "first", policy: 1, options: options))), first.success else {
+        guard
+            case .evaluated(let first) = try await control.request(
+                .evaluate(.init(context: "first", policy: 1, options: options))
+            ), first.success
+        else {
             throw EnclaveClientError.protocolError("the first evaluation did not match")
         }
         print("la-bench reuse: daemon pid \(enclave.processID)")
@@ -208,11 +257,15 @@ struct Bench {
             let start = DispatchTime.now().uptimeNanoseconds
             let reply = try await control.request(.evaluate(.init(context: context, policy: 1, options: options)))
             samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-            guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)") }
+            guard case .evaluated(let r) = reply, r.success else {
+                throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)")
+            }
             _ = try await control.request(.invalidate(.init(context: context)))
         }
         let sorted = samples.sorted()
-        print("evaluatePolicy in the reuse window: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
+        print(
+            "evaluatePolicy in the reuse window: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))"
+        )
     }
 
     /// `la-bench match N`: N evaluations each answered by a queued match (a prompt, the sensor's
@@ -232,24 +285,39 @@ struct Bench {
             _ = try await control.request(.simulate(.init(events: [.match])))
             let context = "match-\(i)"
             let start = DispatchTime.now().uptimeNanoseconds
-            let reply = try await control.request(.evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "bench"))))
+            let reply = try await control.request(
+                .evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "bench")))
+            )
             samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-            guard case .evaluated(let r) = reply, r.success else { throw EnclaveClientError.protocolError("the evaluation did not match: \(reply)") }
+            guard case .evaluated(let r) = reply, r.success else {
+                throw EnclaveClientError.protocolError("the evaluation did not match: \(reply)")
+            }
             _ = try await control.request(.invalidate(.init(context: context)))
         }
         let sorted = samples.sorted()
-        print("evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))")
-        print("daemon memory after the warm-up: \(rssAfterWarmUp); after the run: \(LoadBench.memory(enclave.processID))")
+        print(
+            "evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))"
+        )
+        print(
+            "daemon memory after the warm-up: \(rssAfterWarmUp); after the run: \(LoadBench.memory(enclave.processID))"
+        )
     }
 
     /// Operations per second with each connection driven by a thread of its own, blocking (as the
     /// synchronous API is called); the first error stops the count.
-    static func blockingThroughput(_ connections: [EnclaveConnection], _ perClient: Int,
-                                   _ op: @escaping @Sendable (EnclaveConnection, Int) throws -> Void) throws -> Double {
+    static func blockingThroughput(
+        _ connections: [EnclaveConnection],
+        _ perClient: Int,
+        _ op: @escaping @Sendable (EnclaveConnection, Int) throws -> Void
+    ) throws -> Double {
         try blockingThroughput(threads: connections.count, perClient) { t, i in try op(connections[t], i) }
     }
 
-    static func blockingThroughput(threads: Int, _ perThread: Int, _ op: @escaping @Sendable (_ thread: Int, _ i: Int) throws -> Void) throws -> Double {
+    static func blockingThroughput(
+        threads: Int,
+        _ perThread: Int,
+        _ op: @escaping @Sendable (_ thread: Int, _ i: Int) throws -> Void
+    ) throws -> Double {
         let done = DispatchGroup()
         let failure = HandedResult<any Error>()
         let start = DispatchTime.now().uptimeNanoseconds
@@ -266,8 +334,11 @@ struct Bench {
         return Double(threads * perThread) / seconds
     }
 
-    static func throughput(_ connections: [EnclaveConnection], _ perClient: Int,
-                           _ op: @escaping @Sendable (EnclaveConnection, Int) async throws -> Void) async throws -> Double {
+    static func throughput(
+        _ connections: [EnclaveConnection],
+        _ perClient: Int,
+        _ op: @escaping @Sendable (EnclaveConnection, Int) async throws -> Void
+    ) async throws -> Double {
         let start = DispatchTime.now().uptimeNanoseconds
         try await withThrowingTaskGroup(of: Void.self) { group in
             for c in connections {
@@ -279,4 +350,3 @@ struct Bench {
         return Double(connections.count * perClient) / seconds
     }
 }
-

@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,14 +18,22 @@ enum CPUTime {
 
     /// `body`'s result, and its CPU cost per operation in each process, in seconds (nil where a
     /// clock could not be read): `operations` done while it ran.
-    static func perOperation<Result: Sendable>(_ operations: Int, processes: [pid_t], _ body: @Sendable () async throws -> Result) async rethrows -> (result: Result, cost: [Double?]) {
+    static func perOperation<Result: Sendable>(
+        _ operations: Int,
+        processes: [pid_t],
+        _ body: @Sendable () async throws -> Result
+    ) async rethrows -> (result: Result, cost: [Double?]) {
         let before = processes.map(seconds(of:))
         let result = try await body()
         return (result, cost(operations, processes: processes, since: before))
     }
 
     /// The same for a body that blocks its thread.
-    static func perOperationBlocking<Result>(_ operations: Int, processes: [pid_t], _ body: () throws -> Result) rethrows -> (result: Result, cost: [Double?]) {
+    static func perOperationBlocking<Result>(
+        _ operations: Int,
+        processes: [pid_t],
+        _ body: () throws -> Result
+    ) rethrows -> (result: Result, cost: [Double?]) {
         let before = processes.map(seconds(of:))
         let result = try body()
         return (result, cost(operations, processes: processes, since: before))

@@ -25,49 +25,90 @@ enum KeychainBench {
             precondition(status == errSecSuccess, "status \(status)")
             return Double(DispatchTime.now().uptimeNanoseconds - t) / 1e9
         }
-        var store: [Double] = [], lookups: [Double] = [], deletes: [Double] = []
+        var store: [Double] = []
+        var lookups: [Double] = []
+        var deletes: [Double] = []
         var victims = Set<Int>()
         enclave.run {
             for i in 0..<n {
-                store.append(timed {
-                    SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
+                store.append(
+                    timed {
+                        SecItemAdd(
+                            [
+                                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
                                 kSecAttrAccount as String: "user\(i)", kSecAttrLabel as String: "item \(i)",
-                                kSecValueData as String: Data("secret-\(i)".utf8)] as CFDictionary, nil)
-                })
+                                kSecValueData as String: Data("secret-\(i)".utf8),
+                            ] as CFDictionary,
+                            nil
+                        )
+                    }
+                )
             }
             var rng = SeededGenerator(seed: 7)
             for _ in 0..<300 {
                 let j = Int.random(in: 0..<n, using: &rng)
-                lookups.append(timed {
-                    var item: CFTypeRef?
-                    let status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
-                                                      kSecAttrAccount as String: "user\(j)", kSecReturnData as String: true] as CFDictionary, &item)
-                    precondition(item as? Data == Data("secret-\(j)".utf8))
-                    return status
-                })
+                lookups.append(
+                    timed {
+                        var item: CFTypeRef?
+                        let status = SecItemCopyMatching(
+                            [
+                                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
+                                kSecAttrAccount as String: "user\(j)", kSecReturnData as String: true,
+                            ] as CFDictionary,
+                            &item
+                        )
+                        precondition(item as? Data == Data("secret-\(j)".utf8))
+                        return status
+                    }
+                )
             }
             while victims.count < min(300, n) { victims.insert(Int.random(in: 0..<n, using: &rng)) }
             for j in victims {
-                deletes.append(timed {
-                    SecItemDelete([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
-                                   kSecAttrAccount as String: "user\(j)"] as CFDictionary)
-                })
+                deletes.append(
+                    timed {
+                        SecItemDelete(
+                            [
+                                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
+                                kSecAttrAccount as String: "user\(j)",
+                            ] as CFDictionary
+                        )
+                    }
+                )
             }
         }
         // 16 clients at once, each on its own connection: lookups of the items above, then stores of new ones.
         let connections = try (0..<concurrentClients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
-        defer { connections.forEach { $0.close() } }
-        let perClient = Int(ProcessInfo.processInfo.environment["LA_BENCH_KEYCHAIN_PER_CLIENT"] ?? "").flatMap { $0 > 0 ? $0 : nil } ?? 300
+        defer { for connection in connections { connection.close() } }
+        let perClient =
+            Int(ProcessInfo.processInfo.environment["LA_BENCH_KEYCHAIN_PER_CLIENT"] ?? "").flatMap { $0 > 0 ? $0 : nil }
+            ?? 300
         let left = (0..<n).filter { !victims.contains($0) }
-        guard !left.isEmpty else { throw EnclaveClientError.protocolError("no items left to look up: use more than 300") }
+        guard !left.isEmpty else {
+            throw EnclaveClientError.protocolError("no items left to look up: use more than 300")
+        }
         let processes = [enclave.processID, getpid()]
         // What one look-up costs each process's CPU (every thread), over the 16-client run.
-        let (lookupRate, lookupCPU) = try await CPUTime.perOperation(concurrentClients * perClient, processes: processes) {
+        let (lookupRate, lookupCPU) = try await CPUTime.perOperation(
+            concurrentClients * perClient,
+            processes: processes
+        ) {
             try await Bench.throughput(connections, perClient) { c, i in
                 let j = left[(i * 7919) % left.count]
-                let reply = try await c.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench"),
-                                                                                          "acct": .string("user\(j)")], context: "bench", returnData: true)))
-                guard case .keychain(let k) = reply, k.status == .success, k.items.first?.data == Data("secret-\(j)".utf8) else {
+                let reply = try await c.request(
+                    .keychainCopy(
+                        KeychainRequest(
+                            attributes: [
+                                "class": .string("genp"), "svce": .string("bench"),
+                                "acct": .string("user\(j)"),
+                            ],
+                            context: "bench",
+                            returnData: true
+                        )
+                    )
+                )
+                guard case .keychain(let k) = reply, k.status == .success,
+                    k.items.first?.data == Data("secret-\(j)".utf8)
+                else {
                     throw EnclaveClientError.protocolError("lookup: \(reply)")
                 }
             }
@@ -75,25 +116,45 @@ enum KeychainBench {
         // The same look-ups as an app makes them: SecItemCopyMatching, synchronous, from 16 threads
         // of one process (one connection, as the library keeps one per daemon).
         // (The test daemon is named per call: a thread does not inherit the task-local that names it.)
-        let (secItemRate, secItemCPU) = try CPUTime.perOperationBlocking(concurrentClients * perClient, processes: processes) {
+        let (secItemRate, secItemCPU) = try CPUTime.perOperationBlocking(
+            concurrentClients * perClient,
+            processes: processes
+        ) {
             try Bench.blockingThroughput(threads: concurrentClients, perClient) { t, i in
                 let j = left[(t * perClient + i) * 7919 % left.count]
                 var item: CFTypeRef?
                 let status = enclave.run {
-                    SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
-                                         kSecAttrAccount as String: "user\(j)", kSecReturnData as String: true] as CFDictionary, &item)
+                    SecItemCopyMatching(
+                        [
+                            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench",
+                            kSecAttrAccount as String: "user\(j)", kSecReturnData as String: true,
+                        ] as CFDictionary,
+                        &item
+                    )
                 }
                 guard status == errSecSuccess, item as? Data == Data("secret-\(j)".utf8) else {
                     throw EnclaveClientError.protocolError("SecItemCopyMatching: \(status)")
                 }
             }
         }
-        let (storeRate, storeCPU) = try await CPUTime.perOperation(concurrentClients * perClient, processes: processes) {
+        let (storeRate, storeCPU) = try await CPUTime.perOperation(concurrentClients * perClient, processes: processes)
+        {
             try await Bench.throughput(connections, perClient) { c, i in
                 let id = UUID().uuidString
-                let reply = try await c.request(.keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("bench-concurrent"),
-                                                                                         "acct": .string(id), "v_Data": .data(Data(id.utf8))], context: "bench")))
-                guard case .keychain(let k) = reply, k.status == .success else { throw EnclaveClientError.protocolError("store: \(reply)") }
+                let reply = try await c.request(
+                    .keychainAdd(
+                        KeychainRequest(
+                            attributes: [
+                                "class": .string("genp"), "svce": .string("bench-concurrent"),
+                                "acct": .string(id), "v_Data": .data(Data(id.utf8)),
+                            ],
+                            context: "bench"
+                        )
+                    )
+                )
+                guard case .keychain(let k) = reply, k.status == .success else {
+                    throw EnclaveClientError.protocolError("store: \(reply)")
+                }
             }
         }
         let raw = try RawSocketEcho.measure(iterations: 2000).sorted()
@@ -109,14 +170,36 @@ enum KeychainBench {
         }
         func stats(_ xs: [Double]) -> String {
             let s = xs.sorted()
-            let p50 = s[s.count / 2] * 1e3, p99 = s[min(s.count - 1, Int(Double(s.count) * 0.99))] * 1e3
-            return String(format: "{\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"ops_per_s\": %.1f}", p50, p99, Double(s.count) / s.reduce(0, +))
+            let p50 = s[s.count / 2] * 1e3
+            let p99 = s[min(s.count - 1, Int(Double(s.count) * 0.99))] * 1e3
+            return String(
+                format: "{\"p50_ms\": %.3f, \"p99_ms\": %.3f, \"ops_per_s\": %.1f}",
+                p50,
+                p99,
+                Double(s.count) / s.reduce(0, +)
+            )
         }
-        print("{\"peer\": \"laenclaved\", \"items\": \(n), \"store\": \(stats(store)), \"lookup\": \(stats(lookups)), \"delete\": \(stats(deletes)), "
-              + String(format: "\"raw_round_trip_us\": %.1f, \"lookup_p50_over_raw\": %.1f, \"durable_commits_per_s\": %.0f, ", rawP50 * 1e6, lookupP50 / rawP50, commitRate)
-              + String(format: "\"lookup_16_clients_per_s\": %.0f, \"lookup_16_threads_secitem_per_s\": %.0f, ", lookupRate, secItemRate)
-              + String(format: "\"store_16_clients_per_s\": %.0f, \"store_16_over_commit_rate\": %.2f, ", storeRate, storeRate / commitRate)
-              + "\"cpu_us_per_lookup\": \(cpu(lookupCPU)), \"cpu_us_per_secitem_lookup\": \(cpu(secItemCPU)), \"cpu_us_per_store\": \(cpu(storeCPU))}")
+        print(
+            "{\"peer\": \"laenclaved\", \"items\": \(n), \"store\": \(stats(store)), \"lookup\": \(stats(lookups)), \"delete\": \(stats(deletes)), "
+                + String(
+                    format:
+                        "\"raw_round_trip_us\": %.1f, \"lookup_p50_over_raw\": %.1f, \"durable_commits_per_s\": %.0f, ",
+                    rawP50 * 1e6,
+                    lookupP50 / rawP50,
+                    commitRate
+                )
+                + String(
+                    format: "\"lookup_16_clients_per_s\": %.0f, \"lookup_16_threads_secitem_per_s\": %.0f, ",
+                    lookupRate,
+                    secItemRate
+                )
+                + String(
+                    format: "\"store_16_clients_per_s\": %.0f, \"store_16_over_commit_rate\": %.2f, ",
+                    storeRate,
+                    storeRate / commitRate
+                )
+                + "\"cpu_us_per_lookup\": \(cpu(lookupCPU)), \"cpu_us_per_secitem_lookup\": \(cpu(secItemCPU)), \"cpu_us_per_store\": \(cpu(storeCPU))}"
+        )
     }
 }
 

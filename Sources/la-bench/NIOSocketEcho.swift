@@ -20,7 +20,8 @@ enum NIOSocketEcho {
             .childChannelOption(ChannelOptions.allowRemoteHalfClosure, value: true)
         switch shape {
         case .handler:
-            let server = try await bootstrap
+            let server =
+                try await bootstrap
                 .childChannelInitializer { $0.pipeline.addHandler(EchoHandler(path: path)) }
                 .bind(unixDomainSocketPath: path).get()
             print("ready")
@@ -28,7 +29,9 @@ enum NIOSocketEcho {
             try await server.closeFuture.get()
         case .async:
             let server = try await bootstrap.bind(unixDomainSocketPath: path) { channel in
-                channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
             }
             print("ready")
             fflush(nil)

@@ -10,7 +10,9 @@ enum PasscodeBench {
     static func run(checks: Int) async throws {
         print("la-bench passcode: \(checks) evaluations answered with the passcode, per cost")
         print("")
-        print("| scrypt cost (r = 8) | memory a check | one derivation in-process (the limit) | evaluation p50 | p50 ÷ limit | daemon VmHWM |")
+        print(
+            "| scrypt cost (r = 8) | memory a check | one derivation in-process (the limit) | evaluation p50 | p50 ÷ limit | daemon VmHWM |"
+        )
         print("|---|---|---|---|---|---|")
         for cost in [15, 17] {
             let verifier = try PasscodeVerifier.remade(passcode: "1234", cost: cost)
@@ -30,9 +32,15 @@ enum PasscodeBench {
                 }
             }
             let status = (try? String(contentsOfFile: "/proc/\(enclave.processID)/status", encoding: .utf8)) ?? ""
-            let hwm = status.split(separator: "\n").first { $0.hasPrefix("VmHWM") }.map { $0.dropFirst(6).trimmingCharacters(in: .whitespaces) } ?? "?"
-            let limit = Bench.percentile(derive.sorted(), 0.5), p50 = Bench.percentile(samples.sorted(), 0.5)
-            print("| \(cost) | \(PasscodeVerifier.memory(cost: cost) >> 20) MiB | \(String(format: "%.0f ms", limit * 1000)) | \(String(format: "%.0f ms", p50 * 1000)) | \(String(format: "%.2f", p50 / limit)) | \(hwm) |")
+            let hwm =
+                status.split(separator: "\n").first { $0.hasPrefix("VmHWM") }.map {
+                    $0.dropFirst(6).trimmingCharacters(in: .whitespaces)
+                } ?? "?"
+            let limit = Bench.percentile(derive.sorted(), 0.5)
+            let p50 = Bench.percentile(samples.sorted(), 0.5)
+            print(
+                "| \(cost) | \(PasscodeVerifier.memory(cost: cost) >> 20) MiB | \(String(format: "%.0f ms", limit * 1000)) | \(String(format: "%.0f ms", p50 * 1000)) | \(String(format: "%.2f", p50 / limit)) | \(hwm) |"
+            )
             enclave.kill()
         }
     }

@@ -1,5 +1,6 @@
 import EnclaveServer
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,17 +16,25 @@ enum PtyScanBench {
         defer { close(master) }
         var index: UInt32 = 0
         guard ioctl(master, 0x8004_5430, &index) == 0 else { throw POSIXError(.ENOTTY) }  // TIOCGPTN
-        let processes = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter { Int32($0) != nil }
-        let descriptors = processes.reduce(0) { $0 + ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\($1)/fd"))?.count ?? 0) }
-        var scans: [Double] = [], links: [Double] = []
+        let processes = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).filter {
+            Int32($0) != nil
+        }
+        let descriptors = processes.reduce(0) {
+            $0 + ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\($1)/fd"))?.count ?? 0)
+        }
+        var scans: [Double] = []
+        var links: [Double] = []
         var buffer = [CChar](repeating: 0, count: 4096)
         for _ in 0..<iterations {
             scans.append(Bench.time { precondition(!PtyMasterHolders.scan(index: index).isEmpty) })
             links.append(Bench.time { _ = readlink("/proc/self/exe", &buffer, buffer.count) })
         }
-        scans.sort(); links.sort()
+        scans.sort()
+        links.sort()
         print("processes readable here: \(processes.count), their open descriptors: \(descriptors)")
-        print("scan for the master's holders: p50 \(Bench.micros(Bench.percentile(scans, 0.5))), p99 \(Bench.micros(Bench.percentile(scans, 0.99)))")
+        print(
+            "scan for the master's holders: p50 \(Bench.micros(Bench.percentile(scans, 0.5))), p99 \(Bench.micros(Bench.percentile(scans, 0.99)))"
+        )
         print(String(format: "one readlink in /proc (the floor): p50 %.1f µs", Bench.percentile(links, 0.5) * 1e6))
     }
 }

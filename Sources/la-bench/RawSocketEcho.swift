@@ -1,4 +1,5 @@
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +17,11 @@ enum RawSocketEcho {
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         var address = unixAddress(path)
         unlink(path)
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
         guard listener >= 0, bound == 0, listen(listener, 1) == 0 else { exit(2) }
         print("ready")
         fflush(nil)
@@ -24,7 +29,9 @@ enum RawSocketEcho {
         var buffer = [UInt8](repeating: 0, count: 4 + 65536)
         while readExactly(connection, &buffer, 4) {
             let length = Int(buffer[0]) << 24 | Int(buffer[1]) << 16 | Int(buffer[2]) << 8 | Int(buffer[3])
-            guard length <= 65536, readFrom(connection, &buffer, offset: 4, count: length), writeAll(connection, buffer, 4 + length) else { break }
+            guard length <= 65536, readFrom(connection, &buffer, offset: 4, count: length),
+                writeAll(connection, buffer, 4 + length)
+            else { break }
         }
         unlink(path)
         exit(0)
@@ -40,7 +47,9 @@ enum RawSocketEcho {
         var best: [Double] = []
         for _ in 0..<max(1, runs) {
             let samples = try measureOnce(iterations: max(100, iterations / max(1, runs)), server: server)
-            if best.isEmpty || Bench.percentile(samples.sorted(), 0.5) < Bench.percentile(best.sorted(), 0.5) { best = samples }
+            if best.isEmpty || Bench.percentile(samples.sorted(), 0.5) < Bench.percentile(best.sorted(), 0.5) {
+                best = samples
+            }
         }
         return best
     }
@@ -58,15 +67,24 @@ enum RawSocketEcho {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = unixAddress(path)
-        let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
         guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
         var frame = [UInt8](repeating: 0x61, count: 4 + payloadBytes)
-        frame[0] = 0; frame[1] = 0; frame[2] = UInt8(payloadBytes >> 8); frame[3] = UInt8(payloadBytes & 0xFF)
+        frame[0] = 0
+        frame[1] = 0
+        frame[2] = UInt8(payloadBytes >> 8)
+        frame[3] = UInt8(payloadBytes & 0xFF)
         var reply = [UInt8](repeating: 0, count: 4 + payloadBytes)
         var samples: [Double] = []
         for _ in 0..<(iterations + 100) {
             let start = DispatchTime.now().uptimeNanoseconds
-            guard writeAll(fd, frame, frame.count), readExactly(fd, &reply, reply.count) else { throw CocoaError(.fileReadUnknown) }
+            guard writeAll(fd, frame, frame.count), readExactly(fd, &reply, reply.count) else {
+                throw CocoaError(.fileReadUnknown)
+            }
             samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
         }
         return Array(samples.dropFirst(100))
@@ -78,7 +96,10 @@ enum RawSocketEcho {
     static func durableWrites(iterations: Int, directory: String) -> [Double] {
         let path = directory + "/la-bench-durable-\(getpid())"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        defer { close(fd); unlink(path) }
+        defer {
+            close(fd)
+            unlink(path)
+        }
         let block = [UInt8](repeating: 0x5A, count: 4096)
         var samples: [Double] = []
         for i in 0..<iterations {
@@ -100,7 +121,9 @@ enum RawSocketEcho {
         return address
     }
 
-    private static func readExactly(_ fd: Int32, _ buffer: inout [UInt8], _ count: Int) -> Bool { readFrom(fd, &buffer, offset: 0, count: count) }
+    private static func readExactly(_ fd: Int32, _ buffer: inout [UInt8], _ count: Int) -> Bool {
+        readFrom(fd, &buffer, offset: 0, count: count)
+    }
 
     private static func readFrom(_ fd: Int32, _ buffer: inout [UInt8], offset: Int, count: Int) -> Bool {
         var done = 0

@@ -17,22 +17,36 @@ enum SecItemThreadsBench {
     static func run(pairsPerThread: Int) throws {
         let enclave = try TestEnclave(.with { $0.passcode = nil })
         defer { enclave.stop() }
-        let adds = Mutex<[Double]>([]), copies = Mutex<[Double]>([])
-        @Sendable func seconds(since start: UInt64) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9 }
+        let adds = Mutex<[Double]>([])
+        let copies = Mutex<[Double]>([])
+        @Sendable func seconds(since start: UInt64) -> Double {
+            Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        }
         let pairsPerSecond = try Bench.blockingThroughput(threads: threads, pairsPerThread) { t, i in
-            let account = "thread\(t)-\(i)", secret = Data("secret-\(t)-\(i)".utf8)
+            let account = "thread\(t)-\(i)"
+            let secret = Data("secret-\(t)-\(i)".utf8)
             // A thread does not inherit the task-local that names the test daemon: named per call.
             var start = DispatchTime.now().uptimeNanoseconds
             let added = enclave.run {
-                SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench-threads",
-                            kSecAttrAccount as String: account, kSecValueData as String: secret] as CFDictionary, nil)
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench-threads",
+                        kSecAttrAccount as String: account, kSecValueData as String: secret,
+                    ] as CFDictionary,
+                    nil
+                )
             }
             let addTime = seconds(since: start)
             start = DispatchTime.now().uptimeNanoseconds
             var item: CFTypeRef?
             let copied = enclave.run {
-                SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench-threads",
-                                     kSecAttrAccount as String: account, kSecReturnData as String: true] as CFDictionary, &item)
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bench-threads",
+                        kSecAttrAccount as String: account, kSecReturnData as String: true,
+                    ] as CFDictionary,
+                    &item
+                )
             }
             let copyTime = seconds(since: start)
             guard added == errSecSuccess, copied == errSecSuccess, item as? Data == secret else {
@@ -45,11 +59,21 @@ enum SecItemThreadsBench {
         let durable = RawSocketEcho.durableWrites(iterations: 500, directory: enclave.stateDirectory)
         func stats(_ xs: [Double]) -> String {
             let s = xs.sorted()
-            return String(format: "{\"p50_ms\": %.3f, \"p99_ms\": %.3f}", s[s.count / 2] * 1e3, s[min(s.count - 1, Int(Double(s.count) * 0.99))] * 1e3)
+            return String(
+                format: "{\"p50_ms\": %.3f, \"p99_ms\": %.3f}",
+                s[s.count / 2] * 1e3,
+                s[min(s.count - 1, Int(Double(s.count) * 0.99))] * 1e3
+            )
         }
-        print("{\"peer\": \"laenclaved\", \"threads\": \(threads), \"pairs\": \(threads * pairsPerThread), "
-              + "\"add\": \(stats(adds.withLock { $0 })), \"copy\": \(stats(copies.withLock { $0 })), "
-              + String(format: "\"pairs_per_s\": %.0f, \"raw_round_trip_us\": %.1f, \"durable_commits_per_s\": %.0f}",
-                       pairsPerSecond, raw[raw.count / 2] * 1e6, Double(durable.count) / durable.reduce(0, +)))
+        print(
+            "{\"peer\": \"laenclaved\", \"threads\": \(threads), \"pairs\": \(threads * pairsPerThread), "
+                + "\"add\": \(stats(adds.withLock { $0 })), \"copy\": \(stats(copies.withLock { $0 })), "
+                + String(
+                    format: "\"pairs_per_s\": %.0f, \"raw_round_trip_us\": %.1f, \"durable_commits_per_s\": %.0f}",
+                    pairsPerSecond,
+                    raw[raw.count / 2] * 1e6,
+                    Double(durable.count) / durable.reduce(0, +)
+                )
+        )
     }
 }

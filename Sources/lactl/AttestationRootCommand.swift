@@ -11,11 +11,16 @@ struct AttestationRoot: ParsableCommand {
             states the key's access control and the daemon's mode and sensor. Hand the root to a server \
             (touchlogin-server --require-attestation FILE); several roots may share one file. Made once \
             per state directory: it stays the same across restarts and upgrades.
-            """)
+            """
+    )
     @OptionGroup var client: ClientOptions
 
     func run() throws {
-        guard case .key(let reply) = try client.call(.key(KeyRequest(operation: .attestationRoot, kind: .signing, context: UUID().uuidString))) else {
+        guard
+            case .key(let reply) = try client.call(
+                .key(KeyRequest(operation: .attestationRoot, kind: .signing, context: UUID().uuidString))
+            )
+        else {
             printError("lactl: the daemon answered something else")
             throw ExitCode(ExitStatus.refused)
         }
@@ -31,7 +36,8 @@ struct AttestationRoot: ParsableCommand {
 
     /// RFC 7468's textual encoding: base64 in lines of 64.
     static func pem(_ der: Data) -> String {
-        "-----BEGIN CERTIFICATE-----\n" + der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        "-----BEGIN CERTIFICATE-----\n"
+            + der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
             + "\n-----END CERTIFICATE-----\n"
     }
 }

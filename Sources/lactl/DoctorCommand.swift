@@ -3,6 +3,7 @@ import EnclaveClient
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -12,17 +13,25 @@ import Glibc
 /// not visible to the caller). Exits 0 when there is no problem, 1 otherwise.
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the installation: socket, daemon, its user, permissions, state, key, sensor, prompt agent, fprintd, D-Bus, PAM.",
+        abstract:
+            "Check the installation: socket, daemon, its user, permissions, state, key, sensor, prompt agent, fprintd, D-Bus, PAM.",
         discussion: """
             Each line is ok, problem (followed by a fix) or note (optional, or not visible to you). \
             Exit status: 0 when there is no problem, 1 otherwise. Run it as root (sudo lactl doctor) to \
             include the system daemon's state directory, database and key file.
-            """)
+            """
+    )
 
     @OptionGroup var client: ClientOptions
-    @Option(name: .customLong("state-dir"), help: "The daemon's state directory, when it is not the default of its mode.")
+    @Option(
+        name: .customLong("state-dir"),
+        help: "The daemon's state directory, when it is not the default of its mode."
+    )
     var stateDirectory: String?
-    @Option(name: .customLong("key-file"), help: "The daemon's master key file, when it is not the default of its mode.")
+    @Option(
+        name: .customLong("key-file"),
+        help: "The daemon's master key file, when it is not the default of its mode."
+    )
     var keyFile: String?
 
     func run() throws {
@@ -54,23 +63,39 @@ struct Doctor: ParsableCommand {
         switch socketInfo {
         case .missing where endpoint.autostart:
             report.note("socket", "\(path): \(origin); the user daemon is not running, apps start it on first use")
-            report.note("system", "no system daemon: to serve every user, install the package (README: \"Installing as a system service\")")
+            report.note(
+                "system",
+                "no system daemon: to serve every user, install the package (README: \"Installing as a system service\")"
+            )
             // Nothing more to check without a daemon; the state of a user daemon is still worth a look.
             checkState(mode: .user, daemonUID: getuid(), created: false, into: &report)
             checkHostServices(into: &report)
             return
         case .missing:
-            report.problem("socket", "\(path) (\(origin)) does not exist",
-                           fix: isSystemSocket ? "sudo systemctl enable --now laenclaved.socket" : "start the daemon, or pass the socket it listens on with --socket")
+            report.problem(
+                "socket",
+                "\(path) (\(origin)) does not exist",
+                fix: isSystemSocket
+                    ? "sudo systemctl enable --now laenclaved.socket"
+                    : "start the daemon, or pass the socket it listens on with --socket"
+            )
             checkHostServices(into: &report)
             return
         case .hidden(let e):
-            report.problem("socket", "\(path) cannot be examined: \(String(cString: strerror(e)))",
-                           fix: "the directory of the socket must be searchable by every user (chmod 0755 \((path as NSString).deletingLastPathComponent))")
+            report.problem(
+                "socket",
+                "\(path) cannot be examined: \(String(cString: strerror(e)))",
+                fix:
+                    "the directory of the socket must be searchable by every user (chmod 0755 \((path as NSString).deletingLastPathComponent))"
+            )
             checkHostServices(into: &report)
             return
         case .present(let st) where (st.st_mode & S_IFMT) != S_IFSOCK:
-            report.problem("socket", "\(path) exists but is not a socket", fix: "remove it and restart the daemon (sudo systemctl restart laenclaved.socket)")
+            report.problem(
+                "socket",
+                "\(path) exists but is not a socket",
+                fix: "remove it and restart the daemon (sudo systemctl restart laenclaved.socket)"
+            )
             checkHostServices(into: &report)
             return
         case .present:
@@ -82,9 +107,13 @@ struct Doctor: ParsableCommand {
         do {
             credentials = try Self.listenerCredentials(path)
         } catch {
-            report.problem("daemon", "nothing answers at \(path): \(error)",
-                           fix: isSystemSocket ? "sudo systemctl restart laenclaved.socket; journalctl -u laenclaved says why it stopped"
-                                               : "remove the stale socket (rm \(path)); apps start the user daemon again")
+            report.problem(
+                "daemon",
+                "nothing answers at \(path): \(error)",
+                fix: isSystemSocket
+                    ? "sudo systemctl restart laenclaved.socket; journalctl -u laenclaved says why it stopped"
+                    : "remove the stale socket (rm \(path)); apps start the user daemon again"
+            )
             checkSocketPermissions(path, mode: isSystemSocket ? .system : .user, daemonUID: nil, into: &report)
             checkHostServices(into: &report)
             return
@@ -104,18 +133,41 @@ struct Doctor: ParsableCommand {
             default: refusal = nil
             }
             if let refusal, refusal.contains("could not identify"), refusal.contains("cannot read the client process") {
-                report.problem("daemon", "it refuses this client: \(refusal) (it cannot read /proc/PID of other users' processes)",
-                               fix: "give the daemon CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (the packaged unit's AmbientCapabilities=) or run it as root")
+                report.problem(
+                    "daemon",
+                    "it refuses this client: \(refusal) (it cannot read /proc/PID of other users' processes)",
+                    fix:
+                        "give the daemon CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH (the packaged unit's AmbientCapabilities=) or run it as root"
+                )
             } else if let refusal, refusal.contains("sock_diag") {
-                report.problem("daemon", "it refuses this client: \(refusal)",
-                               fix: "the daemon needs AF_NETLINK sockets (sock_diag, module unix_diag) in the network namespace of its listening socket: "
-                                    + "no PrivateNetwork=, and RestrictAddressFamilies=AF_UNIX AF_NETLINK")
+                report.problem(
+                    "daemon",
+                    "it refuses this client: \(refusal)",
+                    fix:
+                        "the daemon needs AF_NETLINK sockets (sock_diag, module unix_diag) in the network namespace of its listening socket: "
+                        + "no PrivateNetwork=, and RestrictAddressFamilies=AF_UNIX AF_NETLINK"
+                )
             } else if let refusal {
-                report.problem("daemon", "it refuses this client: \(refusal)", fix: "use a daemon that serves you: the system daemon, or your own user daemon")
+                report.problem(
+                    "daemon",
+                    "it refuses this client: \(refusal)",
+                    fix: "use a daemon that serves you: the system daemon, or your own user daemon"
+                )
             } else if case .untrustedDaemon? = error as? EnclaveClientError {
-                report.problem("daemon", "\(error)", fix: "the system daemon must run as root or as the owner of \((path as NSString).deletingLastPathComponent) (sudo systemd-tmpfiles --create laenclaved.conf)")
+                report.problem(
+                    "daemon",
+                    "\(error)",
+                    fix:
+                        "the system daemon must run as root or as the owner of \((path as NSString).deletingLastPathComponent) (sudo systemd-tmpfiles --create laenclaved.conf)"
+                )
             } else {
-                report.problem("daemon", "\(error)", fix: isSystemSocket ? "journalctl -u laenclaved says what the daemon did" : "see laenclaved.log in your state directory")
+                report.problem(
+                    "daemon",
+                    "\(error)",
+                    fix: isSystemSocket
+                        ? "journalctl -u laenclaved says what the daemon did"
+                        : "see laenclaved.log in your state directory"
+                )
             }
             reportUser(daemonUID, pid: credentials?.pid, mode: mode, socketPath: path, into: &report)
             checkSocketPermissions(path, mode: mode, daemonUID: daemonUID, into: &report)
@@ -131,21 +183,30 @@ struct Doctor: ParsableCommand {
             daemonUID = again.uid
         }
         let mode = connection.hello.mode
-        report.ok("daemon", "answers (protocol \(connection.hello.version), \(mode.rawValue) mode\(credentials.map { ", pid \($0.pid)" } ?? ""))")
+        report.ok(
+            "daemon",
+            "answers (protocol \(connection.hello.version), \(mode.rawValue) mode\(credentials.map { ", pid \($0.pid)" } ?? ""))"
+        )
         reportUser(daemonUID, pid: credentials?.pid, mode: mode, socketPath: path, into: &report)
         checkSocketPermissions(path, mode: mode, daemonUID: daemonUID, into: &report)
         checkState(mode: mode, daemonUID: daemonUID, into: &report)
         // The sensor, from the daemon itself (what `lactl status` shows).
         var readerInUse = false
         do {
-            guard case .status(let s) = try connection.request(.status) else { throw EnclaveClientError.protocolError("no status") }
+            guard case .status(let s) = try connection.request(.status) else {
+                throw EnclaveClientError.protocolError("no status")
+            }
             checkSensor(s, into: &report)
             checkPasscodeLength(s, into: &report)
             checkEnrolmentElsewhere(s, into: &report)
             checkPromptAgent(s, into: &report)
             readerInUse = s.sensor.map { !$0.simulated } ?? false
         } catch {
-            report.problem("sensor", "the daemon did not say: \(error)", fix: "lactl status shows the daemon's answer; journalctl -u laenclaved its log")
+            report.problem(
+                "sensor",
+                "the daemon did not say: \(error)",
+                fix: "lactl status shows the daemon's answer; journalctl -u laenclaved its log"
+            )
         }
         checkHostServices(readerInUse: readerInUse, into: &report)
     }

@@ -3,6 +3,7 @@ import EnclaveClient
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -20,6 +21,9 @@ struct DoctorReport {
     }
 
     private func line(_ marker: String, _ check: String, _ detail: String) {
-        print(marker.padding(toLength: 8, withPad: " ", startingAt: 0) + " " + (check + ":").padding(toLength: 13, withPad: " ", startingAt: 0) + " " + detail)
+        print(
+            marker.padding(toLength: 8, withPad: " ", startingAt: 0) + " "
+                + (check + ":").padding(toLength: 13, withPad: " ", startingAt: 0) + " " + detail
+        )
     }
 }

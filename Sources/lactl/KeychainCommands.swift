@@ -7,11 +7,15 @@ import LocalAuthentication
 
 struct Keychain: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "The calling user's keychain items, of every app: metadata only, never values. Asks for the device passcode.",
-        subcommands: [List.self, Why.self, Delete.self, Share.self, Groups.self, Get.self])
+        abstract:
+            "The calling user's keychain items, of every app: metadata only, never values. Asks for the device passcode.",
+        subcommands: [List.self, Why.self, Delete.self, Share.self, Groups.self, Get.self]
+    )
 
     static func listing(_ client: ClientOptions, stdin: Bool) throws -> [KeychainListing] {
-        guard case .keychainListing(let items) = try client.administer(.keychainList, stdin: stdin) else { throw ExitCode.failure }
+        guard case .keychainListing(let items) = try client.administer(.keychainList, stdin: stdin) else {
+            throw ExitCode.failure
+        }
         return items
     }
 
@@ -23,9 +27,12 @@ struct Keychain: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List items: app, class, service/server, account, protection, access control.")
+        static let configuration = CommandConfiguration(
+            abstract: "List items: app, class, service/server, account, protection, access control."
+        )
         @OptionGroup var client: ClientOptions
-        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin =
+            false
         @Flag(help: "Print JSON.") var json = false
         func run() throws {
             let items = try Keychain.listing(client, stdin: stdin)
@@ -33,7 +40,9 @@ struct Keychain: ParsableCommand {
             if items.isEmpty { return print("no items") }
             for i in items {
                 let name = [i.service ?? i.server, i.account].compactMap { $0 }.joined(separator: " / ")
-                print("\(i.persistentRef.base64EncodedString())  \(Printable.field(i.itemClass))  \(name.isEmpty ? "-" : Printable.field(name))  [\(i.protection); \(i.flags.names)]  \(Printable.field(i.app))\(i.unusable == nil ? "" : "  UNUSABLE")")
+                print(
+                    "\(i.persistentRef.base64EncodedString())  \(Printable.field(i.itemClass))  \(name.isEmpty ? "-" : Printable.field(name))  [\(i.protection); \(i.flags.names)]  \(Printable.field(i.app))\(i.unusable == nil ? "" : "  UNUSABLE")"
+                )
             }
         }
     }
@@ -42,7 +51,8 @@ struct Keychain: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Say whether an item can be used now, and why not.")
         @OptionGroup var client: ClientOptions
         @Argument(help: "The item's reference, from `lactl keychain list`.") var reference: String
-        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin =
+            false
         func run() throws {
             let item = try Keychain.find(reference, in: try Keychain.listing(client, stdin: stdin))
             print(Printable.escaped(item.unusable ?? "usable: it asks for \(item.flags.names) at use"))
@@ -50,12 +60,17 @@ struct Keychain: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete an item of any of your apps (invalidated items included).")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an item of any of your apps (invalidated items included)."
+        )
         @OptionGroup var client: ClientOptions
         @Argument(help: "The item's reference, from `lactl keychain list`.") var reference: String
-        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin =
+            false
         func run() throws {
-            guard let ref = Data(base64Encoded: reference) else { throw ValidationError("a reference is base64, as `lactl keychain list` prints it") }
+            guard let ref = Data(base64Encoded: reference) else {
+                throw ValidationError("a reference is base64, as `lactl keychain list` prints it")
+            }
             _ = try client.administer(.keychainRemove(.init(persistentRef: ref)), stdin: stdin)
             print("deleted")
         }
@@ -63,11 +78,15 @@ struct Keychain: ParsableCommand {
 
     struct Share: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Let apps share keychain items through an access group (kSecAttrAccessGroup). No apps removes the group.")
+            abstract:
+                "Let apps share keychain items through an access group (kSecAttrAccessGroup). No apps removes the group."
+        )
         @OptionGroup var client: ClientOptions
         @Argument(help: "The group's name (not starting with /).") var group: String
-        @Argument(help: "Member apps: executable paths, or sandboxed apps (flatpak:APP_ID, snap:NAME).") var apps: [String] = []
-        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
+        @Argument(help: "Member apps: executable paths, or sandboxed apps (flatpak:APP_ID, snap:NAME).") var apps:
+            [String] = []
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin =
+            false
         func run() throws {
             // The daemon knows apps by their canonical executable path (/proc/PID/exe), sandboxed
             // apps by their verified names.
@@ -76,31 +95,44 @@ struct Keychain: ParsableCommand {
                     return URL(fileURLWithPath: app).resolvingSymlinksInPath().path
                 }
                 guard AppIdentity.isMemberName(app) else {
-                    throw ValidationError("\(app) is no Flatpak app id (flatpak:org.example.App: three or more elements) or snap name (snap:NAME)")
+                    throw ValidationError(
+                        "\(app) is no Flatpak app id (flatpak:org.example.App: three or more elements) or snap name (snap:NAME)"
+                    )
                 }
                 return app
             }
             _ = try client.administer(.configureAccessGroup(.init(name: group, apps: members)), stdin: stdin)
-            print(members.isEmpty ? "removed \(Printable.field(group))" : "\(Printable.field(group)): \(members.map(Printable.field).joined(separator: ", "))")
+            print(
+                members.isEmpty
+                    ? "removed \(Printable.field(group))"
+                    : "\(Printable.field(group)): \(members.map(Printable.field).joined(separator: ", "))"
+            )
         }
     }
 
     struct Groups: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List access groups and their apps.")
         @OptionGroup var client: ClientOptions
-        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin = false
+        @Flag(help: "The daemon reads the passcode from standard input (else it asks on this terminal).") var stdin =
+            false
         @Flag(help: "Print JSON.") var json = false
         func run() throws {
-            guard case .accessGroups(let groups) = try client.administer(.accessGroups, stdin: stdin) else { throw ExitCode.failure }
+            guard case .accessGroups(let groups) = try client.administer(.accessGroups, stdin: stdin) else {
+                throw ExitCode.failure
+            }
             if json { return printJSON(groups) }
             if groups.isEmpty { return print("no access groups") }
-            for (name, apps) in groups.sorted(by: { $0.key < $1.key }) { print("\(Printable.field(name)): \(apps.map(Printable.field).joined(separator: ", "))") }
+            for (name, apps) in groups.sorted(by: { $0.key < $1.key }) {
+                print("\(Printable.field(name)): \(apps.map(Printable.field).joined(separator: ", "))")
+            }
         }
     }
 
     struct Get: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Print the secret of a generic password that lactl itself may read (its own or a shared group's), asking for the owner as the item demands.")
+            abstract:
+                "Print the secret of a generic password that lactl itself may read (its own or a shared group's), asking for the owner as the item demands."
+        )
         @OptionGroup var client: ClientOptions
         @Option(help: "kSecAttrService.") var service: String?
         @Option(help: "kSecAttrAccount.") var account: String?
@@ -113,7 +145,11 @@ struct Keychain: ParsableCommand {
             if let account { attributes["acct"] = .string(account) }
             if let group { attributes["agrp"] = .string(group) }
             let reply = EnclaveEndpoint.$override.withValue(client.endpoint()) {
-                ContextRequests.performKeychain(.copy, KeychainRequest(attributes: attributes, context: "", reason: reason, returnData: true), context: nil)
+                ContextRequests.performKeychain(
+                    .copy,
+                    KeychainRequest(attributes: attributes, context: "", reason: reason, returnData: true),
+                    context: nil
+                )
             }
             guard reply.status == KeychainStatus.success, let data = reply.items.first?.data else {
                 printError("lactl: \(reply.message ?? "status \(reply.status)") (\(reply.status))")

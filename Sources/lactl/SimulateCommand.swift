@@ -8,7 +8,8 @@ struct Simulate: ParsableCommand {
             Events run in order against the next evaluations: match, nomatch, cancel, fallback, retry \
             (Face ID's "Try Again"), passcode=VALUE (typed on the prompt). Example: \
             lactl simulate nomatch nomatch match
-            """)
+            """
+    )
     @OptionGroup var client: ClientOptions
     @Argument(help: "Events: match, nomatch, cancel, fallback, retry, passcode=VALUE.") var events: [String] = []
     @Flag(help: "Empty the queue instead.") var clear = false
@@ -22,7 +23,9 @@ struct Simulate: ParsableCommand {
         let parsed = try events.map { word -> SimulatedEvent in
             if word.hasPrefix("passcode=") { return .passcode(String(word.dropFirst("passcode=".count))) }
             guard let kind = SimulatedEvent.Kind(rawValue: word), kind != .passcode else {
-                throw ValidationError("unknown event \"\(word)\"; use match, nomatch, cancel, fallback, retry or passcode=VALUE")
+                throw ValidationError(
+                    "unknown event \"\(word)\"; use match, nomatch, cancel, fallback, retry or passcode=VALUE"
+                )
             }
             return SimulatedEvent(kind)
         }

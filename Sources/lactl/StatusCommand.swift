@@ -3,7 +3,9 @@ import EnclaveProtocol
 import Foundation
 
 struct Status: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Show the sensor, enrolment, lockout, counters, delays and domain state of the calling user.")
+    static let configuration = CommandConfiguration(
+        abstract: "Show the sensor, enrolment, lockout, counters, delays and domain state of the calling user."
+    )
 
     @OptionGroup var client: ClientOptions
     @Flag(help: "Print JSON.") var json = false
@@ -13,31 +15,43 @@ struct Status: ParsableCommand {
         if json { return printJSON(s) }
         print("user          uid \(s.uid), \(s.mode.rawValue)-mode daemon")
         if let sensor = s.sensor {
-            print("sensor        \(Printable.field(sensor.name))\(sensor.simulated ? "  ⚠ SIMULATED: touches can be scripted" : "")")
+            print(
+                "sensor        \(Printable.field(sensor.name))\(sensor.simulated ? "  ⚠ SIMULATED: touches can be scripted" : "")"
+            )
             if sensor.simulated && s.mode == .system {
                 // A system daemon guards every user of the machine: say it where nobody can miss it.
-                printError("""
+                printError(
+                    """
                     ⚠⚠ WARNING: this SYSTEM daemon uses a SIMULATED \(sensor.kind.displayName) sensor\(s.simulationEnabled ? " and accepts scripted input" : "").
                     ⚠⚠ Anyone who can queue events passes biometric checks. Use sensor = fprintd (or auto) in \(EnclavePaths.systemConfiguration).
-                    """)
+                    """
+                )
             }
             if !sensor.simulated && s.simulationEnabled {
-                printError("""
+                printError(
+                    """
                     ⚠⚠ WARNING: this daemon accepts scripted touches and passcodes with a REAL fingerprint reader:
                     ⚠⚠ `lactl simulate` passes its prompts. Remove allow-simulation / --allow-simulation unless this machine is for testing.
-                    """)
+                    """
+                )
             }
         } else {
             print("sensor        none")
         }
-        print("enrolled      \(s.enrolledCount == 0 ? "nothing" : "\(s.enrolledCount) identit\(s.enrolledCount == 1 ? "y" : "ies") (names: lactl enrolments)")")
+        print(
+            "enrolled      \(s.enrolledCount == 0 ? "nothing" : "\(s.enrolledCount) identit\(s.enrolledCount == 1 ? "y" : "ies") (names: lactl enrolments)")"
+        )
         print("passcode      \(s.passcodeSet ? "set" : "not set")")
-        print("biometry      \(s.biometryLockout.map { "LOCKED (\($0)) — enter the passcode to unlock" } ?? "available"), \(s.biometricFailures) consecutive failed match(es)")
+        print(
+            "biometry      \(s.biometryLockout.map { "LOCKED (\($0)) — enter the passcode to unlock" } ?? "available"), \(s.biometricFailures) consecutive failed match(es)"
+        )
         var passcode = "\(s.passcodeFailures) consecutive failure(s)"
         if s.passcodeDisabled { passcode += ", DISABLED until an administrator resets it" }
         if let after = s.passcodeRetryAfter { passcode += ", next attempt in \(describeSeconds(after))" }
         print("passcode try  \(passcode)")
-        print("domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(Printable.field(s.app)))")
+        print(
+            "domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(Printable.field(s.app)))"
+        )
         if s.promptOpen { print("prompt        open") }
         if s.promptAgent == true { print("prompt agent  laenclaved-agent draws this session's prompts") }
         if s.simulationEnabled { print("simulation    enabled, \(s.queuedEvents) event(s) queued") }

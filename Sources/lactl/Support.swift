@@ -2,6 +2,7 @@ import ArgumentParser
 import EnclaveClient
 import EnclaveProtocol
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,10 @@ enum ExitStatus {
 }
 
 struct ClientOptions: ParsableArguments {
-    @Option(help: "Talk to the daemon at this socket (default: $LAENCLAVED_SOCKET, the system daemon, or the user daemon, started on demand).")
+    @Option(
+        help:
+            "Talk to the daemon at this socket (default: $LAENCLAVED_SOCKET, the system daemon, or the user daemon, started on demand)."
+    )
     var socket: String?
 
     func endpoint() -> EnclaveEndpoint {
@@ -36,7 +40,11 @@ struct ClientOptions: ParsableArguments {
 
     /// Sends a request and returns its reply; a failure reply is printed and exits 1.
     /// One request; `onEvent` sees the events before the final reply (an enrolment's progress).
-    func call(_ request: Request, onEvent: (@Sendable (Reply) -> Void)? = nil, on connect: (() throws -> EnclaveConnection)? = nil) throws -> Reply {
+    func call(
+        _ request: Request,
+        onEvent: (@Sendable (Reply) -> Void)? = nil,
+        on connect: (() throws -> EnclaveConnection)? = nil
+    ) throws -> Reply {
         let reply: Reply
         do { reply = try Self.blocking(connect?() ?? connection(), request, onEvent: onEvent) } catch {
             printError("lactl: \(error)")
@@ -68,7 +76,11 @@ struct ClientOptions: ParsableArguments {
         return try call(request, onEvent: onEvent, on: { connection })
     }
 
-    private static func blocking(_ connection: EnclaveConnection, _ request: Request, onEvent: (@Sendable (Reply) -> Void)?) throws -> Reply {
+    private static func blocking(
+        _ connection: EnclaveConnection,
+        _ request: Request,
+        onEvent: (@Sendable (Reply) -> Void)?
+    ) throws -> Reply {
         guard let onEvent else { return try connection.request(request) }
         let done = DispatchSemaphore(value: 0)
         let box = HandedResult<Result<Reply, EnclaveClientError>>()
@@ -81,7 +93,6 @@ struct ClientOptions: ParsableArguments {
     }
 }
 
-
 func printError(_ text: String) {
     FileHandle.standardError.write(Data((Printable.escaped(text) + "\n").utf8))
 }
@@ -92,7 +103,6 @@ func printJSON<T: Encodable>(_ value: T) {
     encoder.dateEncodingStrategy = .iso8601
     Swift.print(Printable.json(String(decoding: try! encoder.encode(value), as: UTF8.self)))
 }
-
 
 func describeSeconds(_ s: Double) -> String {
     let n = Int(s.rounded(.up))

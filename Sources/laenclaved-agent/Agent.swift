@@ -13,9 +13,13 @@ import Foundation
 struct LAEnclavedAgent: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "laenclaved-agent",
-        abstract: "Draw laenclaved's prompts in the graphical session (GTK 4) and read the person's answers.")
+        abstract: "Draw laenclaved's prompts in the graphical session (GTK 4) and read the person's answers."
+    )
 
-    @Option(help: "The daemon's socket (default: as apps find it: $LAENCLAVED_SOCKET, the system daemon's, else the user daemon's, started if needed).")
+    @Option(
+        help:
+            "The daemon's socket (default: as apps find it: $LAENCLAVED_SOCKET, the system daemon's, else the user daemon's, started if needed)."
+    )
     var socket: String?
 
     func run() throws {
@@ -27,9 +31,12 @@ struct LAEnclavedAgent: ParsableCommand {
         var endpoint = EnclaveEndpoint.resolve()
         if let socket { endpoint = EnclaveEndpoint(socketPath: socket, autostart: false, headless: true) }
         let agent = AgentSession(endpoint: endpoint)
-        la_prompt_set_handler({ prompt, action, passcode, context in
-            Unmanaged<AgentSession>.fromOpaque(context!).takeUnretainedValue().answer(prompt, action, passcode)
-        }, Unmanaged.passUnretained(agent).toOpaque())
+        la_prompt_set_handler(
+            { prompt, action, passcode, context in
+                Unmanaged<AgentSession>.fromOpaque(context!).takeUnretainedValue().answer(prompt, action, passcode)
+            },
+            Unmanaged.passUnretained(agent).toOpaque()
+        )
         let serving = Thread { agent.serve() }
         serving.name = "laenclaved-agent.daemon"
         serving.start()

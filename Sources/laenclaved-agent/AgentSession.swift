@@ -3,6 +3,7 @@ import EnclaveClient
 import EnclaveProtocol
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,7 +40,12 @@ final class AgentSession: Sendable {
             onMain { la_prompt_close_all() }
             if problem != lastProblem { say(problem) }
             lastProblem = problem
-            sleep(state.withLock { s -> UInt32 in defer { s.retryDelay = min(s.retryDelay * 2, 30) }; return s.retryDelay })
+            sleep(
+                state.withLock { s -> UInt32 in
+                    defer { s.retryDelay = min(s.retryDelay * 2, 30) }
+                    return s.retryDelay
+                }
+            )
         }
     }
 
@@ -51,12 +57,16 @@ final class AgentSession: Sendable {
         defer { state.withLock { $0.connection = nil } }
         let done = DispatchSemaphore(value: 0)
         let ending = HandedResult<Result<Reply, EnclaveClientError>>()
-        c.send(.servePrompts, onEvent: { [self] reply in
-            if case .agentEvent(let event) = reply { receive(event) }
-        }, completion: { result in
-            ending.set(result)
-            done.signal()
-        })
+        c.send(
+            .servePrompts,
+            onEvent: { [self] reply in
+                if case .agentEvent(let event) = reply { receive(event) }
+            },
+            completion: { result in
+                ending.set(result)
+                done.signal()
+            }
+        )
         done.wait()
         switch ending.current {
         case .success(.failure(let f))? where f.code == .notPermitted:
@@ -106,7 +116,8 @@ final class AgentSession: Sendable {
     /// admits: the installed one takes over, in this process.
     static func restartIfReplaced() {
         guard let running = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"),
-              running.hasSuffix(" (deleted)") else { return }
+            running.hasSuffix(" (deleted)")
+        else { return }
         let installed = String(running.dropLast(" (deleted)".count))
         guard FileManager.default.isExecutableFile(atPath: installed) else { return }
         say("\(installed) was replaced: starting the new one")
@@ -151,9 +162,12 @@ final class AgentSession: Sendable {
 /// Runs `body` on GTK's main thread.
 func onMain(_ body: @escaping () -> Void) {
     let box = Unmanaged.passRetained(MainCall(body)).toOpaque()
-    la_prompt_call_on_main({ data in
-        Unmanaged<MainCall>.fromOpaque(data!).takeRetainedValue().body()
-    }, box)
+    la_prompt_call_on_main(
+        { data in
+            Unmanaged<MainCall>.fromOpaque(data!).takeRetainedValue().body()
+        },
+        box
+    )
 }
 
 private final class MainCall {
@@ -168,13 +182,24 @@ struct WindowScreen {
 
     func withCStruct(_ body: (UnsafePointer<la_prompt_screen>) -> Void) {
         let s = screen
-        let strings = [s.app, s.reason, s.instruction, s.cancelTitle, s.fallbackTitle, s.warning, s.sensorName, s.heading].map { $0.map { strdup($0) } }
-        defer { strings.forEach { free($0 ?? nil) } }
-        var c = la_prompt_screen(app: strings[0]!, heading: strings[7]!, administration: s.administration == true ? 1 : 0,
-                                 reason: strings[1]!, instruction: strings[2]!, cancel_title: strings[3]!,
-                                 fallback_title: strings[4] ?? nil, warning: strings[5] ?? nil, sensor_name: strings[6] ?? nil,
-                                 passcode_entry: s.passcodeEntry ? 1 : 0, retry_offered: s.retryOffered ? 1 : 0,
-                                 simulated_touches: s.sensorSimulated && s.sensorArmed ? 1 : 0)
+        let strings = [
+            s.app, s.reason, s.instruction, s.cancelTitle, s.fallbackTitle, s.warning, s.sensorName, s.heading,
+        ].map { $0.map { strdup($0) } }
+        defer { for string in strings { free(string ?? nil) } }
+        var c = la_prompt_screen(
+            app: strings[0]!,
+            heading: strings[7]!,
+            administration: s.administration == true ? 1 : 0,
+            reason: strings[1]!,
+            instruction: strings[2]!,
+            cancel_title: strings[3]!,
+            fallback_title: strings[4] ?? nil,
+            warning: strings[5] ?? nil,
+            sensor_name: strings[6] ?? nil,
+            passcode_entry: s.passcodeEntry ? 1 : 0,
+            retry_offered: s.retryOffered ? 1 : 0,
+            simulated_touches: s.sensorSimulated && s.sensorArmed ? 1 : 0
+        )
         body(&c)
     }
 }

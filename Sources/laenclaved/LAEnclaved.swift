@@ -15,7 +15,8 @@ struct LAEnclaved: AsyncParsableCommand {
             User mode (the default) serves only the user who runs it: socket under $XDG_RUNTIME_DIR, state \
             under $XDG_DATA_HOME. The client library starts it on first use. System mode serves every user of \
             the machine: socket in /run/laenclaved, state in /var/lib/laenclaved (run it as root or its own user).
-            """)
+            """
+    )
 
     enum SensorChoice: String, ExpressibleByArgument, CaseIterable {
         case touchid, faceid, none
@@ -33,22 +34,42 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("state-dir"), help: "State directory (created 0700).")
     var stateDirectory: String?
 
-    @Option(name: .customLong("key-file"), help: "The keychain master key (created when missing). Default: $XDG_CONFIG_HOME/laenclaved/master.key in user mode, /etc/laenclaved/master.key in system mode.")
+    @Option(
+        name: .customLong("key-file"),
+        help:
+            "The keychain master key (created when missing). Default: $XDG_CONFIG_HOME/laenclaved/master.key in user mode, /etc/laenclaved/master.key in system mode."
+    )
     var keyFile: String?
 
-    @Option(name: .customLong("simulated-sensor"), help: "Simulated biometric sensor: touchid, faceid or none. Default: touchid in user mode, none in system mode.")
+    @Option(
+        name: .customLong("simulated-sensor"),
+        help: "Simulated biometric sensor: touchid, faceid or none. Default: touchid in user mode, none in system mode."
+    )
     var simulatedSensor: SensorChoice?
 
-    @Flag(name: .customLong("fprintd"), help: "Use the fingerprint reader served by fprintd (D-Bus system bus; $DBUS_SYSTEM_BUS_ADDRESS is honoured).")
+    @Flag(
+        name: .customLong("fprintd"),
+        help: "Use the fingerprint reader served by fprintd (D-Bus system bus; $DBUS_SYSTEM_BUS_ADDRESS is honoured)."
+    )
     var fprintd = false
 
-    @Option(name: .customLong("config"), help: "Configuration file (default: /etc/laenclaved/laenclaved.conf in system mode, $XDG_CONFIG_HOME/laenclaved/laenclaved.conf in user mode; see docs/configuration.md).")
+    @Option(
+        name: .customLong("config"),
+        help:
+            "Configuration file (default: /etc/laenclaved/laenclaved.conf in system mode, $XDG_CONFIG_HOME/laenclaved/laenclaved.conf in user mode; see docs/configuration.md)."
+    )
     var configFile: String?
 
-    @Option(name: .customLong("passcode-source"), help: "enclave (the daemon's own passcode) or pam (the user's login password, checked through PAM).")
+    @Option(
+        name: .customLong("passcode-source"),
+        help: "enclave (the daemon's own passcode) or pam (the user's login password, checked through PAM)."
+    )
     var passcodeSource: String?
 
-    @Option(name: .customLong("pam-service"), help: "The PAM service (a file in /etc/pam.d) that checks login passwords.")
+    @Option(
+        name: .customLong("pam-service"),
+        help: "The PAM service (a file in /etc/pam.d) that checks login passwords."
+    )
     var pamService: String?
 
     /// The privileged helper's own run (`PeerHelper`): its end of the socket pair.
@@ -59,25 +80,44 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("peer-helper-socket"), help: .hidden)
     var peerHelperSocket: Int32?
 
-    @Option(name: .customLong("prompt-agent"), help: "The graphical prompt agent's executable, or none (default: laenclaved-agent beside laenclaved).")
+    @Option(
+        name: .customLong("prompt-agent"),
+        help: "The graphical prompt agent's executable, or none (default: laenclaved-agent beside laenclaved)."
+    )
     var promptAgent: String?
 
-    @Option(name: .customLong("pam-users"), help: "Comma-separated users whose passcode is their login password (default: every user).")
+    @Option(
+        name: .customLong("pam-users"),
+        help: "Comma-separated users whose passcode is their login password (default: every user)."
+    )
     var pamUsers: String?
 
-    @Flag(name: .customLong("allow-simulation"), help: "Accept simulated events (scripted touches, typed passcodes). Always on in user mode unless --no-simulation.")
+    @Flag(
+        name: .customLong("allow-simulation"),
+        help:
+            "Accept simulated events (scripted touches, typed passcodes). Always on in user mode unless --no-simulation."
+    )
     var allowSimulation = false
 
     @Flag(name: .customLong("no-simulation"), help: "Refuse simulated events.")
     var noSimulation = false
 
-    @Option(name: .customLong("passcode-cost"), help: "scrypt cost (log2 N, r = 8) for new passcode verifiers (10…20; 17 = 128 MiB a check).")
+    @Option(
+        name: .customLong("passcode-cost"),
+        help: "scrypt cost (log2 N, r = 8) for new passcode verifiers (10…20; 17 = 128 MiB a check)."
+    )
     var passcodeCost: Int = PasscodeVerifier.defaultCost
 
-    @Option(name: .customLong("passcode-minimum-length"), help: "Characters a new passcode needs (4…64); passcodes set before keep working.")
+    @Option(
+        name: .customLong("passcode-minimum-length"),
+        help: "Characters a new passcode needs (4…64); passcodes set before keep working."
+    )
     var passcodeMinimumLength: Int = PasscodeVerifier.minimumLength
 
-    @Option(name: .customLong("prompt-timeout"), help: "Seconds a prompt may stay open before it ends with systemCancel.")
+    @Option(
+        name: .customLong("prompt-timeout"),
+        help: "Seconds a prompt may stay open before it ends with systemCancel."
+    )
     var promptTimeout: Double = 300
 
     @Option(name: .customLong("prompt-queue-timeout"), help: "Seconds a second evaluation waits for the user's prompt.")
@@ -89,16 +129,28 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("max-connections-per-user"), help: "Connections one user may hold at once (default 256).")
     var maxConnectionsPerUser = ConnectionBudget.Limits.standard.perUser
 
-    @Option(name: .customLong("max-connections"), help: "Connections the daemon serves at once (default 4096; lowered to what the descriptor limit allows).")
+    @Option(
+        name: .customLong("max-connections"),
+        help: "Connections the daemon serves at once (default 4096; lowered to what the descriptor limit allows)."
+    )
     var maxConnections = ConnectionBudget.Limits.standard.total
 
-    @Option(name: .customLong("hello-timeout"), help: "Seconds a new connection may take to say hello before it is closed.")
+    @Option(
+        name: .customLong("hello-timeout"),
+        help: "Seconds a new connection may take to say hello before it is closed."
+    )
     var helloTimeout: Double = 10
 
-    @Flag(name: .customLong("exit-with-parent"), help: "Shut down when the process that started the daemon exits (used by the testing kit).")
+    @Flag(
+        name: .customLong("exit-with-parent"),
+        help: "Shut down when the process that started the daemon exits (used by the testing kit)."
+    )
     var exitWithParent = false
-    @Flag(name: .customLong("administration-pipe"),
-          help: "Let administration read the passcode from a pipe a client hands (lactl … --stdin): for a daemon its starter provisions, such as the testing kit's. Else only root's requests, or administration-pipe = yes in a file only root can write, allow it.")
+    @Flag(
+        name: .customLong("administration-pipe"),
+        help:
+            "Let administration read the passcode from a pipe a client hands (lactl … --stdin): for a daemon its starter provisions, such as the testing kit's. Else only root's requests, or administration-pipe = yes in a file only root can write, allow it."
+    )
     var administrationPipe = false
 
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
@@ -109,17 +161,30 @@ struct LAEnclaved: AsyncParsableCommand {
 
     func validate() throws {
         if system && userMode { throw ValidationError("--system and --user exclude each other") }
-        if fprintd && simulatedSensor != nil && simulatedSensor != SensorChoice.none { throw ValidationError("--fprintd and --simulated-sensor exclude each other") }
-        if let passcodeSource, DaemonSettings.PasscodeSource(rawValue: passcodeSource) == nil { throw ValidationError("--passcode-source is enclave or pam") }
+        if fprintd && simulatedSensor != nil && simulatedSensor != SensorChoice.none {
+            throw ValidationError("--fprintd and --simulated-sensor exclude each other")
+        }
+        if let passcodeSource, DaemonSettings.PasscodeSource(rawValue: passcodeSource) == nil {
+            throw ValidationError("--passcode-source is enclave or pam")
+        }
         if !(10...20).contains(passcodeCost) { throw ValidationError("--passcode-cost must be between 10 and 20") }
         if !(PasscodeVerifier.lowestMinimumLength...64).contains(passcodeMinimumLength) {
-            throw ValidationError("--passcode-minimum-length must be between \(PasscodeVerifier.lowestMinimumLength) and 64")
+            throw ValidationError(
+                "--passcode-minimum-length must be between \(PasscodeVerifier.lowestMinimumLength) and 64"
+            )
         }
-        if allowSimulation && noSimulation { throw ValidationError("--allow-simulation and --no-simulation exclude each other") }
-        if maxConnectionsPerUser < 1 || maxConnections < 1 { throw ValidationError("--max-connections-per-user and --max-connections must be at least 1") }
-        for (name, value) in [("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout), ("--context-lifetime", contextLifetime),
-                              ("--hello-timeout", helloTimeout)]
-            where !(value.isFinite && value > 0 && value <= 86_400) {
+        if allowSimulation && noSimulation {
+            throw ValidationError("--allow-simulation and --no-simulation exclude each other")
+        }
+        if maxConnectionsPerUser < 1 || maxConnections < 1 {
+            throw ValidationError("--max-connections-per-user and --max-connections must be at least 1")
+        }
+        for (name, value) in [
+            ("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout),
+            ("--context-lifetime", contextLifetime),
+            ("--hello-timeout", helloTimeout),
+        ]
+        where !(value.isFinite && value > 0 && value <= 86_400) {
             throw ValidationError("\(name) must be a number of seconds between 0 and 86400")
         }
     }
@@ -139,7 +204,10 @@ struct LAEnclaved: AsyncParsableCommand {
         let level = Logger.Level(rawValue: logLevel) ?? .info
         if let logFile {
             let fd = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-            if fd >= 0 { dup2(fd, STDERR_FILENO); close(fd) }
+            if fd >= 0 {
+                dup2(fd, STDERR_FILENO)
+                close(fd)
+            }
         }
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
@@ -148,28 +216,39 @@ struct LAEnclaved: AsyncParsableCommand {
         }
         let logger = Logger(label: "laenclaved")
         // The configuration file, then the command line over it.
-        let settingsPath = configFile ?? (mode == .system ? EnclavePaths.systemConfiguration : EnclavePaths.userConfiguration())
+        let settingsPath =
+            configFile ?? (mode == .system ? EnclavePaths.systemConfiguration : EnclavePaths.userConfiguration())
         let settings: SettingsFile
         do { settings = try DaemonSettings.read(settingsPath) } catch {
             throw ValidationError("\(settingsPath): \(error)")
         }
         // In user mode, the system's file too, for what only root may choose (a file it cannot
         // read, or that does not parse, chooses nothing here).
-        let systemSettings = mode == .user && settingsPath != EnclavePaths.systemConfiguration
+        let systemSettings =
+            mode == .user && settingsPath != EnclavePaths.systemConfiguration
             ? try? DaemonSettings.read(EnclavePaths.systemConfiguration) : nil
         var commandLine = DaemonCommandLine(mode: mode)
         commandLine.socket = socket
         commandLine.stateDirectory = stateDirectory
         commandLine.keyFile = keyFile
         if let simulatedSensor {
-            commandLine.sensor = switch simulatedSensor { case .touchid: .simulatedTouchID; case .faceid: .simulatedFaceID; case .none: DaemonSettings.Sensor.none }
+            commandLine.sensor =
+                switch simulatedSensor {
+                case .touchid: .simulatedTouchID
+                case .faceid: .simulatedFaceID
+                case .none: DaemonSettings.Sensor.none
+                }
         }
         if fprintd { commandLine.sensor = .fprintd }
         commandLine.passcodeSource = passcodeSource.flatMap(DaemonSettings.PasscodeSource.init(rawValue:))
         commandLine.pamService = pamService
-        commandLine.pamUsers = pamUsers.map { Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }) }
+        commandLine.pamUsers = pamUsers.map {
+            Set($0.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) })
+        }
         if let promptAgent {
-            guard let agent = DaemonSettings.promptAgent(promptAgent) else { throw ValidationError("--prompt-agent is the agent's absolute path, or none") }
+            guard let agent = DaemonSettings.promptAgent(promptAgent) else {
+                throw ValidationError("--prompt-agent is the agent's absolute path, or none")
+            }
             commandLine.promptAgent = agent
         }
         if allowSimulation { commandLine.allowSimulation = true }
@@ -183,30 +262,53 @@ struct LAEnclaved: AsyncParsableCommand {
         // Connections are descriptors: take what the limits need, and never promise more
         // connections than the descriptors allow (an accept loop out of descriptors spins).
         let descriptors = Self.raiseDescriptorLimit(to: ConnectionBudget.descriptors(forConnections: maxConnections))
-        commandLine.connectionLimits = ConnectionBudget.Limits(perUser: maxConnectionsPerUser,
-                                                               total: min(maxConnections, ConnectionBudget.connections(forDescriptors: descriptors)))
-        var defaults = mode == .system
-            ? DaemonDefaultPaths(socket: EnclavePaths.systemSocket, stateDirectory: EnclavePaths.systemStateDirectory, masterKey: EnclavePaths.systemMasterKey)
-            : DaemonDefaultPaths(socket: EnclavePaths.userSocket(), stateDirectory: EnclavePaths.userStateDirectory(), masterKey: EnclavePaths.userMasterKey())
+        commandLine.connectionLimits = ConnectionBudget.Limits(
+            perUser: maxConnectionsPerUser,
+            total: min(maxConnections, ConnectionBudget.connections(forDescriptors: descriptors))
+        )
+        var defaults =
+            mode == .system
+            ? DaemonDefaultPaths(
+                socket: EnclavePaths.systemSocket,
+                stateDirectory: EnclavePaths.systemStateDirectory,
+                masterKey: EnclavePaths.systemMasterKey
+            )
+            : DaemonDefaultPaths(
+                socket: EnclavePaths.userSocket(),
+                stateDirectory: EnclavePaths.userStateDirectory(),
+                masterKey: EnclavePaths.userMasterKey()
+            )
         defaults.promptAgent = Self.agentBesideDaemon()
         commandLine.administrationPipe = administrationPipe
-        let config = DaemonConfiguration.resolve(file: settings, systemFile: systemSettings, commandLine: commandLine, defaults: defaults)
+        let config = DaemonConfiguration.resolve(
+            file: settings,
+            systemFile: systemSettings,
+            commandLine: commandLine,
+            defaults: defaults
+        )
         for warning in config.warnings { logger.warning("\(warning)") }
         if config.connectionLimits.total < maxConnections {
-            logger.warning("the descriptor limit allows only \(config.connectionLimits.total) connections", metadata: ["asked": "\(maxConnections)"])
+            logger.warning(
+                "the descriptor limit allows only \(config.connectionLimits.total) connections",
+                metadata: ["asked": "\(maxConnections)"]
+            )
         }
         let daemon: EnclaveDaemon
         if peerHelperSocket != nil {
             // Fail closed: a daemon that still holds them (file capabilities on the binary, a
             // hand-given --peer-helper-socket) would serve with them.
             guard PeerHelper.holdsPeerCapabilities() == false else {
-                logger.critical("this daemon still holds CAP_SYS_PTRACE or CAP_DAC_READ_SEARCH after handing them to its helper: not starting")
+                logger.critical(
+                    "this daemon still holds CAP_SYS_PTRACE or CAP_DAC_READ_SEARCH after handing them to its helper: not starting"
+                )
                 throw ExitCode(1)
             }
             logger.info("other users' processes are read by the privileged helper", metadata: ["capabilities": "none"])
         }
         let helper = peerHelperSocket.map { PeerHelperClient(socket: $0) }
-        do { daemon = try EnclaveDaemon(config: config, logger: logger, peerHelper: helper) } catch let e as EnclaveDaemon.StartError {
+        do { daemon = try EnclaveDaemon(config: config, logger: logger, peerHelper: helper) } catch let e
+            as EnclaveDaemon.StartError
+        {
             if case .alreadyRunning = e {
                 logger.notice("\(e.description); exiting")
                 return
@@ -215,9 +317,13 @@ struct LAEnclaved: AsyncParsableCommand {
         }
         var services = EnclaveService.services(daemon: daemon, logger: logger)
         if exitWithParent {
-            services.append(.init(service: ParentWatcher(parent: parent), successTerminationBehavior: .gracefullyShutdownGroup))
+            services.append(
+                .init(service: ParentWatcher(parent: parent), successTerminationBehavior: .gracefullyShutdownGroup)
+            )
         }
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        )
         try await group.run()
     }
 

@@ -12,22 +12,32 @@ import WebAuthn
 struct TouchLoginServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "touchlogin-server",
-        abstract: "The fingerprint-login server: password accounts, device binding and passkey login (WebAuthn shapes).",
-        subcommands: [Serve.self, Admin.self, LiftLock.self], defaultSubcommand: Serve.self)
+        abstract:
+            "The fingerprint-login server: password accounts, device binding and passkey login (WebAuthn shapes).",
+        subcommands: [Serve.self, Admin.self, LiftLock.self],
+        defaultSubcommand: Serve.self
+    )
 }
 
 /// Where the accounts are: one SQLite file, or a PostgreSQL several instances share.
 struct StorageOptions: ParsableArguments {
     @Option(help: "SQLite database file (default: $XDG_DATA_HOME/touchlogin/server.sqlite).") var database: String?
-    @Option(help: "Use PostgreSQL instead of SQLite (several instances can share it): postgres://user:password@host:port/database[?sslmode=verify-full&sslrootcert=ca.pem], or $TOUCHLOGIN_POSTGRES_URL.")
+    @Option(
+        help:
+            "Use PostgreSQL instead of SQLite (several instances can share it): postgres://user:password@host:port/database[?sslmode=verify-full&sslrootcert=ca.pem], or $TOUCHLOGIN_POSTGRES_URL."
+    )
     var postgres: String?
 
-    var postgresURL: String? { postgres ?? ProcessInfo.processInfo.environment["TOUCHLOGIN_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 } }
+    var postgresURL: String? {
+        postgres ?? ProcessInfo.processInfo.environment["TOUCHLOGIN_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
+    }
     var sqlitePath: String { database ?? Self.defaultDatabasePath() }
 
     static func defaultDatabasePath() -> String {
         let environment = ProcessInfo.processInfo.environment
-        let data = environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/share")
+        let data =
+            environment["XDG_DATA_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? NSTemporaryDirectory()) + "/.local/share")
         return data + "/touchlogin/server.sqlite"
     }
 }
@@ -40,7 +50,10 @@ extension StorageOptions {
         if let url = postgresURL {
             let client = try PostgresLoginStore.client(url: url, logger: logger)
             return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { await client.run(); return nil }
+                group.addTask {
+                    await client.run()
+                    return nil
+                }
                 let store = PostgresLoginStore(client: client, logger: logger)
                 try await store.migrate()
                 defer { group.cancelAll() }
@@ -57,7 +70,9 @@ extension StorageOptions {
 /// `admin lift-lock`).
 struct LiftLock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "lift-lock", abstract: "Let an account's password be tried again after it locked (its owner was verified another way).")
+        commandName: "lift-lock",
+        abstract: "Let an account's password be tried again after it locked (its owner was verified another way)."
+    )
     @OptionGroup var storage: StorageOptions
     @Argument(help: "The account's username.") var username: String
 
@@ -76,37 +91,72 @@ enum Printed {
 }
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "serve", abstract: "Serve the login API and page (the default).")
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve the login API and page (the default)."
+    )
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on.") var port = 8080
     @OptionGroup var storage: StorageOptions
     @Option(help: "Relying party ID: the domain the credentials belong to.") var rpID = "localhost"
-    @Option(name: .customLong("origin"), help: "An origin whose logins are accepted (repeatable; default http://localhost:<port> for the rp-id localhost, else https://<rp-id>).")
+    @Option(
+        name: .customLong("origin"),
+        help:
+            "An origin whose logins are accepted (repeatable; default http://localhost:<port> for the rp-id localhost, else https://<rp-id>)."
+    )
     var origins: [String] = []
     @Option(help: "Seconds a session lasts.") var sessionLifetime: Double = 3600
     @Option(help: "Seconds a WebAuthn challenge stays valid.") var challengeLifetime: Double = 120
-    @Option(help: "scrypt cost (log2 N, r = 8) for new password hashes, 10…20; 17 = 128 MiB a check.") var passwordCost = PasswordHasher.defaultCost
-    @Option(help: "Requests that sign up or log in allowed per client address (IPv6: per /64) per minute, all at once if need be.") var addressLimit = 60
-    @Option(help: "Wrong passwords per account before each further attempt waits (5 s, doubling to 60 s).") var accountFailureLimit = 5
-    @Option(help: "Consecutive wrong passwords after which the account's password path locks until a passkey login or `touchlogin-server lift-lock USERNAME`.")
+    @Option(help: "scrypt cost (log2 N, r = 8) for new password hashes, 10…20; 17 = 128 MiB a check.")
+    var passwordCost = PasswordHasher.defaultCost
+    @Option(
+        help:
+            "Requests that sign up or log in allowed per client address (IPv6: per /64) per minute, all at once if need be."
+    ) var addressLimit = 60
+    @Option(help: "Wrong passwords per account before each further attempt waits (5 s, doubling to 60 s).")
+    var accountFailureLimit = 5
+    @Option(
+        help:
+            "Consecutive wrong passwords after which the account's password path locks until a passkey login or `touchlogin-server lift-lock USERNAME`."
+    )
     var passwordLockAfter = 100
-    @Option(name: .customLong("trusted-proxy"), help: "A proxy (address or CIDR network, repeatable) whose forwarding header names the client.")
+    @Option(
+        name: .customLong("trusted-proxy"),
+        help: "A proxy (address or CIDR network, repeatable) whose forwarding header names the client."
+    )
     var trustedProxies: [String] = []
-    @Option(name: .customLong("forwarded-header"),
-            help: "The header the trusted proxies write: x-forwarded-for (nginx, HAProxy, Caddy, Traefik, cloud balancers) or forwarded (RFC 7239). The other is ignored: a proxy passes it on as the client sent it.")
+    @Option(
+        name: .customLong("forwarded-header"),
+        help:
+            "The header the trusted proxies write: x-forwarded-for (nginx, HAProxy, Caddy, Traefik, cloud balancers) or forwarded (RFC 7239). The other is ignored: a proxy passes it on as the client sent it."
+    )
     var forwardedHeader: ClientAddress.Header = .xForwardedFor
-    @Option(help: "Seconds after typing the password in which a session may bind or revoke devices.") var stepUpWindow: Double = 300
-    @Option(help: "The least time, in seconds, an answer to the passkey options for a name takes, so that its time does not tell which names have a passkey (0: off).")
+    @Option(help: "Seconds after typing the password in which a session may bind or revoke devices.") var stepUpWindow:
+        Double = 300
+    @Option(
+        help:
+            "The least time, in seconds, an answer to the passkey options for a name takes, so that its time does not tell which names have a passkey (0: off)."
+    )
     var optionsFloor: Double = 0.005
     @Option(help: "trace, debug, info, notice, warning, error or critical.") var logLevel = "info"
-    @Option(help: ArgumentHelp("Bind a new device or passkey only when a system laenclaved attests it to a root in this PEM file (`lactl attestation-root` on each machine; several roots may share the file).",
-                               valueName: "roots.pem"))
+    @Option(
+        help: ArgumentHelp(
+            "Bind a new device or passkey only when a system laenclaved attests it to a root in this PEM file (`lactl attestation-root` on each machine; several roots may share the file).",
+            valueName: "roots.pem"
+        )
+    )
     var requireAttestation: String?
-    @Flag(help: "With --require-attestation: let registrations that say they are browser passkeys through unattested (then the option only guarantees that keys shown as attested are).")
+    @Flag(
+        help:
+            "With --require-attestation: let registrations that say they are browser passkeys through unattested (then the option only guarantees that keys shown as attested are)."
+    )
     var allowUnattestedPasskeys = false
-    @Flag(help: "With --require-attestation: accept user-mode daemons' attestations (the user's own word).") var attestationAllowsUserDaemons = false
-    @Flag(help: "With --require-attestation: accept keys of daemons that take simulated touches (tests and demos only).") var attestationAllowsSimulation = false
+    @Flag(help: "With --require-attestation: accept user-mode daemons' attestations (the user's own word).")
+    var attestationAllowsUserDaemons = false
+    @Flag(
+        help: "With --require-attestation: accept keys of daemons that take simulated touches (tests and demos only)."
+    ) var attestationAllowsSimulation = false
 
     func validate() throws {
         guard (10...20).contains(passwordCost) else { throw ValidationError("--password-cost must be 10…20") }
@@ -117,9 +167,15 @@ struct Serve: AsyncParsableCommand {
         }
         guard stepUpWindow > 0 else { throw ValidationError("--step-up-window must be positive") }
         guard (0...1).contains(optionsFloor) else { throw ValidationError("--options-floor must be 0 to 1 second") }
-        for proxy in trustedProxies where IPNetwork(proxy) == nil { throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR network") }
-        if requireAttestation == nil && (allowUnattestedPasskeys || attestationAllowsUserDaemons || attestationAllowsSimulation) {
-            throw ValidationError("--allow-unattested-passkeys, --attestation-allows-user-daemons and --attestation-allows-simulation need --require-attestation")
+        for proxy in trustedProxies where IPNetwork(proxy) == nil {
+            throw ValidationError("--trusted-proxy \(proxy) is not an address or a CIDR network")
+        }
+        if requireAttestation == nil
+            && (allowUnattestedPasskeys || attestationAllowsUserDaemons || attestationAllowsSimulation)
+        {
+            throw ValidationError(
+                "--allow-unattested-passkeys, --attestation-allows-user-daemons and --attestation-allows-simulation need --require-attestation"
+            )
         }
     }
 
@@ -140,19 +196,29 @@ struct Serve: AsyncParsableCommand {
         config.rateLimits.perAddress = .perMinute(addressLimit)
         config.rateLimits.passwordPerAccount.freeFailures = accountFailureLimit
         config.rateLimits.passwordPerAccount.lockAfter = passwordLockAfter
-        config.clientAddress = ClientAddress(trustedProxies: trustedProxies.compactMap(IPNetwork.init), header: forwardedHeader)
+        config.clientAddress = ClientAddress(
+            trustedProxies: trustedProxies.compactMap(IPNetwork.init),
+            header: forwardedHeader
+        )
         config.stepUpWindow = stepUpWindow
         config.optionsFloor = optionsFloor
         if let requireAttestation {
             let trust: AttestationTrust
             do {
-                trust = try AttestationTrust(pem: try String(contentsOfFile: requireAttestation, encoding: .utf8), allowUnattestedPasskeys: allowUnattestedPasskeys,
-                                             allowUserDaemons: attestationAllowsUserDaemons, allowSimulation: attestationAllowsSimulation)
+                trust = try AttestationTrust(
+                    pem: try String(contentsOfFile: requireAttestation, encoding: .utf8),
+                    allowUnattestedPasskeys: allowUnattestedPasskeys,
+                    allowUserDaemons: attestationAllowsUserDaemons,
+                    allowSimulation: attestationAllowsSimulation
+                )
             } catch {
                 throw ValidationError("--require-attestation \(requireAttestation): \(error)")
             }
             config.attestation = trust
-            logger.info("new credentials must be attested", metadata: ["roots": "\(trust.roots.count)", "unattested passkeys": "\(allowUnattestedPasskeys)"])
+            logger.info(
+                "new credentials must be attested",
+                metadata: ["roots": "\(trust.roots.count)", "unattested passkeys": "\(allowUnattestedPasskeys)"]
+            )
         }
 
         let relyingParty = config.relyingParty
@@ -164,7 +230,8 @@ struct Serve: AsyncParsableCommand {
             let client = try PostgresLoginStore.client(url: postgresURL, logger: logger)
             services.append(client)
             store = PostgresLoginStore(client: client, logger: logger)
-            path = postgresURL.replacingOccurrences(of: #"://[^@/]*@"#, with: "://…@", options: .regularExpression)  // no password in logs
+            // no password in logs
+            path = postgresURL.replacingOccurrences(of: #"://[^@/]*@"#, with: "://…@", options: .regularExpression)
         } else {
             path = storage.sqlitePath
             let sqlite = try SQLiteLoginStore(path: path)
@@ -178,12 +245,19 @@ struct Serve: AsyncParsableCommand {
             configuration: .init(address: .hostname(host, port: port), serverName: "touchlogin-server"),
             services: services,
             onServerRunning: { channel in
-                logger.info("listening", metadata: ["address": "\(channel.localAddress?.description ?? "?")", "storage": "\(store.kind)", "database": "\(path)",
-                                                     "rp": "\(relyingParty.id)", "origins": "\(relyingParty.origins.joined(separator: ","))"])
+                logger.info(
+                    "listening",
+                    metadata: [
+                        "address": "\(channel.localAddress?.description ?? "?")", "storage": "\(store.kind)",
+                        "database": "\(path)",
+                        "rp": "\(relyingParty.id)", "origins": "\(relyingParty.origins.joined(separator: ","))",
+                    ]
+                )
                 print("touchlogin-server listening on http://\(host):\(channel.localAddress?.port ?? port)")
                 fflush(nil)  // every output stream: the global stdout is not reachable from a Sendable closure
             },
-            logger: logger)
+            logger: logger
+        )
         if postgresURL != nil { app.beforeServerStarts { try await store.migrate() } }
         try await app.runService()
     }
@@ -200,7 +274,9 @@ struct ExpiredRecordsCleanup: Service {
         // CancellationError would make the whole server exit 1).
         await cancelWhenGracefulShutdown {
             while (try? await Task.sleep(for: .seconds(60))) != nil {
-                do { try await service.removeExpired() } catch { logger.warning("removing expired records failed", metadata: ["error": "\(error)"]) }
+                do { try await service.removeExpired() } catch {
+                    logger.warning("removing expired records failed", metadata: ["error": "\(error)"])
+                }
             }
         }
     }
@@ -211,10 +287,14 @@ struct ExpiredRecordsCleanup: Service {
 struct Admin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "The operator's tools: look an account up, revoke a device, lift a locked password path.",
-        subcommands: [AccountCommand.self, Revoke.self, LiftLock.self])
+        subcommands: [AccountCommand.self, Revoke.self, LiftLock.self]
+    )
 
     struct AccountCommand: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "account", abstract: "An account's devices and recent activity.")
+        static let configuration = CommandConfiguration(
+            commandName: "account",
+            abstract: "An account's devices and recent activity."
+        )
         @OptionGroup var storage: StorageOptions
         @Argument(help: "The account's username.") var username: String
         @Flag(help: "Print JSON.") var json = false
@@ -231,25 +311,33 @@ struct Admin: AsyncParsableCommand {
             print("account   \(Printable.field(report.username)), created \(Printed.date(report.createdAt))")
             print("devices   \(report.devices.isEmpty ? "none" : "")")
             for d in report.devices {
-                print("  \(d.id)  \(Printable.field(d.name)), added \(Printed.date(d.createdAt)), last used \(d.lastUsedAt.map(Printed.date) ?? "never")")
+                print(
+                    "  \(d.id)  \(Printable.field(d.name)), added \(Printed.date(d.createdAt)), last used \(d.lastUsedAt.map(Printed.date) ?? "never")"
+                )
                 if let attested = d.attestedKey { print("      attested: \(Printable.field(attested))") }
             }
             print("activity")
             for a in report.activity ?? [] {
-                print("  \(Printed.date(a.at))  \(a.kind)\(a.deviceName.map { " " + Printable.field($0) } ?? "")  from \(Printable.field(a.address))")
+                print(
+                    "  \(Printed.date(a.at))  \(a.kind)\(a.deviceName.map { " " + Printable.field($0) } ?? "")  from \(Printable.field(a.address))"
+                )
             }
         }
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke one device of an account (its fingerprint login ends at once).")
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke one device of an account (its fingerprint login ends at once)."
+        )
         @OptionGroup var storage: StorageOptions
         @Argument(help: "The account's username.") var username: String
         @Argument(help: "The device's ID (base64url, as `admin account` lists it).") var device: String
 
         func run() async throws {
             let (username, device) = (self.username, self.device)
-            let revoked = try await storage.withService { try await $0.operatorRevoke(username: username, credentialID: device) }
+            let revoked = try await storage.withService {
+                try await $0.operatorRevoke(username: username, credentialID: device)
+            }
             print("Revoked \(Printable.field(revoked.name)) of \(Printable.field(username)).")
         }
     }

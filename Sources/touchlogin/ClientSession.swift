@@ -2,6 +2,7 @@ import Foundation
 import LocalAuthentication
 import TouchLoginAPI
 import TouchLoginClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -43,7 +44,11 @@ struct ClientSession {
                 event = await passwordLogin()
             case .offerFingerprint(let note):
                 if let note { say(note) }
-                let answer = enableAnswer ?? Terminal.confirm("Enable fingerprint login for \(username ?? "this account") on this device? [y/N] ")
+                let answer =
+                    enableAnswer
+                    ?? Terminal.confirm(
+                        "Enable fingerprint login for \(username ?? "this account") on this device? [y/N] "
+                    )
                 event = .enableAnswered(answer)
             case .registerDevice(let replacing):
                 event = await registerDevice(revokingOld: replacing)
@@ -66,9 +71,13 @@ struct ClientSession {
     }
 
     private mutating func passwordLogin() async -> LoginFlow.Event {
-        guard let name = username ?? Terminal.ask("Username: ") else { return .passwordUnavailable("No username given.") }
+        guard let name = username ?? Terminal.ask("Username: ") else {
+            return .passwordUnavailable("No username given.")
+        }
         username = name
-        guard let password = Terminal.secret("Password for \(name): ") else { return .passwordUnavailable("No password given.") }
+        guard let password = Terminal.secret("Password for \(name): ") else {
+            return .passwordUnavailable("No password given.")
+        }
         do {
             let clientToken = state.clientTokens?[name.trimmingCharacters(in: .whitespaces).lowercased()]
             let session = try await api.passwordLogin(username: name, password: password, clientToken: clientToken)
@@ -88,16 +97,27 @@ struct ClientSession {
         context.localizedFallbackTitle = "Use Password"
         var error: NSError?
         guard context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error) else {
-            if let e = error, e.code == LAError.Code.biometryNotEnrolled.rawValue { return .fingerprintFailed(.enrolmentChanged) }
-            return .fingerprintFailed(error.flatMap { LAError($0) }.map { FingerprintFailure.from($0) } ?? .unavailable("no biometry"))
+            if let e = error, e.code == LAError.Code.biometryNotEnrolled.rawValue {
+                return .fingerprintFailed(.enrolmentChanged)
+            }
+            return .fingerprintFailed(
+                error.flatMap { LAError($0) }.map { FingerprintFailure.from($0) } ?? .unavailable("no biometry")
+            )
         }
         if let enrolled = binding.domainState, context.domainState.biometry.stateHash != enrolled {
             return .fingerprintFailed(.enrolmentChanged)
         }
         do {
             let options = try await api.assertionOptions(username: username)
-            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Log in to \(host) as \(username ?? "you")")
-            let (request, counter) = try authenticator.assert(options: options.publicKey, binding: binding, context: context)
+            try await context.evaluatePolicy(
+                .deviceOwnerAuthenticationWithBiometrics,
+                localizedReason: "Log in to \(host) as \(username ?? "you")"
+            )
+            let (request, counter) = try authenticator.assert(
+                options: options.publicKey,
+                binding: binding,
+                context: context
+            )
             // The counter only moves forward, even if the server refuses this one.
             binding.signCount = counter
             state.binding = binding
@@ -105,8 +125,10 @@ struct ClientSession {
             let session = try await api.passkeyLogin(request)
             adopt(session)
             for device in session.newDevices ?? [] {
-                say("Note: a device was added to your account since this one last logged in: \"\(device.name)\", "
-                    + "\(Self.date(device.createdAt)). If that was not you, change your password and remove it (touchlogin status shows the account's activity).")
+                say(
+                    "Note: a device was added to your account since this one last logged in: \"\(device.name)\", "
+                        + "\(Self.date(device.createdAt)). If that was not you, change your password and remove it (touchlogin status shows the account's activity)."
+                )
             }
             return .fingerprintLoggedIn
         } catch {
@@ -118,16 +140,26 @@ struct ClientSession {
         guard let token = state.session?.token else { return .registrationFailed("no session") }
         let context = LAContext()
         do {
-            let api = self.api, deviceName = self.deviceName
-            let options = try await withStepUp(token: token) { try await api.registrationOptions(token: token, deviceName: deviceName) }
+            let api = self.api
+            let deviceName = self.deviceName
+            let options = try await withStepUp(token: token) {
+                try await api.registrationOptions(token: token, deviceName: deviceName)
+            }
             if revokingOld, let old = state.binding {
                 try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
                 state.binding = nil
                 save()
             }
             say("Touch the sensor to enable fingerprint login.")
-            try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Enable fingerprint login to \(host)")
-            let registration = try authenticator.register(options: options.publicKey, deviceName: deviceName, context: context)
+            try await context.evaluatePolicy(
+                .deviceOwnerAuthenticationWithBiometrics,
+                localizedReason: "Enable fingerprint login to \(host)"
+            )
+            let registration = try authenticator.register(
+                options: options.publicKey,
+                deviceName: deviceName,
+                context: context
+            )
             _ = try await api.register(token: token, registration.request)
             state.binding = registration.binding
             save()
@@ -142,7 +174,8 @@ struct ClientSession {
     /// fingerprint, or a password typed long ago), asks for it once, confirms it and runs `change` again.
     private func withStepUp<T>(token: String, _ change: () async throws -> T) async throws -> T {
         do { return try await change() } catch let e as APIError where e.code == APIError.Code.stepUpRequired.rawValue {
-            guard let password = Terminal.secret("Password for \(username ?? "this account") (to change its devices): ") else { throw e }
+            guard let password = Terminal.secret("Password for \(username ?? "this account") (to change its devices): ")
+            else { throw e }
             try await api.confirmPassword(token: token, password: password)
             return try await change()
         }
@@ -152,14 +185,18 @@ struct ClientSession {
         state.session = .init(token: session.token, expiresAt: session.expiresAt, method: session.method)
         state.facts.username = session.username
         username = session.username
-        if let token = session.clientToken { state.clientTokens = (state.clientTokens ?? [:]).merging([session.username: token]) { $1 } }
+        if let token = session.clientToken {
+            state.clientTokens = (state.clientTokens ?? [:]).merging([session.username: token]) { $1 }
+        }
         save()
     }
 
     // MARK: The other commands
 
     mutating func signup() async -> Bool {
-        guard let name = username ?? Terminal.ask("Username: "), let password = Terminal.secret("New password for \(name): ") else {
+        guard let name = username ?? Terminal.ask("Username: "),
+            let password = Terminal.secret("New password for \(name): ")
+        else {
             sayError("A username and a password are needed.")
             return false
         }
@@ -169,7 +206,9 @@ struct ClientSession {
             adopt(session)
             state.facts.loggedInBefore = true
             save()
-            say("Account \(session.username) created on \(host); you are logged in. Run `touchlogin` to log in again (and enable fingerprint login).")
+            say(
+                "Account \(session.username) created on \(host); you are logged in. Run `touchlogin` to log in again (and enable fingerprint login)."
+            )
             return true
         } catch {
             sayError("\(error)")
@@ -178,7 +217,10 @@ struct ClientSession {
     }
 
     mutating func enable() async -> Bool {
-        guard state.session != nil else { sayError("Log in first (touchlogin login)."); return false }
+        guard state.session != nil else {
+            sayError("Log in first (touchlogin login).")
+            return false
+        }
         switch await registerDevice(revokingOld: true) {
         case .deviceRegistered:
             state.facts.fingerprintEnabled = true
@@ -196,10 +238,15 @@ struct ClientSession {
 
     mutating func disable() async -> Bool {
         if let binding = state.binding {
-            guard let token = state.session?.token else { sayError("Log in first, so the server can revoke this device."); return false }
+            guard let token = state.session?.token else {
+                sayError("Log in first, so the server can revoke this device.")
+                return false
+            }
             let api = self.api
             do {
-                try await withStepUp(token: token) { try await api.revokeDevice(token: token, id: binding.credentialID.base64URLEncodedString()) }
+                try await withStepUp(token: token) {
+                    try await api.revokeDevice(token: token, id: binding.credentialID.base64URLEncodedString())
+                }
             } catch let e as APIError where e.code == APIError.Code.notFound.rawValue {
                 // Revoked already.
             } catch {
@@ -218,7 +265,10 @@ struct ClientSession {
     // MARK: Devices
 
     func listDevices() async -> Bool {
-        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return false }
+        guard let token = state.session?.token else {
+            sayError("Log in first (touchlogin login).")
+            return false
+        }
         do {
             let devices = try await api.account(token: token).devices
             let mine = state.binding?.credentialID.base64URLEncodedString()
@@ -226,10 +276,13 @@ struct ClientSession {
             for d in devices {
                 let kind = d.backupEligible == true ? (d.backedUp == true ? "synced" : "may sync") : "this device only"
                 let verification = d.userVerified.map { $0 ? ", verifies the user" : ", presence only" } ?? ""
-                let model = d.aaguid.flatMap { $0 == "00000000-0000-0000-0000-000000000000" ? nil : ", model \($0)" } ?? ""
+                let model =
+                    d.aaguid.flatMap { $0 == "00000000-0000-0000-0000-000000000000" ? nil : ", model \($0)" } ?? ""
                 let transports = d.transports.flatMap { $0.isEmpty ? nil : ", " + $0.joined(separator: "/") } ?? ""
-                say("\(d.id == mine ? "*" : "-") \(d.name)  [\(d.id.prefix(12))…]  added \(Self.date(d.createdAt)), "
-                    + "last used \(d.lastUsedAt.map(Self.date) ?? "never"), \(kind)\(verification)\(transports)\(model)")
+                say(
+                    "\(d.id == mine ? "*" : "-") \(d.name)  [\(d.id.prefix(12))…]  added \(Self.date(d.createdAt)), "
+                        + "last used \(d.lastUsedAt.map(Self.date) ?? "never"), \(kind)\(verification)\(transports)\(model)"
+                )
             }
             return true
         } catch {
@@ -260,13 +313,23 @@ struct ClientSession {
 
     /// The device named `which` (its name, or the start of its ID), changed by `change`, with the
     /// password asked for if the server wants a step-up; the device, or nil if nothing changed.
-    private func changeDevice(_ which: String, _ change: @escaping (LoginAPIClient, String, DeviceResponse) async throws -> Void) async -> DeviceResponse? {
-        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return nil }
+    private func changeDevice(
+        _ which: String,
+        _ change: @escaping (LoginAPIClient, String, DeviceResponse) async throws -> Void
+    ) async -> DeviceResponse? {
+        guard let token = state.session?.token else {
+            sayError("Log in first (touchlogin login).")
+            return nil
+        }
         do {
             let devices = try await api.account(token: token).devices
             let matches = devices.filter { $0.name == which || $0.id.hasPrefix(which) }
             guard matches.count == 1, let device = matches.first else {
-                sayError(matches.isEmpty ? "No device is named \"\(which)\"." : "\"\(which)\" names several devices; give the start of its ID.")
+                sayError(
+                    matches.isEmpty
+                        ? "No device is named \"\(which)\"."
+                        : "\"\(which)\" names several devices; give the start of its ID."
+                )
                 return nil
             }
             let api = self.api
@@ -279,8 +342,13 @@ struct ClientSession {
     }
 
     func changePassword() async -> Bool {
-        guard let token = state.session?.token else { sayError("Log in first (touchlogin login)."); return false }
-        guard let current = Terminal.secret("Current password: "), let new = Terminal.secret("New password (8+ characters): ") else {
+        guard let token = state.session?.token else {
+            sayError("Log in first (touchlogin login).")
+            return false
+        }
+        guard let current = Terminal.secret("Current password: "),
+            let new = Terminal.secret("New password (8+ characters): ")
+        else {
             sayError("Both passwords are needed.")
             return false
         }
@@ -295,8 +363,13 @@ struct ClientSession {
     }
 
     mutating func logout() async -> Bool {
-        guard let token = state.session?.token else { say("Not logged in."); return true }
-        do { try await api.logout(token: token) } catch let e as APIError where e.code == APIError.Code.unauthorized.rawValue {
+        guard let token = state.session?.token else {
+            say("Not logged in.")
+            return true
+        }
+        do { try await api.logout(token: token) } catch let e as APIError
+            where e.code == APIError.Code.unauthorized.rawValue
+        {
             // The session had ended already.
         } catch {
             sayError("\(error)")
@@ -323,8 +396,16 @@ struct ClientSession {
                 "server": api.baseURL.absoluteString, "username": username ?? NSNull(),
                 "loggedInBefore": state.facts.loggedInBefore, "fingerprintEnabled": state.facts.fingerprintEnabled,
                 "sessionAlive": sessionAlive, "credentialID": thisDevice ?? NSNull(),
-                "devices": devices.map { ["id": $0.id, "name": $0.name, "signCount": $0.signCount, "attestedKey": $0.attestedKey ?? NSNull()] as [String: Any] },
-                "activity": activity.map { ["at": $0.at, "kind": $0.kind, "device": $0.deviceName ?? NSNull(), "address": $0.address] as [String: Any] },
+                "devices": devices.map {
+                    [
+                        "id": $0.id, "name": $0.name, "signCount": $0.signCount,
+                        "attestedKey": $0.attestedKey ?? NSNull(),
+                    ] as [String: Any]
+                },
+                "activity": activity.map {
+                    ["at": $0.at, "kind": $0.kind, "device": $0.deviceName ?? NSNull(), "address": $0.address]
+                        as [String: Any]
+                },
             ]
             if let data = try? JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys]) {
                 print(String(decoding: data, as: UTF8.self))
@@ -361,7 +442,10 @@ struct ClientSession {
     }
 }
 
-func say(_ text: String) { print(text); fflush(nil) }
+func say(_ text: String) {
+    print(text)
+    fflush(nil)
+}
 func sayError(_ text: String) { FileHandle.standardError.write(Data(("touchlogin: " + text + "\n").utf8)) }
 
 /// Questions on the terminal (echo off for secrets), or lines from standard input when piped.
@@ -392,7 +476,10 @@ enum Terminal {
         var quiet = saved
         quiet.c_lflag &= ~tcflag_t(ECHO)
         tcsetattr(STDIN_FILENO, TCSANOW, &quiet)
-        defer { tcsetattr(STDIN_FILENO, TCSANOW, &saved); print("") }
+        defer {
+            tcsetattr(STDIN_FILENO, TCSANOW, &saved)
+            print("")
+        }
         print(question, terminator: "")
         fflush(nil)
         let line = readLine(strippingNewline: true)

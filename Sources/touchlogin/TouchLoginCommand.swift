@@ -9,13 +9,17 @@ struct TouchLoginCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "touchlogin",
         abstract: "Log in to a touchlogin server with your fingerprint (after one password login).",
-        subcommands: [Login.self, Signup.self, Status.self, Devices.self, Enable.self, Disable.self, Password.self, Logout.self],
-        defaultSubcommand: Login.self)
+        subcommands: [
+            Login.self, Signup.self, Status.self, Devices.self, Enable.self, Disable.self, Password.self, Logout.self,
+        ],
+        defaultSubcommand: Login.self
+    )
 }
 
 struct ClientOptions: ParsableArguments {
     @Option(help: "The server (default: $TOUCHLOGIN_SERVER or http://localhost:8080).") var server: String?
-    @Option(help: "Where this client keeps its state (default: $TOUCHLOGIN_STATE_DIR or $XDG_CONFIG_HOME/touchlogin).") var stateDir: String?
+    @Option(help: "Where this client keeps its state (default: $TOUCHLOGIN_STATE_DIR or $XDG_CONFIG_HOME/touchlogin).")
+    var stateDir: String?
     @Option(help: "The account's username (default: the one that logged in before; else asked).") var username: String?
 
     var serverURL: URL {
@@ -30,8 +34,12 @@ struct ClientOptions: ParsableArguments {
 
     var stateFile: ClientStateFile {
         let environment = ProcessInfo.processInfo.environment
-        if let dir = stateDir ?? environment["TOUCHLOGIN_STATE_DIR"], !dir.isEmpty { return ClientStateFile(directory: dir) }
-        let config = environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 } ?? ((environment["HOME"] ?? "/tmp") + "/.config")
+        if let dir = stateDir ?? environment["TOUCHLOGIN_STATE_DIR"], !dir.isEmpty {
+            return ClientStateFile(directory: dir)
+        }
+        let config =
+            environment["XDG_CONFIG_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ((environment["HOME"] ?? "/tmp") + "/.config")
         return ClientStateFile(directory: config + "/touchlogin")
     }
 
@@ -45,7 +53,9 @@ struct ClientOptions: ParsableArguments {
 }
 
 struct Login: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Log in: fingerprint if enabled, else the password (then offers fingerprint login).")
+    static let configuration = CommandConfiguration(
+        abstract: "Log in: fingerprint if enabled, else the password (then offers fingerprint login)."
+    )
     @OptionGroup var options: ClientOptions
     @Option(help: "Answer to \"Enable fingerprint login?\": ask, yes or no.") var enable = "ask"
     @Option(help: "This device's name on the server.") var deviceName = ProcessInfo.processInfo.hostName
@@ -59,7 +69,9 @@ struct Login: AsyncParsableCommand {
 }
 
 struct Signup: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create an account on the server (password from the terminal or standard input).")
+    static let configuration = CommandConfiguration(
+        abstract: "Create an account on the server (password from the terminal or standard input)."
+    )
     @OptionGroup var options: ClientOptions
 
     func run() async throws {
@@ -69,7 +81,9 @@ struct Signup: AsyncParsableCommand {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "What this client remembers, and whether its session is alive.")
+    static let configuration = CommandConfiguration(
+        abstract: "What this client remembers, and whether its session is alive."
+    )
     @OptionGroup var options: ClientOptions
     @Flag(help: "Machine-readable output.") var json = false
 
@@ -80,7 +94,9 @@ struct Status: AsyncParsableCommand {
 }
 
 struct Enable: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Enable fingerprint login on this device (needs a session: log in first).")
+    static let configuration = CommandConfiguration(
+        abstract: "Enable fingerprint login on this device (needs a session: log in first)."
+    )
     @OptionGroup var options: ClientOptions
     @Option(help: "This device's name on the server.") var deviceName = ProcessInfo.processInfo.hostName
 
@@ -91,7 +107,9 @@ struct Enable: AsyncParsableCommand {
 }
 
 struct Disable: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Turn fingerprint login off: revoke this device on the server and forget its key.")
+    static let configuration = CommandConfiguration(
+        abstract: "Turn fingerprint login off: revoke this device on the server and forget its key."
+    )
     @OptionGroup var options: ClientOptions
 
     func run() async throws {
@@ -102,7 +120,9 @@ struct Disable: AsyncParsableCommand {
 
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "The account's devices: list them, or rename or remove one (by its name or the start of its ID; asks the password when the server wants it).")
+        abstract:
+            "The account's devices: list them, or rename or remove one (by its name or the start of its ID; asks the password when the server wants it)."
+    )
     @OptionGroup var options: ClientOptions
     @Argument(help: "list (default), rename or remove.") var action = "list"
     @Argument(help: "rename/remove: the device; rename: then its new name.") var arguments: [String] = []
@@ -121,7 +141,9 @@ struct Devices: AsyncParsableCommand {
 }
 
 struct Password: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Change the account's password (asks the current one, then the new one); every other session ends.")
+    static let configuration = CommandConfiguration(
+        abstract: "Change the account's password (asks the current one, then the new one); every other session ends."
+    )
     @OptionGroup var options: ClientOptions
 
     func run() async throws {
@@ -131,7 +153,9 @@ struct Password: AsyncParsableCommand {
 }
 
 struct Logout: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "End the session on the server (fingerprint login stays enabled).")
+    static let configuration = CommandConfiguration(
+        abstract: "End the session on the server (fingerprint login stays enabled)."
+    )
     @OptionGroup var options: ClientOptions
 
     func run() async throws {

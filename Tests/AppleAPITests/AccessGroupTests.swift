@@ -16,17 +16,42 @@ final class AccessGroupTests: XCTestCase {
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         // Not configured yet: the group is refused.
         enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "team-db",
-                                       kSecAttrAccessGroup as String: "team", kSecValueData as String: Data("pw".utf8)] as CFDictionary, nil),
-                           errSecMissingEntitlement)
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "private-db",
-                                       kSecValueData as String: Data("mine".utf8)] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "team-db",
+                        kSecAttrAccessGroup as String: "team", kSecValueData as String: Data("pw".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecMissingEntitlement
+            )
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "private-db",
+                        kSecValueData as String: Data("mine".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
-        XCTAssertEqual(try runProcess(lactl, ["keychain", "share", "team", me, lactl, "--stdin"] + socket, input: "1234\n").status, 0)
+        XCTAssertEqual(
+            try runProcess(lactl, ["keychain", "share", "team", me, lactl, "--stdin"] + socket, input: "1234\n").status,
+            0
+        )
         enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "team-db",
-                                       kSecAttrAccessGroup as String: "team", kSecValueData as String: Data("pw".utf8)] as CFDictionary, nil),
-                           errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "team-db",
+                        kSecAttrAccessGroup as String: "team", kSecValueData as String: Data("pw".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         let shared = try runProcess(lactl, ["keychain", "get", "--service", "team-db"] + socket)
         XCTAssertEqual(shared.status, 0, shared.stderr)
@@ -35,10 +60,17 @@ final class AccessGroupTests: XCTestCase {
         XCTAssertNotEqual(own.status, 0, "the other app's own items stay its own")
         XCTAssertTrue(own.stderr.contains("-25300"), own.stderr)
         // Removing the group ends the sharing.
-        XCTAssertEqual(try runProcess(lactl, ["keychain", "share", "team", "--stdin"] + socket, input: "1234\n").status, 0)
+        XCTAssertEqual(
+            try runProcess(lactl, ["keychain", "share", "team", "--stdin"] + socket, input: "1234\n").status,
+            0
+        )
         XCTAssertNotEqual(try runProcess(lactl, ["keychain", "get", "--service", "team-db"] + socket).status, 0)
         // A group named like an app would hand over that app's items: refused.
-        let impersonation = try runProcess(lactl, ["keychain", "share", me, lactl, "--stdin"] + socket, input: "1234\n")
+        let impersonation = try runProcess(
+            lactl,
+            ["keychain", "share", me, lactl, "--stdin"] + socket,
+            input: "1234\n"
+        )
         XCTAssertEqual(impersonation.status, 1)
     }
 }

@@ -18,7 +18,7 @@ final class ContextTests: XCTestCase {
             XCTAssertEqual(canEvaluate(context, .deviceOwnerAuthentication), .invalidContext)
             let again = await evaluate(context, .deviceOwnerAuthentication)
             XCTAssertEqual(again, .invalidContext)
-            context.invalidate() // a second call does nothing
+            context.invalidate()  // a second call does nothing
         }
         XCTAssertFalse(try enclave.status().promptOpen, "the prompt is released")
     }
@@ -72,7 +72,12 @@ final class ContextTests: XCTestCase {
     }
 
     func testTheAuthorizationExpiresAfterTheContextLifetime() async throws {
-        let enclave = try TestEnclave(.with { $0.contextLifetime = 1; $0.promptTimeout = 1 })
+        let enclave = try TestEnclave(
+            .with {
+                $0.contextLifetime = 1
+                $0.promptTimeout = 1
+            }
+        )
         try enclave.queue(.match)
         await enclave.run {
             let context = LAContext()
@@ -93,7 +98,7 @@ final class ContextTests: XCTestCase {
             let noReuse = await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics)
             XCTAssertEqual(noReuse, .systemCancel, "the default reuse duration is 0")
             let context = LAContext()
-            context.touchIDAuthenticationAllowableReuseDuration = 10_000 // clamps to 300 s
+            context.touchIDAuthenticationAllowableReuseDuration = 10_000  // clamps to 300 s
             let reused = await evaluate(context, .deviceOwnerAuthenticationWithBiometrics)
             XCTAssertNil(reused)
             let quiet = LAContext()
@@ -110,7 +115,10 @@ final class ContextTests: XCTestCase {
         try await enclave.run {
             for _ in 0..<300 {
                 try enclave.queue(.match)
-                let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Test")
+                let ok = try await LAContext().evaluatePolicy(
+                    .deviceOwnerAuthenticationWithBiometrics,
+                    localizedReason: "Test"
+                )
                 XCTAssertTrue(ok)
             }
         }
@@ -120,7 +128,8 @@ final class ContextTests: XCTestCase {
         let enclave = try TestEnclave()
         try enclave.queue(.match)
         await enclave.run {
-            let a = LAContext(), b = LAContext()
+            let a = LAContext()
+            let b = LAContext()
             a.invalidate()
             let code = await evaluate(b, .deviceOwnerAuthenticationWithBiometrics)
             XCTAssertNil(code)

@@ -33,7 +33,11 @@ final class DomainStateTests: XCTestCase {
         XCTAssertNotEqual(a, b, "different apps get different values")
         XCTAssertNotEqual(a, mine)
         XCTAssertEqual(a, aAgain, "stable while enrolment is unchanged")
-        XCTAssertEqual(try lactlStatus(appA, enclave)["app"] as? String, appA, "the app identity is the executable's path, from the kernel")
+        XCTAssertEqual(
+            try lactlStatus(appA, enclave)["app"] as? String,
+            appA,
+            "the app identity is the executable's path, from the kernel"
+        )
     }
 
     func testEveryEnrolmentChangeChangesTheDomainStateIncludingAddThenRemove() throws {

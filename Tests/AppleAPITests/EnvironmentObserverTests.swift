@@ -4,6 +4,7 @@ import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,9 @@ final class EnvironmentObserverTests: XCTestCase {
         let changed: XCTestExpectation
         init(_ e: XCTestExpectation) { changed = e }
         func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {
-            if oldState.biometry?.isLockedOut == false && environment.state.biometry?.isLockedOut == true { changed.fulfill() }
+            if oldState.biometry?.isLockedOut == false && environment.state.biometry?.isLockedOut == true {
+                changed.fulfill()
+            }
         }
     }
 

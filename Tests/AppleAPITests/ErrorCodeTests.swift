@@ -7,7 +7,12 @@ import XCTest
 /// Every LAError code an evaluation can produce on Linux, through the real daemon.
 final class ErrorCodeTests: XCTestCase {
     func testPreflightOrderForTheBiometricPolicy() async throws {
-        let noSensor = try TestEnclave(.with { $0.sensor = .none; $0.enrolled = [] })
+        let noSensor = try TestEnclave(
+            .with {
+                $0.sensor = .none
+                $0.enrolled = []
+            }
+        )
         noSensor.run {
             let c = LAContext()
             XCTAssertEqual(canEvaluate(c, .deviceOwnerAuthenticationWithBiometrics), .biometryNotAvailable)
@@ -44,7 +49,9 @@ final class ErrorCodeTests: XCTestCase {
     func testCompanionPoliciesAreNotAvailable() async throws {
         let enclave = try TestEnclave()
         await enclave.run {
-            for policy in [LAPolicy.deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithBiometricsOrCompanion] {
+            for policy in [
+                LAPolicy.deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithBiometricsOrCompanion,
+            ] {
                 XCTAssertEqual(canEvaluate(LAContext(), policy), .companionNotAvailable)
                 let code = await evaluate(LAContext(), policy)
                 XCTAssertEqual(code, .companionNotAvailable)
@@ -87,7 +94,12 @@ final class ErrorCodeTests: XCTestCase {
     }
 
     func testFaceIDOffersRetryThenStops() async throws {
-        let enclave = try TestEnclave(.with { $0.sensor = .faceID; $0.enrolled = ["face"] })
+        let enclave = try TestEnclave(
+            .with {
+                $0.sensor = .faceID
+                $0.enrolled = ["face"]
+            }
+        )
         // First miss: retry offered; second miss: no more Face ID, the fallback button appears.
         try enclave.queue(.nomatch, .retry, .nomatch, .match, .fallback)
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
@@ -141,7 +153,9 @@ final class ErrorCodeTests: XCTestCase {
         // Hold the context: releasing it would cancel the evaluation (as on Apple platforms).
         let context = enclave.run { LAContext() }
         enclave.run {
-            context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Test") { success, error in
+            context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Test") {
+                success,
+                error in
                 XCTAssertTrue(success)
                 XCTAssertNil(error)
                 XCTAssertFalse(Thread.isMainThread, "the reply runs on a private queue")

@@ -11,9 +11,15 @@ final class EvaluatePolicyTests: XCTestCase {
         try await enclave.run {
             let context = LAContext()
             var error: NSError?
-            XCTAssertTrue(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error), "\(String(describing: error))")
+            XCTAssertTrue(
+                context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error),
+                "\(String(describing: error))"
+            )
             XCTAssertEqual(context.biometryType, .touchID)
-            let ok = try await context.evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Unlock the vault")
+            let ok = try await context.evaluatePolicy(
+                .deviceOwnerAuthenticationWithBiometrics,
+                localizedReason: "Unlock the vault"
+            )
             XCTAssertTrue(ok)
         }
     }
@@ -23,7 +29,10 @@ final class EvaluatePolicyTests: XCTestCase {
         try enclave.queue(.cancel)
         try await enclave.run {
             do {
-                try await LAContext().evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "Log in to your account")
+                try await LAContext().evaluatePolicy(
+                    .deviceOwnerAuthentication,
+                    localizedReason: "Log in to your account"
+                )
                 XCTFail("a cancelled prompt must not succeed")
             } catch let error as LAError {
                 XCTAssertEqual(error.code, .userCancel)

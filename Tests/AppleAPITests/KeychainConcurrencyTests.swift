@@ -15,7 +15,10 @@ final class KeychainConcurrencyTests: XCTestCase {
     private static let readers = 4
 
     private static func query(_ account: String) -> [String: Any] {
-        [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "concurrency", kSecAttrAccount as String: account]
+        [
+            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "concurrency",
+            kSecAttrAccount as String: account,
+        ]
     }
 
     private static func add(_ value: String, for account: String) -> OSStatus {
@@ -100,7 +103,10 @@ final class KeychainConcurrencyTests: XCTestCase {
         let (status, shared) = Self.get("shared")
         XCTAssertEqual(status, errSecSuccess)
         let lastShared = Set((0..<Self.writers).map { "w\($0)-\(Self.writesPerWriter - 10)" })
-        XCTAssertTrue(lastShared.contains(shared ?? ""), "the shared key holds one writer's last value: \(shared ?? "nil")")
+        XCTAssertTrue(
+            lastShared.contains(shared ?? ""),
+            "the shared key holds one writer's last value: \(shared ?? "nil")"
+        )
     }
 }
 

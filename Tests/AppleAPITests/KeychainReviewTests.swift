@@ -15,19 +15,48 @@ final class KeychainReviewTests: XCTestCase {
         enclave.run {
             let big = Data(repeating: 0x41, count: 4096)
             for i in 0..<20 {
-                XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "big\(i)",
-                                           kSecAttrGeneric as String: big, kSecValueData as String: Data()] as CFDictionary, nil), errSecSuccess)
+                XCTAssertEqual(
+                    SecItemAdd(
+                        [
+                            kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "big\(i)",
+                            kSecAttrGeneric as String: big, kSecValueData as String: Data(),
+                        ] as CFDictionary,
+                        nil
+                    ),
+                    errSecSuccess
+                )
             }
             var all: CFTypeRef?
-            let status = SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
-                                              kSecReturnAttributes as String: true] as CFDictionary, &all)
+            let status = SecItemCopyMatching(
+                [
+                    kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
+                    kSecReturnAttributes as String: true,
+                ] as CFDictionary,
+                &all
+            )
             XCTAssertNotEqual(status, errSecSuccess, "80 KiB of attributes cannot travel in one answer")
             var five: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: 5,
-                                                kSecReturnAttributes as String: true] as CFDictionary, &five), errSecSuccess)
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: 5,
+                        kSecReturnAttributes as String: true,
+                    ] as CFDictionary,
+                    &five
+                ),
+                errSecSuccess
+            )
             XCTAssertEqual((five as? [Any])?.count, 5)
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "huge",
-                                       kSecAttrGeneric as String: Data(repeating: 1, count: 5000)] as CFDictionary, nil), errSecParam)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "huge",
+                        kSecAttrGeneric as String: Data(repeating: 1, count: 5000),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecParam
+            )
         }
         XCTAssertTrue(try enclave.status().passcodeSet, "the daemon is alive")
     }
@@ -35,22 +64,64 @@ final class KeychainReviewTests: XCTestCase {
     func testAnUpdateWithoutTheApplicationPasswordCannotStripIt() throws {
         let enclave = try TestEnclave()
         enclave.run {
-            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil)!
+            let access = SecAccessControlCreateWithFlags(
+                nil,
+                kSecAttrAccessibleWhenUnlocked,
+                .applicationPassword,
+                nil
+            )!
             let owner = LAContext()
             owner.setCredential(Data("pw".utf8), type: .applicationPassword)
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
-                                       kSecAttrAccessControl as String: access, kSecUseAuthenticationContext as String: owner,
-                                       kSecValueData as String: Data("old".utf8)] as CFDictionary, nil), errSecSuccess)
-            XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"] as CFDictionary,
-                                         [kSecValueData as String: Data("new".utf8)] as CFDictionary), errSecAuthFailed)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+                        kSecAttrAccessControl as String: access, kSecUseAuthenticationContext as String: owner,
+                        kSecValueData as String: Data("old".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
+            XCTAssertEqual(
+                SecItemUpdate(
+                    [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"]
+                        as CFDictionary,
+                    [kSecValueData as String: Data("new".utf8)] as CFDictionary
+                ),
+                errSecAuthFailed
+            )
             var item: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
-                                                kSecReturnData as String: true] as CFDictionary, &item), errSecAuthFailed, "still needs its password")
-            XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"] as CFDictionary,
-                                         [kSecAttrAccessible as String: kSecAttrAccessibleAlways] as CFDictionary), errSecAuthFailed)
-            XCTAssertEqual(SecItemUpdate([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
-                                          kSecUseAuthenticationContext as String: owner] as CFDictionary,
-                                         ["mdat": Date()] as CFDictionary), errSecParam, "modification dates are the keychain's")
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+                        kSecReturnData as String: true,
+                    ] as CFDictionary,
+                    &item
+                ),
+                errSecAuthFailed,
+                "still needs its password"
+            )
+            XCTAssertEqual(
+                SecItemUpdate(
+                    [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded"]
+                        as CFDictionary,
+                    [kSecAttrAccessible as String: kSecAttrAccessibleAlways] as CFDictionary
+                ),
+                errSecAuthFailed
+            )
+            XCTAssertEqual(
+                SecItemUpdate(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "guarded",
+                        kSecUseAuthenticationContext as String: owner,
+                    ] as CFDictionary,
+                    ["mdat": Date()] as CFDictionary
+                ),
+                errSecParam,
+                "modification dates are the keychain's"
+            )
         }
     }
 
@@ -58,15 +129,28 @@ final class KeychainReviewTests: XCTestCase {
         let enclave = try TestEnclave()
         enclave.run {
             let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .biometryCurrentSet, nil)!
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "current",
-                                       kSecAttrAccessControl as String: access, kSecValueData as String: Data("v".utf8)] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "current",
+                        kSecAttrAccessControl as String: access, kSecValueData as String: Data("v".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         let endpoint = enclave.endpoint
         let read = Task.detached { () -> OSStatus in
             EnclaveEndpoint.$override.withValue(endpoint) {
                 var item: CFTypeRef?
-                return SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "current",
-                                            kSecReturnData as String: true] as CFDictionary, &item)
+                return SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "current",
+                        kSecReturnData as String: true,
+                    ] as CFDictionary,
+                    &item
+                )
             }
         }
         try eventually("the prompt to open") { try enclave.status().promptOpen }
@@ -79,14 +163,35 @@ final class KeychainReviewTests: XCTestCase {
     func testCurrentSetOrPasscodeStaysReadableWithThePasscodeAfterAnEnrolmentChange() throws {
         let enclave = try TestEnclave()
         try enclave.run {
-            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, [.biometryCurrentSet, .or, .devicePasscode], nil)!
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "either",
-                                       kSecAttrAccessControl as String: access, kSecValueData as String: Data("v".utf8)] as CFDictionary, nil), errSecSuccess)
+            let access = SecAccessControlCreateWithFlags(
+                nil,
+                kSecAttrAccessibleWhenUnlocked,
+                [.biometryCurrentSet, .or, .devicePasscode],
+                nil
+            )!
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "either",
+                        kSecAttrAccessControl as String: access, kSecValueData as String: Data("v".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
             try enclave.enroll("left-thumb")
             try enclave.queue(.match, .passcode("1234"))
             var item: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "either",
-                                                kSecReturnData as String: true] as CFDictionary, &item), errSecSuccess)
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "either",
+                        kSecReturnData as String: true,
+                    ] as CFDictionary,
+                    &item
+                ),
+                errSecSuccess
+            )
             XCTAssertEqual(item as? Data, Data("v".utf8))
         }
     }
@@ -94,7 +199,12 @@ final class KeychainReviewTests: XCTestCase {
     func testAPasscodeBoundKeyDiesWithThePasscodeAndStaysDead() throws {
         let enclave = try TestEnclave()
         try enclave.run {
-            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, [.privateKeyUsage], nil)!
+            let access = SecAccessControlCreateWithFlags(
+                nil,
+                kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+                [.privateKeyUsage],
+                nil
+            )!
             let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: access)
             _ = try key.signature(for: Data("before".utf8))
             try enclave.removePasscode(current: "1234")
@@ -108,8 +218,16 @@ final class KeychainReviewTests: XCTestCase {
     func testAForeignMasterKeyStopsTheDaemonInsteadOfLosingItems() throws {
         let enclave = try TestEnclave()
         enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "keep",
-                                       kSecValueData as String: Data("v".utf8)] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "keep",
+                        kSecValueData as String: Data("v".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         enclave.stop()
         let keyFile = enclave.directory + "/keys/master.key"
@@ -121,8 +239,16 @@ final class KeychainReviewTests: XCTestCase {
         try enclave.start()
         enclave.run {
             var item: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "keep",
-                                                kSecReturnData as String: true] as CFDictionary, &item), errSecSuccess)
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "keep",
+                        kSecReturnData as String: true,
+                    ] as CFDictionary,
+                    &item
+                ),
+                errSecSuccess
+            )
         }
     }
 }

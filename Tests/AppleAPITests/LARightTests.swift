@@ -48,28 +48,49 @@ final class LARightTests: XCTestCase {
         try await enclave.run {
             let store = LARightStore.shared
             try await store.removeAllRights()
-            _ = try await store.saveRight(LARight(requirement: .biometry), identifier: "vault", secret: Data("the secret".utf8))
+            _ = try await store.saveRight(
+                LARight(requirement: .biometry),
+                identifier: "vault",
+                secret: Data("the secret".utf8)
+            )
             let right = try await store.right(forIdentifier: "vault")
             // Before authorization: the public key works, the private key and the secret do not.
             let publicKey = try await right.key.publicKey.bytes
             XCTAssertEqual(publicKey.count, 65)
-            do { _ = try await right.key.sign(Data("m".utf8), algorithm: .ecdsaSignatureMessageX962SHA256); XCTFail("not authorized yet") } catch {}
-            do { _ = try await right.secret.rawData; XCTFail("not authorized yet") } catch {}
+            do {
+                _ = try await right.key.sign(Data("m".utf8), algorithm: .ecdsaSignatureMessageX962SHA256)
+                XCTFail("not authorized yet")
+            } catch {}
+            do {
+                _ = try await right.secret.rawData
+                XCTFail("not authorized yet")
+            } catch {}
 
             try enclave.queue(.match)
             try await right.authorize(localizedReason: "Open the vault")
             // One prompt: the key and the secret ride on the right's authorization (nothing queued).
             let signature = try await right.key.sign(Data("message".utf8), algorithm: .ecdsaSignatureMessageX962SHA256)
-            try await right.key.publicKey.verify(Data("message".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
+            try await right.key.publicKey.verify(
+                Data("message".utf8),
+                signature: signature,
+                algorithm: .ecdsaSignatureMessageX962SHA256
+            )
             do {
-                try await right.key.publicKey.verify(Data("other".utf8), signature: signature, algorithm: .ecdsaSignatureMessageX962SHA256)
+                try await right.key.publicKey.verify(
+                    Data("other".utf8),
+                    signature: signature,
+                    algorithm: .ecdsaSignatureMessageX962SHA256
+                )
                 XCTFail("a wrong message must not verify")
             } catch {}
             let secret = try await right.secret.rawData
             XCTAssertEqual(secret, Data("the secret".utf8))
 
             try await store.removeRight(forIdentifier: "vault")
-            do { _ = try await store.right(forIdentifier: "vault"); XCTFail("removed") } catch let e as LARightStoreError {
+            do {
+                _ = try await store.right(forIdentifier: "vault")
+                XCTFail("removed")
+            } catch let e as LARightStoreError {
                 XCTAssertEqual(e, .notFound("vault"))
             }
         }
@@ -93,18 +114,40 @@ final class LARightTests: XCTestCase {
             let opened = try await right.key.decrypt(sealed, algorithm: algorithm)
             XCTAssertEqual(opened, Data("a letter".utf8))
 
-            let other = SecKeyCreateRandomKey([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256] as CFDictionary, nil)!
+            let other = SecKeyCreateRandomKey(
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 256] as CFDictionary,
+                nil
+            )!
             let otherPublic = SecKeyCopyExternalRepresentation(SecKeyCopyPublicKey(other)!, nil)! as Data
             let parameters: [AnyHashable: Any] = [kSecKeyKeyExchangeParameterRequestedSize as String: 16]
-            let ours = try await right.key.exchangeKeys(publicKey: otherPublic, algorithm: .ecdhKeyExchangeStandardX963SHA256, parameters: parameters)
-            let rightPublic = SecKeyCreateWithData(try await right.key.publicKey.bytes as CFData,
-                                                   [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, nil)!
-            let theirs = SecKeyCopyKeyExchangeResult(other, .ecdhKeyExchangeStandardX963SHA256, rightPublic, parameters as NSDictionary, nil) as Data?
+            let ours = try await right.key.exchangeKeys(
+                publicKey: otherPublic,
+                algorithm: .ecdhKeyExchangeStandardX963SHA256,
+                parameters: parameters
+            )
+            let rightPublic = SecKeyCreateWithData(
+                try await right.key.publicKey.bytes as CFData,
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic]
+                    as CFDictionary,
+                nil
+            )!
+            let theirs =
+                SecKeyCopyKeyExchangeResult(
+                    other,
+                    .ecdhKeyExchangeStandardX963SHA256,
+                    rightPublic,
+                    parameters as NSDictionary,
+                    nil
+                ) as Data?
             XCTAssertEqual(ours, theirs)
             XCTAssertEqual(ours.count, 16)
             // Parameters keyed as Swift code writes them (the typed name's raw value) work too.
             let typed: [AnyHashable: Any] = [SecKeyKeyExchangeParameter.requestedSize.rawValue: 16]
-            let again = try await right.key.exchangeKeys(publicKey: otherPublic, algorithm: .ecdhKeyExchangeStandardX963SHA256, parameters: typed)
+            let again = try await right.key.exchangeKeys(
+                publicKey: otherPublic,
+                algorithm: .ecdhKeyExchangeStandardX963SHA256,
+                parameters: typed
+            )
             XCTAssertEqual(again, ours)
 
             // After deauthorize and authorize the key uses the right's new context (it kept the

@@ -16,7 +16,11 @@ final class LockoutTests: XCTestCase {
         XCTAssertEqual(second, .biometryLockout, "the 5th consecutive failure locks biometry at once")
         enclave.run {
             XCTAssertEqual(canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics), .biometryLockout)
-            XCTAssertEqual(LAEnvironment.currentUser.state.biometry?.isLockedOut, true, "lockout is visible without a prompt")
+            XCTAssertEqual(
+                LAEnvironment.currentUser.state.biometry?.isLockedOut,
+                true,
+                "lockout is visible without a prompt"
+            )
         }
         XCTAssertEqual(try enclave.status().biometryLockout, "failures")
     }
@@ -69,7 +73,9 @@ final class LockoutTests: XCTestCase {
         try enclave.start()
         XCTAssertEqual(try enclave.status().biometryLockout, "failures")
         XCTAssertEqual(try enclave.status().biometricFailures, 5)
-        enclave.run { XCTAssertEqual(canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics), .biometryLockout) }
+        enclave.run {
+            XCTAssertEqual(canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics), .biometryLockout)
+        }
     }
 
     func testPasscodeDelayScheduleSurvivesRestartAndRefusesWithoutCounting() async throws {
@@ -104,7 +110,15 @@ final class LockoutTests: XCTestCase {
 
     func testTheSameWrongPasscodeTwiceCountsOnce() async throws {
         let enclave = try TestEnclave()
-        try enclave.queue(.nomatch, .nomatch, .nomatch, .passcode("9999"), .passcode("9999"), .passcode("8888"), .cancel)
+        try enclave.queue(
+            .nomatch,
+            .nomatch,
+            .nomatch,
+            .passcode("9999"),
+            .passcode("9999"),
+            .passcode("8888"),
+            .cancel
+        )
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthentication) }
         XCTAssertEqual(code, .userCancel)
         XCTAssertEqual(try enclave.status().passcodeFailures, 2)
@@ -131,7 +145,9 @@ final class LockoutTests: XCTestCase {
     func testRemoteLockRefusesBiometricsUntilThePasscode() async throws {
         let enclave = try TestEnclave()
         try enclave.remoteLock()
-        enclave.run { XCTAssertEqual(canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics), .biometryLockout) }
+        enclave.run {
+            XCTAssertEqual(canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics), .biometryLockout)
+        }
         XCTAssertEqual(try enclave.status().biometryLockout, "remoteLock")
         try enclave.queue(.passcode("1234"))
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthentication) }

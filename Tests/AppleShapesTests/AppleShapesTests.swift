@@ -22,7 +22,15 @@ final class AppleShapesTests: XCTestCase {
             XCTAssertEqual(try decrypt(sealed, with: key), "the new PIN is 4711")
             // The server's copy of the public key verifies the same signature.
             let serverCopy = try XCTUnwrap(importPublicKey(try exportPublicKey(of: key)))
-            XCTAssertTrue(SecKeyVerifySignature(serverCopy, .ecdsaSignatureMessageX962SHA256, Data("pay 12.50".utf8) as CFData, signature as CFData, nil))
+            XCTAssertTrue(
+                SecKeyVerifySignature(
+                    serverCopy,
+                    .ecdsaSignatureMessageX962SHA256,
+                    Data("pay 12.50".utf8) as CFData,
+                    signature as CFData,
+                    nil
+                )
+            )
             // A refused prompt arrives as the CFError wrappers read.
             try enclave.queue(.cancel)
             XCTAssertThrowsError(try sign("again", with: key)) { error in
@@ -46,7 +54,10 @@ final class AppleShapesTests: XCTestCase {
             try item.savePassword("second")
             XCTAssertEqual(try item.readPassword(), "second")
             try PasswordItem(service: "com.example.app", account: "bob").savePassword("bob's")
-            XCTAssertEqual(Set(try PasswordItem.passwordItems(forService: "com.example.app").map(\.account)), ["alice", "bob"])
+            XCTAssertEqual(
+                Set(try PasswordItem.passwordItems(forService: "com.example.app").map(\.account)),
+                ["alice", "bob"]
+            )
             try item.renameAccount("alice2")
             XCTAssertEqual(try item.readPassword(), "second")
             try item.deleteItem()

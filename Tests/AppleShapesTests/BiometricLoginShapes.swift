@@ -21,17 +21,24 @@ enum LoginError: Error {
 let server = "www.example.com"
 
 func addCredentials(_ credentials: Credentials, server: String) throws {
-    let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .biometryCurrentSet, nil)
+    let access = SecAccessControlCreateWithFlags(
+        nil,
+        kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+        .biometryCurrentSet,
+        nil
+    )
     let context = LAContext()
     context.touchIDAuthenticationAllowableReuseDuration = 10
     let account = credentials.username
     let password = credentials.password.data(using: String.Encoding.utf8)!
-    let query: [String: Any] = [kSecClass as String: kSecClassInternetPassword,
-                                kSecAttrAccount as String: account,
-                                kSecAttrServer as String: server,
-                                kSecAttrAccessControl as String: access as Any,
-                                kSecUseAuthenticationContext as String: context,
-                                kSecValueData as String: password]
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassInternetPassword,
+        kSecAttrAccount as String: account,
+        kSecAttrServer as String: server,
+        kSecAttrAccessControl as String: access as Any,
+        kSecUseAuthenticationContext as String: context,
+        kSecValueData as String: password,
+    ]
     let status = SecItemAdd(query as CFDictionary, nil)
     guard status == errSecSuccess else { throw LoginError.unhandledError(status: status) }
 }
@@ -39,19 +46,21 @@ func addCredentials(_ credentials: Credentials, server: String) throws {
 func readCredentials(server: String) throws -> Credentials {
     let context = LAContext()
     context.localizedReason = "Access your password on the keychain"
-    let query: [String: Any] = [kSecClass as String: kSecClassInternetPassword,
-                                kSecAttrServer as String: server,
-                                kSecMatchLimit as String: kSecMatchLimitOne,
-                                kSecReturnAttributes as String: true,
-                                kSecUseAuthenticationContext as String: context,
-                                kSecReturnData as String: true]
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassInternetPassword,
+        kSecAttrServer as String: server,
+        kSecMatchLimit as String: kSecMatchLimitOne,
+        kSecReturnAttributes as String: true,
+        kSecUseAuthenticationContext as String: context,
+        kSecReturnData as String: true,
+    ]
     var item: CFTypeRef?
     let status = SecItemCopyMatching(query as CFDictionary, &item)
     guard status == errSecSuccess else { throw LoginError.unhandledError(status: status) }
     guard let existingItem = item as? [String: Any],
-          let passwordData = existingItem[kSecValueData as String] as? Data,
-          let password = String(data: passwordData, encoding: String.Encoding.utf8),
-          let account = existingItem[kSecAttrAccount as String] as? String
+        let passwordData = existingItem[kSecValueData as String] as? Data,
+        let password = String(data: passwordData, encoding: String.Encoding.utf8),
+        let account = existingItem[kSecAttrAccount as String] as? String
     else { throw LoginError.unexpectedPasswordData }
     return Credentials(username: account, password: password)
 }

@@ -37,8 +37,8 @@ struct PasswordItem {
         guard status != errSecItemNotFound else { throw KeychainError.noPassword }
         guard status == noErr else { throw KeychainError.unhandledError(status: status) }
         guard let existingItem = queryResult as? [String: AnyObject],
-              let passwordData = existingItem[kSecValueData as String] as? Data,
-              let password = String(data: passwordData, encoding: .utf8)
+            let passwordData = existingItem[kSecValueData as String] as? Data,
+            let password = String(data: passwordData, encoding: .utf8)
         else { throw KeychainError.unexpectedPasswordData }
         return password
     }
@@ -65,14 +65,18 @@ struct PasswordItem {
         attributesToUpdate[kSecAttrAccount as String] = newAccountName as AnyObject?
         let query = PasswordItem.query(withService: service, account: account, accessGroup: accessGroup)
         let status = SecItemUpdate(query as CFDictionary, attributesToUpdate as CFDictionary)
-        guard status == noErr || status == errSecItemNotFound else { throw KeychainError.unhandledError(status: status) }
+        guard status == noErr || status == errSecItemNotFound else {
+            throw KeychainError.unhandledError(status: status)
+        }
         account = newAccountName
     }
 
     func deleteItem() throws {
         let query = PasswordItem.query(withService: service, account: account, accessGroup: accessGroup)
         let status = SecItemDelete(query as CFDictionary)
-        guard status == noErr || status == errSecItemNotFound else { throw KeychainError.unhandledError(status: status) }
+        guard status == noErr || status == errSecItemNotFound else {
+            throw KeychainError.unhandledError(status: status)
+        }
     }
 
     static func passwordItems(forService service: String, accessGroup: String? = nil) throws -> [PasswordItem] {
@@ -90,13 +94,19 @@ struct PasswordItem {
         guard let resultData = queryResult as? [[String: AnyObject]] else { throw KeychainError.unexpectedItemData }
         var passwordItems = [PasswordItem]()
         for result in resultData {
-            guard let account = result[kSecAttrAccount as String] as? String else { throw KeychainError.unexpectedItemData }
+            guard let account = result[kSecAttrAccount as String] as? String else {
+                throw KeychainError.unexpectedItemData
+            }
             passwordItems.append(PasswordItem(service: service, account: account, accessGroup: accessGroup))
         }
         return passwordItems
     }
 
-    private static func query(withService service: String, account: String? = nil, accessGroup: String? = nil) -> [String: AnyObject] {
+    private static func query(
+        withService service: String,
+        account: String? = nil,
+        accessGroup: String? = nil
+    ) -> [String: AnyObject] {
         var query = [String: AnyObject]()
         query[kSecClass as String] = kSecClassGenericPassword
         query[kSecAttrService as String] = service as AnyObject?

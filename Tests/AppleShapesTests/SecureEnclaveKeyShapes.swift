@@ -12,8 +12,14 @@ enum ShapeError: Error {
 }
 
 func makeAndStoreKey(name: String, requiresBiometry: Bool = false) throws -> SecKey {
-    let flags: SecAccessControlCreateFlags = requiresBiometry ? [.privateKeyUsage, .biometryCurrentSet] : .privateKeyUsage
-    let access = SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, flags, nil)!
+    let flags: SecAccessControlCreateFlags =
+        requiresBiometry ? [.privateKeyUsage, .biometryCurrentSet] : .privateKeyUsage
+    let access = SecAccessControlCreateWithFlags(
+        kCFAllocatorDefault,
+        kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+        flags,
+        nil
+    )!
     let tag = name.data(using: .utf8)!
     let attributes: NSDictionary = [
         kSecAttrKeyType: kSecAttrKeyTypeEC,
@@ -47,7 +53,9 @@ func loadKey(name: String) -> SecKey? {
 }
 
 func removeKey(name: String) -> OSStatus {
-    let query: [String: Any] = [kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: name.data(using: .utf8)!]
+    let query: [String: Any] = [
+        kSecClass as String: kSecClassKey, kSecAttrApplicationTag as String: name.data(using: .utf8)!,
+    ]
     return SecItemDelete(query as CFDictionary)
 }
 
@@ -55,7 +63,10 @@ func sign(_ message: String, with privateKey: SecKey) throws -> Data {
     let algorithm: SecKeyAlgorithm = .ecdsaSignatureMessageX962SHA256
     guard SecKeyIsAlgorithmSupported(privateKey, .sign, algorithm) else { throw ShapeError.unsupported }
     var error: Unmanaged<CFError>?
-    guard let signature = SecKeyCreateSignature(privateKey, algorithm, message.data(using: .utf8)! as CFData, &error) as Data? else {
+    guard
+        let signature = SecKeyCreateSignature(privateKey, algorithm, message.data(using: .utf8)! as CFData, &error)
+            as Data?
+    else {
         throw error!.takeRetainedValue() as Error
     }
     return signature
@@ -64,7 +75,13 @@ func sign(_ message: String, with privateKey: SecKey) throws -> Data {
 func verify(_ message: String, signature: Data, with privateKey: SecKey) -> Bool {
     guard let publicKey = SecKeyCopyPublicKey(privateKey) else { return false }
     var error: Unmanaged<CFError>?
-    return SecKeyVerifySignature(publicKey, .ecdsaSignatureMessageX962SHA256, message.data(using: .utf8)! as CFData, signature as CFData, &error)
+    return SecKeyVerifySignature(
+        publicKey,
+        .ecdsaSignatureMessageX962SHA256,
+        message.data(using: .utf8)! as CFData,
+        signature as CFData,
+        &error
+    )
 }
 
 func encrypt(_ text: String, for privateKey: SecKey) throws -> Data {
@@ -72,7 +89,10 @@ func encrypt(_ text: String, for privateKey: SecKey) throws -> Data {
     let algorithm: SecKeyAlgorithm = .eciesEncryptionCofactorVariableIVX963SHA256AESGCM
     guard SecKeyIsAlgorithmSupported(publicKey, .encrypt, algorithm) else { throw ShapeError.unsupported }
     var error: Unmanaged<CFError>?
-    guard let cipherText = SecKeyCreateEncryptedData(publicKey, algorithm, text.data(using: .utf8)! as CFData, &error) as Data? else {
+    guard
+        let cipherText = SecKeyCreateEncryptedData(publicKey, algorithm, text.data(using: .utf8)! as CFData, &error)
+            as Data?
+    else {
         throw error!.takeRetainedValue() as Error
     }
     return cipherText
@@ -98,9 +118,11 @@ func exportPublicKey(of privateKey: SecKey) throws -> Data {
 }
 
 func importPublicKey(_ data: Data) -> SecKey? {
-    let options: [String: Any] = [kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
-                                  kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
-                                  kSecAttrKeySizeInBits as String: 256]
+    let options: [String: Any] = [
+        kSecAttrKeyType as String: kSecAttrKeyTypeECSECPrimeRandom,
+        kSecAttrKeyClass as String: kSecAttrKeyClassPublic,
+        kSecAttrKeySizeInBits as String: 256,
+    ]
     return SecKeyCreateWithData(data as CFData, options as CFDictionary, nil)
 }
 

@@ -19,7 +19,9 @@ final class BlockingPoolTests: XCTestCase {
             let now = running.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue
             _ = entered.wrappingAdd(1, ordering: .acquiringAndReleasing)
             var seen = peak.load(ordering: .acquiring)
-            while now > seen, !peak.compareExchange(expected: seen, desired: now, ordering: .acquiringAndReleasing).exchanged {
+            while now > seen,
+                !peak.compareExchange(expected: seen, desired: now, ordering: .acquiringAndReleasing).exchanged
+            {
                 seen = peak.load(ordering: .acquiring)
             }
             // Bounded: a test that goes wrong ends instead of hanging.
@@ -34,7 +36,8 @@ final class BlockingPoolTests: XCTestCase {
     }
 
     func testAtMostItsThreadsRunAtOnceAndTheRestQueue() async throws {
-        let pool = BlockingPool(threads: 2), gate = Gate()
+        let pool = BlockingPool(threads: 2)
+        let gate = Gate()
         let done = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<5 { group.addTask { try await pool.run { gate.hold() } } }
             try await waitUntil { gate.enteredCount >= 2 }
@@ -48,7 +51,8 @@ final class BlockingPoolTests: XCTestCase {
     }
 
     func testAnAdmissionRefusesPastItsLimitAtOnceAndFreesItsPlaces() async throws {
-        let pool = BlockingPool(threads: 1), gate = Gate()
+        let pool = BlockingPool(threads: 1)
+        let gate = Gate()
         let admission = pool.admitting(atMost: 3)
         let done = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<3 { group.addTask { try await admission.run { gate.hold() } } }

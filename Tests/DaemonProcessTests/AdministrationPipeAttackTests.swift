@@ -3,6 +3,7 @@ import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,7 +20,8 @@ final class AdministrationPipeAttackTests: XCTestCase {
     private let passcode = "135790"
 
     override func setUpWithError() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"), FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
         else { throw XCTSkip("needs root, setpriv(1) and useradd to run a user daemon as another user") }
         user = "lapipe\(UInt32.random(in: 100_000...999_999))"
         XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]).status, 0)
@@ -55,15 +57,26 @@ final class AdministrationPipeAttackTests: XCTestCase {
 
     func testAnAppThatKnowsThePasscodeAdministersNothingThroughAPipe() throws {
         try startDaemon(["--config", dir + "/user.conf"])
-        XCTAssertTrue(log().contains("administration-pipe is ignored"), "the user's file cannot allow it, and the log says so: \(log())")
-        for (tool, arguments) in [("some-app", ["audit", "--all", "--stdin"]), ("some-app", ["keychain", "list", "--stdin"]),
-                                  ("some-app", ["keychain", "share", "everyone", dir + "/bin/some-app", "--stdin"]),
-                                  // The app runs the real lactl itself: the daemon cannot tell who wrote into the pipe.
-                                  ("lactl", ["audit", "--all", "--stdin"]), ("lactl", ["passcode", "change", "--stdin"])] {
+        XCTAssertTrue(
+            log().contains("administration-pipe is ignored"),
+            "the user's file cannot allow it, and the log says so: \(log())"
+        )
+        for (tool, arguments) in [
+            ("some-app", ["audit", "--all", "--stdin"]), ("some-app", ["keychain", "list", "--stdin"]),
+            ("some-app", ["keychain", "share", "everyone", dir + "/bin/some-app", "--stdin"]),
+            // The app runs the real lactl itself: the daemon cannot tell who wrote into the pipe.
+            ("lactl", ["audit", "--all", "--stdin"]), ("lactl", ["passcode", "change", "--stdin"]),
+        ] {
             let attempt = try run(tool, arguments, input: passcode + "\n" + "246802\n")
             XCTAssertNotEqual(attempt.status, 0, "\(tool) \(arguments): the pipe administered: \(attempt.stdout)")
-            XCTAssertTrue(attempt.stderr.contains("only where root allowed it"), "\(tool) \(arguments): \(attempt.stderr)")
-            XCTAssertTrue(attempt.stderr.contains("in your own terminal"), "the refusal says what to do: \(attempt.stderr)")
+            XCTAssertTrue(
+                attempt.stderr.contains("only where root allowed it"),
+                "\(tool) \(arguments): \(attempt.stderr)"
+            )
+            XCTAssertTrue(
+                attempt.stderr.contains("in your own terminal"),
+                "the refusal says what to do: \(attempt.stderr)"
+            )
         }
         XCTAssertFalse(log().contains(passcode), "the passcode never reaches the log")
     }
@@ -73,10 +86,21 @@ final class AdministrationPipeAttackTests: XCTestCase {
     func testRootsSettingAllowsProvisioningThroughAPipe() throws {
         // A system daemon's socket lives in a directory root owns.
         let socket = "\(dir)/system-run/socket"
-        daemon = try DaemonLauncher.spawn(productPath("laenclaved"), [
-            "--system", "--socket", socket, "--state-dir", "\(dir)/system-state", "--key-file", "\(dir)/system-keys/master.key",
-            "--config", dir + "/root.conf", "--simulated-sensor", "none", "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent"])
-        eventually("the system daemon's socket") { (try? RawClient(path: socket)).map { $0.close(); return true } ?? false }
+        daemon = try DaemonLauncher.spawn(
+            productPath("laenclaved"),
+            [
+                "--system", "--socket", socket, "--state-dir", "\(dir)/system-state", "--key-file",
+                "\(dir)/system-keys/master.key",
+                "--config", dir + "/root.conf", "--simulated-sensor", "none", "--passcode-cost", "10", "--log-file",
+                "\(dir)/log", "--exit-with-parent",
+            ]
+        )
+        eventually("the system daemon's socket") {
+            (try? RawClient(path: socket)).map {
+                $0.close()
+                return true
+            } ?? false
+        }
         let set = try run("lactl", ["passcode", "set", "--stdin"], input: passcode + "\n", socket: socket)
         XCTAssertEqual(set.status, 0, set.stderr + log())
         let list = try run("lactl", ["audit", "--all", "--stdin"], input: passcode + "\n", socket: socket)
@@ -86,10 +110,21 @@ final class AdministrationPipeAttackTests: XCTestCase {
 
     private func startDaemon(_ extra: [String]) throws {
         let (uid, gid) = try ids()
-        daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--",
-            "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state", "--key-file", "\(dir)/keys/master.key",
-            "--simulated-sensor", "none", "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent"] + extra)
-        eventually("the user daemon's socket") { (try? RawClient(path: "\(dir)/run/socket")).map { $0.close(); return true } ?? false }
+        daemon = try DaemonLauncher.spawn(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--",
+                "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
+                "--key-file", "\(dir)/keys/master.key",
+                "--simulated-sensor", "none", "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent",
+            ] + extra
+        )
+        eventually("the user daemon's socket") {
+            (try? RawClient(path: "\(dir)/run/socket")).map {
+                $0.close()
+                return true
+            } ?? false
+        }
     }
 
     private func ids() throws -> (uid_t, gid_t) {
@@ -98,10 +133,20 @@ final class AdministrationPipeAttackTests: XCTestCase {
     }
 
     /// A program of the user, run as an app would run it: no terminal, input from a pipe.
-    private func run(_ tool: String, _ arguments: [String], input: String, socket: String? = nil) throws -> ProcessOutput {
+    private func run(
+        _ tool: String,
+        _ arguments: [String],
+        input: String,
+        socket: String? = nil
+    ) throws -> ProcessOutput {
         let (uid, gid) = try ids()
-        return try runProcess("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", "\(dir)/bin/\(tool)"] + arguments
-                              + ["--socket", socket ?? "\(dir)/run/socket"], input: input, environment: ["PATH": "/usr/bin:/bin", "HOME": dir])
+        return try runProcess(
+            "/usr/bin/setpriv",
+            ["--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "--", "\(dir)/bin/\(tool)"] + arguments
+                + ["--socket", socket ?? "\(dir)/run/socket"],
+            input: input,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": dir]
+        )
     }
 
     private func log() -> String { (try? String(contentsOfFile: "\(dir)/log", encoding: .utf8)) ?? "" }

@@ -5,6 +5,7 @@ import LocalAuthentication
 import LocalAuthenticationTesting
 import Security
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,20 +20,35 @@ final class AppIdentityAttackTests: XCTestCase {
 
     private func victimStoresItsSecret(in enclave: TestEnclave) {
         enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
-                                       kSecValueData as String: secret] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+                        kSecValueData as String: secret,
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
     }
 
     private var me: String { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "" }
 
     private func frames(_ requests: [Request]) -> String {
-        requests.enumerated().map { i, r in FrameEncoder.frame(RequestEnvelope(id: UInt64(i + 1), request: r).encoded()) }
-            .joined().map { String(format: "%02x", $0) }.joined()
+        requests.enumerated().map { i, r in FrameEncoder.frame(RequestEnvelope(id: UInt64(i + 1), request: r).encoded())
+        }
+        .joined().map { String(format: "%02x", $0) }.joined()
     }
 
     private var readTheSecret: Request {
-        .keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(service)], context: "attack", returnData: true))
+        .keychainCopy(
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string(service)],
+                context: "attack",
+                returnData: true
+            )
+        )
     }
 
     /// In a mount namespace of its own, a process bind-mounts its program over the victim's path:
@@ -43,16 +59,32 @@ final class AppIdentityAttackTests: XCTestCase {
         }
         let enclave = try TestEnclave()
         victimStoresItsSecret(in: enclave)
-        let attack = try runProcess("/usr/bin/unshare", ["-m", "--propagation", "private", "/bin/sh", "-c",
-                                                        "mount --bind \"$0\" \"$1\" && exec \"$1\" keychain get --service \"$2\" --socket \"$3\"",
-                                                        productPath("lactl"), me, service, enclave.socketPath])
-        XCTAssertFalse(attack.stdout.contains(String(decoding: secret, as: UTF8.self)), "the bind-mounted program read the victim's secret")
+        let attack = try runProcess(
+            "/usr/bin/unshare",
+            [
+                "-m", "--propagation", "private", "/bin/sh", "-c",
+                "mount --bind \"$0\" \"$1\" && exec \"$1\" keychain get --service \"$2\" --socket \"$3\"",
+                productPath("lactl"), me, service, enclave.socketPath,
+            ]
+        )
+        XCTAssertFalse(
+            attack.stdout.contains(String(decoding: secret, as: UTF8.self)),
+            "the bind-mounted program read the victim's secret"
+        )
         XCTAssertTrue(attack.stderr.contains("-25300"), "an unverified app has no items: \(attack.stderr)")
         // Nothing else changed for the victim.
         enclave.run {
             var result: CFTypeRef?
-            XCTAssertEqual(SecItemCopyMatching([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
-                                                kSecReturnData as String: true] as CFDictionary, &result), errSecSuccess)
+            XCTAssertEqual(
+                SecItemCopyMatching(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+                        kSecReturnData as String: true,
+                    ] as CFDictionary,
+                    &result
+                ),
+                errSecSuccess
+            )
             XCTAssertEqual(result as? Data, secret)
         }
     }
@@ -114,13 +146,27 @@ final class AppIdentityAttackTests: XCTestCase {
             print(wins, refused)
             """
         let needle = secret.base64EncodedString()
-        let run = try runProcess("/usr/bin/python3", ["-c", script, enclave.socketPath, me,
-                                                      frames([.hello(.init(version: enclaveProtocolVersion)), readTheSecret]), needle, "20"], timeout: 120)
+        let run = try runProcess(
+            "/usr/bin/python3",
+            [
+                "-c", script, enclave.socketPath, me,
+                frames([.hello(.init(version: enclaveProtocolVersion)), readTheSecret]), needle, "20",
+            ],
+            timeout: 120
+        )
         XCTAssertEqual(run.status, 0, run.stderr)
         let counts = run.stdout.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         XCTAssertEqual(counts.count, 2, run.stdout)
-        XCTAssertEqual(counts.first, 0, "connect-then-exec read the victim's secret in \(counts.first ?? -1) of 20 tries")
-        XCTAssertEqual(counts.last, 20, "every try is refused as a client the daemon could not identify: \(run.stdout) \(run.stderr)")
+        XCTAssertEqual(
+            counts.first,
+            0,
+            "connect-then-exec read the victim's secret in \(counts.first ?? -1) of 20 tries"
+        )
+        XCTAssertEqual(
+            counts.last,
+            20,
+            "every try is refused as a client the daemon could not identify: \(run.stdout) \(run.stderr)"
+        )
     }
 
     /// Two scripts run by one interpreter are one executable: the first one's secret would be the
@@ -130,8 +176,10 @@ final class AppIdentityAttackTests: XCTestCase {
     /// every touch the person gave another app. Now only the app's own match counts.
     func testAnotherAppsMatchDoesNotPassTheReuseWindow() async throws {
         let enclave = try TestEnclave()
-        let piggyback = ["authenticate", "--policy", "biometrics", "--reason", "Piggyback", "--reuse-duration", "300",
-                         "--no-interaction", "--socket", enclave.socketPath]
+        let piggyback = [
+            "authenticate", "--policy", "biometrics", "--reason", "Piggyback", "--reuse-duration", "300",
+            "--no-interaction", "--socket", enclave.socketPath,
+        ]
         try enclave.queue(.match)
         let victim = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
         XCTAssertNil(victim, "the victim's own touch")
@@ -140,7 +188,10 @@ final class AppIdentityAttackTests: XCTestCase {
 
         // Its own match does count for it.
         try enclave.queue(.match)
-        let own = try runProcess(productPath("lactl"), ["authenticate", "--policy", "biometrics", "--reason", "Own", "--socket", enclave.socketPath])
+        let own = try runProcess(
+            productPath("lactl"),
+            ["authenticate", "--policy", "biometrics", "--reason", "Own", "--socket", enclave.socketPath]
+        )
         XCTAssertEqual(own.status, 0, own.stderr)
         let reused = try runProcess(productPath("lactl"), piggyback)
         XCTAssertEqual(reused.status, 0, "its own match within the window: \(reused.stderr)")
@@ -162,12 +213,30 @@ final class AppIdentityAttackTests: XCTestCase {
                 got += chunk
             print(got.decode('utf-8', 'replace'))
             """
-        let store = Request.keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(service), "v_Data": .data(secret)],
-                                                        context: "store"))
-        let first = try runProcess("/usr/bin/python3", ["-c", script, enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), store]), "2"])
-        XCTAssertTrue(first.stdout.contains("\(KeychainStatus.missingEntitlement.rawValue)"), "the interpreter's own item is refused: \(first.stdout)")
-        let second = try runProcess("/usr/bin/python3", ["-c", script, enclave.socketPath,
-                                                         frames([.hello(.init(version: enclaveProtocolVersion)), readTheSecret]), "2"])
-        XCTAssertFalse(second.stdout.contains(secret.base64EncodedString()), "another script read the first one's secret: \(second.stdout)")
+        let store = Request.keychainAdd(
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string(service), "v_Data": .data(secret)],
+                context: "store"
+            )
+        )
+        let first = try runProcess(
+            "/usr/bin/python3",
+            ["-c", script, enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), store]), "2"]
+        )
+        XCTAssertTrue(
+            first.stdout.contains("\(KeychainStatus.missingEntitlement.rawValue)"),
+            "the interpreter's own item is refused: \(first.stdout)"
+        )
+        let second = try runProcess(
+            "/usr/bin/python3",
+            [
+                "-c", script, enclave.socketPath,
+                frames([.hello(.init(version: enclaveProtocolVersion)), readTheSecret]), "2",
+            ]
+        )
+        XCTAssertFalse(
+            second.stdout.contains(secret.base64EncodedString()),
+            "another script read the first one's secret: \(second.stdout)"
+        )
     }
 }

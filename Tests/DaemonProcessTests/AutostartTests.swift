@@ -2,6 +2,7 @@ import EnclaveClient
 import Foundation
 import IntegrationSupport
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -25,8 +26,11 @@ final class AutostartTests: XCTestCase {
     func testTheFirstClientStartsTheUserDaemon() throws {
         let root = try home()
         defer { forget(root) }
-        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
-                   "LAENCLAVED_PATH": productPath("laenclaved")]
+        let env = [
+            "PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime",
+            "XDG_DATA_HOME": root + "/data",
+            "LAENCLAVED_PATH": productPath("laenclaved"),
+        ]
         let first = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
         XCTAssertEqual(first.status, 0, first.stderr)
         XCTAssertTrue(first.stdout.contains("\"mode\" : \"user\""), first.stdout)
@@ -38,7 +42,11 @@ final class AutostartTests: XCTestCase {
         stat(root + "/runtime/laenclaved", &st)
         XCTAssertEqual(st.st_mode & 0o777, 0o700)
         // The daemon outlived the client that started it; a second client finds it.
-        XCTAssertEqual(try runProcess(productPath("lactl"), ["passcode", "set", "--stdin"], input: "432100\n", environment: env).status, 0)
+        XCTAssertEqual(
+            try runProcess(productPath("lactl"), ["passcode", "set", "--stdin"], input: "432100\n", environment: env)
+                .status,
+            0
+        )
         let second = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
         XCTAssertTrue(second.stdout.contains("\"passcodeSet\" : true"), second.stdout)
         let log = (try? String(contentsOfFile: root + "/data/laenclaved/laenclaved.log", encoding: .utf8)) ?? ""
@@ -51,17 +59,29 @@ final class AutostartTests: XCTestCase {
     func testTheUserDaemonStartsWithACleanEnvironment() throws {
         let root = try home()
         defer { forget(root) }
-        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
-                   "LAENCLAVED_PATH": productPath("laenclaved"), "APP_SECRET_TOKEN": "hunter2", "LD_PRELOAD": "", "MALLOC_CHECK_": "3"]
+        let env = [
+            "PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime",
+            "XDG_DATA_HOME": root + "/data",
+            "LAENCLAVED_PATH": productPath("laenclaved"), "APP_SECRET_TOKEN": "hunter2", "LD_PRELOAD": "",
+            "MALLOC_CHECK_": "3",
+        ]
         XCTAssertEqual(try runProcess(productPath("lactl"), ["status"], environment: env).status, 0)
         let found = try runProcess("/usr/bin/pgrep", ["-f", root + "/runtime/laenclaved/socket"])
         let pid = try XCTUnwrap(found.stdout.split(separator: "\n").first.map(String.init), "the daemon runs")
-        let environ = try String(decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")), as: UTF8.self)
-        let names = Set(environ.split(separator: "\0").compactMap { $0.split(separator: "=", maxSplits: 1).first.map(String.init) })
+        let environ = try String(
+            decoding: Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ")),
+            as: UTF8.self
+        )
+        let names = Set(
+            environ.split(separator: "\0").compactMap { $0.split(separator: "=", maxSplits: 1).first.map(String.init) }
+        )
         XCTAssertFalse(names.contains("APP_SECRET_TOKEN"), "\(names.sorted())")
         XCTAssertFalse(names.contains("LD_PRELOAD"), "\(names.sorted())")
         XCTAssertFalse(names.contains("MALLOC_CHECK_"), "\(names.sorted())")
-        XCTAssertTrue(names.isSubset(of: DaemonLauncher.inheritedEnvironment), "only what the daemon needs: \(names.sorted())")
+        XCTAssertTrue(
+            names.isSubset(of: DaemonLauncher.inheritedEnvironment),
+            "only what the daemon needs: \(names.sorted())"
+        )
         XCTAssertTrue(environ.contains("XDG_DATA_HOME=\(root)/data"), "where its state lives still reaches it")
     }
 
@@ -86,11 +106,21 @@ final class AutostartTests: XCTestCase {
         let lactl = root + "/bin/lactl"
         try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: lactl)
         chmod(lactl, 0o755)
-        let common = ["HOME=\(root)", "XDG_RUNTIME_DIR=\(root)/runtime", "XDG_DATA_HOME=\(root)/data", "PATH=/usr/bin:/bin"]
-        for (name, environment) in [("LAENCLAVED_PATH", common + ["LAENCLAVED_PATH=\(fake)"]), ("beside the app", common)] {
+        let common = [
+            "HOME=\(root)", "XDG_RUNTIME_DIR=\(root)/runtime", "XDG_DATA_HOME=\(root)/data", "PATH=/usr/bin:/bin",
+        ]
+        for (name, environment) in [
+            ("LAENCLAVED_PATH", common + ["LAENCLAVED_PATH=\(fake)"]), ("beside the app", common),
+        ] {
             try? FileManager.default.removeItem(atPath: root + "/started-the-fake")
-            let run = try runProcess("/usr/sbin/runuser", ["-u", "nobody", "--", "/usr/bin/env", "-i"] + environment + [lactl, "status"])
-            XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/started-the-fake"), "\(name): the attacker's program was started")
+            let run = try runProcess(
+                "/usr/sbin/runuser",
+                ["-u", "nobody", "--", "/usr/bin/env", "-i"] + environment + [lactl, "status"]
+            )
+            XCTAssertFalse(
+                FileManager.default.fileExists(atPath: root + "/started-the-fake"),
+                "\(name): the attacker's program was started"
+            )
             XCTAssertNotEqual(run.status, 0, name)
             XCTAssertTrue(run.stderr.contains("installed"), "\(name): \(run.stderr)")
         }
@@ -112,10 +142,17 @@ final class AutostartTests: XCTestCase {
         chown(squatted, 65534, 65534)
         chmod(squatted, 0o777)
         // No XDG_RUNTIME_DIR, as in an ssh or cron session without logind.
-        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_DATA_HOME": root + "/data", "LAENCLAVED_PATH": productPath("laenclaved")]
+        let env = [
+            "PATH": "/usr/bin:/bin", "HOME": root, "XDG_DATA_HOME": root + "/data",
+            "LAENCLAVED_PATH": productPath("laenclaved"),
+        ]
         let run = try runProcess(productPath("lactl"), ["status", "--json"], environment: env)
         XCTAssertEqual(run.status, 0, "the user gets a daemon though another user squats /tmp: \(run.stderr)")
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: squatted), [], "nothing of the user's went into the squatted directory")
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: squatted),
+            [],
+            "nothing of the user's went into the squatted directory"
+        )
         _ = try? runProcess("/usr/bin/pkill", ["-f", root + "/data"])
     }
 
@@ -131,15 +168,21 @@ final class AutostartTests: XCTestCase {
         let link = root + "/links/laenclaved"
         try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: productPath("laenclaved"))
         lchown(link, 65534, 65534)
-        let env = ["PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime", "XDG_DATA_HOME": root + "/data",
-                   "LAENCLAVED_PATH": link]
+        let env = [
+            "PATH": "/usr/bin:/bin", "HOME": root, "XDG_RUNTIME_DIR": root + "/runtime",
+            "XDG_DATA_HOME": root + "/data",
+            "LAENCLAVED_PATH": link,
+        ]
         let run = try runProcess(productPath("lactl"), ["status"], environment: env)
         XCTAssertEqual(run.status, 0, run.stderr)
         let found = try runProcess("/usr/bin/pgrep", ["-f", root + "/runtime/laenclaved/socket"])
         let pid = try XCTUnwrap(found.stdout.split(separator: "\n").first.map(String.init), "the daemon runs")
         let cmdline = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))
         let program = String(decoding: cmdline.split(separator: 0).first ?? Data(), as: UTF8.self)
-        XCTAssertEqual(program, URL(fileURLWithPath: productPath("laenclaved")).resolvingSymlinksInPath().path,
-                       "started by the resolved, checked path, not by the link another user controls")
+        XCTAssertEqual(
+            program,
+            URL(fileURLWithPath: productPath("laenclaved")).resolvingSymlinksInPath().path,
+            "started by the resolved, checked path, not by the link another user controls"
+        )
     }
 }

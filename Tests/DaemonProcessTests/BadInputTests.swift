@@ -6,6 +6,7 @@ import LocalAuthentication
 import LocalAuthenticationTesting
 import Security
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,29 +58,52 @@ final class BadInputTests: XCTestCase {
         return client
     }
 
-    private func assertKind(_ reply: [String: Any]?, id: UInt64, kind: String, file: StaticString = #filePath, line: UInt = #line) {
-        guard let reply else { return XCTFail("the daemon closed instead of answering \(kind)", file: file, line: line) }
+    private func assertKind(
+        _ reply: [String: Any]?,
+        id: UInt64,
+        kind: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        guard let reply else {
+            return XCTFail("the daemon closed instead of answering \(kind)", file: file, line: line)
+        }
         XCTAssertEqual(number(reply["id"]), Int64(id), "reply id in \(reply)", file: file, line: line)
         let body = reply["reply"] as? [String: Any]
         XCTAssertEqual(body?["kind"] as? String, kind, "reply kind in \(reply)", file: file, line: line)
     }
 
     /// Asserts `{"id": id, "reply": {"kind": "failure", "value": {"code": code, "message": "…"}}}`.
-    private func assertFailure(_ reply: [String: Any]?, id: UInt64, code: FailureCode, file: StaticString = #filePath, line: UInt = #line) {
-        guard let reply else { return XCTFail("the daemon closed instead of answering \(code.rawValue)", file: file, line: line) }
+    private func assertFailure(
+        _ reply: [String: Any]?,
+        id: UInt64,
+        code: FailureCode,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        guard let reply else {
+            return XCTFail("the daemon closed instead of answering \(code.rawValue)", file: file, line: line)
+        }
         XCTAssertEqual(Set(reply.keys), ["id", "reply"], "\(reply)", file: file, line: line)
         XCTAssertEqual(number(reply["id"]), Int64(id), "reply id in \(reply)", file: file, line: line)
-        guard let body = reply["reply"] as? [String: Any] else { return XCTFail("no reply object in \(reply)", file: file, line: line) }
+        guard let body = reply["reply"] as? [String: Any] else {
+            return XCTFail("no reply object in \(reply)", file: file, line: line)
+        }
         XCTAssertEqual(body["kind"] as? String, "failure", "\(reply)", file: file, line: line)
-        guard let value = body["value"] as? [String: Any] else { return XCTFail("no failure value in \(reply)", file: file, line: line) }
+        guard let value = body["value"] as? [String: Any] else {
+            return XCTFail("no failure value in \(reply)", file: file, line: line)
+        }
         XCTAssertEqual(value["code"] as? String, code.rawValue, "\(reply)", file: file, line: line)
         let message = value["message"] as? String
         XCTAssertFalse(message?.isEmpty ?? true, "a failure explains itself: \(reply)", file: file, line: line)
         // The raw reply also decodes with the protocol's own types.
         if let data = try? JSONSerialization.data(withJSONObject: reply),
-           let envelope = try? ReplyEnvelope.decode(Array(data)) {
+            let envelope = try? ReplyEnvelope.decode(Array(data))
+        {
             XCTAssertEqual(envelope.id, id, file: file, line: line)
-            if case .failure(let f) = envelope.reply { XCTAssertEqual(f.code, code, file: file, line: line) } else {
+            if case .failure(let f) = envelope.reply {
+                XCTAssertEqual(f.code, code, file: file, line: line)
+            } else {
                 XCTFail("decoded as \(envelope.reply)", file: file, line: line)
             }
         } else {
@@ -87,7 +111,13 @@ final class BadInputTests: XCTestCase {
         }
     }
 
-    private func expectFailure(_ client: RawClient, id: UInt64, code: FailureCode, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func expectFailure(
+        _ client: RawClient,
+        id: UInt64,
+        code: FailureCode,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         assertFailure(try client.readReply(), id: id, code: code, file: file, line: line)
     }
 
@@ -96,11 +126,21 @@ final class BadInputTests: XCTestCase {
     }
 
     /// The daemon process is alive, a new client can greet and read its status, and nothing changed.
-    private func assertDaemonServes(_ expected: UserStatus? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func assertDaemonServes(
+        _ expected: UserStatus? = nil,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         let pid = enclave.processID
         XCTAssertGreaterThan(pid, 0, file: file, line: line)
         var status: Int32 = 0
-        XCTAssertEqual(waitpid(pid, &status, WNOHANG), 0, "laenclaved exited; log:\n\(enclave.log())", file: file, line: line)
+        XCTAssertEqual(
+            waitpid(pid, &status, WNOHANG),
+            0,
+            "laenclaved exited; log:\n\(enclave.log())",
+            file: file,
+            line: line
+        )
         // A raw newcomer greets.
         let client = try raw()
         defer { client.close() }
@@ -113,8 +153,12 @@ final class BadInputTests: XCTestCase {
         XCTAssertEqual(now, expected ?? baseline, "state changed", file: file, line: line)
         XCTAssertTrue(now.passcodeSet, file: file, line: line)
         let kit = try enclave.status()
-        XCTAssertEqual([kit.biometricFailures, kit.passcodeFailures, kit.queuedEvents], [now.biometricFailures, now.passcodeFailures, now.queuedEvents],
-                       file: file, line: line)
+        XCTAssertEqual(
+            [kit.biometricFailures, kit.passcodeFailures, kit.queuedEvents],
+            [now.biometricFailures, now.passcodeFailures, now.queuedEvents],
+            file: file,
+            line: line
+        )
         XCTAssertEqual(kit.enrolledCount, now.enrolledCount, file: file, line: line)
         XCTAssertEqual(kit.passcodeSet, now.passcodeSet, file: file, line: line)
         XCTAssertEqual(kit.biometryLockout, now.biometryLockout, file: file, line: line)
@@ -127,7 +171,8 @@ final class BadInputTests: XCTestCase {
     private func assertPromptIsFree(file: StaticString = #filePath, line: UInt = #line) throws {
         let client = try greeted(id: 1, file: file, line: line)
         defer { client.close() }
-        var o = options(); o["onTerminal"] = true
+        var o = options()
+        o["onTerminal"] = true
         client.sendRequest(id: 2, op: "evaluate", args: ["context": "probe", "policy": 1, "options": o])
         // Waiting behind a leaked prompt would end after the prompt-queue timeout (30 s) with systemCancel.
         assertKind(try client.readReply(timeout: 45), id: 2, kind: "prompt", file: file, line: line)
@@ -136,12 +181,24 @@ final class BadInputTests: XCTestCase {
         for _ in 0..<20 {
             guard let reply = try client.readReply() else { break }
             let kind = (reply["reply"] as? [String: Any])?["kind"] as? String
-            if number(reply["id"]) == 3 { assertKind(reply, id: 3, kind: "ok", file: file, line: line); continue }
-            if kind == "evaluated" { final = reply; break }
+            if number(reply["id"]) == 3 {
+                assertKind(reply, id: 3, kind: "ok", file: file, line: line)
+                continue
+            }
+            if kind == "evaluated" {
+                final = reply
+                break
+            }
         }
         assertKind(final, id: 2, kind: "evaluated", file: file, line: line)
         let value = (final?["reply"] as? [String: Any])?["value"] as? [String: Any]
-        XCTAssertEqual(number(value?["error"]), Int64(LAErrorCode.appCancel.rawValue), "\(String(describing: final))", file: file, line: line)
+        XCTAssertEqual(
+            number(value?["error"]),
+            Int64(LAErrorCode.appCancel.rawValue),
+            "\(String(describing: final))",
+            file: file,
+            line: line
+        )
     }
 
     private func options(reason: Any = "Unlock the vault") -> [String: Any] {
@@ -186,7 +243,9 @@ final class BadInputTests: XCTestCase {
     func testTruncatedFrameThenCloseLeavesTheDaemonServing() throws {
         let hello = Array("{\"id\":1,\"op\":\"hello\",\"args\":{\"version\":1}}".utf8)
         // Header only, partial header, header + part of the payload; each followed by end of stream.
-        let cuts: [[UInt8]] = [RawClient.header(hello.count), [0, 0], RawClient.header(hello.count) + hello.prefix(10)]
+        let cuts: [[UInt8]] = [
+            RawClient.header(hello.count), [0, 0], RawClient.header(hello.count) + hello.prefix(10),
+        ]
         for cut in cuts {
             let client = try raw()
             XCTAssertTrue(client.sendRaw(cut))
@@ -289,10 +348,12 @@ final class BadInputTests: XCTestCase {
             c.abort()
         }
         let checked = try raw()
-        let stream = [0x00, 0x00, 0x00, 0x05] + Array("\u{0}\u{1}\u{2}\u{3}\u{4}".utf8) + [0x00, 0x01, 0x00, 0x01] + garbage(65537)
+        let stream =
+            [0x00, 0x00, 0x00, 0x05] + Array("\u{0}\u{1}\u{2}\u{3}\u{4}".utf8) + [0x00, 0x01, 0x00, 0x01]
+            + garbage(65537)
         checked.sendRaw(stream)
         assertFailure(try checked.readReply(), id: 0, code: .malformedMessage)
-        assertFailure(try checked.readReply(), id: 0, code: .malformedMessage)   // 65537 declared: oversized
+        assertFailure(try checked.readReply(), id: 0, code: .malformedMessage)  // 65537 declared: oversized
         assertClosed(checked, "an oversized frame in a garbage stream")
         try assertDaemonServes()
     }
@@ -306,10 +367,10 @@ final class BadInputTests: XCTestCase {
             for i in 0..<20 {
                 let c = try raw()
                 switch (batch * 20 + i) % 4 {
-                case 0: break                                                  // nothing at all
-                case 1: c.sendRequest(id: 1, op: "hello", args: ["version": 1]) // hello, never read
-                case 2: c.sendRaw(RawClient.header(40) + Array("{\"id\":".utf8)) // half a frame
-                default: c.sendRequest(id: 1, op: "status")                      // out of order, never read
+                case 0: break  // nothing at all
+                case 1: c.sendRequest(id: 1, op: "hello", args: ["version": 1])  // hello, never read
+                case 2: c.sendRaw(RawClient.header(40) + Array("{\"id\":".utf8))  // half a frame
+                default: c.sendRequest(id: 1, op: "status")  // out of order, never read
                 }
                 clients.append(c)
             }
@@ -327,13 +388,18 @@ final class BadInputTests: XCTestCase {
         // The daemon reads a vanished client's last frames before it sees the end: wait until it
         // has answered all three (appCancel), or a late one could take the touch queued below.
         try eventually("the three orphaned evaluations ended", timeout: 30) {
-            guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 50, everyApp: false))) else { return false }
+            guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 50, everyApp: false))) else {
+                return false
+            }
             return entries.filter { $0.operation == "evaluate" && $0.result.hasPrefix("appCancel") }.count >= 3
         }
         try assertPromptIsFree()
         try enclave.queue(.match)
         try await enclave.run {
-            let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "After the storm")
+            let ok = try await LAContext().evaluatePolicy(
+                .deviceOwnerAuthenticationWithBiometrics,
+                localizedReason: "After the storm"
+            )
             XCTAssertTrue(ok)
         }
         try assertDaemonServes()
@@ -345,11 +411,23 @@ final class BadInputTests: XCTestCase {
     func testAClientThatStopsReadingLargeAnswersIsClosed() throws {
         let secret = Data(repeating: 0x5A, count: 45_000)
         try enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "large",
-                                       kSecValueData as String: secret] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "large",
+                        kSecValueData as String: secret,
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         let client = try greeted()
-        let query = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("large")], context: "big", returnData: true)
+        let query = KeychainRequest(
+            attributes: ["class": .string("genp"), "acct": .string("large")],
+            context: "big",
+            returnData: true
+        )
         for id in UInt64(100)..<140 {
             XCTAssertTrue(client.sendFrame(RequestEnvelope(id: id, request: .keychainCopy(query)).encoded()))
         }
@@ -374,10 +452,13 @@ final class BadInputTests: XCTestCase {
         }
         // Half a frame after hello, with an evaluation running on that connection.
         let vanishing = try greeted(id: 1)
-        var o = options(); o["onTerminal"] = true
+        var o = options()
+        o["onTerminal"] = true
         vanishing.sendRequest(id: 2, op: "evaluate", args: ["context": "v", "policy": 2, "options": o])
         assertKind(try vanishing.readReply(), id: 2, kind: "prompt")
-        let request = Array("{\"id\":3,\"op\":\"simulate\",\"args\":{\"events\":[{\"kind\":\"passcode\",\"passcode\":\"0000\"}]}}".utf8)
+        let request = Array(
+            "{\"id\":3,\"op\":\"simulate\",\"args\":{\"events\":[{\"kind\":\"passcode\",\"passcode\":\"0000\"}]}}".utf8
+        )
         vanishing.sendRaw(RawClient.header(request.count) + request.prefix(request.count / 2))
         vanishing.abort()
 
@@ -387,7 +468,10 @@ final class BadInputTests: XCTestCase {
         try assertPromptIsFree()
         try enclave.queue(.match)
         try await enclave.run {
-            let ok = try await LAContext().evaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, localizedReason: "Still here")
+            let ok = try await LAContext().evaluatePolicy(
+                .deviceOwnerAuthenticationWithBiometrics,
+                localizedReason: "Still here"
+            )
             XCTAssertTrue(ok)
         }
         try assertDaemonServes()

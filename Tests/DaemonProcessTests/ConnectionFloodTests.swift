@@ -5,6 +5,7 @@ import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,14 +27,15 @@ final class ConnectionFloodTests: XCTestCase {
         }
         let over = try RawClient(path: enclave.socketPath)
         guard let refusal = try over.readReply(), let body = refusal["reply"] as? [String: Any],
-              let value = body["value"] as? [String: Any] else { return XCTFail("no answer to the sixth connection") }
+            let value = body["value"] as? [String: Any]
+        else { return XCTFail("no answer to the sixth connection") }
         XCTAssertEqual(value["code"] as? String, FailureCode.busy.rawValue, "\(refusal)")
         XCTAssertTrue((value["message"] as? String ?? "").contains("5 connections"), "\(refusal)")
         XCTAssertTrue(over.isClosed(), "and closed")
         held.removeLast().close()
         eventually("a closed connection makes room") { (try? EnclaveConnection(socketPath: enclave.socketPath)) != nil }
         XCTAssertEqual(try enclave.status().enrolledCount, 1, "the daemon serves on")
-        held.forEach { $0.close() }
+        for connection in held { connection.close() }
     }
 
     func testAConnectionThatNeverSaysHelloIsClosed() throws {
@@ -49,7 +51,11 @@ final class ConnectionFloodTests: XCTestCase {
         Thread.sleep(forTimeInterval: 1.5)
         greeted.sendRequest(id: 2, op: "status")
         let status = try greeted.readReply()
-        XCTAssertEqual((status?["reply"] as? [String: Any])?["kind"] as? String, "status", "\(String(describing: status))")
+        XCTAssertEqual(
+            (status?["reply"] as? [String: Any])?["kind"] as? String,
+            "status",
+            "\(String(describing: status))"
+        )
     }
 
     /// Attack: an unprivileged user opens 1,000 connections to the system daemon and keeps them.
@@ -61,13 +67,19 @@ final class ConnectionFloodTests: XCTestCase {
         // The daemon starts with the descriptor limit most machines give a process (1,024), as the
         // attack found it; it may raise its own soft limit from there.
         let wrapper = NSTemporaryDirectory() + "laenclaved-nofile-\(getpid())"
-        try "#!/bin/sh\nulimit -S -n 1024\nexec \"\(productPath("laenclaved"))\" \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        try "#!/bin/sh\nulimit -S -n 1024\nexec \"\(productPath("laenclaved"))\" \"$@\"\n".write(
+            toFile: wrapper,
+            atomically: true,
+            encoding: .utf8
+        )
         chmod(wrapper, 0o755)
         defer { unlink(wrapper) }
-        let enclave = try TestEnclave(.with {
-            $0.systemMode = true
-            $0.daemonPath = wrapper
-        })
+        let enclave = try TestEnclave(
+            .with {
+                $0.systemMode = true
+                $0.daemonPath = wrapper
+            }
+        )
         let script = """
             import socket, sys, time
             held = []
@@ -90,11 +102,15 @@ final class ConnectionFloodTests: XCTestCase {
         let flood = Process()
         flood.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
         flood.arguments = ["-u", "nobody", "--", "/usr/bin/python3", "-c", script, enclave.socketPath, "60"]
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         flood.standardOutput = out
         flood.standardError = err
         try flood.run()
-        defer { flood.terminate(); flood.waitUntilExit() }
+        defer {
+            flood.terminate()
+            flood.waitUntilExit()
+        }
         // The flood prints how many connections it opened once it is done opening them.
         var printed = Data()
         while !printed.contains(UInt8(ascii: "\n")) {
@@ -103,13 +119,19 @@ final class ConnectionFloodTests: XCTestCase {
             printed += chunk
         }
         let opened = Int(String(decoding: printed, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
-        XCTAssertGreaterThan(opened, 0, "the flood connected: \(String(decoding: err.fileHandleForReading.availableData, as: UTF8.self))")
+        XCTAssertGreaterThan(
+            opened,
+            0,
+            "the flood connected: \(String(decoding: err.fileHandleForReading.availableData, as: UTF8.self))"
+        )
         // While the flood holds its connections, root is served at once.
         let start = Date()
         let status = try runProcess(productPath("lactl"), ["status", "--socket", enclave.socketPath], timeout: 15)
         XCTAssertEqual(status.status, 0, status.stdout + status.stderr)
         XCTAssertLessThan(Date().timeIntervalSince(start), 5, "root waited for the flood")
-        eventually("the daemon to refuse the flood's connections over its limit (\(opened) connected): \(enclave.log().suffix(1500))") {
+        eventually(
+            "the daemon to refuse the flood's connections over its limit (\(opened) connected): \(enclave.log().suffix(1500))"
+        ) {
             enclave.log().contains("refused a connection over the limit")
         }
         // And while the flood holds its connections, it holds at most its own budget of the
@@ -121,7 +143,8 @@ final class ConnectionFloodTests: XCTestCase {
         var descriptors = Int.max
         let deadline = Date().addingTimeInterval(10)
         repeat {
-            descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(enclave.processID)/fd").count) ?? .max
+            descriptors =
+                (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(enclave.processID)/fd").count) ?? .max
             if descriptors < budget { break }
             usleep(10_000)
         } while Date() < deadline
@@ -136,10 +159,15 @@ final class ConnectionFloodTests: XCTestCase {
     /// grows by ~50 MB for these 2,000 answers, checked by lifting the bound).
     func testAClientThatStopsReadingIsClosedAndHoldsBoundedMemory() throws {
         let enclave = try TestEnclave()
-        let attributes: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("large"), "acct": .string("a")]
+        let attributes: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string("large"), "acct": .string("a"),
+        ]
         var add = attributes
         add["v_Data"] = .data(Data(repeating: 0x5A, count: 40_000))
-        guard case .keychain(let added) = try enclave.send(.keychainAdd(KeychainRequest(attributes: add, context: "big"))), added.status == .success else {
+        guard
+            case .keychain(let added) = try enclave.send(.keychainAdd(KeychainRequest(attributes: add, context: "big"))),
+            added.status == .success
+        else {
             return XCTFail("the large item was not added")
         }
         func peakKB() -> Int {
@@ -153,7 +181,10 @@ final class ConnectionFloodTests: XCTestCase {
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(reader.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         reader.sendFrame(RequestEnvelope(id: 1, request: .hello(.init(version: enclaveProtocolVersion))).encoded())
-        let copy = RequestEnvelope(id: 2, request: .keychainCopy(KeychainRequest(attributes: attributes, context: "big", returnData: true))).encoded()
+        let copy = RequestEnvelope(
+            id: 2,
+            request: .keychainCopy(KeychainRequest(attributes: attributes, context: "big", returnData: true))
+        ).encoded()
         // Paced below the connection's 64 running requests, so that the answers are the large ones
         // (not `busy`): unbounded, 2,000 of them would be 80 MB waiting in the daemon.
         var sent = 0
@@ -166,8 +197,17 @@ final class ConnectionFloodTests: XCTestCase {
         let start = Date()
         XCTAssertTrue(try enclave.status().passcodeSet)
         try enclave.queue(.match)
-        guard case .evaluated(let evaluation) = try enclave.send(.evaluate(.init(context: "served", policy: PolicyValue.deviceOwnerAuthenticationWithBiometrics.rawValue,
-                                                                            options: .init(reason: "Still served")))) else { return XCTFail("no evaluation") }
+        guard
+            case .evaluated(let evaluation) = try enclave.send(
+                .evaluate(
+                    .init(
+                        context: "served",
+                        policy: PolicyValue.deviceOwnerAuthenticationWithBiometrics.rawValue,
+                        options: .init(reason: "Still served")
+                    )
+                )
+            )
+        else { return XCTFail("no evaluation") }
         XCTAssertTrue(evaluation.success, "\(evaluation)")
         XCTAssertLessThan(Date().timeIntervalSince(start), 5, "another client waited for the one that does not read")
         // The daemon closed the connection: what it had sent, then the end.
@@ -177,12 +217,20 @@ final class ConnectionFloodTests: XCTestCase {
             switch reader.readFrame(timeout: 15) {
             case .payload: frames += 1
             case .closed: ended = true
-            case .timeout: XCTFail("the connection that never read was not closed (\(frames) answers read, \(sent) requests sent)"); ended = true
+            case .timeout:
+                XCTFail("the connection that never read was not closed (\(frames) answers read, \(sent) requests sent)")
+                ended = true
             }
         }
         XCTAssertLessThan(frames, sent, "the daemon stopped answering it before its \(sent) requests")
         let growth = peakKB() - before
-        print("slow reader: \(sent) requests sent, \(frames) answers received before the close; daemon peak memory \(before / 1024) → \(peakKB() / 1024) MB")
-        XCTAssertLessThan(growth, 16 * 1024, "the daemon's peak memory grew by \(growth / 1024) MB (unbounded, this attack took it up by ~50 MB)")
+        print(
+            "slow reader: \(sent) requests sent, \(frames) answers received before the close; daemon peak memory \(before / 1024) → \(peakKB() / 1024) MB"
+        )
+        XCTAssertLessThan(
+            growth,
+            16 * 1024,
+            "the daemon's peak memory grew by \(growth / 1024) MB (unbounded, this attack took it up by ~50 MB)"
+        )
     }
 }

@@ -3,6 +3,7 @@ import EnclaveProtocol
 import IntegrationSupport
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,7 +14,8 @@ final class CrashSafetyTests: XCTestCase {
     func testSIGKILLBetweenAFailedAttemptAndItsReplyNeverLosesTheAttempt() throws {
         let enclave = try TestEnclave()
         var generator = SystemRandomNumberGenerator()
-        var told = 0, untold = 0
+        var told = 0
+        var untold = 0
         for round in 0..<30 {
             let before = try enclave.status()
             if before.biometricFailures >= 3 || before.passcodeFailures >= 3 {
@@ -25,12 +27,19 @@ final class CrashSafetyTests: XCTestCase {
             let connection = try EnclaveConnection(socketPath: enclave.socketPath)
             let seen = FailureWitness()
             let policy = biometric ? PolicyValue.deviceOwnerAuthenticationWithBiometrics : .deviceOwnerAuthentication
-            connection.send(.evaluate(.init(context: "crash-\(round)", policy: policy.rawValue, options: .init(reason: "crash test"))),
-                            onEvent: { reply in
-                                if case .prompt(let screen) = reply, screen.instruction.contains("no match") || screen.instruction.contains("Wrong passcode") {
-                                    seen.mark()
-                                }
-                            }, completion: { _ in })
+            connection.send(
+                .evaluate(
+                    .init(context: "crash-\(round)", policy: policy.rawValue, options: .init(reason: "crash test"))
+                ),
+                onEvent: { reply in
+                    if case .prompt(let screen) = reply,
+                        screen.instruction.contains("no match") || screen.instruction.contains("Wrong passcode")
+                    {
+                        seen.mark()
+                    }
+                },
+                completion: { _ in }
+            )
             try enclave.queue(biometric ? [.nomatch] : [.passcode("0000\(round)")])
             usleep(UInt32.random(in: 0...4000, using: &generator))
             enclave.kill()
@@ -38,7 +47,9 @@ final class CrashSafetyTests: XCTestCase {
             connection.close()
             try enclave.start()
             let after = try enclave.status()
-            let (b0, b1) = biometric ? (start.biometricFailures, after.biometricFailures) : (start.passcodeFailures, after.passcodeFailures)
+            let (b0, b1) =
+                biometric
+                ? (start.biometricFailures, after.biometricFailures) : (start.passcodeFailures, after.passcodeFailures)
             XCTAssertGreaterThanOrEqual(b1, b0, "round \(round): a counter went down")
             XCTAssertLessThanOrEqual(b1, b0 + 1, "round \(round)")
             if wasTold {
@@ -57,8 +68,8 @@ final class CrashSafetyTests: XCTestCase {
     func testSIGKILLDuringKeychainWritesAndDeletesLosesNothingAnsweredAndResurrectsNothing() throws {
         let enclave = try TestEnclave()
         var generator = SystemRandomNumberGenerator()
-        var added: Set<String> = []      // answered success, not deleted since
-        var deleted: Set<String> = []    // answered success
+        var added: Set<String> = []  // answered success, not deleted since
+        var deleted: Set<String> = []  // answered success
         func attributes(_ account: String) -> [String: KeychainValue] {
             ["class": .string("genp"), "svce": .string("crash"), "acct": .string(account)]
         }
@@ -78,8 +89,11 @@ final class CrashSafetyTests: XCTestCase {
                 }
                 if i < toDelete.count {
                     let victim = toDelete[i]
-                    connection.send(.keychainDelete(KeychainRequest(attributes: attributes(victim), context: "w"))) { result in
-                        if case .success(.keychain(let r)) = result, r.status == .success { answers.record(deleted: victim) }
+                    connection.send(.keychainDelete(KeychainRequest(attributes: attributes(victim), context: "w"))) {
+                        result in
+                        if case .success(.keychain(let r)) = result, r.status == .success {
+                            answers.record(deleted: victim)
+                        }
                     }
                 }
             }
@@ -94,8 +108,17 @@ final class CrashSafetyTests: XCTestCase {
 
             let control = try EnclaveConnection(socketPath: enclave.socketPath)
             defer { control.close() }
-            let reply = try control.request(.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("crash")],
-                                                                           context: "check", returnData: true, returnAttributes: true, matchAll: true)))
+            let reply = try control.request(
+                .keychainCopy(
+                    KeychainRequest(
+                        attributes: ["class": .string("genp"), "svce": .string("crash")],
+                        context: "check",
+                        returnData: true,
+                        returnAttributes: true,
+                        matchAll: true
+                    )
+                )
+            )
             guard case .keychain(let all) = reply else { return XCTFail("round \(round): \(reply)") }
             var present: [String: Data] = [:]
             for item in all.items {
@@ -110,13 +133,19 @@ final class CrashSafetyTests: XCTestCase {
             for account in added where !uncertain.contains(account) {
                 XCTAssertEqual(present[account], secret(account), "round \(round): \(account) was answered added")
             }
-            for account in deleted { XCTAssertNil(present[account], "round \(round): \(account) was answered deleted, and came back") }
-            for (account, data) in present { XCTAssertEqual(data, secret(account), "round \(round): \(account) is not whole") }
+            for account in deleted {
+                XCTAssertNil(present[account], "round \(round): \(account) was answered deleted, and came back")
+            }
+            for (account, data) in present {
+                XCTAssertEqual(data, secret(account), "round \(round): \(account) is not whole")
+            }
             // What was written but not answered before the kill is there whole, or not at all; from
             // now on it counts as added (it may be deleted in a later round).
             added.formUnion(present.keys.filter { !deleted.contains($0) })
         }
-        print("keychain SIGKILL rounds: \(added.count) items added and kept, \(deleted.count) deleted, checked after every kill")
+        print(
+            "keychain SIGKILL rounds: \(added.count) items added and kept, \(deleted.count) deleted, checked after every kill"
+        )
     }
 }
 

@@ -24,7 +24,9 @@ final class CryptoShreddingAttackTests: XCTestCase {
         let queue = try DatabaseQueue(path: enclave.stateDirectory + "/enclave.sqlite", configuration: configuration)
         defer { try? queue.close() }
         return try queue.read { db in
-            let row = try XCTUnwrap(Row.fetchOne(db, sql: "SELECT wrappedKey, ciphertext FROM item WHERE account = ?", arguments: [account]))
+            let row = try XCTUnwrap(
+                Row.fetchOne(db, sql: "SELECT wrappedKey, ciphertext FROM item WHERE account = ?", arguments: [account])
+            )
             return SealedRow(wrappedKey: row["wrappedKey"], ciphertext: row["ciphertext"])
         }
     }
@@ -35,7 +37,9 @@ final class CryptoShreddingAttackTests: XCTestCase {
         configuration.readonly = true
         let queue = try DatabaseQueue(path: enclave.stateDirectory + "/enclave.sqlite", configuration: configuration)
         defer { try? queue.close() }
-        return try queue.read { db in try Data.fetchOne(db, sql: "SELECT wrapped FROM class_key WHERE class = ?", arguments: [keyClass]) }
+        return try queue.read { db in
+            try Data.fetchOne(db, sql: "SELECT wrapped FROM class_key WHERE class = ?", arguments: [keyClass])
+        }
     }
 
     /// The files of a copy of the state directory, taken now, in which `bytes` occur.
@@ -51,10 +55,20 @@ final class CryptoShreddingAttackTests: XCTestCase {
         return found
     }
 
-    private func add(_ enclave: TestEnclave, account: String, secret: String, protection: Protection = .whenUnlocked) throws {
-        let request = KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("shred"), "acct": .string(account),
-                                                   "v_Data": .data(Data(secret.utf8))],
-                                      accessControl: AccessControlValue(protection: protection, flags: []), context: "shred")
+    private func add(
+        _ enclave: TestEnclave,
+        account: String,
+        secret: String,
+        protection: Protection = .whenUnlocked
+    ) throws {
+        let request = KeychainRequest(
+            attributes: [
+                "class": .string("genp"), "svce": .string("shred"), "acct": .string(account),
+                "v_Data": .data(Data(secret.utf8)),
+            ],
+            accessControl: AccessControlValue(protection: protection, flags: []),
+            context: "shred"
+        )
         guard case .keychain(let reply) = try enclave.send(.keychainAdd(request)), reply.status == .success else {
             return XCTFail("the item was not added")
         }
@@ -69,12 +83,20 @@ final class CryptoShreddingAttackTests: XCTestCase {
         let sealed = try sealedRow(enclave, account: "victim")
         XCTAssertFalse(try filesHolding([sealed.ciphertext], in: enclave).isEmpty, "the oracle finds the live item")
 
-        let delete = KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("shred"), "acct": .string("victim")], context: "shred")
-        guard case .keychain(let reply) = try enclave.send(.keychainDelete(delete)), reply.status == .success else { return XCTFail("not deleted") }
+        let delete = KeychainRequest(
+            attributes: ["class": .string("genp"), "svce": .string("shred"), "acct": .string("victim")],
+            context: "shred"
+        )
+        guard case .keychain(let reply) = try enclave.send(.keychainDelete(delete)), reply.status == .success else {
+            return XCTFail("not deleted")
+        }
 
         // As soon as the answer has come: while the daemon runs, and after it stops.
-        XCTAssertEqual(try filesHolding([sealed.wrappedKey, sealed.ciphertext], in: enclave), [],
-                       "the deleted item's sealed key or secret is still in the state directory (with the key file, it opens)")
+        XCTAssertEqual(
+            try filesHolding([sealed.wrappedKey, sealed.ciphertext], in: enclave),
+            [],
+            "the deleted item's sealed key or secret is still in the state directory (with the key file, it opens)"
+        )
         enclave.stop()
         XCTAssertEqual(try filesHolding([sealed.wrappedKey, sealed.ciphertext], in: enclave), [])
     }
@@ -82,18 +104,29 @@ final class CryptoShreddingAttackTests: XCTestCase {
     func testRemovingThePasscodeDestroysTheKeyOfItsClassAndEveryItemOfIt() throws {
         let enclave = try TestEnclave()
         try add(enclave, account: "kept", secret: "survives-passcode-removal", protection: .whenUnlocked)
-        try add(enclave, account: "bound", secret: "dies-with-the-passcode-77a2", protection: .whenPasscodeSetThisDeviceOnly)
+        try add(
+            enclave,
+            account: "bound",
+            secret: "dies-with-the-passcode-77a2",
+            protection: .whenPasscodeSetThisDeviceOnly
+        )
         let sealed = try sealedRow(enclave, account: "bound")
         let classKey = try XCTUnwrap(try wrappedClassKey(enclave, "passcodeSet"), "the class has a key of its own")
 
         try enclave.removePasscode(current: "1234")
 
-        XCTAssertEqual(try filesHolding([sealed.wrappedKey, sealed.ciphertext, classKey], in: enclave), [],
-                       "after the passcode's removal its class key or an item of it is still in the state directory")
+        XCTAssertEqual(
+            try filesHolding([sealed.wrappedKey, sealed.ciphertext, classKey], in: enclave),
+            [],
+            "after the passcode's removal its class key or an item of it is still in the state directory"
+        )
         XCTAssertNil(try wrappedClassKey(enclave, "passcodeSet"))
         // The other class is untouched, and a new passcode starts a new class key.
-        let copy = KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("shred"), "acct": .string("kept")], context: "shred",
-                                   returnData: true)
+        let copy = KeychainRequest(
+            attributes: ["class": .string("genp"), "svce": .string("shred"), "acct": .string("kept")],
+            context: "shred",
+            returnData: true
+        )
         guard case .keychain(let kept) = try enclave.send(.keychainCopy(copy)) else { return XCTFail() }
         XCTAssertEqual(kept.items.first?.data, Data("survives-passcode-removal".utf8))
         try enclave.setPasscode("5678")

@@ -3,6 +3,7 @@ import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,23 +30,36 @@ final class FirstHourTests: XCTestCase {
     private static func processes(withVariable entry: String) -> [pid_t] {
         let pids = (try? FileManager.default.contentsOfDirectory(atPath: "/proc"))?.compactMap { pid_t($0) } ?? []
         return pids.filter { pid in
-            guard pid != getpid(), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else { return false }
+            guard pid != getpid(), let environ = FileManager.default.contents(atPath: "/proc/\(pid)/environ") else {
+                return false
+            }
             return environ.split(separator: 0).contains { Data($0) == Data(entry.utf8) }
         }
     }
 
     func testTheReadmesWalkthroughRunsAsWritten() throws {
-        let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
-        let steps = try ReadmeSection.steps(readme: checkout + "/README.md", heading: "## Using it from your own package")
+        let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let steps = try ReadmeSection.steps(
+            readme: checkout + "/README.md",
+            heading: "## Using it from your own package"
+        )
         XCTAssertGreaterThanOrEqual(steps.count, 10, "the section's blocks: \(steps)")
 
         var template = Array("/tmp/la-firsthour-XXXXXX".utf8CString)
         let root = String(cString: mkdtemp(&template)!)
         self.root = root
         // The README's layout: the app next to a checkout of this package.
-        try FileManager.default.createSymbolicLink(atPath: root + "/LocalAuthenticationLinux", withDestinationPath: checkout)
+        try FileManager.default.createSymbolicLink(
+            atPath: root + "/LocalAuthenticationLinux",
+            withDestinationPath: checkout
+        )
         for dir in ["/runtime", "/data", "/config"] {
-            try FileManager.default.createDirectory(atPath: root + dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: root + dir,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         }
         // A user of their own: the daemon's socket and state in the scratch directory; nothing of
         // the test run's daemon variables.
@@ -54,7 +68,9 @@ final class FirstHourTests: XCTestCase {
         environment["XDG_RUNTIME_DIR"] = root + "/runtime"
         environment["XDG_DATA_HOME"] = root + "/data"
         environment["XDG_CONFIG_HOME"] = root + "/config"
-        let installed = (DaemonLauncher.installedLocations + [EnclavePaths.systemSocket]).filter { FileManager.default.fileExists(atPath: $0) }
+        let installed = (DaemonLauncher.installedLocations + [EnclavePaths.systemSocket]).filter {
+            FileManager.default.fileExists(atPath: $0)
+        }
         try XCTSkipIf(!installed.isEmpty, "\(installed) on this machine: the missing daemon cannot be shown")
 
         var directory = root
@@ -63,7 +79,10 @@ final class FirstHourTests: XCTestCase {
             switch step {
             case .file(let name, let text):
                 let path = directory + "/" + name
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(
+                    atPath: (path as NSString).deletingLastPathComponent,
+                    withIntermediateDirectories: true
+                )
                 try text.write(toFile: path, atomically: true, encoding: .utf8)
             case .commands(let script):
                 let run = try Shell.run(script, in: directory, environment: environment, log: root + "/step-\(number)")
@@ -76,7 +95,10 @@ final class FirstHourTests: XCTestCase {
                 for line in expected.split(separator: "\n") {
                     // The sample's own paths and what it elides (…) differ from this machine's.
                     let fixed = String(line.prefix { $0 != "/" && $0 != "…" })
-                    XCTAssertTrue(lastOutput.contains(fixed), "the README shows \"\(line)\"; the run printed:\n\(lastOutput.suffix(4000))")
+                    XCTAssertTrue(
+                        lastOutput.contains(fixed),
+                        "the README shows \"\(line)\"; the run printed:\n\(lastOutput.suffix(4000))"
+                    )
                 }
             }
         }
@@ -89,8 +111,12 @@ final class FirstHourTests: XCTestCase {
             let said = output.split(separator: "\n").filter { $0.hasPrefix("[LocalAuthentication] ") }
             XCTAssertEqual(said.count, 1, "the missing daemon is said once, not per call:\n\(output.suffix(4000))")
             XCTAssertTrue(said.first?.contains("Fix: ") ?? false, "\(said)")
-            XCTAssertTrue(output.contains("SecItemAdd: -25291: No keychain is available. The keychain daemon (laenclaved) could not be reached. no laenclaved for this process: "),
-                          "SecCopyErrorMessageString carries the reason:\n\(output.suffix(4000))")
+            XCTAssertTrue(
+                output.contains(
+                    "SecItemAdd: -25291: No keychain is available. The keychain daemon (laenclaved) could not be reached. no laenclaved for this process: "
+                ),
+                "SecCopyErrorMessageString carries the reason:\n\(output.suffix(4000))"
+            )
         }
         if script.contains("swift test") {
             XCTAssertTrue(output.contains("Executed 1 test, with 0 failures"), output.suffix(4000).description)
@@ -123,9 +149,14 @@ private enum ReadmeSection {
                     case "sh": steps.append(.commands(code))
                     case "text": steps.append(.output(code))
                     case "swift":
-                        let named = paragraph.split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+                        let named = paragraph.split(separator: "`", omittingEmptySubsequences: false).enumerated()
+                            .filter { $0.offset % 2 == 1 }.map(\.element)
                         guard let name = named.first(where: { $0.hasSuffix(".swift") }) else {
-                            throw NSError(domain: "README", code: 1, userInfo: [NSLocalizedDescriptionKey: "a swift block names no file: \(paragraph)"])
+                            throw NSError(
+                                domain: "README",
+                                code: 1,
+                                userInfo: [NSLocalizedDescriptionKey: "a swift block names no file: \(paragraph)"]
+                            )
                         }
                         steps.append(.file(String(name), code))
                     default: break
@@ -159,14 +190,24 @@ private enum Shell {
 
     /// `log`: where the step's output goes (LOG.log) and the directory it ends in (LOG.pwd); one
     /// of each a step, since a daemon a step started keeps writing to the step's output.
-    static func run(_ script: String, in directory: String, environment: [String: String], log name: String) throws -> Run {
-        let log = name + ".log", end = name + ".pwd"
+    static func run(
+        _ script: String,
+        in directory: String,
+        environment: [String: String],
+        log name: String
+    ) throws -> Run {
+        let log = name + ".log"
+        let end = name + ".pwd"
         try? FileManager.default.removeItem(atPath: end)
         // posix_spawn and waitpid, not Foundation's Process: that one counts a child as running
         // while anything it started (the daemon a step leaves running) still holds its descriptors.
         let quoted = "'" + directory.replacingOccurrences(of: "'", with: "'\\''") + "'"
-        let pid = try DaemonLauncher.spawn("/bin/bash", ["-c", "exec >\(log) 2>&1 </dev/null\nset -euo pipefail\ncd \(quoted)\n" + script + "pwd >\(end)\n"],
-                                           environment: environment, inherit: false)
+        let pid = try DaemonLauncher.spawn(
+            "/bin/bash",
+            ["-c", "exec >\(log) 2>&1 </dev/null\nset -euo pipefail\ncd \(quoted)\n" + script + "pwd >\(end)\n"],
+            environment: environment,
+            inherit: false
+        )
         let started = Date()
         var said = started
         var status: Int32 = 0
@@ -174,7 +215,9 @@ private enum Shell {
             usleep(200_000)
             if Date().timeIntervalSince(said) >= 60 {
                 said = Date()
-                print("FirstHourTests: \(Int(said.timeIntervalSince(started))) s into: \(script.split(separator: "\n").joined(separator: "; "))")
+                print(
+                    "FirstHourTests: \(Int(said.timeIntervalSince(started))) s into: \(script.split(separator: "\n").joined(separator: "; "))"
+                )
                 fflush(nil)
             }
             if Date().timeIntervalSince(started) > 1800 {

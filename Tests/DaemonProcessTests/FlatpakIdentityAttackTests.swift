@@ -4,6 +4,7 @@ import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,32 +38,65 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     }
 
     private func frames(_ requests: [Request]) -> String {
-        requests.enumerated().map { i, r in FrameEncoder.frame(RequestEnvelope(id: UInt64(i + 1), request: r).encoded()) }
-            .joined().map { String(format: "%02x", $0) }.joined()
+        requests.enumerated().map { i, r in FrameEncoder.frame(RequestEnvelope(id: UInt64(i + 1), request: r).encoded())
+        }
+        .joined().map { String(format: "%02x", $0) }.joined()
     }
 
     private var store: Request {
-        .keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(service), "v_Data": .data(secret)], context: "store"))
+        .keychainAdd(
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string(service), "v_Data": .data(secret)],
+                context: "store"
+            )
+        )
     }
 
     private var read: Request {
-        .keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(service)], context: "read", returnData: true))
+        .keychainCopy(
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string(service)],
+                context: "read",
+                returnData: true
+            )
+        )
     }
 
     /// The replies a client printed: its identity (hello) and its keychain request's status.
-    private func outcome(_ output: ProcessOutput, file: StaticString = #filePath, line: UInt = #line) -> (app: String, status: KeychainStatus?, raw: String) {
-        let replies = output.stdout.split(separator: "\n").compactMap { try? ReplyEnvelope.decode(Array($0.utf8)).reply }
+    private func outcome(
+        _ output: ProcessOutput,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> (app: String, status: KeychainStatus?, raw: String) {
+        let replies = output.stdout.split(separator: "\n").compactMap {
+            try? ReplyEnvelope.decode(Array($0.utf8)).reply
+        }
         guard replies.count == 2, case .hello(let hello) = replies[0] else {
-            XCTFail("the client got no hello and keychain reply: \(output.stdout) \(output.stderr)", file: file, line: line)
+            XCTFail(
+                "the client got no hello and keychain reply: \(output.stdout) \(output.stderr)",
+                file: file,
+                line: line
+            )
             return ("", nil, output.stdout)
         }
         guard case .keychain(let reply) = replies[1] else { return (hello.app, nil, output.stdout) }
         return (hello.app, reply.status, output.stdout)
     }
 
-    private func client(_ app: String, _ request: Request, network: Bool = true) throws -> (app: String, status: KeychainStatus?, raw: String) {
-        outcome(try installation.run(app, socket: enclave.socketPath, frames: frames([.hello(.init(version: enclaveProtocolVersion)), request]), replies: 2,
-                                     network: network))
+    private func client(
+        _ app: String,
+        _ request: Request,
+        network: Bool = true
+    ) throws -> (app: String, status: KeychainStatus?, raw: String) {
+        outcome(
+            try installation.run(
+                app,
+                socket: enclave.socketPath,
+                frames: frames([.hello(.init(version: enclaveProtocolVersion)), request]),
+                replies: 2,
+                network: network
+            )
+        )
     }
 
     /// A Flatpak app is its app id in every instance; another app running the very same program
@@ -74,7 +108,10 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         XCTAssertEqual(stored.status, .success, stored.raw)
         let again = try client(Self.victim, read)
         XCTAssertEqual(again.app, "flatpak:\(Self.victim)", "a new instance is the same app")
-        XCTAssertTrue(again.raw.contains(secret.base64EncodedString()), "the app reads its own secret in its next instance: \(again.raw)")
+        XCTAssertTrue(
+            again.raw.contains(secret.base64EncodedString()),
+            "the app reads its own secret in its next instance: \(again.raw)"
+        )
 
         let other = try client(Self.other, read)
         XCTAssertEqual(other.app, "flatpak:\(Self.other)")
@@ -86,12 +123,17 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     /// cannot look for its connection; it is served as its app id all the same. Before: refused
     /// as a client the daemon could not identify.
     func testAFlatpakAppWithoutNetworkAccessIsServedAsItself() throws {
-        guard Self.kernelGivesPidfds else { throw XCTSkip("needs SO_PEERPIDFD (Linux 6.5): without it such an app is refused, by design") }
+        guard Self.kernelGivesPidfds else {
+            throw XCTSkip("needs SO_PEERPIDFD (Linux 6.5): without it such an app is refused, by design")
+        }
         let stored = try client(Self.victim, store, network: false)
         XCTAssertEqual(stored.app, "flatpak:\(Self.victim)", stored.raw)
         XCTAssertEqual(stored.status, .success, stored.raw)
         let read = try client(Self.victim, read)
-        XCTAssertTrue(read.raw.contains(secret.base64EncodedString()), "the same app, with network access, reads it: \(read.raw)")
+        XCTAssertTrue(
+            read.raw.contains(secret.base64EncodedString()),
+            "the same app, with network access, reads it: \(read.raw)"
+        )
     }
 
     /// The person shares a group with a Flatpak app by its app id, as with any app; no group may
@@ -99,19 +141,47 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     func testAGroupSharedWithAFlatpakAppReachesThatAppOnly() throws {
         let lactl = productPath("lactl")
         let socket = ["--socket", enclave.socketPath]
-        let share = try runProcess(lactl, ["keychain", "share", "team", "flatpak:\(Self.victim)", lactl, "--stdin"] + socket, input: "1234\n")
+        let share = try runProcess(
+            lactl,
+            ["keychain", "share", "team", "flatpak:\(Self.victim)", lactl, "--stdin"] + socket,
+            input: "1234\n"
+        )
         XCTAssertEqual(share.status, 0, share.stderr)
-        let shared = Request.keychainAdd(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(service), "agrp": .string("team"),
-                                                                      "v_Data": .data(secret)], context: "store"))
+        let shared = Request.keychainAdd(
+            KeychainRequest(
+                attributes: [
+                    "class": .string("genp"), "svce": .string(service), "agrp": .string("team"),
+                    "v_Data": .data(secret),
+                ],
+                context: "store"
+            )
+        )
         XCTAssertEqual(try client(Self.victim, shared).status, .success, "the member Flatpak app stores in the group")
         let member = try runProcess(lactl, ["keychain", "get", "--service", service] + socket)
-        XCTAssertEqual(member.stdout, String(decoding: secret, as: UTF8.self), "another member reads it: \(member.stderr)")
-        let sharedRead = Request.keychainCopy(KeychainRequest(attributes: ["class": .string("genp"), "svce": .string(service), "agrp": .string("team")],
-                                                              context: "read", returnData: true))
+        XCTAssertEqual(
+            member.stdout,
+            String(decoding: secret, as: UTF8.self),
+            "another member reads it: \(member.stderr)"
+        )
+        let sharedRead = Request.keychainCopy(
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string(service), "agrp": .string("team")],
+                context: "read",
+                returnData: true
+            )
+        )
         let outsider = try client(Self.other, sharedRead)
-        XCTAssertEqual(outsider.status, .itemNotFound, "a Flatpak app outside the group finds nothing in it: \(outsider.raw)")
+        XCTAssertEqual(
+            outsider.status,
+            .itemNotFound,
+            "a Flatpak app outside the group finds nothing in it: \(outsider.raw)"
+        )
         XCTAssertFalse(outsider.raw.contains(secret.base64EncodedString()))
-        let impersonation = try runProcess(lactl, ["keychain", "share", "flatpak:\(Self.victim)", lactl, "--stdin"] + socket, input: "1234\n")
+        let impersonation = try runProcess(
+            lactl,
+            ["keychain", "share", "flatpak:\(Self.victim)", lactl, "--stdin"] + socket,
+            input: "1234\n"
+        )
         XCTAssertNotEqual(impersonation.status, 0, "a group named like a Flatpak app")
     }
 
@@ -121,9 +191,13 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         XCTAssertEqual(try client(Self.victim, store).status, .success)
         let forged = tmpfsFile("forged-info")
         defer { try? FileManager.default.removeItem(atPath: forged) }
-        try "[Application]\nname=\(Self.victim)\nruntime=runtime/\(FlatpakInstallation.runtime)/x86_64/1\n\n[Instance]\ninstance-id=4242424242\n"
+        try
+            "[Application]\nname=\(Self.victim)\nruntime=runtime/\(FlatpakInstallation.runtime)/x86_64/1\n\n[Instance]\ninstance-id=4242424242\n"
             .write(toFile: forged, atomically: true, encoding: .utf8)
-        assertBorrowsNothing(try forgedSandbox(info: forged, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read])), verdict: "noInstanceRecord")
+        assertBorrowsNothing(
+            try forgedSandbox(info: forged, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read])),
+            verdict: "noInstanceRecord"
+        )
     }
 
     /// The forgery made complete: the victim's live instance's very own `info`, so the record it
@@ -142,7 +216,10 @@ final class FlatpakIdentityAttackTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: copy) }
         try FileManager.default.copyItem(atPath: instance + "/info", toPath: copy)
         // The record it names is read, and matches; the instance's namespace is not the attacker's.
-        assertBorrowsNothing(try forgedSandbox(info: copy, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read])), verdict: "otherNamespace")
+        assertBorrowsNothing(
+            try forgedSandbox(info: copy, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read])),
+            verdict: "otherNamespace"
+        )
     }
 
     /// Served without the connection check is only a verified app: any other client in a network
@@ -150,9 +227,20 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     func testAnUnverifiedClientInANetworkNamespaceOfItsOwnIsRefused() throws {
         let forged = tmpfsFile("forged-info")
         defer { try? FileManager.default.removeItem(atPath: forged) }
-        try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(toFile: forged, atomically: true, encoding: .utf8)
-        let output = try forgedSandboxOutput(info: forged, frames: frames([.hello(.init(version: enclaveProtocolVersion)), read]), network: false)
-        XCTAssertTrue(output.stdout.contains("notPermitted") && output.stdout.contains("could not identify"), "refused: \(output.stdout) \(output.stderr)")
+        try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(
+            toFile: forged,
+            atomically: true,
+            encoding: .utf8
+        )
+        let output = try forgedSandboxOutput(
+            info: forged,
+            frames: frames([.hello(.init(version: enclaveProtocolVersion)), read]),
+            network: false
+        )
+        XCTAssertTrue(
+            output.stdout.contains("notPermitted") && output.stdout.contains("could not identify"),
+            "refused: \(output.stdout) \(output.stderr)"
+        )
         XCTAssertFalse(output.stdout.contains("\"hello\""))
     }
 
@@ -162,16 +250,26 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     /// good. The daemon judges the root the kernel resolves, and reads nothing.
     func testATmpfsStackedOverTheRootDoesNotMakeTheClaimReadable() throws {
         // Beside the build, on disk: the root below must not be tmpfs (as /tmp is on some systems).
-        let jail = (productPath("lactl") as NSString).deletingLastPathComponent + "/la-jail-\(UUID().uuidString.prefix(8))"
+        let jail =
+            (productPath("lactl") as NSString).deletingLastPathComponent + "/la-jail-\(UUID().uuidString.prefix(8))"
         defer { try? FileManager.default.removeItem(atPath: jail) }
         try FileManager.default.createDirectory(atPath: jail, withIntermediateDirectories: true)
-        try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(toFile: jail + "/.flatpak-info", atomically: true, encoding: .utf8)
+        try "[Application]\nname=\(Self.victim)\n\n[Instance]\ninstance-id=4242424242\n".write(
+            toFile: jail + "/.flatpak-info",
+            atomically: true,
+            encoding: .utf8
+        )
         let socketDirectory = (enclave.socketPath as NSString).deletingLastPathComponent
-        let output = try runProcess("/usr/bin/bwrap", [
-            "--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--bind", jail, "/", "--ro-bind", installation.installedClient, "/la-sandbox-client",
-            "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
-            "/la-sandbox-client", "stacked", enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
-        ])
+        let output = try runProcess(
+            "/usr/bin/bwrap",
+            [
+                "--unshare-user", "--cap-add", "CAP_SYS_ADMIN", "--bind", jail, "/", "--ro-bind",
+                installation.installedClient, "/la-sandbox-client",
+                "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
+                "/la-sandbox-client", "stacked", enclave.socketPath,
+                frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
+            ]
+        )
         let attack = outcome(output)
         XCTAssertTrue(attack.app.hasPrefix("unverified:"), attack.raw)
         XCTAssertEqual(verdicts(including: "noInstanceRecord"), "", "the claim on a root that is not tmpfs was read")
@@ -183,14 +281,24 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     /// and answers. (FUSE serves the user who mounted it — fusermount's, for an ordinary user —
     /// or, through overlayfs over it, anyone; root mounts it here, for the root-run daemon.)
     func testARootThatNeverAnswersDoesNotHoldTheDaemon() throws {
-        guard getuid() == 0, FileManager.default.fileExists(atPath: "/dev/fuse") else { throw XCTSkip("needs root and /dev/fuse") }
+        guard getuid() == 0, FileManager.default.fileExists(atPath: "/dev/fuse") else {
+            throw XCTSkip("needs root and /dev/fuse")
+        }
         let mountPoint = installation.directory + "/fuse-root"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
-        let output = try runProcess("/usr/bin/unshare", [
-            "-m", "--propagation", "private",
-            installation.installedClient, "fuseroot", mountPoint, enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
-        ], timeout: 30)
-        XCTAssertFalse(output.stderr.contains("timeout"), "the daemon waited on the client's file system: \(output.stderr)")
+        let output = try runProcess(
+            "/usr/bin/unshare",
+            [
+                "-m", "--propagation", "private",
+                installation.installedClient, "fuseroot", mountPoint, enclave.socketPath,
+                frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
+            ],
+            timeout: 30
+        )
+        XCTAssertFalse(
+            output.stderr.contains("timeout"),
+            "the daemon waited on the client's file system: \(output.stderr)"
+        )
         XCTAssertFalse(outcome(output).app.isEmpty, "the daemon answered: \(output.stdout) \(output.stderr)")
     }
 
@@ -200,10 +308,15 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     /// daemon opens them without waiting, and answers.
     func testALeaseOnTheClientsOwnProcFilesDoesNotHoldTheDaemon() throws {
         guard getuid() == 0 else { throw XCTSkip("needs root for a mount namespace") }
-        let output = try runProcess("/usr/bin/unshare", [
-            "-m", "--propagation", "private",
-            installation.installedClient, "lease", enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
-        ], timeout: 60)
+        let output = try runProcess(
+            "/usr/bin/unshare",
+            [
+                "-m", "--propagation", "private",
+                installation.installedClient, "lease", enclave.socketPath,
+                frames([.hello(.init(version: enclaveProtocolVersion)), read]), "2",
+            ],
+            timeout: 60
+        )
         XCTAssertFalse(output.stderr.contains("timeout"), "the daemon waited on the client's lease: \(output.stderr)")
         XCTAssertFalse(outcome(output).app.isEmpty, "the daemon answered: \(output.stdout) \(output.stderr)")
     }
@@ -212,7 +325,10 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     private static var kernelGivesPidfds: Bool {
         var ends: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0 else { return false }
-        defer { close(ends[0]); close(ends[1]) }
+        defer {
+            close(ends[0])
+            close(ends[1])
+        }
         var pidfd: Int32 = -1
         var size = socklen_t(MemoryLayout<Int32>.size)
         guard getsockopt(ends[0], SOL_SOCKET, la_so_peerpidfd, &pidfd, &size) == 0 else { return false }
@@ -222,12 +338,32 @@ final class FlatpakIdentityAttackTests: XCTestCase {
 
     /// What every forged claim must come to: an unverified app of its own that reads nothing of the
     /// victim's, with the daemon's verdict on the claim in its log.
-    private func assertBorrowsNothing(_ attack: (app: String, status: KeychainStatus?, raw: String), verdict: String,
-                                      file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertTrue(attack.app.hasPrefix("unverified:"), "a forged claim is not believed: \(attack.raw)", file: file, line: line)
+    private func assertBorrowsNothing(
+        _ attack: (app: String, status: KeychainStatus?, raw: String),
+        verdict: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        XCTAssertTrue(
+            attack.app.hasPrefix("unverified:"),
+            "a forged claim is not believed: \(attack.raw)",
+            file: file,
+            line: line
+        )
         let verdicts = verdicts(including: verdict)
-        XCTAssertTrue(verdicts.contains(verdict), "the claim was read, and judged \(verdict): \(verdicts)", file: file, line: line)
-        XCTAssertNotEqual(attack.status, .success, "the forged Flatpak read the victim's secret: \(attack.raw)", file: file, line: line)
+        XCTAssertTrue(
+            verdicts.contains(verdict),
+            "the claim was read, and judged \(verdict): \(verdicts)",
+            file: file,
+            line: line
+        )
+        XCTAssertNotEqual(
+            attack.status,
+            .success,
+            "the forged Flatpak read the victim's secret: \(attack.raw)",
+            file: file,
+            line: line
+        )
         XCTAssertFalse(attack.raw.contains(secret.base64EncodedString()), file: file, line: line)
     }
 
@@ -251,17 +387,25 @@ final class FlatpakIdentityAttackTests: XCTestCase {
     /// The attacker's own sandbox, as bubblewrap makes it (a tmpfs root, so the daemon does read
     /// the claim), with `info` as its `/.flatpak-info`, running the very program the apps run (so
     /// that before the apps were told apart, it would have been one of them).
-    private func forgedSandbox(info: String, frames: String) throws -> (app: String, status: KeychainStatus?, raw: String) {
+    private func forgedSandbox(
+        info: String,
+        frames: String
+    ) throws -> (app: String, status: KeychainStatus?, raw: String) {
         outcome(try forgedSandboxOutput(info: info, frames: frames))
     }
 
     /// The same, as the process printed it; `network: false` gives it a network namespace of its own.
     private func forgedSandboxOutput(info: String, frames: String, network: Bool = true) throws -> ProcessOutput {
         let socketDirectory = (enclave.socketPath as NSString).deletingLastPathComponent
-        return try runProcess("/usr/bin/bwrap", (network ? [] : ["--unshare-net"]) + [
-            "--unshare-user", "--unshare-pid", "--tmpfs", "/", "--ro-bind", installation.installedClient, "/usr/bin/la-sandbox-client",
-            "--ro-bind", info, "/.flatpak-info", "--bind", socketDirectory, socketDirectory, "--proc", "/proc", "--dev", "/dev",
-            "/usr/bin/la-sandbox-client", enclave.socketPath, frames, "2",
-        ])
+        return try runProcess(
+            "/usr/bin/bwrap",
+            (network ? [] : ["--unshare-net"]) + [
+                "--unshare-user", "--unshare-pid", "--tmpfs", "/", "--ro-bind", installation.installedClient,
+                "/usr/bin/la-sandbox-client",
+                "--ro-bind", info, "/.flatpak-info", "--bind", socketDirectory, socketDirectory, "--proc", "/proc",
+                "--dev", "/dev",
+                "/usr/bin/la-sandbox-client", enclave.socketPath, frames, "2",
+            ]
+        )
     }
 }

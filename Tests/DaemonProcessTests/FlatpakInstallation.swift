@@ -1,6 +1,7 @@
 import Foundation
 import IntegrationSupport
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -157,7 +158,9 @@ struct FlatpakInstallation {
     /// Builds the runtime and installs `apps`; throws XCTSkip where flatpak is not installed
     /// (scripts/setup-debian installs it).
     init(apps: [String]) throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/flatpak") else { throw XCTSkip("needs flatpak (scripts/setup-debian)") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/flatpak") else {
+            throw XCTSkip("needs flatpak (scripts/setup-debian)")
+        }
         directory = NSTemporaryDirectory() + "la-flatpak-\(UUID().uuidString.prefix(8))"
         repository = directory + "/repo"
         // Flatpak keeps its instance records where logind puts the user's runtime directory.
@@ -165,7 +168,11 @@ struct FlatpakInstallation {
         if !FileManager.default.fileExists(atPath: runtimeDirectory) {
             // Where logind is not running (a container), root makes it as logind would.
             do {
-                try FileManager.default.createDirectory(atPath: runtimeDirectory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                try FileManager.default.createDirectory(
+                    atPath: runtimeDirectory,
+                    withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700]
+                )
             } catch {
                 throw XCTSkip("needs \(runtimeDirectory), which logind makes for a logged-in user")
             }
@@ -183,7 +190,12 @@ struct FlatpakInstallation {
         try "[Runtime]\nname=\(Self.runtime)\nruntime=\(Self.runtime)/x86_64/1\nsdk=\(Self.runtime)/x86_64/1\n"
             .write(toFile: runtimeTree + "/metadata", atomically: true, encoding: .utf8)
         try Self.clientSource.write(toFile: directory + "/client.c", atomically: true, encoding: .utf8)
-        try check(runProcess(Self.compiler(), ["-static", "-O2", "-o", runtimeTree + "/usr/bin/la-sandbox-client", directory + "/client.c"]))
+        try check(
+            runProcess(
+                Self.compiler(),
+                ["-static", "-O2", "-o", runtimeTree + "/usr/bin/la-sandbox-client", directory + "/client.c"]
+            )
+        )
         try flatpak(["build-export", "--runtime", repository, runtimeTree, "1"])
         try flatpak(["--user", "remote-add", "--no-gpg-verify", "tests", "file://" + repository])
         try flatpak(["--user", "install", "-y", "--noninteractive", "tests", "\(Self.runtime)//1"])
@@ -199,9 +211,15 @@ struct FlatpakInstallation {
 
     /// Runs `app`'s client against `socket` (made reachable in the sandbox); `network: false` takes
     /// the app's network access away (a network namespace of its own).
-    func run(_ app: String, socket: String, frames: String, replies: Int, network: Bool = true) throws -> ProcessOutput {
-        try runProcess("/usr/bin/flatpak", ["run", "--filesystem=" + (socket as NSString).deletingLastPathComponent] + (network ? [] : ["--unshare=network"])
-                       + ["\(app)//1", socket, frames, String(replies)], environment: environment)
+    func run(_ app: String, socket: String, frames: String, replies: Int, network: Bool = true) throws -> ProcessOutput
+    {
+        try runProcess(
+            "/usr/bin/flatpak",
+            ["run", "--filesystem=" + (socket as NSString).deletingLastPathComponent]
+                + (network ? [] : ["--unshare=network"])
+                + ["\(app)//1", socket, frames, String(replies)],
+            environment: environment
+        )
     }
 
     /// `app` waiting in its sandbox until `end()`.
@@ -235,12 +253,16 @@ struct FlatpakInstallation {
     }
 
     /// The runtime's program as flatpak installed it: the very file the apps run.
-    var installedClient: String { "\(environment["FLATPAK_USER_DIR"]!)/runtime/\(Self.runtime)/x86_64/1/active/files/bin/la-sandbox-client" }
+    var installedClient: String {
+        "\(environment["FLATPAK_USER_DIR"]!)/runtime/\(Self.runtime)/x86_64/1/active/files/bin/la-sandbox-client"
+    }
 
     /// The instance record directories of `app`'s instances; `live`: only those whose sandbox runs.
     func instances(of app: String, live: Bool = true) -> [String] {
         let records = "\(environment["XDG_RUNTIME_DIR"]!)/.flatpak"
-        return ((try? FileManager.default.contentsOfDirectory(atPath: records)) ?? []).filter { $0.allSatisfy(\.isNumber) }.map { "\(records)/\($0)" }
+        return ((try? FileManager.default.contentsOfDirectory(atPath: records)) ?? []).filter {
+            $0.allSatisfy(\.isNumber)
+        }.map { "\(records)/\($0)" }
             .filter { (try? String(contentsOfFile: $0 + "/info", encoding: .utf8))?.contains("name=\(app)\n") == true }
             .filter { !live || Self.sandboxRuns($0) }
     }
@@ -251,7 +273,9 @@ struct FlatpakInstallation {
 
     static func sandboxProcess(_ record: String) -> Int32? {
         guard let data = FileManager.default.contents(atPath: record + "/bwrapinfo.json"),
-              let info = try? JSONSerialization.jsonObject(with: data) as? [String: Any], let pid = info["child-pid"] as? Int else { return nil }
+            let info = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let pid = info["child-pid"] as? Int
+        else { return nil }
         return Int32(pid)
     }
 
@@ -259,7 +283,9 @@ struct FlatpakInstallation {
     /// them only when it lists instances).
     func remove(apps: [String]) {
         for app in apps {
-            for record in instances(of: app, live: false) where !Self.sandboxRuns(record) { try? FileManager.default.removeItem(atPath: record) }
+            for record in instances(of: app, live: false) where !Self.sandboxRuns(record) {
+                try? FileManager.default.removeItem(atPath: record)
+            }
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -269,7 +295,13 @@ struct FlatpakInstallation {
     }
 
     private func check(_ output: ProcessOutput) throws {
-        guard output.status == 0 else { throw NSError(domain: "flatpak", code: Int(output.status), userInfo: [NSLocalizedDescriptionKey: output.stderr]) }
+        guard output.status == 0 else {
+            throw NSError(
+                domain: "flatpak",
+                code: Int(output.status),
+                userInfo: [NSLocalizedDescriptionKey: output.stderr]
+            )
+        }
     }
 
     /// The C compiler beside the Swift toolchain's `swift` (a Debian machine with Swift need not

@@ -6,6 +6,7 @@ import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,27 +16,41 @@ import Glibc
 /// has claimed it.
 final class FprintdSensorTests: XCTestCase {
     private func enclave(_ stack: FprintdStack) throws -> TestEnclave {
-        try TestEnclave(.with {
-            $0.sensor = .none
-            $0.enrolled = []
-            $0.extraArguments = ["--fprintd"]
-            $0.environment = stack.environment
-            $0.promptTimeout = 30
-        })
+        try TestEnclave(
+            .with {
+                $0.sensor = .none
+                $0.enrolled = []
+                $0.extraArguments = ["--fprintd"]
+                $0.environment = stack.environment
+                $0.promptTimeout = 30
+            }
+        )
     }
 
     /// Enrols `finger` with the print `print` through lactl, feeding one SCAN per stage.
     @discardableResult
-    private func enrol(_ enclave: TestEnclave, _ stack: FprintdStack, finger: String = "right-index-finger", print: String = "finger-A") throws -> ProcessOutput {
+    private func enrol(
+        _ enclave: TestEnclave,
+        _ stack: FprintdStack,
+        finger: String = "right-index-finger",
+        print: String = "finger-A"
+    ) throws -> ProcessOutput {
         let done = DispatchSemaphore(value: 0)
         let box = OutputBox()
         DispatchQueue.global().async {
-            box.output = try? runProcess(productPath("lactl"), ["enroll", finger, "--stdin", "--socket", enclave.socketPath], input: "1234\n", timeout: 60)
+            box.output = try? runProcess(
+                productPath("lactl"),
+                ["enroll", finger, "--stdin", "--socket", enclave.socketPath],
+                input: "1234\n",
+                timeout: 60
+            )
             done.signal()
         }
         do { for _ in 0..<5 { try stack.device("SCAN \(print)") } } catch {
             _ = done.wait(timeout: .now() + 60)
-            XCTFail("lactl enroll: \(String(describing: box.output))\ndaemon log:\n\(enclave.log())\nfprintd log:\n\(stack.log())")
+            XCTFail(
+                "lactl enroll: \(String(describing: box.output))\ndaemon log:\n\(enclave.log())\nfprintd log:\n\(stack.log())"
+            )
             throw error
         }
         XCTAssertEqual(done.wait(timeout: .now() + 60), .success)
@@ -48,17 +63,29 @@ final class FprintdSensorTests: XCTestCase {
     /// source hands a command that arrives while a finished verify is still completing to that
     /// verify): so a test puts the next finger down only once the last attempt was counted, as a
     /// person does.
-    private func strangersFinger(_ enclave: TestEnclave, _ stack: FprintdStack, counted failures: Int,
-                                 file: StaticString = #filePath, line: UInt = #line) throws {
+    private func strangersFinger(
+        _ enclave: TestEnclave,
+        _ stack: FprintdStack,
+        counted failures: Int,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         try stack.device("SCAN finger-B")
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if (try? enclave.status().biometricFailures) == failures { return }
             usleep(10_000)
         }
-        XCTFail("attempt \(failures) was not counted: \((try? enclave.status()).map { "\($0)" } ?? "no status")\ndaemon log:\n\(enclave.log().suffix(2000))\nfprintd:\n\(stack.log())",
-                file: file, line: line)
-        throw NSError(domain: "fprintd", code: 4, userInfo: [NSLocalizedDescriptionKey: "attempt \(failures) was not counted"])
+        XCTFail(
+            "attempt \(failures) was not counted: \((try? enclave.status()).map { "\($0)" } ?? "no status")\ndaemon log:\n\(enclave.log().suffix(2000))\nfprintd:\n\(stack.log())",
+            file: file,
+            line: line
+        )
+        throw NSError(
+            domain: "fprintd",
+            code: 4,
+            userInfo: [NSLocalizedDescriptionKey: "attempt \(failures) was not counted"]
+        )
     }
 
     /// An evaluation with the biometric policy running in the background.
@@ -74,14 +101,16 @@ final class FprintdSensorTests: XCTestCase {
     /// whatever the sensor, and the evaluation succeeded with no finger on the reader.
     func testAScriptedTouchCannotPassARealReadersPrompt() async throws {
         let stack = try FprintdStack()
-        let enclave = try TestEnclave(.with {
-            $0.sensor = .none
-            $0.enrolled = []
-            $0.extraArguments = ["--fprintd"]
-            $0.environment = stack.environment
-            $0.promptTimeout = 30
-            $0.allowsSimulation = nil  // the daemon's own default, as an installation has it
-        })
+        let enclave = try TestEnclave(
+            .with {
+                $0.sensor = .none
+                $0.enrolled = []
+                $0.extraArguments = ["--fprintd"]
+                $0.environment = stack.environment
+                $0.promptTimeout = 30
+                $0.allowsSimulation = nil  // the daemon's own default, as an installation has it
+            }
+        )
         try enrol(enclave, stack)
         let evaluation = evaluating(enclave)
         try stack.waitUntilClaimed()
@@ -110,18 +139,36 @@ final class FprintdSensorTests: XCTestCase {
         defer { client.close() }
         client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
         XCTAssertEqual((try client.readReply()?["reply"] as? [String: Any])?["kind"] as? String, "hello")
-        client.sendRequest(id: 2, op: "evaluate", args: ["context": "c", "policy": 1,
-                                                         "options": ["reason": "Unlock", "reuseDuration": 0, "interactionNotAllowed": false, "onTerminal": true]])
+        client.sendRequest(
+            id: 2,
+            op: "evaluate",
+            args: [
+                "context": "c", "policy": 1,
+                "options": [
+                    "reason": "Unlock", "reuseDuration": 0, "interactionNotAllowed": false, "onTerminal": true,
+                ],
+            ]
+        )
         let prompt = try client.readReply(timeout: 30)?["reply"] as? [String: Any]
         XCTAssertEqual(prompt?["kind"] as? String, "prompt", "\(String(describing: prompt))")
-        XCTAssertEqual((prompt?["value"] as? [String: Any])?["warning"] as? String, EvaluationMachine.scriptedInputWarning)
+        XCTAssertEqual(
+            (prompt?["value"] as? [String: Any])?["warning"] as? String,
+            EvaluationMachine.scriptedInputWarning
+        )
         try enclave.queue(.match)
         var final: [String: Any]?
         for _ in 0..<10 {
             guard let reply = try client.readReply(timeout: 30)?["reply"] as? [String: Any] else { break }
-            if reply["kind"] as? String == "evaluated" { final = reply["value"] as? [String: Any]; break }
+            if reply["kind"] as? String == "evaluated" {
+                final = reply["value"] as? [String: Any]
+                break
+            }
         }
-        XCTAssertEqual(final?["success"] as? Bool, true, "a scripted match passes when simulation was asked for: \(String(describing: final))")
+        XCTAssertEqual(
+            final?["success"] as? Bool,
+            true,
+            "a scripted match passes when simulation was asked for: \(String(describing: final))"
+        )
     }
 
     /// logind decides who may arm the reader: a user logged in only elsewhere (ssh, cron: "online")
@@ -137,7 +184,10 @@ final class FprintdSensorTests: XCTestCase {
         let away = await evaluating(enclave).value
         XCTAssertEqual(away, .systemCancel, "an evaluation for a user who is not at the machine")
         XCTAssertTrue(enclave.log().contains("armed only for the user at the machine"), enclave.log())
-        XCTAssertThrowsError(try EnclaveConnection.connectSocket(stack.deviceSocket), "the reader was claimed for a user not at the machine")
+        XCTAssertThrowsError(
+            try EnclaveConnection.connectSocket(stack.deviceSocket),
+            "the reader was claimed for a user not at the machine"
+        )
 
         try stack.setLoginState("active")
         let present = evaluating(enclave)
@@ -176,7 +226,11 @@ final class FprintdSensorTests: XCTestCase {
         let mismatch = evaluating(enclave)
         for attempt in 1...3 { try strangersFinger(enclave, stack, counted: attempt) }
         let refused = await mismatch.value
-        XCTAssertEqual(refused, .authenticationFailed, "three non-matches end the evaluation\ndaemon log:\n\(enclave.log())\nfprintd log:\n\(stack.log())")
+        XCTAssertEqual(
+            refused,
+            .authenticationFailed,
+            "three non-matches end the evaluation\ndaemon log:\n\(enclave.log())\nfprintd log:\n\(stack.log())"
+        )
         XCTAssertEqual(try enclave.status().biometricFailures, 3)
         try stack.waitUntilReleased()
 
@@ -186,7 +240,10 @@ final class FprintdSensorTests: XCTestCase {
         let lockedOut = await second.value
         XCTAssertEqual(lockedOut, .biometryLockout)
         try stack.waitUntilReleased()
-        XCTAssertEqual(enclave.run { canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }, .biometryLockout)
+        XCTAssertEqual(
+            enclave.run { canEvaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) },
+            .biometryLockout
+        )
     }
 
     /// After the third non-match the prompt moves on to the passcode: the session disarms the
@@ -258,8 +315,17 @@ final class FprintdSensorTests: XCTestCase {
         let secondCode = await second.value
         XCTAssertNil(secondCode)
         XCTAssertEqual(try enclave.status().biometricFailures, 0, "the first's success reset the count")
-        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 10, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
-        XCTAssertEqual(entries.filter { $0.operation == "evaluate" && $0.result.hasPrefix("success") }.count, 2, "\(entries)")
+        guard
+            case .audit(let entries) = try enclave.administer(
+                .audit(.init(limit: 10, everyApp: true)),
+                secrets: ["1234"]
+            )
+        else { return XCTFail() }
+        XCTAssertEqual(
+            entries.filter { $0.operation == "evaluate" && $0.result.hasPrefix("success") }.count,
+            2,
+            "\(entries)"
+        )
     }
 
     func testFprintdKilledMidVerifyEndsTheEvaluationAndARestartRecovers() async throws {
@@ -271,7 +337,10 @@ final class FprintdSensorTests: XCTestCase {
         stack.killFprintd()
         let code = await evaluation.value
         XCTAssertEqual(code, .systemCancel)
-        XCTAssertTrue(enclave.log().contains("fprintd stopped") || enclave.log().contains("sensor failed"), enclave.log())
+        XCTAssertTrue(
+            enclave.log().contains("fprintd stopped") || enclave.log().contains("sensor failed"),
+            enclave.log()
+        )
         XCTAssertEqual(try enclave.status().biometricFailures, 0, "a dead reader is not a failed attempt")
         try stack.startFprintd()
         let next = evaluating(enclave)
@@ -285,18 +354,27 @@ final class FprintdSensorTests: XCTestCase {
         let enclave = try enclave(stack)
         try enrol(enclave, stack)
         // Another program claims the reader and keeps it (a claim lives as long as its connection).
-        let holder = try DaemonLauncher.spawn("/usr/bin/python3", ["-c", """
-            import gi, time
-            gi.require_version("Gio", "2.0")
-            from gi.repository import Gio, GLib
-            bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
-            bus.call_sync("net.reactivated.Fprint", "/net/reactivated/Fprint/Device/0", "net.reactivated.Fprint.Device", "Claim",
-                          GLib.Variant("(s)", ("someone-else",)), None, 0, 5000, None)
-            open("\(stack.directory)/held", "w").close()
-            time.sleep(120)
-            """], environment: stack.environment)
+        let holder = try DaemonLauncher.spawn(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import gi, time
+                gi.require_version("Gio", "2.0")
+                from gi.repository import Gio, GLib
+                bus = Gio.bus_get_sync(Gio.BusType.SYSTEM, None)
+                bus.call_sync("net.reactivated.Fprint", "/net/reactivated/Fprint/Device/0", "net.reactivated.Fprint.Device", "Claim",
+                              GLib.Variant("(s)", ("someone-else",)), None, 0, 5000, None)
+                open("\(stack.directory)/held", "w").close()
+                time.sleep(120)
+                """,
+            ],
+            environment: stack.environment
+        )
         defer { terminateAndWait(holder, grace: 2) }
-        eventually("the other program's claim", timeout: 10) { FileManager.default.fileExists(atPath: stack.directory + "/held") }
+        eventually("the other program's claim", timeout: 10) {
+            FileManager.default.fileExists(atPath: stack.directory + "/held")
+        }
         let code = await evaluating(enclave).value
         XCTAssertEqual(code, .systemCancel)
         XCTAssertTrue(enclave.log().contains("in use by another program"), enclave.log())
@@ -307,7 +385,6 @@ final class FprintdSensorTests: XCTestCase {
         let matched = await next.value
         XCTAssertNil(matched, "once the other program lets go, the reader works: \(enclave.log().suffix(1500))")
     }
-
 
     /// The enrolled list is read on one long-lived connection and kept a moment (an evaluation
     /// reads it several times), yet a deletion made with another tool is still seen.
@@ -320,11 +397,17 @@ final class FprintdSensorTests: XCTestCase {
         for _ in 0..<20 { _ = try enclave.status() }
         let after = try stack.newestConnectionNumber()
         // The second query is itself one connection.
-        XCTAssertLessThanOrEqual(after - before, 2, "twenty status requests opened \(after - before - 1) connections to the bus")
+        XCTAssertLessThanOrEqual(
+            after - before,
+            2,
+            "twenty status requests opened \(after - before - 1) connections to the bus"
+        )
 
         XCTAssertNil(try enclave.status().enrolmentChangedElsewhereAt, "enrolled through the daemon, with the passcode")
         try stack.deletePrints(user: "root")
-        eventually("the daemon to see the prints deleted through fprintd", timeout: 10) { (try? enclave.status().enrolledCount) == 0 }
+        eventually("the daemon to see the prints deleted through fprintd", timeout: 10) {
+            (try? enclave.status().enrolledCount) == 0
+        }
         // A change made around the daemon skipped the passcode rule: the doctor says so.
         XCTAssertNotNil(try enclave.status().enrolmentChangedElsewhereAt)
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", enclave.socketPath])

@@ -3,6 +3,7 @@ import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +17,9 @@ final class GraphicalPromptTests: XCTestCase {
     private let title = "confirm it is you"
 
     override func setUpWithError() throws {
-        guard VirtualDisplay.available else { throw XCTSkip("needs Xvfb, xdotool and ImageMagick (scripts/setup-debian installs them)") }
+        guard VirtualDisplay.available else {
+            throw XCTSkip("needs Xvfb, xdotool and ImageMagick (scripts/setup-debian installs them)")
+        }
         enclave = try TestEnclave()
         display = try VirtualDisplay()
     }
@@ -46,8 +49,14 @@ final class GraphicalPromptTests: XCTestCase {
     /// lactl authenticate, without a terminal, on a thread of its own.
     private func authenticate(policy: String = "owner") -> Background {
         Background { [enclave] in
-            try runProcess(productPath("lactl"), ["authenticate", "--policy", policy, "--reason", "Unlock the vault", "--json",
-                                                  "--socket", enclave!.socketPath], timeout: 60)
+            try runProcess(
+                productPath("lactl"),
+                [
+                    "authenticate", "--policy", policy, "--reason", "Unlock the vault", "--json",
+                    "--socket", enclave!.socketPath,
+                ],
+                timeout: 60
+            )
         }
     }
 
@@ -60,19 +69,39 @@ final class GraphicalPromptTests: XCTestCase {
         try display.screenshot(to: shot)
         let frame = try display.geometry(of: window)
         XCTAssertGreaterThan(frame.width, 200)
-        XCTAssertGreaterThan(try VirtualDisplay.colours(in: shot, x: frame.x, y: frame.y, width: frame.width, height: frame.height), 20,
-                             "the prompt window is drawn")
-        XCTAssertEqual(try VirtualDisplay.colours(in: shot, x: 1000, y: 740, width: 20, height: 20), 1, "the rest of the screen is empty")
+        XCTAssertGreaterThan(
+            try VirtualDisplay.colours(in: shot, x: frame.x, y: frame.y, width: frame.width, height: frame.height),
+            20,
+            "the prompt window is drawn"
+        )
+        XCTAssertEqual(
+            try VirtualDisplay.colours(in: shot, x: 1000, y: 740, width: 20, height: 20),
+            1,
+            "the rest of the screen is empty"
+        )
         try display.type("1234", into: window)
         try display.press("Return", in: window)
         let result = try lactl.wait()
         XCTAssertEqual(result.status, 0, result.stdout + result.stderr + agent.output)
         let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         XCTAssertEqual(json?["success"] as? Bool, true, result.stdout)
-        XCTAssertFalse(result.stdout.contains("1234") || result.stderr.contains("1234"), "the app never sees the passcode")
+        XCTAssertFalse(
+            result.stdout.contains("1234") || result.stderr.contains("1234"),
+            "the app never sees the passcode"
+        )
         XCTAssertTrue(display.windows(titled: title).isEmpty || waitForNoWindow(), "the window closes with the prompt")
-        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 20, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
-        XCTAssertTrue(entries.contains { $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" && $0.result == "success(passcode)" }, "\(entries)")
+        guard
+            case .audit(let entries) = try enclave.administer(
+                .audit(.init(limit: 20, everyApp: true)),
+                secrets: ["1234"]
+            )
+        else { return XCTFail() }
+        XCTAssertTrue(
+            entries.contains {
+                $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" && $0.result == "success(passcode)"
+            },
+            "\(entries)"
+        )
     }
 
     func testEscapeInTheWindowCancelsAndAWrongPasscodeCounts() throws {
@@ -117,9 +146,15 @@ final class GraphicalPromptTests: XCTestCase {
 
         if getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/unshare") {
             let real = productPath("laenclaved-agent")
-            let masked = try AgentProcess(on: display, enclave: enclave, executable: real, prefix: [
-                "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c", "mount --bind \"$0\" \"$1\" && exec \"$@\"", copy,
-            ])
+            let masked = try AgentProcess(
+                on: display,
+                enclave: enclave,
+                executable: real,
+                prefix: [
+                    "/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                    "mount --bind \"$0\" \"$1\" && exec \"$@\"", copy,
+                ]
+            )
             XCTAssertEqual(masked.exitStatus(), 78, masked.output)
             XCTAssertTrue(masked.output.contains("only the prompt agent"), masked.output)
             XCTAssertEqual(try enclave.status().promptAgent, false)

@@ -5,6 +5,7 @@ import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +33,9 @@ final class HandoffServerTests: XCTestCase {
         _ = try client.readReply()
         client.sendRequest(id: 2, op: "handoff", args: ["kind": "terminal"])
         let reply = try client.readReply()?["reply"] as? [String: Any]
-        guard reply?["kind"] as? String == "handoffTicket", let text = reply?["value"] as? String, let token = Data(base64Encoded: text) else {
+        guard reply?["kind"] as? String == "handoffTicket", let text = reply?["value"] as? String,
+            let token = Data(base64Encoded: text)
+        else {
             throw XCTSkip("no ticket: \(String(describing: reply))")
         }
         return (client, token)
@@ -44,10 +47,14 @@ final class HandoffServerTests: XCTestCase {
         defer { close(socket) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let sent = descriptor.map { la_send_with_descriptor(socket, bytes, bytes.count, $0) } ?? send(socket, bytes, bytes.count, Int32(MSG_NOSIGNAL))
+        let sent =
+            descriptor.map { la_send_with_descriptor(socket, bytes, bytes.count, $0) }
+            ?? send(socket, bytes, bytes.count, Int32(MSG_NOSIGNAL))
         // A daemon that refuses at once (busy) may answer and close before the bytes arrive: then
         // the send fails, and its answer is still there to read.
-        if sent != bytes.count { XCTAssertTrue(errno == EPIPE || errno == ECONNRESET, "send: \(String(cString: strerror(errno)))") }
+        if sent != bytes.count {
+            XCTAssertTrue(errno == EPIPE || errno == ECONNRESET, "send: \(String(cString: strerror(errno)))")
+        }
         var answer: UInt8 = 255
         guard recv(socket, &answer, 1, 0) == 1 else { return nil }
         return HandoffStatus(rawValue: answer)
@@ -58,7 +65,10 @@ final class HandoffServerTests: XCTestCase {
         defer { client.close() }
         var pipeEnds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&pipeEnds), 0)
-        defer { close(pipeEnds[0]); close(pipeEnds[1]) }
+        defer {
+            close(pipeEnds[0])
+            close(pipeEnds[1])
+        }
         XCTAssertEqual(try handOver([UInt8](token), descriptor: pipeEnds[0]), .notATerminal)
         // The ticket is spent: the same bytes again find nothing.
         XCTAssertEqual(try handOver([UInt8](token), descriptor: pipeEnds[0]), .unknownTicket)
@@ -88,12 +98,26 @@ final class HandoffServerTests: XCTestCase {
             socket.send_fds(s, [bytes.fromhex(sys.argv[2])], [0])
             print(s.recv(1)[0])
             """
-        let other = try runProcess("/usr/bin/python3", ["-c", script, handoffPath, token.map { String(format: "%02x", $0) }.joined()])
-        XCTAssertEqual(other.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "\(HandoffStatus.wrongProcess.rawValue)", other.stderr)
+        let other = try runProcess(
+            "/usr/bin/python3",
+            ["-c", script, handoffPath, token.map { String(format: "%02x", $0) }.joined()]
+        )
+        XCTAssertEqual(
+            other.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+            "\(HandoffStatus.wrongProcess.rawValue)",
+            other.stderr
+        )
         var pipeEnds: [Int32] = [0, 0]
         XCTAssertEqual(pipe(&pipeEnds), 0)
-        defer { close(pipeEnds[0]); close(pipeEnds[1]) }
-        XCTAssertEqual(try handOver([UInt8](token), descriptor: pipeEnds[0]), .unknownTicket, "no second try for the owner either")
+        defer {
+            close(pipeEnds[0])
+            close(pipeEnds[1])
+        }
+        XCTAssertEqual(
+            try handOver([UInt8](token), descriptor: pipeEnds[0]),
+            .unknownTicket,
+            "no second try for the owner either"
+        )
     }
 
     func testNoDescriptorGarbageAndUnknownTicketsAreRefused() throws {
@@ -113,7 +137,7 @@ final class HandoffServerTests: XCTestCase {
     /// `Handoff.exchangeTimeout`; the next is answered busy at once, and the loop keeps serving.
     func testSilentConnectionsAreBoundedAndTimedOut() throws {
         let silent = try (0..<4).map { _ in try EnclaveConnection.connectSocket(handoffPath) }
-        defer { silent.forEach { close($0) } }
+        defer { for fd in silent { close(fd) } }
         usleep(200_000)
         XCTAssertEqual(try handOver([1], descriptor: nil), .busy)
         for socket in silent {

@@ -9,7 +9,11 @@ import XCTest
 /// a restart, and, when it cannot be opened, missed by nothing but attestation.
 final class KeyAttestorTests: XCTestCase {
     private func root(_ enclave: TestEnclave) throws -> KeyReply {
-        guard case .key(let reply) = try enclave.send(.key(KeyRequest(operation: .attestationRoot, kind: .signing, context: UUID().uuidString))) else {
+        guard
+            case .key(let reply) = try enclave.send(
+                .key(KeyRequest(operation: .attestationRoot, kind: .signing, context: UUID().uuidString))
+            )
+        else {
             throw XCTSkip("unexpected reply")
         }
         return reply
@@ -19,13 +23,17 @@ final class KeyAttestorTests: XCTestCase {
         let enclave = try TestEnclave()
         let first = try root(enclave)
         XCTAssertNil(first.problem)
-        XCTAssertTrue(first.message?.contains("user daemon of uid \(getuid()), SHA-256 of its key ") == true, first.message ?? "")
+        XCTAssertTrue(
+            first.message?.contains("user daemon of uid \(getuid()), SHA-256 of its key ") == true,
+            first.message ?? ""
+        )
         try enclave.restart()
         XCTAssertEqual(try root(enclave).certificates, first.certificates, "made once per state directory")
 
         enclave.stop()
         let queue = try DatabaseQueue(path: enclave.stateDirectory + "/enclave.sqlite")
-        try queue.write { db in try db.execute(sql: "UPDATE meta SET value = x'00' WHERE name = 'attestationAuthority'") }
+        try queue.write { db in try db.execute(sql: "UPDATE meta SET value = x'00' WHERE name = 'attestationAuthority'")
+        }
         try queue.close()
         try enclave.start()
         let damaged = try root(enclave)

@@ -12,10 +12,23 @@ final class LactlKeychainTests: XCTestCase {
     func testListWhyAndDelete() throws {
         let enclave = try TestEnclave()
         enclave.run {
-            let access = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .biometryCurrentSet, nil)!
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "example.com",
-                                       kSecAttrAccount as String: "alice", kSecAttrAccessControl as String: access,
-                                       kSecValueData as String: Data("s3cret-value".utf8)] as CFDictionary, nil), errSecSuccess)
+            let access = SecAccessControlCreateWithFlags(
+                nil,
+                kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+                .biometryCurrentSet,
+                nil
+            )!
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "example.com",
+                        kSecAttrAccount as String: "alice", kSecAttrAccessControl as String: access,
+                        kSecValueData as String: Data("s3cret-value".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         try enclave.enroll("left-thumb")
         let lactl = productPath("lactl")
@@ -35,7 +48,10 @@ final class LactlKeychainTests: XCTestCase {
         let wrong = try runProcess(lactl, ["keychain", "list", "--stdin"] + socket, input: "0000\n")
         XCTAssertEqual(wrong.status, 1)
         XCTAssertEqual(try enclave.status().passcodeFailures, 1, "a wrong passcode here is a counted guess")
-        XCTAssertEqual(try runProcess(lactl, ["keychain", "delete", ref, "--stdin"] + socket, input: "1234\n").status, 0)
+        XCTAssertEqual(
+            try runProcess(lactl, ["keychain", "delete", ref, "--stdin"] + socket, input: "1234\n").status,
+            0
+        )
         let after = try runProcess(lactl, ["keychain", "list", "--stdin"] + socket, input: "1234\n")
         XCTAssertTrue(after.stdout.contains("no items"), after.stdout)
     }
@@ -47,9 +63,17 @@ final class LactlKeychainTests: XCTestCase {
         let enclave = try TestEnclave()
         let hostile = "label\u{1B}]0;owned\u{07}\u{1B}[2J\u{9B}31m\u{202E}gnp.exe\nfake line"
         enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
-                                       kSecAttrAccount as String: hostile, kSecAttrLabel as String: hostile,
-                                       kSecValueData as String: Data("v".utf8)] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+                        kSecAttrAccount as String: hostile, kSecAttrLabel as String: hostile,
+                        kSecValueData as String: Data("v".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         // An app whose path carries an escape: its requests are audited under that path.
         let evil = enclave.directory + "/evil\u{1B}[31mapp"
@@ -65,8 +89,15 @@ final class LactlKeychainTests: XCTestCase {
         XCTAssertEqual(audit.status, 0, audit.stderr)
         XCTAssertTrue(audit.stdout.contains("evil"), audit.stdout)
         for (what, out) in [("keychain list", list.stdout), ("audit", audit.stdout)] {
-            let controls = out.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) }
-            XCTAssertEqual(controls.map { String($0.value, radix: 16) }, [], "\(what) wrote control characters: \(out.debugDescription)")
+            let controls = out.unicodeScalars.filter {
+                ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value)
+                    || (0x202A...0x202E).contains($0.value)
+            }
+            XCTAssertEqual(
+                controls.map { String($0.value, radix: 16) },
+                [],
+                "\(what) wrote control characters: \(out.debugDescription)"
+            )
         }
         XCTAssertTrue(list.stdout.contains("\\u{1B}]0;owned"), "shown as text: \(list.stdout)")
         XCTAssertFalse(list.stdout.contains("\nfake line"), "an item cannot start a line of its own: \(list.stdout)")
@@ -74,9 +105,14 @@ final class LactlKeychainTests: XCTestCase {
         // --json stays JSON, with the same text inside, and no control character reaches the terminal either.
         let json = try runProcess(lactl, ["keychain", "list", "--json", "--stdin"] + socket, input: "1234\n")
         XCTAssertEqual(json.status, 0, json.stderr)
-        let controls = json.stdout.unicodeScalars.filter { ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value) }
+        let controls = json.stdout.unicodeScalars.filter {
+            ($0.value < 0x20 && $0 != "\n") || (0x7F...0x9F).contains($0.value) || (0x202A...0x202E).contains($0.value)
+        }
         XCTAssertEqual(controls.map { String($0.value, radix: 16) }, [], json.stdout.debugDescription)
-        let items = try XCTUnwrap(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], json.stdout)
+        let items = try XCTUnwrap(
+            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]],
+            json.stdout
+        )
         XCTAssertEqual(items.first?["account"] as? String, hostile, "the same text, exactly")
     }
 }

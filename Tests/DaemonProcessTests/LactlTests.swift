@@ -11,22 +11,34 @@ final class LactlTests: XCTestCase {
         let enclave = try TestEnclave()
         let lactl = productPath("lactl")
         try enclave.queue(.match)
-        let ok = try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--policy", "biometrics", "--reason", "Deploy", "--json"])
+        let ok = try runProcess(
+            lactl,
+            ["authenticate", "--socket", enclave.socketPath, "--policy", "biometrics", "--reason", "Deploy", "--json"]
+        )
         XCTAssertEqual(ok.status, 0, ok.stderr)
         let json = try JSONSerialization.jsonObject(with: Data(ok.stdout.utf8)) as! [String: Any]
         XCTAssertEqual(json["success"] as? Bool, true)
 
         try enclave.queue(.cancel)
-        let cancelled = try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--reason", "Deploy", "--json"])
+        let cancelled = try runProcess(
+            lactl,
+            ["authenticate", "--socket", enclave.socketPath, "--reason", "Deploy", "--json"]
+        )
         XCTAssertEqual(cancelled.status, 12, "10 + |userCancel (-2)|")
         let j = try JSONSerialization.jsonObject(with: Data(cancelled.stdout.utf8)) as! [String: Any]
         XCTAssertEqual(j["code"] as? Int, -2)
         XCTAssertEqual(j["name"] as? String, "userCancel")
 
-        let quiet = try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--reason", "Deploy", "--no-interaction"])
+        let quiet = try runProcess(
+            lactl,
+            ["authenticate", "--socket", enclave.socketPath, "--reason", "Deploy", "--no-interaction"]
+        )
         XCTAssertEqual(quiet.status, 30, "notInteractive")
 
-        let gone = try runProcess(lactl, ["authenticate", "--socket", enclave.directory + "/nothing", "--reason", "Deploy"])
+        let gone = try runProcess(
+            lactl,
+            ["authenticate", "--socket", enclave.directory + "/nothing", "--reason", "Deploy"]
+        )
         XCTAssertEqual(gone.status, 69, "no daemon")
     }
 
@@ -34,14 +46,23 @@ final class LactlTests: XCTestCase {
     /// with a pseudo-terminal or `cmd &` in a shell do) must not touch that terminal: changing its
     /// modes would stop the job with SIGTTOU forever. It runs headless; the sensor decides.
     func testABackgroundJobOfATerminalRunsHeadlessInsteadOfStopping() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else { throw XCTSkip("needs script(1) for a terminal") }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            throw XCTSkip("needs script(1) for a terminal")
+        }
         let enclave = try TestEnclave()
         try enclave.queue(.match)
         // script(1) gives the shell a terminal; `set -m` makes lactl a background job of it.
-        let job = "set -m; '\(productPath("lactl"))' authenticate --socket '\(enclave.socketPath)' --policy biometrics --reason Background & wait $!"
+        let job =
+            "set -m; '\(productPath("lactl"))' authenticate --socket '\(enclave.socketPath)' --policy biometrics --reason Background & wait $!"
         var environment = ProcessInfo.processInfo.environment
         environment["SHELL"] = "/bin/bash"
-        let out = try runProcess("/usr/bin/script", ["-qefc", job, "/dev/null"], environment: environment, headless: false, timeout: 30)
+        let out = try runProcess(
+            "/usr/bin/script",
+            ["-qefc", job, "/dev/null"],
+            environment: environment,
+            headless: false,
+            timeout: 30
+        )
         XCTAssertEqual(out.status, 0, out.stdout + out.stderr)
         XCTAssertEqual(try enclave.status().queuedEvents, 0, "the queued touch answered the headless prompt")
     }
@@ -55,10 +76,16 @@ final class LactlTests: XCTestCase {
         let wrong = try runProcess(lactl, ["enroll", "left-thumb", "--stdin"] + socket, input: "1111\n")
         XCTAssertEqual(wrong.status, 1)
         XCTAssertTrue(wrong.stderr.contains("not correct"), wrong.stderr)
-        XCTAssertEqual(try runProcess(lactl, ["passcode", "change", "--stdin"] + socket, input: "2468\n1357\n").status, 0)
+        XCTAssertEqual(
+            try runProcess(lactl, ["passcode", "change", "--stdin"] + socket, input: "2468\n1357\n").status,
+            0
+        )
         let s = try enclave.status()
         XCTAssertEqual(s.enrolledCount, 1)
-        XCTAssertFalse(try runProcess(lactl, ["status"] + socket).stdout.contains("right-thumb"), "status tells how many, not who")
+        XCTAssertFalse(
+            try runProcess(lactl, ["status"] + socket).stdout.contains("right-thumb"),
+            "status tells how many, not who"
+        )
         let names = try runProcess(lactl, ["enrolments", "--stdin"] + socket, input: "1357\n")
         XCTAssertEqual(names.status, 0, names.stderr)
         XCTAssertEqual(names.stdout, "right-thumb\n")
@@ -67,13 +94,19 @@ final class LactlTests: XCTestCase {
         XCTAssertEqual(audit.status, 0)
         XCTAssertTrue(audit.stdout.contains("passcode.change"), audit.stdout)
         XCTAssertFalse(audit.stdout.contains("1357") || audit.stdout.contains("2468"), "no secret in the audit log")
-        XCTAssertFalse(enclave.log().contains("1357") || enclave.log().contains("2468"), "no secret in the daemon's log")
+        XCTAssertFalse(
+            enclave.log().contains("1357") || enclave.log().contains("2468"),
+            "no secret in the daemon's log"
+        )
     }
 
     func testSimulateQueuesEventsAndRejectsUnknownOnes() throws {
         let enclave = try TestEnclave()
         let lactl = productPath("lactl")
-        XCTAssertEqual(try runProcess(lactl, ["simulate", "nomatch", "match", "--socket", enclave.socketPath]).status, 0)
+        XCTAssertEqual(
+            try runProcess(lactl, ["simulate", "nomatch", "match", "--socket", enclave.socketPath]).status,
+            0
+        )
         XCTAssertEqual(try enclave.status().queuedEvents, 2)
         XCTAssertNotEqual(try runProcess(lactl, ["simulate", "wiggle", "--socket", enclave.socketPath]).status, 0)
         XCTAssertEqual(try runProcess(lactl, ["simulate", "--clear", "--socket", enclave.socketPath]).status, 0)

@@ -16,7 +16,11 @@ struct LegacyState {
     private var legacyKey: SymmetricKey { ItemSealing.legacyUserKey(master: master, uid: uid) }
 
     init(directory: String, master: SymmetricKey, uid: UInt32, app: String) throws {
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
         var configuration = Configuration()
         // As a SQLite built without secure_delete left it: deleted rows stay in free pages.
         configuration.prepareDatabase { db in
@@ -24,10 +28,14 @@ struct LegacyState {
             try db.execute(sql: "PRAGMA secure_delete = OFF")
         }
         queue = try DatabaseQueue(path: directory + "/enclave.sqlite", configuration: configuration)
-        self.master = master; self.uid = uid; self.app = app
+        self.master = master
+        self.uid = uid
+        self.app = app
         try queue.write { db in
             try db.execute(sql: Self.schema)
-            let check = Data(HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: master))
+            let check = Data(
+                HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: master)
+            )
             try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('masterKeyCheck', ?)", arguments: [check])
         }
     }
@@ -35,25 +43,45 @@ struct LegacyState {
     func setUser(passcode: String) throws {
         let verifier = try JSONEncoder().encode(PasscodeVerifier.make(passcode: passcode, cost: 10, minimumLength: 4))
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch)
-                VALUES (?, ?, ?, ?, 0, ?, 0)
-                """, arguments: [Int64(uid), try JSONEncoder().encode(AttemptLedger()), verifier, Data(repeating: 3, count: 32), Data("[]".utf8)])
+            try db.execute(
+                sql: """
+                    INSERT INTO user (uid, ledger, passcode, domainSecret, enrolmentGeneration, enrolment, passcodeEpoch)
+                    VALUES (?, ?, ?, ?, 0, ?, 0)
+                    """,
+                arguments: [
+                    Int64(uid), try JSONEncoder().encode(AttemptLedger()), verifier, Data(repeating: 3, count: 32),
+                    Data("[]".utf8),
+                ]
+            )
         }
     }
 
     /// A stateless Secure Enclave key blob, as `dataRepresentation` carried it.
     func keyBlob(_ key: P256.Signing.PrivateKey, kind: KeyRequest.Kind, flags: AccessControlFlags) throws -> Data {
-        let payload = try JSONEncoder().encode(KeyBlob(kind: kind, privateKey: key.rawRepresentation, protection: .whenUnlockedThisDeviceOnly,
-                                                       flags: flags, enrolmentGeneration: 0, passcodeEpoch: 0))
+        let payload = try JSONEncoder().encode(
+            KeyBlob(
+                kind: kind,
+                privateKey: key.rawRepresentation,
+                protection: .whenUnlockedThisDeviceOnly,
+                flags: flags,
+                enrolmentGeneration: 0,
+                passcodeEpoch: 0
+            )
+        )
         let aad = Data("secure-enclave-key\u{1F}\(uid)\u{1F}\(app)".utf8)
         return Data("LAK1".utf8) + (try AES.GCM.seal(payload, using: legacyKey, authenticating: aad).combined!)
     }
 
     /// Adds an item of the app's own group; answers its sealed key as stored.
     @discardableResult
-    func addItem(class itemClass: String, primaryKey: String, attributes given: [String: KeychainValue], secret: Data,
-                 protection: Protection, flags: AccessControlFlags = []) throws -> Data {
+    func addItem(
+        class itemClass: String,
+        primaryKey: String,
+        attributes given: [String: KeychainValue],
+        secret: Data,
+        protection: Protection,
+        flags: AccessControlFlags = []
+    ) throws -> Data {
         let persistentRef = Data((0..<16).map { _ in UInt8.random(in: 0...255) })
         let now = Date()
         var attributes = given
@@ -64,17 +92,30 @@ struct LegacyState {
         attributes["mdat"] = .date(now)
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .secondsSince1970
-        let identity = Data("\(uid)\u{1F}\(app)\u{1F}\(itemClass)\u{1F}\(protection.rawValue)\u{1F}\(flags.rawValue)\u{1F}0\u{1F}".utf8) + persistentRef
+        let identity =
+            Data(
+                "\(uid)\u{1F}\(app)\u{1F}\(itemClass)\u{1F}\(protection.rawValue)\u{1F}\(flags.rawValue)\u{1F}0\u{1F}"
+                    .utf8
+            ) + persistentRef
         let sealed = try ItemSealing.seal(secret, key: legacyKey, identity: identity)
-        func string(_ key: String) -> String? { if case .string(let s)? = attributes[key] { return s }; return nil }
+        func string(_ key: String) -> String? {
+            if case .string(let s)? = attributes[key] { return s }
+            return nil
+        }
         try queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
-                                  enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?, ?, ?)
-                """, arguments: [Int64(uid), app, itemClass, primaryKey, string("svce"), string("acct"), string("srvr"),
-                                 try encoder.encode(attributes), protection.rawValue, Int64(bitPattern: flags.rawValue),
-                                 sealed.wrappedKey, sealed.ciphertext, persistentRef, now.timeIntervalSince1970, now.timeIntervalSince1970])
+            try db.execute(
+                sql: """
+                    INSERT INTO item (uid, accessGroup, class, primaryKey, service, account, server, attributes, protection, flags,
+                                      enrolmentGeneration, wrappedKey, ciphertext, passwordSalt, persistentRef, created, modified)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, NULL, ?, ?, ?)
+                    """,
+                arguments: [
+                    Int64(uid), app, itemClass, primaryKey, string("svce"), string("acct"), string("srvr"),
+                    try encoder.encode(attributes), protection.rawValue, Int64(bitPattern: flags.rawValue),
+                    sealed.wrappedKey, sealed.ciphertext, persistentRef, now.timeIntervalSince1970,
+                    now.timeIntervalSince1970,
+                ]
+            )
         }
         return sealed.wrappedKey
     }

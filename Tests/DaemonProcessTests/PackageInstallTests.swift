@@ -3,6 +3,7 @@ import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,12 +28,17 @@ final class PackageInstallTests: XCTestCase {
     private var changedTheSystem = false
 
     override func tearDown() {
-        daemons.forEach { terminateAndWait($0) }
+        for daemon in daemons { terminateAndWait(daemon) }
         daemons = []
-        if listener >= 0 { close(listener); listener = -1 }
+        if listener >= 0 {
+            close(listener)
+            listener = -1
+        }
         // Never leave a system daemon's socket behind: clients would stop using their user daemons.
         if changedTheSystem {
-            if installed("laenclaved-agent") { _ = try? runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120) }
+            if installed("laenclaved-agent") {
+                _ = try? runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120)
+            }
             if installed() { _ = try? runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120) }
             unlink(socketPath)
             rmdir("/run/laenclaved")
@@ -51,8 +57,12 @@ final class PackageInstallTests: XCTestCase {
         let deb = try buildPackage()
         // Start from nothing (a previous run, or a package a person installed), then install.
         changedTheSystem = true
-        if installed("laenclaved-agent") { XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120).status, 0) }
-        if installed() { XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120).status, 0) }
+        if installed("laenclaved-agent") {
+            XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120).status, 0)
+        }
+        if installed() {
+            XCTAssertEqual(try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120).status, 0)
+        }
         unlink(socketPath)
         // A PAM service left by `scripts/install` would make dpkg ask about its conffile.
         unlink(Self.pamService)
@@ -63,18 +73,32 @@ final class PackageInstallTests: XCTestCase {
 
         try daemonWithoutCapabilityRefusesOtherUsers()
         try activatedDaemonServesASecondUser()
-        try restartedDaemonKeepsStateAndIsHealthy(agentPackage: deb.replacingOccurrences(of: "/laenclaved_", with: "/laenclaved-agent_"))
+        try restartedDaemonKeepsStateAndIsHealthy(
+            agentPackage: deb.replacingOccurrences(of: "/laenclaved_", with: "/laenclaved-agent_")
+        )
 
         // Remove: the programs and units go, the state and the key stay for a reinstall.
         let remove = try runProcess("/usr/bin/dpkg", ["-r", "laenclaved"], timeout: 120)
         XCTAssertEqual(remove.status, 0, remove.stdout + remove.stderr)
-        for path in [daemonPath, lactlPath, "/lib/systemd/system/laenclaved.service", "/lib/systemd/system/laenclaved.socket",
-                     "/usr/lib/sysusers.d/laenclaved.conf", "/usr/lib/tmpfiles.d/laenclaved.conf", Self.polkitRule, socketPath, "/run/laenclaved"] {
+        for path in [
+            daemonPath, lactlPath, "/lib/systemd/system/laenclaved.service", "/lib/systemd/system/laenclaved.socket",
+            "/usr/lib/sysusers.d/laenclaved.conf", "/usr/lib/tmpfiles.d/laenclaved.conf", Self.polkitRule, socketPath,
+            "/run/laenclaved",
+        ] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left after dpkg -r")
         }
-        XCTAssertTrue(FileManager.default.fileExists(atPath: "/var/lib/laenclaved/enclave.sqlite"), "dpkg -r keeps the state")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: Self.pamService), "dpkg -r keeps the PAM service, a conffile")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: EnclavePaths.systemMasterKey), "dpkg -r keeps the master key")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: "/var/lib/laenclaved/enclave.sqlite"),
+            "dpkg -r keeps the state"
+        )
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: Self.pamService),
+            "dpkg -r keeps the PAM service, a conffile"
+        )
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: EnclavePaths.systemMasterKey),
+            "dpkg -r keeps the master key"
+        )
         // Purge: the state and the key go too.
         let purge = try runProcess("/usr/bin/dpkg", ["-P", "laenclaved"], timeout: 120)
         XCTAssertEqual(purge.status, 0, purge.stdout + purge.stderr)
@@ -93,8 +117,10 @@ final class PackageInstallTests: XCTestCase {
         let root = logDirectory
         mkdir(root + "/run", 0o700)
         let path = root + "/run/socket"
-        let arguments = [productPath("laenclaved"), "--user", "--socket", path, "--state-dir", root + "/state",
-                         "--key-file", root + "/keys/master.key", "--passcode-cost", "10"]
+        let arguments = [
+            productPath("laenclaved"), "--user", "--socket", path, "--state-dir", root + "/state",
+            "--key-file", root + "/keys/master.key", "--passcode-cost", "10",
+        ]
         listener = try listeningSocket(at: path, owner: nil, mode: 0o600)
         let inode = try XCTUnwrap(info(path)).st_ino
         let log = root + "/activated.log"
@@ -110,7 +136,11 @@ final class PackageInstallTests: XCTestCase {
         XCTAssertTrue(daemonLog(log).contains("activation=systemd"), daemonLog(log))
         terminateAndWait(daemon)
         daemons.removeAll { $0 == daemon }
-        XCTAssertEqual(info(path)?.st_ino, inode, "an activated daemon must not remove or re-create the socket: \(daemonLog(log))")
+        XCTAssertEqual(
+            info(path)?.st_ino,
+            inode,
+            "an activated daemon must not remove or re-create the socket: \(daemonLog(log))"
+        )
         XCTAssertTrue(daemonLog(log).contains("stopped"), daemonLog(log))
 
         // Variables for another pid are not ours: the daemon binds the socket itself (a new file).
@@ -148,35 +178,50 @@ final class PackageInstallTests: XCTestCase {
         let heartbeat = DispatchSource.makeTimerSource(queue: .global())
         heartbeat.schedule(deadline: .now() + 30, repeating: 30)
         heartbeat.setEventHandler {
-            FileHandle.standardError.write(Data("PackageInstallTests: scripts/build-deb running for \(Int(Date().timeIntervalSince(started))) s\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "PackageInstallTests: scripts/build-deb running for \(Int(Date().timeIntervalSince(started))) s\n"
+                        .utf8
+                )
+            )
         }
         heartbeat.resume()
         defer { heartbeat.cancel() }
         let build = try runProcess("/bin/bash", [Self.repository + "/scripts/build-deb"], timeout: 20 * 60)
         XCTAssertEqual(build.status, 0, build.stdout + build.stderr)
         let directory = Self.repository + "/.build/deb"
-        let arch = try runProcess("/usr/bin/dpkg", ["--print-architecture"]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        let debs = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("laenclaved_") && $0.hasSuffix("_\(arch).deb") }
+        let arch = try runProcess("/usr/bin/dpkg", ["--print-architecture"]).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
+        let debs = try FileManager.default.contentsOfDirectory(atPath: directory).filter {
+            $0.hasPrefix("laenclaved_") && $0.hasSuffix("_\(arch).deb")
+        }
         let newest = try debs.max { a, b in
             try modified(directory + "/" + a) < modified(directory + "/" + b)
         }
-        let deb = try XCTUnwrap(newest.map { directory + "/" + $0 }, "build-deb made no package: \(build.stdout)\(build.stderr)")
+        let deb = try XCTUnwrap(
+            newest.map { directory + "/" + $0 },
+            "build-deb made no package: \(build.stdout)\(build.stderr)"
+        )
         print("PackageInstallTests: built \(deb) in \(Int(Date().timeIntervalSince(started))) s")
         return deb
     }
 
     private func checkInstalledFiles() throws {
-        for (path, mode) in [(daemonPath, 0o755), (lactlPath, 0o755),
-                             ("/lib/systemd/system/laenclaved.socket", 0o644), ("/lib/systemd/system/laenclaved.service", 0o644),
-                             ("/usr/lib/sysusers.d/laenclaved.conf", 0o644), ("/usr/lib/tmpfiles.d/laenclaved.conf", 0o644),
-                             ("/usr/share/doc/laenclaved/README.md", 0o644), (Self.polkitRule, 0o644), (Self.pamService, 0o644)] {
+        for (path, mode) in [
+            (daemonPath, 0o755), (lactlPath, 0o755),
+            ("/lib/systemd/system/laenclaved.socket", 0o644), ("/lib/systemd/system/laenclaved.service", 0o644),
+            ("/usr/lib/sysusers.d/laenclaved.conf", 0o644), ("/usr/lib/tmpfiles.d/laenclaved.conf", 0o644),
+            ("/usr/share/doc/laenclaved/README.md", 0o644), (Self.polkitRule, 0o644), (Self.pamService, 0o644),
+        ] {
             let st = try XCTUnwrap(info(path), "\(path) is not installed")
             XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
             XCTAssertEqual(st.st_uid, 0, path)
         }
         // The postinst made the user and its directories.
         let pw = try XCTUnwrap(getpwnam("laenclaved"), "the laenclaved user was not created")
-        let uid = pw.pointee.pw_uid, gid = pw.pointee.pw_gid
+        let uid = pw.pointee.pw_uid
+        let gid = pw.pointee.pw_gid
         XCTAssertNotEqual(uid, 0)
         XCTAssertEqual(String(cString: pw.pointee.pw_dir), "/var/lib/laenclaved")
         XCTAssertTrue(String(cString: pw.pointee.pw_shell).hasSuffix("nologin"), "no login shell")
@@ -190,7 +235,13 @@ final class PackageInstallTests: XCTestCase {
         let ldd = try runProcess("/usr/bin/ldd", [daemonPath])
         XCTAssertFalse(ldd.stdout.contains("libswift") || ldd.stdout.contains("libFoundation"), ldd.stdout)
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze") {
-            let verify = try runProcess("/usr/bin/systemd-analyze", ["verify", "--man=no", "/lib/systemd/system/laenclaved.socket", "/lib/systemd/system/laenclaved.service"])
+            let verify = try runProcess(
+                "/usr/bin/systemd-analyze",
+                [
+                    "verify", "--man=no", "/lib/systemd/system/laenclaved.socket",
+                    "/lib/systemd/system/laenclaved.service",
+                ]
+            )
             XCTAssertEqual(verify.status, 0, "the units do not verify: \(verify.stdout)\(verify.stderr)")
         }
     }
@@ -207,10 +258,15 @@ final class PackageInstallTests: XCTestCase {
     /// the packaged rule, judged first, refuses it, and leaves verify (finger login) to fprintd's
     /// policy.
     private func polkitLetsOnlyTheDaemonUseTheReader() throws {
-        let polkitd = "/usr/lib/polkit-1/polkitd", pkcheck = "/usr/bin/pkcheck"
-        guard FileManager.default.isExecutableFile(atPath: polkitd), FileManager.default.isExecutableFile(atPath: pkcheck),
-              FileManager.default.fileExists(atPath: "/usr/share/polkit-1/actions/net.reactivated.fprint.device.policy") else {
-            return XCTFail("polkitd and fprintd's actions are needed to judge the packaged rule (scripts/setup-debian installs them)")
+        let polkitd = "/usr/lib/polkit-1/polkitd"
+        let pkcheck = "/usr/bin/pkcheck"
+        guard FileManager.default.isExecutableFile(atPath: polkitd),
+            FileManager.default.isExecutableFile(atPath: pkcheck),
+            FileManager.default.fileExists(atPath: "/usr/share/polkit-1/actions/net.reactivated.fprint.device.policy")
+        else {
+            return XCTFail(
+                "polkitd and fprintd's actions are needed to judge the packaged rule (scripts/setup-debian installs them)"
+            )
         }
         let directory = logDirectory + "/polkit"
         mkdir(directory, 0o755)
@@ -226,23 +282,40 @@ final class PackageInstallTests: XCTestCase {
         daemons.append(bus.pid)
         let environment = bus.environment
         daemons.append(try DaemonLauncher.spawn(polkitd, [], environment: environment))
-        let up = try runProcess("/usr/bin/gdbus", ["wait", "--system", "--timeout", "10", "org.freedesktop.PolicyKit1"],
-                                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: 20)
+        let up = try runProcess(
+            "/usr/bin/gdbus",
+            ["wait", "--system", "--timeout", "10", "org.freedesktop.PolicyKit1"],
+            environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+            timeout: 20
+        )
         XCTAssertEqual(up.status, 0, "polkitd did not start: \(up.stderr)")
 
         func allowed(_ user: String, _ action: String) throws -> Bool {
             // pkcheck asks about its own process: the shell's pid, which exec hands to pkcheck.
-            let out = try runProcess("/usr/sbin/runuser", ["-u", user, "--", "/bin/sh", "-c", "exec \(pkcheck) --action-id \(action) --process $$"],
-                                     environment: ProcessInfo.processInfo.environment.merging(environment) { $1 }, timeout: 30)
+            let out = try runProcess(
+                "/usr/sbin/runuser",
+                ["-u", user, "--", "/bin/sh", "-c", "exec \(pkcheck) --action-id \(action) --process $$"],
+                environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+                timeout: 30
+            )
             return out.status == 0
         }
         for action in ["verify", "enroll", "setusername"].map({ "net.reactivated.fprint.device." + $0 }) {
             XCTAssertTrue(try allowed("laenclaved", action), "laenclaved may \(action)")
             XCTAssertFalse(try allowed("daemon", action), "another user may not \(action)")
         }
-        XCTAssertFalse(try allowed("nobody", "net.reactivated.fprint.device.enroll"), "only laenclaved enrols and deletes, even where fprintd's policy would let a user")
-        XCTAssertTrue(try allowed("nobody", "net.reactivated.fprint.device.verify"), "the stand-in grant works: the refusal above is the rule's")
-        XCTAssertFalse(try allowed("laenclaved", "org.freedesktop.hostname1.set-hostname"), "the rule grants nothing else")
+        XCTAssertFalse(
+            try allowed("nobody", "net.reactivated.fprint.device.enroll"),
+            "only laenclaved enrols and deletes, even where fprintd's policy would let a user"
+        )
+        XCTAssertTrue(
+            try allowed("nobody", "net.reactivated.fprint.device.verify"),
+            "the stand-in grant works: the refusal above is the rule's"
+        )
+        XCTAssertFalse(
+            try allowed("laenclaved", "org.freedesktop.hostname1.set-hostname"),
+            "the rule grants nothing else"
+        )
     }
 
     /// As plain `runuser -u laenclaved` starts it, without capabilities, the daemon cannot read
@@ -250,7 +323,10 @@ final class PackageInstallTests: XCTestCase {
     /// Binding the socket itself, it also removes the file when it stops.
     private func daemonWithoutCapabilityRefusesOtherUsers() throws {
         let log = try logFile("plain.log")
-        let daemon = try DaemonLauncher.spawn("/usr/sbin/runuser", ["-u", "laenclaved", "--", daemonPath, "--system", "--passcode-cost", "10", "--log-file", log])
+        let daemon = try DaemonLauncher.spawn(
+            "/usr/sbin/runuser",
+            ["-u", "laenclaved", "--", daemonPath, "--system", "--passcode-cost", "10", "--log-file", log]
+        )
         daemons.append(daemon)
         eventually("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socketPath) }
         let st = try XCTUnwrap(info(socketPath))
@@ -273,7 +349,13 @@ final class PackageInstallTests: XCTestCase {
         let inode = try XCTUnwrap(info(socketPath)).st_ino
         let log = try logFile("activated.log")
         // Provisioned through a pipe by its starter (the test), as root would set administration-pipe = yes.
-        let daemon = try spawnActivated(["--system", "--passcode-cost", "10", "--simulated-sensor", "touchid", "--allow-simulation", "--administration-pipe"], log: log)
+        let daemon = try spawnActivated(
+            [
+                "--system", "--passcode-cost", "10", "--simulated-sensor", "touchid", "--allow-simulation",
+                "--administration-pipe",
+            ],
+            log: log
+        )
         daemons.append(daemon)
         try waitUntilListening(daemon, log: log)
         try theParsingProcessHoldsNoCapability(daemon, log: log)
@@ -290,7 +372,9 @@ final class PackageInstallTests: XCTestCase {
         let set = try asNobody([lactlPath, "passcode", "set", "--stdin"], input: "246810\n")
         XCTAssertEqual(set.status, 0, set.stdout + set.stderr)
         XCTAssertEqual(try asNobody([lactlPath, "simulate", "passcode=246810"]).status, 0)
-        let auth = try asNobody([lactlPath, "authenticate", "--policy", "deviceOwnerAuthentication", "--reason", "Package test"])
+        let auth = try asNobody([
+            lactlPath, "authenticate", "--policy", "deviceOwnerAuthentication", "--reason", "Package test",
+        ])
         XCTAssertEqual(auth.status, 0, auth.stdout + auth.stderr)
         XCTAssertTrue(auth.stdout.contains("authenticated"), auth.stdout)
         try thePersonsTerminalAdministersThroughTheHelper(passcode: "246810", log: log)
@@ -302,12 +386,16 @@ final class PackageInstallTests: XCTestCase {
         // The doctor, as the second user and as root (who also sees the state and the key).
         let nobodyDoctor = try asNobody([lactlPath, "doctor"])
         XCTAssertEqual(nobodyDoctor.status, 1, "a simulated sensor in system mode is a problem: \(nobodyDoctor.stdout)")
-        for check in ["socket", "daemon", "user", "permissions"] { XCTAssertTrue(has(nobodyDoctor.stdout, "ok", check), "\(check): \(nobodyDoctor.stdout)") }
+        for check in ["socket", "daemon", "user", "permissions"] {
+            XCTAssertTrue(has(nobodyDoctor.stdout, "ok", check), "\(check): \(nobodyDoctor.stdout)")
+        }
         XCTAssertTrue(has(nobodyDoctor.stdout, "problem", "sensor"), nobodyDoctor.stdout)
         XCTAssertTrue(has(nobodyDoctor.stdout, "note", "state"), "nobody cannot see the state: \(nobodyDoctor.stdout)")
         XCTAssertTrue(nobodyDoctor.stdout.contains("runs as laenclaved"), nobodyDoctor.stdout)
         let rootDoctor = try runProcess(lactlPath, ["doctor"])
-        for check in ["socket", "daemon", "user", "permissions", "state", "master key"] { XCTAssertTrue(has(rootDoctor.stdout, "ok", check), "\(check): \(rootDoctor.stdout)") }
+        for check in ["socket", "daemon", "user", "permissions", "state", "master key"] {
+            XCTAssertTrue(has(rootDoctor.stdout, "ok", check), "\(check): \(rootDoctor.stdout)")
+        }
 
         terminateAndWait(daemon)
         daemons.removeAll { $0 == daemon }
@@ -325,18 +413,32 @@ final class PackageInstallTests: XCTestCase {
         let directory = logDirectory + "/nobody-terminal"
         XCTAssertEqual(mkdir(directory, 0o700), 0)
         XCTAssertEqual(chown(directory, nobody.pw_uid, nobody.pw_gid), 0)
-        let lactl = try TerminalCommand("\(lactlPath) keychain list", in: directory, user: (nobody.pw_uid, nobody.pw_gid))
+        let lactl = try TerminalCommand(
+            "\(lactlPath) keychain list",
+            in: directory,
+            user: (nobody.pw_uid, nobody.pw_gid)
+        )
         defer { lactl.terminal.stop() }
         lactl.terminal.waitFor("Enter the device passcode to allow it")
         try lactl.terminal.type(passcode)
         try lactl.terminal.press("Enter")
         XCTAssertEqual(lactl.exitStatus(), 0, lactl.errors + lactl.terminal.screen() + daemonLog(log))
 
-        let app = try runProcess("/usr/bin/setpriv", ["--reuid=\(nobody.pw_uid)", "--regid=\(nobody.pw_gid)", "--clear-groups", "--",
-                                                      "/usr/bin/script", "-qefc", "\(lactlPath) keychain list", "/dev/null"],
-                                 input: passcode + "\n", environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "SHELL": "/bin/sh"], headless: false)
+        let app = try runProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(nobody.pw_uid)", "--regid=\(nobody.pw_gid)", "--clear-groups", "--",
+                "/usr/bin/script", "-qefc", "\(lactlPath) keychain list", "/dev/null",
+            ],
+            input: passcode + "\n",
+            environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "SHELL": "/bin/sh"],
+            headless: false
+        )
         XCTAssertNotEqual(app.status, 0, app.stdout)
-        XCTAssertTrue(app.stdout.contains("held by /usr/bin/script"), "the helper named the app's holder: \(app.stdout) \(app.stderr)")
+        XCTAssertTrue(
+            app.stdout.contains("held by /usr/bin/script"),
+            "the helper named the app's holder: \(app.stdout) \(app.stderr)"
+        )
     }
 
     /// The unit grants CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, to read other users' processes; a
@@ -351,12 +453,17 @@ final class PackageInstallTests: XCTestCase {
         for thread in threads {
             let status = try String(contentsOfFile: "/proc/\(daemon)/task/\(thread)/status", encoding: .utf8)
             for set in ["CapPrm:", "CapEff:", "CapAmb:"] {
-                XCTAssertEqual(try field(set, in: status) & ptraceAndSearch, 0, "thread \(thread) of the daemon holds it in \(set) \(daemonLog(log))")
+                XCTAssertEqual(
+                    try field(set, in: status) & ptraceAndSearch,
+                    0,
+                    "thread \(thread) of the daemon holds it in \(set) \(daemonLog(log))"
+                )
             }
             // What is left in the inheritable and bounding sets no program it runs can take up.
             XCTAssertEqual(try field("NoNewPrivs:", in: status, radix: 10), 1)
         }
-        let children = try runProcess("/usr/bin/pgrep", ["-P", String(daemon)]).stdout.split(separator: "\n").compactMap { pid_t($0) }
+        let children = try runProcess("/usr/bin/pgrep", ["-P", String(daemon)]).stdout.split(separator: "\n").compactMap
+        { pid_t($0) }
         XCTAssertEqual(children.count, 1, "one helper")
         for child in children {
             let status = try String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)
@@ -412,7 +519,8 @@ final class PackageInstallTests: XCTestCase {
     /// options), finds the system daemon, which admits it by its installed path (the default:
     /// beside laenclaved); `dpkg -r` takes it all away.
     private func installedAgentDrawsTheSystemDaemonsPrompts(_ package: String) throws {
-        let agentPath = "/usr/bin/laenclaved-agent", unit = "/usr/lib/systemd/user/laenclaved-agent.service"
+        let agentPath = "/usr/bin/laenclaved-agent"
+        let unit = "/usr/lib/systemd/user/laenclaved-agent.service"
         let autostart = "/etc/xdg/autostart/laenclaved-agent.desktop"
         let enabled = "/etc/systemd/user/graphical-session.target.wants/laenclaved-agent.service"
         let install = try runProcess("/usr/bin/dpkg", ["-i", package], timeout: 300)
@@ -422,7 +530,10 @@ final class PackageInstallTests: XCTestCase {
             XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
             XCTAssertEqual(st.st_uid, 0, path)
         }
-        XCTAssertTrue(FileManager.default.fileExists(atPath: enabled), "the postinst enables the user unit for every user")
+        XCTAssertTrue(
+            FileManager.default.fileExists(atPath: enabled),
+            "the postinst enables the user unit for every user"
+        )
         let ldd = try runProcess("/usr/bin/ldd", [agentPath])
         XCTAssertTrue(ldd.stdout.contains("libgtk-4"), ldd.stdout)
         XCTAssertFalse(ldd.stdout.contains("libswift") || ldd.stdout.contains("libFoundation"), ldd.stdout)
@@ -434,10 +545,14 @@ final class PackageInstallTests: XCTestCase {
             agent.standardOutput = FileHandle.nullDevice
             agent.standardError = FileHandle.nullDevice
             try agent.run()
-            defer { agent.terminate(); agent.waitUntilExit() }
+            defer {
+                agent.terminate()
+                agent.waitUntilExit()
+            }
             eventually("the installed agent draws root's prompts", timeout: 20) {
                 guard let out = try? runProcess(lactlPath, ["status", "--json"]),
-                      let json = try? JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any] else { return false }
+                    let json = try? JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+                else { return false }
                 return json["promptAgent"] as? Bool == true
             }
             let doctor = try runProcess(lactlPath, ["doctor"])
@@ -446,11 +561,17 @@ final class PackageInstallTests: XCTestCase {
         let remove = try runProcess("/usr/bin/dpkg", ["-r", "laenclaved-agent"], timeout: 120)
         XCTAssertEqual(remove.status, 0, remove.stdout + remove.stderr)
         for path in [agentPath, unit, enabled] {
-            XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left after dpkg -r laenclaved-agent")
+            XCTAssertFalse(
+                FileManager.default.fileExists(atPath: path),
+                "\(path) is left after dpkg -r laenclaved-agent"
+            )
         }
         let purge = try runProcess("/usr/bin/dpkg", ["-P", "laenclaved-agent"], timeout: 120)
         XCTAssertEqual(purge.status, 0, purge.stdout + purge.stderr)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: autostart), "dpkg -P removes the autostart entry (a conffile)")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: autostart),
+            "dpkg -P removes the autostart entry (a conffile)"
+        )
     }
 
     // MARK: helpers
@@ -461,14 +582,19 @@ final class PackageInstallTests: XCTestCase {
     }
 
     private func asNobody(_ arguments: [String], input: String = "") throws -> ProcessOutput {
-        try runProcess("/usr/sbin/runuser", ["-u", "nobody", "--"] + arguments, input: input,
-                       environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
+        try runProcess(
+            "/usr/sbin/runuser",
+            ["-u", "nobody", "--"] + arguments,
+            input: input,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"]
+        )
     }
 
     /// Whether the doctor printed `marker` (ok, problem, note) for `check`.
     private func has(_ report: String, _ marker: String, _ check: String) -> Bool {
         report.split(separator: "\n").contains { line in
-            line.hasPrefix(marker + " ") && line.dropFirst(marker.count).trimmingCharacters(in: .whitespaces).hasPrefix(check + ":")
+            line.hasPrefix(marker + " ")
+                && line.dropFirst(marker.count).trimmingCharacters(in: .whitespaces).hasPrefix(check + ":")
         }
     }
 
@@ -492,7 +618,12 @@ final class PackageInstallTests: XCTestCase {
     }
 
     /// Waits for the daemon's "listening" line; fails (with its log) if it exits or stays silent.
-    private func waitUntilListening(_ daemon: pid_t, log: String, file: StaticString = #filePath, line: UInt = #line) throws {
+    private func waitUntilListening(
+        _ daemon: pid_t,
+        log: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws {
         var exited = false
         eventually("the daemon to listen", timeout: 20, file: file, line: line) {
             var status: Int32 = 0
@@ -511,7 +642,11 @@ final class PackageInstallTests: XCTestCase {
 
     /// What laenclaved.socket does: a listening socket at `path` (the system path: laenclaved's, 0666).
     /// Kept above descriptor 3 and close-on-exec until it is handed to a daemon.
-    private func listeningSocket(at path: String? = nil, owner: String? = "laenclaved", mode: mode_t = 0o666) throws -> Int32 {
+    private func listeningSocket(
+        at path: String? = nil,
+        owner: String? = "laenclaved",
+        mode: mode_t = 0o666
+    ) throws -> Int32 {
         let path = path ?? socketPath
         unlink(path)
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -523,7 +658,9 @@ final class PackageInstallTests: XCTestCase {
             raw[path.utf8.count] = 0
         }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard bound == 0, listen(fd, 128) == 0 else {
             let e = errno
@@ -549,14 +686,26 @@ final class PackageInstallTests: XCTestCase {
             .flatMap { $0.dropFirst("AmbientCapabilities=".count).split(separator: " ") }
             .map { "+" + $0.lowercased().replacingOccurrences(of: "cap_", with: "") }.joined(separator: ",")
         XCTAssertFalse(capabilities.isEmpty, "the unit grants its capabilities with AmbientCapabilities=")
-        return try spawnWithSocket(["/usr/bin/setpriv", "--reuid=laenclaved", "--regid=laenclaved", "--init-groups",
-                                    "--inh-caps=-all,\(capabilities)", "--ambient-caps=-all,\(capabilities)", "--bounding-set=-all,\(capabilities)",
-                                    "--no-new-privs", "--", daemonPath] + arguments, descriptor: listener, log: log)
+        return try spawnWithSocket(
+            [
+                "/usr/bin/setpriv", "--reuid=laenclaved", "--regid=laenclaved", "--init-groups",
+                "--inh-caps=-all,\(capabilities)", "--ambient-caps=-all,\(capabilities)",
+                "--bounding-set=-all,\(capabilities)",
+                "--no-new-privs", "--", daemonPath,
+            ] + arguments,
+            descriptor: listener,
+            log: log
+        )
     }
 
     /// Runs `command` with `descriptor` as its descriptor 3 and the socket-activation variables
     /// (through a shell that execs it, so that LISTEN_PID is the command's own pid).
-    private func spawnWithSocket(_ command: [String], descriptor: Int32, log: String, listenPID: String = "$$") throws -> pid_t {
+    private func spawnWithSocket(
+        _ command: [String],
+        descriptor: Int32,
+        log: String,
+        listenPID: String = "$$"
+    ) throws -> pid_t {
         let argv = ["/bin/sh", "-c", "export LISTEN_PID=\(listenPID); exec \"$@\"", "sh"] + command
         let environment = ["PATH=/usr/bin:/bin", "LISTEN_FDS=1", "LISTEN_FDNAMES=laenclaved.socket"]
         var actions = posix_spawn_file_actions_t()
@@ -572,10 +721,12 @@ final class PackageInstallTests: XCTestCase {
         posix_spawn_file_actions_adddup2(&actions, descriptor, 3)  // dup2 clears close-on-exec on 3
         let argvC: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
         let envC: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { (argvC + envC).forEach { free($0) } }
+        defer { for element in (argvC + envC) { free(element) } }
         var pid: pid_t = 0
         let rc = posix_spawn(&pid, argv[0], &actions, nil, argvC, envC)
-        guard rc == 0 else { throw EnclaveClientError.unreachable("could not start \(command[0]): \(String(cString: strerror(rc)))") }
+        guard rc == 0 else {
+            throw EnclaveClientError.unreachable("could not start \(command[0]): \(String(cString: strerror(rc)))")
+        }
         return pid
     }
 }

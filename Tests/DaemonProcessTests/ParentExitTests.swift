@@ -1,6 +1,7 @@
 import Foundation
 import IntegrationSupport
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -13,12 +14,17 @@ final class ParentExitTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let shell = Process()
         shell.executableURL = URL(fileURLWithPath: "/bin/sh")
-        shell.arguments = ["-c", "\"$0\" --user --exit-with-parent --socket \"$1/run/socket\" --state-dir \"$1/state\" </dev/null >/dev/null 2>&1 & echo $!; exec sleep 60 >/dev/null",
-                           productPath("laenclaved"), root]
+        shell.arguments = [
+            "-c",
+            "\"$0\" --user --exit-with-parent --socket \"$1/run/socket\" --state-dir \"$1/state\" </dev/null >/dev/null 2>&1 & echo $!; exec sleep 60 >/dev/null",
+            productPath("laenclaved"), root,
+        ]
         let out = Pipe()
         shell.standardOutput = out
         try shell.run()
-        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let line = String(decoding: out.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines
+        )
         let daemon = try XCTUnwrap(pid_t(line), "daemon pid from: \(line)")
         eventually("the daemon's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
         kill(shell.processIdentifier, SIGKILL)

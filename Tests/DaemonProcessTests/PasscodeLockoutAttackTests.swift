@@ -3,6 +3,7 @@ import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,16 +24,23 @@ final class PasscodeLockoutAttackTests: XCTestCase {
     override func setUpWithError() throws {
         let security = ["/usr/lib/x86_64-linux-gnu/security", "/lib/x86_64-linux-gnu/security"]
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
-              FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), FileManager.default.isExecutableFile(atPath: "/usr/sbin/chpasswd"),
-              security.contains(where: { FileManager.default.fileExists(atPath: "\($0)/pam_unix.so") })
-        else { throw XCTSkip("needs root, setpriv(1), useradd, chpasswd and pam_unix to run a user daemon as another user") }
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"),
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/chpasswd"),
+            security.contains(where: { FileManager.default.fileExists(atPath: "\($0)/pam_unix.so") })
+        else {
+            throw XCTSkip("needs root, setpriv(1), useradd, chpasswd and pam_unix to run a user daemon as another user")
+        }
         let suffix = String(UInt32.random(in: 100_000...999_999))
         user = "lalock\(suffix)"
         service = "laenclaved-lockout-\(suffix)"
         XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/usr/sbin/nologin", user]).status, 0)
         XCTAssertEqual(try runProcess("/usr/sbin/chpasswd", [], input: "\(user):\(password)\n").status, 0)
         // Password-only, without pam_unix's failure delay (the daemon's own delays are the subject).
-        try "auth required pam_unix.so nodelay\naccount required pam_unix.so\n".write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
+        try "auth required pam_unix.so nodelay\naccount required pam_unix.so\n".write(
+            toFile: "/etc/pam.d/\(service)",
+            atomically: true,
+            encoding: .utf8
+        )
         var template = Array("/tmp/la-lockout-XXXXXX".utf8CString)
         dir = String(cString: mkdtemp(&template)!)
         // The binaries are copied where the user can run them, whatever the checkout's permissions.
@@ -43,12 +51,16 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         XCTAssertEqual(chmod(dir + "/bin", 0o755), 0)
         let (uid, gid) = try ids()
         XCTAssertEqual(chown(dir, uid, gid), 0)
-        daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", asUser + [
-            "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
-            "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
-            "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent",
-            // Its guesses come through a pipe: this daemon is the test's, and its starter allows it.
-            "--administration-pipe"])
+        daemon = try DaemonLauncher.spawn(
+            "/usr/bin/setpriv",
+            asUser + [
+                "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
+                "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
+                "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent",
+                // Its guesses come through a pipe: this daemon is the test's, and its starter allows it.
+                "--administration-pipe",
+            ]
+        )
         eventually("the user daemon's socket") { FileManager.default.fileExists(atPath: "\(dir)/run/socket") }
         let set = try lactl(["passcode", "set", "--stdin"], input: "123456\n")
         XCTAssertEqual(set.status, 0, set.stderr + log())
@@ -81,7 +93,10 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         let guessed = try lactl(["admin", "reset-passcode", "--stdin"], input: "123456\n")
         XCTAssertNotEqual(guessed.status, 0, "a passcode guess lifted the passcode counter")
         XCTAssertTrue(guessed.stderr.contains("login password is not correct"), guessed.stderr)
-        XCTAssertTrue(try guessing("9006").stderr.contains("delayed"), "the delay still holds after the attempted reset")
+        XCTAssertTrue(
+            try guessing("9006").stderr.contains("delayed"),
+            "the delay still holds after the attempted reset"
+        )
 
         // The administrator can: root reaches the user's daemon for this one request.
         let root = try runProcess("\(dir)/bin/lactl", ["admin", "reset-passcode", "--socket", "\(dir)/run/socket"])
@@ -110,14 +125,25 @@ final class PasscodeLockoutAttackTests: XCTestCase {
         XCTAssertTrue(delayed.stderr.contains("delayed"), delayed.stderr)
         // The count is durable: a restarted daemon still delays.
         terminateAndWait(daemon)
-        daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", asUser + [
-            "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
-            "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
-            "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent",
-            // Its guesses come through a pipe: this daemon is the test's, and its starter allows it.
-            "--administration-pipe"])
-        eventually("the user daemon's socket") { (try? RawClient(path: "\(dir)/run/socket")).map { $0.close(); return true } ?? false }
-        XCTAssertTrue(try lactl(["admin", "reset-passcode", "--stdin"], input: password + "\n").stderr.contains("delayed"))
+        daemon = try DaemonLauncher.spawn(
+            "/usr/bin/setpriv",
+            asUser + [
+                "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
+                "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
+                "--pam-service", service, "--passcode-cost", "10", "--log-file", "\(dir)/log", "--exit-with-parent",
+                // Its guesses come through a pipe: this daemon is the test's, and its starter allows it.
+                "--administration-pipe",
+            ]
+        )
+        eventually("the user daemon's socket") {
+            (try? RawClient(path: "\(dir)/run/socket")).map {
+                $0.close()
+                return true
+            } ?? false
+        }
+        XCTAssertTrue(
+            try lactl(["admin", "reset-passcode", "--stdin"], input: password + "\n").stderr.contains("delayed")
+        )
         XCTAssertFalse(log().contains(password), "the login password never reaches the log")
     }
 
@@ -125,11 +151,21 @@ final class PasscodeLockoutAttackTests: XCTestCase {
     /// would be a second counter on the same secret: refused, root lifts it.
     func testWhereThePasscodeIsTheLoginPasswordOnlyRootLiftsIt() throws {
         terminateAndWait(daemon)
-        daemon = try DaemonLauncher.spawn("/usr/bin/setpriv", asUser + [
-            "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
-            "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
-            "--passcode-source", "pam", "--pam-service", service, "--log-file", "\(dir)/log", "--exit-with-parent", "--administration-pipe"])
-        eventually("the user daemon's socket") { (try? RawClient(path: "\(dir)/run/socket")).map { $0.close(); return true } ?? false }
+        daemon = try DaemonLauncher.spawn(
+            "/usr/bin/setpriv",
+            asUser + [
+                "\(dir)/bin/laenclaved", "--user", "--socket", "\(dir)/run/socket", "--state-dir", "\(dir)/state",
+                "--key-file", "\(dir)/keys/master.key", "--config", "\(dir)/none.conf", "--simulated-sensor", "none",
+                "--passcode-source", "pam", "--pam-service", service, "--log-file", "\(dir)/log", "--exit-with-parent",
+                "--administration-pipe",
+            ]
+        )
+        eventually("the user daemon's socket") {
+            (try? RawClient(path: "\(dir)/run/socket")).map {
+                $0.close()
+                return true
+            } ?? false
+        }
         let lift = try lactl(["admin", "reset-passcode", "--stdin"], input: password + "\n")
         XCTAssertNotEqual(lift.status, 0, "the login password lifted the counter of the login password")
         XCTAssertTrue(lift.stderr.contains("lifted by root"), lift.stderr)
@@ -151,7 +187,11 @@ final class PasscodeLockoutAttackTests: XCTestCase {
             let reply = try client.readReply()
             let body = reply?["reply"] as? [String: Any]
             XCTAssertEqual(body?["kind"] as? String, "failure", "\(op): \(String(describing: reply))")
-            XCTAssertEqual((body?["value"] as? [String: Any])?["code"] as? String, FailureCode.notPermitted.rawValue, "\(op): \(String(describing: reply))")
+            XCTAssertEqual(
+                (body?["value"] as? [String: Any])?["code"] as? String,
+                FailureCode.notPermitted.rawValue,
+                "\(op): \(String(describing: reply))"
+            )
         }
     }
 
@@ -166,8 +206,12 @@ final class PasscodeLockoutAttackTests: XCTestCase {
     }
 
     private func lactl(_ arguments: [String], input: String = "") throws -> ProcessOutput {
-        try runProcess("/usr/bin/setpriv", asUser + ["\(dir)/bin/lactl"] + arguments + ["--socket", "\(dir)/run/socket"],
-                       input: input, environment: ["PATH": "/usr/bin:/bin", "HOME": dir])
+        try runProcess(
+            "/usr/bin/setpriv",
+            asUser + ["\(dir)/bin/lactl"] + arguments + ["--socket", "\(dir)/run/socket"],
+            input: input,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": dir]
+        )
     }
 
     private func log() -> String { (try? String(contentsOfFile: "\(dir)/log", encoding: .utf8)) ?? "" }

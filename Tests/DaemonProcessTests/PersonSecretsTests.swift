@@ -28,8 +28,16 @@ final class PersonSecretsTests: XCTestCase {
 
     func testTheDaemonSaysWhatIsAllowedAndReadsThePasscodeOnTheTerminal() throws {
         try enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "listed",
-                                       kSecValueData as String: Data("secret".utf8)] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "listed",
+                        kSecValueData as String: Data("secret".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         let lactl = try lactl("keychain list")
         let terminal = lactl.terminal
@@ -47,11 +55,14 @@ final class PersonSecretsTests: XCTestCase {
         let terminal = lactl.terminal
         terminal.waitFor("Allow it to change the device passcode")
         terminal.waitFor("Enter the current passcode")
-        try terminal.type("1234"); try terminal.press("Enter")
+        try terminal.type("1234")
+        try terminal.press("Enter")
         terminal.waitFor("Choose the new passcode")
-        try terminal.type("246810"); try terminal.press("Enter")
+        try terminal.type("246810")
+        try terminal.press("Enter")
         terminal.waitFor("Enter the new passcode again")
-        try terminal.type("246810"); try terminal.press("Enter")
+        try terminal.type("246810")
+        try terminal.press("Enter")
         XCTAssertEqual(lactl.exitStatus(), 0, lactl.errors + terminal.screen())
         // The new passcode opens the next administration; the old one no longer does.
         XCTAssertNoThrow(try enclave.administer(.keychainList, secrets: ["246810"]))
@@ -65,7 +76,9 @@ final class PersonSecretsTests: XCTestCase {
         try terminal.press("Escape")
         XCTAssertEqual(lactl.exitStatus(), 1, lactl.errors)
         XCTAssertTrue(lactl.errors.contains("did not allow"), lactl.errors)
-        guard case .accessGroups(let groups) = try enclave.administer(.accessGroups, secrets: ["1234"]) else { return XCTFail() }
+        guard case .accessGroups(let groups) = try enclave.administer(.accessGroups, secrets: ["1234"]) else {
+            return XCTFail()
+        }
         XCTAssertTrue(groups.isEmpty, "\(groups)")
     }
 
@@ -76,7 +89,10 @@ final class PersonSecretsTests: XCTestCase {
         let lactl = try lactl("keychain list")
         let terminal = lactl.terminal
         terminal.waitFor("Enter the device passcode to allow it")
-        let killed = try runProcess("/usr/bin/pkill", ["-KILL", "-f", "lactl keychain list --socket \(enclave.socketPath)"])
+        let killed = try runProcess(
+            "/usr/bin/pkill",
+            ["-KILL", "-f", "lactl keychain list --socket \(enclave.socketPath)"]
+        )
         XCTAssertEqual(killed.status, 0, "lactl was running")
         terminal.waitFor("└─ ended", timeout: 5)
         XCTAssertNotNil(lactl.exitStatus(), "the shell went on after lactl")

@@ -1,6 +1,7 @@
 import EnclaveClient
 import Foundation
 import IntegrationSupport
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +31,11 @@ struct PrivateSystemBus {
         while !FileManager.default.fileExists(atPath: socket) {
             guard Date() < deadline else {
                 terminateAndWait(pid)
-                throw NSError(domain: "dbus", code: 1, userInfo: [NSLocalizedDescriptionKey: "the private bus did not start within 10 s"])
+                throw NSError(
+                    domain: "dbus",
+                    code: 1,
+                    userInfo: [NSLocalizedDescriptionKey: "the private bus did not start within 10 s"]
+                )
             }
             usleep(10_000)
         }

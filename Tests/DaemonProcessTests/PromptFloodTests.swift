@@ -15,9 +15,13 @@ final class PromptFloodTests: XCTestCase {
         func flood(_ prompts: Range<Int>) throws {
             for i in prompts {
                 let context = "flood-\(i)"
-                let shown = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
-                _ = connection.send(.evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "flood"))),
-                                    onEvent: { _ in shown.signal() }, completion: { _ in ended.signal() })
+                let shown = DispatchSemaphore(value: 0)
+                let ended = DispatchSemaphore(value: 0)
+                _ = connection.send(
+                    .evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "flood"))),
+                    onEvent: { _ in shown.signal() },
+                    completion: { _ in ended.signal() }
+                )
                 guard shown.wait(timeout: .now() + 10) == .success else { return XCTFail("prompt \(i) never opened") }
                 connection.sendDiscardingReply(.invalidate(.init(context: context)))
                 guard ended.wait(timeout: .now() + 10) == .success else { return XCTFail("prompt \(i) never ended") }
@@ -31,13 +35,18 @@ final class PromptFloodTests: XCTestCase {
         let after = try XCTUnwrap(Self.residentKiB(of: enclave.processID))
         print("daemon VmRSS over 10,000 prompts opened and cancelled: \(before) → \(after) KiB")
         // 10,000 prompts held for 300 s each were ~8 MB; what ended leaves nothing.
-        XCTAssertLessThan(after - before, 5_120, "the daemon grew from \(before) to \(after) KiB over 10,000 ended prompts")
+        XCTAssertLessThan(
+            after - before,
+            5_120,
+            "the daemon grew from \(before) to \(after) KiB over 10,000 ended prompts"
+        )
         XCTAssertFalse(try enclave.status().promptOpen)
     }
 
     private static func residentKiB(of pid: pid_t) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return nil }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+        else { return nil }
         return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
     }
 }

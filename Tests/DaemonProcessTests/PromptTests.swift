@@ -4,6 +4,7 @@ import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,9 @@ final class PromptTests: XCTestCase {
         let enclave = try TestEnclave()
         let lactl = Process()
         lactl.executableURL = URL(fileURLWithPath: productPath("lactl"))
-        lactl.arguments = ["authenticate", "--socket", enclave.socketPath, "--policy", "biometrics", "--reason", "Held open"]
+        lactl.arguments = [
+            "authenticate", "--socket", enclave.socketPath, "--policy", "biometrics", "--reason", "Held open",
+        ]
         lactl.environment = ["LA_PROMPT": "headless", "PATH": "/usr/bin:/bin"]
         lactl.standardInput = FileHandle.nullDevice
         lactl.standardOutput = FileHandle.nullDevice
@@ -58,7 +61,12 @@ final class PromptTests: XCTestCase {
         try enclave.queue(.match)
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
         XCTAssertNil(code, "the next app gets the sensor and the queued touch")
-        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 5, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
+        guard
+            case .audit(let entries) = try enclave.administer(
+                .audit(.init(limit: 5, everyApp: true)),
+                secrets: ["1234"]
+            )
+        else { return XCTFail() }
         XCTAssertTrue(entries.contains { $0.app.hasSuffix("/lactl") && $0.result.hasPrefix("appCancel") }, "\(entries)")
     }
 
@@ -97,7 +105,9 @@ final class PromptTests: XCTestCase {
         flags |= O_NONBLOCK
         _ = fcntl(fd, F_SETFL, flags)
         for i in 0..<20_000 { send(UInt64(3 + i), .status) }
-        try eventually("the daemon to drop the hog and release the prompt", timeout: 20) { try !enclave.status().promptOpen }
+        try eventually("the daemon to drop the hog and release the prompt", timeout: 20) {
+            try !enclave.status().promptOpen
+        }
         try enclave.queue(.match)
         let code = await enclave.run { await evaluate(LAContext(), .deviceOwnerAuthenticationWithBiometrics) }
         XCTAssertNil(code)
@@ -107,10 +117,16 @@ final class PromptTests: XCTestCase {
         let enclave = try TestEnclave()
         let lactl = productPath("lactl")
         try enclave.queue(.match)
-        XCTAssertEqual(try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--reason", "x"]).status, 0)
-        guard case .audit(let mine) = try enclave.send(.audit(.init(limit: 50, everyApp: false))) else { return XCTFail() }
+        XCTAssertEqual(
+            try runProcess(lactl, ["authenticate", "--socket", enclave.socketPath, "--reason", "x"]).status,
+            0
+        )
+        guard case .audit(let mine) = try enclave.send(.audit(.init(limit: 50, everyApp: false))) else {
+            return XCTFail()
+        }
         XCTAssertFalse(mine.contains { $0.app.hasSuffix("/lactl") }, "another app's entries need the passcode")
-        guard case .audit(let all) = try enclave.administer(.audit(.init(limit: 50, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
+        guard case .audit(let all) = try enclave.administer(.audit(.init(limit: 50, everyApp: true)), secrets: ["1234"])
+        else { return XCTFail() }
         XCTAssertTrue(all.contains { $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" })
         XCTAssertThrowsError(try enclave.administer(.audit(.init(limit: 50, everyApp: true)), secrets: ["0000"]))
     }

@@ -5,6 +5,7 @@ import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,7 +29,10 @@ enum RawClientError: Error, CustomStringConvertible {
 /// One connection to the daemon's socket that writes exactly the bytes a test asks for and
 /// parses replies by hand (4-byte big-endian length + JSON object).
 final class RawClient {
-    enum Frame { case payload([UInt8]), closed, timeout }
+    enum Frame {
+        case payload([UInt8])
+        case closed, timeout
+    }
 
     private(set) var fd: Int32
     private var buffer: [UInt8] = []
@@ -106,7 +110,10 @@ final class RawClient {
             let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { continue }
-            if n <= 0 { sawEOF = true; continue }
+            if n <= 0 {
+                sawEOF = true
+                continue
+            }
             buffer.append(contentsOf: chunk[0..<n])
         }
     }

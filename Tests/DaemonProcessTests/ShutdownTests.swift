@@ -4,6 +4,7 @@ import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -5,6 +5,7 @@ import LocalAuthentication
 import LocalAuthenticationTesting
 import Security
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,14 +22,20 @@ final class SystemModeTests: XCTestCase {
     /// lactl copied where the unprivileged user can run it.
     private func lactl(in enclave: TestEnclave) throws -> String {
         let path = enclave.directory + "/lactl"
-        if !FileManager.default.fileExists(atPath: path) { try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: path) }
+        if !FileManager.default.fileExists(atPath: path) {
+            try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: path)
+        }
         chmod(path, 0o755)
         return path
     }
 
     private func asNobody(_ arguments: [String], input: String = "") throws -> ProcessOutput {
-        try runProcess("/usr/sbin/runuser", ["-u", "nobody", "--"] + arguments, input: input,
-                       environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"])
+        try runProcess(
+            "/usr/sbin/runuser",
+            ["-u", "nobody", "--"] + arguments,
+            input: input,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"]
+        )
     }
 
     func testASecondUserCannotSeeOrChangeTheFirstUsersState() throws {
@@ -45,7 +52,9 @@ final class SystemModeTests: XCTestCase {
         XCTAssertEqual(json["enrolledCount"] as? Int, 0)
         XCTAssertEqual(json["mode"] as? String, "system")
 
-        let auth = try asNobody([lactl, "authenticate", "--socket", enclave.socketPath, "--reason", "x", "--no-interaction"])
+        let auth = try asNobody([
+            lactl, "authenticate", "--socket", enclave.socketPath, "--reason", "x", "--no-interaction",
+        ])
         XCTAssertEqual(auth.status, 15, "passcodeNotSet for nobody: \(auth.stderr)")
 
         let admin = try asNobody([lactl, "admin", "remote-lock", "--uid", "0", "--socket", enclave.socketPath])
@@ -59,11 +68,17 @@ final class SystemModeTests: XCTestCase {
         XCTAssertTrue(reset.stderr.contains("only root"), reset.stderr)
 
         // Nobody's own failures do not touch root's counters.
-        XCTAssertEqual(try asNobody([lactl, "passcode", "set", "--stdin", "--socket", enclave.socketPath], input: "9876\n").status, 0)
+        XCTAssertEqual(
+            try asNobody([lactl, "passcode", "set", "--stdin", "--socket", enclave.socketPath], input: "9876\n").status,
+            0
+        )
         _ = try asNobody([lactl, "enroll", "x", "--stdin", "--socket", enclave.socketPath], input: "0000\n")
         XCTAssertEqual(try enclave.status().passcodeFailures, 0)
         let nobodyAfter = try asNobody([lactl, "status", "--json", "--socket", enclave.socketPath])
-        XCTAssertTrue(nobodyAfter.stdout.contains("\"passcodeFailures\" : 1"), "the failed guess stays counted: \(nobodyAfter.stdout)")
+        XCTAssertTrue(
+            nobodyAfter.stdout.contains("\"passcodeFailures\" : 1"),
+            "the failed guess stays counted: \(nobodyAfter.stdout)"
+        )
 
         // The state directory and database are unreadable to other users.
         let peek = try asNobody(["/bin/cat", enclave.stateDirectory + "/enclave.sqlite"])
@@ -76,17 +91,34 @@ final class SystemModeTests: XCTestCase {
 
         // Keychain items are per user: root's item does not exist for nobody, even for the same app.
         enclave.run {
-            XCTAssertEqual(SecItemAdd([kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "root-only",
-                                       kSecValueData as String: Data("r00t".utf8)] as CFDictionary, nil), errSecSuccess)
+            XCTAssertEqual(
+                SecItemAdd(
+                    [
+                        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "root-only",
+                        kSecValueData as String: Data("r00t".utf8),
+                    ] as CFDictionary,
+                    nil
+                ),
+                errSecSuccess
+            )
         }
         try FileManager.default.copyItem(atPath: lactl, toPath: enclave.directory + "/lactl-shared")
         chmod(enclave.directory + "/lactl-shared", 0o755)
         let sharedApp = enclave.directory + "/lactl-shared"
-        _ = try runProcess(sharedApp, ["keychain", "share", "everyone", sharedApp, "--stdin", "--socket", enclave.socketPath], input: "1234\n")
-        let nobodyRead = try asNobody([sharedApp, "keychain", "get", "--service", "root-only", "--socket", enclave.socketPath])
+        _ = try runProcess(
+            sharedApp,
+            ["keychain", "share", "everyone", sharedApp, "--stdin", "--socket", enclave.socketPath],
+            input: "1234\n"
+        )
+        let nobodyRead = try asNobody([
+            sharedApp, "keychain", "get", "--service", "root-only", "--socket", enclave.socketPath,
+        ])
         XCTAssertNotEqual(nobodyRead.status, 0)
         XCTAssertFalse(nobodyRead.stdout.contains("r00t"))
-        let nobodyList = try asNobody([lactl, "keychain", "list", "--stdin", "--socket", enclave.socketPath], input: "9876\n")
+        let nobodyList = try asNobody(
+            [lactl, "keychain", "list", "--stdin", "--socket", enclave.socketPath],
+            input: "9876\n"
+        )
         XCTAssertTrue(nobodyList.stdout.contains("no items"), nobodyList.stdout + nobodyList.stderr)
 
         // Root may administer another user in system mode.
@@ -120,7 +152,13 @@ final class SystemModeTests: XCTestCase {
         let daemon = root + "/laenclaved"
         try FileManager.default.copyItem(atPath: productPath("laenclaved"), toPath: daemon)
         chmod(daemon, 0o755)
-        let impostor = try DaemonLauncher.spawn("/usr/sbin/runuser", ["-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir", root + "/state", "--key-file", root + "/keys/master.key", "--passcode-cost", "10"])
+        let impostor = try DaemonLauncher.spawn(
+            "/usr/sbin/runuser",
+            [
+                "-u", "nobody", "--", daemon, "--user", "--socket", root + "/run/socket", "--state-dir",
+                root + "/state", "--key-file", root + "/keys/master.key", "--passcode-cost", "10",
+            ]
+        )
         defer { terminateAndWait(impostor) }
         eventually("the impostor's socket") { FileManager.default.fileExists(atPath: root + "/run/socket") }
         chmod(root + "/run", 0o755)
@@ -137,7 +175,10 @@ final class SystemModeTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root + "/run", withIntermediateDirectories: true)
         chown(root + "/run", 65534, 65534)
-        let out = try runProcess(productPath("laenclaved"), ["--user", "--socket", root + "/run/socket", "--state-dir", root + "/state"])
+        let out = try runProcess(
+            productPath("laenclaved"),
+            ["--user", "--socket", root + "/run/socket", "--state-dir", root + "/state"]
+        )
         XCTAssertNotEqual(out.status, 0)
         XCTAssertTrue(out.stderr.contains("refusing to listen"), out.stderr)
         XCTAssertFalse(FileManager.default.fileExists(atPath: root + "/run/socket"))

@@ -23,7 +23,11 @@ final class TerminalPromptTests: XCTestCase {
 
     /// `lactl authenticate` in the terminal, its outcome and exit status into files.
     private func authenticate(policy: String = "owner", ignoringHangUp: Bool = false) throws -> TerminalCommand {
-        try TerminalCommand.lactl("authenticate --policy \(policy) --reason 'Unlock the vault' --json", on: enclave, ignoringHangUp: ignoringHangUp)
+        try TerminalCommand.lactl(
+            "authenticate --policy \(policy) --reason 'Unlock the vault' --json",
+            on: enclave,
+            ignoringHangUp: ignoringHangUp
+        )
     }
 
     func testThePasscodeIsTypedIntoTheDaemonsPromptAndTheAppGetsTheAnswer() throws {
@@ -40,8 +44,18 @@ final class TerminalPromptTests: XCTestCase {
         XCTAssertFalse(terminal.screen().contains("1234"), "typed with echo off:\n\(terminal.screen())")
         let json = try JSONSerialization.jsonObject(with: Data(lactl.output.utf8)) as? [String: Any]
         XCTAssertEqual(json?["success"] as? Bool, true, lactl.output)
-        guard case .audit(let entries) = try enclave.administer(.audit(.init(limit: 20, everyApp: true)), secrets: ["1234"]) else { return XCTFail() }
-        XCTAssertTrue(entries.contains { $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" && $0.result == "success(passcode)" }, "\(entries)")
+        guard
+            case .audit(let entries) = try enclave.administer(
+                .audit(.init(limit: 20, everyApp: true)),
+                secrets: ["1234"]
+            )
+        else { return XCTFail() }
+        XCTAssertTrue(
+            entries.contains {
+                $0.app.hasSuffix("/lactl") && $0.operation == "evaluate" && $0.result == "success(passcode)"
+            },
+            "\(entries)"
+        )
     }
 
     func testAWrongPasscodeOnTheTerminalCountsAndEscapeCancels() throws {
@@ -83,7 +97,10 @@ final class TerminalPromptTests: XCTestCase {
         let terminal = lactl.terminal
         terminal.waitFor("wants to confirm it is you")
         // lactl's own command line (the tmux server's holds the quoted command, which this does not match).
-        let killed = try runProcess("/usr/bin/pkill", ["-KILL", "-f", "lactl authenticate .*--socket \(enclave.socketPath)"])
+        let killed = try runProcess(
+            "/usr/bin/pkill",
+            ["-KILL", "-f", "lactl authenticate .*--socket \(enclave.socketPath)"]
+        )
         XCTAssertEqual(killed.status, 0, "lactl was running")
         terminal.waitFor("└─ Invalidated by client.", timeout: 5)
         try terminal.type("echoed-again")

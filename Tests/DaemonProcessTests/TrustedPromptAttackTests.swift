@@ -16,14 +16,17 @@ final class TrustedPromptAttackTests: XCTestCase {
         defer { client.close() }
         client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
         XCTAssertEqual(kind(try client.readReply()), "hello")
-        let options: [String: Any] = ["reason": "Unlock", "reuseDuration": 0, "interactionNotAllowed": false, "onTerminal": false]
+        let options: [String: Any] = [
+            "reason": "Unlock", "reuseDuration": 0, "interactionNotAllowed": false, "onTerminal": false,
+        ]
         client.sendRequest(id: 2, op: "evaluate", args: ["context": "c", "policy": 2, "options": options])
         XCTAssertEqual(kind(try client.readReply(timeout: 30)), "prompt")
         client.sendRequest(id: 3, op: "promptInput", args: ["context": "c", "action": "passcode", "passcode": "1234"])
         var answers: [UInt64: [String: Any]] = [:]
         for _ in 0..<10 {
             // After the answer to the passcode, a second to see whether the evaluation ends too.
-            guard let reply = try? client.readReply(timeout: answers[3] == nil ? 10 : 1), let id = number(reply["id"]) else { break }
+            guard let reply = try? client.readReply(timeout: answers[3] == nil ? 10 : 1), let id = number(reply["id"])
+            else { break }
             if let r = reply["reply"] as? [String: Any], r["kind"] as? String != "prompt" { answers[UInt64(id)] = r }
             if answers[2] != nil { break }
         }
@@ -34,7 +37,10 @@ final class TrustedPromptAttackTests: XCTestCase {
         var final: [String: Any]?
         for _ in 0..<10 {
             guard let reply = try client.readReply(timeout: 10) else { break }
-            if number(reply["id"]) == 2, kind(reply) == "evaluated" { final = reply["reply"] as? [String: Any]; break }
+            if number(reply["id"]) == 2, kind(reply) == "evaluated" {
+                final = reply["reply"] as? [String: Any]
+                break
+            }
         }
         let value = final?["value"] as? [String: Any]
         XCTAssertEqual(value?["success"] as? Bool, false, "\(String(describing: final))")
@@ -56,7 +62,8 @@ final class TrustedPromptAttackTests: XCTestCase {
             ("configureAccessGroup", ["passcode": "1234", "name": "everything", "apps": ["/usr/bin/spy"]]),
             ("audit", ["limit": 50, "passcode": "1234", "everyApp": true]),
             ("removePasscode", ["current": "1234"]),
-            ("enroll", ["passcode": "1234", "name": "spy finger"]),  // a valid name: the refusal is the person's rule, not the name's
+            // a valid name: the refusal is the person's rule, not the name's
+            ("enroll", ["passcode": "1234", "name": "spy finger"]),
         ]
         for (i, (op, args)) in attempts.enumerated() {
             client.sendRequest(id: UInt64(10 + i), op: op, args: args)

@@ -36,7 +36,9 @@ final class DurablePoolTests: XCTestCase {
         try reopened.write { db in try db.execute(sql: "INSERT INTO t VALUES (2)") }
         var checked = 0
         for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
-            let mode = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path + suffix)[.posixPermissions] as? NSNumber).uint16Value
+            let mode = try XCTUnwrap(
+                FileManager.default.attributesOfItem(atPath: path + suffix)[.posixPermissions] as? NSNumber
+            ).uint16Value
             XCTAssertEqual(mode & 0o777, 0o600, "\(suffix.isEmpty ? "the database" : suffix) is the owner's alone")
             checked += 1
         }

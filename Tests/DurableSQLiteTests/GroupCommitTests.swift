@@ -1,5 +1,5 @@
-import Foundation
 import DurableSQLite
+import Foundation
 import GRDB
 import Synchronization
 import XCTest
@@ -20,11 +20,15 @@ final class GroupCommitTests: XCTestCase {
             for n in 0..<500 {
                 group.addTask {
                     do {
-                        return (n, try await writer.write { db -> Bool in
-                            try db.execute(sql: "INSERT INTO t (n) VALUES (?)", arguments: [n])
-                            if n % 100 == 7 { try db.execute(sql: "INSERT INTO t (n) VALUES (?)", arguments: [n]) }  // a constraint failure after a write
-                            return true
-                        })
+                        return (
+                            n,
+                            try await writer.write { db -> Bool in
+                                try db.execute(sql: "INSERT INTO t (n) VALUES (?)", arguments: [n])
+                                // a constraint failure after a write
+                                if n % 100 == 7 { try db.execute(sql: "INSERT INTO t (n) VALUES (?)", arguments: [n]) }
+                                return true
+                            }
+                        )
                     } catch {
                         return (n, false)
                     }
@@ -35,7 +39,11 @@ final class GroupCommitTests: XCTestCase {
         let failed = outcomes.filter { !$0.value }.keys.sorted()
         XCTAssertEqual(failed, [7, 107, 207, 307, 407])
         let stored = try await pool.read { db in try Int.fetchAll(db, sql: "SELECT n FROM t ORDER BY n") }
-        XCTAssertEqual(stored, (0..<500).filter { $0 % 100 != 7 }, "each failing write rolled back alone, every other one committed")
+        XCTAssertEqual(
+            stored,
+            (0..<500).filter { $0 % 100 != 7 },
+            "each failing write rolled back alone, every other one committed"
+        )
         XCTAssertLessThan(commits.count, 100, "concurrent writes shared commits (\(commits.count) for 500)")
         XCTAssertGreaterThanOrEqual(commits.count, 500 / 64)
         XCTAssertEqual(writer.commits, commits.count, "every transaction it counts is one SQLite committed")

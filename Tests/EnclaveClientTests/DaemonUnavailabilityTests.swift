@@ -1,8 +1,10 @@
-@testable import EnclaveClient
 import EnclaveProtocol
 import Foundation
 import Synchronization
 import XCTest
+
+@testable import EnclaveClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -60,7 +62,13 @@ final class DaemonUnavailabilityTests: XCTestCase {
         let path = NSTemporaryDirectory() + "no-daemon-env-\(getpid())/socket"
         let saved = getenv(EnclavePaths.socketEnvironmentKey).map { String(cString: $0) }
         setenv(EnclavePaths.socketEnvironmentKey, path, 1)
-        defer { if let saved { setenv(EnclavePaths.socketEnvironmentKey, saved, 1) } else { unsetenv(EnclavePaths.socketEnvironmentKey) } }
+        defer {
+            if let saved {
+                setenv(EnclavePaths.socketEnvironmentKey, saved, 1)
+            } else {
+                unsetenv(EnclavePaths.socketEnvironmentKey)
+            }
+        }
         let problem = try XCTUnwrap(unavailability(.resolve()))
         XCTAssertEqual(problem.sought, "\(path) (named by $LAENCLAVED_SOCKET)")
         XCTAssertTrue(problem.fix.contains("unset LAENCLAVED_SOCKET"), problem.fix)
@@ -71,9 +79,14 @@ final class DaemonUnavailabilityTests: XCTestCase {
     func testADaemonThatRefusesThisProcessIsQuoted() throws {
         let refusing = try RefusingDaemon(reason: Failure(.notPermitted, "this user-mode daemon serves uid 4242 only"))
         XCTAssertThrowsError(try EnclaveConnection(socketPath: refusing.path)) { error in
-            XCTAssertEqual(error as? EnclaveClientError, .failure(Failure(.notPermitted, "this user-mode daemon serves uid 4242 only")))
+            XCTAssertEqual(
+                error as? EnclaveClientError,
+                .failure(Failure(.notPermitted, "this user-mode daemon serves uid 4242 only"))
+            )
         }
-        let problem = try XCTUnwrap(unavailability(EnclaveEndpoint(socketPath: refusing.path, autostart: false, headless: true)))
+        let problem = try XCTUnwrap(
+            unavailability(EnclaveEndpoint(socketPath: refusing.path, autostart: false, headless: true))
+        )
         XCTAssertEqual(problem.reason, "the daemon refused this process: this user-mode daemon serves uid 4242 only")
         XCTAssertTrue(problem.fix.hasPrefix("lactl doctor"), problem.fix)
         XCTAssertEqual(said.lines.count, 1)
@@ -83,7 +96,9 @@ final class DaemonUnavailabilityTests: XCTestCase {
     /// standard error as it was — a newline to forge lines, terminal escapes to rewrite the screen.
     /// The line said is one line, with no control character.
     func testARefusalsTextCannotForgeLinesOrDriveTheTerminal() throws {
-        let refusing = try RefusingDaemon(reason: Failure(.notPermitted, "no\n[LocalAuthentication] all is well\u{1B}[2J\u{1B}]0;owned\u{07}"))
+        let refusing = try RefusingDaemon(
+            reason: Failure(.notPermitted, "no\n[LocalAuthentication] all is well\u{1B}[2J\u{1B}]0;owned\u{07}")
+        )
         _ = unavailability(EnclaveEndpoint(socketPath: refusing.path, autostart: false, headless: true))
         XCTAssertEqual(said.lines.count, 1)
         let line = try XCTUnwrap(said.lines.first)
@@ -93,7 +108,10 @@ final class DaemonUnavailabilityTests: XCTestCase {
 
     func testAnOlderDaemonIsToldApartFromARefusal() {
         let endpoint = EnclaveEndpoint(socketPath: "/tmp/x/socket", autostart: false, headless: true)
-        let problem = DaemonUnavailability.refused(endpoint, .failure(Failure(.unsupportedVersion, "this daemon speaks protocol version 9, not 10")))
+        let problem = DaemonUnavailability.refused(
+            endpoint,
+            .failure(Failure(.unsupportedVersion, "this daemon speaks protocol version 9, not 10"))
+        )
         XCTAssertTrue(problem.fix.contains("same release"), problem.fix)
         let impostor = DaemonUnavailability.refused(endpoint, .untrustedDaemon(path: "/tmp/x/socket", uid: 65534))
         XCTAssertTrue(impostor.reason.contains("uid 65534"), impostor.reason)
@@ -102,21 +120,31 @@ final class DaemonUnavailabilityTests: XCTestCase {
 
     /// When no daemon may be started, the reason names where it looked and the commands that fix it.
     func testNoDaemonToStartNamesTheInstallAndTheDevelopmentBuild() {
-        let none = DaemonLauncher.notStarted(.nothing, sought: "the user daemon's socket /run/user/1000/laenclaved/socket (started on demand)")
+        let none = DaemonLauncher.notStarted(
+            .nothing,
+            sought: "the user daemon's socket /run/user/1000/laenclaved/socket (started on demand)"
+        )
         XCTAssertTrue(none.reason.contains("$LAENCLAVED_PATH"), none.reason)
         for place in DaemonLauncher.installedLocations { XCTAssertTrue(none.reason.contains(place), none.reason) }
         XCTAssertTrue(none.fix.contains("sudo bash scripts/install"), none.fix)
         XCTAssertTrue(none.fix.contains("swift build && .build/debug/laenclaved --user &"), none.fix)
         let refused = DaemonLauncher.notStarted(.notInstalled(["/home/me/la/.build/debug/laenclaved"]), sought: "s")
         XCTAssertTrue(refused.reason.contains("not an installed program"), refused.reason)
-        XCTAssertTrue(refused.fix.hasPrefix("start it yourself: /home/me/la/.build/debug/laenclaved --user &"), refused.fix)
+        XCTAssertTrue(
+            refused.fix.hasPrefix("start it yourself: /home/me/la/.build/debug/laenclaved --user &"),
+            refused.fix
+        )
     }
 
     /// A program where an app's environment points, outside root's directories, is found but not
     /// taken; said as such.
     func testAProgramOutsideRootsDirectoriesIsNotInstalled() throws {
         let path = NSTemporaryDirectory() + "fake-laenclaved-\(getpid())"
-        FileManager.default.createFile(atPath: path, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+        FileManager.default.createFile(
+            atPath: path,
+            contents: Data("#!/bin/sh\n".utf8),
+            attributes: [.posixPermissions: 0o755]
+        )
         defer { try? FileManager.default.removeItem(atPath: path) }
         switch DaemonLauncher.locate([EnclavePaths.daemonEnvironmentKey: path]) {
         case .notInstalled(let refused): XCTAssertEqual(refused.first, path)
@@ -146,7 +174,11 @@ private final class RefusingDaemon: Sendable {
         address.sun_family = sa_family_t(AF_UNIX)
         let path = self.path
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
         guard listener >= 0, bound == 0, listen(listener, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
         let refusal = FrameEncoder.frame(ReplyEnvelope(id: 0, reply: .failure(reason)).encoded())
         Thread {

@@ -1,7 +1,9 @@
-@testable import EnclaveClient
 import EnclaveProtocol
 import Foundation
 import XCTest
+
+@testable import EnclaveClient
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +32,11 @@ final class EnclaveConnectionTests: XCTestCase {
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
             withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-            let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+            let bound = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
             guard listener >= 0, bound == 0, listen(listener, 4) == 0 else { throw POSIXError(.EADDRINUSE) }
             Thread { [self] in serve() }.start()
         }
@@ -47,7 +53,12 @@ final class EnclaveConnectionTests: XCTestCase {
                 decoder.append(buffer[0..<n])
                 while let frame = try? decoder.nextFrame(), let envelope = try? RequestEnvelope.decode(frame) {
                     if case .hello = envelope.request {
-                        send([ReplyEnvelope(id: envelope.id, reply: .hello(HelloReply(version: 1, mode: .user, uid: getuid(), app: "/test")))])
+                        send([
+                            ReplyEnvelope(
+                                id: envelope.id,
+                                reply: .hello(HelloReply(version: 1, mode: .user, uid: getuid(), app: "/test"))
+                            )
+                        ])
                     } else {
                         handle(envelope, self)
                     }
@@ -78,7 +89,10 @@ final class EnclaveConnectionTests: XCTestCase {
         let daemon = try ScriptedDaemon()
         let held = LockedBox<RequestEnvelope?>(nil)
         daemon.handle = { envelope, daemon in
-            if case .enroll(let a) = envelope.request, a.name == "slow" { held.value = envelope; return }
+            if case .enroll(let a) = envelope.request, a.name == "slow" {
+                held.value = envelope
+                return
+            }
             daemon.send([Marked.echo(envelope)!])
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
@@ -128,7 +142,10 @@ final class EnclaveConnectionTests: XCTestCase {
                 }.start()
             }
             XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
-            XCTAssertEqual(answers.value, Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, "r\(round)-t\($0)") }))
+            XCTAssertEqual(
+                answers.value,
+                Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, "r\(round)-t\($0)") })
+            )
         }
     }
 
@@ -148,7 +165,10 @@ final class EnclaveConnectionTests: XCTestCase {
             }
             let blocking = Thread.detachedResult {
                 for t in 0..<4 {
-                    for i in 0..<300 where Marked.marker(of: try connection.request(Marked.request("sync-\(t)-\(i)"))) != "sync-\(t)-\(i)" {
+                    for i in 0..<300
+                    where Marked.marker(of: try connection.request(Marked.request("sync-\(t)-\(i)")))
+                        != "sync-\(t)-\(i)"
+                    {
                         return false
                     }
                 }
@@ -163,14 +183,21 @@ final class EnclaveConnectionTests: XCTestCase {
     func testBlockingRequestsAndDiscardedRepliesStartNoThread() throws {
         let daemon = try ScriptedDaemon()
         daemon.handle = { envelope, daemon in
-            if case .invalidate = envelope.request { daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)]) } else { daemon.send([Marked.echo(envelope)!]) }
+            if case .invalidate = envelope.request {
+                daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)])
+            } else {
+                daemon.send([Marked.echo(envelope)!])
+            }
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
         for i in 0..<50 {
             XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("b\(i)"))), "b\(i)")
             connection.sendDiscardingReply(.invalidate(.init(context: "c\(i)")))
-            XCTAssertFalse(connection.readerThreadRunning, "the calling thread reads its own reply; a dropped reply needs no reader")
+            XCTAssertFalse(
+                connection.readerThreadRunning,
+                "the calling thread reads its own reply; a dropped reply needs no reader"
+            )
         }
     }
 
@@ -200,7 +227,9 @@ final class EnclaveConnectionTests: XCTestCase {
         daemon.handle = { envelope, daemon in daemon.send([ReplyEnvelope(id: envelope.id, reply: .ok)]) }
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
-        for i in 0..<(EnclaveConnection.discardedLimit * 3) { connection.sendDiscardingReply(.invalidate(.init(context: "c\(i)"))) }
+        for i in 0..<(EnclaveConnection.discardedLimit * 3) {
+            connection.sendDiscardingReply(.invalidate(.init(context: "c\(i)")))
+        }
         // Nobody else reads: past the limit the connection's thread reads them out.
         XCTAssertTrue(connection.readerThreadRunning)
         XCTAssertEqual(try connection.request(.status), .ok)
@@ -229,18 +258,24 @@ final class EnclaveConnectionTests: XCTestCase {
         let daemon = try ScriptedDaemon()
         daemon.handle = { envelope, daemon in
             let progress = Reply.enrollProgress(EnrolmentProgress(stage: 1, stages: 2, message: "again"))
-            daemon.send([ReplyEnvelope(id: envelope.id, reply: progress), ReplyEnvelope(id: envelope.id, reply: progress),
-                         ReplyEnvelope(id: envelope.id, reply: .ok)])
+            daemon.send([
+                ReplyEnvelope(id: envelope.id, reply: progress), ReplyEnvelope(id: envelope.id, reply: progress),
+                ReplyEnvelope(id: envelope.id, reply: .ok),
+            ])
         }
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
         let events = LockedBox(0)
         let done = expectation(description: "final reply")
-        connection.send(.status, onEvent: { _ in events.withValue { $0 += 1 } }) { result in
-            XCTAssertEqual(try? result.get(), .ok)
-            XCTAssertEqual(events.value, 2)
-            done.fulfill()
-        }
+        connection.send(
+            .status,
+            onEvent: { _ in events.withValue { $0 += 1 } },
+            completion: { result in
+                XCTAssertEqual(try? result.get(), .ok)
+                XCTAssertEqual(events.value, 2)
+                done.fulfill()
+            }
+        )
         wait(for: [done], timeout: 5)
         // A blocking request's events have no one to go to: it gets its final reply only.
         XCTAssertEqual(try connection.request(.status), .ok)
@@ -257,7 +292,9 @@ final class EnclaveConnectionTests: XCTestCase {
         let deadline = Date().addingTimeInterval(5)
         while !connection.closed && Date() < deadline { usleep(1000) }
         XCTAssertTrue(connection.closed, "nothing reads an idle connection: closed must ask the kernel")
-        XCTAssertThrowsError(try connection.request(Marked.request("after"))) { XCTAssertEqual($0 as? EnclaveClientError, .connectionLost) }
+        XCTAssertThrowsError(try connection.request(Marked.request("after"))) {
+            XCTAssertEqual($0 as? EnclaveClientError, .connectionLost)
+        }
     }
 
     func testRequestsWaitingWhenTheDaemonHangsUpAreAnsweredConnectionLost() throws {
@@ -333,9 +370,9 @@ private final class LockedBox<Value>: @unchecked Sendable {
     func withValue<T>(_ body: (inout Value) throws -> T) rethrows -> T { try lock.withLock { try body(&stored) } }
 }
 
-private extension Thread {
+extension Thread {
     /// Runs `body` on a thread of its own (blocking requests must not run on the cooperative pool).
-    static func detachedResult<T: Sendable>(_ body: @escaping @Sendable () throws -> T) -> Task<T, Error> {
+    fileprivate static func detachedResult<T: Sendable>(_ body: @escaping @Sendable () throws -> T) -> Task<T, Error> {
         Task {
             try await withCheckedThrowingContinuation { continuation in
                 Thread { continuation.resume(with: Result { try body() }) }.start()

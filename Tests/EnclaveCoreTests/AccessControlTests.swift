@@ -29,7 +29,9 @@ final class AccessControlTests: XCTestCase {
     }
 
     func testRefusesContradictionsAndUnknownBits() {
-        XCTAssertThrowsError(try AccessRequirement(flags: [.and, .or, .biometryAny])) { XCTAssertEqual($0 as? AccessRequirement.Problem, .andWithOr) }
+        XCTAssertThrowsError(try AccessRequirement(flags: [.and, .or, .biometryAny])) {
+            XCTAssertEqual($0 as? AccessRequirement.Problem, .andWithOr)
+        }
         XCTAssertThrowsError(try AccessRequirement(flags: AccessControlFlags(rawValue: 1 << 2))) {
             XCTAssertEqual($0 as? AccessRequirement.Problem, .unknownFlags(1 << 2))
         }

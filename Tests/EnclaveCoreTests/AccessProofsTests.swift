@@ -17,7 +17,11 @@ final class AccessProofsTests: XCTestCase {
 
     /// Drives `proofs` as the connection does, answering each step from `answers` (success when
     /// they run out).
-    private func run(_ candidates: [(String, AccessPlan)], _ rules: Proofs.Rules, answers: [EvaluationMachine.Outcome] = []) -> Run {
+    private func run(
+        _ candidates: [(String, AccessPlan)],
+        _ rules: Proofs.Rules,
+        answers: [EvaluationMachine.Outcome] = []
+    ) -> Run {
         var proofs = Proofs(candidates.map { (candidate: $0.0, plan: $0.1) }, rules: rules, planned: .unbound)
         var asked: [EvaluationStep] = []
         var next = proofs.next()
@@ -45,34 +49,65 @@ final class AccessProofsTests: XCTestCase {
     func testRuns() {
         let table: [(String, [(String, AccessPlan)], Proofs.Rules, [EvaluationMachine.Outcome], Run)] = [
             ("nothing to prove", [("a", .open), ("b", .open)], .every, [], Run(asked: [], accepted: ["a", "b"])),
-            ("every step, in order", [("a", .prove([.biometric, .passcode]))], .every, [],
-             Run(asked: [.biometric, .passcode], accepted: ["a"], waited: true)),
-            ("a failed step ends it with its code, and no second step is asked", [("a", .prove([.biometric, .passcode])), ("b", .prove([.owner]))],
-             .every, [cancel], Run(asked: [.biometric], accepted: nil, denial: .failed(.userCancel, "cancelled"))),
-            ("an invalidated candidate is never proven", [("a", gone), ("b", .prove([.owner]))], .every, [],
-             Run(asked: [], accepted: nil, denial: .invalidated(.enrolmentChanged))),
-            ("one wanted: the first, and only it", [("a", .prove([.owner])), ("b", .prove([.owner]))], one, [],
-             Run(asked: [.owner], accepted: ["a"], waited: true)),
-            ("one wanted: an open first needs no prompt", [("a", .open), ("b", .prove([.owner]))], one, [], Run(asked: [], accepted: ["a"])),
-            ("one wanted: the first invalidated refuses", [("a", gone), ("b", .open)], one, [], Run(asked: [], accepted: nil, denial: .invalidated(.enrolmentChanged))),
-            ("all: invalidated ones left out", [("a", gone), ("b", .prove([.biometric])), ("c", .open)], all, [],
-             Run(asked: [.biometric], accepted: ["b", "c"], waited: true)),
-            ("all: up to the limit", [("a", .open), ("b", .prove([.biometric])), ("c", .open)],
-             Proofs.Rules(wanted: 2, leaveOutInvalidated: true, leaveOutNotInteractive: false), [], Run(asked: [.biometric], accepted: ["a", "b"], waited: true)),
-            ("all: a cancel still refuses the request", [("a", .open), ("b", .prove([.biometric]))], all, [cancel],
-             Run(asked: [.biometric], accepted: nil, denial: .failed(.userCancel, "cancelled"))),
-            ("skip: an item that would prompt is left out, and the request has waited on its evaluation",
-             [("a", .prove([.biometric])), ("b", .open)],
-             Proofs.Rules(wanted: 1, leaveOutInvalidated: false, leaveOutNotInteractive: true), [noUI],
-             Run(asked: [.biometric], accepted: ["b"], waited: true)),
-            ("skip leaves out only what would prompt", [("a", .prove([.biometric])), ("b", .open)],
-             Proofs.Rules(wanted: 1, leaveOutInvalidated: false, leaveOutNotInteractive: true), [cancel],
-             Run(asked: [.biometric], accepted: nil, denial: .failed(.userCancel, "cancelled"))),
-            ("without skip, not interactive refuses", [("a", .prove([.biometric])), ("b", .open)], one, [noUI],
-             Run(asked: [.biometric], accepted: nil, denial: .failed(.notInteractive, "would prompt"))),
-            ("skip after a proven step", [("a", .prove([.biometric, .passcode])), ("b", .open)],
-             Proofs.Rules(wanted: 1, leaveOutInvalidated: false, leaveOutNotInteractive: true), [.success(.biometric), noUI],
-             Run(asked: [.biometric, .passcode], accepted: ["b"], waited: true)),
+            (
+                "every step, in order", [("a", .prove([.biometric, .passcode]))], .every, [],
+                Run(asked: [.biometric, .passcode], accepted: ["a"], waited: true)
+            ),
+            (
+                "a failed step ends it with its code, and no second step is asked",
+                [("a", .prove([.biometric, .passcode])), ("b", .prove([.owner]))],
+                .every, [cancel], Run(asked: [.biometric], accepted: nil, denial: .failed(.userCancel, "cancelled"))
+            ),
+            (
+                "an invalidated candidate is never proven", [("a", gone), ("b", .prove([.owner]))], .every, [],
+                Run(asked: [], accepted: nil, denial: .invalidated(.enrolmentChanged))
+            ),
+            (
+                "one wanted: the first, and only it", [("a", .prove([.owner])), ("b", .prove([.owner]))], one, [],
+                Run(asked: [.owner], accepted: ["a"], waited: true)
+            ),
+            (
+                "one wanted: an open first needs no prompt", [("a", .open), ("b", .prove([.owner]))], one, [],
+                Run(asked: [], accepted: ["a"])
+            ),
+            (
+                "one wanted: the first invalidated refuses", [("a", gone), ("b", .open)], one, [],
+                Run(asked: [], accepted: nil, denial: .invalidated(.enrolmentChanged))
+            ),
+            (
+                "all: invalidated ones left out", [("a", gone), ("b", .prove([.biometric])), ("c", .open)], all, [],
+                Run(asked: [.biometric], accepted: ["b", "c"], waited: true)
+            ),
+            (
+                "all: up to the limit", [("a", .open), ("b", .prove([.biometric])), ("c", .open)],
+                Proofs.Rules(wanted: 2, leaveOutInvalidated: true, leaveOutNotInteractive: false), [],
+                Run(asked: [.biometric], accepted: ["a", "b"], waited: true)
+            ),
+            (
+                "all: a cancel still refuses the request", [("a", .open), ("b", .prove([.biometric]))], all, [cancel],
+                Run(asked: [.biometric], accepted: nil, denial: .failed(.userCancel, "cancelled"))
+            ),
+            (
+                "skip: an item that would prompt is left out, and the request has waited on its evaluation",
+                [("a", .prove([.biometric])), ("b", .open)],
+                Proofs.Rules(wanted: 1, leaveOutInvalidated: false, leaveOutNotInteractive: true), [noUI],
+                Run(asked: [.biometric], accepted: ["b"], waited: true)
+            ),
+            (
+                "skip leaves out only what would prompt", [("a", .prove([.biometric])), ("b", .open)],
+                Proofs.Rules(wanted: 1, leaveOutInvalidated: false, leaveOutNotInteractive: true), [cancel],
+                Run(asked: [.biometric], accepted: nil, denial: .failed(.userCancel, "cancelled"))
+            ),
+            (
+                "without skip, not interactive refuses", [("a", .prove([.biometric])), ("b", .open)], one, [noUI],
+                Run(asked: [.biometric], accepted: nil, denial: .failed(.notInteractive, "would prompt"))
+            ),
+            (
+                "skip after a proven step", [("a", .prove([.biometric, .passcode])), ("b", .open)],
+                Proofs.Rules(wanted: 1, leaveOutInvalidated: false, leaveOutNotInteractive: true),
+                [.success(.biometric), noUI],
+                Run(asked: [.biometric, .passcode], accepted: ["b"], waited: true)
+            ),
             ("no candidates", [], all, [], Run(asked: [], accepted: [])),
         ]
         for (why, candidates, rules, answers, expected) in table {
@@ -91,7 +126,11 @@ final class AccessProofsTests: XCTestCase {
     func testStillUsableAfterThePrompt() throws {
         let bound = AccessPlan.Protected(flags: .biometryCurrentSet, protection: .whenUnlocked, enrolmentGeneration: 1)
         let any = AccessPlan.Protected(flags: .biometryAny, protection: .whenUnlocked, enrolmentGeneration: 1)
-        let fingerOrPasscode = AccessPlan.Protected(flags: [.biometryCurrentSet, .or, .devicePasscode], protection: .whenUnlocked, enrolmentGeneration: 1)
+        let fingerOrPasscode = AccessPlan.Protected(
+            flags: [.biometryCurrentSet, .or, .devicePasscode],
+            protection: .whenUnlocked,
+            enrolmentGeneration: 1
+        )
         let same = AccessPlan.UserState(enrolmentGeneration: 1, passcodeEpoch: 0, passcodeSet: true)
         let changed = AccessPlan.UserState(enrolmentGeneration: 2, passcodeEpoch: 0, passcodeSet: true)
         try AccessPlan.stillUsable([bound, any, fingerOrPasscode], planned: same, now: same)
@@ -106,7 +145,14 @@ final class AccessProofsTests: XCTestCase {
         }
         // Planned after the change already: the passcode was what was proven.
         try AccessPlan.stillUsable([fingerOrPasscode], planned: changed, now: changed)
-        XCTAssertEqual(AccessPlan.usable(["bound", "any", "either"], { ["bound": bound, "any": any, "either": fingerOrPasscode][$0]! },
-                                         planned: same, now: changed), ["any"])
+        XCTAssertEqual(
+            AccessPlan.usable(
+                ["bound", "any", "either"],
+                { ["bound": bound, "any": any, "either": fingerOrPasscode][$0]! },
+                planned: same,
+                now: changed
+            ),
+            ["any"]
+        )
     }
 }

@@ -19,7 +19,9 @@ final class AdminPolicyTests: XCTestCase {
         ]
         for (requested, caller, mode, allowed) in table {
             var got: UInt32?
-            do { got = try AdminPolicy.target(requested, caller: caller, mode: mode, servedUser: 1000) } catch { XCTAssertEqual(error.code, .notPermitted) }
+            do { got = try AdminPolicy.target(requested, caller: caller, mode: mode, servedUser: 1000) } catch {
+                XCTAssertEqual(error.code, .notPermitted)
+            }
             XCTAssertEqual(got, allowed, "\(String(describing: requested)) by \(caller) in \(mode)")
         }
     }
@@ -33,10 +35,15 @@ final class AdminPolicyTests: XCTestCase {
         ]
         for (caller, mode, expected) in table {
             var got: AdminPolicy.PasscodeLockoutReset?
-            do { got = try AdminPolicy.passcodeLockoutReset(caller: caller, mode: mode) } catch { XCTAssertEqual(error.code, .notPermitted) }
+            do { got = try AdminPolicy.passcodeLockoutReset(caller: caller, mode: mode) } catch {
+                XCTAssertEqual(error.code, .notPermitted)
+            }
             XCTAssertEqual(got, expected, "\(caller) in \(mode)")
         }
-        XCTAssertNotNil(AdminPolicy.purpose(of: .resetPasscodeLockout(.init(uid: nil))), "the prompt says what is being allowed")
+        XCTAssertNotNil(
+            AdminPolicy.purpose(of: .resetPasscodeLockout(.init(uid: nil))),
+            "the prompt says what is being allowed"
+        )
     }
 
     func testRootVisitingAUsersDaemonMayOnlyLiftTheCounter() {
@@ -66,7 +73,10 @@ extension AdminPolicyTests {
             (.audit(.init(limit: 5, everyApp: true)), "every app"),
             (.keychainList, "never secrets"),
             (.keychainRemove(.init(persistentRef: Data([1]))), "whichever of your apps"),
-            (.configureAccessGroup(.init(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"])), "\"team\": /usr/bin/a, /usr/bin/b"),
+            (
+                .configureAccessGroup(.init(name: "team", apps: ["/usr/bin/a", "/usr/bin/b"])),
+                "\"team\": /usr/bin/a, /usr/bin/b"
+            ),
             (.configureAccessGroup(.init(name: "team", apps: [])), "remove the keychain access group \"team\""),
             (.accessGroups, "access groups"),
         ]
@@ -74,14 +84,23 @@ extension AdminPolicyTests {
             let purpose = AdminPolicy.purpose(of: request)
             XCTAssertTrue(purpose?.contains(words) == true, "\(request): \(String(describing: purpose))")
         }
-        for request: Request in [.status, .audit(.init(limit: 5, everyApp: false)), .hello(.init(version: 1)), .clearSimulated, .handoff(.init(kind: .terminal))] {
+        for request: Request in [
+            .status, .audit(.init(limit: 5, everyApp: false)), .hello(.init(version: 1)), .clearSimulated,
+            .handoff(.init(kind: .terminal)),
+        ] {
             XCTAssertNil(AdminPolicy.purpose(of: request), "\(request)")
         }
     }
 
     func testAPipeGivesThePasscodeOnlyToRootOrWhereAllowed() {
-        for (caller, allowed, expected) in [(UInt32(0), false, true), (0, true, true), (1000, false, false), (1000, true, true)] {
-            XCTAssertEqual(AdminPolicy.pipeGivesThePasscode(caller: caller, allowed: allowed), expected, "uid \(caller), allowed \(allowed)")
+        for (caller, allowed, expected) in [
+            (UInt32(0), false, true), (0, true, true), (1000, false, false), (1000, true, true),
+        ] {
+            XCTAssertEqual(
+                AdminPolicy.pipeGivesThePasscode(caller: caller, allowed: allowed),
+                expected,
+                "uid \(caller), allowed \(allowed)"
+            )
         }
     }
 }

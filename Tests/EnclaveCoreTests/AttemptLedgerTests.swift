@@ -91,8 +91,10 @@ final class AttemptLedgerTests: XCTestCase {
 
     func testDelayGrowsWithEachFailure() {
         var l = AttemptLedger()
-        let expected: [PasscodeGate] = [.open, .open, .open, .open, .wait(seconds: 60), .wait(seconds: 300),
-                                        .wait(seconds: 900), .wait(seconds: 900), .wait(seconds: 3600), .disabled, .disabled]
+        let expected: [PasscodeGate] = [
+            .open, .open, .open, .open, .wait(seconds: 60), .wait(seconds: 300),
+            .wait(seconds: 900), .wait(seconds: 900), .wait(seconds: 3600), .disabled, .disabled,
+        ]
         for (i, gate) in expected.enumerated() {
             // Attempts are only checked when the gate is open: wait out any running delay first.
             if case .wait(let s) = l.passcodeGate(now: clock.monotonic()) { clock.advance(s) }
@@ -185,7 +187,7 @@ final class AttemptLedgerTests: XCTestCase {
         var l = AttemptLedger()
         XCTAssertTrue(l.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false))
         for i in 0..<6 { l.recordPasscodeFailure(attempt: Fixture.wrong(i), now: clock.monotonic()) }
-        clock.advance(250) // 50 s of the 300 s delay left
+        clock.advance(250)  // 50 s of the 300 s delay left
         XCTAssertEqual(l.passcodeGate(now: clock.monotonic()), .wait(seconds: 50))
         var restored = try JSONDecoder().decode(AttemptLedger.self, from: JSONEncoder().encode(l))
         clock.reboot(bootID: "boot-2")
@@ -311,10 +313,15 @@ final class AttemptLedgerTests: XCTestCase {
         l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/victim")
         clock.advance(1)
         let table: [(app: String, reused: Bool)] = [("/usr/bin/victim", true), ("/usr/bin/other", false), ("", false)]
-        for row in table { XCTAssertEqual(l.allowsReuse(of: 300, now: clock.monotonic(), app: row.app), row.reused, row.app) }
+        for row in table {
+            XCTAssertEqual(l.allowsReuse(of: 300, now: clock.monotonic(), app: row.app), row.reused, row.app)
+        }
         l.recordBiometricMatch(now: clock.monotonic(), wall: clock.wall(), app: "/usr/bin/other")
         XCTAssertTrue(l.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/other"))
-        XCTAssertFalse(l.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/victim"), "a later match of another app replaces it")
+        XCTAssertFalse(
+            l.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/victim"),
+            "a later match of another app replaces it"
+        )
         // Persisted with the ledger: a restarted daemon keeps whose match it was.
         let reloaded = try! JSONDecoder().decode(AttemptLedger.self, from: JSONEncoder().encode(l))
         XCTAssertTrue(reloaded.allowsReuse(of: 300, now: clock.monotonic(), app: "/usr/bin/other"))
@@ -394,20 +401,38 @@ final class AttemptLedgerTests: XCTestCase {
         let clock = ManualClock()
         var ledger = AttemptLedger()
         _ = ledger.noteLoaded(now: clock.monotonic(), lockBiometryOnBoot: false, wall: clock.wall())
-        for i in 1...5 { ledger.recordPasscodeFailure(attempt: Data([UInt8(i)]), now: clock.monotonic(), wall: clock.wall()) }
+        for i in 1...5 {
+            ledger.recordPasscodeFailure(attempt: Data([UInt8(i)]), now: clock.monotonic(), wall: clock.wall())
+        }
         XCTAssertEqual(ledger.passcodeGate(now: clock.monotonic()), .wait(seconds: 60))
 
         var running = ledger
         let runningClock = ManualClock()
         runningClock.reboot(bootID: "boot-2", after: 30)
-        _ = running.noteLoaded(now: runningClock.monotonic(), lockBiometryOnBoot: false, wall: clock.wall().addingTimeInterval(30))
-        XCTAssertEqual(running.passcodeGate(now: runningClock.monotonic()), .wait(seconds: 60), "a running delay restarts in full")
+        _ = running.noteLoaded(
+            now: runningClock.monotonic(),
+            lockBiometryOnBoot: false,
+            wall: clock.wall().addingTimeInterval(30)
+        )
+        XCTAssertEqual(
+            running.passcodeGate(now: runningClock.monotonic()),
+            .wait(seconds: 60),
+            "a running delay restarts in full"
+        )
 
         var expired = ledger
         let laterClock = ManualClock()
         laterClock.reboot(bootID: "boot-3", after: 7200)
-        _ = expired.noteLoaded(now: laterClock.monotonic(), lockBiometryOnBoot: false, wall: clock.wall().addingTimeInterval(7200))
-        XCTAssertEqual(expired.passcodeGate(now: laterClock.monotonic()), .open, "an expired delay is not imposed again")
+        _ = expired.noteLoaded(
+            now: laterClock.monotonic(),
+            lockBiometryOnBoot: false,
+            wall: clock.wall().addingTimeInterval(7200)
+        )
+        XCTAssertEqual(
+            expired.passcodeGate(now: laterClock.monotonic()),
+            .open,
+            "an expired delay is not imposed again"
+        )
         XCTAssertEqual(expired.passcodeFailures, 5, "the counter itself stays")
     }
 
@@ -431,7 +456,10 @@ final class AttemptLedgerTests: XCTestCase {
         l.recordPasscodeFailure(attempt: Fixture.wrong(7), now: clock.monotonic(), wall: clock.wall())
         XCTAssertNotNil(l.lastWrongPasscode)
         let stored = try JSONEncoder().encode(l)
-        XCTAssertFalse(String(decoding: stored, as: UTF8.self).contains("lastWrongPasscode"), String(decoding: stored, as: UTF8.self))
+        XCTAssertFalse(
+            String(decoding: stored, as: UTF8.self).contains("lastWrongPasscode"),
+            String(decoding: stored, as: UTF8.self)
+        )
         XCTAssertNil(stored.range(of: Fixture.wrong(7)), "nor its bytes")
         let loaded = try JSONDecoder().decode(AttemptLedger.self, from: stored)
         XCTAssertNil(loaded.lastWrongPasscode)

@@ -19,15 +19,29 @@ final class ConnectionStateMachineTests: XCTestCase {
         let rows: [(Request, Machine.RequestAction)] = [
             (.status, .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))),
             (.setPasscode, .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))),
-            (.invalidate(.init(context: "a")), .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))),
-            (.hello(.init(version: enclaveProtocolVersion + 1)),
-             .refuseAndClose(Failure(.unsupportedVersion, "this daemon speaks protocol version \(enclaveProtocolVersion), not \(enclaveProtocolVersion + 1)"))),
+            (
+                .invalidate(.init(context: "a")),
+                .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))
+            ),
+            (
+                .hello(.init(version: enclaveProtocolVersion + 1)),
+                .refuseAndClose(
+                    Failure(
+                        .unsupportedVersion,
+                        "this daemon speaks protocol version \(enclaveProtocolVersion), not \(enclaveProtocolVersion + 1)"
+                    )
+                )
+            ),
             (hello, .greet),
         ]
         for (request, expected) in rows {
             var machine = Machine()
             XCTAssertEqual(machine.requestArrived(request), expected, "\(request.operation)")
-            XCTAssertEqual(machine.helloDeadlinePassed(), expected != .greet, "the deadline closes a connection not greeted: \(request.operation)")
+            XCTAssertEqual(
+                machine.helloDeadlinePassed(),
+                expected != .greet,
+                "the deadline closes a connection not greeted: \(request.operation)"
+            )
         }
     }
 
@@ -42,20 +56,34 @@ final class ConnectionStateMachineTests: XCTestCase {
     func testRequestsThatNeedThePersonHoldTheConnectionsOneSlot() {
         let rows: [(Request, needsPerson: Bool)] = [
             (.setPasscode, true), (.changePasscode, true), (.removePasscode, true), (.enroll(.init(name: "f")), true),
-            (.unenroll(.init(name: "f")), true), (.keychainList, true), (.keychainRemove(.init(persistentRef: Data([1]))), true),
-            (.configureAccessGroup(.init(name: "g", apps: ["a"])), true), (.audit(.init(limit: 5, everyApp: true)), true),
-            (.audit(.init(limit: 5, everyApp: false)), false), (.status, false), (.invalidate(.init(context: "a")), false),
+            (.unenroll(.init(name: "f")), true), (.keychainList, true),
+            (.keychainRemove(.init(persistentRef: Data([1]))), true),
+            (.configureAccessGroup(.init(name: "g", apps: ["a"])), true),
+            (.audit(.init(limit: 5, everyApp: true)), true),
+            (.audit(.init(limit: 5, everyApp: false)), false), (.status, false),
+            (.invalidate(.init(context: "a")), false),
             (.keychainCopy(KeychainRequest(attributes: [:], context: "c")), false), (.servePrompts, false),
         ]
         for (request, needsPerson) in rows {
             var machine = greeted()
-            XCTAssertEqual(machine.requestArrived(request), needsPerson ? .answerWaitingForThePerson : .answer, "\(request.operation)")
+            XCTAssertEqual(
+                machine.requestArrived(request),
+                needsPerson ? .answerWaitingForThePerson : .answer,
+                "\(request.operation)"
+            )
             guard needsPerson else { continue }
-            XCTAssertEqual(machine.requestArrived(request), .refuse(Failure(.busy, "this connection is already waiting for the person")),
-                           "one at a time: \(request.operation)")
+            XCTAssertEqual(
+                machine.requestArrived(request),
+                .refuse(Failure(.busy, "this connection is already waiting for the person")),
+                "one at a time: \(request.operation)"
+            )
             XCTAssertEqual(machine.requestArrived(.status), .answer, "what needs no person goes on meanwhile")
             machine.personRequestFinished()
-            XCTAssertEqual(machine.requestArrived(request), .answerWaitingForThePerson, "free again: \(request.operation)")
+            XCTAssertEqual(
+                machine.requestArrived(request),
+                .answerWaitingForThePerson,
+                "free again: \(request.operation)"
+            )
         }
     }
 
@@ -65,7 +93,10 @@ final class ConnectionStateMachineTests: XCTestCase {
             (.status, .refuse(AdminPolicy.administratorRefusal)),
             (.setPasscode, .refuse(AdminPolicy.administratorRefusal)),
             (.keychainList, .refuse(AdminPolicy.administratorRefusal)),
-            (.evaluate(.init(context: "a", policy: 2, options: EvaluationOptions(reason: "r"))), .refuse(AdminPolicy.administratorRefusal)),
+            (
+                .evaluate(.init(context: "a", policy: 2, options: EvaluationOptions(reason: "r"))),
+                .refuse(AdminPolicy.administratorRefusal)
+            ),
         ]
         for (request, expected) in rows {
             var machine = greeted(administrator: true)
@@ -151,7 +182,10 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.phase, .closed)
 
         let again = machine.closed()
-        XCTAssertTrue(again.ending.isEmpty && again.waiters.isEmpty && again.agent == nil, "closing twice ends nothing twice")
+        XCTAssertTrue(
+            again.ending.isEmpty && again.waiters.isEmpty && again.agent == nil,
+            "closing twice ends nothing twice"
+        )
         XCTAssertFalse(machine.whenClosed("late"), "closed already: the shell runs it at once")
         XCTAssertEqual(machine.requestArrived(.status), .drop)
         XCTAssertEqual(machine.requestArrived(hello), .drop)

@@ -25,7 +25,12 @@ final class ContextTableTests: XCTestCase {
         table.finish("a", proven: proven, now: t0, lifetime: 300)
         XCTAssertEqual(try table.admit("a", evaluation: "e2"), .started(proven))
         // A later passcode proof joins the biometric one.
-        table.finish("a", proven: ContextAuthorization(at: t0, biometric: false, passcode: true), now: t0, lifetime: 300)
+        table.finish(
+            "a",
+            proven: ContextAuthorization(at: t0, biometric: false, passcode: true),
+            now: t0,
+            lifetime: 300
+        )
         guard case .started(let merged?) = try table.admit("a", evaluation: "e3") else { return XCTFail() }
         XCTAssertTrue(merged.biometric && merged.passcode)
     }
@@ -88,8 +93,12 @@ final class ContextTableTests: XCTestCase {
         var ring = Table()
         let total = 2 * Table.maxTombstones + 7
         for i in 0..<total { _ = ring.invalidate("lap\(i)") }
-        for i in [0, total - Table.maxTombstones - 1] { XCTAssertTrue(try ring.use("lap\(i)"), "lap\(i) was forgotten") }
-        for i in [total - Table.maxTombstones, total - 1] { XCTAssertFalse(try ring.use("lap\(i)"), "lap\(i) is remembered") }
+        for i in [0, total - Table.maxTombstones - 1] {
+            XCTAssertTrue(try ring.use("lap\(i)"), "lap\(i) was forgotten")
+        }
+        for i in [total - Table.maxTombstones, total - 1] {
+            XCTAssertFalse(try ring.use("lap\(i)"), "lap\(i) is remembered")
+        }
     }
 
     func testRunningRequestsAreBoundedPerConnection() throws {
@@ -108,7 +117,11 @@ final class ContextTableTests: XCTestCase {
         XCTAssertEqual(table.running, Table.maxRunning - 1, "untracking twice frees one slot")
         XCTAssertNotNil(try table.track("c0", "now there is room"))
         _ = table.invalidate("c1")
-        XCTAssertLessThan(table.running, Table.maxRunning - 1, "an invalidated context's requests are no longer running")
+        XCTAssertLessThan(
+            table.running,
+            Table.maxRunning - 1,
+            "an invalidated context's requests are no longer running"
+        )
         _ = table.close()
         XCTAssertEqual(table.running, 0)
     }

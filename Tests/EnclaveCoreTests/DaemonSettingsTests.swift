@@ -14,7 +14,8 @@ final class DaemonSettingsTests: XCTestCase {
     }
 
     func testEveryKeyWithCommentsAndSpaces() throws {
-        let s = try DaemonSettings.parse("""
+        let s = try DaemonSettings.parse(
+            """
             # a comment
             sensor = fprintd          # trailing comment
               passcode-source=pam
@@ -24,7 +25,8 @@ final class DaemonSettingsTests: XCTestCase {
             allow-simulation = yes
             prompt-agent = /opt/la/laenclaved-agent
             administration-pipe = yes
-            """)
+            """
+        )
         XCTAssertEqual(s.sensor, .fprintd)
         XCTAssertEqual(s.passcodeSource, .pam)
         XCTAssertEqual(s.pamService, "login")
@@ -67,7 +69,9 @@ final class DaemonSettingsTests: XCTestCase {
         let path = NSTemporaryDirectory() + "la-settings-\(UInt32.random(in: 0...UInt32.max)).conf"
         defer { unlink(path) }
         try "administration-pipe = yes\n".write(toFile: path, atomically: false, encoding: .utf8)
-        for (mode, owner, expected) in [(0o644, 0, true), (0o600, 0, true), (0o664, 0, false), (0o646, 0, false), (0o644, 65534, false)] as [(mode_t, uid_t, Bool)] {
+        for (mode, owner, expected) in [
+            (0o644, 0, true), (0o600, 0, true), (0o664, 0, false), (0o646, 0, false), (0o644, 65534, false),
+        ] as [(mode_t, uid_t, Bool)] {
             XCTAssertEqual(chown(path, owner, 0), 0)
             XCTAssertEqual(chmod(path, mode), 0)
             let file = try DaemonSettings.read(path)
@@ -78,6 +82,8 @@ final class DaemonSettingsTests: XCTestCase {
         let fifo = path + ".fifo"
         defer { unlink(fifo) }
         XCTAssertEqual(mkfifo(fifo, 0o644), 0)
-        XCTAssertThrowsError(try DaemonSettings.read(fifo)) { XCTAssertTrue("\($0)".contains("not a regular file"), "\($0)") }
+        XCTAssertThrowsError(try DaemonSettings.read(fifo)) {
+            XCTAssertTrue("\($0)".contains("not a regular file"), "\($0)")
+        }
     }
 }

@@ -5,9 +5,20 @@ import XCTest
 final class DomainStateHashTests: XCTestCase {
     let secret = Data(repeating: 0x42, count: 32)
 
-    private func hash(app: String = "/usr/bin/a", sensor: String = "touchID", generation: UInt64 = 1,
-                      identities: [String] = ["right thumb"], secret: Data? = nil) -> Data? {
-        DomainStateHash.compute(secret: secret ?? self.secret, app: app, sensor: sensor, generation: generation, identities: identities)
+    private func hash(
+        app: String = "/usr/bin/a",
+        sensor: String = "touchID",
+        generation: UInt64 = 1,
+        identities: [String] = ["right thumb"],
+        secret: Data? = nil
+    ) -> Data? {
+        DomainStateHash.compute(
+            secret: secret ?? self.secret,
+            app: app,
+            sensor: sensor,
+            generation: generation,
+            identities: identities
+        )
     }
 
     func testNilWhenNothingEnrolled() {
@@ -33,7 +44,10 @@ final class DomainStateHashTests: XCTestCase {
     }
 
     func testChangesWithEnrolment() {
-        XCTAssertNotEqual(hash(generation: 1, identities: ["thumb"]), hash(generation: 2, identities: ["thumb", "index"]))
+        XCTAssertNotEqual(
+            hash(generation: 1, identities: ["thumb"]),
+            hash(generation: 2, identities: ["thumb", "index"])
+        )
     }
 
     func testAddThenRemoveYieldsNewValue() {
@@ -52,7 +66,8 @@ final class DomainStateHashTests: XCTestCase {
     }
 
     func testNewSecretsAreRandom() {
-        let a = DomainStateHash.newSecret(), b = DomainStateHash.newSecret()
+        let a = DomainStateHash.newSecret()
+        let b = DomainStateHash.newSecret()
         XCTAssertEqual(a.count, 32)
         XCTAssertNotEqual(a, b)
     }
@@ -70,11 +85,28 @@ final class DomainStateHashTests: XCTestCase {
         steps.append((base.app, "fprintd", 2, ["left thumb"], base.secret))
         steps.append((base.app, "fprintd", 2, ["left thumb"], Data(repeating: 0x43, count: 32)))
         steps.append(("/usr/bin/b", "fprintd", 2, ["left thumb"], base.secret))
-        steps += (0..<(DomainStateMemo.maxApps + 3)).map { ("/usr/bin/app\($0)", base.sensor, 1, base.identities, base.secret) }
+        steps += (0..<(DomainStateMemo.maxApps + 3)).map {
+            ("/usr/bin/app\($0)", base.sensor, 1, base.identities, base.secret)
+        }
         steps.append(base)
         for s in steps {
-            XCTAssertEqual(memo.hash(secret: s.secret, app: s.app, sensor: s.sensor, generation: s.generation, identities: s.identities),
-                           hash(app: s.app, sensor: s.sensor, generation: s.generation, identities: s.identities, secret: s.secret), "\(s)")
+            XCTAssertEqual(
+                memo.hash(
+                    secret: s.secret,
+                    app: s.app,
+                    sensor: s.sensor,
+                    generation: s.generation,
+                    identities: s.identities
+                ),
+                hash(
+                    app: s.app,
+                    sensor: s.sensor,
+                    generation: s.generation,
+                    identities: s.identities,
+                    secret: s.secret
+                ),
+                "\(s)"
+            )
         }
     }
 }

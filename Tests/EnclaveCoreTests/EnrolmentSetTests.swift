@@ -15,7 +15,11 @@ final class EnrolmentSetTests: XCTestCase {
             ([], ["right-thumb"], true),
         ]
         for row in table {
-            XCTAssertEqual(EnrolmentSet.changed(from: row.stored, to: row.now), row.changed, "\(row.stored) → \(row.now)")
+            XCTAssertEqual(
+                EnrolmentSet.changed(from: row.stored, to: row.now),
+                row.changed,
+                "\(row.stored) → \(row.now)"
+            )
         }
     }
 }

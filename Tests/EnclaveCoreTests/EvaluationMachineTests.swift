@@ -6,7 +6,10 @@ import XCTest
 final class EvaluationMachineTests: XCTestCase {
     let clock = ManualClock()
 
-    private func harness(_ config: EvaluationMachine.Configuration, _ ledger: AttemptLedger = AttemptLedger()) -> Harness {
+    private func harness(
+        _ config: EvaluationMachine.Configuration,
+        _ ledger: AttemptLedger = AttemptLedger()
+    ) -> Harness {
         Harness(config, ledger: ledger, clock: clock)
     }
 
@@ -16,10 +19,20 @@ final class EvaluationMachineTests: XCTestCase {
 
     func testBiometricPolicyStartArmsSensorAndShowsExactPrompt() {
         var h = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics))
-        let expected = PromptScreen(app: Fixture.app, reason: Fixture.reason, instruction: "Touch ID: place your finger on the sensor",
-                                    cancelTitle: "Cancel", fallbackTitle: nil, passcodeEntry: false, retryOffered: false,
-                                    sensorArmed: true, sensorName: "Touch ID", sensorSimulated: true,
-                                    passcodeRetryAfter: nil, passcodeDisabled: false)
+        let expected = PromptScreen(
+            app: Fixture.app,
+            reason: Fixture.reason,
+            instruction: "Touch ID: place your finger on the sensor",
+            cancelTitle: "Cancel",
+            fallbackTitle: nil,
+            passcodeEntry: false,
+            retryOffered: false,
+            sensorArmed: true,
+            sensorName: "Touch ID",
+            sensorSimulated: true,
+            passcodeRetryAfter: nil,
+            passcodeDisabled: false
+        )
         XCTAssertEqual(h.start(), [.armSensor, .show(expected)])
         XCTAssertTrue(h.machine.isSensorArmed)
         XCTAssertFalse(h.machine.isFinished)
@@ -50,16 +63,31 @@ final class EvaluationMachineTests: XCTestCase {
 
     func testOwnerPolicyWithoutSensorGoesStraightToPasscode() {
         var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor))
-        let expected = PromptScreen(app: Fixture.app, reason: Fixture.reason, instruction: "Enter the device passcode",
-                                    cancelTitle: "Cancel", fallbackTitle: nil, passcodeEntry: true, retryOffered: false,
-                                    sensorArmed: false, sensorName: nil, sensorSimulated: true,
-                                    passcodeRetryAfter: nil, passcodeDisabled: false)
+        let expected = PromptScreen(
+            app: Fixture.app,
+            reason: Fixture.reason,
+            instruction: "Enter the device passcode",
+            cancelTitle: "Cancel",
+            fallbackTitle: nil,
+            passcodeEntry: true,
+            retryOffered: false,
+            sensorArmed: false,
+            sensorName: nil,
+            sensorSimulated: true,
+            passcodeRetryAfter: nil,
+            passcodeDisabled: false
+        )
         XCTAssertEqual(h.start(), [.show(expected)])
         XCTAssertFalse(h.machine.isSensorArmed)
     }
 
     func testOwnerPolicyNotEnrolledGoesStraightToPasscode() {
-        var h = harness(Fixture.config(.deviceOwnerAuthentication, DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: true)))
+        var h = harness(
+            Fixture.config(
+                .deviceOwnerAuthentication,
+                DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: true)
+            )
+        )
         let actions = h.start()
         XCTAssertFalse(actions.contains(.armSensor))
         XCTAssertEqual(lastScreen(actions)?.passcodeEntry, true)
@@ -68,10 +96,22 @@ final class EvaluationMachineTests: XCTestCase {
 
     func testPreflightFailuresFinishAtOnceWithExactCodes() {
         let cases: [(PolicyValue, DeviceFacts, LAErrorCode)] = [
-            (.deviceOwnerAuthenticationWithBiometrics, DeviceFacts(sensor: .none, enrolled: false, passcodeSet: true), .biometryNotAvailable),
-            (.deviceOwnerAuthenticationWithBiometrics, DeviceFacts(sensor: .touchID, enrolled: true, passcodeSet: false), .passcodeNotSet),
-            (.deviceOwnerAuthenticationWithBiometrics, DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: true), .biometryNotEnrolled),
-            (.deviceOwnerAuthentication, DeviceFacts(sensor: .touchID, enrolled: true, passcodeSet: false), .passcodeNotSet),
+            (
+                .deviceOwnerAuthenticationWithBiometrics,
+                DeviceFacts(sensor: .none, enrolled: false, passcodeSet: true), .biometryNotAvailable
+            ),
+            (
+                .deviceOwnerAuthenticationWithBiometrics,
+                DeviceFacts(sensor: .touchID, enrolled: true, passcodeSet: false), .passcodeNotSet
+            ),
+            (
+                .deviceOwnerAuthenticationWithBiometrics,
+                DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: true), .biometryNotEnrolled
+            ),
+            (
+                .deviceOwnerAuthentication, DeviceFacts(sensor: .touchID, enrolled: true, passcodeSet: false),
+                .passcodeNotSet
+            ),
             (.deviceOwnerAuthenticationWithCompanion, Fixture.touch, .companionNotAvailable),
             (.deviceOwnerAuthenticationWithBiometricsOrCompanion, Fixture.touch, .companionNotAvailable),
         ]
@@ -97,8 +137,13 @@ final class EvaluationMachineTests: XCTestCase {
         let second = h.send(.noMatch)
         XCTAssertEqual(second.first, .persistLedger)
         XCTAssertNil(outcome(second))
-        XCTAssertEqual(h.send(.noMatch), [.persistLedger, .disarmSensor,
-                                         .finish(.failure(.authenticationFailed, "Application retry limit exceeded."))])
+        XCTAssertEqual(
+            h.send(.noMatch),
+            [
+                .persistLedger, .disarmSensor,
+                .finish(.failure(.authenticationFailed, "Application retry limit exceeded.")),
+            ]
+        )
         XCTAssertEqual(h.ledger.biometricFailures, 3)
         XCTAssertNil(h.ledger.biometryLock)
         XCTAssertTrue(h.machine.isFinished)
@@ -120,7 +165,10 @@ final class EvaluationMachineTests: XCTestCase {
         XCTAssertEqual(s?.instruction, "Enter the device passcode")
         XCTAssertFalse(h.machine.isFinished)
         XCTAssertTrue(isIgnored(h.send(.match)), "the sensor is no longer armed")
-        XCTAssertEqual(h.typePasscode(correct: true, attempt: Data([1])), [.persistLedger, .finish(.success(.passcode))])
+        XCTAssertEqual(
+            h.typePasscode(correct: true, attempt: Data([1])),
+            [.persistLedger, .finish(.success(.passcode))]
+        )
     }
 
     func testFallbackHiddenBeforeFirstTouchIDFailure() {
@@ -158,7 +206,10 @@ final class EvaluationMachineTests: XCTestCase {
         _ = h.start()
         _ = h.send(.noMatch)
         let before = h.ledger
-        XCTAssertEqual(h.send(.fallback), [.disarmSensor, .finish(.failure(.userFallback, "Fallback authentication mechanism selected."))])
+        XCTAssertEqual(
+            h.send(.fallback),
+            [.disarmSensor, .finish(.failure(.userFallback, "Fallback authentication mechanism selected."))]
+        )
         XCTAssertEqual(h.ledger, before, "fallback is not a failure")
     }
 
@@ -242,7 +293,10 @@ final class EvaluationMachineTests: XCTestCase {
         XCTAssertTrue(isIgnored(h.send(.noMatch)))
         XCTAssertEqual(h.ledger.biometricFailures, 2)
         XCTAssertFalse(h.machine.isFinished)
-        XCTAssertEqual(h.send(.fallback), [.finish(.failure(.userFallback, "Fallback authentication mechanism selected."))])
+        XCTAssertEqual(
+            h.send(.fallback),
+            [.finish(.failure(.userFallback, "Fallback authentication mechanism selected."))]
+        )
     }
 
     func testFaceIDExhaustedCancelEndsWithUserCancel() {
@@ -280,7 +334,10 @@ final class EvaluationMachineTests: XCTestCase {
         var second = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics), first.ledger)
         _ = second.start()
         XCTAssertNil(outcome(second.send(.noMatch)))
-        XCTAssertEqual(second.send(.noMatch), [.persistLedger, .disarmSensor, .finish(.failure(.biometryLockout, lockoutMessage))])
+        XCTAssertEqual(
+            second.send(.noMatch),
+            [.persistLedger, .disarmSensor, .finish(.failure(.biometryLockout, lockoutMessage))]
+        )
         XCTAssertEqual(second.ledger.biometricFailures, 5)
         XCTAssertEqual(second.ledger.biometryLock, .failures)
 
@@ -292,13 +349,20 @@ final class EvaluationMachineTests: XCTestCase {
         var ledger = AttemptLedger()
         for _ in 0..<2 {
             var h = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics, Fixture.face), ledger)
-            _ = h.start(); _ = h.send(.noMatch); _ = h.send(.retry); _ = h.send(.noMatch); _ = h.send(.cancel)
+            _ = h.start()
+            _ = h.send(.noMatch)
+            _ = h.send(.retry)
+            _ = h.send(.noMatch)
+            _ = h.send(.cancel)
             ledger = h.ledger
         }
         XCTAssertEqual(ledger.biometricFailures, 4)
         var h = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics, Fixture.face), ledger)
         _ = h.start()
-        XCTAssertEqual(h.send(.noMatch), [.persistLedger, .disarmSensor, .finish(.failure(.biometryLockout, lockoutMessage))])
+        XCTAssertEqual(
+            h.send(.noMatch),
+            [.persistLedger, .disarmSensor, .finish(.failure(.biometryLockout, lockoutMessage))]
+        )
     }
 
     func testLockoutDuringOwnerEvaluationGoesToPasscode() {
@@ -322,7 +386,10 @@ final class EvaluationMachineTests: XCTestCase {
     func testCorrectPasscodeClearsLockoutAndBiometricsWorkAgain() {
         var owner = harness(Fixture.config(.deviceOwnerAuthentication), .withBiometricFailures(5))
         _ = owner.start()
-        XCTAssertEqual(owner.typePasscode(correct: true, attempt: Data([7])), [.persistLedger, .finish(.success(.passcode))])
+        XCTAssertEqual(
+            owner.typePasscode(correct: true, attempt: Data([7])),
+            [.persistLedger, .finish(.success(.passcode))]
+        )
         XCTAssertNil(owner.ledger.biometryLock)
         XCTAssertEqual(owner.ledger.biometricFailures, 0)
         var bio = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics), owner.ledger)
@@ -404,7 +471,10 @@ final class EvaluationMachineTests: XCTestCase {
     }
 
     func testFifthWrongPasscodeStartsOneMinuteDelay() {
-        var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor), .withPasscodeFailures(4, clock: clock))
+        var h = harness(
+            Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor),
+            .withPasscodeFailures(4, clock: clock)
+        )
         _ = h.start()
         let s = lastScreen(h.typePasscode(correct: false, attempt: Fixture.wrong(50)))
         XCTAssertEqual(h.ledger.passcodeFailures, 5)
@@ -414,7 +484,10 @@ final class EvaluationMachineTests: XCTestCase {
     }
 
     func testAttemptDuringDelayIsRefusedWithoutCheckingOrCounting() {
-        var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor), .withPasscodeFailures(5, clock: clock))
+        var h = harness(
+            Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor),
+            .withPasscodeFailures(5, clock: clock)
+        )
         XCTAssertEqual(lastScreen(h.start())?.passcodeRetryAfter, 60)
         clock.advance(20)
         let before = h.ledger
@@ -430,7 +503,10 @@ final class EvaluationMachineTests: XCTestCase {
     }
 
     func testSixthFailureDelaysFiveMinutesThenFifteenThenHour() {
-        var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor), .withPasscodeFailures(5, clock: clock))
+        var h = harness(
+            Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor),
+            .withPasscodeFailures(5, clock: clock)
+        )
         _ = h.start()
         let expected: [Double] = [300, 900, 900, 3600]
         for (i, delay) in expected.enumerated() {
@@ -439,11 +515,17 @@ final class EvaluationMachineTests: XCTestCase {
             XCTAssertEqual(s?.passcodeRetryAfter, delay, "after \(6 + i) failures")
         }
         XCTAssertEqual(h.ledger.passcodeFailures, 9)
-        XCTAssertEqual(lastScreen(h.send(.passcodeTyped("x1234")))?.instruction, "Passcode entry is delayed. Try again in 1 h 0 min")
+        XCTAssertEqual(
+            lastScreen(h.send(.passcodeTyped("x1234")))?.instruction,
+            "Passcode entry is delayed. Try again in 1 h 0 min"
+        )
     }
 
     func testTenthFailureDisablesPasscodeEntry() {
-        var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor), .withPasscodeFailures(9, clock: clock))
+        var h = harness(
+            Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor),
+            .withPasscodeFailures(9, clock: clock)
+        )
         _ = h.start()
         clock.advance(3600)
         let s = lastScreen(h.typePasscode(correct: false, attempt: Fixture.wrong(300)))
@@ -469,7 +551,10 @@ final class EvaluationMachineTests: XCTestCase {
     }
 
     func testDelaySurvivesDaemonRestartMidEvaluation() throws {
-        var h = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor), .withPasscodeFailures(4, clock: clock))
+        var h = harness(
+            Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor),
+            .withPasscodeFailures(4, clock: clock)
+        )
         _ = h.start()
         _ = h.typePasscode(correct: false, attempt: Fixture.wrong(40))
         clock.advance(15)
@@ -498,8 +583,10 @@ final class EvaluationMachineTests: XCTestCase {
         var h = harness(Fixture.config(.deviceOwnerAuthentication))
         _ = h.start()
         XCTAssertEqual(h.send(.passcodeTyped("1234")), [.checkPasscode("1234")])
-        XCTAssertEqual(h.send(.passcodeChecked(correct: true, attempt: Data([1]))),
-                       [.persistLedger, .disarmSensor, .finish(.success(.passcode))])
+        XCTAssertEqual(
+            h.send(.passcodeChecked(correct: true, attempt: Data([1]))),
+            [.persistLedger, .disarmSensor, .finish(.success(.passcode))]
+        )
     }
 
     func testPasscodeIgnoredForBiometricPolicy() {
@@ -636,16 +723,25 @@ final class EvaluationMachineTests: XCTestCase {
     func testInteractionNotAllowedFailsWithNotInteractive() {
         for policy in [PolicyValue.deviceOwnerAuthenticationWithBiometrics, .deviceOwnerAuthentication] {
             var h = harness(Fixture.config(policy, interactionNotAllowed: true))
-            XCTAssertEqual(h.start(), [.finish(.failure(.notInteractive, "User interaction is required."))], "\(policy)")
+            XCTAssertEqual(
+                h.start(),
+                [.finish(.failure(.notInteractive, "User interaction is required."))],
+                "\(policy)"
+            )
         }
-        var passcodeOnly = harness(Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor, interactionNotAllowed: true))
+        var passcodeOnly = harness(
+            Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor, interactionNotAllowed: true)
+        )
         XCTAssertEqual(errorCode(passcodeOnly.start()), .notInteractive)
     }
 
     func testInteractionNotAllowedStillReuses() {
         let ledger = ledgerWithMatch()
         clock.advance(5)
-        var h = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics, reuse: 60, interactionNotAllowed: true), ledger)
+        var h = harness(
+            Fixture.config(.deviceOwnerAuthenticationWithBiometrics, reuse: 60, interactionNotAllowed: true),
+            ledger
+        )
         XCTAssertEqual(h.start(), [.finish(.success(.reused))])
     }
 
@@ -657,7 +753,10 @@ final class EvaluationMachineTests: XCTestCase {
     }
 
     func testPreflightErrorWinsOverNotInteractive() {
-        var h = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics, interactionNotAllowed: true), .withBiometricFailures(5))
+        var h = harness(
+            Fixture.config(.deviceOwnerAuthenticationWithBiometrics, interactionNotAllowed: true),
+            .withBiometricFailures(5)
+        )
         XCTAssertEqual(errorCode(h.start()), .biometryLockout)
     }
 
@@ -706,8 +805,10 @@ final class EvaluationMachineTests: XCTestCase {
     func testSystemCancelCarriesItsReason() {
         var h = harness(Fixture.config(.deviceOwnerAuthenticationWithBiometrics, Fixture.face))
         _ = h.start()
-        XCTAssertEqual(h.send(.systemCancel("Canceled by another authentication.")),
-                       [.disarmSensor, .finish(.failure(.systemCancel, "Canceled by another authentication."))])
+        XCTAssertEqual(
+            h.send(.systemCancel("Canceled by another authentication.")),
+            [.disarmSensor, .finish(.failure(.systemCancel, "Canceled by another authentication."))]
+        )
     }
 
     func testInputsAfterFinishAreIgnored() {
@@ -715,8 +816,10 @@ final class EvaluationMachineTests: XCTestCase {
         _ = h.start()
         _ = h.send(.cancel)
         let before = h.ledger
-        for input in [EvaluationMachine.Input.match, .noMatch, .cancel, .fallback, .retry, .passcodeTyped("1234"),
-                      .passcodeChecked(correct: true, attempt: Data([1])), .appCancel, .systemCancel("x")] {
+        for input in [
+            EvaluationMachine.Input.match, .noMatch, .cancel, .fallback, .retry, .passcodeTyped("1234"),
+            .passcodeChecked(correct: true, attempt: Data([1])), .appCancel, .systemCancel("x"),
+        ] {
             XCTAssertTrue(isIgnored(h.send(input)), "\(input)")
         }
         XCTAssertEqual(h.ledger, before)
@@ -734,14 +837,18 @@ final class EvaluationMachineTests: XCTestCase {
     /// each step that a changed ledger is followed by .persistLedger before any .show / .finish.
     func testEveryLedgerChangeIsPersistedBeforeAnythingVisible() {
         var rng = SplitMix(seed: 0x5EED)
-        let inputs: [EvaluationMachine.Input] = [.match, .noMatch, .noMatch, .noMatch, .retry, .fallback, .cancel,
-                                                 .passcodeTyped("1234"), .passcodeChecked(correct: false, attempt: Data([1])),
-                                                 .passcodeChecked(correct: false, attempt: Data([2])),
-                                                 .passcodeChecked(correct: true, attempt: Data([3]))]
-        let configs = [Fixture.config(.deviceOwnerAuthenticationWithBiometrics), Fixture.config(.deviceOwnerAuthentication),
-                       Fixture.config(.deviceOwnerAuthenticationWithBiometrics, Fixture.face),
-                       Fixture.config(.deviceOwnerAuthentication, Fixture.face),
-                       Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor)]
+        let inputs: [EvaluationMachine.Input] = [
+            .match, .noMatch, .noMatch, .noMatch, .retry, .fallback, .cancel,
+            .passcodeTyped("1234"), .passcodeChecked(correct: false, attempt: Data([1])),
+            .passcodeChecked(correct: false, attempt: Data([2])),
+            .passcodeChecked(correct: true, attempt: Data([3])),
+        ]
+        let configs = [
+            Fixture.config(.deviceOwnerAuthenticationWithBiometrics), Fixture.config(.deviceOwnerAuthentication),
+            Fixture.config(.deviceOwnerAuthenticationWithBiometrics, Fixture.face),
+            Fixture.config(.deviceOwnerAuthentication, Fixture.face),
+            Fixture.config(.deviceOwnerAuthentication, Fixture.noSensor),
+        ]
         var ledger = AttemptLedger()
         var changes = 0
         for round in 0..<400 {
@@ -766,10 +873,10 @@ struct SplitMix {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {
-        state &+= 0x9E3779B97F4A7C15
+        state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58476D1CE4E5B9
-        z = (z ^ (z >> 27)) &* 0x94D049BB133111EB
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
     }
 }

@@ -16,12 +16,29 @@ final class ItemSealingTests: XCTestCase {
         }
         XCTAssertThrowsError(try ItemSealing.open(sealed, key: classKey, identity: identity + Data([0])))
 
-        let guarded = try ItemSealing.seal(Data("pw".utf8), key: classKey, identity: identity, applicationPassword: Data("open sesame".utf8))
-        XCTAssertThrowsError(try ItemSealing.open(guarded, key: classKey, identity: identity)) { XCTAssertEqual($0 as? ItemSealing.Problem, .applicationPasswordNeeded) }
-        XCTAssertThrowsError(try ItemSealing.open(guarded, key: classKey, identity: identity, applicationPassword: Data("wrong".utf8))) {
+        let guarded = try ItemSealing.seal(
+            Data("pw".utf8),
+            key: classKey,
+            identity: identity,
+            applicationPassword: Data("open sesame".utf8)
+        )
+        XCTAssertThrowsError(try ItemSealing.open(guarded, key: classKey, identity: identity)) {
+            XCTAssertEqual($0 as? ItemSealing.Problem, .applicationPasswordNeeded)
+        }
+        XCTAssertThrowsError(
+            try ItemSealing.open(guarded, key: classKey, identity: identity, applicationPassword: Data("wrong".utf8))
+        ) {
             XCTAssertEqual($0 as? ItemSealing.Problem, .wrongApplicationPassword)
         }
-        XCTAssertEqual(try ItemSealing.open(guarded, key: classKey, identity: identity, applicationPassword: Data("open sesame".utf8)), Data("pw".utf8))
+        XCTAssertEqual(
+            try ItemSealing.open(
+                guarded,
+                key: classKey,
+                identity: identity,
+                applicationPassword: Data("open sesame".utf8)
+            ),
+            Data("pw".utf8)
+        )
     }
 
     /// The upgrade from the key the master key derived to a class key: only the wrap changes.
@@ -29,14 +46,27 @@ final class ItemSealingTests: XCTestCase {
         let legacy = ItemSealing.legacyUserKey(master: SymmetricKey(size: .bits256), uid: 1000)
         let classKey = SymmetricKey(size: .bits256)
         for password in [nil, Data("pw".utf8)] {
-            let old = try ItemSealing.seal(Data("secret".utf8), key: legacy, identity: identity, applicationPassword: password)
+            let old = try ItemSealing.seal(
+                Data("secret".utf8),
+                key: legacy,
+                identity: identity,
+                applicationPassword: password
+            )
             let new = try ItemSealing.rewrap(old, from: legacy, to: classKey, identity: identity)
             XCTAssertEqual(new.ciphertext, old.ciphertext)
             XCTAssertEqual(new.passwordSalt, old.passwordSalt)
             XCTAssertNotEqual(new.wrappedKey, old.wrappedKey)
-            XCTAssertEqual(try ItemSealing.open(new, key: classKey, identity: identity, applicationPassword: password), Data("secret".utf8))
-            XCTAssertThrowsError(try ItemSealing.open(new, key: legacy, identity: identity, applicationPassword: password))
-            XCTAssertThrowsError(try ItemSealing.rewrap(old, from: classKey, to: legacy, identity: identity), "not wrapped under that key")
+            XCTAssertEqual(
+                try ItemSealing.open(new, key: classKey, identity: identity, applicationPassword: password),
+                Data("secret".utf8)
+            )
+            XCTAssertThrowsError(
+                try ItemSealing.open(new, key: legacy, identity: identity, applicationPassword: password)
+            )
+            XCTAssertThrowsError(
+                try ItemSealing.rewrap(old, from: classKey, to: legacy, identity: identity),
+                "not wrapped under that key"
+            )
         }
     }
 }

@@ -8,7 +8,11 @@ import XCTest
 final class KeyHierarchyTests: XCTestCase {
     func testOnlyWhenPasscodeSetItemsAreInThePasscodeClass() {
         for protection in Protection.allCases {
-            XCTAssertEqual(KeyClass(protection), protection == .whenPasscodeSetThisDeviceOnly ? .passcodeSet : .standard, "\(protection)")
+            XCTAssertEqual(
+                KeyClass(protection),
+                protection == .whenPasscodeSetThisDeviceOnly ? .passcodeSet : .standard,
+                "\(protection)"
+            )
         }
     }
 
@@ -18,11 +22,16 @@ final class KeyHierarchyTests: XCTestCase {
         XCTAssertEqual(a, KeyHierarchy.wrappingKey(master: master, uid: 1000))
         XCTAssertNotEqual(a, KeyHierarchy.wrappingKey(master: master, uid: 1001))
         XCTAssertNotEqual(a, KeyHierarchy.wrappingKey(master: SymmetricKey(size: .bits256), uid: 1000))
-        XCTAssertNotEqual(a, ItemSealing.legacyUserKey(master: master, uid: 1000), "not the key items were sealed under before")
+        XCTAssertNotEqual(
+            a,
+            ItemSealing.legacyUserKey(master: master, uid: 1000),
+            "not the key items were sealed under before"
+        )
     }
 
     func testAWrapOpensOnlyUnderItsKeyAndForWhatItNames() throws {
-        let kek = SymmetricKey(size: .bits256), key = SymmetricKey(size: .bits256)
+        let kek = SymmetricKey(size: .bits256)
+        let key = SymmetricKey(size: .bits256)
         let context = KeyHierarchy.classKeyContext(uid: 1000, .standard)
         let wrapped = try KeyHierarchy.wrap(key, under: kek, context: context)
         XCTAssertEqual(KeyHierarchy.unwrap(wrapped, under: kek, context: context), key)

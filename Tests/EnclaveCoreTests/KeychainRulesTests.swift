@@ -5,14 +5,23 @@ import XCTest
 
 /// `KeychainRules` and `CreationProblem`: what an add, an update and a query may carry.
 final class KeychainRulesTests: XCTestCase {
-    private let base: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "v_Data": .data(Data([1, 2]))]
+    private let base: [String: KeychainValue] = [
+        "class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "v_Data": .data(Data([1, 2])),
+    ]
 
     private func addStatus(_ a: [String: KeychainValue], _ ac: AccessControlValue? = nil) -> KeychainStatus? {
-        do { _ = try KeychainRules.newItem(a, accessControl: ac); return nil } catch { return error.status }
+        do {
+            _ = try KeychainRules.newItem(a, accessControl: ac)
+            return nil
+        } catch { return error.status }
     }
 
     func testAddRefusals() {
-        func with(_ key: String, _ value: KeychainValue?) -> [String: KeychainValue] { var a = base; a[key] = value; return a }
+        func with(_ key: String, _ value: KeychainValue?) -> [String: KeychainValue] {
+            var a = base
+            a[key] = value
+            return a
+        }
         let table: [([String: KeychainValue], AccessControlValue?, KeychainStatus?, String)] = [
             (base, nil, nil, "a plain generic password"),
             (with("class", nil), nil, .param, "no class"),
@@ -27,17 +36,36 @@ final class KeychainRulesTests: XCTestCase {
             (with("labl", .string(String(repeating: "x", count: 4097))), nil, .param, "attribute over 4 KiB"),
             (with("gena", .data(Data(count: 4097))), nil, .param, "data attribute over 4 KiB"),
             (with("v_Data", .data(Data(count: 60_000))), nil, nil, "the value has no 4 KiB limit"),
-            (with("sync", .bool(true)), AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: []), .param, "synchronizable ThisDeviceOnly"),
-            (with("sync", .bool(true)), AccessControlValue(protection: .whenUnlocked, flags: []), nil, "synchronizable, not bound to the device"),
-            (with("sync", .string("syna")), AccessControlValue(protection: .whenUnlocked, flags: []), .param, "Any is for queries"),
-            (base, AccessControlValue(protection: .whenUnlocked, flags: [.and, .or, .devicePasscode]), .param, "and with or"),
-            (base, AccessControlValue(protection: .whenUnlocked, flags: AccessControlFlags(rawValue: 1 << 7)), .param, "unknown flag bits"),
+            (
+                with("sync", .bool(true)), AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: []),
+                .param, "synchronizable ThisDeviceOnly"
+            ),
+            (
+                with("sync", .bool(true)), AccessControlValue(protection: .whenUnlocked, flags: []), nil,
+                "synchronizable, not bound to the device"
+            ),
+            (
+                with("sync", .string("syna")), AccessControlValue(protection: .whenUnlocked, flags: []), .param,
+                "Any is for queries"
+            ),
+            (
+                base, AccessControlValue(protection: .whenUnlocked, flags: [.and, .or, .devicePasscode]), .param,
+                "and with or"
+            ),
+            (
+                base, AccessControlValue(protection: .whenUnlocked, flags: AccessControlFlags(rawValue: 1 << 7)),
+                .param, "unknown flag bits"
+            ),
         ]
         for (a, ac, status, why) in table { XCTAssertEqual(addStatus(a, ac), status, why) }
     }
 
     func testAddChoosesTheProtection() throws {
-        XCTAssertEqual(try KeychainRules.newItem(base, accessControl: nil).protection, .whenUnlocked, "the default, as on Apple")
+        XCTAssertEqual(
+            try KeychainRules.newItem(base, accessControl: nil).protection,
+            .whenUnlocked,
+            "the default, as on Apple"
+        )
         var a = base
         a["pdmn"] = .string("cku")
         XCTAssertEqual(try KeychainRules.newItem(a, accessControl: nil).protection, .afterFirstUnlockThisDeviceOnly)
@@ -69,22 +97,33 @@ final class KeychainRulesTests: XCTestCase {
             do { _ = try KeychainRules.changes(changes, accessControl: nil) } catch { got = error.status }
             XCTAssertEqual(got, status, why)
         }
-        let changes = try? KeychainRules.changes(["v_Data": .data(Data([9])), "labl": .string("l")],
-                                                 accessControl: AccessControlValue(protection: .whenUnlocked, flags: .userPresence))
+        let changes = try? KeychainRules.changes(
+            ["v_Data": .data(Data([9])), "labl": .string("l")],
+            accessControl: AccessControlValue(protection: .whenUnlocked, flags: .userPresence)
+        )
         XCTAssertEqual(changes?.secret, Data([9]))
         XCTAssertEqual(changes?.attributes, ["labl": .string("l")])
         XCTAssertEqual(changes?.requirement?.steps, [.owner])
     }
 
     func testQueriesMatchEveryAttribute() throws {
-        let stored: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "labl": .string("L"),
-                                               "agrp": .string("g")]
+        let stored: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string("s"), "acct": .string("a"), "labl": .string("L"),
+            "agrp": .string("g"),
+        ]
         func matches(_ query: [String: KeychainValue]) throws -> Bool {
-            try KeychainRules.IndexedQuery(query.merging(["class": .string("genp")]) { asked, _ in asked }).matches(stored)
+            try KeychainRules.IndexedQuery(query.merging(["class": .string("genp")]) { asked, _ in asked }).matches(
+                stored
+            )
         }
         XCTAssertTrue(try matches(["svce": .string("s")]))
-        XCTAssertTrue(try matches(["svce": .string("s"), "acct": .string("a"), "agrp": .string("g"), "labl": .string("L")]))
-        XCTAssertTrue(try matches(["v_PersistentRef": .data(Data([1]))]), "the persistent reference is the storage's to match")
+        XCTAssertTrue(
+            try matches(["svce": .string("s"), "acct": .string("a"), "agrp": .string("g"), "labl": .string("L")])
+        )
+        XCTAssertTrue(
+            try matches(["v_PersistentRef": .data(Data([1]))]),
+            "the persistent reference is the storage's to match"
+        )
         XCTAssertFalse(try matches(["class": .string("inet")]), "another class")
         XCTAssertFalse(try matches(["svce": .string("s"), "labl": .string("other")]))
         XCTAssertFalse(try matches(["svce": .string("t")]), "another service")
@@ -127,20 +166,44 @@ final class KeychainRulesTests: XCTestCase {
     /// never stay.
     func testIndexedQuerySplitsColumnsFromAttributes() throws {
         let genp: [String: KeychainValue] = ["class": .string("genp")]
-        func query(_ extra: [String: KeychainValue]) -> [String: KeychainValue] { genp.merging(extra) { _, new in new } }
-        let table: [([String: KeychainValue], String?, String?, String?, Data?, Bool?, [String: KeychainValue], String)] = [
-            (query([:]), nil, nil, nil, nil, false, [:], "the class alone; not synchronizable, as Apple reads an absent sync"),
-            (query(["svce": .string("s"), "acct": .string("a")]), "s", "a", nil, nil, false, [:], "service and account: the columns answer it all"),
-            (query(["srvr": .string("h"), "v_Data": .data(Data([1]))]), nil, nil, "h", nil, false, [:], "the value keys are not attributes"),
-            (query(["v_PersistentRef": .data(Data([7]))]), nil, nil, nil, Data([7]), false, [:], "a persistent reference"),
-            (query(["svce": .data(Data([1]))]), nil, nil, nil, nil, false, ["svce": .data(Data([1]))], "a service that is not a string is matched on attributes"),
-            (query(["acct": .string("a"), "labl": .string("L")]), nil, "a", nil, nil, false, ["labl": .string("L")], "a label is not a column"),
-            (query(["sync": .bool(true)]), nil, nil, nil, nil, true, [:], "true"),
-            (query(["sync": .int(0)]), nil, nil, nil, nil, false, [:], "0 is false"),
-            (query(["sync": .string("syna")]), nil, nil, nil, nil, nil, [:], "kSecAttrSynchronizableAny: either"),
-            (query(["agrp": .string("g")]), nil, nil, nil, nil, false, [:], "a string access group is a column"),
-            (query(["agrp": .int(1)]), nil, nil, nil, nil, false, ["agrp": .int(1)], "an access group that is not a string is left (and matches nothing)"),
-        ]
+        func query(_ extra: [String: KeychainValue]) -> [String: KeychainValue] {
+            genp.merging(extra) { _, new in new }
+        }
+        let table:
+            [([String: KeychainValue], String?, String?, String?, Data?, Bool?, [String: KeychainValue], String)] = [
+                (
+                    query([:]), nil, nil, nil, nil, false, [:],
+                    "the class alone; not synchronizable, as Apple reads an absent sync"
+                ),
+                (
+                    query(["svce": .string("s"), "acct": .string("a")]), "s", "a", nil, nil, false, [:],
+                    "service and account: the columns answer it all"
+                ),
+                (
+                    query(["srvr": .string("h"), "v_Data": .data(Data([1]))]), nil, nil, "h", nil, false, [:],
+                    "the value keys are not attributes"
+                ),
+                (
+                    query(["v_PersistentRef": .data(Data([7]))]), nil, nil, nil, Data([7]), false, [:],
+                    "a persistent reference"
+                ),
+                (
+                    query(["svce": .data(Data([1]))]), nil, nil, nil, nil, false, ["svce": .data(Data([1]))],
+                    "a service that is not a string is matched on attributes"
+                ),
+                (
+                    query(["acct": .string("a"), "labl": .string("L")]), nil, "a", nil, nil, false,
+                    ["labl": .string("L")], "a label is not a column"
+                ),
+                (query(["sync": .bool(true)]), nil, nil, nil, nil, true, [:], "true"),
+                (query(["sync": .int(0)]), nil, nil, nil, nil, false, [:], "0 is false"),
+                (query(["sync": .string("syna")]), nil, nil, nil, nil, nil, [:], "kSecAttrSynchronizableAny: either"),
+                (query(["agrp": .string("g")]), nil, nil, nil, nil, false, [:], "a string access group is a column"),
+                (
+                    query(["agrp": .int(1)]), nil, nil, nil, nil, false, ["agrp": .int(1)],
+                    "an access group that is not a string is left (and matches nothing)"
+                ),
+            ]
         for (q, service, account, server, ref, sync, remaining, why) in table {
             let indexed = try KeychainRules.IndexedQuery(q)
             XCTAssertEqual(indexed.itemClass, "genp", why)
@@ -153,9 +216,13 @@ final class KeychainRulesTests: XCTestCase {
         }
         XCTAssertEqual(try KeychainRules.IndexedQuery(query(["agrp": .string("g")])).accessGroup, "g")
         XCTAssertNil(try KeychainRules.IndexedQuery(query(["agrp": .int(1)])).accessGroup)
-        for (bad, status) in [([String: KeychainValue](), KeychainStatus.param), (query(["bogus": .int(1)]), .param),
-                              (query(["v_PersistentRef": .string("x")]), .param), (["class": .string("cert")], .unimplemented)] {
-            XCTAssertThrowsError(try KeychainRules.IndexedQuery(bad)) { XCTAssertEqual(($0 as? KeychainFailure)?.status, status, "\(bad)") }
+        for (bad, status) in [
+            ([String: KeychainValue](), KeychainStatus.param), (query(["bogus": .int(1)]), .param),
+            (query(["v_PersistentRef": .string("x")]), .param), (["class": .string("cert")], .unimplemented),
+        ] {
+            XCTAssertThrowsError(try KeychainRules.IndexedQuery(bad)) {
+                XCTAssertEqual(($0 as? KeychainFailure)?.status, status, "\(bad)")
+            }
         }
         let labelled = try KeychainRules.IndexedQuery(query(["labl": .string("L")]))
         XCTAssertTrue(labelled.remainingMatch(["labl": .string("L"), "acct": .string("x")]))
@@ -178,8 +245,17 @@ final class KeychainRulesTests: XCTestCase {
             (.whenPasscodeSetThisDeviceOnly, bound, false, false, false, .passcodeNeeded),
         ]
         for (protection, requirement, passcode, enrolled, given, problem) in table {
-            XCTAssertEqual(CreationProblem.check(protection: protection, requirement: requirement, passcodeSet: passcode, enrolled: enrolled,
-                                                 applicationPasswordGiven: given), problem, "\(protection) \(requirement)")
+            XCTAssertEqual(
+                CreationProblem.check(
+                    protection: protection,
+                    requirement: requirement,
+                    passcodeSet: passcode,
+                    enrolled: enrolled,
+                    applicationPasswordGiven: given
+                ),
+                problem,
+                "\(protection) \(requirement)"
+            )
         }
         XCTAssertEqual(KeychainFailure(.enrolmentNeeded).status, .authFailed)
     }

@@ -21,7 +21,8 @@ final class PAMStackTests: XCTestCase {
             "laenclaved": "auth required pam_unix.so nodelay\naccount required pam_unix.so\n",
             "substacked": "auth substack common-auth\n",
             "included": "auth include laenclaved\n",
-            "optional-token": "-auth sufficient /usr/lib/x86_64-linux-gnu/security/pam_u2f.so cue\nauth required pam_unix.so\n",
+            "optional-token":
+                "-auth sufficient /usr/lib/x86_64-linux-gnu/security/pam_u2f.so cue\nauth required pam_unix.so\n",
             "continued": "auth [success=done \\\n default=ignore] pam_yubico.so id=1\nauth required pam_unix.so\n",
             "looping": "@include looping\nauth required pam_unix.so\n",
             "commented": "# auth sufficient pam_fprintd.so\nauth required pam_unix.so # pam_u2f.so\n",
@@ -49,7 +50,9 @@ final class PAMStackTests: XCTestCase {
 
     /// The stack the package ships is password-only.
     func testTheShippedServiceIsPasswordOnly() throws {
-        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../packaging/laenclaved.pam").standardized
+        let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../packaging/laenclaved.pam"
+        ).standardized
         let text = try String(contentsOf: shipped, encoding: .utf8)
         let stack = PAMStack.read(service: "laenclaved") { $0 == "laenclaved" ? text : nil }
         XCTAssertEqual(stack.authModules, ["pam_unix"])

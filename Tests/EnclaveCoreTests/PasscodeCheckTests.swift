@@ -19,7 +19,11 @@ final class PasscodeCheckTests: XCTestCase {
         ]
         for row in rows {
             let ledger = AttemptLedger.withPasscodeFailures(row.failures, clock: clock)
-            XCTAssertEqual(PasscodeCheck.admit(passcodeSet: row.passcodeSet, ledger: ledger, now: clock.monotonic()), row.expected, "\(row)")
+            XCTAssertEqual(
+                PasscodeCheck.admit(passcodeSet: row.passcodeSet, ledger: ledger, now: clock.monotonic()),
+                row.expected,
+                "\(row)"
+            )
         }
     }
 
@@ -34,19 +38,45 @@ final class PasscodeCheckTests: XCTestCase {
 
     func testAResultIsRecordedAndAnswered() {
         var ledger = AttemptLedger.withPasscodeFailures(3, clock: clock)
-        XCTAssertEqual(PasscodeCheck.record(correct: false, attempt: Fixture.wrong(100), ledger: &ledger, now: clock.monotonic(), wall: clock.wall()),
-                       .incorrect(retryAfter: nil))
+        XCTAssertEqual(
+            PasscodeCheck.record(
+                correct: false,
+                attempt: Fixture.wrong(100),
+                ledger: &ledger,
+                now: clock.monotonic(),
+                wall: clock.wall()
+            ),
+            .incorrect(retryAfter: nil)
+        )
         XCTAssertEqual(ledger.passcodeFailures, 4)
-        let fifth = PasscodeCheck.record(correct: false, attempt: Fixture.wrong(101), ledger: &ledger, now: clock.monotonic(), wall: clock.wall())
+        let fifth = PasscodeCheck.record(
+            correct: false,
+            attempt: Fixture.wrong(101),
+            ledger: &ledger,
+            now: clock.monotonic(),
+            wall: clock.wall()
+        )
         XCTAssertEqual(fifth, .incorrect(retryAfter: 60), "the fifth failure starts a delay, and the answer says so")
         XCTAssertEqual(fifth.failure?.code, .passcodeIncorrect)
         XCTAssertEqual(fifth.failure?.retryAfter, 60)
         // The same wrong entry again is not a new guess.
         clock.advance(60)
-        _ = PasscodeCheck.record(correct: false, attempt: Fixture.wrong(101), ledger: &ledger, now: clock.monotonic(), wall: clock.wall())
+        _ = PasscodeCheck.record(
+            correct: false,
+            attempt: Fixture.wrong(101),
+            ledger: &ledger,
+            now: clock.monotonic(),
+            wall: clock.wall()
+        )
         XCTAssertEqual(ledger.passcodeFailures, 5)
 
-        let accepted = PasscodeCheck.record(correct: true, attempt: Data(), ledger: &ledger, now: clock.monotonic(), wall: clock.wall())
+        let accepted = PasscodeCheck.record(
+            correct: true,
+            attempt: Data(),
+            ledger: &ledger,
+            now: clock.monotonic(),
+            wall: clock.wall()
+        )
         XCTAssertEqual(accepted, .accepted)
         XCTAssertNil(accepted.failure)
         XCTAssertEqual(ledger.passcodeFailures, 0)

@@ -60,11 +60,17 @@ final class PasscodeVerifierTests: XCTestCase {
         let old = try PasscodeVerifier.remade(passcode: "1234", cost: 15)
         XCTAssertTrue(old.needsUpgrade(toCost: 17))
         XCTAssertFalse(old.needsUpgrade(toCost: 15))
-        XCTAssertFalse(try PasscodeVerifier.remade(passcode: "1234", cost: 12).needsUpgrade(toCost: 10), "never below the minimum cost")
+        XCTAssertFalse(
+            try PasscodeVerifier.remade(passcode: "1234", cost: 12).needsUpgrade(toCost: 10),
+            "never below the minimum cost"
+        )
         // A verifier stored before the length was noted reads back (no length field).
         var json = try JSONSerialization.jsonObject(with: JSONEncoder().encode(old)) as! [String: Any]
         json["length"] = nil
-        let decoded = try JSONDecoder().decode(PasscodeVerifier.self, from: JSONSerialization.data(withJSONObject: json))
+        let decoded = try JSONDecoder().decode(
+            PasscodeVerifier.self,
+            from: JSONSerialization.data(withJSONObject: json)
+        )
         XCTAssertTrue(decoded.matches(try decoded.derive("1234")))
         XCTAssertNil(decoded.length)
     }

@@ -17,8 +17,15 @@ final class PasswordAttemptsTests: XCTestCase {
             XCTAssertEqual(attempts.failures, row.failures)
             XCTAssertEqual(attempts.retryAfter(now: start), row.delay, "\(row.failures) failures")
             if let delay = row.delay {
-                XCTAssertEqual(attempts.retryAfter(now: start.addingTimeInterval(delay - 1)), 1, "\(row.failures) failures")
-                XCTAssertNil(attempts.retryAfter(now: start.addingTimeInterval(delay)), "over after \(delay) s, even after 10 failures")
+                XCTAssertEqual(
+                    attempts.retryAfter(now: start.addingTimeInterval(delay - 1)),
+                    1,
+                    "\(row.failures) failures"
+                )
+                XCTAssertNil(
+                    attempts.retryAfter(now: start.addingTimeInterval(delay)),
+                    "over after \(delay) s, even after 10 failures"
+                )
             }
         }
     }

@@ -7,7 +7,11 @@ final class PreflightTests: XCTestCase {
     let clock = ManualClock()
     var wall: Date { clock.wall() }
 
-    private func code(_ policy: PolicyValue, _ facts: DeviceFacts, _ ledger: AttemptLedger = AttemptLedger()) -> LAErrorCode? {
+    private func code(
+        _ policy: PolicyValue,
+        _ facts: DeviceFacts,
+        _ ledger: AttemptLedger = AttemptLedger()
+    ) -> LAErrorCode? {
         Preflight.check(policy, facts: facts, ledger: ledger, wall: wall)?.0
     }
 
@@ -15,25 +19,43 @@ final class PreflightTests: XCTestCase {
 
     func testBiometricPolicyNoSensorComesFirst() {
         // Everything else wrong too: the missing sensor is reported.
-        XCTAssertEqual(code(.deviceOwnerAuthenticationWithBiometrics,
-                            DeviceFacts(sensor: .none, enrolled: false, passcodeSet: false),
-                            .withBiometricFailures(5)), .biometryNotAvailable)
+        XCTAssertEqual(
+            code(
+                .deviceOwnerAuthenticationWithBiometrics,
+                DeviceFacts(sensor: .none, enrolled: false, passcodeSet: false),
+                .withBiometricFailures(5)
+            ),
+            .biometryNotAvailable
+        )
     }
 
     func testBiometricPolicyPasscodeNotSetBeforeNotEnrolled() {
-        XCTAssertEqual(code(.deviceOwnerAuthenticationWithBiometrics,
-                            DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: false),
-                            .withBiometricFailures(5)), .passcodeNotSet)
+        XCTAssertEqual(
+            code(
+                .deviceOwnerAuthenticationWithBiometrics,
+                DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: false),
+                .withBiometricFailures(5)
+            ),
+            .passcodeNotSet
+        )
     }
 
     func testBiometricPolicyNotEnrolledBeforeLockout() {
-        XCTAssertEqual(code(.deviceOwnerAuthenticationWithBiometrics,
-                            DeviceFacts(sensor: .faceID, enrolled: false, passcodeSet: true),
-                            .withBiometricFailures(5)), .biometryNotEnrolled)
+        XCTAssertEqual(
+            code(
+                .deviceOwnerAuthenticationWithBiometrics,
+                DeviceFacts(sensor: .faceID, enrolled: false, passcodeSet: true),
+                .withBiometricFailures(5)
+            ),
+            .biometryNotEnrolled
+        )
     }
 
     func testBiometricPolicyLockoutLast() {
-        XCTAssertEqual(code(.deviceOwnerAuthenticationWithBiometrics, Fixture.touch, .withBiometricFailures(5)), .biometryLockout)
+        XCTAssertEqual(
+            code(.deviceOwnerAuthenticationWithBiometrics, Fixture.touch, .withBiometricFailures(5)),
+            .biometryLockout
+        )
     }
 
     func testBiometricPolicyLockoutForEveryRefusalReason() {
@@ -47,7 +69,12 @@ final class PreflightTests: XCTestCase {
         inactive.recordPasscodeSuccess(wall: wall)
         clock.advance(48 * 3600 + 1)
         for (ledger, reason) in [(boot, BiometryLockReason.boot), (remote, .remoteLock), (inactive, .inactivity)] {
-            let result = Preflight.check(.deviceOwnerAuthenticationWithBiometrics, facts: Fixture.touch, ledger: ledger, wall: wall)
+            let result = Preflight.check(
+                .deviceOwnerAuthenticationWithBiometrics,
+                facts: Fixture.touch,
+                ledger: ledger,
+                wall: wall
+            )
             XCTAssertEqual(result?.0, .biometryLockout, "\(reason)")
             XCTAssertEqual(result?.1, Preflight.lockoutMessage(reason))
         }
@@ -61,18 +88,33 @@ final class PreflightTests: XCTestCase {
     // MARK: deviceOwnerAuthentication
 
     func testOwnerPolicyNeedsOnlyAPasscode() {
-        XCTAssertEqual(code(.deviceOwnerAuthentication, DeviceFacts(sensor: .touchID, enrolled: true, passcodeSet: false)), .passcodeNotSet)
-        XCTAssertEqual(code(.deviceOwnerAuthentication, DeviceFacts(sensor: .none, enrolled: false, passcodeSet: false)), .passcodeNotSet)
+        XCTAssertEqual(
+            code(.deviceOwnerAuthentication, DeviceFacts(sensor: .touchID, enrolled: true, passcodeSet: false)),
+            .passcodeNotSet
+        )
+        XCTAssertEqual(
+            code(.deviceOwnerAuthentication, DeviceFacts(sensor: .none, enrolled: false, passcodeSet: false)),
+            .passcodeNotSet
+        )
         XCTAssertNil(code(.deviceOwnerAuthentication, Fixture.noSensor))
-        XCTAssertNil(code(.deviceOwnerAuthentication, DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: true)))
-        XCTAssertNil(code(.deviceOwnerAuthentication, Fixture.touch, .withBiometricFailures(5)), "lockout sends it to the passcode, not to an error")
+        XCTAssertNil(
+            code(.deviceOwnerAuthentication, DeviceFacts(sensor: .touchID, enrolled: false, passcodeSet: true))
+        )
+        XCTAssertNil(
+            code(.deviceOwnerAuthentication, Fixture.touch, .withBiometricFailures(5)),
+            "lockout sends it to the passcode, not to an error"
+        )
     }
 
     // MARK: Companion policies
 
     func testCompanionPoliciesReportCompanionNotAvailable() {
-        for policy in [PolicyValue.deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithBiometricsOrCompanion] {
-            for facts in [Fixture.touch, Fixture.noSensor, DeviceFacts(sensor: .faceID, enrolled: false, passcodeSet: false)] {
+        for policy in [
+            PolicyValue.deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithBiometricsOrCompanion,
+        ] {
+            for facts in [
+                Fixture.touch, Fixture.noSensor, DeviceFacts(sensor: .faceID, enrolled: false, passcodeSet: false),
+            ] {
                 XCTAssertEqual(code(policy, facts), .companionNotAvailable, "\(policy) \(facts)")
             }
         }
@@ -82,7 +124,14 @@ final class PreflightTests: XCTestCase {
     }
 
     func testWristDetectionPolicyIsAClearError() {
-        XCTAssertNotNil(Preflight.check(.deviceOwnerAuthenticationWithWristDetection, facts: Fixture.touch, ledger: AttemptLedger(), wall: wall))
+        XCTAssertNotNil(
+            Preflight.check(
+                .deviceOwnerAuthenticationWithWristDetection,
+                facts: Fixture.touch,
+                ledger: AttemptLedger(),
+                wall: wall
+            )
+        )
     }
 
     func testErrorRawValuesMatchApple() {
@@ -140,7 +189,9 @@ final class ContextAuthorizationTests: XCTestCase {
     func testCompanionPoliciesNeverSatisfied() {
         let auth = ContextAuthorization(at: clock.monotonic(), biometric: true)
         XCTAssertFalse(auth.satisfies(.deviceOwnerAuthenticationWithCompanion, now: clock.monotonic(), lifetime: 300))
-        XCTAssertFalse(auth.satisfies(.deviceOwnerAuthenticationWithBiometricsOrCompanion, now: clock.monotonic(), lifetime: 300))
+        XCTAssertFalse(
+            auth.satisfies(.deviceOwnerAuthenticationWithBiometricsOrCompanion, now: clock.monotonic(), lifetime: 300)
+        )
     }
 
     func testDifferentBootNeverSatisfies() {
@@ -148,11 +199,23 @@ final class ContextAuthorizationTests: XCTestCase {
         clock.reboot(bootID: "boot-2", after: 1)
         // Monotonic seconds restarted near zero: must not look "fresh".
         XCTAssertFalse(auth.satisfies(.deviceOwnerAuthentication, now: clock.monotonic(), lifetime: 300))
-        XCTAssertFalse(auth.satisfies(.deviceOwnerAuthentication, now: MonotonicStamp(bootID: "boot-2", seconds: auth.at.seconds), lifetime: 300))
+        XCTAssertFalse(
+            auth.satisfies(
+                .deviceOwnerAuthentication,
+                now: MonotonicStamp(bootID: "boot-2", seconds: auth.at.seconds),
+                lifetime: 300
+            )
+        )
     }
 
     func testStampFromTheFutureNeverSatisfies() {
         let auth = ContextAuthorization(at: MonotonicStamp(bootID: "boot-1", seconds: 2000), biometric: true)
-        XCTAssertFalse(auth.satisfies(.deviceOwnerAuthentication, now: MonotonicStamp(bootID: "boot-1", seconds: 1999), lifetime: 300))
+        XCTAssertFalse(
+            auth.satisfies(
+                .deviceOwnerAuthentication,
+                now: MonotonicStamp(bootID: "boot-1", seconds: 1999),
+                lifetime: 300
+            )
+        )
     }
 }

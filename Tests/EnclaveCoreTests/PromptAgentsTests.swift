@@ -20,7 +20,11 @@ final class PromptAgentsTests: XCTestCase {
             (AppIdentity(name: "/usr/bin/python3", kind: .interpreter), agentPath, false),
         ]
         for (identity, configured, admitted) in cases {
-            XCTAssertEqual(PromptAgents<Int>.admits(identity, agentPath: configured), admitted, "\(identity.name) (\(identity.kind)) with \(configured ?? "nil")")
+            XCTAssertEqual(
+                PromptAgents<Int>.admits(identity, agentPath: configured),
+                admitted,
+                "\(identity.name) (\(identity.kind)) with \(configured ?? "nil")"
+            )
         }
     }
 
@@ -31,16 +35,27 @@ final class PromptAgentsTests: XCTestCase {
         let outside = PromptSeat(uid: 1000, session: nil)
         XCTAssertEqual(agents.register("desktop", connection: 1, seat: desktop), .registered)
         XCTAssertEqual(agents.register("unit", connection: 2, seat: outside), .registered)
-        guard case .refused(let why) = agents.register("second", connection: 3, seat: desktop) else { return XCTFail("two agents for one seat") }
+        guard case .refused(let why) = agents.register("second", connection: 3, seat: desktop) else {
+            return XCTFail("two agents for one seat")
+        }
         XCTAssertTrue(why.contains("another prompt agent"), why)
-        guard case .refused = agents.register("again", connection: 1, seat: desktop) else { return XCTFail("one connection serving twice") }
+        guard case .refused = agents.register("again", connection: 1, seat: desktop) else {
+            return XCTFail("one connection serving twice")
+        }
         XCTAssertEqual(agents.agent(for: desktop), "desktop")
         XCTAssertEqual(agents.agent(for: outside), "unit")
         XCTAssertNil(agents.agent(for: ssh), "an app in another session of the user gets no agent")
-        XCTAssertNil(agents.agent(for: PromptSeat(uid: 1001, session: "2")), "nor another user's app in a session of that number")
+        XCTAssertNil(
+            agents.agent(for: PromptSeat(uid: 1001, session: "2")),
+            "nor another user's app in a session of that number"
+        )
         agents.remove(connection: 1)
         XCTAssertNil(agents.agent(for: desktop))
-        XCTAssertEqual(agents.register("second", connection: 3, seat: desktop), .registered, "the seat is free once its agent left")
+        XCTAssertEqual(
+            agents.register("second", connection: 3, seat: desktop),
+            .registered,
+            "the seat is free once its agent left"
+        )
         agents.remove(connection: 3)
         agents.remove(connection: 2)
         agents.remove(connection: 2)
@@ -49,10 +64,27 @@ final class PromptAgentsTests: XCTestCase {
     }
 
     func testAnAnswerIsTakenOnlyWhereTheScreenOffersIt() {
-        func screen(passcode: Bool = true, fallback: String? = nil, retry: Bool = false, simulated: Bool = false, armed: Bool = true) -> PromptScreen {
-            PromptScreen(app: "/usr/bin/app", reason: "r", instruction: "i", cancelTitle: "Cancel", fallbackTitle: fallback,
-                         passcodeEntry: passcode, retryOffered: retry, sensorArmed: armed, sensorName: "Touch ID",
-                         sensorSimulated: simulated, passcodeRetryAfter: nil, passcodeDisabled: false)
+        func screen(
+            passcode: Bool = true,
+            fallback: String? = nil,
+            retry: Bool = false,
+            simulated: Bool = false,
+            armed: Bool = true
+        ) -> PromptScreen {
+            PromptScreen(
+                app: "/usr/bin/app",
+                reason: "r",
+                instruction: "i",
+                cancelTitle: "Cancel",
+                fallbackTitle: fallback,
+                passcodeEntry: passcode,
+                retryOffered: retry,
+                sensorArmed: armed,
+                sensorName: "Touch ID",
+                sensorSimulated: simulated,
+                passcodeRetryAfter: nil,
+                passcodeDisabled: false
+            )
         }
         let long = String(repeating: "9", count: WireLimits.maxPasscodeBytes + 1)
         let cases: [(PromptAction, PromptScreen?, PromptKeyboard.Action?)] = [
@@ -74,7 +106,11 @@ final class PromptAgentsTests: XCTestCase {
             (PromptAction(.shown), screen(), nil),
         ]
         for (answer, shown, meant) in cases {
-            XCTAssertEqual(PromptKeyboard.action(for: answer, on: shown), meant, "\(answer) on \(shown.map { "\($0)" } ?? "no screen")")
+            XCTAssertEqual(
+                PromptKeyboard.action(for: answer, on: shown),
+                meant,
+                "\(answer) on \(shown.map { "\($0)" } ?? "no screen")"
+            )
         }
     }
 }

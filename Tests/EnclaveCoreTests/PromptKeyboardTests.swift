@@ -3,11 +3,27 @@ import EnclaveProtocol
 import XCTest
 
 final class PromptKeyboardTests: XCTestCase {
-    private func screen(passcode: Bool = true, fallback: String? = "Enter Password", retry: Bool = false, simulated: Bool = false,
-                        armed: Bool = true) -> PromptScreen {
-        PromptScreen(app: "/usr/bin/app", reason: "Unlock", instruction: "Touch ID", cancelTitle: "Cancel", fallbackTitle: fallback,
-                     passcodeEntry: passcode, retryOffered: retry, sensorArmed: armed, sensorName: "Touch ID", sensorSimulated: simulated,
-                     passcodeRetryAfter: nil, passcodeDisabled: false)
+    private func screen(
+        passcode: Bool = true,
+        fallback: String? = "Enter Password",
+        retry: Bool = false,
+        simulated: Bool = false,
+        armed: Bool = true
+    ) -> PromptScreen {
+        PromptScreen(
+            app: "/usr/bin/app",
+            reason: "Unlock",
+            instruction: "Touch ID",
+            cancelTitle: "Cancel",
+            fallbackTitle: fallback,
+            passcodeEntry: passcode,
+            retryOffered: retry,
+            sensorArmed: armed,
+            sensorName: "Touch ID",
+            sensorSimulated: simulated,
+            passcodeRetryAfter: nil,
+            passcodeDisabled: false
+        )
     }
 
     private func typing(_ bytes: [UInt8], on s: PromptScreen?) -> [PromptKeyboard.Action] {
@@ -30,12 +46,18 @@ final class PromptKeyboardTests: XCTestCase {
             ("no fallback button, no fallback", [6], screen(fallback: nil), []),
             ("Ctrl-R only when offered", [18, 18], screen(retry: true), [.retry, .retry]),
             ("Ctrl-R not offered", [18], screen(), []),
-            ("simulated touches with a simulated, armed sensor", [20, 14], screen(simulated: true), [.simulatedMatch, .simulatedNoMatch]),
+            (
+                "simulated touches with a simulated, armed sensor", [20, 14], screen(simulated: true),
+                [.simulatedMatch, .simulatedNoMatch]
+            ),
             ("no scripted touches on a real reader", [20, 14], screen(simulated: false), []),
             ("no touches while the sensor is not armed", [20], screen(simulated: true, armed: false), []),
             ("nothing before the first screen", Array("1\r".utf8) + [6, 18, 20], nil, []),
             ("Ctrl-C still cancels before the first screen", [3], nil, [.cancel]),
-            ("other control bytes are ignored", [1, 2, 4, 5, 7, 9, 11, 12] + Array("7\r".utf8), screen(), [.passcode("7")]),
+            (
+                "other control bytes are ignored", [1, 2, 4, 5, 7, 9, 11, 12] + Array("7\r".utf8), screen(),
+                [.passcode("7")]
+            ),
             ("UTF-8 passcodes", Array("päss\r".utf8), screen(), [.passcode("päss")]),
         ]
         for (name, bytes, s, expected) in cases {
@@ -47,7 +69,10 @@ final class PromptKeyboardTests: XCTestCase {
         var keyboard = PromptKeyboard()
         for _ in 0..<(WireLimits.maxPasscodeBytes + 50) { _ = keyboard.key(UInt8(ascii: "9"), on: screen()) }
         XCTAssertEqual(keyboard.typedCount, WireLimits.maxPasscodeBytes)
-        XCTAssertEqual(keyboard.key(13, on: screen()), .passcode(String(repeating: "9", count: WireLimits.maxPasscodeBytes)))
+        XCTAssertEqual(
+            keyboard.key(13, on: screen()),
+            .passcode(String(repeating: "9", count: WireLimits.maxPasscodeBytes))
+        )
         XCTAssertEqual(keyboard.typedCount, 0)
         XCTAssertEqual(keyboard.key(13, on: screen()), nil, "nothing left to send")
     }
@@ -64,7 +89,12 @@ final class PromptKeyboardTests: XCTestCase {
         s.fallbackTitle = "\u{202E}drowssaP"
         s.cancelTitle = "Cancel\r\nline"
         let text = PromptText.lines(s, first: true).joined(separator: "\n") + PromptText.closing("done\u{1B}[31m")
-        XCTAssertFalse(text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E || $0.value == 0x0D }, text)
+        XCTAssertFalse(
+            text.unicodeScalars.contains {
+                $0.value == 0x1B || $0.value == 0x07 || $0.value == 0x202E || $0.value == 0x0D
+            },
+            text
+        )
         XCTAssertTrue(text.contains("wants to confirm it is you"))
         XCTAssertTrue(text.contains("\\u{1B}"), text)
     }
@@ -76,6 +106,8 @@ final class PromptKeyboardTests: XCTestCase {
         s.reason = "Allow it to list the keychain items of every app of yours"
         XCTAssertTrue(PromptText.lines(s, first: true)[1].hasSuffix("wants to confirm it is you"))
         s.administration = true
-        XCTAssertTrue(PromptText.lines(s, first: true)[1].hasSuffix("asks for your permission (laenclaved administration)"))
+        XCTAssertTrue(
+            PromptText.lines(s, first: true)[1].hasSuffix("asks for your permission (laenclaved administration)")
+        )
     }
 }

@@ -5,11 +5,14 @@ import XCTest
 final class SessionPresenceTests: XCTestCase {
     func testOnlyAnActiveUserMayArmTheReader() {
         let table: [(state: String?, armed: Bool)] = [
-            ("active", true), ("online", false), ("lingering", false), ("closing", false), ("offline", false), ("", false), (nil, false),
+            ("active", true), ("online", false), ("lingering", false), ("closing", false), ("offline", false),
+            ("", false), (nil, false),
         ]
         for row in table {
             XCTAssertEqual(SessionPresence.mayArmReader(userState: row.state), row.armed, String(describing: row.state))
-            if !row.armed { XCTAssertTrue(SessionPresence.refusal(uid: 1000, userState: row.state).contains("uid 1000")) }
+            if !row.armed {
+                XCTAssertTrue(SessionPresence.refusal(uid: 1000, userState: row.state).contains("uid 1000"))
+            }
         }
     }
 }

@@ -6,7 +6,10 @@ final class TerminalDeviceTests: XCTestCase {
     func testTheKernelsNumbering() {
         // /dev/pts/3 is 136:3; /dev/pts/300 is 136:300 (a minor above 255, in the high bits); /dev/tty1 is 4:1.
         XCTAssertEqual(TerminalDevice(ttyNr: 34819), TerminalDevice(major: 136, minor: 3))
-        XCTAssertEqual(TerminalDevice(ttyNr: Int64(136 << 8) | Int64(300 & 0xff) | Int64((300 & ~0xff) << 12)), TerminalDevice(major: 136, minor: 300))
+        XCTAssertEqual(
+            TerminalDevice(ttyNr: Int64(136 << 8) | Int64(300 & 0xff) | Int64((300 & ~0xff) << 12)),
+            TerminalDevice(major: 136, minor: 300)
+        )
         XCTAssertEqual(TerminalDevice(ttyNr: 1025), TerminalDevice(major: 4, minor: 1))
         XCTAssertNil(TerminalDevice(ttyNr: 0), "no controlling terminal")
     }

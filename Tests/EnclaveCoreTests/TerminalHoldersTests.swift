@@ -6,7 +6,8 @@ import XCTest
 final class TerminalHoldersTests: XCTestCase {
     func testTheOtherSideDecides() {
         let pts3 = TerminalDevice(major: 136, minor: 3)
-        let tmuxFile = AppIdentity.FileID(device: 1, inode: 10), xtermFile = AppIdentity.FileID(device: 1, inode: 11)
+        let tmuxFile = AppIdentity.FileID(device: 1, inode: 10)
+        let xtermFile = AppIdentity.FileID(device: 1, inode: 11)
         let trusted: Set = [tmuxFile, xtermFile]
         let tmux = TerminalHolders.Holder(pid: 10, executable: "/usr/bin/tmux", file: tmuxFile)
         let app = TerminalHolders.Holder(pid: 11, executable: "/home/a/app", file: .init(device: 1, inode: 99))
@@ -19,30 +20,58 @@ final class TerminalHoldersTests: XCTestCase {
             (TerminalDevice(major: 188, minor: 0), true, [], "console", "a USB serial line (/dev/ttyUSB0)"),
             (TerminalDevice(major: 3, minor: 0), true, [], "refused: whose other side", "a legacy BSD pseudo-terminal"),
             (pts3, true, [tmux], "held by /usr/bin/tmux", "tmux's pane"),
-            (pts3, true, [tmux, .init(pid: 13, executable: "/usr/bin/xterm", file: xtermFile)], "held by /usr/bin/tmux", "every holder trusted"),
-            (pts3, false, [tmux], "refused: not one of the machine's", "an app's own devpts instance, whose index 3 is also tmux's"),
+            (
+                pts3, true, [tmux, .init(pid: 13, executable: "/usr/bin/xterm", file: xtermFile)],
+                "held by /usr/bin/tmux", "every holder trusted"
+            ),
+            (
+                pts3, false, [tmux], "refused: not one of the machine's",
+                "an app's own devpts instance, whose index 3 is also tmux's"
+            ),
             (pts3, true, [app], "refused: held by /home/a/app", "a pseudo-terminal the app made"),
             (pts3, true, [tmux, app], "refused: held by /home/a/app", "the app holds a copy of tmux's master"),
-            (pts3, true, [impostor], "refused: held by /usr/bin/tmux, which is not", "another file under a trusted path"),
-            (pts3, true, [hidden], "refused: cannot identify (pid 12)", "a holder whose executable the daemon may not read"),
+            (
+                pts3, true, [impostor], "refused: held by /usr/bin/tmux, which is not",
+                "another file under a trusted path"
+            ),
+            (
+                pts3, true, [hidden], "refused: cannot identify (pid 12)",
+                "a holder whose executable the daemon may not read"
+            ),
             (pts3, true, [], "refused: cannot see", "no holder seen (sshd's, for a user daemon)"),
             (pts3, true, nil, "refused: could not say", "a system daemon's helper that did not answer"),
             (TerminalDevice(major: 4, minor: 1), true, nil, "console", "a console needs no holder"),
             (TerminalDevice(major: 143, minor: 255), true, [app], "refused: held by /home/a/app", "the last pts major"),
         ]
         for (device, machines, holders, expected, why) in rows {
-            let verdict = TerminalHolders.decide(device, onTheMachinesPseudoTerminals: machines, holders: holders, trusted: trusted)
-            let said = switch verdict {
-            case .console: "console"
-            case .heldBy(let program): "held by \(program)"
-            case .refused(let reason): "refused: \(reason)"
-            }
+            let verdict = TerminalHolders.decide(
+                device,
+                onTheMachinesPseudoTerminals: machines,
+                holders: holders,
+                trusted: trusted
+            )
+            let said =
+                switch verdict {
+                case .console: "console"
+                case .heldBy(let program): "held by \(program)"
+                case .refused(let reason): "refused: \(reason)"
+                }
             let words = expected.replacingOccurrences(of: "refused: ", with: "")
-            XCTAssertTrue(said.hasPrefix("refused") == expected.hasPrefix("refused") && said.contains(words), "\(why): \(said)")
+            XCTAssertTrue(
+                said.hasPrefix("refused") == expected.hasPrefix("refused") && said.contains(words),
+                "\(why): \(said)"
+            )
         }
         XCTAssertEqual(TerminalHolders.ptyIndex(TerminalDevice(major: 137, minor: 2)), 258)
-        XCTAssertNil(TerminalHolders.ptyIndex(TerminalDevice(major: 5, minor: 0)), "/dev/tty itself is no pseudo-terminal slave")
-        XCTAssertFalse(TerminalHolders.defaultTrusted.contains { $0.hasSuffix("/python3") || $0.hasSuffix("/sh") || $0.hasSuffix("/bash") || $0.hasSuffix("/script") },
-                       "no interpreter or pty-maker any app can run is trusted by default")
+        XCTAssertNil(
+            TerminalHolders.ptyIndex(TerminalDevice(major: 5, minor: 0)),
+            "/dev/tty itself is no pseudo-terminal slave"
+        )
+        XCTAssertFalse(
+            TerminalHolders.defaultTrusted.contains {
+                $0.hasSuffix("/python3") || $0.hasSuffix("/sh") || $0.hasSuffix("/bash") || $0.hasSuffix("/script")
+            },
+            "no interpreter or pty-maker any app can run is trusted by default"
+        )
     }
 }

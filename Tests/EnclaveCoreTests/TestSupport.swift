@@ -13,18 +13,37 @@ enum Fixture {
     static let face = DeviceFacts(sensor: .faceID, enrolled: true, passcodeSet: true)
     static let noSensor = DeviceFacts(sensor: .none, enrolled: false, passcodeSet: true)
 
-    static func config(_ policy: PolicyValue, _ facts: DeviceFacts = touch, fallbackTitle: String? = nil,
-                       cancelTitle: String? = nil, reuse: Double = 0, interactionNotAllowed: Bool = false,
-                       authorization: ContextAuthorization? = nil, lifetime: Double = ContextAuthorization.defaultLifetime)
-        -> EvaluationMachine.Configuration {
-        EvaluationMachine.Configuration(policy: policy, facts: facts, app: app, reason: reason, cancelTitle: cancelTitle,
-                                        fallbackTitle: fallbackTitle, reuseDuration: reuse,
-                                        interactionNotAllowed: interactionNotAllowed, sensorSimulated: true,
-                                        contextAuthorization: authorization, contextLifetime: lifetime)
+    static func config(
+        _ policy: PolicyValue,
+        _ facts: DeviceFacts = touch,
+        fallbackTitle: String? = nil,
+        cancelTitle: String? = nil,
+        reuse: Double = 0,
+        interactionNotAllowed: Bool = false,
+        authorization: ContextAuthorization? = nil,
+        lifetime: Double = ContextAuthorization.defaultLifetime
+    )
+        -> EvaluationMachine.Configuration
+    {
+        EvaluationMachine.Configuration(
+            policy: policy,
+            facts: facts,
+            app: app,
+            reason: reason,
+            cancelTitle: cancelTitle,
+            fallbackTitle: fallbackTitle,
+            reuseDuration: reuse,
+            interactionNotAllowed: interactionNotAllowed,
+            sensorSimulated: true,
+            contextAuthorization: authorization,
+            contextLifetime: lifetime
+        )
     }
 
     /// A distinct verifier output per index, so each wrong passcode counts.
-    static func wrong(_ i: Int) -> Data { Data([0xAA, UInt8(truncatingIfNeeded: i), UInt8(truncatingIfNeeded: i >> 8)]) }
+    static func wrong(_ i: Int) -> Data {
+        Data([0xAA, UInt8(truncatingIfNeeded: i), UInt8(truncatingIfNeeded: i >> 8)])
+    }
 }
 
 /// Drives one evaluation against a ledger and checks, after every step, that each ledger change is
@@ -34,7 +53,11 @@ struct Harness {
     var ledger: AttemptLedger
     let clock: ManualClock
 
-    init(_ config: EvaluationMachine.Configuration, ledger: AttemptLedger = AttemptLedger(), clock: ManualClock = ManualClock()) {
+    init(
+        _ config: EvaluationMachine.Configuration,
+        ledger: AttemptLedger = AttemptLedger(),
+        clock: ManualClock = ManualClock()
+    ) {
         self.machine = EvaluationMachine(config)
         self.ledger = ledger
         self.clock = clock
@@ -44,7 +67,8 @@ struct Harness {
         machine.start(ledger: ledger, now: clock.monotonic(), wall: clock.wall())
     }
 
-    mutating func send(_ input: EvaluationMachine.Input, file: StaticString = #filePath, line: UInt = #line) -> [Action] {
+    mutating func send(_ input: EvaluationMachine.Input, file: StaticString = #filePath, line: UInt = #line) -> [Action]
+    {
         let before = ledger
         let actions = machine.handle(input, ledger: &ledger, now: clock.monotonic(), wall: clock.wall())
         if before != ledger {
@@ -54,7 +78,12 @@ struct Harness {
     }
 
     /// Types a passcode and, when the machine asks for a check, answers it.
-    mutating func typePasscode(correct: Bool, attempt: Data, file: StaticString = #filePath, line: UInt = #line) -> [Action] {
+    mutating func typePasscode(
+        correct: Bool,
+        attempt: Data,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> [Action] {
         let typed = send(.passcodeTyped("typed"), file: file, line: line)
         guard typed == [.checkPasscode("typed")] else { return typed }
         return send(.passcodeChecked(correct: correct, attempt: attempt), file: file, line: line)

@@ -54,7 +54,8 @@ final class FramingTests: XCTestCase {
     }
 
     func testFrameAndAHalfThenTheRest() throws {
-        let a = FrameEncoder.frame(Array("alpha".utf8)), b = FrameEncoder.frame(Array("bravo".utf8))
+        let a = FrameEncoder.frame(Array("alpha".utf8))
+        let b = FrameEncoder.frame(Array("bravo".utf8))
         var d = FrameDecoder()
         d.append(a + b.prefix(6))
         XCTAssertEqual(try d.nextFrame(), Array("alpha".utf8))
@@ -139,8 +140,14 @@ final class FramingTests: XCTestCase {
     }
 
     func testErrorDescriptionsAreClear() {
-        XCTAssertEqual(FrameError.oversized(declared: 70000).description, "frame of 70000 bytes exceeds the limit of 65536 bytes")
+        XCTAssertEqual(
+            FrameError.oversized(declared: 70000).description,
+            "frame of 70000 bytes exceeds the limit of 65536 bytes"
+        )
         XCTAssertEqual(FrameError.empty.description, "frame with an empty payload")
-        XCTAssertEqual(FrameError.truncated(pendingBytes: 3).description, "stream ended inside a frame (3 bytes pending)")
+        XCTAssertEqual(
+            FrameError.truncated(pendingBytes: 3).description,
+            "stream ended inside a frame (3 bytes pending)"
+        )
     }
 }

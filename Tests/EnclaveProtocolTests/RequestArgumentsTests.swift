@@ -8,10 +8,23 @@ final class RequestArgumentsTests: XCTestCase {
     private let long = String(repeating: "x", count: WireLimits.maxTextBytes + 1)
     private let options = EvaluationOptions(reason: "Unlock")
 
-    private func keychain(context: String = "c", reason: String? = nil, password: Data? = nil,
-                          attributes: Int = 1, changes: Int? = nil) -> KeychainRequest {
-        func many(_ n: Int) -> [String: KeychainValue] { Dictionary(uniqueKeysWithValues: (0..<n).map { ("a\($0)", KeychainValue.int(Int64($0))) }) }
-        return KeychainRequest(attributes: many(attributes), changes: changes.map(many), context: context, reason: reason, applicationPassword: password)
+    private func keychain(
+        context: String = "c",
+        reason: String? = nil,
+        password: Data? = nil,
+        attributes: Int = 1,
+        changes: Int? = nil
+    ) -> KeychainRequest {
+        func many(_ n: Int) -> [String: KeychainValue] {
+            Dictionary(uniqueKeysWithValues: (0..<n).map { ("a\($0)", KeychainValue.int(Int64($0))) })
+        }
+        return KeychainRequest(
+            attributes: many(attributes),
+            changes: changes.map(many),
+            context: context,
+            reason: reason,
+            applicationPassword: password
+        )
     }
 
     func testEachRequestRefusesWhatItsArgumentsCannotBe() {
@@ -26,37 +39,68 @@ final class RequestArgumentsTests: XCTestCase {
         let rows: [(Request, refused: String?)] = [
             (.canEvaluate(.init(context: "a", policy: 1)), nil),
             (.canEvaluate(.init(context: "", policy: 1)), "a context id has 1 to 64 bytes"),
-            (.canEvaluate(.init(context: String(repeating: "c", count: 65), policy: 1)), "a context id has 1 to 64 bytes"),
+            (
+                .canEvaluate(.init(context: String(repeating: "c", count: 65), policy: 1)),
+                "a context id has 1 to 64 bytes"
+            ),
             (.canEvaluate(.init(context: "a", policy: 99)), "99 is not an LAPolicy value"),
             (.evaluate(.init(context: "a", policy: 2, options: options)), nil),
             (.evaluate(.init(context: "a", policy: 0, options: options)), "0 is not an LAPolicy value"),
             (.evaluate(.init(context: "a", policy: 2, options: emptyReason)), "localizedReason must not be empty"),
-            (.evaluate(.init(context: "a", policy: 2, options: longTitle)), "localizedCancelTitle is longer than \(WireLimits.maxTextBytes) bytes"),
-            (.evaluate(.init(context: "a", policy: 2, options: reuseForever)), "touchIDAuthenticationAllowableReuseDuration must be a finite number ≥ 0"),
-            (.evaluate(.init(context: "a", policy: 2, options: negativeReuse)), "touchIDAuthenticationAllowableReuseDuration must be a finite number ≥ 0"),
+            (
+                .evaluate(.init(context: "a", policy: 2, options: longTitle)),
+                "localizedCancelTitle is longer than \(WireLimits.maxTextBytes) bytes"
+            ),
+            (
+                .evaluate(.init(context: "a", policy: 2, options: reuseForever)),
+                "touchIDAuthenticationAllowableReuseDuration must be a finite number ≥ 0"
+            ),
+            (
+                .evaluate(.init(context: "a", policy: 2, options: negativeReuse)),
+                "touchIDAuthenticationAllowableReuseDuration must be a finite number ≥ 0"
+            ),
             (.authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: options)), nil),
-            (.authorizeAccessControl(.init(context: "", flags: .biometryAny, options: options)), "a context id has 1 to 64 bytes"),
-            (.authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: emptyReason)), "localizedReason must not be empty"),
+            (
+                .authorizeAccessControl(.init(context: "", flags: .biometryAny, options: options)),
+                "a context id has 1 to 64 bytes"
+            ),
+            (
+                .authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: emptyReason)),
+                "localizedReason must not be empty"
+            ),
             // The same options as evaluatePolicy's, checked the same way (before, only the reason was).
-            (.authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: longTitle)),
-             "localizedCancelTitle is longer than \(WireLimits.maxTextBytes) bytes"),
+            (
+                .authorizeAccessControl(.init(context: "a", flags: .biometryAny, options: longTitle)),
+                "localizedCancelTitle is longer than \(WireLimits.maxTextBytes) bytes"
+            ),
             (.invalidate(.init(context: "a")), nil),
             (.invalidate(.init(context: "")), "a context id has 1 to 64 bytes"),
             (.enroll(.init(name: "right thumb")), nil),
             (.enroll(.init(name: "")), "an identity name has 1 to 64 letters, digits, spaces, '-', '_' or '.'"),
-            (.enroll(.init(name: "thumb\u{1b}[2J")), "an identity name has 1 to 64 letters, digits, spaces, '-', '_' or '.'"),
+            (
+                .enroll(.init(name: "thumb\u{1b}[2J")),
+                "an identity name has 1 to 64 letters, digits, spaces, '-', '_' or '.'"
+            ),
             (.unenroll(.init(name: "never enrolled, any text")), nil),
             (.keychainCopy(keychain()), nil),
             (.keychainCopy(keychain(context: "")), "a context id has 1 to 64 bytes"),
-            (.keychainAdd(keychain(reason: long)), "kSecUseOperationPrompt is longer than \(WireLimits.maxTextBytes) bytes"),
-            (.keychainAdd(keychain(password: Data(repeating: 0x61, count: WireLimits.maxPasscodeBytes + 1))),
-             "application password is longer than \(WireLimits.maxPasscodeBytes) bytes"),
+            (
+                .keychainAdd(keychain(reason: long)),
+                "kSecUseOperationPrompt is longer than \(WireLimits.maxTextBytes) bytes"
+            ),
+            (
+                .keychainAdd(keychain(password: Data(repeating: 0x61, count: WireLimits.maxPasscodeBytes + 1))),
+                "application password is longer than \(WireLimits.maxPasscodeBytes) bytes"
+            ),
             (.keychainAdd(keychain(attributes: 64)), nil),
             (.keychainAdd(keychain(attributes: 65)), "at most 64 attributes"),
             (.keychainUpdate(keychain(changes: 65)), "at most 64 attributes"),
             (.key(KeyRequest(operation: .sign, kind: .signing, context: "k")), nil),
             (.key(KeyRequest(operation: .sign, kind: .signing, context: "")), "a context id has 1 to 64 bytes"),
-            (.key(KeyRequest(operation: .sign, kind: .signing, context: "k", reason: long)), "localizedReason is longer than \(WireLimits.maxTextBytes) bytes"),
+            (
+                .key(KeyRequest(operation: .sign, kind: .signing, context: "k", reason: long)),
+                "localizedReason is longer than \(WireLimits.maxTextBytes) bytes"
+            ),
             (.status, nil),
             (.hello(.init(version: 12345)), nil),
         ]
@@ -74,9 +118,15 @@ final class RequestArgumentsTests: XCTestCase {
         var seen = Set<Request.Operation>()
         for request in RequestTests.everyRequest {
             seen.insert(request.operation)
-            let json = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(RequestEnvelope(id: 1, request: request).encoded())) as? [String: Any])
+            let json = try XCTUnwrap(
+                JSONSerialization.jsonObject(with: Data(RequestEnvelope(id: 1, request: request).encoded()))
+                    as? [String: Any]
+            )
             XCTAssertEqual(json["op"] as? String, request.operation.rawValue)
-            XCTAssertNotNil(json["args"] as? [String: Any], "\(request.operation): args is an object, empty when there are none")
+            XCTAssertNotNil(
+                json["args"] as? [String: Any],
+                "\(request.operation): args is an object, empty when there are none"
+            )
         }
         XCTAssertEqual(seen, Set(Request.Operation.allCases), "the sample covers every operation")
     }

@@ -1,7 +1,8 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import XCTest
+
+@testable import EnclaveServer
 
 /// `AccessDenial`, mapped once per surface at the daemon's edge.
 final class AccessDenialRepliesTests: XCTestCase {
@@ -15,6 +16,9 @@ final class AccessDenialRepliesTests: XCTestCase {
         XCTAssertEqual(KeyReply(.invalidated(.passcodeRemoved)).problem, .invalidated)
         XCTAssertEqual(KeyReply(.failed(.biometryLockout, "")).authenticationError, .biometryLockout)
         XCTAssertEqual(EvaluationResult(.failed(.userFallback, "f"), biometryType: .touchID).error, .userFallback)
-        XCTAssertEqual(EvaluationResult(.invalidated(.enrolmentChanged), biometryType: .touchID).error, .authenticationFailed)
+        XCTAssertEqual(
+            EvaluationResult(.invalidated(.enrolmentChanged), biometryType: .touchID).error,
+            .authenticationFailed
+        )
     }
 }

@@ -1,9 +1,10 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import Logging
 import XCTest
+
+@testable import EnclaveServer
 
 /// The daemon's core driven in-process: a real `EnclaveDaemon` (its storage in a temporary
 /// directory, a manual clock, a simulated Touch ID) and one `ConnectionHandler` whose replies go
@@ -38,7 +39,12 @@ final class ConnectionHandlerTests: XCTestCase {
         }
 
         /// The first reply to `id` that `matches`, waiting for it up to `timeout` seconds.
-        func reply(_ id: UInt64, takes: Bool, timeout: Double = 5, matching matches: @escaping @Sendable (Reply) -> Bool) async throws -> Reply {
+        func reply(
+            _ id: UInt64,
+            takes: Bool,
+            timeout: Double = 5,
+            matching matches: @escaping @Sendable (Reply) -> Bool
+        ) async throws -> Reply {
             if let i = replies.firstIndex(where: { $0.id == id && matches($0.reply) }) {
                 return takes ? replies.remove(at: i).reply : replies[i].reply
             }
@@ -54,7 +60,10 @@ final class ConnectionHandlerTests: XCTestCase {
         }
 
         private func expire(_ token: UInt64, id: UInt64, timeout: Double) {
-            resume(token, with: .failure(Failure(.internalError, "no such reply to \(id) within \(timeout) s; got \(replies)")))
+            resume(
+                token,
+                with: .failure(Failure(.internalError, "no such reply to \(id) within \(timeout) s; got \(replies)"))
+            )
         }
 
         private func resume(_ token: UInt64, with result: Result<Reply, any Error>) {
@@ -103,7 +112,7 @@ final class ConnectionHandlerTests: XCTestCase {
 
     override func tearDown() async throws {
         handler.closed()
-        handlers.forEach { $0.closed() }
+        for handler in handlers { handler.closed() }
         // Each connection's requests run in one task group: closing it ends them all, and its
         // `run()` returns only then.
         for runner in runners { await runner.value }
@@ -114,23 +123,46 @@ final class ConnectionHandlerTests: XCTestCase {
 
     /// A handler for a new connection of `app`, its requests running as they would on a socket.
     private func connect(_ app: String, kind: AppIdentity.Kind = .app) -> ConnectionHandler {
-        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: AppIdentity(name: app, kind: kind)),
-                                        daemon: daemon, sink: sink,
-                                        logger: Logger(label: "test"))
+        let handler = ConnectionHandler(
+            peer: PeerIdentity(
+                uid: getuid(),
+                gid: getgid(),
+                pid: getpid(),
+                identity: AppIdentity(name: app, kind: kind)
+            ),
+            daemon: daemon,
+            sink: sink,
+            logger: Logger(label: "test")
+        )
         runners.append(Task { await handler.run() })
         handlers.append(handler)
         return handler
     }
 
     /// Another app connects, queues a touch and evaluates: it gets the user's prompt and the touch.
-    private func assertTheNextAppGetsThePromptAndItsTouch(ids first: UInt64, file: StaticString = #filePath, line: UInt = #line) async throws {
+    private func assertTheNextAppGetsThePromptAndItsTouch(
+        ids first: UInt64,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws {
         let next = connect("/usr/bin/next-app")
         defer { next.closed() }
-        _ = await next.receive(RequestEnvelope(id: first, request: .hello(.init(version: enclaveProtocolVersion))).encoded())
-        _ = await next.receive(RequestEnvelope(id: first + 1, request: .simulate(.init(events: [SimulatedEvent(.match)]))).encoded())
+        _ = await next.receive(
+            RequestEnvelope(id: first, request: .hello(.init(version: enclaveProtocolVersion))).encoded()
+        )
+        _ = await next.receive(
+            RequestEnvelope(id: first + 1, request: .simulate(.init(events: [SimulatedEvent(.match)]))).encoded()
+        )
         _ = try await sink.final(first + 1)
-        _ = await next.receive(RequestEnvelope(id: first + 2, request: .evaluate(.init(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock")))).encoded())
-        guard case .evaluated(let result) = try await sink.final(first + 2) else { return XCTFail("no evaluation", file: file, line: line) }
+        _ = await next.receive(
+            RequestEnvelope(
+                id: first + 2,
+                request: .evaluate(.init(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock")))
+            ).encoded()
+        )
+        guard case .evaluated(let result) = try await sink.final(first + 2) else {
+            return XCTFail("no evaluation", file: file, line: line)
+        }
         XCTAssertTrue(result.success, "the next app got the prompt and its touch: \(result)", file: file, line: line)
     }
 
@@ -152,18 +184,23 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     private func handSecrets(_ secrets: [String]) async throws {
-        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput))) else { throw Failure(.internalError, "no ticket") }
+        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput))) else {
+            throw Failure(.internalError, "no ticket")
+        }
         try daemon.handOver(secrets: secrets, ticket: ticket)
     }
 
-
     private func keychain(_ op: KeychainOperation, _ k: KeychainRequest) async throws -> KeychainReply {
-        guard case .keychain(let reply) = try await request(.keychain(op, k)) else { throw Failure(.internalError, "not a keychain reply") }
+        guard case .keychain(let reply) = try await request(.keychain(op, k)) else {
+            throw Failure(.internalError, "not a keychain reply")
+        }
         return reply
     }
 
     private func audit() async throws -> [AuditEntry] {
-        guard case .audit(let entries) = try await request(.audit(.init(limit: 100, everyApp: false))) else { return [] }
+        guard case .audit(let entries) = try await request(.audit(.init(limit: 100, everyApp: false))) else {
+            return []
+        }
         return entries
     }
 
@@ -172,7 +209,12 @@ final class ConnectionHandlerTests: XCTestCase {
     func testOnlyRootVisitingLiftsTheCounterOfAUsersDaemon() async throws {
         let dir = NSTemporaryDirectory() + "served-user-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let served = try EnclaveDaemon(config: .inProcess(dir), clock: ManualClock(), servedUser: 4242, logger: Logger(label: "test"))
+        let served = try EnclaveDaemon(
+            config: .inProcess(dir),
+            clock: ManualClock(),
+            servedUser: 4242,
+            logger: Logger(label: "test")
+        )
         let sink = RecordingReplySink()
         var id: UInt64 = 1000
         func ask(_ handler: ConnectionHandler, _ request: Request) async throws -> Reply {
@@ -180,25 +222,45 @@ final class ConnectionHandlerTests: XCTestCase {
             _ = await handler.receive(RequestEnvelope(id: id, request: request).encoded())
             return try await sink.final(id)
         }
-        let app = ConnectionHandler(peer: PeerIdentity(uid: 4242, gid: 4242, pid: 1, identity: AppIdentity(name: self.app, kind: .app)),
-                                    daemon: served, sink: sink, logger: Logger(label: "test"))
-        let root = ConnectionHandler(peer: PeerIdentity(uid: 0, gid: 0, pid: 2, identity: .administrator),
-                                     daemon: served, sink: sink, logger: Logger(label: "test"))
+        let app = ConnectionHandler(
+            peer: PeerIdentity(uid: 4242, gid: 4242, pid: 1, identity: AppIdentity(name: self.app, kind: .app)),
+            daemon: served,
+            sink: sink,
+            logger: Logger(label: "test")
+        )
+        let root = ConnectionHandler(
+            peer: PeerIdentity(uid: 0, gid: 0, pid: 2, identity: .administrator),
+            daemon: served,
+            sink: sink,
+            logger: Logger(label: "test")
+        )
         // Requests that wait for the person run as the connection's jobs.
         let running = [Task { await app.run() }, Task { await root.run() }]
         defer {
-            app.closed(); root.closed()
-            running.forEach { $0.cancel() }
+            app.closed()
+            root.closed()
+            for task in running { task.cancel() }
         }
         for handler in [app, root] { _ = try await ask(handler, .hello(.init(version: enclaveProtocolVersion))) }
         // The app on its own: only the person, with the login password, may (nobody to ask here).
-        guard case .failure(let refused) = try await ask(app, .resetPasscodeLockout(.init(uid: nil))) else { return XCTFail("an app lifted the counter") }
+        guard case .failure(let refused) = try await ask(app, .resetPasscodeLockout(.init(uid: nil))) else {
+            return XCTFail("an app lifted the counter")
+        }
         XCTAssertEqual(refused, PersonSecrets.nobodyToAsk)
-        guard case .ok = try await ask(root, .resetPasscodeLockout(.init(uid: nil))) else { return XCTFail("root could not lift the counter") }
-        guard case .failure(let other) = try await ask(root, .resetPasscodeLockout(.init(uid: 1000))) else { return XCTFail("root reached another user here") }
+        guard case .ok = try await ask(root, .resetPasscodeLockout(.init(uid: nil))) else {
+            return XCTFail("root could not lift the counter")
+        }
+        guard case .failure(let other) = try await ask(root, .resetPasscodeLockout(.init(uid: 1000))) else {
+            return XCTFail("root reached another user here")
+        }
         XCTAssertEqual(other.code, .notPermitted)
-        for request: Request in [.status, .audit(.init(limit: 5, everyApp: false)), .remoteLock(.init(uid: nil)), .simulate(.init(events: [SimulatedEvent(.match)]))] {
-            guard case .failure(let f) = try await ask(root, request) else { return XCTFail("root was served \(request.operation)") }
+        for request: Request in [
+            .status, .audit(.init(limit: 5, everyApp: false)), .remoteLock(.init(uid: nil)),
+            .simulate(.init(events: [SimulatedEvent(.match)])),
+        ] {
+            guard case .failure(let f) = try await ask(root, request) else {
+                return XCTFail("root was served \(request.operation)")
+            }
             XCTAssertEqual(f, AdminPolicy.administratorRefusal)
         }
     }
@@ -212,7 +274,10 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     private func receive(json object: Any, on target: ConnectionHandler? = nil) async {
-        let open = await receive(Array(try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed])), on: target)
+        let open = await receive(
+            Array(try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .fragmentsAllowed])),
+            on: target
+        )
         XCTAssertTrue(open, "the connection stays open after \(object)")
     }
 
@@ -223,13 +288,25 @@ final class ConnectionHandlerTests: XCTestCase {
         await receive(json: object, on: target)
     }
 
-    private func expectFailure(_ id: UInt64, _ code: FailureCode, file: StaticString = #filePath, line: UInt = #line) async throws {
-        guard case .failure(let f) = try await sink.final(id) else { return XCTFail("\(id): not a failure", file: file, line: line) }
+    private func expectFailure(
+        _ id: UInt64,
+        _ code: FailureCode,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws {
+        guard case .failure(let f) = try await sink.final(id) else {
+            return XCTFail("\(id): not a failure", file: file, line: line)
+        }
         XCTAssertEqual(f.code, code, "\(id): \(f.message)", file: file, line: line)
         XCTAssertFalse(f.message.isEmpty, "a failure explains itself", file: file, line: line)
     }
 
-    private func expectKind(_ id: UInt64, _ operation: String, file: StaticString = #filePath, line: UInt = #line) async throws {
+    private func expectKind(
+        _ id: UInt64,
+        _ operation: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws {
         let reply = try await sink.final(id)
         if case .failure(let f) = reply { return XCTFail("\(id): \(f)", file: file, line: line) }
         XCTAssertTrue("\(reply)".hasPrefix(operation), "\(id): \(reply)", file: file, line: line)
@@ -241,11 +318,15 @@ final class ConnectionHandlerTests: XCTestCase {
 
     /// Nothing a refused request could have changed did change.
     private func assertNothingChanged(file: StaticString = #filePath, line: UInt = #line) async throws {
-        guard case .status(let status) = try await request(.status) else { return XCTFail("no status", file: file, line: line) }
+        guard case .status(let status) = try await request(.status) else {
+            return XCTFail("no status", file: file, line: line)
+        }
         XCTAssertEqual(status.biometricFailures, 0, file: file, line: line)
         XCTAssertEqual(status.passcodeFailures, 0, file: file, line: line)
         XCTAssertEqual(status.enrolledCount, 1, file: file, line: line)
-        guard case .enrolments(let names) = try await administer(.enrolments, secrets: ["1234"]) else { return XCTFail("no names", file: file, line: line) }
+        guard case .enrolments(let names) = try await administer(.enrolments, secrets: ["1234"]) else {
+            return XCTFail("no names", file: file, line: line)
+        }
         XCTAssertEqual(names, ["right thumb"], file: file, line: line)
         XCTAssertTrue(status.passcodeSet, file: file, line: line)
         XCTAssertFalse(status.promptOpen, file: file, line: line)
@@ -254,11 +335,11 @@ final class ConnectionHandlerTests: XCTestCase {
     func testMalformedJSONAnswersMalformedAndKeepsTheConnection() async throws {
         let payloads = [
             "{not json", "{\"id\": 1, \"op\": \"hello\"", "[1, 2, 3]", "\"hello\"", "42", "null", "{}",
-            "{\"op\": \"hello\", \"args\": {\"version\": 1}}",               // no id
-            "{\"id\": \"1\", \"op\": \"hello\"}",                            // id as a string
-            "{\"id\": -1, \"op\": \"hello\"}",                               // id not a UInt64
-            "{\"id\": 1, \"op\": 7}",                                        // op as a number
-            "{\"id\": 1}",                                                   // no op
+            "{\"op\": \"hello\", \"args\": {\"version\": 1}}",  // no id
+            "{\"id\": \"1\", \"op\": \"hello\"}",  // id as a string
+            "{\"id\": -1, \"op\": \"hello\"}",  // id not a UInt64
+            "{\"id\": 1, \"op\": 7}",  // op as a number
+            "{\"id\": 1}",  // no op
             "\u{FEFF}garbage",
         ]
         for payload in payloads {
@@ -281,8 +362,11 @@ final class ConnectionHandlerTests: XCTestCase {
     }
 
     func testUnknownOperationAnswersWithTheRequestsID() async throws {
-        for (id, op) in [(UInt64(42), "frobnicate"), (43, ""), (44, "Status"), (45, "hello "), (46, String(repeating: "x", count: 5000)),
-                         (UInt64(1) << 62, "evaluatePolicy")] {
+        for (id, op) in [
+            (UInt64(42), "frobnicate"), (43, ""), (44, "Status"), (45, "hello "),
+            (46, String(repeating: "x", count: 5000)),
+            (UInt64(1) << 62, "evaluatePolicy"),
+        ] {
             await send(id, op, ["context": "c1"])
             try await expectFailure(id, .unknownOperation)
         }
@@ -387,12 +471,16 @@ final class ConnectionHandlerTests: XCTestCase {
         let bad: [(UInt64, String)] = [
             (1, ""),
             (2, String(repeating: "a", count: WireLimits.maxTextBytes + 1)),
-            (3, String(repeating: "é", count: WireLimits.maxTextBytes / 2 + 1)),   // 513 characters, 1026 bytes
+            (3, String(repeating: "é", count: WireLimits.maxTextBytes / 2 + 1)),  // 513 characters, 1026 bytes
             (4, String(repeating: "r", count: 60_000)),
         ]
         for (id, reason) in bad {
             for policy in [1, 2] {
-                await send(id * 10 + UInt64(policy), "evaluate", ["context": "r\(id)-\(policy)", "policy": policy, "options": options(reason: reason)])
+                await send(
+                    id * 10 + UInt64(policy),
+                    "evaluate",
+                    ["context": "r\(id)-\(policy)", "policy": policy, "options": options(reason: reason)]
+                )
                 try await expectFailure(id * 10 + UInt64(policy), .invalidParameter)
             }
         }
@@ -413,7 +501,14 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertFalse(afterRejected.promptOpen)
         // Exactly 1024 bytes is accepted: the evaluation runs and a queued cancel ends it.
         _ = try await request(.simulate(.init(events: [SimulatedEvent(.cancel)])))
-        await send(60, "evaluate", ["context": "max", "policy": 1, "options": options(reason: String(repeating: "m", count: WireLimits.maxTextBytes))])
+        await send(
+            60,
+            "evaluate",
+            [
+                "context": "max", "policy": 1,
+                "options": options(reason: String(repeating: "m", count: WireLimits.maxTextBytes)),
+            ]
+        )
         guard case .evaluated(let result) = try await sink.final(60) else { return XCTFail("no evaluation") }
         XCTAssertFalse(result.success)
         XCTAssertEqual(result.error, .userCancel)
@@ -422,7 +517,7 @@ final class ConnectionHandlerTests: XCTestCase {
 
     func testOverlongPasscodeAnswersInvalidParameterAndIsNotAnAttempt() async throws {
         let long = String(repeating: "9", count: WireLimits.maxPasscodeBytes + 1)
-        let longMultibyte = String(repeating: "ü", count: WireLimits.maxPasscodeBytes / 2 + 1)   // 258 bytes
+        let longMultibyte = String(repeating: "ü", count: WireLimits.maxPasscodeBytes / 2 + 1)  // 258 bytes
         try await handSecrets(["1234", long])
         await send(1, "changePasscode")
         try await expectFailure(1, .invalidParameter)
@@ -460,7 +555,9 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(result.error, .userCancel)
         try await assertNothingChanged()
         // The passcode is still "1234": changing it with that current passcode works.
-        guard case .ok = try await administer(.changePasscode, secrets: ["1234", "5678"]) else { return XCTFail("the passcode changed") }
+        guard case .ok = try await administer(.changePasscode, secrets: ["1234", "5678"]) else {
+            return XCTFail("the passcode changed")
+        }
     }
 
     func testSimulateWithMoreThan64EventsAnswersInvalidParameter() async throws {
@@ -488,7 +585,9 @@ final class ConnectionHandlerTests: XCTestCase {
     /// evaluation, and while one runs (which goes on waiting for the person).
     func testPromptInputIsNotARequestAnyMore() async throws {
         var id: UInt64 = 1000
-        for args: [String: Any] in [["context": "idle", "action": "cancel"], ["context": "idle", "action": "passcode", "passcode": "1234"]] {
+        for args: [String: Any] in [
+            ["context": "idle", "action": "cancel"], ["context": "idle", "action": "passcode", "passcode": "1234"],
+        ] {
             id += 1
             await send(id, "promptInput", args)
             try await expectFailure(id, .unknownOperation)
@@ -497,7 +596,9 @@ final class ConnectionHandlerTests: XCTestCase {
         let running = id
         await send(running, "evaluate", ["context": "run", "policy": 2, "options": options()])
         try await sink.waitForPrompt(running)
-        for args: [String: Any] in [["context": "run", "action": "passcode", "passcode": "1234"], ["context": "run", "action": "cancel"]] {
+        for args: [String: Any] in [
+            ["context": "run", "action": "passcode", "passcode": "1234"], ["context": "run", "action": "cancel"],
+        ] {
             id += 1
             await send(id, "promptInput", args)
             try await expectFailure(id, .unknownOperation)
@@ -553,11 +654,14 @@ final class ConnectionHandlerTests: XCTestCase {
     /// One request waiting for the person per connection: each holds a reader or a prompt, so a
     /// client cannot pile them up; the second is answered busy at once, the first goes on.
     func testOneRequestAtATimeWaitsForThePerson() async throws {
-        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput))) else { return XCTFail("no ticket") }
+        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput))) else {
+            return XCTFail("no ticket")
+        }
         var ends: [Int32] = [-1, -1]
         XCTAssertEqual(pipe(&ends), 0)
         defer { close(ends[1]) }
-        guard case .success(let redeemed) = daemon.handoff.redeem(ticket, by: .init(uid: getuid(), pid: getpid())) else { return XCTFail() }
+        guard case .success(let redeemed) = daemon.handoff.redeem(ticket, by: .init(uid: getuid(), pid: getpid()))
+        else { return XCTFail() }
         XCTAssertTrue(redeemed.destination.receive(.secretInput, ends[0]))
         await send(700, "keychainList")
         try await Task.sleep(nanoseconds: 100_000_000)
@@ -571,7 +675,9 @@ final class ConnectionHandlerTests: XCTestCase {
     func testHandoffAnswersAFreshTicket() async throws {
         await send(1, "handoff", ["kind": "terminal"])
         await send(2, "handoff", ["kind": "terminal"])
-        guard case .handoffTicket(let first) = try await sink.final(1), case .handoffTicket(let second) = try await sink.final(2) else {
+        guard case .handoffTicket(let first) = try await sink.final(1),
+            case .handoffTicket(let second) = try await sink.final(2)
+        else {
             return XCTFail("no tickets")
         }
         XCTAssertEqual(first.count, Handoff.ticketBytes)
@@ -591,11 +697,21 @@ final class ConnectionHandlerTests: XCTestCase {
 
     func testAProtectedItemOpensOnlyAfterAMatchOnTheRequestsContext() async throws {
         let secret = Data("s3cret".utf8)
-        let add = try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("a"), "v_Data": .data(secret)],
-                                                            accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: .biometryCurrentSet),
-                                                            context: "add"))
+        let add = try await keychain(
+            .add,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string("a"), "v_Data": .data(secret)],
+                accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: .biometryCurrentSet),
+                context: "add"
+            )
+        )
         XCTAssertEqual(add.status, .success)
-        let query = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("a")], context: "read", reason: "Read", returnData: true)
+        let query = KeychainRequest(
+            attributes: ["class": .string("genp"), "acct": .string("a")],
+            context: "read",
+            reason: "Read",
+            returnData: true
+        )
         _ = try await request(.simulate(.init(events: [SimulatedEvent(.nomatch), SimulatedEvent(.cancel)])))
         let cancelled = try await keychain(.copy, query)
         XCTAssertEqual(cancelled.status, .userCanceled, "a cancelled prompt maps to errSecUserCanceled")
@@ -614,11 +730,14 @@ final class ConnectionHandlerTests: XCTestCase {
         handler.closed()
         handler = connect(python, kind: .interpreter)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
-        let item: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("script"), "v_Data": .data(Data("token".utf8))]
+        let item: [String: KeychainValue] = [
+            "class": .string("genp"), "svce": .string("script"), "v_Data": .data(Data("token".utf8)),
+        ]
         let own = try await keychain(.add, KeychainRequest(attributes: item, context: "k"))
         XCTAssertEqual(own.status, .missingEntitlement, own.message ?? "")
         XCTAssertTrue(own.message?.contains("lactl keychain share") ?? false, own.message ?? "")
-        guard case .key(let key) = try await request(.key(KeyRequest(operation: .create, kind: .signing, context: "k"))) else { return XCTFail("no key reply") }
+        guard case .key(let key) = try await request(.key(KeyRequest(operation: .create, kind: .signing, context: "k")))
+        else { return XCTFail("no key reply") }
         XCTAssertEqual(key.problem, .notAvailable, key.message ?? "")
         XCTAssertNil(key.blob)
 
@@ -627,22 +746,46 @@ final class ConnectionHandlerTests: XCTestCase {
         grouped["agrp"] = .string("scripts")
         let added = try await keychain(.add, KeychainRequest(attributes: grouped, context: "k"))
         XCTAssertEqual(added.status, .success, added.message ?? "")
-        let read = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("script")], context: "k", returnData: true))
+        let read = try await keychain(
+            .copy,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string("script")],
+                context: "k",
+                returnData: true
+            )
+        )
         XCTAssertEqual(read.items.first?.data, Data("token".utf8), "the group is searched without naming it")
         // The interpreter's path is no group name, so no app can claim its place either.
-        guard case .failure(let refused) = try await administer(.configureAccessGroup(.init(name: AppIdentity.unverifiedPrefix + "1:2:/x", apps: [python])), secrets: ["1234"]) else {
+        guard
+            case .failure(let refused) = try await administer(
+                .configureAccessGroup(.init(name: AppIdentity.unverifiedPrefix + "1:2:/x", apps: [python])),
+                secrets: ["1234"]
+            )
+        else {
             return XCTFail("a group named like an identity was accepted")
         }
         XCTAssertEqual(refused.code, .invalidParameter)
     }
 
     func testAnEnrolmentChangeInvalidatesACurrentSetItemForGood() async throws {
-        _ = try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("b"), "v_Data": .data(Data([1]))],
-                                                      accessControl: AccessControlValue(protection: .whenUnlocked, flags: .biometryCurrentSet),
-                                                      context: "add"))
+        _ = try await keychain(
+            .add,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string("b"), "v_Data": .data(Data([1]))],
+                accessControl: AccessControlValue(protection: .whenUnlocked, flags: .biometryCurrentSet),
+                context: "add"
+            )
+        )
         _ = try await administer(.enroll(.init(name: "left thumb")), secrets: ["1234"])
         _ = try await request(.simulate(.init(events: [SimulatedEvent(.match)])))
-        let read = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("b")], context: "r", returnData: true))
+        let read = try await keychain(
+            .copy,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string("b")],
+                context: "r",
+                returnData: true
+            )
+        )
         XCTAssertEqual(read.status, .invalidItemRef)
         guard case .status(let status) = try await request(.status) else { return XCTFail() }
         XCTAssertEqual(status.queuedEvents, 1, "no prompt was opened: the touch is still queued")
@@ -652,14 +795,26 @@ final class ConnectionHandlerTests: XCTestCase {
     /// press reaches the prompt, and what comes after the evaluation's end waits for the next one.
     func testAScriptReachesTheEvaluationInItsOrder() async throws {
         _ = try await request(.simulate(.init(events: [.nomatch, .cancel, .match])))
-        guard case .evaluated(let cancelled) = try await request(.evaluate(.init(context: "first", policy: 1, options: EvaluationOptions(reason: "Unlock")))) else {
+        guard
+            case .evaluated(let cancelled) = try await request(
+                .evaluate(.init(context: "first", policy: 1, options: EvaluationOptions(reason: "Unlock")))
+            )
+        else {
             return XCTFail()
         }
         XCTAssertEqual(cancelled.error, .userCancel)
-        XCTAssertEqual(try daemon.storage.loadUser(getuid())?.ledger.biometricFailures, 1, "the touch was read before the cancel")
+        XCTAssertEqual(
+            try daemon.storage.loadUser(getuid())?.ledger.biometricFailures,
+            1,
+            "the touch was read before the cancel"
+        )
         guard case .status(let waiting) = try await request(.status) else { return XCTFail() }
         XCTAssertEqual(waiting.queuedEvents, 1, "the match waits for the next evaluation")
-        guard case .evaluated(let matched) = try await request(.evaluate(.init(context: "second", policy: 1, options: EvaluationOptions(reason: "Unlock")))) else {
+        guard
+            case .evaluated(let matched) = try await request(
+                .evaluate(.init(context: "second", policy: 1, options: EvaluationOptions(reason: "Unlock")))
+            )
+        else {
             return XCTFail()
         }
         XCTAssertTrue(matched.success, "\(matched)")
@@ -669,7 +824,11 @@ final class ConnectionHandlerTests: XCTestCase {
 
     func testAMatchSavesTheRecordAndItsAuditEntryTogether() async throws {
         _ = try await request(.simulate(.init(events: [SimulatedEvent(.match)])))
-        guard case .evaluated(let result) = try await request(.evaluate(.init(context: "e", policy: 1, options: EvaluationOptions(reason: "Unlock")))) else {
+        guard
+            case .evaluated(let result) = try await request(
+                .evaluate(.init(context: "e", policy: 1, options: EvaluationOptions(reason: "Unlock")))
+            )
+        else {
             return XCTFail()
         }
         XCTAssertTrue(result.success)
@@ -681,8 +840,17 @@ final class ConnectionHandlerTests: XCTestCase {
 
     func testEvaluateAccessControlProvesEveryConstraint() async throws {
         _ = try await request(.simulate(.init(events: [SimulatedEvent(.match), SimulatedEvent.passcode("1234")])))
-        guard case .evaluated(let result) = try await request(.authorizeAccessControl(.init(context: "ac", flags: [.biometryAny, .and, .devicePasscode],
-                                                                                       options: EvaluationOptions(reason: "Sign")))) else { return XCTFail() }
+        guard
+            case .evaluated(let result) = try await request(
+                .authorizeAccessControl(
+                    .init(
+                        context: "ac",
+                        flags: [.biometryAny, .and, .devicePasscode],
+                        options: EvaluationOptions(reason: "Sign")
+                    )
+                )
+            )
+        else { return XCTFail() }
         XCTAssertTrue(result.success, "\(result)")
         let steps = try await audit().filter { $0.operation == "accessControl.authorize" }.map(\.result)
         XCTAssertEqual(steps.sorted(), ["success(biometric)", "success(passcode)"])
@@ -693,12 +861,19 @@ final class ConnectionHandlerTests: XCTestCase {
     func testAClosedConnectionLeavesNoEvaluationBehind() async throws {
         let options = EvaluationOptions(reason: "Unlock")
         for id in [UInt64(500), 501] {
-            let open = await handler.receive(RequestEnvelope(id: id, request: .evaluate(.init(context: "twice", policy: 1, options: options))).encoded())
+            let open = await handler.receive(
+                RequestEnvelope(id: id, request: .evaluate(.init(context: "twice", policy: 1, options: options)))
+                    .encoded()
+            )
             XCTAssertTrue(open)
         }
-        guard case .evaluated(let second) = try await sink.final(501), !second.success else { return XCTFail("one evaluation per context") }
+        guard case .evaluated(let second) = try await sink.final(501), !second.success else {
+            return XCTFail("one evaluation per context")
+        }
         handler.closed()
-        guard case .evaluated(let orphan) = try await sink.final(500) else { return XCTFail("the first evaluation ended with its connection") }
+        guard case .evaluated(let orphan) = try await sink.final(500) else {
+            return XCTFail("the first evaluation ended with its connection")
+        }
         XCTAssertEqual(orphan.error, .appCancel)
 
         try await assertTheNextAppGetsThePromptAndItsTouch(ids: 600)
@@ -709,7 +884,12 @@ final class ConnectionHandlerTests: XCTestCase {
     func testAConnectionRunsABoundedNumberOfRequests() async throws {
         let options = EvaluationOptions(reason: "Unlock")
         for i in 0..<200 {
-            _ = await handler.receive(RequestEnvelope(id: UInt64(2000 + i), request: .evaluate(.init(context: "flood-\(i)", policy: 1, options: options))).encoded())
+            _ = await handler.receive(
+                RequestEnvelope(
+                    id: UInt64(2000 + i),
+                    request: .evaluate(.init(context: "flood-\(i)", policy: 1, options: options))
+                ).encoded()
+            )
         }
         let limit = ContextTable<RunningRequest>.maxRunning
         var busy = 0
@@ -721,7 +901,9 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(busy, 200 - limit, "every request past the limit is answered busy at once")
         handler.closed()
         for i in 0..<limit {
-            guard case .evaluated(let result) = try await sink.final(UInt64(2000 + i)) else { return XCTFail("request \(i)") }
+            guard case .evaluated(let result) = try await sink.final(UInt64(2000 + i)) else {
+                return XCTFail("request \(i)")
+            }
             XCTAssertFalse(result.success)
         }
     }
@@ -738,8 +920,16 @@ final class ConnectionHandlerTests: XCTestCase {
         handler = connect(app)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
         func add(_ account: String, bytes: Int = 10) async throws -> KeychainReply {
-            try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string(account),
-                                                                  "v_Data": .data(Data(repeating: 7, count: bytes))], context: "q"))
+            try await keychain(
+                .add,
+                KeychainRequest(
+                    attributes: [
+                        "class": .string("genp"), "svce": .string("quota"), "acct": .string(account),
+                        "v_Data": .data(Data(repeating: 7, count: bytes)),
+                    ],
+                    context: "q"
+                )
+            )
         }
         for i in 0..<3 {
             let added = try await add("a\(i)")
@@ -748,28 +938,55 @@ final class ConnectionHandlerTests: XCTestCase {
         let fourth = try await add("a3")
         XCTAssertEqual(fourth.status, .diskFull, fourth.message ?? "")
         XCTAssertTrue(fourth.message?.contains("3 items") ?? false, fourth.message ?? "")
-        let deleted = try await keychain(.delete, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a0")],
-                                                                  context: "q"))
+        let deleted = try await keychain(
+            .delete,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a0")],
+                context: "q"
+            )
+        )
         XCTAssertEqual(deleted.status, .success)
         let again = try await add("a3")
         XCTAssertEqual(again.status, .success, "a deletion makes room")
         // Bytes too: an update that would pass them is refused and changes nothing.
-        let grow = try await keychain(.update, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a1")],
-                                                               changes: ["v_Data": .data(Data(repeating: 1, count: 8192))], context: "q"))
+        let grow = try await keychain(
+            .update,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a1")],
+                changes: ["v_Data": .data(Data(repeating: 1, count: 8192))],
+                context: "q"
+            )
+        )
         XCTAssertEqual(grow.status, .diskFull, grow.message ?? "")
-        let still = try await keychain(.copy, KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a1")],
-                                                              context: "q", returnData: true))
+        let still = try await keychain(
+            .copy,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "svce": .string("quota"), "acct": .string("a1")],
+                context: "q",
+                returnData: true
+            )
+        )
         XCTAssertEqual(still.items.first?.data, Data(repeating: 7, count: 10))
     }
 
     /// A keychain read waiting on its prompt ends with its connection: it answers, lets go of the
     /// user's prompt, and the touch queued for the next app is the next app's.
     func testAKeychainReadWaitingOnItsPromptEndsWithItsConnection() async throws {
-        let add = try await keychain(.add, KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("p"), "v_Data": .data(Data("x".utf8))],
-                                                            accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: .biometryAny),
-                                                            context: "add"))
+        let add = try await keychain(
+            .add,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string("p"), "v_Data": .data(Data("x".utf8))],
+                accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: .biometryAny),
+                context: "add"
+            )
+        )
         XCTAssertEqual(add.status, .success)
-        let query = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("p")], context: "read", reason: "Read", returnData: true)
+        let query = KeychainRequest(
+            attributes: ["class": .string("genp"), "acct": .string("p")],
+            context: "read",
+            reason: "Read",
+            returnData: true
+        )
         _ = await handler.receive(RequestEnvelope(id: 700, request: .keychainCopy(query)).encoded())
         try await sink.waitForPrompt(700)
         let prompted = await sink.sawPrompt(700)

@@ -1,12 +1,13 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import Logging
 import NIOCore
 import NIOEmbedded
 import Synchronization
 import XCTest
+
+@testable import EnclaveServer
 
 /// The daemon's socket side in-process, on NIO's testing channel: frames in, replies out, the
 /// hello deadline on the channel's own (virtual) clock, broken framing and a pinned process that
@@ -43,7 +44,14 @@ final class ConnectionShellTests: XCTestCase {
         let process = self.process
         served = Task {
             await ConnectionShell.open(connection, logger: Logger(label: "test")) { inbound, writer in
-                await shell.serve(connection.channel, inbound: inbound, writer: writer, peer: peer, process: process, executor: nil)
+                await shell.serve(
+                    connection.channel,
+                    inbound: inbound,
+                    writer: writer,
+                    peer: peer,
+                    process: process,
+                    executor: nil
+                )
             }
         }
     }
@@ -69,7 +77,8 @@ final class ConnectionShellTests: XCTestCase {
     /// `body`'s result, or a failure after 5 s: a shell that stopped answering fails the test
     /// instead of hanging it (a future's wait does not end on cancellation, so the two race
     /// unstructured; tearDown's close ends the loser).
-    private func within<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    private func within<T: Sendable>(_ what: String, _ body: @escaping @Sendable () async throws -> T) async throws -> T
+    {
         let pending = Mutex<CheckedContinuation<T, any Error>?>(nil)
         return try await withCheckedThrowingContinuation { continuation in
             pending.withLock { $0 = continuation }
@@ -112,7 +121,9 @@ final class ConnectionShellTests: XCTestCase {
         guard case .hello(let h) = hello.reply else { return XCTFail("\(hello)") }
         XCTAssertEqual(h.app, "/usr/bin/example-app")
         // Two frames in one read, and one frame split over two: each answered, in order.
-        var both = FrameEncoder.frame(RequestEnvelope(id: 2, request: .canEvaluate(.init(context: "a", policy: 1))).encoded())
+        var both = FrameEncoder.frame(
+            RequestEnvelope(id: 2, request: .canEvaluate(.init(context: "a", policy: 1))).encoded()
+        )
         both += FrameEncoder.frame(RequestEnvelope(id: 3, request: .status).encoded())
         try await send(bytes: Array(both.prefix(7)))
         try await send(bytes: Array(both.dropFirst(7)))

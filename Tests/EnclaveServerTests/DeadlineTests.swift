@@ -1,8 +1,9 @@
-@testable import EnclaveServer
 import Foundation
 import NIOCore
 import NIOPosix
 import XCTest
+
+@testable import EnclaveServer
 
 final class DeadlineTests: XCTestCase {
     /// Counts firings; one test's deadlines only.
@@ -23,7 +24,10 @@ final class DeadlineTests: XCTestCase {
         let fired = expectation(description: "fired")
         // The monotonic clock NIO's deadlines use (a wall clock may be slewed).
         let start = DispatchTime.now().uptimeNanoseconds
-        let deadline = Deadline(after: 0.05, on: loop) { firings.fire(); fired.fulfill() }
+        let deadline = Deadline(after: 0.05, on: loop) {
+            firings.fire()
+            fired.fulfill()
+        }
         await fulfillment(of: [fired], timeout: 5)
         XCTAssertGreaterThanOrEqual(DispatchTime.now().uptimeNanoseconds - start, 49_000_000, "not before its time")
         deadline.cancel()
@@ -70,6 +74,6 @@ final class DeadlineTests: XCTestCase {
         let forever = Deadline(after: .infinity, on: loop) { firings.fire() }
         try await Task.sleep(nanoseconds: 50_000_000)
         XCTAssertEqual(firings.value, 0)
-        [negative, nan, forever].forEach { $0.cancel() }
+        for element in [negative, nan, forever] { element.cancel() }
     }
 }

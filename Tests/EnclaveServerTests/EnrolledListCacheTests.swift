@@ -1,5 +1,6 @@
-@testable import EnclaveServer
 import XCTest
+
+@testable import EnclaveServer
 
 /// fprintd's enrolled lists, kept a short while and forgotten on every change we know of.
 final class EnrolledListCacheTests: XCTestCase {
@@ -8,7 +9,10 @@ final class EnrolledListCacheTests: XCTestCase {
         cache.store(["right-thumb"], of: "alice", at: 100, generation: cache.generation)
         XCTAssertEqual(cache.fingers(of: "alice", now: 100), ["right-thumb"])
         XCTAssertEqual(cache.fingers(of: "alice", now: 100 + EnrolledListCache.lifetime - 0.01), ["right-thumb"])
-        XCTAssertNil(cache.fingers(of: "alice", now: 100 + EnrolledListCache.lifetime), "a change made with another tool is seen after the lifetime")
+        XCTAssertNil(
+            cache.fingers(of: "alice", now: 100 + EnrolledListCache.lifetime),
+            "a change made with another tool is seen after the lifetime"
+        )
         XCTAssertNil(cache.fingers(of: "alice", now: 99), "a clock that went back keeps nothing")
         XCTAssertNil(cache.fingers(of: "bob", now: 100))
     }

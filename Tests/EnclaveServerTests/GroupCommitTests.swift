@@ -1,9 +1,10 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import GRDB
 import XCTest
+
+@testable import EnclaveServer
 
 /// Keychain writes that arrive together share a commit, each is durable before it returns, and
 /// one that fails fails alone.
@@ -19,15 +20,26 @@ final class GroupCommitTests: XCTestCase {
     }
 
     private static func item(_ account: String, uid: UInt32 = 1000) -> StoredItem {
-        StoredItem(uid: uid, accessGroup: "/usr/bin/app", itemClass: "genp", attributes: ["acct": .string(account)],
-                   protection: .whenUnlocked, flags: [], enrolmentGeneration: 0,
-                   sealed: ItemSealing.Sealed(wrappedKey: Data([1]), ciphertext: Data([2]), passwordSalt: nil),
-                   persistentRef: Data(account.utf8), created: Date(), modified: Date())
+        StoredItem(
+            uid: uid,
+            accessGroup: "/usr/bin/app",
+            itemClass: "genp",
+            attributes: ["acct": .string(account)],
+            protection: .whenUnlocked,
+            flags: [],
+            enrolmentGeneration: 0,
+            sealed: ItemSealing.Sealed(wrappedKey: Data([1]), ciphertext: Data([2]), passwordSalt: nil),
+            persistentRef: Data(account.utf8),
+            created: Date(),
+            modified: Date()
+        )
     }
 
     private static func waitFor(_ writes: Int, in storage: Storage) async throws {
         let deadline = Date().addingTimeInterval(10)
-        while storage.itemWrites.waitingWrites < writes && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        while storage.itemWrites.waitingWrites < writes && Date() < deadline {
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
         XCTAssertEqual(storage.itemWrites.waitingWrites, writes)
     }
 
@@ -62,20 +74,29 @@ final class GroupCommitTests: XCTestCase {
                     _ = try await storage.insertItem(Self.item("user\(i)"))
                     // Returned means committed: a reader outside the writer's transaction sees it.
                     let seen = try await storage.pool.read { db in
-                        try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE account = ?", arguments: ["user\(i)"])
+                        try Int.fetchOne(
+                            db,
+                            sql: "SELECT COUNT(*) FROM item WHERE account = ?",
+                            arguments: ["user\(i)"]
+                        )
                     }
                     XCTAssertEqual(seen, 1)
                 }
             }
             let deadline = Date().addingTimeInterval(10)
-            while storage.itemWrites.waitingWrites < writes && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+            while storage.itemWrites.waitingWrites < writes && Date() < deadline {
+                try await Task.sleep(nanoseconds: 1_000_000)
+            }
             XCTAssertEqual(try itemCount(storage), 0, "nothing is written before its commit")
             release()
             try await group.waitForAll()
         }
         XCTAssertEqual(try itemCount(storage), writes)
         // One commit per write without the gathering (checked by setting batchLimit to 1).
-        XCTAssertEqual(storage.itemWrites.commits, (writes + storage.itemWrites.batchLimit - 1) / storage.itemWrites.batchLimit)
+        XCTAssertEqual(
+            storage.itemWrites.commits,
+            (writes + storage.itemWrites.batchLimit - 1) / storage.itemWrites.batchLimit
+        )
         // Durable: a new process's view (a fresh Storage on the same files) has them all.
         let reopened = try Storage(directory: directory)
         XCTAssertEqual(try itemCount(reopened), writes)
@@ -97,9 +118,13 @@ final class GroupCommitTests: XCTestCase {
         while storage.itemWrites.waitingWrites < 3 && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
         release()
         _ = try await (first, second)
-        do { try await failing; XCTFail("the failing write fails") } catch is Refused {}
+        do {
+            try await failing
+            XCTFail("the failing write fails")
+        } catch is Refused {}
         XCTAssertEqual(try itemCount(storage), 2)
-        let groups = try await storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM access_group") }
+        let groups = try await storage.pool.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM access_group")
+        }
         XCTAssertEqual(groups, 0, "its own row went with it")
         XCTAssertEqual(storage.itemWrites.commits, 1)
     }

@@ -1,15 +1,26 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
+
+@testable import EnclaveServer
 
 extension DaemonConfiguration {
     /// A user-mode daemon for in-process tests: its files under `directory`, a simulated Touch ID,
     /// simulation on, scrypt at `passcodeCost`, 4-character passcodes accepted (as the testing
     /// kit's daemons).
-    static func inProcess(_ directory: String, passcodeCost: Int = 10, passcodeMinimumLength: Int = 4) -> DaemonConfiguration {
-        var config = DaemonConfiguration(mode: .user, socketPath: directory + "/socket", stateDirectory: directory + "/state",
-                                         masterKeyPath: directory + "/keys/master.key", simulatedSensor: .touchID, simulationEnabled: true)
+    static func inProcess(
+        _ directory: String,
+        passcodeCost: Int = 10,
+        passcodeMinimumLength: Int = 4
+    ) -> DaemonConfiguration {
+        var config = DaemonConfiguration(
+            mode: .user,
+            socketPath: directory + "/socket",
+            stateDirectory: directory + "/state",
+            masterKeyPath: directory + "/keys/master.key",
+            simulatedSensor: .touchID,
+            simulationEnabled: true
+        )
         config.passcodeCost = passcodeCost
         config.passcodeMinimumLength = passcodeMinimumLength
         return config
@@ -25,10 +36,14 @@ extension EnclaveDaemon {
         let text = Array(secrets.map { $0 + "\n" }.joined().utf8)
         let written = text.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }
         close(ends[1])
-        guard written == text.count, case .success(let redeemed) = handoff.redeem(ticket, by: .init(uid: getuid(), pid: getpid())) else {
+        guard written == text.count,
+            case .success(let redeemed) = handoff.redeem(ticket, by: .init(uid: getuid(), pid: getpid()))
+        else {
             close(ends[0])
             throw Failure(.internalError, "the secrets were not handed over")
         }
-        guard redeemed.destination.receive(.secretInput, ends[0]) else { throw Failure(.internalError, "the connection did not take the pipe") }
+        guard redeemed.destination.receive(.secretInput, ends[0]) else {
+            throw Failure(.internalError, "the connection did not take the pipe")
+        }
     }
 }

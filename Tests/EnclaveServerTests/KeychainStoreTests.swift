@@ -1,9 +1,10 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import GRDB
 import XCTest
+
+@testable import EnclaveServer
 
 /// The keychain's storage: a look-up narrowed in SQL finds what `KeychainRules.IndexedQuery.matches` says, and
 /// reads no attributes it does not need.
@@ -24,9 +25,19 @@ final class KeychainStoreTests: XCTestCase {
         var a = attributes
         a["class"] = .string("genp")
         a["agrp"] = .string(Self.group)
-        return StoredItem(uid: 1000, accessGroup: Self.group, itemClass: "genp", attributes: a, protection: .whenUnlocked, flags: [],
-                          enrolmentGeneration: 0, sealed: ItemSealing.Sealed(wrappedKey: Data([1]), ciphertext: Data([2]), passwordSalt: nil),
-                          persistentRef: Data("ref-\(n)".utf8), created: Date(), modified: Date())
+        return StoredItem(
+            uid: 1000,
+            accessGroup: Self.group,
+            itemClass: "genp",
+            attributes: a,
+            protection: .whenUnlocked,
+            flags: [],
+            enrolmentGeneration: 0,
+            sealed: ItemSealing.Sealed(wrappedKey: Data([1]), ciphertext: Data([2]), passwordSalt: nil),
+            persistentRef: Data("ref-\(n)".utf8),
+            created: Date(),
+            modified: Date()
+        )
     }
 
     /// Items that differ in each way a query can tell apart (the primary key, service and account,
@@ -75,14 +86,34 @@ final class KeychainStoreTests: XCTestCase {
             let indexed = try KeychainRules.IndexedQuery(query)
             let expected = zip(stored, ids).filter { indexed.matches(item($0.0, 0).attributes) }.map(\.1)
             for reading in [true, false] {
-                let found = try storage.items(matching: indexed, uid: 1000, accessGroups: [Self.group], readingAttributes: reading)
+                let found = try storage.items(
+                    matching: indexed,
+                    uid: 1000,
+                    accessGroups: [Self.group],
+                    readingAttributes: reading
+                )
                 XCTAssertEqual(found.map(\.id), expected, "\(q), reading attributes: \(reading)")
                 let read = reading || !indexed.remaining.isEmpty
-                XCTAssertTrue(found.allSatisfy { $0.attributes.isEmpty != read }, "attributes read only when needed: \(q), \(reading)")
+                XCTAssertTrue(
+                    found.allSatisfy { $0.attributes.isEmpty != read },
+                    "attributes read only when needed: \(q), \(reading)"
+                )
             }
-            XCTAssertEqual(try storage.items(matching: indexed, uid: 1001, accessGroups: [Self.group], readingAttributes: true), [], "another user's")
-            XCTAssertEqual(try storage.items(matching: indexed, uid: 1000, accessGroups: ["/usr/bin/other"], readingAttributes: true), [],
-                           "another group's")
+            XCTAssertEqual(
+                try storage.items(matching: indexed, uid: 1001, accessGroups: [Self.group], readingAttributes: true),
+                [],
+                "another user's"
+            )
+            XCTAssertEqual(
+                try storage.items(
+                    matching: indexed,
+                    uid: 1000,
+                    accessGroups: ["/usr/bin/other"],
+                    readingAttributes: true
+                ),
+                [],
+                "another group's"
+            )
         }
     }
 
@@ -96,15 +127,27 @@ final class KeychainStoreTests: XCTestCase {
         let theirs = try await storage.insertItem(other)
         let both = [Self.group, other.accessGroup]
         func found(_ query: [String: KeychainValue]) throws -> [Int64] {
-            try storage.items(matching: KeychainRules.IndexedQuery(query.merging(["class": .string("genp")]) { a, _ in a }), uid: 1000,
-                              accessGroups: both, readingAttributes: false).map(\.id)
+            try storage.items(
+                matching: KeychainRules.IndexedQuery(query.merging(["class": .string("genp")]) { a, _ in a }),
+                uid: 1000,
+                accessGroups: both,
+                readingAttributes: false
+            ).map(\.id)
         }
         XCTAssertEqual(try found([:]), [mine, theirs])
         XCTAssertEqual(try found(["agrp": .string(Self.group)]), [mine])
         XCTAssertEqual(try found(["agrp": .string(other.accessGroup)]), [theirs])
         XCTAssertEqual(try found(["agrp": .string("/usr/bin/third")]), [])
-        XCTAssertEqual(try storage.items(matching: KeychainRules.IndexedQuery(["class": .string("genp"), "agrp": .string(other.accessGroup)]),
-                                         uid: 1000, accessGroups: [Self.group], readingAttributes: false), [], "a group the caller may not search")
+        XCTAssertEqual(
+            try storage.items(
+                matching: KeychainRules.IndexedQuery(["class": .string("genp"), "agrp": .string(other.accessGroup)]),
+                uid: 1000,
+                accessGroups: [Self.group],
+                readingAttributes: false
+            ),
+            [],
+            "a group the caller may not search"
+        )
     }
 
     /// An item read without its attributes is never written back.
@@ -113,14 +156,24 @@ final class KeychainStoreTests: XCTestCase {
         var plain = item(["svce": .string("s"), "acct": .string("a")], 0)
         plain.id = try await storage.insertItem(plain)
         let query = try KeychainRules.IndexedQuery(["class": .string("genp"), "svce": .string("s")])
-        guard let read = try storage.items(matching: query, uid: 1000, accessGroups: [Self.group], readingAttributes: false).first else {
+        guard
+            let read = try storage.items(
+                matching: query,
+                uid: 1000,
+                accessGroups: [Self.group],
+                readingAttributes: false
+            ).first
+        else {
             return XCTFail("not found")
         }
         XCTAssertEqual(read.attributes, [:])
         XCTAssertThrowsError(try storage.updateItems([(read, plain.modified)])) {
             guard case KeychainStoreError.attributesNotRead = $0 else { return XCTFail("\($0)") }
         }
-        do { _ = try await storage.insertItem(read); XCTFail("inserted") } catch KeychainStoreError.attributesNotRead {}
+        do {
+            _ = try await storage.insertItem(read)
+            XCTFail("inserted")
+        } catch KeychainStoreError.attributesNotRead {}
         let again = try storage.items(matching: query, uid: 1000, accessGroups: [Self.group], readingAttributes: true)
         XCTAssertEqual(again.first?.attributes, plain.attributes, "the row kept its attributes")
     }
@@ -131,12 +184,24 @@ final class KeychainStoreTests: XCTestCase {
         var plain = item(["svce": .string("s"), "acct": .string("a")], 0)
         plain.id = try await storage.insertItem(plain)
         let synchronizable = try KeychainRules.IndexedQuery(["class": .string("genp"), "sync": .bool(true)])
-        XCTAssertEqual(try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false), [])
+        XCTAssertEqual(
+            try storage.items(
+                matching: synchronizable,
+                uid: 1000,
+                accessGroups: [Self.group],
+                readingAttributes: false
+            ),
+            []
+        )
         var changed = plain
         changed.attributes["sync"] = .bool(true)
         changed.modified = plain.modified.addingTimeInterval(1)
         try storage.updateItems([(changed, plain.modified)])
-        XCTAssertEqual(try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false).map(\.id), [plain.id])
+        XCTAssertEqual(
+            try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false)
+                .map(\.id),
+            [plain.id]
+        )
     }
 
     /// A keychain from before the column: the migration fills it from each item's attributes; a
@@ -152,7 +217,16 @@ final class KeychainStoreTests: XCTestCase {
         storage = nil
         let reopened = try Storage(directory: directory)
         let synchronizable = try KeychainRules.IndexedQuery(["class": .string("genp"), "sync": .bool(true)])
-        let found = try reopened.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: true)
-        XCTAssertEqual(found.compactMap { KeychainRules.string($0.attributes, "acct") }, ["e"], "the damaged synchronizable item is skipped, the other found")
+        let found = try reopened.items(
+            matching: synchronizable,
+            uid: 1000,
+            accessGroups: [Self.group],
+            readingAttributes: true
+        )
+        XCTAssertEqual(
+            found.compactMap { KeychainRules.string($0.attributes, "acct") },
+            ["e"],
+            "the damaged synchronizable item is skipped, the other found"
+        )
     }
 }

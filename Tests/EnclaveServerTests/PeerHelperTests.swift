@@ -1,8 +1,9 @@
 import CPeerSocket
 import EnclaveCore
-@testable import EnclaveServer
 import Foundation
 import XCTest
+
+@testable import EnclaveServer
 
 /// The privileged helper's interface, against the real helper process (`laenclaved --peer-helper`):
 /// it pins a peer and proves the peer holds its connection, answers whether the peer still runs the
@@ -24,13 +25,15 @@ final class PeerHelperTests: XCTestCase {
     override func setUpWithError() throws {
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let laenclaved = (me as NSString).deletingLastPathComponent + "/laenclaved"
-        guard FileManager.default.isExecutableFile(atPath: laenclaved) else { throw XCTSkip("laenclaved is not built beside the tests") }
+        guard FileManager.default.isExecutableFile(atPath: laenclaved) else {
+            throw XCTSkip("laenclaved is not built beside the tests")
+        }
         var pair: [Int32] = [-1, -1]
         XCTAssertEqual(la_socketpair_seqpacket(&pair), 0)
         _ = fcntl(pair[1], F_SETFD, 0)
         let arguments: [String] = [laenclaved, "--peer-helper", String(pair[1])]
         var argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for argument in argv { free(argument) } }
         XCTAssertEqual(posix_spawn(&helper, laenclaved, nil, nil, &argv, environ), 0)
         close(pair[1])
         daemonEnd = pair[0]
@@ -42,7 +45,10 @@ final class PeerHelperTests: XCTestCase {
         client = nil
         if daemonEnd >= 0 { close(daemonEnd) }
         var status: Int32 = 0
-        if helper > 0 { kill(helper, SIGKILL); waitpid(helper, &status, 0) }
+        if helper > 0 {
+            kill(helper, SIGKILL)
+            waitpid(helper, &status, 0)
+        }
     }
 
     /// A connected pair: the cookie of the daemon's end, and the client end (held by this process).
@@ -57,7 +63,7 @@ final class PeerHelperTests: XCTestCase {
 
     func testItPinsAPeerThatHoldsItsConnectionAndForgetsIt() throws {
         let (cookie, ends) = connection()
-        defer { ends.forEach { close($0) } }
+        defer { for end in ends { close(end) } }
         // With the peer's pidfd, as the kernel gives it from Linux 6.5, and without.
         let pidfd = la_pidfd_open(getpid())
         XCTAssertGreaterThanOrEqual(pidfd, 0)
@@ -67,7 +73,10 @@ final class PeerHelperTests: XCTestCase {
             let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
             XCTAssertEqual(peer?.identity.name, me, "the executable the kernel names, verified")
             XCTAssertEqual(peer?.identity.kind, .app)
-            XCTAssertEqual(peer?.session, LoginSession.name(cgroup: (try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)) ?? ""))
+            XCTAssertEqual(
+                peer?.session,
+                LoginSession.name(cgroup: (try? String(contentsOfFile: "/proc/self/cgroup", encoding: .utf8)) ?? "")
+            )
             XCTAssertEqual(peer?.executableChanged(), false)
             let handle = try XCTUnwrap(peer?.handle)
             peer = nil
@@ -80,7 +89,7 @@ final class PeerHelperTests: XCTestCase {
     /// the next request's: before, the next pin read it and got that earlier peer's answer.
     func testALateAnswerIsNotTakenForTheNextRequests() throws {
         let (cookie, ends) = connection()
-        defer { ends.forEach { close($0) } }
+        defer { for end in ends { close(end) } }
         let (unheldCookie, unheld) = connection()
         close(unheld[1])
         defer { close(unheld[0]) }
@@ -96,7 +105,7 @@ final class PeerHelperTests: XCTestCase {
 
     func testItRefusesWhatItCannotProve() throws {
         let (cookie, ends) = connection()
-        defer { ends.forEach { close($0) } }
+        defer { for end in ends { close(end) } }
         // The connection's client end held by no process: this one closes it first.
         let (otherCookie, other) = connection()
         close(other[1])
@@ -123,15 +132,22 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertEqual(ioctl(master, 0x8004_5430, &index), 0, "TIOCGPTN")
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let holders = try XCTUnwrap(client.ptyHolders(index: index))
-        XCTAssertEqual(holders, [TerminalHolders.Holder(pid: getpid(), executable: me, file: PeerProcess.fileID(AT_FDCWD, me))])
+        XCTAssertEqual(
+            holders,
+            [TerminalHolders.Holder(pid: getpid(), executable: me, file: PeerProcess.fileID(AT_FDCWD, me))]
+        )
         XCTAssertEqual(client.ptyHolders(index: 1 << 20 - 1), [], "pts/1048575 is held by nobody")
 
         kill(helper, SIGSTOP)
         XCTAssertNil(client.ptyHolders(index: index), "no answer in time: the daemon cannot say, and refuses")
         kill(helper, SIGCONT)
         let (cookie, ends) = connection()
-        defer { ends.forEach { close($0) } }
-        XCTAssertEqual(try client.pin(pid: getpid(), pidfd: nil, cookie: cookie).identity.name, me, "the late holders answer was dropped")
+        defer { for end in ends { close(end) } }
+        XCTAssertEqual(
+            try client.pin(pid: getpid(), pidfd: nil, cookie: cookie).identity.name,
+            me,
+            "the late holders answer was dropped"
+        )
         XCTAssertFalse(gone.isSet)
     }
 
@@ -145,7 +161,10 @@ final class PeerHelperTests: XCTestCase {
             .init(pid: 9, executable: long, file: .init(device: 1, inode: 2)),
         ]
         let records = try XCTUnwrap(PeerHelper.records(of: holders))
-        XCTAssertEqual(PeerHelper.holders(from: records[...]), [holders[0], holders[1], .init(pid: 9, executable: nil, file: .init(device: 1, inode: 2))])
+        XCTAssertEqual(
+            PeerHelper.holders(from: records[...]),
+            [holders[0], holders[1], .init(pid: 9, executable: nil, file: .init(device: 1, inode: 2))]
+        )
         XCTAssertEqual(PeerHelper.holders(from: []), [])
         XCTAssertNil(PeerHelper.holders(from: records.dropLast()), "a record cut short")
         var unknownFlag = records
@@ -158,7 +177,7 @@ final class PeerHelperTests: XCTestCase {
     /// it when the late answer comes, so the helper does not keep it (and its descriptor) forever.
     func testAPeerPinnedTooLateIsReleased() throws {
         let (cookie, ends) = connection()
-        defer { ends.forEach { close($0) } }
+        defer { for end in ends { close(end) } }
         kill(helper, SIGSTOP)
         XCTAssertThrowsError(try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)) { error in
             XCTAssertEqual(error as? PeerProcess.Refusal, .unreadable(ETIMEDOUT))
@@ -183,7 +202,7 @@ final class PeerHelperTests: XCTestCase {
             XCTAssertEqual(PeerHelper.read(answer, 0, Int32.self), 6)
         }
         let (cookie, ends) = connection()
-        defer { ends.forEach { close($0) } }
+        defer { for end in ends { close(end) } }
         XCTAssertNoThrow(try client.pin(pid: getpid(), pidfd: nil, cookie: cookie))
     }
 
@@ -191,7 +210,7 @@ final class PeerHelperTests: XCTestCase {
     /// changed, and the daemon is told it must stop (its service manager starts both again).
     func testAHelperThatIsGoneLetsNothingThrough() throws {
         let (cookie, ends) = connection()
-        defer { ends.forEach { close($0) } }
+        defer { for end in ends { close(end) } }
         let peer = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
         var status: Int32 = 0
         kill(helper, SIGKILL)
@@ -203,11 +222,24 @@ final class PeerHelperTests: XCTestCase {
     }
 
     func testTheCapabilitiesAreReadFromTheKernelsStatus() {
-        func status(_ prm: String, _ eff: String, _ amb: String) -> String { "Name:\tx\nCapInh:\t0000000000080004\nCapPrm:\t\(prm)\nCapEff:\t\(eff)\nCapAmb:\t\(amb)\n" }
-        let none = "0000000000000000", ptrace = "0000000000080000", search = "0000000000000004", other = "0000000000000001"
-        XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, none, none)), false, "the inheritable set alone gives nothing")
+        func status(_ prm: String, _ eff: String, _ amb: String) -> String {
+            "Name:\tx\nCapInh:\t0000000000080004\nCapPrm:\t\(prm)\nCapEff:\t\(eff)\nCapAmb:\t\(amb)\n"
+        }
+        let none = "0000000000000000"
+        let ptrace = "0000000000080000"
+        let search = "0000000000000004"
+        let other = "0000000000000001"
+        XCTAssertEqual(
+            PeerHelper.holdsPeerCapabilities(status: status(none, none, none)),
+            false,
+            "the inheritable set alone gives nothing"
+        )
         XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, none, other)), false)
-        XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(ptrace, none, none)), true, "permitted can be made effective")
+        XCTAssertEqual(
+            PeerHelper.holdsPeerCapabilities(status: status(ptrace, none, none)),
+            true,
+            "permitted can be made effective"
+        )
         XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, search, none)), true)
         XCTAssertEqual(PeerHelper.holdsPeerCapabilities(status: status(none, none, ptrace)), true)
         XCTAssertNil(PeerHelper.holdsPeerCapabilities(status: "nothing"), "unreadable: the caller assumes the worst")

@@ -1,9 +1,11 @@
 import CPeerSocket
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import XCTest
+
+@testable import EnclaveServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +59,11 @@ final class PeerProcessTests: XCTestCase {
         address.sun_family = sa_family_t(AF_UNIX)
         let path = Array((directory + "/s").utf8)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: path) }
-        let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) } }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
         XCTAssertEqual(bound, 0)
         XCTAssertEqual(listen(listener, 8), 0)
     }
@@ -88,9 +94,16 @@ final class PeerProcessTests: XCTestCase {
         let fd = Glibc.accept(listener, nil, nil)
         XCTAssertGreaterThanOrEqual(fd, 0)
         let credentials = try XCTUnwrap(PeerCredentials.of(socket: fd))
-        var pidfd: Int32 = -1, cookie: UInt64 = 0
+        var pidfd: Int32 = -1
+        var cookie: UInt64 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
-        if withPidfd { XCTAssertEqual(getsockopt(fd, SOL_SOCKET, la_so_peerpidfd, &pidfd, &length), 0, "this kernel has SO_PEERPIDFD") }
+        if withPidfd {
+            XCTAssertEqual(
+                getsockopt(fd, SOL_SOCKET, la_so_peerpidfd, &pidfd, &length),
+                0,
+                "this kernel has SO_PEERPIDFD"
+            )
+        }
         length = socklen_t(MemoryLayout<UInt64>.size)
         XCTAssertEqual(getsockopt(fd, SOL_SOCKET, la_so_cookie, &cookie, &length), 0)
         return Accepted(fd: fd, credentials: credentials, pidfd: withPidfd ? pidfd : nil, cookie: cookie)
@@ -120,10 +133,22 @@ final class PeerProcessTests: XCTestCase {
             let client = try start("wait")
             let a = try accept(withPidfd: withPidfd)
             defer { release(a) }
-            XCTAssertEqual(recv(a.fd, [UInt8](repeating: 0, count: 1).withUnsafeBufferPointer { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }, 1, 0), 1)
+            XCTAssertEqual(
+                recv(
+                    a.fd,
+                    [UInt8](repeating: 0, count: 1).withUnsafeBufferPointer {
+                        UnsafeMutableRawPointer(mutating: $0.baseAddress!)
+                    },
+                    1,
+                    0
+                ),
+                1
+            )
             let process = try PeerProcess(pid: a.credentials.pid, pidfd: a.pidfd)
             XCTAssertNoThrow(try process.confirmHolds(connectionCookie: a.cookie))
-            let python = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(client.processIdentifier)/exe")
+            let python = try FileManager.default.destinationOfSymbolicLink(
+                atPath: "/proc/\(client.processIdentifier)/exe"
+            )
             XCTAssertEqual(process.identity, AppIdentity(name: python, kind: .interpreter))
             XCTAssertFalse(process.executableChanged())
         }
@@ -137,17 +162,33 @@ final class PeerProcessTests: XCTestCase {
         let client = try start("many-descriptors")
         let a = try accept(withPidfd: false)
         defer { release(a) }
-        XCTAssertEqual(recv(a.fd, [UInt8](repeating: 0, count: 1).withUnsafeBufferPointer { UnsafeMutableRawPointer(mutating: $0.baseAddress!) }, 1, 0), 1,
-                       "the client is ready (pid \(client.processIdentifier))")
+        XCTAssertEqual(
+            recv(
+                a.fd,
+                [UInt8](repeating: 0, count: 1).withUnsafeBufferPointer {
+                    UnsafeMutableRawPointer(mutating: $0.baseAddress!)
+                },
+                1,
+                0
+            ),
+            1,
+            "the client is ready (pid \(client.processIdentifier))"
+        )
         let process = try PeerProcess(pid: a.credentials.pid, pidfd: nil)
-        XCTAssertThrowsError(try process.confirmHolds(connectionCookie: a.cookie, searchingAtMost: 1000)) { XCTAssertEqual($0 as? PeerProcess.Refusal, .tooManyDescriptors) }
-        XCTAssertNoThrow(try process.confirmHolds(connectionCookie: a.cookie, searchingAtMost: 2000), "under the bound: searched")
+        XCTAssertThrowsError(try process.confirmHolds(connectionCookie: a.cookie, searchingAtMost: 1000)) {
+            XCTAssertEqual($0 as? PeerProcess.Refusal, .tooManyDescriptors)
+        }
+        XCTAssertNoThrow(
+            try process.confirmHolds(connectionCookie: a.cookie, searchingAtMost: 2000),
+            "under the bound: searched"
+        )
     }
 
     func testAProcessThatExecdBeforeThePinHasLostTheConnection() throws {
         try eachWay { withPidfd in
             let cases: [(String, PeerProcess.Refusal)] = [
-                ("exec-now", .notHoldingConnection), ("exec-now-child-keeps", .notHoldingConnection), ("exec-now-inheriting", .inheritableConnection),
+                ("exec-now", .notHoldingConnection), ("exec-now-child-keeps", .notHoldingConnection),
+                ("exec-now-inheriting", .inheritableConnection),
             ]
             for (mode, refusal) in cases {
                 let client = try start(mode)
@@ -157,7 +198,9 @@ final class PeerProcessTests: XCTestCase {
                 // The executable read now is the new one: what the daemon saw of an exec that beat it.
                 let process = try PeerProcess(pid: a.credentials.pid, pidfd: a.pidfd)
                 XCTAssertTrue(process.executablePath.hasSuffix("/sleep"))
-                XCTAssertThrowsError(try process.confirmHolds(connectionCookie: a.cookie), mode) { XCTAssertEqual($0 as? PeerProcess.Refusal, refusal, mode) }
+                XCTAssertThrowsError(try process.confirmHolds(connectionCookie: a.cookie), mode) {
+                    XCTAssertEqual($0 as? PeerProcess.Refusal, refusal, mode)
+                }
             }
         }
     }
@@ -186,7 +229,9 @@ final class PeerProcessTests: XCTestCase {
             let a = try accept(withPidfd: withPidfd)
             defer { release(a) }
             early.waitUntilExit()
-            XCTAssertThrowsError(try PeerProcess(pid: a.credentials.pid, pidfd: a.pidfd)) { XCTAssertEqual($0 as? PeerProcess.Refusal, .ended) }
+            XCTAssertThrowsError(try PeerProcess(pid: a.credentials.pid, pidfd: a.pidfd)) {
+                XCTAssertEqual($0 as? PeerProcess.Refusal, .ended)
+            }
             // Ended after the pin: noticed before the next request.
             let late = try start("wait")
             let b = try accept(withPidfd: withPidfd)

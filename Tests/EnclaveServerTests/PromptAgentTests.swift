@@ -1,9 +1,10 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import Logging
 import XCTest
+
+@testable import EnclaveServer
 
 /// The graphical prompt agent, in-process: a real `EnclaveDaemon`, an app's connection and the
 /// agent's connection, each with its own recording sink. Who may be the agent, where an app's
@@ -34,7 +35,7 @@ final class PromptAgentTests: XCTestCase {
     }
 
     override func tearDown() async throws {
-        handlers.forEach { $0.closed() }
+        for handler in handlers { handler.closed() }
         for runner in runners { await runner.value }
         daemon = nil
         try? FileManager.default.removeItem(atPath: directory)
@@ -42,10 +43,24 @@ final class PromptAgentTests: XCTestCase {
 
     // MARK: Harness
 
-    private func connect(_ path: String, kind: AppIdentity.Kind = .app, session: String? = nil) async throws -> (handler: ConnectionHandler, sink: Sink) {
+    private func connect(
+        _ path: String,
+        kind: AppIdentity.Kind = .app,
+        session: String? = nil
+    ) async throws -> (handler: ConnectionHandler, sink: Sink) {
         let sink = Sink()
-        let handler = ConnectionHandler(peer: PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: AppIdentity(name: path, kind: kind), session: session),
-                                        daemon: daemon, sink: sink, logger: Logger(label: "test"))
+        let handler = ConnectionHandler(
+            peer: PeerIdentity(
+                uid: getuid(),
+                gid: getgid(),
+                pid: getpid(),
+                identity: AppIdentity(name: path, kind: kind),
+                session: session
+            ),
+            daemon: daemon,
+            sink: sink,
+            logger: Logger(label: "test")
+        )
         runners.append(Task { await handler.run() })
         handlers.append(handler)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)), on: (handler, sink))
@@ -65,13 +80,16 @@ final class PromptAgentTests: XCTestCase {
     }
 
     private func handSecrets(_ secrets: [String], on c: (handler: ConnectionHandler, sink: Sink)) async throws {
-        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput)), on: c) else { throw Failure(.internalError, "no ticket") }
+        guard case .handoffTicket(let ticket) = try await request(.handoff(.init(kind: .secretInput)), on: c) else {
+            throw Failure(.internalError, "no ticket")
+        }
         try daemon.handOver(secrets: secrets, ticket: ticket)
     }
 
-
     /// The agent's connection, serving: its `servePrompts` id with it.
-    private func serveAsAgent(session: String? = nil) async throws -> (connection: (handler: ConnectionHandler, sink: Sink), serving: UInt64) {
+    private func serveAsAgent(
+        session: String? = nil
+    ) async throws -> (connection: (handler: ConnectionHandler, sink: Sink), serving: UInt64) {
         let agent = try await connect(agentPath, session: session)
         let serving = await send(.servePrompts, on: agent)
         let event = try await agent.sink.event(serving)
@@ -80,11 +98,18 @@ final class PromptAgentTests: XCTestCase {
     }
 
     private func evaluate(policy: Int = 2, on c: (handler: ConnectionHandler, sink: Sink)) async -> UInt64 {
-        await send(.evaluate(.init(context: "c\(nextID)", policy: policy, options: EvaluationOptions(reason: "Unlock the vault"))), on: c)
+        await send(
+            .evaluate(
+                .init(context: "c\(nextID)", policy: policy, options: EvaluationOptions(reason: "Unlock the vault"))
+            ),
+            on: c
+        )
     }
 
     private func status() async throws -> UserStatus {
-        guard case .status(let s) = try await request(.status, on: app) else { throw Failure(.internalError, "no status") }
+        guard case .status(let s) = try await request(.status, on: app) else {
+            throw Failure(.internalError, "no status")
+        }
         return s
     }
 
@@ -95,10 +120,14 @@ final class PromptAgentTests: XCTestCase {
     /// an unverified executable claiming the agent's path are refused, and the app's prompts stay
     /// where they were.
     func testOnlyTheAgentExecutableMayServePrompts() async throws {
-        for (name, kind) in [(appPath, AppIdentity.Kind.app), (agentPath, .interpreter), (agentPath, .unverified),
-                             ("unverified:1:2:" + agentPath, .unverified), (agentPath + "-copy", .app)] {
+        for (name, kind) in [
+            (appPath, AppIdentity.Kind.app), (agentPath, .interpreter), (agentPath, .unverified),
+            ("unverified:1:2:" + agentPath, .unverified), (agentPath + "-copy", .app),
+        ] {
             let impostor = try await connect(name, kind: kind)
-            guard case .failure(let f) = try await request(.servePrompts, on: impostor) else { return XCTFail("\(name) (\(kind)) was admitted") }
+            guard case .failure(let f) = try await request(.servePrompts, on: impostor) else {
+                return XCTFail("\(name) (\(kind)) was admitted")
+            }
             XCTAssertEqual(f.code, .notPermitted, f.message)
         }
         let evaluation = await evaluate(on: app)
@@ -119,7 +148,9 @@ final class PromptAgentTests: XCTestCase {
     func testASecondAgentForTheSessionIsRefusedUntilTheFirstLeaves() async throws {
         let first = try await serveAsAgent()
         let second = try await connect(agentPath)
-        guard case .failure(let f) = try await request(.servePrompts, on: second) else { return XCTFail("two agents serve one session") }
+        guard case .failure(let f) = try await request(.servePrompts, on: second) else {
+            return XCTFail("two agents serve one session")
+        }
         XCTAssertEqual(f.code, .busy)
         XCTAssertTrue(f.message.contains("another prompt agent"), f.message)
         first.connection.handler.closed()
@@ -141,21 +172,34 @@ final class PromptAgentTests: XCTestCase {
         let screen = try XCTUnwrap(shown.screen)
         XCTAssertEqual(screen.app, appPath, "the agent shows the app's verified identity")
         XCTAssertEqual(screen.reason, "Unlock the vault")
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
+            on: agent.connection
+        )
         var current = screen
         if !current.passcodeEntry {
-            _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.fallback))), on: agent.connection)
+            _ = try await request(
+                .promptAction(.init(prompt: shown.prompt, action: PromptAction(.fallback))),
+                on: agent.connection
+            )
             let next = try await agent.connection.sink.event(agent.serving)
             current = try XCTUnwrap(next.screen)
         }
         XCTAssertTrue(current.passcodeEntry)
         // The app cannot answer its own prompt, even knowing the agent's numbering.
-        guard case .failure(let refused) = try await request(.promptAction(.init(prompt: shown.prompt, action: .typed("1234"))), on: app) else {
+        guard
+            case .failure(let refused) = try await request(
+                .promptAction(.init(prompt: shown.prompt, action: .typed("1234"))),
+                on: app
+            )
+        else {
             return XCTFail("the app answered the agent's prompt")
         }
         XCTAssertEqual(refused.code, .notPermitted)
         _ = try await request(.promptAction(.init(prompt: shown.prompt, action: .typed("1234"))), on: agent.connection)
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
+            return XCTFail("no evaluation")
+        }
         XCTAssertTrue(result.success, "\(result)")
         let appSawAPrompt = await app.sink.sawPrompt(evaluation)
         XCTAssertFalse(appSawAPrompt, "the app got no screen: the agent drew it")
@@ -172,23 +216,41 @@ final class PromptAgentTests: XCTestCase {
         let evaluation = await evaluate(policy: 1, on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
         let screen = try XCTUnwrap(shown.screen)
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
+            on: agent.connection
+        )
         XCTAssertFalse(screen.passcodeEntry, "biometrics only: no passcode on the first screen")
         var refused: [PromptAction] = [.typed(""), PromptAction(.retry)]
         if !screen.passcodeEntry { refused.append(.typed("1234")) }
         if screen.fallbackTitle == nil { refused.append(PromptAction(.fallback)) }
         for action in refused {
-            guard case .failure(let f) = try await request(.promptAction(.init(prompt: shown.prompt, action: action)), on: agent.connection) else {
+            guard
+                case .failure(let f) = try await request(
+                    .promptAction(.init(prompt: shown.prompt, action: action)),
+                    on: agent.connection
+                )
+            else {
                 return XCTFail("\(action) was taken")
             }
             XCTAssertEqual(f.code, .invalidParameter, "\(action): \(f.message)")
         }
-        guard case .failure(let f) = try await request(.promptAction(.init(prompt: 999, action: PromptAction(.cancel))), on: agent.connection) else {
+        guard
+            case .failure(let f) = try await request(
+                .promptAction(.init(prompt: 999, action: PromptAction(.cancel))),
+                on: agent.connection
+            )
+        else {
             return XCTFail("an answer to no prompt was taken")
         }
         XCTAssertEqual(f.code, .invalidParameter)
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))), on: agent.connection)
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))),
+            on: agent.connection
+        )
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
+            return XCTFail("no evaluation")
+        }
         XCTAssertEqual(result.error, .userCancel)
         let s = try await status()
         XCTAssertEqual(s.passcodeFailures, 0)
@@ -206,12 +268,16 @@ final class PromptAgentTests: XCTestCase {
         let shown = try await agent.connection.sink.event(agent.serving)
         let moved = try await app.sink.prompt(evaluation, timeout: 5)
         XCTAssertEqual(moved, shown.screen, "the app's prompt moved to headless with the screen the agent had")
-        guard case .failure(let dropped) = try await agent.connection.sink.final(agent.serving) else { return XCTFail("the agent was not told") }
+        guard case .failure(let dropped) = try await agent.connection.sink.final(agent.serving) else {
+            return XCTFail("the agent was not told")
+        }
         XCTAssertTrue(dropped.message.contains("no longer serves"), dropped.message)
         let promptAgent = try await status().promptAgent
         XCTAssertEqual(promptAgent, false)
         _ = await send(.invalidate(.init(context: "c\(evaluation)")), on: app)
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
+            return XCTFail("no evaluation")
+        }
         XCTAssertEqual(result.error, .appCancel)
     }
 
@@ -221,12 +287,17 @@ final class PromptAgentTests: XCTestCase {
         let agent = try await serveAsAgent()
         let evaluation = await evaluate(on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
+            on: agent.connection
+        )
         agent.connection.handler.closed()
         let moved = try await app.sink.prompt(evaluation)
         XCTAssertEqual(moved.instruction, shown.screen?.instruction)
         try await request(.simulate(.init(events: [SimulatedEvent(.match)])), on: app)
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
+            return XCTFail("no evaluation")
+        }
         XCTAssertTrue(result.success, "the person still answered: \(result)")
         let failures = try await status().passcodeFailures
         XCTAssertEqual(failures, 0)
@@ -240,19 +311,30 @@ final class PromptAgentTests: XCTestCase {
         let shown = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(shown.screen?.sensorSimulated, true)
         XCTAssertEqual(shown.screen?.sensorArmed, true)
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
+            on: agent.connection
+        )
         let sensor = try XCTUnwrap(daemon.sensor as? SimulatedSensor)
         // The armed sensor is capturing.
         try await SimulatedSensorTests.waitForCapture(sensor, uid: getuid())
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.simulatedNoMatch))), on: agent.connection)
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.simulatedNoMatch))),
+            on: agent.connection
+        )
         let retry = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(retry.screen?.instruction.contains("Try Again"), true, "\(String(describing: retry.screen))")
         let failures = try await status().biometricFailures
         XCTAssertEqual(failures, 1)
         // The reading ended that capture, and the sensor reads again.
         try await SimulatedSensorTests.waitForCapture(sensor, uid: getuid())
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.simulatedMatch))), on: agent.connection)
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.simulatedMatch))),
+            on: agent.connection
+        )
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
+            return XCTFail("no evaluation")
+        }
         XCTAssertTrue(result.success, "\(result)")
     }
 
@@ -262,13 +344,18 @@ final class PromptAgentTests: XCTestCase {
     /// refused without an agent, and with one the daemon asks in the agent's window, saying what
     /// is being allowed; the app never holds the passcode.
     func testAdministrationAsksThePersonOnTheAgent() async throws {
-        guard case .failure(let nobody) = try await request(.keychainList, on: app) else { return XCTFail("listed without the person") }
+        guard case .failure(let nobody) = try await request(.keychainList, on: app) else {
+            return XCTFail("listed without the person")
+        }
         XCTAssertEqual(nobody.code, .notPermitted)
         let agent = try await serveAsAgent()
         let listing = await send(.keychainList, on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
         let screen = try XCTUnwrap(shown.screen)
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
+            on: agent.connection
+        )
         XCTAssertTrue(screen.reason.hasPrefix("Allow it to "), screen.reason)
         XCTAssertEqual(screen.administration, true, "administration reads apart from an app's evaluation")
         XCTAssertTrue(screen.heading.contains("permission"), screen.heading)
@@ -285,7 +372,9 @@ final class PromptAgentTests: XCTestCase {
         let shown = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(shown.screen?.administration, true)
         agent.connection.handler.closed()
-        guard case .failure(let f) = try await app.sink.final(listing) else { return XCTFail("listed without the person") }
+        guard case .failure(let f) = try await app.sink.final(listing) else {
+            return XCTFail("listed without the person")
+        }
         XCTAssertEqual(f.code, .notPermitted)
         XCTAssertTrue(f.message.contains("agent went away"), f.message)
     }
@@ -295,11 +384,24 @@ final class PromptAgentTests: XCTestCase {
         let agent = try await serveAsAgent()
         let evaluation = await evaluate(on: app)
         let shown = try await agent.connection.sink.event(agent.serving)
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))), on: agent.connection)
-        _ = try await request(.promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))), on: agent.connection)
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else { return XCTFail("no evaluation") }
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
+            on: agent.connection
+        )
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))),
+            on: agent.connection
+        )
+        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
+            return XCTFail("no evaluation")
+        }
         XCTAssertEqual(result.error, .userCancel)
-        guard case .failure(let late) = try await request(.promptAction(.init(prompt: shown.prompt, action: .typed("0000"))), on: agent.connection) else {
+        guard
+            case .failure(let late) = try await request(
+                .promptAction(.init(prompt: shown.prompt, action: .typed("0000"))),
+                on: agent.connection
+            )
+        else {
             return XCTFail("an answer to a closed prompt was taken")
         }
         XCTAssertEqual(late.code, .invalidParameter)

@@ -1,7 +1,9 @@
 import EnclaveCore
-@testable import EnclaveServer
 import Foundation
 import XCTest
+
+@testable import EnclaveServer
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +19,10 @@ final class PtyMasterHoldersTests: XCTestCase {
         XCTAssertEqual(ioctl(master, 0x8004_5430, &index), 0)
         let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
         let holders = PtyMasterHolders.scan(index: index)
-        XCTAssertTrue(holders.contains(.init(pid: getpid(), executable: me, file: PeerProcess.fileID(AT_FDCWD, me))), "\(holders)")
+        XCTAssertTrue(
+            holders.contains(.init(pid: getpid(), executable: me, file: PeerProcess.fileID(AT_FDCWD, me))),
+            "\(holders)"
+        )
         let other = PtyMasterHolders.scan(index: index + 1000)
         XCTAssertFalse(other.contains { $0.pid == getpid() }, "another index's master is not this one")
     }

@@ -1,8 +1,9 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import XCTest
+
+@testable import EnclaveServer
 
 /// The simulated sensor reads the touches placed on it, one per capture, like a real reader's scans.
 final class SimulatedSensorTests: XCTestCase {
@@ -20,7 +21,10 @@ final class SimulatedSensorTests: XCTestCase {
     private static func reading(of capture: Task<SensorReading, any Error>) async throws -> SensorReading {
         try await withThrowingTaskGroup(of: SensorReading?.self) { group in
             group.addTask { try await capture.value }
-            group.addTask { try? await Task.sleep(nanoseconds: 5_000_000_000); return nil }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: 5_000_000_000)
+                return nil
+            }
             defer { group.cancelAll() }
             guard let first = try await group.next(), let reading = first else {
                 capture.cancel()
@@ -31,8 +35,12 @@ final class SimulatedSensorTests: XCTestCase {
     }
 
     /// `capture` ends with `CancellationError`, having read nothing.
-    private static func assertEndsCancelled(_ capture: Task<SensorReading, any Error>, _ what: String,
-                                            file: StaticString = #filePath, line: UInt = #line) async throws {
+    private static func assertEndsCancelled(
+        _ capture: Task<SensorReading, any Error>,
+        _ what: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws {
         do {
             let reading = try await reading(of: capture)
             XCTFail("\(what): read \(reading)", file: file, line: line)

@@ -1,10 +1,11 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import GRDB
 import Logging
 import XCTest
+
+@testable import EnclaveServer
 
 /// The keychain's rules where a call waits — an add for its shared commit (`GroupCommit`), a
 /// protected read or update for its proofs on the connection — and the user's other requests run
@@ -17,7 +18,11 @@ final class UserSessionKeychainTests: XCTestCase {
 
     override func setUp() async throws {
         directory = NSTemporaryDirectory() + "user-session-keychain-\(UUID().uuidString)"
-        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 10), clock: clock, logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(
+            config: .inProcess(directory, passcodeCost: 10),
+            clock: clock,
+            logger: Logger(label: "test")
+        )
     }
 
     override func tearDown() async throws {
@@ -26,12 +31,19 @@ final class UserSessionKeychainTests: XCTestCase {
     }
 
     private static func add(_ account: String, protection: Protection, on session: UserSession) async -> KeychainReply {
-        let request = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string(account), "v_Data": .data(Data("secret".utf8))],
-                                      accessControl: AccessControlValue(protection: protection, flags: []), context: "c")
+        let request = KeychainRequest(
+            attributes: ["class": .string("genp"), "acct": .string(account), "v_Data": .data(Data("secret".utf8))],
+            accessControl: AccessControlValue(protection: protection, flags: []),
+            context: "c"
+        )
         return await answered(session.keychainStart(.add, request, app: app))
     }
 
-    private static func answered(_ start: KeychainStart, file: StaticString = #filePath, line: UInt = #line) -> KeychainReply {
+    private static func answered(
+        _ start: KeychainStart,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> KeychainReply {
         guard case .answered(let reply) = start else {
             XCTFail("asked for proofs", file: file, line: line)
             return KeychainReply(status: .param, message: "asked for proofs")
@@ -39,7 +51,11 @@ final class UserSessionKeychainTests: XCTestCase {
         return reply
     }
 
-    private static func pending(_ start: KeychainStart, file: StaticString = #filePath, line: UInt = #line) throws -> PendingKeychain {
+    private static func pending(
+        _ start: KeychainStart,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> PendingKeychain {
         guard case .proving(let pending) = start else {
             XCTFail("answered without proofs: \(start)", file: file, line: line)
             throw CancellationError()
@@ -47,10 +63,18 @@ final class UserSessionKeychainTests: XCTestCase {
         return pending
     }
 
-    private static func item(_ account: String, _ flags: AccessControlFlags, data: Data? = Data("secret".utf8)) -> KeychainRequest {
+    private static func item(
+        _ account: String,
+        _ flags: AccessControlFlags,
+        data: Data? = Data("secret".utf8)
+    ) -> KeychainRequest {
         var attributes: [String: KeychainValue] = ["class": .string("genp"), "acct": .string(account)]
         if let data { attributes["v_Data"] = .data(data) }
-        return KeychainRequest(attributes: attributes, accessControl: AccessControlValue(protection: .whenUnlocked, flags: flags), context: "c")
+        return KeychainRequest(
+            attributes: attributes,
+            accessControl: AccessControlValue(protection: .whenUnlocked, flags: flags),
+            context: "c"
+        )
     }
 
     private static func read(_ account: String) -> KeychainRequest {
@@ -60,7 +84,9 @@ final class UserSessionKeychainTests: XCTestCase {
     }
 
     /// The steps the proofs of `pending` ask for, proven in turn as the connection would.
-    private static func proveAll(_ pending: PendingKeychain) -> (steps: [EvaluationStep], accepted: [StoredItem], waited: Bool) {
+    private static func proveAll(
+        _ pending: PendingKeychain
+    ) -> (steps: [EvaluationStep], accepted: [StoredItem], waited: Bool) {
         var proofs = pending.proofs
         var steps: [EvaluationStep] = []
         var next = proofs.next()
@@ -81,7 +107,11 @@ final class UserSessionKeychainTests: XCTestCase {
 
     private func passcodeBoundItems() throws -> Int {
         try daemon.storage.pool.read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM item WHERE protection = ?", arguments: [Protection.whenPasscodeSetThisDeviceOnly.rawValue]) ?? -1
+            try Int.fetchOne(
+                db,
+                sql: "SELECT COUNT(*) FROM item WHERE protection = ?",
+                arguments: [Protection.whenPasscodeSetThisDeviceOnly.rawValue]
+            ) ?? -1
         }
     }
 
@@ -92,9 +122,13 @@ final class UserSessionKeychainTests: XCTestCase {
         let session = try daemon.session(for: getuid())
         try await session.setPasscode(current: nil, new: "1234")
         let release = daemon.storage.itemWrites.hold()
-        let adding = Task { await UserSessionKeychainTests.add("bound", protection: .whenPasscodeSetThisDeviceOnly, on: session) }
+        let adding = Task {
+            await UserSessionKeychainTests.add("bound", protection: .whenPasscodeSetThisDeviceOnly, on: session)
+        }
         let deadline = Date().addingTimeInterval(10)
-        while daemon.storage.itemWrites.waitingWrites == 0 && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        while daemon.storage.itemWrites.waitingWrites == 0 && Date() < deadline {
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
         XCTAssertEqual(daemon.storage.itemWrites.waitingWrites, 1, "the add waits for its commit")
         try await session.removePasscode(current: "1234")
         release()
@@ -115,9 +149,13 @@ final class UserSessionKeychainTests: XCTestCase {
     func testAddsWaitingTogetherAreEachAnsweredByTheirOwnOutcome() async throws {
         let session = try daemon.session(for: getuid())
         let release = daemon.storage.itemWrites.hold()
-        let adds = (0..<6).map { i in Task { await UserSessionKeychainTests.add(i == 5 ? "a0" : "a\(i)", protection: .whenUnlocked, on: session) } }
+        let adds = (0..<6).map { i in
+            Task { await UserSessionKeychainTests.add(i == 5 ? "a0" : "a\(i)", protection: .whenUnlocked, on: session) }
+        }
         let deadline = Date().addingTimeInterval(10)
-        while daemon.storage.itemWrites.waitingWrites < 6 && Date() < deadline { try await Task.sleep(nanoseconds: 1_000_000) }
+        while daemon.storage.itemWrites.waitingWrites < 6 && Date() < deadline {
+            try await Task.sleep(nanoseconds: 1_000_000)
+        }
         XCTAssertEqual(daemon.storage.itemWrites.waitingWrites, 6)
         let before = daemon.storage.itemWrites.commits
         release()
@@ -140,7 +178,9 @@ final class UserSessionKeychainTests: XCTestCase {
     /// A protected read names its steps; the connection proves them; the session opens.
     func testAProtectedReadIsProvenThenOpened() async throws {
         let session = try await enrolledSession()
-        let outcome2 = Self.answered(await session.keychainStart(.add, Self.item("guarded", [.biometryAny, .devicePasscode]), app: Self.app)).status
+        let outcome2 = Self.answered(
+            await session.keychainStart(.add, Self.item("guarded", [.biometryAny, .devicePasscode]), app: Self.app)
+        ).status
         XCTAssertEqual(outcome2, .success)
         let pending = try Self.pending(await session.keychainStart(.copy, Self.read("guarded"), app: Self.app))
         let (steps, accepted, waited) = Self.proveAll(pending)
@@ -155,7 +195,9 @@ final class UserSessionKeychainTests: XCTestCase {
     /// `biometryCurrentSet` item proven before the change is not opened after it.
     func testAnEnrolmentChangeWhileThePromptIsOpenInvalidates() async throws {
         let session = try await enrolledSession()
-        let outcome3 = Self.answered(await session.keychainStart(.add, Self.item("current", .biometryCurrentSet), app: Self.app)).status
+        let outcome3 = Self.answered(
+            await session.keychainStart(.add, Self.item("current", .biometryCurrentSet), app: Self.app)
+        ).status
         XCTAssertEqual(outcome3, .success)
         let pending = try Self.pending(await session.keychainStart(.copy, Self.read("current"), app: Self.app))
         let (steps, accepted, waited) = Self.proveAll(pending)
@@ -172,7 +214,9 @@ final class UserSessionKeychainTests: XCTestCase {
     /// overwritten from what was read before it.
     func testAnItemChangedWhileThePromptIsOpenIsReadAgain() async throws {
         let session = try await enrolledSession()
-        let outcome5 = Self.answered(await session.keychainStart(.add, Self.item("moving", .biometryAny), app: Self.app)).status
+        let outcome5 = Self.answered(
+            await session.keychainStart(.add, Self.item("moving", .biometryAny), app: Self.app)
+        ).status
         XCTAssertEqual(outcome5, .success)
         let reading = try Self.pending(await session.keychainStart(.copy, Self.read("moving"), app: Self.app))
         var update = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("moving")], context: "c")
@@ -209,9 +253,14 @@ final class UserSessionKeychainTests: XCTestCase {
         XCTAssertEqual(outcome9, .success)
         let updates = (0..<16).map { i in
             Task {
-                var update = KeychainRequest(attributes: ["class": .string("genp"), "acct": .string("busy")], context: "c")
+                var update = KeychainRequest(
+                    attributes: ["class": .string("genp"), "acct": .string("busy")],
+                    context: "c"
+                )
                 update.changes = ["labl": .string("v\(i)")]
-                return UserSessionKeychainTests.answered(await session.keychainStart(.update, update, app: UserSessionKeychainTests.app)).status
+                return UserSessionKeychainTests.answered(
+                    await session.keychainStart(.update, update, app: UserSessionKeychainTests.app)
+                ).status
             }
         }
         for u in updates {
@@ -227,8 +276,13 @@ final class UserSessionKeychainTests: XCTestCase {
     func testAnUpdateOfSeveralItemsThatFailsOnOneChangesNone() async throws {
         let session = try daemon.session(for: getuid())
         for account in ["first", "second"] {
-            let request = KeychainRequest(attributes: ["class": .string("genp"), "svce": .string("shared"), "acct": .string(account),
-                                                       "v_Data": .data(Data(account.utf8))], context: "c")
+            let request = KeychainRequest(
+                attributes: [
+                    "class": .string("genp"), "svce": .string("shared"), "acct": .string(account),
+                    "v_Data": .data(Data(account.utf8)),
+                ],
+                context: "c"
+            )
             let status = Self.answered(await session.keychainStart(.add, request, app: Self.app)).status
             XCTAssertEqual(status, .success)
         }
@@ -293,7 +347,13 @@ final class UserSessionKeychainTests: XCTestCase {
     /// refused (the item itself stays readable with the passcode).
     func testAFingerProvenWhileTheEnrolmentChangedDoesNotOpenACurrentSetItem() async throws {
         let session = try await enrolledSession()
-        let added = Self.answered(await session.keychainStart(.add, Self.item("either", [.biometryCurrentSet, .or, .devicePasscode]), app: Self.app))
+        let added = Self.answered(
+            await session.keychainStart(
+                .add,
+                Self.item("either", [.biometryCurrentSet, .or, .devicePasscode]),
+                app: Self.app
+            )
+        )
         XCTAssertEqual(added.status, .success)
         let pending = try Self.pending(await session.keychainStart(.copy, Self.read("either"), app: Self.app))
         let (steps, accepted, waited) = Self.proveAll(pending)

@@ -1,9 +1,10 @@
 import EnclaveCore
 import EnclaveProtocol
-@testable import EnclaveServer
 import Foundation
 import Logging
 import XCTest
+
+@testable import EnclaveServer
 
 /// One user's state owner, driven directly: what it keeps off its own executor.
 final class UserSessionTests: XCTestCase {
@@ -14,7 +15,11 @@ final class UserSessionTests: XCTestCase {
         directory = NSTemporaryDirectory() + "user-session-\(UUID().uuidString)"
         // scrypt at 2^14 (16 MiB): long enough that a request arriving during a check would plainly
         // wait behind it if the check ran on the user's actor.
-        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 14), clock: ManualClock(), logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(
+            config: .inProcess(directory, passcodeCost: 14),
+            clock: ManualClock(),
+            logger: Logger(label: "test")
+        )
     }
 
     override func tearDown() async throws {
@@ -64,8 +69,11 @@ final class UserSessionTests: XCTestCase {
     /// set has it.
     func testNewPasscodesNeedTheMinimumLength() async throws {
         daemon = nil
-        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeMinimumLength: PasscodeVerifier.minimumLength), clock: ManualClock(),
-                                   logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(
+            config: .inProcess(directory, passcodeMinimumLength: PasscodeVerifier.minimumLength),
+            clock: ManualClock(),
+            logger: Logger(label: "test")
+        )
         let session = try daemon.session(for: getuid())
         do {
             try await session.setPasscode(current: nil, new: "12345")
@@ -90,8 +98,11 @@ final class UserSessionTests: XCTestCase {
         XCTAssertEqual(before.cost, 14)
         daemon = nil
 
-        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 15, passcodeMinimumLength: 6), clock: ManualClock(),
-                                   logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(
+            config: .inProcess(directory, passcodeCost: 15, passcodeMinimumLength: 6),
+            clock: ManualClock(),
+            logger: Logger(label: "test")
+        )
         let session = try daemon.session(for: getuid())
         let shorter = try await session.status(app: "/usr/bin/example-app").passcodeShorterThanMinimum
         XCTAssertEqual(shorter, true, "known from when it was set")
@@ -109,8 +120,11 @@ final class UserSessionTests: XCTestCase {
         XCTAssertEqual(after.length, 4)
         daemon = nil
 
-        daemon = try EnclaveDaemon(config: .inProcess(directory, passcodeCost: 15, passcodeMinimumLength: 6), clock: ManualClock(),
-                                   logger: Logger(label: "test"))
+        daemon = try EnclaveDaemon(
+            config: .inProcess(directory, passcodeCost: 15, passcodeMinimumLength: 6),
+            clock: ManualClock(),
+            logger: Logger(label: "test")
+        )
         let reopened = try daemon.session(for: getuid())
         let durable = await reopened.record.passcode?.cost
         XCTAssertEqual(durable, 15, "the upgrade is durable")

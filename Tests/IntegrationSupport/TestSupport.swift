@@ -2,6 +2,7 @@ import Foundation
 import LocalAuthentication
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,15 +23,25 @@ public struct ProcessOutput {
 /// false. A program still running after `timeout` seconds is killed (with its process group) and
 /// the test fails: a hung child must never hang the test run.
 @discardableResult
-public func runProcess(_ path: String, _ arguments: [String], input: String = "", environment: [String: String]? = nil,
-                headless: Bool = true, timeout: Double = 60, file: StaticString = #filePath, line: UInt = #line) throws -> ProcessOutput {
+public func runProcess(
+    _ path: String,
+    _ arguments: [String],
+    input: String = "",
+    environment: [String: String]? = nil,
+    headless: Bool = true,
+    timeout: Double = 60,
+    file: StaticString = #filePath,
+    line: UInt = #line
+) throws -> ProcessOutput {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: path)
     p.arguments = arguments
     var env = environment ?? ProcessInfo.processInfo.environment
     if headless { env["LA_PROMPT"] = "headless" } else { env["LA_PROMPT"] = nil }
     p.environment = env
-    let out = Pipe(), err = Pipe(), inp = Pipe()
+    let out = Pipe()
+    let err = Pipe()
+    let inp = Pipe()
     p.standardOutput = out
     p.standardError = err
     p.standardInput = inp
@@ -53,8 +64,18 @@ public func runProcess(_ path: String, _ arguments: [String], input: String = ""
     let o = out.fileHandleForReading.readDataToEndOfFile()
     readingErr.wait()
     p.waitUntilExit()
-    if timedOut.isSet { XCTFail("\(path) \(arguments.joined(separator: " ")) did not finish within \(timeout) s", file: file, line: line) }
-    return ProcessOutput(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: errData.data, as: UTF8.self))
+    if timedOut.isSet {
+        XCTFail(
+            "\(path) \(arguments.joined(separator: " ")) did not finish within \(timeout) s",
+            file: file,
+            line: line
+        )
+    }
+    return ProcessOutput(
+        status: p.terminationStatus,
+        stdout: String(decoding: o, as: UTF8.self),
+        stderr: String(decoding: errData.data, as: UTF8.self)
+    )
 }
 
 private final class TimeoutFlag: @unchecked Sendable {
@@ -83,7 +104,13 @@ public func terminateAndWait(_ pid: pid_t, grace: Double = 10) {
 }
 
 /// Waits until `condition` holds (polling), failing the test after `timeout` seconds.
-public func eventually(_ what: String, timeout: Double = 10, file: StaticString = #filePath, line: UInt = #line, _ condition: () throws -> Bool) rethrows {
+public func eventually(
+    _ what: String,
+    timeout: Double = 10,
+    file: StaticString = #filePath,
+    line: UInt = #line,
+    _ condition: () throws -> Bool
+) rethrows {
     let deadline = Date().addingTimeInterval(timeout)
     while Date() < deadline {
         if try condition() { return }

@@ -67,12 +67,17 @@ public final class TmuxTerminal {
         // The session must not inherit LA_PROMPT=headless from the test run.
         environment["LA_PROMPT"] = nil
         let command = ["-L", server, "-f", "/dev/null"] + arguments
-        let pid = if let user {
-            try DaemonLauncher.spawn("/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--", "/usr/bin/tmux"] + command,
-                                     environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "SHELL": "/bin/sh"], inherit: false)
-        } else {
-            try DaemonLauncher.spawn("/usr/bin/tmux", command, environment: environment, inherit: false)
-        }
+        let pid =
+            if let user {
+                try DaemonLauncher.spawn(
+                    "/usr/bin/setpriv",
+                    ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--", "/usr/bin/tmux"] + command,
+                    environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "SHELL": "/bin/sh"],
+                    inherit: false
+                )
+            } else {
+                try DaemonLauncher.spawn("/usr/bin/tmux", command, environment: environment, inherit: false)
+            }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status
@@ -88,23 +93,41 @@ public struct TerminalCommand {
     private let directory: String
 
     /// `lactl ARGUMENTS` against `enclave`'s daemon, its files in the daemon's directory.
-    public static func lactl(_ arguments: String, on enclave: TestEnclave, ignoringHangUp: Bool = false) throws -> TerminalCommand {
-        try TerminalCommand("'\(productPath("lactl"))' \(arguments) --socket '\(enclave.socketPath)'", in: enclave.directory, ignoringHangUp: ignoringHangUp)
+    public static func lactl(
+        _ arguments: String,
+        on enclave: TestEnclave,
+        ignoringHangUp: Bool = false
+    ) throws -> TerminalCommand {
+        try TerminalCommand(
+            "'\(productPath("lactl"))' \(arguments) --socket '\(enclave.socketPath)'",
+            in: enclave.directory,
+            ignoringHangUp: ignoringHangUp
+        )
     }
 
     /// `ignoringHangUp`: the command outlives its terminal (`trap '' HUP`), to see what it hears when the terminal goes.
     /// `user`: the terminal is that user's (`TmuxTerminal`), who must be able to write into `directory`.
-    public init(_ command: String, in directory: String, ignoringHangUp: Bool = false, user: (uid: uid_t, gid: gid_t)? = nil) throws {
+    public init(
+        _ command: String,
+        in directory: String,
+        ignoringHangUp: Bool = false,
+        user: (uid: uid_t, gid: gid_t)? = nil
+    ) throws {
         self.directory = directory
         let trap = ignoringHangUp ? "trap '' HUP; " : ""
-        terminal = try TmuxTerminal("\(trap)\(command) > '\(directory)/out' 2> '\(directory)/err'; echo $? > '\(directory)/status'; sleep 60", user: user)
+        terminal = try TmuxTerminal(
+            "\(trap)\(command) > '\(directory)/out' 2> '\(directory)/err'; echo $? > '\(directory)/status'; sleep 60",
+            user: user
+        )
     }
 
     /// The command's exit status once it has ended (nil if it did not within `timeout` seconds).
     public func exitStatus(timeout: Double = 20) -> Int32? {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if let text = try? String(contentsOfFile: directory + "/status", encoding: .utf8), let n = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            if let text = try? String(contentsOfFile: directory + "/status", encoding: .utf8),
+                let n = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines))
+            {
                 return n
             }
             usleep(50_000)

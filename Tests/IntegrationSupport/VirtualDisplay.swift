@@ -1,6 +1,7 @@
 import Foundation
 import LocalAuthenticationTesting
 import XCTest
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -10,7 +11,9 @@ import Glibc
 /// takes screenshots.
 public final class VirtualDisplay {
     public static var available: Bool {
-        ["/usr/bin/Xvfb", "/usr/bin/xdotool", "/usr/bin/import", "/usr/bin/convert"].allSatisfy { FileManager.default.isExecutableFile(atPath: $0) }
+        ["/usr/bin/Xvfb", "/usr/bin/xdotool", "/usr/bin/import", "/usr/bin/convert"].allSatisfy {
+            FileManager.default.isExecutableFile(atPath: $0)
+        }
     }
 
     /// ":N".
@@ -20,7 +23,9 @@ public final class VirtualDisplay {
     public init() throws {
         for _ in 0..<20 {
             let number = Int.random(in: 200...899)
-            guard !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)"), !FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock") else { continue }
+            guard !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)"),
+                !FileManager.default.fileExists(atPath: "/tmp/.X\(number)-lock")
+            else { continue }
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/usr/bin/Xvfb")
             p.arguments = [":\(number)", "-screen", "0", "1024x768x24", "-nolisten", "tcp"]
@@ -28,7 +33,9 @@ public final class VirtualDisplay {
             p.standardError = FileHandle.nullDevice
             try p.run()
             let deadline = Date().addingTimeInterval(10)
-            while p.isRunning, Date() < deadline, !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") { usleep(20_000) }
+            while p.isRunning, Date() < deadline, !FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") {
+                usleep(20_000)
+            }
             if p.isRunning, FileManager.default.fileExists(atPath: "/tmp/.X11-unix/X\(number)") {
                 name = ":\(number)"
                 server = p
@@ -102,13 +109,22 @@ public final class VirtualDisplay {
 
     /// The whole screen as a PNG at `path`.
     public func screenshot(to path: String) throws {
-        let out = try runProcess("/usr/bin/import", ["-display", name, "-window", "root", path], environment: environment, timeout: 20)
+        let out = try runProcess(
+            "/usr/bin/import",
+            ["-display", name, "-window", "root", path],
+            environment: environment,
+            timeout: 20
+        )
         guard out.status == 0 else { throw DisplayError(description: "import failed: \(out.stderr)") }
     }
 
     /// How many colours the rectangle of a PNG holds (1: nothing drawn there).
     public static func colours(in path: String, x: Int, y: Int, width: Int, height: Int) throws -> Int {
-        let out = try runProcess("/usr/bin/convert", [path, "-crop", "\(width)x\(height)+\(x)+\(y)", "+repage", "-format", "%k", "info:"], timeout: 20)
+        let out = try runProcess(
+            "/usr/bin/convert",
+            [path, "-crop", "\(width)x\(height)+\(x)+\(y)", "+repage", "-format", "%k", "info:"],
+            timeout: 20
+        )
         guard out.status == 0, let n = Int(out.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) else {
             throw DisplayError(description: "convert failed: \(out.stdout) \(out.stderr)")
         }
@@ -127,8 +143,12 @@ public final class AgentProcess {
     private let outputPath: String
 
     /// Starts `executable` (default: the built agent) with `--socket` of `enclave`.
-    public init(on display: VirtualDisplay, enclave: TestEnclave, executable: String = productPath("laenclaved-agent"),
-                prefix: [String] = []) throws {
+    public init(
+        on display: VirtualDisplay,
+        enclave: TestEnclave,
+        executable: String = productPath("laenclaved-agent"),
+        prefix: [String] = []
+    ) throws {
         outputPath = enclave.directory + "/agent-\(UUID().uuidString.prefix(8)).log"
         FileManager.default.createFile(atPath: outputPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))

@@ -8,13 +8,24 @@ import XCTest
 
 final class AttestationAuthorityTests: XCTestCase {
     let now = Date(timeIntervalSince1970: 1_795_000_000)
-    let description = KeyDescription(daemonMode: .system, sensor: .fprintd, simulationAllowed: false, keyKind: .signing,
-                                     protection: .whenPasscodeSetThisDeviceOnly, accessControl: [.privateKeyUsage, .biometryCurrentSet])
+    let description = KeyDescription(
+        daemonMode: .system,
+        sensor: .fprintd,
+        simulationAllowed: false,
+        keyKind: .signing,
+        protection: .whenPasscodeSetThisDeviceOnly,
+        accessControl: [.privateKeyUsage, .biometryCurrentSet]
+    )
 
     private func validate(_ chain: [Data], roots: [Certificate], at time: Date) async throws -> Bool {
         let certificates = try chain.map { try Certificate(derEncoded: Array($0)) }
-        var verifier = Verifier(rootCertificates: CertificateStore(roots)) { RFC5280Policy(fixedExpiryValidationTime: time) }
-        let result = await verifier.validate(leaf: certificates[0], intermediates: CertificateStore(Array(certificates.dropFirst())))
+        var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
+            RFC5280Policy(fixedExpiryValidationTime: time)
+        }
+        let result = await verifier.validate(
+            leaf: certificates[0],
+            intermediates: CertificateStore(Array(certificates.dropFirst()))
+        )
         if case .validCertificate = result { return true }
         return false
     }
@@ -37,19 +48,37 @@ final class AttestationAuthorityTests: XCTestCase {
         XCTAssertEqual(try KeyDescription(derBytes: stated.value), description)
         let aaguid = try XCTUnwrap(leaf.extensions[oid: LaenclavedAttestation.fidoAAGUIDExtensionID])
         XCTAssertEqual(Data(try ASN1OctetString(derEncoded: aaguid.value).bytes), LaenclavedAttestation.aaguid)
-        let validBefore = try await validate(chain, roots: [authority.root], at: Date(timeIntervalSince1970: 1_000_000_000))
+        let validBefore = try await validate(
+            chain,
+            roots: [authority.root],
+            at: Date(timeIntervalSince1970: 1_000_000_000)
+        )
         XCTAssertTrue(validBefore, "a clock behind the daemon's (2001 here) changes nothing")
         XCTAssertEqual(AttestationAuthority.daemonMode(of: try Certificate(derEncoded: Array(chain[1]))), .system)
-        XCTAssertEqual(AttestationAuthority.daemonMode(of: leaf), nil, "the mode is the attestation key's certificate's, signed by the root")
-        XCTAssertEqual(AttestationAuthority.daemonMode(of: try AttestationAuthority.create(daemonMode: .user).certificate), .user)
-        XCTAssertEqual(try AttestationAuthority.fingerprint(of: authority.root),
-                       SHA256.hash(data: try XCTUnwrap(P256.Signing.PublicKey(authority.root.publicKey)).derRepresentation).map { String(format: "%02x", $0) }.joined())
+        XCTAssertEqual(
+            AttestationAuthority.daemonMode(of: leaf),
+            nil,
+            "the mode is the attestation key's certificate's, signed by the root"
+        )
+        XCTAssertEqual(
+            AttestationAuthority.daemonMode(of: try AttestationAuthority.create(daemonMode: .user).certificate),
+            .user
+        )
+        XCTAssertEqual(
+            try AttestationAuthority.fingerprint(of: authority.root),
+            SHA256.hash(data: try XCTUnwrap(P256.Signing.PublicKey(authority.root.publicKey)).derRepresentation).map {
+                String(format: "%02x", $0)
+            }.joined()
+        )
         // What servers see names no host or user.
-        XCTAssertEqual([leaf, authority.certificate, authority.root].map(\.subject.description), [
-            "CN=laenclaved key,OU=Authenticator Attestation,O=laenclaved,C=ZZ",
-            "CN=laenclaved attestation key,OU=Authenticator Attestation,O=laenclaved,C=ZZ",
-            "CN=laenclaved attestation root,OU=Authenticator Attestation,O=laenclaved,C=ZZ",
-        ])
+        XCTAssertEqual(
+            [leaf, authority.certificate, authority.root].map(\.subject.description),
+            [
+                "CN=laenclaved key,OU=Authenticator Attestation,O=laenclaved,C=ZZ",
+                "CN=laenclaved attestation key,OU=Authenticator Attestation,O=laenclaved,C=ZZ",
+                "CN=laenclaved attestation root,OU=Authenticator Attestation,O=laenclaved,C=ZZ",
+            ]
+        )
     }
 
     func testAnotherMachinesRootDoesNotValidateIt() async throws {

@@ -9,8 +9,14 @@ final class KeyDescriptionTests: XCTestCase {
             for sensor in KeyDescription.Sensor.allCases {
                 for kind in KeyRequest.Kind.allCases {
                     for protection in Protection.allCases {
-                        let d = KeyDescription(daemonMode: mode, sensor: sensor, simulationAllowed: sensor == .simulated, keyKind: kind,
-                                               protection: protection, accessControl: [.privateKeyUsage, .biometryCurrentSet])
+                        let d = KeyDescription(
+                            daemonMode: mode,
+                            sensor: sensor,
+                            simulationAllowed: sensor == .simulated,
+                            keyKind: kind,
+                            protection: protection,
+                            accessControl: [.privateKeyUsage, .biometryCurrentSet]
+                        )
                         XCTAssertEqual(try KeyDescription(derBytes: try d.derBytes()), d)
                     }
                 }
@@ -31,8 +37,14 @@ final class KeyDescriptionTests: XCTestCase {
             ([.privateKeyUsage, .companion], false),
         ]
         for (flags, expected) in table {
-            let d = KeyDescription(daemonMode: .system, sensor: .fprintd, simulationAllowed: false, keyKind: .signing,
-                                   protection: .whenPasscodeSetThisDeviceOnly, accessControl: flags)
+            let d = KeyDescription(
+                daemonMode: .system,
+                sensor: .fprintd,
+                simulationAllowed: false,
+                keyKind: .signing,
+                protection: .whenPasscodeSetThisDeviceOnly,
+                accessControl: flags
+            )
             XCTAssertEqual(d.needsUserAuthentication, expected, flags.names)
         }
     }

@@ -37,7 +37,10 @@ final class LAErrorTests: XCTestCase {
             XCTAssertEqual(LAError.Code(rawValue: raw), code, "\(raw)")
         }
         // Fifteen distinct values; -1004 is the outlier, not a contiguous table.
-        XCTAssertEqual(Set(LAError.Code.allCases.map(\.rawValue)), [-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -1004])
+        XCTAssertEqual(
+            Set(LAError.Code.allCases.map(\.rawValue)),
+            [-1, -2, -3, -4, -5, -6, -7, -8, -9, -10, -11, -12, -13, -14, -1004]
+        )
         XCTAssertEqual(LAError.Code.allCases.count, 15)
     }
 
@@ -93,20 +96,32 @@ final class LAErrorTests: XCTestCase {
     func testEqualityIsByCode() {
         XCTAssertEqual(LAError(.userCancel), LAError(.userCancel, userInfo: [NSLocalizedDescriptionKey: "other words"]))
         XCTAssertNotEqual(LAError(.userCancel), LAError(.userFallback))
-        XCTAssertEqual(Set([LAError(.appCancel), LAError(.appCancel, userInfo: [NSLocalizedDescriptionKey: "x"])]).count, 1)
+        XCTAssertEqual(
+            Set([LAError(.appCancel), LAError(.appCancel, userInfo: [NSLocalizedDescriptionKey: "x"])]).count,
+            1
+        )
     }
 
     func testCatchPatternMatchesAThrownLAError() {
         func fail(_ code: LAError.Code) throws { throw LAError(code) }
-        do { try fail(.userCancel); XCTFail("must throw") } catch LAError.userCancel {
+        do {
+            try fail(.userCancel)
+            XCTFail("must throw")
+        } catch LAError.userCancel {
             // expected
         } catch { XCTFail("userCancel not matched by the pattern: \(error)") }
 
-        do { try fail(.biometryLockout); XCTFail("must throw") } catch LAError.touchIDLockout {
+        do {
+            try fail(.biometryLockout)
+            XCTFail("must throw")
+        } catch LAError.touchIDLockout {
             // the alias and the case are one code
         } catch { XCTFail("lockout not matched: \(error)") }
 
-        do { try fail(.userFallback); XCTFail("must throw") } catch LAError.userCancel {
+        do {
+            try fail(.userFallback)
+            XCTFail("must throw")
+        } catch LAError.userCancel {
             XCTFail("userFallback must not match userCancel")
         } catch LAError.userFallback {
             // expected
@@ -118,11 +133,16 @@ final class LAErrorTests: XCTestCase {
 
     func testCatchPatternMatchesAnNSErrorInTheDomain() {
         func fail(_ error: Error) throws { throw error }
-        do { try fail(NSError(domain: LAErrorDomain, code: -2)); XCTFail("must throw") } catch LAError.userCancel {
+        do {
+            try fail(NSError(domain: LAErrorDomain, code: -2))
+            XCTFail("must throw")
+        } catch LAError.userCancel {
             // expected
         } catch { XCTFail("an NSError in LAErrorDomain with -2 must match userCancel: \(error)") }
 
-        do { try fail(NSError(domain: LAErrorDomain, code: -1004)) } catch LAError.notInteractive {} catch { XCTFail("\(error)") }
+        do { try fail(NSError(domain: LAErrorDomain, code: -1004)) } catch LAError.notInteractive {} catch {
+            XCTFail("\(error)")
+        }
         // Same code, another domain: no match.
         do { try fail(NSError(domain: NSCocoaErrorDomain, code: -2)) } catch LAError.userCancel {
             XCTFail("only LAErrorDomain matches")
@@ -144,7 +164,10 @@ final class LAErrorTests: XCTestCase {
         for code in LAError.Code.allCases {
             let original = LAError(code, userInfo: [NSLocalizedDescriptionKey: "message \(code.rawValue)"])
             let ns = original as NSError
-            guard let back = LAError(ns) else { XCTFail("\(code) did not come back"); continue }
+            guard let back = LAError(ns) else {
+                XCTFail("\(code) did not come back")
+                continue
+            }
             XCTAssertEqual(back.code, code)
             XCTAssertEqual(back, original)
             XCTAssertEqual(back.localizedDescription, "message \(code.rawValue)")
@@ -159,7 +182,11 @@ final class LAErrorTests: XCTestCase {
     /// Apple's bridging: what `canEvaluatePolicy` puts in its error pointer is an `NSError`, and
     /// app code reads it with `as? LAError` or wraps it with `LAError(_nsError:)`.
     func testAnNSErrorInTheDomainCastsToLAError() {
-        let ns = NSError(domain: LAErrorDomain, code: -7, userInfo: [NSLocalizedDescriptionKey: "No identities are enrolled."])
+        let ns = NSError(
+            domain: LAErrorDomain,
+            code: -7,
+            userInfo: [NSLocalizedDescriptionKey: "No identities are enrolled."]
+        )
         let asError: Error = ns
         XCTAssertEqual((asError as? LAError)?.code, .biometryNotEnrolled)
         XCTAssertEqual((ns as Any as? LAError)?.localizedDescription, "No identities are enrolled.")

@@ -17,7 +17,10 @@ final class LATypesTests: XCTestCase {
         XCTAssertEqual(LAPolicy.deviceOwnerAuthenticationWithWatch.rawValue, 3)
         XCTAssertEqual(LAPolicy.deviceOwnerAuthenticationWithBiometricsOrWatch.rawValue, 4)
         XCTAssertEqual(LAPolicy.deviceOwnerAuthenticationWithWatch, .deviceOwnerAuthenticationWithCompanion)
-        XCTAssertEqual(LAPolicy.deviceOwnerAuthenticationWithBiometricsOrWatch, .deviceOwnerAuthenticationWithBiometricsOrCompanion)
+        XCTAssertEqual(
+            LAPolicy.deviceOwnerAuthenticationWithBiometricsOrWatch,
+            .deviceOwnerAuthenticationWithBiometricsOrCompanion
+        )
         // rawValue 3 and 4 come back as the companion cases.
         XCTAssertEqual(LAPolicy(rawValue: 3), .deviceOwnerAuthenticationWithCompanion)
         XCTAssertEqual(LAPolicy(rawValue: 4), .deviceOwnerAuthenticationWithBiometricsOrCompanion)
@@ -41,7 +44,10 @@ final class LATypesTests: XCTestCase {
             (kLAPolicyDeviceOwnerAuthenticationWithWatch, .deviceOwnerAuthenticationWithWatch),
             (kLAPolicyDeviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithCompanion),
             (kLAPolicyDeviceOwnerAuthenticationWithBiometricsOrWatch, .deviceOwnerAuthenticationWithBiometricsOrWatch),
-            (kLAPolicyDeviceOwnerAuthenticationWithBiometricsOrCompanion, .deviceOwnerAuthenticationWithBiometricsOrCompanion),
+            (
+                kLAPolicyDeviceOwnerAuthenticationWithBiometricsOrCompanion,
+                .deviceOwnerAuthenticationWithBiometricsOrCompanion
+            ),
             (kLAPolicyDeviceOwnerAuthenticationWithWristDetection, .deviceOwnerAuthenticationWithWristDetection),
         ]
         for (constant, policy) in pairs { XCTAssertEqual(LAPolicy(rawValue: Int(constant)), policy) }
@@ -71,7 +77,8 @@ final class LATypesTests: XCTestCase {
 
     func testAccessControlOperation() {
         let expected: [(LAAccessControlOperation, Int)] = [
-            (.createItem, 0), (.useItem, 1), (.createKey, 2), (.useKeySign, 3), (.useKeyDecrypt, 4), (.useKeyKeyExchange, 5),
+            (.createItem, 0), (.useItem, 1), (.createKey, 2), (.useKeySign, 3), (.useKeyDecrypt, 4),
+            (.useKeyKeyExchange, 5),
         ]
         for (op, raw) in expected {
             XCTAssertEqual(op.rawValue, raw, "\(op)")

@@ -1,5 +1,6 @@
-import XCTest
 import EnclaveProtocol
+import XCTest
+
 @testable import Security
 
 final class AccessControlTests: XCTestCase {
@@ -24,21 +25,39 @@ final class AccessControlTests: XCTestCase {
 
     func testCreateSuccess() {
         var error: Unmanaged<CFError>?
-        let ac = SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
-                                                 [.biometryAny, .or, .devicePasscode], &error)
+        let ac = SecAccessControlCreateWithFlags(
+            nil,
+            kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+            [.biometryAny, .or, .devicePasscode],
+            &error
+        )
         XCTAssertNil(error)
         XCTAssertEqual(ac?.protection, "akpu")
         XCTAssertEqual(ac?.flags, [.biometryAny, .or, .devicePasscode])
-        XCTAssertEqual(ac?.wireValue, AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: [.biometryAny, .devicePasscode, .or]))
+        XCTAssertEqual(
+            ac?.wireValue,
+            AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: [.biometryAny, .devicePasscode, .or])
+        )
         XCTAssertNotNil(SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlocked, [], nil))
         XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .applicationPassword, nil))
-        XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
-                                                        [.privateKeyUsage, .biometryCurrentSet], nil))
+        XCTAssertNotNil(
+            SecAccessControlCreateWithFlags(
+                nil,
+                kSecAttrAccessibleWhenUnlockedThisDeviceOnly,
+                [.privateKeyUsage, .biometryCurrentSet],
+                nil
+            )
+        )
         XCTAssertNotNil(SecAccessControlCreateWithFlags(nil, "cku" as NSString, [.userPresence, .devicePasscode], nil))
     }
 
-    private func assertRejected(_ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags, contains text: String,
-                                file: StaticString = #filePath, line: UInt = #line) {
+    private func assertRejected(
+        _ protection: CFTypeRef,
+        _ flags: SecAccessControlCreateFlags,
+        contains text: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
         var error: Unmanaged<CFError>?
         XCTAssertNil(SecAccessControlCreateWithFlags(nil, protection, flags, &error), file: file, line: line)
         guard let e = error?.takeRetainedValue() else { return XCTFail("no error", file: file, line: line) }
@@ -55,19 +74,35 @@ final class AccessControlTests: XCTestCase {
     }
 
     func testRejectsAndWithOr() {
-        assertRejected(kSecAttrAccessibleWhenUnlocked, [.biometryAny, .devicePasscode, .and, .or], contains: "only one logical operation")
+        assertRejected(
+            kSecAttrAccessibleWhenUnlocked,
+            [.biometryAny, .devicePasscode, .and, .or],
+            contains: "only one logical operation"
+        )
     }
 
     func testRejectsOperatorWithoutConstraint() {
         assertRejected(kSecAttrAccessibleWhenUnlocked, [.or], contains: "without any constraint")
-        assertRejected(kSecAttrAccessibleWhenUnlocked, [.and, .applicationPassword], contains: "without any constraint")
+        assertRejected(
+            kSecAttrAccessibleWhenUnlocked,
+            [.and, .applicationPassword],
+            contains: "without any constraint"
+        )
     }
 
     func testRejectsBothBiometrySets() {
-        assertRejected(kSecAttrAccessibleWhenUnlocked, [.biometryAny, .biometryCurrentSet], contains: "cannot be combined")
+        assertRejected(
+            kSecAttrAccessibleWhenUnlocked,
+            [.biometryAny, .biometryCurrentSet],
+            contains: "cannot be combined"
+        )
     }
 
     func testRejectsUnknownBits() {
-        assertRejected(kSecAttrAccessibleWhenUnlocked, SecAccessControlCreateFlags(rawValue: 1 << 2), contains: "unknown flag bits")
+        assertRejected(
+            kSecAttrAccessibleWhenUnlocked,
+            SecAccessControlCreateFlags(rawValue: 1 << 2),
+            contains: "unknown flag bits"
+        )
     }
 }

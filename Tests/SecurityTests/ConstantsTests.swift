@@ -1,4 +1,5 @@
 import XCTest
+
 @testable import Security
 
 final class ConstantsTests: XCTestCase {
@@ -13,7 +14,8 @@ final class ConstantsTests: XCTestCase {
             (kSecAttrProtocol, "ptcl"), (kSecAttrPort, "port"), (kSecAttrPath, "path"),
             (kSecAttrSecurityDomain, "sdmn"), (kSecAttrAuthenticationType, "atyp"), (kSecAttrApplicationTag, "atag"),
             (kSecAttrApplicationLabel, "klbl"), (kSecAttrKeyType, "type"), (kSecAttrKeyTypeECSECPrimeRandom, "73"),
-            (kSecAttrKeySizeInBits, "bsiz"), (kSecAttrTokenID, "tkid"), (kSecAttrTokenIDSecureEnclave, "com.apple.setoken"),
+            (kSecAttrKeySizeInBits, "bsiz"), (kSecAttrTokenID, "tkid"),
+            (kSecAttrTokenIDSecureEnclave, "com.apple.setoken"),
             (kSecAttrIsPermanent, "perm"), (kSecPrivateKeyAttrs, "private"),
         ]
         for (c, s) in expected { XCTAssertEqual(c as String, s) }

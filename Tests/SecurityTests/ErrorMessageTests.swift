@@ -1,6 +1,7 @@
 import EnclaveClient
 import Foundation
 import XCTest
+
 @testable import Security
 
 final class ErrorMessageTests: XCTestCase {
@@ -27,7 +28,9 @@ final class ErrorMessageTests: XCTestCase {
             XCTAssertNotNil(m)
             XCTAssertTrue(m?.contains(text) == true, "\(status): \(m ?? "nil")")
         }
-        XCTAssertTrue((SecCopyErrorMessageString(errSecInvalidItemRef, nil) as String?)?.contains("enrolled biometrics") == true)
+        XCTAssertTrue(
+            (SecCopyErrorMessageString(errSecInvalidItemRef, nil) as String?)?.contains("enrolled biometrics") == true
+        )
         XCTAssertEqual(Set(expected.map { secErrorMessage($0.0) }).count, expected.count, "messages are distinct")
     }
 
@@ -45,13 +48,23 @@ final class ErrorMessageTests: XCTestCase {
             DaemonDiagnostics.reset()
             environment.restore()
         }
-        XCTAssertEqual(SecCopyErrorMessageString(errSecNotAvailable, nil) as String?,
-                       "No keychain is available. The keychain daemon (laenclaved) could not be reached.")
+        XCTAssertEqual(
+            SecCopyErrorMessageString(errSecNotAvailable, nil) as String?,
+            "No keychain is available. The keychain daemon (laenclaved) could not be reached."
+        )
         let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "nobody"]
         XCTAssertEqual(SecItemCopyMatching(query as CFDictionary, nil), errSecNotAvailable)
         let text = SecCopyErrorMessageString(errSecNotAvailable, nil) as String?
-        XCTAssertTrue(text?.hasPrefix("No keychain is available. The keychain daemon (laenclaved) could not be reached. no laenclaved for this process: ") == true, text ?? "nil")
-        XCTAssertTrue(text?.contains("/tmp/no-such-daemon/socket (named by $LAENCLAVED_SOCKET): nothing answers there") == true, text ?? "nil")
+        XCTAssertTrue(
+            text?.hasPrefix(
+                "No keychain is available. The keychain daemon (laenclaved) could not be reached. no laenclaved for this process: "
+            ) == true,
+            text ?? "nil"
+        )
+        XCTAssertTrue(
+            text?.contains("/tmp/no-such-daemon/socket (named by $LAENCLAVED_SOCKET): nothing answers there") == true,
+            text ?? "nil"
+        )
         XCTAssertTrue(text?.contains("Fix: start a daemon there") == true, text ?? "nil")
     }
 }

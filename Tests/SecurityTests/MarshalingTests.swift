@@ -2,6 +2,7 @@ import EnclaveProtocol
 import Foundation
 import LocalAuthentication
 import XCTest
+
 @testable import Security
 
 final class MarshalingTests: NoDaemonTestCase {
@@ -11,8 +12,13 @@ final class MarshalingTests: NoDaemonTestCase {
 
     private func failure(_ q: [String: Any]) -> OSStatus? { failure(.copy, q) }
 
-    private func call(_ op: KeychainOperation, _ q: [String: Any], changes: [String: Any]? = nil,
-                      file: StaticString = #filePath, line: UInt = #line) -> SecItemCall? {
+    private func call(
+        _ op: KeychainOperation,
+        _ q: [String: Any],
+        changes: [String: Any]? = nil,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> SecItemCall? {
         do {
             return try SecItemMarshaling.call(op, query: q as CFDictionary, changes: changes.map { $0 as CFDictionary })
         } catch {
@@ -47,11 +53,14 @@ final class MarshalingTests: NoDaemonTestCase {
         q[kSecAttrModificationDate as String] = NSDate(timeIntervalSince1970: 1_700_000_000)
         q[kSecAttrKeySizeInBits as String] = 256.0
         guard let c = call(q) else { return }
-        XCTAssertEqual(c.request.attributes, [
-            "class": .string("genp"), "acct": .string("alice"), "svce": .string("svc"),
-            "gena": .data(Data([1, 2])), "icmt": .data(Data([3])), "port": .int(443), "ptcl": .int(7),
-            "sync": .bool(true), "perm": .bool(false), "cdat": .date(date), "mdat": .date(date), "bsiz": .int(256),
-        ])
+        XCTAssertEqual(
+            c.request.attributes,
+            [
+                "class": .string("genp"), "acct": .string("alice"), "svce": .string("svc"),
+                "gena": .data(Data([1, 2])), "icmt": .data(Data([3])), "port": .int(443), "ptcl": .int(7),
+                "sync": .bool(true), "perm": .bool(false), "cdat": .date(date), "mdat": .date(date), "bsiz": .int(256),
+            ]
+        )
         XCTAssertNil(c.context)
         XCTAssertEqual(c.request.context, "")
     }
@@ -81,7 +90,10 @@ final class MarshalingTests: NoDaemonTestCase {
     func testUnsupportedValueNeverReachesDaemon() {
         var called = false
         let saved = secItemTransport
-        secItemTransport = { _, _, _ in called = true; return KeychainReply(status: .success) }
+        secItemTransport = { _, _, _ in
+            called = true
+            return KeychainReply(status: .success)
+        }
         defer { secItemTransport = saved }
         var q = base
         q[kSecAttrLabel as String] = [1]
@@ -179,19 +191,32 @@ final class MarshalingTests: NoDaemonTestCase {
     }
 
     func testAccessControlAndAccessible() throws {
-        let ac = try XCTUnwrap(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly, .biometryCurrentSet, nil))
+        let ac = try XCTUnwrap(
+            SecAccessControlCreateWithFlags(
+                nil,
+                kSecAttrAccessibleWhenPasscodeSetThisDeviceOnly,
+                .biometryCurrentSet,
+                nil
+            )
+        )
         var q = base
         q[kSecAttrAccessControl as String] = ac
         q[kSecValueData as String] = Data("pw".utf8)
         let c = call(.add, q)
-        XCTAssertEqual(c?.request.accessControl, AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: .biometryCurrentSet))
+        XCTAssertEqual(
+            c?.request.accessControl,
+            AccessControlValue(protection: .whenPasscodeSetThisDeviceOnly, flags: .biometryCurrentSet)
+        )
         XCTAssertEqual(c?.request.attributes["v_Data"], .data(Data("pw".utf8)))
         XCTAssertNil(c?.request.attributes["accc"])
 
         // Accessible alone → access control without flags.
         var a = base
         a[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlock
-        XCTAssertEqual(call(.add, a)?.request.accessControl, AccessControlValue(protection: .afterFirstUnlock, flags: []))
+        XCTAssertEqual(
+            call(.add, a)?.request.accessControl,
+            AccessControlValue(protection: .afterFirstUnlock, flags: [])
+        )
         XCTAssertNil(call(.add, a)?.request.attributes["pdmn"])
         // In a query it is a match attribute.
         XCTAssertEqual(call(.copy, a)?.request.attributes["pdmn"], .string("ck"))
@@ -254,19 +279,34 @@ final class MarshalingTests: NoDaemonTestCase {
         var q = base
         q[kSecAttrAccount as String] = "alice"
         let ac = try XCTUnwrap(SecAccessControlCreateWithFlags(nil, kSecAttrAccessibleWhenUnlocked, .userPresence, nil))
-        let c = call(.update, q, changes: [kSecValueData as String: Data([7]), kSecAttrLabel as String: "L",
-                                            kSecAttrAccessControl as String: ac])
+        let c = call(
+            .update,
+            q,
+            changes: [
+                kSecValueData as String: Data([7]), kSecAttrLabel as String: "L",
+                kSecAttrAccessControl as String: ac,
+            ]
+        )
         XCTAssertEqual(c?.request.attributes, ["class": .string("genp"), "acct": .string("alice")])
         XCTAssertEqual(c?.request.changes, ["v_Data": .data(Data([7])), "labl": .string("L")])
-        XCTAssertEqual(c?.request.changesAccessControl, AccessControlValue(protection: .whenUnlocked, flags: .userPresence))
+        XCTAssertEqual(
+            c?.request.changesAccessControl,
+            AccessControlValue(protection: .whenUnlocked, flags: .userPresence)
+        )
         XCTAssertNil(c?.request.accessControl)
 
-        XCTAssertEqual(call(.update, q, changes: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])?
-            .request.changesAccessControl, AccessControlValue(protection: .afterFirstUnlock, flags: []))
+        XCTAssertEqual(
+            call(.update, q, changes: [kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlock])?
+                .request.changesAccessControl,
+            AccessControlValue(protection: .afterFirstUnlock, flags: [])
+        )
         XCTAssertEqual(failure(.update, q, changes: [kSecClass as String: kSecClassKey]), errSecParam)
         XCTAssertEqual(failure(.update, q, changes: [kSecReturnData as String: true]), errSecParam)
         XCTAssertEqual(failure(.update, q, changes: [kSecAttrLabel as String: [1]]), errSecParam)
-        XCTAssertEqual(SecItemUpdate(q as CFDictionary, [kSecMatchLimit as String: kSecMatchLimitAll] as CFDictionary), errSecParam)
+        XCTAssertEqual(
+            SecItemUpdate(q as CFDictionary, [kSecMatchLimit as String: kSecMatchLimitAll] as CFDictionary),
+            errSecParam
+        )
     }
 }
 

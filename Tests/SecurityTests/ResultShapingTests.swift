@@ -1,24 +1,49 @@
 import EnclaveProtocol
 import Foundation
 import XCTest
+
 @testable import Security
 
 final class ResultShapingTests: XCTestCase {
     private let date = Date(timeIntervalSinceReferenceDate: 700_000_000)
     private var item1: KeychainItem {
-        KeychainItem(attributes: ["class": .string("genp"), "acct": .string("alice"), "port": .int(443),
-                                  "sync": .bool(false), "cdat": .date(date)],
-                     data: Data("one".utf8), persistentRef: Data([1]))
+        KeychainItem(
+            attributes: [
+                "class": .string("genp"), "acct": .string("alice"), "port": .int(443),
+                "sync": .bool(false), "cdat": .date(date),
+            ],
+            data: Data("one".utf8),
+            persistentRef: Data([1])
+        )
     }
-    private let item2 = KeychainItem(attributes: ["acct": .string("bob")], data: Data("two".utf8), persistentRef: Data([2]))
+    private let item2 = KeychainItem(
+        attributes: ["acct": .string("bob")],
+        data: Data("two".utf8),
+        persistentRef: Data([2])
+    )
 
     private func request(data: Bool = false, attrs: Bool = false, ref: Bool = false) -> KeychainRequest {
-        KeychainRequest(attributes: [:], context: "", returnData: data, returnAttributes: attrs, returnPersistentRef: ref)
+        KeychainRequest(
+            attributes: [:],
+            context: "",
+            returnData: data,
+            returnAttributes: attrs,
+            returnPersistentRef: ref
+        )
     }
 
-    private func shape(_ items: [KeychainItem], _ r: KeychainRequest, limit: Int? = nil, op: KeychainOperation = .copy,
-                       status: OSStatus = errSecSuccess) -> (OSStatus, CFTypeRef?) {
-        SecItemMarshaling.shape(KeychainReply(status: KeychainStatus(rawValue: status), items: items), for: SecItemCall(request: r, context: nil, limit: limit), operation: op)
+    private func shape(
+        _ items: [KeychainItem],
+        _ r: KeychainRequest,
+        limit: Int? = nil,
+        op: KeychainOperation = .copy,
+        status: OSStatus = errSecSuccess
+    ) -> (OSStatus, CFTypeRef?) {
+        SecItemMarshaling.shape(
+            KeychainReply(status: KeychainStatus(rawValue: status), items: items),
+            for: SecItemCall(request: r, context: nil, limit: limit),
+            operation: op
+        )
     }
 
     func testOnlyDataGivesData() {
@@ -102,23 +127,33 @@ final class ResultShapingTests: XCTestCase {
         defer { secItemTransport = saved }
         var seen: [(KeychainOperation, KeychainRequest)] = []
         let reply = KeychainReply(status: .success, items: [item1, item2])
-        secItemTransport = { op, r, _ in seen.append((op, r)); return reply }
+        secItemTransport = { op, r, _ in
+            seen.append((op, r))
+            return reply
+        }
 
         var item: CFTypeRef?
-        let q: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: true,
-                                kSecMatchLimit as String: kSecMatchLimitAll]
+        let q: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecReturnData as String: true,
+            kSecMatchLimit as String: kSecMatchLimitAll,
+        ]
         XCTAssertEqual(SecItemCopyMatching(q as CFDictionary, &item), errSecSuccess)
         XCTAssertEqual((item as? [Data])?.count, 2)
         XCTAssertEqual(seen.last?.0, .copy)
         XCTAssertEqual(seen.last?.1.matchAll, true)
 
-        let add: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecValueData as String: Data([1]),
-                                  kSecReturnAttributes as String: true]
+        let add: [String: Any] = [
+            kSecClass as String: kSecClassGenericPassword, kSecValueData as String: Data([1]),
+            kSecReturnAttributes as String: true,
+        ]
         XCTAssertEqual(SecItemAdd(add as CFDictionary, &item), errSecSuccess)
         XCTAssertEqual((item as? [String: Any])?["acct"] as? String, "alice")
         XCTAssertEqual(SecItemAdd(add as CFDictionary, nil), errSecSuccess)
 
-        XCTAssertEqual(SecItemUpdate(q as CFDictionary, [kSecValueData as String: Data([2])] as CFDictionary), errSecSuccess)
+        XCTAssertEqual(
+            SecItemUpdate(q as CFDictionary, [kSecValueData as String: Data([2])] as CFDictionary),
+            errSecSuccess
+        )
         XCTAssertEqual(seen.last?.0, .update)
         XCTAssertEqual(seen.last?.1.changes, ["v_Data": .data(Data([2]))])
         XCTAssertEqual(SecItemDelete(q as CFDictionary), errSecSuccess)

@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Security
 
 /// Every SecKeyAlgorithm of Apple's SecKey.h, by its Swift name, with Apple's string, and each
@@ -7,18 +8,22 @@ import XCTest
 /// SecKeyAdaptors.m).
 final class SecKeyAlgorithmTests: XCTestCase {
     private static let ours: [String: SecKeyAlgorithm] = [
-        "ecdsaSignatureMessageX962SHA256": .ecdsaSignatureMessageX962SHA256, "ecdsaSignatureDigestX962": .ecdsaSignatureDigestX962,
+        "ecdsaSignatureMessageX962SHA256": .ecdsaSignatureMessageX962SHA256,
+        "ecdsaSignatureDigestX962": .ecdsaSignatureDigestX962,
         "ecdsaSignatureRFC4754": .ecdsaSignatureRFC4754, "ecdsaSignatureDigestRFC4754": .ecdsaSignatureDigestRFC4754,
         "ecdsaSignatureMessageRFC4754SHA512": .ecdsaSignatureMessageRFC4754SHA512,
-        "rsaSignatureDigestPSSSHA256": .rsaSignatureDigestPSSSHA256, "rsaSignatureMessagePKCS1v15SHA1": .rsaSignatureMessagePKCS1v15SHA1,
+        "rsaSignatureDigestPSSSHA256": .rsaSignatureDigestPSSSHA256,
+        "rsaSignatureMessagePKCS1v15SHA1": .rsaSignatureMessagePKCS1v15SHA1,
         "rsaEncryptionOAEPSHA256AESGCM": .rsaEncryptionOAEPSHA256AESGCM, "rsaEncryptionRaw": .rsaEncryptionRaw,
         "eciesEncryptionCofactorVariableIVX963SHA256AESGCM": .eciesEncryptionCofactorVariableIVX963SHA256AESGCM,
         "eciesEncryptionStandardX963SHA1AESGCM": .eciesEncryptionStandardX963SHA1AESGCM,
-        "ecdhKeyExchangeCofactorX963SHA512": .ecdhKeyExchangeCofactorX963SHA512, "ecdhKeyExchangeStandard": .ecdhKeyExchangeStandard,
+        "ecdhKeyExchangeCofactorX963SHA512": .ecdhKeyExchangeCofactorX963SHA512,
+        "ecdhKeyExchangeStandard": .ecdhKeyExchangeStandard,
     ]
 
     private func appleTable() throws -> [(swiftName: String, value: String)] {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("docs/apple-api/seckeyalgorithm.tsv")
         let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n").dropFirst()
         return lines.map { line in
@@ -49,7 +54,10 @@ final class SecKeyAlgorithmTests: XCTestCase {
             (.rsaEncryptionOAEPSHA1, .rsaEncryption(.oaep(.sha1))),
             (.rsaEncryptionPKCS1, .rsaEncryption(.pkcs1)),
             (.eciesEncryptionStandardX963SHA256AESGCM, .ecies(cofactor: false, hash: .sha256, variableIV: false)),
-            (.eciesEncryptionCofactorVariableIVX963SHA384AESGCM, .ecies(cofactor: true, hash: .sha384, variableIV: true)),
+            (
+                .eciesEncryptionCofactorVariableIVX963SHA384AESGCM,
+                .ecies(cofactor: true, hash: .sha384, variableIV: true)
+            ),
             (.ecdhKeyExchangeStandard, .ecdh(cofactor: false, kdf: nil)),
             (.ecdhKeyExchangeCofactorX963SHA256, .ecdh(cofactor: true, kdf: .sha256)),
         ]
@@ -70,7 +78,9 @@ final class SecKeyAlgorithmTests: XCTestCase {
     func testEveryAlgorithmRunsOnSomeKeyExceptWhatLinuxLacks() throws {
         var keys: [SecKey] = []
         for (type, bits) in [(kSecAttrKeyTypeECSECPrimeRandom, 256), (kSecAttrKeyTypeRSA, 2048)] {
-            let key = try XCTUnwrap(SecKeyCreateRandomKey([kSecAttrKeyType: type, kSecAttrKeySizeInBits: bits] as CFDictionary, nil))
+            let key = try XCTUnwrap(
+                SecKeyCreateRandomKey([kSecAttrKeyType: type, kSecAttrKeySizeInBits: bits] as CFDictionary, nil)
+            )
             keys += [key, SecKeyCopyPublicKey(key)!]
         }
         let operations: [SecKeyOperationType] = [.sign, .verify, .encrypt, .decrypt, .keyExchange]
@@ -82,13 +92,18 @@ final class SecKeyAlgorithmTests: XCTestCase {
         }
         let sha224 = lacking.filter { $0.contains("SHA224") }
         XCTAssertEqual(sha224.count, 16, "swift-crypto has no SHA-224")
-        XCTAssertEqual(lacking.subtracting(sha224), [
-            "rsaSignatureRaw", "rsaSignatureDigestPKCS1v15Raw",
-            "rsaSignatureDigestPKCS1v15SHA1", "rsaSignatureDigestPKCS1v15SHA256", "rsaSignatureDigestPKCS1v15SHA384", "rsaSignatureDigestPKCS1v15SHA512",
-            "rsaSignatureDigestPSSSHA1", "rsaSignatureDigestPSSSHA256", "rsaSignatureDigestPSSSHA384", "rsaSignatureDigestPSSSHA512",
-            "rsaEncryptionRaw", "rsaEncryptionOAEPSHA384", "rsaEncryptionOAEPSHA512",
-            "rsaEncryptionOAEPSHA384AESGCM", "rsaEncryptionOAEPSHA512AESGCM",
-        ])
+        XCTAssertEqual(
+            lacking.subtracting(sha224),
+            [
+                "rsaSignatureRaw", "rsaSignatureDigestPKCS1v15Raw",
+                "rsaSignatureDigestPKCS1v15SHA1", "rsaSignatureDigestPKCS1v15SHA256",
+                "rsaSignatureDigestPKCS1v15SHA384", "rsaSignatureDigestPKCS1v15SHA512",
+                "rsaSignatureDigestPSSSHA1", "rsaSignatureDigestPSSSHA256", "rsaSignatureDigestPSSSHA384",
+                "rsaSignatureDigestPSSSHA512",
+                "rsaEncryptionRaw", "rsaEncryptionOAEPSHA384", "rsaEncryptionOAEPSHA512",
+                "rsaEncryptionOAEPSHA384AESGCM", "rsaEncryptionOAEPSHA512AESGCM",
+            ]
+        )
         XCTAssertEqual(87 - lacking.count, 56)
     }
 }

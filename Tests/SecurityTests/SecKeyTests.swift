@@ -1,5 +1,6 @@
 import Foundation
 import XCTest
+
 @testable import Security
 
 /// SecKey's software keys in-process, through Apple's functions: every algorithm a key type
@@ -16,7 +17,8 @@ final class SecKeyTests: XCTestCase {
     }
 
     private static let ecSignatures: [SecKeyAlgorithm] = [
-        .ecdsaSignatureMessageX962SHA1, .ecdsaSignatureMessageX962SHA256, .ecdsaSignatureMessageX962SHA384, .ecdsaSignatureMessageX962SHA512,
+        .ecdsaSignatureMessageX962SHA1, .ecdsaSignatureMessageX962SHA256, .ecdsaSignatureMessageX962SHA384,
+        .ecdsaSignatureMessageX962SHA512,
         .ecdsaSignatureMessageRFC4754SHA256, .ecdsaSignatureMessageRFC4754SHA512,
     ]
 
@@ -29,7 +31,10 @@ final class SecKeyTests: XCTestCase {
                 XCTAssertTrue(SecKeyIsAlgorithmSupported(key, .sign, algorithm), "\(bits) \(algorithm.rawValue)")
                 XCTAssertTrue(SecKeyIsAlgorithmSupported(pub, .verify, algorithm))
                 var error: Unmanaged<CFError>?
-                let signature = try XCTUnwrap(SecKeyCreateSignature(key, algorithm, message as CFData, &error), "\(bits) \(algorithm.rawValue)")
+                let signature = try XCTUnwrap(
+                    SecKeyCreateSignature(key, algorithm, message as CFData, &error),
+                    "\(bits) \(algorithm.rawValue)"
+                )
                 XCTAssertTrue(SecKeyVerifySignature(pub, algorithm, message as CFData, signature, &error))
                 XCTAssertFalse(SecKeyVerifySignature(pub, algorithm, Data("other".utf8) as CFData, signature, &error))
                 let e = error!.takeRetainedValue()
@@ -67,12 +72,27 @@ final class SecKeyTests: XCTestCase {
     func testWrongKeyForTheOperationIsRefusedWithErrSecParam() throws {
         let ec = try makeKey(kSecAttrKeyTypeECSECPrimeRandom, 256)
         let pub = SecKeyCopyPublicKey(ec)!
-        XCTAssertFalse(SecKeyIsAlgorithmSupported(pub, .sign, .ecdsaSignatureMessageX962SHA256), "a public key does not sign")
-        XCTAssertFalse(SecKeyIsAlgorithmSupported(ec, .encrypt, .eciesEncryptionCofactorVariableIVX963SHA256AESGCM), "encrypt with the public key")
-        XCTAssertFalse(SecKeyIsAlgorithmSupported(ec, .sign, .rsaSignatureMessagePSSSHA256), "an EC key does not do RSA")
-        XCTAssertFalse(SecKeyIsAlgorithmSupported(ec, .sign, .eciesEncryptionStandardX963SHA256AESGCM), "not a signature algorithm")
+        XCTAssertFalse(
+            SecKeyIsAlgorithmSupported(pub, .sign, .ecdsaSignatureMessageX962SHA256),
+            "a public key does not sign"
+        )
+        XCTAssertFalse(
+            SecKeyIsAlgorithmSupported(ec, .encrypt, .eciesEncryptionCofactorVariableIVX963SHA256AESGCM),
+            "encrypt with the public key"
+        )
+        XCTAssertFalse(
+            SecKeyIsAlgorithmSupported(ec, .sign, .rsaSignatureMessagePSSSHA256),
+            "an EC key does not do RSA"
+        )
+        XCTAssertFalse(
+            SecKeyIsAlgorithmSupported(ec, .sign, .eciesEncryptionStandardX963SHA256AESGCM),
+            "not a signature algorithm"
+        )
         XCTAssertFalse(SecKeyIsAlgorithmSupported(ec, .sign, SecKeyAlgorithm(rawValue: "algid:sign:made-up")))
-        XCTAssertFalse(SecKeyIsAlgorithmSupported(ec, .sign, .ecdsaSignatureMessageX962SHA224), "no SHA-224 in swift-crypto")
+        XCTAssertFalse(
+            SecKeyIsAlgorithmSupported(ec, .sign, .ecdsaSignatureMessageX962SHA224),
+            "no SHA-224 in swift-crypto"
+        )
         var error: Unmanaged<CFError>?
         XCTAssertNil(SecKeyCreateSignature(pub, .ecdsaSignatureMessageX962SHA256, Data() as CFData, &error))
         XCTAssertEqual(error!.takeRetainedValue().code, Int(errSecParam))
@@ -95,9 +115,13 @@ final class SecKeyTests: XCTestCase {
             for algorithm in algorithms {
                 var error: Unmanaged<CFError>?
                 let plaintext = Data("a secret for \(algorithm.rawValue)".utf8)
-                let ciphertext = try XCTUnwrap(SecKeyCreateEncryptedData(pub, algorithm, plaintext as CFData, &error)) as Data
+                let ciphertext =
+                    try XCTUnwrap(SecKeyCreateEncryptedData(pub, algorithm, plaintext as CFData, &error)) as Data
                 XCTAssertEqual(ciphertext.count, 1 + 2 * ((bits + 7) / 8) + plaintext.count + 16)
-                XCTAssertEqual(SecKeyCreateDecryptedData(key, algorithm, ciphertext as CFData, &error) as Data?, plaintext)
+                XCTAssertEqual(
+                    SecKeyCreateDecryptedData(key, algorithm, ciphertext as CFData, &error) as Data?,
+                    plaintext
+                )
                 var tampered = ciphertext
                 tampered[tampered.count - 1] ^= 1
                 XCTAssertNil(SecKeyCreateDecryptedData(key, algorithm, tampered as CFData, &error))
@@ -110,23 +134,69 @@ final class SecKeyTests: XCTestCase {
         let alice = try makeKey(kSecAttrKeyTypeECSECPrimeRandom, 384)
         let bob = try makeKey(kSecAttrKeyTypeECSECPrimeRandom, 384)
         var error: Unmanaged<CFError>?
-        let raw1 = SecKeyCopyKeyExchangeResult(alice, .ecdhKeyExchangeStandard, SecKeyCopyPublicKey(bob)!, [:] as CFDictionary, &error) as Data?
-        let raw2 = SecKeyCopyKeyExchangeResult(bob, .ecdhKeyExchangeCofactor, SecKeyCopyPublicKey(alice)!, [:] as CFDictionary, &error) as Data?
+        let raw1 =
+            SecKeyCopyKeyExchangeResult(
+                alice,
+                .ecdhKeyExchangeStandard,
+                SecKeyCopyPublicKey(bob)!,
+                [:] as CFDictionary,
+                &error
+            ) as Data?
+        let raw2 =
+            SecKeyCopyKeyExchangeResult(
+                bob,
+                .ecdhKeyExchangeCofactor,
+                SecKeyCopyPublicKey(alice)!,
+                [:] as CFDictionary,
+                &error
+            ) as Data?
         XCTAssertEqual(raw1?.count, 48)
         XCTAssertEqual(raw1, raw2)
-        let params: [String: Any] = [kSecKeyKeyExchangeParameterRequestedSize as String: 32,
-                                     kSecKeyKeyExchangeParameterSharedInfo as String: Data("info".utf8)]
-        let k1 = SecKeyCopyKeyExchangeResult(alice, .ecdhKeyExchangeStandardX963SHA256, SecKeyCopyPublicKey(bob)!, params as CFDictionary, &error) as Data?
-        let k2 = SecKeyCopyKeyExchangeResult(bob, .ecdhKeyExchangeStandardX963SHA256, SecKeyCopyPublicKey(alice)!, params as CFDictionary, &error) as Data?
+        let params: [String: Any] = [
+            kSecKeyKeyExchangeParameterRequestedSize as String: 32,
+            kSecKeyKeyExchangeParameterSharedInfo as String: Data("info".utf8),
+        ]
+        let k1 =
+            SecKeyCopyKeyExchangeResult(
+                alice,
+                .ecdhKeyExchangeStandardX963SHA256,
+                SecKeyCopyPublicKey(bob)!,
+                params as CFDictionary,
+                &error
+            ) as Data?
+        let k2 =
+            SecKeyCopyKeyExchangeResult(
+                bob,
+                .ecdhKeyExchangeStandardX963SHA256,
+                SecKeyCopyPublicKey(alice)!,
+                params as CFDictionary,
+                &error
+            ) as Data?
         XCTAssertEqual(k1?.count, 32)
         XCTAssertEqual(k1, k2)
         XCTAssertNotEqual(k1, raw1?.prefix(32))
         // The KDF forms need the requested size, as Apple's.
-        XCTAssertNil(SecKeyCopyKeyExchangeResult(alice, .ecdhKeyExchangeStandardX963SHA256, SecKeyCopyPublicKey(bob)!, [:] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCopyKeyExchangeResult(
+                alice,
+                .ecdhKeyExchangeStandardX963SHA256,
+                SecKeyCopyPublicKey(bob)!,
+                [:] as CFDictionary,
+                &error
+            )
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecParam))
         // Different curves do not agree.
         let p256 = try makeKey(kSecAttrKeyTypeECSECPrimeRandom, 256)
-        XCTAssertNil(SecKeyCopyKeyExchangeResult(alice, .ecdhKeyExchangeStandard, SecKeyCopyPublicKey(p256)!, [:] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCopyKeyExchangeResult(
+                alice,
+                .ecdhKeyExchangeStandard,
+                SecKeyCopyPublicKey(p256)!,
+                [:] as CFDictionary,
+                &error
+            )
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecParam))
     }
 
@@ -136,17 +206,27 @@ final class SecKeyTests: XCTestCase {
         XCTAssertEqual(SecKeyGetBlockSize(key), 256)
         var error: Unmanaged<CFError>?
         let message = Data("rsa".utf8)
-        for algorithm: SecKeyAlgorithm in [.rsaSignatureMessagePKCS1v15SHA256, .rsaSignatureMessagePKCS1v15SHA1, .rsaSignatureMessagePSSSHA256,
-                                           .rsaSignatureMessagePSSSHA512] {
+        for algorithm: SecKeyAlgorithm in [
+            .rsaSignatureMessagePKCS1v15SHA256, .rsaSignatureMessagePKCS1v15SHA1, .rsaSignatureMessagePSSSHA256,
+            .rsaSignatureMessagePSSSHA512,
+        ] {
             let s = try XCTUnwrap(SecKeyCreateSignature(key, algorithm, message as CFData, &error), algorithm.rawValue)
             XCTAssertEqual((s as Data).count, 256)
             XCTAssertTrue(SecKeyVerifySignature(pub, algorithm, message as CFData, s, &error), algorithm.rawValue)
         }
-        XCTAssertFalse(SecKeyIsAlgorithmSupported(key, .sign, .rsaSignatureDigestPKCS1v15SHA256), "swift-crypto signs no caller digest")
+        XCTAssertFalse(
+            SecKeyIsAlgorithmSupported(key, .sign, .rsaSignatureDigestPKCS1v15SHA256),
+            "swift-crypto signs no caller digest"
+        )
         XCTAssertFalse(SecKeyIsAlgorithmSupported(key, .sign, .rsaSignatureRaw))
-        for algorithm: SecKeyAlgorithm in [.rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA1, .rsaEncryptionPKCS1, .rsaEncryptionOAEPSHA256AESGCM,
-                                           .rsaEncryptionOAEPSHA1AESGCM] {
-            let c = try XCTUnwrap(SecKeyCreateEncryptedData(pub, algorithm, message as CFData, &error), algorithm.rawValue)
+        for algorithm: SecKeyAlgorithm in [
+            .rsaEncryptionOAEPSHA256, .rsaEncryptionOAEPSHA1, .rsaEncryptionPKCS1, .rsaEncryptionOAEPSHA256AESGCM,
+            .rsaEncryptionOAEPSHA1AESGCM,
+        ] {
+            let c = try XCTUnwrap(
+                SecKeyCreateEncryptedData(pub, algorithm, message as CFData, &error),
+                algorithm.rawValue
+            )
             XCTAssertEqual(SecKeyCreateDecryptedData(key, algorithm, c, &error) as Data?, message)
         }
         XCTAssertFalse(SecKeyIsAlgorithmSupported(pub, .encrypt, .rsaEncryptionOAEPSHA384))
@@ -154,8 +234,11 @@ final class SecKeyTests: XCTestCase {
 
     func testExternalRepresentationsRoundTrip() throws {
         // P-384's public key and P-256's private key are both 97 bytes: the key class tells them apart.
-        for (type, bits) in [(kSecAttrKeyTypeECSECPrimeRandom, 256), (kSecAttrKeyTypeECSECPrimeRandom, 384), (kSecAttrKeyTypeECSECPrimeRandom, 521),
-                             (kSecAttrKeyTypeRSA, 2048)] {
+        for (type, bits) in [
+            (kSecAttrKeyTypeECSECPrimeRandom, 256), (kSecAttrKeyTypeECSECPrimeRandom, 384),
+            (kSecAttrKeyTypeECSECPrimeRandom, 521),
+            (kSecAttrKeyTypeRSA, 2048),
+        ] {
             let key = try makeKey(type, bits)
             var error: Unmanaged<CFError>?
             let privateData = try XCTUnwrap(SecKeyCopyExternalRepresentation(key, &error))
@@ -166,11 +249,26 @@ final class SecKeyTests: XCTestCase {
                 XCTAssertEqual((publicData as Data).count, 1 + 2 * n)
                 XCTAssertEqual((publicData as Data).first, 0x04)
             }
-            let back = try XCTUnwrap(SecKeyCreateWithData(privateData, [kSecAttrKeyType: type, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
-                                                                        kSecAttrKeySizeInBits: bits] as CFDictionary, &error))
+            let back = try XCTUnwrap(
+                SecKeyCreateWithData(
+                    privateData,
+                    [
+                        kSecAttrKeyType: type, kSecAttrKeyClass: kSecAttrKeyClassPrivate,
+                        kSecAttrKeySizeInBits: bits,
+                    ] as CFDictionary,
+                    &error
+                )
+            )
             XCTAssertEqual(SecKeyCopyExternalRepresentation(back, nil) as Data?, privateData as Data)
-            let backPublic = try XCTUnwrap(SecKeyCreateWithData(publicData, [kSecAttrKeyType: type, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error))
-            let algorithm: SecKeyAlgorithm = type == kSecAttrKeyTypeRSA ? .rsaSignatureMessagePSSSHA256 : .ecdsaSignatureMessageX962SHA256
+            let backPublic = try XCTUnwrap(
+                SecKeyCreateWithData(
+                    publicData,
+                    [kSecAttrKeyType: type, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary,
+                    &error
+                )
+            )
+            let algorithm: SecKeyAlgorithm =
+                type == kSecAttrKeyTypeRSA ? .rsaSignatureMessagePSSSHA256 : .ecdsaSignatureMessageX962SHA256
             let s = SecKeyCreateSignature(back, algorithm, Data("x".utf8) as CFData, &error)!
             XCTAssertTrue(SecKeyVerifySignature(backPublic, algorithm, Data("x".utf8) as CFData, s, &error))
 
@@ -186,19 +284,50 @@ final class SecKeyTests: XCTestCase {
 
     func testBadKeyDataAndParametersAreRefused() {
         var error: Unmanaged<CFError>?
-        XCTAssertNil(SecKeyCreateWithData(Data([4, 1, 2]) as CFData, [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCreateWithData(
+                Data([4, 1, 2]) as CFData,
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic]
+                    as CFDictionary,
+                &error
+            )
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecDecode))
         var offCurve = Data([4]) + Data(repeating: 1, count: 64)
         offCurve[1] = 7
-        XCTAssertNil(SecKeyCreateWithData(offCurve as CFData, [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCreateWithData(
+                offCurve as CFData,
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeyClass: kSecAttrKeyClassPublic]
+                    as CFDictionary,
+                &error
+            )
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecDecode))
-        XCTAssertNil(SecKeyCreateWithData(Data() as CFData, [kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCreateWithData(Data() as CFData, [kSecAttrKeyClass: kSecAttrKeyClassPublic] as CFDictionary, &error)
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecParam))
-        XCTAssertNil(SecKeyCreateRandomKey([kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 192] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCreateRandomKey(
+                [kSecAttrKeyType: kSecAttrKeyTypeECSECPrimeRandom, kSecAttrKeySizeInBits: 192] as CFDictionary,
+                &error
+            )
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecParam))
-        XCTAssertNil(SecKeyCreateRandomKey([kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits: 512] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCreateRandomKey(
+                [kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrKeySizeInBits: 512] as CFDictionary,
+                &error
+            )
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecParam))
-        XCTAssertNil(SecKeyCreateRandomKey([kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave] as CFDictionary, &error))
+        XCTAssertNil(
+            SecKeyCreateRandomKey(
+                [kSecAttrKeyType: kSecAttrKeyTypeRSA, kSecAttrTokenID: kSecAttrTokenIDSecureEnclave] as CFDictionary,
+                &error
+            )
+        )
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecParam))
         XCTAssertNil(SecKeyCreateRandomKey([:] as CFDictionary, &error))
         XCTAssertEqual(error?.takeRetainedValue().code, Int(errSecParam))
@@ -213,7 +342,10 @@ final class SecKeyTests: XCTestCase {
         for size in [20, 32, 48, 64] {
             let digest = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
             let signed = try material.sign(digest: SecKey.p256Digest(digest))
-            XCTAssertTrue(SecKeyVerifySignature(pub, .ecdsaSignatureDigestX962, digest as CFData, signed.der as CFData, nil), "\(size)-byte digest")
+            XCTAssertTrue(
+                SecKeyVerifySignature(pub, .ecdsaSignatureDigestX962, digest as CFData, signed.der as CFData, nil),
+                "\(size)-byte digest"
+            )
         }
     }
 }

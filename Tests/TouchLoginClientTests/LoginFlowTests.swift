@@ -32,10 +32,14 @@ final class LoginFlowTests: XCTestCase {
         for problem in [FingerprintProblem.cancelled, .notRecognised, .lockedOut, .unavailable("x"), .server("y")] {
             var flow = LoginFlow(facts: enabled())
             XCTAssertEqual(flow.handle(.launched), .promptFingerprint)
-            guard case .askPassword(let note?) = flow.handle(.fingerprintFailed(problem)) else { return XCTFail("\(problem)") }
+            guard case .askPassword(let note?) = flow.handle(.fingerprintFailed(problem)) else {
+                return XCTFail("\(problem)")
+            }
             XCTAssertTrue(note.contains(problem.explanation))
             XCTAssertEqual(flow.handle(.launched), .askPassword(note: nil), "never a second prompt in one launch")
-            guard case .loggedIn(method: "password", _) = flow.handle(.passwordLoggedIn) else { return XCTFail("\(problem)") }
+            guard case .loggedIn(method: "password", _) = flow.handle(.passwordLoggedIn) else {
+                return XCTFail("\(problem)")
+            }
             XCTAssertTrue(flow.facts.fingerprintEnabled, "\(problem) keeps fingerprint login enabled")
         }
     }
@@ -46,9 +50,15 @@ final class LoginFlowTests: XCTestCase {
             _ = flow.handle(.launched)
             _ = flow.handle(.fingerprintFailed(problem))
             XCTAssertFalse(flow.facts.fingerprintEnabled, "\(problem)")
-            guard case .offerFingerprint(let note?) = flow.handle(.passwordLoggedIn) else { return XCTFail("\(problem)") }
+            guard case .offerFingerprint(let note?) = flow.handle(.passwordLoggedIn) else {
+                return XCTFail("\(problem)")
+            }
             XCTAssertTrue(note.contains("again"))
-            XCTAssertEqual(flow.handle(.enableAnswered(true)), .registerDevice(replacingOldBinding: true), "the old credential is revoked")
+            XCTAssertEqual(
+                flow.handle(.enableAnswered(true)),
+                .registerDevice(replacingOldBinding: true),
+                "the old credential is revoked"
+            )
         }
     }
 
@@ -74,7 +84,10 @@ final class LoginFlowTests: XCTestCase {
     func testAPasswordThatCannotBeTriedEndsTheRunAtOnce() {
         var flow = LoginFlow(facts: LoginFacts())
         _ = flow.handle(.launched)
-        XCTAssertEqual(flow.handle(.passwordUnavailable("The server cannot be reached.")), .giveUp("The server cannot be reached."))
+        XCTAssertEqual(
+            flow.handle(.passwordUnavailable("The server cannot be reached.")),
+            .giveUp("The server cannot be reached.")
+        )
     }
 
     func testAFailedRegistrationStillLogsInWithThePassword() {
@@ -82,7 +95,9 @@ final class LoginFlowTests: XCTestCase {
         _ = flow.handle(.launched)
         _ = flow.handle(.passwordLoggedIn)
         _ = flow.handle(.enableAnswered(true))
-        guard case .loggedIn(method: "password", let note?) = flow.handle(.registrationFailed("cancelled")) else { return XCTFail() }
+        guard case .loggedIn(method: "password", let note?) = flow.handle(.registrationFailed("cancelled")) else {
+            return XCTFail()
+        }
         XCTAssertTrue(note.contains("cancelled"))
         XCTAssertFalse(flow.facts.fingerprintEnabled)
     }

@@ -31,7 +31,8 @@ final class TouchLoginFlowTests: XCTestCase {
     /// root `lactl attestation-root` printed; a server trusting another machine's root, or one that
     /// does not accept a daemon that takes simulated touches, refuses it with the reason.
     func testAServerThatRequiresAttestationBindsOnlyKeysItsRootsVouchFor() throws {
-        let enclave = try TestEnclave(), otherMachine = try TestEnclave()
+        let enclave = try TestEnclave()
+        let otherMachine = try TestEnclave()
         func root(of daemon: TestEnclave) throws -> String {
             let printed = try runProcess(productPath("lactl"), ["attestation-root", "--socket", daemon.socketPath])
             XCTAssertEqual(printed.status, 0, printed.stderr)
@@ -39,22 +40,31 @@ final class TouchLoginFlowTests: XCTestCase {
             try printed.stdout.write(toFile: path, atomically: true, encoding: .utf8)
             return path
         }
-        let ours = try root(of: enclave), theirs = try root(of: otherMachine)
+        let ours = try root(of: enclave)
+        let theirs = try root(of: otherMachine)
 
         let testing = ["--attestation-allows-user-daemons", "--attestation-allows-simulation"]  // a test daemon is both
         let trusting = try LoginServerProcess(["--require-attestation", ours] + testing)
         let client = LoginClient(enclave: enclave, server: trusting)
         try client.signUpAndEnable()
-        let status = try JSONSerialization.jsonObject(with: Data(try client.run(["status", "--json"]).stdout.utf8)) as! [String: Any]
+        let status =
+            try JSONSerialization.jsonObject(with: Data(try client.run(["status", "--json"]).stdout.utf8))
+            as! [String: Any]
         let attested = (status["devices"] as? [[String: Any]])?.first?["attestedKey"] as? String
-        XCTAssertTrue(attested?.hasPrefix("user daemon, simulated (simulation allowed), biometryCurrentSet,privateKeyUsage (akpu); root ") == true,
-                      attested ?? "not attested")
+        XCTAssertTrue(
+            attested?.hasPrefix(
+                "user daemon, simulated (simulation allowed), biometryCurrentSet,privateKeyUsage (akpu); root "
+            ) == true,
+            attested ?? "not attested"
+        )
         try enclave.queue(.match)
         XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
 
-        for (arguments, reason) in [(["--require-attestation", theirs] + testing, "does not chain to an attestation root"),
-                                    (["--require-attestation", ours, "--attestation-allows-user-daemons"], "accepts simulated touches"),
-                                    (["--require-attestation", ours, "--attestation-allows-simulation"], "user-mode daemon")] {
+        for (arguments, reason) in [
+            (["--require-attestation", theirs] + testing, "does not chain to an attestation root"),
+            (["--require-attestation", ours, "--attestation-allows-user-daemons"], "accepts simulated touches"),
+            (["--require-attestation", ours, "--attestation-allows-simulation"], "user-mode daemon"),
+        ] {
             let server = try LoginServerProcess(arguments)
             let refused = LoginClient(enclave: enclave, server: server)
             XCTAssertEqual(try refused.run(["signup", "--username", "bob"], input: "correct horse\n").status, 0)
@@ -80,7 +90,9 @@ final class TouchLoginFlowTests: XCTestCase {
         let enabled = try client.run(["enable"], input: "correct horse\n")
         XCTAssertEqual(enabled.status, 0, enabled.stdout + enabled.stderr)
         XCTAssertTrue(enabled.stdout.contains("Fingerprint login is enabled"), enabled.stdout)
-        let status = try JSONSerialization.jsonObject(with: Data(try client.run(["status", "--json"]).stdout.utf8)) as! [String: Any]
+        let status =
+            try JSONSerialization.jsonObject(with: Data(try client.run(["status", "--json"]).stdout.utf8))
+            as! [String: Any]
         XCTAssertEqual((status["devices"] as? [[String: Any]])?.count, 1, "the old key was revoked, the new one bound")
     }
 
@@ -95,7 +107,10 @@ final class TouchLoginFlowTests: XCTestCase {
         XCTAssertTrue(bound.stdout.contains("Fingerprint login is enabled"), bound.stdout + bound.stderr)
         try phone.enclave.queue(.match)
         let next = try phone.run([])
-        XCTAssertTrue(next.stdout.contains("a device was added to your account since this one last logged in: \"laptop\""), next.stdout)
+        XCTAssertTrue(
+            next.stdout.contains("a device was added to your account since this one last logged in: \"laptop\""),
+            next.stdout
+        )
         let status = try phone.run(["status"]).stdout
         XCTAssertTrue(status.contains("device-added \"laptop\" from 127.0.0.1"), status)
         XCTAssertTrue(status.contains("passkey-login"), status)
@@ -107,13 +122,19 @@ final class TouchLoginFlowTests: XCTestCase {
         try phone.signUpAndEnable()
         let laptopEnclave = try TestEnclave()
         try laptopEnclave.queue(.match)
-        _ = try LoginClient(enclave: laptopEnclave, server: server).run(["--username", "alice", "--device-name", "laptop"], input: "correct horse\ny\n")
+        _ = try LoginClient(enclave: laptopEnclave, server: server).run(
+            ["--username", "alice", "--device-name", "laptop"],
+            input: "correct horse\ny\n"
+        )
         try phone.enclave.queue(.match)
         XCTAssertTrue(try phone.run([]).stdout.contains("with your fingerprint"))
         let listed = try phone.run(["devices"])
         XCTAssertTrue(listed.stdout.contains("- laptop"), listed.stdout)
         XCTAssertTrue(listed.stdout.contains("* "), "this device is marked: \(listed.stdout)")
-        XCTAssertTrue(listed.stdout.contains("this device only, verifies the user, internal"), "what the authenticator said of each: \(listed.stdout)")
+        XCTAssertTrue(
+            listed.stdout.contains("this device only, verifies the user, internal"),
+            "what the authenticator said of each: \(listed.stdout)"
+        )
         // A fingerprint session: the server asks for the password before the change.
         let renamed = try phone.run(["devices", "rename", "laptop", "work laptop"], input: "correct horse\n")
         XCTAssertEqual(renamed.status, 0, renamed.stdout + renamed.stderr)
@@ -131,7 +152,10 @@ final class TouchLoginFlowTests: XCTestCase {
         try client.signUpAndEnable()
         let changed = try client.run(["password"], input: "correct horse\nbattery staple horse\n")
         XCTAssertEqual(changed.status, 0, changed.stdout + changed.stderr)
-        XCTAssertEqual(try server.http("POST", "/api/session", json: ["username": "alice", "password": "battery staple horse"]).0, 200)
+        XCTAssertEqual(
+            try server.http("POST", "/api/session", json: ["username": "alice", "password": "battery staple horse"]).0,
+            200
+        )
         XCTAssertTrue(try client.run(["status"]).stdout.contains("password-changed"))
     }
 
@@ -181,7 +205,13 @@ final class TouchLoginFlowTests: XCTestCase {
         XCTAssertTrue(again.stdout.contains("locked"), again.stdout)
         // The device passcode (deviceOwnerAuthentication) lifts the lockout; the fingerprint works again.
         try enclave.queue(.passcode("1234"))
-        let unlock = try runProcess(productPath("lactl"), ["authenticate", "--socket", enclave.socketPath, "--policy", "deviceOwnerAuthentication", "--reason", "Unlock"])
+        let unlock = try runProcess(
+            productPath("lactl"),
+            [
+                "authenticate", "--socket", enclave.socketPath, "--policy", "deviceOwnerAuthentication", "--reason",
+                "Unlock",
+            ]
+        )
         XCTAssertEqual(unlock.status, 0, unlock.stderr)
         try enclave.queue(.match)
         XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
@@ -204,7 +234,11 @@ final class TouchLoginFlowTests: XCTestCase {
         XCTAssertNotEqual(newCredential, oldCredential)
         let (status, devices, _) = try server.http("GET", "/api/devices", token: client.token)
         XCTAssertEqual(status, 200)
-        XCTAssertEqual((devices as? [[String: Any]])?.count, 1, "the old credential was revoked: \(String(describing: devices))")
+        XCTAssertEqual(
+            (devices as? [[String: Any]])?.count,
+            1,
+            "the old credential was revoked: \(String(describing: devices))"
+        )
         try enclave.queue(.match)
         XCTAssertTrue(try client.run([]).stdout.contains("with your fingerprint"))
     }
@@ -225,7 +259,11 @@ final class TouchLoginFlowTests: XCTestCase {
 
         let token = try XCTUnwrap(client.token)
         XCTAssertEqual(try client.run(["logout"]).status, 0)
-        XCTAssertEqual(LoginServerProcess.code(try server.http("GET", "/api/account", token: token).1), "unauthorized", "logout revokes the session")
+        XCTAssertEqual(
+            LoginServerProcess.code(try server.http("GET", "/api/account", token: token).1),
+            "unauthorized",
+            "logout revokes the session"
+        )
     }
 
     func testThreeWrongPasswordsEndTheRun() throws {

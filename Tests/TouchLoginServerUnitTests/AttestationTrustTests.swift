@@ -12,20 +12,37 @@ import XCTest
 /// trusted root, of the key being bound, stating a key that needs the user.
 final class AttestationTrustTests: XCTestCase {
     let machine = try! AttestationAuthority.create(daemonMode: .system)
-    static let fingerprintKey = KeyDescription(daemonMode: .system, sensor: .fprintd, simulationAllowed: false, keyKind: .signing,
-                                               protection: .whenPasscodeSetThisDeviceOnly, accessControl: [.privateKeyUsage, .biometryCurrentSet])
+    static let fingerprintKey = KeyDescription(
+        daemonMode: .system,
+        sensor: .fprintd,
+        simulationAllowed: false,
+        keyKind: .signing,
+        protection: .whenPasscodeSetThisDeviceOnly,
+        accessControl: [.privateKeyUsage, .biometryCurrentSet]
+    )
 
-    private func harness(allowUnattestedPasskeys: Bool = false, allowUserDaemons: Bool = false, allowSimulation: Bool = false) async throws -> LoginServiceHarness {
+    private func harness(
+        allowUnattestedPasskeys: Bool = false,
+        allowUserDaemons: Bool = false,
+        allowSimulation: Bool = false
+    ) async throws -> LoginServiceHarness {
         let root = machine.root
         return try await LoginServiceHarness {
-            $0.attestation = AttestationTrust(roots: [root], allowUnattestedPasskeys: allowUnattestedPasskeys, allowUserDaemons: allowUserDaemons,
-                                              allowSimulation: allowSimulation)
+            $0.attestation = AttestationTrust(
+                roots: [root],
+                allowUnattestedPasskeys: allowUnattestedPasskeys,
+                allowUserDaemons: allowUserDaemons,
+                allowSimulation: allowSimulation
+            )
         }
     }
 
     /// A device key as `touchlogin` sends it: its certificate chain from `authority`, stating `description`.
-    private func deviceKey(_ h: LoginServiceHarness, by authority: AttestationAuthority? = nil,
-                           description: KeyDescription = fingerprintKey) throws -> SoftwareAuthenticator {
+    private func deviceKey(
+        _ h: LoginServiceHarness,
+        by authority: AttestationAuthority? = nil,
+        description: KeyDescription = fingerprintKey
+    ) throws -> SoftwareAuthenticator {
         var key = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
         key.aaguid = LaenclavedAttestation.aaguid
         key.certificates = try (authority ?? machine).chain(for: key.key.publicKey, as: description)
@@ -33,7 +50,11 @@ final class AttestationTrustTests: XCTestCase {
     }
 
     /// Binds `key` in a fresh password session: nil, or the refusal's code and message.
-    private func bind(_ h: LoginServiceHarness, _ key: SoftwareAuthenticator, kind: CredentialKind? = .deviceKey) async -> String? {
+    private func bind(
+        _ h: LoginServiceHarness,
+        _ key: SoftwareAuthenticator,
+        kind: CredentialKind? = .deviceKey
+    ) async -> String? {
         do {
             let session = try await h.passwordLogin("alice", "correct horse")
             _ = try await h.bindPasskey(token: session.token, authenticator: key, kind: kind)
@@ -41,8 +62,19 @@ final class AttestationTrustTests: XCTestCase {
         } catch let e as APIError { return "\(e.code): \(e.message)" } catch { return "\(error)" }
     }
 
-    private func refused(_ outcome: String?, _ code: APIError.Code, _ reason: String, file: StaticString = #filePath, line: UInt = #line) {
-        XCTAssertTrue(outcome?.hasPrefix(code.rawValue + ":") == true && outcome?.contains(reason) == true, outcome ?? "bound", file: file, line: line)
+    private func refused(
+        _ outcome: String?,
+        _ code: APIError.Code,
+        _ reason: String,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        XCTAssertTrue(
+            outcome?.hasPrefix(code.rawValue + ":") == true && outcome?.contains(reason) == true,
+            outcome ?? "bound",
+            file: file,
+            line: line
+        )
     }
 
     func testAnAttestedDeviceKeyIsBoundAndShownAsAttested() async throws {
@@ -50,7 +82,11 @@ final class AttestationTrustTests: XCTestCase {
         let session = try await h.signUp("alice")
         let (s, account) = try await h.service.authenticate(bearer: session.token)
         for kind in [CredentialKind.deviceKey, .passkey, nil] {
-            let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: kind))
+            let options = try await h.service.registrationOptions(
+                session: s,
+                account: account,
+                RegistrationOptionsRequest(kind: kind)
+            )
             XCTAssertEqual(options.publicKey.attestation, "direct", "\(String(describing: kind))")
         }
 
@@ -58,8 +94,13 @@ final class AttestationTrustTests: XCTestCase {
         XCTAssertNil(bound)
         let devices = try await h.service.devices(of: account)
         // As openssl names the root's key (SHA-256 of its SubjectPublicKeyInfo), computed apart.
-        let fingerprint = SHA256.hash(data: try XCTUnwrap(P256.Signing.PublicKey(machine.root.publicKey)).derRepresentation).map { String(format: "%02x", $0) }.joined()
-        XCTAssertEqual(devices.map(\.attestedKey), ["system daemon, fprintd, biometryCurrentSet,privateKeyUsage (akpu); root \(fingerprint.prefix(16))"])
+        let fingerprint = SHA256.hash(
+            data: try XCTUnwrap(P256.Signing.PublicKey(machine.root.publicKey)).derRepresentation
+        ).map { String(format: "%02x", $0) }.joined()
+        XCTAssertEqual(
+            devices.map(\.attestedKey),
+            ["system daemon, fprintd, biometryCurrentSet,privateKeyUsage (akpu); root \(fingerprint.prefix(16))"]
+        )
     }
 
     /// The attack this closes: a session with the password typed (phished, or a stolen session
@@ -78,15 +119,33 @@ final class AttestationTrustTests: XCTestCase {
                 let code = await LoginServiceHarness.code {
                     let session = try await h.passwordLogin("alice", "correct horse")
                     let (s, account) = try await h.service.authenticate(bearer: session.token)
-                    let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: kind))
+                    let options = try await h.service.registrationOptions(
+                        session: s,
+                        account: account,
+                        RegistrationOptionsRequest(kind: kind)
+                    )
                     let key = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
-                    return try await h.service.register(session: s, account: account, RegistrationRequest(
-                        deviceName: "x", kind: kind, credential: try key.registration(challenge: options.publicKey.challenge, format: format)), address: "192.0.2.1")
+                    return try await h.service.register(
+                        session: s,
+                        account: account,
+                        RegistrationRequest(
+                            deviceName: "x",
+                            kind: kind,
+                            credential: try key.registration(challenge: options.publicKey.challenge, format: format)
+                        ),
+                        address: "192.0.2.1"
+                    )
                 }
-                XCTAssertEqual(code, APIError.Code.attestationRequired.rawValue, "\(format), \(String(describing: kind)): whatever the client calls it")
+                XCTAssertEqual(
+                    code,
+                    APIError.Code.attestationRequired.rawValue,
+                    "\(format), \(String(describing: kind)): whatever the client calls it"
+                )
             }
         }
-        let (_, account) = try await h.service.authenticate(bearer: try await h.passwordLogin("alice", "correct horse").token)
+        let (_, account) = try await h.service.authenticate(
+            bearer: try await h.passwordLogin("alice", "correct horse").token
+        )
         let devices = try await h.service.devices(of: account)
         XCTAssertEqual(devices.count, 0, "nothing was bound")
     }
@@ -96,7 +155,11 @@ final class AttestationTrustTests: XCTestCase {
         try await h.signUp("alice")
         // The attacker's own authority, shaped exactly as laenclaved's, stating the best key.
         let forged = try AttestationAuthority.create(daemonMode: .system)
-        refused(await bind(h, try deviceKey(h, by: forged)), .attestationUntrusted, "does not chain to an attestation root this server trusts")
+        refused(
+            await bind(h, try deviceKey(h, by: forged)),
+            .attestationUntrusted,
+            "does not chain to an attestation root this server trusts"
+        )
     }
 
     func testAGenuineCertificateOfAnotherKeyDoesNotVouchForASoftwareKey() async throws {
@@ -117,11 +180,19 @@ final class AttestationTrustTests: XCTestCase {
         try await h.signUp("alice")
         var noUser = Self.fingerprintKey
         noUser.accessControl = [.privateKeyUsage]
-        refused(await bind(h, try deviceKey(h, description: noUser)), .attestationUntrusted, "can be used without the user")
+        refused(
+            await bind(h, try deviceKey(h, description: noUser)),
+            .attestationUntrusted,
+            "can be used without the user"
+        )
         var simulated = Self.fingerprintKey
         simulated.sensor = .simulated
         simulated.simulationAllowed = true
-        refused(await bind(h, try deviceKey(h, description: simulated)), .attestationUntrusted, "accepts simulated touches")
+        refused(
+            await bind(h, try deviceKey(h, description: simulated)),
+            .attestationUntrusted,
+            "accepts simulated touches"
+        )
 
         let demo = try await harness(allowSimulation: true)
         try await demo.signUp("alice")
@@ -137,12 +208,22 @@ final class AttestationTrustTests: XCTestCase {
         var userKey = Self.fingerprintKey
         userKey.daemonMode = .user
         for allowUserDaemons in [false, true] {
-            let h = try await LoginServiceHarness { $0.attestation = AttestationTrust(roots: [root], allowUserDaemons: allowUserDaemons) }
+            let h = try await LoginServiceHarness {
+                $0.attestation = AttestationTrust(roots: [root], allowUserDaemons: allowUserDaemons)
+            }
             try await h.signUp("alice")
             // Whoever holds the user's attestation key writes a leaf that claims a system daemon.
-            refused(await bind(h, try deviceKey(h, by: userMachine)), .attestationUntrusted, "its attestation key is a user daemon's")
+            refused(
+                await bind(h, try deviceKey(h, by: userMachine)),
+                .attestationUntrusted,
+                "its attestation key is a user daemon's"
+            )
             let honest = await bind(h, try deviceKey(h, by: userMachine, description: userKey))
-            if allowUserDaemons { XCTAssertNil(honest) } else { refused(honest, .attestationUntrusted, "user-mode daemon") }
+            if allowUserDaemons {
+                XCTAssertNil(honest)
+            } else {
+                refused(honest, .attestationUntrusted, "user-mode daemon")
+            }
         }
     }
 
@@ -154,9 +235,19 @@ final class AttestationTrustTests: XCTestCase {
         try await h.signUp("alice")
         let passkey = await bind(h, SoftwareAuthenticator(origin: LoginServiceHarness.origin), kind: .passkey)
         XCTAssertNil(passkey)
-        refused(await bind(h, SoftwareAuthenticator(origin: LoginServiceHarness.origin), kind: .deviceKey), .attestationRequired, "no certificate chain")
-        let (s, account) = try await h.service.authenticate(bearer: try await h.passwordLogin("alice", "correct horse").token)
-        let options = try await h.service.registrationOptions(session: s, account: account, RegistrationOptionsRequest(kind: .passkey))
+        refused(
+            await bind(h, SoftwareAuthenticator(origin: LoginServiceHarness.origin), kind: .deviceKey),
+            .attestationRequired,
+            "no certificate chain"
+        )
+        let (s, account) = try await h.service.authenticate(
+            bearer: try await h.passwordLogin("alice", "correct horse").token
+        )
+        let options = try await h.service.registrationOptions(
+            session: s,
+            account: account,
+            RegistrationOptionsRequest(kind: .passkey)
+        )
         XCTAssertEqual(options.publicKey.attestation, "none")
         let devices = try await h.service.devices(of: account)
         XCTAssertEqual(devices.map(\.attestedKey), [nil])
@@ -170,8 +261,10 @@ final class AttestationTrustTests: XCTestCase {
     func testARootsFileMayHoldSeveralRoots() throws {
         let other = try AttestationAuthority.create(daemonMode: .system)
         // As an administrator gathers them: `lactl attestation-root` output, one after another.
-        let trust = try AttestationTrust(pem: "laenclaved attestation root of a, system daemon\n" + (try machine.rootPEM) + "\n"
-                                              + "laenclaved attestation root of b, system daemon\n" + (try other.rootPEM))
+        let trust = try AttestationTrust(
+            pem: "laenclaved attestation root of a, system daemon\n" + (try machine.rootPEM) + "\n"
+                + "laenclaved attestation root of b, system daemon\n" + (try other.rootPEM)
+        )
         XCTAssertEqual(trust.roots, [machine.root, other.root])
         XCTAssertThrowsError(try AttestationTrust(pem: "not a certificate"))
     }

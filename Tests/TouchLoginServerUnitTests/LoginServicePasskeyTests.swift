@@ -1,8 +1,9 @@
 import Foundation
 import TouchLoginAPI
-@testable import TouchLoginServer
 import TouchLoginTestSupport
 import XCTest
+
+@testable import TouchLoginServer
 
 /// Passkey logins behind a shared address: each test is an attack that worked before its rule.
 final class LoginServicePasskeyTests: XCTestCase {
@@ -17,17 +18,27 @@ final class LoginServicePasskeyTests: XCTestCase {
         var dave = try await h.bindPasskey(token: try await h.signUp("dave").token)
         var forger = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
         for _ in 0..<10 {
-            let code = await LoginServiceHarness.code { try await h.passkeyLogin(&forger, username: "carol", claiming: carol.credentialID, from: self.shared) }
+            let code = await LoginServiceHarness.code {
+                try await h.passkeyLogin(&forger, username: "carol", claiming: carol.credentialID, from: self.shared)
+            }
             XCTAssertNotNil(code, "a forged assertion is refused")
         }
         for _ in 0..<10 {
-            let code = await LoginServiceHarness.code { try await h.passkeyLogin(&forger, username: nil, from: self.shared) }
+            let code = await LoginServiceHarness.code {
+                try await h.passkeyLogin(&forger, username: nil, from: self.shared)
+            }
             XCTAssertEqual(code, "unknown_credential")
         }
         let daveIn = try await h.passkeyLogin(&dave, username: "dave", from: shared)
         XCTAssertEqual(daveIn.method, "passkey", "another user behind the same address is not blocked")
-        let stillForging = await LoginServiceHarness.code { try await h.passkeyLogin(&forger, username: "carol", claiming: carol.credentialID, from: self.shared) }
-        XCTAssertEqual(stillForging, "rate_limited", "the forger's claim on that credential, from that address, is what slows down")
+        let stillForging = await LoginServiceHarness.code {
+            try await h.passkeyLogin(&forger, username: "carol", claiming: carol.credentialID, from: self.shared)
+        }
+        XCTAssertEqual(
+            stillForging,
+            "rate_limited",
+            "the forger's claim on that credential, from that address, is what slows down"
+        )
         let carolElsewhere = try await h.passkeyLogin(&carol, username: "carol", from: "198.51.100.7")
         XCTAssertEqual(carolElsewhere.method, "passkey")
     }

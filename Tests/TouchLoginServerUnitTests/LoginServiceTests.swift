@@ -1,9 +1,10 @@
 import Foundation
 import TouchLoginAPI
-@testable import TouchLoginServer
 import TouchLoginTestSupport
 import WebAuthn
 import XCTest
+
+@testable import TouchLoginServer
 
 /// The login service's rules against abuse, driven in-process with a manual clock: each test is an
 /// attack that worked before its rule existed.
@@ -16,7 +17,9 @@ final class LoginServiceTests: XCTestCase {
     func testAnOlderCheaperHashIsRemadeOnTheNextRightPassword() async throws {
         let h = try await LoginServiceHarness { $0.passwordCost = 11 }
         let old = try PasswordHasher(cost: 10).hash("correct horse")
-        try await h.store.createAccount(Account(id: "acct-1", username: "dora", passwordHash: old, userHandle: Data(count: 16), createdAt: 0))
+        try await h.store.createAccount(
+            Account(id: "acct-1", username: "dora", passwordHash: old, userHandle: Data(count: 16), createdAt: 0)
+        )
         _ = await LoginServiceHarness.code { try await h.passwordLogin("dora", "wrong horse") }
         let afterWrong = try await h.store.account(named: "dora")?.passwordHash
         XCTAssertEqual(afterWrong, old, "a wrong password remakes nothing")
@@ -51,7 +54,9 @@ final class LoginServiceTests: XCTestCase {
         XCTAssertEqual(after.activity?.first?.address, "operator")
         let unknownAccount = await LoginServiceHarness.code { try await h.service.operatorAccount(username: "nobody") }
         XCTAssertEqual(unknownAccount, "not_found")
-        let unknownDevice = await LoginServiceHarness.code { try await h.service.operatorRevoke(username: "gina", credentialID: id) }
+        let unknownDevice = await LoginServiceHarness.code {
+            try await h.service.operatorRevoke(username: "gina", credentialID: id)
+        }
         XCTAssertEqual(unknownDevice, "not_found")
     }
 
@@ -64,12 +69,17 @@ final class LoginServiceTests: XCTestCase {
         let handle = try XCTUnwrap(account).userHandle
         func login(_ userHandle: Data?) async -> String? {
             await LoginServiceHarness.code {
-                let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: nil), address: self.owner)
+                let options = try await h.service.assertionOptions(
+                    AssertionOptionsRequest(username: nil),
+                    address: self.owner
+                )
                 let credential = try carol.assertion(challenge: options.publicKey.challenge, userHandle: userHandle)
                 return try await h.service.passkeyLogin(AssertionRequest(credential: credential), address: self.owner)
             }
         }
-        let without = await login(nil), wrong = await login(Data(repeating: 1, count: handle.count)), right = await login(handle)
+        let without = await login(nil)
+        let wrong = await login(Data(repeating: 1, count: handle.count))
+        let right = await login(handle)
         XCTAssertEqual(without, "credential_id_mismatch", "no userHandle")
         XCTAssertEqual(wrong, "credential_id_mismatch", "another account's userHandle")
         XCTAssertNil(right, "the account's own userHandle signs in")
@@ -80,18 +90,26 @@ final class LoginServiceTests: XCTestCase {
     func testTheOperatorsLiftEndsEveryWaitOfThatAccount() async throws {
         let h = try await LoginServiceHarness()
         try await h.signUp("carol")
-        for _ in 0..<6 { _ = await LoginServiceHarness.code { try await h.passwordLogin("carol", "typo", from: self.owner) } }
-        let slowed = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        for _ in 0..<6 {
+            _ = await LoginServiceHarness.code { try await h.passwordLogin("carol", "typo", from: self.owner) }
+        }
+        let slowed = await LoginServiceHarness.code {
+            try await h.passwordLogin("carol", "correct horse", from: self.owner)
+        }
         XCTAssertEqual(slowed, "rate_limited")
         try await h.service.liftPasswordLock(username: "Carol")
-        let afterLift = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        let afterLift = await LoginServiceHarness.code {
+            try await h.passwordLogin("carol", "correct horse", from: self.owner)
+        }
         XCTAssertNil(afterLift, "the lift ended the wait at the owner's address too")
     }
 
     func testWrongPasswordsNeverBlockTheOwnersPasskey() async throws {
         let h = try await LoginServiceHarness()
         var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)
-        for _ in 0..<12 { _ = await LoginServiceHarness.code { try await h.passwordLogin("carol", "guess", from: self.attacker) } }
+        for _ in 0..<12 {
+            _ = await LoginServiceHarness.code { try await h.passwordLogin("carol", "guess", from: self.attacker) }
+        }
         let session = try await h.passkeyLogin(&passkey, username: "carol", from: owner)
         XCTAssertEqual(session.method, "passkey")
     }
@@ -101,30 +119,48 @@ final class LoginServiceTests: XCTestCase {
         var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)
         var forger = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
         for _ in 0..<10 {
-            let code = await LoginServiceHarness.code { try await h.passkeyLogin(&forger, username: "carol", claiming: passkey.credentialID, from: self.attacker) }
+            let code = await LoginServiceHarness.code {
+                try await h.passkeyLogin(
+                    &forger,
+                    username: "carol",
+                    claiming: passkey.credentialID,
+                    from: self.attacker
+                )
+            }
             XCTAssertNotNil(code, "a forged assertion is refused")
         }
         let session = try await h.passkeyLogin(&passkey, username: "carol", from: owner)
         XCTAssertEqual(session.method, "passkey")
-        let stillForging = await LoginServiceHarness.code { try await h.passkeyLogin(&forger, username: "carol", claiming: passkey.credentialID, from: self.attacker) }
+        let stillForging = await LoginServiceHarness.code {
+            try await h.passkeyLogin(&forger, username: "carol", claiming: passkey.credentialID, from: self.attacker)
+        }
         XCTAssertEqual(stillForging, "rate_limited", "the forger's own address is what slows down")
     }
 
     func testPasskeyOptionsLookTheSameWhetherTheAccountExistsOrNot() async throws {
         let h = try await LoginServiceHarness()
-        _ = try await h.bindPasskey(token: try await h.signUp("carol").token, transports: ["internal"])  // as the enclave client registers
+        // as the enclave client registers
+        _ = try await h.bindPasskey(token: try await h.signUp("carol").token, transports: ["internal"])
         try await h.signUp("dave")  // an account without a passkey
         func entries(_ name: String) async throws -> [PublicKeyCredentialDescriptorJSON] {
-            try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: attacker).publicKey.allowCredentials ?? []
+            try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: attacker).publicKey
+                .allowCredentials ?? []
         }
         func allowed(_ name: String) async throws -> [String] { try await entries(name).map(\.id) }
-        let real = try await allowed("carol"), noPasskey = try await allowed("dave"), unknown = try await allowed("nobody")
-        let shapes = try await [entries("carol"), entries("dave"), entries("nobody")].map { $0.map { [$0.type] + ($0.transports ?? []) } }
+        let real = try await allowed("carol")
+        let noPasskey = try await allowed("dave")
+        let unknown = try await allowed("nobody")
+        let shapes = try await [entries("carol"), entries("dave"), entries("nobody")].map {
+            $0.map { [$0.type] + ($0.transports ?? []) }
+        }
         XCTAssertEqual(Set(shapes).count, 1, "every entry has the shape of an enclave device's: \(shapes)")
         XCTAssertEqual(real.count, 1)
         XCTAssertEqual(noPasskey.count, real.count, "an account without a passkey answers like one with")
         XCTAssertEqual(unknown.count, real.count, "an unknown name answers like a real one")
-        XCTAssertEqual(unknown.first.flatMap { Data(base64URLEncoded: $0) }?.count, real.first.flatMap { Data(base64URLEncoded: $0) }?.count)
+        XCTAssertEqual(
+            unknown.first.flatMap { Data(base64URLEncoded: $0) }?.count,
+            real.first.flatMap { Data(base64URLEncoded: $0) }?.count
+        )
         let again = try await allowed("nobody")
         XCTAssertEqual(again, unknown, "the decoy is stable, as a real credential ID is")
         let other = try await allowed("nobody-else")
@@ -157,12 +193,30 @@ final class LoginServiceTests: XCTestCase {
             do {
                 var forger = SoftwareAuthenticator(origin: LoginServiceHarness.origin)
                 variant.1(&forger)
-                let listed = try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: from)
-                let id = try XCTUnwrap(listed.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) })
-                let asked: String? = switch challenge { case .thatName: name; case .noName: nil; case .anotherName: "erin" }
-                let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: asked), address: from)
-                let credential = try forger.assertion(challenge: options.publicKey.challenge, origin: variant.2, counter: variant.3, as: id,
-                                                      userHandle: variant.4)
+                let listed = try await h.service.assertionOptions(
+                    AssertionOptionsRequest(username: name),
+                    address: from
+                )
+                let id = try XCTUnwrap(
+                    listed.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) }
+                )
+                let asked: String? =
+                    switch challenge {
+                    case .thatName: name
+                    case .noName: nil
+                    case .anotherName: "erin"
+                    }
+                let options = try await h.service.assertionOptions(
+                    AssertionOptionsRequest(username: asked),
+                    address: from
+                )
+                let credential = try forger.assertion(
+                    challenge: options.publicKey.challenge,
+                    origin: variant.2,
+                    counter: variant.3,
+                    as: id,
+                    userHandle: variant.4
+                )
                 _ = try await h.service.passkeyLogin(AssertionRequest(credential: credential), address: from)
                 return "signed in"
             } catch let e as APIError {
@@ -174,9 +228,14 @@ final class LoginServiceTests: XCTestCase {
         for variant in variants {
             for challenge in Challenge.allCases {
                 let real = await answer("carol", variant, under: challenge)
-                let withoutDevice = await answer("dave", variant, under: challenge), unknown = await answer("nobody", variant, under: challenge)
+                let withoutDevice = await answer("dave", variant, under: challenge)
+                let unknown = await answer("nobody", variant, under: challenge)
                 XCTAssertNotEqual(real, "signed in", variant.0)
-                XCTAssertEqual(withoutDevice, real, "\(variant.0), \(challenge): an account without a device answers as one with")
+                XCTAssertEqual(
+                    withoutDevice,
+                    real,
+                    "\(variant.0), \(challenge): an account without a device answers as one with"
+                )
                 XCTAssertEqual(unknown, real, "\(variant.0), \(challenge): an unknown name answers as an account does")
             }
         }
@@ -188,15 +247,24 @@ final class LoginServiceTests: XCTestCase {
         _ = try await h.bindPasskey(token: try await h.signUp("carol").token)
         let attacker = try await h.signUp("mallory")
         func listed(_ name: String) async throws -> Data {
-            let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: name), address: self.attacker)
+            let options = try await h.service.assertionOptions(
+                AssertionOptionsRequest(username: name),
+                address: self.attacker
+            )
             return try XCTUnwrap(options.publicKey.allowCredentials?.first.flatMap { Data(base64URLEncoded: $0.id) })
         }
         var answers: [String?] = []
         for name in ["carol", "nobody"] {
             let id = try await listed(name)
-            answers.append(await LoginServiceHarness.code {
-                try await h.bindPasskey(token: attacker.token, name: name, authenticator: SoftwareAuthenticator(origin: LoginServiceHarness.origin, credentialID: id))
-            })
+            answers.append(
+                await LoginServiceHarness.code {
+                    try await h.bindPasskey(
+                        token: attacker.token,
+                        name: name,
+                        authenticator: SoftwareAuthenticator(origin: LoginServiceHarness.origin, credentialID: id)
+                    )
+                }
+            )
         }
         XCTAssertEqual(answers, ["credential_exists", "credential_exists"])
     }
@@ -204,10 +272,15 @@ final class LoginServiceTests: XCTestCase {
     func testFailedPasswordsAnswerTheSameForUnknownUsernames() async throws {
         let h = try await LoginServiceHarness()
         try await h.signUp("carol")
-        var known: [String?] = [], unknown: [String?] = []
+        var known: [String?] = []
+        var unknown: [String?] = []
         for _ in 0..<8 {
-            known.append(await LoginServiceHarness.code { try await h.passwordLogin("carol", "guess", from: self.attacker) })
-            unknown.append(await LoginServiceHarness.code { try await h.passwordLogin("nobody", "guess", from: self.attacker) })
+            known.append(
+                await LoginServiceHarness.code { try await h.passwordLogin("carol", "guess", from: self.attacker) }
+            )
+            unknown.append(
+                await LoginServiceHarness.code { try await h.passwordLogin("nobody", "guess", from: self.attacker) }
+            )
         }
         XCTAssertEqual(known, unknown)
         XCTAssertTrue(known.contains("rate_limited"), "\(known)")
@@ -232,22 +305,36 @@ final class LoginServiceTests: XCTestCase {
             }
         }
         XCTAssertLessThanOrEqual(guesses, 100, "at most 100 consecutive failures per account (NIST SP 800-63B)")
-        let right = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        let right = await LoginServiceHarness.code {
+            try await h.passwordLogin("carol", "correct horse", from: self.owner)
+        }
         XCTAssertEqual(right, "password_locked", "after that the password path waits for a reset")
     }
 
     func testAPasskeySessionCanNeitherBindNorRevokeDevices() async throws {
         let h = try await LoginServiceHarness()
         var passkey = try await h.bindPasskey(token: try await h.signUp("carol").token)
-        let laptop = try await h.bindPasskey(token: try await h.passwordLogin("carol", "correct horse").token, name: "laptop")
+        let laptop = try await h.bindPasskey(
+            token: try await h.passwordLogin("carol", "correct horse").token,
+            name: "laptop"
+        )
         let stolen = try await h.passkeyLogin(&passkey, username: "carol")
         let (session, account) = try await h.service.authenticate(bearer: stolen.token)
         let bind = await LoginServiceHarness.code {
-            try await h.service.registrationOptions(session: session, account: account, RegistrationOptionsRequest(deviceName: "attacker"))
+            try await h.service.registrationOptions(
+                session: session,
+                account: account,
+                RegistrationOptionsRequest(deviceName: "attacker")
+            )
         }
         XCTAssertEqual(bind, "step_up_required")
         let revoke = await LoginServiceHarness.code {
-            try await h.service.revoke(session: session, account: account, credentialID: laptop.credentialID.base64URLEncodedString(), address: self.attacker)
+            try await h.service.revoke(
+                session: session,
+                account: account,
+                credentialID: laptop.credentialID.base64URLEncodedString(),
+                address: self.attacker
+            )
         }
         XCTAssertEqual(revoke, "step_up_required")
         let devices = try await h.service.devices(of: account)
@@ -263,17 +350,25 @@ final class LoginServiceTests: XCTestCase {
         let stored = try await h.service.store.session(tokenHash: LoginService.tokenHash(session.token))
         XCTAssertNil(stored, "an expired session is removed")
         let keys = PasswordBudget.anyone(username: "nobody", addressKey: "192.0.2.1").keys
-        let kept = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in records.isEmpty ? .locked : .admitted }
+        let kept = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in
+            records.isEmpty ? .locked : .admitted
+        }
         XCTAssertEqual(kept, .admitted, "a failure an hour old is kept")
         h.clock.advance(by: h.service.configuration.failureMemory + 1)
         try await h.service.removeExpired()
-        let forgotten = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in records.isEmpty ? .locked : .admitted }
+        let forgotten = try await h.service.store.admitAttempt(keys: keys, at: h.clock.now) { records in
+            records.isEmpty ? .locked : .admitted
+        }
         XCTAssertEqual(forgotten, .locked, "a month-idle failure record is forgotten")
     }
 
     func testTheOwnerSeesSignInsAndDeviceChangesAndIsToldOfANewDevice() async throws {
         let h = try await LoginServiceHarness()
-        var phone = try await h.bindPasskey(token: try await h.signUp("carol", from: owner).token, name: "phone", from: owner)
+        var phone = try await h.bindPasskey(
+            token: try await h.signUp("carol", from: owner).token,
+            name: "phone",
+            from: owner
+        )
         h.clock.advance(by: 10)
         let first = try await h.passkeyLogin(&phone, username: "carol", from: owner)
         XCTAssertEqual(first.newDevices ?? [], [])
@@ -291,13 +386,21 @@ final class LoginServiceTests: XCTestCase {
 
         let (_, account) = try await h.service.authenticate(bearer: after.token)
         let activity = try await h.service.accountInfo(account).activity ?? []
-        XCTAssertEqual(activity.map(\.kind), ["passkey-login", "passkey-login", "device-added", "password-login", "passkey-login", "device-added", "sign-up"])
+        XCTAssertEqual(
+            activity.map(\.kind),
+            [
+                "passkey-login", "passkey-login", "device-added", "password-login", "passkey-login", "device-added",
+                "sign-up",
+            ]
+        )
         XCTAssertEqual(activity.map(\.address), [owner, owner, attacker, attacker, owner, owner, owner])
         XCTAssertEqual(activity[2].deviceName, "not mine")
     }
 
     func testDeviceNamesWithControlOrFormatCharactersAreRefused() throws {
-        for bad in ["\u{1B}]0;owned\u{7}", "gpj\u{202E}exe.txt", "a\u{200B}b", "line\nbreak", String(repeating: "x", count: 65)] {
+        for bad in [
+            "\u{1B}]0;owned\u{7}", "gpj\u{202E}exe.txt", "a\u{200B}b", "line\nbreak", String(repeating: "x", count: 65),
+        ] {
             XCTAssertThrowsError(try LoginService.deviceName(bad), bad.debugDescription)
         }
         XCTAssertEqual(try LoginService.deviceName("  Carol’s phone ☎ "), "Carol’s phone ☎")
@@ -310,14 +413,25 @@ final class LoginServiceTests: XCTestCase {
         made.flags = [.userPresent, .userVerified, .backupEligible, .backedUp]
         made.aaguid = Data((1...16).map { UInt8($0) })
         let token = try await h.signUp("carol").token
-        var passkey = try await h.bindPasskey(token: token, authenticator: made, transports: ["internal", "hybrid", "bogus"])
+        var passkey = try await h.bindPasskey(
+            token: token,
+            authenticator: made,
+            transports: ["internal", "hybrid", "bogus"]
+        )
         let (session, account) = try await h.service.authenticate(bearer: token)
         var device = try await h.service.devices(of: account)[0]
         XCTAssertEqual(device.aaguid, "01020304-0506-0708-090a-0b0c0d0e0f10")
         XCTAssertEqual(device.transports, ["internal", "hybrid"], "only transports WebAuthn names")
         XCTAssertEqual([device.backupEligible, device.backedUp, device.userVerified], [true, true, true])
-        let options = try await h.service.assertionOptions(AssertionOptionsRequest(username: "carol"), address: attacker)
-        XCTAssertEqual(options.publicKey.allowCredentials?.first?.transports, ["internal", "hybrid"], "the browser is told how to reach it")
+        let options = try await h.service.assertionOptions(
+            AssertionOptionsRequest(username: "carol"),
+            address: attacker
+        )
+        XCTAssertEqual(
+            options.publicKey.allowCredentials?.first?.transports,
+            ["internal", "hybrid"],
+            "the browser is told how to reach it"
+        )
 
         passkey.flags = [.userPresent, .userVerified, .backupEligible]
         _ = try await h.passkeyLogin(&passkey, username: "carol")
@@ -327,12 +441,24 @@ final class LoginServiceTests: XCTestCase {
         let changedBE = await LoginServiceHarness.code { try await h.passkeyLogin(&passkey, username: "carol") }
         XCTAssertEqual(changedBE, "credential_id_mismatch", "BE never changes for a credential")
 
-        let renamed = try await h.service.rename(session: session, account: account, credentialID: device.id, RenameDeviceRequest(name: "work phone"))
+        let renamed = try await h.service.rename(
+            session: session,
+            account: account,
+            credentialID: device.id,
+            RenameDeviceRequest(name: "work phone")
+        )
         XCTAssertEqual(renamed.name, "work phone")
         passkey.flags = [.userPresent, .userVerified, .backupEligible]
-        let (passkeySession, _) = try await h.service.authenticate(bearer: try await h.passkeyLogin(&passkey, username: "carol").token)
+        let (passkeySession, _) = try await h.service.authenticate(
+            bearer: try await h.passkeyLogin(&passkey, username: "carol").token
+        )
         let disguise = await LoginServiceHarness.code {
-            try await h.service.rename(session: passkeySession, account: account, credentialID: device.id, RenameDeviceRequest(name: "phone"))
+            try await h.service.rename(
+                session: passkeySession,
+                account: account,
+                credentialID: device.id,
+                RenameDeviceRequest(name: "phone")
+            )
         }
         XCTAssertEqual(disguise, "step_up_required")
     }
@@ -345,14 +471,21 @@ final class LoginServiceTests: XCTestCase {
         let (session, account) = try await h.service.authenticate(bearer: mine.token)
         func change(_ current: String?, _ new: String, in session: Session) async -> String? {
             await LoginServiceHarness.code {
-                try await h.service.changePassword(session: session, account: account, PasswordChangeRequest(currentPassword: current, newPassword: new), address: self.owner)
+                try await h.service.changePassword(
+                    session: session,
+                    account: account,
+                    PasswordChangeRequest(currentPassword: current, newPassword: new),
+                    address: self.owner
+                )
             }
         }
         let wrongCurrent = await change("guess", "new long passphrase", in: session)
         XCTAssertEqual(wrongCurrent, "invalid_credentials")
         let weak = await change("correct horse", "short", in: session)
         XCTAssertEqual(weak, "weak_password")
-        let (passkeySession, _) = try await h.service.authenticate(bearer: try await h.passkeyLogin(&passkey, username: "carol", from: owner).token)
+        let (passkeySession, _) = try await h.service.authenticate(
+            bearer: try await h.passkeyLogin(&passkey, username: "carol", from: owner).token
+        )
         let withoutProof = await change(nil, "new long passphrase", in: passkeySession)
         XCTAssertEqual(withoutProof, "step_up_required")
 
@@ -361,7 +494,9 @@ final class LoginServiceTests: XCTestCase {
         let thiefAfter = await LoginServiceHarness.code { try await h.service.authenticate(bearer: thief.token) }
         XCTAssertEqual(thiefAfter, "unauthorized", "whoever knew the old password is signed out")
         _ = try await h.service.authenticate(bearer: mine.token)
-        let old = await LoginServiceHarness.code { try await h.passwordLogin("carol", "correct horse", from: self.owner) }
+        let old = await LoginServiceHarness.code {
+            try await h.passwordLogin("carol", "correct horse", from: self.owner)
+        }
         XCTAssertEqual(old, "invalid_credentials")
         _ = try await h.passwordLogin("carol", "new long passphrase", from: owner)
         let activity = try await h.service.accountInfo(account).activity ?? []

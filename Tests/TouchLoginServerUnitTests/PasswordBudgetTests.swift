@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
-@testable import TouchLoginServer
 import WebAuthn
 import XCTest
+
+@testable import TouchLoginServer
 
 /// Whose records a typed password is judged on (`PasswordBudget`), as a table.
 final class PasswordBudgetTests: XCTestCase {
@@ -41,8 +42,22 @@ final class PasswordBudgetTests: XCTestCase {
 
     /// A passkey session's step-ups count on its device; a password session's on itself.
     func testASessionsBudgetIsItsDevicesWhenADeviceSignedItIn() {
-        let passkey = Session(tokenHash: Data([1]), accountID: "a", createdAt: 0, expiresAt: 1, method: "passkey", credentialID: Data([2]))
-        let password = Session(tokenHash: Data([3]), accountID: "a", createdAt: 0, expiresAt: 1, method: "password", passwordVerifiedAt: 0)
+        let passkey = Session(
+            tokenHash: Data([1]),
+            accountID: "a",
+            createdAt: 0,
+            expiresAt: 1,
+            method: "passkey",
+            credentialID: Data([2])
+        )
+        let password = Session(
+            tokenHash: Data([3]),
+            accountID: "a",
+            createdAt: 0,
+            expiresAt: 1,
+            method: "password",
+            passwordVerifiedAt: 0
+        )
         XCTAssertEqual(PasswordBudget.inSession(passkey), .device(credentialID: Data([2])))
         XCTAssertEqual(PasswordBudget.inSession(password), .session(tokenHash: Data([3])))
     }
@@ -50,18 +65,49 @@ final class PasswordBudgetTests: XCTestCase {
     func testOnlyATokenMadeForThisNameAndPasswordByThisDeploymentIsAKnownClient() throws {
         let hash = "scrypt$10$8$1$c2FsdA$aGFzaA"
         let token = PasswordBudget.newClientToken(username: "carol", passwordHash: hash, key: key)
-        guard case .knownClient(let nonce) = PasswordBudget.login(username: "carol", addressKey: "a", clientToken: token, passwordHash: hash, key: key) else {
+        guard
+            case .knownClient(let nonce) = PasswordBudget.login(
+                username: "carol",
+                addressKey: "a",
+                clientToken: token,
+                passwordHash: hash,
+                key: key
+            )
+        else {
             return XCTFail("the name's own token")
         }
         XCTAssertEqual(nonce.count, 16)
         let anyone = PasswordBudget.anyone(username: "carol", addressKey: "a")
-        XCTAssertEqual(PasswordBudget.login(username: "carol", addressKey: "a", clientToken: token, passwordHash: hash + "x", key: key), anyone,
-                       "a new password voids the tokens given under the old one")
+        XCTAssertEqual(
+            PasswordBudget.login(
+                username: "carol",
+                addressKey: "a",
+                clientToken: token,
+                passwordHash: hash + "x",
+                key: key
+            ),
+            anyone,
+            "a new password voids the tokens given under the old one"
+        )
         var flipped = try XCTUnwrap(Data(base64URLEncoded: token))
         flipped[20] ^= 1
-        for other in [nil, "", "not base64 !", flipped.base64URLEncodedString(), PasswordBudget.newClientToken(username: "dave", passwordHash: hash, key: key),
-                      PasswordBudget.newClientToken(username: "carol", passwordHash: hash, key: SymmetricKey(size: .bits256)), token + token] {
-            XCTAssertEqual(PasswordBudget.login(username: "carol", addressKey: "a", clientToken: other, passwordHash: hash, key: key), anyone, "\(other ?? "nil")")
+        for other in [
+            nil, "", "not base64 !", flipped.base64URLEncodedString(),
+            PasswordBudget.newClientToken(username: "dave", passwordHash: hash, key: key),
+            PasswordBudget.newClientToken(username: "carol", passwordHash: hash, key: SymmetricKey(size: .bits256)),
+            token + token,
+        ] {
+            XCTAssertEqual(
+                PasswordBudget.login(
+                    username: "carol",
+                    addressKey: "a",
+                    clientToken: other,
+                    passwordHash: hash,
+                    key: key
+                ),
+                anyone,
+                "\(other ?? "nil")"
+            )
         }
     }
 }

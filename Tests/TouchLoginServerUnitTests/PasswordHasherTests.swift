@@ -28,7 +28,8 @@ final class PasswordHasherTests: XCTestCase {
         XCTAssertFalse(hasher.verify("correct horse", against: "plain$correct horse"))
         parts[1] = "4"  // below the minimum cost
         XCTAssertFalse(hasher.verify("correct horse", against: parts.joined(separator: "$")))
-        parts[1] = "10"; parts[5] = "AAAA"
+        parts[1] = "10"
+        parts[5] = "AAAA"
         XCTAssertFalse(hasher.verify("correct horse", against: parts.joined(separator: "$")))
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import Synchronization
 import TouchLoginAPI
-@testable import TouchLoginServer
 import XCTest
+
+@testable import TouchLoginServer
 
 final class PasswordWorkTests: XCTestCase {
     final class Gate: Sendable {
@@ -16,14 +17,20 @@ final class PasswordWorkTests: XCTestCase {
         }
     }
 
-    static func startBlockedChecks(_ count: Int, on work: PasswordWork, gate: Gate, in group: inout ThrowingTaskGroup<Int, Error>) {
+    static func startBlockedChecks(
+        _ count: Int,
+        on work: PasswordWork,
+        gate: Gate,
+        in group: inout ThrowingTaskGroup<Int, Error>
+    ) {
         for _ in 0..<count { group.addTask { try await work.run { gate.check() } } }
     }
 
     /// Past `limit` checks running or waiting, the next is told "busy" at once instead of queueing;
     /// a place frees as soon as a check ends.
     func testAFloodPastTheLimitIsTurnedAwayAtOnce() async throws {
-        let work = PasswordWork(limit: 3), gate = Gate()
+        let work = PasswordWork(limit: 3)
+        let gate = Gate()
         let done = try await withThrowingTaskGroup(of: Int.self) { group in
             Self.startBlockedChecks(3, on: work, gate: gate, in: &group)
             group.addTask {  // a fourth admitted by mistake must not hang the test: the gate opens after 3 s regardless

@@ -13,9 +13,18 @@ final class PostgresURLTests: XCTestCase {
         let table: [(String, PostgresURL.Endpoint, PostgresURL.TLSMode, String?)] = [
             ("postgres://u:p@db.example:6543/login", .tcp(host: "db.example", port: 6543), .disable, nil),
             ("postgresql://u@db.example/login?sslmode=require", .tcp(host: "db.example", port: 5432), .require, nil),
-            ("postgres://u@db.example/login?sslmode=verify-ca&sslrootcert=/etc/ca.pem", .tcp(host: "db.example", port: 5432), .verifyCA, "/etc/ca.pem"),
-            ("postgres://u@db.example/login?sslmode=verify-full&sslrootcert=/etc/ca.pem", .tcp(host: "db.example", port: 5432), .verifyFull, "/etc/ca.pem"),
-            ("postgres:///login?host=/run/postgresql&user=u", .socket(path: "/run/postgresql/.s.PGSQL.5432"), .disable, nil),
+            (
+                "postgres://u@db.example/login?sslmode=verify-ca&sslrootcert=/etc/ca.pem",
+                .tcp(host: "db.example", port: 5432), .verifyCA, "/etc/ca.pem"
+            ),
+            (
+                "postgres://u@db.example/login?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+                .tcp(host: "db.example", port: 5432), .verifyFull, "/etc/ca.pem"
+            ),
+            (
+                "postgres:///login?host=/run/postgresql&user=u", .socket(path: "/run/postgresql/.s.PGSQL.5432"),
+                .disable, nil
+            ),
         ]
         for (text, endpoint, tls, roots) in table {
             let url = try PostgresURL(text)
@@ -29,13 +38,18 @@ final class PostgresURLTests: XCTestCase {
         // fail) are refused, as is TLS on a Unix socket, a root file that cannot be read, and
         // anything that is not a postgres URL.
         // So are the verify modes without sslrootcert (they would trust any public certificate).
-        for text in ["postgres://u@h/db?sslmode=prefer", "postgres://u@h/db?sslmode=allow", "postgres://u@h/db?sslmode=verify",
-                     "postgres://u@h/db?sslmode=verify-ca", "postgres://u@h/db?sslmode=verify-full",
-                     "postgres:///db?host=/run/postgresql&sslmode=require", "mysql://u@h/db"] {
+        for text in [
+            "postgres://u@h/db?sslmode=prefer", "postgres://u@h/db?sslmode=allow", "postgres://u@h/db?sslmode=verify",
+            "postgres://u@h/db?sslmode=verify-ca", "postgres://u@h/db?sslmode=verify-full",
+            "postgres:///db?host=/run/postgresql&sslmode=require", "mysql://u@h/db",
+        ] {
             XCTAssertThrowsError(try PostgresURL(text), text)
         }
         for roots in ["/nonexistent/ca.pem", NSTemporaryDirectory()] {
-            XCTAssertThrowsError(try PostgresURL("postgres://u@h/db?sslmode=verify-full&sslrootcert=\(roots)").clientConfiguration(), "\(roots): at start, not in the pool")
+            XCTAssertThrowsError(
+                try PostgresURL("postgres://u@h/db?sslmode=verify-full&sslrootcert=\(roots)").clientConfiguration(),
+                "\(roots): at start, not in the pool"
+            )
         }
     }
 
@@ -45,10 +59,19 @@ final class PostgresURLTests: XCTestCase {
     private func encrypted(_ url: String) async throws -> Bool? {
         let client = try PostgresLoginStore.client(url: url)
         return try await withThrowingTaskGroup(of: Bool?.self) { group in
-            group.addTask { await client.run(); return nil }
-            group.addTask { try await Task.sleep(for: .seconds(5)); return nil }
             group.addTask {
-                let rows = try await client.query("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()", logger: Logger(label: "tls-test"))
+                await client.run()
+                return nil
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(5))
+                return nil
+            }
+            group.addTask {
+                let rows = try await client.query(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    logger: Logger(label: "tls-test")
+                )
                 for try await ssl in rows.decode(Bool.self) { return ssl }
                 return false
             }
@@ -59,7 +82,9 @@ final class PostgresURLTests: XCTestCase {
 
     func testEachModeOnTheWire() async throws {
         let environment = ProcessInfo.processInfo.environment
-        guard let base = environment["TOUCHLOGIN_TEST_POSTGRES"], !base.isEmpty, let ca = environment["TOUCHLOGIN_TEST_POSTGRES_CA"] else {
+        guard let base = environment["TOUCHLOGIN_TEST_POSTGRES"], !base.isEmpty,
+            let ca = environment["TOUCHLOGIN_TEST_POSTGRES_CA"]
+        else {
             throw XCTSkip("no test PostgreSQL with TLS: run through scripts/test")
         }
         let plain = try await encrypted(base)
@@ -67,9 +92,12 @@ final class PostgresURLTests: XCTestCase {
         // The test server's certificate names localhost only: verify-full checks the name.
         let byName = base.replacingOccurrences(of: "@127.0.0.1:", with: "@localhost:")
         XCTAssertNotEqual(byName, base)
-        for (url, expected) in [(base + "?sslmode=require", true), (base + "?sslmode=require&sslrootcert=\(ca)", true),
-                                (base + "?sslmode=verify-ca&sslrootcert=\(ca)", true), (byName + "?sslmode=verify-full&sslrootcert=\(ca)", true),
-                                (base + "?sslmode=verify-full&sslrootcert=\(ca)", nil)] {
+        for (url, expected) in [
+            (base + "?sslmode=require", true), (base + "?sslmode=require&sslrootcert=\(ca)", true),
+            (base + "?sslmode=verify-ca&sslrootcert=\(ca)", true),
+            (byName + "?sslmode=verify-full&sslrootcert=\(ca)", true),
+            (base + "?sslmode=verify-full&sslrootcert=\(ca)", nil),
+        ] {
             let tls = try? await encrypted(url)
             XCTAssertEqual(tls ?? nil, expected, url)
         }
@@ -78,10 +106,20 @@ final class PostgresURLTests: XCTestCase {
         // refused by every mode given them (require with sslrootcert checks the chain, as libpq's).
         let other = P256.Signing.PrivateKey()
         let name = try DistinguishedName { CommonName("another CA") }
-        let otherCA = try Certificate(version: .v3, serialNumber: .init(), publicKey: .init(other.publicKey), notValidBefore: Date() - 60,
-                                      notValidAfter: Date() + 3600, issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
-                                      extensions: try Certificate.Extensions { Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil)) },
-                                      issuerPrivateKey: .init(other))
+        let otherCA = try Certificate(
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(other.publicKey),
+            notValidBefore: Date() - 60,
+            notValidAfter: Date() + 3600,
+            issuer: name,
+            subject: name,
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+            },
+            issuerPrivateKey: .init(other)
+        )
         let otherPath = NSTemporaryDirectory() + "other-ca-\(UUID().uuidString).pem"
         try otherCA.serializeAsPEM().pemString.write(toFile: otherPath, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: otherPath) }

@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
-@testable import TouchLoginServer
 import XCTest
+
+@testable import TouchLoginServer
 
 /// The embedded store's durability: what it promises the sign counters and the challenges.
 final class SQLiteLoginStoreTests: XCTestCase {
@@ -17,7 +18,9 @@ final class SQLiteLoginStoreTests: XCTestCase {
         let mode = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }
         XCTAssertEqual(mode, 2, "FULL: every commit synced before it returns")
         // Still after a batched write, and on a database opened again (its WAL already there).
-        try await store.createAccount(Account(id: "durable", username: "durable", passwordHash: "scrypt$x", userHandle: Data([1]), createdAt: 1))
+        try await store.createAccount(
+            Account(id: "durable", username: "durable", passwordHash: "scrypt$x", userHandle: Data([1]), createdAt: 1)
+        )
         let found = try await store.account(id: "durable")
         XCTAssertNotNil(found)
         let afterWrite = try await store.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") }

@@ -22,6 +22,10 @@ final class TokenBucketsTests: XCTestCase {
         _ = buckets.take("busy", at: 0)
         for i in 0..<1_000 { _ = buckets.take("flood-\(i)", at: 0.5) }
         XCTAssertLessThanOrEqual(buckets.count, 101)
-        XCTAssertEqual(buckets.check("busy", at: 0.5), .limited(retryAfter: 0.5), "an empty bucket is not forgotten for newer full ones")
+        XCTAssertEqual(
+            buckets.check("busy", at: 0.5),
+            .limited(retryAfter: 0.5),
+            "an empty bucket is not forgotten for newer full ones"
+        )
     }
 }

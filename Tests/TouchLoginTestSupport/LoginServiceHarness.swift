@@ -32,38 +32,73 @@ public final class LoginServiceHarness: Sendable {
 
     /// A new account with `password`; returns its first session.
     @discardableResult
-    public func signUp(_ username: String, password: String = "correct horse", from address: String = "192.0.2.1") async throws -> SessionResponse {
+    public func signUp(
+        _ username: String,
+        password: String = "correct horse",
+        from address: String = "192.0.2.1"
+    ) async throws -> SessionResponse {
         try await service.createAccount(CreateAccountRequest(username: username, password: password), address: address)
     }
 
     /// A software passkey bound through the session `token` (a password session, fresh).
-    public func bindPasskey(token: String, name: String = "soft", from address: String = "192.0.2.1",
-                            authenticator: SoftwareAuthenticator = SoftwareAuthenticator(origin: LoginServiceHarness.origin),
-                            transports: [String]? = nil, kind: CredentialKind? = nil) async throws -> SoftwareAuthenticator {
+    public func bindPasskey(
+        token: String,
+        name: String = "soft",
+        from address: String = "192.0.2.1",
+        authenticator: SoftwareAuthenticator = SoftwareAuthenticator(origin: LoginServiceHarness.origin),
+        transports: [String]? = nil,
+        kind: CredentialKind? = nil
+    ) async throws -> SoftwareAuthenticator {
         let (session, account) = try await service.authenticate(bearer: token)
-        let options = try await service.registrationOptions(session: session, account: account, RegistrationOptionsRequest(deviceName: name, kind: kind))
-        _ = try await service.register(session: session, account: account,
-                                       RegistrationRequest(deviceName: name, kind: kind,
-                                                           credential: try authenticator.registration(challenge: options.publicKey.challenge, transports: transports)),
-                                       address: address)
+        let options = try await service.registrationOptions(
+            session: session,
+            account: account,
+            RegistrationOptionsRequest(deviceName: name, kind: kind)
+        )
+        _ = try await service.register(
+            session: session,
+            account: account,
+            RegistrationRequest(
+                deviceName: name,
+                kind: kind,
+                credential: try authenticator.registration(
+                    challenge: options.publicKey.challenge,
+                    transports: transports
+                )
+            ),
+            address: address
+        )
         return authenticator
     }
 
     /// A passkey login with `authenticator` for `username`: options, then the signed answer.
-    public func passkeyLogin(_ authenticator: inout SoftwareAuthenticator, username: String?, claiming id: Data? = nil,
-                             from address: String = "192.0.2.1") async throws -> SessionResponse {
+    public func passkeyLogin(
+        _ authenticator: inout SoftwareAuthenticator,
+        username: String?,
+        claiming id: Data? = nil,
+        from address: String = "192.0.2.1"
+    ) async throws -> SessionResponse {
         let options = try await service.assertionOptions(AssertionOptionsRequest(username: username), address: address)
         let credential = try authenticator.assertion(challenge: options.publicKey.challenge, as: id)
         return try await service.passkeyLogin(AssertionRequest(credential: credential), address: address)
     }
 
-    public func passwordLogin(_ username: String, _ password: String, from address: String = "192.0.2.1") async throws -> SessionResponse {
+    public func passwordLogin(
+        _ username: String,
+        _ password: String,
+        from address: String = "192.0.2.1"
+    ) async throws -> SessionResponse {
         try await service.passwordLogin(PasswordLoginRequest(username: username, password: password), address: address)
     }
 
     /// The stable code of what `body` threw ("rate_limited" for a `RateLimited`), or nil if it returned.
     public static func code(_ body: () async throws -> Any) async -> String? {
-        do { _ = try await body(); return nil } catch let e as APIError { return e.code } catch is RateLimited { return APIError.Code.rateLimited.rawValue } catch {
+        do {
+            _ = try await body()
+            return nil
+        } catch let e as APIError { return e.code } catch is RateLimited {
+            return APIError.Code.rateLimited.rawValue
+        } catch {
             return "\(error)"
         }
     }

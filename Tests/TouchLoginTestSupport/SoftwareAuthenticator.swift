@@ -24,30 +24,63 @@ public struct SoftwareAuthenticator: Sendable {
     }
 
     /// The answer to `navigator.credentials.create` for these options.
-    public func registration(challenge: String, format: AttestationFormat = .packed, transports: [String]? = nil) throws -> RegistrationResponseJSON {
+    public func registration(
+        challenge: String,
+        format: AttestationFormat = .packed,
+        transports: [String]? = nil
+    ) throws -> RegistrationResponseJSON {
         let clientData = CollectedClientData(type: "webauthn.create", challenge: challenge, origin: origin).jsonData()
-        let authData = AuthenticatorData(rpID: rpID, flags: flags, signCount: 0,
-                                         attestedCredential: .init(aaguid: aaguid, credentialID: credentialID, publicKey: COSEKey(key.publicKey)))
+        let authData = AuthenticatorData(
+            rpID: rpID,
+            flags: flags,
+            signCount: 0,
+            attestedCredential: .init(aaguid: aaguid, credentialID: credentialID, publicKey: COSEKey(key.publicKey))
+        )
         let key = attestationKey ?? self.key
-        let attestation = try AttestationObject.makeAttestationObject(authenticatorData: authData, format: format, clientDataHash: Data(SHA256.hash(data: clientData)),
-                                                                      certificates: certificates, sign: { try key.signature(for: $0).derRepresentation })
+        let attestation = try AttestationObject.makeAttestationObject(
+            authenticatorData: authData,
+            format: format,
+            clientDataHash: Data(SHA256.hash(data: clientData)),
+            certificates: certificates,
+            sign: { try key.signature(for: $0).derRepresentation }
+        )
         let id = credentialID.base64URLEncodedString()
-        return RegistrationResponseJSON(id: id, rawId: id, response: .init(clientDataJSON: clientData.base64URLEncodedString(),
-                                                                          attestationObject: attestation.base64URLEncodedString(), transports: transports))
+        return RegistrationResponseJSON(
+            id: id,
+            rawId: id,
+            response: .init(
+                clientDataJSON: clientData.base64URLEncodedString(),
+                attestationObject: attestation.base64URLEncodedString(),
+                transports: transports
+            )
+        )
     }
 
     /// The answer to `navigator.credentials.get`; each one advances the counter unless `counter` is given.
     /// `as`: claim another credential ID (an attacker signing with this key under a leaked ID).
-    public mutating func assertion(challenge: String, origin: String? = nil, counter: UInt32? = nil, as claimedID: Data? = nil,
-                                   userHandle: Data? = nil) throws -> AuthenticationResponseJSON {
+    public mutating func assertion(
+        challenge: String,
+        origin: String? = nil,
+        counter: UInt32? = nil,
+        as claimedID: Data? = nil,
+        userHandle: Data? = nil
+    ) throws -> AuthenticationResponseJSON {
         self.counter = counter ?? self.counter + 1
-        let clientData = CollectedClientData(type: "webauthn.get", challenge: challenge, origin: origin ?? self.origin).jsonData()
+        let clientData = CollectedClientData(type: "webauthn.get", challenge: challenge, origin: origin ?? self.origin)
+            .jsonData()
         let authData = AuthenticatorData(rpID: rpID, flags: flags, signCount: self.counter)
         let signature = try key.signature(for: authData.raw + Data(SHA256.hash(data: clientData))).derRepresentation
         let id = (claimedID ?? credentialID).base64URLEncodedString()
-        return AuthenticationResponseJSON(id: id, rawId: id, response: .init(
-            clientDataJSON: clientData.base64URLEncodedString(), authenticatorData: authData.raw.base64URLEncodedString(),
-            signature: signature.base64URLEncodedString(), userHandle: userHandle?.base64URLEncodedString()))
+        return AuthenticationResponseJSON(
+            id: id,
+            rawId: id,
+            response: .init(
+                clientDataJSON: clientData.base64URLEncodedString(),
+                authenticatorData: authData.raw.base64URLEncodedString(),
+                signature: signature.base64URLEncodedString(),
+                userHandle: userHandle?.base64URLEncodedString()
+            )
+        )
     }
 
     /// The same answers as JSON objects, for tests that speak raw HTTP.
@@ -55,7 +88,11 @@ public struct SoftwareAuthenticator: Sendable {
         try Self.object(registration(challenge: options["challenge"] as! String, format: format))
     }
 
-    public mutating func assertion(options: [String: Any], origin: String? = nil, counter: UInt32? = nil) throws -> [String: Any] {
+    public mutating func assertion(
+        options: [String: Any],
+        origin: String? = nil,
+        counter: UInt32? = nil
+    ) throws -> [String: Any] {
         try Self.object(assertion(challenge: options["challenge"] as! String, origin: origin, counter: counter))
     }
 

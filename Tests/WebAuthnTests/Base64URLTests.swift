@@ -5,7 +5,9 @@ import XCTest
 final class Base64URLTests: XCTestCase {
     /// RFC 4648 §10 test vectors (identical in base64url for these inputs), unpadded on output.
     func testRFC4648Vectors() {
-        let vectors = ["": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy"]
+        let vectors = [
+            "": "", "f": "Zg", "fo": "Zm8", "foo": "Zm9v", "foob": "Zm9vYg", "fooba": "Zm9vYmE", "foobar": "Zm9vYmFy",
+        ]
         for (plain, encoded) in vectors {
             XCTAssertEqual(Data(plain.utf8).base64URLEncodedString(), encoded)
             XCTAssertEqual(Data(base64URLEncoded: encoded), Data(plain.utf8))

@@ -1,6 +1,7 @@
 import Foundation
-@testable import WebAuthn
 import XCTest
+
+@testable import WebAuthn
 
 final class CBORTests: XCTestCase {
     // MARK: RFC 8949 Appendix A
@@ -29,16 +30,28 @@ final class CBORTests: XCTestCase {
             ("62225c", .text("\"\\")), ("62c3bc", .text("\u{00fc}")), ("63e6b0b4", .text("\u{6c34}")),
             ("64f0908591", .text("\u{10151}")),
             ("80", .array([])), ("83010203", .array([.unsigned(1), .unsigned(2), .unsigned(3)])),
-            ("8301820203820405", .array([.unsigned(1), .array([.unsigned(2), .unsigned(3)]), .array([.unsigned(4), .unsigned(5)])])),
-            ("98190102030405060708090a0b0c0d0e0f101112131415161718181819",
-             .array((1...25).map { .unsigned(UInt64($0)) })),
+            (
+                "8301820203820405",
+                .array([.unsigned(1), .array([.unsigned(2), .unsigned(3)]), .array([.unsigned(4), .unsigned(5)])])
+            ),
+            (
+                "98190102030405060708090a0b0c0d0e0f101112131415161718181819",
+                .array((1...25).map { .unsigned(UInt64($0)) })
+            ),
             ("a0", .map([])),
             ("a201020304", .map([(key: .unsigned(1), value: .unsigned(2)), (key: .unsigned(3), value: .unsigned(4))])),
-            ("a26161016162820203", .map([(key: .text("a"), value: .unsigned(1)),
-                                         (key: .text("b"), value: .array([.unsigned(2), .unsigned(3)]))])),
+            (
+                "a26161016162820203",
+                .map([
+                    (key: .text("a"), value: .unsigned(1)),
+                    (key: .text("b"), value: .array([.unsigned(2), .unsigned(3)])),
+                ])
+            ),
             ("826161a161626163", .array([.text("a"), .map([(key: .text("b"), value: .text("c"))])])),
-            ("a56161614161626142616361436164614461656145",
-             .map(["a", "b", "c", "d", "e"].map { (key: .text($0), value: .text($0.uppercased())) })),
+            (
+                "a56161614161626142616361436164614461656145",
+                .map(["a", "b", "c", "d", "e"].map { (key: .text($0), value: .text($0.uppercased())) })
+            ),
         ]
         for (hex, expected) in examples {
             let decoded = try CBOR.decode(Data(hex: hex))
@@ -57,12 +70,16 @@ final class CBORTests: XCTestCase {
     /// Every NaN decodes to the one NaN the encoder writes, so decode → encode → decode is stable
     /// (the fuzzer's find: `f9ff3c`, a half NaN with its sign and a payload, came back different).
     func testEveryNaNDecodesToTheCanonicalOne() throws {
-        for hex in ["f97e00", "f9ff3c", "f97c01", "fa7fc00001", "faffffffff", "fb7ff8000000000001", "fbfff8000000000000"] {
+        for hex in [
+            "f97e00", "f9ff3c", "f97c01", "fa7fc00001", "faffffffff", "fb7ff8000000000001", "fbfff8000000000000",
+        ] {
             let value = try CBOR.decode(Data(hex: hex))
             XCTAssertEqual(value, .float(.nan), hex)
             XCTAssertEqual(try CBOR.decode(value.encoded()), value, hex)
         }
-        let found = try CBOR.decode(Data(hex: "a182a18261 61f9ff3c6161f93c0040".replacingOccurrences(of: " ", with: "")))
+        let found = try CBOR.decode(
+            Data(hex: "a182a18261 61f9ff3c6161f93c0040".replacingOccurrences(of: " ", with: ""))
+        )
         XCTAssertEqual(try CBOR.decode(found.encoded()), found, "the fuzzer's input round-trips")
     }
 
@@ -80,7 +97,12 @@ final class CBORTests: XCTestCase {
         let value: CBOR = .map([
             (key: .text("fmt"), value: .text("none")),
             (key: .int(-3), value: .bytes(Data(repeating: 7, count: 300))),
-            (key: .int(70000), value: .array([.bool(true), .null, .undefined, .float(0.1), .text(String(repeating: "x", count: 70_000))])),
+            (
+                key: .int(70000),
+                value: .array([
+                    .bool(true), .null, .undefined, .float(0.1), .text(String(repeating: "x", count: 70_000)),
+                ])
+            ),
         ])
         let encoded = value.encoded()
         XCTAssertEqual(try CBOR.decode(encoded), value)
@@ -129,15 +151,20 @@ final class CBORTests: XCTestCase {
     }
 
     func testRejectsEmptyAndTruncatedInput() {
-        for hex in ["", "18", "1900", "1a000000", "1b00000000000000", "4301", "6261", "8201", "a101", "a1", "f9", "fa0000", "fb00"] {
+        for hex in [
+            "", "18", "1900", "1a000000", "1b00000000000000", "4301", "6261", "8201", "a101", "a1", "f9", "fa0000",
+            "fb00",
+        ] {
             XCTAssertThrowsWebAuthn(.malformedCBOR, try CBOR.decode(Data(hex: hex)), hex)
         }
     }
 
     func testRejectsIndefiniteLengths() {
         // Appendix A's indefinite-length examples, and a lone break.
-        for hex in ["5f42010243030405ff", "7f657374726561646d696e67ff", "9fff", "9f018202039f0405ffff",
-                    "bf61610161629f0203ffff", "ff"] {
+        for hex in [
+            "5f42010243030405ff", "7f657374726561646d696e67ff", "9fff", "9f018202039f0405ffff",
+            "bf61610161629f0203ffff", "ff",
+        ] {
             XCTAssertThrowsWebAuthn(.malformedCBOR, try CBOR.decode(Data(hex: hex)), hex)
         }
     }
@@ -167,8 +194,10 @@ final class CBORTests: XCTestCase {
     /// A header claiming 2^62 bytes must be refused before anything is allocated; if the decoder
     /// tried to allocate or read, this would crash or hang instead of failing fast.
     func testRejectsHugeDeclaredLengthsWithoutAllocating() {
-        let huge = ["5b4000000000000000", "7b4000000000000000", "9b4000000000000000", "bb4000000000000000",
-                    "5bffffffffffffffff", "9bffffffffffffffff", "bbffffffffffffffff", "5a7fffffff00"]
+        let huge = [
+            "5b4000000000000000", "7b4000000000000000", "9b4000000000000000", "bb4000000000000000",
+            "5bffffffffffffffff", "9bffffffffffffffff", "bbffffffffffffffff", "5a7fffffff00",
+        ]
         for hex in huge {
             XCTAssertThrowsWebAuthn(.malformedCBOR, try CBOR.decode(Data(hex: hex)), hex)
         }
@@ -192,7 +221,9 @@ final class CBORTests: XCTestCase {
         XCTAssertNoThrow(try CBOR.decode(array(of: 4095)))
         XCTAssertThrowsWebAuthn(.malformedCBOR, try CBOR.decode(array(of: 4096)))
         // Spread over nested containers, still counted.
-        let split = CBOR.array([.array(Array(repeating: .null, count: 2048)), .array(Array(repeating: .null, count: 2048))])
+        let split = CBOR.array([
+            .array(Array(repeating: .null, count: 2048)), .array(Array(repeating: .null, count: 2048)),
+        ])
         XCTAssertThrowsWebAuthn(.malformedCBOR, try CBOR.decode(split.encoded()))
     }
 

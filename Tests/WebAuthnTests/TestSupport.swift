@@ -8,7 +8,8 @@ func XCTAssertThrowsWebAuthn<T>(
     _ code: WebAuthnError.Code,
     _ expression: @autoclosure () throws -> T,
     _ message: String = "",
-    file: StaticString = #filePath, line: UInt = #line
+    file: StaticString = #filePath,
+    line: UInt = #line
 ) {
     do {
         _ = try expression()
@@ -59,15 +60,22 @@ struct SoftwareAuthenticator {
         attestationKey: P256.Signing.PrivateKey? = nil
     ) -> (clientDataJSON: Data, attestationObject: Data) {
         let clientDataJSON = CollectedClientData(
-            type: type, challenge: challenge.base64URLEncodedString(), origin: origin,
-            crossOrigin: crossOrigin, topOrigin: topOrigin
+            type: type,
+            challenge: challenge.base64URLEncodedString(),
+            origin: origin,
+            crossOrigin: crossOrigin,
+            topOrigin: topOrigin
         ).jsonData()
         let authenticatorData = AuthenticatorData(
-            rpID: rpID, flags: flags, signCount: signCount,
-            attestedCredential: .init(aaguid: aaguid, credentialID: credentialID, publicKey: publicKey))
+            rpID: rpID,
+            flags: flags,
+            signCount: signCount,
+            attestedCredential: .init(aaguid: aaguid, credentialID: credentialID, publicKey: publicKey)
+        )
         let signer = attestationKey ?? privateKey
         let attestationObject = try! AttestationObject.makeAttestationObject(
-            authenticatorData: authenticatorData, format: format,
+            authenticatorData: authenticatorData,
+            format: format,
             clientDataHash: Data(SHA256.hash(data: clientDataJSON))
         ) { message in try signer.signature(for: message).derRepresentation }
         return (clientDataJSON, attestationObject)
@@ -85,7 +93,10 @@ struct SoftwareAuthenticator {
         signingKey: P256.Signing.PrivateKey? = nil
     ) -> (clientDataJSON: Data, authenticatorData: Data, signature: Data) {
         let clientDataJSON = CollectedClientData(
-            type: type, challenge: challenge.base64URLEncodedString(), origin: origin, crossOrigin: crossOrigin
+            type: type,
+            challenge: challenge.base64URLEncodedString(),
+            origin: origin,
+            crossOrigin: crossOrigin
         ).jsonData()
         let authenticatorData = AuthenticatorData(rpID: rpID, flags: flags, signCount: signCount).raw
         let signature = sign(authenticatorData: authenticatorData, clientDataJSON: clientDataJSON, with: signingKey)

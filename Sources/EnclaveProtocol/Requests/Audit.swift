@@ -4,7 +4,10 @@ extension Request {
     public struct Audit: RequestArguments {
         public var limit: Int
         public var everyApp: Bool
-        public init(limit: Int = 50, everyApp: Bool = false) { self.limit = limit; self.everyApp = everyApp }
+        public init(limit: Int = 50, everyApp: Bool = false) {
+            self.limit = limit
+            self.everyApp = everyApp
+        }
 
         private enum CodingKeys: String, CodingKey { case limit, everyApp }
         public init(from decoder: any Decoder) throws {

@@ -4,6 +4,9 @@ extension Request {
     public struct ConfigureAccessGroup: RequestArguments {
         public var name: String
         public var apps: [String]
-        public init(name: String, apps: [String]) { self.name = name; self.apps = apps }
+        public init(name: String, apps: [String]) {
+            self.name = name
+            self.apps = apps
+        }
     }
 }

@@ -4,6 +4,9 @@ extension Request {
     public struct PromptAnswer: RequestArguments {
         public var prompt: UInt64
         public var action: PromptAction
-        public init(prompt: UInt64, action: PromptAction) { self.prompt = prompt; self.action = action }
+        public init(prompt: UInt64, action: PromptAction) {
+            self.prompt = prompt
+            self.action = action
+        }
     }
 }

@@ -16,7 +16,12 @@ public protocol BiometricSensor: Sendable {
     func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String]
     /// Enrols one identity and returns the new list. A real reader reports its stages through
     /// `progress` as they pass.
-    func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String]
+    func enroll(
+        uid: UInt32,
+        name: String,
+        stored: [String],
+        progress: @escaping @Sendable (EnrolmentProgress) -> Void
+    ) async throws -> [String]
     func unenroll(uid: UInt32, name: String, stored: [String]) async throws -> [String]
     func unenrollAll(uid: UInt32, stored: [String]) async throws -> [String]
     /// Arms the sensor and waits for one reading. A scan the sensor could not read ("finger not

@@ -2,6 +2,7 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,7 +12,11 @@ final class FprintdClaim {
     let bus: SdBusConnection
     let device: String
     let user: String
-    init(bus: SdBusConnection, device: String, user: String) { self.bus = bus; self.device = device; self.user = user }
+    init(bus: SdBusConnection, device: String, user: String) {
+        self.bus = bus
+        self.device = device
+        self.user = user
+    }
 }
 
 /// The worker thread's view of the claim, handed to each job.
@@ -33,7 +38,9 @@ final class ClaimHolder: ThreadState {
         if let c = current, c.user == user {
             c.bus.drain()
             var fprintdLeft = false
-            while let change = c.bus.take("NameOwnerChanged") { if change.strings.first == FprintdSensor.service { fprintdLeft = true } }
+            while let change = c.bus.take("NameOwnerChanged") {
+                if change.strings.first == FprintdSensor.service { fprintdLeft = true }
+            }
             if !fprintdLeft {
                 if let uid = presentUID { try FprintdSensor.requirePresence(c.bus, uid: uid) }
                 return c
@@ -89,8 +96,12 @@ final class FprintdQueryConnection: ThreadState {
         if let bus, let device {
             bus.drain()
             var changed = false
-            while let change = bus.take("NameOwnerChanged") { if change.strings.first == FprintdSensor.service { changed = true } }
-            while let status = bus.take("EnrollStatus") { if status.strings.first == "enroll-completed" { changed = true } }
+            while let change = bus.take("NameOwnerChanged") {
+                if change.strings.first == FprintdSensor.service { changed = true }
+            }
+            while let status = bus.take("EnrollStatus") {
+                if status.strings.first == "enroll-completed" { changed = true }
+            }
             bus.discardSignals()
             if !changed { return (bus, device, false) }
             // fprintd restarted: its reader's object path may be another.

@@ -2,6 +2,7 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -33,18 +34,29 @@ public final class FprintdSensor: BiometricSensor, Sendable {
 
     static let service = "net.reactivated.Fprint"
     static let deviceInterface = "net.reactivated.Fprint.Device"
-    static let fingerNames = ["left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger", "left-little-finger",
-                              "right-thumb", "right-index-finger", "right-middle-finger", "right-ring-finger", "right-little-finger"]
+    static let fingerNames = [
+        "left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger", "left-little-finger",
+        "right-thumb", "right-index-finger", "right-middle-finger", "right-ring-finger", "right-little-finger",
+    ]
     /// How long a claim held by someone else (another program, a stale claim after suspend) is retried.
     static let claimRetries = 10
 
     /// Connects once to check that fprintd answers and has a reader; throws a clear error if not.
-    public init(busAddress: String? = nil, now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }) throws {
+    public init(
+        busAddress: String? = nil,
+        now: @escaping @Sendable () -> Double = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+    ) throws {
         self.busAddress = busAddress
         let name = try Self.onThisThread(busAddress) { bus in
             let device = try Self.defaultDevice(bus)
-            return try bus.call(Self.service, device, "org.freedesktop.DBus.Properties", "Get", [Self.deviceInterface, "name"],
-                                read: SdBusConnection.readVariantString)
+            return try bus.call(
+                Self.service,
+                device,
+                "org.freedesktop.DBus.Properties",
+                "Get",
+                [Self.deviceInterface, "name"],
+                read: SdBusConnection.readVariantString
+            )
         }
         info = SensorInfo(kind: .touchID, name: "fprintd: \(name)", simulated: false)
         worker = DedicatedThread(ClaimHolder(busAddress: busAddress), name: "laenclaved-fprintd")
@@ -66,7 +78,11 @@ public final class FprintdSensor: BiometricSensor, Sendable {
                 try connection.read { bus, device in try Self.enrolledFingers(bus, device: device, user: user) }
             }
             cache.withLock { cache in
-                if fprintdChanged { cache.forgetAll() } else { cache.store(fingers, of: user, at: started, generation: generation) }
+                if fprintdChanged {
+                    cache.forgetAll()
+                } else {
+                    cache.store(fingers, of: user, at: started, generation: generation)
+                }
             }
             return fingers
         } catch is SensorFailure {
@@ -80,9 +96,17 @@ public final class FprintdSensor: BiometricSensor, Sendable {
         cache.withLock { $0.forget(user) }
     }
 
-    public func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String] {
+    public func enroll(
+        uid: UInt32,
+        name: String,
+        stored: [String],
+        progress: @escaping @Sendable (EnrolmentProgress) -> Void
+    ) async throws -> [String] {
         guard Self.fingerNames.contains(name) else {
-            throw Failure(.invalidParameter, "fprintd enrols fingers by name: \(Self.fingerNames.joined(separator: ", "))")
+            throw Failure(
+                .invalidParameter,
+                "fprintd enrols fingers by name: \(Self.fingerNames.joined(separator: ", "))"
+            )
         }
         guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
         let user = accountName(uid: uid)
@@ -90,9 +114,17 @@ public final class FprintdSensor: BiometricSensor, Sendable {
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, presentUID: uid, cancelled: cancelled)
             defer { holder.release() }
-            let bus = claim.bus, device = claim.device
-            let stages = (try? bus.call(Self.service, device, "org.freedesktop.DBus.Properties", "Get", [Self.deviceInterface, "num-enroll-stages"],
-                                        read: SdBusConnection.readVariantInt)) ?? 5
+            let bus = claim.bus
+            let device = claim.device
+            let stages =
+                (try? bus.call(
+                    Self.service,
+                    device,
+                    "org.freedesktop.DBus.Properties",
+                    "Get",
+                    [Self.deviceInterface, "num-enroll-stages"],
+                    read: SdBusConnection.readVariantInt
+                )) ?? 5
             try Self.fprintd { try bus.call(Self.service, device, Self.deviceInterface, "EnrollStart", [name]) }
             var finished = false
             defer { if !finished { _ = try? bus.call(Self.service, device, Self.deviceInterface, "EnrollStop") } }
@@ -115,10 +147,13 @@ public final class FprintdSensor: BiometricSensor, Sendable {
                     _ = try? bus.call(Self.service, device, Self.deviceInterface, "EnrollStop")
                     progress(EnrolmentProgress(stage: stages, stages: stages, message: "enrolled"))
                     return try Self.enrolledFingers(bus, device: device, user: user)
-                case "enroll-duplicate": throw Failure(.alreadyExists, "that finger is enrolled already (as another name)")
+                case "enroll-duplicate":
+                    throw Failure(.alreadyExists, "that finger is enrolled already (as another name)")
                 case "enroll-data-full": throw Failure(.invalidParameter, "the reader's storage is full")
-                case "enroll-disconnected": throw SensorFailure("the fingerprint reader was disconnected during the enrolment")
-                case "enroll-failed", "enroll-unknown-error": throw SensorFailure("the fingerprint reader could not enrol (\(result))")
+                case "enroll-disconnected":
+                    throw SensorFailure("the fingerprint reader was disconnected during the enrolment")
+                case "enroll-failed", "enroll-unknown-error":
+                    throw SensorFailure("the fingerprint reader could not enrol (\(result))")
                 default:
                     if let message = Self.retryMessages[result] {
                         progress(EnrolmentProgress(stage: stage, stages: stages, message: message))
@@ -136,8 +171,11 @@ public final class FprintdSensor: BiometricSensor, Sendable {
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
-            let bus = claim.bus, device = claim.device
-            do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFinger", [name]) } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
+            let bus = claim.bus
+            let device = claim.device
+            do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFinger", [name]) } catch let e
+                as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
+            {
                 throw Failure(.notFound, "\"\(name)\" is not enrolled")
             } catch let e as SdBusConnection.CallError where e.name.hasSuffix("InvalidFingername") {
                 throw Failure(.notFound, "\"\(name)\" is not enrolled")
@@ -152,8 +190,11 @@ public final class FprintdSensor: BiometricSensor, Sendable {
         return try await worker.perform { holder, cancelled in
             let claim = try holder.claim(for: user, cancelled: cancelled)
             defer { holder.release() }
-            let bus = claim.bus, device = claim.device
-            do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFingers2") } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {}
+            let bus = claim.bus
+            let device = claim.device
+            do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFingers2") } catch let e
+                as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
+            {}
             return []
         }
     }
@@ -183,13 +224,21 @@ public final class FprintdSensor: BiometricSensor, Sendable {
 
     /// One verify on a held claim: started only while `uid` is the user at the machine
     /// (`SessionPresence`, asked again every second), waited for, stopped.
-    private static func verifyOnce(_ claim: FprintdClaim, uid: UInt32, cancelled: () -> Bool,
-                                   retry: (String) -> Void) throws -> SensorReading {
-        let bus = claim.bus, device = claim.device, user = claim.user
+    private static func verifyOnce(
+        _ claim: FprintdClaim,
+        uid: UInt32,
+        cancelled: () -> Bool,
+        retry: (String) -> Void
+    ) throws -> SensorReading {
+        let bus = claim.bus
+        let device = claim.device
+        let user = claim.user
         var presenceChecked = Date()
         func start() throws {
             bus.discardSignals()
-            do { try bus.call(service, device, deviceInterface, "VerifyStart", ["any"]) } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
+            do { try bus.call(service, device, deviceInterface, "VerifyStart", ["any"]) } catch let e
+                as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
+            {
                 throw SensorFailure("fprintd has no enrolled fingerprint for \(user)")
             } catch let e as SdBusConnection.CallError {
                 throw SensorFailure("fprintd could not start verifying: \(e)")
@@ -233,17 +282,33 @@ public final class FprintdSensor: BiometricSensor, Sendable {
     /// Refuses to arm the reader for `uid` unless it is the user at the machine (`SessionPresence`).
     static func requirePresence(_ bus: SdBusConnection, uid: UInt32) throws {
         let state = loginState(bus, uid: uid)
-        guard SessionPresence.mayArmReader(userState: state) else { throw SensorFailure(SessionPresence.refusal(uid: uid, userState: state)) }
+        guard SessionPresence.mayArmReader(userState: state) else {
+            throw SensorFailure(SessionPresence.refusal(uid: uid, userState: state))
+        }
     }
 
     /// logind's `User.State` for `uid` ("active", "online", "lingering"…), nil when logind knows no
     /// such user or cannot be asked.
     static func loginState(_ bus: SdBusConnection, uid: UInt32) -> String? {
         let login = "org.freedesktop.login1"
-        guard let path = try? bus.call(login, "/org/freedesktop/login1", "org.freedesktop.login1.Manager", "GetUser", uint32: uid,
-                                       read: SdBusConnection.readObjectPath) else { return nil }
-        return try? bus.call(login, path, "org.freedesktop.DBus.Properties", "Get", ["org.freedesktop.login1.User", "State"],
-                             read: SdBusConnection.readVariantString)
+        guard
+            let path = try? bus.call(
+                login,
+                "/org/freedesktop/login1",
+                "org.freedesktop.login1.Manager",
+                "GetUser",
+                uint32: uid,
+                read: SdBusConnection.readObjectPath
+            )
+        else { return nil }
+        return try? bus.call(
+            login,
+            path,
+            "org.freedesktop.DBus.Properties",
+            "Get",
+            ["org.freedesktop.login1.User", "State"],
+            read: SdBusConnection.readVariantString
+        )
     }
 
     static let retryMessages = [
@@ -255,7 +320,13 @@ public final class FprintdSensor: BiometricSensor, Sendable {
 
     static func defaultDevice(_ bus: SdBusConnection) throws -> String {
         do {
-            return try bus.call(service, "/net/reactivated/Fprint/Manager", "net.reactivated.Fprint.Manager", "GetDefaultDevice", read: SdBusConnection.readObjectPath)
+            return try bus.call(
+                service,
+                "/net/reactivated/Fprint/Manager",
+                "net.reactivated.Fprint.Manager",
+                "GetDefaultDevice",
+                read: SdBusConnection.readObjectPath
+            )
         } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoSuchDevice") {
             throw SensorFailure("fprintd sees no fingerprint reader")
         } catch let e as SdBusConnection.CallError {
@@ -277,7 +348,14 @@ public final class FprintdSensor: BiometricSensor, Sendable {
 
     static func enrolledFingers(_ bus: SdBusConnection, device: String, user: String) throws -> [String] {
         do {
-            return try bus.call(service, device, deviceInterface, "ListEnrolledFingers", [user], read: SdBusConnection.readStrings)
+            return try bus.call(
+                service,
+                device,
+                deviceInterface,
+                "ListEnrolledFingers",
+                [user],
+                read: SdBusConnection.readStrings
+            )
         } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
             return []
         } catch let e as SdBusConnection.CallError {
@@ -308,14 +386,18 @@ public final class FprintdSensor: BiometricSensor, Sendable {
 
     /// fprintd gone (crashed, restarted) ends the operation: its claim and verify died with it.
     static func checkStillRunning(_ bus: SdBusConnection) throws {
-        if let change = bus.take("NameOwnerChanged"), change.strings.first == service, change.strings.count == 3, change.strings[2].isEmpty {
+        if let change = bus.take("NameOwnerChanged"), change.strings.first == service, change.strings.count == 3,
+            change.strings[2].isEmpty
+        {
             throw SensorFailure("fprintd stopped during the operation")
         }
     }
 
     static func fprintd(_ body: () throws -> Void) throws {
         do { try body() } catch let e as SdBusConnection.CallError {
-            if e.name.hasSuffix("InvalidFingername") { throw Failure(.invalidParameter, "fprintd does not know that finger name") }
+            if e.name.hasSuffix("InvalidFingername") {
+                throw Failure(.invalidParameter, "fprintd does not know that finger name")
+            }
             if e.name.hasSuffix("AlreadyInUse") { throw Failure(.busy, "the fingerprint reader is busy") }
             throw SensorFailure("fprintd: \(e)")
         }

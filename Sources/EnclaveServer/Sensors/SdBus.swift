@@ -1,5 +1,6 @@
 import CSdBus
 import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,7 +41,7 @@ final class SdBusConnection {
     }
 
     deinit {
-        slots.forEach { sd_bus_slot_unref($0) }
+        for slot in slots { sd_bus_slot_unref(slot) }
         sd_bus_flush_close_unref(bus)
     }
 
@@ -53,7 +54,19 @@ final class SdBusConnection {
             me.signals.append(SdBusConnection.signal(from: message))
             return 0
         }
-        try check(sd_bus_match_signal(bus, &slot, sender, nil, interface, nil, handler, Unmanaged.passUnretained(self).toOpaque()), "subscribing to \(interface)")
+        try check(
+            sd_bus_match_signal(
+                bus,
+                &slot,
+                sender,
+                nil,
+                interface,
+                nil,
+                handler,
+                Unmanaged.passUnretained(self).toOpaque()
+            ),
+            "subscribing to \(interface)"
+        )
         slots.append(slot)
     }
 
@@ -69,11 +82,15 @@ final class SdBusConnection {
             switch UInt8(bitPattern: type) {
             case UInt8(ascii: "s"), UInt8(ascii: "o"):
                 var p: UnsafePointer<CChar>?
-                guard sd_bus_message_read_basic(message, type, &p) > 0, let p else { return Signal(interface: interface, member: member, strings: strings, flag: flag) }
+                guard sd_bus_message_read_basic(message, type, &p) > 0, let p else {
+                    return Signal(interface: interface, member: member, strings: strings, flag: flag)
+                }
                 strings.append(String(cString: p))
             case UInt8(ascii: "b"):
                 var b: Int32 = 0
-                guard sd_bus_message_read_basic(message, type, &b) > 0 else { return Signal(interface: interface, member: member, strings: strings, flag: flag) }
+                guard sd_bus_message_read_basic(message, type, &b) > 0 else {
+                    return Signal(interface: interface, member: member, strings: strings, flag: flag)
+                }
                 flag = b != 0
             default:
                 return Signal(interface: interface, member: member, strings: strings, flag: flag)
@@ -83,31 +100,84 @@ final class SdBusConnection {
     }
 
     /// Calls a method whose arguments are all strings, ignoring what it returns.
-    func call(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [String] = []) throws {
+    func call(
+        _ destination: String,
+        _ path: String,
+        _ interface: String,
+        _ member: String,
+        _ arguments: [String] = []
+    ) throws {
         try call(destination, path, interface, member, arguments, read: { _ in () })
     }
 
     /// Calls a method whose arguments are all strings; the reply is read by `read`.
-    func call<T>(_ destination: String, _ path: String, _ interface: String, _ member: String, _ arguments: [String] = [],
-                 timeout: UInt64 = 10_000_000, read: (OpaquePointer?) throws -> T) throws -> T {
-        try invoke(destination, path, interface, member, timeout: timeout, append: { message in
-            for argument in arguments { try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), argument), "arguments of \(member)") }
-        }, read: read)
+    func call<T>(
+        _ destination: String,
+        _ path: String,
+        _ interface: String,
+        _ member: String,
+        _ arguments: [String] = [],
+        timeout: UInt64 = 10_000_000,
+        read: (OpaquePointer?) throws -> T
+    ) throws -> T {
+        try invoke(
+            destination,
+            path,
+            interface,
+            member,
+            timeout: timeout,
+            append: { message in
+                for argument in arguments {
+                    try check(
+                        sd_bus_message_append_basic(message, CChar(UInt8(ascii: "s")), argument),
+                        "arguments of \(member)"
+                    )
+                }
+            },
+            read: read
+        )
     }
 
     /// Calls a method whose one argument is a uint32 (logind's `GetUser`).
-    func call<T>(_ destination: String, _ path: String, _ interface: String, _ member: String, uint32 value: UInt32,
-                 read: (OpaquePointer?) throws -> T) throws -> T {
-        try invoke(destination, path, interface, member, timeout: 10_000_000, append: { message in
-            var value = value
-            try check(sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &value), "arguments of \(member)")
-        }, read: read)
+    func call<T>(
+        _ destination: String,
+        _ path: String,
+        _ interface: String,
+        _ member: String,
+        uint32 value: UInt32,
+        read: (OpaquePointer?) throws -> T
+    ) throws -> T {
+        try invoke(
+            destination,
+            path,
+            interface,
+            member,
+            timeout: 10_000_000,
+            append: { message in
+                var value = value
+                try check(
+                    sd_bus_message_append_basic(message, CChar(UInt8(ascii: "u")), &value),
+                    "arguments of \(member)"
+                )
+            },
+            read: read
+        )
     }
 
-    private func invoke<T>(_ destination: String, _ path: String, _ interface: String, _ member: String, timeout: UInt64,
-                           append: (OpaquePointer?) throws -> Void, read: (OpaquePointer?) throws -> T) throws -> T {
+    private func invoke<T>(
+        _ destination: String,
+        _ path: String,
+        _ interface: String,
+        _ member: String,
+        timeout: UInt64,
+        append: (OpaquePointer?) throws -> Void,
+        read: (OpaquePointer?) throws -> T
+    ) throws -> T {
         var message: OpaquePointer?
-        try check(sd_bus_message_new_method_call(bus, &message, destination, path, interface, member), "preparing \(member)")
+        try check(
+            sd_bus_message_new_method_call(bus, &message, destination, path, interface, member),
+            "preparing \(member)"
+        )
         defer { sd_bus_message_unref(message) }
         try append(message)
         var error = sd_bus_error()
@@ -115,8 +185,10 @@ final class SdBusConnection {
         var reply: OpaquePointer?
         let r = sd_bus_call(bus, message, timeout, &error, &reply)
         if r < 0 {
-            throw CallError(name: error.name.map { String(cString: $0) } ?? "errno.\(-r)",
-                            message: error.message.map { String(cString: $0) } ?? String(cString: strerror(-r)))
+            throw CallError(
+                name: error.name.map { String(cString: $0) } ?? "errno.\(-r)",
+                message: error.message.map { String(cString: $0) } ?? String(cString: strerror(-r))
+            )
         }
         defer { sd_bus_message_unref(reply) }
         return try read(reply)
@@ -181,5 +253,7 @@ final class SdBusConnection {
 }
 
 private func check(_ r: Int32, _ what: String) throws {
-    if r < 0 { throw SdBusConnection.CallError(name: "errno.\(-r)", message: "\(what): \(String(cString: strerror(-r)))") }
+    if r < 0 {
+        throw SdBusConnection.CallError(name: "errno.\(-r)", message: "\(what): \(String(cString: strerror(-r)))")
+    }
 }

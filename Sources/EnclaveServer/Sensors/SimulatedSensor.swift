@@ -26,7 +26,12 @@ public final class SimulatedSensor: TouchableSensor {
 
     public func enrolledIdentities(uid: UInt32, stored: [String]) async throws -> [String] { stored }
 
-    public func enroll(uid: UInt32, name: String, stored: [String], progress: @escaping @Sendable (EnrolmentProgress) -> Void) async throws -> [String] {
+    public func enroll(
+        uid: UInt32,
+        name: String,
+        stored: [String],
+        progress: @escaping @Sendable (EnrolmentProgress) -> Void
+    ) async throws -> [String] {
         guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
         guard stored.count < 5 else { throw Failure(.invalidParameter, "at most 5 identities may be enrolled") }
         return stored + [name]
@@ -43,7 +48,11 @@ public final class SimulatedSensor: TouchableSensor {
         let id = waiterIDs.wrappingAdd(1, ordering: .relaxed).oldValue
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SensorReading, any Error>) in
-                enum Next { case read(SensorReading), wait(replacing: CheckedContinuation<SensorReading, any Error>?), cancelled }
+                enum Next {
+                    case read(SensorReading)
+                    case wait(replacing: CheckedContinuation<SensorReading, any Error>?)
+                    case cancelled
+                }
                 let next = slots.withLock { slots -> Next in
                     if Task.isCancelled { return .cancelled }
                     switch slots[uid] {
@@ -76,7 +85,10 @@ public final class SimulatedSensor: TouchableSensor {
     }
 
     public func place(_ reading: SensorReading, uid: UInt32) -> Bool {
-        enum Placed { case read(by: CheckedContinuation<SensorReading, any Error>), lying, refused }
+        enum Placed {
+            case read(by: CheckedContinuation<SensorReading, any Error>)
+            case lying, refused
+        }
         let placed = slots.withLock { slots -> Placed in
             switch slots[uid] {
             case .waiting(_, let continuation)?:
@@ -90,7 +102,9 @@ public final class SimulatedSensor: TouchableSensor {
             }
         }
         switch placed {
-        case .read(let continuation): continuation.resume(returning: reading); return true
+        case .read(let continuation):
+            continuation.resume(returning: reading)
+            return true
         case .lying: return true
         case .refused: return false
         }
