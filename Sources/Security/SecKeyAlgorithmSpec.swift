@@ -1,4 +1,5 @@
 import Crypto
+import EnclaveProtocol
 import Foundation
 
 /// What a `SecKeyAlgorithm` asks for, read once from the table beside each constant
@@ -92,6 +93,21 @@ extension SecKeyAlgorithmSpec {
         case .rsaEncryption: return false
         case .ecdh(_, let h): return h.map { !$0.isAvailable } ?? false
         case .ecies(_, let h, _): return !h.isAvailable
+        }
+    }
+}
+
+extension SecKeyAlgorithmSpec.Hash {
+    /// The hash as the daemon's key derivation names it.
+    var wire: KeyDerivation.Hash {
+        get throws(SecFailure) {
+            switch self {
+            case .sha1: return .sha1
+            case .sha224: throw SecFailure(errSecUnimplemented, "SHA-224 is not available on Linux")
+            case .sha256: return .sha256
+            case .sha384: return .sha384
+            case .sha512: return .sha512
+            }
         }
     }
 }

@@ -1,0 +1,78 @@
+import CPeerSocket
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A handed pipe or file, read one line (one secret) at a time. The read waits in `poll` on a
+/// thread of its own, at most `timeout` seconds: a script that hands a pipe and writes nothing
+/// gets an error, never a daemon that waits forever.
+final class SecretLines: Sendable {
+    static let timeout: Double = 10
+    private let fd: Int32
+    /// What was read past the last line taken; one reader at a time holds it.
+    private let buffer = Mutex<[UInt8]>([])
+
+    /// Owns `fd`: it is closed (and what was read but not used is overwritten) when the last
+    /// reference goes — a read in progress holds one, so its descriptor is never closed under it.
+    init(owning fd: Int32) {
+        self.fd = fd
+        // A private non-blocking view: a shared stdin drained by another process between poll and
+        // read must not leave the reader blocked for good.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit {
+        buffer.withLock { buffer in for i in buffer.indices { buffer[i] = 0 } }
+        Glibc.close(fd)
+    }
+
+    enum Problem: Error { case noLine, tooLong }
+
+    func next() async throws(Problem) -> String {
+        let result: Result<String, Problem> = await LoopThread.run(name: "laenclaved.secret-input") { [self] in
+            buffer.withLock { Self.readLine(from: fd, into: &$0) }
+        }
+        return try result.get()
+    }
+
+    private static func readLine(from fd: Int32, into buffer: inout [UInt8]) -> Result<String, Problem> {
+        let deadline = Date().addingTimeInterval(Self.timeout)
+        var chunk = [UInt8](repeating: 0, count: 512)
+        while true {
+            if let end = buffer.firstIndex(of: 10) {
+                defer {
+                    for i in 0...end { buffer[i] = 0 }
+                    buffer.removeFirst(end + 1)
+                }
+                var line = Array(buffer[..<end])
+                defer { for i in line.indices { line[i] = 0 } }
+                if line.last == 13 { line.removeLast() }
+                guard line.count <= WireLimits.maxPasscodeBytes else { return .failure(.tooLong) }
+                return .success(String(decoding: line, as: UTF8.self))
+            }
+            guard buffer.count <= WireLimits.maxPasscodeBytes + 2 else { return .failure(.tooLong) }
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { return .failure(.noLine) }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(left * 1000))
+            if ready < 0 && errno == EINTR { continue }
+            guard ready > 0 else { return .failure(.noLine) }
+            let n = Glibc.read(fd, &chunk, chunk.count)
+            if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
+            guard n > 0 else {
+                // End of input: a last line without its newline still counts.
+                guard !buffer.isEmpty else { return .failure(.noLine) }
+                buffer.append(10)
+                continue
+            }
+            buffer += chunk[..<n]
+            for i in 0..<n { chunk[i] = 0 }
+        }
+    }
+}
