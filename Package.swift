@@ -93,6 +93,14 @@ let package = Package(
         .systemLibrary(name: "CPAM", providers: [.apt(["libpam0g-dev"])]),
         // SO_PEERPIDFD and sock_diag's view of Unix sockets (headers only: Debian's linux-libc-dev).
         .systemLibrary(name: "CPeerSocket"),
+        // The TPM 2.0 commands of the hardware root, over tpm2-tss's ESAPI (Debian: libtss2-dev).
+        .target(
+            name: "CTPM",
+            linkerSettings: [
+                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"),
+                .linkedLibrary("tss2-rc"),
+            ]
+        ),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
         // Durable SQLite (every commit synced, read back; group commit), for the daemon and the login server.
         .target(name: "DurableSQLite", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
@@ -101,8 +109,8 @@ let package = Package(
         .target(
             name: "EnclaveServer",
             dependencies: [
-                "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket", "DurableSQLite",
-                "BlockingPool",
+                "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket", "CTPM",
+                "DurableSQLite", "BlockingPool",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -254,7 +262,7 @@ let package = Package(
         .testTarget(
             name: "EnclaveServerTests",
             dependencies: [
-                "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket",
+                "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket", "IntegrationSupport",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]

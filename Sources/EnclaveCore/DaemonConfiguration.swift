@@ -60,6 +60,10 @@ public struct DaemonConfiguration: Sendable {
     /// The programs trusted to hold the other side of a terminal administration is asked on
     /// (`TerminalHolders`): `terminal-holders` from a file only root can write, else the default.
     public var terminalHolders = TerminalHolders.defaultTrusted
+    /// Which root holds the master secret for a new state (`HardwareRoot`): `tpm`, `--tpm`.
+    public var tpm: HardwareRoot.Setting = .auto
+    /// `--require-tpm` / `require-tpm = yes`: no start without the TPM root.
+    public var requireTPM = false
     /// How long the agent may take to say a prompt's window is up before it is dropped and the
     /// prompt goes to the next presenter.
     public var promptAgentAnswerTimeout: Double = 3
@@ -111,6 +115,10 @@ public struct DaemonCommandLine: Sendable, Equatable {
     /// `--administration-pipe`: whoever started this daemon lets administration read the passcode
     /// from a handed pipe (the testing kit: its daemon is the test's).
     public var administrationPipe = false
+    /// `--tpm`: the root for a new state, over the file's `tpm`.
+    public var tpm: HardwareRoot.Setting?
+    /// `--require-tpm`.
+    public var requireTPM = false
 
     public init(mode: DaemonMode) { self.mode = mode }
 }
@@ -185,6 +193,8 @@ extension DaemonConfiguration {
         config.contextLifetime = commandLine.contextLifetime
         config.connectionLimits = commandLine.connectionLimits
         config.helloTimeout = commandLine.helloTimeout
+        config.tpm = commandLine.tpm ?? settings.tpm ?? .auto
+        config.requireTPM = commandLine.requireTPM || settings.requireTPM == true
         let agent = settings.promptAgent ?? defaults.promptAgent
         config.promptAgentPath = agent?.isEmpty == false ? agent : nil
         // What only root may choose: from the system daemon's own file when only root can write it;

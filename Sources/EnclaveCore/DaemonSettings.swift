@@ -20,6 +20,9 @@ import Glibc
 ///                           # hands (`lactl … --stdin`); taken only from a file only root can write
 /// terminal-holders = /usr/bin/tmux, /usr/bin/xterm   # who may hold the other side of a terminal
 ///                           # administration is asked on (`TerminalHolders`); only from root's files
+/// tpm = auto                # auto | off | device:/dev/tpmrm0 | swtpm:host=H,port=P: the root of a
+///                           # new state (`HardwareRoot`)
+/// require-tpm = no          # yes: never start without the TPM root
 /// ```
 public struct DaemonSettings: Equatable, Sendable {
     public enum Sensor: String, Sendable, CaseIterable {
@@ -47,6 +50,10 @@ public struct DaemonSettings: Equatable, Sendable {
     /// `terminal-holders`: the programs (absolute paths) trusted to hold the other side of a
     /// terminal administration is asked on; nil: `TerminalHolders.defaultTrusted`.
     public var terminalHolders: Set<String>?
+    /// `tpm`: the root of a new state; nil: `auto`.
+    public var tpm: HardwareRoot.Setting?
+    /// `require-tpm`.
+    public var requireTPM: Bool?
 
     public init() {}
 
@@ -117,6 +124,16 @@ public struct DaemonSettings: Equatable, Sendable {
                     )
                 }
                 settings.terminalHolders = Set(paths)
+            case "tpm":
+                guard let setting = HardwareRoot.Setting(value) else {
+                    throw ParseError(
+                        line: number,
+                        problem:
+                            "tpm is auto, off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P)"
+                    )
+                }
+                settings.tpm = setting
+            case "require-tpm": settings.requireTPM = try yesOrNo()
             case "prompt-agent":
                 guard let agent = promptAgent(value) else {
                     throw ParseError(line: number, problem: "prompt-agent is the agent's absolute path, or none")
@@ -126,7 +143,7 @@ public struct DaemonSettings: Equatable, Sendable {
                 throw ParseError(
                     line: number,
                     problem:
-                        "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders)"
+                        "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders, tpm, require-tpm)"
                 )
             }
         }

@@ -19,6 +19,8 @@ public final class EnclaveDaemon: Sendable {
     let clock: any EnclaveClock
     let logger: Logger
     let masterKey: SymmetricKey
+    /// Which root gave the master key (`MasterKeyRoot`).
+    let root: MasterKeyRoot.Root
     /// Nil when the stored authority cannot be opened: keys then get no attestation, and
     /// everything else works.
     let attestor: KeyAttestor?
@@ -79,7 +81,11 @@ public final class EnclaveDaemon: Sendable {
             logger: logger
         )
         auditLog = AuditLog(storage: storage, logger: logger)
-        masterKey = try Self.loadMasterKey(config.masterKeyPath)
+        let opened = try MasterKeyRoot.open(config: config, storage: storage)
+        masterKey = opened.key
+        root = opened.root
+        if let note = opened.note { logger.notice("\(note)") }
+        logger.info("master key root: \(opened.root.rawValue)")
         // A lost or swapped key file must not silently make every item undecryptable.
         let check = Data(
             HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey)
@@ -150,16 +156,8 @@ public final class EnclaveDaemon: Sendable {
         }
         try Storage.makePrivateDirectory((path as NSString).deletingLastPathComponent)
         let key = SymmetricKey(size: .bits256)
-        // Written whole or not at all: a temporary file, synced, then renamed into place.
-        let temporary = path + ".new-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw KeyFileError(path: path, problem: String(cString: strerror(errno))) }
-        let written = key.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd) == 0
-        close(fd)
-        guard written == 32, synced, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw KeyFileError(path: path, problem: "could not be written")
+        do { try Storage.writePrivateFile(key.withUnsafeBytes { Data($0) }, to: path) } catch {
+            throw KeyFileError(path: path, problem: "could not be written: \(error)")
         }
         return key
     }

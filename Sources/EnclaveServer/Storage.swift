@@ -248,13 +248,10 @@ final class Storage: Sendable {
         }
     }
 
-    static func makePrivateDirectory(_ path: String) throws {
-        try FileManager.default.createDirectory(
-            atPath: path,
-            withIntermediateDirectories: true,
-            attributes: [.posixPermissions: 0o700]
-        )
-        chmod(path, 0o700)
+    /// Whether a master key was ever confirmed for this state: a state that has one was made with
+    /// some root already.
+    func hasMasterKeyCheck() throws -> Bool {
+        try pool.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'masterKeyCheck'") ?? false }
     }
 
     private static let encoder = JSONEncoder()

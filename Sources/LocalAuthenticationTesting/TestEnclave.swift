@@ -49,6 +49,9 @@ public final class TestEnclave: Sendable {
         /// (`--no-simulation`), nil (the daemon's own default, as an installation has it).
         public var allowsSimulation: Bool? = true
         public var extraArguments: [String] = []
+        /// The daemon's root (`--tpm`): `off` by default, so a test never seals to the machine's
+        /// TPM; a TPM in tpm2-tss's syntax (a simulator the test started) to test the TPM root.
+        public var tpm = "off"
         /// Added to the daemon's environment (e.g. `DBUS_SYSTEM_BUS_ADDRESS` for a private fprintd).
         public var environment: [String: String] = [:]
         public init() {}
@@ -112,7 +115,7 @@ public final class TestEnclave: Sendable {
             String(configuration.promptQueueTimeout),
             "--context-lifetime", String(configuration.contextLifetime), "--log-file", logPath, "--log-level", "debug",
             // The kit's daemon is the test's: `administer` hands it the passcode through a pipe.
-            "--exit-with-parent", "--administration-pipe",
+            "--exit-with-parent", "--administration-pipe", "--tpm", configuration.tpm,
         ]
         switch configuration.allowsSimulation {
         case true?: args.append("--allow-simulation")

@@ -153,6 +153,15 @@ struct LAEnclaved: AsyncParsableCommand {
     )
     var administrationPipe = false
 
+    @Option(
+        name: .customLong("tpm"),
+        help:
+            "The root of a new state: auto (the machine's TPM when this daemon may use it), off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P). Over the file's tpm."
+    )
+    var tpm: String?
+    @Flag(name: .customLong("require-tpm"), help: "Refuse to start without the TPM root.")
+    var requireTPM = false
+
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
     var logFile: String?
 
@@ -280,6 +289,15 @@ struct LAEnclaved: AsyncParsableCommand {
             )
         defaults.promptAgent = Self.agentBesideDaemon()
         commandLine.administrationPipe = administrationPipe
+        if let tpm {
+            guard let setting = HardwareRoot.Setting(tpm) else {
+                throw ValidationError(
+                    "--tpm is auto, off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P)"
+                )
+            }
+            commandLine.tpm = setting
+        }
+        commandLine.requireTPM = requireTPM
         let config = DaemonConfiguration.resolve(
             file: settings,
             systemFile: systemSettings,
@@ -314,6 +332,10 @@ struct LAEnclaved: AsyncParsableCommand {
                 return
             }
             throw e
+        } catch {
+            // Said in the log too (a daemon started with --log-file has no one reading its stderr).
+            logger.critical("cannot start: \(error)")
+            throw error
         }
         var services = EnclaveService.services(daemon: daemon, logger: logger)
         if exitWithParent {

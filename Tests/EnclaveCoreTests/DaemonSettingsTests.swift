@@ -11,6 +11,8 @@ final class DaemonSettingsTests: XCTestCase {
         XCTAssertNil(s.pamUsers)
         XCTAssertNil(s.allowSimulation)
         XCTAssertNil(s.promptAgent)
+        XCTAssertNil(s.tpm, "auto")
+        XCTAssertNil(s.requireTPM)
     }
 
     func testEveryKeyWithCommentsAndSpaces() throws {
@@ -25,8 +27,12 @@ final class DaemonSettingsTests: XCTestCase {
             allow-simulation = yes
             prompt-agent = /opt/la/laenclaved-agent
             administration-pipe = yes
+            tpm = swtpm:host=127.0.0.1,port=2321
+            require-tpm = yes
             """
         )
+        XCTAssertEqual(s.tpm, .tcti("swtpm:host=127.0.0.1,port=2321"))
+        XCTAssertEqual(s.requireTPM, true)
         XCTAssertEqual(s.sensor, .fprintd)
         XCTAssertEqual(s.passcodeSource, .pam)
         XCTAssertEqual(s.pamService, "login")
@@ -49,6 +55,8 @@ final class DaemonSettingsTests: XCTestCase {
             ("prompt-agent = laenclaved-agent", 1, "absolute path"),
             ("prompt-agent = /usr/bin/", 1, "absolute path"),
             ("just words", 1, "key = value"),
+            ("tpm = on", 1, "tpm is auto, off, or a TPM"),
+            ("require-tpm = please", 1, "require-tpm is yes or no"),
         ] {
             XCTAssertThrowsError(try DaemonSettings.parse(text), text) { error in
                 guard let e = error as? DaemonSettings.ParseError else { return XCTFail("\(error)") }

@@ -23,6 +23,8 @@ extension DaemonConfiguration {
         )
         config.passcodeCost = passcodeCost
         config.passcodeMinimumLength = passcodeMinimumLength
+        // The machine's TPM is not the test's: tests that need one start a simulator.
+        config.tpm = .off
         return config
     }
 }

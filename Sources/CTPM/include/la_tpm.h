@@ -1,0 +1,33 @@
+#ifndef LA_TPM_H
+#define LA_TPM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+// The few TPM 2.0 commands the daemon's hardware root needs, over tpm2-tss's ESAPI (libtss2-esys)
+// and its TCTI loader (libtss2-tctildr). Each call returns a TSS2_RC (0: success); `la_tpm_error`
+// names one. Blobs travel marshalled (TPM2B_PUBLIC then TPM2B_PRIVATE, each as the TPM writes it).
+
+typedef struct la_tpm la_tpm;
+
+/// Opens the TPM named by `tcti` in tpm2-tss's syntax ("device:/dev/tpmrm0",
+/// "swtpm:host=127.0.0.1,port=2321"); never NULL (the loader's default would try a TCP simulator).
+uint32_t la_tpm_open(const char *tcti, la_tpm **out);
+void la_tpm_close(la_tpm *tpm);
+
+/// Seals `secret` (at most 128 bytes) under the owner hierarchy's ECC P-256 storage primary as a
+/// keyedHash object that is fixedTPM, fixedParent and noDA. `blob` gets the marshalled public and
+/// private parts; `*blob_size` is its capacity on entry, what was written on return.
+uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uint8_t *blob, size_t *blob_size);
+
+/// Loads a blob from `la_tpm_seal` under the same primary and unseals it into `secret`
+/// (`*secret_size`: capacity on entry, length on return). Fails on any other TPM.
+uint32_t la_tpm_unseal(la_tpm *tpm, const uint8_t *blob, size_t blob_size, uint8_t *secret, size_t *secret_size);
+
+/// The TSS's own words for `rc`.
+const char *la_tpm_error(uint32_t rc);
+
+/// The most a blob can take (both parts at their largest).
+#define LA_TPM_MAX_BLOB 2048
+
+#endif

@@ -1,0 +1,152 @@
+#include "la_tpm.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <tss2/tss2_esys.h>
+#include <tss2/tss2_mu.h>
+#include <tss2/tss2_rc.h>
+#include <tss2/tss2_tctildr.h>
+
+struct la_tpm {
+    TSS2_TCTI_CONTEXT *tcti;
+    ESYS_CONTEXT *esys;
+};
+
+uint32_t la_tpm_open(const char *tcti, la_tpm **out) {
+    *out = NULL;
+    if (tcti == NULL) return TSS2_ESYS_RC_BAD_REFERENCE;
+    la_tpm *tpm = calloc(1, sizeof *tpm);
+    if (tpm == NULL) return TSS2_ESYS_RC_MEMORY;
+    TSS2_RC rc = Tss2_TctiLdr_Initialize(tcti, &tpm->tcti);
+    if (rc != TSS2_RC_SUCCESS) {
+        free(tpm);
+        return rc;
+    }
+    rc = Esys_Initialize(&tpm->esys, tpm->tcti, NULL);
+    if (rc != TSS2_RC_SUCCESS) {
+        Tss2_TctiLdr_Finalize(&tpm->tcti);
+        free(tpm);
+        return rc;
+    }
+    // A simulator may need its start-up; a started TPM answers TPM2_RC_INITIALIZE, and the kernel's
+    // resource manager may refuse the command: the next command says whether the TPM serves.
+    (void)Esys_Startup(tpm->esys, TPM2_SU_CLEAR);
+    *out = tpm;
+    return TSS2_RC_SUCCESS;
+}
+
+void la_tpm_close(la_tpm *tpm) {
+    if (tpm == NULL) return;
+    Esys_Finalize(&tpm->esys);
+    Tss2_TctiLdr_Finalize(&tpm->tcti);
+    free(tpm);
+}
+
+// The TCG's storage root key template (ECC P-256, AES-128-CFB), with noDA: derived from the owner
+// seed, the same key every time on one TPM, a different one on any other.
+static TSS2_RC create_primary(la_tpm *tpm, ESYS_TR *primary) {
+    TPM2B_SENSITIVE_CREATE sensitive = {0};
+    TPM2B_PUBLIC template = {
+        .publicArea = {
+            .type = TPM2_ALG_ECC,
+            .nameAlg = TPM2_ALG_SHA256,
+            .objectAttributes = TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT |
+                                TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN |
+                                TPMA_OBJECT_NODA,
+            .parameters.eccDetail = {
+                .symmetric = {.algorithm = TPM2_ALG_AES, .keyBits.aes = 128, .mode.aes = TPM2_ALG_CFB},
+                .scheme = {.scheme = TPM2_ALG_NULL},
+                .curveID = TPM2_ECC_NIST_P256,
+                .kdf = {.scheme = TPM2_ALG_NULL},
+            },
+        },
+    };
+    TPM2B_DATA outside = {0};
+    TPML_PCR_SELECTION pcrs = {0};
+    TPM2B_PUBLIC *public = NULL;
+    TPM2B_CREATION_DATA *creation = NULL;
+    TPM2B_DIGEST *hash = NULL;
+    TPMT_TK_CREATION *ticket = NULL;
+    TSS2_RC rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                    &sensitive, &template, &outside, &pcrs, primary, &public, &creation, &hash,
+                                    &ticket);
+    Esys_Free(public);
+    Esys_Free(creation);
+    Esys_Free(hash);
+    Esys_Free(ticket);
+    return rc;
+}
+
+uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uint8_t *blob, size_t *blob_size) {
+    if (secret_size == 0 || secret_size > sizeof(((TPM2B_SENSITIVE_DATA *)0)->buffer)) return TSS2_ESYS_RC_BAD_VALUE;
+    ESYS_TR primary = ESYS_TR_NONE;
+    TSS2_RC rc = create_primary(tpm, &primary);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    TPM2B_SENSITIVE_CREATE sensitive = {0};
+    sensitive.sensitive.data.size = (UINT16)secret_size;
+    memcpy(sensitive.sensitive.data.buffer, secret, secret_size);
+    TPM2B_PUBLIC template = {
+        .publicArea = {
+            .type = TPM2_ALG_KEYEDHASH,
+            .nameAlg = TPM2_ALG_SHA256,
+            .objectAttributes = TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+                                TPMA_OBJECT_NODA,
+            .parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL,
+        },
+    };
+    TPM2B_DATA outside = {0};
+    TPML_PCR_SELECTION pcrs = {0};
+    TPM2B_PRIVATE *private = NULL;
+    TPM2B_PUBLIC *public = NULL;
+    TPM2B_CREATION_DATA *creation = NULL;
+    TPM2B_DIGEST *hash = NULL;
+    TPMT_TK_CREATION *ticket = NULL;
+    rc = Esys_Create(tpm->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
+                     &outside, &pcrs, &private, &public, &creation, &hash, &ticket);
+    explicit_bzero(&sensitive, sizeof sensitive);
+    Esys_FlushContext(tpm->esys, primary);
+    if (rc == TSS2_RC_SUCCESS) {
+        size_t offset = 0;
+        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(public, blob, *blob_size, &offset);
+        if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Marshal(private, blob, *blob_size, &offset);
+        *blob_size = rc == TSS2_RC_SUCCESS ? offset : 0;
+    }
+    Esys_Free(private);
+    Esys_Free(public);
+    Esys_Free(creation);
+    Esys_Free(hash);
+    Esys_Free(ticket);
+    return rc;
+}
+
+uint32_t la_tpm_unseal(la_tpm *tpm, const uint8_t *blob, size_t blob_size, uint8_t *secret, size_t *secret_size) {
+    TPM2B_PUBLIC public = {0};
+    TPM2B_PRIVATE private = {0};
+    size_t offset = 0;
+    TSS2_RC rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(blob, blob_size, &offset, &public);
+    if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, blob_size, &offset, &private);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (offset != blob_size) return TSS2_MU_RC_BAD_SIZE;
+    ESYS_TR primary = ESYS_TR_NONE, sealed = ESYS_TR_NONE;
+    rc = create_primary(tpm, &primary);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = Esys_Load(tpm->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, &public, &sealed);
+    Esys_FlushContext(tpm->esys, primary);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    TPM2B_SENSITIVE_DATA *data = NULL;
+    rc = Esys_Unseal(tpm->esys, sealed, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &data);
+    Esys_FlushContext(tpm->esys, sealed);
+    if (rc == TSS2_RC_SUCCESS) {
+        if (data->size > *secret_size) {
+            rc = TSS2_ESYS_RC_INSUFFICIENT_BUFFER;
+        } else {
+            memcpy(secret, data->buffer, data->size);
+            *secret_size = data->size;
+        }
+        explicit_bzero(data, sizeof *data);
+    }
+    Esys_Free(data);
+    return rc;
+}
+
+const char *la_tpm_error(uint32_t rc) { return Tss2_RC_Decode(rc); }

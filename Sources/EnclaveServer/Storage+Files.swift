@@ -1,0 +1,44 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The daemon's private files: directories 0700 and files 0600, written whole or not at all.
+extension Storage {
+    static func makePrivateDirectory(_ path: String) throws {
+        try FileManager.default.createDirectory(
+            atPath: path,
+            withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700]
+        )
+        chmod(path, 0o700)
+    }
+
+    /// Writes `data` to `path` (0600) whole or not at all: a new file, synced, renamed into place,
+    /// the directory synced. Fails if it cannot.
+    static func writePrivateFile(_ data: Data, to path: String) throws {
+        let temporary = path + ".new-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw PrivateFileError(path: path, problem: String(cString: strerror(errno))) }
+        _ = fchmod(fd, 0o600)
+        let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard written == data.count, synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw PrivateFileError(path: path, problem: "could not be written")
+        }
+        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
+    }
+
+    struct PrivateFileError: Error, CustomStringConvertible {
+        var path: String
+        var problem: String
+        var description: String { "\(path) \(problem)" }
+    }
+}

@@ -1,0 +1,100 @@
+import EnclaveClient
+import Foundation
+import XCTest
+
+/// A TPM 2.0 for a test: Debian's `swtpm` on a loopback TCP port of its own, with its state in a
+/// directory of its own (a second one is another TPM: other seeds, other keys). `tcti` names it
+/// in tpm2-tss's syntax, for the daemon's `--tpm` and for tpm2-tools (`TPM2TOOLS_TCTI`).
+public final class SwtpmSimulator {
+    public static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/swtpm") }
+
+    public let tcti: String
+    public let port: Int
+    private let directory: String
+    private var pid: pid_t = 0
+
+    public init() throws {
+        var template = Array("/tmp/la-swtpm-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw SimulatorError(description: "no directory for swtpm") }
+        directory = String(cString: made)
+        // Two free ports in a row: the TPM's and its control channel (which the TCTI expects at port + 1).
+        port = try Self.freePortPair()
+        tcti = "swtpm:host=127.0.0.1,port=\(port)"
+        try start()
+    }
+
+    deinit { stop() }
+
+    /// Starts the simulator on its state (again, after `stop`: the same TPM).
+    public func start() throws {
+        pid = try DaemonLauncher.spawn(
+            "/usr/bin/swtpm",
+            [
+                "socket", "--tpm2", "--tpmstate", "dir=\(directory)",
+                "--server", "type=tcp,port=\(port),bindaddr=127.0.0.1",
+                "--ctrl", "type=tcp,port=\(port + 1),bindaddr=127.0.0.1",
+                "--flags", "not-need-init,startup-clear",
+            ],
+            inherit: false
+        )
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if Self.accepts(port) { return }
+            usleep(20_000)
+        }
+        throw SimulatorError(description: "swtpm did not listen on port \(port)")
+    }
+
+    /// Stops the simulator (its state stays, as a machine's TPM through a reboot).
+    public func stop() {
+        guard pid > 0 else { return }
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        pid = 0
+    }
+
+    /// Removes the TPM's state: the end of this TPM.
+    public func destroy() {
+        stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    private static func bindable(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+    }
+
+    private static func freePortPair() throws -> Int {
+        for _ in 0..<200 {
+            let port = Int.random(in: 20_000..<60_000)
+            if bindable(port) && bindable(port + 1) { return port }
+        }
+        throw SimulatorError(description: "no two free loopback ports for swtpm")
+    }
+
+    public struct SimulatorError: Error, CustomStringConvertible { public var description: String }
+}
