@@ -72,7 +72,8 @@ public enum TerminalHolders {
     }
 
     /// `onTheMachinesPseudoTerminals`: the slave lives on the daemon's own `/dev/pts`.
-    /// `holders`: nil when they could not be read at all (a system daemon's helper did not answer).
+    /// `holders`: nil when they could not be read at all (the scan ran out of time, or a system
+    /// daemon's helper did not answer).
     /// `trusted`: the listed programs' files, as the daemon sees them.
     public static func decide(
         _ device: TerminalDevice,
@@ -94,7 +95,7 @@ public enum TerminalHolders {
         }
         guard let holders else {
             return .refused(
-                "the daemon's helper could not say who holds this terminal's other side (it did not answer in time, or too many processes hold it)"
+                "the daemon could not say who holds this terminal's other side (another terminal is being checked, the machine has too many open descriptors to check in time, or too many processes hold it): try again"
             )
         }
         guard let first = holders.first else {

@@ -103,19 +103,19 @@ extension Storage {
         }
         do {
             try pool.write { db in
-                for (item, expectedModified, attributes) in rows {
+                // The update's growth as a whole (one item may shrink what another grows), per user.
+                var growth: [UInt32: Int] = [:]
+                for (item, _, attributes) in rows {
                     let old =
                         try Int.fetchOne(
                             db,
                             sql: "SELECT LENGTH(ciphertext) + LENGTH(attributes) FROM item WHERE id = ? AND uid = ?",
                             arguments: [item.id, Int64(item.uid)]
                         ) ?? 0
-                    try checkQuota(
-                        db,
-                        uid: item.uid,
-                        newItems: 0,
-                        growth: item.sealed.ciphertext.count + attributes.count - old
-                    )
+                    growth[item.uid, default: 0] += item.sealed.ciphertext.count + attributes.count - old
+                }
+                for (uid, bytes) in growth { try checkQuota(db, uid: uid, newItems: 0, growth: bytes) }
+                for (item, expectedModified, attributes) in rows {
                     try db.execute(
                         sql: """
                             UPDATE item SET primaryKey = ?, service = ?, account = ?, server = ?, attributes = ?, protection = ?, flags = ?,

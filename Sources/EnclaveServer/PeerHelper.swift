@@ -45,7 +45,8 @@ extension PeerProcess: PinnedPeer {}
 ///   0, the records' length in the name's place and no session, then one record per holder: pid
 ///   (Int32), whether its executable's file was read (UInt8), device and inode (UInt64 each), the
 ///   executable's path length (UInt8; 0 when unread or longer than 255 bytes) and the path. Status 7
-///   when the records do not fit (the daemon refuses the terminal).
+///   when the records do not fit, 9 when the scan took longer than its budget (the daemon then
+///   refuses the terminal).
 public enum PeerHelper {
     enum Operation: UInt32 {
         case pin = 1
@@ -127,7 +128,12 @@ public enum PeerHelper {
                     answer(socket, sequence: sequence, status: 6)
                     continue
                 }
-                guard let records = records(of: PtyMasterHolders.scan(index: index)) else {
+                // Bounded (`PtyMasterHolders.budget`), so pins and checks never wait for long behind it.
+                guard let holders = PtyMasterHolders.scan(index: index) else {
+                    answer(socket, sequence: sequence, status: 9)
+                    continue
+                }
+                guard let records = records(of: holders) else {
                     answer(socket, sequence: sequence, status: 7)
                     continue
                 }

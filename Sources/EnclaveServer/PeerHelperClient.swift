@@ -21,6 +21,8 @@ public final class PeerHelperClient: Sendable {
     }
     private let exchanges = Mutex(Exchanges())
     private let onGone: @Sendable () -> Void
+    /// Whether a holders scan is under way (`ptyHolders`).
+    private let scanning = Atomic(false)
     /// How long an answer may take, waiting for the helper included; a slower one refuses that
     /// client (and is dropped when it comes).
     private let timeout: Double = 1
@@ -88,8 +90,12 @@ public final class PeerHelperClient: Sendable {
     }
 
     /// The holders of the master of `/dev/pts/index`, as the helper reads them with its capabilities;
-    /// nil when it could not say (too slow, too many, gone).
+    /// nil when it could not say (another scan under way, too slow, too many, gone). One scan at a
+    /// time for the whole daemon: each holds the helper for up to `PtyMasterHolders.budget`, and
+    /// pins of every user wait behind it.
     func ptyHolders(index: UInt32) -> [TerminalHolders.Holder]? {
+        guard !scanning.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
+        defer { scanning.store(false, ordering: .releasing) }
         guard let answer = exchange(.holders, handle: UInt64(index)), PeerHelper.read(answer, 0, Int32.self) == 0,
             answer.count == PeerHelper.headerSize + Int(PeerHelper.read(answer, 25, UInt16.self))
         else { return nil }

@@ -28,31 +28,63 @@ public enum PtyMasterHolders {
         }
     }
 
-    public static func scan(index: UInt32, proc: String = "/proc") -> [TerminalHolders.Holder] {
+    /// How long one scan may take: past it the terminal is refused (the daemon cannot say who
+    /// holds it). A user with hundreds of thousands of descriptors must not hold a system daemon's
+    /// helper, which also pins every user's connections, for seconds (about 7 µs a descriptor).
+    public static let budget: Duration = .milliseconds(500)
+
+    /// The holders of the master of `/dev/pts/index`; nil when the scan took longer than `budget`.
+    public static func scan(
+        index: UInt32,
+        proc: String = "/proc",
+        budget: Duration = budget
+    ) -> [TerminalHolders.Holder]? {
         let wanted = "tty-index:\t\(index)"
+        let deadline = ContinuousClock.now + budget
         var holders: [TerminalHolders.Holder] = []
-        for entry in (try? FileManager.default.contentsOfDirectory(atPath: proc)) ?? [] {
-            guard let pid = Int32(entry) else { continue }
+        var outOfTime = false
+        let finished = eachEntry(of: proc, until: deadline) { entry in
+            guard let pid = Int32(entry) else { return }
             let fds = "\(proc)/\(entry)/fd"
-            guard let descriptors = try? FileManager.default.contentsOfDirectory(atPath: fds) else { continue }
-            let holds = descriptors.contains { fd in
-                guard isMultiplexer("\(fds)/\(fd)"),
-                    let info = PeerProcess.procFile(AT_FDCWD, "\(proc)/\(entry)/fdinfo/\(fd)")
-                else { return false }
-                return String(decoding: info, as: UTF8.self).split(separator: "\n").contains { $0 == wanted[...] }
+            var holds = false
+            let listed = eachEntry(of: fds, until: deadline) { fd in
+                guard !holds, Int32(fd) != nil,
+                    // The kernel writes tty-index only for a pseudo-terminal's master: the fdinfo
+                    // (procfs alone) comes first, so the descriptor's own file — a hung network
+                    // mount, a FUSE file that never answers — is never touched unless it is a master.
+                    let info = PeerProcess.procFile(AT_FDCWD, "\(proc)/\(entry)/fdinfo/\(fd)"),
+                    String(decoding: info, as: UTF8.self).split(separator: "\n").contains(where: { $0 == wanted[...] })
+                else { return }
+                holds = isMultiplexer("\(fds)/\(fd)")
             }
+            if !listed { outOfTime = ContinuousClock.now >= deadline }
+            guard holds else { return }
             let exe = "\(proc)/\(entry)/exe"
-            if holds {
-                holders.append(
-                    .init(
-                        pid: pid,
-                        executable: PeerProcess.link(AT_FDCWD, exe),
-                        file: PeerProcess.fileID(AT_FDCWD, exe)
-                    )
-                )
-            }
+            holders.append(
+                .init(pid: pid, executable: PeerProcess.link(AT_FDCWD, exe), file: PeerProcess.fileID(AT_FDCWD, exe))
+            )
         }
-        return holders
+        return finished && !outOfTime ? holders : nil
+    }
+
+    /// Calls `body` with each entry of `directory` (not . and ..); false when the directory could
+    /// not be read or `deadline` passed before the last entry.
+    private static func eachEntry(
+        of directory: String,
+        until deadline: ContinuousClock.Instant,
+        _ body: (String) -> Void
+    ) -> Bool {
+        guard let stream = opendir(directory) else { return false }
+        defer { closedir(stream) }
+        while let entry = readdir(stream) {
+            if ContinuousClock.now >= deadline { return false }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name == "." || name == ".." { continue }
+            body(name)
+        }
+        return true
     }
 
     /// Whether the descriptor behind `path` is the pseudo-terminal multiplexer (/dev/ptmx, 5:2).

@@ -139,6 +139,14 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertEqual(client.ptyHolders(index: 1 << 20 - 1), [], "pts/1048575 is held by nobody")
 
         kill(helper, SIGSTOP)
+        // One scan at a time for the whole daemon: a second, while the first waits, is refused.
+        let client = self.client!
+        let pts = index
+        let first = Thread { _ = client.ptyHolders(index: pts) }
+        first.start()
+        usleep(200_000)
+        XCTAssertNil(client.ptyHolders(index: pts), "another scan is under way")
+        usleep(1_000_000)
         XCTAssertNil(client.ptyHolders(index: index), "no answer in time: the daemon cannot say, and refuses")
         kill(helper, SIGCONT)
         let (cookie, ends) = connection()
