@@ -208,6 +208,9 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// Whether a graphical prompt agent serves the caller's session: its prompts are drawn there
     /// (our addition).
     public var promptAgent: Bool?
+    /// What the daemon's master secret is rooted in: "tpm" (sealed to the machine's TPM 2.0: a
+    /// copied state opens nothing elsewhere) or "software" (the key file alone); our addition.
+    public var root: String?
 
     public init(
         uid: UInt32,

@@ -202,6 +202,25 @@ extension Doctor {
         )
     }
 
+    /// The master secret's root (`HardwareRoot`): the software root is a note, not a problem (many
+    /// machines have no TPM, and a state made before keeps its root).
+    func checkRoot(_ s: UserStatus, into report: inout DoctorReport) {
+        switch s.root {
+        case "tpm"?:
+            report.ok(
+                "root",
+                "the master secret is sealed to this machine's TPM 2.0: a copied state directory and key file open nothing elsewhere"
+            )
+        case "software"?:
+            report.note(
+                "root",
+                "the software root: the key file alone opens the state, so a copy of both (a backup, a stolen disk) opens every item anywhere. "
+                    + "With a TPM 2.0 the daemon may open (/dev/tpmrm0), a new state is sealed to it (tpm = auto; docs/configuration.md)"
+            )
+        default: break
+        }
+    }
+
     /// The graphical prompt: never a problem (a server has no session to draw in).
     func checkPromptAgent(_ s: UserStatus, into report: inout DoctorReport) {
         guard s.promptAgent != true else {

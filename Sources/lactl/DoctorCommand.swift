@@ -200,6 +200,7 @@ struct Doctor: ParsableCommand {
             checkPasscodeLength(s, into: &report)
             checkEnrolmentElsewhere(s, into: &report)
             checkPromptAgent(s, into: &report)
+            checkRoot(s, into: &report)
             readerInUse = s.sensor.map { !$0.simulated } ?? false
         } catch {
             report.problem(

@@ -52,6 +52,12 @@ struct Status: ParsableCommand {
         print(
             "domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(Printable.field(s.app)))"
         )
+        switch s.root {
+        case "tpm"?: print("root          TPM 2.0 (a copy of the state opens nothing on another machine)")
+        case "software"?:
+            print("root          software (the key file: a copy of the state and key file opens it anywhere)")
+        default: break
+        }
         if s.promptOpen { print("prompt        open") }
         if s.promptAgent == true { print("prompt agent  laenclaved-agent draws this session's prompts") }
         if s.simulationEnabled { print("simulation    enabled, \(s.queuedEvents) event(s) queued") }

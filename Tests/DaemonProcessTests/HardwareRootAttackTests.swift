@@ -80,6 +80,13 @@ final class HardwareRootAttackTests: XCTestCase {
         try thief.start()
     }
 
+    /// What `lactl status --json` says of the daemon's root.
+    private func root(of enclave: TestEnclave) throws -> String? {
+        let out = try runProcess(productPath("lactl"), ["status", "--json", "--socket", enclave.socketPath])
+        let json = try JSONSerialization.jsonObject(with: Data(out.stdout.utf8)) as? [String: Any]
+        return json?["root"] as? String
+    }
+
     private func log(_ enclave: TestEnclave) -> String {
         (try? String(contentsOfFile: enclave.logPath, encoding: .utf8)) ?? ""
     }
@@ -91,6 +98,7 @@ final class HardwareRootAttackTests: XCTestCase {
         let thief = try enclave(tpm: "off")
         try startWithStolenState(thief, from: victim)
         XCTAssertEqual(read(on: thief), Data("the secret".utf8), "the software root's limit, which the TPM root closes")
+        XCTAssertEqual(try root(of: thief), "software")
     }
 
     func testWithTheTPMRootACopyOpensNothingElsewhere() throws {
@@ -124,5 +132,8 @@ final class HardwareRootAttackTests: XCTestCase {
         try machine.start()
         try victim.start()
         XCTAssertEqual(read(on: victim), Data("the secret".utf8))
+        XCTAssertEqual(try root(of: victim), "tpm")
+        let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", victim.socketPath])
+        XCTAssertTrue(doctor.stdout.contains("sealed to this machine's TPM 2.0"), doctor.stdout)
     }
 }
