@@ -77,11 +77,33 @@ static TSS2_RC create_primary(la_tpm *tpm, ESYS_TR *primary) {
     return rc;
 }
 
+// A session salted with the primary (ECDH to its key): with it a command's first parameter
+// (decrypt) and a response's first parameter (encrypt) cross the bus under AES-128-CFB, so someone
+// listening on the bus between the CPU and the TPM reads no secret.
+static TSS2_RC start_encrypting_session(la_tpm *tpm, ESYS_TR primary, ESYS_TR *session) {
+    TPMT_SYM_DEF symmetric = {.algorithm = TPM2_ALG_AES, .keyBits.aes = 128, .mode.aes = TPM2_ALG_CFB};
+    TSS2_RC rc = Esys_StartAuthSession(tpm->esys, primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                       NULL, TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, session);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = Esys_TRSess_SetAttributes(tpm->esys, *session,
+                                   TPMA_SESSION_DECRYPT | TPMA_SESSION_ENCRYPT | TPMA_SESSION_CONTINUESESSION, 0xff);
+    if (rc != TSS2_RC_SUCCESS) {
+        Esys_FlushContext(tpm->esys, *session);
+        *session = ESYS_TR_NONE;
+    }
+    return rc;
+}
+
 uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uint8_t *blob, size_t *blob_size) {
     if (secret_size == 0 || secret_size > sizeof(((TPM2B_SENSITIVE_DATA *)0)->buffer)) return TSS2_ESYS_RC_BAD_VALUE;
-    ESYS_TR primary = ESYS_TR_NONE;
+    ESYS_TR primary = ESYS_TR_NONE, session = ESYS_TR_NONE;
     TSS2_RC rc = create_primary(tpm, &primary);
     if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = start_encrypting_session(tpm, primary, &session);
+    if (rc != TSS2_RC_SUCCESS) {
+        Esys_FlushContext(tpm->esys, primary);
+        return rc;
+    }
     TPM2B_SENSITIVE_CREATE sensitive = {0};
     sensitive.sensitive.data.size = (UINT16)secret_size;
     memcpy(sensitive.sensitive.data.buffer, secret, secret_size);
@@ -101,9 +123,11 @@ uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uin
     TPM2B_CREATION_DATA *creation = NULL;
     TPM2B_DIGEST *hash = NULL;
     TPMT_TK_CREATION *ticket = NULL;
-    rc = Esys_Create(tpm->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &sensitive, &template,
-                     &outside, &pcrs, &private, &public, &creation, &hash, &ticket);
+    // The secret travels as the command's first parameter, under the session's encryption.
+    rc = Esys_Create(tpm->esys, primary, ESYS_TR_PASSWORD, session, ESYS_TR_NONE, &sensitive, &template, &outside,
+                     &pcrs, &private, &public, &creation, &hash, &ticket);
     explicit_bzero(&sensitive, sizeof sensitive);
+    Esys_FlushContext(tpm->esys, session);
     Esys_FlushContext(tpm->esys, primary);
     if (rc == TSS2_RC_SUCCESS) {
         size_t offset = 0;
@@ -127,14 +151,22 @@ uint32_t la_tpm_unseal(la_tpm *tpm, const uint8_t *blob, size_t blob_size, uint8
     if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, blob_size, &offset, &private);
     if (rc != TSS2_RC_SUCCESS) return rc;
     if (offset != blob_size) return TSS2_MU_RC_BAD_SIZE;
-    ESYS_TR primary = ESYS_TR_NONE, sealed = ESYS_TR_NONE;
+    ESYS_TR primary = ESYS_TR_NONE, sealed = ESYS_TR_NONE, session = ESYS_TR_NONE;
     rc = create_primary(tpm, &primary);
     if (rc != TSS2_RC_SUCCESS) return rc;
-    rc = Esys_Load(tpm->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, &public, &sealed);
+    rc = start_encrypting_session(tpm, primary, &session);
+    if (rc == TSS2_RC_SUCCESS) {
+        rc = Esys_Load(tpm->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, &public, &sealed);
+    }
     Esys_FlushContext(tpm->esys, primary);
-    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (rc != TSS2_RC_SUCCESS) {
+        if (session != ESYS_TR_NONE) Esys_FlushContext(tpm->esys, session);
+        return rc;
+    }
+    // The secret comes back as the response's first parameter, under the session's encryption.
     TPM2B_SENSITIVE_DATA *data = NULL;
-    rc = Esys_Unseal(tpm->esys, sealed, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &data);
+    rc = Esys_Unseal(tpm->esys, sealed, ESYS_TR_PASSWORD, session, ESYS_TR_NONE, &data);
+    Esys_FlushContext(tpm->esys, session);
     Esys_FlushContext(tpm->esys, sealed);
     if (rc == TSS2_RC_SUCCESS) {
         if (data->size > *secret_size) {

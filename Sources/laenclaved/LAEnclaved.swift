@@ -209,6 +209,9 @@ struct LAEnclaved: AsyncParsableCommand {
         }
         // Every file the daemon creates is private to it, whatever made it forget a mode.
         umask(0o077)
+        // No core file: a crash must not write the master key (and every key it derives) to disk.
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
         let mode: DaemonMode = system ? .system : .user
         let level = Logger.Level(rawValue: logLevel) ?? .info
         if let logFile {

@@ -133,6 +133,14 @@ final class HardwareRootAttackTests: XCTestCase {
         try victim.start()
         XCTAssertEqual(read(on: victim), Data("the secret".utf8))
         XCTAssertEqual(try root(of: victim), "tpm")
+        // The master key never reaches the disk through a core file.
+        let limits = try String(contentsOfFile: "/proc/\(victim.processID)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
+        XCTAssertEqual(
+            core?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2).map(String.init),
+            ["0", "0"],
+            "\(core ?? "")"
+        )
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", victim.socketPath])
         XCTAssertTrue(doctor.stdout.contains("sealed to this machine's TPM 2.0"), doctor.stdout)
     }

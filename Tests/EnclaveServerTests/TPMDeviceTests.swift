@@ -47,4 +47,24 @@ final class TPMDeviceTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("opening swtpm"), "\(error)")
         }
     }
+
+    /// Attack: someone listening on the bus between the CPU and a discrete TPM (a logic analyser
+    /// on its SPI or LPC lines, as done against BitLocker) reads what the commands carry. Here
+    /// tpm2-tss's pcap TCTI records every byte exchanged with the simulator: before the sealing
+    /// and unsealing ran in an encrypting session, the secret was in the capture twice (the Create
+    /// command and the Unseal response); now neither carries it in clear.
+    func testTheSecretNeverCrossesTheBusInClear() throws {
+        let capture = NSTemporaryDirectory() + "tpm-\(UUID().uuidString).pcap"
+        defer { unlink(capture) }
+        setenv("TCTI_PCAP_FILE", capture, 1)
+        defer { unsetenv("TCTI_PCAP_FILE") }
+        let secret = (0..<32).map { UInt8(0xA0 ^ $0) }
+        let tapped = "pcap:" + tpm.tcti
+        let blob = try TPMDevice.seal(secret, tcti: tapped)
+        XCTAssertEqual(try TPMDevice.unseal(blob, tcti: tapped), secret)
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: capture)))
+        XCTAssertGreaterThan(bytes.count, 1000, "the capture holds the exchange")
+        XCTAssertNotNil(bytes.firstRange(of: Array(blob.prefix(16))), "the capture is of these commands")
+        XCTAssertNil(bytes.firstRange(of: secret), "the secret crossed the bus in clear")
+    }
 }
