@@ -181,4 +181,19 @@ uint32_t la_tpm_unseal(la_tpm *tpm, const uint8_t *blob, size_t blob_size, uint8
     return rc;
 }
 
+uint32_t la_tpm_random(la_tpm *tpm, uint8_t *out, size_t size) {
+    if (size > 32) return TSS2_ESYS_RC_BAD_VALUE;
+    TPM2B_DIGEST *bytes = NULL;
+    TSS2_RC rc = Esys_GetRandom(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, (UINT16)size, &bytes);
+    if (rc == TSS2_RC_SUCCESS) {
+        if (bytes->size != size) {
+            rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
+        } else {
+            memcpy(out, bytes->buffer, size);
+        }
+    }
+    Esys_Free(bytes);
+    return rc;
+}
+
 const char *la_tpm_error(uint32_t rc) { return Tss2_RC_Decode(rc); }

@@ -4,7 +4,7 @@ import CTPM
 /// (`MasterKeyRoot`). Each call opens the TPM, runs its commands and closes it; the daemon calls
 /// them at start only (a TPM takes milliseconds to seconds a command, and is shared with the
 /// rest of the machine).
-enum TPMDevice {
+public enum TPMDevice {
     /// The TCTI that names the machine's TPM through the kernel's resource manager.
     static let machineTCTI = "device:/dev/tpmrm0"
     static let machineDevice = "/dev/tpmrm0"
@@ -12,7 +12,7 @@ enum TPMDevice {
     /// Seals `secret` (at most 128 bytes) to this TPM: the blob opens on no other (fixedTPM,
     /// fixedParent, under the owner hierarchy's storage primary) and counts toward no dictionary
     /// lockout (noDA: the secret is random, not guessable).
-    static func seal(_ secret: [UInt8], tcti: String) throws(TPMError) -> [UInt8] {
+    public static func seal(_ secret: [UInt8], tcti: String) throws(TPMError) -> [UInt8] {
         try withTPM(tcti) { tpm throws(TPMError) in
             var blob = [UInt8](repeating: 0, count: Int(LA_TPM_MAX_BLOB))
             var size = blob.count
@@ -23,13 +23,24 @@ enum TPMDevice {
     }
 
     /// The secret in a blob `seal` made on this TPM.
-    static func unseal(_ blob: [UInt8], tcti: String) throws(TPMError) -> [UInt8] {
+    public static func unseal(_ blob: [UInt8], tcti: String) throws(TPMError) -> [UInt8] {
         try withTPM(tcti) { tpm throws(TPMError) in
             var secret = [UInt8](repeating: 0, count: 128)
             var size = secret.count
             let rc = la_tpm_unseal(tpm, blob, blob.count, &secret, &size)
             guard rc == 0 else { throw TPMError("unsealing", rc) }
             return Array(secret[..<size])
+        }
+    }
+
+    /// `count` (at most 32) random bytes: one command on a fresh connection, the floor the
+    /// benchmark sets beside sealing and unsealing.
+    public static func randomBytes(_ count: Int, tcti: String) throws(TPMError) -> [UInt8] {
+        try withTPM(tcti) { tpm throws(TPMError) in
+            var bytes = [UInt8](repeating: 0, count: count)
+            let rc = la_tpm_random(tpm, &bytes, count)
+            guard rc == 0 else { throw TPMError("random bytes", rc) }
+            return bytes
         }
     }
 
@@ -44,12 +55,14 @@ enum TPMDevice {
 }
 
 /// A TPM command that failed, in the TSS's words.
-struct TPMError: Error, CustomStringConvertible, Equatable {
+public struct TPMError: Error, CustomStringConvertible, Equatable {
     let operation: String
     let code: UInt32
     init(_ operation: String, _ code: UInt32) {
         self.operation = operation
         self.code = code
     }
-    var description: String { "\(operation): \(la_tpm_error(code).map { String(cString: $0) } ?? "TPM error \(code)")" }
+    public var description: String {
+        "\(operation): \(la_tpm_error(code).map { String(cString: $0) } ?? "TPM error \(code)")"
+    }
 }

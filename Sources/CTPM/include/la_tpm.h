@@ -24,6 +24,9 @@ uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uin
 /// (`*secret_size`: capacity on entry, length on return). Fails on any other TPM.
 uint32_t la_tpm_unseal(la_tpm *tpm, const uint8_t *blob, size_t blob_size, uint8_t *secret, size_t *secret_size);
 
+/// `size` (at most 32) random bytes from the TPM: one command, the floor of any TPM operation.
+uint32_t la_tpm_random(la_tpm *tpm, uint8_t *out, size_t size);
+
 /// The TSS's own words for `rc`.
 const char *la_tpm_error(uint32_t rc);
 
