@@ -95,7 +95,7 @@ static TSS2_RC start_encrypting_session(la_tpm *tpm, ESYS_TR primary, ESYS_TR *s
 }
 
 uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uint8_t *blob, size_t *blob_size) {
-    if (secret_size == 0 || secret_size > sizeof(((TPM2B_SENSITIVE_DATA *)0)->buffer)) return TSS2_ESYS_RC_BAD_VALUE;
+    if (secret_size == 0 || secret_size > 128) return TSS2_ESYS_RC_BAD_VALUE;
     ESYS_TR primary = ESYS_TR_NONE, session = ESYS_TR_NONE;
     TSS2_RC rc = create_primary(tpm, &primary);
     if (rc != TSS2_RC_SUCCESS) return rc;

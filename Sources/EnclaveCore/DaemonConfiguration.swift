@@ -60,8 +60,10 @@ public struct DaemonConfiguration: Sendable {
     /// The programs trusted to hold the other side of a terminal administration is asked on
     /// (`TerminalHolders`): `terminal-holders` from a file only root can write, else the default.
     public var terminalHolders = TerminalHolders.defaultTrusted
-    /// Which root holds the master secret for a new state (`HardwareRoot`): `tpm`, `--tpm`.
-    public var tpm: HardwareRoot.Setting = .auto
+    /// Which root holds the master secret for a new state (`HardwareRoot`): `tpm`, `--tpm`. Off
+    /// unless chosen (our interim choice): until the recovery secret exists, a TPM clear loses a
+    /// sealed state, which a default must not risk.
+    public var tpm: HardwareRoot.Setting = .off
     /// `--require-tpm` / `require-tpm = yes`: no start without the TPM root.
     public var requireTPM = false
     /// How long the agent may take to say a prompt's window is up before it is dropped and the
@@ -193,16 +195,20 @@ extension DaemonConfiguration {
         config.contextLifetime = commandLine.contextLifetime
         config.connectionLimits = commandLine.connectionLimits
         config.helloTimeout = commandLine.helloTimeout
-        config.tpm = commandLine.tpm ?? settings.tpm ?? .auto
-        config.requireTPM = commandLine.requireTPM || settings.requireTPM == true
         let agent = settings.promptAgent ?? defaults.promptAgent
         config.promptAgentPath = agent?.isEmpty == false ? agent : nil
         // What only root may choose: from the system daemon's own file when only root can write it;
         // a user-mode daemon's own file never says it (whoever starts that daemon picks its file,
         // and a root-owned file is not always root's words: /proc holds some), only the system's.
         let rootsFile = (mode == .system ? file : systemFile).flatMap { $0.onlyRootWrites ? $0.settings : nil }
+        // A system daemon's root is root's to choose (whoever writes the file could pick a TPM
+        // simulator of theirs, which would hold the TPM half of every user's keys); requiring the
+        // TPM only restricts, and counts from anywhere.
+        config.tpm = commandLine.tpm ?? (mode == .system ? rootsFile?.tpm : settings.tpm) ?? .off
+        config.requireTPM = commandLine.requireTPM || settings.requireTPM == true
         config.administrationPipe = commandLine.administrationPipe || rootsFile?.administrationPipe == true
         if let holders = rootsFile?.terminalHolders { config.terminalHolders = holders }
+        if mode == .system, !file.onlyRootWrites, file.settings.tpm != nil { config.ignoredRootSettings.append("tpm") }
         if mode == .user || !file.onlyRootWrites {
             if file.settings.administrationPipe == true { config.ignoredRootSettings.append("administration-pipe") }
             if file.settings.terminalHolders != nil { config.ignoredRootSettings.append("terminal-holders") }

@@ -90,7 +90,7 @@ public final class EnclaveDaemon: Sendable {
         let check = Data(
             HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey)
         )
-        guard try storage.confirmMasterKey(check: check) else {
+        guard try storage.confirmMasterKey(check: check, root: opened.root.rawValue) else {
             throw KeyFileError(
                 path: config.masterKeyPath,
                 problem:

@@ -32,8 +32,28 @@ enum MasterKeyRoot {
     static func open(config: DaemonConfiguration, storage: Storage) throws -> Opened {
         let hostKey = try EnclaveDaemon.loadMasterKey(config.masterKeyPath)
         let blobPath = config.stateDirectory + "/" + blobName
-        let blob = FileManager.default.contents(atPath: blobPath)
-        let recorded: HardwareRoot.Recorded = blob != nil ? .tpm : (try storage.hasMasterKeyCheck() ? .software : .new)
+        let blob = try readBlob(blobPath)
+        let record = try storage.masterKeyRecord()
+        let recorded: HardwareRoot.Recorded
+        switch (record.root, blob != nil) {
+        case ("tpm"?, false):
+            throw RootError(
+                description:
+                    "this state's master secret is sealed to a TPM, but \(blobPath) is missing: restore it from the same copy as the state (without it the state never opens)"
+            )
+        case ("software"?, true):
+            throw RootError(
+                description:
+                    "\(blobPath) does not belong to this state, which was made with the software root: move it away"
+            )
+        case (_, true): recorded = .tpm  // recorded, or sealed by a start that ended before recording it
+        case ("software"?, false): recorded = .software
+        case (let other?, false):
+            throw RootError(description: "this state names an unknown root \"\(other.prefix(16))\"")
+        case (nil, false):
+            // A state from before roots were recorded is the software root's; only an empty one is new.
+            recorded = record.confirmed || record.holdsData ? .software : .new
+        }
         let machine = access(TPMDevice.machineDevice, R_OK | W_OK) == 0 ? TPMDevice.machineTCTI : nil
         let decision = HardwareRoot.decide(
             setting: config.tpm,
@@ -48,11 +68,12 @@ enum MasterKeyRoot {
             return Opened(key: hostKey, root: .software, note: note)
         case .tpm(let tcti):
             let secret: [UInt8]
+            var sealedNow = false
             if let blob {
                 do { secret = try TPMDevice.unseal(Array(blob), tcti: tcti) } catch {
                     throw RootError(
                         description:
-                            "the master secret sealed to the TPM does not open with \(tcti) (\(error)): a state opens only with the TPM it was sealed to — a copied state never opens on another machine; after a TPM clear or a new mainboard, the recovery is needed"
+                            "the master secret sealed to the TPM does not open with \(tcti) (\(error)): a state opens only with the TPM it was sealed to — a copied state never opens elsewhere, and after a TPM clear, a new mainboard or an fTPM reset this state cannot be recovered (no recovery secret exists yet)"
                     )
                 }
             } else {
@@ -62,8 +83,25 @@ enum MasterKeyRoot {
                     throw RootError(description: "the TPM (\(tcti)) could not seal the master secret: \(error)")
                 }
                 try Storage.writePrivateFile(Data(sealed), to: blobPath)
+                sealedNow = true
             }
-            return Opened(key: mixed(tpmSecret: secret, hostKey: hostKey), root: .tpm, note: nil)
+            let note =
+                sealedNow
+                ? "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere, and a TPM clear, a new mainboard or an fTPM reset makes it unrecoverable (no recovery secret exists yet)"
+                : nil
+            return Opened(key: mixed(tpmSecret: secret, hostKey: hostKey), root: .tpm, note: note)
+        }
+    }
+
+    /// The blob, nil when there is none; any other failure to read it refuses (a blob that could
+    /// not be read is not a state without one).
+    private static func readBlob(_ path: String) throws -> Data? {
+        do { return try Data(contentsOf: URL(fileURLWithPath: path)) } catch let error as CocoaError
+            where error.code == .fileReadNoSuchFile
+        {
+            return nil
+        } catch {
+            throw RootError(description: "\(path) could not be read: \(error)")
         }
     }
 

@@ -19,7 +19,9 @@ extension Storage {
     /// the directory synced. Fails if it cannot.
     static func writePrivateFile(_ data: Data, to path: String) throws {
         let temporary = path + ".new-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        // A leftover of a start that died here, with the same pid: never written through.
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw PrivateFileError(path: path, problem: String(cString: strerror(errno))) }
         _ = fchmod(fd, 0o600)
         let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }

@@ -248,10 +248,23 @@ final class Storage: Sendable {
         }
     }
 
-    /// Whether a master key was ever confirmed for this state: a state that has one was made with
-    /// some root already.
-    func hasMasterKeyCheck() throws -> Bool {
-        try pool.read { db in try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'masterKeyCheck'") ?? false }
+    /// What the state says of its master key: whether one was ever confirmed, the root recorded
+    /// with it (nil for a state made before roots were recorded: the software root), and whether
+    /// it holds anything a key opens (users, class keys, items).
+    func masterKeyRecord() throws -> (confirmed: Bool, root: String?, holdsData: Bool) {
+        try pool.read { db in
+            let confirmed = try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'masterKeyCheck'") ?? false
+            let root = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'root'").map {
+                String(decoding: $0, as: UTF8.self)
+            }
+            let holdsData =
+                try Bool.fetchOne(
+                    db,
+                    sql:
+                        "SELECT EXISTS (SELECT 1 FROM user) OR EXISTS (SELECT 1 FROM class_key) OR EXISTS (SELECT 1 FROM item)"
+                ) ?? true
+            return (confirmed, root, holdsData)
+        }
     }
 
     private static let encoder = JSONEncoder()
@@ -369,12 +382,18 @@ final class Storage: Sendable {
     }
 
     /// Records the master key's check value on first use; afterwards answers whether `check` is it.
-    func confirmMasterKey(check: Data) throws -> Bool {
+    /// On first use also records which root gave the key (`root`), in the same transaction: the
+    /// state's own word for its root, beside the TPM's blob.
+    func confirmMasterKey(check: Data, root: String) throws -> Bool {
         try pool.write { db in
             if let stored = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'masterKeyCheck'") {
                 return ConstantTime.equal(stored, check)
             }
             try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('masterKeyCheck', ?)", arguments: [check])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO meta (name, value) VALUES ('root', ?)",
+                arguments: [Data(root.utf8)]
+            )
             return true
         }
     }

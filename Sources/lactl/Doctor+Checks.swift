@@ -209,13 +209,14 @@ extension Doctor {
         case "tpm"?:
             report.ok(
                 "root",
-                "the master secret is sealed to this machine's TPM 2.0: a copied state directory and key file open nothing elsewhere"
+                "the master secret is sealed to a TPM 2.0: a copy of the state directory and key file opens nothing without that TPM "
+                    + "(a TPM clear loses the state: no recovery secret exists yet)"
             )
         case "software"?:
             report.note(
                 "root",
                 "the software root: the key file alone opens the state, so a copy of both (a backup, a stolen disk) opens every item anywhere. "
-                    + "With a TPM 2.0 the daemon may open (/dev/tpmrm0), a new state is sealed to it (tpm = auto; docs/configuration.md)"
+                    + "With a TPM 2.0 the daemon may open (/dev/tpmrm0), tpm = auto seals a new state to it (docs/configuration.md: no recovery after a TPM clear yet)"
             )
         default: break
         }

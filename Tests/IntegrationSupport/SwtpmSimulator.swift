@@ -20,10 +20,13 @@ public final class SwtpmSimulator {
         // Two free ports in a row: the TPM's and its control channel (which the TCTI expects at port + 1).
         port = try Self.freePortPair()
         tcti = "swtpm:host=127.0.0.1,port=\(port)"
-        try start()
+        do { try start() } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
     }
 
-    deinit { stop() }
+    deinit { destroy() }
 
     /// Starts the simulator on its state (again, after `stop`: the same TPM).
     public func start() throws {
@@ -39,9 +42,15 @@ public final class SwtpmSimulator {
         )
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
+            var status: Int32 = 0
+            if waitpid(pid, &status, WNOHANG) == pid {
+                pid = 0
+                throw SimulatorError(description: "swtpm exited at start (port \(port) taken?)")
+            }
             if Self.accepts(port) { return }
             usleep(20_000)
         }
+        stop()
         throw SimulatorError(description: "swtpm did not listen on port \(port)")
     }
 

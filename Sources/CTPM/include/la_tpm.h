@@ -30,7 +30,8 @@ uint32_t la_tpm_random(la_tpm *tpm, uint8_t *out, size_t size);
 /// The TSS's own words for `rc`.
 const char *la_tpm_error(uint32_t rc);
 
-/// The most a blob can take (both parts at their largest).
+/// Room for a blob of `la_tpm_seal`'s (its public and private parts come to a few hundred bytes;
+/// marshalling checks the bound).
 #define LA_TPM_MAX_BLOB 2048
 
 #endif
