@@ -50,6 +50,15 @@ static inline int la_file_id(int directory, const char *path, uint64_t *device, 
     return 0;
 }
 
+/// Whether `path` under `directory` is the character device `major`:`minor`, read as `la_file_id`
+/// reads (statx with AT_STATX_DONT_SYNC: a file on a network or FUSE mount that never answers is
+/// not asked). 1 yes, 0 no, -1 with errno.
+static inline int la_is_char_device(int directory, const char *path, unsigned major, unsigned minor) {
+    struct statx info;
+    if (syscall(SYS_statx, directory, path, AT_STATX_DONT_SYNC | AT_NO_AUTOMOUNT, STATX_TYPE, &info) != 0) return -1;
+    return (info.stx_mode & 0170000) == 0020000 && info.stx_rdev_major == major && info.stx_rdev_minor == minor;
+}
+
 #include <linux/openat2.h>
 
 /// Opens `path` under `directory` without leaving its mount or following any link (openat2 with

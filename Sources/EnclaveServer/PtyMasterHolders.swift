@@ -1,3 +1,4 @@
+import CPeerSocket
 import EnclaveCore
 import Foundation
 
@@ -49,13 +50,12 @@ public enum PtyMasterHolders {
             var holds = false
             let listed = eachEntry(of: fds, until: deadline) { fd in
                 guard !holds, Int32(fd) != nil,
-                    // The kernel writes tty-index only for a pseudo-terminal's master: the fdinfo
-                    // (procfs alone) comes first, so the descriptor's own file — a hung network
-                    // mount, a FUSE file that never answers — is never touched unless it is a master.
-                    let info = PeerProcess.procFile(AT_FDCWD, "\(proc)/\(entry)/fdinfo/\(fd)"),
-                    String(decoding: info, as: UTF8.self).split(separator: "\n").contains(where: { $0 == wanted[...] })
+                    // The device first, as the kernel last knew it (a file on a mount that never
+                    // answers is not asked), then the master's index from its fdinfo.
+                    la_is_char_device(AT_FDCWD, "\(fds)/\(fd)", 5, 2) == 1,
+                    let info = PeerProcess.procFile(AT_FDCWD, "\(proc)/\(entry)/fdinfo/\(fd)")
                 else { return }
-                holds = isMultiplexer("\(fds)/\(fd)")
+                holds = String(decoding: info, as: UTF8.self).split(separator: "\n").contains { $0 == wanted[...] }
             }
             if !listed { outOfTime = ContinuousClock.now >= deadline }
             guard holds else { return }
@@ -85,12 +85,5 @@ public enum PtyMasterHolders {
             body(name)
         }
         return true
-    }
-
-    /// Whether the descriptor behind `path` is the pseudo-terminal multiplexer (/dev/ptmx, 5:2).
-    private static func isMultiplexer(_ path: String) -> Bool {
-        var status = stat()
-        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFCHR else { return false }
-        return status.st_rdev == UInt64(5 << 8 | 2)
     }
 }
