@@ -69,21 +69,12 @@ public final class SwtpmSimulator {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    private static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-    }
+    private static func accepts(_ port: Int) -> Bool { onLoopback(port) { connect($0, $1, $2) == 0 } }
 
-    private static func bindable(_ port: Int) -> Bool {
+    private static func bindable(_ port: Int) -> Bool { onLoopback(port) { bind($0, $1, $2) == 0 } }
+
+    /// `body` with a new TCP socket and 127.0.0.1:`port`; the socket is closed after.
+    private static func onLoopback(_ port: Int, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Bool) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
         var address = sockaddr_in()
@@ -92,7 +83,7 @@ public final class SwtpmSimulator {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+                body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
             }
         }
     }
