@@ -74,11 +74,14 @@ public enum HardwareRoot {
             return .refuse(
                 "this state was made with the software root; moving it to a TPM is not available yet: start with tpm = auto or off, or with a new state directory"
             )
-        case (.software, _):
+        case (.software, let setting):
             if requireTPM { return .refuse("--require-tpm: this state was made with the software root, not a TPM") }
-            let note = machineTPM.map { _ in
-                "this state was made with the software root before the TPM root existed; it stays there (a copy of the state directory and key file opens it anywhere)"
-            }
+            // Said only where the TPM was asked for and is here: the state keeps its root.
+            let note =
+                setting == .auto
+                ? machineTPM.map { _ in
+                    "this state was made with the software root; it stays there (a copy of the state directory and key file opens it anywhere): moving it to the TPM is not built yet"
+                } : nil
             return .software(note: note)
         case (.new, .off):
             if requireTPM { return .refuse("--require-tpm with tpm = off") }

@@ -20,6 +20,7 @@ final class HardwareRootTests: XCTestCase {
             (.off, .tpm, machine, false, "refuse: tpm = off cannot open", "off cannot open a sealed state"),
             (.tcti(sim), .tpm, nil, false, "tpm swtpm", "a sealed state with a named TPM (which then must open it)"),
             (.auto, .software, machine, false, "software: stays there", "an old state keeps the software root, said"),
+            (.off, .software, machine, false, "software", "off: nothing to say"),
             (.auto, .software, nil, false, "software", "an old state on a machine without a TPM"),
             (.tcti(sim), .software, machine, false, "refuse: moving it to a TPM is not available", "no silent move"),
             (.auto, .software, machine, true, "refuse: --require-tpm", "required: an old state does not start"),
@@ -42,6 +43,16 @@ final class HardwareRootTests: XCTestCase {
             HardwareRoot.decide(setting: .auto, recorded: .software, machineTPM: nil, requireTPM: false),
             .software(note: nil),
             "nothing to say where there is no TPM"
+        )
+        XCTAssertEqual(
+            HardwareRoot.decide(
+                setting: .off,
+                recorded: .software,
+                machineTPM: "device:/dev/tpmrm0",
+                requireTPM: false
+            ),
+            .software(note: nil),
+            "nothing to say where the TPM was not asked for (the default)"
         )
     }
 
