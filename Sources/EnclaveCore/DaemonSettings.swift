@@ -129,7 +129,7 @@ public struct DaemonSettings: Equatable, Sendable {
                     throw ParseError(
                         line: number,
                         problem:
-                            "tpm is auto, off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P)"
+                            "tpm is " + HardwareRoot.Setting.expected
                     )
                 }
                 settings.tpm = setting

@@ -17,7 +17,11 @@ public enum HardwareRoot {
         case off
         case tcti(String)
 
-        /// nil for anything else (a value names its line's problem in `DaemonSettings`).
+        /// What a value may be, for the refusal of any other.
+        public static let expected =
+            "auto, off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P)"
+
+        /// nil for anything else (`expected` says what may be).
         public init?(_ value: String) {
             switch value {
             case "auto": self = .auto

@@ -175,6 +175,13 @@ public struct SensorInfo: Codable, Sendable, Equatable {
     }
 }
 
+/// What the daemon's master secret is rooted in (our addition, issue 31): sealed to a TPM 2.0 (a
+/// copied state opens nothing without that TPM), or the key file alone.
+public enum MasterSecretRoot: String, Codable, Sendable {
+    case tpm
+    case software
+}
+
 /// Everything `lactl status` shows about the calling user. Never a template, verifier or secret.
 public struct UserStatus: Codable, Sendable, Equatable {
     public var uid: UInt32
@@ -210,7 +217,7 @@ public struct UserStatus: Codable, Sendable, Equatable {
     public var promptAgent: Bool?
     /// What the daemon's master secret is rooted in: "tpm" (sealed to the machine's TPM 2.0: a
     /// copied state opens nothing elsewhere) or "software" (the key file alone); our addition.
-    public var root: String?
+    public var root: MasterSecretRoot?
 
     public init(
         uid: UInt32,

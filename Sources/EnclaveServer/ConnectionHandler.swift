@@ -183,7 +183,7 @@ final class ConnectionHandler: Sendable {
         case .status:
             var status = try await session.status(app: peer.app)
             status.promptAgent = daemon.promptAgents.agent(serving: peer) != nil
-            status.root = daemon.root.rawValue
+            status.root = daemon.root
             return .status(status)
         case .simulate(let a):
             try await session.simulate(a.events)

@@ -20,7 +20,7 @@ public final class EnclaveDaemon: Sendable {
     let logger: Logger
     let masterKey: SymmetricKey
     /// Which root gave the master key (`MasterKeyRoot`).
-    let root: MasterKeyRoot.Root
+    let root: MasterSecretRoot
     /// Nil when the stored authority cannot be opened: keys then get no attestation, and
     /// everything else works.
     let attestor: KeyAttestor?
@@ -90,7 +90,7 @@ public final class EnclaveDaemon: Sendable {
         let check = Data(
             HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey)
         )
-        guard try storage.confirmMasterKey(check: check, root: opened.root.rawValue) else {
+        guard try storage.confirmMasterKey(check: check, root: opened.root) else {
             throw KeyFileError(
                 path: config.masterKeyPath,
                 problem:

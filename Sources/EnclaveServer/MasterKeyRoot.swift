@@ -1,5 +1,6 @@
 import Crypto
 import EnclaveCore
+import EnclaveProtocol
 import Foundation
 
 #if canImport(Glibc)
@@ -12,11 +13,10 @@ import Glibc
 /// or restored elsewhere) nor the TPM alone gives it, the model of systemd-creds' host+tpm2. The
 /// secret is unsealed once, at start, and kept only in the derived key.
 enum MasterKeyRoot {
-    enum Root: String, Sendable { case tpm, software }
 
     struct Opened {
         let key: SymmetricKey
-        let root: Root
+        let root: MasterSecretRoot
         /// What the daemon says at start about its root.
         let note: String?
     }
@@ -35,21 +35,25 @@ enum MasterKeyRoot {
         let blob = try readBlob(blobPath)
         let record = try storage.masterKeyRecord()
         let recorded: HardwareRoot.Recorded
-        switch (record.root, blob != nil) {
-        case ("tpm"?, false):
+        let named = try record.root.map { raw in
+            guard let root = MasterSecretRoot(rawValue: raw) else {
+                throw RootError(description: "this state names an unknown root \"\(raw.prefix(16))\"")
+            }
+            return root
+        }
+        switch (named, blob != nil) {
+        case (.tpm?, false):
             throw RootError(
                 description:
                     "this state's master secret is sealed to a TPM, but \(blobPath) is missing: restore it from the same copy as the state (without it the state never opens)"
             )
-        case ("software"?, true):
+        case (.software?, true):
             throw RootError(
                 description:
                     "\(blobPath) does not belong to this state, which was made with the software root: move it away"
             )
         case (_, true): recorded = .tpm  // recorded, or sealed by a start that ended before recording it
-        case ("software"?, false): recorded = .software
-        case (let other?, false):
-            throw RootError(description: "this state names an unknown root \"\(other.prefix(16))\"")
+        case (.software?, false): recorded = .software
         case (nil, false):
             // A state from before roots were recorded is the software root's; only an empty one is new.
             recorded = record.confirmed || record.holdsData ? .software : .new

@@ -384,7 +384,7 @@ final class Storage: Sendable {
     /// Records the master key's check value on first use; afterwards answers whether `check` is it.
     /// On first use also records which root gave the key (`root`), in the same transaction: the
     /// state's own word for its root, beside the TPM's blob.
-    func confirmMasterKey(check: Data, root: String) throws -> Bool {
+    func confirmMasterKey(check: Data, root: MasterSecretRoot) throws -> Bool {
         try pool.write { db in
             if let stored = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'masterKeyCheck'") {
                 return ConstantTime.equal(stored, check)
@@ -392,7 +392,7 @@ final class Storage: Sendable {
             try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('masterKeyCheck', ?)", arguments: [check])
             try db.execute(
                 sql: "INSERT OR REPLACE INTO meta (name, value) VALUES ('root', ?)",
-                arguments: [Data(root.utf8)]
+                arguments: [Data(root.rawValue.utf8)]
             )
             return true
         }

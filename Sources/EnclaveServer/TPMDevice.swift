@@ -6,8 +6,8 @@ import CTPM
 /// rest of the machine).
 public enum TPMDevice {
     /// The TCTI that names the machine's TPM through the kernel's resource manager.
-    static let machineTCTI = "device:/dev/tpmrm0"
     static let machineDevice = "/dev/tpmrm0"
+    static let machineTCTI = "device:" + machineDevice
 
     /// Seals `secret` (at most 128 bytes) to this TPM: the blob opens on no other (fixedTPM,
     /// fixedParent, under the owner hierarchy's storage primary) and counts toward no dictionary

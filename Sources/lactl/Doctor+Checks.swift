@@ -206,13 +206,13 @@ extension Doctor {
     /// machines have no TPM, and a state made before keeps its root).
     func checkRoot(_ s: UserStatus, into report: inout DoctorReport) {
         switch s.root {
-        case "tpm"?:
+        case .tpm?:
             report.ok(
                 "root",
                 "the master secret is sealed to a TPM 2.0: a copy of the state directory and key file opens nothing without that TPM "
                     + "(a TPM clear loses the state: no recovery secret exists yet)"
             )
-        case "software"?:
+        case .software?:
             report.note(
                 "root",
                 "the software root: the key file alone opens the state, so a copy of both (a backup, a stolen disk) opens every item anywhere. "

@@ -53,8 +53,8 @@ struct Status: ParsableCommand {
             "domain state  \(s.domainState.map { $0.base64EncodedString() } ?? "nil") (for \(Printable.field(s.app)))"
         )
         switch s.root {
-        case "tpm"?: print("root          TPM 2.0 (a copy of the state and key file opens nothing without that TPM)")
-        case "software"?:
+        case .tpm?: print("root          TPM 2.0 (a copy of the state and key file opens nothing without that TPM)")
+        case .software?:
             print("root          software (the key file: a copy of the state and key file opens it anywhere)")
         default: break
         }

@@ -295,7 +295,7 @@ struct LAEnclaved: AsyncParsableCommand {
         if let tpm {
             guard let setting = HardwareRoot.Setting(tpm) else {
                 throw ValidationError(
-                    "--tpm is auto, off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P)"
+                    "--tpm is " + HardwareRoot.Setting.expected
                 )
             }
             commandLine.tpm = setting
