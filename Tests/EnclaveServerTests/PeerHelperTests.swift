@@ -121,59 +121,6 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertTrue(client.executableChanged(999))
     }
 
-    /// Attack: a user holds a flood of descriptors, so that the holders scan a terminal
-    /// administration asks of the helper takes seconds; the helper also pins every user's
-    /// connections, and each pin made meanwhile timed out (every user refused). Now the scan gives
-    /// up at its budget (`PtyMasterHolders.budget`) and a pin made during it is served.
-    func testAFloodOfDescriptorsCannotHoldTheHelper() throws {
-        let flood = Process()
-        flood.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        flood.arguments = [
-            "python3", "-c",
-            // 350,000 descriptors, in as many processes as the descriptor limit asks.
-            "import os, resource, sys, time\n"
-                + "os.setpgid(0, 0)\n"
-                + "soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)\n"
-                + "resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))\n"
-                + "each = hard - 64\n"
-                + "for _ in range(-(-350000 // each)):\n"
-                + "    r, w = os.pipe()\n"
-                + "    if os.fork() == 0:\n"
-                + "        fds = [os.open('/dev/null', os.O_RDONLY) for _ in range(each)]\n"
-                + "        os.write(w, b'x'); time.sleep(120); os._exit(0)\n"
-                + "    os.read(r, 1)\n"
-                + "print('ready', flush=True)\n"
-                + "time.sleep(120)\n",
-        ]
-        let out = Pipe()
-        flood.standardOutput = out
-        try flood.run()
-        // The children go with their process group.
-        defer {
-            kill(-flood.processIdentifier, SIGKILL)
-            flood.terminate()
-        }
-        XCTAssertEqual(String(decoding: out.fileHandleForReading.readData(ofLength: 6), as: UTF8.self), "ready\n")
-
-        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        XCTAssertGreaterThanOrEqual(master, 0)
-        defer { close(master) }
-        var index: UInt32 = 0
-        XCTAssertEqual(ioctl(master, 0x8004_5430, &index), 0, "TIOCGPTN")
-        let client = self.client!
-        let pts = index
-        let scan = Thread { _ = client.ptyHolders(index: pts) }
-        scan.start()
-        usleep(100_000)
-        let (cookie, ends) = connection()
-        defer { for end in ends { close(end) } }
-        XCTAssertNoThrow(
-            try client.pin(pid: getpid(), pidfd: nil, cookie: cookie),
-            "a pin made during the scan is served"
-        )
-        XCTAssertFalse(gone.isSet)
-    }
-
     /// A system daemon's terminal check (issue 33): the helper, which may read every process, names
     /// each holder of a pseudo-terminal's master with its executable's path and file; an index
     /// nobody holds has none. A late holders answer is never taken for a pinned peer's.
