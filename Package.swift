@@ -97,8 +97,8 @@ let package = Package(
         .target(
             name: "CTPM",
             linkerSettings: [
-                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-tctildr"), .linkedLibrary("tss2-mu"),
-                .linkedLibrary("tss2-rc"),
+                .linkedLibrary("tss2-esys"), .linkedLibrary("tss2-sys"), .linkedLibrary("tss2-tctildr"),
+                .linkedLibrary("tss2-mu"), .linkedLibrary("tss2-rc"),
             ]
         ),
         // The daemon's I/O shell: socket server, peer credentials, storage, sensors, audit.
@@ -159,6 +159,8 @@ let package = Package(
                 // The daemon's socket shell without the daemon, as a floor beside the raw pair (`NIOSocketEcho`).
                 "EnclaveServer", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                // Reads the state's generation: how often the TPM's counter moved (`TPMRootBench`).
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // WebAuthn Level 3 server-side verification (ES256, EdDSA, RS256), strict CBOR/COSE, and the
@@ -285,6 +287,8 @@ let package = Package(
             dependencies: [
                 "IntegrationSupport", "LocalAuthentication", "Security", "LocalAuthenticationTesting", "EnclaveClient",
                 "EnclaveProtocol", "EnclaveCore", "CPeerSocket",
+                // Deletes a TPM counter as the TPM's owner could (RollbackCounterAttackTests).
+                "EnclaveServer",
                 // Reads a copy of the state as someone who took it would (CryptoShreddingAttackTests), and
                 // writes state in the old format (StateUpgradeTests).
                 .product(name: "GRDB", package: "GRDB.swift"), .product(name: "Crypto", package: "swift-crypto"),

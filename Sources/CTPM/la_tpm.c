@@ -5,12 +5,33 @@
 #include <tss2/tss2_esys.h>
 #include <tss2/tss2_mu.h>
 #include <tss2/tss2_rc.h>
+#include <tss2/tss2_sys.h>
 #include <tss2/tss2_tctildr.h>
 
 struct la_tpm {
     TSS2_TCTI_CONTEXT *tcti;
     ESYS_CONTEXT *esys;
 };
+
+// Without a resource manager (a simulator over TCP, /dev/tpm0) a client killed in the middle of
+// its commands leaves its sessions and objects loaded, and the TPM's few slots fill until every
+// session start fails (TPM_RC_SESSION_MEMORY). With the kernel's (/dev/tpmrm0) a connection sees
+// and flushes only its own, none at open. So at open, what is loaded is flushed.
+static void flush_stale(la_tpm *tpm) {
+    TSS2_SYS_CONTEXT *sys = NULL;
+    if (Esys_GetSysContext(tpm->esys, &sys) != TSS2_RC_SUCCESS || sys == NULL) return;
+    const TPM2_HC firsts[] = {TPM2_LOADED_SESSION_FIRST, TPM2_ACTIVE_SESSION_FIRST, TPM2_TRANSIENT_FIRST};
+    for (size_t f = 0; f < sizeof firsts / sizeof firsts[0]; f++) {
+        TPMI_YES_NO more = 0;
+        TPMS_CAPABILITY_DATA data = {0};
+        if (Tss2_Sys_GetCapability(sys, NULL, TPM2_CAP_HANDLES, firsts[f], TPM2_MAX_CAP_HANDLES, &more, &data,
+                                   NULL) != TSS2_RC_SUCCESS)
+            continue;
+        for (UINT32 i = 0; i < data.data.handles.count && i < TPM2_MAX_CAP_HANDLES; i++) {
+            (void)Tss2_Sys_FlushContext(sys, data.data.handles.handle[i]);
+        }
+    }
+}
 
 uint32_t la_tpm_open(const char *tcti, la_tpm **out) {
     *out = NULL;
@@ -31,6 +52,7 @@ uint32_t la_tpm_open(const char *tcti, la_tpm **out) {
     // A simulator may need its start-up; a started TPM answers TPM2_RC_INITIALIZE, and the kernel's
     // resource manager may refuse the command: the next command says whether the TPM serves.
     (void)Esys_Startup(tpm->esys, TPM2_SU_CLEAR);
+    flush_stale(tpm);
     *out = tpm;
     return TSS2_RC_SUCCESS;
 }
@@ -195,5 +217,124 @@ uint32_t la_tpm_random(la_tpm *tpm, uint8_t *out, size_t size) {
     Esys_Free(bytes);
     return rc;
 }
+
+// An HMAC session, neither bound nor salted: the authorization crosses the bus as an HMAC keyed
+// with the auth value, never as the value itself.
+static TSS2_RC start_hmac_session(la_tpm *tpm, ESYS_TR *session) {
+    TPMT_SYM_DEF symmetric = {.algorithm = TPM2_ALG_NULL};
+    return Esys_StartAuthSession(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL,
+                                 TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, session);
+}
+
+static TSS2_RC set_auth(la_tpm *tpm, ESYS_TR object, const uint8_t *auth, size_t auth_size) {
+    if (auth_size > 32) return TSS2_ESYS_RC_BAD_VALUE;
+    TPM2B_AUTH value = {.size = (UINT16)auth_size};
+    memcpy(value.buffer, auth, auth_size);
+    TSS2_RC rc = Esys_TR_SetAuth(tpm->esys, object, &value);
+    explicit_bzero(&value, sizeof value);
+    return rc;
+}
+
+static uint64_t big_endian_64(const uint8_t *bytes) {
+    uint64_t value = 0;
+    for (int i = 0; i < 8; i++) value = (value << 8) | bytes[i];
+    return value;
+}
+
+// Runs NV_Increment (when `increment`) and NV_Read on `nv`, authorized with its auth value through
+// one HMAC session.
+static TSS2_RC counter_step(la_tpm *tpm, ESYS_TR nv, int increment, uint64_t *value) {
+    ESYS_TR session = ESYS_TR_NONE;
+    TSS2_RC rc = start_hmac_session(tpm, &session);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    if (increment) rc = Esys_NV_Increment(tpm->esys, nv, nv, session, ESYS_TR_NONE, ESYS_TR_NONE);
+    if (rc == TSS2_RC_SUCCESS) {
+        TPM2B_MAX_NV_BUFFER *data = NULL;
+        rc = Esys_NV_Read(tpm->esys, nv, nv, session, ESYS_TR_NONE, ESYS_TR_NONE, 8, 0, &data);
+        if (rc == TSS2_RC_SUCCESS) {
+            if (data->size == 8) {
+                *value = big_endian_64(data->buffer);
+            } else {
+                rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
+            }
+        }
+        Esys_Free(data);
+    }
+    Esys_FlushContext(tpm->esys, session);
+    return rc;
+}
+
+uint32_t la_tpm_counter_define(la_tpm *tpm, uint32_t index, const uint8_t *auth, size_t auth_size, uint64_t *value) {
+    if (auth_size == 0 || auth_size > 32) return TSS2_ESYS_RC_BAD_VALUE;
+    TPM2B_AUTH value_auth = {.size = (UINT16)auth_size};
+    memcpy(value_auth.buffer, auth, auth_size);
+    TPM2B_NV_PUBLIC public = {
+        .nvPublic = {
+            .nvIndex = index,
+            .nameAlg = TPM2_ALG_SHA256,
+            .attributes = (TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHWRITE | TPMA_NV_AUTHREAD |
+                          TPMA_NV_OWNERREAD | TPMA_NV_NO_DA,
+            .dataSize = 8,
+        },
+    };
+    // The auth value is the command's first parameter: it crosses the bus under a session salted
+    // with the storage primary.
+    ESYS_TR primary = ESYS_TR_NONE, session = ESYS_TR_NONE, nv = ESYS_TR_NONE;
+    TSS2_RC rc = create_primary(tpm, &primary);
+    if (rc == TSS2_RC_SUCCESS) rc = start_encrypting_session(tpm, primary, &session);
+    if (rc == TSS2_RC_SUCCESS) {
+        rc = Esys_NV_DefineSpace(tpm->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, session, ESYS_TR_NONE, &value_auth,
+                                 &public, &nv);
+    }
+    explicit_bzero(&value_auth, sizeof value_auth);
+    if (session != ESYS_TR_NONE) Esys_FlushContext(tpm->esys, session);
+    if (primary != ESYS_TR_NONE) Esys_FlushContext(tpm->esys, primary);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = set_auth(tpm, nv, auth, auth_size);
+    if (rc == TSS2_RC_SUCCESS) rc = counter_step(tpm, nv, 1, value);
+    Esys_TR_Close(tpm->esys, &nv);
+    return rc;
+}
+
+// The counter at `index`, its auth value set; TPM2_RC_HANDLE when there is none.
+static TSS2_RC open_counter(la_tpm *tpm, uint32_t index, const uint8_t *auth, size_t auth_size, ESYS_TR *nv) {
+    TSS2_RC rc = Esys_TR_FromTPMPublic(tpm->esys, index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nv);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = set_auth(tpm, *nv, auth, auth_size);
+    if (rc != TSS2_RC_SUCCESS) Esys_TR_Close(tpm->esys, nv);
+    return rc;
+}
+
+uint32_t la_tpm_counter(la_tpm *tpm, uint32_t index, const uint8_t *auth, size_t auth_size, int increment,
+                        uint64_t *value) {
+    ESYS_TR nv = ESYS_TR_NONE;
+    TSS2_RC rc = open_counter(tpm, index, auth, auth_size, &nv);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = counter_step(tpm, nv, increment, value);
+    Esys_TR_Close(tpm->esys, &nv);
+    return rc;
+}
+
+uint32_t la_tpm_counter_undefine(la_tpm *tpm, uint32_t index) {
+    ESYS_TR nv = ESYS_TR_NONE;
+    TSS2_RC rc = Esys_TR_FromTPMPublic(tpm->esys, index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &nv);
+    if (rc != TSS2_RC_SUCCESS) return rc;
+    rc = Esys_NV_UndefineSpace(tpm->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE);
+    if (rc != TSS2_RC_SUCCESS) Esys_TR_Close(tpm->esys, &nv);
+    return rc;
+}
+
+// A TPM format-1 code names the handle, session or parameter it concerns in its upper bits; the
+// TSS's layer is in the top byte.
+static uint32_t tpm_base_code(uint32_t rc) {
+    uint32_t layer = rc & TSS2_RC_LAYER_MASK;
+    if (layer != TSS2_TPM_RC_LAYER && layer != TSS2_RESMGR_TPM_RC_LAYER) return rc;
+    uint32_t code = rc & 0xFFFF;
+    return (code & TPM2_RC_FMT1) ? (code & (TPM2_RC_FMT1 | 0x3F)) : code;
+}
+
+int la_tpm_rc_is_missing(uint32_t rc) { return tpm_base_code(rc) == TPM2_RC_HANDLE; }
+
+int la_tpm_rc_is_defined(uint32_t rc) { return tpm_base_code(rc) == TPM2_RC_NV_DEFINED; }
 
 const char *la_tpm_error(uint32_t rc) { return Tss2_RC_Decode(rc); }

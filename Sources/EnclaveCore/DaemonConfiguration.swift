@@ -66,6 +66,9 @@ public struct DaemonConfiguration: Sendable {
     public var tpm: HardwareRoot.Setting = .off
     /// `--require-tpm` / `require-tpm = yes`: no start without the TPM root.
     public var requireTPM = false
+    /// `--reanchor`: root's recovery after a rollback refusal (`RollbackCounter`): the state is
+    /// taken as it is and bound to a new TPM counter, then the daemon exits.
+    public var reanchor = false
     /// How long the agent may take to say a prompt's window is up before it is dropped and the
     /// prompt goes to the next presenter.
     public var promptAgentAnswerTimeout: Double = 3
@@ -121,6 +124,8 @@ public struct DaemonCommandLine: Sendable, Equatable {
     public var tpm: HardwareRoot.Setting?
     /// `--require-tpm`.
     public var requireTPM = false
+    /// `--reanchor`.
+    public var reanchor = false
 
     public init(mode: DaemonMode) { self.mode = mode }
 }
@@ -206,6 +211,7 @@ extension DaemonConfiguration {
         // TPM only restricts, and counts from anywhere.
         config.tpm = commandLine.tpm ?? (mode == .system ? rootsFile?.tpm : settings.tpm) ?? .off
         config.requireTPM = commandLine.requireTPM || settings.requireTPM == true
+        config.reanchor = commandLine.reanchor
         config.administrationPipe = commandLine.administrationPipe || rootsFile?.administrationPipe == true
         if let holders = rootsFile?.terminalHolders { config.terminalHolders = holders }
         if mode == .system, !file.onlyRootWrites, file.settings.tpm != nil { config.ignoredRootSettings.append("tpm") }

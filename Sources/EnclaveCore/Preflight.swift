@@ -7,10 +7,14 @@ public struct DeviceFacts: Sendable, Equatable {
     public var sensor: BiometryKind
     public var enrolled: Bool
     public var passcodeSet: Bool
-    public init(sensor: BiometryKind, enrolled: Bool, passcodeSet: Bool) {
+    /// Why passcode checks and biometrics are refused for every user (a TPM-root state older than
+    /// its rollback counter: `RollbackCounter`); nil when they are not.
+    public var stateRefusal: String?
+    public init(sensor: BiometryKind, enrolled: Bool, passcodeSet: Bool, stateRefusal: String? = nil) {
         self.sensor = sensor
         self.enrolled = enrolled
         self.passcodeSet = passcodeSet
+        self.stateRefusal = stateRefusal
     }
 }
 
@@ -27,10 +31,14 @@ public enum Preflight {
             if facts.sensor == .none { return (.biometryNotAvailable, "Biometry is not available on this device.") }
             if !facts.passcodeSet { return (.passcodeNotSet, "Passcode not set.") }
             if !facts.enrolled { return (.biometryNotEnrolled, "No identities are enrolled.") }
+            if let refusal = facts.stateRefusal { return (.biometryLockout, refusal) }
             if let reason = ledger.biometryRefusal(now: wall) { return (.biometryLockout, lockoutMessage(reason)) }
             return nil
         case .deviceOwnerAuthentication:
             if !facts.passcodeSet { return (.passcodeNotSet, "Passcode not set.") }
+            // Our choice: Apple has no code for a device whose counters cannot be trusted; the
+            // lockout is the nearest, and its message says why.
+            if let refusal = facts.stateRefusal { return (.biometryLockout, refusal) }
             return nil
         case .deviceOwnerAuthenticationWithCompanion, .deviceOwnerAuthenticationWithBiometricsOrCompanion:
             return (.companionNotAvailable, "No companion device is available.")

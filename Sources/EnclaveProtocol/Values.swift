@@ -218,6 +218,10 @@ public struct UserStatus: Codable, Sendable, Equatable {
     /// What the daemon's master secret is rooted in: "tpm" (sealed to the machine's TPM 2.0: a
     /// copied state opens nothing elsewhere) or "software" (the key file alone); our addition.
     public var root: MasterSecretRoot?
+    /// Why passcode checks and biometrics are refused for every user: a TPM-root state older than
+    /// its rollback counter (a copy put back), or the counter gone; root's recovery lifts it. Our
+    /// addition.
+    public var stateRefused: String?
 
     public init(
         uid: UInt32,
@@ -238,8 +242,10 @@ public struct UserStatus: Codable, Sendable, Equatable {
         passcodeMinimumLength: Int? = nil,
         passcodeShorterThanMinimum: Bool? = nil,
         enrolmentChangedElsewhereAt: Double? = nil,
-        promptAgent: Bool? = nil
+        promptAgent: Bool? = nil,
+        stateRefused: String? = nil
     ) {
+        self.stateRefused = stateRefused
         self.promptAgent = promptAgent
         self.passcodeMinimumLength = passcodeMinimumLength
         self.passcodeShorterThanMinimum = passcodeShorterThanMinimum

@@ -21,6 +21,8 @@ public final class EnclaveDaemon: Sendable {
     let masterKey: SymmetricKey
     /// Which root gave the master key (`MasterKeyRoot`).
     let root: MasterSecretRoot
+    /// On a TPM root: the state held against the TPM's rollback counter.
+    let rollback: RollbackGuard?
     /// Nil when the stored authority cannot be opened: keys then get no attestation, and
     /// everything else works.
     let attestor: KeyAttestor?
@@ -96,6 +98,23 @@ public final class EnclaveDaemon: Sendable {
                 problem:
                     "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away"
             )
+        }
+        if let counter = opened.counter {
+            rollback = try RollbackGuard.open(
+                storage: storage,
+                tcti: counter.tcti,
+                auth: counter.auth,
+                master: masterKey,
+                reanchor: config.reanchor,
+                logger: logger
+            )
+        } else {
+            guard !config.reanchor else {
+                throw MasterKeyRoot.RootError(
+                    description: "--reanchor: this state's root is the software root, which has no rollback counter"
+                )
+            }
+            rollback = nil
         }
         _ = try storage.upgradeSealing(master: masterKey)
         try storage.vacuumOnceForClassKeys()
@@ -180,6 +199,7 @@ public final class EnclaveDaemon: Sendable {
                 logger: logger,
                 stopping: stopping,
                 attestor: attestor,
+                rollback: rollback,
                 keys: UserKeys(
                     wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
                     legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid)

@@ -129,7 +129,7 @@ struct EvaluationRunner {
             return await report(session.stopping.endingOutcome(), on: session)
         } catch {
             session.logger.error("evaluation failed", metadata: ["uid": "\(session.uid)", "error": "\(error)"])
-            _ = save(finishing: nil, on: session)
+            _ = await save(finishing: nil, on: session)
             return EvaluationReport(
                 outcome: .failure(.systemCancel, "The enclave could not evaluate: \(error)"),
                 biometryType: session.sensorKind,
@@ -270,19 +270,19 @@ struct EvaluationRunner {
             case .disarmSensor:
                 disarm(on: session)
             case .show(let screen):
-                guard save(finishing: nil, on: session) else { return unsavable }
+                guard await save(finishing: nil, on: session) else { return unsavable }
                 lastScreen = screen
                 await show(screen)
             case .checkPasscode(let passcode):
                 // The check suspends, and other requests must not see an unsaved change.
-                guard save(finishing: nil, on: session) else { return unsavable }
+                guard await save(finishing: nil, on: session) else { return unsavable }
                 let result: EvaluationMachine.Input
                 do {
                     let (correct, attempt) = try await session.checkPasscode(passcode)
                     result = .passcodeChecked(correct: correct, attempt: attempt)
                 } catch let f as Failure where f.code == .busy {
                     result = .systemCancel("Another passcode check for this user was in progress.")
-                } catch let f as Failure where f.code == .notPermitted {
+                } catch let f as Failure where f.code == .notPermitted || f.code == .passcodeDisabled {
                     result = .systemCancel(f.message)
                 } catch {
                     result = .systemCancel("The device passcode was removed during the evaluation.")
@@ -295,7 +295,7 @@ struct EvaluationRunner {
             }
         }
         // The evaluation now waits for input: nothing unsaved may outlive this batch.
-        guard save(finishing: nil, on: session) else { return unsavable }
+        guard await save(finishing: nil, on: session) else { return unsavable }
         return nil
     }
 
@@ -333,11 +333,13 @@ struct EvaluationRunner {
         session.sensor?.disarm(uid: session.uid)
     }
 
-    private mutating func save(finishing outcome: EvaluationMachine.Outcome?, on session: isolated UserSession) -> Bool
-    {
+    private mutating func save(
+        finishing outcome: EvaluationMachine.Outcome?,
+        on session: isolated UserSession
+    ) async -> Bool {
         guard unsaved else { return true }
         do {
-            try session.persist(audit: outcome.map { [audit($0)] } ?? [])
+            try await session.persist(audit: outcome.map { [audit($0)] } ?? [])
             unsaved = false
             audited = outcome != nil
             return true
@@ -351,7 +353,7 @@ struct EvaluationRunner {
         on session: isolated UserSession
     ) async -> EvaluationReport {
         var outcome = outcome
-        if !save(finishing: outcome, on: session) {
+        if !(await save(finishing: outcome, on: session)) {
             outcome = .failure(.systemCancel, "The enclave could not save its state.")
         }
         var state: Data?

@@ -127,28 +127,22 @@ extension Storage {
         }
     }
 
-    /// Removing the passcode, in one durable transaction with the user's new record: the
-    /// `passcodeSet` class key, its items and its keys' own keys are destroyed; then the WAL is
-    /// shredded.
+    /// Removing the passcode, inside the transaction of the user's new record: the `passcodeSet`
+    /// class key, its items and its keys' own keys are destroyed (the caller shreds the WAL after).
     /// Answers how many items went.
-    func removePasscodeClass(saving r: UserRecord) throws -> Int {
-        let removed = try pool.write { db -> Int in
-            let uid = Int64(r.uid)
-            let keyClass = KeyClass.passcodeSet.rawValue
-            try db.execute(
-                sql: "DELETE FROM item WHERE uid = ? AND protection = ?",
-                arguments: [uid, Protection.whenPasscodeSetThisDeviceOnly.rawValue]
-            )
-            let items = db.changesCount
-            try db.execute(
-                sql: "UPDATE enclave_key SET wrapped = X'' WHERE uid = ? AND class = ?",
-                arguments: [uid, keyClass]
-            )
-            try db.execute(sql: "DELETE FROM class_key WHERE uid = ? AND class = ?", arguments: [uid, keyClass])
-            try Self.write(r, audit: [], db)
-            return items
-        }
-        shred()
-        return removed
+    static func removePasscodeClass(uid: UInt32, _ db: Database) throws -> Int {
+        let uid = Int64(uid)
+        let keyClass = KeyClass.passcodeSet.rawValue
+        try db.execute(
+            sql: "DELETE FROM item WHERE uid = ? AND protection = ?",
+            arguments: [uid, Protection.whenPasscodeSetThisDeviceOnly.rawValue]
+        )
+        let items = db.changesCount
+        try db.execute(
+            sql: "UPDATE enclave_key SET wrapped = X'' WHERE uid = ? AND class = ?",
+            arguments: [uid, keyClass]
+        )
+        try db.execute(sql: "DELETE FROM class_key WHERE uid = ? AND class = ?", arguments: [uid, keyClass])
+        return items
     }
 }

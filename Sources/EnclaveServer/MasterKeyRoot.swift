@@ -19,6 +19,9 @@ enum MasterKeyRoot {
         let root: MasterSecretRoot
         /// What the daemon says at start about its root.
         let note: String?
+        /// On a TPM root: the TPM, and the rollback counter's auth value (from the sealed secret,
+        /// so only this state's TPM gives it).
+        var counter: (tcti: String, auth: [UInt8])? = nil
     }
 
     /// The sealed secret's blob, in the state directory: it is the state's record that its root is
@@ -93,7 +96,12 @@ enum MasterKeyRoot {
                 sealedNow
                 ? "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere, and a TPM clear, a new mainboard or an fTPM reset makes it unrecoverable (no recovery secret exists yet)"
                 : nil
-            return Opened(key: mixed(tpmSecret: secret, hostKey: hostKey), root: .tpm, note: note)
+            return Opened(
+                key: mixed(tpmSecret: secret, hostKey: hostKey),
+                root: .tpm,
+                note: note,
+                counter: (tcti, counterAuth(tpmSecret: secret))
+            )
         }
     }
 
@@ -107,6 +115,15 @@ enum MasterKeyRoot {
         } catch {
             throw RootError(description: "\(path) could not be read: \(error)")
         }
+    }
+
+    /// The rollback counter's auth value: the TPM alone (its sealed secret) gives it.
+    static func counterAuth(tpmSecret: [UInt8]) -> [UInt8] {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: SymmetricKey(data: tpmSecret),
+            info: Array("laenclaved TPM rollback counter auth".utf8),
+            outputByteCount: 32
+        ).withUnsafeBytes { Array($0) }
     }
 
     /// The master key of a TPM root.

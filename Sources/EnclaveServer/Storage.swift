@@ -248,25 +248,6 @@ final class Storage: Sendable {
         }
     }
 
-    /// What the state says of its master key: whether one was ever confirmed, the root recorded
-    /// with it (nil for a state made before roots were recorded: the software root), and whether
-    /// it holds anything a key opens (users, class keys, items).
-    func masterKeyRecord() throws -> (confirmed: Bool, root: String?, holdsData: Bool) {
-        try pool.read { db in
-            let confirmed = try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'masterKeyCheck'") ?? false
-            let root = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'root'").map {
-                String(decoding: $0, as: UTF8.self)
-            }
-            let holdsData =
-                try Bool.fetchOne(
-                    db,
-                    sql:
-                        "SELECT EXISTS (SELECT 1 FROM user) OR EXISTS (SELECT 1 FROM class_key) OR EXISTS (SELECT 1 FROM item)"
-                ) ?? true
-            return (confirmed, root, holdsData)
-        }
-    }
-
     private static let encoder = JSONEncoder()
     private static let decoder = JSONDecoder()
 
@@ -289,6 +270,9 @@ final class Storage: Sendable {
             return r
         }
     }
+
+    /// One durable transaction, on the caller's thread.
+    func transaction<T>(_ body: (Database) throws -> T) throws -> T { try pool.write(body) }
 
     /// Writes the record, and the audit entries that go with its change, in one durable transaction.
     func save(_ r: UserRecord, audit: [AuditEntry] = []) throws {
@@ -366,35 +350,6 @@ final class Storage: Sendable {
                     result: row["result"]
                 )
             }
-        }
-    }
-
-    /// The sealed attestation authority, made by `make` and stored on first use.
-    func attestationAuthority(make: () throws -> Data) throws -> Data {
-        try pool.write { db in
-            if let stored = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'attestationAuthority'") {
-                return stored
-            }
-            let made = try make()
-            try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('attestationAuthority', ?)", arguments: [made])
-            return made
-        }
-    }
-
-    /// Records the master key's check value on first use; afterwards answers whether `check` is it.
-    /// On first use also records which root gave the key (`root`), in the same transaction: the
-    /// state's own word for its root, beside the TPM's blob.
-    func confirmMasterKey(check: Data, root: MasterSecretRoot) throws -> Bool {
-        try pool.write { db in
-            if let stored = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'masterKeyCheck'") {
-                return ConstantTime.equal(stored, check)
-            }
-            try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('masterKeyCheck', ?)", arguments: [check])
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO meta (name, value) VALUES ('root', ?)",
-                arguments: [Data(root.rawValue.utf8)]
-            )
-            return true
         }
     }
 }

@@ -44,6 +44,71 @@ public enum TPMDevice {
         }
     }
 
+    /// The rollback counter's place and value.
+    public struct Counter: Equatable, Sendable, Codable {
+        public let index: UInt32
+        public let value: UInt64
+    }
+
+    /// Where the daemon's counters go: the owner's NV range (TCG: 0x01800000–0x01BFFFFF), away from
+    /// the Linux range systemd and others take (0x01D10200–0x01D105FF); one free index in 4096 is
+    /// picked at random.
+    static let counterIndices: Range<UInt32> = 0x01A4_C000..<0x01A4_D000
+
+    /// Defines a new rollback counter that only `auth` reads or moves (an ordinary, not orderly,
+    /// counter: each increment is durable) and returns it after its first increment. Its first
+    /// value is the highest any counter of this TPM ever had: a counter deleted and defined again
+    /// never goes back.
+    public static func defineCounter(auth: [UInt8], tcti: String) throws(TPMError) -> Counter {
+        try withTPM(tcti) { tpm throws(TPMError) in
+            var lastError = TPMError("defining a counter", 0)
+            for _ in 0..<16 {
+                let index = UInt32.random(in: counterIndices)
+                var value: UInt64 = 0
+                let rc = la_tpm_counter_define(tpm, index, auth, auth.count, &value)
+                if rc == 0 { return Counter(index: index, value: value) }
+                lastError = TPMError("defining a counter", rc)
+                guard la_tpm_rc_is_defined(rc) != 0 else { break }
+            }
+            throw lastError
+        }
+    }
+
+    /// Moves the counter by one, durably, and returns its new value.
+    public static func incrementCounter(index: UInt32, auth: [UInt8], tcti: String) throws(TPMError) -> UInt64 {
+        try counter(index: index, auth: auth, tcti: tcti, increment: true)
+    }
+
+    /// The counter's value; `TPMError.isMissing` when the TPM has no such index (deleted).
+    public static func readCounter(index: UInt32, auth: [UInt8], tcti: String) throws(TPMError) -> UInt64 {
+        try counter(index: index, auth: auth, tcti: tcti, increment: false)
+    }
+
+    private static func counter(
+        index: UInt32,
+        auth: [UInt8],
+        tcti: String,
+        increment: Bool
+    ) throws(TPMError)
+        -> UInt64
+    {
+        try withTPM(tcti) { tpm throws(TPMError) in
+            var value: UInt64 = 0
+            let rc = la_tpm_counter(tpm, index, auth, auth.count, increment ? 1 : 0, &value)
+            guard rc == 0 else { throw TPMError(increment ? "moving the counter" : "reading the counter", rc) }
+            return value
+        }
+    }
+
+    /// Deletes the NV index (the owner's authorization, empty on most machines, is all it takes:
+    /// the reason a deleted counter can only be detected).
+    public static func undefineCounter(index: UInt32, tcti: String) throws(TPMError) {
+        try withTPM(tcti) { tpm throws(TPMError) in
+            let rc = la_tpm_counter_undefine(tpm, index)
+            guard rc == 0 else { throw TPMError("deleting the counter", rc) }
+        }
+    }
+
     private static func withTPM<T>(_ tcti: String, _ body: (OpaquePointer) throws(TPMError) -> T) throws(TPMError) -> T
     {
         var tpm: OpaquePointer?
@@ -62,6 +127,9 @@ public struct TPMError: Error, CustomStringConvertible, Equatable {
         self.operation = operation
         self.code = code
     }
+    /// The TPM has no object at the handle (a counter that was deleted).
+    public var isMissing: Bool { la_tpm_rc_is_missing(code) != 0 }
+
     public var description: String {
         "\(operation): \(la_tpm_error(code).map { String(cString: $0) } ?? "TPM error \(code)")"
     }

@@ -25,3 +25,17 @@ struct UserRecord: Sendable, Equatable {
     /// Settings): a change that skipped the passcode rule, which `lactl doctor` reports.
     var enrolmentChangedElsewhereAt: Date?
 }
+
+extension UserRecord {
+    /// What of this record an older copy would give back (`RollbackCounter`).
+    var guarded: RollbackCounter.Guarded {
+        RollbackCounter.Guarded(
+            passcodeFailures: ledger.passcodeFailures,
+            biometryLocked: ledger.biometryLock != nil,
+            loginPasswordFailures: loginPasswordAttempts.failures,
+            passcode: passcode,
+            passcodeEpoch: passcodeEpoch,
+            enrolmentGeneration: enrolmentGeneration
+        )
+    }
+}

@@ -23,7 +23,7 @@ extension UserSession {
             now: clock.monotonic(),
             wall: clock.wall()
         )
-        try persist()
+        try await persist()
         if let failure = result.failure { throw failure }
     }
 
@@ -46,6 +46,8 @@ extension UserSession {
         guard !passcodeCheckBusy else { throw Failure(.busy, "another passcode check for this user is in progress") }
         passcodeCheckBusy = true
         defer { passcodeCheckBusy = false }
+        // The TPM's counter still agrees with this state before anything is checked.
+        if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
         if usesPAM, let service = config.pamService {
             let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
             if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }
@@ -108,7 +110,7 @@ extension UserSession {
             try PasscodeVerifier.make(passcode: new, cost: cost, minimumLength: minimum)
         }
         record.ledger.passcodeChanged(wall: clock.wall())
-        try persist()
+        try await persist()
     }
 
     /// Removing the passcode also removes every enrolled identity (behavior.md §4).
@@ -135,19 +137,14 @@ extension UserSession {
         // Items and keys that exist only while a passcode is set go with it, with their class key,
         // in the record's own transaction.
         classKeys[.passcodeSet] = nil
-        do {
-            let removed = try storage.removePasscodeClass(saving: record)
-            saved = record
-            if removed > 0 {
-                logger.info(
-                    "removed passcode-bound keychain items",
-                    metadata: ["uid": "\(uid)", "count": "\(removed)"]
-                )
-            }
-        } catch {
-            record = saved
-            logger.error("could not remove the passcode", metadata: ["uid": "\(uid)", "error": "\(error)"])
-            throw Failure(.internalError, "the enclave could not save its state")
+        var removed = 0
+        try await persist { db, record in
+            removed = try Storage.removePasscodeClass(uid: record.uid, db)
+            try Storage.write(record, audit: [], db)
+        }
+        storage.shred()
+        if removed > 0 {
+            logger.info("removed passcode-bound keychain items", metadata: ["uid": "\(uid)", "count": "\(removed)"])
         }
     }
 
@@ -166,7 +163,7 @@ extension UserSession {
         try await requirePasscode(passcode)
         record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment, progress: progress)
         record.enrolmentGeneration += 1
-        try persist()
+        try await persist()
     }
 
     /// The enrolled identities' names: the person's to see, with the passcode.
@@ -185,14 +182,14 @@ extension UserSession {
         try await requirePasscode(passcode)
         record.enrolment = try await sensor.unenroll(uid: uid, name: name, stored: record.enrolment)
         record.enrolmentGeneration += 1
-        try persist()
+        try await persist()
     }
 
     // MARK: Administration
 
-    func resetPasscodeLockout() throws {
+    func resetPasscodeLockout() async throws {
         record.ledger.administratorReset()
-        try persist()
+        try await persist()
     }
 
     /// The person lifts the disabled passcode with the login password, checked through PAM
@@ -212,6 +209,8 @@ extension UserSession {
         guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
         loginCheckBusy = true
         defer { loginCheckBusy = false }
+        // Its counter is in the state too: a state put back would hand out fresh guesses.
+        if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
         if let wait = record.loginPasswordAttempts.retryAfter(now: clock.wall()) {
             throw Failure(
                 .passcodeRetryLater,
@@ -221,12 +220,12 @@ extension UserSession {
         }
         let before = record.loginPasswordAttempts
         record.loginPasswordAttempts.recordFailure(now: clock.wall())
-        try persist()
+        try await persist()
         switch await PAMAuthenticator.check(service: config.loginPasswordService, user: username, password: password) {
         case .accepted:
             record.loginPasswordAttempts = PasswordAttempts()
             record.ledger.administratorReset()
-            try persist()
+            try await persist()
         case .refused(let why):
             logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
             throw Failure(
@@ -235,13 +234,13 @@ extension UserSession {
             )
         case .unsuitable(let why):
             record.loginPasswordAttempts = before
-            try persist()
+            try await persist()
             throw Failure(.notPermitted, why)
         }
     }
 
-    func remoteLock() throws {
+    func remoteLock() async throws {
         record.ledger.remoteLock()
-        try persist()
+        try await persist()
     }
 }

@@ -2,6 +2,7 @@ import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import GRDB
 import Logging
 
 /// Everything about one user, serialized: the ledger, the passcode, enrolment, the scripted
@@ -36,6 +37,8 @@ actor UserSession {
     let stopping: StopFlag
     /// Certifies this user's Secure Enclave keys (`KeyRequest.Operation.attest`).
     let attestor: KeyAttestor?
+    /// On a TPM root: the state against the TPM's rollback counter (`RollbackCounter`).
+    let rollback: RollbackGuard?
 
     init(
         uid: UInt32,
@@ -46,6 +49,7 @@ actor UserSession {
         logger: Logger,
         stopping: StopFlag = StopFlag(),
         attestor: KeyAttestor?,
+        rollback: RollbackGuard? = nil,
         keys: UserKeys
     ) throws {
         self.uid = uid
@@ -56,6 +60,7 @@ actor UserSession {
         self.logger = logger
         self.stopping = stopping
         self.attestor = attestor
+        self.rollback = rollback
         self.keys = keys
         let loaded = try storage.loadUser(uid)
         var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())
@@ -64,7 +69,13 @@ actor UserSession {
             lockBiometryOnBoot: config.mode == .system,
             wall: clock.wall()
         )
-        if loaded == nil || changed { try storage.save(r) }
+        if loaded == nil || changed {
+            if let rollback {
+                _ = try rollback.write(advancing: false) { db in try Storage.write(r, audit: [], db) }
+            } else {
+                try storage.save(r)
+            }
+        }
         record = r
         saved = r
     }
@@ -81,15 +92,38 @@ actor UserSession {
     }
 
     /// Makes the current record durable (with the audit entries of its change), or returns to the
-    /// last durable one and throws.
-    func persist(audit: [AuditEntry] = []) throws {
+    /// last durable one and throws. On a TPM root, a change that must never roll back moves the
+    /// TPM's counter before this returns (`RollbackCounter`).
+    func persist(audit: [AuditEntry] = []) async throws {
+        try await persist(audit: audit) { db, record in try Storage.write(record, audit: audit, db) }
+    }
+
+    /// `persist` with the record written by `write` (with whatever else goes in its transaction).
+    func persist(
+        audit: [AuditEntry] = [],
+        write: (Database, UserRecord) throws -> Void
+    ) async throws {
+        let written = record
+        let move: UInt64?
         do {
-            try storage.save(record, audit: audit)
-            saved = record
+            if let rollback {
+                let advancing = RollbackCounter.mustAdvance(from: saved.guarded, to: written.guarded)
+                move = try rollback.write(advancing: advancing) { db in try write(db, written) }
+            } else {
+                try storage.transaction { db in try write(db, written) }
+                move = nil
+            }
+            saved = written
         } catch {
             record = saved
             logger.error("could not save the user's record", metadata: ["uid": "\(uid)", "error": "\(error)"])
             throw Failure(.internalError, "the enclave could not save its state")
+        }
+        guard let move, let rollback else { return }
+        do { try await rollback.move(to: move) } catch {
+            // The change is durable; only the answer is withheld (a later check finishes the move).
+            logger.error("a change was saved but the TPM's counter did not follow", metadata: ["error": "\(error)"])
+            throw Failure(.internalError, "the enclave could not make its state durable: \(error)")
         }
     }
 
@@ -109,7 +143,7 @@ actor UserSession {
                 "the enrolled set was changed outside laenclaved",
                 metadata: ["uid": "\(uid)", "identities": "\(now.count)"]
             )
-            try persist()
+            try await persist()
         }
         return now
     }
@@ -118,7 +152,8 @@ actor UserSession {
         DeviceFacts(
             sensor: sensor?.info.kind ?? .none,
             enrolled: !(try await identities()).isEmpty,
-            passcodeSet: passcodeIsSet
+            passcodeSet: passcodeIsSet,
+            stateRefusal: rollback?.refusal
         )
     }
 
@@ -177,7 +212,8 @@ actor UserSession {
             passcodeMinimumLength: usesPAM ? nil : config.passcodeMinimumLength,
             passcodeShorterThanMinimum: usesPAM
                 ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength },
-            enrolmentChangedElsewhereAt: record.enrolmentChangedElsewhereAt?.timeIntervalSince1970
+            enrolmentChangedElsewhereAt: record.enrolmentChangedElsewhereAt?.timeIntervalSince1970,
+            stateRefused: rollback?.refusal
         )
     }
 

@@ -54,6 +54,9 @@ extension TestEnclave {
         public var enrolmentChangedElsewhereAt: Date?
         /// Whether a graphical prompt agent draws the caller's prompts (`laenclaved-agent`).
         public var promptAgent: Bool
+        /// Why passcode checks and biometrics are refused for every user: a TPM-root state older
+        /// than its rollback counter, or the counter gone. nil when they are not.
+        public var stateRefused: String?
 
         init(_ s: UserStatus) {
             uid = s.uid
@@ -79,6 +82,7 @@ extension TestEnclave {
             promptOpen = s.promptOpen
             enrolmentChangedElsewhereAt = s.enrolmentChangedElsewhereAt.map(Date.init(timeIntervalSince1970:))
             promptAgent = s.promptAgent ?? false
+            stateRefused = s.stateRefused
         }
     }
 }

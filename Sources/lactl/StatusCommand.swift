@@ -58,6 +58,7 @@ struct Status: ParsableCommand {
             print("root          software (the key file: a copy of the state and key file opens it anywhere)")
         default: break
         }
+        if let refused = s.stateRefused { print("state         REFUSED: \(Printable.field(refused))") }
         if s.promptOpen { print("prompt        open") }
         if s.promptAgent == true { print("prompt agent  laenclaved-agent draws this session's prompts") }
         if s.simulationEnabled { print("simulation    enabled, \(s.queuedEvents) event(s) queued") }

@@ -161,6 +161,12 @@ struct LAEnclaved: AsyncParsableCommand {
     var tpm: String?
     @Flag(name: .customLong("require-tpm"), help: "Refuse to start without the TPM root.")
     var requireTPM = false
+    @Flag(
+        name: .customLong("reanchor"),
+        help:
+            "Root's recovery when a TPM-root state was refused as older than its rollback counter (or the counter is gone): accept the state as it is, bind it to a new counter, and exit. Run it as the daemon's own user, with the daemon stopped."
+    )
+    var reanchor = false
 
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
     var logFile: String?
@@ -301,6 +307,7 @@ struct LAEnclaved: AsyncParsableCommand {
             commandLine.tpm = setting
         }
         commandLine.requireTPM = requireTPM
+        commandLine.reanchor = reanchor
         let config = DaemonConfiguration.resolve(
             file: settings,
             systemFile: systemSettings,
@@ -339,6 +346,10 @@ struct LAEnclaved: AsyncParsableCommand {
             // Said in the log too (a daemon started with --log-file has no one reading its stderr).
             logger.critical("cannot start: \(error)")
             throw error
+        }
+        if config.reanchor {
+            logger.notice("--reanchor: the state is bound to its TPM counter again; exiting")
+            return
         }
         var services = EnclaveService.services(daemon: daemon, logger: logger)
         if exitWithParent {

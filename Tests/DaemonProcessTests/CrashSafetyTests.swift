@@ -157,10 +157,3 @@ private final class AnswerLog: @unchecked Sendable {
     func record(deleted account: String) { lock.withLock { _ = deleted.insert(account) } }
     var snapshot: (Set<String>, Set<String>) { lock.withLock { (added, deleted) } }
 }
-
-private final class FailureWitness: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seen = false
-    func mark() { lock.withLock { seen = true } }
-    var value: Bool { lock.withLock { seen } }
-}

@@ -101,7 +101,12 @@ final class KeyStoreTests: XCTestCase {
         var user = UserRecord(uid: 1000, domainSecret: Data(count: 32))
         user.passcodeEpoch = 7
 
-        XCTAssertEqual(try storage.removePasscodeClass(saving: user), 1)
+        let removed = try storage.transaction { db in
+            let removed = try Storage.removePasscodeClass(uid: user.uid, db)
+            try Storage.write(user, audit: [], db)
+            return removed
+        }
+        XCTAssertEqual(removed, 1)
 
         XCTAssertEqual(try storage.loadUser(1000)?.passcodeEpoch, 7, "the record was saved with it")
         XCTAssertEqual(try storage.allItems(uid: 1000).map { KeychainRules.string($0.attributes, "acct") }, ["kept"])
@@ -138,7 +143,7 @@ final class KeyStoreTests: XCTestCase {
         defer { try? FileManager.default.removeItem(atPath: directory + "-2") }
         for _ in 0..<2 { try bounded.insertKeyRecord(record(.passcodeSet)) }
         XCTAssertThrowsError(try bounded.insertKeyRecord(record()))
-        _ = try bounded.removePasscodeClass(saving: UserRecord(uid: 1000, domainSecret: Data(count: 32)))
+        _ = try bounded.transaction { db in try Storage.removePasscodeClass(uid: 1000, db) }
         XCTAssertNoThrow(try bounded.insertKeyRecord(record()))
     }
 }

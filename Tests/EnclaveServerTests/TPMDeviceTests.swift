@@ -67,4 +67,43 @@ final class TPMDeviceTests: XCTestCase {
         XCTAssertNotNil(bytes.firstRange(of: Array(blob.prefix(16))), "the capture is of these commands")
         XCTAssertNil(bytes.firstRange(of: secret), "the secret crossed the bus in clear")
     }
+
+    /// The rollback counter: defined, moved durably (a TPM restart keeps it), read and moved only
+    /// with its auth value, never on the bus in clear; deleted, it is missing, and one defined
+    /// again starts no lower than the old one ended.
+    func testTheCounterMovesOnlyForwardAndOnlyWithItsAuthorization() throws {
+        let capture = NSTemporaryDirectory() + "tpm-\(UUID().uuidString).pcap"
+        defer { unlink(capture) }
+        setenv("TCTI_PCAP_FILE", capture, 1)
+        defer { unsetenv("TCTI_PCAP_FILE") }
+        let tapped = "pcap:" + tpm.tcti
+        let auth = (0..<32).map { UInt8(0x5A ^ $0) }
+        let counter = try TPMDevice.defineCounter(auth: auth, tcti: tapped)
+        XCTAssertTrue(TPMDevice.counterIndices.contains(counter.index))
+        XCTAssertEqual(try TPMDevice.readCounter(index: counter.index, auth: auth, tcti: tapped), counter.value)
+        XCTAssertEqual(
+            try TPMDevice.incrementCounter(index: counter.index, auth: auth, tcti: tapped),
+            counter.value + 1
+        )
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: capture)))
+        XCTAssertGreaterThan(bytes.count, 500, "the capture holds the exchange")
+        XCTAssertNil(bytes.firstRange(of: auth), "the counter's auth value crossed the bus in clear")
+
+        tpm.stop()
+        try tpm.start()
+        XCTAssertEqual(try TPMDevice.readCounter(index: counter.index, auth: auth, tcti: tpm.tcti), counter.value + 1)
+
+        var wrong = auth
+        wrong[0] ^= 1
+        XCTAssertThrowsError(try TPMDevice.incrementCounter(index: counter.index, auth: wrong, tcti: tpm.tcti))
+        XCTAssertThrowsError(try TPMDevice.readCounter(index: counter.index, auth: wrong, tcti: tpm.tcti))
+        XCTAssertEqual(try TPMDevice.readCounter(index: counter.index, auth: auth, tcti: tpm.tcti), counter.value + 1)
+
+        try TPMDevice.undefineCounter(index: counter.index, tcti: tpm.tcti)
+        XCTAssertThrowsError(try TPMDevice.readCounter(index: counter.index, auth: auth, tcti: tpm.tcti)) { error in
+            XCTAssertTrue((error as? TPMError)?.isMissing == true, "\(error)")
+        }
+        let again = try TPMDevice.defineCounter(auth: auth, tcti: tpm.tcti)
+        XCTAssertGreaterThanOrEqual(again.value, counter.value + 1, "a counter defined again never starts lower")
+    }
 }

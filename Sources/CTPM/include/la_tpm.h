@@ -27,6 +27,25 @@ uint32_t la_tpm_unseal(la_tpm *tpm, const uint8_t *blob, size_t blob_size, uint8
 /// `size` (at most 32) random bytes from the TPM: one command, the floor of any TPM operation.
 uint32_t la_tpm_random(la_tpm *tpm, uint8_t *out, size_t size);
 
+/// Defines the rollback counter: an ordinary (not orderly) NV counter at `index` (in the owner's
+/// range) that only `auth` (at most 32 bytes, never on the bus in the clear) may read or move,
+/// moves it once (a counter reads only once written) and returns its first value, which is the
+/// highest any counter of this TPM ever had. TPM2_RC_NV_DEFINED: `index` is taken.
+uint32_t la_tpm_counter_define(la_tpm *tpm, uint32_t index, const uint8_t *auth, size_t auth_size, uint64_t *value);
+
+/// The counter at `index`, moved by one first when `increment` (durably: the counter is not orderly).
+uint32_t la_tpm_counter(la_tpm *tpm, uint32_t index, const uint8_t *auth, size_t auth_size, int increment,
+                        uint64_t *value);
+
+/// Removes the NV index `index` with the owner's (empty) authorization.
+uint32_t la_tpm_counter_undefine(la_tpm *tpm, uint32_t index);
+
+/// Whether `rc` says the handle names nothing (an NV index that does not exist).
+int la_tpm_rc_is_missing(uint32_t rc);
+
+/// Whether `rc` says the NV index is already defined.
+int la_tpm_rc_is_defined(uint32_t rc);
+
 /// The TSS's own words for `rc`.
 const char *la_tpm_error(uint32_t rc);
 

@@ -1,0 +1,234 @@
+import Crypto
+import EnclaveCore
+import Foundation
+import GRDB
+import Logging
+import Synchronization
+
+/// The shell of `RollbackCounter` on a TPM root: at start it holds the state against the TPM's
+/// counter (finishing a move a stop interrupted, or refusing a state put back); a user's change
+/// that must never roll back is written at the next generation on the user's own actor (so each
+/// user's writes keep their order), then `move(to:)` brings the counter there before the answer
+/// leaves. Several users' moves may be in flight at once: the counter is only ever moved up to a
+/// generation the state has reached, never past it.
+final class RollbackGuard: Sendable {
+    private let storage: Storage
+    private let tcti: String
+    private let auth: [UInt8]
+    private let anchorKey: SymmetricKey
+    private let index: UInt32
+    private let logger: Logger
+
+    private struct Standing {
+        /// The highest generation the state was written at.
+        var written: UInt64
+        /// The counter's value as this daemon last moved or read it.
+        var known: UInt64
+        /// Why passcode checks and biometrics are refused, and whether only root's recovery lifts it.
+        var refusal: String?
+        var permanent = false
+    }
+
+    private let standing: Mutex<Standing>
+    /// Moves and reads of the counter, one at a time (they block: on `BlockingWork` only).
+    private let counterLock = Mutex(())
+
+    private init(
+        storage: Storage,
+        tcti: String,
+        auth: [UInt8],
+        anchorKey: SymmetricKey,
+        index: UInt32,
+        generation: UInt64,
+        refusal: String?,
+        logger: Logger
+    ) {
+        self.storage = storage
+        self.tcti = tcti
+        self.auth = auth
+        self.anchorKey = anchorKey
+        self.index = index
+        self.logger = logger
+        standing = Mutex(Standing(written: generation, known: generation, refusal: refusal, permanent: refusal != nil))
+    }
+
+    /// Why passcode checks and biometrics are refused for every user now, nil when they are not.
+    var refusal: String? { standing.withLock { $0.refusal.map { "\($0): \(RollbackCounter.recovery)" } } }
+
+    // MARK: Start
+
+    /// Holds the state against the TPM's counter at start, defining the counter for a new state.
+    /// `reanchor` is root's recovery: the state is taken as it is and bound to a new counter.
+    static func open(
+        storage: Storage,
+        tcti: String,
+        auth: [UInt8],
+        master: SymmetricKey,
+        reanchor: Bool,
+        logger: Logger
+    ) throws -> RollbackGuard {
+        let key = Storage.anchorKey(master: master)
+        let (anchor, intact, holdsData) = try storage.pool.read { db in
+            let anchor = try Storage.readAnchor(db)
+            let intact = try anchor.map { try Storage.anchorIsIntact($0, db, key: key) } ?? false
+            let holdsData = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM user)") ?? true
+            return (anchor, intact, holdsData)
+        }
+        func made(_ index: UInt32, _ generation: UInt64, refusal: String? = nil) -> RollbackGuard {
+            RollbackGuard(
+                storage: storage,
+                tcti: tcti,
+                auth: auth,
+                anchorKey: key,
+                index: index,
+                generation: generation,
+                refusal: refusal,
+                logger: logger
+            )
+        }
+        guard let anchor, !reanchor else {
+            if anchor == nil && holdsData && !reanchor {
+                let why = "this TPM-root state holds users but no rollback anchor (removed from a copy?)"
+                logger.error("\(why): \(RollbackCounter.recovery)")
+                return made(0, 0, refusal: why)
+            }
+            // The old counter goes, when it is still this state's (its auth reads it): an index
+            // someone else defined since is not ours to delete.
+            if let anchor, (try? readCounter(index: anchor.index, auth: auth, tcti: tcti)) ?? nil != nil {
+                try TPMDevice.undefineCounter(index: anchor.index, tcti: tcti)
+            }
+            let counter = try TPMDevice.defineCounter(auth: auth, tcti: tcti)
+            try storage.pool.write { db in
+                try Storage.writeAnchor(db, key: key, index: counter.index, generation: counter.value)
+            }
+            if reanchor {
+                logger.notice(
+                    "root's recovery: this state, as it is, is bound to a new rollback counter",
+                    metadata: ["index": "\(String(counter.index, radix: 16))", "generation": "\(counter.value)"]
+                )
+            }
+            return made(counter.index, counter.value)
+        }
+        let counter = try readCounter(index: anchor.index, auth: auth, tcti: tcti)
+        let guardian = made(anchor.index, anchor.generation)
+        switch RollbackCounter.standing(generation: anchor.generation, counter: counter, anchorIntact: intact) {
+        case .inStep: break
+        case .finishMove(let moves):
+            logger.notice("finishing \(moves) move(s) of the rollback counter a stop interrupted")
+            guardian.standing.withLock { $0.known = counter ?? 0 }
+            try guardian.catchUp()
+        case .refused(let why):
+            logger.error("\(why): \(RollbackCounter.recovery)")
+            guardian.standing.withLock {
+                $0.refusal = why
+                $0.permanent = true
+            }
+        }
+        return guardian
+    }
+
+    // MARK: Changes
+
+    /// Writes a user's change inside one durable transaction: at the next generation when
+    /// `advancing`, resealing the anchor either way. Returns the generation the counter must reach
+    /// before anyone learns of the change (nil: none). Runs on the caller's thread, as every
+    /// write of the user's record does.
+    func write(advancing: Bool, _ body: (Database) throws -> Void) throws -> UInt64? {
+        let moving = advancing && standing.withLock { !$0.permanent }
+        let generation = try storage.pool.write { db -> UInt64 in
+            try body(db)
+            let current = try Storage.readAnchor(db)?.generation ?? 0
+            let next = moving ? current + 1 : current
+            try Storage.writeAnchor(db, key: anchorKey, index: index, generation: next)
+            return next
+        }
+        guard moving else { return nil }
+        standing.withLock { $0.written = max($0.written, generation) }
+        return generation
+    }
+
+    /// Brings the counter to `generation`, durably, before the caller answers. A failure refuses
+    /// passcode checks and biometrics until a later check finds the TPM again (`verify`).
+    func move(to generation: UInt64) async throws {
+        try await BlockingWork.waiting { [self] in try catchUp(to: generation) }
+    }
+
+    /// Before a passcode check: the TPM still agrees (the counter neither moved by someone else nor
+    /// deleted), and a move that failed is finished. Returns the refusal, nil when checks may go on.
+    func verify() async -> String? {
+        if standing.withLock({ $0.permanent }) { return refusal }
+        do {
+            try await BlockingWork.waiting { [self] in
+                try counterLock.withLock { _ in
+                    let value = try Self.readCounter(index: index, auth: auth, tcti: tcti)
+                    let (known, written) = standing.withLock { ($0.known, $0.written) }
+                    guard let value, value == known else {
+                        refuse(
+                            value == nil
+                                ? "the TPM's rollback counter for this state was deleted while the daemon ran"
+                                : "the TPM's rollback counter was moved by someone else (\(known) → \(value ?? 0))",
+                            permanently: true
+                        )
+                        return
+                    }
+                    if known < written { try catchUpLocked(to: written) }
+                    standing.withLock { if !$0.permanent { $0.refusal = nil } }
+                }
+            }
+        } catch {
+            logger.error("the TPM's rollback counter could not be read", metadata: ["error": "\(error)"])
+        }
+        return refusal
+    }
+
+    /// The counter's value, nil when its index is gone.
+    private static func readCounter(index: UInt32, auth: [UInt8], tcti: String) throws(TPMError) -> UInt64? {
+        do throws(TPMError) {
+            return try TPMDevice.readCounter(index: index, auth: auth, tcti: tcti)
+        } catch {
+            guard error.isMissing else { throw error }
+            return nil
+        }
+    }
+
+    private func catchUp(to generation: UInt64? = nil) throws {
+        try counterLock.withLock { _ in
+            try catchUpLocked(to: generation ?? standing.withLock { $0.written })
+        }
+    }
+
+    private func catchUpLocked(to generation: UInt64) throws {
+        do {
+            while standing.withLock({ $0.known }) < generation {
+                let before = standing.withLock { $0.known }
+                let value = try TPMDevice.incrementCounter(index: index, auth: auth, tcti: tcti)
+                guard value == before + 1 else {
+                    refuse(
+                        "the TPM's rollback counter was moved by someone else (\(before) → \(value))",
+                        permanently: true
+                    )
+                    throw CounterNotMoved(why: "the counter was moved by someone else")
+                }
+                standing.withLock { $0.known = value }
+            }
+        } catch let error as TPMError {
+            refuse("the TPM's rollback counter could not be moved (\(error))", permanently: false)
+            throw CounterNotMoved(why: "\(error)")
+        }
+    }
+
+    private func refuse(_ why: String, permanently: Bool) {
+        logger.error("\(why): \(RollbackCounter.recovery)")
+        standing.withLock {
+            guard !$0.permanent else { return }
+            $0.refusal = why
+            $0.permanent = permanently
+        }
+    }
+
+    /// The change is durable but the counter did not follow: the answer must not leave.
+    struct CounterNotMoved: Error, CustomStringConvertible {
+        let why: String
+        var description: String { "the TPM's rollback counter could not be moved: \(why)" }
+    }
+}
