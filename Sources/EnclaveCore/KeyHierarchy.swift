@@ -31,6 +31,17 @@ public enum KeyHierarchy {
         )
     }
 
+    /// The key of `uid`'s passcode verifier (`PasscodeVerifier.keyed`): the master key gives it, so
+    /// on the TPM root only that TPM does.
+    public static func passcodeKey(master: SymmetricKey, uid: UInt32) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: master,
+            salt: Data("laenclaved passcode verifier v1".utf8),
+            info: Data("uid \(uid)".utf8),
+            outputByteCount: 32
+        )
+    }
+
     /// What a class key's wrap is bound to.
     public static func classKeyContext(uid: UInt32, _ keyClass: KeyClass) -> Data {
         Data("class-key\u{1F}\(uid)\u{1F}\(keyClass.rawValue)".utf8)

@@ -2,8 +2,9 @@ import Crypto
 import Foundation
 import _CryptoExtras
 
-/// The stored form of the device passcode: scrypt with a per-user random salt. The plain passcode
-/// exists only for the duration of one check and is never stored or logged.
+/// The stored form of the device passcode: scrypt with a per-user random salt, keyed in the daemon
+/// (`keyed`) so the stored form alone tests no guess. The plain passcode exists only for the
+/// duration of one check and is never stored or logged.
 public struct PasscodeVerifier: Codable, Sendable, Equatable {
     /// log2 of scrypt's N for new verifiers: 17 with r = 8, p = 1 (OWASP's minimum for scrypt:
     /// 128 MiB and about half a second a check); tests may choose a cheaper cost, never below
@@ -22,10 +23,19 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     public var cost: Int
     public var blockSize: Int
     public var parallelism: Int
-    /// The passcode's length in characters, noted when it is set or next checked (nil: not known
-    /// yet, a verifier from before). Not a secret worth keeping: the prompt shows as many dots, as
-    /// Apple's lock screen shows its passcode's kind. `lactl doctor` says when it is below today's minimum.
+    /// The passcode's length in characters, in the clear: only in an unkeyed verifier (one from
+    /// before, or the login server's). A keyed one seals it (`sealedLength`). `lactl doctor` says
+    /// when it is below today's minimum.
     public var length: Int?
+    /// Whether `hash` is HMAC-SHA256, under a key the daemon's master key derives, of scrypt's
+    /// output (issue 31): a copy of the state without that key tests no guess — and on the TPM root
+    /// the master key needs the TPM, so no copy away from it does. nil: scrypt's output as is (a
+    /// verifier from before, remade keyed on its next success; the login server's hashes).
+    public var keyed: Bool?
+    /// The length, sealed (AES-GCM) under that key: what a copy would tell of the passcode's kind.
+    public var sealedLength: Data?
+
+    public var isKeyed: Bool { keyed == true }
 
     public init(salt: Data, hash: Data, cost: Int, blockSize: Int, parallelism: Int, length: Int? = nil) {
         self.salt = salt
@@ -39,10 +49,12 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     public enum Problem: Error, Equatable, CustomStringConvertible {
         case tooShort(minimum: Int)
         case tooLong
+        case keyNeeded
         public var description: String {
             switch self {
             case .tooShort(let minimum): return "a passcode needs at least \(minimum) characters"
             case .tooLong: return "a passcode may have at most 256 bytes"
+            case .keyNeeded: return "this passcode verifier is keyed: it is checked only with its key"
             }
         }
     }
@@ -58,10 +70,11 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     public static func make(
         passcode: String,
         cost: Int = defaultCost,
-        minimumLength: Int = minimumLength
+        minimumLength: Int = minimumLength,
+        key: SymmetricKey? = nil
     ) throws -> PasscodeVerifier {
         try validate(passcode, minimumLength: minimumLength)
-        return try remade(passcode: passcode, cost: cost)
+        return try remade(passcode: passcode, cost: cost, key: key)
     }
 
     /// Whether this verifier is weaker than one made now at `cost` would be.
@@ -69,9 +82,9 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         self.cost < max(cost, Self.minimumCost) || blockSize < 8 || parallelism != 1
     }
 
-    /// A fresh verifier (new salt, `cost`) for a passcode that was just checked: no length rule,
-    /// as a passcode set before the rule keeps working.
-    public static func remade(passcode: String, cost: Int) throws -> PasscodeVerifier {
+    /// A fresh verifier (new salt, `cost`; keyed with `key`) for a passcode that was just checked:
+    /// no length rule, as a passcode set before the rule keeps working.
+    public static func remade(passcode: String, cost: Int, key: SymmetricKey? = nil) throws -> PasscodeVerifier {
         if passcode.utf8.count > 256 { throw Problem.tooLong }
         var salt = Data(count: 16)
         salt.withUnsafeMutableBytes { buf in
@@ -84,15 +97,19 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
             cost: max(cost, minimumCost),
             blockSize: 8,
             parallelism: 1,
-            length: passcode.count
+            length: key == nil ? passcode.count : nil
         )
-        v.hash = try v.derive(passcode)
+        if let key {
+            v.keyed = true
+            try v.noteLength(passcode.count, key: key)
+        }
+        v.hash = try v.derive(passcode, key: key)
         return v
     }
 
-    /// The verifier output for an attempt; compare with `matches`.
-    public func derive(_ passcode: String) throws -> Data {
-        let key = try KDF.Scrypt.deriveKey(
+    /// The verifier output for an attempt; compare with `matches`. A keyed verifier needs its key.
+    public func derive(_ passcode: String, key: SymmetricKey? = nil) throws -> Data {
+        let derived = try KDF.Scrypt.deriveKey(
             from: Array(passcode.utf8),
             salt: salt,
             outputByteCount: 32,
@@ -100,8 +117,35 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
             blockSize: blockSize,
             parallelism: parallelism
         )
-        return key.withUnsafeBytes { Data($0) }
+        guard isKeyed else { return derived.withUnsafeBytes { Data($0) } }
+        guard let key else { throw Problem.keyNeeded }
+        return derived.withUnsafeBytes { Data(HMAC<SHA256>.authenticationCode(for: $0, using: key)) }
     }
+
+    /// The passcode's length, when known: opened with `key` in a keyed verifier.
+    public func length(key: SymmetricKey?) -> Int? {
+        guard let sealedLength else { return length }
+        guard let key, let box = try? AES.GCM.SealedBox(combined: sealedLength),
+            let opened = try? AES.GCM.open(box, using: key, authenticating: Self.lengthContext), opened.count == 2
+        else { return nil }
+        return Int(opened[opened.startIndex]) << 8 | Int(opened[opened.startIndex + 1])
+    }
+
+    /// Notes the length: sealed under `key` (a keyed verifier), in the clear otherwise.
+    public mutating func noteLength(_ count: Int, key: SymmetricKey?) throws {
+        guard isKeyed, let key else {
+            length = count
+            return
+        }
+        let bytes = Data([UInt8(truncatingIfNeeded: min(count, 0xFFFF) >> 8), UInt8(truncatingIfNeeded: count)])
+        guard let combined = try AES.GCM.seal(bytes, using: key, authenticating: Self.lengthContext).combined else {
+            throw Problem.keyNeeded
+        }
+        sealedLength = combined
+        length = nil
+    }
+
+    private static let lengthContext = Data("laenclaved passcode length".utf8)
 
     public func matches(_ attempt: Data) -> Bool { ConstantTime.equal(hash, attempt) }
 }

@@ -202,7 +202,8 @@ public final class EnclaveDaemon: Sendable {
                 rollback: rollback,
                 keys: UserKeys(
                     wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
-                    legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid)
+                    legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid),
+                    passcode: KeyHierarchy.passcodeKey(master: masterKey, uid: uid)
                 )
             )
         }

@@ -57,31 +57,36 @@ extension UserSession {
             return (outcome == .accepted, nil)
         }
         guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
-        let attempt = try await BlockingWork.compute { try verifier.derive(passcode) }
+        let key = keys.passcode
+        let attempt = try await BlockingWork.compute { try verifier.derive(passcode, key: key) }
         let correct = verifier.matches(attempt)
         if correct { await refresh(verifier, knowing: passcode) }
         return (correct, attempt)
     }
 
-    /// After a right passcode: a verifier weaker than today's cost is remade at it, and the
-    /// passcode's length is noted if it was not. The change becomes durable with the success the
-    /// caller saves next; a failure to remake leaves the old verifier working.
+    /// After a right passcode: a verifier weaker than today's cost, or not keyed (one from
+    /// before), is remade at that cost, keyed; the passcode's length is noted if it was not. The
+    /// change becomes durable with the success the caller saves next; a failure to remake leaves
+    /// the old verifier working.
     private func refresh(_ verifier: PasscodeVerifier, knowing passcode: String) async {
         var next = verifier
-        if verifier.needsUpgrade(toCost: config.passcodeCost) {
+        let key = keys.passcode
+        if verifier.needsUpgrade(toCost: config.passcodeCost) || !verifier.isKeyed {
             let cost = config.passcodeCost
             guard
                 let remade = try? await BlockingWork.compute({
-                    try PasscodeVerifier.remade(passcode: passcode, cost: cost)
+                    try PasscodeVerifier.remade(passcode: passcode, cost: cost, key: key)
                 })
             else { return }
             next = remade
             logger.info(
-                "passcode verifier upgraded",
-                metadata: ["uid": "\(uid)", "from": "\(verifier.cost)", "to": "\(cost)"]
+                "passcode verifier remade",
+                metadata: [
+                    "uid": "\(uid)", "from": "\(verifier.cost)", "to": "\(cost)", "keyed": "\(verifier.isKeyed) → true",
+                ]
             )
         }
-        next.length = passcode.count
+        if next.length(key: key) == nil { try? next.noteLength(passcode.count, key: key) }
         // The passcode may have changed while scrypt ran.
         if next != verifier, record.passcode == verifier { record.passcode = next }
     }
@@ -105,9 +110,9 @@ extension UserSession {
             }
             try await requirePasscode(current)
         }
-        let (cost, minimum) = (config.passcodeCost, config.passcodeMinimumLength)
+        let (cost, minimum, key) = (config.passcodeCost, config.passcodeMinimumLength, keys.passcode)
         record.passcode = try await BlockingWork.compute {
-            try PasscodeVerifier.make(passcode: new, cost: cost, minimumLength: minimum)
+            try PasscodeVerifier.make(passcode: new, cost: cost, minimumLength: minimum, key: key)
         }
         record.ledger.passcodeChanged(wall: clock.wall())
         try await persist()

@@ -211,7 +211,7 @@ actor UserSession {
             promptOpen: activePromptApp == app,
             passcodeMinimumLength: usesPAM ? nil : config.passcodeMinimumLength,
             passcodeShorterThanMinimum: usesPAM
-                ? nil : record.passcode?.length.map { $0 < config.passcodeMinimumLength },
+                ? nil : record.passcode?.length(key: keys.passcode).map { $0 < config.passcodeMinimumLength },
             enrolmentChangedElsewhereAt: record.enrolmentChangedElsewhereAt?.timeIntervalSince1970,
             stateRefused: rollback?.refusal
         )
@@ -315,4 +315,6 @@ func accountName(uid: UInt32) -> String {
 struct UserKeys: Sendable {
     var wrapping: SymmetricKey
     var legacy: SymmetricKey
+    /// Keys the passcode verifier (`KeyHierarchy.passcodeKey`).
+    var passcode: SymmetricKey
 }

@@ -1,4 +1,7 @@
+import Crypto
+import EnclaveCore
 import Foundation
+import GRDB
 import IntegrationSupport
 import LocalAuthenticationTesting
 import Security
@@ -158,5 +161,41 @@ final class HardwareRootAttackTests: XCTestCase {
         )
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", victim.socketPath])
         XCTAssertTrue(doctor.stdout.contains("sealed to a TPM 2.0"), doctor.stdout)
+    }
+
+    /// Attack: a copy of the state guesses the passcode offline — scrypt with the salt stored
+    /// beside it, every 4-digit passcode tried on the thief's own machines, no counter at all (the
+    /// passcode's length in the clear told how many digits). Now the verifier is keyed by what the
+    /// master key derives, which on the TPM root needs the TPM: the right passcode itself does not
+    /// match in the copy, with the key file or without, and the length is not in it.
+    func testACopiedVerifierTestsNoGuess() throws {
+        let machine = try simulator()
+        let victim = try enclave(tpm: machine.tcti)
+        victim.stop()
+        let queue = try DatabaseQueue(path: victim.stateDirectory + "/enclave.sqlite")
+        let stored = try queue.read { db in try Data.fetchOne(db, sql: "SELECT passcode FROM user") }
+        try queue.close()
+        let json = try XCTUnwrap(stored)
+        let fields = try XCTUnwrap(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        XCTAssertNil(fields["length"], "the passcode's length is in the copy: \(fields.keys)")
+        let verifier = try JSONDecoder().decode(PasscodeVerifier.self, from: json)
+
+        // The thief's guesses, the right one ("1234", TestEnclave's) among them: scrypt as stored.
+        for guess in ["0000", "1111", "1234", "9999"] {
+            var unkeyed = verifier
+            unkeyed.keyed = nil
+            XCTAssertFalse(unkeyed.matches(try unkeyed.derive(guess)), "the copy tested \(guess)")
+            XCTAssertThrowsError(try verifier.derive(guess), "a keyed verifier needs its key")
+        }
+        // With the key file too, as if it were the master key (the software root's): still no.
+        let keyFile = try Data(contentsOf: URL(fileURLWithPath: victim.directory + "/keys/master.key"))
+        let uid = UInt32(getuid())
+        let guessedKey = KeyHierarchy.passcodeKey(master: SymmetricKey(data: keyFile), uid: uid)
+        XCTAssertFalse(verifier.matches(try verifier.derive("1234", key: guessedKey)), "the key file alone keyed it")
+        XCTAssertNil(verifier.length(key: guessedKey))
+
+        // The daemon itself, with its TPM, still checks it.
+        try victim.start()
+        XCTAssertNoThrow(try victim.setPasscode("5678", current: "1234"))
     }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import EnclaveCore
 import Foundation
 import XCTest
@@ -105,5 +106,26 @@ final class PasscodeVerifierTests: XCTestCase {
         XCTAssertFalse(ledger.recordPasscodeFailure(attempt: try v.derive("1111"), now: clock.monotonic()))
         XCTAssertTrue(ledger.recordPasscodeFailure(attempt: try v.derive("2222"), now: clock.monotonic()))
         XCTAssertEqual(ledger.passcodeFailures, 2)
+    }
+
+    /// Keyed: the stored hash is an HMAC of scrypt's output, the length sealed; only the key checks
+    /// it or reads the length, and another key tests nothing.
+    func testAKeyedVerifierChecksOnlyWithItsKey() throws {
+        let key = SymmetricKey(size: .bits256)
+        let v = try PasscodeVerifier.make(passcode: "2468", cost: 10, minimumLength: 4, key: key)
+        XCTAssertTrue(v.isKeyed)
+        XCTAssertNil(v.length)
+        XCTAssertEqual(v.length(key: key), 4)
+        XCTAssertTrue(v.matches(try v.derive("2468", key: key)))
+        XCTAssertFalse(v.matches(try v.derive("2469", key: key)))
+        XCTAssertThrowsError(try v.derive("2468")) { XCTAssertEqual($0 as? PasscodeVerifier.Problem, .keyNeeded) }
+        let other = SymmetricKey(size: .bits256)
+        XCTAssertFalse(v.matches(try v.derive("2468", key: other)))
+        XCTAssertNil(v.length(key: other))
+        var unkeyed = v
+        unkeyed.keyed = nil
+        XCTAssertFalse(unkeyed.matches(try unkeyed.derive("2468")), "scrypt alone does not give the stored hash")
+        let decoded = try JSONDecoder().decode(PasscodeVerifier.self, from: JSONEncoder().encode(v))
+        XCTAssertEqual(decoded, v)
     }
 }

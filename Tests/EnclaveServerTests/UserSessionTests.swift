@@ -1,3 +1,4 @@
+import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -117,7 +118,9 @@ final class UserSessionTests: XCTestCase {
         let after = try XCTUnwrap(upgraded)
         XCTAssertEqual(after.cost, 15)
         XCTAssertNotEqual(after.salt, before.salt)
-        XCTAssertEqual(after.length, 4)
+        XCTAssertTrue(after.isKeyed)
+        XCTAssertNil(after.length, "the length is sealed, not in the clear")
+        XCTAssertEqual(after.length(key: KeyHierarchy.passcodeKey(master: daemon.masterKey, uid: getuid())), 4)
         daemon = nil
 
         daemon = try EnclaveDaemon(
@@ -132,6 +135,30 @@ final class UserSessionTests: XCTestCase {
         XCTAssertTrue(again)
         let stillShorter = try await reopened.status(app: "/usr/bin/example-app").passcodeShorterThanMinimum
         XCTAssertEqual(stillShorter, true)
+    }
+
+    /// A verifier from before keying (scrypt's output as stored, its length in the clear: a copy of
+    /// the state could test guesses offline) keeps working and is remade keyed on its next success.
+    func testAnUnkeyedVerifierIsRemadeKeyedOnItsNextSuccess() async throws {
+        var record = UserRecord(uid: getuid(), domainSecret: DomainStateHash.newSecret())
+        record.passcode = try PasscodeVerifier.make(passcode: "1234", cost: 14, minimumLength: 4)
+        try daemon.storage.save(record)
+        let session = try daemon.session(for: getuid())
+        let loaded = await session.record.passcode
+        XCTAssertEqual(loaded?.isKeyed, false)
+        XCTAssertEqual(loaded?.length, 4)
+        let (right, _) = try await session.checkPasscode("1234")
+        XCTAssertTrue(right)
+        try await session.persist()
+        let remade = await session.record.passcode
+        let after = try XCTUnwrap(remade)
+        XCTAssertTrue(after.isKeyed)
+        XCTAssertNil(after.length)
+        let key = KeyHierarchy.passcodeKey(master: daemon.masterKey, uid: getuid())
+        XCTAssertTrue(after.matches(try after.derive("1234", key: key)))
+        XCTAssertFalse(after.matches(try after.derive("1235", key: key)))
+        XCTAssertThrowsError(try after.derive("1234"), "without its key nothing is tested")
+        XCTAssertEqual(after.length(key: key), 4)
     }
 
     /// PAM and fprintd know users by name: root by its, a uid without an account by its number;
