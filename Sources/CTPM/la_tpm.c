@@ -15,8 +15,9 @@ struct la_tpm {
 
 // Without a resource manager (a simulator over TCP, /dev/tpm0) a client killed in the middle of
 // its commands leaves its sessions and objects loaded, and the TPM's few slots fill until every
-// session start fails (TPM_RC_SESSION_MEMORY). With the kernel's (/dev/tpmrm0) a connection sees
-// and flushes only its own, none at open. So at open, what is loaded is flushed.
+// session start fails (TPM_RC_SESSION_MEMORY): the caller asks for them to be flushed at open.
+// Never through a resource manager (/dev/tpmrm0): it flushes a closed connection's own, and it
+// lists and lets flush the sessions of every other client too.
 static void flush_stale(la_tpm *tpm) {
     TSS2_SYS_CONTEXT *sys = NULL;
     if (Esys_GetSysContext(tpm->esys, &sys) != TSS2_RC_SUCCESS || sys == NULL) return;
@@ -33,7 +34,7 @@ static void flush_stale(la_tpm *tpm) {
     }
 }
 
-uint32_t la_tpm_open(const char *tcti, la_tpm **out) {
+uint32_t la_tpm_open(const char *tcti, int flush, la_tpm **out) {
     *out = NULL;
     if (tcti == NULL) return TSS2_ESYS_RC_BAD_REFERENCE;
     la_tpm *tpm = calloc(1, sizeof *tpm);
@@ -52,7 +53,7 @@ uint32_t la_tpm_open(const char *tcti, la_tpm **out) {
     // A simulator may need its start-up; a started TPM answers TPM2_RC_INITIALIZE, and the kernel's
     // resource manager may refuse the command: the next command says whether the TPM serves.
     (void)Esys_Startup(tpm->esys, TPM2_SU_CLEAR);
-    flush_stale(tpm);
+    if (flush) flush_stale(tpm);
     *out = tpm;
     return TSS2_RC_SUCCESS;
 }
@@ -218,6 +219,13 @@ uint32_t la_tpm_random(la_tpm *tpm, uint8_t *out, size_t size) {
     return rc;
 }
 
+// The rollback counter: an ordinary counter (not orderly: each increment is durable), read and moved
+// with its auth value only, read by the owner too (tpm2_nvread, to look from outside), noDA (the
+// value is random: nothing to guess).
+#define COUNTER_ATTRIBUTES                                                                                        \
+    ((TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHWRITE | TPMA_NV_AUTHREAD | TPMA_NV_OWNERREAD |      \
+     TPMA_NV_NO_DA)
+
 // An HMAC session, neither bound nor salted: the authorization crosses the bus as an HMAC keyed
 // with the auth value, never as the value itself.
 static TSS2_RC start_hmac_session(la_tpm *tpm, ESYS_TR *session) {
@@ -272,8 +280,7 @@ uint32_t la_tpm_counter_define(la_tpm *tpm, uint32_t index, const uint8_t *auth,
         .nvPublic = {
             .nvIndex = index,
             .nameAlg = TPM2_ALG_SHA256,
-            .attributes = (TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT) | TPMA_NV_AUTHWRITE | TPMA_NV_AUTHREAD |
-                          TPMA_NV_OWNERREAD | TPMA_NV_NO_DA,
+            .attributes = COUNTER_ATTRIBUTES,
             .dataSize = 8,
         },
     };
@@ -292,14 +299,35 @@ uint32_t la_tpm_counter_define(la_tpm *tpm, uint32_t index, const uint8_t *auth,
     if (rc != TSS2_RC_SUCCESS) return rc;
     rc = set_auth(tpm, nv, auth, auth_size);
     if (rc == TSS2_RC_SUCCESS) rc = counter_step(tpm, nv, 1, value);
+    if (rc != TSS2_RC_SUCCESS) {
+        // A counter never moved is of no use: it goes rather than hold an NV index.
+        if (Esys_NV_UndefineSpace(tpm->esys, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE) ==
+            TSS2_RC_SUCCESS)
+            return rc;
+    }
     Esys_TR_Close(tpm->esys, &nv);
     return rc;
 }
 
-// The counter at `index`, its auth value set; TPM2_RC_HANDLE when there is none.
+// The counter at `index`, its auth value set; TPM2_RC_HANDLE when there is none. An index of
+// another kind or other attributes (an ordinary index put in its place, writable at will) is not
+// taken for it.
 static TSS2_RC open_counter(la_tpm *tpm, uint32_t index, const uint8_t *auth, size_t auth_size, ESYS_TR *nv) {
     TSS2_RC rc = Esys_TR_FromTPMPublic(tpm->esys, index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, nv);
     if (rc != TSS2_RC_SUCCESS) return rc;
+    TPM2B_NV_PUBLIC *public = NULL;
+    TPM2B_NAME *name = NULL;
+    rc = Esys_NV_ReadPublic(tpm->esys, *nv, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &public, &name);
+    if (rc == TSS2_RC_SUCCESS &&
+        ((public->nvPublic.attributes & ~TPMA_NV_WRITTEN) != COUNTER_ATTRIBUTES || public->nvPublic.dataSize != 8 ||
+         public->nvPublic.authPolicy.size != 0))
+        rc = TSS2_ESYS_RC_BAD_VALUE;
+    Esys_Free(public);
+    Esys_Free(name);
+    if (rc != TSS2_RC_SUCCESS) {
+        Esys_TR_Close(tpm->esys, nv);
+        return rc;
+    }
     rc = set_auth(tpm, *nv, auth, auth_size);
     if (rc != TSS2_RC_SUCCESS) Esys_TR_Close(tpm->esys, nv);
     return rc;

@@ -10,11 +10,14 @@
 /// counter that was deleted or moved by someone else.
 ///
 /// Our choices: the counter moves only for the changes below (a real TPM's NV wears out: a few
-/// dozen writes a day, nothing on a success or a keychain read); a success's save keeps the
-/// generation, so a copy from just before it gives back only what it forgave (a failure count the
-/// success cleared). Biometric failures short of the lockout do not move it: a state put back from
-/// another boot locks biometrics until the passcode (`AttemptLedger.noteLoaded`), as Apple's
-/// volatile biometric counters do.
+/// dozen writes a day, nothing on a biometric match, an evaluation reused or a keychain call). A
+/// passcode check is counted as a failure first, moving the counter, then checked (as Android's
+/// Gatekeeper does), so neither the disk nor an answer cut short tells its result while a copy of
+/// the state could still be put back: a right passcode moves it once too. A save that only
+/// forgives (a success, an administrator's reset) keeps the generation, so a copy from just before
+/// it gives back only what it forgave. Biometric failures short of the lockout do not move it: in
+/// system mode a state put back from another boot locks biometrics until the passcode
+/// (`AttemptLedger.noteLoaded`), as Apple's volatile biometric counters do.
 public enum RollbackCounter {
     /// What of one user's record an older copy would give back to someone guessing.
     public struct Guarded: Equatable, Sendable {

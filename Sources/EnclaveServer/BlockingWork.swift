@@ -22,4 +22,13 @@ enum BlockingWork {
     static let waitingThreads = 4
 
     private static let waitingPool = BlockingPool(threads: waitingThreads)
+
+    /// TPM commands (the rollback counter): one thread of their own, so they run one at a time and
+    /// never wait behind a PAM stack; and never skipped when the request that asked was cancelled
+    /// (a client gone mid-answer): a change made durable is followed by the counter regardless.
+    static func tpm<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await Task.detached { try await tpmPool.run(work) }.value
+    }
+
+    private static let tpmPool = BlockingPool(threads: 1)
 }

@@ -282,7 +282,7 @@ struct EvaluationRunner {
                     result = .passcodeChecked(correct: correct, attempt: attempt)
                 } catch let f as Failure where f.code == .busy {
                     result = .systemCancel("Another passcode check for this user was in progress.")
-                } catch let f as Failure where f.code == .notPermitted || f.code == .passcodeDisabled {
+                } catch let f as Failure where [.notPermitted, .passcodeDisabled, .internalError].contains(f.code) {
                     result = .systemCancel(f.message)
                 } catch {
                     result = .systemCancel("The device passcode was removed during the evaluation.")

@@ -71,7 +71,16 @@ final class RollbackGuard: Sendable {
         let (anchor, intact, holdsData) = try storage.pool.read { db in
             let anchor = try Storage.readAnchor(db)
             let intact = try anchor.map { try Storage.anchorIsIntact($0, db, key: key) } ?? false
-            let holdsData = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM user)") ?? true
+            // Anything a key opens makes a state one to protect: an anchor missing beside it was
+            // removed (users deleted with it would leave the items to a passcode set anew).
+            let holdsData =
+                try Bool.fetchOne(
+                    db,
+                    sql: """
+                        SELECT EXISTS (SELECT 1 FROM user) OR EXISTS (SELECT 1 FROM class_key) OR EXISTS (SELECT 1 FROM item)
+                            OR EXISTS (SELECT 1 FROM enclave_key) OR EXISTS (SELECT 1 FROM access_group)
+                        """
+                ) ?? true
             return (anchor, intact, holdsData)
         }
         func made(_ index: UInt32, _ generation: UInt64, refusal: String? = nil) -> RollbackGuard {
@@ -88,7 +97,8 @@ final class RollbackGuard: Sendable {
         }
         guard let anchor, !reanchor else {
             if anchor == nil && holdsData && !reanchor {
-                let why = "this TPM-root state holds users but no rollback anchor (removed from a copy?)"
+                let why =
+                    "this TPM-root state holds data but no rollback anchor (removed, or a state made before the counter existed)"
                 logger.error("\(why): \(RollbackCounter.recovery)")
                 return made(0, 0, refusal: why)
             }
@@ -132,17 +142,19 @@ final class RollbackGuard: Sendable {
     /// Writes a user's change inside one durable transaction: at the next generation when
     /// `advancing`, resealing the anchor either way. Returns the generation the counter must reach
     /// before anyone learns of the change (nil: none). Runs on the caller's thread, as every
-    /// write of the user's record does.
+    /// write of the user's record does. A refused state's anchor is never resealed: it stays
+    /// refused through any restart until root's recovery.
     func write(advancing: Bool, _ body: (Database) throws -> Void) throws -> UInt64? {
-        let moving = advancing && standing.withLock { !$0.permanent }
-        let generation = try storage.pool.write { db -> UInt64 in
+        let refused = standing.withLock { $0.permanent }
+        let moving = advancing && !refused
+        let generation = try storage.pool.write { db -> UInt64? in
             try body(db)
-            let current = try Storage.readAnchor(db)?.generation ?? 0
+            guard !refused, let current = try Storage.readAnchor(db)?.generation else { return nil }
             let next = moving ? current + 1 : current
             try Storage.writeAnchor(db, key: anchorKey, index: index, generation: next)
             return next
         }
-        guard moving else { return nil }
+        guard moving, let generation else { return nil }
         standing.withLock { $0.written = max($0.written, generation) }
         return generation
     }
@@ -150,7 +162,7 @@ final class RollbackGuard: Sendable {
     /// Brings the counter to `generation`, durably, before the caller answers. A failure refuses
     /// passcode checks and biometrics until a later check finds the TPM again (`verify`).
     func move(to generation: UInt64) async throws {
-        try await BlockingWork.waiting { [self] in try catchUp(to: generation) }
+        try await BlockingWork.tpm { [self] in try catchUp(to: generation) }
     }
 
     /// Before a passcode check: the TPM still agrees (the counter neither moved by someone else nor
@@ -158,7 +170,7 @@ final class RollbackGuard: Sendable {
     func verify() async -> String? {
         if standing.withLock({ $0.permanent }) { return refusal }
         do {
-            try await BlockingWork.waiting { [self] in
+            try await BlockingWork.tpm { [self] in
                 try counterLock.withLock { _ in
                     let value = try Self.readCounter(index: index, auth: auth, tcti: tcti)
                     let (known, written) = standing.withLock { ($0.known, $0.written) }
@@ -176,7 +188,8 @@ final class RollbackGuard: Sendable {
                 }
             }
         } catch {
-            logger.error("the TPM's rollback counter could not be read", metadata: ["error": "\(error)"])
+            // Unread, the counter vouches for nothing: no check goes on without it.
+            refuse("the TPM's rollback counter could not be read or brought up to date (\(error))", permanently: false)
         }
         return refusal
     }
@@ -198,22 +211,25 @@ final class RollbackGuard: Sendable {
     }
 
     private func catchUpLocked(to generation: UInt64) throws {
-        do {
-            while standing.withLock({ $0.known }) < generation {
-                let before = standing.withLock { $0.known }
-                let value = try TPMDevice.incrementCounter(index: index, auth: auth, tcti: tcti)
-                guard value == before + 1 else {
-                    refuse(
-                        "the TPM's rollback counter was moved by someone else (\(before) → \(value))",
-                        permanently: true
-                    )
-                    throw CounterNotMoved(why: "the counter was moved by someone else")
+        while standing.withLock({ $0.known }) < generation {
+            let before = standing.withLock { $0.known }
+            let value: UInt64
+            do { value = try TPMDevice.incrementCounter(index: index, auth: auth, tcti: tcti) } catch {
+                // The increment may have run with its answer lost: the counter says where it is.
+                // Anywhere up to the state's generation is this daemon's own progress.
+                let written = standing.withLock { $0.written }
+                if let now = try? Self.readCounter(index: index, auth: auth, tcti: tcti), now > before, now <= written {
+                    standing.withLock { $0.known = now }
+                    continue
                 }
-                standing.withLock { $0.known = value }
+                refuse("the TPM's rollback counter could not be moved (\(error))", permanently: false)
+                throw CounterNotMoved(why: "\(error)")
             }
-        } catch let error as TPMError {
-            refuse("the TPM's rollback counter could not be moved (\(error))", permanently: false)
-            throw CounterNotMoved(why: "\(error)")
+            guard value == before + 1 else {
+                refuse("the TPM's rollback counter was moved by someone else (\(before) → \(value))", permanently: true)
+                throw CounterNotMoved(why: "the counter was moved by someone else")
+            }
+            standing.withLock { $0.known = value }
         }
     }
 

@@ -109,10 +109,17 @@ public enum TPMDevice {
         }
     }
 
+    /// Whether a resource manager stands between us and the TPM (the kernel's `/dev/tpmrm*`,
+    /// tpm2-abrmd): it keeps each client's sessions and objects apart and flushes them when the
+    /// client goes.
+    static func managed(_ tcti: String) -> Bool {
+        tcti.hasPrefix("device:/dev/tpmrm") || tcti.hasPrefix("tabrmd")
+    }
+
     private static func withTPM<T>(_ tcti: String, _ body: (OpaquePointer) throws(TPMError) -> T) throws(TPMError) -> T
     {
         var tpm: OpaquePointer?
-        let rc = la_tpm_open(tcti, &tpm)
+        let rc = la_tpm_open(tcti, managed(tcti) ? 0 : 1, &tpm)
         guard rc == 0, let tpm else { throw TPMError("opening \(tcti)", rc) }
         defer { la_tpm_close(tpm) }
         return try body(tpm)

@@ -48,6 +48,32 @@ extension UserSession {
         defer { passcodeCheckBusy = false }
         // The TPM's counter still agrees with this state before anything is checked.
         if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
+        // On the TPM root the attempt is counted, and the counter moved, before it is checked (as
+        // Android's Gatekeeper counts first): neither the disk nor an answer cut short tells the
+        // result while the counter still stands where a copy of the state could be put back. The
+        // count stays while the check runs (a save meanwhile keeps it); at the answer the ledger
+        // returns to what it was before, and the caller, with no suspension between, records the
+        // result on it and saves — which forgives the count and never moves the counter.
+        let beforeCount = record.ledger
+        if rollback != nil {
+            record.ledger.recordPasscodeFailure(attempt: nil, now: clock.monotonic(), wall: clock.wall())
+            try await persist()
+        }
+        do {
+            let checked = try await checkedPasscode(passcode)
+            if rollback != nil { record.ledger = beforeCount }
+            return checked
+        } catch {
+            // Not a guess after all (PAM unsuitable, the passcode removed meanwhile): forgiven.
+            if rollback != nil {
+                record.ledger = beforeCount
+                try? await persist()
+            }
+            throw error
+        }
+    }
+
+    private func checkedPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data?) {
         if usesPAM, let service = config.pamService {
             let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
             if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }

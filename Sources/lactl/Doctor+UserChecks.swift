@@ -35,7 +35,8 @@ extension Doctor {
                     "root",
                     Printable.field(refused),
                     fix:
-                        "root: stop the daemon, run laenclaved --reanchor on its state as the daemon's own user, start it again"
+                        "find out why first: --reanchor accepts the state as it is (its counters, passcode, enrolment, items). "
+                        + "Then root: stop the daemon, run laenclaved --reanchor on its state as the daemon's own user, start it again"
                 )
             }
             report.ok(

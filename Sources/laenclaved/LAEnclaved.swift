@@ -338,6 +338,11 @@ struct LAEnclaved: AsyncParsableCommand {
             as EnclaveDaemon.StartError
         {
             if case .alreadyRunning = e {
+                // The recovery is done on a stopped daemon's state: said, not taken for done.
+                if config.reanchor {
+                    logger.critical("--reanchor: \(e.description); stop it first")
+                    throw ExitCode(1)
+                }
                 logger.notice("\(e.description); exiting")
                 return
             }

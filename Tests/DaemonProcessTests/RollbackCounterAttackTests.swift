@@ -6,6 +6,7 @@ import GRDB
 import IntegrationSupport
 import LocalAuthentication
 import LocalAuthenticationTesting
+import Security
 import XCTest
 
 #if canImport(Glibc)
@@ -110,6 +111,12 @@ final class RollbackCounterAttackTests: XCTestCase {
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", enclave.socketPath])
         XCTAssertTrue(doctor.stdout.contains("--reanchor"), doctor.stdout)
         XCTAssertTrue(log().contains("older than"), log())
+        // Writes while refused (a remote lock moves nothing) never reseal the copy into today's
+        // state: a restart is refused the same.
+        try enclave.remoteLock()
+        enclave.stop()
+        try enclave.start()
+        XCTAssertNotNil(try enclave.status().stateRefused, "a restart took the copy")
 
         try reanchor()
         XCTAssertNil(try enclave.status().stateRefused)
@@ -143,6 +150,60 @@ final class RollbackCounterAttackTests: XCTestCase {
         let refused = try XCTUnwrap(try enclave.status().stateRefused, "a swapped record was taken")
         XCTAssertTrue(refused.contains("not the ones"), refused)
         XCTAssertThrowsError(try enclave.setPasscode("5678", current: "9005"))
+        try enclave.remoteLock()
+        enclave.stop()
+        try enclave.start()
+        XCTAssertNotNil(try enclave.status().stateRefused, "a write while refused resealed the swapped record")
+    }
+
+    /// Attack: the anchor removed, and every user's record with it, so the state would look new
+    /// and take a passcode set anew — while its items stay.
+    func testAnAnchorRemovedWithTheUsersIsRefused() throws {
+        enclave.run {
+            let item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "bank.example",
+                kSecAttrAccount as String: "alice", kSecValueData as String: Data("the secret".utf8),
+            ]
+            XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecSuccess)
+        }
+        enclave.stop()
+        let queue = try DatabaseQueue(path: enclave.stateDirectory + "/enclave.sqlite")
+        try queue.write { db in
+            try db.execute(sql: "DELETE FROM meta WHERE name = 'rollbackAnchor'")
+            try db.execute(sql: "DELETE FROM user")
+        }
+        try queue.close()
+        try enclave.start()
+        let refused = try XCTUnwrap(try enclave.status().stateRefused, "a stripped state was taken as new")
+        XCTAssertTrue(refused.contains("no rollback anchor"), refused)
+    }
+
+    /// Each passcode check moves the counter once, right or wrong, before it is checked (counted
+    /// first): the state's generation, in step with the counter, says so.
+    func testEachPasscodeCheckMovesTheCounterOnceBeforeItIsChecked() throws {
+        let start = try generation()
+        XCTAssertNoThrow(try enclave.enrolments(passcode: "1234"))
+        XCTAssertEqual(try generation(), start + 1, "a right passcode")
+        XCTAssertThrowsError(try enclave.enrolments(passcode: "9999"))
+        XCTAssertEqual(try generation(), start + 2, "a wrong one")
+        XCTAssertEqual(try enclave.status().passcodeFailures, 1)
+        XCTAssertNoThrow(try enclave.enrolments(passcode: "1234"))
+        XCTAssertEqual(try enclave.status().passcodeFailures, 0, "the count forgiven by the right one")
+        XCTAssertEqual(try generation(), start + 3)
+        enclave.stop()
+        try enclave.start()
+        XCTAssertNil(try enclave.status().stateRefused)
+    }
+
+    private func generation() throws -> UInt64 {
+        let queue = try DatabaseQueue(path: enclave.stateDirectory + "/enclave.sqlite")
+        defer { try? queue.close() }
+        let anchor = try queue.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'rollbackAnchor'")
+        }
+        return try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: XCTUnwrap(anchor)) as? [String: Any])?["generation"] as? UInt64
+        )
     }
 
     /// Attack: the TPM's owner (an empty authorization on most machines) deletes the counter, so

@@ -12,7 +12,9 @@ typedef struct la_tpm la_tpm;
 
 /// Opens the TPM named by `tcti` in tpm2-tss's syntax ("device:/dev/tpmrm0",
 /// "swtpm:host=127.0.0.1,port=2321"); never NULL (the loader's default would try a TCP simulator).
-uint32_t la_tpm_open(const char *tcti, la_tpm **out);
+/// `flush`: flush the sessions and objects left loaded (a TPM without a resource manager, whose
+/// slots a killed client fills); never with one, where they are other clients'.
+uint32_t la_tpm_open(const char *tcti, int flush, la_tpm **out);
 void la_tpm_close(la_tpm *tpm);
 
 /// Seals `secret` (at most 128 bytes) under the owner hierarchy's ECC P-256 storage primary as a
