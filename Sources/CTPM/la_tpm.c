@@ -321,7 +321,7 @@ static TSS2_RC open_counter(la_tpm *tpm, uint32_t index, const uint8_t *auth, si
     if (rc == TSS2_RC_SUCCESS &&
         ((public->nvPublic.attributes & ~TPMA_NV_WRITTEN) != COUNTER_ATTRIBUTES || public->nvPublic.dataSize != 8 ||
          public->nvPublic.authPolicy.size != 0))
-        rc = TSS2_ESYS_RC_BAD_VALUE;
+        rc = TPM2_RC_HANDLE + TPM2_RC_1;  // not our counter: ours is gone
     Esys_Free(public);
     Esys_Free(name);
     if (rc != TSS2_RC_SUCCESS) {

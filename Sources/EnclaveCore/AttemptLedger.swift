@@ -36,6 +36,12 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     /// hash of a near-miss — often a one-character typo of the real passcode. After a restart the
     /// same wrong entry counts again.
     public private(set) var lastWrongPasscode: Data?
+
+    /// Whether `attempt` repeats the last wrong entry: answered wrong again without a count.
+    public func repeatsLastWrongEntry(_ attempt: Data?) -> Bool {
+        guard let attempt, let last = lastWrongPasscode else { return false }
+        return ConstantTime.equal(last, attempt)
+    }
     /// When the current delay started; its length follows from `passcodeFailures`.
     public private(set) var delayStartedAt: MonotonicStamp?
     /// The same moment on the wall clock: across a reboot it tells whether the delay was over.
@@ -135,7 +141,7 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
     /// when it repeated the previous wrong passcode and so did not count.
     @discardableResult
     public mutating func recordPasscodeFailure(attempt: Data?, now: MonotonicStamp, wall: Date? = nil) -> Bool {
-        if let attempt, let last = lastWrongPasscode, ConstantTime.equal(last, attempt) { return false }
+        if repeatsLastWrongEntry(attempt) { return false }
         lastWrongPasscode = attempt
         passcodeFailures += 1
         if case .delay = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures) {
@@ -143,6 +149,38 @@ public struct AttemptLedger: Codable, Sendable, Equatable {
             delayStartedWall = wall
         }
         return true
+    }
+
+    /// A passcode entry counted before it is checked (on the TPM root: `RollbackCounter`): what the
+    /// count changed, so the check's answer takes back exactly it and nothing another request
+    /// changed meanwhile.
+    public struct PendingPasscodeCount: Sendable, Equatable {
+        let at: MonotonicStamp
+        let delayStartedAt: MonotonicStamp?
+        let delayStartedWall: Date?
+    }
+
+    /// Counts an entry as a failure before it is checked: one more failure, and the delay it
+    /// starts. The last wrong entry is kept (a repeat is told apart before counting).
+    public mutating func countPasscodeEntryFirst(now: MonotonicStamp, wall: Date?) -> PendingPasscodeCount {
+        let pending = PendingPasscodeCount(at: now, delayStartedAt: delayStartedAt, delayStartedWall: delayStartedWall)
+        passcodeFailures += 1
+        if case .delay = PasscodeDelaySchedule.step(afterConsecutiveFailures: passcodeFailures) {
+            delayStartedAt = now
+            delayStartedWall = wall
+        }
+        return pending
+    }
+
+    /// Takes back a count made by `countPasscodeEntryFirst` once the entry was checked (its result
+    /// is then recorded as any entry's): one failure fewer, and the delay as it was if the count
+    /// started it. What others did meanwhile (a reset, a lock, biometric failures) stays.
+    public mutating func takeBack(_ pending: PendingPasscodeCount) {
+        if passcodeFailures > 0 { passcodeFailures -= 1 }
+        if delayStartedAt == pending.at {
+            delayStartedAt = pending.delayStartedAt
+            delayStartedWall = pending.delayStartedWall
+        }
     }
 
     /// The right passcode: clears every counter and every biometric lock.

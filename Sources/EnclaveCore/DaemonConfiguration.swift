@@ -61,8 +61,8 @@ public struct DaemonConfiguration: Sendable {
     /// (`TerminalHolders`): `terminal-holders` from a file only root can write, else the default.
     public var terminalHolders = TerminalHolders.defaultTrusted
     /// Which root holds the master secret for a new state (`HardwareRoot`): `tpm`, `--tpm`. Off
-    /// unless chosen (our interim choice): until the recovery secret exists, a TPM clear loses a
-    /// sealed state, which a default must not risk.
+    /// unless chosen (our interim choice, `HardwareRoot`): the installed unit cannot reach the
+    /// TPM yet, and each user-mode daemon would take an NV counter of its own.
     public var tpm: HardwareRoot.Setting = .off
     /// `--require-tpm` / `require-tpm = yes`: no start without the TPM root.
     public var requireTPM = false

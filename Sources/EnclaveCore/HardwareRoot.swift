@@ -3,8 +3,9 @@
 /// file alone, as before). The choice is made once, when a state is new, and recorded with it (the
 /// sealed blob beside the state): a state keeps its root.
 ///
-/// Our choices: the default is `off` until the recovery secret exists (a TPM clear, a new
-/// mainboard or an fTPM reset would otherwise lose a sealed state with no way back); `auto` takes the machine's TPM (`/dev/tpmrm0`, through the kernel's resource
+/// Our choices: the default is `off` for now: the installed unit cannot reach `/dev/tpmrm0` yet,
+/// and every user-mode daemon would define a counter of its own in the TPM's small NV; `auto`
+/// takes the machine's TPM (`/dev/tpmrm0`, through the kernel's resource
 /// manager) when this daemon may use it, and otherwise the software root, saying so; it never
 /// tries a TCP simulator, which any local user could run. A state made with the software root
 /// stays there until moving it is built (the item 7); a state sealed to a TPM opens only

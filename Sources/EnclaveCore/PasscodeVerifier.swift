@@ -37,6 +37,36 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
 
     public var isKeyed: Bool { keyed == true }
 
+    // A keyed hash is stored under a name of its own: a daemon from before keying fails to read it
+    // (and says so) rather than compare scrypt's output with it and count the right passcode wrong.
+    private enum CodingKeys: String, CodingKey {
+        case salt, hash, keyedHash, cost, blockSize, parallelism, length, keyed, sealedLength
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        salt = try c.decode(Data.self, forKey: .salt)
+        keyed = try c.decodeIfPresent(Bool.self, forKey: .keyed)
+        hash = try c.decode(Data.self, forKey: keyed == true ? .keyedHash : .hash)
+        cost = try c.decode(Int.self, forKey: .cost)
+        blockSize = try c.decode(Int.self, forKey: .blockSize)
+        parallelism = try c.decode(Int.self, forKey: .parallelism)
+        length = try c.decodeIfPresent(Int.self, forKey: .length)
+        sealedLength = try c.decodeIfPresent(Data.self, forKey: .sealedLength)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(salt, forKey: .salt)
+        try c.encode(hash, forKey: isKeyed ? .keyedHash : .hash)
+        try c.encode(cost, forKey: .cost)
+        try c.encode(blockSize, forKey: .blockSize)
+        try c.encode(parallelism, forKey: .parallelism)
+        try c.encodeIfPresent(length, forKey: .length)
+        try c.encodeIfPresent(keyed, forKey: .keyed)
+        try c.encodeIfPresent(sealedLength, forKey: .sealedLength)
+    }
+
     public init(salt: Data, hash: Data, cost: Int, blockSize: Int, parallelism: Int, length: Int? = nil) {
         self.salt = salt
         self.hash = hash

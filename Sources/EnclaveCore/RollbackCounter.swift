@@ -100,6 +100,10 @@ public enum RollbackCounter {
     /// ahead is refused rather than wear the TPM.
     public static let maximumCatchUp: UInt64 = 256
 
+    /// What a refusal that waits for the TPM ends with.
+    public static let untilTheTPMAnswers =
+        "passcode checks and biometrics wait until the TPM answers again (looked at on the next request)"
+
     /// What every refusal ends with: the way back.
     public static let recovery =
         "passcode checks and biometrics are refused for every user until root accepts this state (laenclaved --reanchor: docs/architecture.md, “Counters that cannot go back”)"

@@ -57,7 +57,8 @@ public final class EnclaveDaemon: Sendable {
         clock: any EnclaveClock = SystemClock(),
         servedUser: UInt32 = getuid(),
         logger: Logger,
-        peerHelper: PeerHelperClient? = nil
+        peerHelper: PeerHelperClient? = nil,
+        recoverySecret: String? = nil
     ) throws {
         self.servedUser = servedUser
         self.peerHelper = peerHelper
@@ -83,7 +84,7 @@ public final class EnclaveDaemon: Sendable {
             logger: logger
         )
         auditLog = AuditLog(storage: storage, logger: logger)
-        let opened = try MasterKeyRoot.open(config: config, storage: storage)
+        let opened = try MasterKeyRoot.open(config: config, storage: storage, recoverySecret: recoverySecret)
         masterKey = opened.key
         root = opened.root
         if let note = opened.note { logger.notice("\(note)") }
@@ -105,7 +106,8 @@ public final class EnclaveDaemon: Sendable {
                 tcti: counter.tcti,
                 auth: counter.auth,
                 master: masterKey,
-                reanchor: config.reanchor,
+                // A TPM the state is sealed to anew has no counter of this state's.
+                reanchor: config.reanchor || recoverySecret != nil,
                 logger: logger
             )
         } else {

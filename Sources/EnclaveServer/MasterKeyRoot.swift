@@ -32,7 +32,9 @@ enum MasterKeyRoot {
         let description: String
     }
 
-    static func open(config: DaemonConfiguration, storage: Storage) throws -> Opened {
+    /// `recoverySecret`: root's `--recover-tpm-root`: the TPM's secret comes from the recovery box
+    /// and is sealed to the TPM the machine has now (`TPMRootRecovery`).
+    static func open(config: DaemonConfiguration, storage: Storage, recoverySecret: String? = nil) throws -> Opened {
         let hostKey = try EnclaveDaemon.loadMasterKey(config.masterKeyPath)
         let blobPath = config.stateDirectory + "/" + blobName
         let blob = try readBlob(blobPath)
@@ -76,11 +78,27 @@ enum MasterKeyRoot {
         case .tpm(let tcti):
             let secret: [UInt8]
             var sealedNow = false
-            if let blob {
+            var notes: [String] = []
+            if let recoverySecret {
+                guard recorded == .tpm else {
+                    throw RootError(
+                        description: "--recover-tpm-root: this state's master secret is not sealed to a TPM"
+                    )
+                }
+                secret = try TPMRootRecovery.open(secret: recoverySecret, stateDirectory: config.stateDirectory)
+                let sealed: [UInt8]
+                do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
+                    throw RootError(description: "the TPM (\(tcti)) could not seal the recovered secret: \(error)")
+                }
+                try Storage.writePrivateFile(Data(sealed), to: blobPath)
+                notes.append(
+                    "--recover-tpm-root: the master secret is sealed to \(tcti) again, from the recovery secret"
+                )
+            } else if let blob {
                 do { secret = try TPMDevice.unseal(Array(blob), tcti: tcti) } catch {
                     throw RootError(
                         description:
-                            "the master secret sealed to the TPM does not open with \(tcti) (\(error)): a state opens only with the TPM it was sealed to — a copied state never opens elsewhere, and after a TPM clear, a new mainboard or an fTPM reset this state cannot be recovered (no recovery secret exists yet)"
+                            "the master secret sealed to the TPM does not open with \(tcti) (\(error)): a state opens only with the TPM it was sealed to — a copied state never opens elsewhere; after a TPM clear, a new mainboard or an fTPM reset, root seals it again with the recovery secret (laenclaved --recover-tpm-root)"
                     )
                 }
             } else {
@@ -92,10 +110,22 @@ enum MasterKeyRoot {
                 try Storage.writePrivateFile(Data(sealed), to: blobPath)
                 sealedNow = true
             }
-            let note =
-                sealedNow
-                ? "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere, and a TPM clear, a new mainboard or an fTPM reset makes it unrecoverable (no recovery secret exists yet)"
-                : nil
+            if sealedNow {
+                let path = try TPMRootRecovery.make(
+                    tpmSecret: secret,
+                    stateDirectory: config.stateDirectory,
+                    keyFile: config.masterKeyPath
+                )
+                notes.append(
+                    "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere. After a TPM clear, a new mainboard or an fTPM reset, its recovery secret seals it again (laenclaved --recover-tpm-root): the secret was written to \(path) — keep it off this machine, then delete the file"
+                )
+            } else if FileManager.default.fileExists(atPath: TPMRootRecovery.secretPath(keyFile: config.masterKeyPath))
+            {
+                notes.append(
+                    "the TPM root's recovery secret is still at \(TPMRootRecovery.secretPath(keyFile: config.masterKeyPath)): keep it off this machine, then delete the file"
+                )
+            }
+            let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
             return Opened(
                 key: mixed(tpmSecret: secret, hostKey: hostKey),
                 root: .tpm,

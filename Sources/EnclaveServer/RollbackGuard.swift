@@ -53,7 +53,15 @@ final class RollbackGuard: Sendable {
     }
 
     /// Why passcode checks and biometrics are refused for every user now, nil when they are not.
-    var refusal: String? { standing.withLock { $0.refusal.map { "\($0): \(RollbackCounter.recovery)" } } }
+    var refusal: String? {
+        standing.withLock { s in
+            s.refusal.map { "\($0): \(s.permanent ? RollbackCounter.recovery : RollbackCounter.untilTheTPMAnswers)" }
+        }
+    }
+
+    /// Whether the refusal waits for the TPM only: then the next request that reads the facts
+    /// looks again (`verify`).
+    var refusedUntilTheTPMAnswers: Bool { standing.withLock { $0.refusal != nil && !$0.permanent } }
 
     // MARK: Start
 
@@ -174,7 +182,7 @@ final class RollbackGuard: Sendable {
                 try counterLock.withLock { _ in
                     let value = try Self.readCounter(index: index, auth: auth, tcti: tcti)
                     let (known, written) = standing.withLock { ($0.known, $0.written) }
-                    guard let value, value == known else {
+                    guard let value, value >= known, value <= written else {
                         refuse(
                             value == nil
                                 ? "the TPM's rollback counter for this state was deleted while the daemon ran"
@@ -183,7 +191,10 @@ final class RollbackGuard: Sendable {
                         )
                         return
                     }
-                    if known < written { try catchUpLocked(to: written) }
+                    // Up to the state's generation is this daemon's own progress (a move whose
+                    // answer was lost, with its read-back).
+                    standing.withLock { $0.known = value }
+                    if value < written { try catchUpLocked(to: written) }
                     standing.withLock { if !$0.permanent { $0.refusal = nil } }
                 }
             }
@@ -225,7 +236,9 @@ final class RollbackGuard: Sendable {
                 refuse("the TPM's rollback counter could not be moved (\(error))", permanently: false)
                 throw CounterNotMoved(why: "\(error)")
             }
-            guard value == before + 1 else {
+            // Past the state's generation only someone else could have moved it (an answer lost
+            // earlier makes it more than one ahead of what was known, never past the state).
+            guard value > before, value <= standing.withLock({ $0.written }) else {
                 refuse("the TPM's rollback counter was moved by someone else (\(before) → \(value))", permanently: true)
                 throw CounterNotMoved(why: "the counter was moved by someone else")
             }

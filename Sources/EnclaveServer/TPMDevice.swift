@@ -113,7 +113,8 @@ public enum TPMDevice {
     /// tpm2-abrmd): it keeps each client's sessions and objects apart and flushes them when the
     /// client goes.
     static func managed(_ tcti: String) -> Bool {
-        tcti.hasPrefix("device:/dev/tpmrm") || tcti.hasPrefix("tabrmd")
+        let name = tcti.split(separator: ":", maxSplits: 1).first.map(String.init) ?? tcti
+        return tcti.contains("/dev/tpmrm") || name.contains("tabrmd")
     }
 
     private static func withTPM<T>(_ tcti: String, _ body: (OpaquePointer) throws(TPMError) -> T) throws(TPMError) -> T

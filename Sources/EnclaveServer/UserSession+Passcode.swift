@@ -48,46 +48,64 @@ extension UserSession {
         defer { passcodeCheckBusy = false }
         // The TPM's counter still agrees with this state before anything is checked.
         if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
-        // On the TPM root the attempt is counted, and the counter moved, before it is checked (as
-        // Android's Gatekeeper counts first): neither the disk nor an answer cut short tells the
-        // result while the counter still stands where a copy of the state could be put back. The
-        // count stays while the check runs (a save meanwhile keeps it); at the answer the ledger
-        // returns to what it was before, and the caller, with no suspension between, records the
-        // result on it and saves — which forgives the count and never moves the counter.
-        let beforeCount = record.ledger
-        if rollback != nil {
-            record.ledger.recordPasscodeFailure(attempt: nil, now: clock.monotonic(), wall: clock.wall())
-            try await persist()
-        }
-        do {
-            let checked = try await checkedPasscode(passcode)
-            if rollback != nil { record.ledger = beforeCount }
-            return checked
-        } catch {
-            // Not a guess after all (PAM unsuitable, the passcode removed meanwhile): forgiven.
-            if rollback != nil {
-                record.ledger = beforeCount
-                try? await persist()
-            }
-            throw error
-        }
-    }
-
-    private func checkedPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data?) {
         if usesPAM, let service = config.pamService {
-            let outcome = await PAMAuthenticator.check(service: service, user: username, password: passcode)
-            if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }
-            if case .refused(let why) = outcome {
-                logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
+            let user = username
+            return try await countedFirst {
+                let outcome = await PAMAuthenticator.check(service: service, user: user, password: passcode)
+                if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }
+                if case .refused(let why) = outcome {
+                    self.logger.notice(
+                        "PAM refused the login password",
+                        metadata: ["uid": "\(self.uid)", "pam": "\(why)"]
+                    )
+                }
+                return (outcome == .accepted, nil)
             }
-            return (outcome == .accepted, nil)
         }
         guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
         let key = keys.passcode
         let attempt = try await BlockingWork.compute { try verifier.derive(passcode, key: key) }
-        let correct = verifier.matches(attempt)
-        if correct { await refresh(verifier, knowing: passcode) }
-        return (correct, attempt)
+        // A repeat of the last wrong entry is wrong again, and not counted (its result is known):
+        // told apart before any count, so repeating it moves no counter.
+        if record.ledger.repeatsLastWrongEntry(attempt) { return (false, attempt) }
+        return try await countedFirst {
+            let correct = verifier.matches(attempt)
+            if correct { await self.refresh(verifier, knowing: passcode) }
+            return (correct, attempt)
+        }
+    }
+
+    /// On the TPM root an entry is counted, and the counter moved, before its result is known (as
+    /// Android's Gatekeeper counts first): neither the disk nor an answer cut short tells the result
+    /// while the counter still stands where a copy of the state could be put back. The count stays
+    /// while `check` runs (a save meanwhile keeps it); at the answer it is taken back, and the
+    /// caller — with no suspension between — records the result as for any entry and saves, which
+    /// never moves the counter again. Anywhere else the check runs as is.
+    private func countedFirst(
+        _ check: () async throws -> (correct: Bool, attempt: Data?)
+    ) async throws -> (correct: Bool, attempt: Data?) {
+        guard rollback != nil else { return try await check() }
+        let pending = record.ledger.countPasscodeEntryFirst(now: clock.monotonic(), wall: clock.wall())
+        let counted = record.ledger
+        do { try await persist() } catch {
+            // Counted on the disk but the counter did not follow: nothing was checked, so the
+            // count goes (a failed write left the record as it was).
+            if record.ledger == counted {
+                record.ledger.takeBack(pending)
+                try? await persist()
+            }
+            throw error
+        }
+        do {
+            let result = try await check()
+            record.ledger.takeBack(pending)
+            return result
+        } catch {
+            // Not a guess after all (PAM unsuitable, the passcode removed meanwhile).
+            record.ledger.takeBack(pending)
+            try? await persist()
+            throw error
+        }
     }
 
     /// After a right passcode: a verifier weaker than today's cost, or not keyed (one from
@@ -98,7 +116,8 @@ extension UserSession {
         var next = verifier
         let key = keys.passcode
         if verifier.needsUpgrade(toCost: config.passcodeCost) || !verifier.isKeyed {
-            let cost = config.passcodeCost
+            // Never below the cost it had: keying must not weaken it.
+            let cost = max(config.passcodeCost, verifier.cost)
             guard
                 let remade = try? await BlockingWork.compute({
                     try PasscodeVerifier.remade(passcode: passcode, cost: cost, key: key)

@@ -113,7 +113,10 @@ actor UserSession {
                 try storage.transaction { db in try write(db, written) }
                 move = nil
             }
+            // A verifier from before keying, replaced: its page images go from the files too.
+            let unkeyedReplaced = saved.passcode.map { !$0.isKeyed && $0 != written.passcode } ?? false
             saved = written
+            if unkeyedReplaced { storage.shred() }
         } catch {
             record = saved
             logger.error("could not save the user's record", metadata: ["uid": "\(uid)", "error": "\(error)"])
@@ -149,7 +152,9 @@ actor UserSession {
     }
 
     func facts() async throws -> DeviceFacts {
-        DeviceFacts(
+        // A refusal that waits for the TPM is looked at again here, so evaluations lift it too.
+        if let rollback, rollback.refusedUntilTheTPMAnswers { _ = await rollback.verify() }
+        return DeviceFacts(
             sensor: sensor?.info.kind ?? .none,
             enrolled: !(try await identities()).isEmpty,
             passcodeSet: passcodeIsSet,

@@ -43,13 +43,13 @@ extension Doctor {
                 "root",
                 "the master secret is sealed to a TPM 2.0: a copy of the state directory and key file opens nothing without that TPM, "
                     + "and a copy put back is refused (the TPM's rollback counter) "
-                    + "(a TPM clear loses the state: no recovery secret exists yet)"
+                    + "(after a TPM clear, root seals it again with the recovery secret: laenclaved --recover-tpm-root)"
             )
         case .software?:
             report.note(
                 "root",
                 "the software root: the key file alone opens the state, so a copy of both (a backup, a stolen disk) opens every item anywhere. "
-                    + "With a TPM 2.0 the daemon may open (/dev/tpmrm0), tpm = auto seals a new state to it (docs/configuration.md: no recovery after a TPM clear yet)"
+                    + "With a TPM 2.0 the daemon may open (/dev/tpmrm0), tpm = auto seals a new state to it (docs/configuration.md)"
             )
         default: break
         }

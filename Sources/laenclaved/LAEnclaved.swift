@@ -167,6 +167,12 @@ struct LAEnclaved: AsyncParsableCommand {
             "Root's recovery when a TPM-root state was refused as older than its rollback counter (or the counter is gone): accept the state as it is, bind it to a new counter, and exit. Run it as the daemon's own user, with the daemon stopped."
     )
     var reanchor = false
+    @Flag(
+        name: .customLong("recover-tpm-root"),
+        help:
+            "Root's recovery after a TPM clear, a new mainboard or an fTPM reset: read the recovery secret from standard input, seal the state's master secret to the TPM this machine has now (--tpm), bind a new rollback counter, and exit. Run it as the daemon's own user, with the daemon stopped."
+    )
+    var recoverTPMRoot = false
 
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
     var logFile: String?
@@ -334,12 +340,20 @@ struct LAEnclaved: AsyncParsableCommand {
             logger.info("other users' processes are read by the privileged helper", metadata: ["capabilities": "none"])
         }
         let helper = peerHelperSocket.map { PeerHelperClient(socket: $0) }
-        do { daemon = try EnclaveDaemon(config: config, logger: logger, peerHelper: helper) } catch let e
+        let recoverySecret = recoverTPMRoot ? readLine(strippingNewline: true) ?? "" : nil
+        do {
+            daemon = try EnclaveDaemon(
+                config: config,
+                logger: logger,
+                peerHelper: helper,
+                recoverySecret: recoverySecret
+            )
+        } catch let e
             as EnclaveDaemon.StartError
         {
             if case .alreadyRunning = e {
                 // The recovery is done on a stopped daemon's state: said, not taken for done.
-                if config.reanchor {
+                if config.reanchor || recoverTPMRoot {
                     logger.critical("--reanchor: \(e.description); stop it first")
                     throw ExitCode(1)
                 }
@@ -352,8 +366,8 @@ struct LAEnclaved: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             throw error
         }
-        if config.reanchor {
-            logger.notice("--reanchor: the state is bound to its TPM counter again; exiting")
+        if config.reanchor || recoverTPMRoot {
+            logger.notice("the state is bound to its TPM and counter again; exiting")
             return
         }
         var services = EnclaveService.services(daemon: daemon, logger: logger)
@@ -366,24 +380,5 @@ struct LAEnclaved: AsyncParsableCommand {
             configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
         )
         try await group.run()
-    }
-
-    /// `laenclaved-agent` in the directory this executable runs from (as the kernel names it, links
-    /// resolved, as it names the agent's): installed together, the agent needs no setting.
-    static func agentBesideDaemon() -> String? {
-        guard let me = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
-        return (me as NSString).deletingLastPathComponent + "/laenclaved-agent"
-    }
-
-    /// Raises the soft descriptor limit toward `wanted` (up to the hard limit); returns the limit now.
-    static func raiseDescriptorLimit(to wanted: Int) -> Int {
-        var limit = rlimit()
-        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return wanted }
-        if limit.rlim_cur < rlim_t(wanted) {
-            limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
-            _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-            _ = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-        }
-        return limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
     }
 }

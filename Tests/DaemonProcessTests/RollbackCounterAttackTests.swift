@@ -28,9 +28,7 @@ final class RollbackCounterAttackTests: XCTestCase {
     override func setUpWithError() throws {
         guard SwtpmSimulator.available else { throw XCTSkip("needs swtpm (scripts/setup-debian installs it)") }
         tpm = try SwtpmSimulator()
-        var configuration = TestEnclave.Configuration()
-        configuration.tpm = tpm.tcti
-        enclave = try TestEnclave(configuration)
+        enclave = try TestEnclave.sealed(to: tpm)
         copy = enclave.directory + "/state-copy"
     }
 
@@ -77,14 +75,7 @@ final class RollbackCounterAttackTests: XCTestCase {
     /// same state, then started again.
     private func reanchor() throws {
         enclave.stop()
-        let run = try runProcess(
-            productPath("laenclaved"),
-            [
-                "--user", "--socket", enclave.directory + "/run/recovery-socket", "--state-dir",
-                enclave.stateDirectory, "--key-file", enclave.directory + "/keys/master.key", "--config",
-                enclave.directory + "/laenclaved.conf", "--tpm", tpm.tcti, "--reanchor",
-            ]
-        )
+        let run = try enclave.runOnce(tpm: tpm, ["--reanchor"])
         XCTAssertEqual(run.status, 0, run.stderr)
         try enclave.start()
     }
@@ -186,6 +177,9 @@ final class RollbackCounterAttackTests: XCTestCase {
         XCTAssertEqual(try generation(), start + 1, "a right passcode")
         XCTAssertThrowsError(try enclave.enrolments(passcode: "9999"))
         XCTAssertEqual(try generation(), start + 2, "a wrong one")
+        XCTAssertEqual(try enclave.status().passcodeFailures, 1)
+        XCTAssertThrowsError(try enclave.enrolments(passcode: "9999"))
+        XCTAssertEqual(try generation(), start + 2, "the same wrong one again: known, not counted, nothing moved")
         XCTAssertEqual(try enclave.status().passcodeFailures, 1)
         XCTAssertNoThrow(try enclave.enrolments(passcode: "1234"))
         XCTAssertEqual(try enclave.status().passcodeFailures, 0, "the count forgiven by the right one")

@@ -470,4 +470,38 @@ final class AttemptLedgerTests: XCTestCase {
         XCTAssertEqual(upgraded.passcodeFailures, 3)
         XCTAssertNil(upgraded.lastWrongPasscode)
     }
+
+    /// Counted first, then taken back: exactly the count goes — the delay it started included —
+    /// and what others did meanwhile stays.
+    func testACountMadeFirstIsTakenBackAlone() {
+        let rows: [(String, Int, (inout AttemptLedger) -> Void, Int, Bool)] = [
+            ("nothing meanwhile", 2, { _ in }, 2, false),
+            ("the fifth count started the delay: taken back with it", 4, { _ in }, 4, false),
+            ("an administrator reset meanwhile", 3, { $0.administratorReset() }, 0, false),
+            ("a remote lock meanwhile", 1, { $0.remoteLock() }, 1, true),
+        ]
+        for (name, failures, meanwhile, expected, locked) in rows {
+            var ledger = AttemptLedger()
+            let now = MonotonicStamp(bootID: "b", seconds: 100)
+            for n in 0..<failures {
+                ledger.recordPasscodeFailure(attempt: Data([UInt8(n)]), now: now, wall: Date())
+            }
+            let before = ledger
+            let later = MonotonicStamp(bootID: "b", seconds: 200)
+            let pending = ledger.countPasscodeEntryFirst(now: later, wall: Date())
+            XCTAssertEqual(ledger.passcodeFailures, failures + 1, name)
+            meanwhile(&ledger)
+            ledger.takeBack(pending)
+            XCTAssertEqual(ledger.passcodeFailures, expected, name)
+            XCTAssertEqual(ledger.biometryLock != nil, locked, name)
+            if expected == failures {
+                XCTAssertEqual(ledger.passcodeGate(now: later), before.passcodeGate(now: later), name)
+            }
+            XCTAssertTrue(
+                ledger.repeatsLastWrongEntry(failures > 0 ? Data([UInt8(failures - 1)]) : nil)
+                    == (failures > 0 && expected > 0),
+                name
+            )
+        }
+    }
 }

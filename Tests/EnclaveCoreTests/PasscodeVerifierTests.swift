@@ -125,7 +125,12 @@ final class PasscodeVerifierTests: XCTestCase {
         var unkeyed = v
         unkeyed.keyed = nil
         XCTAssertFalse(unkeyed.matches(try unkeyed.derive("2468")), "scrypt alone does not give the stored hash")
-        let decoded = try JSONDecoder().decode(PasscodeVerifier.self, from: JSONEncoder().encode(v))
+        let json = try JSONEncoder().encode(v)
+        let decoded = try JSONDecoder().decode(PasscodeVerifier.self, from: json)
         XCTAssertEqual(decoded, v)
+        // Stored under a name of its own: a reader from before keying fails rather than compare.
+        let fields = try XCTUnwrap(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        XCTAssertNil(fields["hash"])
+        XCTAssertNotNil(fields["keyedHash"])
     }
 }

@@ -1,5 +1,6 @@
 import EnclaveClient
 import Foundation
+import LocalAuthenticationTesting
 import XCTest
 
 /// A TPM 2.0 for a test: Debian's `swtpm` on a loopback TCP port of its own, with its state in a
@@ -63,6 +64,14 @@ public final class SwtpmSimulator {
         pid = 0
     }
 
+    /// A TPM clear (or a new mainboard at the same address): new seeds, its NV gone; the same TCTI.
+    public func clear() throws {
+        stop()
+        try FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        try start()
+    }
+
     /// Removes the TPM's state: the end of this TPM.
     public func destroy() {
         stop()
@@ -97,4 +106,26 @@ public final class SwtpmSimulator {
     }
 
     public struct SimulatorError: Error, CustomStringConvertible { public var description: String }
+}
+
+extension TestEnclave {
+    /// A test daemon whose master secret is sealed to `tpm`.
+    public static func sealed(to tpm: SwtpmSimulator) throws -> TestEnclave {
+        var configuration = TestEnclave.Configuration()
+        configuration.tpm = tpm.tcti
+        return try TestEnclave(configuration)
+    }
+
+    /// The daemon's executable run once more on this daemon's state and key file with `tpm`, for a
+    /// one-shot of root's (`--reanchor`, `--recover-tpm-root`), while the daemon is stopped.
+    public func runOnce(tpm: SwtpmSimulator, _ arguments: [String], input: String = "") throws -> ProcessOutput {
+        try runProcess(
+            productPath("laenclaved"),
+            [
+                "--user", "--socket", directory + "/run/one-shot-socket", "--state-dir", stateDirectory, "--key-file",
+                directory + "/keys/master.key", "--config", directory + "/laenclaved.conf", "--tpm", tpm.tcti,
+            ] + arguments,
+            input: input
+        )
+    }
 }
