@@ -47,7 +47,11 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         salt = try c.decode(Data.self, forKey: .salt)
         keyed = try c.decodeIfPresent(Bool.self, forKey: .keyed)
-        hash = try c.decode(Data.self, forKey: keyed == true ? .keyedHash : .hash)
+        // A keyed hash stored under "hash" (before its own name) still reads.
+        hash =
+            try keyed == true
+            ? c.decodeIfPresent(Data.self, forKey: .keyedHash) ?? c.decode(Data.self, forKey: .hash)
+            : c.decode(Data.self, forKey: .hash)
         cost = try c.decode(Int.self, forKey: .cost)
         blockSize = try c.decode(Int.self, forKey: .blockSize)
         parallelism = try c.decode(Int.self, forKey: .parallelism)

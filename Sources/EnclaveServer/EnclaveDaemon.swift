@@ -23,6 +23,8 @@ public final class EnclaveDaemon: Sendable {
     let root: MasterSecretRoot
     /// On a TPM root: the state held against the TPM's rollback counter.
     let rollback: RollbackGuard?
+    /// `issueRecovery`: the recovery secret issued, for root's eyes once (`TPMRootRecovery`).
+    public let issuedRecoverySecret: String?
     /// Nil when the stored authority cannot be opened: keys then get no attestation, and
     /// everything else works.
     let attestor: KeyAttestor?
@@ -58,7 +60,8 @@ public final class EnclaveDaemon: Sendable {
         servedUser: UInt32 = getuid(),
         logger: Logger,
         peerHelper: PeerHelperClient? = nil,
-        recoverySecret: String? = nil
+        recoverySecret: String? = nil,
+        issueRecovery: Bool = false
     ) throws {
         self.servedUser = servedUser
         self.peerHelper = peerHelper
@@ -84,7 +87,10 @@ public final class EnclaveDaemon: Sendable {
             logger: logger
         )
         auditLog = AuditLog(storage: storage, logger: logger)
-        let opened = try MasterKeyRoot.open(config: config, storage: storage, recoverySecret: recoverySecret)
+        let oneShot: MasterKeyRoot.OneShot? =
+            recoverySecret.map { .recover(secret: $0) } ?? (issueRecovery ? .issueRecovery : nil)
+        let opened = try MasterKeyRoot.open(config: config, storage: storage, oneShot: oneShot)
+        issuedRecoverySecret = opened.issuedRecoverySecret
         masterKey = opened.key
         root = opened.root
         if let note = opened.note { logger.notice("\(note)") }

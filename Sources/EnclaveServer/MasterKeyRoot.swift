@@ -22,6 +22,22 @@ enum MasterKeyRoot {
         /// On a TPM root: the TPM, and the rollback counter's auth value (from the sealed secret,
         /// so only this state's TPM gives it).
         var counter: (tcti: String, auth: [UInt8])? = nil
+        /// `--issue-tpm-recovery`: the recovery secret, for root's eyes once (never written).
+        var issuedRecoverySecret: String? = nil
+    }
+
+    /// Root's one-shots on a TPM root (the daemon stopped): seal the state's master secret to the
+    /// TPM the machine has now from the recovery secret, or issue a new recovery secret.
+    enum OneShot: Sendable {
+        case recover(secret: String)
+        case issueRecovery
+
+        var flag: String {
+            switch self {
+            case .recover: "--recover-tpm-root"
+            case .issueRecovery: "--issue-tpm-recovery"
+            }
+        }
     }
 
     /// The sealed secret's blob, in the state directory: it is the state's record that its root is
@@ -32,9 +48,9 @@ enum MasterKeyRoot {
         let description: String
     }
 
-    /// `recoverySecret`: root's `--recover-tpm-root`: the TPM's secret comes from the recovery box
-    /// and is sealed to the TPM the machine has now (`TPMRootRecovery`).
-    static func open(config: DaemonConfiguration, storage: Storage, recoverySecret: String? = nil) throws -> Opened {
+    /// `oneShot`: root's recovery (the TPM's secret from the recovery box, sealed to the TPM the
+    /// machine has now) or a new recovery secret (`TPMRootRecovery`).
+    static func open(config: DaemonConfiguration, storage: Storage, oneShot: OneShot? = nil) throws -> Opened {
         let hostKey = try EnclaveDaemon.loadMasterKey(config.masterKeyPath)
         let blobPath = config.stateDirectory + "/" + blobName
         let blob = try readBlob(blobPath)
@@ -46,7 +62,11 @@ enum MasterKeyRoot {
             }
             return root
         }
+        var recovering = false
+        if case .recover = oneShot { recovering = true }
         switch (named, blob != nil) {
+        case (.tpm?, false) where recovering:
+            recorded = .tpm  // the box recovers it without its blob
         case (.tpm?, false):
             throw RootError(
                 description:
@@ -63,6 +83,12 @@ enum MasterKeyRoot {
             // A state from before roots were recorded is the software root's; only an empty one is new.
             recorded = record.confirmed || record.holdsData ? .software : .new
         }
+        if let oneShot, recorded == .software || (recovering && recorded != .tpm) {
+            throw RootError(
+                description:
+                    "\(oneShot.flag): the state in \(config.stateDirectory) is not sealed to a TPM (is --state-dir the daemon's?)"
+            )
+        }
         let machine = access(TPMDevice.machineDevice, R_OK | W_OK) == 0 ? TPMDevice.machineTCTI : nil
         let decision = HardwareRoot.decide(
             setting: config.tpm,
@@ -77,15 +103,15 @@ enum MasterKeyRoot {
             return Opened(key: hostKey, root: .software, note: note)
         case .tpm(let tcti):
             let secret: [UInt8]
-            var sealedNow = false
             var notes: [String] = []
-            if let recoverySecret {
-                guard recorded == .tpm else {
+            if case .recover(let typed) = oneShot {
+                if let blob, (try? TPMDevice.unseal(Array(blob), tcti: tcti)) != nil {
                     throw RootError(
-                        description: "--recover-tpm-root: this state's master secret is not sealed to a TPM"
+                        description:
+                            "--recover-tpm-root: \(tcti) still opens this state, so there is nothing to recover (a state refused against its rollback counter is --reanchor's)"
                     )
                 }
-                secret = try TPMRootRecovery.open(secret: recoverySecret, stateDirectory: config.stateDirectory)
+                secret = try TPMRootRecovery.open(secret: typed, stateDirectory: config.stateDirectory)
                 let sealed: [UInt8]
                 do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
                     throw RootError(description: "the TPM (\(tcti)) could not seal the recovered secret: \(error)")
@@ -108,21 +134,16 @@ enum MasterKeyRoot {
                     throw RootError(description: "the TPM (\(tcti)) could not seal the master secret: \(error)")
                 }
                 try Storage.writePrivateFile(Data(sealed), to: blobPath)
-                sealedNow = true
+                notes.append(
+                    "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere"
+                )
             }
-            if sealedNow {
-                let path = try TPMRootRecovery.make(
-                    tpmSecret: secret,
-                    stateDirectory: config.stateDirectory,
-                    keyFile: config.masterKeyPath
-                )
+            var issued: String?
+            if case .issueRecovery = oneShot {
+                issued = try TPMRootRecovery.issue(tpmSecret: secret, stateDirectory: config.stateDirectory)
+            } else if !TPMRootRecovery.issued(stateDirectory: config.stateDirectory) {
                 notes.append(
-                    "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere. After a TPM clear, a new mainboard or an fTPM reset, its recovery secret seals it again (laenclaved --recover-tpm-root): the secret was written to \(path) — keep it off this machine, then delete the file"
-                )
-            } else if FileManager.default.fileExists(atPath: TPMRootRecovery.secretPath(keyFile: config.masterKeyPath))
-            {
-                notes.append(
-                    "the TPM root's recovery secret is still at \(TPMRootRecovery.secretPath(keyFile: config.masterKeyPath)): keep it off this machine, then delete the file"
+                    "no recovery secret was issued for this state: after a TPM clear, a new mainboard or an fTPM reset it would be lost. Root issues one, shown once: stop the daemon, run laenclaved --issue-tpm-recovery as its user"
                 )
             }
             let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
@@ -130,7 +151,8 @@ enum MasterKeyRoot {
                 key: mixed(tpmSecret: secret, hostKey: hostKey),
                 root: .tpm,
                 note: note,
-                counter: (tcti, counterAuth(tpmSecret: secret))
+                counter: (tcti, counterAuth(tpmSecret: secret)),
+                issuedRecoverySecret: issued
             )
         }
     }

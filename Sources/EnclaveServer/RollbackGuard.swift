@@ -247,7 +247,7 @@ final class RollbackGuard: Sendable {
     }
 
     private func refuse(_ why: String, permanently: Bool) {
-        logger.error("\(why): \(RollbackCounter.recovery)")
+        logger.error("\(why): \(permanently ? RollbackCounter.recovery : RollbackCounter.untilTheTPMAnswers)")
         standing.withLock {
             guard !$0.permanent else { return }
             $0.refusal = why

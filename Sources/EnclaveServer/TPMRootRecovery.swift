@@ -2,41 +2,40 @@ import Crypto
 import Foundation
 
 /// The TPM root's recovery secret (issue 31, item 2): after a TPM clear, a new mainboard or an
-/// fTPM reset the sealed blob opens nowhere, and with it the state. When the TPM root is set up,
-/// 32 random bytes — the recovery secret — key an AES-GCM box around the TPM's secret, kept beside
-/// the state (`tpm-recovery.blob`); the secret itself is written once, for root to take off the
-/// machine, to a file beside the key file (0600). With it, `laenclaved --recover-tpm-root` seals the
-/// same TPM secret to the TPM the machine has now: the master key, and so every item and key, is
-/// the same (the key file is still needed too). Without it the box tests nothing: the secret is
-/// 256 random bits, not a passcode.
+/// fTPM reset the sealed blob opens nowhere, and with it the state. Root issues a recovery secret
+/// (`laenclaved --issue-tpm-recovery`, the daemon stopped): 32 random bytes, shown once on standard
+/// output and never written, key an AES-GCM box around the TPM's secret kept beside the state
+/// (`tpm-recovery.blob`); issuing again replaces the box, so only the newest secret opens it (a
+/// leaked or lost one is replaced). With it, `laenclaved --recover-tpm-root` seals the same TPM
+/// secret to the TPM the machine has now: the master key, and so every item and key, is the same
+/// (the key file is still needed too). Without it the box tests nothing: 256 random bits.
 ///
-/// Our choices: a daemon set up at a service's start has no terminal to show the secret on, so it
-/// is written to a file only the daemon's user reads, and the log says where at every start while
-/// it is there (as `systemd-cryptenroll --recovery-key` shows it once, to whoever ran it).
+/// Our choices: never on the disk beside the key file (a copy of both directories would then open
+/// the state anywhere, as the software root does), and never in the log; a daemon that sealed a new
+/// state at a service's start has no one to show it to, so it says at every start that none was
+/// issued until root does.
 enum TPMRootRecovery {
     static let blobName = "tpm-recovery.blob"
-
-    /// Where the secret is written when the TPM root is set up: beside the key file.
-    static func secretPath(keyFile: String) -> String {
-        (keyFile as NSString).deletingLastPathComponent + "/tpm-recovery-secret"
-    }
 
     struct RecoveryError: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// Sets up recovery for `tpmSecret`: the box beside the state, the secret beside the key file.
-    /// Returns where the secret is.
-    static func make(tpmSecret: [UInt8], stateDirectory: String, keyFile: String) throws -> String {
+    /// Issues a recovery secret for `tpmSecret`: the box beside the state (replacing any before);
+    /// returns the secret, formatted, for root's eyes only.
+    static func issue(tpmSecret: [UInt8], stateDirectory: String) throws -> String {
         let secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let box = try AES.GCM.seal(tpmSecret, using: key(secret), authenticating: context)
         guard let combined = box.combined else {
             throw RecoveryError(description: "the recovery box could not be made")
         }
         try Storage.writePrivateFile(combined, to: stateDirectory + "/" + blobName)
-        let path = secretPath(keyFile: keyFile)
-        try Storage.writePrivateFile(Data((format(secret) + "\n").utf8), to: path)
-        return path
+        return format(secret)
+    }
+
+    /// Whether a recovery secret was issued for the state.
+    static func issued(stateDirectory: String) -> Bool {
+        FileManager.default.fileExists(atPath: stateDirectory + "/" + blobName)
     }
 
     /// The TPM's secret, from the state's box and the recovery secret as root typed it.

@@ -69,6 +69,10 @@ extension UserSession {
         // told apart before any count, so repeating it moves no counter.
         if record.ledger.repeatsLastWrongEntry(attempt) { return (false, attempt) }
         return try await countedFirst {
+            // Changed or removed while scrypt ran: the old one checks nothing.
+            guard self.record.passcode == verifier else {
+                throw Failure(.passcodeNotSet, "the device passcode changed during the check")
+            }
             let correct = verifier.matches(attempt)
             if correct { await self.refresh(verifier, knowing: passcode) }
             return (correct, attempt)

@@ -43,7 +43,7 @@ extension Doctor {
                 "root",
                 "the master secret is sealed to a TPM 2.0: a copy of the state directory and key file opens nothing without that TPM, "
                     + "and a copy put back is refused (the TPM's rollback counter) "
-                    + "(after a TPM clear, root seals it again with the recovery secret: laenclaved --recover-tpm-root)"
+                    + "(after a TPM clear, root seals it again with the recovery secret it issued: laenclaved --issue-tpm-recovery, --recover-tpm-root)"
             )
         case .software?:
             report.note(

@@ -1,3 +1,5 @@
+import ArgumentParser
+import EnclaveCore
 import Foundation
 
 #if canImport(Glibc)
@@ -23,5 +25,33 @@ extension LAEnclaved {
             _ = getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         }
         return limit.rlim_cur > rlim_t(Int.max) ? Int.max : Int(limit.rlim_cur)
+    }
+}
+
+/// Root's one-shots on a stopped daemon's state (`--reanchor`, `--recover-tpm-root`,
+/// `--issue-tpm-recovery`).
+extension LAEnclaved {
+    /// The one-shot asked for, if any; refused unless run as the state's owner (files written as
+    /// another user, root included, would lock the daemon out of its own state).
+    func oneShotFlag(config: DaemonConfiguration) throws -> String? {
+        let asked = [
+            (config.reanchor, "--reanchor"), (recoverTPMRoot, "--recover-tpm-root"),
+            (issueTPMRecovery, "--issue-tpm-recovery"),
+        ].filter(\.0).map(\.1)
+        guard let flag = asked.first else { return nil }
+        guard asked.count == 1 else { throw ValidationError("one of \(asked.joined(separator: ", ")) at a time") }
+        var state = stat()
+        if stat(config.stateDirectory, &state) == 0, state.st_uid != geteuid() {
+            throw ValidationError(
+                "\(flag): \(config.stateDirectory) belongs to uid \(state.st_uid): run it as that user (runuser -u …)"
+            )
+        }
+        return flag
+    }
+
+    /// The recovery secret from standard input: typed without echo at a terminal, else read.
+    static func readRecoverySecret() -> String {
+        if isatty(0) == 1, let typed = getpass("recovery secret: ") { return String(cString: typed) }
+        return readLine(strippingNewline: true) ?? ""
     }
 }

@@ -173,6 +173,12 @@ struct LAEnclaved: AsyncParsableCommand {
             "Root's recovery after a TPM clear, a new mainboard or an fTPM reset: read the recovery secret from standard input, seal the state's master secret to the TPM this machine has now (--tpm), bind a new rollback counter, and exit. Run it as the daemon's own user, with the daemon stopped."
     )
     var recoverTPMRoot = false
+    @Flag(
+        name: .customLong("issue-tpm-recovery"),
+        help:
+            "Issue the TPM root's recovery secret (a new state is sealed first): shown once on standard output, never written; a secret issued before stops working. Run it as the daemon's own user, with the daemon stopped, and keep the secret off this machine."
+    )
+    var issueTPMRecovery = false
 
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
     var logFile: String?
@@ -340,21 +346,23 @@ struct LAEnclaved: AsyncParsableCommand {
             logger.info("other users' processes are read by the privileged helper", metadata: ["capabilities": "none"])
         }
         let helper = peerHelperSocket.map { PeerHelperClient(socket: $0) }
-        let recoverySecret = recoverTPMRoot ? readLine(strippingNewline: true) ?? "" : nil
+        let oneShot = try oneShotFlag(config: config)
+        let recoverySecret = recoverTPMRoot ? Self.readRecoverySecret() : nil
         do {
             daemon = try EnclaveDaemon(
                 config: config,
                 logger: logger,
                 peerHelper: helper,
-                recoverySecret: recoverySecret
+                recoverySecret: recoverySecret,
+                issueRecovery: issueTPMRecovery
             )
         } catch let e
             as EnclaveDaemon.StartError
         {
             if case .alreadyRunning = e {
                 // The recovery is done on a stopped daemon's state: said, not taken for done.
-                if config.reanchor || recoverTPMRoot {
-                    logger.critical("--reanchor: \(e.description); stop it first")
+                if let oneShot {
+                    logger.critical("\(oneShot): \(e.description); stop it first")
                     throw ExitCode(1)
                 }
                 logger.notice("\(e.description); exiting")
@@ -366,8 +374,15 @@ struct LAEnclaved: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             throw error
         }
-        if config.reanchor || recoverTPMRoot {
-            logger.notice("the state is bound to its TPM and counter again; exiting")
+        if let oneShot {
+            if let secret = daemon.issuedRecoverySecret {
+                print(secret)
+                logger.notice(
+                    "\(oneShot): a recovery secret was issued, shown on standard output only: keep it off this machine; any issued before no longer opens the state"
+                )
+            } else {
+                logger.notice("\(oneShot): done; exiting")
+            }
             return
         }
         var services = EnclaveService.services(daemon: daemon, logger: logger)

@@ -4,10 +4,10 @@ import LocalAuthenticationTesting
 import Security
 import XCTest
 
-/// The TPM root's recovery secret (issue 31, item 2): a TPM cleared (new seeds, as after a
-/// firmware reset or a new mainboard) opens the sealed state no more; root seals it again with the
-/// recovery secret written when the TPM root was set up, and every item is there. A wrong secret
-/// opens nothing.
+/// The TPM root's recovery secret (issue 31, item 2): root issues it (shown once, on standard
+/// output, never written); a TPM cleared (new seeds, as after a firmware reset or a new mainboard)
+/// opens the sealed state no more, and root seals it again with the secret: every item is there. A
+/// wrong secret, and one issued before the newest, open nothing.
 final class TPMRootRecoveryTests: XCTestCase {
     private var tpm: SwtpmSimulator!
     private var enclave: TestEnclave!
@@ -45,30 +45,48 @@ final class TPMRootRecoveryTests: XCTestCase {
         try enclave.runOnce(tpm: tpm, ["--recover-tpm-root"], input: secret + "\n")
     }
 
+    private func issue() throws -> String {
+        let issued = try enclave.runOnce(tpm: tpm, ["--issue-tpm-recovery"])
+        XCTAssertEqual(issued.status, 0, issued.stderr)
+        return issued.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     func testAClearedTPMIsRecoveredWithTheRecoverySecretAndNothingElse() throws {
         enclave.run {
             var item = Self.query
             item[kSecValueData as String] = Data("the secret".utf8)
             XCTAssertEqual(SecItemAdd(item as CFDictionary, nil), errSecSuccess)
         }
-        let path = enclave.directory + "/keys/tpm-recovery-secret"
-        let secret = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-        XCTAssertEqual(secret.count, 79, "16 groups of 4 hexadecimal digits: \(secret)")
-        let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? 0
-        XCTAssertEqual(mode, 0o600)
-        XCTAssertTrue(enclave.log().contains(path), "the log says where the secret is")
-
+        XCTAssertTrue(enclave.log().contains("no recovery secret was issued"), enclave.log())
         enclave.stop()
+        let first = try issue()
+        let secret = try issue()
+        XCTAssertEqual(secret.count, 79, "16 groups of 4 hexadecimal digits: \(secret)")
+        XCTAssertNotEqual(first, secret)
+        // Shown once: in no file of the daemon's and not in its log.
+        let files = FileManager.default.enumerator(atPath: enclave.directory)?.allObjects as? [String] ?? []
+        for file in files {
+            let contents = (try? String(contentsOfFile: enclave.directory + "/" + file, encoding: .utf8)) ?? ""
+            XCTAssertFalse(contents.contains(secret), "the recovery secret is in \(file)")
+        }
+        let logged = enclave.log().count
+        try enclave.start()
+        XCTAssertFalse(enclave.log().contains(secret))
+        XCTAssertFalse(enclave.log().dropFirst(logged).contains("no recovery secret was issued"), "issued now")
+        enclave.stop()
+        XCTAssertNotEqual(try recover(with: secret).status, 0, "nothing to recover while the TPM opens the state")
+
         try tpm.clear()
         XCTAssertThrowsError(try enclave.start(), "a cleared TPM opened the state")
         XCTAssertTrue(enclave.log().contains("--recover-tpm-root"), enclave.log())
 
-        // A wrong secret, and one that is not a secret at all, open nothing.
+        // A wrong secret, one issued before the newest, and one that is not a secret at all.
         var wrong = Array(secret)
         wrong[0] = wrong[0] == "0" ? "1" : "0"
         let refused = try recover(with: String(wrong))
         XCTAssertNotEqual(refused.status, 0)
         XCTAssertTrue(refused.stderr.contains("does not open this state's recovery box"), refused.stderr)
+        XCTAssertNotEqual(try recover(with: first).status, 0, "a secret issued before the newest")
         XCTAssertNotEqual(try recover(with: "1234").status, 0)
         XCTAssertThrowsError(try enclave.start(), "a wrong secret sealed the state again")
 
@@ -82,5 +100,18 @@ final class TPMRootRecoveryTests: XCTestCase {
         enclave.stop()
         try enclave.start()
         XCTAssertNil(try enclave.status().stateRefused)
+    }
+
+    /// A one-shot on a state that is not sealed to a TPM fails, rather than report success.
+    func testRecoveryOfAStateNotSealedToATPMFails() throws {
+        let software = try TestEnclave()
+        software.stop()
+        let run = try software.runOnce(
+            tpm: tpm,
+            ["--recover-tpm-root"],
+            input: String(repeating: "ab", count: 32) + "\n"
+        )
+        XCTAssertNotEqual(run.status, 0)
+        XCTAssertTrue(run.stderr.contains("not sealed to a TPM"), run.stderr)
     }
 }

@@ -132,5 +132,10 @@ final class PasscodeVerifierTests: XCTestCase {
         let fields = try XCTUnwrap(try JSONSerialization.jsonObject(with: json) as? [String: Any])
         XCTAssertNil(fields["hash"])
         XCTAssertNotNil(fields["keyedHash"])
+        // A keyed hash stored under "hash" (before it had a name of its own) still reads.
+        var older = fields
+        older["hash"] = older.removeValue(forKey: "keyedHash")
+        let olderJSON = try JSONSerialization.data(withJSONObject: older)
+        XCTAssertEqual(try JSONDecoder().decode(PasscodeVerifier.self, from: olderJSON), v)
     }
 }
