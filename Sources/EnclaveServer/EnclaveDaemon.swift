@@ -23,8 +23,17 @@ public final class EnclaveDaemon: Sendable {
     let root: MasterSecretRoot
     /// On a TPM root: the state held against the TPM's rollback counter.
     let rollback: RollbackGuard?
-    /// `issueRecovery`: the recovery secret issued, for root's eyes once (`TPMRootRecovery`).
-    public let issuedRecoverySecret: String?
+    /// `issueRecovery`: the TPM's secret, kept for `issueRecoverySecret` only.
+    private let secretToIssueFor: [UInt8]?
+
+    /// `--issue-tpm-recovery`, once the daemon's state opened whole: a new recovery secret, given
+    /// to `show` (which must have shown it, or throw) before it replaces the one before.
+    public func issueRecoverySecret(show: (String) throws -> Void) throws {
+        guard let secretToIssueFor else {
+            throw MasterKeyRoot.RootError(description: "--issue-tpm-recovery: this state is not sealed to a TPM")
+        }
+        try TPMRootRecovery.issue(tpmSecret: secretToIssueFor, stateDirectory: config.stateDirectory, show: show)
+    }
     /// Nil when the stored authority cannot be opened: keys then get no attestation, and
     /// everything else works.
     let attestor: KeyAttestor?
@@ -90,7 +99,7 @@ public final class EnclaveDaemon: Sendable {
         let oneShot: MasterKeyRoot.OneShot? =
             recoverySecret.map { .recover(secret: $0) } ?? (issueRecovery ? .issueRecovery : nil)
         let opened = try MasterKeyRoot.open(config: config, storage: storage, oneShot: oneShot)
-        issuedRecoverySecret = opened.issuedRecoverySecret
+        secretToIssueFor = opened.secretToIssueFor
         masterKey = opened.key
         root = opened.root
         if let note = opened.note { logger.notice("\(note)") }

@@ -281,7 +281,7 @@ struct EvaluationRunner {
                     let (correct, attempt) = try await session.checkPasscode(passcode)
                     result = .passcodeChecked(correct: correct, attempt: attempt)
                 } catch let f as Failure where f.code == .busy {
-                    result = .systemCancel("Another passcode check for this user was in progress.")
+                    result = .systemCancel(f.message)
                 } catch let f as Failure where [.notPermitted, .passcodeDisabled, .internalError].contains(f.code) {
                     result = .systemCancel(f.message)
                 } catch {

@@ -22,8 +22,8 @@ enum MasterKeyRoot {
         /// On a TPM root: the TPM, and the rollback counter's auth value (from the sealed secret,
         /// so only this state's TPM gives it).
         var counter: (tcti: String, auth: [UInt8])? = nil
-        /// `--issue-tpm-recovery`: the recovery secret, for root's eyes once (never written).
-        var issuedRecoverySecret: String? = nil
+        /// `--issue-tpm-recovery`: the TPM's secret, kept for that one-shot only (`TPMRootRecovery`).
+        var secretToIssueFor: [UInt8]? = nil
     }
 
     /// Root's one-shots on a TPM root (the daemon stopped): seal the state's master secret to the
@@ -83,10 +83,12 @@ enum MasterKeyRoot {
             // A state from before roots were recorded is the software root's; only an empty one is new.
             recorded = record.confirmed || record.holdsData ? .software : .new
         }
-        if let oneShot, recorded == .software || (recovering && recorded != .tpm) {
+        // Root's one-shots act on a state sealed to a TPM, never make one (a mistyped path or mode
+        // would seal a new state and answer for it).
+        if let oneShot, recorded != .tpm {
             throw RootError(
                 description:
-                    "\(oneShot.flag): the state in \(config.stateDirectory) is not sealed to a TPM (is --state-dir the daemon's?)"
+                    "\(oneShot.flag): there is no state sealed to a TPM in \(config.stateDirectory) (the daemon's --system, --state-dir and --key-file?)"
             )
         }
         let machine = access(TPMDevice.machineDevice, R_OK | W_OK) == 0 ? TPMDevice.machineTCTI : nil
@@ -138,12 +140,19 @@ enum MasterKeyRoot {
                     "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere"
                 )
             }
-            var issued: String?
+            var toIssueFor: [UInt8]?
             if case .issueRecovery = oneShot {
-                issued = try TPMRootRecovery.issue(tpmSecret: secret, stateDirectory: config.stateDirectory)
+                toIssueFor = secret
             } else if !TPMRootRecovery.issued(stateDirectory: config.stateDirectory) {
+                let mode = config.mode == .system ? "--system " : ""
                 notes.append(
-                    "no recovery secret was issued for this state: after a TPM clear, a new mainboard or an fTPM reset it would be lost. Root issues one, shown once: stop the daemon, run laenclaved --issue-tpm-recovery as its user"
+                    "no recovery secret was issued for this state: after a TPM clear, a new mainboard or an fTPM reset it would be lost. Root issues one, shown once: stop the daemon and, as its user, run laenclaved \(mode)--state-dir \(config.stateDirectory) --key-file \(config.masterKeyPath) --tpm \(tcti) --issue-tpm-recovery"
+                )
+            }
+            let written = TPMRootRecovery.writtenSecretPath(keyFile: config.masterKeyPath)
+            if FileManager.default.fileExists(atPath: written) {
+                notes.append(
+                    "\(written) holds a recovery secret written by an earlier version beside the key file: delete it and issue a new one (a copy of both directories opens the state with it)"
                 )
             }
             let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
@@ -152,7 +161,7 @@ enum MasterKeyRoot {
                 root: .tpm,
                 note: note,
                 counter: (tcti, counterAuth(tpmSecret: secret)),
-                issuedRecoverySecret: issued
+                secretToIssueFor: toIssueFor
             )
         }
     }

@@ -1,6 +1,10 @@
 import Crypto
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The TPM root's recovery secret (issue 31, item 2): after a TPM clear, a new mainboard or an
 /// fTPM reset the sealed blob opens nowhere, and with it the state. Root issues a recovery secret
 /// (`laenclaved --issue-tpm-recovery`, the daemon stopped): 32 random bytes, shown once on standard
@@ -21,16 +25,36 @@ enum TPMRootRecovery {
         let description: String
     }
 
-    /// Issues a recovery secret for `tpmSecret`: the box beside the state (replacing any before);
-    /// returns the secret, formatted, for root's eyes only.
-    static func issue(tpmSecret: [UInt8], stateDirectory: String) throws -> String {
+    /// Issues a recovery secret for `tpmSecret`: `show` gets it (formatted) and must have shown it
+    /// before the box takes the place of any before; if `show` throws, the old box stays and the new
+    /// secret is gone, so no secret is lost unseen.
+    static func issue(tpmSecret: [UInt8], stateDirectory: String, show: (String) throws -> Void) throws {
         let secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let box = try AES.GCM.seal(tpmSecret, using: key(secret), authenticating: context)
         guard let combined = box.combined else {
             throw RecoveryError(description: "the recovery box could not be made")
         }
-        try Storage.writePrivateFile(combined, to: stateDirectory + "/" + blobName)
-        return format(secret)
+        let path = stateDirectory + "/" + blobName
+        let pending = path + ".issuing"
+        try Storage.writePrivateFile(combined, to: pending)
+        do { try show(format(secret)) } catch {
+            unlink(pending)
+            throw error
+        }
+        guard rename(pending, path) == 0 else {
+            unlink(pending)
+            throw RecoveryError(description: "\(path) could not be replaced: the secret just shown opens nothing")
+        }
+        let directory = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if directory >= 0 {
+            _ = fsync(directory)
+            close(directory)
+        }
+    }
+
+    /// Where an earlier version wrote the secret, beside the key file (warned about at start).
+    static func writtenSecretPath(keyFile: String) -> String {
+        (keyFile as NSString).deletingLastPathComponent + "/tpm-recovery-secret"
     }
 
     /// Whether a recovery secret was issued for the state.

@@ -71,7 +71,7 @@ extension UserSession {
         return try await countedFirst {
             // Changed or removed while scrypt ran: the old one checks nothing.
             guard self.record.passcode == verifier else {
-                throw Failure(.passcodeNotSet, "the device passcode changed during the check")
+                throw Failure(.busy, "the device passcode changed during the check; try again")
             }
             let correct = verifier.matches(attempt)
             if correct { await self.refresh(verifier, knowing: passcode) }

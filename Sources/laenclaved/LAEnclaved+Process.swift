@@ -1,6 +1,8 @@
 import ArgumentParser
 import EnclaveCore
+import EnclaveServer
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -41,7 +43,12 @@ extension LAEnclaved {
         guard let flag = asked.first else { return nil }
         guard asked.count == 1 else { throw ValidationError("one of \(asked.joined(separator: ", ")) at a time") }
         var state = stat()
-        if stat(config.stateDirectory, &state) == 0, state.st_uid != geteuid() {
+        guard stat(config.stateDirectory, &state) == 0 else {
+            throw ValidationError(
+                "\(flag): there is no state in \(config.stateDirectory) (the daemon's --system, --state-dir?)"
+            )
+        }
+        if state.st_uid != geteuid() {
             throw ValidationError(
                 "\(flag): \(config.stateDirectory) belongs to uid \(state.st_uid): run it as that user (runuser -u …)"
             )
@@ -53,5 +60,21 @@ extension LAEnclaved {
     static func readRecoverySecret() -> String {
         if isatty(0) == 1, let typed = getpass("recovery secret: ") { return String(cString: typed) }
         return readLine(strippingNewline: true) ?? ""
+    }
+
+    /// The one-shot's last step, once the daemon's state opened whole.
+    func finish(_ oneShot: String, daemon: EnclaveDaemon, logger: Logger) throws {
+        guard issueTPMRecovery else { return logger.notice("\(oneShot): done; exiting") }
+        try daemon.issueRecoverySecret { secret in
+            // Shown, or not issued: a write that failed keeps the secret issued before.
+            do { try FileHandle.standardOutput.write(contentsOf: Data((secret + "\n").utf8)) } catch {
+                throw ValidationError(
+                    "--issue-tpm-recovery: the secret could not be shown (\(error)); the one before stays"
+                )
+            }
+        }
+        logger.notice(
+            "\(oneShot): a recovery secret was issued, shown on standard output only: keep it off this machine; any issued before no longer opens the state"
+        )
     }
 }

@@ -170,13 +170,13 @@ struct LAEnclaved: AsyncParsableCommand {
     @Flag(
         name: .customLong("recover-tpm-root"),
         help:
-            "Root's recovery after a TPM clear, a new mainboard or an fTPM reset: read the recovery secret from standard input, seal the state's master secret to the TPM this machine has now (--tpm), bind a new rollback counter, and exit. Run it as the daemon's own user, with the daemon stopped."
+            "Root's recovery after a TPM clear, a new mainboard or an fTPM reset: read the recovery secret (typed without echo at a terminal, else from standard input), seal the state's master secret to the TPM this machine has now (--tpm), bind a new rollback counter, and exit. Run it as the daemon's own user, with the daemon stopped."
     )
     var recoverTPMRoot = false
     @Flag(
         name: .customLong("issue-tpm-recovery"),
         help:
-            "Issue the TPM root's recovery secret (a new state is sealed first): shown once on standard output, never written; a secret issued before stops working. Run it as the daemon's own user, with the daemon stopped, and keep the secret off this machine."
+            "Issue the TPM root's recovery secret of a state sealed to a TPM: shown once on standard output, never written; a secret issued before stops working. Run it as the daemon's own user, with the daemon stopped, and keep the secret off this machine."
     )
     var issueTPMRecovery = false
 
@@ -374,17 +374,7 @@ struct LAEnclaved: AsyncParsableCommand {
             logger.critical("cannot start: \(error)")
             throw error
         }
-        if let oneShot {
-            if let secret = daemon.issuedRecoverySecret {
-                print(secret)
-                logger.notice(
-                    "\(oneShot): a recovery secret was issued, shown on standard output only: keep it off this machine; any issued before no longer opens the state"
-                )
-            } else {
-                logger.notice("\(oneShot): done; exiting")
-            }
-            return
-        }
+        if let oneShot { return try finish(oneShot, daemon: daemon, logger: logger) }
         var services = EnclaveService.services(daemon: daemon, logger: logger)
         if exitWithParent {
             services.append(
