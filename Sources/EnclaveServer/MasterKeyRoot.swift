@@ -114,11 +114,7 @@ enum MasterKeyRoot {
                     )
                 }
                 secret = try TPMRootRecovery.open(secret: typed, stateDirectory: config.stateDirectory)
-                let sealed: [UInt8]
-                do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
-                    throw RootError(description: "the TPM (\(tcti)) could not seal the recovered secret: \(error)")
-                }
-                try Storage.writePrivateFile(Data(sealed), to: blobPath)
+                try seal(secret, to: tcti, keptAt: blobPath, what: "the recovered secret")
                 notes.append(
                     "--recover-tpm-root: the master secret is sealed to \(tcti) again, from the recovery secret"
                 )
@@ -131,11 +127,7 @@ enum MasterKeyRoot {
                 }
             } else {
                 secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-                let sealed: [UInt8]
-                do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
-                    throw RootError(description: "the TPM (\(tcti)) could not seal the master secret: \(error)")
-                }
-                try Storage.writePrivateFile(Data(sealed), to: blobPath)
+                try seal(secret, to: tcti, keptAt: blobPath, what: "the master secret")
                 notes.append(
                     "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere"
                 )
@@ -164,6 +156,15 @@ enum MasterKeyRoot {
                 secretToIssueFor: toIssueFor
             )
         }
+    }
+
+    /// Seals `secret` to the TPM and keeps the blob at `path` (written whole or not at all).
+    private static func seal(_ secret: [UInt8], to tcti: String, keptAt path: String, what: String) throws {
+        let sealed: [UInt8]
+        do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
+            throw RootError(description: "the TPM (\(tcti)) could not seal \(what): \(error)")
+        }
+        try Storage.writePrivateFile(Data(sealed), to: path)
     }
 
     /// The blob, nil when there is none; any other failure to read it refuses (a blob that could

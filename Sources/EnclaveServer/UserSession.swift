@@ -126,7 +126,7 @@ actor UserSession {
         do { try await rollback.move(to: move) } catch {
             // The change is durable; only the answer is withheld (a later check finishes the move).
             logger.error("a change was saved but the TPM's counter did not follow", metadata: ["error": "\(error)"])
-            throw Failure(.internalError, "the enclave could not make its state durable: \(error)")
+            throw Failure(.internalError, "the TPM's rollback counter did not follow a saved change: \(error)")
         }
     }
 
