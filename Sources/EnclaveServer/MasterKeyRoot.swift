@@ -141,12 +141,6 @@ enum MasterKeyRoot {
                     "no recovery secret was issued for this state: after a TPM clear, a new mainboard or an fTPM reset it would be lost. Root issues one, shown once: stop the daemon and, as its user, run laenclaved \(mode)--state-dir \(config.stateDirectory) --key-file \(config.masterKeyPath) --tpm \(tcti) --issue-tpm-recovery"
                 )
             }
-            let written = TPMRootRecovery.writtenSecretPath(keyFile: config.masterKeyPath)
-            if FileManager.default.fileExists(atPath: written) {
-                notes.append(
-                    "\(written) holds a recovery secret written by an earlier version beside the key file: delete it and issue a new one (a copy of both directories opens the state with it)"
-                )
-            }
             let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
             return Opened(
                 key: mixed(tpmSecret: secret, hostKey: hostKey),

@@ -79,16 +79,9 @@ final class RollbackGuard: Sendable {
         let (anchor, intact, holdsData) = try storage.pool.read { db in
             let anchor = try Storage.readAnchor(db)
             let intact = try anchor.map { try Storage.anchorIsIntact($0, db, key: key) } ?? false
-            // Anything a key opens makes a state one to protect: an anchor missing beside it was
-            // removed (users deleted with it would leave the items to a passcode set anew).
-            let holdsData =
-                try Bool.fetchOne(
-                    db,
-                    sql: """
-                        SELECT EXISTS (SELECT 1 FROM user) OR EXISTS (SELECT 1 FROM class_key) OR EXISTS (SELECT 1 FROM item)
-                            OR EXISTS (SELECT 1 FROM enclave_key) OR EXISTS (SELECT 1 FROM access_group)
-                        """
-                ) ?? true
+            // An anchor missing beside data was removed (users deleted with it would leave the
+            // items to a passcode set anew).
+            let holdsData = try Storage.holdsData(db)
             return (anchor, intact, holdsData)
         }
         func made(_ index: UInt32, _ generation: UInt64, refusal: String? = nil) -> RollbackGuard {

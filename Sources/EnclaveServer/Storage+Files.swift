@@ -16,8 +16,9 @@ extension Storage {
     }
 
     /// Writes `data` to `path` (0600) whole or not at all: a new file, synced, renamed into place,
-    /// the directory synced. Fails if it cannot.
-    static func writePrivateFile(_ data: Data, to path: String) throws {
+    /// the directory synced. Fails if it cannot. `beforeReplacing` runs once the new file is
+    /// synced; if it throws, the file at `path` stays as it was.
+    static func writePrivateFile(_ data: Data, to path: String, beforeReplacing: () throws -> Void = {}) throws {
         let temporary = path + ".new-\(getpid())"
         // A leftover of a start that died here, with the same pid: never written through.
         unlink(temporary)
@@ -27,7 +28,15 @@ extension Storage {
         let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)
-        guard written == data.count, synced, rename(temporary, path) == 0 else {
+        guard written == data.count, synced else {
+            unlink(temporary)
+            throw PrivateFileError(path: path, problem: "could not be written")
+        }
+        do { try beforeReplacing() } catch {
+            unlink(temporary)
+            throw error
+        }
+        guard rename(temporary, path) == 0 else {
             unlink(temporary)
             throw PrivateFileError(path: path, problem: "could not be written")
         }

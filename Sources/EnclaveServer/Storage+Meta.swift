@@ -8,21 +8,27 @@ import GRDB
 extension Storage {
     /// What the state says of its master key: whether one was ever confirmed, the root recorded
     /// with it (nil for a state made before roots were recorded: the software root), and whether
-    /// it holds anything a key opens (users, class keys, items).
+    /// it holds anything a key opens (`holdsData`).
     func masterKeyRecord() throws -> (confirmed: Bool, root: String?, holdsData: Bool) {
         try pool.read { db in
             let confirmed = try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'masterKeyCheck'") ?? false
             let root = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'root'").map {
                 String(decoding: $0, as: UTF8.self)
             }
-            let holdsData =
-                try Bool.fetchOne(
-                    db,
-                    sql:
-                        "SELECT EXISTS (SELECT 1 FROM user) OR EXISTS (SELECT 1 FROM class_key) OR EXISTS (SELECT 1 FROM item)"
-                ) ?? true
-            return (confirmed, root, holdsData)
+            return (confirmed, root, try Self.holdsData(db))
         }
+    }
+
+    /// Whether the state holds anything its master key opens, or that a passcode guards: users,
+    /// class keys, items, keys, access groups.
+    static func holdsData(_ db: Database) throws -> Bool {
+        try Bool.fetchOne(
+            db,
+            sql: """
+                SELECT EXISTS (SELECT 1 FROM user) OR EXISTS (SELECT 1 FROM class_key) OR EXISTS (SELECT 1 FROM item)
+                    OR EXISTS (SELECT 1 FROM enclave_key) OR EXISTS (SELECT 1 FROM access_group)
+                """
+        ) ?? true
     }
 
     /// The sealed attestation authority, made by `make` and stored on first use.

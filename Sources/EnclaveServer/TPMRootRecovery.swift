@@ -1,10 +1,6 @@
 import Crypto
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The TPM root's recovery secret (issue 31, item 2): after a TPM clear, a new mainboard or an
 /// fTPM reset the sealed blob opens nowhere, and with it the state. Root issues a recovery secret
 /// (`laenclaved --issue-tpm-recovery`, the daemon stopped): 32 random bytes, shown once on standard
@@ -34,27 +30,7 @@ enum TPMRootRecovery {
         guard let combined = box.combined else {
             throw RecoveryError(description: "the recovery box could not be made")
         }
-        let path = stateDirectory + "/" + blobName
-        let pending = path + ".issuing"
-        try Storage.writePrivateFile(combined, to: pending)
-        do { try show(format(secret)) } catch {
-            unlink(pending)
-            throw error
-        }
-        guard rename(pending, path) == 0 else {
-            unlink(pending)
-            throw RecoveryError(description: "\(path) could not be replaced: the secret just shown opens nothing")
-        }
-        let directory = Glibc.open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            close(directory)
-        }
-    }
-
-    /// Where an earlier version wrote the secret, beside the key file (warned about at start).
-    static func writtenSecretPath(keyFile: String) -> String {
-        (keyFile as NSString).deletingLastPathComponent + "/tpm-recovery-secret"
+        try Storage.writePrivateFile(combined, to: stateDirectory + "/" + blobName) { try show(format(secret)) }
     }
 
     /// Whether a recovery secret was issued for the state.
