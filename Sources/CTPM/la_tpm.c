@@ -1,5 +1,7 @@
 #include "la_tpm.h"
 
+#include "la_tpm_internal.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <tss2/tss2_esys.h>
@@ -7,11 +9,6 @@
 #include <tss2/tss2_rc.h>
 #include <tss2/tss2_sys.h>
 #include <tss2/tss2_tctildr.h>
-
-struct la_tpm {
-    TSS2_TCTI_CONTEXT *tcti;
-    ESYS_CONTEXT *esys;
-};
 
 // Without a resource manager (a simulator over TCP, /dev/tpm0) a client killed in the middle of
 // its commands leaves its sessions and objects loaded, and the TPM's few slots fill until every
@@ -67,7 +64,7 @@ void la_tpm_close(la_tpm *tpm) {
 
 // The TCG's storage root key template (ECC P-256, AES-128-CFB), with noDA: derived from the owner
 // seed, the same key every time on one TPM, a different one on any other.
-static TSS2_RC create_primary(la_tpm *tpm, ESYS_TR *primary) {
+TSS2_RC la_tpm_create_primary(la_tpm *tpm, ESYS_TR *primary) {
     TPM2B_SENSITIVE_CREATE sensitive = {0};
     TPM2B_PUBLIC template = {
         .publicArea = {
@@ -103,7 +100,7 @@ static TSS2_RC create_primary(la_tpm *tpm, ESYS_TR *primary) {
 // A session salted with the primary (ECDH to its key): with it a command's first parameter
 // (decrypt) and a response's first parameter (encrypt) cross the bus under AES-128-CFB, so someone
 // listening on the bus between the CPU and the TPM reads no secret.
-static TSS2_RC start_encrypting_session(la_tpm *tpm, ESYS_TR primary, ESYS_TR *session) {
+TSS2_RC la_tpm_start_encrypting_session(la_tpm *tpm, ESYS_TR primary, ESYS_TR *session) {
     TPMT_SYM_DEF symmetric = {.algorithm = TPM2_ALG_AES, .keyBits.aes = 128, .mode.aes = TPM2_ALG_CFB};
     TSS2_RC rc = Esys_StartAuthSession(tpm->esys, primary, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                        NULL, TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, session);
@@ -117,16 +114,56 @@ static TSS2_RC start_encrypting_session(la_tpm *tpm, ESYS_TR primary, ESYS_TR *s
     return rc;
 }
 
-uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uint8_t *blob, size_t *blob_size) {
-    if (secret_size == 0 || secret_size > 128) return TSS2_ESYS_RC_BAD_VALUE;
-    ESYS_TR primary = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    TSS2_RC rc = create_primary(tpm, &primary);
-    if (rc != TSS2_RC_SUCCESS) return rc;
-    rc = start_encrypting_session(tpm, primary, &session);
+TSS2_RC la_tpm_create_object(la_tpm *tpm, ESYS_TR primary, TPM2B_SENSITIVE_CREATE *sensitive,
+                             const TPM2B_PUBLIC *template, uint8_t *blob, size_t *blob_size, TPMS_ECC_POINT *point) {
+    ESYS_TR session = ESYS_TR_NONE;
+    TSS2_RC rc = la_tpm_start_encrypting_session(tpm, primary, &session);
     if (rc != TSS2_RC_SUCCESS) {
+        explicit_bzero(sensitive, sizeof *sensitive);
         Esys_FlushContext(tpm->esys, primary);
         return rc;
     }
+    TPM2B_DATA outside = {0};
+    TPML_PCR_SELECTION pcrs = {0};
+    TPM2B_PRIVATE *private = NULL;
+    TPM2B_PUBLIC *public = NULL;
+    TPM2B_CREATION_DATA *creation = NULL;
+    TPM2B_DIGEST *hash = NULL;
+    TPMT_TK_CREATION *ticket = NULL;
+    // The sensitive part travels as the command's first parameter, under the session's encryption.
+    rc = Esys_Create(tpm->esys, primary, ESYS_TR_PASSWORD, session, ESYS_TR_NONE, sensitive, template, &outside,
+                     &pcrs, &private, &public, &creation, &hash, &ticket);
+    explicit_bzero(sensitive, sizeof *sensitive);
+    Esys_FlushContext(tpm->esys, session);
+    Esys_FlushContext(tpm->esys, primary);
+    if (rc == TSS2_RC_SUCCESS) {
+        size_t offset = 0;
+        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(public, blob, *blob_size, &offset);
+        if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Marshal(private, blob, *blob_size, &offset);
+        *blob_size = rc == TSS2_RC_SUCCESS ? offset : 0;
+        if (point != NULL) *point = public->publicArea.unique.ecc;
+    }
+    Esys_Free(private);
+    Esys_Free(public);
+    Esys_Free(creation);
+    Esys_Free(hash);
+    Esys_Free(ticket);
+    return rc;
+}
+
+TSS2_RC la_tpm_unmarshal_blob(const uint8_t *blob, size_t blob_size, TPM2B_PUBLIC *public, TPM2B_PRIVATE *private) {
+    size_t offset = 0;
+    TSS2_RC rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(blob, blob_size, &offset, public);
+    if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, blob_size, &offset, private);
+    if (rc == TSS2_RC_SUCCESS && offset != blob_size) rc = TSS2_MU_RC_BAD_SIZE;
+    return rc;
+}
+
+uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uint8_t *blob, size_t *blob_size) {
+    if (secret_size == 0 || secret_size > 128) return TSS2_ESYS_RC_BAD_VALUE;
+    ESYS_TR primary = ESYS_TR_NONE;
+    TSS2_RC rc = la_tpm_create_primary(tpm, &primary);
+    if (rc != TSS2_RC_SUCCESS) return rc;
     TPM2B_SENSITIVE_CREATE sensitive = {0};
     sensitive.sensitive.data.size = (UINT16)secret_size;
     memcpy(sensitive.sensitive.data.buffer, secret, secret_size);
@@ -139,45 +176,18 @@ uint32_t la_tpm_seal(la_tpm *tpm, const uint8_t *secret, size_t secret_size, uin
             .parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL,
         },
     };
-    TPM2B_DATA outside = {0};
-    TPML_PCR_SELECTION pcrs = {0};
-    TPM2B_PRIVATE *private = NULL;
-    TPM2B_PUBLIC *public = NULL;
-    TPM2B_CREATION_DATA *creation = NULL;
-    TPM2B_DIGEST *hash = NULL;
-    TPMT_TK_CREATION *ticket = NULL;
-    // The secret travels as the command's first parameter, under the session's encryption.
-    rc = Esys_Create(tpm->esys, primary, ESYS_TR_PASSWORD, session, ESYS_TR_NONE, &sensitive, &template, &outside,
-                     &pcrs, &private, &public, &creation, &hash, &ticket);
-    explicit_bzero(&sensitive, sizeof sensitive);
-    Esys_FlushContext(tpm->esys, session);
-    Esys_FlushContext(tpm->esys, primary);
-    if (rc == TSS2_RC_SUCCESS) {
-        size_t offset = 0;
-        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(public, blob, *blob_size, &offset);
-        if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Marshal(private, blob, *blob_size, &offset);
-        *blob_size = rc == TSS2_RC_SUCCESS ? offset : 0;
-    }
-    Esys_Free(private);
-    Esys_Free(public);
-    Esys_Free(creation);
-    Esys_Free(hash);
-    Esys_Free(ticket);
-    return rc;
+    return la_tpm_create_object(tpm, primary, &sensitive, &template, blob, blob_size, NULL);
 }
 
 uint32_t la_tpm_unseal(la_tpm *tpm, const uint8_t *blob, size_t blob_size, uint8_t *secret, size_t *secret_size) {
     TPM2B_PUBLIC public = {0};
     TPM2B_PRIVATE private = {0};
-    size_t offset = 0;
-    TSS2_RC rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(blob, blob_size, &offset, &public);
-    if (rc == TSS2_RC_SUCCESS) rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, blob_size, &offset, &private);
+    TSS2_RC rc = la_tpm_unmarshal_blob(blob, blob_size, &public, &private);
     if (rc != TSS2_RC_SUCCESS) return rc;
-    if (offset != blob_size) return TSS2_MU_RC_BAD_SIZE;
     ESYS_TR primary = ESYS_TR_NONE, sealed = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    rc = create_primary(tpm, &primary);
+    rc = la_tpm_create_primary(tpm, &primary);
     if (rc != TSS2_RC_SUCCESS) return rc;
-    rc = start_encrypting_session(tpm, primary, &session);
+    rc = la_tpm_start_encrypting_session(tpm, primary, &session);
     if (rc == TSS2_RC_SUCCESS) {
         rc = Esys_Load(tpm->esys, primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, &public, &sealed);
     }
@@ -228,13 +238,13 @@ uint32_t la_tpm_random(la_tpm *tpm, uint8_t *out, size_t size) {
 
 // An HMAC session, neither bound nor salted: the authorization crosses the bus as an HMAC keyed
 // with the auth value, never as the value itself.
-static TSS2_RC start_hmac_session(la_tpm *tpm, ESYS_TR *session) {
+TSS2_RC la_tpm_start_hmac_session(la_tpm *tpm, ESYS_TR *session) {
     TPMT_SYM_DEF symmetric = {.algorithm = TPM2_ALG_NULL};
     return Esys_StartAuthSession(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, NULL,
                                  TPM2_SE_HMAC, &symmetric, TPM2_ALG_SHA256, session);
 }
 
-static TSS2_RC set_auth(la_tpm *tpm, ESYS_TR object, const uint8_t *auth, size_t auth_size) {
+TSS2_RC la_tpm_set_auth(la_tpm *tpm, ESYS_TR object, const uint8_t *auth, size_t auth_size) {
     if (auth_size > 32) return TSS2_ESYS_RC_BAD_VALUE;
     TPM2B_AUTH value = {.size = (UINT16)auth_size};
     memcpy(value.buffer, auth, auth_size);
@@ -253,7 +263,7 @@ static uint64_t big_endian_64(const uint8_t *bytes) {
 // one HMAC session.
 static TSS2_RC counter_step(la_tpm *tpm, ESYS_TR nv, int increment, uint64_t *value) {
     ESYS_TR session = ESYS_TR_NONE;
-    TSS2_RC rc = start_hmac_session(tpm, &session);
+    TSS2_RC rc = la_tpm_start_hmac_session(tpm, &session);
     if (rc != TSS2_RC_SUCCESS) return rc;
     if (increment) rc = Esys_NV_Increment(tpm->esys, nv, nv, session, ESYS_TR_NONE, ESYS_TR_NONE);
     if (rc == TSS2_RC_SUCCESS) {
@@ -287,8 +297,8 @@ uint32_t la_tpm_counter_define(la_tpm *tpm, uint32_t index, const uint8_t *auth,
     // The auth value is the command's first parameter: it crosses the bus under a session salted
     // with the storage primary.
     ESYS_TR primary = ESYS_TR_NONE, session = ESYS_TR_NONE, nv = ESYS_TR_NONE;
-    TSS2_RC rc = create_primary(tpm, &primary);
-    if (rc == TSS2_RC_SUCCESS) rc = start_encrypting_session(tpm, primary, &session);
+    TSS2_RC rc = la_tpm_create_primary(tpm, &primary);
+    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_start_encrypting_session(tpm, primary, &session);
     if (rc == TSS2_RC_SUCCESS) {
         rc = Esys_NV_DefineSpace(tpm->esys, ESYS_TR_RH_OWNER, ESYS_TR_PASSWORD, session, ESYS_TR_NONE, &value_auth,
                                  &public, &nv);
@@ -297,7 +307,7 @@ uint32_t la_tpm_counter_define(la_tpm *tpm, uint32_t index, const uint8_t *auth,
     if (session != ESYS_TR_NONE) Esys_FlushContext(tpm->esys, session);
     if (primary != ESYS_TR_NONE) Esys_FlushContext(tpm->esys, primary);
     if (rc != TSS2_RC_SUCCESS) return rc;
-    rc = set_auth(tpm, nv, auth, auth_size);
+    rc = la_tpm_set_auth(tpm, nv, auth, auth_size);
     if (rc == TSS2_RC_SUCCESS) rc = counter_step(tpm, nv, 1, value);
     if (rc != TSS2_RC_SUCCESS) {
         // A counter never moved is of no use: it goes rather than hold an NV index.
@@ -328,7 +338,7 @@ static TSS2_RC open_counter(la_tpm *tpm, uint32_t index, const uint8_t *auth, si
         Esys_TR_Close(tpm->esys, nv);
         return rc;
     }
-    rc = set_auth(tpm, *nv, auth, auth_size);
+    rc = la_tpm_set_auth(tpm, *nv, auth, auth_size);
     if (rc != TSS2_RC_SUCCESS) Esys_TR_Close(tpm->esys, nv);
     return rc;
 }

@@ -306,7 +306,20 @@ public enum DaemonLauncher {
         for (key, value) in environment { merged[key] = value }
         let envp: [UnsafeMutablePointer<CChar>?] = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for variable in envp { free(variable) } }
-        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        // The child starts with no signal blocked and every handler at its default: a spawn from a
+        // Swift concurrency or Dispatch thread (whose signals are blocked) would otherwise hand
+        // its mask on, and a daemon started so would never see SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let rc = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         guard rc == 0 else {
             throw EnclaveClientError.unreachable("could not start \(path): \(String(cString: strerror(rc)))")
         }

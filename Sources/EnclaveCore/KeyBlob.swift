@@ -6,10 +6,14 @@ import Foundation
 /// control, sealed with AES-256-GCM under a random key of its own and bound (as associated data)
 /// to the user, the app and its handle. That key is not in the blob: it is the daemon's record of
 /// the key (`KeyRecord`), wrapped under its class key, so deleting the record makes every copy of
-/// the blob useless. The private half never leaves the daemon in clear.
+/// the blob useless. The private half never leaves the daemon in clear; on a TPM root it never
+/// exists outside the TPM (`tpm`).
 public struct KeyBlob: Codable, Equatable, Sendable {
     public var kind: KeyRequest.Kind
+    /// The private scalar of a key the daemon holds; empty for a key the TPM holds.
     public var privateKey: Data
+    /// A key the TPM holds (the TPM root): what loads it there, and its public key.
+    public var tpm: TPMKeyMaterial?
     public var protection: Protection
     public var flags: AccessControlFlags
     public var enrolmentGeneration: UInt64
@@ -21,14 +25,25 @@ public struct KeyBlob: Codable, Equatable, Sendable {
         protection: Protection,
         flags: AccessControlFlags,
         enrolmentGeneration: UInt64,
-        passcodeEpoch: UInt64
+        passcodeEpoch: UInt64,
+        tpm: TPMKeyMaterial? = nil
     ) {
         self.kind = kind
         self.privateKey = privateKey
+        self.tpm = tpm
         self.protection = protection
         self.flags = flags
         self.enrolmentGeneration = enrolmentGeneration
         self.passcodeEpoch = passcodeEpoch
+    }
+
+    /// Its public key: the TPM's statement of it, or derived from the private scalar. An agreement
+    /// key is the same P-256 point, given as a signing key's.
+    public var publicKey: P256.Signing.PublicKey {
+        get throws {
+            if let tpm { return try P256.Signing.PublicKey(x963Representation: tpm.publicKey) }
+            return try P256.Signing.PrivateKey(rawRepresentation: privateKey).publicKey
+        }
     }
 
     /// What its access plan is made from.
@@ -106,6 +121,22 @@ public struct KeyBlob: Codable, Equatable, Sendable {
             let key = try? JSONDecoder().decode(KeyBlob.self, from: payload), key.kind == kind
         else { return nil }
         return key
+    }
+}
+
+/// A Secure Enclave key inside the TPM: its blob (`TPMDevice.createKey`: the public part and the
+/// private part only that TPM can open), the random auth value the TPM asks before using it (so
+/// the blob alone, read from the bus or a copied state, signs nothing), and its public key (X9.63)
+/// as the TPM stated it.
+public struct TPMKeyMaterial: Codable, Equatable, Sendable {
+    public var blob: Data
+    public var auth: Data
+    public var publicKey: Data
+
+    public init(blob: Data, auth: Data, publicKey: Data) {
+        self.blob = blob
+        self.auth = auth
+        self.publicKey = publicKey
     }
 }
 

@@ -30,5 +30,10 @@ enum BlockingWork {
         try await Task.detached { try await tpmPool.run(work) }.value
     }
 
+    /// A way onto the TPM's thread for one user's key uses (`KeyEngine`): at most `limit` running
+    /// or waiting, the next refused at once, so that one user's flood of signatures never queues
+    /// ahead of everyone else's uses and counter moves by more than `limit` commands.
+    static func tpmAdmission(atMost limit: Int) -> BlockingPool.Admission { tpmPool.admitting(atMost: limit) }
+
     private static let tpmPool = BlockingPool(threads: 1)
 }

@@ -23,6 +23,8 @@ public final class EnclaveDaemon: Sendable {
     let root: MasterSecretRoot
     /// On a TPM root: the state held against the TPM's rollback counter.
     let rollback: RollbackGuard?
+    /// Where Secure Enclave keys are made and used (`KeyEngine`): the TPM on a TPM root.
+    let keyEngine: KeyEngine
     /// `issueRecovery`: the TPM's secret, kept for `issueRecoverySecret` only.
     private let secretToIssueFor: [UInt8]?
 
@@ -115,6 +117,7 @@ public final class EnclaveDaemon: Sendable {
                     "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away"
             )
         }
+        keyEngine = opened.counter.map { .tpm(tcti: $0.tcti) } ?? .software
         if let counter = opened.counter {
             rollback = try RollbackGuard.open(
                 storage: storage,
@@ -217,6 +220,7 @@ public final class EnclaveDaemon: Sendable {
                 stopping: stopping,
                 attestor: attestor,
                 rollback: rollback,
+                keyEngine: keyEngine.forUser(),
                 keys: UserKeys(
                     wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
                     legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid),

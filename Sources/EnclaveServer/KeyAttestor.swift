@@ -27,8 +27,7 @@ struct KeyAttestor: Sendable {
     /// The x5c of `key`: its certificate, then the attestation key's.
     func chain(for key: KeyBlob) throws -> [Data] {
         // An agreement key is the same P-256 point: certified as a public key all the same.
-        let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
-        return try authority.chain(for: publicKey, as: description(of: key))
+        try authority.chain(for: try key.publicKey, as: description(of: key))
     }
 
     /// Which machine and daemon the root is: for the administrator's copy (`lactl

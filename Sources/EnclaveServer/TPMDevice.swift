@@ -117,8 +117,7 @@ public enum TPMDevice {
         return tcti.contains("/dev/tpmrm") || name.contains("tabrmd")
     }
 
-    private static func withTPM<T>(_ tcti: String, _ body: (OpaquePointer) throws(TPMError) -> T) throws(TPMError) -> T
-    {
+    static func withTPM<T>(_ tcti: String, _ body: (OpaquePointer) throws(TPMError) -> T) throws(TPMError) -> T {
         var tpm: OpaquePointer?
         let rc = la_tpm_open(tcti, managed(tcti) ? 0 : 1, &tpm)
         guard rc == 0, let tpm else { throw TPMError("opening \(tcti)", rc) }

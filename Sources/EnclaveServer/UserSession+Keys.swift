@@ -155,7 +155,7 @@ extension UserSession {
                         )
                     )
                 }
-                let publicKey = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey
+                let publicKey = try key.publicKey
                 let valid =
                     (try? P256.Signing.ECDSASignature(derRepresentation: der)).map {
                         publicKey.isValidSignature($0, for: digest)
@@ -209,7 +209,7 @@ extension UserSession {
             } catch { return KeyReply(error) }
             // Deleted while the prompt was open: it signs nothing.
             _ = try liveKey(pending.request.blob, app: pending.app)
-            return try perform(pending.use, with: pending.key)
+            return try await perform(pending.use, with: pending.key)
         } catch {
             return keyReply(for: error)
         }
@@ -248,16 +248,17 @@ extension UserSession {
         if let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: false) {
             throw KeyReplyError(KeyReply(problem: .notAvailable, message: problem.description))
         }
-        let raw: Data =
-            r.kind == .keyAgreement
-            ? P256.KeyAgreement.PrivateKey().rawRepresentation : P256.Signing.PrivateKey().rawRepresentation
+        let generation = record.enrolmentGeneration
+        let epoch = record.passcodeEpoch
+        let made = try await keyEngine.create(r.kind)
         let key = KeyBlob(
             kind: r.kind,
-            privateKey: raw,
+            privateKey: made.privateKey,
             protection: ac.protection,
             flags: ac.flags,
-            enrolmentGeneration: record.enrolmentGeneration,
-            passcodeEpoch: record.passcodeEpoch
+            enrolmentGeneration: generation,
+            passcodeEpoch: epoch,
+            tpm: made.tpm
         )
         // The record first, durably: a blob is never answered for a key the daemon does not hold.
         let handle = KeyHandle.random()
@@ -295,14 +296,7 @@ extension UserSession {
         return nil
     }
 
-    private static func publicKey(of key: KeyBlob) throws -> Data {
-        switch key.kind {
-        case .signing, .general:
-            return try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
-        case .keyAgreement:
-            return try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey).publicKey.x963Representation
-        }
-    }
+    private static func publicKey(of key: KeyBlob) throws -> Data { try key.publicKey.x963Representation }
 
     /// What a sign or agree request asks of a key, checked in full (kind, digest, peer key,
     /// derivation bounds) before its access control is waited.
@@ -336,51 +330,16 @@ extension UserSession {
         }
     }
 
-    private func perform(_ use: KeyUse, with key: KeyBlob) throws -> KeyReply {
+    private func perform(_ use: KeyUse, with key: KeyBlob) async throws -> KeyReply {
         switch use {
         case .sign(let digest):
-            let signature = try P256.Signing.PrivateKey(rawRepresentation: key.privateKey).signature(for: digest)
+            let signature = try await keyEngine.sign(digest, with: key)
             return KeyReply(signature: signature.rawRepresentation, signatureDER: signature.derRepresentation)
         case .agree(let peer, let derivation):
-            let secret = try P256.KeyAgreement.PrivateKey(rawRepresentation: key.privateKey)
-                .sharedSecretFromKeyAgreement(with: peer)
-            guard let d = derivation else { return KeyReply(sharedSecret: secret.withUnsafeBytes { Data($0) }) }
-            return KeyReply(derivedKey: Self.derive(secret, d))
+            let secret = try await keyEngine.agree(peer, with: key)
+            guard let d = derivation else { return KeyReply(sharedSecret: secret) }
+            return KeyReply(derivedKey: X963KeyDerivation.derive(d, sharedSecret: secret))
         }
-    }
-}
-
-extension UserSession {
-    /// ANSI X9.63 from an agreement, as swift-crypto makes it.
-    fileprivate static func derive(_ secret: SharedSecret, _ d: KeyDerivation) -> Data {
-        let key: SymmetricKey
-        switch d.hash {
-        case .sha1:
-            key = secret.x963DerivedSymmetricKey(
-                using: Insecure.SHA1.self,
-                sharedInfo: d.sharedInfo,
-                outputByteCount: d.byteCount
-            )
-        case .sha256:
-            key = secret.x963DerivedSymmetricKey(
-                using: SHA256.self,
-                sharedInfo: d.sharedInfo,
-                outputByteCount: d.byteCount
-            )
-        case .sha384:
-            key = secret.x963DerivedSymmetricKey(
-                using: SHA384.self,
-                sharedInfo: d.sharedInfo,
-                outputByteCount: d.byteCount
-            )
-        case .sha512:
-            key = secret.x963DerivedSymmetricKey(
-                using: SHA512.self,
-                sharedInfo: d.sharedInfo,
-                outputByteCount: d.byteCount
-            )
-        }
-        return key.withUnsafeBytes { Data($0) }
     }
 }
 

@@ -39,6 +39,8 @@ actor UserSession {
     let attestor: KeyAttestor?
     /// On a TPM root: the state against the TPM's rollback counter (`RollbackCounter`).
     let rollback: RollbackGuard?
+    /// Where Secure Enclave keys are made and used: the daemon, or the TPM.
+    let keyEngine: KeyEngine
 
     init(
         uid: UInt32,
@@ -50,6 +52,7 @@ actor UserSession {
         stopping: StopFlag = StopFlag(),
         attestor: KeyAttestor?,
         rollback: RollbackGuard? = nil,
+        keyEngine: KeyEngine = .software,
         keys: UserKeys
     ) throws {
         self.uid = uid
@@ -61,6 +64,7 @@ actor UserSession {
         self.stopping = stopping
         self.attestor = attestor
         self.rollback = rollback
+        self.keyEngine = keyEngine
         self.keys = keys
         let loaded = try storage.loadUser(uid)
         var r = loaded ?? UserRecord(uid: uid, domainSecret: DomainStateHash.newSecret())

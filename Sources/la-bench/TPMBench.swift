@@ -5,7 +5,8 @@ import Foundation
 /// state is made — one seal; nothing on an evaluation or a keychain call. Measured against the
 /// TPM `tcti` names (a swtpm simulator here; a real TPM takes tens of milliseconds a command),
 /// beside the floor of one TPM command on a fresh connection (TPM2_GetRandom).
-/// Then a daemon on each root, side by side (`TPMRootBench`).
+/// Then a daemon on each root, side by side (`TPMRootBench`), and a key's signature inside the TPM
+/// beside tpm2_sign's (`TPMKeyBench`).
 /// Usage: la-bench tpm ITERATIONS TCTI
 enum TPMBench {
     static func run(iterations: Int, tcti: String) throws {
@@ -46,5 +47,6 @@ enum TPMBench {
             )
         }
         try TPMRootBench.run(iterations: iterations, tcti: tcti)
+        try TPMKeyBench.run(iterations: iterations, tcti: tcti)
     }
 }

@@ -42,6 +42,38 @@ uint32_t la_tpm_counter(la_tpm *tpm, uint32_t index, const uint8_t *auth, size_t
 /// Removes the NV index `index` with the owner's (empty) authorization.
 uint32_t la_tpm_counter_undefine(la_tpm *tpm, uint32_t index);
 
+/// A saved context of the storage primary, kept by the caller between connections to one TPM
+/// (`bytes` of `capacity`, `size` used; 0: none yet): with it a key's use loads the primary instead
+/// of deriving it again. A context the TPM refuses (after a reset or a clear) is replaced.
+typedef struct {
+    uint8_t *bytes;
+    size_t capacity;
+    size_t size;
+} la_tpm_context;
+
+/// Room for a saved primary's context (marshalling checks the bound; without room the primary is
+/// derived each time).
+#define LA_TPM_MAX_CONTEXT 4096
+
+/// Creates a P-256 key in the TPM under the storage primary: fixedTPM, fixedParent, noDA, made
+/// by the TPM (sensitiveDataOrigin), for signing (`sign`: ECDSA with SHA-256) and/or key agreement
+/// (`agree`: ECDH), usable only with `auth` (1…32 bytes, sent under an encrypting session). `blob`
+/// gets its marshalled public and private parts (`*blob_size`: capacity, then length); `x`, `y`
+/// its public point, as the TPM's TPM2B_PUBLIC states it.
+uint32_t la_tpm_key_create(la_tpm *tpm, la_tpm_context *primary_ctx, int sign, int agree, const uint8_t *auth,
+                           size_t auth_size, uint8_t *blob, size_t *blob_size, uint8_t x[32], uint8_t y[32]);
+
+/// Signs the SHA-256 `digest` with the key in `blob` (ECDSA, inside the TPM): `r` and `s`.
+uint32_t la_tpm_key_sign(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t *blob, size_t blob_size,
+                         const uint8_t *auth, size_t auth_size, const uint8_t digest[32], uint8_t r[32],
+                         uint8_t s[32]);
+
+/// ECDH inside the TPM between the key in `blob` and the peer's point: the shared point's x
+/// coordinate (`shared`), returned under the session's encryption.
+uint32_t la_tpm_key_agree(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t *blob, size_t blob_size,
+                          const uint8_t *auth, size_t auth_size, const uint8_t peer_x[32], const uint8_t peer_y[32],
+                          uint8_t shared[32]);
+
 /// Whether `rc` says the handle names nothing (an NV index that does not exist).
 int la_tpm_rc_is_missing(uint32_t rc);
 
