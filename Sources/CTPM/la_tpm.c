@@ -50,6 +50,10 @@ uint32_t la_tpm_open(const char *tcti, int flush, la_tpm **out) {
     // A simulator may need its start-up; a started TPM answers TPM2_RC_INITIALIZE, and the kernel's
     // resource manager may refuse the command: the next command says whether the TPM serves.
     (void)Esys_Startup(tpm->esys, TPM2_SU_CLEAR);
+    // A TPM that takes the connection and never answers (a wedged firmware TPM, a stopped
+    // simulator) must not hold the daemon's one TPM thread for ever: every command has a minute
+    // (an ECC key generation takes seconds at most on the slowest TPMs).
+    (void)Esys_SetTimeout(tpm->esys, LA_TPM_TIMEOUT_MS);
     if (flush) flush_stale(tpm);
     *out = tpm;
     return TSS2_RC_SUCCESS;
@@ -374,5 +378,10 @@ static uint32_t tpm_base_code(uint32_t rc) {
 int la_tpm_rc_is_missing(uint32_t rc) { return tpm_base_code(rc) == TPM2_RC_HANDLE; }
 
 int la_tpm_rc_is_defined(uint32_t rc) { return tpm_base_code(rc) == TPM2_RC_NV_DEFINED; }
+
+int la_tpm_rc_is_auth_fail(uint32_t rc) {
+    uint32_t code = tpm_base_code(rc);
+    return code == TPM2_RC_AUTH_FAIL || code == TPM2_RC_BAD_AUTH;  // BAD_AUTH: an object with noDA
+}
 
 const char *la_tpm_error(uint32_t rc) { return Tss2_RC_Decode(rc); }

@@ -34,10 +34,12 @@ static TSS2_RC load_primary(la_tpm *tpm, la_tpm_context *ctx, ESYS_TR *primary) 
     return TSS2_RC_SUCCESS;
 }
 
-static void copy_padded(const TPM2B_ECC_PARAMETER *from, uint8_t out[32]) {
+// A P-256 coordinate or signature half, left-padded to 32 bytes; longer is not P-256's.
+static TSS2_RC copy_padded(const TPM2B_ECC_PARAMETER *from, uint8_t out[32]) {
+    if (from->size > 32) return TSS2_ESYS_RC_MALFORMED_RESPONSE;
     memset(out, 0, 32);
-    size_t size = from->size > 32 ? 32 : from->size;
-    memcpy(out + (32 - size), from->buffer + (from->size - size), size);
+    memcpy(out + (32 - from->size), from->buffer, from->size);
+    return TSS2_RC_SUCCESS;
 }
 
 uint32_t la_tpm_key_create(la_tpm *tpm, la_tpm_context *primary_ctx, int sign, int agree, const uint8_t *auth,
@@ -66,10 +68,8 @@ uint32_t la_tpm_key_create(la_tpm *tpm, la_tpm_context *primary_ctx, int sign, i
     };
     TPMS_ECC_POINT point = {0};
     rc = la_tpm_create_object(tpm, primary, &sensitive, &template, blob, blob_size, &point);
-    if (rc == TSS2_RC_SUCCESS) {
-        copy_padded(&point.x, x);
-        copy_padded(&point.y, y);
-    }
+    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&point.x, x);
+    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&point.y, y);
     return rc;
 }
 
@@ -95,10 +95,19 @@ static TSS2_RC load_key(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t 
     return rc;
 }
 
-// A session used for one command only: the TPM ends it with the command (no flush to send).
+// A session used for one command only: the TPM ends it with a command that succeeds (no flush to
+// send); ESYS keeps its record of it, closed by `ended`. A command that fails leaves it loaded.
 static TSS2_RC one_command(la_tpm *tpm, ESYS_TR session, TPMA_SESSION attributes) {
     return Esys_TRSess_SetAttributes(tpm->esys, session, attributes,
                                      TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT | TPMA_SESSION_DECRYPT);
+}
+
+static void ended(la_tpm *tpm, TSS2_RC rc, ESYS_TR *session) {
+    if (rc == TSS2_RC_SUCCESS) {
+        Esys_TR_Close(tpm->esys, session);
+    } else {
+        Esys_FlushContext(tpm->esys, *session);
+    }
 }
 
 uint32_t la_tpm_key_sign(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t *blob, size_t blob_size,
@@ -121,17 +130,12 @@ uint32_t la_tpm_key_sign(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t
         TPMT_TK_HASHCHECK validation = {.tag = TPM2_ST_HASHCHECK, .hierarchy = TPM2_RH_NULL};
         rc = Esys_Sign(tpm->esys, key, session, ESYS_TR_NONE, ESYS_TR_NONE, &hashed, &scheme, &validation,
                        &signature);
-        if (rc != TSS2_RC_SUCCESS) Esys_FlushContext(tpm->esys, session);
+        ended(tpm, rc, &session);
     }
     Esys_FlushContext(tpm->esys, key);
-    if (rc == TSS2_RC_SUCCESS) {
-        if (signature->sigAlg != TPM2_ALG_ECDSA) {
-            rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
-        } else {
-            copy_padded(&signature->signature.ecdsa.signatureR, r);
-            copy_padded(&signature->signature.ecdsa.signatureS, s);
-        }
-    }
+    if (rc == TSS2_RC_SUCCESS && signature->sigAlg != TPM2_ALG_ECDSA) rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
+    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&signature->signature.ecdsa.signatureR, r);
+    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&signature->signature.ecdsa.signatureS, s);
     Esys_Free(signature);
     return rc;
 }
@@ -156,10 +160,10 @@ uint32_t la_tpm_key_agree(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_
         memcpy(peer.point.x.buffer, peer_x, 32);
         memcpy(peer.point.y.buffer, peer_y, 32);
         rc = Esys_ECDH_ZGen(tpm->esys, key, session, ESYS_TR_NONE, ESYS_TR_NONE, &peer, &point);
-        if (rc != TSS2_RC_SUCCESS) Esys_FlushContext(tpm->esys, session);
+        ended(tpm, rc, &session);
     }
     Esys_FlushContext(tpm->esys, key);
-    if (rc == TSS2_RC_SUCCESS) copy_padded(&point->point.x, shared);
+    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&point->point.x, shared);
     if (point != NULL) explicit_bzero(point, sizeof *point);
     Esys_Free(point);
     return rc;

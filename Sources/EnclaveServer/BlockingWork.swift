@@ -32,7 +32,8 @@ enum BlockingWork {
 
     /// A way onto the TPM's thread for one user's key uses (`KeyEngine`): at most `limit` running
     /// or waiting, the next refused at once, so that one user's flood of signatures never queues
-    /// ahead of everyone else's uses and counter moves by more than `limit` commands.
+    /// more than `limit` uses (each some ten TPM commands) ahead of everyone else's uses and
+    /// counter moves.
     static func tpmAdmission(atMost limit: Int) -> BlockingPool.Admission { tpmPool.admitting(atMost: limit) }
 
     private static let tpmPool = BlockingPool(threads: 1)

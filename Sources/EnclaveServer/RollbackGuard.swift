@@ -32,6 +32,8 @@ final class RollbackGuard: Sendable {
     private let standing: Mutex<Standing>
     /// Moves and reads of the counter, one at a time (they block: on `BlockingWork` only).
     private let counterLock = Mutex(())
+    /// The look at the counter under way (`verify`), if any.
+    private let looking = Mutex<Task<Void, Never>?>(nil)
 
     private init(
         storage: Storage,
@@ -168,8 +170,25 @@ final class RollbackGuard: Sendable {
 
     /// Before a passcode check: the TPM still agrees (the counter neither moved by someone else nor
     /// deleted), and a move that failed is finished. Returns the refusal, nil when checks may go on.
+    /// One look at a time, whoever asks: while the TPM is refused, every evaluation of every user
+    /// asks (`UserSession.facts`), and each would otherwise queue a read of its own on the TPM's one
+    /// thread; callers that arrive while a look runs share its outcome.
     func verify() async -> String? {
         if standing.withLock({ $0.permanent }) { return refusal }
+        let look = looking.withLock { current -> Task<Void, Never> in
+            if let current { return current }
+            let made = Task { [self] in
+                await lookAtTheCounter()
+                looking.withLock { $0 = nil }
+            }
+            current = made
+            return made
+        }
+        await look.value
+        return refusal
+    }
+
+    private func lookAtTheCounter() async {
         do {
             try await BlockingWork.tpm { [self] in
                 try counterLock.withLock { _ in
@@ -195,7 +214,6 @@ final class RollbackGuard: Sendable {
             // Unread, the counter vouches for nothing: no check goes on without it.
             refuse("the TPM's rollback counter could not be read or brought up to date (\(error))", permanently: false)
         }
-        return refusal
     }
 
     /// The counter's value, nil when its index is gone.

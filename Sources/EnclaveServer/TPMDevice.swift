@@ -136,6 +136,8 @@ public struct TPMError: Error, CustomStringConvertible, Equatable {
     }
     /// The TPM has no object at the handle (a counter that was deleted).
     public var isMissing: Bool { la_tpm_rc_is_missing(code) != 0 }
+    /// The TPM refused an authorization (a wrong auth value).
+    var isAuthFailure: Bool { la_tpm_rc_is_auth_fail(code) != 0 }
 
     public var description: String {
         "\(operation): \(la_tpm_error(code).map { String(cString: $0) } ?? "TPM error \(code)")"

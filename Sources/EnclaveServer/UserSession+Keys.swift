@@ -202,17 +202,27 @@ extension UserSession {
     /// request waited and the user's state is read again first.
     func keyFinish(_ pending: PendingKeyUse, waited: Bool) async -> KeyReply {
         do {
-            do throws(AccessDenial) {
-                if let now = try await stateAfterPrompt(for: [pending.key.protected], waited: waited) {
-                    try AccessPlan.stillUsable([pending.key.protected], planned: pending.proofs.planned, now: now)
-                }
-            } catch { return KeyReply(error) }
-            // Deleted while the prompt was open: it signs nothing.
-            _ = try liveKey(pending.request.blob, app: pending.app)
-            return try await perform(pending.use, with: pending.key)
+            // Deleted or invalidated while the prompt was open: it signs nothing.
+            if let refusal = try await stillUsable(pending, waited: waited) { return refusal }
+            let reply = try await perform(pending.use, with: pending.key)
+            // A TPM key's use waited for the TPM, while this user's other requests ran: a key
+            // deleted or invalidated meanwhile gives nothing either.
+            if pending.key.tpm != nil, let refusal = try await stillUsable(pending, waited: true) { return refusal }
+            return reply
         } catch {
             return keyReply(for: error)
         }
+    }
+
+    /// nil when the key still exists and its access control still holds; else the answer.
+    private func stillUsable(_ pending: PendingKeyUse, waited: Bool) async throws -> KeyReply? {
+        do throws(AccessDenial) {
+            if let now = try await stateAfterPrompt(for: [pending.key.protected], waited: waited) {
+                try AccessPlan.stillUsable([pending.key.protected], planned: pending.proofs.planned, now: now)
+            }
+        } catch { return KeyReply(error) }
+        _ = try liveKey(pending.request.blob, app: pending.app)
+        return nil
     }
 
     private func keyReply(for error: any Error) -> KeyReply {

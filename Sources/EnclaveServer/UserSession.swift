@@ -40,7 +40,7 @@ actor UserSession {
     /// On a TPM root: the state against the TPM's rollback counter (`RollbackCounter`).
     let rollback: RollbackGuard?
     /// Where Secure Enclave keys are made and used: the daemon, or the TPM.
-    let keyEngine: KeyEngine
+    nonisolated let keyEngine: KeyEngine
 
     init(
         uid: UInt32,

@@ -82,12 +82,14 @@ final class KeyEngineTests: XCTestCase {
 
         let uses = 20
         let digest = self.digest
+        let refusedSoFar = Atomic(0)
         let flood = (0..<uses).map { _ in
-            Task { () -> KeyReply.Problem? in
+            Task { @Sendable () -> KeyReply.Problem? in
                 do {
                     _ = try await flooder.sign(digest, with: flooderKey)
                     return nil
                 } catch {
+                    refusedSoFar.add(1, ordering: .sequentiallyConsistent)
                     return (error as? KeyReplyError)?.reply.problem ?? .invalidKey
                 }
             }
@@ -95,8 +97,9 @@ final class KeyEngineTests: XCTestCase {
         guard case .tpm(_, _, let flooderAdmission?) = flooder, case .tpm(_, _, let otherAdmission?) = other else {
             return XCTFail("users' engines have their admissions")
         }
-        try await waitUntil("the flood is admitted up to its share") {
-            flooderAdmission.admittedNow >= min(uses, KeyEngine.usesPerUser)
+        // Every use of the flood has been admitted or refused before the TPM's thread is given back.
+        try await waitUntil("each use of the flood was admitted or refused") {
+            flooderAdmission.admittedNow + refusedSoFar.load(ordering: .sequentiallyConsistent) == uses
         }
         let served = Task { try await other.sign(digest, with: otherKey) }
         try await waitUntil("the other user's use is admitted") { otherAdmission.admittedNow == 1 }

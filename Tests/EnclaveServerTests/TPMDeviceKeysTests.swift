@@ -81,7 +81,9 @@ final class TPMDeviceKeysTests: XCTestCase {
         XCTAssertThrowsError(
             try TPMDevice.sign(digest: Array(digest), blob: key.blob, auth: wrong, tcti: tpm.tcti, primary: primary),
             "the blob alone signs nothing"
-        )
+        ) { error in
+            XCTAssertTrue((error as? TPMError)?.isAuthFailure == true, "\(error)")
+        }
         let other = try SwtpmSimulator()
         defer { other.destroy() }
         XCTAssertThrowsError(
@@ -193,5 +195,36 @@ final class TPMDeviceKeysTests: XCTestCase {
             environment: environment
         )
         XCTAssertEqual(load.status, 0, "the private part loads under this TPM's primary: \(load.stderr)")
+    }
+
+    /// The storage primary is derived once and its saved context loaded back for every later use;
+    /// after a TPM reset (a restart) it is derived once more. Counted in the commands on the bus
+    /// (TPM2_CreatePrimary, command code 0x131, in a command header).
+    func testThePrimaryIsDerivedOnceAndLoadedBackAfter() throws {
+        let capture = directory + "/primary.pcap"
+        setenv("TCTI_PCAP_FILE", capture, 1)
+        defer { unsetenv("TCTI_PCAP_FILE") }
+        let tapped = "pcap:" + tpm.tcti
+        func derivations() throws -> Int {
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: capture)))
+            guard bytes.count >= 10 else { return 0 }
+            return (0...(bytes.count - 10)).filter { i in
+                bytes[i] == 0x80 && (bytes[i + 1] == 0x01 || bytes[i + 1] == 0x02)
+                    && bytes[(i + 6)..<(i + 10)].elementsEqual([0x00, 0x00, 0x01, 0x31])
+            }.count
+        }
+        let primary = TPMPrimaryContext()
+        let key = try create(signing: true, agreement: false, tcti: tapped, primary: primary)
+        XCTAssertEqual(try derivations(), 1)
+        let digest = [UInt8](repeating: 7, count: 32)
+        for _ in 0..<3 {
+            _ = try TPMDevice.sign(digest: digest, blob: key.blob, auth: auth, tcti: tapped, primary: primary)
+        }
+        XCTAssertEqual(try derivations(), 1, "the saved context served three signatures")
+        tpm.stop()
+        try tpm.start()
+        _ = try TPMDevice.sign(digest: digest, blob: key.blob, auth: auth, tcti: tapped, primary: primary)
+        _ = try TPMDevice.sign(digest: digest, blob: key.blob, auth: auth, tcti: tapped, primary: primary)
+        XCTAssertEqual(try derivations(), 2, "after a reset the primary is derived again, once")
     }
 }

@@ -80,6 +80,12 @@ int la_tpm_rc_is_missing(uint32_t rc);
 /// Whether `rc` says the NV index is already defined.
 int la_tpm_rc_is_defined(uint32_t rc);
 
+/// Whether `rc` says an authorization failed (a wrong auth value, with or without DA).
+int la_tpm_rc_is_auth_fail(uint32_t rc);
+
+/// How long one command may take before the TSS gives up on the TPM.
+#define LA_TPM_TIMEOUT_MS 60000
+
 /// The TSS's own words for `rc`.
 const char *la_tpm_error(uint32_t rc);
 
