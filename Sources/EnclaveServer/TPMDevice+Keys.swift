@@ -9,8 +9,12 @@ public final class TPMPrimaryContext: Sendable {
 
     private let saved = Mutex<[UInt8]>([])
 
-    /// Runs `body` with the context, and keeps what it left there (a new one, or none).
-    func with<T>(_ body: (inout la_tpm_context) throws(TPMError) -> T) throws(TPMError) -> T {
+    /// Opens the TPM `tcti` names and runs `body` with it and the context, keeping what `body`
+    /// left in the context (a new one, or none).
+    func withTPM<T>(
+        _ tcti: String,
+        _ body: (OpaquePointer, inout la_tpm_context) throws(TPMError) -> T
+    ) throws(TPMError) -> T {
         var bytes = saved.withLock { $0 }
         let size = bytes.count
         bytes += [UInt8](repeating: 0, count: Int(LA_TPM_MAX_CONTEXT) - size)
@@ -20,7 +24,7 @@ public final class TPMPrimaryContext: Sendable {
                 let kept = Array(buffer[..<context.size])
                 saved.withLock { $0 = kept }
             }
-            return try body(&context)
+            return try TPMDevice.withTPM(tcti) { tpm throws(TPMError) in try body(tpm, &context) }
         }
     }
 }
@@ -41,27 +45,25 @@ extension TPMDevice {
         tcti: String,
         primary: TPMPrimaryContext
     ) throws(TPMError) -> CreatedKey {
-        try withTPM(tcti) { tpm throws(TPMError) in
-            try primary.with { context throws(TPMError) in
-                var blob = [UInt8](repeating: 0, count: Int(LA_TPM_MAX_BLOB))
-                var size = blob.count
-                var x = [UInt8](repeating: 0, count: 32)
-                var y = [UInt8](repeating: 0, count: 32)
-                let rc = la_tpm_key_create(
-                    tpm,
-                    &context,
-                    signing ? 1 : 0,
-                    agreement ? 1 : 0,
-                    auth,
-                    auth.count,
-                    &blob,
-                    &size,
-                    &x,
-                    &y
-                )
-                guard rc == 0 else { throw TPMError("creating a key", rc) }
-                return CreatedKey(blob: Array(blob[..<size]), publicKey: [0x04] + x + y)
-            }
+        try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+            var blob = [UInt8](repeating: 0, count: Int(LA_TPM_MAX_BLOB))
+            var size = blob.count
+            var x = [UInt8](repeating: 0, count: 32)
+            var y = [UInt8](repeating: 0, count: 32)
+            let rc = la_tpm_key_create(
+                tpm,
+                &context,
+                signing ? 1 : 0,
+                agreement ? 1 : 0,
+                auth,
+                auth.count,
+                &blob,
+                &size,
+                &x,
+                &y
+            )
+            guard rc == 0 else { throw TPMError("creating a key", rc) }
+            return CreatedKey(blob: Array(blob[..<size]), publicKey: [0x04] + x + y)
         }
     }
 
@@ -74,14 +76,12 @@ extension TPMDevice {
         primary: TPMPrimaryContext
     ) throws(TPMError) -> [UInt8] {
         precondition(digest.count == 32, "a SHA-256 digest")
-        return try withTPM(tcti) { tpm throws(TPMError) in
-            try primary.with { context throws(TPMError) in
-                var r = [UInt8](repeating: 0, count: 32)
-                var s = [UInt8](repeating: 0, count: 32)
-                let rc = la_tpm_key_sign(tpm, &context, blob, blob.count, auth, auth.count, digest, &r, &s)
-                guard rc == 0 else { throw TPMError("signing", rc) }
-                return r + s
-            }
+        return try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+            var r = [UInt8](repeating: 0, count: 32)
+            var s = [UInt8](repeating: 0, count: 32)
+            let rc = la_tpm_key_sign(tpm, &context, blob, blob.count, auth, auth.count, digest, &r, &s)
+            guard rc == 0 else { throw TPMError("signing", rc) }
+            return r + s
         }
     }
 
@@ -95,23 +95,21 @@ extension TPMDevice {
         primary: TPMPrimaryContext
     ) throws(TPMError) -> [UInt8] {
         precondition(peer.count == 65 && peer[0] == 0x04, "an uncompressed P-256 point")
-        return try withTPM(tcti) { tpm throws(TPMError) in
-            try primary.with { context throws(TPMError) in
-                var shared = [UInt8](repeating: 0, count: 32)
-                let rc = la_tpm_key_agree(
-                    tpm,
-                    &context,
-                    blob,
-                    blob.count,
-                    auth,
-                    auth.count,
-                    Array(peer[1..<33]),
-                    Array(peer[33..<65]),
-                    &shared
-                )
-                guard rc == 0 else { throw TPMError("key agreement", rc) }
-                return shared
-            }
+        return try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+            var shared = [UInt8](repeating: 0, count: 32)
+            let rc = la_tpm_key_agree(
+                tpm,
+                &context,
+                blob,
+                blob.count,
+                auth,
+                auth.count,
+                Array(peer[1..<33]),
+                Array(peer[33..<65]),
+                &shared
+            )
+            guard rc == 0 else { throw TPMError("key agreement", rc) }
+            return shared
         }
     }
 }

@@ -139,7 +139,7 @@ extension UserSession {
             case .create: return .answered(try await createKey(r, app: app))
             case .open:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
-                return .answered(KeyReply(publicKey: try Self.publicKey(of: key)))
+                return .answered(KeyReply(publicKey: try key.publicKey.x963Representation))
             case .verify:
                 guard r.kind != .keyAgreement else {
                     throw KeyReplyError(
@@ -295,7 +295,7 @@ extension UserSession {
         }
         return KeyReply(
             blob: try key.sealed(key: keyKey, handle: handle, uid: uid, app: owner),
-            publicKey: try Self.publicKey(of: key)
+            publicKey: try key.publicKey.x963Representation
         )
     }
 
@@ -305,8 +305,6 @@ extension UserSession {
         if let m = r.message { return PrehashedSHA256(Data(SHA256.hash(data: m))) }
         return nil
     }
-
-    private static func publicKey(of key: KeyBlob) throws -> Data { try key.publicKey.x963Representation }
 
     /// What a sign or agree request asks of a key, checked in full (kind, digest, peer key,
     /// derivation bounds) before its access control is waited.
