@@ -66,6 +66,9 @@ public struct DaemonConfiguration: Sendable {
     public var tpm: HardwareRoot.Setting = .off
     /// `--require-tpm` / `require-tpm = yes`: no start without the TPM root.
     public var requireTPM = false
+    /// `move-to-tpm = yes`: a software-root state moves to the TPM root at start
+    /// (`SoftwareRootMove`); in system mode only from a file only root can write, as `tpm`.
+    public var moveToTPM = false
     /// `--reanchor`: root's recovery after a rollback refusal (`RollbackCounter`): the state is
     /// taken as it is and bound to a new TPM counter, then the daemon exits.
     public var reanchor = false
@@ -211,10 +214,14 @@ extension DaemonConfiguration {
         // TPM only restricts, and counts from anywhere.
         config.tpm = commandLine.tpm ?? (mode == .system ? rootsFile?.tpm : settings.tpm) ?? .off
         config.requireTPM = commandLine.requireTPM || settings.requireTPM == true
+        config.moveToTPM = (mode == .system ? rootsFile?.moveToTPM : settings.moveToTPM) == true
         config.reanchor = commandLine.reanchor
         config.administrationPipe = commandLine.administrationPipe || rootsFile?.administrationPipe == true
         if let holders = rootsFile?.terminalHolders { config.terminalHolders = holders }
-        if mode == .system, !file.onlyRootWrites, file.settings.tpm != nil { config.ignoredRootSettings.append("tpm") }
+        if mode == .system, !file.onlyRootWrites {
+            if file.settings.tpm != nil { config.ignoredRootSettings.append("tpm") }
+            if file.settings.moveToTPM != nil { config.ignoredRootSettings.append("move-to-tpm") }
+        }
         if mode == .user || !file.onlyRootWrites {
             if file.settings.administrationPipe == true { config.ignoredRootSettings.append("administration-pipe") }
             if file.settings.terminalHolders != nil { config.ignoredRootSettings.append("terminal-holders") }

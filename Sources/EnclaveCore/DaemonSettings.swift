@@ -23,6 +23,8 @@ import Glibc
 /// tpm = auto                # auto | off | device:/dev/tpmrm0 | swtpm:host=H,port=P: the root of a
 ///                           # new state (`HardwareRoot`)
 /// require-tpm = no          # yes: never start without the TPM root
+/// move-to-tpm = no          # yes: a software-root state moves to the TPM root at start, keeping
+///                           # everything (`laenclaved --move-to-tpm` does it once, by hand)
 /// ```
 public struct DaemonSettings: Equatable, Sendable {
     public enum Sensor: String, Sendable, CaseIterable {
@@ -54,6 +56,8 @@ public struct DaemonSettings: Equatable, Sendable {
     public var tpm: HardwareRoot.Setting?
     /// `require-tpm`.
     public var requireTPM: Bool?
+    /// `move-to-tpm`.
+    public var moveToTPM: Bool?
 
     public init() {}
 
@@ -134,6 +138,7 @@ public struct DaemonSettings: Equatable, Sendable {
                 }
                 settings.tpm = setting
             case "require-tpm": settings.requireTPM = try yesOrNo()
+            case "move-to-tpm": settings.moveToTPM = try yesOrNo()
             case "prompt-agent":
                 guard let agent = promptAgent(value) else {
                     throw ParseError(line: number, problem: "prompt-agent is the agent's absolute path, or none")
@@ -143,7 +148,7 @@ public struct DaemonSettings: Equatable, Sendable {
                 throw ParseError(
                     line: number,
                     problem:
-                        "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders, tpm, require-tpm)"
+                        "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders, tpm, require-tpm, move-to-tpm)"
                 )
             }
         }

@@ -8,8 +8,8 @@
 /// takes the machine's TPM (`/dev/tpmrm0`, through the kernel's resource
 /// manager) when this daemon may use it, and otherwise the software root, saying so; it never
 /// tries a TCP simulator, which any local user could run. A state made with the software root
-/// stays there until moving it is built (the item 7); a state sealed to a TPM opens only
-/// with that TPM.
+/// stays there until root moves it (`move`: `laenclaved --move-to-tpm`, or `move-to-tpm = yes` at
+/// start; the item 7); a state sealed to a TPM opens only with that TPM.
 public enum HardwareRoot {
     /// `tpm = auto | off | device:PATH | swtpm:host=H,port=P | mssim:host=H,port=P` (tpm2-tss's
     /// TCTI syntax), or `--tpm`.
@@ -55,12 +55,25 @@ public enum HardwareRoot {
         case software(note: String?)
         /// The key file and the secret sealed to the TPM that `tcti` names.
         case tpm(tcti: String)
+        /// A software-root state moves to the TPM that `tcti` names, keeping everything
+        /// (`SoftwareRootMove`), and is then a TPM root's.
+        case move(tcti: String)
         /// The daemon does not start: why, and what to do.
         case refuse(String)
     }
 
-    /// `machineTPM`: the TCTI of the machine's TPM when this daemon may open it.
-    public static func decide(setting: Setting, recorded: Recorded, machineTPM: String?, requireTPM: Bool) -> Decision {
+    /// `machineTPM`: the TCTI of the machine's TPM when this daemon may open it. `move`: root asked
+    /// for a software-root state to move to the TPM root.
+    public static func decide(
+        setting: Setting,
+        recorded: Recorded,
+        machineTPM: String?,
+        requireTPM: Bool,
+        move: Bool = false
+    ) -> Decision {
+        if move, setting == .off {
+            return .refuse("move-to-tpm with tpm = off: name the TPM (--tpm) or set tpm = auto")
+        }
         switch (recorded, setting) {
         case (.tpm, .off):
             return .refuse(
@@ -75,9 +88,17 @@ public enum HardwareRoot {
             return .tpm(tcti: machineTPM)
         case (.tpm, .tcti(let tcti)):
             return .tpm(tcti: tcti)
-        case (.software, .tcti):
+        case (.software, .tcti(let tcti)):
+            if move { return .move(tcti: tcti) }
             return .refuse(
-                "this state was made with the software root; moving it to a TPM is not available yet: start with tpm = auto or off, or with a new state directory"
+                "this state was made with the software root: \(moveCommand) seals it to the TPM, keeping everything (or start with tpm = auto or off)"
+            )
+        case (.software, .auto) where move:
+            if let machineTPM { return .move(tcti: machineTPM) }
+            if requireTPM { return .refuse("--require-tpm: this machine has no TPM this daemon may use (/dev/tpmrm0)") }
+            return .software(
+                note:
+                    "move-to-tpm: no TPM this daemon may use (/dev/tpmrm0): the state stays on the software root"
             )
         case (.software, let setting):
             if requireTPM { return .refuse("--require-tpm: this state was made with the software root, not a TPM") }
@@ -85,7 +106,7 @@ public enum HardwareRoot {
             let note =
                 setting == .auto
                 ? machineTPM.map { _ in
-                    "this state was made with the software root; it stays there (a copy of the state directory and key file opens it anywhere): moving it to the TPM is not built yet"
+                    "this state was made with the software root; it stays there (a copy of the state directory and key file opens it anywhere) until root moves it to the TPM: \(moveCommand)"
                 } : nil
             return .software(note: note)
         case (.new, .off):
@@ -104,4 +125,8 @@ public enum HardwareRoot {
             return .tpm(tcti: tcti)
         }
     }
+
+    /// What root runs to move a software-root state to the TPM root.
+    public static let moveCommand =
+        "stop the daemon and, as its user, run laenclaved --move-to-tpm (or set move-to-tpm = yes)"
 }

@@ -34,13 +34,19 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     public var keyed: Bool?
     /// The length, sealed (AES-GCM) under that key: what a copy would tell of the passcode's kind.
     public var sealedLength: Data?
+    /// Whether `hash` is HMAC-SHA256 under the key of a keyed verifier's hash under an earlier key:
+    /// a verifier of a state moved from the software root to the TPM root (`moved`), whose scrypt
+    /// output the move never had. Checking it needs both keys; its next success remakes it keyed
+    /// under the key alone.
+    public var priorKeyed: Bool?
 
     public var isKeyed: Bool { keyed == true }
 
     // A keyed hash is stored under a name of its own: a daemon from before keying fails to read it
-    // (and says so) rather than compare scrypt's output with it and count the right passcode wrong.
+    // (and says so) rather than compare scrypt's output with it and count the right passcode wrong;
+    // a moved one under another, for a daemon from before moves.
     private enum CodingKeys: String, CodingKey {
-        case salt, hash, keyedHash, cost, blockSize, parallelism, length, keyed, sealedLength
+        case salt, hash, keyedHash, movedHash, cost, blockSize, parallelism, length, keyed, sealedLength
     }
 
     public init(from decoder: any Decoder) throws {
@@ -48,10 +54,22 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         salt = try c.decode(Data.self, forKey: .salt)
         keyed = try c.decodeIfPresent(Bool.self, forKey: .keyed)
         // A keyed hash stored under "hash" (before its own name) still reads.
-        hash =
-            try keyed == true
-            ? c.decodeIfPresent(Data.self, forKey: .keyedHash) ?? c.decode(Data.self, forKey: .hash)
-            : c.decode(Data.self, forKey: .hash)
+        if let moved = try c.decodeIfPresent(Data.self, forKey: .movedHash) {
+            guard keyed == true else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .movedHash,
+                    in: c,
+                    debugDescription: "a moved passcode verifier is keyed"
+                )
+            }
+            hash = moved
+            priorKeyed = true
+        } else {
+            hash =
+                try keyed == true
+                ? c.decodeIfPresent(Data.self, forKey: .keyedHash) ?? c.decode(Data.self, forKey: .hash)
+                : c.decode(Data.self, forKey: .hash)
+        }
         cost = try c.decode(Int.self, forKey: .cost)
         blockSize = try c.decode(Int.self, forKey: .blockSize)
         parallelism = try c.decode(Int.self, forKey: .parallelism)
@@ -62,7 +80,7 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(salt, forKey: .salt)
-        try c.encode(hash, forKey: isKeyed ? .keyedHash : .hash)
+        try c.encode(hash, forKey: priorKeyed == true ? .movedHash : isKeyed ? .keyedHash : .hash)
         try c.encode(cost, forKey: .cost)
         try c.encode(blockSize, forKey: .blockSize)
         try c.encode(parallelism, forKey: .parallelism)
@@ -84,11 +102,13 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         case tooShort(minimum: Int)
         case tooLong
         case keyNeeded
+        case movedAlready
         public var description: String {
             switch self {
             case .tooShort(let minimum): return "a passcode needs at least \(minimum) characters"
             case .tooLong: return "a passcode may have at most 256 bytes"
             case .keyNeeded: return "this passcode verifier is keyed: it is checked only with its key"
+            case .movedAlready: return "this passcode verifier moved to another key already; it moves again once remade"
             }
         }
     }
@@ -141,8 +161,26 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         return v
     }
 
-    /// The verifier output for an attempt; compare with `matches`. A keyed verifier needs its key.
-    public func derive(_ passcode: String, key: SymmetricKey? = nil) throws -> Data {
+    /// This verifier checked under `key` instead, without the passcode (a state moving from the
+    /// software root to the TPM root, whose keys `prior` and `key` are): the hash is keyed again
+    /// under `key` (so `prior`, which the key file alone gives, tests no guess), and the length
+    /// sealed under `key`. One move only: a moved verifier is remade before it could move again.
+    public func moved(to key: SymmetricKey, from prior: SymmetricKey) throws -> PasscodeVerifier {
+        guard priorKeyed != true else { throw Problem.movedAlready }
+        var next = self
+        next.hash = Data(HMAC<SHA256>.authenticationCode(for: hash, using: key))
+        let length = self.length(key: prior)
+        next.sealedLength = nil
+        next.length = nil
+        if isKeyed { next.priorKeyed = true }
+        next.keyed = true
+        if let length { try next.noteLength(length, key: key) }
+        return next
+    }
+
+    /// The verifier output for an attempt; compare with `matches`. A keyed verifier needs its key,
+    /// and a moved one (`priorKeyed`) the key it had before too.
+    public func derive(_ passcode: String, key: SymmetricKey? = nil, prior: SymmetricKey? = nil) throws -> Data {
         let derived = try KDF.Scrypt.deriveKey(
             from: Array(passcode.utf8),
             salt: salt,
@@ -153,7 +191,12 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         )
         guard isKeyed else { return derived.withUnsafeBytes { Data($0) } }
         guard let key else { throw Problem.keyNeeded }
-        return derived.withUnsafeBytes { Data(HMAC<SHA256>.authenticationCode(for: $0, using: key)) }
+        guard priorKeyed == true else {
+            return derived.withUnsafeBytes { Data(HMAC<SHA256>.authenticationCode(for: $0, using: key)) }
+        }
+        guard let prior else { throw Problem.keyNeeded }
+        let inner = derived.withUnsafeBytes { Data(HMAC<SHA256>.authenticationCode(for: $0, using: prior)) }
+        return Data(HMAC<SHA256>.authenticationCode(for: inner, using: key))
     }
 
     /// The passcode's length, when known: opened with `key` in a keyed verifier.

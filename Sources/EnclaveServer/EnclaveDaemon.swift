@@ -25,8 +25,10 @@ public final class EnclaveDaemon: Sendable {
     let rollback: RollbackGuard?
     /// Where Secure Enclave keys are made and used (`KeyEngine`): the TPM on a TPM root.
     let keyEngine: KeyEngine
-    /// `issueRecovery`: the TPM's secret, kept for `issueRecoverySecret` only.
+    /// `issueRecovery`, `moveToTPM`: the TPM's secret, kept for `issueRecoverySecret` only.
     private let secretToIssueFor: [UInt8]?
+    /// On a state moved from the software root: the key file's key (`MasterKeyRoot.Opened`).
+    private let softwareKey: SymmetricKey?
 
     /// `--issue-tpm-recovery`, once the daemon's state opened whole: a new recovery secret, given
     /// to `show` (which must have shown it, or throw) before it replaces the one before.
@@ -72,7 +74,8 @@ public final class EnclaveDaemon: Sendable {
         logger: Logger,
         peerHelper: PeerHelperClient? = nil,
         recoverySecret: String? = nil,
-        issueRecovery: Bool = false
+        issueRecovery: Bool = false,
+        moveToTPM: Bool = false
     ) throws {
         self.servedUser = servedUser
         self.peerHelper = peerHelper
@@ -99,18 +102,17 @@ public final class EnclaveDaemon: Sendable {
         )
         auditLog = AuditLog(storage: storage, logger: logger)
         let oneShot: MasterKeyRoot.OneShot? =
-            recoverySecret.map { .recover(secret: $0) } ?? (issueRecovery ? .issueRecovery : nil)
-        let opened = try MasterKeyRoot.open(config: config, storage: storage, oneShot: oneShot)
+            recoverySecret.map { .recover(secret: $0) }
+            ?? (issueRecovery ? .issueRecovery : moveToTPM ? .moveToTPM : nil)
+        let opened = try MasterKeyRoot.open(config: config, storage: storage, oneShot: oneShot, logger: logger)
         secretToIssueFor = opened.secretToIssueFor
+        softwareKey = opened.softwareKey
         masterKey = opened.key
         root = opened.root
         if let note = opened.note { logger.notice("\(note)") }
         logger.info("master key root: \(opened.root.rawValue)")
         // A lost or swapped key file must not silently make every item undecryptable.
-        let check = Data(
-            HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: masterKey)
-        )
-        guard try storage.confirmMasterKey(check: check, root: opened.root) else {
+        guard try storage.confirmMasterKey(check: MasterKeyRoot.check(of: masterKey), root: opened.root) else {
             throw KeyFileError(
                 path: config.masterKeyPath,
                 problem:
@@ -223,8 +225,9 @@ public final class EnclaveDaemon: Sendable {
                 keyEngine: keyEngine.forUser(),
                 keys: UserKeys(
                     wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
-                    legacy: ItemSealing.legacyUserKey(master: masterKey, uid: uid),
-                    passcode: KeyHierarchy.passcodeKey(master: masterKey, uid: uid)
+                    legacy: ItemSealing.legacyUserKey(master: softwareKey ?? masterKey, uid: uid),
+                    passcode: KeyHierarchy.passcodeKey(master: masterKey, uid: uid),
+                    priorPasscode: softwareKey.map { KeyHierarchy.passcodeKey(master: $0, uid: uid) }
                 )
             )
         }

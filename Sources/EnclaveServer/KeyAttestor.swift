@@ -42,12 +42,7 @@ struct KeyAttestor: Sendable {
     /// a server that trusts it keeps trusting this daemon's keys across restarts).
     static func authority(storage: Storage, master: SymmetricKey, daemonMode: DaemonMode) throws -> AttestationAuthority
     {
-        let key = HKDF<SHA256>.deriveKey(
-            inputKeyMaterial: master,
-            salt: Data("laenclaved attestation authority v1".utf8),
-            info: Data(),
-            outputByteCount: 32
-        )
+        let key = sealingKey(master: master)
         let sealed = try storage.attestationAuthority {
             let made = try AttestationAuthority.create(daemonMode: daemonMode)
             return try AES.GCM.seal(try JSONEncoder().encode(made.stored), using: key, authenticating: Self.context)
@@ -69,6 +64,26 @@ struct KeyAttestor: Sendable {
     }
 
     private static let context = Data("attestation-authority".utf8)
+
+    private static func sealingKey(master: SymmetricKey) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: master,
+            salt: Data("laenclaved attestation authority v1".utf8),
+            info: Data(),
+            outputByteCount: 32
+        )
+    }
+
+    /// The stored authority sealed under master key `new` instead of `old` (a move to the TPM
+    /// root): the same root, so servers that trust it go on trusting this daemon's keys.
+    static func reseal(_ sealed: Data, from old: SymmetricKey, to new: SymmetricKey) throws -> Data {
+        guard let box = try? AES.GCM.SealedBox(combined: sealed),
+            let json = try? AES.GCM.open(box, using: sealingKey(master: old), authenticating: context)
+        else {
+            throw AttestationAuthorityError("the stored attestation authority cannot be opened with this master key")
+        }
+        return try AES.GCM.seal(json, using: sealingKey(master: new), authenticating: context).combined!
+    }
 
     /// The machine, the user for a user-mode daemon, and the root's fingerprint.
     static func label(mode: DaemonMode, uid: UInt32, authority: AttestationAuthority) -> String {

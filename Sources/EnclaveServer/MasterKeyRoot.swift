@@ -2,6 +2,7 @@ import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import Logging
 
 #if canImport(Glibc)
 import Glibc
@@ -24,6 +25,10 @@ enum MasterKeyRoot {
         var counter: (tcti: String, auth: [UInt8])? = nil
         /// `--issue-tpm-recovery`: the TPM's secret, kept for that one-shot only (`TPMRootRecovery`).
         var secretToIssueFor: [UInt8]? = nil
+        /// On a state moved from the software root (`SoftwareRootMove`): the key file's key, which
+        /// still opens Secure Enclave key blobs apps kept from before key records, and checks
+        /// passcode verifiers not remade since the move.
+        var softwareKey: SymmetricKey? = nil
     }
 
     /// Root's one-shots on a TPM root (the daemon stopped): seal the state's master secret to the
@@ -31,13 +36,21 @@ enum MasterKeyRoot {
     enum OneShot: Sendable {
         case recover(secret: String)
         case issueRecovery
+        /// A software-root state moved to the TPM root, and its recovery secret issued.
+        case moveToTPM
 
         var flag: String {
             switch self {
             case .recover: "--recover-tpm-root"
             case .issueRecovery: "--issue-tpm-recovery"
+            case .moveToTPM: "--move-to-tpm"
             }
         }
+    }
+
+    /// What the state keeps to tell its master key (a key file swapped or lost says so).
+    static func check(of key: SymmetricKey) -> Data {
+        Data(HMAC<SHA256>.authenticationCode(for: Data("laenclaved master key check".utf8), using: key))
     }
 
     /// The sealed secret's blob, in the state directory: it is the state's record that its root is
@@ -50,11 +63,21 @@ enum MasterKeyRoot {
 
     /// `oneShot`: root's recovery (the TPM's secret from the recovery box, sealed to the TPM the
     /// machine has now) or a new recovery secret (`TPMRootRecovery`).
-    static func open(config: DaemonConfiguration, storage: Storage, oneShot: OneShot? = nil) throws -> Opened {
+    static func open(
+        config: DaemonConfiguration,
+        storage: Storage,
+        oneShot: OneShot? = nil,
+        logger: Logger
+    ) throws -> Opened {
         let hostKey = try EnclaveDaemon.loadMasterKey(config.masterKeyPath)
         let blobPath = config.stateDirectory + "/" + blobName
-        let blob = try readBlob(blobPath)
         let record = try storage.masterKeyRecord()
+        try SoftwareRootMove.tidy(
+            stateDirectory: config.stateDirectory,
+            movedState: record.root == MasterSecretRoot.tpm.rawValue,
+            logger: logger
+        )
+        let blob = try readBlob(blobPath)
         let recorded: HardwareRoot.Recorded
         let named = try record.root.map { raw in
             guard let root = MasterSecretRoot(rawValue: raw) else {
@@ -84,8 +107,18 @@ enum MasterKeyRoot {
             recorded = record.confirmed || record.holdsData ? .software : .new
         }
         // Root's one-shots act on a state sealed to a TPM, never make one (a mistyped path or mode
-        // would seal a new state and answer for it).
-        if let oneShot, recorded != .tpm {
+        // would seal a new state and answer for it); the move, on a software root's.
+        var moving = config.moveToTPM
+        if case .moveToTPM = oneShot {
+            moving = true
+            guard recorded == .software else {
+                throw RootError(
+                    description: recorded == .tpm
+                        ? "--move-to-tpm: the state in \(config.stateDirectory) is sealed to a TPM already"
+                        : "--move-to-tpm: there is no state in \(config.stateDirectory) (the daemon's --system, --state-dir and --key-file?)"
+                )
+            }
+        } else if let oneShot, recorded != .tpm {
             throw RootError(
                 description:
                     "\(oneShot.flag): there is no state sealed to a TPM in \(config.stateDirectory) (the daemon's --system, --state-dir and --key-file?)"
@@ -96,16 +129,29 @@ enum MasterKeyRoot {
             setting: config.tpm,
             recorded: recorded,
             machineTPM: machine,
-            requireTPM: config.requireTPM
+            requireTPM: config.requireTPM,
+            move: moving
         )
+        var notes: [String] = []
+        let secret: [UInt8]
+        let tcti: String
         switch decision {
         case .refuse(let why):
             throw RootError(description: why)
         case .software(let note):
+            if case .moveToTPM = oneShot { throw RootError(description: "--move-to-tpm: \(note ?? "no TPM")") }
             return Opened(key: hostKey, root: .software, note: note)
-        case .tpm(let tcti):
-            let secret: [UInt8]
-            var notes: [String] = []
+        case .move(let to):
+            tcti = to
+            secret = try SoftwareRootMove.perform(
+                storage: storage,
+                stateDirectory: config.stateDirectory,
+                hostKey: hostKey,
+                tcti: tcti,
+                logger: logger
+            )
+        case .tpm(let to):
+            tcti = to
             if case .recover(let typed) = oneShot {
                 if let blob, (try? TPMDevice.unseal(Array(blob), tcti: tcti)) != nil {
                     throw RootError(
@@ -132,24 +178,33 @@ enum MasterKeyRoot {
                     "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere"
                 )
             }
-            var toIssueFor: [UInt8]?
-            if case .issueRecovery = oneShot {
-                toIssueFor = secret
-            } else if !TPMRootRecovery.issued(stateDirectory: config.stateDirectory) {
+        }
+        var toIssueFor: [UInt8]?
+        switch oneShot {
+        case .issueRecovery?, .moveToTPM?:
+            toIssueFor = secret
+        default:
+            if !TPMRootRecovery.issued(stateDirectory: config.stateDirectory) {
                 let mode = config.mode == .system ? "--system " : ""
                 notes.append(
                     "no recovery secret was issued for this state: after a TPM clear, a new mainboard or an fTPM reset it would be lost. Root issues one, shown once: stop the daemon and, as its user, run laenclaved \(mode)--state-dir \(config.stateDirectory) --key-file \(config.masterKeyPath) --tpm \(tcti) --issue-tpm-recovery"
                 )
             }
-            let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
-            return Opened(
-                key: mixed(tpmSecret: secret, hostKey: hostKey),
-                root: .tpm,
-                note: note,
-                counter: (tcti, counterAuth(tpmSecret: secret)),
-                secretToIssueFor: toIssueFor
-            )
         }
+        let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
+        return Opened(
+            key: mixed(tpmSecret: secret, hostKey: hostKey),
+            root: .tpm,
+            note: note,
+            counter: (tcti, counterAuth(tpmSecret: secret)),
+            secretToIssueFor: toIssueFor,
+            softwareKey: record.moved || moveAsked(decision) ? hostKey : nil
+        )
+    }
+
+    private static func moveAsked(_ decision: HardwareRoot.Decision) -> Bool {
+        if case .move = decision { return true }
+        return false
     }
 
     /// Seals `secret` to the TPM and keeps the blob at `path` (written whole or not at all).

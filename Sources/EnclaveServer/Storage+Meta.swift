@@ -8,14 +8,17 @@ import GRDB
 extension Storage {
     /// What the state says of its master key: whether one was ever confirmed, the root recorded
     /// with it (nil for a state made before roots were recorded: the software root), and whether
-    /// it holds anything a key opens (`holdsData`).
-    func masterKeyRecord() throws -> (confirmed: Bool, root: String?, holdsData: Bool) {
+    /// it holds anything a key opens (`holdsData`), and whether it moved from the software root to
+    /// the TPM root (`SoftwareRootMove`).
+    func masterKeyRecord() throws -> (confirmed: Bool, root: String?, holdsData: Bool, moved: Bool) {
         try pool.read { db in
             let confirmed = try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'masterKeyCheck'") ?? false
             let root = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'root'").map {
                 String(decoding: $0, as: UTF8.self)
             }
-            return (confirmed, root, try Self.holdsData(db))
+            let moved =
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM meta WHERE name = 'movedFromSoftwareRoot'") ?? false
+            return (confirmed, root, try Self.holdsData(db), moved)
         }
     }
 

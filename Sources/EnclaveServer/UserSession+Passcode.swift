@@ -63,8 +63,8 @@ extension UserSession {
             }
         }
         guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
-        let key = keys.passcode
-        let attempt = try await BlockingWork.compute { try verifier.derive(passcode, key: key) }
+        let (key, prior) = (keys.passcode, keys.priorPasscode)
+        let attempt = try await BlockingWork.compute { try verifier.derive(passcode, key: key, prior: prior) }
         // A repeat of the last wrong entry is wrong again, and not counted (its result is known):
         // told apart before any count, so repeating it moves no counter.
         if record.ledger.repeatsLastWrongEntry(attempt) { return (false, attempt) }
@@ -112,14 +112,14 @@ extension UserSession {
         }
     }
 
-    /// After a right passcode: a verifier weaker than today's cost, or not keyed (one from
-    /// before), is remade at that cost, keyed; the passcode's length is noted if it was not. The
-    /// change becomes durable with the success the caller saves next; a failure to remake leaves
-    /// the old verifier working.
+    /// After a right passcode: a verifier weaker than today's cost, not keyed (one from before), or
+    /// moved from the software root, is remade at that cost, keyed under today's key alone; the
+    /// passcode's length is noted if it was not. The change becomes durable with the success the
+    /// caller saves next; a failure to remake leaves the old verifier working.
     private func refresh(_ verifier: PasscodeVerifier, knowing passcode: String) async {
         var next = verifier
         let key = keys.passcode
-        if verifier.needsUpgrade(toCost: config.passcodeCost) || !verifier.isKeyed {
+        if verifier.needsUpgrade(toCost: config.passcodeCost) || !verifier.isKeyed || verifier.priorKeyed == true {
             // Never below the cost it had: keying must not weaken it.
             let cost = max(config.passcodeCost, verifier.cost)
             guard
@@ -132,6 +132,7 @@ extension UserSession {
                 "passcode verifier remade",
                 metadata: [
                     "uid": "\(uid)", "from": "\(verifier.cost)", "to": "\(cost)", "keyed": "\(verifier.isKeyed) → true",
+                    "moved": "\(verifier.priorKeyed == true)",
                 ]
             )
         }

@@ -326,4 +326,7 @@ struct UserKeys: Sendable {
     var legacy: SymmetricKey
     /// Keys the passcode verifier (`KeyHierarchy.passcodeKey`).
     var passcode: SymmetricKey
+    /// On a state moved from the software root: the verifier's key before the move, which a moved
+    /// verifier needs beside `passcode` until its next success remakes it (`PasscodeVerifier.moved`).
+    var priorPasscode: SymmetricKey? = nil
 }

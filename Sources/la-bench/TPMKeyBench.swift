@@ -71,7 +71,7 @@ enum TPMKeyBench {
                 ("SecKeyCreateSignature, software root", onSoftware, softwareKey),
             ] {
                 samples[name, default: []].append(
-                    try Bench.time {
+                    Bench.time {
                         let signature = enclave.run {
                             SecKeyCreateSignature(key, .ecdsaSignatureMessageX962SHA256, message, nil)
                         }

@@ -49,7 +49,7 @@ extension Doctor {
             report.note(
                 "root",
                 "the software root: the key file alone opens the state, so a copy of both (a backup, a stolen disk) opens every item anywhere. "
-                    + "With a TPM 2.0 the daemon may open (/dev/tpmrm0), tpm = auto seals a new state to it (docs/configuration.md)"
+                    + "With a TPM 2.0 the daemon may open (/dev/tpmrm0), tpm = auto seals a new state to it, and laenclaved --move-to-tpm moves this one there, keeping everything (docs/configuration.md)"
             )
         default: break
         }

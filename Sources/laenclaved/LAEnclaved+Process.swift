@@ -31,14 +31,14 @@ extension LAEnclaved {
 }
 
 /// Root's one-shots on a stopped daemon's state (`--reanchor`, `--recover-tpm-root`,
-/// `--issue-tpm-recovery`).
+/// `--issue-tpm-recovery`, `--move-to-tpm`).
 extension LAEnclaved {
     /// The one-shot asked for, if any; refused unless run as the state's owner (files written as
     /// another user, root included, would lock the daemon out of its own state).
     func oneShotFlag(config: DaemonConfiguration) throws -> String? {
         let asked = [
             (config.reanchor, "--reanchor"), (recoverTPMRoot, "--recover-tpm-root"),
-            (issueTPMRecovery, "--issue-tpm-recovery"),
+            (issueTPMRecovery, "--issue-tpm-recovery"), (moveToTPM, "--move-to-tpm"),
         ].filter(\.0).map(\.1)
         guard let flag = asked.first else { return nil }
         guard asked.count == 1 else { throw ValidationError("one of \(asked.joined(separator: ", ")) at a time") }
@@ -64,12 +64,12 @@ extension LAEnclaved {
 
     /// The one-shot's last step, once the daemon's state opened whole.
     func finish(_ oneShot: String, daemon: EnclaveDaemon, logger: Logger) throws {
-        guard issueTPMRecovery else { return logger.notice("\(oneShot): done; exiting") }
+        guard issueTPMRecovery || moveToTPM else { return logger.notice("\(oneShot): done; exiting") }
         try daemon.issueRecoverySecret { secret in
             // Shown, or not issued: a write that failed keeps the secret issued before.
             do { try FileHandle.standardOutput.write(contentsOf: Data((secret + "\n").utf8)) } catch {
                 throw ValidationError(
-                    "--issue-tpm-recovery: the secret could not be shown (\(error)); the one before stays"
+                    "\(oneShot): the secret could not be shown (\(error)); the one before stays"
                 )
             }
         }

@@ -179,6 +179,12 @@ struct LAEnclaved: AsyncParsableCommand {
             "Issue the TPM root's recovery secret of a state sealed to a TPM: shown once on standard output, never written; a secret issued before stops working. Run it as the daemon's own user, with the daemon stopped, and keep the secret off this machine."
     )
     var issueTPMRecovery = false
+    @Flag(
+        name: .customLong("move-to-tpm"),
+        help:
+            "Move a state made with the software root to the TPM root (--tpm, or the machine's), keeping every item, key, passcode and counter; then issue the TPM root's recovery secret, shown once on standard output, and exit. Run it as the daemon's own user, with the daemon stopped; destroy copies of the state taken before."
+    )
+    var moveToTPM = false
 
     @Option(name: .customLong("log-file"), help: "Append logs to this file (0600) instead of standard error.")
     var logFile: String?
@@ -354,7 +360,8 @@ struct LAEnclaved: AsyncParsableCommand {
                 logger: logger,
                 peerHelper: helper,
                 recoverySecret: recoverySecret,
-                issueRecovery: issueTPMRecovery
+                issueRecovery: issueTPMRecovery,
+                moveToTPM: moveToTPM
             )
         } catch let e
             as EnclaveDaemon.StartError

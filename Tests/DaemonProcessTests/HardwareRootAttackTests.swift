@@ -69,17 +69,7 @@ final class HardwareRootAttackTests: XCTestCase {
     /// The thief's daemon: `enclave`'s own directory, its state and (when `keyFile`) its key file
     /// replaced by the victim's, then started.
     private func startWithStolenState(_ thief: TestEnclave, from victim: TestEnclave, keyFile: Bool = true) throws {
-        thief.stop()
-        let files = FileManager.default
-        try files.removeItem(atPath: thief.stateDirectory)
-        try files.copyItem(atPath: victim.stateDirectory, toPath: thief.stateDirectory)
-        if keyFile {
-            try files.removeItem(atPath: thief.directory + "/keys/master.key")
-            try files.copyItem(
-                atPath: victim.directory + "/keys/master.key",
-                toPath: thief.directory + "/keys/master.key"
-            )
-        }
+        try thief.takeState(of: victim, keyFile: keyFile)
         try thief.start()
     }
 
@@ -124,16 +114,8 @@ final class HardwareRootAttackTests: XCTestCase {
 
         // A downgrade: the copy without its blob, so the state would look like the software root's.
         let stripped = try enclave(tpm: elsewhere.tcti)
-        stripped.stop()
-        let files = FileManager.default
-        try files.removeItem(atPath: stripped.stateDirectory)
-        try files.copyItem(atPath: victim.stateDirectory, toPath: stripped.stateDirectory)
-        try files.removeItem(atPath: stripped.stateDirectory + "/tpm-root.blob")
-        try files.removeItem(atPath: stripped.directory + "/keys/master.key")
-        try files.copyItem(
-            atPath: victim.directory + "/keys/master.key",
-            toPath: stripped.directory + "/keys/master.key"
-        )
+        try stripped.takeState(of: victim)
+        try FileManager.default.removeItem(atPath: stripped.stateDirectory + "/tpm-root.blob")
         XCTAssertThrowsError(try stripped.start(), "a copy stripped of its blob")
         XCTAssertTrue(log(stripped).contains("tpm-root.blob is missing"), log(stripped))
 

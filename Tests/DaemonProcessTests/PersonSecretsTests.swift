@@ -27,7 +27,7 @@ final class PersonSecretsTests: XCTestCase {
     }
 
     func testTheDaemonSaysWhatIsAllowedAndReadsThePasscodeOnTheTerminal() throws {
-        try enclave.run {
+        enclave.run {
             XCTAssertEqual(
                 SecItemAdd(
                     [

@@ -266,7 +266,9 @@ final class DaemonConfigurationTests: XCTestCase {
     /// requiring the TPM counts from anywhere.
     func testTheRootIsOffUnlessChosenAndASystemDaemonsIsRoots() throws {
         let sim = HardwareRoot.Setting.tcti("swtpm:host=127.0.0.1,port=2321")
-        let chosen = try DaemonSettings.parse("tpm = swtpm:host=127.0.0.1,port=2321\nrequire-tpm = yes")
+        let chosen = try DaemonSettings.parse(
+            "tpm = swtpm:host=127.0.0.1,port=2321\nrequire-tpm = yes\nmove-to-tpm = yes"
+        )
         typealias Row = (DaemonMode, SettingsFile, HardwareRoot.Setting?, HardwareRoot.Setting, Bool, Bool, String)
         let rows: [Row] = [
             (.user, .init(settings: DaemonSettings(), onlyRootWrites: false), nil, .off, false, false, "the default"),
@@ -289,6 +291,13 @@ final class DaemonConfigurationTests: XCTestCase {
             )
             XCTAssertEqual(config.tpm, expected, why)
             XCTAssertEqual(config.requireTPM, required, why)
+            // The move goes with the root: root's to choose for a system daemon.
+            XCTAssertEqual(config.moveToTPM, file.settings.moveToTPM == true && expected == sim, why)
+            XCTAssertEqual(
+                config.warnings.contains { $0.contains("move-to-tpm is ignored") },
+                warned,
+                "\(why): \(config.warnings)"
+            )
             XCTAssertEqual(
                 config.warnings.contains { $0.contains("tpm is ignored") },
                 warned,

@@ -13,6 +13,7 @@ final class DaemonSettingsTests: XCTestCase {
         XCTAssertNil(s.promptAgent)
         XCTAssertNil(s.tpm, "auto")
         XCTAssertNil(s.requireTPM)
+        XCTAssertNil(s.moveToTPM)
     }
 
     func testEveryKeyWithCommentsAndSpaces() throws {
@@ -29,10 +30,12 @@ final class DaemonSettingsTests: XCTestCase {
             administration-pipe = yes
             tpm = swtpm:host=127.0.0.1,port=2321
             require-tpm = yes
+            move-to-tpm = yes
             """
         )
         XCTAssertEqual(s.tpm, .tcti("swtpm:host=127.0.0.1,port=2321"))
         XCTAssertEqual(s.requireTPM, true)
+        XCTAssertEqual(s.moveToTPM, true)
         XCTAssertEqual(s.sensor, .fprintd)
         XCTAssertEqual(s.passcodeSource, .pam)
         XCTAssertEqual(s.pamService, "login")

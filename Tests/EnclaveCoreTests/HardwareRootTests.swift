@@ -8,6 +8,7 @@ final class HardwareRootTests: XCTestCase {
         let machine = "device:/dev/tpmrm0"
         let sim = "swtpm:host=127.0.0.1,port=2321"
         typealias Row = (HardwareRoot.Setting, HardwareRoot.Recorded, String?, Bool, String, String)
+        typealias MoveRow = (HardwareRoot.Setting, HardwareRoot.Recorded, String?, Bool, Bool, String, String)
         let rows: [Row] = [
             (.auto, .new, machine, false, "tpm device:/dev/tpmrm0", "a new state takes the machine's TPM"),
             (.auto, .new, nil, false, "software: no TPM", "no TPM this daemon may use: software, said"),
@@ -22,14 +23,34 @@ final class HardwareRootTests: XCTestCase {
             (.auto, .software, machine, false, "software: stays there", "an old state keeps the software root, said"),
             (.off, .software, machine, false, "software", "off: nothing to say"),
             (.auto, .software, nil, false, "software", "an old state on a machine without a TPM"),
-            (.tcti(sim), .software, machine, false, "refuse: moving it to a TPM is not available", "no silent move"),
+            (.tcti(sim), .software, machine, false, "refuse: laenclaved --move-to-tpm", "no silent move"),
             (.auto, .software, machine, true, "refuse: --require-tpm", "required: an old state does not start"),
         ]
-        for (setting, recorded, tpm, required, expected, why) in rows {
+        // Root asked for the move (`--move-to-tpm`, `move-to-tpm = yes`).
+        let moves: [MoveRow] = [
+            (.tcti(sim), .software, nil, false, true, "move swtpm:host=127.0.0.1,port=2321", "to the named TPM"),
+            (.auto, .software, machine, false, true, "move device:/dev/tpmrm0", "to the machine's TPM"),
+            (.auto, .software, machine, true, true, "move device:/dev/tpmrm0", "required: the move satisfies it"),
+            (.auto, .software, nil, false, true, "software: stays on the software root", "no TPM: it stays, said"),
+            (.auto, .software, nil, true, true, "refuse: --require-tpm", "no TPM, required"),
+            (.off, .software, machine, false, true, "refuse: tpm = off", "a move with the TPM off contradicts itself"),
+            (.off, .new, machine, false, true, "refuse: tpm = off", "the same for a new state"),
+            (.auto, .tpm, machine, false, true, "tpm device:/dev/tpmrm0", "moved already: it opens as it is"),
+            (.auto, .new, machine, false, true, "tpm device:/dev/tpmrm0", "a new state is made on the TPM"),
+        ]
+        let all = rows.map { ($0.0, $0.1, $0.2, $0.3, false, $0.4, $0.5) } + moves
+        for (setting, recorded, tpm, required, move, expected, why) in all {
+            let decided = HardwareRoot.decide(
+                setting: setting,
+                recorded: recorded,
+                machineTPM: tpm,
+                requireTPM: required,
+                move: move
+            )
             let said =
-                switch HardwareRoot.decide(setting: setting, recorded: recorded, machineTPM: tpm, requireTPM: required)
-                {
+                switch decided {
                 case .tpm(let tcti): "tpm \(tcti)"
+                case .move(let tcti): "move \(tcti)"
                 case .software(let note): "software" + (note.map { ": " + $0 } ?? "")
                 case .refuse(let why): "refuse: " + why
                 }

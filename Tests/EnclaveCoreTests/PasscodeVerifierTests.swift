@@ -138,4 +138,50 @@ final class PasscodeVerifierTests: XCTestCase {
         let olderJSON = try JSONSerialization.data(withJSONObject: older)
         XCTAssertEqual(try JSONDecoder().decode(PasscodeVerifier.self, from: olderJSON), v)
     }
+
+    /// A state moving from the software root to the TPM root (issue 31, item 7): a keyed verifier
+    /// and one from before keying move to the TPM root's key without the passcode. Afterwards the
+    /// prior key alone (the key file's) tests no guess, the new key alone neither for a keyed one,
+    /// both together check the passcode; the length moves sealed; a moved one does not move again.
+    func testAVerifierMovesToANewKeyWithoutThePasscode() throws {
+        let prior = SymmetricKey(size: .bits256)
+        let key = SymmetricKey(size: .bits256)
+        let keyed = try PasscodeVerifier.make(passcode: "2468", cost: 10, minimumLength: 4, key: prior)
+        let moved = try keyed.moved(to: key, from: prior)
+        XCTAssertEqual(moved.priorKeyed, true)
+        XCTAssertEqual(moved.salt, keyed.salt, "the same scrypt")
+        XCTAssertTrue(moved.matches(try moved.derive("2468", key: key, prior: prior)))
+        XCTAssertFalse(moved.matches(try moved.derive("2469", key: key, prior: prior)))
+        XCTAssertThrowsError(try moved.derive("2468", key: key)) {
+            XCTAssertEqual($0 as? PasscodeVerifier.Problem, .keyNeeded)
+        }
+        // The prior key as if it were the key, and the key as if it were the prior: no guess tests.
+        XCTAssertFalse(moved.matches(try moved.derive("2468", key: prior, prior: prior)))
+        XCTAssertFalse(moved.matches(try moved.derive("2468", key: key, prior: key)))
+        XCTAssertFalse(keyed.matches(try moved.derive("2468", key: prior, prior: prior)))
+        XCTAssertEqual(moved.length(key: key), 4)
+        XCTAssertNil(moved.length(key: prior), "the length is sealed under the new key only")
+        XCTAssertThrowsError(try moved.moved(to: SymmetricKey(size: .bits256), from: key)) {
+            XCTAssertEqual($0 as? PasscodeVerifier.Problem, .movedAlready)
+        }
+        // Stored under a name of its own (a reader from before moves fails rather than compare).
+        let json = try JSONEncoder().encode(moved)
+        let fields = try XCTUnwrap(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        XCTAssertNotNil(fields["movedHash"])
+        XCTAssertNil(fields["keyedHash"])
+        XCTAssertNil(fields["hash"])
+        XCTAssertEqual(try JSONDecoder().decode(PasscodeVerifier.self, from: json), moved)
+
+        // One from before keying: the move keys it, and its clear length goes under the key.
+        let unkeyed = try PasscodeVerifier.make(passcode: "13579", cost: 10, minimumLength: 4)
+        XCTAssertEqual(unkeyed.length, 5)
+        let movedUnkeyed = try unkeyed.moved(to: key, from: prior)
+        XCTAssertNil(movedUnkeyed.priorKeyed, "keyed once: as one made keyed")
+        XCTAssertTrue(movedUnkeyed.isKeyed)
+        XCTAssertNil(movedUnkeyed.length)
+        XCTAssertEqual(movedUnkeyed.length(key: key), 5)
+        XCTAssertTrue(movedUnkeyed.matches(try movedUnkeyed.derive("13579", key: key)))
+        XCTAssertThrowsError(try movedUnkeyed.derive("13579"))
+        XCTAssertFalse(movedUnkeyed.matches(try movedUnkeyed.derive("13579", key: prior)))
+    }
 }

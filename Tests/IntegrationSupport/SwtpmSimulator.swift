@@ -116,6 +116,18 @@ extension TestEnclave {
         return try TestEnclave(configuration)
     }
 
+    /// This daemon stopped, its state directory and (when `keyFile`) its key file replaced by
+    /// `source`'s, as a copy taken elsewhere would be.
+    public func takeState(of source: TestEnclave, keyFile: Bool = true) throws {
+        stop()
+        let files = FileManager.default
+        try files.removeItem(atPath: stateDirectory)
+        try files.copyItem(atPath: source.stateDirectory, toPath: stateDirectory)
+        guard keyFile else { return }
+        try files.removeItem(atPath: directory + "/keys/master.key")
+        try files.copyItem(atPath: source.directory + "/keys/master.key", toPath: directory + "/keys/master.key")
+    }
+
     /// The daemon's executable run once more on this daemon's state and key file with `tpm`, for a
     /// one-shot of root's (`--reanchor`, `--recover-tpm-root`), while the daemon is stopped.
     public func runOnce(tpm: SwtpmSimulator, _ arguments: [String], input: String = "") throws -> ProcessOutput {
