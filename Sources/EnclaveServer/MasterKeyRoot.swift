@@ -72,9 +72,17 @@ enum MasterKeyRoot {
         let hostKey = try EnclaveDaemon.loadMasterKey(config.masterKeyPath)
         let blobPath = config.stateDirectory + "/" + blobName
         let record = try storage.masterKeyRecord()
+        let machine = access(TPMDevice.machineDevice, R_OK | W_OK) == 0 ? TPMDevice.machineTCTI : nil
+        let namedTPM: String? =
+            switch config.tpm {
+            case .tcti(let tcti): tcti
+            case .auto: machine
+            case .off: nil
+            }
         try SoftwareRootMove.tidy(
             stateDirectory: config.stateDirectory,
             movedState: record.root == MasterSecretRoot.tpm.rawValue,
+            tcti: namedTPM,
             logger: logger
         )
         let blob = try readBlob(blobPath)
@@ -106,6 +114,13 @@ enum MasterKeyRoot {
             // A state from before roots were recorded is the software root's; only an empty one is new.
             recorded = record.confirmed || record.holdsData ? .software : .new
         }
+        let marker = movedMarker(keyFile: config.masterKeyPath)
+        if recorded == .software, access(marker, F_OK) == 0 {
+            throw RootError(
+                description:
+                    "the state this key file opens was moved to the TPM root (\(marker)): this software-root state is a copy from before the move, whose passcode counters would go back. Put back the state the move left; to start this copy anyway, remove \(marker)"
+            )
+        }
         // Root's one-shots act on a state sealed to a TPM, never make one (a mistyped path or mode
         // would seal a new state and answer for it); the move, on a software root's.
         var moving = config.moveToTPM
@@ -124,7 +139,6 @@ enum MasterKeyRoot {
                     "\(oneShot.flag): there is no state sealed to a TPM in \(config.stateDirectory) (the daemon's --system, --state-dir and --key-file?)"
             )
         }
-        let machine = access(TPMDevice.machineDevice, R_OK | W_OK) == 0 ? TPMDevice.machineTCTI : nil
         let decision = HardwareRoot.decide(
             setting: config.tpm,
             recorded: recorded,
@@ -147,6 +161,7 @@ enum MasterKeyRoot {
                 storage: storage,
                 stateDirectory: config.stateDirectory,
                 hostKey: hostKey,
+                keyFile: config.masterKeyPath,
                 tcti: tcti,
                 logger: logger
             )
@@ -191,6 +206,11 @@ enum MasterKeyRoot {
                 )
             }
         }
+        let moved = record.moved || moveAsked(decision)
+        // Written again by any start that finds it missing (a stop right after the move).
+        if moved, access(marker, F_OK) != 0 {
+            try Storage.writePrivateFile(Data("this key file's state moved to the TPM root\n".utf8), to: marker)
+        }
         let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
         return Opened(
             key: mixed(tpmSecret: secret, hostKey: hostKey),
@@ -198,9 +218,13 @@ enum MasterKeyRoot {
             note: note,
             counter: (tcti, counterAuth(tpmSecret: secret)),
             secretToIssueFor: toIssueFor,
-            softwareKey: record.moved || moveAsked(decision) ? hostKey : nil
+            softwareKey: moved ? hostKey : nil
         )
     }
+
+    /// Beside the key file once its state moved to the TPM root (`SoftwareRootMove`): a software-root
+    /// state with this key file is then a copy from before the move, refused.
+    static func movedMarker(keyFile: String) -> String { keyFile + ".moved-to-tpm" }
 
     private static func moveAsked(_ decision: HardwareRoot.Decision) -> Bool {
         if case .move = decision { return true }

@@ -20,57 +20,63 @@ import Glibc
 /// shredded from the files. Keys made before the move stay where they were made, in the daemon
 /// (`KeyEngine`); keys made afterwards are the TPM's.
 ///
-/// Crash safety: the sealed secret is written beside the state under a name of its own, the
-/// rollback counter is defined, and one transaction moves everything and binds the counter; only
-/// then does the blob take its name. A stop at any instant leaves the state wholly on the software
-/// root (the pending blob is removed at the next start) or wholly moved (the blob is named then).
+/// Crash safety: the rollback counter is defined, the sealed secret is written beside the state
+/// under a name of its own with the counter's index, and one transaction moves everything and binds
+/// the counter; only then does the blob take its name. A stop at any instant leaves the state
+/// wholly on the software root (the next start removes the pending blob and the counter it names)
+/// or wholly moved (the next start names the blob). A marker beside the key file
+/// (`MasterKeyRoot.movedMarker`) refuses a copy of the state from before the move afterwards.
 ///
-/// Our choices: copies of the state taken before the move stay openable with the key file — the
-/// move cannot reach them, and the docs say to destroy them. Secure Enclave key blobs from before
+/// Our choices: copies of the state taken before the move stay openable with the key file elsewhere
+/// — the move cannot reach them, and the docs say to destroy them. Secure Enclave key blobs from before
 /// key records (kept by apps, opened with the key file's legacy key) keep working as they did.
 enum SoftwareRootMove {
-    /// The sealed secret before the move commits.
-    static let pendingBlobName = MasterKeyRoot.blobName + ".moving"
+    /// The move before it commits: the rollback counter's index (4 bytes, big-endian), then the
+    /// sealed secret (which gives the counter's auth value, to remove a counter never used).
+    static let pendingName = MasterKeyRoot.blobName + ".moving"
 
     struct MoveError: Error, CustomStringConvertible {
         let description: String
     }
 
-    /// Moves the software-root state whose key file's key is `hostKey` to the TPM `tcti`: answers
-    /// the TPM's new secret (the master key is `MasterKeyRoot.mixed` of it).
+    /// Moves the software-root state whose key file (`keyFile`) holds `hostKey` to the TPM `tcti`:
+    /// answers the TPM's new secret (the master key is `MasterKeyRoot.mixed` of it).
     static func perform(
         storage: Storage,
         stateDirectory: String,
         hostKey: SymmetricKey,
+        keyFile: String,
         tcti: String,
         logger: Logger
     ) throws -> [UInt8] {
+        // The key file first: under a wrong one the upgrade below would store class keys that the
+        // right one can never open.
+        guard try storage.masterKeyMatches(MasterKeyRoot.check(of: hostKey)) else {
+            throw MoveError(
+                description:
+                    "move-to-tpm: the key file \(keyFile) does not belong to the state in \(stateDirectory); nothing was changed"
+            )
+        }
         // Items from before class keys are upgraded under the key that sealed them first.
         _ = try storage.upgradeSealing(master: hostKey)
         let secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let sealed: [UInt8]
+        let counter: TPMDevice.Counter
         do {
             sealed = try TPMDevice.seal(secret, tcti: tcti)
             // Opened once before anything depends on it.
             guard try TPMDevice.unseal(sealed, tcti: tcti) == secret else {
                 throw MoveError(description: "the TPM unsealed another secret than it sealed")
             }
-        } catch {
-            throw MoveError(description: "move-to-tpm: the TPM (\(tcti)) could not seal the master secret: \(error)")
-        }
-        let pending = stateDirectory + "/" + pendingBlobName
-        try Storage.writePrivateFile(Data(sealed), to: pending)
-        let counter: TPMDevice.Counter
-        do {
             counter = try TPMDevice.defineCounter(auth: MasterKeyRoot.counterAuth(tpmSecret: secret), tcti: tcti)
         } catch {
-            unlink(pending)
-            throw MoveError(
-                description: "move-to-tpm: the TPM (\(tcti)) could not define the rollback counter: \(error)"
-            )
+            throw MoveError(description: "move-to-tpm: the TPM (\(tcti)) could not take the master secret: \(error)")
         }
+        let pending = stateDirectory + "/" + pendingName
         let moved: (classKeys: Int, verifiers: Int)
         do {
+            let index = withUnsafeBytes(of: counter.index.bigEndian) { Data($0) }
+            try Storage.writePrivateFile(index + sealed, to: pending)
             moved = try storage.moveRoot(
                 from: hostKey,
                 to: MasterKeyRoot.mixed(tpmSecret: secret, hostKey: hostKey),
@@ -91,35 +97,46 @@ enum SoftwareRootMove {
         return secret
     }
 
-    /// The blob of a move that committed takes its name (a stop came between); one whose move never
-    /// committed goes. `movedState`: the state records a TPM root.
-    static func tidy(stateDirectory: String, movedState: Bool, logger: Logger) throws {
-        let pending = stateDirectory + "/" + pendingBlobName
-        guard access(pending, F_OK) == 0 else { return }
-        let named = stateDirectory + "/" + MasterKeyRoot.blobName
-        if movedState, access(named, F_OK) != 0 {
-            try finishPending(stateDirectory: stateDirectory)
-            logger.notice("the move to the TPM root a stop interrupted is finished")
-        } else {
-            unlink(pending)
-            if !movedState {
-                logger.notice(
-                    "a move to the TPM root was interrupted before it took effect: the state is still the software root's (its TPM counter may be left defined)"
-                )
+    /// A move a stop interrupted. Committed (`movedState`): its blob takes its name. Never
+    /// committed: it goes, with the counter it defined when `tcti` (the TPM the daemon is told
+    /// of) still holds it under the pending secret's auth value.
+    static func tidy(stateDirectory: String, movedState: Bool, tcti: String?, logger: Logger) throws {
+        let pending = stateDirectory + "/" + pendingName
+        guard let bytes = FileManager.default.contents(atPath: pending) else { return }
+        if movedState {
+            if access(stateDirectory + "/" + MasterKeyRoot.blobName, F_OK) != 0 {
+                try finishPending(stateDirectory: stateDirectory)
+                logger.notice("the move to the TPM root a stop interrupted is finished")
+            } else {
+                unlink(pending)
+            }
+            return
+        }
+        var removed = false
+        if let tcti, bytes.count > 4 {
+            let index = bytes.prefix(4).reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+            if let secret = try? TPMDevice.unseal(Array(bytes.dropFirst(4)), tcti: tcti) {
+                let auth = MasterKeyRoot.counterAuth(tpmSecret: secret)
+                if (try? TPMDevice.readCounter(index: index, auth: auth, tcti: tcti)) != nil {
+                    removed = (try? TPMDevice.undefineCounter(index: index, tcti: tcti)) != nil
+                }
             }
         }
+        unlink(pending)
+        let counter = removed ? "; the counter it defined is removed" : ""
+        logger.notice(
+            "a move to the TPM root was interrupted before it took effect: the state is still the software root's\(counter)"
+        )
     }
 
+    /// The pending blob, without its counter's index, under its own name; then the pending file goes.
     private static func finishPending(stateDirectory: String) throws {
-        let pending = stateDirectory + "/" + pendingBlobName
-        guard rename(pending, stateDirectory + "/" + MasterKeyRoot.blobName) == 0 else {
-            throw MoveError(description: "\(pending) could not be renamed: \(String(cString: strerror(errno)))")
+        let pending = stateDirectory + "/" + pendingName
+        guard let bytes = FileManager.default.contents(atPath: pending), bytes.count > 4 else {
+            throw MoveError(description: "\(pending) cannot be read: restore the state from before the move")
         }
-        let directory = open(stateDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            _ = fsync(directory)
-            close(directory)
-        }
+        try Storage.writePrivateFile(bytes.dropFirst(4), to: stateDirectory + "/" + MasterKeyRoot.blobName)
+        unlink(pending)
     }
 }
 
@@ -152,7 +169,15 @@ extension Storage {
                         under: KeyHierarchy.wrappingKey(master: old, uid: uid),
                         context: context
                     )
-                else { throw KeyStoreError.classKeyDamaged(uid, keyClass) }
+                else {
+                    // Damaged before (the key file is this state's): its items stay as unreadable as
+                    // they were, and every other user moves.
+                    logger.error(
+                        "a class key does not open with the master key; left as it is",
+                        metadata: ["uid": "\(uid)", "class": "\(name)"]
+                    )
+                    continue
+                }
                 let wrapped = try KeyHierarchy.wrap(
                     key,
                     under: KeyHierarchy.wrappingKey(master: new, uid: uid),

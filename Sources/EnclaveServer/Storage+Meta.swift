@@ -34,6 +34,15 @@ extension Storage {
         ) ?? true
     }
 
+    /// Whether `check` is the state's master-key check value (true for a state that has none yet).
+    func masterKeyMatches(_ check: Data) throws -> Bool {
+        try pool.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'masterKeyCheck'").map {
+                ConstantTime.equal($0, check)
+            } ?? true
+        }
+    }
+
     /// The sealed attestation authority, made by `make` and stored on first use.
     func attestationAuthority(make: () throws -> Data) throws -> Data {
         try pool.write { db in

@@ -9,6 +9,8 @@ import LocalAuthenticationTesting
 import Security
 import XCTest
 
+@testable import EnclaveServer
+
 /// An install made with the software root moves to the TPM root (swtpm here) in place (issue 31,
 /// item 7): with root's one-shot on a state in the old format, and at start with `move-to-tpm =
 /// yes` on one the daemon wrote today. Every item, key, right, passcode, counter and the
@@ -127,6 +129,16 @@ final class SoftwareRootMoveTests: XCTestCase {
         let keptBlob = try legacy.keyBlob(keptKey, kind: .signing, flags: [.privateKeyUsage])
         try legacy.queue.close()
 
+        // A wrong key file (a mistyped path makes a new one): refused before anything changes.
+        let keyPath = enclave.directory + "/keys/master.key"
+        let rightKey = try Data(contentsOf: URL(fileURLWithPath: keyPath))
+        try SymmetricKey(size: .bits256).withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: keyPath)) }
+        let wrong = try enclave.runOnce(tpm: tpm, ["--move-to-tpm"])
+        XCTAssertNotEqual(wrong.status, 0)
+        XCTAssertTrue(wrong.stderr.contains("does not belong to the state"), wrong.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: keyPath + ".moved-to-tpm"))
+        try rightKey.write(to: URL(fileURLWithPath: keyPath))
+
         // Without a TPM named, a software state started on a TPM is refused, naming the move.
         XCTAssertThrowsError(try enclave.start(), "a software-root state moved without being asked")
         XCTAssertTrue(enclave.log().contains("laenclaved --move-to-tpm"), enclave.log())
@@ -202,8 +214,12 @@ final class SoftwareRootMoveTests: XCTestCase {
         software.stop()
         let oldWraps = try wrappedClassKeys(software)
         XCTAssertFalse(oldWraps.isEmpty)
-        // A move's blob left by a stop before it took effect: removed, the state stays where it was.
-        try Data("a move that never committed".utf8).write(
+        // A move a stop cut before it committed: its counter defined, its pending blob written.
+        let cutSecret = (0..<32).map { UInt8($0) }
+        let cutAuth = MasterKeyRoot.counterAuth(tpmSecret: cutSecret)
+        let cutCounter = try TPMDevice.defineCounter(auth: cutAuth, tcti: tpm.tcti)
+        let cutBlob = try TPMDevice.seal(cutSecret, tcti: tpm.tcti)
+        try (withUnsafeBytes(of: cutCounter.index.bigEndian) { Data($0) } + cutBlob).write(
             to: URL(fileURLWithPath: software.stateDirectory + "/tpm-root.blob.moving")
         )
 
@@ -216,6 +232,10 @@ final class SoftwareRootMoveTests: XCTestCase {
         )
         try machine.start()
         XCTAssertTrue(machine.log().contains("interrupted before it took effect"), machine.log())
+        XCTAssertTrue(machine.log().contains("the counter it defined is removed"), machine.log())
+        XCTAssertThrowsError(try TPMDevice.readCounter(index: cutCounter.index, auth: cutAuth, tcti: tpm.tcti)) {
+            XCTAssertTrue(($0 as? TPMError)?.isMissing == true, "\($0)")
+        }
         XCTAssertTrue(machine.log().contains("moved from the software root to the TPM root"), machine.log())
         XCTAssertTrue(machine.log().contains("no recovery secret was issued"), "said, with its command")
         XCTAssertEqual(try root(of: machine), "tpm")
@@ -234,6 +254,13 @@ final class SoftwareRootMoveTests: XCTestCase {
         XCTAssertEqual(verifier.priorKeyed, true)
         let fromKeyFile = KeyHierarchy.passcodeKey(master: hostKey, uid: getuid())
         XCTAssertFalse(verifier.matches(try verifier.derive("1234", key: fromKeyFile, prior: fromKeyFile)))
+        // What a thief computes from the right passcode: scrypt as stored, and keyed as before the move.
+        var plain = verifier
+        plain.keyed = nil
+        plain.priorKeyed = nil
+        let scrypt = try plain.derive("1234")
+        XCTAssertNotEqual(verifier.hash, scrypt)
+        XCTAssertNotEqual(verifier.hash, Data(HMAC<SHA256>.authenticationCode(for: scrypt, using: fromKeyFile)))
         XCTAssertNil(verifier.length, "the passcode's length is not in the clear")
 
         try await machine.run {
@@ -263,12 +290,22 @@ final class SoftwareRootMoveTests: XCTestCase {
         XCTAssertNil(remade.priorKeyed, "remade on its first success")
         XCTAssertTrue(remade.isKeyed)
 
-        // A stop between the move's commit and its blob's name: the next start finishes it.
+        // A stop between the move's commit and its blob's name: the pending file (the counter's
+        // index, then the blob) and no blob. The next start finishes it.
         machine.stop()
-        try FileManager.default.moveItem(
-            atPath: machine.stateDirectory + "/tpm-root.blob",
-            toPath: machine.stateDirectory + "/tpm-root.blob.moving"
+        let database = try DatabaseQueue(path: machine.stateDirectory + "/enclave.sqlite")
+        let anchor = try await database.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'rollbackAnchor'")
+        }
+        try database.close()
+        let index = try XCTUnwrap(
+            (try JSONSerialization.jsonObject(with: XCTUnwrap(anchor)) as? [String: Any])?["index"] as? Int
         )
+        let blob = try Data(contentsOf: URL(fileURLWithPath: machine.stateDirectory + "/tpm-root.blob"))
+        try (withUnsafeBytes(of: UInt32(index).bigEndian) { Data($0) } + blob).write(
+            to: URL(fileURLWithPath: machine.stateDirectory + "/tpm-root.blob.moving")
+        )
+        try FileManager.default.removeItem(atPath: machine.stateDirectory + "/tpm-root.blob")
         try machine.start()
         XCTAssertTrue(machine.log().contains("is finished"), machine.log())
         XCTAssertEqual(try read("alice", on: machine), Data("kept".utf8))
@@ -279,10 +316,20 @@ final class SoftwareRootMoveTests: XCTestCase {
         let noTPM = try enclave(tpm: "off")
         try noTPM.takeState(of: machine)
         XCTAssertThrowsError(try noTPM.start(), "a moved state copied to a machine without a TPM")
+        XCTAssertTrue(noTPM.log().contains("sealed to a TPM"), noTPM.log())
         let elsewhere = try enclave(tpm: try simulator().tcti)
         try elsewhere.takeState(of: machine)
         XCTAssertThrowsError(try elsewhere.start(), "a moved state copied to another TPM")
+        XCTAssertTrue(elsewhere.log().contains("does not open with"), elsewhere.log())
         try machine.start()
         XCTAssertEqual(try read("alice", on: machine), Data("kept".utf8))
+
+        // Attack: the backup from before the move put back beside the same key file, to take the
+        // passcode counters back. The marker the move left beside the key file refuses it.
+        machine.stop()
+        try FileManager.default.moveItem(atPath: machine.stateDirectory, toPath: machine.stateDirectory + ".moved")
+        try FileManager.default.copyItem(atPath: software.stateDirectory, toPath: machine.stateDirectory)
+        XCTAssertThrowsError(try machine.start(), "a copy from before the move started")
+        XCTAssertTrue(machine.log().contains("a copy from before the move"), machine.log())
     }
 }

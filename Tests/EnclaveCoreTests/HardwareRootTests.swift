@@ -55,8 +55,8 @@ final class HardwareRootTests: XCTestCase {
                 case .refuse(let why): "refuse: " + why
                 }
             let (kind, words) =
-                expected.firstIndex(of: ":").map {
-                    (String(expected[..<$0]), String(expected[expected.index($0, offsetBy: 2)...]))
+                expected.range(of: ": ").map {
+                    (String(expected[..<$0.lowerBound]), String(expected[$0.upperBound...]))
                 } ?? (expected, "")
             XCTAssertTrue(said.hasPrefix(kind) && (words.isEmpty || said.contains(words)), "\(why): \(said)")
         }
