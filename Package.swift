@@ -57,6 +57,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The TPM's own structures read and written without a TPM (public areas, certify statements)
+        // and TPM2_MakeCredential done where there is none: what a server checks a TPM's attestation
+        // with, and what the daemon's tests check the TPM's answers against.
+        .target(
+            name: "TPMWire",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // The client side of the socket: connection, request/response matching, daemon auto-start.
         // Deliberately light: Foundation and Glibc only.
         .target(name: "EnclaveClient", dependencies: ["EnclaveProtocol", "CPeerSocket"]),
@@ -256,6 +266,10 @@ let package = Package(
         ),
         .testTarget(name: "EnclaveProtocolTests", dependencies: ["EnclaveProtocol"]),
         .testTarget(name: "EnclaveCoreTests", dependencies: ["EnclaveCore", "EnclaveProtocol"]),
+        .testTarget(
+            name: "TPMWireTests",
+            dependencies: ["TPMWire", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "BlockingPoolTests", dependencies: ["BlockingPool"]),
         .testTarget(
             name: "DurableSQLiteTests",
@@ -265,6 +279,9 @@ let package = Package(
             name: "EnclaveServerTests",
             dependencies: [
                 "EnclaveServer", "EnclaveCore", "EnclaveProtocol", "CPeerSocket", "IntegrationSupport",
+                // The TPM's attestation checked as a server would (TPMDeviceAttestationTests).
+                "TPMWire", .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
             ]

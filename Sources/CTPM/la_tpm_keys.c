@@ -10,10 +10,7 @@
 // run inside it. Each key has a random auth value of the daemon's, presented through an HMAC
 // session, so a copy of the blob (read on the bus or from the disk) signs nothing.
 
-// The storage primary, from `ctx` (a context saved by an earlier call on this TPM) or created anew
-// and saved into `ctx`: re-creating it is an ECC key derivation, the costliest command of a
-// signature. A context the TPM no longer accepts (it was reset or cleared) is replaced.
-static TSS2_RC load_primary(la_tpm *tpm, la_tpm_context *ctx, ESYS_TR *primary) {
+TSS2_RC la_tpm_load_primary(la_tpm *tpm, la_tpm_context *ctx, ESYS_TR *primary) {
     if (ctx->size > 0) {
         TPMS_CONTEXT saved = {0};
         size_t offset = 0;
@@ -34,19 +31,19 @@ static TSS2_RC load_primary(la_tpm *tpm, la_tpm_context *ctx, ESYS_TR *primary) 
     return TSS2_RC_SUCCESS;
 }
 
-// A P-256 coordinate or signature half, left-padded to 32 bytes; longer is not P-256's.
-static TSS2_RC copy_padded(const TPM2B_ECC_PARAMETER *from, uint8_t out[32]) {
+TSS2_RC la_tpm_copy_padded(const TPM2B_ECC_PARAMETER *from, uint8_t out[32]) {
     if (from->size > 32) return TSS2_ESYS_RC_MALFORMED_RESPONSE;
     memset(out, 0, 32);
     memcpy(out + (32 - from->size), from->buffer, from->size);
     return TSS2_RC_SUCCESS;
 }
 
-uint32_t la_tpm_key_create(la_tpm *tpm, la_tpm_context *primary_ctx, int sign, int agree, const uint8_t *auth,
-                           size_t auth_size, uint8_t *blob, size_t *blob_size, uint8_t x[32], uint8_t y[32]) {
-    if ((!sign && !agree) || auth_size == 0 || auth_size > 32) return TSS2_ESYS_RC_BAD_VALUE;
+TSS2_RC la_tpm_create_p256(la_tpm *tpm, la_tpm_context *primary_ctx, TPMA_OBJECT uses, TPMT_ECC_SCHEME scheme,
+                           const uint8_t *auth, size_t auth_size, uint8_t *blob, size_t *blob_size,
+                           TPMS_ECC_POINT *point) {
+    if (auth_size == 0 || auth_size > 32) return TSS2_ESYS_RC_BAD_VALUE;
     ESYS_TR primary = ESYS_TR_NONE;
-    TSS2_RC rc = load_primary(tpm, primary_ctx, &primary);
+    TSS2_RC rc = la_tpm_load_primary(tpm, primary_ctx, &primary);
     if (rc != TSS2_RC_SUCCESS) return rc;
     TPM2B_SENSITIVE_CREATE sensitive = {0};
     sensitive.sensitive.userAuth.size = (UINT16)auth_size;
@@ -56,32 +53,37 @@ uint32_t la_tpm_key_create(la_tpm *tpm, la_tpm_context *primary_ctx, int sign, i
             .type = TPM2_ALG_ECC,
             .nameAlg = TPM2_ALG_SHA256,
             .objectAttributes = TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
-                                TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_NODA |
-                                (sign ? TPMA_OBJECT_SIGN_ENCRYPT : 0) | (agree ? TPMA_OBJECT_DECRYPT : 0),
+                                TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_NODA | uses,
             .parameters.eccDetail = {
                 .symmetric = {.algorithm = TPM2_ALG_NULL},
-                .scheme = {.scheme = TPM2_ALG_NULL},
+                .scheme = scheme,
                 .curveID = TPM2_ECC_NIST_P256,
                 .kdf = {.scheme = TPM2_ALG_NULL},
             },
         },
     };
+    return la_tpm_create_object(tpm, primary, &sensitive, &template, blob, blob_size, point);
+}
+
+uint32_t la_tpm_key_create(la_tpm *tpm, la_tpm_context *primary_ctx, int sign, int agree, const uint8_t *auth,
+                           size_t auth_size, uint8_t *blob, size_t *blob_size, uint8_t x[32], uint8_t y[32]) {
+    if (!sign && !agree) return TSS2_ESYS_RC_BAD_VALUE;
+    TPMA_OBJECT uses = (sign ? TPMA_OBJECT_SIGN_ENCRYPT : 0) | (agree ? TPMA_OBJECT_DECRYPT : 0);
+    TPMT_ECC_SCHEME any = {.scheme = TPM2_ALG_NULL};
     TPMS_ECC_POINT point = {0};
-    rc = la_tpm_create_object(tpm, primary, &sensitive, &template, blob, blob_size, &point);
-    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&point.x, x);
-    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&point.y, y);
+    TSS2_RC rc = la_tpm_create_p256(tpm, primary_ctx, uses, any, auth, auth_size, blob, blob_size, &point);
+    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_copy_padded(&point.x, x);
+    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_copy_padded(&point.y, y);
     return rc;
 }
 
-// Loads the key in `blob` under the primary and sets its auth value; the primary stays loaded
-// (`*primary`) for a session salted with it, else is flushed.
-static TSS2_RC load_key(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t *blob, size_t blob_size,
+TSS2_RC la_tpm_load_key(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t *blob, size_t blob_size,
                         const uint8_t *auth, size_t auth_size, int keep_primary, ESYS_TR *primary, ESYS_TR *key) {
     TPM2B_PUBLIC public = {0};
     TPM2B_PRIVATE private = {0};
     TSS2_RC rc = la_tpm_unmarshal_blob(blob, blob_size, &public, &private);
     if (rc != TSS2_RC_SUCCESS) return rc;
-    rc = load_primary(tpm, primary_ctx, primary);
+    rc = la_tpm_load_primary(tpm, primary_ctx, primary);
     if (rc != TSS2_RC_SUCCESS) return rc;
     rc = Esys_Load(tpm->esys, *primary, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &private, &public, key);
     if (rc == TSS2_RC_SUCCESS) {
@@ -95,14 +97,12 @@ static TSS2_RC load_key(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t 
     return rc;
 }
 
-// A session used for one command only: the TPM ends it with a command that succeeds (no flush to
-// send); ESYS keeps its record of it, closed by `ended`. A command that fails leaves it loaded.
-static TSS2_RC one_command(la_tpm *tpm, ESYS_TR session, TPMA_SESSION attributes) {
+TSS2_RC la_tpm_one_command(la_tpm *tpm, ESYS_TR session, TPMA_SESSION attributes) {
     return Esys_TRSess_SetAttributes(tpm->esys, session, attributes,
                                      TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT | TPMA_SESSION_DECRYPT);
 }
 
-static void ended(la_tpm *tpm, TSS2_RC rc, ESYS_TR *session) {
+void la_tpm_session_ended(la_tpm *tpm, TSS2_RC rc, ESYS_TR *session) {
     if (rc == TSS2_RC_SUCCESS) {
         Esys_TR_Close(tpm->esys, session);
     } else {
@@ -114,11 +114,11 @@ uint32_t la_tpm_key_sign(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t
                          const uint8_t *auth, size_t auth_size, const uint8_t digest[32], uint8_t r[32],
                          uint8_t s[32]) {
     ESYS_TR primary = ESYS_TR_NONE, key = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    TSS2_RC rc = load_key(tpm, primary_ctx, blob, blob_size, auth, auth_size, 0, &primary, &key);
+    TSS2_RC rc = la_tpm_load_key(tpm, primary_ctx, blob, blob_size, auth, auth_size, 0, &primary, &key);
     if (rc != TSS2_RC_SUCCESS) return rc;
     rc = la_tpm_start_hmac_session(tpm, &session);
     if (rc == TSS2_RC_SUCCESS) {
-        rc = one_command(tpm, session, 0);
+        rc = la_tpm_one_command(tpm, session, 0);
         if (rc != TSS2_RC_SUCCESS) Esys_FlushContext(tpm->esys, session);
     }
     TPMT_SIGNATURE *signature = NULL;
@@ -130,12 +130,12 @@ uint32_t la_tpm_key_sign(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t
         TPMT_TK_HASHCHECK validation = {.tag = TPM2_ST_HASHCHECK, .hierarchy = TPM2_RH_NULL};
         rc = Esys_Sign(tpm->esys, key, session, ESYS_TR_NONE, ESYS_TR_NONE, &hashed, &scheme, &validation,
                        &signature);
-        ended(tpm, rc, &session);
+        la_tpm_session_ended(tpm, rc, &session);
     }
     Esys_FlushContext(tpm->esys, key);
     if (rc == TSS2_RC_SUCCESS && signature->sigAlg != TPM2_ALG_ECDSA) rc = TSS2_ESYS_RC_MALFORMED_RESPONSE;
-    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&signature->signature.ecdsa.signatureR, r);
-    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&signature->signature.ecdsa.signatureS, s);
+    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_copy_padded(&signature->signature.ecdsa.signatureR, r);
+    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_copy_padded(&signature->signature.ecdsa.signatureS, s);
     Esys_Free(signature);
     return rc;
 }
@@ -144,14 +144,14 @@ uint32_t la_tpm_key_agree(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_
                           const uint8_t *auth, size_t auth_size, const uint8_t peer_x[32], const uint8_t peer_y[32],
                           uint8_t shared[32]) {
     ESYS_TR primary = ESYS_TR_NONE, key = ESYS_TR_NONE, session = ESYS_TR_NONE;
-    TSS2_RC rc = load_key(tpm, primary_ctx, blob, blob_size, auth, auth_size, 1, &primary, &key);
+    TSS2_RC rc = la_tpm_load_key(tpm, primary_ctx, blob, blob_size, auth, auth_size, 1, &primary, &key);
     if (rc != TSS2_RC_SUCCESS) return rc;
     // The shared point comes back as the response's first parameter: encrypted under a session
     // salted with the primary, so the bus never carries it in clear.
     rc = la_tpm_start_encrypting_session(tpm, primary, &session);
     Esys_FlushContext(tpm->esys, primary);
     if (rc == TSS2_RC_SUCCESS) {
-        rc = one_command(tpm, session, TPMA_SESSION_ENCRYPT);
+        rc = la_tpm_one_command(tpm, session, TPMA_SESSION_ENCRYPT);
         if (rc != TSS2_RC_SUCCESS) Esys_FlushContext(tpm->esys, session);
     }
     TPM2B_ECC_POINT *point = NULL;
@@ -160,10 +160,10 @@ uint32_t la_tpm_key_agree(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_
         memcpy(peer.point.x.buffer, peer_x, 32);
         memcpy(peer.point.y.buffer, peer_y, 32);
         rc = Esys_ECDH_ZGen(tpm->esys, key, session, ESYS_TR_NONE, ESYS_TR_NONE, &peer, &point);
-        ended(tpm, rc, &session);
+        la_tpm_session_ended(tpm, rc, &session);
     }
     Esys_FlushContext(tpm->esys, key);
-    if (rc == TSS2_RC_SUCCESS) rc = copy_padded(&point->point.x, shared);
+    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_copy_padded(&point->point.x, shared);
     if (point != NULL) explicit_bzero(point, sizeof *point);
     Esys_Free(point);
     return rc;

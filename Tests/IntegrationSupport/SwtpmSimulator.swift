@@ -8,23 +8,70 @@ import XCTest
 /// in tpm2-tss's syntax, for the daemon's `--tpm` and for tpm2-tools (`TPM2TOOLS_TCTI`).
 public final class SwtpmSimulator {
     public static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/swtpm") }
+    /// Whether `swtpm_setup` (swtpm-tools) is here to manufacture an endorsed TPM.
+    public static var manufacturable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/swtpm_setup") }
 
     public let tcti: String
     public let port: Int
     private let directory: String
     private var pid: pid_t = 0
+    /// With `endorsed`: the local CA's root and issuing certificates (PEM files) that the
+    /// endorsement key's certificate chains to, as a TPM maker's would.
+    public private(set) var endorsementRoot: String?
+    public private(set) var endorsementIssuer: String?
 
-    public init() throws {
+    /// `endorsed`: manufactured first by `swtpm_setup`, with ECC P-384 and RSA endorsement keys and
+    /// their certificates in NV, issued by a local CA of this simulator's own (never the machine's
+    /// /var/lib/swtpm-localca).
+    public init(endorsed: Bool = false) throws {
         var template = Array("/tmp/la-swtpm-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw SimulatorError(description: "no directory for swtpm") }
         directory = String(cString: made)
         // Two free ports in a row: the TPM's and its control channel (which the TCTI expects at port + 1).
         port = try Self.freePortPair()
         tcti = "swtpm:host=127.0.0.1,port=\(port)"
-        do { try start() } catch {
+        do {
+            if endorsed { try manufacture() }
+            try start()
+        } catch {
             try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: directory + "-ca")
             throw error
         }
+    }
+
+    private func manufacture() throws {
+        let ca = directory + "-ca"
+        try FileManager.default.createDirectory(atPath: ca, withIntermediateDirectories: false)
+        let files: [(String, String)] = [
+            (
+                "swtpm_setup.conf",
+                "create_certs_tool = /usr/bin/swtpm_localca\ncreate_certs_tool_config = \(ca)/swtpm-localca.conf\n"
+                    + "create_certs_tool_options = \(ca)/swtpm-localca.options\nactive_pcr_banks = sha256\n"
+            ),
+            (
+                "swtpm-localca.conf",
+                "statedir = \(ca)\nsigningkey = \(ca)/signkey.pem\nissuercert = \(ca)/issuercert.pem\n"
+                    + "certserial = \(ca)/certserial\n"
+            ),
+            (
+                "swtpm-localca.options",
+                "--platform-manufacturer LAEnclaveTests\n--platform-version 2.1\n--platform-model swtpm\n"
+            ),
+        ]
+        for (name, text) in files { try text.write(toFile: ca + "/" + name, atomically: true, encoding: .utf8) }
+        let setup = try runProcess(
+            "/usr/bin/swtpm_setup",
+            [
+                "--tpm2", "--tpmstate", directory, "--config", ca + "/swtpm_setup.conf", "--ecc", "--create-ek-cert",
+                "--overwrite",
+            ]
+        )
+        guard setup.status == 0 else {
+            throw SimulatorError(description: "swtpm_setup failed: \(setup.stdout) \(setup.stderr)")
+        }
+        endorsementRoot = ca + "/swtpm-localca-rootca-cert.pem"
+        endorsementIssuer = ca + "/issuercert.pem"
     }
 
     deinit { destroy() }
@@ -76,6 +123,7 @@ public final class SwtpmSimulator {
     public func destroy() {
         stop()
         try? FileManager.default.removeItem(atPath: directory)
+        try? FileManager.default.removeItem(atPath: directory + "-ca")
     }
 
     private static func accepts(_ port: Int) -> Bool { onLoopback(port) { connect($0, $1, $2) == 0 } }

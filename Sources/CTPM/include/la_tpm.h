@@ -74,6 +74,35 @@ uint32_t la_tpm_key_agree(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_
                           const uint8_t *auth, size_t auth_size, const uint8_t peer_x[32], const uint8_t peer_y[32],
                           uint8_t shared[32]);
 
+/// The contents of NV index `index` (an endorsement key certificate: written by the TPM's maker,
+/// read with the index's empty auth) into `out` (`*out_size`: capacity, then length).
+uint32_t la_tpm_nv_read(la_tpm *tpm, uint32_t index, uint8_t *out, size_t *out_size);
+
+/// The endorsement key the TPM derives from the TCG EK Credential Profile's template L-2 (ECC
+/// P-256) or, with `p384`, H-3 (ECC P-384): its marshalled TPMT_PUBLIC into `public`.
+uint32_t la_tpm_ek_public(la_tpm *tpm, int p384, uint8_t *public, size_t *public_size);
+
+/// Creates an attestation key under the storage primary: restricted (it signs only what the TPM
+/// itself states), ECDSA P-256 with SHA-256, fixedTPM, made by the TPM, usable only with `auth`.
+uint32_t la_tpm_ak_create(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t *auth, size_t auth_size,
+                          uint8_t *blob, size_t *blob_size);
+
+/// TPM2_ActivateCredential: the credential in `credential_blob` (marshalled TPM2B_ID_OBJECT) and
+/// `secret` (TPM2B_ENCRYPTED_SECRET), wrapped for this TPM's endorsement key (template L-2, or H-3
+/// with `ek_p384`) and the attestation key in `ak_blob`'s name, into `out`.
+uint32_t la_tpm_activate_credential(la_tpm *tpm, la_tpm_context *primary_ctx, int ek_p384, const uint8_t *ak_blob,
+                                    size_t ak_blob_size, const uint8_t *ak_auth, size_t ak_auth_size,
+                                    const uint8_t *credential_blob, size_t credential_blob_size,
+                                    const uint8_t *secret, size_t secret_size, uint8_t *out, size_t *out_size);
+
+/// TPM2_Certify of the key in `key_blob` by the attestation key in `ak_blob`, with
+/// `qualifying` (at most 64 bytes) as its extra data: the TPMS_ATTEST the TPM wrote into `attest`
+/// and the attestation key's ECDSA signature of it (`r`, `s`).
+uint32_t la_tpm_certify(la_tpm *tpm, la_tpm_context *primary_ctx, const uint8_t *key_blob, size_t key_blob_size,
+                        const uint8_t *key_auth, size_t key_auth_size, const uint8_t *ak_blob, size_t ak_blob_size,
+                        const uint8_t *ak_auth, size_t ak_auth_size, const uint8_t *qualifying,
+                        size_t qualifying_size, uint8_t *attest, size_t *attest_size, uint8_t r[32], uint8_t s[32]);
+
 /// Whether `rc` says the handle names nothing (an NV index that does not exist).
 int la_tpm_rc_is_missing(uint32_t rc);
 
