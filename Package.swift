@@ -317,8 +317,9 @@ let package = Package(
             dependencies: [
                 "IntegrationSupport", "LocalAuthentication", "Security", "CryptoKit", "LocalAuthenticationTesting",
                 "EnclaveClient", "EnclaveProtocol",
-                // Checks the attestation chains the daemon answers as a server would.
-                "KeyAttestation", .product(name: "X509", package: "swift-certificates"),
+                // Checks the attestation chains the daemon answers as a server would, and the TPM's
+                // statements (TPMWire).
+                "KeyAttestation", "TPMWire", .product(name: "X509", package: "swift-certificates"),
             ]
         ),
         // App code in the shapes of Apple's documentation and samples, compiled in Swift 5 mode as apps

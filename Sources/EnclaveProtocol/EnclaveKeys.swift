@@ -20,6 +20,16 @@ public struct KeyRequest: Codable, Sendable, Equatable {
         case attest
         /// Answers this daemon's attestation root certificate (`certificates`, one); needs no blob.
         case attestationRoot
+        /// On a TPM root: the TPM's endorsement key, its maker's certificate and the daemon's
+        /// attestation key (`tpm`); needs no blob.
+        case tpmEndorsement
+        /// On a TPM root: the credential a server wrapped for the endorsement key and the
+        /// attestation key (`tpmCredential`), as the TPM gives it back (`tpm.credential`).
+        case tpmActivateCredential
+        /// On a TPM root: the TPM's certify statement about a key it holds (`blob`), with `digest`
+        /// bound in, signed by the attestation key (`tpm`, `signature`); no authentication, refused
+        /// for a key that can no longer be used.
+        case tpmCertify
     }
     /// What a key is for. `general`: SecKey's Secure Enclave keys, which sign and agree both (as
     /// Apple's made by `SecKeyCreateRandomKey` do); CryptoKit's keys are one or the other.
@@ -35,6 +45,8 @@ public struct KeyRequest: Codable, Sendable, Equatable {
     public var message: Data?
     /// The peer's public key (X9.63) for agreement.
     public var peerPublicKey: Data?
+    /// For tpmActivateCredential.
+    public var tpmCredential: TPMCredentialValue?
     /// For verify: the DER (X9.62) signature to check against `digest`.
     public var signature: Data?
     /// For agree: derive this many bytes from the secret (ANSI X9.63) and answer those instead.
@@ -55,11 +67,13 @@ public struct KeyRequest: Codable, Sendable, Equatable {
         peerPublicKey: Data? = nil,
         signature: Data? = nil,
         derivation: KeyDerivation? = nil,
+        tpmCredential: TPMCredentialValue? = nil,
         context: String,
         reason: String? = nil,
         interactionNotAllowed: Bool = false,
         onTerminal: Bool = false
     ) {
+        self.tpmCredential = tpmCredential
         self.operation = operation
         self.kind = kind
         self.blob = blob
@@ -73,6 +87,56 @@ public struct KeyRequest: Codable, Sendable, Equatable {
         self.reason = reason
         self.interactionNotAllowed = interactionNotAllowed
         self.onTerminal = onTerminal
+    }
+}
+
+/// A credential wrapped for a TPM (TPM2_MakeCredential's output, marshalled as the TPM takes it).
+public struct TPMCredentialValue: Codable, Sendable, Equatable {
+    /// TPM2B_ID_OBJECT.
+    public var credentialBlob: Data
+    /// TPM2B_ENCRYPTED_SECRET.
+    public var encryptedSecret: Data
+    /// Larger than either ever is (a few hundred bytes).
+    public static let maxSize = 1024
+
+    public init(credentialBlob: Data, encryptedSecret: Data) {
+        self.credentialBlob = credentialBlob
+        self.encryptedSecret = encryptedSecret
+    }
+}
+
+/// What a TPM root answers for attestation: the TPM's structures as it marshals them.
+public struct TPMAttestationValue: Codable, Sendable, Equatable {
+    /// The endorsement key's template: "ecc-p256" (TCG L-2) or "ecc-p384" (H-3).
+    public var endorsementTemplate: String
+    /// The endorsement key's TPMT_PUBLIC.
+    public var endorsementKey: Data
+    /// Its maker's certificate (DER) from the TPM's NV; nil when the maker stored none.
+    public var endorsementCertificate: Data?
+    /// The daemon's attestation key's TPMT_PUBLIC.
+    public var attestationKey: Data
+    /// tpmActivateCredential: the credential.
+    public var credential: Data?
+    /// tpmCertify: the TPMS_ATTEST the TPM wrote, and the certified key's TPMT_PUBLIC.
+    public var certifyInfo: Data?
+    public var keyPublicArea: Data?
+
+    public init(
+        endorsementTemplate: String,
+        endorsementKey: Data,
+        endorsementCertificate: Data?,
+        attestationKey: Data,
+        credential: Data? = nil,
+        certifyInfo: Data? = nil,
+        keyPublicArea: Data? = nil
+    ) {
+        self.endorsementTemplate = endorsementTemplate
+        self.endorsementKey = endorsementKey
+        self.endorsementCertificate = endorsementCertificate
+        self.attestationKey = attestationKey
+        self.credential = credential
+        self.certifyInfo = certifyInfo
+        self.keyPublicArea = keyPublicArea
     }
 }
 
@@ -122,6 +186,8 @@ public struct KeyReply: Codable, Sendable, Equatable {
     public var derivedKey: Data?
     /// For attest and attestationRoot: DER certificates.
     public var certificates: [Data]?
+    /// For the tpm… operations.
+    public var tpm: TPMAttestationValue?
 
     public init(
         problem: Problem? = nil,
@@ -134,8 +200,10 @@ public struct KeyReply: Codable, Sendable, Equatable {
         valid: Bool? = nil,
         sharedSecret: Data? = nil,
         derivedKey: Data? = nil,
-        certificates: [Data]? = nil
+        certificates: [Data]? = nil,
+        tpm: TPMAttestationValue? = nil
     ) {
+        self.tpm = tpm
         self.problem = problem
         self.message = message
         self.authenticationError = authenticationError

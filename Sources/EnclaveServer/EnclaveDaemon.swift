@@ -25,6 +25,8 @@ public final class EnclaveDaemon: Sendable {
     let rollback: RollbackGuard?
     /// Where Secure Enclave keys are made and used (`KeyEngine`): the TPM on a TPM root.
     let keyEngine: KeyEngine
+    /// On a TPM root: the daemon's attestation key in the TPM.
+    let tpmAttestation: TPMAttestationKeys?
     /// `issueRecovery`, `moveToTPM`: the TPM's secret, kept for `issueRecoverySecret` only.
     private let secretToIssueFor: [UInt8]?
     /// On a state moved from the software root: the key file's key (`MasterKeyRoot.Opened`).
@@ -120,6 +122,7 @@ public final class EnclaveDaemon: Sendable {
             )
         }
         keyEngine = opened.counter.map { .tpm(tcti: $0.tcti) } ?? .software
+        tpmAttestation = opened.counter == nil ? nil : TPMAttestationKeys(storage: storage, master: masterKey)
         if let counter = opened.counter {
             rollback = try RollbackGuard.open(
                 storage: storage,
@@ -223,6 +226,7 @@ public final class EnclaveDaemon: Sendable {
                 attestor: attestor,
                 rollback: rollback,
                 keyEngine: keyEngine.forUser(),
+                tpmAttestation: tpmAttestation,
                 keys: UserKeys(
                     wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),
                     legacy: ItemSealing.legacyUserKey(master: softwareKey ?? masterKey, uid: uid),

@@ -89,12 +89,21 @@ enum KeyEngine: Sendable {
     }
 
     private func tpm(for key: TPMKeyMaterial) throws -> (String, TPMPrimaryContext) {
+        try tpmRoot(
+            "this key is held inside a TPM, and this daemon runs on the software root: it is usable only with the TPM root it was made on"
+        )
+    }
+
+    /// The TPM and its primary's context; on the software root, `notAvailable` with `why`.
+    func tpmRoot(
+        _ why: String =
+            "this daemon runs on the software root: there is no TPM to attest (tpm = …, laenclaved --move-to-tpm)"
+    ) throws -> (String, TPMPrimaryContext) {
         guard case .tpm(let tcti, let primary, _) = self else {
             throw KeyReplyError(
                 KeyReply(
                     problem: .notAvailable,
-                    message:
-                        "this key is held inside a TPM, and this daemon runs on the software root: it is usable only with the TPM root it was made on"
+                    message: why
                 )
             )
         }
@@ -104,7 +113,7 @@ enum KeyEngine: Sendable {
     /// A TPM command sequence on the TPM's own thread (one at a time, beside the rollback
     /// counter's), through the user's admission. A TPM that fails says so as an unavailable key, in
     /// the TSS's words.
-    private func onTPM<T: Sendable>(_ what: String, _ work: @escaping @Sendable () throws -> T) async throws -> T {
+    func onTPM<T: Sendable>(_ what: String, _ work: @escaping @Sendable () throws -> T) async throws -> T {
         guard case .tpm(_, _, let admission) = self, let admission else {
             preconditionFailure("a user's engine (forUser) uses the TPM")
         }

@@ -21,6 +21,9 @@ extension TPMDevice {
         }
 
         var isP384: Int32 { self == .eccP384 ? 1 : 0 }
+
+        /// As `TPMAttestationValue.endorsementTemplate` says it.
+        public var wireName: String { self == .eccP384 ? "ecc-p384" : "ecc-p256" }
     }
 
     /// The endorsement key's certificate (DER) from the TPM's NV; `isMissing` when the maker put none.

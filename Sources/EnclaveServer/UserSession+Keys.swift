@@ -50,7 +50,7 @@ extension UserSession {
 
     /// The key in `blob`, if its record (or, for a blob from before records, its absence from the
     /// revoked ones) says it still exists, for this user and app.
-    private func unseal(_ blob: Data?, kind: KeyRequest.Kind, app: AppIdentity) throws -> KeyBlob {
+    func unseal(_ blob: Data?, kind: KeyRequest.Kind, app: AppIdentity) throws -> KeyBlob {
         let owner = try owner(app)
         let opened: KeyBlob?
         switch try liveKey(blob, app: app) {
@@ -173,6 +173,8 @@ extension UserSession {
             case .attestationRoot:
                 guard let attestor else { throw KeyReplyError(Self.noAttestation) }
                 return .answered(KeyReply(message: attestor.label, certificates: [try attestor.root]))
+            case .tpmEndorsement, .tpmActivateCredential, .tpmCertify:
+                return .answered(try await tpmAttest(r, app: app))
             case .sign, .agree:
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 // A request that cannot succeed is refused before anyone is asked for a finger.

@@ -41,6 +41,8 @@ actor UserSession {
     let rollback: RollbackGuard?
     /// Where Secure Enclave keys are made and used: the daemon, or the TPM.
     nonisolated let keyEngine: KeyEngine
+    /// On a TPM root: the daemon's attestation key (`KeyRequest.Operation.tpmCertify`…).
+    nonisolated let tpmAttestation: TPMAttestationKeys?
 
     init(
         uid: UInt32,
@@ -53,8 +55,10 @@ actor UserSession {
         attestor: KeyAttestor?,
         rollback: RollbackGuard? = nil,
         keyEngine: KeyEngine = .software,
+        tpmAttestation: TPMAttestationKeys? = nil,
         keys: UserKeys
     ) throws {
+        self.tpmAttestation = tpmAttestation
         self.uid = uid
         self.storage = storage
         self.sensor = sensor

@@ -1,0 +1,73 @@
+import Crypto
+import EnclaveCore
+import Foundation
+import GRDB
+import Synchronization
+
+/// The daemon's attestation key on a TPM root (issue 31, item 6): made once inside the TPM
+/// (restricted: it signs only what the TPM itself states), kept as the TPM's blob and its auth
+/// value, sealed in the state's `meta` under a key the master key derives, as every TPM key's blob
+/// is sealed. One per daemon: a server certifies it once, then every key's certify statement.
+///
+/// Our choice, for now: after a TPM clear the stored key no longer loads and attestation fails
+/// with the TSS's words until the state's `tpmAttestationKey` is removed (the recovery does not
+/// remake it yet).
+final class TPMAttestationKeys: Sendable {
+    private let storage: Storage
+    private let sealingKey: SymmetricKey
+    private let made = Mutex<TPMKeyMaterial?>(nil)
+
+    init(storage: Storage, master: SymmetricKey) {
+        self.storage = storage
+        sealingKey = HKDF<SHA256>.deriveKey(
+            inputKeyMaterial: master,
+            info: Data("laenclaved TPM attestation key".utf8),
+            outputByteCount: 32
+        )
+    }
+
+    private static let context = Data("tpm-attestation-key".utf8)
+    private static let name = "tpmAttestationKey"
+
+    /// The attestation key, made and stored on first use. On the TPM's thread: it blocks.
+    func key(tcti: String, primary: TPMPrimaryContext) throws -> TPMKeyMaterial {
+        try made.withLock { held throws -> TPMKeyMaterial in
+            if let held { return held }
+            let stored = try storage.pool.read { db in
+                try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [Self.name])
+            }
+            if let stored {
+                guard let box = try? AES.GCM.SealedBox(combined: stored),
+                    let json = try? AES.GCM.open(box, using: sealingKey, authenticating: Self.context)
+                else { throw AttestationKeyError("the stored TPM attestation key does not open with this master key") }
+                let opened = try JSONDecoder().decode(TPMKeyMaterial.self, from: json)
+                held = opened
+                return opened
+            }
+            let auth = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+            let blob = try TPMDevice.createAttestationKey(auth: auth, tcti: tcti, primary: primary)
+            guard let area = TPMDevice.publicArea(ofBlob: blob) else {
+                throw AttestationKeyError("the TPM returned an attestation key without its public area")
+            }
+            let material = TPMKeyMaterial(blob: Data(blob), auth: Data(auth), publicKey: Data(area))
+            let sealed = try AES.GCM.seal(
+                try JSONEncoder().encode(material),
+                using: sealingKey,
+                authenticating: Self.context
+            ).combined!
+            try storage.pool.write { db in
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)",
+                    arguments: [Self.name, sealed]
+                )
+            }
+            held = material
+            return material
+        }
+    }
+
+    struct AttestationKeyError: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+}
