@@ -176,6 +176,8 @@ enum MasterKeyRoot {
                 }
                 secret = try TPMRootRecovery.open(secret: typed, stateDirectory: config.stateDirectory)
                 try seal(secret, to: tcti, keptAt: blobPath, what: "the recovered secret")
+                // Its attestation key was the old TPM's: the next use makes one in this TPM.
+                try TPMAttestationKeys.forget(in: storage)
                 notes.append(
                     "--recover-tpm-root: the master secret is sealed to \(tcti) again, from the recovery secret"
                 )

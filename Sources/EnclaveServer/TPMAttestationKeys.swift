@@ -9,9 +9,8 @@ import Synchronization
 /// value, sealed in the state's `meta` under a key the master key derives, as every TPM key's blob
 /// is sealed. One per daemon: a server certifies it once, then every key's certify statement.
 ///
-/// Our choice, for now: after a TPM clear the stored key no longer loads and attestation fails
-/// with the TSS's words until the state's `tpmAttestationKey` is removed (the recovery does not
-/// remake it yet).
+/// A TPM clear takes the key with it: root's recovery (`--recover-tpm-root`) forgets the stored
+/// one (`forget`), and the next use makes a new one, which a server certifies anew.
 final class TPMAttestationKeys: Sendable {
     private let storage: Storage
     private let sealingKey: SymmetricKey
@@ -28,6 +27,11 @@ final class TPMAttestationKeys: Sendable {
 
     private static let context = Data("tpm-attestation-key".utf8)
     private static let name = "tpmAttestationKey"
+
+    /// Forgets the stored key (made in a TPM that was cleared).
+    static func forget(in storage: Storage) throws {
+        try storage.pool.write { db in try db.execute(sql: "DELETE FROM meta WHERE name = ?", arguments: [name]) }
+    }
 
     /// The attestation key, made and stored on first use. On the TPM's thread: it blocks.
     func key(tcti: String, primary: TPMPrimaryContext) throws -> TPMKeyMaterial {

@@ -1,3 +1,4 @@
+import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
@@ -53,7 +54,18 @@ final class TPMRootRecoveryTests: XCTestCase {
         return secret
     }
 
+    /// The daemon's TPM attestation key (its public area), made on first use.
+    private func attestationKey() throws -> Data? {
+        guard
+            case .key(let reply) = try enclave.send(
+                .key(KeyRequest(operation: .tpmEndorsement, kind: .signing, context: "u"))
+            )
+        else { return nil }
+        return reply.tpm?.attestationKey
+    }
+
     func testAClearedTPMIsRecoveredWithTheRecoverySecretAndNothingElse() throws {
+        let attestationBefore = try XCTUnwrap(try attestationKey())
         enclave.run {
             var item = Self.query
             item[kSecValueData as String] = Data("the secret".utf8)
@@ -99,6 +111,8 @@ final class TPMRootRecoveryTests: XCTestCase {
         try enclave.start()
         XCTAssertEqual(read(), Data("the secret".utf8))
         XCTAssertNil(try enclave.status().stateRefused, "a new counter is bound with it")
+        let attestationAfter = try XCTUnwrap(try attestationKey(), "attestation works on the TPM it has now")
+        XCTAssertNotEqual(attestationAfter, attestationBefore, "an attestation key of this TPM's")
         XCTAssertNoThrow(try enclave.setPasscode("5678", current: "1234"))
         // And the TPM's rollback counter guards it again.
         enclave.stop()
