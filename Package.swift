@@ -119,7 +119,7 @@ let package = Package(
         .target(
             name: "EnclaveServer",
             dependencies: [
-                "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket", "CTPM",
+                "EnclaveCore", "EnclaveProtocol", "KeyAttestation", "CSdBus", "CPAM", "CPeerSocket", "CTPM", "TPMWire",
                 "DurableSQLite", "BlockingPool",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

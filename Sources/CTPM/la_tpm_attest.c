@@ -147,11 +147,15 @@ uint32_t la_tpm_activate_credential(la_tpm *tpm, la_tpm_context *primary_ctx, in
     if (rc != TSS2_RC_SUCCESS) return rc;
     ESYS_TR primary = ESYS_TR_NONE, ak = ESYS_TR_NONE, ek = ESYS_TR_NONE;
     ESYS_TR ak_session = ESYS_TR_NONE, endorsement = ESYS_TR_NONE;
-    rc = la_tpm_load_key(tpm, primary_ctx, ak_blob, ak_blob_size, ak_auth, ak_auth_size, 0, &primary, &ak);
+    rc = la_tpm_load_key(tpm, primary_ctx, ak_blob, ak_blob_size, ak_auth, ak_auth_size, 1, &primary, &ak);
     if (rc != TSS2_RC_SUCCESS) return rc;
-    rc = create_ek(tpm, ek_p384, &ek, NULL);
-    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_start_hmac_session(tpm, &ak_session);
-    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_one_command(tpm, ak_session, 0);
+    // The credential comes back as the response's first parameter: encrypted under a session salted
+    // with the primary, so the bus never carries it in clear.
+    rc = la_tpm_start_encrypting_session(tpm, primary, &ak_session);
+    Esys_FlushContext(tpm->esys, primary);
+    if (rc != TSS2_RC_SUCCESS) ak_session = ESYS_TR_NONE;
+    if (rc == TSS2_RC_SUCCESS) rc = la_tpm_one_command(tpm, ak_session, TPMA_SESSION_ENCRYPT);
+    if (rc == TSS2_RC_SUCCESS) rc = create_ek(tpm, ek_p384, &ek, NULL);
     if (rc == TSS2_RC_SUCCESS) rc = ek_session(tpm, ek_p384, &endorsement);
     if (rc == TSS2_RC_SUCCESS && endorsement != ESYS_TR_PASSWORD) rc = la_tpm_one_command(tpm, endorsement, 0);
     TPM2B_DIGEST *credential = NULL;

@@ -6,8 +6,7 @@ import Foundation
 /// The TPM's attestation on a TPM root (issue 31, item 6): what the TPM says of itself and of its
 /// keys, each a command sequence on the TPM's thread through the user's admission, as key uses are.
 extension KeyEngine {
-    /// The endorsement key (the template whose certificate the TPM's maker stored: P-256's, else
-    /// P-384's; P-256's without one when neither is there) and the daemon's attestation key.
+    /// The endorsement key (`TPMAttestationKeys.endorsement`) and the daemon's attestation key.
     func tpmEndorsement(_ keys: TPMAttestationKeys) async throws -> TPMAttestationValue {
         let (tcti, primary) = try tpmRoot()
         return try await onTPM("state its endorsement") {
@@ -89,25 +88,13 @@ extension KeyEngine {
         primary: TPMPrimaryContext
     ) throws -> (value: TPMAttestationValue, template: TPMDevice.EndorsementTemplate, attestation: TPMKeyMaterial) {
         let attestation = try keys.key(tcti: tcti, primary: primary)
-        var chosen: (TPMDevice.EndorsementTemplate, [UInt8]?) = (.eccP256, nil)
-        for template in TPMDevice.EndorsementTemplate.allCases {
-            let certificate = Result { () throws(TPMError) in try TPMDevice.endorsementCertificate(template, tcti: tcti)
-            }
-            switch certificate {
-            case .success(let der):
-                chosen = (template, der)
-            case .failure(let error):
-                if error.isMissing { continue }
-                throw error
-            }
-            break
-        }
+        let endorsement = try keys.endorsement(tcti: tcti)
         let value = TPMAttestationValue(
-            endorsementTemplate: chosen.0.wireName,
-            endorsementKey: Data(try TPMDevice.endorsementKey(chosen.0, tcti: tcti)),
-            endorsementCertificate: chosen.1.map { Data($0) },
+            endorsementTemplate: endorsement.template.wireName,
+            endorsementKey: Data(endorsement.publicArea),
+            endorsementCertificate: endorsement.certificate.map { Data($0) },
             attestationKey: attestation.publicKey
         )
-        return (value, chosen.0, attestation)
+        return (value, endorsement.template, attestation)
     }
 }

@@ -115,7 +115,9 @@ enum MasterKeyRoot {
             recorded = record.confirmed || record.holdsData ? .software : .new
         }
         let marker = movedMarker(keyFile: config.masterKeyPath)
-        if recorded == .software, access(marker, F_OK) == 0 {
+        if recorded == .software, let moved = FileManager.default.contents(atPath: marker),
+            String(decoding: moved, as: UTF8.self).contains(try storage.identity())
+        {
             throw RootError(
                 description:
                     "the state this key file opens was moved to the TPM root (\(marker)): this software-root state is a copy from before the move, whose passcode counters would go back. Put back the state the move left; to start this copy anyway, remove \(marker)"
@@ -175,9 +177,10 @@ enum MasterKeyRoot {
                     )
                 }
                 secret = try TPMRootRecovery.open(secret: typed, stateDirectory: config.stateDirectory)
-                try seal(secret, to: tcti, keptAt: blobPath, what: "the recovered secret")
-                // Its attestation key was the old TPM's: the next use makes one in this TPM.
+                // Its attestation key was the old TPM's: the next use makes one in this TPM. First,
+                // so that a recovery that got as far as the seal left none behind.
                 try TPMAttestationKeys.forget(in: storage)
+                try seal(secret, to: tcti, keptAt: blobPath, what: "the recovered secret")
                 notes.append(
                     "--recover-tpm-root: the master secret is sealed to \(tcti) again, from the recovery secret"
                 )
@@ -210,8 +213,10 @@ enum MasterKeyRoot {
         }
         let moved = record.moved || moveAsked(decision)
         // Written again by any start that finds it missing (a stop right after the move).
-        if moved, access(marker, F_OK) != 0 {
-            try Storage.writePrivateFile(Data("this key file's state moved to the TPM root\n".utf8), to: marker)
+        if moved, access(marker, F_OK) != 0, let identity = try storage.preMoveIdentity() {
+            let text =
+                "this key file's state moved to the TPM root; a copy of it from before has identity \(identity)\n"
+            try Storage.writePrivateFile(Data(text.utf8), to: marker)
         }
         let note = notes.isEmpty ? nil : notes.joined(separator: "; ")
         return Opened(
@@ -224,8 +229,9 @@ enum MasterKeyRoot {
         )
     }
 
-    /// Beside the key file once its state moved to the TPM root (`SoftwareRootMove`): a software-root
-    /// state with this key file is then a copy from before the move, refused.
+    /// Beside the key file once its state moved to the TPM root (`SoftwareRootMove`), naming the
+    /// state's identity before the move (`Storage.identity`): a software-root state with that
+    /// identity is a copy from before the move, refused; a new state made with the key file is not.
     static func movedMarker(keyFile: String) -> String { keyFile + ".moved-to-tpm" }
 
     private static func moveAsked(_ decision: HardwareRoot.Decision) -> Bool {

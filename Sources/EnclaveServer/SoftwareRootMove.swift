@@ -51,10 +51,17 @@ enum SoftwareRootMove {
     ) throws -> [UInt8] {
         // The key file first: under a wrong one the upgrade below would store class keys that the
         // right one can never open.
-        guard try storage.masterKeyMatches(MasterKeyRoot.check(of: hostKey)) else {
+        switch try storage.masterKeyMatches(MasterKeyRoot.check(of: hostKey)) {
+        case true?: break
+        case false?:
             throw MoveError(
                 description:
                     "move-to-tpm: the key file \(keyFile) does not belong to the state in \(stateDirectory); nothing was changed"
+            )
+        case nil:
+            throw MoveError(
+                description:
+                    "move-to-tpm: the state in \(stateDirectory) does not record its key file yet: start the daemon once on the software root (it records it), then move; nothing was changed"
             )
         }
         // Items from before class keys are upgraded under the key that sealed them first.
@@ -156,6 +163,7 @@ extension Storage {
                 throw SoftwareRootMove.MoveError(description: "move-to-tpm: the key file does not belong to this state")
             }
             let classKeys = try Row.fetchAll(db, sql: "SELECT uid, class, wrapped FROM class_key")
+            var opened = 0
             for row in classKeys {
                 let uid = UInt32(truncatingIfNeeded: row["uid"] as Int64)
                 let name: String = row["class"]
@@ -178,6 +186,7 @@ extension Storage {
                     )
                     continue
                 }
+                opened += 1
                 let wrapped = try KeyHierarchy.wrap(
                     key,
                     under: KeyHierarchy.wrappingKey(master: new, uid: uid),
@@ -187,6 +196,10 @@ extension Storage {
                     sql: "UPDATE class_key SET wrapped = ? WHERE uid = ? AND class = ?",
                     arguments: [wrapped, Int64(uid), name]
                 )
+            }
+            // Not one opens: not damage but the wrong key, whatever the check value said.
+            guard classKeys.isEmpty || opened > 0 else {
+                throw SoftwareRootMove.MoveError(description: "move-to-tpm: no class key opens with the key file")
             }
             let users = try Row.fetchAll(db, sql: "SELECT uid, passcode FROM user WHERE passcode IS NOT NULL")
             for row in users {
@@ -201,8 +214,14 @@ extension Storage {
                     arguments: [try JSONEncoder().encode(moved), Int64(uid)]
                 )
             }
+            // What tells a copy of this state from before the move (`MasterKeyRoot.movedMarker`).
+            let authority = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'attestationAuthority'")
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO meta (name, value) VALUES ('preMoveIdentity', ?)",
+                arguments: [Data(Self.identity(of: authority).utf8)]
+            )
             // An authority that does not open stays as it is: keys go unattested either way.
-            if let sealed = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'attestationAuthority'"),
+            if let sealed = authority,
                 let resealed = try? KeyAttestor.reseal(sealed, from: old, to: new)
             {
                 try db.execute(

@@ -1,3 +1,4 @@
+import Crypto
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -34,12 +35,35 @@ extension Storage {
         ) ?? true
     }
 
-    /// Whether `check` is the state's master-key check value (true for a state that has none yet).
-    func masterKeyMatches(_ check: Data) throws -> Bool {
+    /// Whether `check` is the state's master-key check value; nil for a state that records none.
+    func masterKeyMatches(_ check: Data) throws -> Bool? {
         try pool.read { db in
             try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'masterKeyCheck'").map {
                 ConstantTime.equal($0, check)
-            } ?? true
+            }
+        }
+    }
+
+    /// What tells this state from another made with the same key file: a hash of its sealed
+    /// attestation authority (random, made at its first start, kept as is on the software root).
+    /// A copy of the state from before a move has the one the move recorded (`preMoveIdentity`).
+    func identity() throws -> String {
+        try pool.read { db in
+            let sealed = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'attestationAuthority'")
+            return Self.identity(of: sealed)
+        }
+    }
+
+    static func identity(of sealedAuthority: Data?) -> String {
+        SHA256.hash(data: sealedAuthority ?? Data()).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The identity the state had on the software root, recorded by its move to the TPM root.
+    func preMoveIdentity() throws -> String? {
+        try pool.read { db in
+            try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'preMoveIdentity'").map {
+                String(decoding: $0, as: UTF8.self)
+            }
         }
     }
 

@@ -3,6 +3,7 @@ import EnclaveCore
 import Foundation
 import GRDB
 import Synchronization
+import TPMWire
 
 /// The daemon's attestation key on a TPM root (issue 31, item 6): made once inside the TPM
 /// (restricted: it signs only what the TPM itself states), kept as the TPM's blob and its auth
@@ -15,6 +16,46 @@ final class TPMAttestationKeys: Sendable {
     private let storage: Storage
     private let sealingKey: SymmetricKey
     private let made = Mutex<TPMKeyMaterial?>(nil)
+    private let endorsed = Mutex<Endorsement?>(nil)
+
+    /// The TPM's endorsement key, its template and its maker's certificate: fixed for the TPM's life.
+    struct Endorsement: Sendable {
+        let template: TPMDevice.EndorsementTemplate
+        let publicArea: [UInt8]
+        let certificate: [UInt8]?
+    }
+
+    /// The endorsement (the template whose certificate the TPM's maker stored: P-256's, else
+    /// P-384's; P-256's without one when neither is there), read once. On the TPM's thread.
+    func endorsement(tcti: String) throws -> Endorsement {
+        try endorsed.withLock { known throws -> Endorsement in
+            if let known { return known }
+            var chosen: (TPMDevice.EndorsementTemplate, [UInt8]?) = (.eccP256, nil)
+            for template in TPMDevice.EndorsementTemplate.allCases {
+                let read = Result { () throws(TPMError) in try TPMDevice.endorsementCertificate(template, tcti: tcti) }
+                switch read {
+                case .success(let der): chosen = (template, der)
+                case .failure(let error):
+                    if error.isMissing { continue }
+                    throw error
+                }
+                break
+            }
+            let area = try TPMDevice.endorsementKey(chosen.0, tcti: tcti)
+            // A maker may have certified a key from its own template or nonce (in NV beside the
+            // certificate), which this code does not derive: said, not answered as another key.
+            if let certificate = chosen.1, let point = (try? TPMPublicArea(area))?.x963,
+                certificate.firstRange(of: point) == nil
+            {
+                throw AttestationKeyError(
+                    "this TPM's endorsement certificate is not of the key its TCG template gives (a maker's own template or nonce is not supported yet)"
+                )
+            }
+            let endorsement = Endorsement(template: chosen.0, publicArea: area, certificate: chosen.1)
+            known = endorsement
+            return endorsement
+        }
+    }
 
     init(storage: Storage, master: SymmetricKey) {
         self.storage = storage

@@ -138,6 +138,9 @@ public struct TPMError: Error, CustomStringConvertible, Equatable {
     public var isMissing: Bool { la_tpm_rc_is_missing(code) != 0 }
     /// The TPM refused an authorization (a wrong auth value).
     var isAuthFailure: Bool { la_tpm_rc_is_auth_fail(code) != 0 }
+    /// TPM_RC_INTEGRITY: a blob or credential whose integrity check failed (tampered, or made for
+    /// another TPM or key). A format-one code: the number in its low six bits.
+    var isIntegrityFailure: Bool { code >> 12 == 0 && code & 0x80 != 0 && code & 0x3F == 0x1F }
 
     public var description: String {
         "\(operation): \(la_tpm_error(code).map { String(cString: $0) } ?? "TPM error \(code)")"

@@ -36,7 +36,7 @@ enum KeyStart: Sendable {
 
 extension UserSession {
     /// The key owner of `app`: an interpreter has none (`AppIdentity`).
-    private func owner(_ app: AppIdentity) throws -> String {
+    func owner(_ app: AppIdentity) throws -> String {
         guard let own = app.ownGroup else {
             throw KeyReplyError(
                 KeyReply(

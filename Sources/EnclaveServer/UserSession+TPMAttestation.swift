@@ -3,15 +3,21 @@ import EnclaveProtocol
 import Foundation
 
 /// The TPM root's attestation on the wire (issue 31, item 6): the endorsement, a credential's
-/// activation and a key's certify statement. Any app may ask the first two (they prove only that
-/// this machine's TPM holds the daemon's attestation key); a certify statement only of the app's
-/// own key, while it can still be used.
+/// activation and a key's certify statement. Any app with an identity of its own may ask the first
+/// two (not interpreters, which run others' code); a certify statement only of the app's own key,
+/// while it can still be used.
+///
+/// Our choice, said in the docs: the endorsement certificate names this TPM, and one attestation
+/// key serves every app and user of the daemon, so apps that hand them to servers are linkable
+/// there as this machine — as a TPM-attested Windows Hello key is; Apple's App Attest keys are per
+/// app.
 extension UserSession {
     func tpmAttest(_ r: KeyRequest, app: AppIdentity) async throws -> KeyReply {
         guard let tpmAttestation else {
             _ = try keyEngine.tpmRoot()
             throw KeyReplyError(KeyReply(problem: .notAvailable, message: "the TPM attestation key is not usable"))
         }
+        _ = try owner(app)
         switch r.operation {
         case .tpmEndorsement:
             return KeyReply(tpm: try await keyEngine.tpmEndorsement(tpmAttestation))

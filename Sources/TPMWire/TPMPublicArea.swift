@@ -40,6 +40,7 @@ public struct TPMPublicArea: Sendable, Equatable {
     static let aes: UInt16 = 0x0006
     static let cfb: UInt16 = 0x0043
     static let ecdsa: UInt16 = 0x0018
+    static let ecdh: UInt16 = 0x0019
 
     /// TPMA_OBJECT bits.
     public struct Attributes: OptionSet, Sendable, Equatable {
@@ -63,8 +64,8 @@ public struct TPMPublicArea: Sendable, Equatable {
     /// The symmetric algorithm of a storage or endorsement key (AES-CFB), with its key size in
     /// bits; nil for a key without one.
     public let symmetricKeyBits: Int?
-    /// The signing scheme's hash when the key names one (ECDSA with SHA-256 for an attestation key).
-    public let signingScheme: UInt16
+    /// The key's scheme (TPM_ALG_ID: ECDSA, ECDH, or NULL for any), as its template names it.
+    public let scheme: UInt16
     public let curve: TPMCurve
     public let x: [UInt8]
     public let y: [UInt8]
@@ -86,8 +87,12 @@ public struct TPMPublicArea: Sendable, Equatable {
             symmetricKeyBits = Int(try reader.uint16())
             guard try reader.uint16() == Self.cfb else { throw .unsupported("a symmetric mode other than CFB") }
         }
-        signingScheme = try reader.uint16()
-        if signingScheme != Self.nullAlgorithm { _ = try reader.uint16() }  // the scheme's hash
+        scheme = try reader.uint16()
+        // ECDSA's and ECDH's details are a hash; ECDAA's has a count too: not taken.
+        guard [Self.nullAlgorithm, Self.ecdsa, Self.ecdh].contains(scheme) else {
+            throw .unsupported("scheme \(scheme)")
+        }
+        if scheme != Self.nullAlgorithm { _ = try reader.uint16() }  // the scheme's hash
         let curveID = try reader.uint16()
         guard let curve = TPMCurve(rawValue: curveID) else { throw .unsupported("curve \(curveID)") }
         self.curve = curve

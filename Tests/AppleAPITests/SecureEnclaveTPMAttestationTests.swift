@@ -1,4 +1,5 @@
 import CryptoKit
+import EnclaveProtocol
 import Foundation
 import IntegrationSupport
 import LocalAuthenticationTesting
@@ -11,8 +12,9 @@ import XCTest
 /// key the CA certified and a restricted attestation key; a credential a server wraps for them
 /// (`TPMCredential.make`) comes back through the daemon, and a tampered one does not; the TPM's
 /// certify statement names the app's key, binds the data, and verifies under the attestation key.
-/// A blob that is not the app's key is not certified (the same look-up as a signature's, which
-/// refuses other apps' keys), and a software-root daemon attests nothing.
+/// A blob that is not the app's key is not certified (the look-up a signature's uses: another app's
+/// key is refused there, `KeyBlob`'s binding to user and app), and a software-root daemon attests
+/// nothing.
 final class SecureEnclaveTPMAttestationTests: XCTestCase {
     private var tpm: SwtpmSimulator!
     private var enclave: TestEnclave!
@@ -68,7 +70,10 @@ final class SecureEnclaveTPMAttestationTests: XCTestCase {
                     credentialBlob: Data(tampered),
                     encryptedSecret: Data(wrapped.encryptedSecret)
                 )
-            )
+            ) {
+                guard case .unavailable(let message)? = $0 as? SecureEnclaveKeyError else { return XCTFail("\($0)") }
+                XCTAssertTrue(message.contains("integrity"), message)
+            }
             XCTAssertThrowsError(
                 try SecureEnclave.activateTPMCredential(credentialBlob: Data(), encryptedSecret: Data([1]))
             ) {
@@ -106,14 +111,17 @@ final class SecureEnclaveTPMAttestationTests: XCTestCase {
                 try SecureEnclave.tpmEndorsement().attestationKey,
                 "signed by the attestation key the endorsement names"
             )
-            XCTAssertThrowsError(try key.tpmCertification(qualifyingData: Data([1, 2, 3])))
+            XCTAssertThrowsError(try key.tpmCertification(qualifyingData: Data([1, 2, 3]))) {
+                guard case .invalidParameter? = $0 as? SecureEnclaveKeyError else { return XCTFail("\($0)") }
+            }
+            // A blob that is not this app's key, sent past the client's own look-up: refused as
+            // every use of a key that is not the app's.
             var forged = key.dataRepresentation
             forged[forged.count - 1] ^= 1
-            XCTAssertThrowsError(
-                try SecureEnclave.P256.Signing.PrivateKey(dataRepresentation: forged).tpmCertification(
-                    qualifyingData: data
-                )
-            )
+            let certify = KeyRequest(operation: .tpmCertify, kind: .signing, blob: forged, digest: data, context: "u")
+            guard case .key(let refused) = try enclave.send(.key(certify)) else { return XCTFail("no key reply") }
+            XCTAssertEqual(refused.problem, .invalidKey, refused.message ?? "")
+            XCTAssertNil(refused.tpm)
         }
     }
 
@@ -126,7 +134,10 @@ final class SecureEnclaveTPMAttestationTests: XCTestCase {
                 XCTAssertTrue(message.contains("software root"), message)
             }
             let key = try SecureEnclave.P256.Signing.PrivateKey()
-            XCTAssertThrowsError(try key.tpmCertification(qualifyingData: Data(count: 32)))
+            XCTAssertThrowsError(try key.tpmCertification(qualifyingData: Data(count: 32))) {
+                guard case .unavailable(let message)? = $0 as? SecureEnclaveKeyError else { return XCTFail("\($0)") }
+                XCTAssertTrue(message.contains("software root"), message)
+            }
         }
     }
 }

@@ -331,5 +331,19 @@ final class SoftwareRootMoveTests: XCTestCase {
         try FileManager.default.copyItem(atPath: software.stateDirectory, toPath: machine.stateDirectory)
         XCTAssertThrowsError(try machine.start(), "a copy from before the move started")
         XCTAssertTrue(machine.log().contains("a copy from before the move"), machine.log())
+
+        // A new state made later with the same key file is not such a copy: it starts, and again.
+        let fresh = try enclave(tpm: "off")
+        fresh.stop()
+        let files = FileManager.default
+        try files.removeItem(atPath: fresh.stateDirectory)
+        for name in ["master.key", "master.key.moved-to-tpm"] {
+            try? files.removeItem(atPath: fresh.directory + "/keys/" + name)
+            try files.copyItem(atPath: machine.directory + "/keys/" + name, toPath: fresh.directory + "/keys/" + name)
+        }
+        try fresh.start()
+        fresh.stop()
+        try fresh.start()
+        XCTAssertEqual(try root(of: fresh), "software")
     }
 }

@@ -96,7 +96,7 @@ final class TPMDeviceAttestationTests: XCTestCase {
                     primary: primary
                 ),
                 "another attestation key took the credential"
-            )
+            ) { XCTAssertTrue(($0 as? TPMError)?.isIntegrityFailure == true, "\($0)") }
             // Tampered: one byte of the encrypted credential flipped.
             var tampered = wrapped.credentialBlob
             tampered[tampered.count - 1] ^= 1
@@ -111,7 +111,7 @@ final class TPMDeviceAttestationTests: XCTestCase {
                     primary: primary
                 ),
                 "a tampered credential was taken"
-            )
+            ) { XCTAssertTrue(($0 as? TPMError)?.isIntegrityFailure == true, "\($0)") }
         }
 
         // Another TPM, with its own attestation key, given the credential wrapped for this one.
@@ -133,7 +133,7 @@ final class TPMDeviceAttestationTests: XCTestCase {
                 primary: elsewherePrimary
             ),
             "another TPM opened a credential wrapped for this one"
-        )
+        ) { XCTAssertTrue(($0 as? TPMError)?.isIntegrityFailure == true, "\($0)") }
     }
 
     func testTheTPMCertifiesItsOwnKeyWithTheCallersDataUnderTheAttestationKey() throws {

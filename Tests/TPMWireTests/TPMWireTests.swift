@@ -12,7 +12,8 @@ final class TPMWireTests: XCTestCase {
         nameAlg: UInt16 = 0x000B,
         curve: UInt16 = 0x0003,
         coordinate: Int = 32,
-        symmetric: Bool = false
+        symmetric: Bool = false,
+        scheme: UInt16 = 0x0018
     ) -> [UInt8] {
         var w = TPMWriter()
         w.uint16(0x0023)
@@ -26,7 +27,7 @@ final class TPMWireTests: XCTestCase {
         } else {
             w.uint16(0x0010)
         }
-        w.uint16(0x0018)  // ECDSA
+        w.uint16(scheme)  // ECDSA by default
         w.uint16(0x000B)  // SHA-256
         w.uint16(curve)
         w.uint16(0x0010)
@@ -56,6 +57,7 @@ final class TPMWireTests: XCTestCase {
             ([], .truncated, "empty"),
             (publicArea(nameAlg: 0x0004), .unsupported("name algorithm 4"), "SHA-1"),
             (publicArea(curve: 0x0005), .unsupported("curve 5"), "an unknown curve"),
+            (publicArea(scheme: 0x001A), .unsupported("scheme 26"), "ECDAA, whose details carry a count too"),
             (
                 publicArea(coordinate: 31), .unsupported("a point whose coordinates are not its curve's size"),
                 "a short coordinate"
