@@ -13,8 +13,9 @@ import LocalAuthenticationTesting
 /// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon);
 /// la-bench reuse N, la-bench match N (one kind of evaluation in a loop, to profile the daemon under);
 /// la-bench pty-scan N (what administration on a terminal adds: `PtyScanBench`); la-bench tpm N TCTI
-/// (what the TPM root costs at start: `TPMBench`); la-bench tpm-keys N TCTI (a key's signature in the
-/// TPM beside tpm2_sign: `TPMKeyBench`)
+/// (what the TPM root costs at start: `TPMBench`); la-bench tpm-attest N TCTI (the TPM's certify
+/// statement about a key, beside tpm2_certify: `TPMAttestationBench`); la-bench tpm-keys N TCTI (a
+/// key's signature in the TPM beside tpm2_sign: `TPMKeyBench`)
 @main
 struct Bench {
     static func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -62,6 +63,9 @@ struct Bench {
         }
         if args.count > 1 && args[1] == "pty-scan" {
             return try PtyScanBench.run(iterations: max(1, args.count > 2 ? Int(args[2]) ?? 200 : 200))
+        }
+        if args.count > 3 && args[1] == "tpm-attest" {
+            return try TPMAttestationBench.run(iterations: max(1, Int(args[2]) ?? 50), tcti: args[3])
         }
         if args.count > 3 && args[1] == "tpm-keys" {
             return try TPMKeyBench.run(iterations: max(1, Int(args[2]) ?? 50), tcti: args[3])

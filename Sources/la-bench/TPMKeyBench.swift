@@ -137,7 +137,7 @@ enum TPMKeyBench {
         try tool("tpm2_flushcontext", ["-t"], directory, tcti)
     }
 
-    private static func tool(_ name: String, _ arguments: [String], _ directory: String, _ tcti: String) throws {
+    static func tool(_ name: String, _ arguments: [String], _ directory: String, _ tcti: String) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/" + name)
         process.arguments = arguments
