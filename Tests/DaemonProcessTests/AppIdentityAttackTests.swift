@@ -197,22 +197,25 @@ final class AppIdentityAttackTests: XCTestCase {
         XCTAssertEqual(reused.status, 0, "its own match within the window: \(reused.stderr)")
     }
 
+    /// A script run by python3: sends the frames in argv[2] to the socket in argv[1] and prints
+    /// what comes back until argv[3] replies have.
+    private let script = """
+        import socket, sys
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(sys.argv[1])
+        s.sendall(bytes.fromhex(sys.argv[2]))
+        s.settimeout(10)
+        got = b''
+        while got.count(b'"kind"') < int(sys.argv[3]):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        print(got.decode('utf-8', 'replace'))
+        """
+
     func testOneScriptCannotReadAnotherScriptsSecret() throws {
         let enclave = try TestEnclave()
-        let script = """
-            import socket, sys
-            s = socket.socket(socket.AF_UNIX)
-            s.connect(sys.argv[1])
-            s.sendall(bytes.fromhex(sys.argv[2]))
-            s.settimeout(10)
-            got = b''
-            while got.count(b'"kind"') < int(sys.argv[3]):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                got += chunk
-            print(got.decode('utf-8', 'replace'))
-            """
         let store = Request.keychainAdd(
             KeychainRequest(
                 attributes: ["class": .string("genp"), "svce": .string(service), "v_Data": .data(secret)],
@@ -238,5 +241,22 @@ final class AppIdentityAttackTests: XCTestCase {
             second.stdout.contains(secret.base64EncodedString()),
             "another script read the first one's secret: \(second.stdout)"
         )
+    }
+
+    /// The TPM's endorsement names this machine: an interpreter, which runs anyone's scripts, gets
+    /// none (any script could otherwise collect it, and the attestation key that links apps).
+    func testAnInterpreterGetsNoTPMEndorsement() throws {
+        guard SwtpmSimulator.available else { throw XCTSkip("needs swtpm (scripts/setup-debian installs it)") }
+        let tpm = try SwtpmSimulator()
+        defer { tpm.destroy() }
+        let enclave = try TestEnclave.sealed(to: tpm)
+        defer { enclave.stop() }
+        let ask = Request.key(KeyRequest(operation: .tpmEndorsement, kind: .signing, context: "attack"))
+        let run = try runProcess(
+            "/usr/bin/python3",
+            ["-c", script, enclave.socketPath, frames([.hello(.init(version: enclaveProtocolVersion)), ask]), "2"]
+        )
+        XCTAssertTrue(run.stdout.contains("runs other programs' code"), "the interpreter was answered: \(run.stdout)")
+        XCTAssertFalse(run.stdout.contains("endorsementKey"), run.stdout)
     }
 }
