@@ -59,7 +59,7 @@ extension KeyEngine {
             )
         }
         let (value, raw) = try await onTPM("certify the key") {
-            let attestation = try keys.key(tcti: tcti, primary: primary)
+            var (value, _, attestation) = try Self.endorsement(keys, tcti: tcti, primary: primary)
             let (statement, signature) = try TPMDevice.certify(
                 key: Array(held.blob),
                 keyAuth: Array(held.auth),
@@ -69,14 +69,8 @@ extension KeyEngine {
                 tcti: tcti,
                 primary: primary
             )
-            let value = TPMAttestationValue(
-                endorsementTemplate: "",
-                endorsementKey: Data(),
-                endorsementCertificate: nil,
-                attestationKey: attestation.publicKey,
-                certifyInfo: Data(statement),
-                keyPublicArea: TPMDevice.publicArea(ofBlob: Array(held.blob)).map { Data($0) }
-            )
+            value.certifyInfo = Data(statement)
+            value.keyPublicArea = TPMDevice.publicArea(ofBlob: Array(held.blob)).map { Data($0) }
             return (value, signature)
         }
         return (value, try P256.Signing.ECDSASignature(rawRepresentation: raw))

@@ -72,34 +72,13 @@ enum TPMAttestationBench {
                 }
             )
         }
-        let reference = samples.first { $0.key.hasPrefix("tpm2_certify") }.map {
-            Bench.percentile($0.value.sorted(), 0.5)
-        }
-        print("")
-        print("| certify statement, \(iterations) rounds | p50 | p99 | ÷ tpm2_certify p50 |")
-        print("|---|---|---|---|")
-        for (name, values) in samples.sorted(by: { $0.key < $1.key }) {
-            let sorted = values.sorted()
-            let p50 = Bench.percentile(sorted, 0.5)
-            print(
-                "| \(name) | \(Bench.micros(p50)) | \(Bench.micros(Bench.percentile(sorted, 0.99))) | \(reference.map { String(format: "%.2f", p50 / $0) } ?? "n/a") |"
-            )
-        }
+        TPMKeyBench.printTable(samples, heading: "certify statement, \(iterations) rounds", reference: "tpm2_certify")
     }
 
     /// tpm2-tools' keys: the daemon's storage primary, a restricted ECDSA attestation key and a
     /// P-256 key under it, both loaded and their contexts saved, every object flushed after.
     private static func prepareTools(_ directory: String, tcti: String) throws {
-        try tool("tpm2_flushcontext", ["-t"], directory, tcti)
-        try tool(
-            "tpm2_createprimary",
-            [
-                "-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a",
-                "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda", "-c", "primary.ctx",
-            ],
-            directory,
-            tcti
-        )
+        try TPMKeyBench.createToolsPrimary(directory, tcti: tcti)
         for (name, attributes) in [
             ("ak", "restricted|sign|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda"),
             ("key", "sign|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda"),

@@ -80,15 +80,20 @@ enum TPMKeyBench {
                 )
             }
         }
-        let reference = samples.first { $0.key.hasPrefix("tpm2_sign") }.map { Bench.percentile($0.value.sorted(), 0.5) }
+        printTable(samples, heading: "signature, \(iterations) rounds", reference: "tpm2_sign")
+    }
+
+    /// The rows' p50 and p99, each p50 beside the row named `reference`'s (tpm2-tools, when here).
+    static func printTable(_ samples: [String: [Double]], heading: String, reference: String) {
+        let limit = samples.first { $0.key.hasPrefix(reference) }.map { Bench.percentile($0.value.sorted(), 0.5) }
         print("")
-        print("| signature, \(iterations) rounds | p50 | p99 | ÷ tpm2_sign p50 |")
+        print("| \(heading) | p50 | p99 | ÷ \(reference) p50 |")
         print("|---|---|---|---|")
         for (name, values) in samples.sorted(by: { $0.key < $1.key }) {
             let sorted = values.sorted()
             let p50 = Bench.percentile(sorted, 0.5)
             print(
-                "| \(name) | \(Bench.micros(p50)) | \(Bench.micros(Bench.percentile(sorted, 0.99))) | \(reference.map { String(format: "%.2f", p50 / $0) } ?? "n/a") |"
+                "| \(name) | \(Bench.micros(p50)) | \(Bench.micros(Bench.percentile(sorted, 0.99))) | \(limit.map { String(format: "%.2f", p50 / $0) } ?? "n/a") |"
             )
         }
     }
@@ -111,16 +116,7 @@ enum TPMKeyBench {
     /// tpm2-tools' key: the same storage primary as the daemon's, a P-256 key under it, loaded
     /// and its context saved (`key.ctx`), every object flushed after (no resource manager).
     private static func prepareTools(_ directory: String, tcti: String) throws {
-        try tool("tpm2_flushcontext", ["-t"], directory, tcti)
-        try tool(
-            "tpm2_createprimary",
-            [
-                "-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a",
-                "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda", "-c", "primary.ctx",
-            ],
-            directory,
-            tcti
-        )
+        try createToolsPrimary(directory, tcti: tcti)
         try tool(
             "tpm2_create",
             ["-C", "primary.ctx", "-G", "ecc256:ecdsa-sha256", "-u", "key.pub", "-r", "key.priv"],
@@ -135,6 +131,21 @@ enum TPMKeyBench {
             tcti
         )
         try tool("tpm2_flushcontext", ["-t"], directory, tcti)
+    }
+
+    /// The daemon's storage primary as tpm2-tools makes it (`primary.ctx`), after flushing what
+    /// an earlier run left loaded (no resource manager).
+    static func createToolsPrimary(_ directory: String, tcti: String) throws {
+        try tool("tpm2_flushcontext", ["-t"], directory, tcti)
+        try tool(
+            "tpm2_createprimary",
+            [
+                "-C", "o", "-g", "sha256", "-G", "ecc256:aes128cfb", "-a",
+                "restricted|decrypt|fixedtpm|fixedparent|sensitivedataorigin|userwithauth|noda", "-c", "primary.ctx",
+            ],
+            directory,
+            tcti
+        )
     }
 
     static func tool(_ name: String, _ arguments: [String], _ directory: String, _ tcti: String) throws {
