@@ -181,6 +181,7 @@ let package = Package(
         .target(
             name: "WebAuthn",
             dependencies: [
+                "TPMWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -345,15 +346,19 @@ let package = Package(
         .target(
             name: "TouchLoginTestSupport",
             dependencies: [
-                "TouchLoginServer", "TouchLoginAPI", "WebAuthn", .product(name: "Crypto", package: "swift-crypto"),
+                "TouchLoginServer", "TouchLoginAPI", "WebAuthn", "TPMWire",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ],
             path: "Tests/TouchLoginTestSupport"
         ),
         .testTarget(
             name: "TouchLoginServerUnitTests",
             dependencies: [
-                "TouchLoginServer", "TouchLoginAPI", "TouchLoginTestSupport", "WebAuthn", "KeyAttestation",
+                "TouchLoginServer", "TouchLoginAPI", "TouchLoginTestSupport", "WebAuthn", "KeyAttestation", "TPMWire",
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -363,7 +368,7 @@ let package = Package(
         .testTarget(
             name: "WebAuthnTests",
             dependencies: [
-                "WebAuthn", .product(name: "Crypto", package: "swift-crypto"),
+                "WebAuthn", "TPMWire", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

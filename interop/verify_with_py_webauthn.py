@@ -3,7 +3,7 @@ py_webauthn (an independent relying-party implementation).
 
 usage: verify_with_py_webauthn.py RECORD.json
 RECORD: {"rpId", "origin", "registration": {"challenge", "credential"}, "assertion": {"challenge", "credential"},
-"attestationRoot": PEM (optional: then a packed attestation's chain must lead to it)}
+"attestationRoot": PEM (optional: then a packed or tpm attestation's chain must lead to it)}
 (challenges base64url). Exit 0 when both verify, 1 otherwise.
 """
 import json
@@ -19,7 +19,7 @@ try:
         credential=record["registration"]["credential"],
         expected_challenge=base64url_to_bytes(record["registration"]["challenge"]),
         expected_rp_id=record["rpId"], expected_origin=record["origin"], require_user_verification=True,
-        pem_root_certs_bytes_by_fmt={AttestationFormat.PACKED: [record["attestationRoot"].encode()]} if "attestationRoot" in record else None)
+        pem_root_certs_bytes_by_fmt={fmt: [record["attestationRoot"].encode()] for fmt in (AttestationFormat.PACKED, AttestationFormat.TPM)} if "attestationRoot" in record else None)
     print("registration verified: fmt=%s sign_count=%d uv=%s aaguid=%s" % (registration.fmt, registration.sign_count, registration.user_verified, registration.aaguid))
     authentication = verify_authentication_response(
         credential=record["assertion"]["credential"],

@@ -181,10 +181,20 @@ public struct RegistrationRequest: Codable, Sendable {
     public var deviceName: String?
     public var kind: CredentialKind?
     public var credential: RegistrationResponseJSON
-    public init(deviceName: String?, kind: CredentialKind? = nil, credential: RegistrationResponseJSON) {
+    /// Our own: with a `tpm` attestation (which says where the key is, not how it is guarded), the
+    /// laenclaved certificate chain of the same key (base64url DER, leaf first), whose statement
+    /// says how; `--require-attestation` checks it as it checks a `packed` one's.
+    public var keyCertificates: [String]?
+    public init(
+        deviceName: String?,
+        kind: CredentialKind? = nil,
+        credential: RegistrationResponseJSON,
+        keyCertificates: [String]? = nil
+    ) {
         self.deviceName = deviceName
         self.kind = kind
         self.credential = credential
+        self.keyCertificates = keyCertificates
     }
 }
 

@@ -24,11 +24,15 @@ public struct EnclaveAuthenticator: Sendable {
     /// Makes a new key and answers the server's creation options with a packed attestation signed
     /// by the new key (the prompt): self attestation, or — when the server asks for it
     /// (`attestation: "direct"`) — with the key's certificate chain from laenclaved, which tells
-    /// the server the daemon holds the key and how it is protected.
+    /// the server the daemon holds the key and how it is protected. With `attestationKeyCertificate`
+    /// (the server's aikCert for this machine's TPM: `attestationKeyCertificate(api:token:)`), a
+    /// `tpm` attestation instead: the TPM's certify statement of the new key, with the laenclaved
+    /// chain beside it in the request (`keyCertificates`).
     public func register(
         options o: PublicKeyCredentialCreationOptionsJSON,
         deviceName: String,
-        context: LAContext
+        context: LAContext,
+        attestationKeyCertificate: Data? = nil
     ) throws -> Registration {
         // -7: ES256
         guard o.pubKeyCredParams.contains(where: { $0.alg == -7 }) else {
@@ -64,13 +68,28 @@ public struct EnclaveAuthenticator: Sendable {
                 publicKey: COSEKey(key.publicKey)
             )
         )
-        let attestation = try AttestationObject.makeAttestationObject(
-            authenticatorData: authenticatorData,
-            format: .packed,
-            clientDataHash: Data(SHA256.hash(data: clientData)),
-            certificates: certificates,
-            sign: { try key.signature(for: $0).derRepresentation }
-        )
+        let clientDataHash = Data(SHA256.hash(data: clientData))
+        let attestation =
+            if let attestationKeyCertificate, !certificates.isEmpty {
+                try AttestationObject.makeTPMAttestationObject(
+                    authenticatorData: authenticatorData,
+                    clientDataHash: clientDataHash,
+                    certificates: [attestationKeyCertificate],
+                    certify: {
+                        let made = try key.tpmCertification(qualifyingData: $0)
+                        return (made.certifyInfo, made.signature, made.publicArea)
+                    }
+                )
+            } else {
+                try AttestationObject.makeAttestationObject(
+                    authenticatorData: authenticatorData,
+                    format: .packed,
+                    clientDataHash: clientDataHash,
+                    certificates: certificates,
+                    sign: { try key.signature(for: $0).derRepresentation }
+                )
+            }
+        let tpm = attestationKeyCertificate != nil && !certificates.isEmpty
         let response = RegistrationResponseJSON(
             id: credentialID.base64URLEncodedString(),
             rawId: credentialID.base64URLEncodedString(),
@@ -82,7 +101,12 @@ public struct EnclaveAuthenticator: Sendable {
             authenticatorAttachment: "platform"
         )
         return Registration(
-            request: RegistrationRequest(deviceName: deviceName, kind: .deviceKey, credential: response),
+            request: RegistrationRequest(
+                deviceName: deviceName,
+                kind: .deviceKey,
+                credential: response,
+                keyCertificates: tpm ? certificates.map { $0.base64URLEncodedString() } : nil
+            ),
             binding: ClientState.Binding(
                 credentialID: credentialID,
                 keyBlob: key.dataRepresentation,

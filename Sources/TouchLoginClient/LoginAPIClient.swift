@@ -69,6 +69,20 @@ public struct LoginAPIClient: Sendable {
         try await call("POST", "api/devices", request, token: token)
     }
 
+    public func tpmAttestationKeyChallenge(
+        token: String,
+        _ request: TPMAttestationKeyChallengeRequest
+    ) async throws -> TPMAttestationKeyChallengeResponse {
+        try await call("POST", "api/tpm/attestation-key/challenge", request, token: token)
+    }
+
+    public func tpmAttestationKeyCertificate(
+        token: String,
+        _ request: TPMAttestationKeyCertificateRequest
+    ) async throws -> TPMAttestationKeyCertificateResponse {
+        try await call("POST", "api/tpm/attestation-key/certificate", request, token: token)
+    }
+
     public func renameDevice(token: String, id: String, name: String) async throws -> DeviceResponse {
         try await call("PATCH", "api/devices/\(id)", RenameDeviceRequest(name: name), token: token)
     }

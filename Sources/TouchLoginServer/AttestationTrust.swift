@@ -73,16 +73,23 @@ public struct AttestationTrust: Sendable {
 
     /// The attested key if `verified` carries an attestation this server trusts for a key it
     /// accepts; else the error that says which part is missing or wrong.
-    public func check(_ verified: VerifiedRegistration, now: Date, logger: Logger? = nil) async throws -> AttestedKey {
-        guard !verified.attestationCertificates.isEmpty else {
+    /// `chain`: the laenclaved chain of the key, when it is not the statement's own `x5c` (a `tpm`
+    /// statement's is its aikCert's).
+    public func check(
+        _ verified: VerifiedRegistration,
+        chain presented: [Data]? = nil,
+        now: Date,
+        logger: Logger? = nil
+    ) async throws -> AttestedKey {
+        let presented = presented ?? verified.attestationCertificates
+        guard !presented.isEmpty else {
             throw APIError(
                 .attestationRequired,
                 "This server binds only keys attested by laenclaved; this registration carried no certificate chain (a software key, or an authenticator that does not attest)."
             )
         }
         let certificates: [Certificate]
-        do { certificates = try verified.attestationCertificates.map { try Certificate(derEncoded: Array($0)) } } catch
-        {
+        do { certificates = try presented.map { try Certificate(derEncoded: Array($0)) } } catch {
             throw APIError(.attestationUntrusted, "An attestation certificate could not be read.")
         }
         let leaf = certificates[0]
@@ -145,6 +152,15 @@ public struct AttestationTrust: Sendable {
             description: description,
             rootFingerprint: try AttestationAuthority.fingerprint(of: chain.root)
         )
+    }
+}
+
+extension AttestationTrust {
+    /// What is stored and shown of a device's attestation: the laenclaved statement, and the TPM
+    /// a `tpm` statement vouched for ("TPM id:49424D00 swtpm").
+    public static func summary(_ attested: AttestedKey?, hardware: TPMDescription?) -> String? {
+        let parts = [attested?.summary, hardware.map { "TPM \($0.manufacturer) \($0.model)" }].compactMap { $0 }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 }
 

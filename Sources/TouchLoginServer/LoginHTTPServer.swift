@@ -133,6 +133,23 @@ public enum LoginHTTPServer {
                 status: .created
             )
         }
+        api.post("tpm/attestation-key/challenge") { request, _ in
+            let (session, _) = try await service.authenticate(bearer: bearer(request))
+            let body = try await decode(TPMAttestationKeyChallengeRequest.self, request)
+            return try json(await service.tpmAttestationKeyChallenge(session: session, body))
+        }
+        api.post("tpm/attestation-key/certificate") { request, _ in
+            let (session, _) = try await service.authenticate(bearer: bearer(request))
+            let body = try await decode(TPMAttestationKeyCertificateRequest.self, request)
+            return try json(await service.tpmAttestationKeyCertificate(session: session, body))
+        }
+        api.get("tpm/root") { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "application/x-pem-file"],
+                body: .init(byteBuffer: ByteBuffer(string: try await service.tpmAttestationRoot()))
+            )
+        }
         api.get("devices") { request, _ in
             let (_, account) = try await service.authenticate(bearer: bearer(request))
             return try json(await service.devices(of: account))

@@ -49,7 +49,8 @@ extension LoginService {
                     userVerification: configuration.requireUserVerification ? "required" : "preferred"
                 ),
                 // "direct" where this server will check it; browsers then ask the user's consent.
-                attestation: configuration.attestation?.applies(to: r.kind ?? .passkey) == true ? "direct" : "none"
+                attestation: wantsAttestation(r.kind ?? .passkey) ? "direct" : "none",
+                attestationFormats: attestationFormats(r.kind ?? .passkey)
             )
         )
     }
@@ -88,14 +89,21 @@ extension LoginService {
             )
         }
         var attested: AttestationTrust.AttestedKey?
-        if let trust = configuration.attestation, trust.applies(to: r.kind ?? .passkey) {
-            do {
-                attested = try await trust.check(verified, now: Date(timeIntervalSince1970: clock()), logger: logger)
-            } catch {
-                metrics.registrations.failure()
-                logger.notice("device key refused", metadata: ["account": "\(account.id)", "why": "\(error)"])
-                throw error
+        var hardware: TPMDescription?
+        do {
+            hardware = try await hardwareRoot(of: verified, kind: r.kind ?? .passkey)
+            if let trust = configuration.attestation, trust.applies(to: r.kind ?? .passkey) {
+                attested = try await trust.check(
+                    verified,
+                    chain: try keyCertificates(r, verified),
+                    now: Date(timeIntervalSince1970: clock()),
+                    logger: logger
+                )
             }
+        } catch {
+            metrics.registrations.failure()
+            logger.notice("device key refused", metadata: ["account": "\(account.id)", "why": "\(error)"])
+            throw error
         }
         let name = try Self.deviceName(r.deviceName) ?? challenge.deviceName ?? "device"
         var credential = Credential(
@@ -113,7 +121,7 @@ extension LoginService {
         credential.backupEligible = verified.backupEligible
         credential.backedUp = verified.backedUp
         credential.userVerifiedAtRegistration = verified.userVerified
-        credential.attestedKey = attested?.summary
+        credential.attestedKey = AttestationTrust.summary(attested, hardware: hardware)
         let event = AccountEvent(
             accountID: account.id,
             at: credential.createdAt,
@@ -135,6 +143,49 @@ extension LoginService {
             metadata: ["account": "\(account.id)", "format": "\(verified.attestationFormat)"]
         )
         return Self.device(credential)
+    }
+
+    /// Whether registrations of `kind` are asked for an attestation ("direct").
+    func wantsAttestation(_ kind: CredentialKind) -> Bool {
+        configuration.attestation?.applies(to: kind) == true
+            || (kind == .deviceKey && configuration.tpmAttestation != nil)
+    }
+
+    /// The formats this server prefers for `kind` (WebAuthn L3 `attestationFormats`): `tpm` first
+    /// where it certifies TPM attestation keys, alone where it requires a hardware root.
+    func attestationFormats(_ kind: CredentialKind) -> [String]? {
+        guard kind == .deviceKey, let tpm = configuration.tpmAttestation else { return nil }
+        return tpm.requireHardwareRoot
+            ? [AttestationFormat.tpm.rawValue] : [AttestationFormat.tpm.rawValue, AttestationFormat.packed.rawValue]
+    }
+
+    /// The laenclaved chain that says how the key is guarded: a `packed` statement's own `x5c`; for a
+    /// `tpm` statement (whose `x5c` is the aikCert's) the request's `keyCertificates` — taken only
+    /// where this server checks the aikCert, which binds the key to this registration: a chain
+    /// beside an unchecked statement would vouch for a key no one proved to hold.
+    func keyCertificates(_ r: RegistrationRequest, _ verified: VerifiedRegistration) throws -> [Data] {
+        guard verified.attestationFormat == AttestationFormat.tpm.rawValue else {
+            return verified.attestationCertificates
+        }
+        guard configuration.tpmAttestation != nil else {
+            throw APIError(
+                .attestationUntrusted,
+                "This server does not check tpm attestations (it was started without --tpm-maker-roots); register with a packed one."
+            )
+        }
+        let encoded = r.keyCertificates ?? []
+        guard encoded.count <= AttestationObject.maxCertificates else {
+            throw APIError(
+                .malformedRequest,
+                "keyCertificates holds \(encoded.count) certificates; the limit is \(AttestationObject.maxCertificates)."
+            )
+        }
+        return try encoded.map {
+            guard let der = Data(base64URLEncoded: $0), der.count <= 4096 else {
+                throw APIError(.malformedRequest, "A keyCertificates entry is not base64url DER of 4 KB at most.")
+            }
+            return der
+        }
     }
 
     /// A new name for one of the account's devices; like any change of devices, with the password

@@ -59,13 +59,13 @@ enum OpenAPIDocument {
                 createdAt: { type: number }
                 lastUsedAt: { type: number }
                 signCount: { type: integer }
-                attestationFormat: { type: string, enum: [none, packed] }
+                attestationFormat: { type: string, enum: [none, packed, tpm] }
                 aaguid: { type: string, description: the authenticator model (all zeros when it does not say) }
                 transports: { type: array, items: { type: string } }
                 backupEligible: { type: boolean, description: "BE: may be synced to other devices" }
                 backedUp: { type: boolean, description: "BS: backed up as of the last login" }
                 userVerified: { type: boolean, description: the authenticator verified the user at registration (uvInitialized) }
-                attestedKey: { type: string, description: "what a trusted laenclaved attestation stated of the key (daemon mode, sensor, access control) and the first 16 hex digits of the SHA-256 of its root's key; absent when none did" }
+                attestedKey: { type: string, description: "what a trusted laenclaved attestation stated of the key (daemon mode, sensor, access control) and the first 16 hex digits of the SHA-256 of its root's key, then (after '; ') the TPM a tpm attestation vouched for ('TPM id:49424D00 swtpm'); absent when none did" }
             Account:
               type: object
               required: [username, createdAt, devices]
@@ -93,6 +93,13 @@ enum OpenAPIDocument {
               description: PublicKeyCredentialRequestOptionsJSON (WebAuthn Level 3)
               properties:
                 publicKey: { type: object }
+            TPMKey:
+              type: object
+              required: [endorsementKey, endorsementCertificate, attestationKey]
+              properties:
+                endorsementKey: { type: string, description: "TPMT_PUBLIC, base64url" }
+                endorsementCertificate: { type: string, description: "the maker's certificate, DER, base64url" }
+                attestationKey: { type: string, description: "TPMT_PUBLIC of a restricted signing key, base64url" }
             RegistrationResponse:
               type: object
               required: [id, rawId, type, response]
@@ -207,7 +214,7 @@ enum OpenAPIDocument {
                 "200": { description: devices, content: { application/json: { schema: { type: array, items: { $ref: "#/components/schemas/Device" } } } } }
                 "401": { $ref: "#/components/responses/Error" }
             post:
-              summary: Register a device (attestation none or packed; with --require-attestation a laenclaved chain to a trusted root, unless --allow-unattested-passkeys and kind passkey)
+              summary: Register a device (attestation none, packed or tpm; with --require-attestation a laenclaved chain to a trusted root, unless --allow-unattested-passkeys and kind passkey; with --require-hardware-root a tpm statement under this server's attestation-key CA)
               security: [{ bearer: [] }]
               requestBody:
                 required: true
@@ -220,12 +227,41 @@ enum OpenAPIDocument {
                         deviceName: { type: string }
                         kind: { type: string, enum: [device-key, passkey] }
                         credential: { $ref: "#/components/schemas/RegistrationResponse" }
+                        keyCertificates: { type: array, maxItems: 4, items: { type: string }, description: "with a tpm attestation: the key's laenclaved chain (base64url DER, leaf first)" }
               responses:
                 "201": { description: registered, content: { application/json: { schema: { $ref: "#/components/schemas/Device" } } } }
                 "400": { $ref: "#/components/responses/Error" }
                 "401": { $ref: "#/components/responses/Error" }
                 "403": { $ref: "#/components/responses/Error" }
                 "409": { $ref: "#/components/responses/Error" }
+          /api/tpm/attestation-key/challenge:
+            post:
+              summary: With --tpm-maker-roots, a credential (TPM2_MakeCredential) for a TPM's attestation key, wrapped for its maker-certified endorsement key; needs the password typed in the last five minutes
+              security: [{ bearer: [] }]
+              requestBody: { required: true, content: { application/json: { schema: { $ref: "#/components/schemas/TPMKey" } } } }
+              responses:
+                "200": { description: wrapped, content: { application/json: { schema: { type: object, required: [credentialBlob, encryptedSecret, token], properties: { credentialBlob: { type: string }, encryptedSecret: { type: string }, token: { type: string } } } } } }
+                "400": { $ref: "#/components/responses/Error" }
+                "401": { $ref: "#/components/responses/Error" }
+                "403": { $ref: "#/components/responses/Error" }
+                "404": { $ref: "#/components/responses/Error" }
+          /api/tpm/attestation-key/certificate:
+            post:
+              summary: The attestation key's certificate (WebAuthn's aikCert) for the secret the TPM activated
+              security: [{ bearer: [] }]
+              requestBody: { required: true, content: { application/json: { schema: { type: object, required: [key, token, secret], properties: { key: { $ref: "#/components/schemas/TPMKey" }, token: { type: string }, secret: { type: string } } } } } }
+              responses:
+                "200": { description: certified, content: { application/json: { schema: { type: object, required: [certificate, root], properties: { certificate: { type: string, description: "DER, base64url" }, root: { type: string, description: PEM } } } } } }
+                "400": { $ref: "#/components/responses/Error" }
+                "401": { $ref: "#/components/responses/Error" }
+                "403": { $ref: "#/components/responses/Error" }
+                "404": { $ref: "#/components/responses/Error" }
+          /api/tpm/root:
+            get:
+              summary: With --tpm-maker-roots, this server's TPM attestation-key CA (PEM), which tpm statements chain to
+              responses:
+                "200": { description: root, content: { application/x-pem-file: { schema: { type: string } } } }
+                "404": { $ref: "#/components/responses/Error" }
           /api/devices/{id}:
             patch:
               summary: Rename a device (with the password typed in the last five minutes)

@@ -1,5 +1,7 @@
 import Foundation
+import SwiftASN1
 import WebAuthn
+import X509
 
 public struct ServerConfiguration: Sendable {
     /// The relying party: its ID (a registrable domain, `localhost` by default) and the origins
@@ -31,5 +33,33 @@ public struct ServerConfiguration: Sendable {
     /// Device keys (and, if it says so, passkeys) must be attested to one of these roots; nil:
     /// no attestation is asked (a chain that is sent is checked as a statement, not trusted).
     public var attestation: AttestationTrust?
+    /// TPM attestation (`--tpm-maker-roots`): this server certifies the attestation keys of TPMs
+    /// whose makers' roots these are, and checks `tpm` statements against its own CA; nil: no
+    /// TPM attestation key is certified and a `tpm` statement is checked as a statement only.
+    public var tpmAttestation: TPMAttestationPolicy?
     public init() {}
+}
+
+/// What the server asks of TPMs (`--tpm-maker-roots`, `--require-hardware-root`).
+public struct TPMAttestationPolicy: Sendable {
+    /// TPM makers' certificates (roots and intermediates) an endorsement key certificate must
+    /// chain to.
+    public var makerRoots: [Certificate]
+    /// Bind a device key only with a `tpm` statement: the key lives in a TPM a maker vouches for.
+    public var requireHardwareRoot: Bool
+
+    public init(makerRoots: [Certificate], requireHardwareRoot: Bool = false) {
+        self.makerRoots = makerRoots
+        self.requireHardwareRoot = requireHardwareRoot
+    }
+
+    /// Every certificate in a PEM file.
+    public init(pem: String, requireHardwareRoot: Bool = false) throws {
+        let roots: [Certificate]
+        do { roots = try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) } } catch {
+            throw AttestationRootsError("not PEM certificates: \(error)")
+        }
+        guard !roots.isEmpty else { throw AttestationRootsError("no certificate in it") }
+        self.init(makerRoots: roots, requireHardwareRoot: requireHardwareRoot)
+    }
 }

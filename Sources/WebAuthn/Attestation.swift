@@ -10,16 +10,20 @@ public enum AttestationFormat: String, Sendable {
     /// Packed: self attestation (the credential key signs authData ‖ clientDataHash) or, with a
     /// certificate chain (`x5c`), basic attestation by the key in its first certificate.
     case packed
+    /// TPM: the TPM's certify statement about the credential key, signed by an attestation key
+    /// that a certificate (`x5c`, the "aikCert") vouches for (§8.3).
+    case tpm
 }
 
 /// The attestation object of a registration (WebAuthn L3 §6.5.4):
 /// a CBOR map {"fmt": text, "attStmt": map, "authData": bytes}.
 ///
-/// Verification scope: `none`, `packed` self attestation, and `packed` with a certificate chain
-/// (`x5c`, ES256 attestation keys) are verified as far as the statement goes (§8.2: the signature
-/// and §8.2.1's certificate requirements); whether to *trust* the chain — path validation against
+/// Verification scope: `none`, `packed` self attestation, `packed` with a certificate chain
+/// (`x5c`, ES256 attestation keys) and `tpm` (ECC P-256 credential and attestation keys; see
+/// `TPMStatement`) are verified as far as the statement goes (§8.2 and §8.3: the signature and
+/// the certificate requirements); whether to *trust* the chain — path validation against
 /// roots the relying party chose — is the caller's (§7.1 steps 23–24), given
-/// `VerifiedRegistration.attestationCertificates`. Every other format (`tpm`, `android-key`,
+/// `VerifiedRegistration.attestationCertificates`. Every other format (`android-key`,
 /// `apple`, `fido-u2f`, …) is rejected as `unsupportedAttestationFormat`. A relying party that
 /// requests `attestation: "none"` (the default) gets `none` from browsers, which always verifies.
 public struct AttestationObject: Sendable {
@@ -82,6 +86,11 @@ public struct AttestationObject: Sendable {
             if statement["x5c"] != nil { return try verifyPackedBasicAttestation(clientDataHash: clientDataHash) }
             try verifyPackedSelfAttestation(clientDataHash: clientDataHash)
             return []
+        case AttestationFormat.tpm.rawValue:
+            return try TPMStatement(statement).verify(
+                authenticatorData: authenticatorData,
+                clientDataHash: clientDataHash
+            )
         default:
             throw WebAuthnError(
                 .unsupportedAttestationFormat,
@@ -134,14 +143,8 @@ public struct AttestationObject: Sendable {
         guard case .array(let items)? = statement["x5c"], (1...Self.maxCertificates).contains(items.count) else {
             throw Self.malformed("packed \"x5c\" must be an array of 1…\(Self.maxCertificates) certificates")
         }
-        let chain = try items.map { item -> Data in
-            guard let der = item.bytesValue else { throw Self.malformed("an \"x5c\" entry is not a byte string") }
-            return der
-        }
-        let certificate: Certificate
-        do { certificate = try Certificate(derEncoded: Array(chain[0])) } catch {
-            throw Self.malformed("the attestation certificate is not a DER X.509 certificate")
-        }
+        let chain = try Self.certificateChain(items)
+        let certificate = try Self.attestationCertificate(chain[0])
         guard algorithm == COSEKey.Algorithm.es256.rawValue, let key = P256.Signing.PublicKey(certificate.publicKey)
         else {
             throw WebAuthnError(
@@ -159,6 +162,20 @@ public struct AttestationObject: Sendable {
         }
         try Self.checkAttestationCertificate(certificate, aaguid: credential.aaguid)
         return chain
+    }
+
+    /// An `x5c` array's DER certificates, attestation certificate first.
+    static func certificateChain(_ items: [CBOR]) throws -> [Data] {
+        try items.map { item -> Data in
+            guard let der = item.bytesValue else { throw Self.malformed("an \"x5c\" entry is not a byte string") }
+            return der
+        }
+    }
+
+    static func attestationCertificate(_ der: Data) throws -> Certificate {
+        do { return try Certificate(derEncoded: Array(der)) } catch {
+            throw Self.malformed("the attestation certificate is not a DER X.509 certificate")
+        }
     }
 
     /// §8.2.1: version 3; subject C, O, OU "Authenticator Attestation" and CN; not a CA; and an
@@ -197,7 +214,7 @@ public struct AttestationObject: Sendable {
     /// The subject OU §8.2.1 requires of an attestation certificate.
     public static let attestationUnit = "Authenticator Attestation"
 
-    /// Encodes an attestation object, as an authenticator does. For `.packed`, `sign` receives
+    /// Encodes an attestation object, as an authenticator does (`.tpm`: `makeTPMAttestationObject`). For `.packed`, `sign` receives
     /// authData ‖ clientDataHash and must return a signature by the credential's private key in
     /// its algorithm's WebAuthn encoding (self attestation; DER for ES256); for `.none` it is not
     /// called. With `certificates` (DER, attestation certificate first; `.packed` only), `sign`
@@ -226,16 +243,22 @@ public struct AttestationObject: Sendable {
                 entries.append((key: .text("x5c"), value: .array(certificates.map { .bytes($0) })))
             }
             statement = .map(entries)
+        case .tpm:
+            preconditionFailure("a tpm statement is made by makeTPMAttestationObject")
         }
+        return encode(format: format, statement: statement, authenticatorData: authenticatorData)
+    }
+
+    static func encode(format: AttestationFormat, statement: CBOR, authenticatorData: AuthenticatorData) -> Data {
         // CTAP2 canonical key order: shorter keys first.
-        return CBOR.map([
+        CBOR.map([
             (key: .text("fmt"), value: .text(format.rawValue)),
             (key: .text("attStmt"), value: statement),
             (key: .text("authData"), value: .bytes(authenticatorData.raw)),
         ]).encoded()
     }
 
-    private static func malformed(_ message: String) -> WebAuthnError {
+    static func malformed(_ message: String) -> WebAuthnError {
         WebAuthnError(.malformedAttestation, message)
     }
 }

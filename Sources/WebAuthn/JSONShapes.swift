@@ -118,8 +118,11 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Equatable, Sendab
     public var timeout: UInt32?
     public var excludeCredentials: [PublicKeyCredentialDescriptorJSON]?
     public var authenticatorSelection: AuthenticatorSelectionCriteria?
-    /// "none", "indirect", "direct" or "enterprise". Only "none" (or self attestation) verifies here.
+    /// "none", "indirect", "direct" or "enterprise".
     public var attestation: String?
+    /// WebAuthn L3: the statement formats the relying party prefers, most preferred first
+    /// ("tpm", "packed"); nil: no preference.
+    public var attestationFormats: [String]?
 
     public init(
         rp: PublicKeyCredentialRpEntity,
@@ -129,7 +132,8 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Equatable, Sendab
         timeout: UInt32? = nil,
         excludeCredentials: [PublicKeyCredentialDescriptorJSON]? = nil,
         authenticatorSelection: AuthenticatorSelectionCriteria? = nil,
-        attestation: String? = nil
+        attestation: String? = nil,
+        attestationFormats: [String]? = nil
     ) {
         self.rp = rp
         self.user = user
@@ -139,6 +143,7 @@ public struct PublicKeyCredentialCreationOptionsJSON: Codable, Equatable, Sendab
         self.excludeCredentials = excludeCredentials
         self.authenticatorSelection = authenticatorSelection
         self.attestation = attestation
+        self.attestationFormats = attestationFormats
     }
 }
 

@@ -157,6 +157,15 @@ struct Serve: AsyncParsableCommand {
     @Flag(
         help: "With --require-attestation: accept keys of daemons that take simulated touches (tests and demos only)."
     ) var attestationAllowsSimulation = false
+    @Option(
+        help: ArgumentHelp(
+            "Certify the attestation keys of TPMs whose endorsement certificate chains to a TPM maker's certificate in this PEM file, and accept `tpm` attestations made with them (GET /api/tpm/root prints this server's attestation-key CA).",
+            valueName: "makers.pem"
+        )
+    )
+    var tpmMakerRoots: String?
+    @Flag(help: "With --tpm-maker-roots: bind a device key only with a `tpm` attestation (the key lives in a TPM).")
+    var requireHardwareRoot = false
 
     func validate() throws {
         guard (10...20).contains(passwordCost) else { throw ValidationError("--password-cost must be 10…20") }
@@ -176,6 +185,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError(
                 "--allow-unattested-passkeys, --attestation-allows-user-daemons and --attestation-allows-simulation need --require-attestation"
             )
+        }
+        if requireHardwareRoot && tpmMakerRoots == nil {
+            throw ValidationError("--require-hardware-root needs --tpm-maker-roots")
         }
     }
 
@@ -218,6 +230,20 @@ struct Serve: AsyncParsableCommand {
             logger.info(
                 "new credentials must be attested",
                 metadata: ["roots": "\(trust.roots.count)", "unattested passkeys": "\(allowUnattestedPasskeys)"]
+            )
+        }
+        if let tpmMakerRoots {
+            do {
+                config.tpmAttestation = try TPMAttestationPolicy(
+                    pem: try String(contentsOfFile: tpmMakerRoots, encoding: .utf8),
+                    requireHardwareRoot: requireHardwareRoot
+                )
+            } catch {
+                throw ValidationError("--tpm-maker-roots \(tpmMakerRoots): \(error)")
+            }
+            logger.info(
+                "TPM attestation keys are certified",
+                metadata: ["makers": "\(tpmMakerRoots)", "hardware root required": "\(requireHardwareRoot)"]
             )
         }
 

@@ -155,10 +155,16 @@ struct ClientSession {
                 .deviceOwnerAuthenticationWithBiometrics,
                 localizedReason: "Enable fingerprint login to \(host)"
             )
+            let aikCertificate = try await EnclaveAuthenticator.attestationKeyCertificate(
+                options: options.publicKey,
+                api: api,
+                token: token
+            )
             let registration = try authenticator.register(
                 options: options.publicKey,
                 deviceName: deviceName,
-                context: context
+                context: context,
+                attestationKeyCertificate: aikCertificate
             )
             _ = try await api.register(token: token, registration.request)
             state.binding = registration.binding

@@ -46,9 +46,13 @@ public final class SwtpmSimulator {
         let files: [(String, String)] = [
             (
                 "swtpm_setup.conf",
-                "create_certs_tool = /usr/bin/swtpm_localca\ncreate_certs_tool_config = \(ca)/swtpm-localca.conf\n"
+                "create_certs_tool = \(ca)/localca\ncreate_certs_tool_config = \(ca)/swtpm-localca.conf\n"
                     + "create_certs_tool_options = \(ca)/swtpm-localca.options\nactive_pcr_banks = sha256\n"
             ),
+            // swtpm names its maker by IBM's PCI vendor ID (id:00001014); a maker's certificate
+            // names it as the TCG's vendor registry does, "IBM\0" (id:49424D00), which is also what
+            // this TPM reports as TPM_PT_MANUFACTURER and what WebAuthn verifiers look up.
+            ("localca", "#!/bin/bash\nexec /usr/bin/swtpm_localca \"${@/#id:00001014/id:49424D00}\"\n"),
             (
                 "swtpm-localca.conf",
                 "statedir = \(ca)\nsigningkey = \(ca)/signkey.pem\nissuercert = \(ca)/issuercert.pem\n"
@@ -60,6 +64,7 @@ public final class SwtpmSimulator {
             ),
         ]
         for (name, text) in files { try text.write(toFile: ca + "/" + name, atomically: true, encoding: .utf8) }
+        chmod(ca + "/localca", 0o755)
         let setup = try runProcess(
             "/usr/bin/swtpm_setup",
             [

@@ -200,6 +200,29 @@ final class AttestationTrustTests: XCTestCase {
         XCTAssertNil(demoCode, "--attestation-allows-simulation accepts it")
     }
 
+    /// Attack: a laenclaved chain of a key (public: it went to every server the key was bound to)
+    /// beside a `tpm` statement made with an attestation key of the attacker's own. The statement
+    /// verifies as a statement; only a server that checks its aikCert binds the key to this
+    /// registration. A server that does not check tpm statements refuses the pair, and one that
+    /// does refuses an aikCert it did not issue.
+    func testALaenclavedChainBesideAnUncheckedTPMStatementBindsNothing() async throws {
+        let root = machine.root
+        for (makers, reason) in [
+            ([Certificate](), "does not check tpm attestations"),
+            ([root], "not issued by this server's TPM attestation-key CA"),
+        ] {
+            let h = try await LoginServiceHarness {
+                $0.attestation = AttestationTrust(roots: [root])
+                if !makers.isEmpty { $0.tpmAttestation = TPMAttestationPolicy(makerRoots: makers) }
+            }
+            try await h.signUp("alice")
+            var forged = try deviceKey(h)
+            let attackers = P256.Signing.PrivateKey()
+            forged.tpm = (attackers, try SoftwareAuthenticator.aikCertificate(for: attackers))
+            refused(await bind(h, forged), .attestationUntrusted, reason)
+        }
+    }
+
     /// A user-mode daemon's attestation key is a file its user (and whatever runs as that user)
     /// can read: what its leaves say is that user's word, and it cannot pass for a system daemon's.
     func testAUserModeDaemonsAttestationIsTheUsersWord() async throws {

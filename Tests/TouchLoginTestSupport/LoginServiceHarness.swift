@@ -64,7 +64,8 @@ public final class LoginServiceHarness: Sendable {
                 credential: try authenticator.registration(
                     challenge: options.publicKey.challenge,
                     transports: transports
-                )
+                ),
+                keyCertificates: authenticator.keyCertificates
             ),
             address: address
         )

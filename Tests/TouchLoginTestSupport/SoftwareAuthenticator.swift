@@ -1,6 +1,9 @@
 import Crypto
 import Foundation
+import SwiftASN1
+import TPMWire
 import WebAuthn
+import X509
 
 /// A passkey authenticator in the test's own memory (a P-256 key, a credential ID, a counter):
 /// what a browser and a security key would send, signed for real, without the daemon.
@@ -17,10 +20,40 @@ public struct SoftwareAuthenticator: Sendable {
     /// it when not the credential key; empty: self attestation.
     public var certificates: [Data] = []
     public var attestationKey: P256.Signing.PrivateKey?
+    /// Register with a `tpm` statement made by this stand-in TPM: its attestation key and aikCert;
+    /// `certificates` then go beside it, as `keyCertificates`.
+    public var tpm: (attestationKey: P256.Signing.PrivateKey, certificate: Data)?
+    /// The request's `keyCertificates`: the chain that goes beside a `tpm` statement.
+    public var keyCertificates: [String]? { tpm == nil ? nil : certificates.map { $0.base64URLEncodedString() } }
 
     public init(origin: String, credentialID: Data = Data((0..<32).map { _ in UInt8.random(in: 0...255) })) {
         self.origin = origin
         self.credentialID = credentialID
+    }
+
+    /// An aikCert for `key` as §8.3.1 shapes one, issued by a CA made for it (no server's).
+    public static func aikCertificate(for key: P256.Signing.PrivateKey) throws -> Data {
+        let issuer = P256.Signing.PrivateKey()
+        let certificate = try Certificate(
+            version: .v3,
+            serialNumber: .init(),
+            publicKey: .init(key.publicKey),
+            notValidBefore: Date() - 3600,
+            notValidAfter: Date() + 86_400,
+            issuer: try DistinguishedName { CommonName("a CA of its own") },
+            subject: DistinguishedName(),
+            signatureAlgorithm: .ecdsaWithSHA256,
+            extensions: try Certificate.Extensions {
+                Critical(BasicConstraints.notCertificateAuthority)
+                try ExtendedKeyUsage([.init(oid: TPMDescription.attestationKeyPurpose)])
+                try TPMDescription(manufacturer: "id:49424D00", model: "swtpm", version: "id:20191023")
+                    .subjectAlternativeName()
+            },
+            issuerPrivateKey: .init(issuer)
+        )
+        var der = DER.Serializer()
+        try der.serialize(certificate)
+        return Data(der.serializedBytes)
     }
 
     /// The answer to `navigator.credentials.create` for these options.
@@ -37,13 +70,29 @@ public struct SoftwareAuthenticator: Sendable {
             attestedCredential: .init(aaguid: aaguid, credentialID: credentialID, publicKey: COSEKey(key.publicKey))
         )
         let key = attestationKey ?? self.key
-        let attestation = try AttestationObject.makeAttestationObject(
-            authenticatorData: authData,
-            format: format,
-            clientDataHash: Data(SHA256.hash(data: clientData)),
-            certificates: certificates,
-            sign: { try key.signature(for: $0).derRepresentation }
-        )
+        let attestation: Data
+        if let tpm {
+            let area = TPMStandIn.publicArea(
+                x963: self.key.publicKey.x963Representation,
+                attributes: [.fixedTPM, .fixedParent, .sensitiveDataOrigin, .userWithAuth, .sign]
+            )
+            attestation = try AttestationObject.makeTPMAttestationObject(
+                authenticatorData: authData,
+                clientDataHash: Data(SHA256.hash(data: clientData)),
+                certificates: [tpm.certificate]
+            ) { bound in
+                let info = TPMStandIn.certifyStatement(extraData: bound, certifiedName: try TPMPublicArea(area).name)
+                return (Data(info), try tpm.attestationKey.signature(for: info).derRepresentation, Data(area))
+            }
+        } else {
+            attestation = try AttestationObject.makeAttestationObject(
+                authenticatorData: authData,
+                format: format,
+                clientDataHash: Data(SHA256.hash(data: clientData)),
+                certificates: certificates,
+                sign: { try key.signature(for: $0).derRepresentation }
+            )
+        }
         let id = credentialID.base64URLEncodedString()
         return RegistrationResponseJSON(
             id: id,
