@@ -60,9 +60,10 @@ public struct DaemonConfiguration: Sendable {
     /// The programs trusted to hold the other side of a terminal administration is asked on
     /// (`TerminalHolders`): `terminal-holders` from a file only root can write, else the default.
     public var terminalHolders = TerminalHolders.defaultTrusted
-    /// Which root holds the master secret for a new state (`HardwareRoot`): `tpm`, `--tpm`. Off
-    /// unless chosen (our interim choice, `HardwareRoot`): the installed unit cannot reach the
-    /// TPM yet, and each user-mode daemon would take an NV counter of its own.
+    /// Which root holds the master secret for a new state (`HardwareRoot`): `tpm`, `--tpm`. By
+    /// default `auto` for the system daemon (the machine's TPM when it may open it, else the
+    /// software root, said) and `off` for a user-mode daemon (our choice: each would take an NV
+    /// counter of its own in the TPM's small NV, and a user is seldom given the TPM).
     public var tpm: HardwareRoot.Setting = .off
     /// `--require-tpm` / `require-tpm = yes`: no start without the TPM root.
     public var requireTPM = false
@@ -212,7 +213,7 @@ extension DaemonConfiguration {
         // A system daemon's root is root's to choose (whoever writes the file could pick a TPM
         // simulator of theirs, which would hold the TPM half of every user's keys); requiring the
         // TPM only restricts, and counts from anywhere.
-        config.tpm = commandLine.tpm ?? (mode == .system ? rootsFile?.tpm : settings.tpm) ?? .off
+        config.tpm = commandLine.tpm ?? (mode == .system ? rootsFile?.tpm ?? .auto : settings.tpm ?? .off)
         config.requireTPM = commandLine.requireTPM || settings.requireTPM == true
         config.moveToTPM = (mode == .system ? rootsFile?.moveToTPM : settings.moveToTPM) == true
         config.reanchor = commandLine.reanchor

@@ -8,15 +8,24 @@ extension EnclaveAuthenticator {
     /// when the server prefers `tpm` attestations (`attestationFormats`) and the daemon's root is
     /// a TPM whose maker stored an endorsement certificate; nil otherwise (the registration is then
     /// `packed`). The TPM proves the attestation key is its own by opening the credential the server
-    /// wrapped for its endorsement key (TPM2_ActivateCredential).
+    /// wrapped for its endorsement key (TPM2_ActivateCredential). Where the server also takes another
+    /// format, a failure here is nil too (the server then gets a `packed` statement); where it takes
+    /// `tpm` only, the failure is the answer.
     public static func attestationKeyCertificate(
         options: PublicKeyCredentialCreationOptionsJSON,
         api: LoginAPIClient,
         token: String
     ) async throws -> Data? {
-        guard options.attestation == "direct",
-            options.attestationFormats?.contains(AttestationFormat.tpm.rawValue) == true
+        guard options.attestation == "direct", let formats = options.attestationFormats,
+            formats.contains(AttestationFormat.tpm.rawValue)
         else { return nil }
+        do { return try await certifiedAttestationKey(api: api, token: token) } catch {
+            guard formats.count > 1 else { throw error }
+            return nil
+        }
+    }
+
+    private static func certifiedAttestationKey(api: LoginAPIClient, token: String) async throws -> Data? {
         let endorsement: SecureEnclave.TPMEndorsement
         do { endorsement = try SecureEnclave.tpmEndorsement() } catch let error as SecureEnclaveKeyError {
             guard case .unavailable = error else { throw error }

@@ -91,7 +91,7 @@ extension LoginService {
         var attested: AttestationTrust.AttestedKey?
         var hardware: TPMDescription?
         do {
-            hardware = try await hardwareRoot(of: verified, kind: r.kind ?? .passkey)
+            hardware = try await hardwareRoot(of: verified)
             if let trust = configuration.attestation, trust.applies(to: r.kind ?? .passkey) {
                 attested = try await trust.check(
                     verified,
@@ -147,14 +147,14 @@ extension LoginService {
 
     /// Whether registrations of `kind` are asked for an attestation ("direct").
     func wantsAttestation(_ kind: CredentialKind) -> Bool {
-        configuration.attestation?.applies(to: kind) == true
-            || (kind == .deviceKey && configuration.tpmAttestation != nil)
+        configuration.attestation?.applies(to: kind) == true || attestationFormats(kind) != nil
     }
 
     /// The formats this server prefers for `kind` (WebAuthn L3 `attestationFormats`): `tpm` first
-    /// where it certifies TPM attestation keys, alone where it requires a hardware root.
+    /// where it certifies TPM attestation keys (for device keys; for every kind where it requires a
+    /// hardware root), alone where it requires a hardware root.
     func attestationFormats(_ kind: CredentialKind) -> [String]? {
-        guard kind == .deviceKey, let tpm = configuration.tpmAttestation else { return nil }
+        guard let tpm = configuration.tpmAttestation, kind == .deviceKey || tpm.requireHardwareRoot else { return nil }
         return tpm.requireHardwareRoot
             ? [AttestationFormat.tpm.rawValue] : [AttestationFormat.tpm.rawValue, AttestationFormat.packed.rawValue]
     }

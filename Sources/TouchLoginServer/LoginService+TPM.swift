@@ -1,4 +1,5 @@
 import Foundation
+import TPMWire
 import TouchLoginAPI
 import WebAuthn
 
@@ -12,7 +13,10 @@ extension LoginService {
                 "This server certifies no TPM attestation keys (it was started without --tpm-maker-roots)."
             )
         }
-        return try TPMAttestationKeyAuthority(makerRoots: policy.makerRoots, secret: try await secretKey())
+        let secret = try await secretKey()
+        return try tpmAuthorityCache.value {
+            try TPMAttestationKeyAuthority(makerRoots: policy.makerRoots, secret: secret)
+        }
     }
 
     public func tpmAttestationKeyChallenge(
@@ -40,18 +44,32 @@ extension LoginService {
     }
 
     /// The TPM a registration's `tpm` statement vouches for, checked against this server's CA; nil
-    /// for another format. A device key without one is refused under `--require-hardware-root`.
-    func hardwareRoot(of verified: VerifiedRegistration, kind: CredentialKind) async throws -> TPMDescription? {
+    /// for another format. Any registration without one is refused under `--require-hardware-root`
+    /// (the kind is the client's word: a passkey logs in as a device key does).
+    func hardwareRoot(of verified: VerifiedRegistration) async throws -> TPMDescription? {
         var described: TPMDescription?
         if verified.attestationFormat == AttestationFormat.tpm.rawValue, configuration.tpmAttestation != nil {
             described = try await tpmAuthority().check(verified.attestationCertificates, now: clock())
+            // TPM2_Certify states any object loaded in the TPM, a key loaded from outside it
+            // (TPM2_LoadExternal) or one made to be duplicated too: the key's own attributes say
+            // whether it was made in this TPM and can never leave it.
+            let area = verified.tpmPublicArea.flatMap { try? TPMPublicArea($0) }
+            guard let area, area.attributes.isSuperset(of: Self.keptInTheTPM) else {
+                throw APIError(
+                    .attestationUntrusted,
+                    "The TPM certified a key that was not made in it or can leave it (fixedTPM, fixedParent and sensitiveDataOrigin are required)."
+                )
+            }
         }
-        if described == nil, kind == .deviceKey, configuration.tpmAttestation?.requireHardwareRoot == true {
+        if described == nil, configuration.tpmAttestation?.requireHardwareRoot == true {
             throw APIError(
                 .attestationRequired,
-                "This server binds device keys only from a TPM root: the registration must carry a tpm attestation."
+                "This server binds keys only from a TPM root: the registration must carry a tpm attestation."
             )
         }
         return described
     }
+
+    /// A key the TPM made (sensitiveDataOrigin) and that can never leave it (fixedTPM, fixedParent).
+    static let keptInTheTPM: TPMPublicArea.Attributes = [.fixedTPM, .fixedParent, .sensitiveDataOrigin, .sign]
 }

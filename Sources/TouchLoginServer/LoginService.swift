@@ -17,6 +17,9 @@ public struct LoginService: Sendable {
     let passwordWork: PasswordWork
     let addressLimits: AddressLimits
     let secret = SecretCache()
+    /// The attestation-key CA, made once: its root is signed when it is made (ECDSA draws a new
+    /// signature each time), so one process always shows the same certificate.
+    let tpmAuthorityCache = MadeOnce<TPMAttestationKeyAuthority>()
     let clock: @Sendable () -> Double
     let logger: Logger
 
@@ -300,6 +303,20 @@ final class SecretCache: Sendable {
         let loaded = try await load()
         cached.withLock { $0 = loaded }
         return loaded
+    }
+}
+
+/// A value made on first use and kept.
+final class MadeOnce<Value: Sendable>: Sendable {
+    private let made = Mutex<Value?>(nil)
+
+    func value(_ make: () throws -> Value) throws -> Value {
+        try made.withLock { value in
+            if let value { return value }
+            let new = try make()
+            value = new
+            return new
+        }
     }
 }
 

@@ -16,7 +16,8 @@ import WebAuthn
 /// Stateless, like `SignedChallenge`: the wrapped secret is a MAC, under this deployment's secret,
 /// of the token and of what was presented, so any instance checks the answer and nothing is
 /// stored. The CA key is derived from the same secret (HKDF, its own label): every instance
-/// issues under the same key, and nothing new needs keeping.
+/// issues under the same key, and nothing new needs keeping (each process signs its own copy of
+/// the root: the same name and key, other signature bytes).
 public struct TPMAttestationKeyAuthority: Sendable {
     /// The TPM makers' roots (and intermediates: every certificate in the file is an anchor).
     public let makerRoots: [Certificate]
@@ -100,6 +101,7 @@ public struct TPMAttestationKeyAuthority: Sendable {
         guard certifiedPoint == ek.x963 else {
             throw APIError(.attestationUntrusted, "The endorsement certificate is for another key.")
         }
+        try Self.checkEndorsementCertificate(certificate)
         let endorsement: TPMPublicArea.Attributes = [
             .fixedTPM, .fixedParent, .sensitiveDataOrigin, .restricted, .decrypt,
         ]
@@ -137,6 +139,33 @@ public struct TPMAttestationKeyAuthority: Sendable {
             description: try TPMDescription(certificate),
             digest: Data(digest.finalize())
         )
+    }
+
+    /// tcg-kp-EKCertificate.
+    static let endorsementCertificatePurpose: ASN1ObjectIdentifier = [2, 23, 133, 8, 1]
+
+    /// An endorsement key's certificate, not any certificate under a maker's CA that names a TPM:
+    /// not a CA; its key usage, if stated, for key agreement or encipherment (an ECC or RSA
+    /// endorsement key decrypts); its extended key usage, if stated, tcg-kp-EKCertificate.
+    static func checkEndorsementCertificate(_ certificate: Certificate) throws {
+        func refuse(_ why: String) -> APIError {
+            APIError(.attestationUntrusted, "The endorsement certificate \(why).")
+        }
+        switch try? certificate.extensions.basicConstraints {
+        case .notCertificateAuthority?: break
+        case nil where certificate.extensions[oid: .X509ExtensionID.basicConstraints] == nil: break
+        default: throw refuse("is a CA's, or its basic constraints are unreadable")
+        }
+        if certificate.extensions[oid: .X509ExtensionID.keyUsage] != nil {
+            guard let usage = try? certificate.extensions.keyUsage, usage.keyAgreement || usage.keyEncipherment else {
+                throw refuse("is not for key agreement or encipherment")
+            }
+        }
+        if certificate.extensions[oid: .X509ExtensionID.extendedKeyUsage] != nil {
+            guard let usages = try? certificate.extensions.extendedKeyUsage,
+                usages.contains(ExtendedKeyUsage.Usage(oid: Self.endorsementCertificatePurpose))
+            else { throw refuse("is not for an endorsement key (tcg-kp-EKCertificate)") }
+        }
     }
 
     /// The secret for `token` and what was presented with it.

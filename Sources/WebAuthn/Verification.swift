@@ -68,7 +68,9 @@ public enum WebAuthnVerifier {
             backupEligible: authenticatorData.flags.contains(.backupEligible),
             backedUp: authenticatorData.flags.contains(.backedUp),
             attestationFormat: attestation.format,
-            attestationCertificates: certificates
+            attestationCertificates: certificates,
+            tpmPublicArea: attestation.format == AttestationFormat.tpm.rawValue
+                ? attestation.statement["pubArea"]?.bytesValue : nil
         )
     }
 

@@ -12,11 +12,17 @@ public struct VerifiedRegistration: Sendable {
     public let userVerified: Bool
     public let backupEligible: Bool
     public let backedUp: Bool
-    /// The attestation statement format, "none" or "packed".
+    /// The attestation statement format, "none", "packed" or "tpm".
     public let attestationFormat: String
-    /// A packed basic attestation's `x5c` (DER, attestation certificate first), its statement
-    /// verified; empty for `none` and self attestation. Trusting it is the relying party's call.
+    /// The statement's `x5c` (DER, attestation certificate first), its statement verified: a packed
+    /// basic attestation's (whose leaf certifies the attestation key, laenclaved's the credential
+    /// key itself) or a `tpm` statement's (the aikCert's, whose key is the TPM's attestation key,
+    /// never the credential's); empty for `none` and self attestation. Trusting it is the relying
+    /// party's call.
     public let attestationCertificates: [Data]
+    /// A `tpm` statement's `pubArea`: the credential key's TPMT_PUBLIC as the TPM stated it (its
+    /// attributes say whether the key can leave that TPM); nil for other formats.
+    public let tpmPublicArea: Data?
 
     public init(
         credentialID: Data,
@@ -28,7 +34,8 @@ public struct VerifiedRegistration: Sendable {
         backupEligible: Bool,
         backedUp: Bool,
         attestationFormat: String,
-        attestationCertificates: [Data] = []
+        attestationCertificates: [Data] = [],
+        tpmPublicArea: Data? = nil
     ) {
         self.credentialID = credentialID
         self.publicKey = publicKey
@@ -40,6 +47,7 @@ public struct VerifiedRegistration: Sendable {
         self.backedUp = backedUp
         self.attestationFormat = attestationFormat
         self.attestationCertificates = attestationCertificates
+        self.tpmPublicArea = tpmPublicArea
     }
 }
 

@@ -164,7 +164,10 @@ struct Serve: AsyncParsableCommand {
         )
     )
     var tpmMakerRoots: String?
-    @Flag(help: "With --tpm-maker-roots: bind a device key only with a `tpm` attestation (the key lives in a TPM).")
+    @Flag(
+        help:
+            "With --tpm-maker-roots: bind a key (of any kind) only with a `tpm` attestation (the TPM made it and it never leaves it)."
+    )
     var requireHardwareRoot = false
 
     func validate() throws {

@@ -145,6 +145,12 @@ struct ClientSession {
             let options = try await withStepUp(token: token) {
                 try await api.registrationOptions(token: token, deviceName: deviceName)
             }
+            // Before the old binding goes: a TPM the server will not certify must not cost it.
+            let aikCertificate = try await EnclaveAuthenticator.attestationKeyCertificate(
+                options: options.publicKey,
+                api: api,
+                token: token
+            )
             if revokingOld, let old = state.binding {
                 try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
                 state.binding = nil
@@ -154,11 +160,6 @@ struct ClientSession {
             try await context.evaluatePolicy(
                 .deviceOwnerAuthenticationWithBiometrics,
                 localizedReason: "Enable fingerprint login to \(host)"
-            )
-            let aikCertificate = try await EnclaveAuthenticator.attestationKeyCertificate(
-                options: options.publicKey,
-                api: api,
-                token: token
             )
             let registration = try authenticator.register(
                 options: options.publicKey,

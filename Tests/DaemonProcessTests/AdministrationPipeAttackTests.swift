@@ -92,7 +92,7 @@ final class AdministrationPipeAttackTests: XCTestCase {
                 "--system", "--socket", socket, "--state-dir", "\(dir)/system-state", "--key-file",
                 "\(dir)/system-keys/master.key",
                 "--config", dir + "/root.conf", "--simulated-sensor", "none", "--passcode-cost", "10", "--log-file",
-                "\(dir)/log", "--exit-with-parent",
+                "\(dir)/log", "--exit-with-parent", "--tpm", "off",
             ]
         )
         eventually("the system daemon's socket") {

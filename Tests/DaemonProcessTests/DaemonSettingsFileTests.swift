@@ -50,7 +50,7 @@ final class DaemonSettingsFileTests: XCTestCase {
             [
                 "--system", "--socket", dir + "/run/socket", "--state-dir", dir + "/state",
                 "--key-file", dir + "/keys/master.key", "--config", dir + "/laenclaved.conf",
-                "--passcode-cost", "10", "--exit-with-parent",
+                "--passcode-cost", "10", "--exit-with-parent", "--tpm", "off",
             ]
         )
         defer { terminateAndWait(daemon) }

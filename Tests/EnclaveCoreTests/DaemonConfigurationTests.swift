@@ -261,10 +261,10 @@ final class DaemonConfigurationTests: XCTestCase {
         XCTAssertThrowsError(try DaemonSettings.parse("terminal-holders = tmux"), "a path, not a name")
     }
 
-    /// The master secret's root: off unless chosen (no recovery after a TPM clear yet); a system
-    /// daemon takes it from root's file only, a user daemon from its own; the command line wins;
-    /// requiring the TPM counts from anywhere.
-    func testTheRootIsOffUnlessChosenAndASystemDaemonsIsRoots() throws {
+    /// The master secret's root: `auto` for the system daemon and `off` for a user-mode one unless
+    /// chosen; a system daemon takes it from root's file only, a user daemon from its own; the
+    /// command line wins; requiring the TPM counts from anywhere.
+    func testTheRootIsTheMachinesTPMForTheSystemDaemonAndASystemDaemonsIsRoots() throws {
         let sim = HardwareRoot.Setting.tcti("swtpm:host=127.0.0.1,port=2321")
         let chosen = try DaemonSettings.parse(
             "tpm = swtpm:host=127.0.0.1,port=2321\nrequire-tpm = yes\nmove-to-tpm = yes"
@@ -273,12 +273,15 @@ final class DaemonConfigurationTests: XCTestCase {
         let rows: [Row] = [
             (.user, .init(settings: DaemonSettings(), onlyRootWrites: false), nil, .off, false, false, "the default"),
             (
-                .system, .init(settings: DaemonSettings(), onlyRootWrites: true), nil, .off, false, false,
+                .system, .init(settings: DaemonSettings(), onlyRootWrites: true), nil, .auto, false, false,
                 "the system default"
             ),
             (.user, .init(settings: chosen, onlyRootWrites: false), nil, sim, true, false, "the user's own file"),
             (.system, .init(settings: chosen, onlyRootWrites: true), nil, sim, true, false, "root's file"),
-            (.system, .init(settings: chosen, onlyRootWrites: false), nil, .off, true, true, "a file others may write"),
+            (
+                .system, .init(settings: chosen, onlyRootWrites: false), nil, .auto, true, true,
+                "a file others may write"
+            ),
             (.system, .init(settings: chosen, onlyRootWrites: false), .auto, .auto, true, true, "--tpm"),
         ]
         for (mode, file, flag, expected, required, warned, why) in rows {

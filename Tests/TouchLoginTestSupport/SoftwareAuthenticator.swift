@@ -23,6 +23,11 @@ public struct SoftwareAuthenticator: Sendable {
     /// Register with a `tpm` statement made by this stand-in TPM: its attestation key and aikCert;
     /// `certificates` then go beside it, as `keyCertificates`.
     public var tpm: (attestationKey: P256.Signing.PrivateKey, certificate: Data)?
+    /// What the stand-in TPM states of the credential key: made in it and never leaving it, unless
+    /// told otherwise (a key loaded from outside has no fixedTPM, fixedParent or sensitiveDataOrigin).
+    public var tpmKeyAttributes: TPMPublicArea.Attributes = [
+        .fixedTPM, .fixedParent, .sensitiveDataOrigin, .userWithAuth, .sign,
+    ]
     /// The request's `keyCertificates`: the chain that goes beside a `tpm` statement.
     public var keyCertificates: [String]? { tpm == nil ? nil : certificates.map { $0.base64URLEncodedString() } }
 
@@ -74,7 +79,7 @@ public struct SoftwareAuthenticator: Sendable {
         if let tpm {
             let area = TPMStandIn.publicArea(
                 x963: self.key.publicKey.x963Representation,
-                attributes: [.fixedTPM, .fixedParent, .sensitiveDataOrigin, .userWithAuth, .sign]
+                attributes: tpmKeyAttributes
             )
             attestation = try AttestationObject.makeTPMAttestationObject(
                 authenticatorData: authData,
