@@ -111,6 +111,9 @@ public final class EnclaveDaemon: Sendable {
         softwareKey = opened.softwareKey
         masterKey = opened.key
         root = opened.root
+        for key in [opened.key, opened.softwareKey].compactMap({ $0 }) {
+            if let problem = SecretMemory.lock(key) { logger.warning("the master key: \(problem)") }
+        }
         if let note = opened.note { logger.notice("\(note)") }
         logger.info("master key root: \(opened.root.rawValue)")
         // A lost or swapped key file must not silently make every item undecryptable.

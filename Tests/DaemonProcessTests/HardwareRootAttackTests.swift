@@ -141,6 +141,14 @@ final class HardwareRootAttackTests: XCTestCase {
             ["0", "0"],
             "\(core ?? "")"
         )
+        // Nor through swap: the pages that hold it are locked in memory.
+        let status = try String(contentsOfFile: "/proc/\(victim.processID)/status", encoding: .utf8)
+        let locked = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") }
+        XCTAssertNotEqual(
+            locked?.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first,
+            "0",
+            "\(locked ?? "")"
+        )
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", victim.socketPath])
         XCTAssertTrue(doctor.stdout.contains("sealed to a TPM 2.0"), doctor.stdout)
     }
