@@ -3,8 +3,8 @@
 /// file alone, as before). The choice is made once, when a state is new, and recorded with it (the
 /// sealed blob beside the state): a state keeps its root.
 ///
-/// Our choices: the default is `off` for now: the installed unit cannot reach `/dev/tpmrm0` yet,
-/// and every user-mode daemon would define a counter of its own in the TPM's small NV; `auto`
+/// Our choices: the default is `auto` for the system daemon and `off` for a user-mode one (every
+/// user-mode daemon would define a counter of its own in the TPM's small NV); `auto`
 /// takes the machine's TPM (`/dev/tpmrm0`, through the kernel's resource
 /// manager) when this daemon may use it, and otherwise the software root, saying so; it never
 /// tries a TCP simulator, which any local user could run. A state made with the software root
@@ -82,7 +82,7 @@ public enum HardwareRoot {
         case (.tpm, .auto):
             guard let machineTPM else {
                 return .refuse(
-                    "this state's master secret is sealed to a TPM, and this machine has none this daemon may use (/dev/tpmrm0): a copied state opens only on its own machine"
+                    "this state's master secret is sealed to a TPM, and this machine has none this daemon may use (/dev/tpmrm0 is missing, or this daemon's user is not in group tss): a copied state opens only on its own machine"
                 )
             }
             return .tpm(tcti: machineTPM)

@@ -243,7 +243,10 @@ enum MasterKeyRoot {
     private static func seal(_ secret: [UInt8], to tcti: String, keptAt path: String, what: String) throws {
         let sealed: [UInt8]
         do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
-            throw RootError(description: "the TPM (\(tcti)) could not seal \(what): \(error)")
+            throw RootError(
+                description:
+                    "the TPM (\(tcti)) could not seal \(what): \(error) (nothing was made; tpm = off uses the software root instead)"
+            )
         }
         try Storage.writePrivateFile(Data(sealed), to: path)
     }

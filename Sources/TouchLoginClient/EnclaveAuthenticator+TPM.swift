@@ -3,14 +3,28 @@ import Foundation
 import TouchLoginAPI
 import WebAuthn
 
+/// This TPM could not open the credential the server wrapped for its endorsement key and the
+/// daemon's attestation key: the server's challenge was made for another TPM or key (a server
+/// that was sent someone else's endorsement, or something in between). Never a reason to register
+/// with another format as if nothing happened.
+public struct TPMCredentialRefused: Error, CustomStringConvertible {
+    public let description: String
+}
+
+/// The server asks only for `tpm` statements, and this machine's daemon cannot make one.
+public struct TPMAttestationUnavailable: Error, CustomStringConvertible {
+    public let description: String
+}
+
 extension EnclaveAuthenticator {
     /// The server's certificate for this machine's TPM attestation key (WebAuthn's aikCert, DER),
     /// when the server prefers `tpm` attestations (`attestationFormats`) and the daemon's root is
-    /// a TPM whose maker stored an endorsement certificate; nil otherwise (the registration is then
-    /// `packed`). The TPM proves the attestation key is its own by opening the credential the server
-    /// wrapped for its endorsement key (TPM2_ActivateCredential). Where the server also takes another
-    /// format, a failure here is nil too (the server then gets a `packed` statement); where it takes
-    /// `tpm` only, the failure is the answer.
+    /// a TPM whose maker stored an endorsement certificate. Nil when the server does not ask for
+    /// one, or when this daemon has no TPM root (or no maker's certificate) and the server takes
+    /// `packed` too; `TPMAttestationUnavailable` when it takes only `tpm`. The TPM proves the
+    /// attestation key is its own by opening the credential the server wrapped for its endorsement
+    /// key (TPM2_ActivateCredential; `TPMCredentialRefused` when it cannot). Any other failure is
+    /// thrown: whether to register as `packed` instead is the caller's (`mayRegisterPacked`).
     public static func attestationKeyCertificate(
         options: PublicKeyCredentialCreationOptionsJSON,
         api: LoginAPIClient,
@@ -19,19 +33,14 @@ extension EnclaveAuthenticator {
         guard options.attestation == "direct", let formats = options.attestationFormats,
             formats.contains(AttestationFormat.tpm.rawValue)
         else { return nil }
-        do { return try await certifiedAttestationKey(api: api, token: token) } catch {
-            guard formats.count > 1 else { throw error }
-            return nil
-        }
-    }
-
-    private static func certifiedAttestationKey(api: LoginAPIClient, token: String) async throws -> Data? {
         let endorsement: SecureEnclave.TPMEndorsement
         do { endorsement = try SecureEnclave.tpmEndorsement() } catch let error as SecureEnclaveKeyError {
-            guard case .unavailable = error else { throw error }
-            return nil
+            guard case .unavailable(let why) = error else { throw error }
+            return try unavailable(formats, "this machine's laenclaved has no TPM root (\(why))")
         }
-        guard let endorsementCertificate = endorsement.endorsementCertificate else { return nil }
+        guard let endorsementCertificate = endorsement.endorsementCertificate else {
+            return try unavailable(formats, "this machine's TPM holds no maker's certificate")
+        }
         let key = TPMAttestationKeyChallengeRequest(
             endorsementKey: endorsement.endorsementKey.base64URLEncodedString(),
             endorsementCertificate: endorsementCertificate.base64URLEncodedString(),
@@ -41,7 +50,14 @@ extension EnclaveAuthenticator {
         guard let blob = Data(base64URLEncoded: challenge.credentialBlob),
             let encryptedSecret = Data(base64URLEncoded: challenge.encryptedSecret)
         else { throw ClientError("The server's attestation-key challenge is not base64url.") }
-        let secret = try SecureEnclave.activateTPMCredential(credentialBlob: blob, encryptedSecret: encryptedSecret)
+        let secret: Data
+        do {
+            secret = try SecureEnclave.activateTPMCredential(credentialBlob: blob, encryptedSecret: encryptedSecret)
+        } catch {
+            throw TPMCredentialRefused(
+                description: "This TPM could not open the credential the server wrapped for it (\(error))."
+            )
+        }
         let answer = try await api.tpmAttestationKeyCertificate(
             token: token,
             TPMAttestationKeyCertificateRequest(
@@ -54,5 +70,25 @@ extension EnclaveAuthenticator {
             throw ClientError("The server's aikCert is not base64url.")
         }
         return certificate
+    }
+
+    /// Whether, after `error` from `attestationKeyCertificate`, a `packed` registration is still
+    /// what the server asked for: it takes `packed` too, and the TPM did not refuse the server's
+    /// credential (a sign of a challenge made for another TPM, which must be seen, not papered over).
+    public static func mayRegisterPacked(
+        after error: any Error,
+        options: PublicKeyCredentialCreationOptionsJSON
+    ) -> Bool {
+        options.attestationFormats?.contains(AttestationFormat.packed.rawValue) == true
+            && !(error is TPMCredentialRefused) && !(error is TPMAttestationUnavailable)
+    }
+
+    private static func unavailable(_ formats: [String], _ why: String) throws -> Data? {
+        guard formats.contains(AttestationFormat.packed.rawValue) else {
+            throw TPMAttestationUnavailable(
+                description: "This server binds only keys a TPM holds, and \(why)."
+            )
+        }
+        return nil
     }
 }

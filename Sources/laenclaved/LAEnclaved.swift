@@ -156,7 +156,7 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(
         name: .customLong("tpm"),
         help:
-            "The root of a new state: auto (the machine's TPM when this daemon may use it), off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P). Over the file's tpm."
+            "The root of a new state: auto (the machine's TPM when this daemon may use it), off, or a TPM in tpm2-tss's syntax (device:/dev/tpmrm0, swtpm:host=H,port=P). Over the file's tpm; by default auto for --system, off for a user-mode daemon."
     )
     var tpm: String?
     @Flag(name: .customLong("require-tpm"), help: "Refuse to start without the TPM root.")

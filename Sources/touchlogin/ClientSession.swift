@@ -145,16 +145,15 @@ struct ClientSession {
             let options = try await withStepUp(token: token) {
                 try await api.registrationOptions(token: token, deviceName: deviceName)
             }
-            // Before the old binding goes: a TPM the server will not certify must not cost it.
-            let aikCertificate = try await EnclaveAuthenticator.attestationKeyCertificate(
-                options: options.publicKey,
-                api: api,
-                token: token
-            )
-            if revokingOld, let old = state.binding {
-                try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
-                state.binding = nil
-                save()
+            var aikCertificate: Data?
+            do {
+                aikCertificate = try await EnclaveAuthenticator.attestationKeyCertificate(
+                    options: options.publicKey,
+                    api: api,
+                    token: token
+                )
+            } catch  where EnclaveAuthenticator.mayRegisterPacked(after: error, options: options.publicKey) {
+                say("The TPM's attestation did not go through (\(error)); registering with laenclaved's own.")
             }
             say("Touch the sensor to enable fingerprint login.")
             try await context.evaluatePolicy(
@@ -168,6 +167,11 @@ struct ClientSession {
                 attestationKeyCertificate: aikCertificate
             )
             _ = try await api.register(token: token, registration.request)
+            // Only now the old binding goes: a refusal above (the TPM, the touch, the server's
+            // rules) never costs it.
+            if revokingOld, let old = state.binding {
+                try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
+            }
             state.binding = registration.binding
             save()
             return .deviceRegistered

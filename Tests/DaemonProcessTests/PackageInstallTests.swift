@@ -225,6 +225,14 @@ final class PackageInstallTests: XCTestCase {
         XCTAssertNotEqual(uid, 0)
         XCTAssertEqual(String(cString: pw.pointee.pw_dir), "/var/lib/laenclaved")
         XCTAssertTrue(String(cString: pw.pointee.pw_shell).hasSuffix("nologin"), "no login shell")
+        // The machine's TPM is the system daemon's root by default: its user may open /dev/tpmrm0.
+        let groups = try runProcess("/usr/bin/id", ["-nG", "laenclaved"])
+        XCTAssertTrue(
+            groups.stdout.split(separator: " ").contains {
+                $0.trimmingCharacters(in: .whitespacesAndNewlines) == "tss"
+            },
+            groups.stdout
+        )
         for (path, mode) in [("/run/laenclaved", 0o755), ("/var/lib/laenclaved", 0o700), ("/etc/laenclaved", 0o700)] {
             let st = try XCTUnwrap(info(path), "\(path) was not created")
             XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
@@ -325,7 +333,10 @@ final class PackageInstallTests: XCTestCase {
         let log = try logFile("plain.log")
         let daemon = try DaemonLauncher.spawn(
             "/usr/sbin/runuser",
-            ["-u", "laenclaved", "--", daemonPath, "--system", "--passcode-cost", "10", "--log-file", log]
+            [
+                "-u", "laenclaved", "--", daemonPath, "--system", "--tpm", "off", "--passcode-cost", "10", "--log-file",
+                log,
+            ]
         )
         daemons.append(daemon)
         eventually("the daemon's socket", timeout: 20) { FileManager.default.fileExists(atPath: socketPath) }
@@ -351,7 +362,8 @@ final class PackageInstallTests: XCTestCase {
         // Provisioned through a pipe by its starter (the test), as root would set administration-pipe = yes.
         let daemon = try spawnActivated(
             [
-                "--system", "--passcode-cost", "10", "--simulated-sensor", "touchid", "--allow-simulation",
+                "--system", "--tpm", "off", "--passcode-cost", "10", "--simulated-sensor", "touchid",
+                "--allow-simulation",
                 "--administration-pipe",
             ],
             log: log
@@ -490,7 +502,7 @@ final class PackageInstallTests: XCTestCase {
     /// scripted input is refused, and the doctor finds no problem.
     private func restartedDaemonKeepsStateAndIsHealthy(agentPackage: String) throws {
         let log = try logFile("restarted.log")
-        let daemon = try spawnActivated(["--system", "--passcode-cost", "10"], log: log)
+        let daemon = try spawnActivated(["--system", "--tpm", "off", "--passcode-cost", "10"], log: log)
         daemons.append(daemon)
         try waitUntilListening(daemon, log: log)
         let status = try asNobody([lactlPath, "status", "--json"])

@@ -96,6 +96,21 @@ final class TouchLoginFlowTests: XCTestCase {
         XCTAssertEqual((status["devices"] as? [[String: Any]])?.count, 1, "the old key was revoked, the new one bound")
     }
 
+    /// Enabling again replaces the binding only once the new one is bound: a cancelled touch
+    /// leaves the old key bound, and the fingerprint still logs in.
+    func testAnEnableThatFailsKeepsTheBindingItWouldReplace() throws {
+        let enclave = try TestEnclave()
+        let server = try LoginServerProcess()
+        let client = LoginClient(enclave: enclave, server: server)
+        try client.signUpAndEnable()
+        try enclave.queue(.cancel)
+        let cancelled = try client.run(["enable"], input: "correct horse\n")
+        XCTAssertFalse(cancelled.stdout.contains("Fingerprint login is enabled"), cancelled.stdout)
+        try enclave.queue(.match)
+        let login = try client.run([])
+        XCTAssertTrue(login.stdout.contains("with your fingerprint"), login.stdout + login.stderr)
+    }
+
     func testADeviceIsToldWhenAnotherWasBoundAndStatusShowsTheActivity() throws {
         let server = try LoginServerProcess()
         let phone = LoginClient(enclave: try TestEnclave(), server: server)

@@ -57,7 +57,7 @@ final class TouchLoginTPMAttestationTests: XCTestCase {
     /// Through the `touchlogin` binary: a server that requires a hardware root (and laenclaved's
     /// statement of how the key is guarded) binds the key with a `tpm` statement and shows the
     /// TPM; a server trusting another maker, or a daemon on the software root, is refused with
-    /// the reason.
+    /// the reason; a server that takes packed too binds it as packed, and the person is told.
     func testAServerThatRequiresAHardwareRootBindsATPMKeyAndRefusesOthers() throws {
         let strict = ["--tpm-maker-roots", makers!, "--require-hardware-root", "--require-attestation"]
         let server = try LoginServerProcess(strict + [try daemonRoot(enclave)] + testing)
@@ -81,7 +81,9 @@ final class TouchLoginTPMAttestationTests: XCTestCase {
                 enclave!, ["--tpm-maker-roots", try Self.makerFile(otherMaker, in: enclave.directory)],
                 "does not chain to a TPM maker"
             ),
-            (software, ["--tpm-maker-roots", makers!], "only from a TPM root"),
+            // Told by the client at once, before any touch (the server's own refusal of a packed
+            // registration: LoginServiceTPMTests).
+            (software, ["--tpm-maker-roots", makers!], "binds only keys a TPM holds"),
         ] {
             let refusing = try LoginServerProcess(arguments + ["--require-hardware-root"])
             let refused = LoginClient(enclave: daemon, server: refusing)
@@ -91,11 +93,20 @@ final class TouchLoginTPMAttestationTests: XCTestCase {
             XCTAssertTrue((enable.stdout + enable.stderr).contains(reason), enable.stdout + enable.stderr)
             XCTAssertFalse(enable.stdout.contains("Fingerprint login is enabled"), enable.stdout)
         }
-        // Where the server takes packed too, a TPM it will not certify costs nothing: packed instead.
+        // Where the server takes packed too, a TPM it will not certify costs nothing: packed
+        // instead, and the person is told.
         let lenient = try LoginServerProcess([
             "--tpm-maker-roots", try Self.makerFile(otherMaker, in: enclave.directory),
         ])
-        try LoginClient(enclave: enclave, server: lenient).signUpAndEnable(username: "carol")
+        let fallback = LoginClient(enclave: enclave, server: lenient)
+        XCTAssertEqual(try fallback.run(["signup", "--username", "carol"], input: "correct horse\n").status, 0)
+        try enclave.queue(.match)
+        let enabled = try fallback.run([], input: "correct horse\ny\n")
+        XCTAssertTrue(enabled.stdout.contains("Fingerprint login is enabled"), enabled.stdout + enabled.stderr)
+        XCTAssertTrue(
+            (enabled.stdout + enabled.stderr).contains("The TPM's attestation did not go through"),
+            enabled.stdout + enabled.stderr
+        )
     }
 
     /// py_webauthn verifies our `tpm` registration (§8.3: pubArea, certInfo, the aikCert's rules and
