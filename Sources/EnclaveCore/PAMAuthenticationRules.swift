@@ -1,0 +1,138 @@
+/// The rules of a PAM authentication (issue 32, first step: the module and its request build on
+/// these): who may ask the daemon to authenticate whom, and whether the person may use a finger,
+/// the login password, both at once, or neither. Pure: the shell gathers the kernel's and logind's
+/// facts about the requesting process and performs the decision; the module maps the outcome to a
+/// PAM return code (`PAMOutcome`).
+///
+/// Our rules, from fprintd's and the anchors' lessons (docs/architecture.md, "A PAM module"):
+/// - Only root (sudo, su, login, polkit's helper) or the uid of PAM_USER itself (a lock screen)
+///   may ask, and only for an existing local user: anything else would make the daemon an oracle
+///   for other users' fingers and let any process burn their counters.
+/// - The service, tty and remote host are believed from root alone (an unprivileged process can
+///   `pam_start("sudo", …)` itself); a claim can only ever take the finger away, never grant it.
+/// - No finger unless the requesting process's logind session is local, on a seat, and no
+///   remote host is named; nor with the lid closed when the only reader is the built-in one.
+///   Without the finger, `password=login` asks the login password (the daemon checks and counts
+///   it); `password=none` is unavailable, so the next module (pam_unix) asks, as pam_fprintd does.
+public enum PAMAuthenticationRules {
+    /// What the module asks with (PAM's items as the module read them).
+    public struct Request: Equatable, Sendable {
+        public var user: String
+        public var service: String
+        public var tty: String?
+        public var remoteHost: String?
+        public var password: PasswordMode
+
+        public init(user: String, service: String, tty: String?, remoteHost: String?, password: PasswordMode) {
+            self.user = user
+            self.service = service
+            self.tty = tty
+            self.remoteHost = remoteHost
+            self.password = password
+        }
+    }
+
+    /// `password=` on the PAM line.
+    public enum PasswordMode: String, Equatable, Sendable {
+        /// The finger or the login password, whichever comes first (the default).
+        case login
+        /// The finger only; without it, the next module asks.
+        case none
+    }
+
+    /// What the daemon knows of the request, from the kernel and logind, not from the request.
+    public struct Facts: Equatable, Sendable {
+        /// The connection's peer uid (SO_PEERCRED).
+        public var peerUID: UInt32
+        /// PAM_USER's uid in the machine's user database; nil: no such local user.
+        public var userUID: UInt32?
+        /// The requesting process's logind session: whether it is remote (nil: in no session).
+        public var sessionRemote: Bool?
+        /// That session's seat (nil: none, as for an SSH or a cron session).
+        public var seat: String?
+        /// The names this machine answers to (its host name, localhost, the loopback addresses):
+        /// sudo names the local host as PAM_RHOST.
+        public var localHostNames: Set<String>
+        /// logind's LidClosed, and whether the built-in reader is the only one.
+        public var lidClosed: Bool
+        public var onlyBuiltInReader: Bool
+
+        public init(
+            peerUID: UInt32,
+            userUID: UInt32?,
+            sessionRemote: Bool?,
+            seat: String?,
+            localHostNames: Set<String> = ["localhost", "127.0.0.1", "::1"],
+            lidClosed: Bool = false,
+            onlyBuiltInReader: Bool = false
+        ) {
+            self.peerUID = peerUID
+            self.userUID = userUID
+            self.sessionRemote = sessionRemote
+            self.seat = seat
+            self.localHostNames = localHostNames
+            self.lidClosed = lidClosed
+            self.onlyBuiltInReader = onlyBuiltInReader
+        }
+    }
+
+    public enum Decision: Equatable, Sendable {
+        /// Not this peer's to ask (logged, answered as `PAMOutcome.refused`).
+        case refuse(String)
+        /// The finger or the login password, whichever comes first.
+        case fingerOrPassword
+        /// The finger only (`password=none`).
+        case fingerOnly
+        /// The login password only: no finger here, for the reason given.
+        case passwordOnly(String)
+        /// Nothing this module offers here, for the reason given: the next module asks.
+        case unavailable(String)
+    }
+
+    public static func decide(_ request: Request, _ facts: Facts) -> Decision {
+        guard let userUID = facts.userUID else {
+            return .refuse("\(request.user.prefix(32)) is not a local user")
+        }
+        guard facts.peerUID == 0 || facts.peerUID == userUID else {
+            return .refuse("uid \(facts.peerUID) may not ask to authenticate \(request.user.prefix(32))")
+        }
+        if let why = whyNoFinger(request, facts) {
+            return request.password == .login ? .passwordOnly(why) : .unavailable(why)
+        }
+        return request.password == .login ? .fingerOrPassword : .fingerOnly
+    }
+
+    /// Why the finger is not offered, nil when it is.
+    static func whyNoFinger(_ request: Request, _ facts: Facts) -> String? {
+        if let host = request.remoteHost, !host.isEmpty, !facts.localHostNames.contains(host.lowercased()) {
+            return "the request comes from another host (\(host.prefix(64)))"
+        }
+        guard facts.sessionRemote == false else {
+            return facts.sessionRemote == nil ? "the requesting process is in no login session" : "a remote session"
+        }
+        guard facts.seat != nil else { return "the session has no seat (no one at this machine's reader)" }
+        if facts.lidClosed && facts.onlyBuiltInReader { return "the lid is closed over the only reader" }
+        return nil
+    }
+}
+
+/// How a PAM authentication ended, as the daemon answers the module; the module maps each to one
+/// PAM return code (docs/architecture.md, "A PAM module": the table), and nothing here is ever
+/// `PAM_SUCCESS` or `PAM_IGNORE` but `success`.
+public enum PAMOutcome: String, Equatable, Sendable, CaseIterable {
+    /// A matching finger or the right login password: PAM_SUCCESS.
+    case success
+    /// A wrong finger or password, attempts left: PAM_AUTH_ERR.
+    case wrong
+    /// Biometry locked out and the password refused, or the password's attempts used up (a
+    /// durable lockout, kept by the daemon): PAM_MAXTRIES, which the shipped stack line makes
+    /// final (`maxtries=die`) so the next module cannot route around it.
+    case locked
+    /// The person cancelled (Esc, Ctrl-C): PAM_AUTH_ERR.
+    case cancelled
+    /// Nothing this module offers here (no daemon, no enrolment, remote with `password=none`, a
+    /// timeout): PAM_AUTHINFO_UNAVAIL, so the next module asks.
+    case unavailable
+    /// The peer may not ask for this user: PAM_PERM_DENIED.
+    case refused
+}

@@ -1,0 +1,92 @@
+import XCTest
+
+@testable import EnclaveCore
+
+/// Who may ask the daemon to authenticate whom, and with what (issue 32's rules, before the module
+/// and its request): each row a request and the facts the daemon would gather, and the decision.
+final class PAMAuthenticationRulesTests: XCTestCase {
+    typealias Rules = PAMAuthenticationRules
+
+    private func request(
+        _ user: String = "alice",
+        service: String = "sudo",
+        tty: String? = "/dev/pts/3",
+        rhost: String? = nil,
+        password: Rules.PasswordMode = .login
+    ) -> Rules.Request {
+        Rules.Request(user: user, service: service, tty: tty, remoteHost: rhost, password: password)
+    }
+
+    private func facts(
+        peer: UInt32 = 0,
+        user: UInt32? = 1000,
+        remote: Bool? = false,
+        seat: String? = "seat0",
+        lidClosed: Bool = false,
+        onlyBuiltIn: Bool = false
+    ) -> Rules.Facts {
+        Rules.Facts(
+            peerUID: peer,
+            userUID: user,
+            sessionRemote: remote,
+            seat: seat,
+            localHostNames: ["localhost", "127.0.0.1", "::1", "laptop"],
+            lidClosed: lidClosed,
+            onlyBuiltInReader: onlyBuiltIn
+        )
+    }
+
+    /// The decision's kind, with the reason's key words where there is one.
+    private func shape(_ decision: Rules.Decision) -> String {
+        switch decision {
+        case .refuse(let why): "refuse: \(why)"
+        case .fingerOrPassword: "finger or password"
+        case .fingerOnly: "finger only"
+        case .passwordOnly(let why): "password only: \(why)"
+        case .unavailable(let why): "unavailable: \(why)"
+        }
+    }
+
+    func testWhoMayAskForWhomAndWithWhat() {
+        let rows: [(String, Rules.Request, Rules.Facts, String)] = [
+            ("sudo (root) for a local user at the seat", request(), facts(), "finger or password"),
+            ("a lock screen for its own user", request(service: "swaylock"), facts(peer: 1000), "finger or password"),
+            ("finger only", request(password: .none), facts(), "finger only"),
+            // Attacks: another user's process, and a user that does not exist.
+            (
+                "a user's process asking about another user", request("bob"), facts(peer: 1000, user: 1001),
+                "refuse: uid 1000 may not ask to authenticate bob"
+            ),
+            ("an unknown user", request("nobody-here"), facts(user: nil), "refuse: nobody-here is not a local user"),
+            // A claim only takes the finger away: a forged empty rhost does not make SSH local.
+            (
+                "SSH: a remote session, whatever the module claims", request(rhost: nil), facts(remote: true),
+                "password only: a remote session"
+            ),
+            (
+                "a remote host named", request(rhost: "203.0.113.9"), facts(),
+                "password only: the request comes from another host (203.0.113.9)"
+            ),
+            ("sudo names the local host", request(rhost: "laptop"), facts(), "finger or password"),
+            ("localhost in capitals", request(rhost: "LOCALHOST"), facts(), "finger or password"),
+            (
+                "no login session (a socket-activated polkit helper)", request(), facts(remote: nil),
+                "password only: the requesting process is in no login session"
+            ),
+            ("no seat", request(), facts(seat: nil), "password only: the session has no seat"),
+            (
+                "the lid closed over the only reader", request(), facts(lidClosed: true, onlyBuiltIn: true),
+                "password only: the lid is closed over the only reader"
+            ),
+            ("the lid closed, an external reader", request(), facts(lidClosed: true), "finger or password"),
+            (
+                "remote with password=none: the next module asks", request(password: .none), facts(remote: true),
+                "unavailable: a remote session"
+            ),
+        ]
+        for (what, request, facts, expected) in rows {
+            let decided = shape(Rules.decide(request, facts))
+            XCTAssertTrue(decided.hasPrefix(expected), "\(what): \(decided)")
+        }
+    }
+}
