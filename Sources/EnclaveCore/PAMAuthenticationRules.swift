@@ -1,3 +1,5 @@
+import EnclaveProtocol
+
 /// The rules of a PAM authentication (issue 32, first step: the module and its request build on
 /// these): who may ask the daemon to authenticate whom, and whether the person may use a finger,
 /// the login password, both at once, or neither. Pure: the shell gathers the kernel's and logind's
@@ -10,10 +12,16 @@
 ///   for other users' fingers and let any process burn their counters.
 /// - The service, tty and remote host are believed from root alone (an unprivileged process can
 ///   `pam_start("sudo", …)` itself); a claim can only ever take the finger away, never grant it.
-/// - No finger unless the requesting process's logind session is local, on a seat, and no
-///   remote host is named; nor with the lid closed when the only reader is the built-in one.
-///   Without the finger, `password=login` asks the login password (the daemon checks and counts
-///   it); `password=none` is unavailable, so the next module (pam_unix) asks, as pam_fprintd does.
+/// - Nothing at all unless the requesting process's logind session is local and on a seat and no
+///   remote host is named: "unavailable", so the next module (pam_unix) asks at once. Never the
+///   daemon's counted password there: sshd's pre-authentication runs as root, and a network client
+///   could otherwise burn the user's counter into a lockout that `maxtries=die` makes final.
+/// - The daemon's counted login password only for root's requests (sudo, su, polkit's helper); a
+///   user's own process (a lock screen) gets the finger alone, its password going to the next
+///   module, so no process of the user's can burn that counter either.
+/// - No finger with the lid closed over the only reader: the password alone, or unavailable.
+/// Our limit: a tmux or screen server started at the seat and attached over SSH is the seat's
+/// session; the shell's next step checks who holds the request's terminal (`TerminalHolders`).
 public enum PAMAuthenticationRules {
     /// What the module asks with (PAM's items as the module read them).
     public struct Request: Equatable, Sendable {
@@ -83,36 +91,47 @@ public enum PAMAuthenticationRules {
         case fingerOrPassword
         /// The finger only (`password=none`).
         case fingerOnly
-        /// The login password only: no finger here, for the reason given.
+        /// The login password only (root's requests): no finger here, for the reason given.
         case passwordOnly(String)
         /// Nothing this module offers here, for the reason given: the next module asks.
         case unavailable(String)
     }
 
     public static func decide(_ request: Request, _ facts: Facts) -> Decision {
-        guard let userUID = facts.userUID else {
-            return .refuse("\(request.user.prefix(32)) is not a local user")
-        }
+        let user = Printable.field(String(request.user.prefix(32)))
+        guard let userUID = facts.userUID else { return .refuse("\(user) is not a local user") }
         guard facts.peerUID == 0 || facts.peerUID == userUID else {
-            return .refuse("uid \(facts.peerUID) may not ask to authenticate \(request.user.prefix(32))")
+            return .refuse("uid \(facts.peerUID) may not ask to authenticate \(user)")
         }
-        if let why = whyNoFinger(request, facts) {
-            return request.password == .login ? .passwordOnly(why) : .unavailable(why)
+        if let why = whyNotHere(request, facts) { return .unavailable(why) }
+        let password = request.password == .login && facts.peerUID == 0
+        if facts.lidClosed && facts.onlyBuiltInReader {
+            let why = "the lid is closed over the only reader"
+            return password ? .passwordOnly(why) : .unavailable(why)
         }
-        return request.password == .login ? .fingerOrPassword : .fingerOnly
+        return password ? .fingerOrPassword : .fingerOnly
     }
 
-    /// Why the finger is not offered, nil when it is.
-    static func whyNoFinger(_ request: Request, _ facts: Facts) -> String? {
-        if let host = request.remoteHost, !host.isEmpty, !facts.localHostNames.contains(host.lowercased()) {
-            return "the request comes from another host (\(host.prefix(64)))"
+    /// Why nothing is offered: no one at this machine's reader made the request; nil when someone may have.
+    static func whyNotHere(_ request: Request, _ facts: Facts) -> String? {
+        if let host = request.remoteHost.map(hostName), !host.isEmpty,
+            !facts.localHostNames.map(hostName).contains(host)
+        {
+            return "the request comes from another host (\(Printable.field(String(host.prefix(64)))))"
         }
         guard facts.sessionRemote == false else {
             return facts.sessionRemote == nil ? "the requesting process is in no login session" : "a remote session"
         }
-        guard facts.seat != nil else { return "the session has no seat (no one at this machine's reader)" }
-        if facts.lidClosed && facts.onlyBuiltInReader { return "the lid is closed over the only reader" }
+        guard let seat = facts.seat, !seat.isEmpty else {
+            return "the session has no seat (no one at this machine's reader)"
+        }
         return nil
+    }
+
+    /// A host name as compared: case and a final dot do not matter.
+    static func hostName(_ name: String) -> String {
+        let lowered = name.lowercased()
+        return lowered.hasSuffix(".") ? String(lowered.dropLast()) : lowered
     }
 }
 

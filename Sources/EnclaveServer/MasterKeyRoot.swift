@@ -193,7 +193,13 @@ enum MasterKeyRoot {
                 }
             } else {
                 secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
-                try seal(secret, to: tcti, keptAt: blobPath, what: "the master secret")
+                try seal(
+                    secret,
+                    to: tcti,
+                    keptAt: blobPath,
+                    what: "the master secret",
+                    hint: " (nothing was made; tpm = off uses the software root instead)"
+                )
                 notes.append(
                     "this new state's master secret is now sealed to the TPM (\(tcti)): a copy opens nothing elsewhere"
                 )
@@ -240,13 +246,16 @@ enum MasterKeyRoot {
     }
 
     /// Seals `secret` to the TPM and keeps the blob at `path` (written whole or not at all).
-    private static func seal(_ secret: [UInt8], to tcti: String, keptAt path: String, what: String) throws {
+    private static func seal(
+        _ secret: [UInt8],
+        to tcti: String,
+        keptAt path: String,
+        what: String,
+        hint: String = ""
+    ) throws {
         let sealed: [UInt8]
         do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
-            throw RootError(
-                description:
-                    "the TPM (\(tcti)) could not seal \(what): \(error) (nothing was made; tpm = off uses the software root instead)"
-            )
+            throw RootError(description: "the TPM (\(tcti)) could not seal \(what): \(error)\(hint)")
         }
         try Storage.writePrivateFile(Data(sealed), to: path)
     }

@@ -50,8 +50,10 @@ struct ClientSession {
                         "Enable fingerprint login for \(username ?? "this account") on this device? [y/N] "
                     )
                 event = .enableAnswered(answer)
-            case .registerDevice(let replacing):
-                event = await registerDevice(revokingOld: replacing)
+            case .registerDevice:
+                // The binding this replaces, if any, is revoked once the new one is bound, whether
+                // or not the flow knew it had ended (a state file may outlive that knowledge).
+                event = await registerDevice()
             case .loggedIn(let method, let note):
                 if let note { say(note) }
                 state.facts = flow.facts
@@ -136,7 +138,7 @@ struct ClientSession {
         }
     }
 
-    private mutating func registerDevice(revokingOld: Bool) async -> LoginFlow.Event {
+    private mutating func registerDevice() async -> LoginFlow.Event {
         guard let token = state.session?.token else { return .registrationFailed("no session") }
         let context = LAContext()
         do {
@@ -167,13 +169,23 @@ struct ClientSession {
                 attestationKeyCertificate: aikCertificate
             )
             _ = try await api.register(token: token, registration.request)
-            // Only now the old binding goes: a refusal above (the TPM, the touch, the server's
+            // Kept first (a stop from here on loses nothing), then the binding it replaces goes,
+            // whatever ended it: only now, so a refusal above (the TPM, the touch, the server's
             // rules) never costs it.
-            if revokingOld, let old = state.binding {
-                try? await api.revokeDevice(token: token, id: old.credentialID.base64URLEncodedString())
-            }
+            let replaced = state.binding
             state.binding = registration.binding
             save()
+            if let replaced, replaced.credentialID != registration.binding.credentialID {
+                do {
+                    try await api.revokeDevice(token: token, id: replaced.credentialID.base64URLEncodedString())
+                } catch let error as APIError where error.code == APIError.Code.notFound.rawValue {
+                    // Revoked already (from another device, or by the operator).
+                } catch {
+                    say(
+                        "The key this device used before is still registered (\(error)); remove it with `touchlogin devices`."
+                    )
+                }
+            }
             return .deviceRegistered
         } catch {
             let problem = FingerprintFailure.from(error)
@@ -232,7 +244,7 @@ struct ClientSession {
             sayError("Log in first (touchlogin login).")
             return false
         }
-        switch await registerDevice(revokingOld: true) {
+        switch await registerDevice() {
         case .deviceRegistered:
             state.facts.fingerprintEnabled = true
             state.facts.declinedFingerprint = false

@@ -30,7 +30,7 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             userUID: user,
             sessionRemote: remote,
             seat: seat,
-            localHostNames: ["localhost", "127.0.0.1", "::1", "laptop"],
+            localHostNames: ["localhost", "127.0.0.1", "::1", "Laptop"],
             lidClosed: lidClosed,
             onlyBuiltInReader: onlyBuiltIn
         )
@@ -50,37 +50,49 @@ final class PAMAuthenticationRulesTests: XCTestCase {
     func testWhoMayAskForWhomAndWithWhat() {
         let rows: [(String, Rules.Request, Rules.Facts, String)] = [
             ("sudo (root) for a local user at the seat", request(), facts(), "finger or password"),
-            ("a lock screen for its own user", request(service: "swaylock"), facts(peer: 1000), "finger or password"),
             ("finger only", request(password: .none), facts(), "finger only"),
-            // Attacks: another user's process, and a user that does not exist.
+            // A user's own process (a lock screen) never feeds the daemon's counted password.
+            ("a lock screen for its own user", request(service: "swaylock"), facts(peer: 1000), "finger only"),
+            // Attacks: another user's process, a user that does not exist, a name that forges log lines.
             (
                 "a user's process asking about another user", request("bob"), facts(peer: 1000, user: 1001),
                 "refuse: uid 1000 may not ask to authenticate bob"
             ),
             ("an unknown user", request("nobody-here"), facts(user: nil), "refuse: nobody-here is not a local user"),
-            // A claim only takes the finger away: a forged empty rhost does not make SSH local.
+            (
+                "a name with a line break", request("eve\nroot ok"), facts(user: nil),
+                "refuse: eve\\u{A}root ok is not a local user"
+            ),
+            // Not at this machine: nothing offered, the next module asks at once, and nothing from
+            // the network reaches the daemon's counter. A forged empty rhost does not make SSH local.
             (
                 "SSH: a remote session, whatever the module claims", request(rhost: nil), facts(remote: true),
-                "password only: a remote session"
+                "unavailable: a remote session"
             ),
             (
                 "a remote host named", request(rhost: "203.0.113.9"), facts(),
-                "password only: the request comes from another host (203.0.113.9)"
+                "unavailable: the request comes from another host (203.0.113.9)"
             ),
             ("sudo names the local host", request(rhost: "laptop"), facts(), "finger or password"),
-            ("localhost in capitals", request(rhost: "LOCALHOST"), facts(), "finger or password"),
+            ("in other case, with a final dot", request(rhost: "LAPTOP."), facts(), "finger or password"),
             (
-                "no login session (a socket-activated polkit helper)", request(), facts(remote: nil),
-                "password only: the requesting process is in no login session"
+                "no login session (sshd before authentication, a socket-activated polkit helper)", request(),
+                facts(remote: nil), "unavailable: the requesting process is in no login session"
             ),
-            ("no seat", request(), facts(seat: nil), "password only: the session has no seat"),
+            ("no seat", request(), facts(seat: nil), "unavailable: the session has no seat"),
+            ("an empty seat, as logind says none", request(), facts(seat: ""), "unavailable: the session has no seat"),
+            // The lid closed over the only reader: root's request asks the password alone.
             (
                 "the lid closed over the only reader", request(), facts(lidClosed: true, onlyBuiltIn: true),
                 "password only: the lid is closed over the only reader"
             ),
+            (
+                "the lid closed, a lock screen", request(), facts(peer: 1000, lidClosed: true, onlyBuiltIn: true),
+                "unavailable: the lid is closed over the only reader"
+            ),
             ("the lid closed, an external reader", request(), facts(lidClosed: true), "finger or password"),
             (
-                "remote with password=none: the next module asks", request(password: .none), facts(remote: true),
+                "remote with password=none", request(password: .none), facts(remote: true),
                 "unavailable: a remote session"
             ),
         ]
