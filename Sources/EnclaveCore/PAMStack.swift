@@ -15,9 +15,12 @@ public struct PAMStack: Sendable, Equatable {
     /// Files named by the stack that could not be read (an include of a missing file).
     public var missing: [String]
 
-    /// Modules that authenticate by a factor other than a typed password.
+    /// Modules that authenticate by a factor other than a typed password. Our own `pam_laenclave`
+    /// (issue 32) among them: a finger, and a stack that asks this daemon from inside its own
+    /// password check would wait on itself (`pam-auth-update` puts it in common-auth, which
+    /// `login`, the default login-password service, includes).
     public static let otherFactorModules: Set<String> = [
-        "pam_fprintd", "pam_u2f", "pam_yubico", "pam_oath", "pam_google_authenticator", "pam_howdy",
+        "pam_laenclave", "pam_fprintd", "pam_u2f", "pam_yubico", "pam_oath", "pam_google_authenticator", "pam_howdy",
         "pam_p11", "pam_pkcs11", "pam_ssh_agent_auth", "pam_duo", "pam_usb", "pam_face", "pam_biometric",
         "pam_rhosts", "pam_rootok", "pam_timestamp",
     ]

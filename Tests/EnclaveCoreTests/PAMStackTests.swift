@@ -27,6 +27,10 @@ final class PAMStackTests: XCTestCase {
             "looping": "@include looping\nauth required pam_unix.so\n",
             "commented": "# auth sufficient pam_fprintd.so\nauth required pam_unix.so # pam_u2f.so\n",
             "missing-include": "@include nowhere\nauth required pam_unix.so\n",
+            // pam-auth-update with our own module enabled: the daemon asking itself would recurse.
+            "common-auth-laenclave":
+                "auth [success=2 default=ignore] pam_laenclave.so\nauth [success=1 default=ignore] pam_unix.so nullok\n",
+            "login-with-laenclave": "@include common-auth-laenclave\n",
         ]
         let table: [(service: String, modules: [String], other: [String], missing: [String])] = [
             ("login-like", ["pam_fprintd", "pam_unix", "pam_deny", "pam_permit"], ["pam_fprintd"], []),
@@ -39,6 +43,7 @@ final class PAMStackTests: XCTestCase {
             ("commented", ["pam_unix"], [], []),
             ("missing-include", ["pam_unix"], [], ["nowhere"]),
             ("absent", [], [], ["absent"]),
+            ("login-with-laenclave", ["pam_laenclave", "pam_unix"], ["pam_laenclave"], []),
         ]
         for row in table {
             let stack = PAMStack.read(service: row.service) { files[$0] }
