@@ -44,17 +44,24 @@ public struct AttestationTrust: Sendable {
         allowUserDaemons: Bool = false,
         allowSimulation: Bool = false
     ) throws {
-        let roots: [Certificate]
-        do { roots = try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) } } catch {
-            throw AttestationRootsError("not PEM certificates: \(error)")
-        }
-        guard !roots.isEmpty else { throw AttestationRootsError("no certificate in it") }
         self.init(
-            roots: roots,
+            roots: try Self.certificates(pem: pem),
             allowUnattestedPasskeys: allowUnattestedPasskeys,
             allowUserDaemons: allowUserDaemons,
             allowSimulation: allowSimulation
         )
+    }
+
+    /// Every certificate in a PEM file: at least one, or why not.
+    public static func certificates(pem: String) throws -> [Certificate] {
+        let certificates: [Certificate]
+        do {
+            certificates = try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) }
+        } catch {
+            throw AttestationRootsError("not PEM certificates: \(error)")
+        }
+        guard !certificates.isEmpty else { throw AttestationRootsError("no certificate in it") }
+        return certificates
     }
 
     /// Whether a registration of this kind must be attested.

@@ -1,5 +1,4 @@
 import Foundation
-import SwiftASN1
 import WebAuthn
 import X509
 
@@ -55,11 +54,6 @@ public struct TPMAttestationPolicy: Sendable {
 
     /// Every certificate in a PEM file.
     public init(pem: String, requireHardwareRoot: Bool = false) throws {
-        let roots: [Certificate]
-        do { roots = try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) } } catch {
-            throw AttestationRootsError("not PEM certificates: \(error)")
-        }
-        guard !roots.isEmpty else { throw AttestationRootsError("no certificate in it") }
-        self.init(makerRoots: roots, requireHardwareRoot: requireHardwareRoot)
+        self.init(makerRoots: try AttestationTrust.certificates(pem: pem), requireHardwareRoot: requireHardwareRoot)
     }
 }

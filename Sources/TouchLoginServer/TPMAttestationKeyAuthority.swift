@@ -69,7 +69,6 @@ public struct TPMAttestationKeyAuthority: Sendable {
     /// attestation key of the kind that signs only what its TPM states.
     struct Presented {
         var endorsementKey: TPMPublicArea
-        var endorsementCertificate: Certificate
         var attestationKey: TPMPublicArea
         var description: TPMDescription
         var digest: Data
@@ -117,12 +116,7 @@ public struct TPMAttestationKeyAuthority: Sendable {
                 "The attestation key is not a P-256 restricted signing key that never leaves its TPM."
             )
         }
-        var verifier = Verifier(rootCertificates: CertificateStore(makerRoots)) {
-            RFC5280Policy(fixedExpiryValidationTime: Date(timeIntervalSince1970: now))
-            TPMDescriptionPolicy()
-        }
-        guard case .validCertificate = await verifier.validate(leaf: certificate, intermediates: CertificateStore())
-        else {
+        guard await Self.chains(certificate, to: makerRoots, at: now) else {
             throw APIError(
                 .attestationUntrusted,
                 "The endorsement certificate does not chain to a TPM maker this server trusts."
@@ -134,7 +128,6 @@ public struct TPMAttestationKeyAuthority: Sendable {
         }
         return Presented(
             endorsementKey: ek,
-            endorsementCertificate: certificate,
             attestationKey: ak,
             description: try TPMDescription(certificate),
             digest: Data(digest.finalize())
@@ -275,16 +268,25 @@ public struct TPMAttestationKeyAuthority: Sendable {
         guard let leafBytes = chain.first, let leaf = try? Certificate(derEncoded: Array(leafBytes)) else {
             throw APIError(.attestationUntrusted, "The aikCert could not be read.")
         }
-        var verifier = Verifier(rootCertificates: CertificateStore([root])) {
-            RFC5280Policy(fixedExpiryValidationTime: Date(timeIntervalSince1970: now))
-            TPMDescriptionPolicy()
-        }
-        guard case .validCertificate = await verifier.validate(leaf: leaf, intermediates: CertificateStore()) else {
+        guard await Self.chains(leaf, to: [root], at: now) else {
             throw APIError(
                 .attestationUntrusted,
                 "The aikCert was not issued by this server's TPM attestation-key CA, or has expired."
             )
         }
         return try TPMDescription(leaf)
+    }
+
+    /// Whether a TPM's certificate (an endorsement key's, an aikCert) chains to one of `roots` at
+    /// `now`, naming its TPM (`TPMDescriptionPolicy`: its critical subject alternative name).
+    static func chains(_ leaf: Certificate, to roots: [Certificate], at now: Double) async -> Bool {
+        var verifier = Verifier(rootCertificates: CertificateStore(roots)) {
+            RFC5280Policy(fixedExpiryValidationTime: Date(timeIntervalSince1970: now))
+            TPMDescriptionPolicy()
+        }
+        guard case .validCertificate = await verifier.validate(leaf: leaf, intermediates: CertificateStore()) else {
+            return false
+        }
+        return true
     }
 }

@@ -200,11 +200,20 @@ public struct AttestationObject: Sendable {
         case nil where certificate.extensions[oid: .X509ExtensionID.basicConstraints] == nil: break
         default: throw refuse("is a CA certificate or its basic constraints are unreadable")
         }
-        if let stated = certificate.extensions[oid: Self.fidoAAGUIDExtension] {
-            guard !stated.critical else { throw refuse("marks its AAGUID extension critical") }
-            guard let octets = try? ASN1OctetString(derEncoded: stated.value), Data(octets.bytes) == aaguid else {
-                throw refuse("names another AAGUID than the credential's")
-            }
+        try checkAAGUIDExtension(certificate, aaguid: aaguid, refuse: refuse)
+    }
+
+    /// §8.2.1 and §8.3.1 alike: an AAGUID extension, if present, not critical and equal to the
+    /// credential's.
+    static func checkAAGUIDExtension(
+        _ certificate: Certificate,
+        aaguid: Data?,
+        refuse: (String) -> WebAuthnError
+    ) throws {
+        guard let stated = certificate.extensions[oid: Self.fidoAAGUIDExtension] else { return }
+        guard !stated.critical else { throw refuse("marks its AAGUID extension critical") }
+        guard let octets = try? ASN1OctetString(derEncoded: stated.value), Data(octets.bytes) == aaguid else {
+            throw refuse("names another AAGUID than the credential's")
         }
     }
 

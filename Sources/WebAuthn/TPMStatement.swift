@@ -113,12 +113,7 @@ struct TPMStatement {
         guard case .notCertificateAuthority? = try? certificate.extensions.basicConstraints else {
             throw refuse("is a CA certificate or has no basic constraints")
         }
-        if let stated = certificate.extensions[oid: AttestationObject.fidoAAGUIDExtension] {
-            guard !stated.critical else { throw refuse("marks its AAGUID extension critical") }
-            guard let octets = try? ASN1OctetString(derEncoded: stated.value), Data(octets.bytes) == aaguid else {
-                throw refuse("names another AAGUID than the credential's")
-            }
-        }
+        try AttestationObject.checkAAGUIDExtension(certificate, aaguid: aaguid, refuse: refuse)
     }
 }
 
