@@ -70,6 +70,10 @@ public struct DaemonConfiguration: Sendable {
     /// `move-to-tpm = yes`: a software-root state moves to the TPM root at start
     /// (`SoftwareRootMove`); in system mode only from a file only root can write, as `tpm`.
     public var moveToTPM = false
+    /// Where logind states its sessions (`sessions/ID`: remote or not, seat): what a PAM
+    /// authentication learns of the requesting process's session. Another directory only for the
+    /// PAM module's tests (`--logind-directory`), on machines without logind.
+    public var logindDirectory = "/run/systemd"
     /// `--reanchor`: root's recovery after a rollback refusal (`RollbackCounter`): the state is
     /// taken as it is and bound to a new TPM counter, then the daemon exits.
     public var reanchor = false
@@ -130,6 +134,8 @@ public struct DaemonCommandLine: Sendable, Equatable {
     public var requireTPM = false
     /// `--reanchor`.
     public var reanchor = false
+    /// `--logind-directory`.
+    public var logindDirectory: String?
 
     public init(mode: DaemonMode) { self.mode = mode }
 }
@@ -204,6 +210,7 @@ extension DaemonConfiguration {
         config.contextLifetime = commandLine.contextLifetime
         config.connectionLimits = commandLine.connectionLimits
         config.helloTimeout = commandLine.helloTimeout
+        if let logind = commandLine.logindDirectory { config.logindDirectory = logind }
         let agent = settings.promptAgent ?? defaults.promptAgent
         config.promptAgentPath = agent?.isEmpty == false ? agent : nil
         // What only root may choose: from the system daemon's own file when only root can write it;

@@ -25,6 +25,10 @@ public struct EvaluationMachine: Sendable {
         /// The sensor is a real reader and the daemon accepts scripted input anyway (simulation
         /// turned on by name): every screen says so.
         public var scriptedInputOnRealSensor = false
+        /// What the person types when a passcode is taken: the device passcode, or (a PAM
+        /// authentication: `PAMAuthenticationRules`) their login password, which the shell checks
+        /// and counts on its own counter (`PasswordAttempts`) and answers `.loginPasswordChecked`.
+        public var secret = Secret.devicePasscode
 
         public init(
             policy: PolicyValue,
@@ -58,6 +62,7 @@ public struct EvaluationMachine: Sendable {
         case passcodeTyped(String)
         /// The shell's answer to `.checkPasscode`: whether it matched, and the verifier output of the attempt.
         case passcodeChecked(correct: Bool, attempt: Data?)
+        case loginPasswordChecked(LoginPasswordCheck)
         case appCancel
         case systemCancel(String)
 
@@ -71,6 +76,7 @@ public struct EvaluationMachine: Sendable {
             case .retry: return "retry"
             case .passcodeTyped: return "passcodeTyped(••••)"
             case .passcodeChecked(let correct, _): return "passcodeChecked(correct: \(correct))"
+            case .loginPasswordChecked(let check): return "loginPasswordChecked(\(check))"
             case .appCancel: return "appCancel"
             case .systemCancel(let why): return "systemCancel(\(why))"
             }
@@ -105,6 +111,8 @@ public struct EvaluationMachine: Sendable {
     private var sensorArmed = false
     private var failuresThisEvaluation = 0
     private var passcodeMessage: String?
+    /// The login password's delay as its last check said (`Secret.loginPassword`).
+    private var loginPasswordDelay: Double?
 
     public init(_ configuration: Configuration) { self.configuration = configuration }
 
@@ -187,6 +195,8 @@ public struct EvaluationMachine: Sendable {
         case .passcodeTyped(let passcode):
             guard passcodeEntryAllowed else { return [.ignored("a passcode where this policy takes none")] }
             guard !passcode.isEmpty else { return [.ignored("an empty passcode")] }
+            // The login password's counter and delays are the shell's.
+            if configuration.secret == .loginPassword { return [.checkPasscode(passcode)] }
             guard PasscodeCheck.admit(passcodeSet: configuration.facts.passcodeSet, ledger: ledger, now: now) == nil
             else {
                 passcodeMessage = nil
@@ -194,7 +204,9 @@ public struct EvaluationMachine: Sendable {
             }
             return [.checkPasscode(passcode)]
         case .passcodeChecked(let correct, let attempt):
-            guard passcodeEntryAllowed else { return [.ignored("a passcode result where this policy takes none")] }
+            guard passcodeEntryAllowed, configuration.secret == .devicePasscode else {
+                return [.ignored("a passcode result where this policy takes none")]
+            }
             if PasscodeCheck.record(correct: correct, attempt: attempt, ledger: &ledger, now: now, wall: wall)
                 == .accepted
             {
@@ -202,6 +214,22 @@ public struct EvaluationMachine: Sendable {
             }
             passcodeMessage = "Wrong passcode. Try again."
             return [.persistLedger, .show(screen(ledger: ledger, now: now))]
+        case .loginPasswordChecked(let check):
+            guard passcodeEntryAllowed, configuration.secret == .loginPassword else {
+                return [.ignored("a login password result where this evaluation takes none")]
+            }
+            // Not the device passcode: it lifts no biometry lockout (our rule), and the ledger is
+            // not the counter that counted it.
+            switch check {
+            case .accepted: return finish(.success(.passcode))
+            case .wrong(let retryAfter):
+                passcodeMessage = "Wrong password. Try again."
+                loginPasswordDelay = retryAfter
+            case .delayed(let seconds):
+                passcodeMessage = "Password entry is delayed. Try again in \(Self.describe(seconds))"
+                loginPasswordDelay = seconds
+            }
+            return [.show(screen(ledger: ledger, now: now))]
         }
     }
 
@@ -310,14 +338,17 @@ public struct EvaluationMachine: Sendable {
             if passcodeEntryAllowed {
                 instruction =
                     passcodeMessage.map { "\($0) — or use \(c.facts.sensor.displayName)" } ?? instruction
-                    + " — or type the device passcode"
+                    + (c.secret == .loginPassword ? " — or type your password" : " — or type the device passcode")
             }
         case .faceRetryOffered: instruction = "Face Not Recognized"
         case .faceExhausted: instruction = "Face Not Recognized. Face ID will not be tried again for this request"
         default:
-            instruction = passcodeMessage ?? "Enter the device passcode"
+            instruction =
+                passcodeMessage ?? (c.secret == .loginPassword ? "Enter your password" : "Enter the device passcode")
         }
-        if passcodeEntryAllowed {
+        if passcodeEntryAllowed && c.secret == .loginPassword {
+            retryAfter = loginPasswordDelay
+        } else if passcodeEntryAllowed {
             switch ledger.passcodeGate(now: now) {
             case .open: break
             case .wait(let seconds):
@@ -349,6 +380,7 @@ public struct EvaluationMachine: Sendable {
             passcodeDisabled: disabled
         )
         if c.scriptedInputOnRealSensor { screen.warning = Self.scriptedInputWarning }
+        if c.secret == .loginPassword { screen.secretName = "password" }
         return screen
     }
 

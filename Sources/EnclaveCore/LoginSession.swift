@@ -28,3 +28,34 @@ public enum LoginSession {
         return String(id)
     }
 }
+
+/// What logind states of one session in `/run/systemd/sessions/ID` (the file libsystemd's
+/// `sd_session_is_remote` and `sd_session_get_seat` read): `KEY=value` lines, written by logind
+/// alone (root's directory).
+public struct LoginSessionRecord: Equatable, Sendable {
+    /// REMOTE=1: logind was told the session came over the network (sshd's, a remote X login).
+    public var remote: Bool
+    /// SEAT: the seat it runs on (nil: none, as for SSH, cron, or a user's own service).
+    public var seat: String?
+    /// TTY: the terminal logind knows the session by, if any.
+    public var tty: String?
+
+    public init(remote: Bool, seat: String?, tty: String? = nil) {
+        self.remote = remote
+        self.seat = seat
+        self.tty = tty
+    }
+
+    /// nil when the text names no session (no `REMOTE`, `SEAT` or `UID` line: not logind's file).
+    public init?(text: String) {
+        var values: [Substring: Substring] = [:]
+        for line in text.split(separator: "\n") {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            values[line[..<equals]] = line[line.index(after: equals)...]
+        }
+        guard values["UID"] != nil || values["REMOTE"] != nil || values["SEAT"] != nil else { return nil }
+        remote = values["REMOTE"] == "1"
+        seat = values["SEAT"].flatMap { $0.isEmpty ? nil : String($0) }
+        tty = values["TTY"].flatMap { $0.isEmpty ? nil : String($0) }
+    }
+}

@@ -40,13 +40,7 @@ public enum PAMAuthenticationRules {
         }
     }
 
-    /// `password=` on the PAM line.
-    public enum PasswordMode: String, Equatable, Sendable {
-        /// The finger or the login password, whichever comes first (the default).
-        case login
-        /// The finger only; without it, the next module asks.
-        case none
-    }
+    public typealias PasswordMode = PAMPasswordMode
 
     /// What the daemon knows of the request, from the kernel and logind, not from the request.
     public struct Facts: Equatable, Sendable {
@@ -135,23 +129,54 @@ public enum PAMAuthenticationRules {
     }
 }
 
-/// How a PAM authentication ended, as the daemon answers the module; the module maps each to one
-/// PAM return code (docs/architecture.md, "A PAM module": the table), and nothing here is ever
-/// `PAM_SUCCESS` or `PAM_IGNORE` but `success`.
-public enum PAMOutcome: String, Equatable, Sendable, CaseIterable {
-    /// A matching finger or the right login password: PAM_SUCCESS.
-    case success
-    /// A wrong finger or password, attempts left: PAM_AUTH_ERR.
-    case wrong
-    /// Biometry locked out and the password refused, or the password's attempts used up (a
-    /// durable lockout, kept by the daemon): PAM_MAXTRIES, which the shipped stack line makes
-    /// final (`maxtries=die`) so the next module cannot route around it.
-    case locked
-    /// The person cancelled (Esc, Ctrl-C): PAM_AUTH_ERR.
-    case cancelled
-    /// Nothing this module offers here (no daemon, no enrolment, remote with `password=none`, a
-    /// timeout): PAM_AUTHINFO_UNAVAIL, so the next module asks.
-    case unavailable
-    /// The peer may not ask for this user: PAM_PERM_DENIED.
-    case refused
+extension PAMAuthenticationRules {
+    /// How the evaluation runs for a decision that offers something: its policy, and whether the
+    /// password alone is asked.
+    public static func evaluation(for decision: Decision) -> (policy: PolicyValue, passwordOnly: Bool)? {
+        switch decision {
+        case .fingerOrPassword: return (.deviceOwnerAuthentication, false)
+        case .fingerOnly: return (.deviceOwnerAuthenticationWithBiometrics, false)
+        case .passwordOnly: return (.deviceOwnerAuthentication, true)
+        case .refuse, .unavailable: return nil
+        }
+    }
+
+    /// Why nothing can pass before a prompt opens: the finger is refused (locked out, or not
+    /// offered) and the password may not be checked now. A durable lockout is `locked`, never
+    /// `unavailable`: the next module must not route around it. With the finger alone, a refused
+    /// finger is only unavailable — the password was never ours to count.
+    public static func before(
+        _ decision: Decision,
+        biometryRefused: Bool,
+        password gate: PasscodeGate
+    ) -> (PAMOutcome, String)? {
+        switch decision {
+        case .fingerOnly:
+            return biometryRefused ? (.unavailable, "the finger is locked out: the password is asked next") : nil
+        case .fingerOrPassword, .passwordOnly:
+            let fingerRefused = biometryRefused || decision != .fingerOrPassword
+            guard fingerRefused else { return nil }
+            switch gate {
+            case .open: return nil
+            case .wait(let seconds):
+                return (.locked, "password entry is delayed; try again in \(Int(seconds.rounded(.up))) s")
+            case .disabled:
+                return (.locked, "password entry is disabled until an administrator resets it")
+            }
+        case .refuse(let why): return (.refused, why)
+        case .unavailable(let why): return (.unavailable, why)
+        }
+    }
+
+    /// The evaluation's end as the module's outcome. With the finger alone, a lockout only hands
+    /// over to the next module; where the password was offered, it is final.
+    public static func outcome(of result: EvaluationMachine.Outcome, fingerOnly: Bool) -> PAMOutcome {
+        guard case .failure(let code, _) = result else { return .success }
+        switch code {
+        case .userCancel, .userFallback: return .cancelled
+        case .authenticationFailed: return .wrong
+        case .biometryLockout: return fingerOnly ? .unavailable : .locked
+        default: return .unavailable
+        }
+    }
 }

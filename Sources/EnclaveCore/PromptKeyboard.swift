@@ -97,7 +97,7 @@ public enum PromptText {
         }
         lines.append("│  \(Printable.field(s.instruction))")
         var keys: [String] = []
-        if s.passcodeEntry { keys.append("type the passcode + Enter") }
+        if s.passcodeEntry { keys.append("type the \(s.secretName ?? "passcode") + Enter") }
         if s.retryOffered { keys.append("Ctrl-R: Try \(s.sensorName ?? "Again") Again") }
         if let f = s.fallbackTitle { keys.append("Ctrl-F: \(Printable.field(f))") }
         keys.append("Esc: \(Printable.field(s.cancelTitle))")

@@ -91,6 +91,8 @@ public enum Reply: Sendable, Equatable {
     case enrollProgress(EnrolmentProgress)
     /// To the serving prompt agent: a screen to show or a prompt to close (not final).
     case agentEvent(AgentEvent)
+    /// `pamAuthenticate`'s answer.
+    case pamAuthenticated(PAMAuthenticationReply)
     case failure(Failure)
 
     public var isFinal: Bool {
@@ -137,7 +139,7 @@ extension Reply: Codable {
     /// Every reply's wire name: `{"kind": …, "value": …}`.
     public enum Kind: String, Codable, Sendable, CaseIterable {
         case hello, ok, canEvaluate, prompt, evaluated, domainState, status, audit, keychain, keychainListing, key
-        case accessGroups, enrolments, handoffTicket, enrollProgress, agentEvent, failure
+        case accessGroups, enrolments, handoffTicket, enrollProgress, agentEvent, pamAuthenticated, failure
     }
 
     /// The reply's kind and its value as it travels (nil: none).
@@ -159,6 +161,7 @@ extension Reply: Codable {
         case .handoffTicket(let v): (.handoffTicket, v)
         case .enrollProgress(let v): (.enrollProgress, v)
         case .agentEvent(let v): (.agentEvent, v)
+        case .pamAuthenticated(let v): (.pamAuthenticated, v)
         case .failure(let v): (.failure, v)
         }
     }
@@ -189,6 +192,7 @@ extension Reply: Codable {
         case .handoffTicket: self = .handoffTicket(try value())
         case .enrollProgress: self = .enrollProgress(try value())
         case .agentEvent: self = .agentEvent(try value())
+        case .pamAuthenticated: self = .pamAuthenticated(try value())
         case .failure: self = .failure(try value())
         }
     }

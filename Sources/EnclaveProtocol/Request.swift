@@ -52,6 +52,8 @@ public enum Request: Sendable, Equatable {
     /// while it serves.
     case servePrompts
     case promptAction(PromptAnswer)
+    /// `pam_laenclave.so` asks the system daemon to authenticate a user (`PAMAuthenticate`).
+    case pamAuthenticate(PAMAuthenticate)
 
     /// The operation's name and its arguments as they travel (nil: none).
     public var wire: (operation: Operation, arguments: (any RequestArguments)?) {
@@ -86,6 +88,7 @@ public enum Request: Sendable, Equatable {
         case .enrolments: (.enrolments, nil)
         case .servePrompts: (.servePrompts, nil)
         case .promptAction(let a): (.promptAction, a)
+        case .pamAuthenticate(let a): (.pamAuthenticate, a)
         }
     }
 
@@ -123,6 +126,7 @@ public enum Request: Sendable, Equatable {
         case .enrolments: self = try arguments.none(.enrolments)
         case .servePrompts: self = try arguments.none(.servePrompts)
         case .promptAction: self = .promptAction(try arguments.required())
+        case .pamAuthenticate: self = .pamAuthenticate(try arguments.required())
         }
     }
 
@@ -141,7 +145,7 @@ public enum Request: Sendable, Equatable {
             remoteLock
         case keychainAdd, keychainCopy, keychainUpdate, keychainDelete, keychainList, keychainRemove, key,
             configureAccessGroup, accessGroups
-        case enrolments, servePrompts, promptAction
+        case enrolments, servePrompts, promptAction, pamAuthenticate
     }
 
     public static var operations: Set<String> { Set(Operation.allCases.map(\.rawValue)) }

@@ -126,6 +126,9 @@ public struct PromptScreen: Codable, Sendable, Equatable {
     /// who they are for the app: the prompt's heading says so, so no app's evaluation can dress up
     /// as one (our addition; absent otherwise).
     public var administration: Bool?
+    /// What is typed when `passcodeEntry`: "password" where it is the login password (a PAM
+    /// authentication); absent for the device passcode (our addition).
+    public var secretName: String?
 
     public init(
         app: String,

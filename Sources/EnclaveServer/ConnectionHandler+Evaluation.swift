@@ -132,7 +132,8 @@ extension ConnectionHandler {
         options: EvaluationOptions,
         session: UserSession,
         audited operation: String,
-        slot taken: EvaluationSlot? = nil
+        slot taken: EvaluationSlot? = nil,
+        pam: PAMEvaluationTerms? = nil
     ) async -> EvaluationReport {
         let kind = daemon.sensor?.info.kind ?? .none
         let slot = taken ?? takeSlot(context)
@@ -172,21 +173,29 @@ extension ConnectionHandler {
             then: nextPresenter,
             exhausted: {}
         )
+        let audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+        if let pam {
+            audit = pam.audit
+        } else {
+            audit = { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) }
+        }
         let report = await session.evaluate(
             policy: policy,
             passcodeOnly: passcodeOnly,
             options: options,
-            app: peer.app,
+            app: pam?.app ?? peer.app,
             authorization: authorization,
             inputs: stream,
             continuation: continuation,
             captureExecutor: executor,
             show: { await prompt.show($0) },
-            audit: { [self] outcome in auditEntry(operation, policy: policy.rawValue, result: Self.describe(outcome)) }
+            audit: audit,
+            secret: pam?.secret ?? .devicePasscode
         )
         await prompt.close(result: Self.closingLine(report.outcome))
         var proven: ContextAuthorization?
-        if case .success(let how) = report.outcome, how != .contextAuthorized {
+        // A PAM authentication authorizes nothing of the connection's: its answer is all it gives.
+        if case .success(let how) = report.outcome, how != .contextAuthorized, pam == nil {
             proven = ContextAuthorization(
                 at: daemon.clock.monotonic(),
                 biometric: how == .biometric || how == .reused,

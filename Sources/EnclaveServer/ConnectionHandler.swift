@@ -210,6 +210,9 @@ final class ConnectionHandler: Sendable {
             return try await servePrompts(requestID: id)
         case .promptAction(let a):
             return try answerPrompt(a.prompt, a.action)
+        case .pamAuthenticate(let a):
+            try startPAMAuthentication(id: id, a)
+            return nil
         case .setPasscode, .changePasscode, .removePasscode, .enroll, .unenroll, .audit, .resetPasscodeLockout,
             .remoteLock,
             .configureAccessGroup, .accessGroups, .enrolments, .keychainList, .keychainRemove:

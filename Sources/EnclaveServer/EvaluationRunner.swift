@@ -42,6 +42,8 @@ struct EvaluationRunner {
     var captureExecutor: (any TaskExecutor)?
     var show: @Sendable (PromptScreen) async -> Void
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+    /// What a typed passcode is (a PAM authentication's: the login password).
+    var secret = EvaluationMachine.Secret.devicePasscode
 
     private var machine: EvaluationMachine?
     /// A ledger change not yet durable. It is saved just before the next thing the client could
@@ -139,9 +141,12 @@ struct EvaluationRunner {
     }
 
     private mutating func start(on session: isolated UserSession) async throws -> [EvaluationMachine.Action] {
+        var facts = try await session.facts()
+        // The login password is always there: it plays the passcode Apple's rules ask for.
+        if secret == .loginPassword { facts.passcodeSet = true }
         var configuration = EvaluationMachine.Configuration(
             policy: policy,
-            facts: try await session.facts(),
+            facts: facts,
             app: app,
             reason: options.reason,
             cancelTitle: options.cancelTitle,
@@ -153,6 +158,7 @@ struct EvaluationRunner {
             contextLifetime: session.config.contextLifetime
         )
         configuration.passcodeOnly = passcodeOnly
+        configuration.secret = secret
         configuration.scriptedInputOnRealSensor = session.config.scriptedInputOnRealSensor
         var machine = EvaluationMachine(configuration)
         let actions = machine.start(
@@ -276,17 +282,7 @@ struct EvaluationRunner {
             case .checkPasscode(let passcode):
                 // The check suspends, and other requests must not see an unsaved change.
                 guard await save(finishing: nil, on: session) else { return unsavable }
-                let result: EvaluationMachine.Input
-                do {
-                    let (correct, attempt) = try await session.checkPasscode(passcode)
-                    result = .passcodeChecked(correct: correct, attempt: attempt)
-                } catch let f as Failure where f.code == .busy {
-                    result = .systemCancel(f.message)
-                } catch let f as Failure where [.notPermitted, .passcodeDisabled, .internalError].contains(f.code) {
-                    result = .systemCancel(f.message)
-                } catch {
-                    result = .systemCancel("The device passcode was removed during the evaluation.")
-                }
+                let result = await check(passcode, on: session)
                 pending = feedMachine(result, on: session)[...] + pending
             case .ignored(let why):
                 session.logger.debug("ignored input", metadata: ["uid": "\(session.uid)", "why": "\(why)"])
@@ -297,6 +293,19 @@ struct EvaluationRunner {
         // The evaluation now waits for input: nothing unsaved may outlive this batch.
         guard await save(finishing: nil, on: session) else { return unsavable }
         return nil
+    }
+
+    /// The answer to `.checkPasscode`: the device passcode's, or the login password's on its own counter.
+    private func check(_ passcode: String, on session: isolated UserSession) async -> EvaluationMachine.Input {
+        do {
+            if secret == .loginPassword { return .loginPasswordChecked(try await session.checkLoginPassword(passcode)) }
+            let (correct, attempt) = try await session.checkPasscode(passcode)
+            return .passcodeChecked(correct: correct, attempt: attempt)
+        } catch let f as Failure where [.busy, .notPermitted, .passcodeDisabled, .internalError].contains(f.code) {
+            return .systemCancel(f.message)
+        } catch {
+            return .systemCancel("The device passcode was removed during the evaluation.")
+        }
     }
 
     /// A sensor reads once per capture: (re)arm it whenever the machine wants it armed.

@@ -261,32 +261,47 @@ extension UserSession {
                 "your device passcode is your login password: its counter is lifted by root (sudo lactl admin reset-passcode --uid \(uid))"
             )
         }
-        guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
-        loginCheckBusy = true
-        defer { loginCheckBusy = false }
-        // Its counter is in the state too: a state put back would hand out fresh guesses.
-        if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
-        if let wait = record.loginPasswordAttempts.retryAfter(now: clock.wall()) {
+        switch try await checkLoginPassword(password) {
+        case .accepted:
+            record.ledger.administratorReset()
+            try await persist()
+        case .wrong:
+            throw Failure(
+                .passcodeIncorrect,
+                "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)"
+            )
+        case .delayed(let wait):
             throw Failure(
                 .passcodeRetryLater,
                 "login password entry is delayed after \(record.loginPasswordAttempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s",
                 retryAfter: wait
             )
         }
+    }
+
+    /// The login password, checked through PAM (`loginPasswordService`) on a counter of its own
+    /// (`PasswordAttempts`): lifting a disabled passcode in user mode, and a PAM authentication's
+    /// password (`pam_laenclave`). Counted and saved before PAM is asked (a client that kills the
+    /// daemon when a wrong answer is slow to come loses nothing by it), forgiven on success; during
+    /// a delay nothing is checked.
+    func checkLoginPassword(_ password: String) async throws -> EvaluationMachine.LoginPasswordCheck {
+        guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
+        loginCheckBusy = true
+        defer { loginCheckBusy = false }
+        // Its counter is in the state too: a state put back would hand out fresh guesses.
+        if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
+        if let wait = record.loginPasswordAttempts.retryAfter(now: clock.wall()) { return .delayed(wait) }
         let before = record.loginPasswordAttempts
         record.loginPasswordAttempts.recordFailure(now: clock.wall())
         try await persist()
         switch await PAMAuthenticator.check(service: config.loginPasswordService, user: username, password: password) {
         case .accepted:
             record.loginPasswordAttempts = PasswordAttempts()
-            record.ledger.administratorReset()
             try await persist()
+            return .accepted
         case .refused(let why):
             logger.notice("PAM refused the login password", metadata: ["uid": "\(uid)", "pam": "\(why)"])
-            throw Failure(
-                .passcodeIncorrect,
-                "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)"
-            )
+            return .wrong(retryAfter: record.loginPasswordAttempts.retryAfter(now: clock.wall()))
         case .unsuitable(let why):
             record.loginPasswordAttempts = before
             try await persist()

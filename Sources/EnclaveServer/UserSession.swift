@@ -254,7 +254,8 @@ actor UserSession {
         continuation: AsyncStream<SessionInput>.Continuation,
         captureExecutor: (any TaskExecutor)? = nil,
         show: @escaping @Sendable (PromptScreen) async -> Void,
-        audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+        audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry,
+        secret: EvaluationMachine.Secret = .devicePasscode
     ) async -> EvaluationReport {
         var runner = EvaluationRunner(
             policy: policy,
@@ -268,6 +269,7 @@ actor UserSession {
             show: show,
             audit: audit
         )
+        runner.secret = secret
         return await runner.run(on: self)
     }
 

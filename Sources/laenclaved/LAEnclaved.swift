@@ -167,6 +167,8 @@ struct LAEnclaved: AsyncParsableCommand {
             "Root's recovery when a TPM-root state was refused as older than its rollback counter (or the counter is gone): accept the state as it is, bind it to a new counter, and exit. Run it as the daemon's own user, with the daemon stopped."
     )
     var reanchor = false
+
+    @OptionGroup var sessions: LogindOptions
     @Flag(
         name: .customLong("recover-tpm-root"),
         help:
@@ -326,6 +328,7 @@ struct LAEnclaved: AsyncParsableCommand {
         }
         commandLine.requireTPM = requireTPM
         commandLine.reanchor = reanchor
+        commandLine.logindDirectory = sessions.logindDirectory
         let config = DaemonConfiguration.resolve(
             file: settings,
             systemFile: systemSettings,

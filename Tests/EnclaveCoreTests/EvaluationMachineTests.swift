@@ -867,6 +867,77 @@ final class EvaluationMachineTests: XCTestCase {
         }
         XCTAssertGreaterThan(changes, 200, "the walk must actually exercise ledger changes")
     }
+
+    // MARK: The login password (a PAM authentication)
+
+    private func loginPasswordConfig(
+        _ policy: PolicyValue = .deviceOwnerAuthentication
+    ) -> EvaluationMachine.Configuration {
+        var config = Fixture.config(policy)
+        config.secret = .loginPassword
+        return config
+    }
+
+    /// The login password is checked and counted by the shell on its own counter: the device
+    /// passcode's gate does not hold it back, its result moves nothing in the ledger, and the
+    /// prompt says "password".
+    func testTheLoginPasswordIsCountedByTheShellNotTheLedger() {
+        var ledger = AttemptLedger()
+        for i in 1...10 { _ = ledger.recordPasscodeFailure(attempt: Fixture.wrong(i), now: clock.monotonic()) }
+        XCTAssertEqual(ledger.passcodeGate(now: clock.monotonic()), .disabled, "the device passcode is disabled")
+        var h = harness(loginPasswordConfig(), ledger)
+        let start = h.start()
+        XCTAssertEqual(
+            lastScreen(start)?.instruction,
+            "Touch ID: place your finger on the sensor — or type your password"
+        )
+        XCTAssertEqual(lastScreen(start)?.secretName, "password")
+        XCTAssertEqual(lastScreen(start)?.passcodeEntry, true, "the device passcode's lockout is not the password's")
+        XCTAssertEqual(h.send(.passcodeTyped("typed")), [.checkPasscode("typed")])
+        let before = h.ledger
+        let wrong = h.send(.loginPasswordChecked(.wrong(retryAfter: nil)))
+        XCTAssertFalse(wrong.contains(.persistLedger))
+        XCTAssertEqual(h.ledger, before, "the shell's counter counted it")
+        XCTAssertEqual(lastScreen(wrong)?.instruction, "Wrong password. Try again. — or use Touch ID")
+        XCTAssertEqual(lastScreen(wrong)?.sensorArmed, true, "the finger still passes")
+        let delayed = h.send(.loginPasswordChecked(.delayed(61)))
+        XCTAssertEqual(lastScreen(delayed)?.passcodeRetryAfter, 61)
+        XCTAssertEqual(
+            lastScreen(delayed)?.instruction,
+            "Password entry is delayed. Try again in 1 min 1 s — or use Touch ID"
+        )
+        XCTAssertEqual(
+            h.send(.passcodeChecked(correct: true, attempt: nil)),
+            [.ignored("a passcode result where this policy takes none")],
+            "a device passcode's result means nothing here"
+        )
+        XCTAssertEqual(h.send(.loginPasswordChecked(.accepted)), [.disarmSensor, .finish(.success(.passcode))])
+    }
+
+    /// With the finger locked out the password alone is asked; it passes, and lifts no lockout:
+    /// the login password is not the device passcode (our rule).
+    func testTheLoginPasswordPassesWithTheFingerLockedAndLiftsNoLockout() {
+        var ledger = AttemptLedger()
+        for _ in 1...5 { _ = ledger.recordBiometricFailure() }
+        var h = harness(loginPasswordConfig(), ledger)
+        let start = h.start()
+        XCTAssertFalse(start.contains(.armSensor))
+        XCTAssertEqual(lastScreen(start)?.instruction, "Enter your password")
+        XCTAssertEqual(h.send(.passcodeTyped("typed")), [.checkPasscode("typed")])
+        XCTAssertEqual(h.send(.loginPasswordChecked(.accepted)), [.finish(.success(.passcode))])
+        XCTAssertNotNil(h.ledger.biometryRefusal(now: clock.wall()), "still locked out")
+    }
+
+    /// An evaluation of the device passcode takes no login password's result.
+    func testADevicePasscodeEvaluationIgnoresALoginPasswordResult() {
+        var h = harness(Fixture.config(.deviceOwnerAuthentication))
+        _ = h.start()
+        XCTAssertEqual(
+            h.send(.loginPasswordChecked(.accepted)),
+            [.ignored("a login password result where this evaluation takes none")]
+        )
+    }
+
 }
 
 struct SplitMix {

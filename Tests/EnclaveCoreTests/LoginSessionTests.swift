@@ -27,4 +27,28 @@ final class LoginSessionTests: XCTestCase {
         ]
         for c in cases { XCTAssertEqual(LoginSession.name(cgroup: c.cgroup), c.session, c.why) }
     }
+
+    /// logind's record of a session, as `sd_session_is_remote` and `sd_session_get_seat` read it.
+    func testLogindsSessionRecordSaysRemoteAndSeat() {
+        let cases: [(text: String, record: LoginSessionRecord?, why: String)] = [
+            (
+                "# This is private data. Do not parse.\nUID=1000\nUSER=alice\nACTIVE=1\nREMOTE=0\nTYPE=wayland\nSEAT=seat0\nVTNR=2\nTTY=tty2\n",
+                LoginSessionRecord(remote: false, seat: "seat0", tty: "tty2"), "a graphical session at the seat"
+            ),
+            (
+                "UID=1000\nREMOTE=1\nREMOTE_HOST=203.0.113.9\nSERVICE=sshd\nTTY=/dev/pts/4\n",
+                LoginSessionRecord(remote: true, seat: nil, tty: "/dev/pts/4"), "SSH"
+            ),
+            ("UID=1000\nSEAT=\n", LoginSessionRecord(remote: false, seat: nil), "an empty seat is none"),
+            (
+                "UID=1000\nREMOTE=yes\n", LoginSessionRecord(remote: false, seat: nil),
+                "only 1 is remote, as logind writes it"
+            ),
+            ("", nil, "an empty file"),
+            ("garbage without keys", nil, "not logind's"),
+        ]
+        for c in cases {
+            XCTAssertEqual(LoginSessionRecord(text: c.text), c.record, c.why)
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import EnclaveProtocol
 import XCTest
 
 @testable import EnclaveCore
@@ -100,5 +101,55 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             let decided = shape(Rules.decide(request, facts))
             XCTAssertTrue(decided.hasPrefix(expected), "\(what): \(decided)")
         }
+    }
+
+    /// What can pass before a prompt opens: a refused finger with a closed password gate is a
+    /// durable lockout (`locked`) where the password was offered, only unavailable where it was not.
+    func testWhatPassesBeforeThePromptOpens() {
+        let why = "the lid is closed over the only reader"
+        let rows: [(String, Rules.Decision, Bool, PasscodeGate, PAMOutcome?)] = [
+            ("both offered, both open", .fingerOrPassword, false, .open, nil),
+            ("finger locked, password open: the password alone", .fingerOrPassword, true, .open, nil),
+            ("finger locked, password delayed", .fingerOrPassword, true, .wait(seconds: 60), .locked),
+            ("finger locked, password disabled", .fingerOrPassword, true, .disabled, .locked),
+            ("finger usable, password delayed: the finger may still pass", .fingerOrPassword, false, .disabled, nil),
+            ("password alone, delayed", .passwordOnly(why), false, .wait(seconds: 5), .locked),
+            ("password alone, open", .passwordOnly(why), false, .open, nil),
+            ("finger alone, locked: the next module asks", .fingerOnly, true, .disabled, .unavailable),
+            ("finger alone, usable", .fingerOnly, false, .disabled, nil),
+            ("refused", .refuse("uid 1000 may not"), false, .open, .refused),
+            ("unavailable", .unavailable("a remote session"), false, .open, .unavailable),
+        ]
+        for (what, decision, fingerRefused, gate, expected) in rows {
+            XCTAssertEqual(
+                Rules.before(decision, biometryRefused: fingerRefused, password: gate)?.0,
+                expected,
+                what
+            )
+        }
+    }
+
+    /// Each evaluation end as the module's outcome (the return-code table in docs/architecture.md).
+    func testEvaluationEndsAsTheModulesOutcomes() {
+        let rows: [(EvaluationMachine.Outcome, fingerOnly: Bool, PAMOutcome)] = [
+            (.success(.biometric), false, .success),
+            (.success(.passcode), false, .success),
+            (.success(.reused), true, .success),
+            (.failure(.userCancel, "Canceled by user."), false, .cancelled),
+            (.failure(.authenticationFailed, "Application retry limit exceeded."), true, .wrong),
+            (.failure(.biometryLockout, "locked"), true, .unavailable),
+            (.failure(.biometryLockout, "the state was refused"), false, .locked),
+            (.failure(.systemCancel, "The prompt timed out."), false, .unavailable),
+            (.failure(.biometryNotEnrolled, "none"), true, .unavailable),
+            (.failure(.passcodeNotSet, "none"), false, .unavailable),
+        ]
+        for (result, fingerOnly, expected) in rows {
+            XCTAssertEqual(Rules.outcome(of: result, fingerOnly: fingerOnly), expected, "\(result)")
+        }
+        XCTAssertEqual(Rules.evaluation(for: .fingerOrPassword)?.policy, .deviceOwnerAuthentication)
+        XCTAssertEqual(Rules.evaluation(for: .fingerOnly)?.policy, .deviceOwnerAuthenticationWithBiometrics)
+        XCTAssertEqual(Rules.evaluation(for: .passwordOnly("lid"))?.passwordOnly, true)
+        XCTAssertNil(Rules.evaluation(for: .unavailable("remote")))
+        XCTAssertNil(Rules.evaluation(for: .refuse("no")))
     }
 }

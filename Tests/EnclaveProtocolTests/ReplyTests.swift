@@ -141,6 +141,7 @@ final class ReplyTests: XCTestCase {
             )
         ),
         .agentEvent(.close(3, result: "authenticated")),
+        .pamAuthenticated(PAMAuthenticationReply(outcome: .locked, message: "password entry is delayed")),
     ]
 
     func testEveryReplyRoundTrips() throws {

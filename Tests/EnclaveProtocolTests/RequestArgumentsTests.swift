@@ -103,6 +103,22 @@ final class RequestArgumentsTests: XCTestCase {
             ),
             (.status, nil),
             (.hello(.init(version: 12345)), nil),
+            (.pamAuthenticate(.init(user: "alice", service: "sudo", reuse: 300)), nil),
+            (.pamAuthenticate(.init(user: "", service: "sudo")), "a PAM user name has 1 to 32 bytes"),
+            (
+                .pamAuthenticate(.init(user: String(repeating: "u", count: 33), service: "sudo")),
+                "a PAM user name has 1 to 32 bytes"
+            ),
+            (
+                .pamAuthenticate(.init(user: "alice", service: "../sudo")),
+                "a PAM service is a name of 1 to 64 bytes without \"/\""
+            ),
+            (
+                .pamAuthenticate(.init(user: "alice", service: "sudo", tty: String(repeating: "t", count: 257))),
+                "PAM_TTY and PAM_RHOST have at most 256 bytes"
+            ),
+            (.pamAuthenticate(.init(user: "alice", service: "sudo", reuse: 301)), "reuse is 0 to 300 seconds"),
+            (.pamAuthenticate(.init(user: "alice", service: "sudo", reuse: .nan)), "reuse is 0 to 300 seconds"),
         ]
         for (request, refused) in rows {
             do {

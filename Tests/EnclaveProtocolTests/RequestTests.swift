@@ -114,6 +114,18 @@ final class RequestTests: XCTestCase {
         .promptAction(.init(prompt: 1, action: PromptAction(.shown))),
         .promptAction(.init(prompt: 7, action: .typed("9876"))),
         .promptAction(.init(prompt: UInt64.max, action: PromptAction(.simulatedNoMatch))),
+        .pamAuthenticate(.init(user: "alice", service: "sudo")),
+        .pamAuthenticate(
+            .init(
+                user: "alice",
+                service: "polkit-1",
+                tty: "/dev/pts/3",
+                remoteHost: "desk.example",
+                password: .none,
+                reuse: 30,
+                onTerminal: true
+            )
+        ),
     ]
 
     func testEveryRequestRoundTrips() throws {
@@ -128,8 +140,8 @@ final class RequestTests: XCTestCase {
         XCTAssertEqual(covered, Request.operations)
         XCTAssertEqual(
             Request.operations.count,
-            30,
-            "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl + changePasscode (promptInput became handoff) + enrolments + the prompt agent's two"
+            31,
+            "16 of issue 2 + 6 keychain operations + key + 2 access-group operations + authorizeAccessControl + changePasscode (promptInput became handoff) + enrolments + the prompt agent's two + the PAM module's"
         )
     }
 
@@ -260,6 +272,12 @@ final class RequestTests: XCTestCase {
             (
                 "promptAction", #"{"prompt":7,"action":\#(shown)}"#,
                 .promptAction(.init(prompt: 7, action: PromptAction(.shown)))
+            ),
+            // As pam_laenclave.c writes it (tty and remoteHost only when PAM has them).
+            (
+                "pamAuthenticate",
+                #"{"user":"alice","service":"sudo","tty":"/dev/pts/3","password":"login","reuse":0,"onTerminal":true}"#,
+                .pamAuthenticate(.init(user: "alice", service: "sudo", tty: "/dev/pts/3", onTerminal: true))
             ),
         ]
         XCTAssertEqual(

@@ -1,0 +1,145 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+
+/// What makes an evaluation a PAM authentication's: the name its prompt and reuse window go by,
+/// what a typed password is, and its audit line.
+struct PAMEvaluationTerms: Sendable {
+    var app: String
+    var secret: EvaluationMachine.Secret
+    var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+}
+
+/// `pam_laenclave.so`'s request: the facts gathered (`PAMFacts`), the rules' decision
+/// (`PAMAuthenticationRules`), then the same evaluation an app's `evaluatePolicy` runs, on the
+/// user's session, with its lockout and counters, answered with one `pamAuthenticated`.
+extension ConnectionHandler {
+    /// The connection's context a PAM authentication runs on: an id no request can name (ids have
+    /// 1 to 64 bytes), so nothing on the connection can use what it proved.
+    static let pamContext = ""
+
+    func startPAMAuthentication(id: UInt64, _ request: Request.PAMAuthenticate) throws {
+        guard daemon.config.mode == .system else {
+            throw Failure(.notPermitted, "PAM authentications are served by the system daemon")
+        }
+        try start(on: Self.pamContext) {
+            let reply = await self.authenticateForPAM(id: id, request)
+            await self.sink.send(ReplyEnvelope(id: id, reply: .pamAuthenticated(reply)))
+        }
+    }
+
+    private func authenticateForPAM(id: UInt64, _ request: Request.PAMAuthenticate) async -> PAMAuthenticationReply {
+        let facts = await PAMFacts.read(
+            request,
+            peer: peer,
+            config: daemon.config,
+            realSensor: daemon.sensor.map { !$0.info.simulated } ?? false
+        )
+        let rulesRequest = PAMAuthenticationRules.Request(
+            user: request.user,
+            service: request.service,
+            tty: request.tty,
+            remoteHost: request.remoteHost,
+            password: request.password
+        )
+        let decision = PAMAuthenticationRules.decide(rulesRequest, facts)
+        let origin = Self.origin(request, session: peer.session, peerUID: peer.uid)
+        let target = facts.userUID ?? peer.uid
+        func answer(_ outcome: PAMOutcome, _ message: String, method: String = "none") -> PAMAuthenticationReply {
+            auditPAM(target: target, origin: origin, outcome: outcome, detail: "\(method): \(message)")
+            if outcome == .refused {
+                logger.warning("PAM authentication refused", metadata: ["origin": "\(origin)", "why": "\(message)"])
+            }
+            return PAMAuthenticationReply(outcome: outcome, message: message)
+        }
+        guard let userUID = facts.userUID, let (policy, passwordOnly) = PAMAuthenticationRules.evaluation(for: decision)
+        else {
+            let (outcome, why) =
+                PAMAuthenticationRules.before(decision, biometryRefused: false, password: .open)
+                ?? (.unavailable, "nothing is offered")
+            return answer(outcome, why)
+        }
+        let session: UserSession
+        let standing: UserSession.PAMStanding
+        do {
+            session = try daemon.session(for: userUID)
+            standing = try await session.pamStanding()
+        } catch {
+            return answer(.unavailable, "the enclave could not read the user's state: \(error)")
+        }
+        guard standing.fingerReady || passwordOnly else {
+            return answer(.unavailable, "no finger is enrolled on a reader: the password is asked next")
+        }
+        if let (outcome, why) = PAMAuthenticationRules.before(
+            decision,
+            biometryRefused: standing.biometryRefused,
+            password: standing.password
+        ) {
+            return answer(outcome, why)
+        }
+        let fingerOnly = policy == .deviceOwnerAuthenticationWithBiometrics
+        let label = Self.promptLabel(request, peer: peer, trusted: peer.uid == 0)
+        let terms = PAMEvaluationTerms(app: label, secret: standing.secret) { [self] outcome in
+            pamAuditEntry(
+                target: userUID,
+                origin: origin,
+                outcome: PAMAuthenticationRules.outcome(of: outcome, fingerOnly: fingerOnly),
+                detail: Self.describe(outcome)
+            )
+        }
+        let report = await runEvaluation(
+            requestID: id,
+            context: Self.pamContext,
+            policy: policy,
+            passcodeOnly: passwordOnly,
+            options: EvaluationOptions(
+                reason: "\(request.service) asks to authenticate \(request.user)",
+                fallbackTitle: "",
+                reuseDuration: request.reuse,
+                onTerminal: request.onTerminal
+            ),
+            session: session,
+            audited: "pamAuthenticate",
+            pam: terms
+        )
+        let outcome = PAMAuthenticationRules.outcome(of: report.outcome, fingerOnly: fingerOnly)
+        let message = Self.closingLine(report.outcome)
+        if !report.audited {
+            auditPAM(target: userUID, origin: origin, outcome: outcome, detail: Self.describe(report.outcome))
+        }
+        return PAMAuthenticationReply(outcome: outcome, message: message)
+    }
+
+    /// The request as the audit log and the log say it: service, user, tty, rhost, session, peer.
+    static func origin(_ request: Request.PAMAuthenticate, session: String?, peerUID: UInt32) -> String {
+        func field(_ value: String?) -> String { Printable.field(String((value ?? "-").prefix(64))) }
+        return
+            "service=\(field(request.service)) user=\(field(request.user)) tty=\(field(request.tty)) rhost=\(field(request.remoteHost)) session=\(field(session)) peer=\(peerUID)"
+    }
+
+    /// What the prompt names as asking, and the key of the reuse window: the service, terminal
+    /// and session from root; from the user's own process, its app first (its claims name nothing
+    /// on their own).
+    static func promptLabel(_ request: Request.PAMAuthenticate, peer: PeerIdentity, trusted: Bool) -> String {
+        var label = "\(Printable.field(String(request.service.prefix(64)))) (PAM)"
+        if let tty = request.tty, !tty.isEmpty { label += " · \(Printable.field(String(tty.prefix(64))))" }
+        label += " · session \(peer.session ?? "none")"
+        return trusted ? label : "\(peer.app): \(label)"
+    }
+
+    private func pamAuditEntry(target: UInt32, origin: String, outcome: PAMOutcome, detail: String) -> AuditEntry {
+        AuditEntry(
+            time: Date(),
+            uid: target,
+            pid: peer.pid,
+            app: origin,
+            operation: "pamAuthenticate",
+            policy: nil,
+            result: "\(outcome.rawValue) (\(detail))"
+        )
+    }
+
+    private func auditPAM(target: UInt32, origin: String, outcome: PAMOutcome, detail: String) {
+        daemon.auditLog.append(pamAuditEntry(target: target, origin: origin, outcome: outcome, detail: detail))
+    }
+}

@@ -1,0 +1,283 @@
+import EnclaveProtocol
+import Foundation
+import IntegrationSupport
+import LocalAuthenticationTesting
+import Synchronization
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the PAM module's tests run against, all of it real and all of it removed afterwards:
+/// `pam_laenclave.so` built from `pam/`, a throw-away user with a password, an enrolled finger
+/// and a device passcode, a system daemon whose login-password service is a test PAM file, a
+/// logind session of the test's own (a cgroup named `session-ID.scope`, which the kernel reports
+/// for every process put in it, and logind's record of it in a directory the daemon is told to
+/// read: there is no logind on a CI machine), and the PAM service that loads the module.
+final class PAMModuleBench {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// The module, built once per test process.
+    static func module() throws -> String {
+        try built.withLock { path in
+            if let path { return path }
+            let out = NSTemporaryDirectory() + "pam-module-\(getpid())/pam_laenclave.so"
+            let build = try runProcess("/bin/bash", [repository + "/scripts/build-pam-module", out])
+            guard build.status == 0 else { throw BenchError("building the module failed: \(build.stderr)") }
+            path = out
+            return out
+        }
+    }
+    private static let built = Mutex<String?>(nil)
+
+    let user: String
+    let password: String
+    private(set) var uid: uid_t = 0
+    private(set) var gid: gid_t = 0
+    private(set) var enclave: TestEnclave!
+    /// The PAM service that loads the module (`/etc/pam.d/<service>`).
+    let service: String
+    /// The test's logind session, local and on seat0.
+    let session: String
+    let logind: String
+    let suffix = String(UInt32.random(in: 100_000...999_999))
+    private var cleanups: [() -> Void] = []
+
+    /// `options`: what the module's line says after `socket=`.
+    init(options: String = "") throws {
+        let security = ["/usr/lib/x86_64-linux-gnu/security", "/lib/x86_64-linux-gnu/security"]
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/pamtester"),
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"),
+            security.contains(where: { FileManager.default.fileExists(atPath: "\($0)/pam_unix.so") }),
+            Self.cgroupRoot != nil
+        else { throw XCTSkip("needs root, pamtester, useradd, pam_unix and a writable cgroup hierarchy") }
+        user = "lapm\(suffix)"
+        password = "Corr3ct-Horse-\(suffix)"
+        service = "laenclave-test-\(suffix)"
+        session = "lat\(suffix)"
+        logind = NSTemporaryDirectory() + "logind-\(suffix)"
+        // Everything is in place from here: whatever throws, deinit removes what was made.
+        XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/bin/sh", user]).status, 0)
+        let name = user
+        cleanups.append { _ = try? runProcess("/usr/sbin/userdel", [name]) }
+        XCTAssertEqual(try runProcess("/usr/sbin/chpasswd", [], input: "\(user):\(password)\n").status, 0)
+        guard let entry = getpwnam(user) else { throw BenchError("useradd made no \(user)") }
+        (uid, gid) = (entry.pointee.pw_uid, entry.pointee.pw_gid)
+
+        // The daemon's own login-password service: pam_unix alone, without its failure delay.
+        let login = "laenclave-login-\(suffix)"
+        try "auth required pam_unix.so nodelay\naccount required pam_unix.so\n"
+            .write(toFile: "/etc/pam.d/\(login)", atomically: true, encoding: .utf8)
+        cleanups.append { unlink("/etc/pam.d/\(login)") }
+
+        try FileManager.default.createDirectory(atPath: logind + "/sessions", withIntermediateDirectories: true)
+        let directory = logind
+        cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
+        try stateSession(session, remote: false, seat: "seat0")
+
+        enclave = try TestEnclave(
+            .with {
+                $0.systemMode = true
+                $0.passcode = nil
+                $0.enrolled = []
+                $0.extraArguments = ["--pam-service", login, "--logind-directory", logind]
+            }
+        )
+        try writeModuleService(service, options: options)
+
+        // The user's own device passcode and finger, set as the person would.
+        XCTAssertEqual(try asUser(["passcode", "set", "--stdin"], input: "2468\n").status, 0)
+        let enrolled = try asUser(["enroll", "right-index", "--stdin"], input: "2468\n")
+        XCTAssertEqual(enrolled.status, 0, enrolled.stderr)
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        enclave?.stop()
+        for cleanup in cleanups.reversed() { cleanup() }
+        cleanups = []
+    }
+
+    /// `/etc/pam.d/<name>` loading the module against this daemon (or the one at `socket`), with `options`.
+    func writeModuleService(_ name: String, options: String, socket: String? = nil) throws {
+        let line = "auth required \(try Self.module()) socket=\(socket ?? enclave.socketPath) \(options)\n"
+        try (line + "account required pam_permit.so\n").write(
+            toFile: "/etc/pam.d/\(name)",
+            atomically: true,
+            encoding: .utf8
+        )
+        cleanups.append { unlink("/etc/pam.d/\(name)") }
+    }
+
+    /// logind's record of session `id`, and its cgroup.
+    func stateSession(_ id: String, remote: Bool, seat: String?) throws {
+        try "UID=0\nUSER=root\nACTIVE=1\nREMOTE=\(remote ? 1 : 0)\nSEAT=\(seat ?? "")\nTYPE=tty\n".write(
+            toFile: "\(logind)/sessions/\(id)",
+            atomically: true,
+            encoding: .utf8
+        )
+        let cgroup = Self.cgroupRoot! + "/session-\(id).scope"
+        if mkdir(cgroup, 0o755) == 0 { cleanups.append { Self.removeCgroup(cgroup) } }
+    }
+
+    /// A session's cgroup goes once its processes have (a terminal's last ones end with it).
+    private static func removeCgroup(_ path: String) {
+        let deadline = Date().addingTimeInterval(5)
+        while rmdir(path) != 0 && errno == EBUSY && Date() < deadline {
+            let procs = (try? String(contentsOfFile: path + "/cgroup.procs", encoding: .utf8)) ?? ""
+            for pid in procs.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
+            usleep(50_000)
+        }
+    }
+
+    /// The hierarchy `LoginSession` reads a process's session from: systemd's named one where
+    /// there is one, else the unified one.
+    static let cgroupRoot: String? = {
+        for root in ["/sys/fs/cgroup/systemd", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"]
+        where access(root + "/cgroup.procs", W_OK) == 0 {
+            return root
+        }
+        return nil
+    }()
+
+    /// A shell command that puts itself in session `session` (nil: in none), then runs `command`.
+    func inSession(_ session: String?, _ command: String) -> String {
+        guard let session else { return command }
+        return "echo $$ > '\(Self.cgroupRoot!)/session-\(session).scope/cgroup.procs' && \(command)"
+    }
+
+    /// pamtester for `target` (default: the bench's user) on `service`, without a terminal (a new
+    /// session with none: `setsid`), as `runAs` (default root), in logind session `session`.
+    func pamtester(
+        _ target: String? = nil,
+        service: String? = nil,
+        items: [String] = [],
+        runAs: String? = nil,
+        session: String?? = .none,
+        timeout: Double = 60
+    ) throws -> ProcessOutput {
+        let items = items.map { "-I '\($0)'" }.joined(separator: " ")
+        var command = "pamtester \(items) '\(service ?? self.service)' '\(target ?? user)' authenticate"
+        if let runAs { command = "runuser -u '\(runAs)' -- \(command)" }
+        let inSession = self.inSession(session ?? self.session, "exec \(command)")
+        return try runProcess(
+            "/usr/bin/setsid",
+            ["-w", "/bin/sh", "-c", inSession],
+            environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
+            timeout: timeout
+        )
+    }
+
+    /// pamtester as root for the bench's user on a terminal (tmux) in the bench's session: what
+    /// the person sees and types.
+    func pamtesterOnTerminal(service: String? = nil, asTheUser: Bool = false) throws -> TerminalCommand {
+        let directory = NSTemporaryDirectory() + "pamterm-\(suffix)-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o777)
+        cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
+        let command = "pamtester '\(service ?? self.service)' '\(user)' authenticate"
+        if asTheUser {
+            // The user's own process (a lock screen): its session is put in place by root first.
+            return try TerminalCommand(
+                inSession(session, "setpriv --reuid=\(uid) --regid=\(gid) --clear-groups -- \(command)"),
+                in: directory
+            )
+        }
+        return try TerminalCommand(inSession(session, command), in: directory)
+    }
+
+    /// Real sudo for the bench's user through `name`, a PAM service of the test's own: a sudoers
+    /// drop-in naming it (`Defaults:USER pam_service=`; the machine's /etc/pam.d/sudo is never
+    /// touched), sudo's own timestamp off so every run asks PAM, and the module above pam_unix as
+    /// pam-auth-update's profile puts it. Removed with the bench, sudo's timestamps too.
+    func sudoService(_ name: String, options: String) throws {
+        let module =
+            "auth [success=done default=ignore maxtries=die perm_denied=die] \(try Self.module()) socket=\(enclave.socketPath) \(options)"
+        try
+            "\(module)\nauth required pam_unix.so nodelay\naccount required pam_permit.so\nsession required pam_permit.so\n"
+            .write(toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)
+        cleanups.append { unlink("/etc/pam.d/\(name)") }
+        let dropIn = "/etc/sudoers.d/\(name)"
+        try "Defaults:\(user) pam_service=\(name), timestamp_timeout=0, !lecture\n\(user) ALL=(ALL) ALL\n"
+            .write(toFile: dropIn, atomically: true, encoding: .utf8)
+        chmod(dropIn, 0o440)
+        let name = user
+        cleanups.append {
+            unlink(dropIn)
+            for directory in ["/run/sudo/ts", "/var/run/sudo/ts", "/var/lib/sudo/ts"] { unlink("\(directory)/\(name)") }
+        }
+        let check = try runProcess("/usr/sbin/visudo", ["-c", "-f", dropIn])
+        XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+    }
+
+    /// `command` (sudo) run by the bench's user on a terminal in the bench's session.
+    func asUserOnTerminal(_ command: String) throws -> TerminalCommand {
+        let directory = NSTemporaryDirectory() + "pamterm-\(suffix)-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o777)
+        cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
+        return try TerminalCommand(
+            inSession(session, "setpriv --reuid=\(uid) --regid=\(gid) --init-groups -- \(command)"),
+            in: directory
+        )
+    }
+
+    /// Another throw-away user, removed with the bench.
+    func otherUser() throws -> (name: String, uid: uid_t) {
+        let name = "lapo\(suffix)"
+        XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/bin/sh", name]).status, 0)
+        cleanups.append { _ = try? runProcess("/usr/sbin/userdel", [name]) }
+        guard let entry = getpwnam(name) else { throw BenchError("useradd made no \(name)") }
+        return (name, entry.pointee.pw_uid)
+    }
+
+    /// The bench user's status, as `lactl status --json` says it.
+    func userStatus() throws -> String { try asUser(["status", "--json"]).stdout }
+
+    /// lactl as the bench's user against its daemon.
+    func asUser(_ arguments: [String], input: String = "") throws -> ProcessOutput {
+        let lactl = enclave.directory + "/lactl"
+        if !FileManager.default.fileExists(atPath: lactl) {
+            try FileManager.default.copyItem(atPath: productPath("lactl"), toPath: lactl)
+            chmod(lactl, 0o755)
+        }
+        return try runProcess(
+            "/usr/sbin/runuser",
+            ["-u", user, "--", lactl] + arguments + ["--socket", enclave.socketPath],
+            input: input,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"]
+        )
+    }
+
+    /// The daemon's audit entries of PAM authentications, newest first (root sees every user's),
+    /// once there are `count` of them (entries are written in group commits, a moment after the
+    /// answer; at most 5 s).
+    func pamAudit(count: Int) throws -> [AuditEntry] {
+        let deadline = Date().addingTimeInterval(5)
+        while true {
+            guard case .audit(let entries) = try enclave.send(.audit(.init(limit: 200, everyApp: false))) else {
+                throw BenchError("no audit listing")
+            }
+            let pam = entries.filter { $0.operation == "pamAuthenticate" }
+            if pam.count >= count || Date() > deadline { return pam }
+            usleep(20_000)
+        }
+    }
+
+    struct BenchError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+}
+
+/// pamtester's words for each return code the module gives (pam_strerror's).
+enum PAMResult {
+    static let success = "successfully authenticated"
+    static let authError = "Authentication failure"
+    static let unavailable = "Authentication service cannot retrieve authentication info"
+    static let maxTries = "Have exhausted maximum number of retries for service"
+    static let permissionDenied = "Permission denied"
+}

@@ -1,0 +1,346 @@
+import EnclaveProtocol
+import Foundation
+import IntegrationSupport
+import LocalAuthenticationTesting
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `pam_laenclave.so` driven by the real programs (pamtester, on a real terminal where the person
+/// types) against a real system daemon: each return code of docs/architecture.md's table, the
+/// finger or the password at once, the shared lockout, the reuse window, and who may ask.
+final class PAMModuleTests: XCTestCase {
+    private var bench: PAMModuleBench?
+
+    override func tearDown() {
+        bench?.stop()
+        bench = nil
+    }
+
+    private func makeBench(options: String = "") throws -> PAMModuleBench {
+        let made = try PAMModuleBench(options: options)
+        bench = made
+        return made
+    }
+
+    /// A caller without a terminal (`sudo -S`, a script) passes with a touch; it is told what to
+    /// do, and the audit log says for whom, from which service, terminal, host and session, and
+    /// how it ended.
+    func testAQueuedTouchPassesAndTheAuditLogSaysWhoAskedFromWhere() throws {
+        let b = try makeBench()
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        let run = try b.pamtester(items: ["tty=/dev/pts/77"])
+        XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
+        XCTAssertTrue(run.stdout.contains(PAMResult.success), run.stdout)
+        XCTAssertTrue(run.stdout.contains("place your finger"), "the caller is told what to do: \(run.stdout)")
+        let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
+        XCTAssertEqual(entry.uid, b.uid, "the entry is the user's, not the asking root's")
+        XCTAssertTrue(entry.result.hasPrefix("success (success(biometric))"), entry.result)
+        for field in [
+            "service=\(b.service)", "user=\(b.user)", "tty=/dev/pts/77", "rhost=-", "session=\(b.session)", "peer=0",
+        ] {
+            XCTAssertTrue(entry.app.contains(field), "\(field) in \(entry.app)")
+        }
+    }
+
+    /// Nothing is offered where no one may be at this machine's reader, and the next module asks
+    /// at once: outside any login session (sshd before authentication), in a remote session (SSH,
+    /// whatever the module is told), with another host named. None of them takes the queued
+    /// touch. sudo names this machine itself as the remote host: that is local.
+    func testNothingIsOfferedOutsideALocalSessionAtASeat() throws {
+        let b = try makeBench()
+        let remote = b.session + "r"
+        try b.stateSession(remote, remote: true, seat: nil)
+        let seatless = b.session + "s"
+        try b.stateSession(seatless, remote: false, seat: nil)
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        let runs: [(String, ProcessOutput)] = [
+            ("no login session", try b.pamtester(session: .some(nil))),
+            ("a remote session", try b.pamtester(session: remote)),
+            ("a session without a seat", try b.pamtester(session: seatless)),
+            ("another host named", try b.pamtester(items: ["rhost=203.0.113.9"])),
+        ]
+        for (what, run) in runs {
+            XCTAssertNotEqual(run.status, 0, what)
+            XCTAssertTrue(run.stderr.contains(PAMResult.unavailable), "\(what): \(run.stderr)")
+        }
+        XCTAssertTrue(try b.userStatus().contains("\"queuedEvents\" : 1"), "no prompt took the touch")
+        let audit = try b.pamAudit(count: 4)
+        XCTAssertEqual(audit.filter { $0.result.hasPrefix("unavailable") }.count, 4, "\(audit)")
+
+        var name = [CChar](repeating: 0, count: 256)
+        gethostname(&name, 255)
+        let local = try b.pamtester(items: ["rhost=\(String(cString: name).uppercased())"])
+        XCTAssertEqual(local.status, 0, "sudo's own host name is local: \(local.stderr)")
+    }
+
+    /// Attack: a user's process asks the daemon to authenticate another user — to test their
+    /// finger, or to burn their counters into a lockout. Refused (PAM_PERM_DENIED) and logged;
+    /// the victim's queue and counters are untouched. Root asking for a user who does not exist
+    /// is refused too.
+    func testAnotherUsersProcessMayNotAsk() throws {
+        let b = try makeBench()
+        let other = try b.otherUser()
+        XCTAssertEqual(try b.asUser(["simulate", "nomatch"]).status, 0)
+        let attack = try b.pamtester(runAs: other.name)
+        XCTAssertNotEqual(attack.status, 0)
+        XCTAssertTrue(attack.stderr.contains(PAMResult.permissionDenied), attack.stderr)
+        let status = try b.userStatus()
+        XCTAssertTrue(status.contains("\"queuedEvents\" : 1"), status)
+        XCTAssertTrue(status.contains("\"biometricFailures\" : 0"), status)
+        let refused = try XCTUnwrap(try b.pamAudit(count: 1).first)
+        XCTAssertTrue(refused.result.hasPrefix("refused"), refused.result)
+        XCTAssertTrue(refused.app.contains("peer=\(other.uid)"), refused.app)
+        XCTAssertTrue(b.enclave.log().contains("PAM authentication refused"))
+
+        let unknown = try b.pamtester("nosuch\(b.suffix)")
+        XCTAssertTrue(unknown.stderr.contains(PAMResult.permissionDenied), unknown.stderr)
+    }
+
+    /// Finger or password at once, on the daemon's own prompt on the caller's terminal: the login
+    /// password typed while the sensor is armed (a wrong one says so and the finger still works),
+    /// then, on the next run, a touch ends the prompt at once — no Enter after it.
+    func testThePasswordOrTheFingerOnTheTerminal() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux") }
+        let b = try makeBench()
+        let typed = try b.pamtesterOnTerminal()
+        typed.terminal.waitFor("or type your password")
+        typed.terminal.waitFor("[type the password + Enter")
+        try typed.terminal.type("not-my-password")
+        try typed.terminal.press("Enter")
+        typed.terminal.waitFor("Wrong password. Try again. — or use Touch ID")
+        try typed.terminal.type(b.password)
+        try typed.terminal.press("Enter")
+        XCTAssertEqual(typed.exitStatus(), 0, typed.output + typed.errors + typed.terminal.screen())
+        XCTAssertTrue(typed.output.contains(PAMResult.success), typed.output)
+        XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("success (success(passcode))") == true)
+        XCTAssertFalse(b.enclave.log().contains(b.password), "the password never reaches the log")
+
+        let touched = try b.pamtesterOnTerminal()
+        touched.terminal.waitFor("Ctrl-T matching touch")
+        try touched.terminal.press("C-t")
+        XCTAssertEqual(touched.exitStatus(), 0, touched.errors + touched.terminal.screen())
+        XCTAssertTrue(try b.pamAudit(count: 2).first?.result.hasPrefix("success (success(biometric))") == true)
+    }
+
+    /// The user's own process (a lock screen) gets the finger alone: its password goes to the
+    /// next module, so no process of the user's can burn the daemon's counted password.
+    func testTheUsersOwnProcessGetsTheFingerAlone() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux") }
+        let b = try makeBench()
+        let own = try b.pamtesterOnTerminal(asTheUser: true)
+        own.terminal.waitFor("place your finger on the sensor")
+        XCTAssertFalse(own.terminal.screen().contains("password"), own.terminal.screen())
+        try own.terminal.press("C-t")
+        XCTAssertEqual(own.exitStatus(), 0, own.errors + own.terminal.screen())
+        let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
+        XCTAssertTrue(entry.app.contains("peer=\(b.uid)"), entry.app)
+    }
+
+    /// The lockout is the one apps have: three missed fingers move the prompt to the password,
+    /// Esc cancels (PAM_AUTH_ERR); two more lock the finger out (5 in all) and the password still
+    /// passes; the next prompt asks the password alone, the finger locked until the device
+    /// passcode lifts it (the login password is not the device passcode).
+    func testFiveMissedFingersThenThePassword() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux") }
+        let b = try makeBench()
+        let first = try b.pamtesterOnTerminal()
+        try miss(3, on: first.terminal, bench: b, from: 0)
+        first.terminal.waitFor("Enter your password")
+        try first.terminal.press("Escape")
+        XCTAssertNotEqual(first.exitStatus(), 0)
+        XCTAssertTrue(first.errors.contains(PAMResult.authError), first.errors)
+        XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("cancelled") == true)
+
+        let second = try b.pamtesterOnTerminal()
+        try miss(2, on: second.terminal, bench: b, from: 3)
+        second.terminal.waitFor("Enter your password")
+        XCTAssertTrue(try b.userStatus().contains("\"biometryLockout\""), "five misses lock the finger out")
+        try second.terminal.type(b.password)
+        try second.terminal.press("Enter")
+        XCTAssertEqual(second.exitStatus(), 0, second.errors + second.terminal.screen())
+
+        let third = try b.pamtesterOnTerminal()
+        third.terminal.waitFor("Enter your password")
+        XCTAssertFalse(third.terminal.screen().contains("place your finger"), third.terminal.screen())
+        try third.terminal.press("Escape")
+        XCTAssertNotEqual(third.exitStatus(), 0)
+    }
+
+    /// `count` missed touches, each waited for (a touch on an unread one is not a second touch).
+    private func miss(_ count: Int, on terminal: TmuxTerminal, bench b: PAMModuleBench, from done: Int) throws {
+        terminal.waitFor("Ctrl-N non-matching touch")
+        for n in 1...count {
+            try terminal.press("C-n")
+            let deadline = Date().addingTimeInterval(10)
+            while Date() < deadline, !(try b.userStatus().contains("\"biometricFailures\" : \(done + n)")) {
+                usleep(50_000)
+            }
+        }
+    }
+
+    /// `reuse=SECONDS`: a lock screen that runs PAM again after a touch, or `sudo -k` then sudo,
+    /// passes without a second prompt — for the same service, terminal and session only. With
+    /// nothing to answer, `timeout=` ends the wait as unavailable.
+    func testAReuseWindowServesTheSameServiceOnly() throws {
+        let b = try makeBench(options: "reuse=60 timeout=3")
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        XCTAssertEqual(try b.pamtester().status, 0)
+        let again = try b.pamtester()
+        XCTAssertEqual(again.status, 0, again.stderr)
+        XCTAssertTrue(try b.pamAudit(count: 2).first?.result.hasPrefix("success (success(reused))") == true)
+        // Nor does an app reuse sudo's touch (the request authorizes nothing of an app's).
+        let app = try b.asUser([
+            "authenticate", "--policy", "biometrics", "--reuse-duration", "60", "--no-interaction", "--reason", "Reuse",
+        ])
+        XCTAssertEqual(app.status, 30, "notInteractive: the app's own rules still ask: \(app.stdout)\(app.stderr)")
+
+        let lockScreen = "laenclave-lock-\(b.suffix)"
+        try b.writeModuleService(lockScreen, options: "reuse=60 timeout=3")
+        let other = try b.pamtester(service: lockScreen)
+        XCTAssertTrue(other.stderr.contains(PAMResult.unavailable), "another service reuses nothing: \(other.stderr)")
+    }
+
+    /// Real sudo (setuid, its own conversation and retries) as the user on a terminal: a touch on
+    /// the daemon's prompt passes, so does the login password typed while the sensor is armed;
+    /// `sudo -k` within the reuse window passes without a prompt; with the daemon stopped the
+    /// module steps aside and sudo's own password prompt (pam_unix) takes the password.
+    func testRealSudoWithAFingerOrThePasswordAtOnce() throws {
+        guard TmuxTerminal.available, FileManager.default.isExecutableFile(atPath: "/usr/bin/sudo"),
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/visudo")
+        else { throw XCTSkip("needs tmux and sudo") }
+        let b = try makeBench()
+        let sudo = "laenclave-sudo-\(b.suffix)"
+        try b.sudoService(sudo, options: "reuse=30")
+
+        // sudo, then `sudo -k` and sudo again on the same terminal: the second passes on the
+        // first's touch, within the reuse window.
+        let touched = try b.asUserOnTerminal("sh -c 'sudo true && sudo -k && sudo true'")
+        touched.terminal.waitFor("\(sudo) asks to authenticate \(b.user)")
+        touched.terminal.waitFor("or type your password")
+        try touched.terminal.press("C-t")
+        XCTAssertEqual(touched.exitStatus(), 0, touched.errors + touched.terminal.screen())
+        let audit = try b.pamAudit(count: 2)
+        XCTAssertEqual(audit.count, 2, "\(audit)")
+        XCTAssertTrue(audit.first?.result.hasPrefix("success (success(reused))") == true, "\(audit)")
+        XCTAssertTrue(audit.last?.result.hasPrefix("success (success(biometric))") == true, "\(audit)")
+        let origin = try XCTUnwrap(audit.first?.app)
+        XCTAssertTrue(origin.contains("service=\(sudo) ") && origin.contains("tty=/dev/pts/"), origin)
+
+        try b.sudoService(sudo, options: "")
+        let typed = try b.asUserOnTerminal("sudo true")
+        typed.terminal.waitFor("or type your password")
+        try typed.terminal.type(b.password)
+        try typed.terminal.press("Enter")
+        XCTAssertEqual(typed.exitStatus(), 0, typed.errors + typed.terminal.screen())
+        XCTAssertTrue(try b.pamAudit(count: 3).first?.result.hasPrefix("success (success(passcode))") == true)
+
+        b.enclave.stop()
+        let fallback = try b.asUserOnTerminal("sudo true")
+        fallback.terminal.waitFor("password for \(b.user)")
+        try fallback.terminal.type(b.password)
+        try fallback.terminal.press("Enter")
+        XCTAssertEqual(fallback.exitStatus(), 0, fallback.errors + fallback.terminal.screen())
+    }
+
+    /// Never a machine nobody can log into: no daemon, a daemon that never answers, and an
+    /// impostor at the socket (a user's process answering "success" to everything) are all
+    /// unavailable, so the next module asks. The same impostor run by root is believed — the
+    /// control that shows the test can tell.
+    func testNoDaemonASilentOneOrAnImpostorIsUnavailable() throws {
+        let b = try makeBench()
+        let directory = NSTemporaryDirectory() + "pam-impostor-\(b.suffix)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o777)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let absent = "laenclave-absent-\(b.suffix)"
+        try b.writeModuleService(absent, options: "", socket: directory + "/none")
+        XCTAssertTrue(try b.pamtester(service: absent).stderr.contains(PAMResult.unavailable))
+
+        let silent = directory + "/silent"
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(silent.utf8) + [0]) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        XCTAssertEqual(bound, 0)
+        XCTAssertEqual(listen(listener, 8), 0)
+        let mute = "laenclave-silent-\(b.suffix)"
+        try b.writeModuleService(mute, options: "", socket: silent)
+        XCTAssertTrue(try b.pamtester(service: mute).stderr.contains(PAMResult.unavailable))
+
+        let other = try b.otherUser()
+        let impostor = "laenclave-impostor-\(b.suffix)"
+        let userSocket = directory + "/user"
+        try b.writeModuleService(impostor, options: "", socket: userSocket)
+        let byUser = try Impostor(socket: userSocket, runAs: other.name)
+        defer { byUser.stop() }
+        let fooled = try b.pamtester(service: impostor)
+        XCTAssertTrue(
+            fooled.stderr.contains(PAMResult.unavailable),
+            "a user's process is not the daemon: \(fooled.stdout)"
+        )
+
+        let rootSocket = directory + "/root"
+        let byRoot = try Impostor(socket: rootSocket, runAs: nil)
+        defer { byRoot.stop() }
+        try b.writeModuleService(impostor, options: "", socket: rootSocket)
+        let believed = try b.pamtester(service: impostor)
+        XCTAssertEqual(believed.status, 0, "root's answers are believed: \(believed.stderr)")
+    }
+}
+
+/// A process at a socket that answers every request as laenclaved would answer the module, with
+/// "success" — python3, as `runAs` (nil: root).
+private final class Impostor {
+    private let process = Process()
+
+    init(socket: String, runAs user: String?) throws {
+        let script = """
+            import json, os, socket, struct, sys
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(4)
+            print("ready", flush=True)
+            while True:
+                c, _ = s.accept()
+                try:
+                    while True:
+                        head = c.recv(4, socket.MSG_WAITALL)
+                        if len(head) < 4: break
+                        request = json.loads(c.recv(struct.unpack(">I", head)[0], socket.MSG_WAITALL))
+                        op, i = request["op"], request["id"]
+                        if op == "hello": reply = {"kind": "hello", "value": {"version": 1, "mode": "system", "uid": 0, "app": "x"}}
+                        elif op == "handoff": reply = {"kind": "failure", "value": {"code": "busy", "message": "no"}}
+                        else: reply = {"kind": "pamAuthenticated", "value": {"outcome": "success", "message": "yes"}}
+                        body = json.dumps({"id": i, "reply": reply}).encode()
+                        c.sendall(struct.pack(">I", len(body)) + body)
+                except Exception:
+                    pass
+                c.close()
+            """
+        let arguments = ["python3", "-c", script, socket]
+        process.executableURL = URL(fileURLWithPath: user == nil ? "/usr/bin/env" : "/usr/sbin/runuser")
+        process.arguments = user.map { ["-u", $0, "--"] + arguments } ?? arguments
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let ready = out.fileHandleForReading.availableData
+        guard String(decoding: ready, as: UTF8.self).contains("ready") else {
+            throw PAMModuleBench.BenchError("the impostor did not start")
+        }
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
