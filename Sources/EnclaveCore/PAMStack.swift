@@ -66,6 +66,13 @@ public struct PAMStack: Sendable, Equatable {
         return stack
     }
 
+    /// Which of `services` authenticate through `module` (`pam_laenclave`), includes followed:
+    /// what `lactl doctor` says of where the PAM module is enabled.
+    public static func services(using module: String, among services: [String], _ read: (String) -> String?) -> [String]
+    {
+        services.sorted().filter { PAMStack.read(service: $0, read).authModules.contains(module) }
+    }
+
     /// A service or included file as Linux-PAM finds it: an absolute path as it is, else in
     /// `/etc/pam.d`, then the vendor directory `/usr/lib/pam.d`. The one file read of this type,
     /// for `read`'s callers (the daemon before each PAM check, `lactl doctor`).

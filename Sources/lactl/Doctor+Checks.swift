@@ -270,29 +270,31 @@ extension Doctor {
         } else {
             report.note("d-bus", "no system bus at \(bus): needed only for fprintd")
         }
-        checkPAMService(into: &report)
+        let enabledFor = checkPAMModule(into: &report)
+        checkPAMService(moduleEnabled: !enabledFor.isEmpty, into: &report)
     }
 
     /// The PAM service the system daemon would check passwords with: it must be password-only, or
-    /// the daemon refuses its checks (`PAMStack`). A problem when the configuration uses PAM.
-    func checkPAMService(into report: inout DoctorReport) {
+    /// the daemon refuses its checks (`PAMStack`). A problem when the configuration uses PAM, or
+    /// when the PAM module is enabled (its password is checked there).
+    func checkPAMService(moduleEnabled: Bool, into report: inout DoctorReport) {
         let settings = (try? String(contentsOfFile: EnclavePaths.systemConfiguration, encoding: .utf8)).flatMap {
             try? DaemonSettings.parse($0)
         }
         let service = settings?.pamService ?? DaemonSettings().pamService
-        let inUse = settings?.passcodeSource == .pam
+        let inUse = settings?.passcodeSource == .pam || moduleEnabled
         let path = "/etc/pam.d/\(service)"
         guard FileManager.default.fileExists(atPath: path) else {
             if inUse {
                 report.problem(
                     "pam",
-                    "\(path) is absent, and passcode-source = pam uses it",
+                    "\(path) is absent, and passcode-source = pam or pam_laenclave uses it",
                     fix: "sudo install -m 0644 packaging/laenclaved.pam \(path)"
                 )
             } else {
                 report.note(
                     "pam",
-                    "\(path) is absent (used only with passcode-source = pam, see docs/configuration.md)"
+                    "\(path) is absent (used with passcode-source = pam and by pam_laenclave, see docs/configuration.md)"
                 )
             }
             return
@@ -310,7 +312,7 @@ extension Doctor {
                         "make \(path) password-only: auth required pam_unix.so nodelay, account required pam_unix.so (the shipped file)"
                 )
             } else {
-                report.note("pam", detail + "; not in use (passcode-source is not pam)")
+                report.note("pam", detail + "; not in use (passcode-source is not pam, pam_laenclave is not enabled)")
             }
         } else if !stack.missing.isEmpty {
             report.note(

@@ -69,6 +69,9 @@ final class PackageInstallTests: XCTestCase {
         let install = try runProcess("/usr/bin/dpkg", ["-i", deb], timeout: 300)
         XCTAssertEqual(install.status, 0, install.stdout + install.stderr)
         try checkInstalledFiles()
+        // The module is known to pam-auth-update, and enabled only by the administrator.
+        let commonAuth = (try? String(contentsOfFile: "/etc/pam.d/common-auth", encoding: .utf8)) ?? ""
+        XCTAssertFalse(commonAuth.contains("pam_laenclave"), "installing enables nothing: \(commonAuth)")
         try polkitLetsOnlyTheDaemonUseTheReader()
 
         try daemonWithoutCapabilityRefusesOtherUsers()
@@ -83,7 +86,7 @@ final class PackageInstallTests: XCTestCase {
         for path in [
             daemonPath, lactlPath, "/lib/systemd/system/laenclaved.service", "/lib/systemd/system/laenclaved.socket",
             "/usr/lib/sysusers.d/laenclaved.conf", "/usr/lib/tmpfiles.d/laenclaved.conf", Self.polkitRule, socketPath,
-            "/run/laenclaved",
+            "/run/laenclaved", Self.pamModule, Self.pamProfile,
         ] {
             XCTAssertFalse(FileManager.default.fileExists(atPath: path), "\(path) is left after dpkg -r")
         }
@@ -213,6 +216,7 @@ final class PackageInstallTests: XCTestCase {
             ("/lib/systemd/system/laenclaved.socket", 0o644), ("/lib/systemd/system/laenclaved.service", 0o644),
             ("/usr/lib/sysusers.d/laenclaved.conf", 0o644), ("/usr/lib/tmpfiles.d/laenclaved.conf", 0o644),
             ("/usr/share/doc/laenclaved/README.md", 0o644), (Self.polkitRule, 0o644), (Self.pamService, 0o644),
+            (Self.pamModule, 0o644), (Self.pamProfile, 0o644),
         ] {
             let st = try XCTUnwrap(info(path), "\(path) is not installed")
             XCTAssertEqual(st.st_mode & 0o7777, mode_t(mode), path)
@@ -256,6 +260,13 @@ final class PackageInstallTests: XCTestCase {
 
     static let polkitRule = "/usr/share/polkit-1/rules.d/50-laenclaved.rules"
     static let pamService = "/etc/pam.d/laenclaved"
+    /// Where Linux-PAM loads modules from on this architecture, and the pam-auth-update profile.
+    static let pamModule = "/usr/lib/\(multiarch)/security/pam_laenclave.so"
+    static let pamProfile = "/usr/share/pam-configs/laenclave"
+    private static let multiarch: String = {
+        (try? runProcess("/usr/bin/dpkg-architecture", ["-qDEB_HOST_MULTIARCH"]).stdout)?
+            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "x86_64-linux-gnu"
+    }()
 
     /// The packaged polkit rule as the real polkitd judges it (on a private bus standing in for the
     /// system bus): fprintd's verify, enroll and setusername for the laenclaved user, for nobody

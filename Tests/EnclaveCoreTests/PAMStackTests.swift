@@ -53,6 +53,33 @@ final class PAMStackTests: XCTestCase {
         }
     }
 
+    /// Where the PAM module is enabled, as `lactl doctor` says it: through includes, not in a
+    /// comment, not in another type's line; and the profile the package ships, once
+    /// pam-auth-update has put it in common-auth, reaches sudo.
+    func testWhichServicesUseTheModule() throws {
+        let profile = try String(
+            contentsOfFile: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().path + "/packaging/laenclave.pam-config",
+            encoding: .utf8
+        )
+        let line = try XCTUnwrap(profile.split(separator: "\n").first { $0.contains("pam_laenclave.so") })
+        let files: [String: String] = [
+            "common-auth":
+                "auth \(line.trimmingCharacters(in: .whitespaces))\nauth [success=1 default=ignore] pam_unix.so\n",
+            "sudo": "@include common-auth\naccount include common-account\n",
+            "su": "auth sufficient pam_rootok.so\n@include common-auth\n",
+            "sshd-commented": "# @include common-auth\nauth required pam_unix.so\n",
+            "session-only": "session optional pam_laenclave.so\n",
+            "direct": "auth sufficient /usr/lib/x86_64-linux-gnu/security/pam_laenclave.so password=none\n",
+        ]
+        XCTAssertEqual(
+            PAMStack.services(using: "pam_laenclave", among: Array(files.keys)) { files[$0] },
+            ["common-auth", "direct", "su", "sudo"]
+        )
+        XCTAssertTrue(line.contains("maxtries=die"), "a durable lockout is not routed around: \(line)")
+        XCTAssertTrue(profile.contains("Default: no"), "installing the package enables nothing")
+    }
+
     /// The stack the package ships is password-only.
     func testTheShippedServiceIsPasswordOnly() throws {
         let shipped = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
