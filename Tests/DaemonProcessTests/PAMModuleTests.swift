@@ -29,7 +29,8 @@ final class PAMModuleTests: XCTestCase {
     /// do, and the audit log says for whom, from which service, terminal, host and session, and
     /// how it ended.
     func testAQueuedTouchPassesAndTheAuditLogSaysWhoAskedFromWhere() throws {
-        let b = try makeBench()
+        // Options it does not know, or cannot read, are logged and ignored: never a lockout.
+        let b = try makeBench(options: "frobnicate=1 timeout=soon reuse=99999")
         XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
         let run = try b.pamtester(items: ["tty=/dev/pts/77"])
         XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
@@ -165,8 +166,20 @@ final class PAMModuleTests: XCTestCase {
         let third = try b.pamtesterOnTerminal()
         third.terminal.waitFor("Enter your password")
         XCTAssertFalse(third.terminal.screen().contains("place your finger"), third.terminal.screen())
+        // Guessing: the fifth wrong password delays the next (the login-password counter), and
+        // with the finger locked too nothing can pass: the next request is locked at once
+        // (PAM_MAXTRIES, which the stack line makes final), whatever module comes next.
+        for n in 1...6 {
+            try third.terminal.type("guess-\(n)")
+            try third.terminal.press("Enter")
+        }
+        third.terminal.waitFor("Password entry is delayed")
         try third.terminal.press("Escape")
         XCTAssertNotEqual(third.exitStatus(), 0)
+        let locked = try b.pamtester()
+        XCTAssertTrue(locked.stderr.contains(PAMResult.maxTries), locked.stdout + locked.stderr)
+        XCTAssertTrue(locked.stderr.contains("password entry is delayed"), "the person is told why: \(locked.stderr)")
+        XCTAssertTrue(try b.pamAudit(count: 4).first?.result.hasPrefix("locked") == true)
     }
 
     /// `count` missed touches, each waited for (a touch on an unread one is not a second touch).
