@@ -10,10 +10,11 @@
  * signal handlers; every wait is bounded; every error path returns PAM_AUTHINFO_UNAVAIL (the next
  * module asks), never PAM_SUCCESS or PAM_IGNORE.
  *
- * Options: password=login|none, reuse=SECONDS (0-300), timeout=SECONDS (1-3600; by default 60 on a
- * terminal the daemon draws its prompt on, 10 without one, as pam_fprintd's Debian profile: a
- * graphical caller then waits no longer for a finger before the next module asks), socket=PATH,
- * debug. An unknown or malformed option is logged and ignored. */
+ * Options: password=login|none, reuse=SECONDS (0-300), timeout=SECONDS (1-3600: how long the
+ * daemon keeps its prompt open; by default 60 where it draws one — the handed terminal, or the
+ * prompt agent's window on the user's seat — and 10 where only a finger can answer), socket=PATH,
+ * debug. An unknown or malformed option is logged and ignored. The daemon ends its prompt itself
+ * and gives the terminal back before it answers; the module waits that long and a little more. */
 #define _GNU_SOURCE
 #define PAM_SM_AUTH
 
@@ -46,6 +47,10 @@
 /* How long the daemon may take to accept and greet: a daemon that does not answer in this time
  * is unavailable, and the next module asks. */
 #define CONNECT_MS 2000
+/* Beyond the prompt's own time: the daemon's answer after it closed the prompt. */
+#define ANSWER_GRACE_MS 5000
+/* How long the daemon may take to let go of the terminal once the module stops waiting. */
+#define LET_GO_MS 2000
 
 struct options {
     int password_none;
@@ -229,7 +234,10 @@ static int hand_over(const char *socket_path, const unsigned char *ticket, int t
     int fd;
     struct msghdr message;
     struct iovec part;
-    char control[CMSG_SPACE(sizeof(int))];
+    union {
+        char bytes[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } control;
     struct cmsghdr *header;
     unsigned char status = 255;
     snprintf(path, sizeof path, "%s%s", socket_path, HANDOFF_SUFFIX);
@@ -240,13 +248,13 @@ static int hand_over(const char *socket_path, const unsigned char *ticket, int t
         return -1;
     }
     memset(&message, 0, sizeof message);
-    memset(control, 0, sizeof control);
+    memset(&control, 0, sizeof control);
     part.iov_base = (void *)ticket;
     part.iov_len = TICKET_BYTES;
     message.msg_iov = &part;
     message.msg_iovlen = 1;
-    message.msg_control = control;
-    message.msg_controllen = sizeof control;
+    message.msg_control = control.bytes;
+    message.msg_controllen = sizeof control.bytes;
     header = CMSG_FIRSTHDR(&message);
     header->cmsg_level = SOL_SOCKET;
     header->cmsg_type = SCM_RIGHTS;
@@ -284,7 +292,7 @@ static int authenticate(pam_handle_t *pamh, int flags, const struct options *o) 
     size_t used = 0;
     long long deadline = now_ms() + CONNECT_MS;
     struct lae_reply reply;
-    int fd, terminal = -1, on_terminal = 0, result = PAM_AUTHINFO_UNAVAIL, shown = 0;
+    int fd, terminal = -1, on_terminal = 0, result = PAM_AUTHINFO_UNAVAIL, shown = 0, answered = 0;
     struct termios saved;
     int restore = 0;
 
@@ -337,10 +345,13 @@ static int authenticate(pam_handle_t *pamh, int flags, const struct options *o) 
         if (used >= sizeof request || lae_json_string(request, sizeof request, &used, rhost) != 0) goto done;
     }
     used += (size_t)snprintf(request + used, sizeof request - used,
-                             ",\"password\":\"%s\",\"reuse\":%d,\"onTerminal\":%s}}",
+                             ",\"password\":\"%s\",\"reuse\":%d,\"onTerminal\":%s",
                              o->password_none ? "none" : "login", o->reuse, on_terminal ? "true" : "false");
+    if (o->timeout && used < sizeof request)
+        used += (size_t)snprintf(request + used, sizeof request - used, ",\"timeout\":%d", o->timeout);
+    if (used < sizeof request) used += (size_t)snprintf(request + used, sizeof request - used, "}}");
     if (used >= sizeof request) goto done;
-    deadline = now_ms() + (long long)(o->timeout ? o->timeout : on_terminal ? 60 : 10) * 1000;
+    deadline = now_ms() + (long long)(o->timeout ? o->timeout : 60) * 1000 + ANSWER_GRACE_MS;
     if (send_frame(fd, request, used, deadline) != 0) goto done;
     for (;;) {
         if (read_reply(fd, deadline, &reply) != 0 || reply.id != 3) {
@@ -348,8 +359,8 @@ static int authenticate(pam_handle_t *pamh, int flags, const struct options *o) 
             break;
         }
         if (strcmp(reply.kind, "prompt") == 0) {
-            /* A headless prompt's first screen, so a person without a terminal knows what to do. */
-            if (!on_terminal && !shown && !(flags & PAM_SILENT) && reply.message[0]) {
+            /* The daemon sends screens only where it draws them nowhere: the person is told once. */
+            if (!shown && !(flags & PAM_SILENT) && reply.message[0]) {
                 pam_info(pamh, "%s", reply.message);
                 shown = 1;
             }
@@ -357,8 +368,8 @@ static int authenticate(pam_handle_t *pamh, int flags, const struct options *o) 
         }
         if (strcmp(reply.kind, "pamAuthenticated") == 0) {
             result = return_code(reply.outcome);
-            if ((result == PAM_MAXTRIES || result == PAM_PERM_DENIED) && reply.message[0])
-                pam_error(pamh, "%s", reply.message);
+            answered = 1;
+            if (result == PAM_MAXTRIES && reply.message[0] && !(flags & PAM_SILENT)) pam_error(pamh, "%s", reply.message);
             if (o->debug) pam_syslog(pamh, LOG_DEBUG, "the daemon answered %s", reply.outcome);
         } else if (o->debug) {
             pam_syslog(pamh, LOG_DEBUG, "the daemon answered %s %s", reply.kind, reply.code);
@@ -366,10 +377,19 @@ static int authenticate(pam_handle_t *pamh, int flags, const struct options *o) 
         break;
     }
 done:
+    if (on_terminal && !answered) {
+        /* The daemon may still hold the terminal (its prompt open, its closing line unwritten): it
+         * sees the module go and lets go; wait for that, briefly, before the next module's prompt. */
+        char sink[256];
+        long long until = now_ms() + LET_GO_MS;
+        shutdown(fd, SHUT_WR);
+        while (wait_for(fd, POLLIN, until) == 1 && recv(fd, sink, sizeof sink, 0) > 0) {}
+    }
     close(fd);
     if (terminal >= 0) {
-        /* Whatever became of the daemon, the terminal is left as it was found. */
-        if (restore) tcsetattr(terminal, TCSANOW, &saved);
+        /* Whatever became of the daemon, the terminal is left as it was found (from the
+         * foreground only: a background process would be stopped by SIGTTOU). */
+        if (restore && tcgetpgrp(terminal) == getpgrp()) tcsetattr(terminal, TCSANOW, &saved);
         close(terminal);
     }
     return result;

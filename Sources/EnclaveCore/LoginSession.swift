@@ -39,11 +39,14 @@ public struct LoginSessionRecord: Equatable, Sendable {
     public var seat: String?
     /// TTY: the terminal logind knows the session by, if any.
     public var tty: String?
+    /// UID: whose session it is.
+    public var uid: UInt32?
 
-    public init(remote: Bool, seat: String?, tty: String? = nil) {
+    public init(remote: Bool, seat: String?, tty: String? = nil, uid: UInt32? = nil) {
         self.remote = remote
         self.seat = seat
         self.tty = tty
+        self.uid = uid
     }
 
     /// nil when the text names no session (no `REMOTE`, `SEAT` or `UID` line: not logind's file).
@@ -57,5 +60,6 @@ public struct LoginSessionRecord: Equatable, Sendable {
         remote = values["REMOTE"] == "1"
         seat = values["SEAT"].flatMap { $0.isEmpty ? nil : String($0) }
         tty = values["TTY"].flatMap { $0.isEmpty ? nil : String($0) }
+        uid = values["UID"].flatMap { UInt32($0) }
     }
 }

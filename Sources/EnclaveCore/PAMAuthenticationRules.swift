@@ -8,17 +8,19 @@ import EnclaveProtocol
 ///
 /// Our rules, from fprintd's and the anchors' lessons (docs/architecture.md, "A PAM module"):
 /// - Only root (sudo, su, login, polkit's helper) or the uid of PAM_USER itself (a lock screen)
-///   may ask, and only for an existing local user: anything else would make the daemon an oracle
-///   for other users' fingers and let any process burn their counters.
+///   may ask, and only for an existing local user whose own session it is: anything else would make
+///   the daemon an oracle for other users' fingers and let anyone burn their counters (`su alice`
+///   from bob's session runs as root too).
 /// - The service, tty and remote host are believed from root alone (an unprivileged process can
 ///   `pam_start("sudo", …)` itself); a claim can only ever take the finger away, never grant it.
 /// - Nothing at all unless the requesting process's logind session is local and on a seat and no
 ///   remote host is named: "unavailable", so the next module (pam_unix) asks at once. Never the
 ///   daemon's counted password there: sshd's pre-authentication runs as root, and a network client
 ///   could otherwise burn the user's counter into a lockout that `maxtries=die` makes final.
-/// - The daemon's counted login password only for root's requests (sudo, su, polkit's helper); a
-///   user's own process (a lock screen) gets the finger alone, its password going to the next
-///   module, so no process of the user's can burn that counter either.
+/// - The daemon's counted login password only for root's requests (sudo, su, polkit's helper), only
+///   where the daemon can check it and draws its prompt where it can be typed; a user's own process
+///   (a lock screen) gets the finger alone, its password going to the next module, so no process of
+///   the user's can burn that counter either.
 /// - No finger with the lid closed over the only reader: the password alone, or unavailable.
 /// Our limit: a tmux or screen server started at the seat and attached over SSH is the seat's
 /// session; the shell's next step checks who holds the request's terminal (`TerminalHolders`).
@@ -58,6 +60,15 @@ public enum PAMAuthenticationRules {
         /// logind's LidClosed, and whether the built-in reader is the only one.
         public var lidClosed: Bool
         public var onlyBuiltInReader: Bool
+        /// Whose session it is (logind's `UID=`): the person at the seat. nil: not stated.
+        public var sessionUID: UInt32?
+        /// Whether the daemon can check a login password at all (root, or `/etc/shadow` readable:
+        /// pam_unix's helper checks only the caller's own password). Without it a right password
+        /// would be counted as wrong.
+        public var passwordCheckable: Bool
+        /// Whether the daemon draws the prompt somewhere a password can be typed: the terminal the
+        /// module handed, or the user's prompt agent on the seat. Else only a finger can answer.
+        public var promptShown: Bool
 
         public init(
             peerUID: UInt32,
@@ -66,7 +77,10 @@ public enum PAMAuthenticationRules {
             seat: String?,
             localHostNames: Set<String> = ["localhost", "127.0.0.1", "::1"],
             lidClosed: Bool = false,
-            onlyBuiltInReader: Bool = false
+            onlyBuiltInReader: Bool = false,
+            sessionUID: UInt32? = nil,
+            passwordCheckable: Bool = true,
+            promptShown: Bool = true
         ) {
             self.peerUID = peerUID
             self.userUID = userUID
@@ -75,6 +89,9 @@ public enum PAMAuthenticationRules {
             self.localHostNames = localHostNames
             self.lidClosed = lidClosed
             self.onlyBuiltInReader = onlyBuiltInReader
+            self.sessionUID = sessionUID
+            self.passwordCheckable = passwordCheckable
+            self.promptShown = promptShown
         }
     }
 
@@ -93,12 +110,19 @@ public enum PAMAuthenticationRules {
 
     public static func decide(_ request: Request, _ facts: Facts) -> Decision {
         let user = Printable.field(String(request.user.prefix(32)))
-        guard let userUID = facts.userUID else { return .refuse("\(user) is not a local user") }
+        // Where first: sshd's pre-authentication (root, no session) learns nothing of which users
+        // exist, and is answered as fast for every name.
+        if let why = whyNotHere(request, facts) { return .unavailable(why) }
+        guard let userUID = facts.userUID else { return .unavailable("no local user of that name") }
         guard facts.peerUID == 0 || facts.peerUID == userUID else {
             return .refuse("uid \(facts.peerUID) may not ask to authenticate \(user)")
         }
-        if let why = whyNotHere(request, facts) { return .unavailable(why) }
-        let password = request.password == .login && facts.peerUID == 0
+        // `su alice` or polkit's helper in bob's session: bob is at the reader, not alice.
+        guard facts.sessionUID == userUID else {
+            return .unavailable("the session at the seat is another user's")
+        }
+        let password =
+            request.password == .login && facts.peerUID == 0 && facts.passwordCheckable && facts.promptShown
         if facts.lidClosed && facts.onlyBuiltInReader {
             let why = "the lid is closed over the only reader"
             return password ? .passwordOnly(why) : .unavailable(why)

@@ -167,8 +167,11 @@ extension ConnectionHandler {
             }
             return HeadlessPrompt(sink: sink, requestID: id)
         }
+        let agent =
+            pam.map { $0.agentSeat.flatMap(daemon.promptAgents.agent(for:)) }
+            ?? daemon.promptAgents.agent(serving: peer)
         let prompt = PromptRoute.starting(
-            on: daemon.promptAgents.agent(serving: peer),
+            on: agent,
             onAction: { continuation.yield(Self.input(for: $0)) },
             then: nextPresenter,
             exhausted: {}
@@ -190,7 +193,8 @@ extension ConnectionHandler {
             captureExecutor: executor,
             show: { await prompt.show($0) },
             audit: audit,
-            secret: pam?.secret ?? .devicePasscode
+            secret: pam?.secret ?? .devicePasscode,
+            promptTimeout: pam?.promptTimeout
         )
         await prompt.close(result: Self.closingLine(report.outcome))
         var proven: ContextAuthorization?

@@ -7,6 +7,13 @@ import Foundation
 struct PAMEvaluationTerms: Sendable {
     var app: String
     var secret: EvaluationMachine.Secret
+    /// Whose agent draws the prompt when no terminal was handed: the authenticated user's, in the
+    /// requesting process's session (polkit's helper started by the user's agent, a lock screen);
+    /// nil: the handed terminal, or headless.
+    var agentSeat: PromptSeat?
+    /// How long the prompt may stay open: the module's `timeout=`, else 60 s where a password can
+    /// be typed and 10 s where only a finger can answer (pam_fprintd's Debian default).
+    var promptTimeout: Double
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
 }
 
@@ -29,24 +36,30 @@ extension ConnectionHandler {
     }
 
     private func authenticateForPAM(id: UInt64, _ request: Request.PAMAuthenticate) async -> PAMAuthenticationReply {
-        let facts = await PAMFacts.read(
+        var facts = await PAMFacts.read(
             request,
             peer: peer,
             config: daemon.config,
             realSensor: daemon.sensor.map { !$0.info.simulated } ?? false
         )
-        let rulesRequest = PAMAuthenticationRules.Request(
-            user: request.user,
-            service: request.service,
-            tty: request.tty,
-            remoteHost: request.remoteHost,
-            password: request.password
+        // Without a terminal, the user's prompt agent on the session draws the prompt, if one serves it.
+        let agentSeat = facts.userUID.map { PromptSeat(uid: $0, session: peer.session) }
+        facts.promptShown = request.onTerminal || agentSeat.flatMap(daemon.promptAgents.agent(for:)) != nil
+        let decision = PAMAuthenticationRules.decide(
+            PAMAuthenticationRules.Request(
+                user: request.user,
+                service: request.service,
+                tty: request.tty,
+                remoteHost: request.remoteHost,
+                password: request.password
+            ),
+            facts
         )
-        let decision = PAMAuthenticationRules.decide(rulesRequest, facts)
         let origin = Self.origin(request, session: peer.session, peerUID: peer.uid)
-        let target = facts.userUID ?? peer.uid
-        func answer(_ outcome: PAMOutcome, _ message: String, method: String = "none") -> PAMAuthenticationReply {
-            auditPAM(target: target, origin: origin, outcome: outcome, detail: "\(method): \(message)")
+        func answer(_ outcome: PAMOutcome, _ message: String) -> PAMAuthenticationReply {
+            // A refusal is the asker's entry, not the user's it named: no one fills another's log.
+            let target = outcome == .refused ? peer.uid : facts.userUID ?? peer.uid
+            auditPAM(target: target, origin: origin, outcome: outcome, detail: "none: \(message)")
             if outcome == .refused {
                 logger.warning("PAM authentication refused", metadata: ["origin": "\(origin)", "why": "\(message)"])
             }
@@ -67,7 +80,9 @@ extension ConnectionHandler {
         } catch {
             return answer(.unavailable, "the enclave could not read the user's state: \(error)")
         }
-        guard standing.fingerReady || passwordOnly else {
+        // The daemon's own trouble is never a lockout: the next module asks.
+        if let refusal = standing.refusal { return answer(.unavailable, refusal) }
+        guard standing.fingerReady else {
             return answer(.unavailable, "no finger is enrolled on a reader: the password is asked next")
         }
         if let (outcome, why) = PAMAuthenticationRules.before(
@@ -79,7 +94,14 @@ extension ConnectionHandler {
         }
         let fingerOnly = policy == .deviceOwnerAuthenticationWithBiometrics
         let label = Self.promptLabel(request, peer: peer, trusted: peer.uid == 0)
-        let terms = PAMEvaluationTerms(app: label, secret: standing.secret) { [self] outcome in
+        // A terminal handed is where the person looks (sudo, su): the prompt goes there, never to
+        // a window elsewhere on the seat. Where only a finger can answer, the wait is short.
+        let terms = PAMEvaluationTerms(
+            app: label,
+            secret: standing.secret,
+            agentSeat: request.onTerminal ? nil : agentSeat,
+            promptTimeout: min(request.timeout ?? (facts.promptShown ? 60 : 10), daemon.config.promptTimeout)
+        ) { [self] outcome in
             pamAuditEntry(
                 target: userUID,
                 origin: origin,
@@ -110,11 +132,18 @@ extension ConnectionHandler {
         return PAMAuthenticationReply(outcome: outcome, message: message)
     }
 
-    /// The request as the audit log and the log say it: service, user, tty, rhost, session, peer.
+    /// The request as the audit log and the log say it: what the kernel says first (the peer, its
+    /// session), then what the request claims, each value escaped so that no claim can add a field
+    /// (no spaces, no "=", no control characters).
     static func origin(_ request: Request.PAMAuthenticate, session: String?, peerUID: UInt32) -> String {
-        func field(_ value: String?) -> String { Printable.field(String((value ?? "-").prefix(64))) }
+        func field(_ value: String?) -> String {
+            Printable.field(String((value ?? "-").prefix(64)))
+                .replacingOccurrences(of: "%", with: "%25")
+                .replacingOccurrences(of: " ", with: "%20")
+                .replacingOccurrences(of: "=", with: "%3D")
+        }
         return
-            "service=\(field(request.service)) user=\(field(request.user)) tty=\(field(request.tty)) rhost=\(field(request.remoteHost)) session=\(field(session)) peer=\(peerUID)"
+            "peer=\(peerUID) session=\(field(session)) service=\(field(request.service)) user=\(field(request.user)) tty=\(field(request.tty)) rhost=\(field(request.remoteHost))"
     }
 
     /// What the prompt names as asking, and the key of the reuse window: the service, terminal

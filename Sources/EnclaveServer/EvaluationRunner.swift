@@ -42,8 +42,10 @@ struct EvaluationRunner {
     var captureExecutor: (any TaskExecutor)?
     var show: @Sendable (PromptScreen) async -> Void
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
-    /// What a typed passcode is (a PAM authentication's: the login password).
+    /// What a typed passcode is (a PAM authentication's: the login password), and how long its
+    /// prompt may stay open (nil: the daemon's `promptTimeout`).
     var secret = EvaluationMachine.Secret.devicePasscode
+    var promptTimeout: Double?
 
     private var machine: EvaluationMachine?
     /// A ledger change not yet durable. It is saved just before the next thing the client could
@@ -114,7 +116,7 @@ struct EvaluationRunner {
                 session.activeInputs = nil
                 session.activePromptApp = nil
             }
-            let timeout = Deadline(after: session.config.promptTimeout) { [continuation] in
+            let timeout = Deadline(after: promptTimeout ?? session.config.promptTimeout) { [continuation] in
                 continuation.yield(.machine(.systemCancel("The prompt timed out.")))
             }
             defer { timeout.cancel() }
@@ -293,19 +295,6 @@ struct EvaluationRunner {
         // The evaluation now waits for input: nothing unsaved may outlive this batch.
         guard await save(finishing: nil, on: session) else { return unsavable }
         return nil
-    }
-
-    /// The answer to `.checkPasscode`: the device passcode's, or the login password's on its own counter.
-    private func check(_ passcode: String, on session: isolated UserSession) async -> EvaluationMachine.Input {
-        do {
-            if secret == .loginPassword { return .loginPasswordChecked(try await session.checkLoginPassword(passcode)) }
-            let (correct, attempt) = try await session.checkPasscode(passcode)
-            return .passcodeChecked(correct: correct, attempt: attempt)
-        } catch let f as Failure where [.busy, .notPermitted, .passcodeDisabled, .internalError].contains(f.code) {
-            return .systemCancel(f.message)
-        } catch {
-            return .systemCancel("The device passcode was removed during the evaluation.")
-        }
     }
 
     /// A sensor reads once per capture: (re)arm it whenever the machine wants it armed.

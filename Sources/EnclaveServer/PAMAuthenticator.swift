@@ -12,8 +12,11 @@ import Glibc
 enum PAMAuthenticator {
     enum Outcome: Equatable, Sendable {
         case accepted
+        /// The stack said the password is wrong (PAM_AUTH_ERR): a counted attempt.
         case refused(String)
-        /// The service can succeed without the password: not asked at all.
+        /// Not a verdict on the password, never counted: the service can succeed without the
+        /// password (not asked at all), or PAM could not check it (pam_unix run by a daemon that
+        /// may not read /etc/shadow, an error of the stack, an expired account).
         case unsuitable(String)
     }
 
@@ -29,14 +32,14 @@ enum PAMAuthenticator {
         do {
             return try await BlockingWork.waiting { checkNow(service: service, user: user, password: password) }
         } catch {
-            return .refused("the PAM check could not run: \(error)")
+            return .unsuitable("the PAM check could not run: \(error)")
         }
     }
 
     private static func checkNow(service: String, user: String, password: String) -> Outcome {
         // Read at every check: pam-auth-update may add pam_fprintd to common-auth at any time.
         if let why = unsuitability(service: service) { return .unsuitable(why) }
-        guard let secret = strdup(password) else { return .refused("out of memory") }
+        guard let secret = strdup(password) else { return .unsuitable("out of memory") }
         defer {
             memset(secret, 0, strlen(secret))
             free(secret)
@@ -65,12 +68,16 @@ enum PAMAuthenticator {
         var conversation = pam_conv(conv: converse, appdata_ptr: UnsafeMutableRawPointer(secret))
         var handle: OpaquePointer?
         var status = pam_start(service, user, &conversation, &handle)
-        guard status == PAM_SUCCESS, let handle else { return .refused(describe(handle, status)) }
+        guard status == PAM_SUCCESS, let handle else { return .unsuitable(describe(handle, status)) }
         defer { pam_end(handle, status) }
         status = pam_authenticate(handle, Int32(PAM_SILENT) | Int32(PAM_DISALLOW_NULL_AUTHTOK))
-        guard status == PAM_SUCCESS else { return .refused(describe(handle, status)) }
+        // Only the stack's "wrong" is a wrong password; anything else says nothing of it.
+        if status == PAM_AUTH_ERR { return .refused(describe(handle, status)) }
+        guard status == PAM_SUCCESS else {
+            return .unsuitable("PAM could not check the password: \(describe(handle, status))")
+        }
         status = pam_acct_mgmt(handle, Int32(PAM_SILENT))
-        guard status == PAM_SUCCESS else { return .refused(describe(handle, status)) }
+        guard status == PAM_SUCCESS else { return .unsuitable("the account: \(describe(handle, status))") }
         return .accepted
     }
 

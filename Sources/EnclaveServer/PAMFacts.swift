@@ -32,7 +32,13 @@ enum PAMFacts {
             lidClosed: lidClosed,
             // Our limit: a real reader is taken to be the built-in one (logind does not say where
             // a reader sits); a simulated sensor never sits under a lid.
-            onlyBuiltInReader: realSensor
+            onlyBuiltInReader: realSensor,
+            sessionUID: record?.uid,
+            // pam_unix reads /etc/shadow itself or asks its helper, which checks the caller's own
+            // password only: the packaged daemon needs the shadow group for anyone else's.
+            passwordCheckable: geteuid() == 0 || access("/etc/shadow", R_OK) == 0,
+            // Set by the connection, which knows the agents (`ConnectionHandler+PAM`).
+            promptShown: request.onTerminal
         )
     }
 
@@ -65,24 +71,5 @@ enum PAMFacts {
             guard let data = FileManager.default.contents(atPath: "\(directory)/\(lid)/state") else { return false }
             return String(decoding: data, as: UTF8.self).contains("closed")
         }
-    }
-}
-
-/// The uid of the local user `name` in the machine's user database; nil when there is none.
-func accountUID(name: String) -> UInt32? {
-    var size = 4096
-    while true {
-        var buffer = [CChar](repeating: 0, count: size)
-        let (status, uid) = buffer.withUnsafeMutableBufferPointer { storage -> (Int32, UInt32?) in
-            var entry = passwd()
-            var found: UnsafeMutablePointer<passwd>?
-            let status = getpwnam_r(name, &entry, storage.baseAddress!, storage.count, &found)
-            return (status, status == 0 && found != nil ? entry.pw_uid : nil)
-        }
-        if status == ERANGE && size < 1 << 20 {
-            size *= 2
-            continue
-        }
-        return uid
     }
 }

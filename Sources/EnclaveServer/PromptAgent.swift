@@ -176,6 +176,9 @@ final class PromptAgentRegistry: Sendable {
     /// The agent that draws the prompts of `peer`'s seat, if one serves it.
     func agent(serving peer: PeerIdentity) -> PromptAgent? {
         guard peer.identity.kind != .administrator else { return nil }
-        return agents.withLock { $0.agent(for: peer.seat) }
+        return agent(for: peer.seat)
     }
+
+    /// The agent that draws the prompts of `seat` (a user in a session), if one serves it.
+    func agent(for seat: PromptSeat) -> PromptAgent? { agents.withLock { $0.agent(for: seat) } }
 }

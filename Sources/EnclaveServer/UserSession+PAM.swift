@@ -13,6 +13,9 @@ extension UserSession {
         /// What a typed password is: the device passcode where it is the login password, else the
         /// login password on its own counter.
         var secret: EvaluationMachine.Secret
+        /// Why nothing is checked for anyone (a rollback refusal): the module steps aside — an error
+        /// of the daemon's is never a lockout.
+        var refusal: String?
     }
 
     func pamStanding() async throws -> PAMStanding {
@@ -26,9 +29,10 @@ extension UserSession {
         }
         return PAMStanding(
             fingerReady: facts.sensor != .none && facts.enrolled,
-            biometryRefused: facts.stateRefusal != nil || record.ledger.biometryRefusal(now: clock.wall()) != nil,
-            password: facts.stateRefusal != nil ? .disabled : gate,
-            secret: secret
+            biometryRefused: record.ledger.biometryRefusal(now: clock.wall()) != nil,
+            password: gate,
+            secret: secret,
+            refusal: facts.stateRefusal
         )
     }
 }

@@ -255,7 +255,8 @@ actor UserSession {
         captureExecutor: (any TaskExecutor)? = nil,
         show: @escaping @Sendable (PromptScreen) async -> Void,
         audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry,
-        secret: EvaluationMachine.Secret = .devicePasscode
+        secret: EvaluationMachine.Secret = .devicePasscode,
+        promptTimeout: Double? = nil
     ) async -> EvaluationReport {
         var runner = EvaluationRunner(
             policy: policy,
@@ -270,6 +271,7 @@ actor UserSession {
             audit: audit
         )
         runner.secret = secret
+        runner.promptTimeout = promptTimeout
         return await runner.run(on: self)
     }
 
@@ -306,22 +308,41 @@ actor UserSession {
 /// Reentrant (`getpwuid_r`): it is read on the event loops and on fprintd's worker at once, and
 /// `getpwuid`'s one static entry would let one thread's answer overwrite another's.
 func accountName(uid: UInt32) -> String {
+    let name = passwordEntry(
+        lookup: { getpwuid_r(uid, $0, $1, $2, $3) },
+        read: { $0.pw_name.map { String(cString: $0) } }
+    )
+    return name ?? String(uid)
+}
+
+/// The uid of the local user `name` in the machine's user database; nil when there is none.
+func accountUID(name: String) -> UInt32? {
+    passwordEntry(lookup: { getpwnam_r(name, $0, $1, $2, $3) }, read: { $0.pw_uid })
+}
+
+/// One entry of the user database through a reentrant `getpw*_r` call, `read` while its buffer is
+/// held (the entry's strings live in it); the buffer grows while the call says ERANGE.
+private func passwordEntry<T>(
+    lookup: (
+        UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
+        UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>
+    ) -> Int32,
+    read: (passwd) -> T?
+) -> T? {
     var size = 4096
     while true {
         var buffer = [CChar](repeating: 0, count: size)
-        // The entry's strings live in the buffer: read them while it is held.
-        let (status, name) = buffer.withUnsafeMutableBufferPointer { storage -> (Int32, String?) in
+        let (status, value) = buffer.withUnsafeMutableBufferPointer { storage -> (Int32, T?) in
             var entry = passwd()
             var found: UnsafeMutablePointer<passwd>?
-            let status = getpwuid_r(uid, &entry, storage.baseAddress!, storage.count, &found)
-            guard status == 0, found != nil, let name = entry.pw_name else { return (status, nil) }
-            return (status, String(cString: name))
+            let status = lookup(&entry, storage.baseAddress!, storage.count, &found)
+            return (status, status == 0 && found != nil ? read(entry) : nil)
         }
         if status == ERANGE && size < 1 << 20 {
             size *= 4
             continue
         }
-        return name ?? String(uid)
+        return value
     }
 }
 

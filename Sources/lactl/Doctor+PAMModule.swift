@@ -26,7 +26,27 @@ extension Doctor {
             )
         case (_, false):
             report.ok("pam module", "pam_laenclave is enabled for: \(enabled.joined(separator: ", "))")
+            if !Self.daemonReadsPasswordHashes() {
+                report.note(
+                    "pam module",
+                    "the daemon's user is not in group shadow, so it cannot check login passwords: the module offers the finger, and pam_unix asks the password next; for either at once on the daemon's prompt: sudo usermod -aG shadow laenclaved (it lets the daemon read every password hash)"
+                )
+            }
         }
         return enabled
+    }
+
+    /// Whether the packaged daemon's user can read /etc/shadow (its group, or a member of shadow):
+    /// pam_unix's helper checks only the caller's own password.
+    static func daemonReadsPasswordHashes() -> Bool {
+        guard let user = getpwnam("laenclaved") else { return true }  // not the package: root runs it
+        guard let shadow = getgrnam("shadow") else { return false }
+        if user.pointee.pw_gid == shadow.pointee.gr_gid { return true }
+        var member = shadow.pointee.gr_mem
+        while let name = member?.pointee {
+            if String(cString: name) == "laenclaved" { return true }
+            member = member?.advanced(by: 1)
+        }
+        return false
     }
 }

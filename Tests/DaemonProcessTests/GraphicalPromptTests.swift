@@ -193,21 +193,3 @@ final class GraphicalPromptTests: XCTestCase {
         return true
     }
 }
-
-/// A command run on a thread of its own while the test acts as the person.
-private final class Background: @unchecked Sendable {
-    private let done = DispatchSemaphore(value: 0)
-    private var result: Result<ProcessOutput, Error>?
-
-    init(_ body: @escaping @Sendable () throws -> ProcessOutput) {
-        Thread { [self] in
-            result = Result { try body() }
-            done.signal()
-        }.start()
-    }
-
-    func wait() throws -> ProcessOutput {
-        done.wait()
-        return try result!.get()
-    }
-}

@@ -24,7 +24,11 @@ final class PAMModuleBench {
         try built.withLock { path in
             if let path { return path }
             let out = NSTemporaryDirectory() + "pam-module-\(getpid())/pam_laenclave.so"
-            let build = try runProcess("/bin/bash", [repository + "/scripts/build-pam-module", out])
+            let build = try runProcess(
+                "/bin/bash",
+                [repository + "/scripts/build-pam-module", out],
+                environment: ["PATH": "/usr/bin:/bin:/opt/swift/usr/bin", "LA_PAM_WERROR": "1"]
+            )
             guard build.status == 0 else { throw BenchError("building the module failed: \(build.stderr)") }
             path = out
             return out
@@ -45,21 +49,31 @@ final class PAMModuleBench {
     let suffix = String(UInt32.random(in: 100_000...999_999))
     private var cleanups: [() -> Void] = []
 
-    /// `options`: what the module's line says after `socket=`.
-    init(options: String = "") throws {
-        let security = ["/usr/lib/x86_64-linux-gnu/security", "/lib/x86_64-linux-gnu/security"]
+    /// The prompt agent's executable the daemon admits, when the bench was asked for one: a copy
+    /// the bench's user can run.
+    private(set) var agent: String?
+
+    /// `options`: what the module's line says after `socket=`. `agent`: the daemon admits a prompt
+    /// agent (a copy of the built one, `agent`).
+    init(options: String = "", agent withAgent: Bool = false) throws {
+        let libraries = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/pamtester"),
             FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"),
-            security.contains(where: { FileManager.default.fileExists(atPath: "\($0)/pam_unix.so") }),
+            libraries.contains(where: { FileManager.default.fileExists(atPath: "/usr/lib/\($0)/security/pam_unix.so") }
+            ),
             Self.cgroupRoot != nil
         else { throw XCTSkip("needs root, pamtester, useradd, pam_unix and a writable cgroup hierarchy") }
         user = "lapm\(suffix)"
-        password = "Corr3ct-Horse-\(suffix)"
+        password = "Pw-" + UUID().uuidString
         service = "laenclave-test-\(suffix)"
         session = "lat\(suffix)"
         logind = NSTemporaryDirectory() + "logind-\(suffix)"
         // Everything is in place from here: whatever throws, deinit removes what was made.
-        XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/bin/sh", user]).status, 0)
+        // Expiring tomorrow, with a random password: harmless if a killed run leaves it behind.
+        XCTAssertEqual(
+            try runProcess("/usr/sbin/useradd", ["-M", "-s", "/bin/sh", "-e", Self.tomorrow, user]).status,
+            0
+        )
         let name = user
         cleanups.append { _ = try? runProcess("/usr/sbin/userdel", [name]) }
         XCTAssertEqual(try runProcess("/usr/sbin/chpasswd", [], input: "\(user):\(password)\n").status, 0)
@@ -77,12 +91,22 @@ final class PAMModuleBench {
         cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
         try stateSession(session, remote: false, seat: "seat0")
 
+        var daemonArguments = ["--pam-service", login, "--logind-directory", logind]
+        if withAgent {
+            let copy = logind + "/agent/laenclaved-agent"
+            try FileManager.default.createDirectory(atPath: logind + "/agent", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: productPath("laenclaved-agent"), toPath: copy)
+            for path in [logind, logind + "/agent", copy] { chmod(path, 0o755) }
+            agent = copy
+            daemonArguments += ["--prompt-agent", copy]
+        }
+        let arguments = daemonArguments
         enclave = try TestEnclave(
             .with {
                 $0.systemMode = true
                 $0.passcode = nil
                 $0.enrolled = []
-                $0.extraArguments = ["--pam-service", login, "--logind-directory", logind]
+                $0.extraArguments = arguments
             }
         )
         try writeModuleService(service, options: options)
@@ -112,9 +136,9 @@ final class PAMModuleBench {
         cleanups.append { unlink("/etc/pam.d/\(name)") }
     }
 
-    /// logind's record of session `id`, and its cgroup.
-    func stateSession(_ id: String, remote: Bool, seat: String?) throws {
-        try "UID=0\nUSER=root\nACTIVE=1\nREMOTE=\(remote ? 1 : 0)\nSEAT=\(seat ?? "")\nTYPE=tty\n".write(
+    /// logind's record of session `id` (whose: `owner`, by default the bench's user), and its cgroup.
+    func stateSession(_ id: String, remote: Bool, seat: String?, owner: uid_t? = nil) throws {
+        try "UID=\(owner ?? uid)\nACTIVE=1\nREMOTE=\(remote ? 1 : 0)\nSEAT=\(seat ?? "")\nTYPE=tty\n".write(
             toFile: "\(logind)/sessions/\(id)",
             atomically: true,
             encoding: .utf8
@@ -131,6 +155,12 @@ final class PAMModuleBench {
             for pid in procs.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
             usleep(50_000)
         }
+    }
+
+    static var tomorrow: String {
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyy-MM-dd"
+        return formatter.string(from: Date().addingTimeInterval(86_400))
     }
 
     /// The hierarchy `LoginSession` reads a process's session from: systemd's named one where
@@ -157,15 +187,30 @@ final class PAMModuleBench {
         items: [String] = [],
         runAs: String? = nil,
         session: String?? = .none,
-        timeout: Double = 60
+        timeout: Double = 80
     ) throws -> ProcessOutput {
+        let arguments = pamtesterArguments(target, service: service, items: items, runAs: runAs, session: session)
+        return try Self.runPamtester(arguments, timeout: timeout)
+    }
+
+    /// `setsid`'s arguments for `pamtester(…)`, to run elsewhere (a thread of its own).
+    func pamtesterArguments(
+        _ target: String? = nil,
+        service: String? = nil,
+        items: [String] = [],
+        runAs: String? = nil,
+        session: String?? = .none
+    ) -> [String] {
         let items = items.map { "-I '\($0)'" }.joined(separator: " ")
         var command = "pamtester \(items) '\(service ?? self.service)' '\(target ?? user)' authenticate"
         if let runAs { command = "runuser -u '\(runAs)' -- \(command)" }
-        let inSession = self.inSession(session ?? self.session, "exec \(command)")
-        return try runProcess(
+        return ["-w", "/bin/sh", "-c", inSession(session ?? self.session, "exec \(command)")]
+    }
+
+    static func runPamtester(_ arguments: [String], timeout: Double = 80) throws -> ProcessOutput {
+        try runProcess(
             "/usr/bin/setsid",
-            ["-w", "/bin/sh", "-c", inSession],
+            arguments,
             environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
             timeout: timeout
         )
@@ -173,12 +218,19 @@ final class PAMModuleBench {
 
     /// pamtester as root for the bench's user on a terminal (tmux) in the bench's session: what
     /// the person sees and types.
-    func pamtesterOnTerminal(service: String? = nil, asTheUser: Bool = false) throws -> TerminalCommand {
+    /// `afterwards`: a command run on the same terminal once pamtester has ended (its output in
+    /// the same file).
+    func pamtesterOnTerminal(
+        service: String? = nil,
+        asTheUser: Bool = false,
+        afterwards: String? = nil
+    ) throws -> TerminalCommand {
         let directory = NSTemporaryDirectory() + "pamterm-\(suffix)-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         chmod(directory, 0o777)
         cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
-        let command = "pamtester '\(service ?? self.service)' '\(user)' authenticate"
+        var command = "pamtester '\(service ?? self.service)' '\(user)' authenticate"
+        if let afterwards { command = "sh -c \"\(command); \(afterwards)\"" }
         if asTheUser {
             // The user's own process (a lock screen): its session is put in place by root first.
             return try TerminalCommand(
@@ -228,7 +280,10 @@ final class PAMModuleBench {
     /// Another throw-away user, removed with the bench.
     func otherUser() throws -> (name: String, uid: uid_t) {
         let name = "lapo\(suffix)"
-        XCTAssertEqual(try runProcess("/usr/sbin/useradd", ["-M", "-s", "/bin/sh", name]).status, 0)
+        XCTAssertEqual(
+            try runProcess("/usr/sbin/useradd", ["-M", "-s", "/bin/sh", "-e", Self.tomorrow, name]).status,
+            0
+        )
         cleanups.append { _ = try? runProcess("/usr/sbin/userdel", [name]) }
         guard let entry = getpwnam(name) else { throw BenchError("useradd made no \(name)") }
         return (name, entry.pointee.pw_uid)
@@ -236,6 +291,31 @@ final class PAMModuleBench {
 
     /// The bench user's status, as `lactl status --json` says it.
     func userStatus() throws -> String { try asUser(["status", "--json"]).stdout }
+
+    /// The prompt agent, run by the bench's user in the bench's session on `display`, once it
+    /// says it draws that session's prompts.
+    func startAgent(on display: VirtualDisplay) throws -> AgentProcess {
+        let agent = try AgentProcess(
+            on: display,
+            enclave: enclave,
+            executable: try XCTUnwrap(self.agent, "the bench was made without an agent"),
+            prefix: [
+                "/bin/sh", "-c",
+                inSession(
+                    session,
+                    "exec setpriv --reuid=\(uid) --regid=\(gid) --init-groups -- env HOME=/tmp \"$0\" \"$@\""
+                ),
+            ]
+        )
+        let deadline = Date().addingTimeInterval(20)
+        while !agent.output.contains("drawing the prompts of") {
+            guard Date() < deadline, agent.process.isRunning else {
+                throw BenchError("the agent did not start serving: \(agent.output)")
+            }
+            usleep(50_000)
+        }
+        return agent
+    }
 
     /// lactl as the bench's user against its daemon.
     func asUser(_ arguments: [String], input: String = "") throws -> ProcessOutput {

@@ -19,8 +19,8 @@ final class PAMModuleTests: XCTestCase {
         bench = nil
     }
 
-    private func makeBench(options: String = "") throws -> PAMModuleBench {
-        let made = try PAMModuleBench(options: options)
+    private func makeBench(options: String = "", agent: Bool = false) throws -> PAMModuleBench {
+        let made = try PAMModuleBench(options: options, agent: agent)
         bench = made
         return made
     }
@@ -56,20 +56,25 @@ final class PAMModuleTests: XCTestCase {
         try b.stateSession(remote, remote: true, seat: nil)
         let seatless = b.session + "s"
         try b.stateSession(seatless, remote: false, seat: nil)
+        // Attack: `su` (setuid root) for the bench user from another user's session at the seat —
+        // the one at the reader is that other user, who would burn the bench user's counters.
+        let others = b.session + "o"
+        try b.stateSession(others, remote: false, seat: "seat0", owner: try b.otherUser().uid)
         XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
         let runs: [(String, ProcessOutput)] = [
             ("no login session", try b.pamtester(session: .some(nil))),
             ("a remote session", try b.pamtester(session: remote)),
             ("a session without a seat", try b.pamtester(session: seatless)),
             ("another host named", try b.pamtester(items: ["rhost=203.0.113.9"])),
+            ("root in another user's session (su)", try b.pamtester(session: others)),
         ]
         for (what, run) in runs {
             XCTAssertNotEqual(run.status, 0, what)
             XCTAssertTrue(run.stderr.contains(PAMResult.unavailable), "\(what): \(run.stderr)")
         }
         XCTAssertTrue(try b.userStatus().contains("\"queuedEvents\" : 1"), "no prompt took the touch")
-        let audit = try b.pamAudit(count: 4)
-        XCTAssertEqual(audit.filter { $0.result.hasPrefix("unavailable") }.count, 4, "\(audit)")
+        let audit = try b.pamAudit(count: 5)
+        XCTAssertEqual(audit.filter { $0.result.hasPrefix("unavailable") }.count, 5, "\(audit)")
 
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, 255)
@@ -78,9 +83,8 @@ final class PAMModuleTests: XCTestCase {
     }
 
     /// Attack: a user's process asks the daemon to authenticate another user — to test their
-    /// finger, or to burn their counters into a lockout. Refused (PAM_PERM_DENIED) and logged;
-    /// the victim's queue and counters are untouched. Root asking for a user who does not exist
-    /// is refused too.
+    /// finger, or to burn their counters into a lockout. Refused (PAM_PERM_DENIED) and logged,
+    /// under the asker's uid; the victim's queue and counters are untouched.
     func testAnotherUsersProcessMayNotAsk() throws {
         let b = try makeBench()
         let other = try b.otherUser()
@@ -93,11 +97,17 @@ final class PAMModuleTests: XCTestCase {
         XCTAssertTrue(status.contains("\"biometricFailures\" : 0"), status)
         let refused = try XCTUnwrap(try b.pamAudit(count: 1).first)
         XCTAssertTrue(refused.result.hasPrefix("refused"), refused.result)
-        XCTAssertTrue(refused.app.contains("peer=\(other.uid)"), refused.app)
+        XCTAssertTrue(refused.app.hasPrefix("peer=\(other.uid) "), refused.app)
+        XCTAssertEqual(refused.uid, other.uid, "the asker's entry: no one fills another's log")
         XCTAssertTrue(b.enclave.log().contains("PAM authentication refused"))
 
-        let unknown = try b.pamtester("nosuch\(b.suffix)")
-        XCTAssertTrue(unknown.stderr.contains(PAMResult.permissionDenied), unknown.stderr)
+        // A name that is no local user is only unavailable: nothing tells which users exist. A name
+        // (sshd passes the network's) that would add fields to the audit line adds none.
+        let unknown = try b.pamtester("nosuch\(b.suffix) rhost=- peer=0")
+        XCTAssertTrue(unknown.stderr.contains(PAMResult.unavailable), unknown.stderr)
+        let logged = try XCTUnwrap(try b.pamAudit(count: 2).first?.app)
+        XCTAssertTrue(logged.contains("user=nosuch\(b.suffix)%20rhost%3D-%20peer%3D0 "), logged)
+        XCTAssertEqual(logged.split(separator: " ").count, 6, logged)
     }
 
     /// Finger or password at once, on the daemon's own prompt on the caller's terminal: the login
@@ -124,6 +134,22 @@ final class PAMModuleTests: XCTestCase {
         try touched.terminal.press("C-t")
         XCTAssertEqual(touched.exitStatus(), 0, touched.errors + touched.terminal.screen())
         XCTAssertTrue(try b.pamAudit(count: 2).first?.result.hasPrefix("success (success(biometric))") == true)
+    }
+
+    /// `timeout=`: the daemon ends its prompt itself and gives the terminal back before it
+    /// answers, so the next module's password prompt finds it as it was (echo on, cooked) — a
+    /// module that gave up first would race the daemon's restoring of the terminal.
+    func testATimedOutPromptGivesTheTerminalBackBeforeTheAnswer() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux") }
+        let b = try makeBench(options: "timeout=2")
+        let run = try b.pamtesterOnTerminal(afterwards: "stty -a")
+        run.terminal.waitFor("or type your password")
+        run.terminal.waitFor("The prompt timed out.")
+        XCTAssertNotNil(run.exitStatus())
+        XCTAssertTrue(run.errors.contains(PAMResult.unavailable), run.errors)
+        let modes = run.output.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == ";" })
+        XCTAssertTrue(modes.contains("echo") && modes.contains("icanon"), "the terminal as it was: \(run.output)")
+        XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("unavailable (systemCancel") == true)
     }
 
     /// The user's own process (a lock screen) gets the finger alone: its password goes to the
@@ -176,10 +202,13 @@ final class PAMModuleTests: XCTestCase {
         third.terminal.waitFor("Password entry is delayed")
         try third.terminal.press("Escape")
         XCTAssertNotEqual(third.exitStatus(), 0)
-        let locked = try b.pamtester()
-        XCTAssertTrue(locked.stderr.contains(PAMResult.maxTries), locked.stdout + locked.stderr)
-        XCTAssertTrue(locked.stderr.contains("password entry is delayed"), "the person is told why: \(locked.stderr)")
+        let locked = try b.pamtesterOnTerminal()
+        XCTAssertNotEqual(locked.exitStatus(), 0)
+        XCTAssertTrue(locked.errors.contains(PAMResult.maxTries), locked.output + locked.errors)
+        XCTAssertTrue(locked.errors.contains("password entry is delayed"), "the person is told why: \(locked.errors)")
         XCTAssertTrue(try b.pamAudit(count: 4).first?.result.hasPrefix("locked") == true)
+        // Where no password can be typed (no terminal, no agent), the locked finger only hands over.
+        XCTAssertTrue(try b.pamtester().stderr.contains(PAMResult.unavailable))
     }
 
     /// `count` missed touches, each waited for (a touch on an unread one is not a second touch).
@@ -256,6 +285,39 @@ final class PAMModuleTests: XCTestCase {
         try fallback.terminal.type(b.password)
         try fallback.terminal.press("Enter")
         XCTAssertEqual(fallback.exitStatus(), 0, fallback.errors + fallback.terminal.screen())
+    }
+
+    /// A caller without a terminal (polkit's helper, a lock screen) on a seat where the user's
+    /// prompt agent runs: the daemon draws its prompt in the agent's window, where the person
+    /// types the login password (or touches the reader); the caller learns only the answer.
+    /// Where no agent draws, the finger alone can answer and the wait is short (10 s).
+    func testAGraphicalCallerGetsThePromptInTheAgentsWindow() throws {
+        guard VirtualDisplay.available else { throw XCTSkip("needs Xvfb and xdotool (scripts/setup-debian)") }
+        let b = try makeBench(agent: true)
+        let display = try VirtualDisplay()
+        let agent = try b.startAgent(on: display)
+        defer { agent.stop() }
+        let arguments = b.pamtesterArguments()
+        let caller = Background { try PAMModuleBench.runPamtester(arguments) }
+        let window = try XCTUnwrap(
+            display.waitForWindow(titled: "confirm it is you"),
+            "no prompt window; agent: \(agent.output)"
+        )
+        try display.type(b.password, into: window)
+        try display.press("Return", in: window)
+        let run = try caller.wait()
+        XCTAssertEqual(run.status, 0, run.stdout + run.stderr + agent.output)
+        XCTAssertFalse(run.stdout.contains("place your finger"), "the agent drew it, not the caller: \(run.stdout)")
+        XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("success (success(passcode))") == true)
+
+        agent.stop()
+        let headless = try b.pamtester()
+        XCTAssertTrue(headless.stderr.contains(PAMResult.unavailable), headless.stdout + headless.stderr)
+        XCTAssertTrue(headless.stdout.contains("place your finger"), headless.stdout)
+        XCTAssertFalse(headless.stdout.contains("password"), "nowhere to type one: \(headless.stdout)")
+        // The daemon ended the prompt at the short wait where only a finger can answer.
+        let ended = try XCTUnwrap(try b.pamAudit(count: 2).first?.result)
+        XCTAssertTrue(ended.hasPrefix("unavailable (systemCancel"), ended)
     }
 
     /// Never a machine nobody can log into: no daemon, a daemon that never answers, and an

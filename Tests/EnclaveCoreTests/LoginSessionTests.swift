@@ -33,16 +33,21 @@ final class LoginSessionTests: XCTestCase {
         let cases: [(text: String, record: LoginSessionRecord?, why: String)] = [
             (
                 "# This is private data. Do not parse.\nUID=1000\nUSER=alice\nACTIVE=1\nREMOTE=0\nTYPE=wayland\nSEAT=seat0\nVTNR=2\nTTY=tty2\n",
-                LoginSessionRecord(remote: false, seat: "seat0", tty: "tty2"), "a graphical session at the seat"
+                LoginSessionRecord(remote: false, seat: "seat0", tty: "tty2", uid: 1000),
+                "a graphical session at the seat"
             ),
             (
                 "UID=1000\nREMOTE=1\nREMOTE_HOST=203.0.113.9\nSERVICE=sshd\nTTY=/dev/pts/4\n",
-                LoginSessionRecord(remote: true, seat: nil, tty: "/dev/pts/4"), "SSH"
+                LoginSessionRecord(remote: true, seat: nil, tty: "/dev/pts/4", uid: 1000), "SSH"
             ),
-            ("UID=1000\nSEAT=\n", LoginSessionRecord(remote: false, seat: nil), "an empty seat is none"),
+            ("UID=1000\nSEAT=\n", LoginSessionRecord(remote: false, seat: nil, uid: 1000), "an empty seat is none"),
             (
-                "UID=1000\nREMOTE=yes\n", LoginSessionRecord(remote: false, seat: nil),
+                "UID=1000\nREMOTE=yes\n", LoginSessionRecord(remote: false, seat: nil, uid: 1000),
                 "only 1 is remote, as logind writes it"
+            ),
+            (
+                "UID=alice\nSEAT=seat0\n", LoginSessionRecord(remote: false, seat: "seat0"),
+                "a uid that is no number is none"
             ),
             ("", nil, "an empty file"),
             ("garbage without keys", nil, "not logind's"),

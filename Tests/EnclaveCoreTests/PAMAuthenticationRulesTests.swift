@@ -24,7 +24,10 @@ final class PAMAuthenticationRulesTests: XCTestCase {
         remote: Bool? = false,
         seat: String? = "seat0",
         lidClosed: Bool = false,
-        onlyBuiltIn: Bool = false
+        onlyBuiltIn: Bool = false,
+        sessionOf: UInt32?? = .none,
+        checkable: Bool = true,
+        shown: Bool = true
     ) -> Rules.Facts {
         Rules.Facts(
             peerUID: peer,
@@ -33,7 +36,11 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             seat: seat,
             localHostNames: ["localhost", "127.0.0.1", "::1", "Laptop"],
             lidClosed: lidClosed,
-            onlyBuiltInReader: onlyBuiltIn
+            onlyBuiltInReader: onlyBuiltIn,
+            // The user's own session, unless the row says whose.
+            sessionUID: sessionOf ?? user,
+            passwordCheckable: checkable,
+            promptShown: shown
         )
     }
 
@@ -59,10 +66,36 @@ final class PAMAuthenticationRulesTests: XCTestCase {
                 "a user's process asking about another user", request("bob"), facts(peer: 1000, user: 1001),
                 "refuse: uid 1000 may not ask to authenticate bob"
             ),
-            ("an unknown user", request("nobody-here"), facts(user: nil), "refuse: nobody-here is not a local user"),
             (
-                "a name with a line break", request("eve\nroot ok"), facts(user: nil),
-                "refuse: eve\\u{A}root ok is not a local user"
+                "a name that would forge log lines", request("eve\nroot ok"), facts(peer: 1000, user: 1001),
+                "refuse: uid 1000 may not ask to authenticate eve\\u{A}root ok"
+            ),
+            // An unknown name is only unavailable: nothing tells a caller which users exist.
+            ("an unknown user", request("nobody-here"), facts(user: nil), "unavailable: no local user of that name"),
+            // Where comes before who: sshd's pre-authentication gets the same answer for every name.
+            (
+                "sshd before authentication, an unknown name", request("nobody-here"), facts(user: nil, remote: nil),
+                "unavailable: the requesting process is in no login session"
+            ),
+            // su alice (root) in bob's session: bob is at the reader.
+            (
+                "root for another user than the session's", request(), facts(sessionOf: 1001),
+                "unavailable: the session at the seat is another user's"
+            ),
+            (
+                "a session whose owner logind does not state", request(), facts(sessionOf: .some(nil)),
+                "unavailable: the session at the seat is another user's"
+            ),
+            // The password only where the daemon can check it and the person can type it.
+            (
+                "the daemon cannot read the password hashes", request(), facts(checkable: false),
+                "finger only"
+            ),
+            ("no terminal and no agent: nowhere to type", request(), facts(shown: false), "finger only"),
+            (
+                "the lid closed and nowhere to type", request(),
+                facts(lidClosed: true, onlyBuiltIn: true, shown: false),
+                "unavailable: the lid is closed over the only reader"
             ),
             // Not at this machine: nothing offered, the next module asks at once, and nothing from
             // the network reaches the daemon's counter. A forged empty rhost does not make SSH local.

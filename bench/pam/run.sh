@@ -28,8 +28,12 @@ tag=labench$$
 user=$tag
 work=$(mktemp -d /tmp/pam-bench.XXXXXX)
 chmod 755 "$work"
-cgroup=/sys/fs/cgroup/systemd/session-$tag.scope
-[ -d /sys/fs/cgroup/systemd ] || cgroup=/sys/fs/cgroup/unified/session-$tag.scope
+# The hierarchy a process's session is read from: systemd's named one where there is one, else the
+# unified one (cgroup v2 alone: /sys/fs/cgroup itself).
+for root in /sys/fs/cgroup/systemd /sys/fs/cgroup/unified /sys/fs/cgroup; do
+    [ -w "$root/cgroup.procs" ] && break
+done
+cgroup=$root/session-$tag.scope
 daemon=
 cleanup() {
     # Out of the session's cgroup first, or it cannot go.
@@ -59,13 +63,15 @@ echo 2468 | as_user passcode set --stdin >/dev/null
 echo 2468 | as_user enroll right-index --stdin >/dev/null
 
 service() { # name, module line or empty
-    { [ -n "$2" ] && echo "auth sufficient $2"; echo "auth required pam_permit.so"
+    { [ -n "$2" ] && echo "auth $2"; echo "auth required pam_permit.so"
       echo "account required pam_permit.so"; echo "session required pam_permit.so"; } >/etc/pam.d/$tag-${1,,}
 }
+# B and D must pass through the module itself (a failure ends the stack, and the run says so); C
+# steps aside to pam_permit, as a real stack's pam_unix.
 service A ""
-service B "$module socket=$work/run/socket"
-service C "$module socket=$work/none/socket"
-service D "$module socket=$work/run/socket reuse=300"
+service B "[success=done default=die] $module socket=$work/run/socket"
+service C "[success=done default=ignore] $module socket=$work/none/socket"
+service D "[success=done default=die] $module socket=$work/run/socket reuse=300"
 
 # One timed `sudo true` through service $1, by the user, in the session; nanoseconds on stdout.
 # (Linux-PAM lowercases service names: the files are named in lower case.)
@@ -75,7 +81,8 @@ sudo_once() {
     chmod 0440 /etc/sudoers.d/$tag
     local start end
     start=$(date +%s%N)
-    setpriv --reuid="$user" --regid="$user" --init-groups -- sudo -S true </dev/null >/dev/null 2>&1 || echo "sudo failed through $1" >&2
+    setpriv --reuid="$user" --regid="$user" --init-groups -- sudo -S true </dev/null >/dev/null 2>&1 \
+        || { echo "sudo failed through $1" >&2; echo "$1" >>"$work/failures"; }
     end=$(date +%s%N)
     echo $((end - start))
 }
@@ -112,6 +119,10 @@ for _ in $(seq "$runs"); do
 done
 echo $$ >"$(dirname "$cgroup")/cgroup.procs"
 
+if [ -s "$work/failures" ]; then
+    echo "bench: $(wc -l <"$work/failures") runs failed (the module did not pass): the figures are not the module's" >&2
+    exit 1
+fi
 pct() { sort -n "$1" | awk -v p="$2" '{a[NR]=$1} END {i=int(NR*p); if (i<1) i=1; printf "%.2f", a[i]/1e6}'; }
 echo "pam_laenclave and sudo, $runs runs per variant, $(nproc) vCPUs, $(date -u +%Y-%m-%dT%H:%MZ)"
 echo

@@ -18,6 +18,10 @@ extension Request {
         public var reuse: Double
         /// The module handed its controlling terminal (`handoff`) for the prompt.
         public var onTerminal: Bool
+        /// `timeout=` on the PAM line: how long the prompt may stay open (nil: the daemon's choice,
+        /// 60 s where it draws a prompt, 10 s where only a finger can answer). The daemon ends the
+        /// prompt itself, and gives the terminal back, before it answers.
+        public var timeout: Double?
 
         /// Apple's `LATouchIDAuthenticationMaximumAllowableReuseDuration`: no longer here either.
         public static let maximumReuse: Double = 300
@@ -29,7 +33,8 @@ extension Request {
             remoteHost: String? = nil,
             password: PAMPasswordMode = .login,
             reuse: Double = 0,
-            onTerminal: Bool = false
+            onTerminal: Bool = false,
+            timeout: Double? = nil
         ) {
             self.user = user
             self.service = service
@@ -38,6 +43,7 @@ extension Request {
             self.password = password
             self.reuse = reuse
             self.onTerminal = onTerminal
+            self.timeout = timeout
         }
 
         public func validate() throws(Failure) {
@@ -53,6 +59,9 @@ extension Request {
             }
             guard reuse.isFinite, reuse >= 0, reuse <= Self.maximumReuse else {
                 throw Failure(.invalidParameter, "reuse is 0 to \(Int(Self.maximumReuse)) seconds")
+            }
+            if let timeout, !(timeout.isFinite && timeout >= 1 && timeout <= 3600) {
+                throw Failure(.invalidParameter, "timeout is 1 to 3600 seconds")
             }
         }
     }
