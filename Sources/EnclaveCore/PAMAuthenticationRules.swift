@@ -79,8 +79,8 @@ public enum PAMAuthenticationRules {
             lidClosed: Bool = false,
             onlyBuiltInReader: Bool = false,
             sessionUID: UInt32? = nil,
-            passwordCheckable: Bool = true,
-            promptShown: Bool = true
+            passwordCheckable: Bool = false,
+            promptShown: Bool = false
         ) {
             self.peerUID = peerUID
             self.userUID = userUID
@@ -131,7 +131,7 @@ public enum PAMAuthenticationRules {
     }
 
     /// Why nothing is offered: no one at this machine's reader made the request; nil when someone may have.
-    static func whyNotHere(_ request: Request, _ facts: Facts) -> String? {
+    public static func whyNotHere(_ request: Request, _ facts: Facts) -> String? {
         if let host = request.remoteHost.map(hostName), !host.isEmpty,
             !facts.localHostNames.map(hostName).contains(host)
         {

@@ -167,14 +167,14 @@ extension ConnectionHandler {
             }
             return HeadlessPrompt(sink: sink, requestID: id)
         }
-        let agent =
-            pam.map { $0.agentSeat.flatMap(daemon.promptAgents.agent(for:)) }
-            ?? daemon.promptAgents.agent(serving: peer)
+        // A PAM authentication's prompt is where its decision put it: its agent going away ends it
+        // (its password was offered there, and nowhere else), never a fall to a headless prompt.
+        let onlyAgent = pam?.agent != nil
         let prompt = PromptRoute.starting(
-            on: agent,
+            on: pam.map(\.agent) ?? daemon.promptAgents.agent(serving: peer),
             onAction: { continuation.yield(Self.input(for: $0)) },
-            then: nextPresenter,
-            exhausted: {}
+            then: { onlyAgent ? nil : nextPresenter() },
+            exhausted: { continuation.yield(.machine(.systemCancel("The prompt agent went away."))) }
         )
         let audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
         if let pam {

@@ -7,12 +7,14 @@ import Foundation
 struct PAMEvaluationTerms: Sendable {
     var app: String
     var secret: EvaluationMachine.Secret
-    /// Whose agent draws the prompt when no terminal was handed: the authenticated user's, in the
-    /// requesting process's session (polkit's helper started by the user's agent, a lock screen);
-    /// nil: the handed terminal, or headless.
-    var agentSeat: PromptSeat?
-    /// How long the prompt may stay open: the module's `timeout=`, else 60 s where a password can
-    /// be typed and 10 s where only a finger can answer (pam_fprintd's Debian default).
+    /// The agent that draws the prompt when no terminal was handed: the authenticated user's, in
+    /// the requesting process's session, for root's requests (polkit's helper started by the
+    /// user's agent); nil: the handed terminal, or headless. Resolved once: the decision to offer
+    /// the password rests on it.
+    var agent: PromptAgent?
+    /// How long the request may wait for the prompt and keep it open, from its arrival: the
+    /// module's `timeout=`, else 60 s where a password is offered and 10 s where only a finger can
+    /// answer (pam_fprintd's Debian default).
     var promptTimeout: Double
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
 }
@@ -36,25 +38,28 @@ extension ConnectionHandler {
     }
 
     private func authenticateForPAM(id: UInt64, _ request: Request.PAMAuthenticate) async -> PAMAuthenticationReply {
+        let rulesRequest = PAMAuthenticationRules.Request(
+            user: request.user,
+            service: request.service,
+            tty: request.tty,
+            remoteHost: request.remoteHost,
+            password: request.password
+        )
         var facts = await PAMFacts.read(
-            request,
+            rulesRequest,
+            onTerminal: request.onTerminal,
             peer: peer,
             config: daemon.config,
             realSensor: daemon.sensor.map { !$0.info.simulated } ?? false
         )
-        // Without a terminal, the user's prompt agent on the session draws the prompt, if one serves it.
-        let agentSeat = facts.userUID.map { PromptSeat(uid: $0, session: peer.session) }
-        facts.promptShown = request.onTerminal || agentSeat.flatMap(daemon.promptAgents.agent(for:)) != nil
-        let decision = PAMAuthenticationRules.decide(
-            PAMAuthenticationRules.Request(
-                user: request.user,
-                service: request.service,
-                tty: request.tty,
-                remoteHost: request.remoteHost,
-                password: request.password
-            ),
-            facts
-        )
+        // Without a terminal, root's request (polkit's helper) is drawn by the user's prompt agent
+        // on the session, if one serves it. A user's own process (a lock screen, whose session is
+        // hidden behind it) gets no window: the finger alone, told by the module.
+        let agent =
+            request.onTerminal || peer.uid != 0
+            ? nil : facts.userUID.flatMap { daemon.promptAgents.agent(for: PromptSeat(uid: $0, session: peer.session)) }
+        facts.promptShown = request.onTerminal || agent != nil
+        let decision = PAMAuthenticationRules.decide(rulesRequest, facts)
         let origin = Self.origin(request, session: peer.session, peerUID: peer.uid)
         func answer(_ outcome: PAMOutcome, _ message: String) -> PAMAuthenticationReply {
             // A refusal is the asker's entry, not the user's it named: no one fills another's log.
@@ -67,6 +72,13 @@ extension ConnectionHandler {
         }
         guard let userUID = facts.userUID, let (policy, passwordOnly) = PAMAuthenticationRules.evaluation(for: decision)
         else {
+            if case .unavailable(let why) = decision {
+                // Stepped aside before anything was offered (not at this seat, no such user, another
+                // user's session): logged, not audited — sshd passes every network attempt here,
+                // and would otherwise rotate a user's audit entries out.
+                logger.debug("PAM authentication not offered", metadata: ["origin": "\(origin)", "why": "\(why)"])
+                return PAMAuthenticationReply(outcome: .unavailable, message: why)
+            }
             let (outcome, why) =
                 PAMAuthenticationRules.before(decision, biometryRefused: false, password: .open)
                 ?? (.unavailable, "nothing is offered")
@@ -99,14 +111,14 @@ extension ConnectionHandler {
         let terms = PAMEvaluationTerms(
             app: label,
             secret: standing.secret,
-            agentSeat: request.onTerminal ? nil : agentSeat,
-            promptTimeout: min(request.timeout ?? (facts.promptShown ? 60 : 10), daemon.config.promptTimeout)
+            agent: agent,
+            promptTimeout: min(request.timeout ?? (fingerOnly ? 10 : 60), daemon.config.promptTimeout)
         ) { [self] outcome in
             pamAuditEntry(
                 target: userUID,
                 origin: origin,
                 outcome: PAMAuthenticationRules.outcome(of: outcome, fingerOnly: fingerOnly),
-                detail: Self.describe(outcome)
+                detail: Self.pamDetail(outcome)
             )
         }
         let report = await runEvaluation(
@@ -124,26 +136,45 @@ extension ConnectionHandler {
             audited: "pamAuthenticate",
             pam: terms
         )
-        let outcome = PAMAuthenticationRules.outcome(of: report.outcome, fingerOnly: fingerOnly)
+        var outcome = PAMAuthenticationRules.outcome(of: report.outcome, fingerOnly: fingerOnly)
+        // A state refused while the request waited (a rollback seen meanwhile) is the daemon's
+        // trouble, never a lockout.
+        if outcome == .locked, (try? await session.pamStanding())?.refusal != nil { outcome = .unavailable }
         let message = Self.closingLine(report.outcome)
         if !report.audited {
-            auditPAM(target: userUID, origin: origin, outcome: outcome, detail: Self.describe(report.outcome))
+            auditPAM(target: userUID, origin: origin, outcome: outcome, detail: Self.pamDetail(report.outcome))
         }
         return PAMAuthenticationReply(outcome: outcome, message: message)
     }
 
     /// The request as the audit log and the log say it: what the kernel says first (the peer, its
-    /// session), then what the request claims, each value escaped so that no claim can add a field
-    /// (no spaces, no "=", no control characters).
+    /// session), then what the request claims. Each value is percent-encoded but for letters,
+    /// digits and `._:/@+-`, and an absent one is empty: no claim can add a field, break the line,
+    /// or read as another value.
     static func origin(_ request: Request.PAMAuthenticate, session: String?, peerUID: UInt32) -> String {
         func field(_ value: String?) -> String {
-            Printable.field(String((value ?? "-").prefix(64)))
-                .replacingOccurrences(of: "%", with: "%25")
-                .replacingOccurrences(of: " ", with: "%20")
-                .replacingOccurrences(of: "=", with: "%3D")
+            var out = ""
+            for byte in (value ?? "").utf8 {
+                switch byte {
+                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
+                    UInt8(ascii: "/"), UInt8(ascii: "@"), UInt8(ascii: "+"), UInt8(ascii: "-"):
+                    out.unicodeScalars.append(Unicode.Scalar(byte))
+                default:
+                    out += String(format: "%%%02X", byte)
+                }
+            }
+            return out
         }
         return
             "peer=\(peerUID) session=\(field(session)) service=\(field(request.service)) user=\(field(request.user)) tty=\(field(request.tty)) rhost=\(field(request.remoteHost))"
+    }
+
+    /// How an evaluation ended, as a PAM authentication's audit line says it: the code, and for a
+    /// failure its message ("systemCancel(-4): The prompt timed out (10 s).").
+    static func pamDetail(_ outcome: EvaluationMachine.Outcome) -> String {
+        guard case .failure(_, let message) = outcome else { return describe(outcome) }
+        return "\(describe(outcome)): \(message)"
     }
 
     /// What the prompt names as asking, and the key of the reuse window: the service, terminal

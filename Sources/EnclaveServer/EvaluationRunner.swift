@@ -42,8 +42,9 @@ struct EvaluationRunner {
     var captureExecutor: (any TaskExecutor)?
     var show: @Sendable (PromptScreen) async -> Void
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
-    /// What a typed passcode is (a PAM authentication's: the login password), and how long its
-    /// prompt may stay open (nil: the daemon's `promptTimeout`).
+    /// What a typed passcode is (a PAM authentication's: the login password), and how long the
+    /// request may wait for its prompt and keep it open, from its start (nil: the daemon's
+    /// `promptQueueTimeout`, then `promptTimeout`).
     var secret = EvaluationMachine.Secret.devicePasscode
     var promptTimeout: Double?
 
@@ -95,7 +96,11 @@ struct EvaluationRunner {
             }
 
             // The prompt is needed: one per user at a time.
-            let turn = await session.acquirePrompt(timeout: session.config.promptQueueTimeout)
+            // A prompt timeout of the request's own (PAM) counts from its arrival, the wait included.
+            let arrived = ContinuousClock.now
+            let turn = await session.acquirePrompt(
+                timeout: min(session.config.promptQueueTimeout, promptTimeout ?? .infinity)
+            )
             guard turn != .gaveUp else {
                 if Task.isCancelled { return await report(session.stopping.endingOutcome(), on: session) }
                 return await report(
@@ -116,8 +121,10 @@ struct EvaluationRunner {
                 session.activeInputs = nil
                 session.activePromptApp = nil
             }
-            let timeout = Deadline(after: promptTimeout ?? session.config.promptTimeout) { [continuation] in
-                continuation.yield(.machine(.systemCancel("The prompt timed out.")))
+            let waited = arrived.duration(to: .now) / .seconds(1)
+            let open = promptTimeout.map { max(0.5, $0 - waited) } ?? session.config.promptTimeout
+            let timeout = Deadline(after: open) { [continuation] in
+                continuation.yield(.machine(.systemCancel("The prompt timed out (\(Int(open.rounded())) s).")))
             }
             defer { timeout.cancel() }
             defer { disarm(on: session) }

@@ -12,24 +12,21 @@ import Glibc
 /// logind's own record of it, the lid from ACPI.
 enum PAMFacts {
     static func read(
-        _ request: Request.PAMAuthenticate,
+        _ request: PAMAuthenticationRules.Request,
+        onTerminal: Bool,
         peer: PeerIdentity,
         config: DaemonConfiguration,
         realSensor: Bool
     ) async -> PAMAuthenticationRules.Facts {
-        let user = request.user
-        // NSS may ask the network (LDAP, SSSD): off the cooperative threads.
-        let userUID = try? await BlockingWork.waiting { accountUID(name: user) }
         let record = peer.session.flatMap { sessionRecord($0, directory: config.logindDirectory) }
-        let lidClosed = lidIsClosed()
-        return PAMAuthenticationRules.Facts(
+        var facts = PAMAuthenticationRules.Facts(
             peerUID: peer.uid,
-            userUID: userUID ?? nil,
+            userUID: nil,
             // A session logind no longer states (or never did) is no session we can vouch for.
             sessionRemote: record?.remote,
             seat: record?.seat,
             localHostNames: localHostNames(),
-            lidClosed: lidClosed,
+            lidClosed: lidIsClosed(),
             // Our limit: a real reader is taken to be the built-in one (logind does not say where
             // a reader sits); a simulated sensor never sits under a lid.
             onlyBuiltInReader: realSensor,
@@ -38,8 +35,16 @@ enum PAMFacts {
             // password only: the packaged daemon needs the shadow group for anyone else's.
             passwordCheckable: geteuid() == 0 || access("/etc/shadow", R_OK) == 0,
             // Set by the connection, which knows the agents (`ConnectionHandler+PAM`).
-            promptShown: request.onTerminal
+            promptShown: onTerminal
         )
+        // The user database only for a request from this machine's seat: a network client (sshd's
+        // pre-authentication) must not learn from the time an LDAP or SSSD look-up takes which
+        // names exist. NSS may ask the network: off the cooperative threads.
+        if PAMAuthenticationRules.whyNotHere(request, facts) == nil {
+            let user = request.user
+            facts.userUID = (try? await BlockingWork.waiting { accountUID(name: user) }) ?? nil
+        }
+        return facts
     }
 
     /// logind's record of session `id`; nil when there is none.

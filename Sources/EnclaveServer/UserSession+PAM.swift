@@ -6,7 +6,7 @@ extension UserSession {
     struct PAMStanding: Sendable {
         /// A reader and an enrolled finger: the finger can be offered at all.
         var fingerReady: Bool
-        /// The finger is locked out (failures, boot, inactivity, a remote lock) or the state refused.
+        /// The finger is locked out (failures, boot, inactivity, a remote lock).
         var biometryRefused: Bool
         /// Whether the password may be checked now, on the counter that counts it.
         var password: PasscodeGate

@@ -29,7 +29,7 @@ extension Doctor {
             if !Self.daemonReadsPasswordHashes() {
                 report.note(
                     "pam module",
-                    "the daemon's user is not in group shadow, so it cannot check login passwords: the module offers the finger, and pam_unix asks the password next; for either at once on the daemon's prompt: sudo usermod -aG shadow laenclaved (it lets the daemon read every password hash)"
+                    "the daemon's user is not in group shadow, so it cannot check login passwords: the module offers the finger, and pam_unix asks the password next; for either at once on the daemon's prompt: sudo usermod -aG shadow laenclaved && sudo systemctl restart laenclaved.service (it lets the daemon read every password hash)"
                 )
             }
         }

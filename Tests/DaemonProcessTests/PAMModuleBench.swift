@@ -27,7 +27,11 @@ final class PAMModuleBench {
             let build = try runProcess(
                 "/bin/bash",
                 [repository + "/scripts/build-pam-module", out],
-                environment: ["PATH": "/usr/bin:/bin:/opt/swift/usr/bin", "LA_PAM_WERROR": "1"]
+                // This process's PATH holds the toolchain's clang where the machine has no cc.
+                environment: [
+                    "PATH": (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin") + ":/usr/bin:/bin",
+                    "LA_PAM_WERROR": "1",
+                ]
             )
             guard build.status == 0 else { throw BenchError("building the module failed: \(build.stderr)") }
             path = out
@@ -157,10 +161,13 @@ final class PAMModuleBench {
         }
     }
 
+    /// An expiry date for throw-away users: two days ahead, in UTC (pam_unix's own reading).
     static var tomorrow: String {
         let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
         formatter.dateFormat = "yyyy-MM-dd"
-        return formatter.string(from: Date().addingTimeInterval(86_400))
+        return formatter.string(from: Date().addingTimeInterval(2 * 86_400))
     }
 
     /// The hierarchy `LoginSession` reads a process's session from: systemd's named one where
@@ -247,7 +254,7 @@ final class PAMModuleBench {
     /// pam-auth-update's profile puts it. Removed with the bench, sudo's timestamps too.
     func sudoService(_ name: String, options: String) throws {
         let module =
-            "auth [success=done default=ignore maxtries=die perm_denied=die] \(try Self.module()) socket=\(enclave.socketPath) \(options)"
+            "auth [success=done default=ignore maxtries=die] \(try Self.module()) socket=\(enclave.socketPath) \(options)"
         try
             "\(module)\nauth required pam_unix.so nodelay\naccount required pam_permit.so\nsession required pam_permit.so\n"
             .write(toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)

@@ -32,18 +32,18 @@ final class PAMModuleTests: XCTestCase {
         // Options it does not know, or cannot read, are logged and ignored: never a lockout.
         let b = try makeBench(options: "frobnicate=1 timeout=soon reuse=99999")
         XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
-        let run = try b.pamtester(items: ["tty=/dev/pts/77"])
+        // The tty a caller claims, made to look like more fields of the audit line, adds none.
+        let run = try b.pamtester(items: ["tty=/dev/pts/77 rhost=- peer=0"])
         XCTAssertEqual(run.status, 0, run.stdout + run.stderr)
         XCTAssertTrue(run.stdout.contains(PAMResult.success), run.stdout)
         XCTAssertTrue(run.stdout.contains("place your finger"), "the caller is told what to do: \(run.stdout)")
         let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
         XCTAssertEqual(entry.uid, b.uid, "the entry is the user's, not the asking root's")
         XCTAssertTrue(entry.result.hasPrefix("success (success(biometric))"), entry.result)
-        for field in [
-            "service=\(b.service)", "user=\(b.user)", "tty=/dev/pts/77", "rhost=-", "session=\(b.session)", "peer=0",
-        ] {
-            XCTAssertTrue(entry.app.contains(field), "\(field) in \(entry.app)")
-        }
+        XCTAssertEqual(
+            entry.app,
+            "peer=0 session=\(b.session) service=\(b.service) user=\(b.user) tty=/dev/pts/77%20rhost%3D-%20peer%3D0 rhost="
+        )
     }
 
     /// Nothing is offered where no one may be at this machine's reader, and the next module asks
@@ -73,13 +73,20 @@ final class PAMModuleTests: XCTestCase {
             XCTAssertTrue(run.stderr.contains(PAMResult.unavailable), "\(what): \(run.stderr)")
         }
         XCTAssertTrue(try b.userStatus().contains("\"queuedEvents\" : 1"), "no prompt took the touch")
-        let audit = try b.pamAudit(count: 5)
-        XCTAssertEqual(audit.filter { $0.result.hasPrefix("unavailable") }.count, 5, "\(audit)")
+        XCTAssertTrue(
+            b.enclave.log().contains("the session at the seat is another user's"),
+            "su's was refused for that"
+        )
 
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, 255)
         let local = try b.pamtester(items: ["rhost=\(String(cString: name).uppercased())"])
         XCTAssertEqual(local.status, 0, "sudo's own host name is local: \(local.stderr)")
+        // What was stepped aside from before anything was offered is logged, not audited: sshd
+        // passes every network attempt here, which would otherwise rotate a user's entries out.
+        let audit = try b.pamAudit(count: 1)
+        XCTAssertEqual(audit.count, 1, "\(audit)")
+        XCTAssertTrue(audit.first?.result.hasPrefix("success") == true, "\(audit)")
     }
 
     /// Attack: a user's process asks the daemon to authenticate another user — to test their
@@ -101,13 +108,9 @@ final class PAMModuleTests: XCTestCase {
         XCTAssertEqual(refused.uid, other.uid, "the asker's entry: no one fills another's log")
         XCTAssertTrue(b.enclave.log().contains("PAM authentication refused"))
 
-        // A name that is no local user is only unavailable: nothing tells which users exist. A name
-        // (sshd passes the network's) that would add fields to the audit line adds none.
-        let unknown = try b.pamtester("nosuch\(b.suffix) rhost=- peer=0")
+        // A name that is no local user is only unavailable: nothing tells which users exist.
+        let unknown = try b.pamtester("nosuch\(b.suffix)")
         XCTAssertTrue(unknown.stderr.contains(PAMResult.unavailable), unknown.stderr)
-        let logged = try XCTUnwrap(try b.pamAudit(count: 2).first?.app)
-        XCTAssertTrue(logged.contains("user=nosuch\(b.suffix)%20rhost%3D-%20peer%3D0 "), logged)
-        XCTAssertEqual(logged.split(separator: " ").count, 6, logged)
     }
 
     /// Finger or password at once, on the daemon's own prompt on the caller's terminal: the login
@@ -144,7 +147,7 @@ final class PAMModuleTests: XCTestCase {
         let b = try makeBench(options: "timeout=2")
         let run = try b.pamtesterOnTerminal(afterwards: "stty -a")
         run.terminal.waitFor("or type your password")
-        run.terminal.waitFor("The prompt timed out.")
+        run.terminal.waitFor("The prompt timed out (2 s).")
         XCTAssertNotNil(run.exitStatus())
         XCTAssertTrue(run.errors.contains(PAMResult.unavailable), run.errors)
         let modes = run.output.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == ";" })
@@ -311,13 +314,15 @@ final class PAMModuleTests: XCTestCase {
         XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("success (success(passcode))") == true)
 
         agent.stop()
+        let deadline = Date().addingTimeInterval(10)
+        while !b.enclave.log().contains("prompt agent left"), Date() < deadline { usleep(50_000) }
         let headless = try b.pamtester()
         XCTAssertTrue(headless.stderr.contains(PAMResult.unavailable), headless.stdout + headless.stderr)
         XCTAssertTrue(headless.stdout.contains("place your finger"), headless.stdout)
         XCTAssertFalse(headless.stdout.contains("password"), "nowhere to type one: \(headless.stdout)")
         // The daemon ended the prompt at the short wait where only a finger can answer.
         let ended = try XCTUnwrap(try b.pamAudit(count: 2).first?.result)
-        XCTAssertTrue(ended.hasPrefix("unavailable (systemCancel"), ended)
+        XCTAssertTrue(ended.hasPrefix("unavailable (systemCancel(-4): The prompt timed out (10 s)."), ended)
     }
 
     /// Never a machine nobody can log into: no daemon, a daemon that never answers, and an

@@ -10,9 +10,9 @@ final class PAMReplyReaderTests: XCTestCase {
 
     /// The toolchain's clang (it carries libFuzzer), beside swift on the PATH.
     private func clang() throws -> String {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for directory in path.split(separator: ":") + ["/opt/swift/usr/bin", "/usr/bin"]
-        where FileManager.default.isExecutableFile(atPath: "\(directory)/clang") {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        let directories = path.filter { FileManager.default.isExecutableFile(atPath: "\($0)/swift") } + path
+        for directory in directories where FileManager.default.isExecutableFile(atPath: "\(directory)/clang") {
             return "\(directory)/clang"
         }
         throw XCTSkip("needs the Swift toolchain's clang")

@@ -49,7 +49,7 @@ trap cleanup EXIT
 useradd -M -s /bin/sh "$user"
 mkdir -p "$work/logind/sessions" "$work/run" "$work/state" "$work/keys" "$cgroup"
 chmod 755 "$work/run"
-printf 'UID=0\nREMOTE=0\nSEAT=seat0\n' >"$work/logind/sessions/$tag"
+printf 'UID=%s\nREMOTE=0\nSEAT=seat0\n' "$(id -u "$user")" >"$work/logind/sessions/$tag"
 : >"$work/laenclaved.conf"
 printf 'auth required pam_unix.so nodelay\naccount required pam_unix.so\n' >/etc/pam.d/$tag-login
 "$bin/laenclaved" --system --socket "$work/run/socket" --state-dir "$work/state" --key-file "$work/keys/master.key" \
