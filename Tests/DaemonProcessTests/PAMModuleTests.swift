@@ -313,7 +313,16 @@ final class PAMModuleTests: XCTestCase {
         XCTAssertFalse(run.stdout.contains("place your finger"), "the agent drew it, not the caller: \(run.stdout)")
         XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("success (success(passcode))") == true)
 
+        // The agent going away with the prompt open ends it: its password was offered there only,
+        // and a prompt drawn nowhere would wait for a password nobody can type.
+        let second = Background { try PAMModuleBench.runPamtester(arguments) }
+        XCTAssertNotNil(display.waitForWindow(titled: "confirm it is you"), agent.output)
         agent.stop()
+        let orphaned = try second.wait()
+        XCTAssertTrue(orphaned.stderr.contains(PAMResult.unavailable), orphaned.stdout + orphaned.stderr)
+        let gone = try XCTUnwrap(try b.pamAudit(count: 2).first?.result)
+        XCTAssertTrue(gone.hasPrefix("unavailable (systemCancel(-4): The prompt agent went away."), gone)
+
         let deadline = Date().addingTimeInterval(10)
         while !b.enclave.log().contains("prompt agent left"), Date() < deadline { usleep(50_000) }
         let headless = try b.pamtester()
@@ -321,7 +330,7 @@ final class PAMModuleTests: XCTestCase {
         XCTAssertTrue(headless.stdout.contains("place your finger"), headless.stdout)
         XCTAssertFalse(headless.stdout.contains("password"), "nowhere to type one: \(headless.stdout)")
         // The daemon ended the prompt at the short wait where only a finger can answer.
-        let ended = try XCTUnwrap(try b.pamAudit(count: 2).first?.result)
+        let ended = try XCTUnwrap(try b.pamAudit(count: 3).first?.result)
         XCTAssertTrue(ended.hasPrefix("unavailable (systemCancel(-4): The prompt timed out (10 s)."), ended)
     }
 
@@ -412,8 +421,10 @@ private final class Impostor {
         let out = Pipe()
         process.standardOutput = out
         try process.run()
+        // python3 says "ready" at once, or ends (end of file): no wait is unbounded.
         let ready = out.fileHandleForReading.availableData
         guard String(decoding: ready, as: UTF8.self).contains("ready") else {
+            stop()
             throw PAMModuleBench.BenchError("the impostor did not start")
         }
     }
