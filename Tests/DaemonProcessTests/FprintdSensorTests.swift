@@ -246,6 +246,65 @@ final class FprintdSensorTests: XCTestCase {
         )
     }
 
+    /// pam_laenclave against the real reader (issue 32, item 9): pamtester without a terminal,
+    /// as root for root, in a local seated session of the test's own, and the system daemon
+    /// claiming fprintd's virtual reader. The enrolled finger passes; a stranger's three times is
+    /// wrong (PAM_AUTH_ERR), counted toward the lockout apps share.
+    func testThePAMModuleTakesTheRealReadersFinger() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/pamtester"),
+            let cgroupRoot = PAMModuleBench.cgroupRoot
+        else { throw XCTSkip("needs root, pamtester and a writable cgroup hierarchy") }
+        let stack = try FprintdStack()
+        let tag = "fp\(getpid())\(UInt32.random(in: 1000...9999))"
+        let logind = NSTemporaryDirectory() + "logind-\(tag)"
+        try FileManager.default.createDirectory(atPath: logind + "/sessions", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: logind) }
+        try "UID=0\nREMOTE=0\nSEAT=seat0\n".write(
+            toFile: "\(logind)/sessions/\(tag)",
+            atomically: true,
+            encoding: .utf8
+        )
+        let cgroup = "\(cgroupRoot)/session-\(tag).scope"
+        XCTAssertEqual(mkdir(cgroup, 0o755), 0)
+        defer { rmdir(cgroup) }
+        let enclave = try TestEnclave(
+            .with {
+                $0.systemMode = true
+                $0.sensor = .none
+                $0.enrolled = []
+                $0.extraArguments = ["--fprintd", "--logind-directory", logind]
+                $0.environment = stack.environment
+                $0.promptTimeout = 30
+            }
+        )
+        try enrol(enclave, stack)
+        try stack.waitUntilReleased()
+        let service = "laenclave-\(tag)"
+        try "auth required \(try PAMModuleBench.module()) socket=\(enclave.socketPath)\n".write(
+            toFile: "/etc/pam.d/\(service)",
+            atomically: true,
+            encoding: .utf8
+        )
+        defer { unlink("/etc/pam.d/\(service)") }
+        let arguments = [
+            "-w", "/bin/sh", "-c",
+            "echo $$ > '\(cgroup)/cgroup.procs' && exec pamtester '\(service)' root authenticate",
+        ]
+
+        let matching = Background { try PAMModuleBench.runPamtester(arguments) }
+        try stack.device("SCAN finger-A")
+        let passed = try matching.wait()
+        XCTAssertEqual(passed.status, 0, passed.stdout + passed.stderr + "\n" + enclave.log().suffix(2000))
+        try stack.waitUntilReleased()
+
+        let stranger = Background { try PAMModuleBench.runPamtester(arguments) }
+        for attempt in 1...3 { try strangersFinger(enclave, stack, counted: attempt) }
+        let refused = try stranger.wait()
+        XCTAssertTrue(refused.stderr.contains(PAMResult.authError), refused.stdout + refused.stderr)
+        XCTAssertEqual(try enclave.status().biometricFailures, 3, "counted where apps count")
+        try stack.waitUntilReleased()
+    }
+
     /// After the third non-match the prompt moves on to the passcode: the session disarms the
     /// sensor, the reader is let go while the prompt stays open, and the passcode decides.
     func testMovingOnToThePasscodeLetsGoOfTheReader() async throws {
