@@ -169,11 +169,24 @@ extension PAMAuthenticationRules {
     /// offered) and the password may not be checked now. A durable lockout is `locked`, never
     /// `unavailable`: the next module must not route around it. With the finger alone, a refused
     /// finger is only unavailable — the password was never ours to count.
+    /// `stateRefusal`: why the daemon checks nothing for anyone (a rollback refusal) — its own
+    /// trouble, never a lockout. `fingerReady`: a reader and an enrolled finger; without them the
+    /// module steps aside, the lid closed or not.
     public static func before(
         _ decision: Decision,
         biometryRefused: Bool,
-        password gate: PasscodeGate
+        password gate: PasscodeGate,
+        fingerReady: Bool = true,
+        stateRefusal: String? = nil
     ) -> (PAMOutcome, String)? {
+        switch decision {
+        case .fingerOnly, .fingerOrPassword, .passwordOnly:
+            if let stateRefusal { return (.unavailable, stateRefusal) }
+            guard fingerReady else {
+                return (.unavailable, "no finger is enrolled on a reader: the password is asked next")
+            }
+        case .refuse, .unavailable: break
+        }
         switch decision {
         case .fingerOnly:
             return biometryRefused ? (.unavailable, "the finger is locked out: the password is asked next") : nil
@@ -190,6 +203,13 @@ extension PAMAuthenticationRules {
         case .refuse(let why): return (.refused, why)
         case .unavailable(let why): return (.unavailable, why)
         }
+    }
+
+    /// How long the prompt may stay open, from the request's arrival: the module's `timeout=`,
+    /// else 60 s where the password is offered and 10 s where only a finger can answer
+    /// (pam_fprintd's Debian default), and never past the daemon's own prompt timeout.
+    public static func promptTimeout(requested: Double?, fingerOnly: Bool, daemonLimit: Double) -> Double {
+        min(requested ?? (fingerOnly ? 10 : 60), daemonLimit)
     }
 
     /// The evaluation's end as the module's outcome. With the finger alone, a lockout only hands

@@ -12,9 +12,8 @@ struct PAMEvaluationTerms: Sendable {
     /// user's agent); nil: the handed terminal, or headless. Resolved once: the decision to offer
     /// the password rests on it.
     var agent: PromptAgent?
-    /// How long the request may wait for the prompt and keep it open, from its arrival: the
-    /// module's `timeout=`, else 60 s where a password is offered and 10 s where only a finger can
-    /// answer (pam_fprintd's Debian default).
+    /// How long the request may wait for the prompt and keep it open, from its arrival
+    /// (`PAMAuthenticationRules.promptTimeout`).
     var promptTimeout: Double
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
 }
@@ -92,15 +91,12 @@ extension ConnectionHandler {
         } catch {
             return answer(.unavailable, "the enclave could not read the user's state: \(error)")
         }
-        // The daemon's own trouble is never a lockout: the next module asks.
-        if let refusal = standing.refusal { return answer(.unavailable, refusal) }
-        guard standing.fingerReady else {
-            return answer(.unavailable, "no finger is enrolled on a reader: the password is asked next")
-        }
         if let (outcome, why) = PAMAuthenticationRules.before(
             decision,
             biometryRefused: standing.biometryRefused,
-            password: standing.password
+            password: standing.password,
+            fingerReady: standing.fingerReady,
+            stateRefusal: standing.refusal
         ) {
             return answer(outcome, why)
         }
@@ -112,7 +108,11 @@ extension ConnectionHandler {
             app: label,
             secret: standing.secret,
             agent: agent,
-            promptTimeout: min(request.timeout ?? (fingerOnly ? 10 : 60), daemon.config.promptTimeout)
+            promptTimeout: PAMAuthenticationRules.promptTimeout(
+                requested: request.timeout,
+                fingerOnly: fingerOnly,
+                daemonLimit: daemon.config.promptTimeout
+            )
         ) { [self] outcome in
             pamAuditEntry(
                 target: userUID,
@@ -153,22 +153,15 @@ extension ConnectionHandler {
     /// or read as another value.
     static func origin(_ request: Request.PAMAuthenticate, session: String?, peerUID: UInt32) -> String {
         func field(_ value: String?) -> String {
-            var out = ""
-            for byte in (value ?? "").utf8 {
-                switch byte {
-                case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                    UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: ":"),
-                    UInt8(ascii: "/"), UInt8(ascii: "@"), UInt8(ascii: "+"), UInt8(ascii: "-"):
-                    out.unicodeScalars.append(Unicode.Scalar(byte))
-                default:
-                    out += String(format: "%%%02X", byte)
-                }
-            }
-            return out
+            (value ?? "").addingPercentEncoding(withAllowedCharacters: auditCharacters) ?? ""
         }
         return
             "peer=\(peerUID) session=\(field(session)) service=\(field(request.service)) user=\(field(request.user)) tty=\(field(request.tty)) rhost=\(field(request.remoteHost))"
     }
+
+    private static let auditCharacters = CharacterSet(
+        charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/@+-"
+    )
 
     /// How an evaluation ended, as a PAM authentication's audit line says it: the code, and for a
     /// failure its message ("systemCancel(-4): The prompt timed out (10 s).").

@@ -232,10 +232,7 @@ final class PAMModuleBench {
         asTheUser: Bool = false,
         afterwards: String? = nil
     ) throws -> TerminalCommand {
-        let directory = NSTemporaryDirectory() + "pamterm-\(suffix)-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        chmod(directory, 0o777)
-        cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try terminalDirectory()
         var command = "pamtester '\(service ?? self.service)' '\(user)' authenticate"
         if let afterwards { command = "sh -c \"\(command); \(afterwards)\"" }
         if asTheUser {
@@ -246,6 +243,16 @@ final class PAMModuleBench {
             )
         }
         return try TerminalCommand(inSession(session, command), in: directory)
+    }
+
+    /// Where a terminal command keeps its output and status (anyone may write: the command may
+    /// run as the bench's user), removed with the bench.
+    private func terminalDirectory() throws -> String {
+        let directory = NSTemporaryDirectory() + "pamterm-\(suffix)-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        chmod(directory, 0o777)
+        cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
+        return directory
     }
 
     /// Real sudo for the bench's user through `name`, a PAM service of the test's own: a sudoers
@@ -274,10 +281,7 @@ final class PAMModuleBench {
 
     /// `command` (sudo) run by the bench's user on a terminal in the bench's session.
     func asUserOnTerminal(_ command: String) throws -> TerminalCommand {
-        let directory = NSTemporaryDirectory() + "pamterm-\(suffix)-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        chmod(directory, 0o777)
-        cleanups.append { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = try terminalDirectory()
         return try TerminalCommand(
             inSession(session, "setpriv --reuid=\(uid) --regid=\(gid) --init-groups -- \(command)"),
             in: directory
