@@ -53,13 +53,20 @@ final class PAMModuleBench {
     let suffix = String(UInt32.random(in: 100_000...999_999))
     private var cleanups: [() -> Void] = []
 
+    /// The daemon's own login-password service: pam_unix alone, without its failure delay.
+    static let passwordOnlyStack = "auth required pam_unix.so nodelay\naccount required pam_unix.so\n"
+
     /// The prompt agent's executable the daemon admits, when the bench was asked for one: a copy
     /// the bench's user can run.
     private(set) var agent: String?
 
     /// `options`: what the module's line says after `socket=`. `agent`: the daemon admits a prompt
     /// agent (a copy of the built one, `agent`).
-    init(options: String = "", agent withAgent: Bool = false) throws {
+    init(
+        options: String = "",
+        agent withAgent: Bool = false,
+        loginStack: String = PAMModuleBench.passwordOnlyStack
+    ) throws {
         let libraries = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/pamtester"),
             FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"),
@@ -84,10 +91,9 @@ final class PAMModuleBench {
         guard let entry = getpwnam(user) else { throw BenchError("useradd made no \(user)") }
         (uid, gid) = (entry.pointee.pw_uid, entry.pointee.pw_gid)
 
-        // The daemon's own login-password service: pam_unix alone, without its failure delay.
+        // The daemon's own login-password service, `loginStack`.
         let login = "laenclave-login-\(suffix)"
-        try "auth required pam_unix.so nodelay\naccount required pam_unix.so\n"
-            .write(toFile: "/etc/pam.d/\(login)", atomically: true, encoding: .utf8)
+        try loginStack.write(toFile: "/etc/pam.d/\(login)", atomically: true, encoding: .utf8)
         cleanups.append { unlink("/etc/pam.d/\(login)") }
 
         try FileManager.default.createDirectory(atPath: logind + "/sessions", withIntermediateDirectories: true)

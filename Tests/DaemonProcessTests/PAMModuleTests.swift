@@ -19,8 +19,12 @@ final class PAMModuleTests: XCTestCase {
         bench = nil
     }
 
-    private func makeBench(options: String = "", agent: Bool = false) throws -> PAMModuleBench {
-        let made = try PAMModuleBench(options: options, agent: agent)
+    private func makeBench(
+        options: String = "",
+        agent: Bool = false,
+        loginStack: String = PAMModuleBench.passwordOnlyStack
+    ) throws -> PAMModuleBench {
+        let made = try PAMModuleBench(options: options, agent: agent, loginStack: loginStack)
         bench = made
         return made
     }
@@ -137,6 +141,25 @@ final class PAMModuleTests: XCTestCase {
         try touched.terminal.press("C-t")
         XCTAssertEqual(touched.exitStatus(), 0, touched.errors + touched.terminal.screen())
         XCTAssertTrue(try b.pamAudit(count: 2).first?.result.hasPrefix("success (success(biometric))") == true)
+    }
+
+    /// Only the stack's "wrong" is a wrong password. The right password whose account the stack
+    /// then refuses (an expired account; likewise pam_unix run where it may not read the hashes,
+    /// or a module's error) is no verdict on it: the prompt ends unavailable and nothing is
+    /// counted. Before, every refusal of PAM's was "Wrong password", counted toward the delays and
+    /// the durable lockout — a right password burning the user's counter.
+    func testAnAnswerPAMCannotJudgeIsNotCountedAsAWrongPassword() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux") }
+        let b = try makeBench(loginStack: "auth required pam_unix.so nodelay\naccount required pam_deny.so\n")
+        let run = try b.pamtesterOnTerminal()
+        run.terminal.waitFor("or type your password")
+        try run.terminal.type(b.password)
+        try run.terminal.press("Enter")
+        XCTAssertNotNil(run.exitStatus(), "the prompt stayed open: \(run.terminal.screen())")
+        XCTAssertFalse(run.terminal.screen().contains("Wrong password"), run.terminal.screen())
+        XCTAssertTrue(run.errors.contains(PAMResult.unavailable), run.errors)
+        let ended = try XCTUnwrap(try b.pamAudit(count: 1).first?.result)
+        XCTAssertTrue(ended.hasPrefix("unavailable (systemCancel(-4): the account:"), ended)
     }
 
     /// `timeout=`: the daemon ends its prompt itself and gives the terminal back before it
