@@ -266,11 +266,7 @@ final class PAMModuleBench {
     /// touched), sudo's own timestamp off so every run asks PAM, and the module above pam_unix as
     /// pam-auth-update's profile puts it. Removed with the bench, sudo's timestamps too.
     func sudoService(_ name: String, options: String) throws {
-        let module =
-            "auth [success=done default=ignore maxtries=die] \(try Self.module()) socket=\(enclave.socketPath) \(options)"
-        try
-            "\(module)\nauth required pam_unix.so nodelay\naccount required pam_permit.so\nsession required pam_permit.so\n"
-            .write(toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)
+        try stackAbovePamUnix(options: options).write(toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)
         cleanups.append { unlink("/etc/pam.d/\(name)") }
         let dropIn = "/etc/sudoers.d/\(name)"
         try "Defaults:\(user) pam_service=\(name), timestamp_timeout=0, !lecture\n\(user) ALL=(ALL) ALL\n"
@@ -285,11 +281,22 @@ final class PAMModuleBench {
         XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
     }
 
-    /// `command` (sudo) run by the bench's user on a terminal in the bench's session.
-    func asUserOnTerminal(_ command: String) throws -> TerminalCommand {
+    /// A PAM service's stack as pam-auth-update's profile makes it: the module (with `options`)
+    /// above pam_unix, which asks when the module steps aside.
+    func stackAbovePamUnix(options: String) throws -> String {
+        let module =
+            "auth [success=done default=ignore maxtries=die] \(try Self.module()) socket=\(enclave.socketPath) \(options)"
+        return
+            "\(module)\nauth required pam_unix.so nodelay\naccount required pam_permit.so\nsession required pam_permit.so\n"
+    }
+
+    /// `command` (sudo) run by the bench's user on a terminal in the bench's session; in the mount
+    /// namespace of process `owner`, if given.
+    func asUserOnTerminal(_ command: String, inNamespaceOf owner: pid_t? = nil) throws -> TerminalCommand {
         let directory = try terminalDirectory()
+        let enter = owner.map { "nsenter --mount=/proc/\($0)/ns/mnt " } ?? ""
         return try TerminalCommand(
-            inSession(session, "setpriv --reuid=\(uid) --regid=\(gid) --init-groups -- \(command)"),
+            inSession(session, "\(enter)setpriv --reuid=\(uid) --regid=\(gid) --init-groups -- \(command)"),
             in: directory
         )
     }
