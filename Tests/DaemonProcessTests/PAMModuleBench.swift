@@ -200,10 +200,11 @@ final class PAMModuleBench {
         items: [String] = [],
         runAs: String? = nil,
         session: String?? = .none,
+        input: String = "",
         timeout: Double = 80
     ) throws -> ProcessOutput {
         let arguments = pamtesterArguments(target, service: service, items: items, runAs: runAs, session: session)
-        return try Self.runPamtester(arguments, timeout: timeout)
+        return try Self.runPamtester(arguments, input: input, timeout: timeout)
     }
 
     /// `setsid`'s arguments for `pamtester(…)`, to run elsewhere (a thread of its own).
@@ -220,10 +221,12 @@ final class PAMModuleBench {
         return ["-w", "/bin/sh", "-c", inSession(session ?? self.session, "exec \(command)")]
     }
 
-    static func runPamtester(_ arguments: [String], timeout: Double = 80) throws -> ProcessOutput {
+    /// `input`: what the conversation reads (typed answers, one per line).
+    static func runPamtester(_ arguments: [String], input: String = "", timeout: Double = 80) throws -> ProcessOutput {
         try runProcess(
             "/usr/bin/setsid",
             arguments,
+            input: input,
             environment: ["PATH": "/usr/sbin:/usr/bin:/sbin:/bin"],
             timeout: timeout
         )

@@ -249,6 +249,55 @@ final class PAMModuleTests: XCTestCase {
         }
     }
 
+    /// pam_faillock in the stack as its man page lays it out, the module between `preauth` and
+    /// `authfail` (jumping past pam_unix and `authfail` to `authsucc` on success): a touch is
+    /// never counted as a failure and clears faillock's tally; the module stepping aside (no
+    /// touch in time) is not counted either, only pam_unix's wrong password is; and once
+    /// faillock has locked the account, `preauth` ends the stack before the module is asked, so
+    /// a finger cannot route around faillock's lock (nor a password around ours: `maxtries=die`).
+    func testPamFaillockCountsNoFingerAsAFailure() throws {
+        let b = try makeBench()
+        let tally = b.logind + "/faillock"
+        let faillock = "pam_faillock.so dir=\(tally) deny=3 unlock_time=600"
+        let service = "laenclave-faillock-\(b.suffix)"
+        try """
+        auth requisite \(faillock) preauth
+        auth [success=2 default=ignore maxtries=die] \(try PAMModuleBench.module()) socket=\(b.enclave.socketPath) timeout=1
+        auth [success=1 default=ignore] pam_unix.so nodelay
+        auth [default=die] \(faillock) authfail
+        auth sufficient \(faillock) authsucc
+        account required pam_permit.so
+
+        """.write(toFile: "/etc/pam.d/\(service)", atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/\(service)") }
+        func failures() throws -> Int {
+            let out = try runProcess("/usr/sbin/faillock", ["--dir", tally, "--user", b.user]).stdout
+            return out.split(separator: "\n").filter { $0.first?.isNumber == true }.count
+        }
+
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        XCTAssertEqual(try b.pamtester(service: service).status, 0)
+        XCTAssertEqual(try failures(), 0, "a touch is not a failure")
+
+        let wrong = try b.pamtester(service: service, input: "not-\(b.password)\n")
+        XCTAssertNotEqual(wrong.status, 0)
+        XCTAssertTrue(wrong.stderr.contains("Password:"), "pam_unix asked: \(wrong.stdout + wrong.stderr)")
+        XCTAssertEqual(try failures(), 1, "pam_unix's wrong password only, not the module stepping aside")
+
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        XCTAssertEqual(try b.pamtester(service: service).status, 0)
+        XCTAssertEqual(try failures(), 0, "a touch clears faillock's tally (authsucc)")
+
+        for _ in 1...3 { _ = try b.pamtester(service: service, input: "not-\(b.password)\n") }
+        XCTAssertEqual(try failures(), 3)
+        let asked = try b.pamAudit(count: 6).count
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        let locked = try b.pamtester(service: service)
+        XCTAssertNotEqual(locked.status, 0, "faillock's lock holds for the finger too: \(locked.stdout)")
+        XCTAssertFalse(locked.stdout.contains("place your finger"), locked.stdout)
+        XCTAssertEqual(try b.pamAudit(count: asked + 1).count, asked, "the module was not asked")
+    }
+
     /// `reuse=SECONDS`: a lock screen that runs PAM again after a touch, or `sudo -k` then sudo,
     /// passes without a second prompt — for the same service, terminal and session only. With
     /// nothing to answer, `timeout=` ends the wait as unavailable.
