@@ -362,6 +362,35 @@ final class PAMModuleTests: XCTestCase {
         XCTAssertEqual(fallback.exitStatus(), 0, fallback.errors + fallback.terminal.screen())
     }
 
+    /// The module's prompt then sudo's own (pam_unix's) on one terminal, the race a module that
+    /// hands its terminal over must not lose: after Esc on the daemon's prompt, and after it timed
+    /// out, sudo asks at once and the password typed there is not echoed — the daemon had given
+    /// the terminal back (its modes restored) before the module answered, so it cannot turn echo
+    /// back on under sudo's prompt.
+    func testSudosOwnPromptAfterTheModuleDoesNotEchoThePassword() throws {
+        guard TmuxTerminal.available, FileManager.default.isExecutableFile(atPath: "/usr/bin/sudo"),
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/visudo")
+        else { throw XCTSkip("needs tmux and sudo") }
+        let b = try makeBench()
+        let sudo = "laenclave-sudo-\(b.suffix)"
+        try b.sudoService(sudo, options: "timeout=1")
+        for (round, escape) in [true, false, true, false].enumerated() {
+            let run = try b.asUserOnTerminal("sudo true")
+            run.terminal.waitFor("or type your password")
+            if escape { try run.terminal.press("Escape") }
+            run.terminal.waitFor("password for \(b.user)")
+            // A person types a moment after the prompt shows: time for a late restore to land.
+            usleep(500_000)
+            try run.terminal.type(b.password)
+            try run.terminal.press("Enter")
+            XCTAssertEqual(run.exitStatus(), 0, "round \(round): " + run.errors + run.terminal.screen())
+            XCTAssertFalse(
+                run.terminal.screen().contains(b.password),
+                "echoed in round \(round): \(run.terminal.screen())"
+            )
+        }
+    }
+
     /// A caller without a terminal (polkit's helper, a lock screen) on a seat where the user's
     /// prompt agent runs: the daemon draws its prompt in the agent's window, where the person
     /// types the login password (or touches the reader); the caller learns only the answer.
