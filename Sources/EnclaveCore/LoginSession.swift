@@ -7,25 +7,53 @@
 public enum LoginSession {
     /// The session named by the contents of `/proc/PID/cgroup` (nil: none).
     public static func name(cgroup: String) -> String? {
+        guard let unit = unit(cgroup: cgroup), unit.hasPrefix("session-"), unit.hasSuffix(".scope") else { return nil }
+        let id = unit.dropFirst("session-".count).dropLast(".scope".count)
+        return isSessionID(id) ? String(id) : nil
+    }
+
+    /// The uid whose service manager runs the process (`user@UID.service`, the first unit of its
+    /// cgroup that is not a slice): a terminal GNOME or KDE starts for the user runs there, in no
+    /// session. nil: any other unit.
+    public static func serviceManagerUID(cgroup: String) -> UInt32? {
+        guard let unit = unit(cgroup: cgroup), unit.hasPrefix("user@"), unit.hasSuffix(".service") else { return nil }
+        return UInt32(unit.dropFirst("user@".count).dropLast(".service".count))
+    }
+
+    /// The session a process stands in for a PAM request (our rule, issue 32): its own; else, for a
+    /// process of a user's service manager, that user's display session as logind names it
+    /// (`DISPLAY=` of `/run/systemd/users/UID`, `displaySession`) — the graphical session the
+    /// user's terminal windows are shown in. Who may look at the terminal from elsewhere is
+    /// checked apart (`PAMAuthenticationRules.Facts.multiplexerClients`).
+    public static func standing(cgroup: String, displaySession: (UInt32) -> String?) -> String? {
+        if let own = name(cgroup: cgroup) { return own }
+        return serviceManagerUID(cgroup: cgroup).flatMap(displaySession)
+    }
+
+    /// The `DISPLAY=` session of logind's record of a user (`/run/systemd/users/UID`).
+    public static func displaySession(userRecord text: String) -> String? {
+        for line in text.split(separator: "\n") where line.hasPrefix("DISPLAY=") {
+            let id = line.dropFirst("DISPLAY=".count)
+            return isSessionID(id) ? String(id) : nil
+        }
+        return nil
+    }
+
+    /// The first unit of the cgroup path that is not a slice: systemd's own named hierarchy where
+    /// there is one (legacy and hybrid set-ups), else the unified one ("0::PATH").
+    private static func unit(cgroup: String) -> Substring? {
         let lines = cgroup.split(separator: "\n")
-        // systemd's own named hierarchy where there is one (legacy and hybrid set-ups), else the
-        // unified one ("0::PATH").
         guard
             let line = lines.first(where: { $0.contains(":name=systemd:") })
                 ?? lines.first(where: { $0.hasPrefix("0::") }),
             let colon = line.lastIndex(of: ":")
         else { return nil }
-        let path = line[line.index(after: colon)...]
-        guard let unit = path.split(separator: "/").first(where: { !$0.hasSuffix(".slice") }),
-            unit.hasPrefix("session-"), unit.hasSuffix(".scope")
-        else { return nil }
-        let id = unit.dropFirst("session-".count).dropLast(".scope".count)
-        guard !id.isEmpty, id.utf8.count <= 64,
-            id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) })
-        else {
-            return nil
-        }
-        return String(id)
+        return line[line.index(after: colon)...].split(separator: "/").first(where: { !$0.hasSuffix(".slice") })
+    }
+
+    private static func isSessionID(_ id: Substring) -> Bool {
+        !id.isEmpty && id.utf8.count <= 64
+            && id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) })
     }
 }
 

@@ -21,9 +21,10 @@ import EnclaveProtocol
 ///   where the daemon can check it and draws its prompt where it can be typed; a user's own process
 ///   (a lock screen) gets the finger alone, its password going to the next module, so no process of
 ///   the user's can burn that counter either.
-/// - No finger with the lid closed over the only reader: the password alone, or unavailable.
-/// Our limit: a tmux or screen server started at the seat and attached over SSH is the seat's
-/// session; the shell's next step checks who holds the request's terminal (`TerminalHolders`).
+/// - No finger with the lid closed over the only reader, nor where the request's terminal is held
+///   by a terminal multiplexer (tmux, screen) with a client attached from elsewhere (an SSH
+///   session, or none at a seat): the person typing may not be at this machine. The password
+///   alone, or unavailable.
 public enum PAMAuthenticationRules {
     /// What the module asks with (PAM's items as the module read them).
     public struct Request: Equatable, Sendable {
@@ -69,6 +70,10 @@ public enum PAMAuthenticationRules {
         /// Whether the daemon draws the prompt somewhere a password can be typed: the terminal the
         /// module handed, or the user's prompt agent on the seat. Else only a finger can answer.
         public var promptShown: Bool
+        /// Where the people sit who see the request's terminal through a terminal multiplexer
+        /// holding it (tmux, screen): each client attached, by the session it stands in. Empty:
+        /// no multiplexer holds it.
+        public var multiplexerClients: [Place]
 
         public init(
             peerUID: UInt32,
@@ -80,7 +85,8 @@ public enum PAMAuthenticationRules {
             onlyBuiltInReader: Bool = false,
             sessionUID: UInt32? = nil,
             passwordCheckable: Bool = false,
-            promptShown: Bool = false
+            promptShown: Bool = false,
+            multiplexerClients: [Place] = []
         ) {
             self.peerUID = peerUID
             self.userUID = userUID
@@ -92,7 +98,21 @@ public enum PAMAuthenticationRules {
             self.sessionUID = sessionUID
             self.passwordCheckable = passwordCheckable
             self.promptShown = promptShown
+            self.multiplexerClients = multiplexerClients
         }
+    }
+
+    /// A session's place, as logind states it: remote or not (nil: in no session), and its seat.
+    public struct Place: Equatable, Sendable {
+        public var remote: Bool?
+        public var seat: String?
+        public init(remote: Bool?, seat: String?) {
+            self.remote = remote
+            self.seat = seat
+        }
+        /// Where no one can be seen: a process whose place could not be read.
+        public static let unknown = Place(remote: nil, seat: nil)
+        var isAtASeat: Bool { remote == false && !(seat ?? "").isEmpty }
     }
 
     public enum Decision: Equatable, Sendable {
@@ -123,11 +143,19 @@ public enum PAMAuthenticationRules {
         }
         let password =
             request.password == .login && facts.peerUID == 0 && facts.passwordCheckable && facts.promptShown
-        if facts.lidClosed && facts.onlyBuiltInReader {
-            let why = "the lid is closed over the only reader"
-            return password ? .passwordOnly(why) : .unavailable(why)
-        }
+        if let why = whyNoFinger(facts) { return password ? .passwordOnly(why) : .unavailable(why) }
         return password ? .fingerOrPassword : .fingerOnly
+    }
+
+    /// Why a finger at this machine's reader cannot answer though the request was made here.
+    static func whyNoFinger(_ facts: Facts) -> String? {
+        if facts.lidClosed && facts.onlyBuiltInReader { return "the lid is closed over the only reader" }
+        if let far = facts.multiplexerClients.first(where: { !$0.isAtASeat }) {
+            return far.remote == true
+                ? "the terminal is also attached from a remote session (tmux or screen over SSH)"
+                : "the terminal is also attached from outside a session at a seat (tmux or screen)"
+        }
+        return nil
     }
 
     /// Why nothing is offered: no one at this machine's reader made the request; nil when someone may have.

@@ -44,7 +44,7 @@ extension ConnectionHandler {
             remoteHost: request.remoteHost,
             password: request.password
         )
-        var facts = await PAMFacts.read(
+        var (facts, standingSession) = await PAMFacts.read(
             rulesRequest,
             onTerminal: request.onTerminal,
             peer: peer,
@@ -56,10 +56,11 @@ extension ConnectionHandler {
         // hidden behind it) gets no window: the finger alone, told by the module.
         let agent =
             request.onTerminal || peer.uid != 0
-            ? nil : facts.userUID.flatMap { daemon.promptAgents.agent(for: PromptSeat(uid: $0, session: peer.session)) }
+            ? nil
+            : facts.userUID.flatMap { daemon.promptAgents.agent(for: PromptSeat(uid: $0, session: standingSession)) }
         facts.promptShown = request.onTerminal || agent != nil
         let decision = PAMAuthenticationRules.decide(rulesRequest, facts)
-        let origin = Self.origin(request, session: peer.session, peerUID: peer.uid)
+        let origin = Self.origin(request, session: standingSession, peerUID: peer.uid)
         func answer(_ outcome: PAMOutcome, _ message: String) -> PAMAuthenticationReply {
             // A refusal is the asker's entry, not the user's it named: no one fills another's log.
             let target = outcome == .refused ? peer.uid : facts.userUID ?? peer.uid
@@ -101,7 +102,7 @@ extension ConnectionHandler {
             return answer(outcome, why)
         }
         let fingerOnly = policy == .deviceOwnerAuthenticationWithBiometrics
-        let label = Self.promptLabel(request, peer: peer, trusted: peer.uid == 0)
+        let label = Self.promptLabel(request, peer: peer, session: standingSession, trusted: peer.uid == 0)
         // A terminal handed is where the person looks (sudo, su): the prompt goes there, never to
         // a window elsewhere on the seat. Where only a finger can answer, the wait is short.
         let terms = PAMEvaluationTerms(
@@ -173,10 +174,15 @@ extension ConnectionHandler {
     /// What the prompt names as asking, and the key of the reuse window: the service, terminal
     /// and session from root; from the user's own process, its app first (its claims name nothing
     /// on their own).
-    static func promptLabel(_ request: Request.PAMAuthenticate, peer: PeerIdentity, trusted: Bool) -> String {
+    static func promptLabel(
+        _ request: Request.PAMAuthenticate,
+        peer: PeerIdentity,
+        session: String?,
+        trusted: Bool
+    ) -> String {
         var label = "\(Printable.field(String(request.service.prefix(64)))) (PAM)"
         if let tty = request.tty, !tty.isEmpty { label += " · \(Printable.field(String(tty.prefix(64))))" }
-        label += " · session \(peer.session ?? "none")"
+        label += " · session \(session ?? "none")"
         return trusted ? label : "\(peer.app): \(label)"
     }
 

@@ -8,17 +8,28 @@ import Glibc
 
 /// What the daemon learns for a PAM authentication from the kernel, logind and the user database
 /// (`PAMAuthenticationRules.Facts`), never from the request: the peer's uid and session come from
-/// the connection (SO_PEERCRED, the cgroup read at accept), the session's remoteness and seat from
-/// logind's own record of it, the lid from ACPI.
+/// the connection (SO_PEERCRED, the cgroup read at accept; for a process of a user's service
+/// manager, the session it stands in, `LoginSession.standing`), the session's remoteness and seat
+/// from logind's own record of it, who looks at its terminal through a multiplexer from /proc
+/// (`TerminalMultiplexers`), the lid from ACPI.
 enum PAMFacts {
+    /// The facts, and the session the request stands in (its prompt's seat, its audit line).
     static func read(
         _ request: PAMAuthenticationRules.Request,
         onTerminal: Bool,
         peer: PeerIdentity,
         config: DaemonConfiguration,
         realSensor: Bool
-    ) async -> PAMAuthenticationRules.Facts {
-        let record = peer.session.flatMap { sessionRecord($0, directory: config.logindDirectory) }
+    ) async -> (facts: PAMAuthenticationRules.Facts, session: String?) {
+        let logind = config.logindDirectory
+        let pid = peer.pid
+        var session = peer.session
+        if session == nil {
+            // A terminal GNOME or KDE started (the user's service manager's): small /proc and
+            // logind reads, off the cooperative threads.
+            session = (try? await BlockingWork.waiting { standing(of: pid, logind: logind) }) ?? nil
+        }
+        let record = session.flatMap { sessionRecord($0, directory: logind) }
         var facts = PAMAuthenticationRules.Facts(
             peerUID: peer.uid,
             userUID: nil,
@@ -43,8 +54,34 @@ enum PAMFacts {
         if PAMAuthenticationRules.whyNotHere(request, facts) == nil {
             let user = request.user
             facts.userUID = (try? await BlockingWork.waiting { accountUID(name: user) }) ?? nil
+            facts.multiplexerClients =
+                (try? await BlockingWork.waiting {
+                    TerminalMultiplexers.clientPlaces(of: pid) { place(cgroup: $0, logind: logind) }
+                }) ?? [.unknown]
         }
-        return facts
+        return (facts, session)
+    }
+
+    /// The session process `pid` stands in (`LoginSession.standing`), read from /proc now.
+    static func standing(of pid: Int32, logind: String) -> String? {
+        PeerProcess.procFile(AT_FDCWD, "/proc/\(pid)/cgroup").flatMap {
+            standing(cgroup: String(decoding: $0, as: UTF8.self), logind: logind)
+        }
+    }
+
+    static func standing(cgroup: String, logind: String) -> String? {
+        LoginSession.standing(cgroup: cgroup) { uid in
+            FileManager.default.contents(atPath: "\(logind)/users/\(uid)").flatMap {
+                LoginSession.displaySession(userRecord: String(decoding: $0, as: UTF8.self))
+            }
+        }
+    }
+
+    /// Where a process with this cgroup stands, as logind states its session.
+    static func place(cgroup: String, logind: String) -> PAMAuthenticationRules.Place {
+        guard let record = standing(cgroup: cgroup, logind: logind).flatMap({ sessionRecord($0, directory: logind) })
+        else { return .unknown }
+        return PAMAuthenticationRules.Place(remote: record.remote, seat: record.seat)
     }
 
     /// logind's record of session `id`; nil when there is none.

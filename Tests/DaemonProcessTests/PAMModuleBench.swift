@@ -189,7 +189,36 @@ final class PAMModuleBench {
     /// A shell command that puts itself in session `session` (nil: in none), then runs `command`.
     func inSession(_ session: String?, _ command: String) -> String {
         guard let session else { return command }
-        return "echo $$ > '\(Self.cgroupRoot!)/session-\(session).scope/cgroup.procs' && \(command)"
+        return inCgroup("session-\(session).scope", command)
+    }
+
+    /// A shell command that puts itself in cgroup `path` (below the hierarchy's root), then runs `command`.
+    func inCgroup(_ path: String, _ command: String) -> String {
+        "echo $$ > '\(Self.cgroupRoot!)/\(path)/cgroup.procs' && \(command)"
+    }
+
+    /// A cgroup as the user's service manager's apps have (a terminal GNOME started:
+    /// `…/user@UID.service/app.slice/….scope`), in no session; its path below the root.
+    func serviceManagerCgroup() throws -> String {
+        let parts = ["la-test-\(suffix).slice", "user@\(uid).service", "app.slice", "vte-spawn-\(suffix).scope"]
+        var path = ""
+        for part in parts {
+            path += (path.isEmpty ? "" : "/") + part
+            let full = Self.cgroupRoot! + "/" + path
+            guard mkdir(full, 0o755) == 0 else { throw BenchError("cannot make cgroup \(full)") }
+            cleanups.append { Self.removeCgroup(full) }
+        }
+        return path
+    }
+
+    /// logind's record of the bench's user, naming `display` as its display session.
+    func stateUser(display: String) throws {
+        try FileManager.default.createDirectory(atPath: logind + "/users", withIntermediateDirectories: true)
+        try "UID=\(uid)\nSTATE=active\nDISPLAY=\(display)\nSESSIONS=\(display)\n".write(
+            toFile: "\(logind)/users/\(uid)",
+            atomically: true,
+            encoding: .utf8
+        )
     }
 
     /// pamtester for `target` (default: the bench's user) on `service`, without a terminal (a new

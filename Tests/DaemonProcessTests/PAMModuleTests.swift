@@ -84,7 +84,8 @@ final class PAMModuleTests: XCTestCase {
 
         var name = [CChar](repeating: 0, count: 256)
         gethostname(&name, 255)
-        let local = try b.pamtester(items: ["rhost=\(String(cString: name).uppercased())"])
+        let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let local = try b.pamtester(items: ["rhost=\(host.uppercased())"])
         XCTAssertEqual(local.status, 0, "sudo's own host name is local: \(local.stderr)")
         // What was stepped aside from before anything was offered is logged, not audited: sshd
         // passes every network attempt here, which would otherwise rotate a user's entries out.

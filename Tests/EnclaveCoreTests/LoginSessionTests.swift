@@ -28,6 +28,37 @@ final class LoginSessionTests: XCTestCase {
         for c in cases { XCTAssertEqual(LoginSession.name(cgroup: c.cgroup), c.session, c.why) }
     }
 
+    /// The session a PAM request stands in: its own; else, for a process of a user's service
+    /// manager (GNOME's and KDE's terminals), that user's display session as logind names it.
+    func testAServiceManagersProcessStandsInItsUsersDisplaySession() {
+        let displays: [UInt32: String] = [1000: "3"]
+        let cases: [(cgroup: String, standing: String?, why: String)] = [
+            ("0::/user.slice/user-1000.slice/session-5.scope\n", "5", "its own session first"),
+            (
+                "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-org.gnome.Terminal.slice/vte-spawn-1.scope\n",
+                "3", "a terminal of the user's service manager: the user's display session"
+            ),
+            (
+                "0::/user.slice/user-1001.slice/user@1001.service/app.slice/x.scope\n", nil,
+                "a user with no display session"
+            ),
+            ("0::/user.slice/user-1000.slice/user@1000x.service/app.slice/x.scope\n", nil, "not a uid"),
+            ("0::/system.slice/user@1000.service.d/x.scope\n", nil, "not the user's service manager unit"),
+            ("0::/system.slice/ssh.service\n", nil, "a system service"),
+            ("0::/\n", nil, "the root cgroup"),
+        ]
+        for c in cases {
+            XCTAssertEqual(LoginSession.standing(cgroup: c.cgroup) { displays[$0] }, c.standing, c.why)
+        }
+        XCTAssertEqual(
+            LoginSession.displaySession(userRecord: "UID=1000\nSTATE=active\nDISPLAY=3\nSESSIONS=3 7\n"),
+            "3"
+        )
+        XCTAssertNil(LoginSession.displaySession(userRecord: "UID=1000\nSTATE=lingering\nDISPLAY=\n"))
+        XCTAssertNil(LoginSession.displaySession(userRecord: "UID=1000\nDISPLAY=../3\n"))
+        XCTAssertNil(LoginSession.displaySession(userRecord: "UID=1000\n"))
+    }
+
     /// logind's record of a session, as `sd_session_is_remote` and `sd_session_get_seat` read it.
     func testLogindsSessionRecordSaysRemoteAndSeat() {
         let cases: [(text: String, record: LoginSessionRecord?, why: String)] = [

@@ -27,7 +27,8 @@ final class PAMAuthenticationRulesTests: XCTestCase {
         onlyBuiltIn: Bool = false,
         sessionOf: UInt32?? = .none,
         checkable: Bool = true,
-        shown: Bool = true
+        shown: Bool = true,
+        clients: [Rules.Place] = []
     ) -> Rules.Facts {
         Rules.Facts(
             peerUID: peer,
@@ -40,7 +41,8 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             // The user's own session, unless the row says whose.
             sessionUID: sessionOf ?? user,
             passwordCheckable: checkable,
-            promptShown: shown
+            promptShown: shown,
+            multiplexerClients: clients
         )
     }
 
@@ -128,6 +130,36 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             (
                 "remote with password=none", request(password: .none), facts(remote: true),
                 "unavailable: a remote session"
+            ),
+            // sudo in tmux (or screen) started at the seat: who looks through each client attached.
+            (
+                "tmux attached at the seat only", request(),
+                facts(clients: [.init(remote: false, seat: "seat0"), .init(remote: false, seat: "seat0")]),
+                "finger or password"
+            ),
+            (
+                "tmux also attached over SSH", request(),
+                facts(clients: [.init(remote: false, seat: "seat0"), .init(remote: true, seat: nil)]),
+                "password only: the terminal is also attached from a remote session"
+            ),
+            (
+                "tmux attached from a process in no session", request(), facts(clients: [.unknown]),
+                "password only: the terminal is also attached from outside a session at a seat"
+            ),
+            (
+                "tmux attached from a local session with no seat", request(),
+                facts(clients: [.init(remote: false, seat: "")]),
+                "password only: the terminal is also attached from outside a session at a seat"
+            ),
+            (
+                "tmux over SSH, a lock screen's finger alone", request(),
+                facts(peer: 1000, clients: [.init(remote: true, seat: nil)]),
+                "unavailable: the terminal is also attached from a remote session"
+            ),
+            (
+                "tmux over SSH, password=none", request(password: .none),
+                facts(clients: [.init(remote: true, seat: nil)]),
+                "unavailable: the terminal is also attached from a remote session"
             ),
         ]
         for (what, request, facts, expected) in rows {

@@ -9,7 +9,8 @@ import XCTest
 public final class TmuxTerminal {
     public static var available: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/tmux") }
 
-    private let server = "la-test-\(getpid())-\(UUID().uuidString.prefix(8))"
+    /// The tmux server's socket name (`tmux -L`): another client may attach to session "t" there.
+    public let server = "la-test-\(getpid())-\(UUID().uuidString.prefix(8))"
     private var running = false
     /// Whose tmux it is: this process's user, or another one (a person's terminal beside a system daemon).
     private let user: (uid: uid_t, gid: gid_t)?

@@ -1,0 +1,117 @@
+import Foundation
+import IntegrationSupport
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where the person is, as the module's requests show it beyond the requesting process's own
+/// session: who is attached to the tmux server a request's terminal belongs to, and the session a
+/// terminal of the user's service manager (GNOME's, KDE's) stands in.
+final class PAMModuleLocalityTests: XCTestCase {
+    private var bench: PAMModuleBench?
+
+    override func tearDown() {
+        bench?.stop()
+        bench = nil
+    }
+
+    /// sudo's request from a tmux pane (a server started at the seat): with a client attached at
+    /// the seat, the finger or the password; with a client attached over SSH as well, the
+    /// password alone — whoever types may not be at this machine, and a touch at its reader must
+    /// not answer for them.
+    func testATmuxAttachedOverSSHTakesTheFingerAway() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux") }
+        let b = try PAMModuleBench()
+        bench = b
+        let remote = b.session + "r"
+        try b.stateSession(remote, remote: true, seat: nil)
+
+        // A client at the seat: the finger is offered.
+        let local = try run(b)
+        let atTheSeat = try attach(to: local.terminal, session: b.session, bench: b)
+        defer { atTheSeat.stop() }
+        local.go()
+        local.command.terminal.waitFor("or type your password")
+        try local.command.terminal.press("C-t")
+        XCTAssertEqual(local.command.exitStatus(), 0, local.command.errors + local.command.terminal.screen())
+        XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("success (success(biometric))") == true)
+
+        // One client at the seat, one over SSH: the password alone.
+        let far = try run(b)
+        let seat = try attach(to: far.terminal, session: b.session, bench: b)
+        defer { seat.stop() }
+        let ssh = try attach(to: far.terminal, session: remote, bench: b)
+        defer { ssh.stop() }
+        far.go()
+        far.command.terminal.waitFor("Enter your password")
+        XCTAssertFalse(far.command.terminal.screen().contains("Touch ID"), far.command.terminal.screen())
+        try far.command.terminal.press("C-t")
+        try far.command.terminal.type(b.password)
+        try far.command.terminal.press("Enter")
+        XCTAssertEqual(far.command.exitStatus(), 0, far.command.errors + far.command.terminal.screen())
+        XCTAssertTrue(try b.pamAudit(count: 2).first?.result.hasPrefix("success (success(passcode))") == true)
+    }
+
+    /// A terminal GNOME or KDE starts runs under the user's service manager, in no session: it
+    /// stands in the user's display session as logind names it. Without one, nothing is offered.
+    func testATerminalOfTheUsersServiceManagerStandsInTheDisplaySession() throws {
+        let b = try PAMModuleBench()
+        bench = b
+        let cgroup = try b.serviceManagerCgroup()
+        let arguments = [
+            "-w", "/bin/sh", "-c", b.inCgroup(cgroup, "exec pamtester '\(b.service)' '\(b.user)' authenticate"),
+        ]
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        let none = try PAMModuleBench.runPamtester(arguments)
+        XCTAssertTrue(none.stderr.contains(PAMResult.unavailable), "no display session: \(none.stdout + none.stderr)")
+
+        try b.stateUser(display: b.session)
+        let shown = try PAMModuleBench.runPamtester(arguments)
+        XCTAssertEqual(shown.status, 0, shown.stdout + shown.stderr)
+        let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
+        XCTAssertTrue(entry.result.hasPrefix("success (success(biometric))"), entry.result)
+        XCTAssertTrue(entry.app.contains(" session=\(b.session) "), entry.app)
+    }
+
+    /// pamtester as root on a tmux terminal in the bench's session, held until `go()` (so that
+    /// clients attach first).
+    private struct HeldRun {
+        let command: TerminalCommand
+        let gate: String
+        var terminal: TmuxTerminal { command.terminal }
+        func go() { _ = FileManager.default.createFile(atPath: gate, contents: nil) }
+    }
+
+    private func run(_ b: PAMModuleBench) throws -> HeldRun {
+        let directory = NSTemporaryDirectory() + "pamlocal-\(b.suffix)-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(atPath: directory) }
+        let gate = directory + "/go"
+        let command = try TerminalCommand(
+            b.inSession(
+                b.session,
+                "sh -c 'while [ ! -e \(gate) ]; do sleep 0.05; done; exec pamtester \(b.service) \(b.user) authenticate'"
+            ),
+            in: directory
+        )
+        return HeldRun(command: command, gate: gate)
+    }
+
+    /// A tmux client attached to `terminal`'s server from a terminal of its own, in `session`.
+    private func attach(to terminal: TmuxTerminal, session: String, bench b: PAMModuleBench) throws -> TmuxTerminal {
+        func clients() throws -> Int {
+            try runProcess("/usr/bin/tmux", ["-L", terminal.server, "list-clients"]).stdout
+                .split(separator: "\n").count
+        }
+        let before = try clients()
+        let client = try TmuxTerminal(b.inSession(session, "exec env -u TMUX tmux -L \(terminal.server) attach -t t"))
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if try clients() > before { return client }
+            usleep(50_000)
+        }
+        throw PAMModuleBench.BenchError("the client did not attach: \(client.screen())")
+    }
+}
