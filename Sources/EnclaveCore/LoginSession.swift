@@ -22,36 +22,44 @@ public enum LoginSession {
 
     /// The session a process stands in for a PAM request (our rule, issue 32): its own; else, for a
     /// process of a user's service manager, that user's display session as logind names it
-    /// (`DISPLAY=` of `/run/systemd/users/UID`, `displaySession`) — the graphical session the
-    /// user's terminal windows are shown in. Who may look at the terminal from elsewhere is
-    /// checked apart (`PAMAuthenticationRules.Facts.multiplexerClients`).
-    public static func standing(cgroup: String, displaySession: (UInt32) -> String?) -> String? {
+    /// (`/run/systemd/users/UID`, `LoginUserRecord`) — the graphical session the user's terminal
+    /// windows are shown in — but only while none of the user's sessions is remote: a process
+    /// started in the service manager from an SSH login (`systemd-run --user`) lands there too.
+    /// `sessionRemote`: whether a session is remote as logind states it (nil: no record). Who may
+    /// look at the terminal from elsewhere is checked apart (`TerminalMultiplexerClients`).
+    public static func standing(
+        cgroup: String,
+        user: (UInt32) -> LoginUserRecord?,
+        sessionRemote: (String) -> Bool?
+    ) -> String? {
         if let own = name(cgroup: cgroup) { return own }
-        return serviceManagerUID(cgroup: cgroup).flatMap(displaySession)
-    }
-
-    /// The `DISPLAY=` session of logind's record of a user (`/run/systemd/users/UID`).
-    public static func displaySession(userRecord text: String) -> String? {
-        for line in text.split(separator: "\n") where line.hasPrefix("DISPLAY=") {
-            let id = line.dropFirst("DISPLAY=".count)
-            return isSessionID(id) ? String(id) : nil
-        }
-        return nil
-    }
-
-    /// The first unit of the cgroup path that is not a slice: systemd's own named hierarchy where
-    /// there is one (legacy and hybrid set-ups), else the unified one ("0::PATH").
-    private static func unit(cgroup: String) -> Substring? {
-        let lines = cgroup.split(separator: "\n")
-        guard
-            let line = lines.first(where: { $0.contains(":name=systemd:") })
-                ?? lines.first(where: { $0.hasPrefix("0::") }),
-            let colon = line.lastIndex(of: ":")
+        guard let uid = serviceManagerUID(cgroup: cgroup), let record = user(uid), let display = record.display,
+            record.sessions.allSatisfy({ sessionRemote($0) == false })
         else { return nil }
-        return line[line.index(after: colon)...].split(separator: "/").first(where: { !$0.hasSuffix(".slice") })
+        return display
     }
 
-    private static func isSessionID(_ id: Substring) -> Bool {
+    /// The first unit of the cgroup path that is not a slice. The path is the third field of
+    /// systemd's own named hierarchy's line where there is one (legacy and hybrid set-ups), else
+    /// of the unified one's ("0::PATH"); it may hold colons itself — a user names the cgroups
+    /// below their own service manager — so it is never cut at the last one.
+    private static func unit(cgroup: String) -> Substring? {
+        var unified: Substring?
+        var named: Substring?
+        for line in cgroup.split(separator: "\n") {
+            let fields = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard fields.count == 3 else { continue }
+            if fields[1] == "name=systemd" {
+                named = named ?? fields[2]
+            } else if fields[0] == "0" && fields[1].isEmpty {
+                unified = unified ?? fields[2]
+            }
+        }
+        return (named ?? unified)?.split(separator: "/").first(where: { !$0.hasSuffix(".slice") })
+    }
+
+    /// A session id as logind makes them: letters and digits, 1 to 64 of them.
+    public static func isSessionID(_ id: Substring) -> Bool {
         !id.isEmpty && id.utf8.count <= 64
             && id.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)) })
     }
@@ -89,5 +97,31 @@ public struct LoginSessionRecord: Equatable, Sendable {
         seat = values["SEAT"].flatMap { $0.isEmpty ? nil : String($0) }
         tty = values["TTY"].flatMap { $0.isEmpty ? nil : String($0) }
         uid = values["UID"].flatMap { UInt32($0) }
+    }
+}
+
+/// What logind states of one user in `/run/systemd/users/UID`: the display session (`DISPLAY=`,
+/// the graphical one its service manager's windows are shown in) and every session (`SESSIONS=`).
+public struct LoginUserRecord: Equatable, Sendable {
+    public var display: String?
+    public var sessions: [String]
+
+    public init(display: String?, sessions: [String]) {
+        self.display = display
+        self.sessions = sessions
+    }
+
+    public init(text: String) {
+        var display: String?
+        var sessions: [String] = []
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("DISPLAY=") {
+                let id = line.dropFirst("DISPLAY=".count)
+                display = LoginSession.isSessionID(id) ? String(id) : nil
+            } else if line.hasPrefix("SESSIONS=") {
+                sessions = line.dropFirst("SESSIONS=".count).split(separator: " ").map(String.init)
+            }
+        }
+        self.init(display: display, sessions: sessions)
     }
 }

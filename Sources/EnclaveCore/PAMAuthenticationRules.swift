@@ -71,8 +71,8 @@ public enum PAMAuthenticationRules {
         /// module handed, or the user's prompt agent on the seat. Else only a finger can answer.
         public var promptShown: Bool
         /// Where the people sit who see the request's terminal through a terminal multiplexer
-        /// holding it (tmux, screen): each client attached, by the session it stands in. Empty:
-        /// no multiplexer holds it.
+        /// (tmux, screen; `TerminalMultiplexerClients`): each client attached, by the session it
+        /// stands in. Empty: no multiplexer above the request.
         public var multiplexerClients: [Place]
 
         public init(
@@ -126,6 +126,14 @@ public enum PAMAuthenticationRules {
         case passwordOnly(String)
         /// Nothing this module offers here, for the reason given: the next module asks.
         case unavailable(String)
+
+        /// Whether a finger at the reader may answer.
+        public var offersFinger: Bool {
+            switch self {
+            case .fingerOrPassword, .fingerOnly: true
+            case .refuse, .passwordOnly, .unavailable: false
+            }
+        }
     }
 
     public static func decide(_ request: Request, _ facts: Facts) -> Decision {

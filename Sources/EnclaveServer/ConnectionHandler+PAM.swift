@@ -44,22 +44,38 @@ extension ConnectionHandler {
             remoteHost: request.remoteHost,
             password: request.password
         )
-        var (facts, standingSession) = await PAMFacts.read(
+        let gathered = await PAMFacts.read(
             rulesRequest,
             onTerminal: request.onTerminal,
             peer: peer,
             config: daemon.config,
             realSensor: daemon.sensor.map { !$0.info.simulated } ?? false
         )
+        var facts = gathered.facts
+        let standingSession = gathered.session
         // Without a terminal, root's request (polkit's helper) is drawn by the user's prompt agent
         // on the session, if one serves it. A user's own process (a lock screen, whose session is
         // hidden behind it) gets no window: the finger alone, told by the module.
         let agent =
             request.onTerminal || peer.uid != 0
             ? nil
-            : facts.userUID.flatMap { daemon.promptAgents.agent(for: PromptSeat(uid: $0, session: standingSession)) }
+            : facts.userUID.flatMap { uid in
+                // The agent serves the session it runs in: found as the helper's own session
+                // says, then by the session the helper stands in (one of the user's service
+                // manager: a desktop's polkit agent started it).
+                daemon.promptAgents.agent(for: PromptSeat(uid: uid, session: peer.session))
+                    ?? daemon.promptAgents.agent(for: PromptSeat(uid: uid, session: standingSession))
+            }
         facts.promptShown = request.onTerminal || agent != nil
-        let decision = PAMAuthenticationRules.decide(rulesRequest, facts)
+        var decision = PAMAuthenticationRules.decide(rulesRequest, facts)
+        // Who else looks at the terminal is read only where a finger would answer: a /proc walk.
+        if decision.offersFinger {
+            facts.multiplexerClients = await PAMFacts.multiplexerClients(
+                of: peer.pid,
+                logind: daemon.config.logindDirectory
+            )
+            decision = PAMAuthenticationRules.decide(rulesRequest, facts)
+        }
         let origin = Self.origin(request, session: standingSession, peerUID: peer.uid)
         func answer(_ outcome: PAMOutcome, _ message: String) -> PAMAuthenticationReply {
             // A refusal is the asker's entry, not the user's it named: no one fills another's log.

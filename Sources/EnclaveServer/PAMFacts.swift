@@ -54,12 +54,16 @@ enum PAMFacts {
         if PAMAuthenticationRules.whyNotHere(request, facts) == nil {
             let user = request.user
             facts.userUID = (try? await BlockingWork.waiting { accountUID(name: user) }) ?? nil
-            facts.multiplexerClients =
-                (try? await BlockingWork.waiting {
-                    TerminalMultiplexers.clientPlaces(of: pid) { place(cgroup: $0, logind: logind) }
-                }) ?? [.unknown]
         }
         return (facts, session)
+    }
+
+    /// Where the people sit who see process `pid`'s terminal through a multiplexer
+    /// (`TerminalMultiplexerClients`): asked only where a finger would be offered.
+    static func multiplexerClients(of pid: Int32, logind: String) async -> [PAMAuthenticationRules.Place] {
+        (try? await BlockingWork.waiting {
+            TerminalMultiplexers.clientPlaces(of: pid) { place(cgroup: $0, logind: logind) }
+        }) ?? [.unknown]
     }
 
     /// The session process `pid` stands in (`LoginSession.standing`), read from /proc now.
@@ -70,11 +74,15 @@ enum PAMFacts {
     }
 
     static func standing(cgroup: String, logind: String) -> String? {
-        LoginSession.standing(cgroup: cgroup) { uid in
-            FileManager.default.contents(atPath: "\(logind)/users/\(uid)").flatMap {
-                LoginSession.displaySession(userRecord: String(decoding: $0, as: UTF8.self))
-            }
-        }
+        LoginSession.standing(
+            cgroup: cgroup,
+            user: { uid in
+                FileManager.default.contents(atPath: "\(logind)/users/\(uid)").map {
+                    LoginUserRecord(text: String(decoding: $0, as: UTF8.self))
+                }
+            },
+            sessionRemote: { sessionRecord($0, directory: logind)?.remote }
+        )
     }
 
     /// Where a process with this cgroup stands, as logind states its session.
@@ -84,9 +92,11 @@ enum PAMFacts {
         return PAMAuthenticationRules.Place(remote: record.remote, seat: record.seat)
     }
 
-    /// logind's record of session `id`; nil when there is none.
+    /// logind's record of session `id`; nil when there is none (or `id` names no session).
     static func sessionRecord(_ id: String, directory: String) -> LoginSessionRecord? {
-        guard let data = FileManager.default.contents(atPath: "\(directory)/sessions/\(id)") else { return nil }
+        guard LoginSession.isSessionID(id[...]),
+            let data = FileManager.default.contents(atPath: "\(directory)/sessions/\(id)")
+        else { return nil }
         return LoginSessionRecord(text: String(decoding: data, as: UTF8.self))
     }
 

@@ -199,14 +199,21 @@ final class PAMModuleBench {
 
     /// A cgroup as the user's service manager's apps have (a terminal GNOME started:
     /// `…/user@UID.service/app.slice/….scope`), in no session; its path below the root.
-    func serviceManagerCgroup() throws -> String {
-        let parts = ["la-test-\(suffix).slice", "user@\(uid).service", "app.slice", "vte-spawn-\(suffix).scope"]
+    /// `owner`: whose service manager (default: the bench's user); `leaf`: the last cgroup's name,
+    /// which a user chooses below their own service manager.
+    func serviceManagerCgroup(owner: uid_t? = nil, leaf: String? = nil) throws -> String {
+        let parts = [
+            "la-test-\(suffix).slice", "user@\(owner ?? uid).service", "app.slice", leaf ?? "vte-spawn-\(suffix).scope",
+        ]
         var path = ""
         for part in parts {
             path += (path.isEmpty ? "" : "/") + part
             let full = Self.cgroupRoot! + "/" + path
-            guard mkdir(full, 0o755) == 0 else { throw BenchError("cannot make cgroup \(full)") }
-            cleanups.append { Self.removeCgroup(full) }
+            if mkdir(full, 0o755) == 0 {
+                cleanups.append { Self.removeCgroup(full) }
+            } else if errno != EEXIST {
+                throw BenchError("cannot make cgroup \(full)")
+            }
         }
         return path
     }
@@ -300,8 +307,16 @@ final class PAMModuleBench {
     func sudoService(_ name: String, options: String) throws {
         try stackAbovePamUnix(options: options).write(toFile: "/etc/pam.d/\(name)", atomically: true, encoding: .utf8)
         cleanups.append { unlink("/etc/pam.d/\(name)") }
-        let dropIn = "/etc/sudoers.d/\(name)"
-        try "Defaults:\(user) pam_service=\(name), timestamp_timeout=0, !lecture\n\(user) ALL=(ALL) ALL\n"
+        try sudoers(pamService: name)
+    }
+
+    /// A sudoers drop-in letting the bench's user run anything, asked through PAM service
+    /// `pamService` (nil: sudo's own, `sudo`), with sudo's timestamp off so every run asks PAM.
+    /// Removed with the bench, sudo's timestamps too.
+    func sudoers(pamService: String?) throws {
+        let dropIn = "/etc/sudoers.d/laenclave-test-\(suffix)"
+        let service = pamService.map { "pam_service=\($0), " } ?? ""
+        try "Defaults:\(user) \(service)timestamp_timeout=0, !lecture\n\(user) ALL=(ALL) ALL\n"
             .write(toFile: dropIn, atomically: true, encoding: .utf8)
         chmod(dropIn, 0o440)
         let name = user
@@ -311,6 +326,11 @@ final class PAMModuleBench {
         }
         let check = try runProcess("/usr/sbin/visudo", ["-c", "-f", dropIn])
         XCTAssertEqual(check.status, 0, check.stdout + check.stderr)
+    }
+
+    /// The daemon's own login-password service, rewritten: the daemon reads it at each check.
+    func rewriteLoginService(_ stack: String) throws {
+        try stack.write(toFile: "/etc/pam.d/laenclave-login-\(suffix)", atomically: true, encoding: .utf8)
     }
 
     /// A PAM service's stack as pam-auth-update's profile makes it: the module (with `options`)

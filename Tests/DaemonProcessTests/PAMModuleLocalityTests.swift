@@ -75,6 +75,28 @@ final class PAMModuleLocalityTests: XCTestCase {
         XCTAssertTrue(entry.app.contains(" session=\(b.session) "), entry.app)
     }
 
+    /// The attack: a user names a cgroup below their own service manager after another user's
+    /// session at the seat (`…/user@1001.service/…/x:session-3.scope`; the kernel refuses only
+    /// newlines in names) and runs `su victim` from it. Read by the last colon, the cgroup named
+    /// the victim's session, so the victim's queued touch answered the attacker's su. The path
+    /// starts after the second colon of its line: the attacker stands in their own service
+    /// manager, with no display session of theirs, and nothing is offered.
+    func testACgroupNamedAfterAnotherUsersSessionStandsInNone() throws {
+        let b = try PAMModuleBench()
+        bench = b
+        let attacker = try b.otherUser()
+        let forged = try b.serviceManagerCgroup(owner: attacker.uid, leaf: "x:session-\(b.session).scope")
+        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
+        let su = try PAMModuleBench.runPamtester([
+            "-w", "/bin/sh", "-c", b.inCgroup(forged, "exec pamtester '\(b.service)' '\(b.user)' authenticate"),
+        ])
+        XCTAssertTrue(
+            su.stderr.contains(PAMResult.unavailable),
+            "the victim's touch answered: \(su.stdout + su.stderr)"
+        )
+        XCTAssertEqual(try b.pamAudit(count: 1).count, 0, "nothing was offered")
+    }
+
     /// pamtester as root on a tmux terminal in the bench's session, held until `go()` (so that
     /// clients attach first).
     private struct HeldRun {

@@ -78,6 +78,79 @@ final class PAMModuleSystemCallersTests: XCTestCase {
         XCTAssertTrue(try b.pamAudit(count: 3).first?.result.hasPrefix("cancelled") == true)
     }
 
+    /// The one command a person runs, `pam-auth-update --enable laenclave`, with the shipped
+    /// profile (its module line pointing at the test's module and daemon), on a copy of the
+    /// machine's PAM: the module goes into common-auth above pam_unix, and the machine's own
+    /// `sudo` service (which includes common-auth) then takes a touch. And no recursion: the
+    /// daemon's own login-password service including that common-auth is refused, not waited on —
+    /// the typed password ends the prompt unavailable at once, and pam_unix asks next.
+    func testOneCommandEnablesItForTheMachinesOwnSudo() throws {
+        guard TmuxTerminal.available, PAMNamespace.available,
+            FileManager.default.isExecutableFile(atPath: "/usr/sbin/pam-auth-update"),
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/sudo")
+        else { throw XCTSkip("needs tmux, pam-auth-update, sudo and unshare") }
+        let b = try PAMModuleBench()
+        bench = b
+        let shipped = try String(
+            contentsOfFile: PAMModuleBench.repository + "/packaging/laenclave.pam-config",
+            encoding: .utf8
+        )
+        let profile = shipped.replacingOccurrences(
+            of: "pam_laenclave.so",
+            with: "\(try PAMModuleBench.module()) socket=\(b.enclave.socketPath)"
+        )
+        let space = try PAMNamespace(
+            directory: b.logind + "/namespace",
+            services: [:],
+            polkitAuthenticatingAsSelf: nil,
+            copyingTheMachinesPAMWith: ["laenclave": profile]
+        )
+        self.space = space
+        let enable = try space.run(
+            ["/usr/sbin/pam-auth-update", "--enable", "laenclave"],
+            environment: ["DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"]
+        )
+        XCTAssertEqual(enable.status, 0, enable.stdout + enable.stderr)
+        let commonAuth = space.pamFile("common-auth")
+        let lines = commonAuth.split(separator: "\n").filter { $0.hasPrefix("auth") }
+        let module = try XCTUnwrap(lines.firstIndex { $0.contains("pam_laenclave.so") }, commonAuth)
+        let unix = try XCTUnwrap(lines.firstIndex { $0.contains("pam_unix.so") }, commonAuth)
+        XCTAssertLessThan(module, unix, "above pam_unix: \(commonAuth)")
+        XCTAssertTrue(lines[module].contains("maxtries=die"), commonAuth)
+        XCTAssertTrue(space.pamFile("sudo").contains("@include common-auth"), "the machine's own sudo service")
+        XCTAssertFalse(
+            (try? String(contentsOfFile: "/etc/pam.d/common-auth", encoding: .utf8))?.contains("pam_laenclave")
+                ?? false,
+            "the machine's common-auth is untouched"
+        )
+
+        try b.sudoers(pamService: nil)
+        let touched = try b.asUserOnTerminal("sudo true", inNamespaceOf: space.bus)
+        touched.terminal.waitFor("sudo asks to authenticate \(b.user)")
+        try touched.terminal.press("C-t")
+        XCTAssertEqual(touched.exitStatus(), 0, touched.errors + touched.terminal.screen())
+        let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
+        XCTAssertTrue(entry.result.hasPrefix("success (success(biometric))"), entry.result)
+        XCTAssertTrue(entry.app.contains(" service=sudo "), entry.app)
+
+        // The daemon's login-password service with that common-auth in it (as `login` has).
+        let common = "laenclave-common-\(b.suffix)"
+        try commonAuth.write(toFile: "/etc/pam.d/\(common)", atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/\(common)") }
+        try b.rewriteLoginService("@include \(common)\naccount required pam_unix.so\n")
+        let typed = try b.asUserOnTerminal("sudo true", inNamespaceOf: space.bus)
+        typed.terminal.waitFor("or type your password")
+        try typed.terminal.type(b.password)
+        try typed.terminal.press("Enter")
+        typed.terminal.waitFor("password for \(b.user)")
+        try typed.terminal.type(b.password)
+        try typed.terminal.press("Enter")
+        XCTAssertEqual(typed.exitStatus(), 0, typed.errors + typed.terminal.screen())
+        let audit = try b.pamAudit(count: 2)
+        XCTAssertEqual(audit.count, 2, "one request, never one from inside the daemon's own check: \(audit)")
+        XCTAssertTrue(audit.first?.result.hasPrefix("unavailable") == true, "\(audit)")
+    }
+
     /// Real `su` (setuid, service `su`) on the user's terminal. `su` to oneself from one's own
     /// session at the seat: a touch passes. `su` to another user from it: the finger at this
     /// seat is not theirs to give, so the module steps aside and pam_unix asks the other user's
@@ -145,11 +218,30 @@ final class PAMNamespace {
     private var polkitd: pid_t?
     private let directory: String
 
-    init(directory: String, services: [String: String], polkitAuthenticatingAsSelf user: String?) throws {
+    /// `profiles`: when given, the namespace's PAM is a copy of the machine's — `/etc/pam.d`,
+    /// pam-auth-update's profiles (`/usr/share/pam-configs`, with `profiles` added) and its state
+    /// (`/var/lib/pam`) — for pam-auth-update to change there.
+    init(
+        directory: String,
+        services: [String: String],
+        polkitAuthenticatingAsSelf user: String?,
+        copyingTheMachinesPAMWith profiles: [String: String]? = nil
+    ) throws {
         self.directory = directory
-        for sub in ["", "/pam.d", "/rules.d"] {
+        for sub in ["", "/pam.d", "/rules.d", "/pam-configs", "/pam-state"] {
             try FileManager.default.createDirectory(atPath: directory + sub, withIntermediateDirectories: true)
             chmod(directory + sub, 0o755)
+        }
+        if let profiles {
+            for (from, to) in [
+                ("/etc/pam.d", "/pam.d"), ("/usr/share/pam-configs", "/pam-configs"), ("/var/lib/pam", "/pam-state"),
+            ] {
+                let copy = try runProcess("/bin/cp", ["-a", from + "/.", directory + to])
+                guard copy.status == 0 else { throw PAMModuleBench.BenchError("copying \(from): \(copy.stderr)") }
+            }
+            for (name, text) in profiles {
+                try text.write(toFile: directory + "/pam-configs/" + name, atomically: true, encoding: .utf8)
+            }
         }
         for (name, stack) in services {
             try stack.write(toFile: directory + "/pam.d/" + name, atomically: true, encoding: .utf8)
@@ -179,6 +271,10 @@ final class PAMNamespace {
             "mount --bind '\(directory)/pam.d' /etc/pam.d",
         ]
         if user != nil { setup.append("mount --bind '\(directory)/rules.d' /etc/polkit-1/rules.d") }
+        if profiles != nil {
+            setup.append("mount --bind '\(directory)/pam-configs' /usr/share/pam-configs")
+            setup.append("mount --bind '\(directory)/pam-state' /var/lib/pam")
+        }
         setup.append("exec /usr/bin/dbus-daemon --config-file='\(directory)/bus.conf' --nofork --nopidfile")
         bus = try DaemonLauncher.spawn(
             "/usr/bin/unshare",
@@ -212,6 +308,16 @@ final class PAMNamespace {
     }
 
     deinit { stop() }
+
+    /// `arguments` run as root in the namespace.
+    func run(_ arguments: [String], environment: [String: String]? = nil) throws -> ProcessOutput {
+        try runProcess("/usr/bin/nsenter", ["--mount=/proc/\(bus)/ns/mnt"] + arguments, environment: environment)
+    }
+
+    /// A file of the namespace's `/etc/pam.d`.
+    func pamFile(_ name: String) -> String {
+        (try? String(contentsOfFile: directory + "/pam.d/" + name, encoding: .utf8)) ?? ""
+    }
 
     /// What polkitd logged.
     var log: String { (try? String(contentsOfFile: directory + "/polkitd.log", encoding: .utf8)) ?? "" }

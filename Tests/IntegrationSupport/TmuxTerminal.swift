@@ -62,7 +62,8 @@ public final class TmuxTerminal {
 
     /// Runs a tmux client, with no descriptor of ours: the first one forks the tmux server, which
     /// would keep any pipe it inherited (Foundation's Process waits on one until the server ends).
-    /// `output`: a file for what the client writes.
+    /// In a session of its own (`setsid`), with no controlling terminal: a command client, never
+    /// one a person attached (which the daemon's multiplexer check counts).
     private func tmux(_ arguments: [String]) throws -> Int32 {
         var environment = ProcessInfo.processInfo.environment
         // The session must not inherit LA_PROMPT=headless from the test run.
@@ -72,12 +73,21 @@ public final class TmuxTerminal {
             if let user {
                 try DaemonLauncher.spawn(
                     "/usr/bin/setpriv",
-                    ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--", "/usr/bin/tmux"] + command,
+                    [
+                        "--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--", "/usr/bin/setsid", "-w",
+                        "/usr/bin/tmux",
+                    ]
+                        + command,
                     environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "SHELL": "/bin/sh"],
                     inherit: false
                 )
             } else {
-                try DaemonLauncher.spawn("/usr/bin/tmux", command, environment: environment, inherit: false)
+                try DaemonLauncher.spawn(
+                    "/usr/bin/setsid",
+                    ["-w", "/usr/bin/tmux"] + command,
+                    environment: environment,
+                    inherit: false
+                )
             }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

@@ -1,0 +1,118 @@
+/// Who looks at a PAM request's terminal through a terminal multiplexer (our rule, issue 32): sudo
+/// in a tmux or screen pane is typed by whoever is attached to that server, and a server started
+/// at the seat may be attached over SSH too. Pure: the shell reads the processes from /proc
+/// (`TerminalMultiplexers`) and says where each client stands.
+///
+/// The walk: up from the requesting process to the nearest multiplexer server (the pane's shell is
+/// its child); its clients are the live processes of the server's user, by real uid, that bear
+/// the multiplexer's client name and have a controlling terminal — a person's attached client
+/// always has one, while the commands tmux's status line and scripts run (`tmux: client` too)
+/// have none. Each client is then followed the same way (it may run inside another
+/// multiplexer), three deep.
+///
+/// The names are the processes' own (tmux sets them with prctl), so this tells where the person
+/// is, not where an attacker with the user's account is; every client of the user's servers of
+/// that kind counts, not only the pane's server's (the safe way round); clients of other users
+/// (tmux's `server-access`, screen's multiuser mode) are not seen.
+public enum TerminalMultiplexerClients {
+    /// What the walk needs of one process, from `/proc/PID/stat` (and `status` for the uid).
+    public struct Process: Equatable, Sendable {
+        public var pid: Int32
+        public var parent: Int32
+        /// The name the kernel keeps (`comm`).
+        public var name: String
+        /// Not a zombie: a client that ended is attached to nothing.
+        public var alive: Bool
+        /// Whether it has a controlling terminal (`tty_nr` not 0).
+        public var hasTerminal: Bool
+
+        public init(pid: Int32, parent: Int32, name: String, alive: Bool, hasTerminal: Bool) {
+            self.pid = pid
+            self.parent = parent
+            self.name = name
+            self.alive = alive
+            self.hasTerminal = hasTerminal
+        }
+
+        /// From the text of /proc/PID/stat (the name between the first "(" and the last ")",
+        /// which may hold both); nil if it is not one.
+        public init?(stat text: String) {
+            guard let open = text.firstIndex(of: "("), let close = text.lastIndex(of: ")"), open < close,
+                let pid = Int32(String(text[..<open].filter { $0 != " " }))
+            else { return nil }
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            guard fields.count > 4, let parent = Int32(fields[1]), let tty = Int64(fields[4]) else { return nil }
+            self.init(
+                pid: pid,
+                parent: parent,
+                name: String(text[text.index(after: open)..<close]),
+                alive: !["Z", "X", "x"].contains(fields[0]),
+                hasTerminal: tty != 0
+            )
+        }
+    }
+
+    enum Kind {
+        case tmux, screen
+
+        init?(server name: String) {
+            switch name {
+            case "tmux: server": self = .tmux
+            case "screen": self = .screen
+            default: return nil
+            }
+        }
+
+        func isClient(_ process: Process) -> Bool {
+            guard process.alive, process.hasTerminal else { return false }
+            switch self {
+            case .tmux: return process.name == "tmux: client"
+            case .screen: return process.name == "screen"
+            }
+        }
+    }
+
+    /// Where the people sit who see `requester`'s terminal through the multiplexers above it
+    /// (empty: none). `process`: one process, nil if unreadable. `everyProcess`: all of them,
+    /// asked only once a server is found (nil: they could not be listed in time). `uid`: a
+    /// process's real uid. `place`: where a client stands. Where the daemon cannot tell — the
+    /// requester unreadable (`hidepid`), the processes not listed, nesting too deep — one
+    /// `.unknown` place: no finger.
+    public static func places(
+        of requester: Int32,
+        process: (Int32) -> Process?,
+        everyProcess: () -> [Process]?,
+        uid: (Int32) -> UInt32?,
+        place: (Int32) -> PAMAuthenticationRules.Place
+    ) -> [PAMAuthenticationRules.Place] {
+        guard process(requester) != nil else { return [.unknown] }
+        var all: [Process]?? = .none
+        var seen: Set<Int32> = []
+        func walk(_ pid: Int32, depth: Int) -> [PAMAuthenticationRules.Place] {
+            guard let (server, kind) = nearestServer(above: pid, process), seen.insert(server).inserted else {
+                return []
+            }
+            guard depth > 0 else { return [.unknown] }
+            if all == nil { all = .some(everyProcess()) }
+            guard let processes = all ?? nil, let owner = uid(server) else { return [.unknown] }
+            var places: [PAMAuthenticationRules.Place] = []
+            for client in processes where client.pid != server && kind.isClient(client) && uid(client.pid) == owner {
+                places.append(place(client.pid))
+                places += walk(client.pid, depth: depth - 1)
+            }
+            return places
+        }
+        return walk(requester, depth: 3)
+    }
+
+    /// The nearest ancestor of `pid` that is a multiplexer's server (at most 64 steps up).
+    private static func nearestServer(above pid: Int32, _ process: (Int32) -> Process?) -> (Int32, Kind)? {
+        var current = pid
+        for _ in 0..<64 {
+            guard let parent = process(current)?.parent, parent > 1, let above = process(parent) else { return nil }
+            if let kind = Kind(server: above.name) { return (parent, kind) }
+            current = parent
+        }
+        return nil
+    }
+}
