@@ -6,6 +6,9 @@
 #   C  pam_laenclave with no daemon at its socket (the unavailable path), then pam_permit
 #   D  pam_laenclave within its reuse window (no sensor, no commit: module and daemon alone), then
 #      pam_permit; before each, an untimed sudo through D with a queued touch makes D's the last match
+#   E  B run from a tmux pane with one client attached at the seat (where tmux is installed): the
+#      daemon walks up to the tmux server and lists every process for its clients; run after the
+#      others, in a phase of its own
 # Rounds alternate A, B, C, D so load falls on all alike. Prints p50 and p99 per variant, what each
 # adds over A, and the CPU time sudo (with the module) and the daemon spend per run.
 #
@@ -38,6 +41,8 @@ daemon=
 cleanup() {
     # Out of the session's cgroup first, or it cannot go.
     echo $$ >"$(dirname "$cgroup")/cgroup.procs" 2>/dev/null || true
+    tmux -L "$tag-e" kill-server 2>/dev/null || true
+    tmux -L "$tag-c" kill-server 2>/dev/null || true
     [ -n "$daemon" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
     rm -f /etc/pam.d/$tag-* /etc/sudoers.d/$tag /run/sudo/ts/$user
     userdel "$user" 2>/dev/null || true
@@ -72,6 +77,7 @@ service A ""
 service B "[success=done default=die] $module socket=$work/run/socket"
 service C "[success=done default=ignore] $module socket=$work/none/socket"
 service D "[success=done default=die] $module socket=$work/run/socket reuse=300"
+service E "[success=done default=die] $module socket=$work/run/socket"
 
 # One timed `sudo true` through service $1, by the user, in the session; nanoseconds on stdout.
 # (Linux-PAM lowercases service names: the files are named in lower case.)
@@ -117,6 +123,30 @@ for _ in $(seq "$runs"); do
     sudo_once D >/dev/null
     sudo_once D >>"$work/D"
 done
+
+# E, in a tmux pane (its server started here, in the session) while another tmux's pane, also in
+# the session, is attached to it. sudo runs without a terminal there too (setsid), as in B.
+if command -v tmux >/dev/null; then
+    : >"$work/E"
+    printf 'Defaults:%s pam_service=%s-e, timestamp_timeout=0, !lecture\n%s ALL=(ALL) ALL\n' \
+        "$user" "$tag" "$user" >/etc/sudoers.d/$tag
+    cat >"$work/e.sh" <<EOS
+until [ -n "\$(tmux -L $tag-e list-clients)" ]; do sleep 0.05; done
+for _ in \$(seq $runs); do
+    runuser -u $user -- $work/lactl simulate match --socket $work/run/socket >/dev/null
+    start=\$(date +%s%N)
+    setsid setpriv --reuid=$user --regid=$user --init-groups -- sudo -S true </dev/null >/dev/null 2>&1 \
+        || echo E >>$work/failures
+    end=\$(date +%s%N)
+    echo \$((end - start)) >>$work/E
+done
+touch $work/E.done
+EOS
+    tmux -L "$tag-e" -f /dev/null new-session -d -s e "bash $work/e.sh"
+    env -u TMUX tmux -L "$tag-c" -f /dev/null new-session -d -s c "env -u TMUX tmux -L $tag-e attach -t e"
+    for _ in $(seq $((runs * 10))); do [ -e "$work/E.done" ] && break; sleep 0.1; done
+    [ -e "$work/E.done" ] || { echo "bench: the tmux phase did not finish" >&2; exit 1; }
+fi
 echo $$ >"$(dirname "$cgroup")/cgroup.procs"
 
 if [ -s "$work/failures" ]; then
@@ -129,12 +159,14 @@ echo
 echo "| variant | p50 ms | p99 ms | p50 added over pam_permit |"
 echo "|---|---|---|---|"
 a50=$(pct "$work/A" 0.5)
-for v in A B C D; do
+for v in A B C D E; do
+    [ -s "$work/$v" ] || continue
     case $v in
         A) name="pam_permit alone (the limit)" ;;
         B) name="pam_laenclave, a queued matching touch" ;;
         C) name="pam_laenclave, no daemon (unavailable)" ;;
         D) name="pam_laenclave, within the reuse window" ;;
+        E) name="pam_laenclave, a queued touch, from a tmux pane with a client attached" ;;
     esac
     p50=$(pct "$work/$v" 0.5)
     echo "| $name | $p50 | $(pct "$work/$v" 0.99) | $(awk -v x="$p50" -v y="$a50" 'BEGIN {printf "%.2f ms", x - y}') |"
