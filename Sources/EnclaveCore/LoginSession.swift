@@ -21,12 +21,12 @@ public enum LoginSession {
     }
 
     /// The session a process stands in for a PAM request (our rule, issue 32): its own; else, for a
-    /// process of a user's service manager, that user's display session as logind names it
-    /// (`/run/systemd/users/UID`, `LoginUserRecord`) — the graphical session the user's terminal
-    /// windows are shown in — but only while none of the user's sessions is remote: a process
-    /// started in the service manager from an SSH login (`systemd-run --user`) lands there too.
-    /// `sessionRemote`: whether a session is remote as logind states it (nil: no record). Who may
-    /// look at the terminal from elsewhere is checked apart (`TerminalMultiplexerClients`).
+    /// process of a user's service manager (GNOME Shell and its polkit agent run there), that
+    /// user's display session as logind names it (`/run/systemd/users/UID`, `LoginUserRecord`) —
+    /// but only while none of the user's sessions is remote: a process started in the service
+    /// manager from an SSH login (`systemd-run --user`) lands there too. `sessionRemote`: whether
+    /// a session is remote as logind states it (nil: no record). Such a request is served only
+    /// where the prompt agent draws it on the seat (`PAMAuthenticationRules.decide`).
     public static func standing(
         cgroup: String,
         user: (UInt32) -> LoginUserRecord?,

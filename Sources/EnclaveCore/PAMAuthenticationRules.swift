@@ -21,6 +21,9 @@ import EnclaveProtocol
 ///   where the daemon can check it and draws its prompt where it can be typed; a user's own process
 ///   (a lock screen) gets the finger alone, its password going to the next module, so no process of
 ///   the user's can burn that counter either.
+/// - A process of the user's service manager (a desktop's polkit agent, in no session of its own)
+///   stands in the user's display session (`LoginSession.standing`), served only where the
+///   user's prompt agent draws the prompt on the seat: anything of the user's may run there.
 /// - No finger with the lid closed over the only reader, nor where the request's terminal is held
 ///   by a terminal multiplexer (tmux, screen) with a client attached from elsewhere (an SSH
 ///   session, or none at a seat): the person typing may not be at this machine. The password
@@ -74,6 +77,11 @@ public enum PAMAuthenticationRules {
         /// (tmux, screen; `TerminalMultiplexerClients`): each client attached, by the session it
         /// stands in. Empty: no multiplexer above the request.
         public var multiplexerClients: [Place]
+        /// The session is the user's display session, stood in by a process of the user's service
+        /// manager (`LoginSession.standing`), not the requester's own.
+        public var throughServiceManager: Bool
+        /// The prompt is drawn in the user's prompt agent's window on the seat.
+        public var drawnByAgent: Bool
 
         public init(
             peerUID: UInt32,
@@ -86,7 +94,9 @@ public enum PAMAuthenticationRules {
             sessionUID: UInt32? = nil,
             passwordCheckable: Bool = false,
             promptShown: Bool = false,
-            multiplexerClients: [Place] = []
+            multiplexerClients: [Place] = [],
+            throughServiceManager: Bool = false,
+            drawnByAgent: Bool = false
         ) {
             self.peerUID = peerUID
             self.userUID = userUID
@@ -99,6 +109,8 @@ public enum PAMAuthenticationRules {
             self.passwordCheckable = passwordCheckable
             self.promptShown = promptShown
             self.multiplexerClients = multiplexerClients
+            self.throughServiceManager = throughServiceManager
+            self.drawnByAgent = drawnByAgent
         }
     }
 
@@ -148,6 +160,11 @@ public enum PAMAuthenticationRules {
         // `su alice` or polkit's helper in bob's session: bob is at the reader, not alice.
         guard facts.sessionUID == userUID else {
             return .unavailable("the session at the seat is another user's")
+        }
+        // Anything of the user's, local or not (a job scheduled over SSH, a web terminal), may run
+        // in the service manager: only the agent's window on the seat shows the person who asks.
+        guard !facts.throughServiceManager || facts.drawnByAgent else {
+            return .unavailable("a process of the user's service manager, with no prompt agent to show who asks")
         }
         let password =
             request.password == .login && facts.peerUID == 0 && facts.passwordCheckable && facts.promptShown

@@ -25,14 +25,20 @@ public enum TerminalMultiplexerClients {
         public var alive: Bool
         /// Whether it has a controlling terminal (`tty_nr` not 0).
         public var hasTerminal: Bool
+        /// Its real uid (`status`), read only for those that bear a multiplexer's name.
+        public var uid: UInt32?
 
-        public init(pid: Int32, parent: Int32, name: String, alive: Bool, hasTerminal: Bool) {
+        public init(pid: Int32, parent: Int32, name: String, alive: Bool, hasTerminal: Bool, uid: UInt32? = nil) {
             self.pid = pid
             self.parent = parent
             self.name = name
             self.alive = alive
             self.hasTerminal = hasTerminal
+            self.uid = uid
         }
+
+        /// Whether it bears the name of a multiplexer's server or client (its uid is then read).
+        public var bearsAMultiplexersName: Bool { ["tmux: server", "tmux: client", "screen"].contains(name) }
 
         /// From the text of /proc/PID/stat (the name between the first "(" and the last ")",
         /// which may hold both); nil if it is not one.
@@ -74,10 +80,10 @@ public enum TerminalMultiplexerClients {
 
     /// Where the people sit who see `requester`'s terminal through the multiplexers above it
     /// (empty: none). `process`: one process, nil if unreadable. `everyProcess`: all of them,
-    /// asked only once a server is found (nil: they could not be listed in time). `uid`: a
-    /// process's real uid. `place`: where a client stands. Where the daemon cannot tell — the
-    /// requester unreadable (`hidepid`), the processes not listed, nesting too deep — one
-    /// `.unknown` place: no finger.
+    /// those bearing a multiplexer's name with their uid, asked only once a server is found (nil:
+    /// they could not be listed in time). `uid`: a server's real uid. `place`: where a client
+    /// stands. Where the daemon cannot tell — the requester or one of its parents unreadable
+    /// (`hidepid`), the processes not listed, nesting too deep — one `.unknown` place: no finger.
     public static func places(
         of requester: Int32,
         process: (Int32) -> Process?,
@@ -85,18 +91,21 @@ public enum TerminalMultiplexerClients {
         uid: (Int32) -> UInt32?,
         place: (Int32) -> PAMAuthenticationRules.Place
     ) -> [PAMAuthenticationRules.Place] {
-        guard process(requester) != nil else { return [.unknown] }
         var all: [Process]?? = .none
         var seen: Set<Int32> = []
         func walk(_ pid: Int32, depth: Int) -> [PAMAuthenticationRules.Place] {
-            guard let (server, kind) = nearestServer(above: pid, process), seen.insert(server).inserted else {
-                return []
+            let found: (Int32, Kind)?
+            switch nearestServer(above: pid, process) {
+            case .unreadable: return [.unknown]
+            case .none: return []
+            case .server(let server, let kind): found = (server, kind)
             }
+            guard let (server, kind) = found, seen.insert(server).inserted else { return [] }
             guard depth > 0 else { return [.unknown] }
             if all == nil { all = .some(everyProcess()) }
             guard let processes = all ?? nil, let owner = uid(server) else { return [.unknown] }
             var places: [PAMAuthenticationRules.Place] = []
-            for client in processes where client.pid != server && kind.isClient(client) && uid(client.pid) == owner {
+            for client in processes where client.pid != server && kind.isClient(client) && client.uid == owner {
                 places.append(place(client.pid))
                 places += walk(client.pid, depth: depth - 1)
             }
@@ -105,14 +114,23 @@ public enum TerminalMultiplexerClients {
         return walk(requester, depth: 3)
     }
 
+    private enum Ancestry {
+        case server(Int32, Kind)
+        case none
+        /// A process on the way up could not be read.
+        case unreadable
+    }
+
     /// The nearest ancestor of `pid` that is a multiplexer's server (at most 64 steps up).
-    private static func nearestServer(above pid: Int32, _ process: (Int32) -> Process?) -> (Int32, Kind)? {
+    private static func nearestServer(above pid: Int32, _ process: (Int32) -> Process?) -> Ancestry {
         var current = pid
         for _ in 0..<64 {
-            guard let parent = process(current)?.parent, parent > 1, let above = process(parent) else { return nil }
-            if let kind = Kind(server: above.name) { return (parent, kind) }
+            guard let parent = process(current)?.parent else { return .unreadable }
+            guard parent > 1 else { return .none }
+            guard let above = process(parent) else { return .unreadable }
+            if let kind = Kind(server: above.name) { return .server(parent, kind) }
             current = parent
         }
-        return nil
+        return .none
     }
 }

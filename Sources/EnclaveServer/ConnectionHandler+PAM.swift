@@ -67,6 +67,7 @@ extension ConnectionHandler {
                     ?? daemon.promptAgents.agent(for: PromptSeat(uid: uid, session: standingSession))
             }
         facts.promptShown = request.onTerminal || agent != nil
+        facts.drawnByAgent = agent != nil
         var decision = PAMAuthenticationRules.decide(rulesRequest, facts)
         // Who else looks at the terminal is read only where a finger would answer: a /proc walk.
         if decision.offersFinger {

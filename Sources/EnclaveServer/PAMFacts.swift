@@ -25,8 +25,8 @@ enum PAMFacts {
         let pid = peer.pid
         var session = peer.session
         if session == nil {
-            // A terminal GNOME or KDE started (the user's service manager's): small /proc and
-            // logind reads, off the cooperative threads.
+            // A process of the user's service manager (a desktop's polkit agent started it):
+            // small /proc and logind reads, off the cooperative threads.
             session = (try? await BlockingWork.waiting { standing(of: pid, logind: logind) }) ?? nil
         }
         let record = session.flatMap { sessionRecord($0, directory: logind) }
@@ -46,7 +46,8 @@ enum PAMFacts {
             // password only: the packaged daemon needs the shadow group for anyone else's.
             passwordCheckable: geteuid() == 0 || access("/etc/shadow", R_OK) == 0,
             // Set by the connection, which knows the agents (`ConnectionHandler+PAM`).
-            promptShown: onTerminal
+            promptShown: onTerminal,
+            throughServiceManager: peer.session == nil && session != nil
         )
         // The user database only for a request from this machine's seat: a network client (sshd's
         // pre-authentication) must not learn from the time an LDAP or SSSD look-up takes which

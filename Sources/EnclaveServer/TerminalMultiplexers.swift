@@ -9,8 +9,9 @@ import Glibc
 /// state and terminal), the real uid from `status` for the few that bear a multiplexer's name,
 /// all of it readable by any user and opened without waiting (a process may hold a lease on its
 /// own /proc files, and one user's process must not hold another user's sudo for the lease's
-/// 45 s). Listing every process happens only once a multiplexer server is above the request, and
-/// within `budget`: past it, no one can say where the person is, and no finger is offered.
+/// 45 s). Listing every process (with those uids) happens once per request, only once a
+/// multiplexer server is above it, and within `budget`: past it, no one can say where the person
+/// is, and no finger is offered.
 enum TerminalMultiplexers {
     static let budget: Duration = .milliseconds(250)
 
@@ -46,7 +47,8 @@ enum TerminalMultiplexers {
             let name = withUnsafeBytes(of: entry.pointee.d_name) {
                 String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
             }
-            guard let pid = Int32(name), let process = process(pid, proc: proc) else { continue }
+            guard let pid = Int32(name), var process = process(pid, proc: proc) else { continue }
+            if process.bearsAMultiplexersName { process.uid = realUID(pid, proc: proc) }
             processes.append(process)
         }
         return processes

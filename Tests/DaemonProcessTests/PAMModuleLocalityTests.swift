@@ -54,24 +54,40 @@ final class PAMModuleLocalityTests: XCTestCase {
         XCTAssertTrue(try b.pamAudit(count: 2).first?.result.hasPrefix("success (success(passcode))") == true)
     }
 
-    /// A terminal GNOME or KDE starts runs under the user's service manager, in no session: it
-    /// stands in the user's display session as logind names it. Without one, nothing is offered.
-    func testATerminalOfTheUsersServiceManagerStandsInTheDisplaySession() throws {
-        let b = try PAMModuleBench()
+    /// A process of the user's service manager (GNOME Shell's polkit agent starts the helper
+    /// there) is in no session: it stands in the user's display session as logind names it, and
+    /// is served only where the prompt agent draws on the seat — anything of the user's, a job
+    /// scheduled over SSH as well, may run in the service manager.
+    func testAServiceManagersProcessIsServedThroughThePromptAgentOnly() throws {
+        guard VirtualDisplay.available else { throw XCTSkip("needs Xvfb and xdotool (scripts/setup-debian)") }
+        let b = try PAMModuleBench(agent: true)
         bench = b
         let cgroup = try b.serviceManagerCgroup()
         let arguments = [
             "-w", "/bin/sh", "-c", b.inCgroup(cgroup, "exec pamtester '\(b.service)' '\(b.user)' authenticate"),
         ]
-        XCTAssertEqual(try b.asUser(["simulate", "match"]).status, 0)
         let none = try PAMModuleBench.runPamtester(arguments)
         XCTAssertTrue(none.stderr.contains(PAMResult.unavailable), "no display session: \(none.stdout + none.stderr)")
 
         try b.stateUser(display: b.session)
-        let shown = try PAMModuleBench.runPamtester(arguments)
-        XCTAssertEqual(shown.status, 0, shown.stdout + shown.stderr)
+        let undrawn = try PAMModuleBench.runPamtester(arguments)
+        XCTAssertTrue(undrawn.stderr.contains(PAMResult.unavailable), "no agent: \(undrawn.stdout + undrawn.stderr)")
+        XCTAssertTrue(b.enclave.log().contains("with no prompt agent to show who asks"), "said why")
+
+        let display = try VirtualDisplay()
+        let agent = try b.startAgent(on: display)
+        defer { agent.stop() }
+        let caller = Background { try PAMModuleBench.runPamtester(arguments) }
+        let window = try XCTUnwrap(
+            display.waitForWindow(titled: "confirm it is you"),
+            "no prompt window; agent: \(agent.output)"
+        )
+        try display.type(b.password, into: window)
+        try display.press("Return", in: window)
+        let drawn = try caller.wait()
+        XCTAssertEqual(drawn.status, 0, drawn.stdout + drawn.stderr + agent.output)
         let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
-        XCTAssertTrue(entry.result.hasPrefix("success (success(biometric))"), entry.result)
+        XCTAssertTrue(entry.result.hasPrefix("success (success(passcode))"), entry.result)
         XCTAssertTrue(entry.app.contains(" session=\(b.session) "), entry.app)
     }
 

@@ -99,6 +99,10 @@ final class PAMModuleSystemCallersTests: XCTestCase {
             of: "pam_laenclave.so",
             with: "\(try PAMModuleBench.module()) socket=\(b.enclave.socketPath)"
         )
+        // What pam-auth-update writes on the machine it runs on, to see them untouched after.
+        let machineFiles = ["/etc/pam.d/common-auth", "/var/lib/pam/seen", "/var/cache/debconf/config.dat"].map {
+            ($0, FileManager.default.contents(atPath: $0))
+        }
         let space = try PAMNamespace(
             directory: b.logind + "/namespace",
             services: [:],
@@ -118,11 +122,9 @@ final class PAMModuleSystemCallersTests: XCTestCase {
         XCTAssertLessThan(module, unix, "above pam_unix: \(commonAuth)")
         XCTAssertTrue(lines[module].contains("maxtries=die"), commonAuth)
         XCTAssertTrue(space.pamFile("sudo").contains("@include common-auth"), "the machine's own sudo service")
-        XCTAssertFalse(
-            (try? String(contentsOfFile: "/etc/pam.d/common-auth", encoding: .utf8))?.contains("pam_laenclave")
-                ?? false,
-            "the machine's common-auth is untouched"
-        )
+        for (path, before) in machineFiles {
+            XCTAssertEqual(FileManager.default.contents(atPath: path), before, "the machine's \(path) is untouched")
+        }
 
         try b.sudoers(pamService: nil)
         let touched = try b.asUserOnTerminal("sudo true", inNamespaceOf: space.bus)
@@ -219,8 +221,9 @@ final class PAMNamespace {
     private let directory: String
 
     /// `profiles`: when given, the namespace's PAM is a copy of the machine's — `/etc/pam.d`,
-    /// pam-auth-update's profiles (`/usr/share/pam-configs`, with `profiles` added) and its state
-    /// (`/var/lib/pam`) — for pam-auth-update to change there.
+    /// pam-auth-update's profiles (`/usr/share/pam-configs`, with `profiles` added), its state
+    /// (`/var/lib/pam`) and debconf's database, where it keeps its choices (`/var/cache/debconf`)
+    /// — for pam-auth-update to change there.
     init(
         directory: String,
         services: [String: String],
@@ -228,13 +231,14 @@ final class PAMNamespace {
         copyingTheMachinesPAMWith profiles: [String: String]? = nil
     ) throws {
         self.directory = directory
-        for sub in ["", "/pam.d", "/rules.d", "/pam-configs", "/pam-state"] {
+        for sub in ["", "/pam.d", "/rules.d", "/pam-configs", "/pam-state", "/debconf"] {
             try FileManager.default.createDirectory(atPath: directory + sub, withIntermediateDirectories: true)
             chmod(directory + sub, 0o755)
         }
         if let profiles {
             for (from, to) in [
                 ("/etc/pam.d", "/pam.d"), ("/usr/share/pam-configs", "/pam-configs"), ("/var/lib/pam", "/pam-state"),
+                ("/var/cache/debconf", "/debconf"),
             ] {
                 let copy = try runProcess("/bin/cp", ["-a", from + "/.", directory + to])
                 guard copy.status == 0 else { throw PAMModuleBench.BenchError("copying \(from): \(copy.stderr)") }
@@ -274,6 +278,7 @@ final class PAMNamespace {
         if profiles != nil {
             setup.append("mount --bind '\(directory)/pam-configs' /usr/share/pam-configs")
             setup.append("mount --bind '\(directory)/pam-state' /var/lib/pam")
+            setup.append("mount --bind '\(directory)/debconf' /var/cache/debconf")
         }
         setup.append("exec /usr/bin/dbus-daemon --config-file='\(directory)/bus.conf' --nofork --nopidfile")
         bus = try DaemonLauncher.spawn(

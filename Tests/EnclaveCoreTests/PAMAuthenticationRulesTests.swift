@@ -28,7 +28,9 @@ final class PAMAuthenticationRulesTests: XCTestCase {
         sessionOf: UInt32?? = .none,
         checkable: Bool = true,
         shown: Bool = true,
-        clients: [Rules.Place] = []
+        clients: [Rules.Place] = [],
+        throughServiceManager: Bool = false,
+        agent: Bool = false
     ) -> Rules.Facts {
         Rules.Facts(
             peerUID: peer,
@@ -42,7 +44,9 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             sessionUID: sessionOf ?? user,
             passwordCheckable: checkable,
             promptShown: shown,
-            multiplexerClients: clients
+            multiplexerClients: clients,
+            throughServiceManager: throughServiceManager,
+            drawnByAgent: agent
         )
     }
 
@@ -130,6 +134,22 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             (
                 "remote with password=none", request(password: .none), facts(remote: true),
                 "unavailable: a remote session"
+            ),
+            // A process of the user's service manager (a desktop's polkit agent, but just as well a
+            // job scheduled over SSH) stands in the display session: only the agent's window on
+            // the seat shows the person who asks.
+            (
+                "the user's service manager, the agent drawing", request(),
+                facts(throughServiceManager: true, agent: true), "finger or password"
+            ),
+            (
+                "the user's service manager, on a terminal", request(), facts(throughServiceManager: true),
+                "unavailable: a process of the user's service manager, with no prompt agent"
+            ),
+            (
+                "the user's service manager, nothing drawn", request(),
+                facts(shown: false, throughServiceManager: true),
+                "unavailable: a process of the user's service manager, with no prompt agent"
             ),
             // sudo in tmux (or screen) started at the seat: who looks through each client attached.
             (

@@ -22,7 +22,14 @@ final class TerminalMultiplexerClientsTests: XCTestCase {
             alive: Bool = true,
             terminal: Bool = true
         ) {
-            processes[pid] = Process(pid: pid, parent: parent, name: name, alive: alive, hasTerminal: terminal)
+            processes[pid] = Process(
+                pid: pid,
+                parent: parent,
+                name: name,
+                alive: alive,
+                hasTerminal: terminal,
+                uid: uid
+            )
             uids[pid] = uid
             places[pid] = place
         }
@@ -56,21 +63,22 @@ final class TerminalMultiplexerClientsTests: XCTestCase {
     func testTheClientsAttachedToTheServerAboveTheRequest() {
         var tree = paneTree()
         XCTAssertEqual(tree.places(of: 40), [], "nothing attached")
-        tree.add(50, "tmux: client", parent: 45, place: "seat")
+        tree.add(50, "tmux: client", parent: 1, place: "seat")
         XCTAssertEqual(tree.places(of: 40), ["seat"])
-        tree.add(60, "tmux: client", parent: 55, place: "ssh")
+        tree.add(60, "tmux: client", parent: 1, place: "ssh")
         XCTAssertEqual(tree.places(of: 40), ["seat", "ssh"], "attached over SSH as well")
 
         let rows: [(String, (inout Tree) -> Void, [String])] = [
-            ("an ended client", { $0.add(60, "tmux: client", parent: 55, place: "ssh", alive: false) }, ["seat"]),
+            ("an ended client", { $0.add(60, "tmux: client", parent: 1, place: "ssh", alive: false) }, ["seat"]),
             // tmux's status line and scripts run command clients with no terminal.
             ("a command client", { $0.add(60, "tmux: client", parent: 20, place: nil, terminal: false) }, ["seat"]),
-            ("another user's client", { $0.add(60, "tmux: client", parent: 55, uid: 1001, place: "ssh") }, ["seat"]),
-            ("a name that is not tmux's", { $0.add(60, "tmux: clientx", parent: 55, place: "ssh") }, ["seat"]),
-            ("a client in no session", { $0.add(60, "tmux: client", parent: 55, place: nil) }, ["none", "seat"]),
+            ("another user's client", { $0.add(60, "tmux: client", parent: 1, uid: 1001, place: "ssh") }, ["seat"]),
+            ("a name that is not tmux's", { $0.add(60, "tmux: clientx", parent: 1, place: "ssh") }, ["seat"]),
+            ("a client in no session", { $0.add(60, "tmux: client", parent: 1, place: nil) }, ["none", "seat"]),
             ("the processes not listed in time", { $0.listable = false }, ["none"]),
             ("the server's owner unreadable", { $0.uids[20] = nil }, ["none"]),
             ("the requester unreadable (hidepid)", { $0.processes[40] = nil }, ["none"]),
+            ("a parent on the way up unreadable", { $0.processes[30] = nil }, ["none"]),
         ]
         for (what, change, expected) in rows {
             var variant = tree
@@ -81,7 +89,7 @@ final class TerminalMultiplexerClientsTests: XCTestCase {
 
     func testNotUnderAMultiplexerAndScreensOwnNames() {
         var tree = paneTree()
-        tree.add(50, "tmux: client", parent: 45, place: "ssh")
+        tree.add(50, "tmux: client", parent: 1, place: "ssh")
         tree.add(90, "sudo", parent: 85, uid: 0)
         tree.add(85, "bash", parent: 1)
         XCTAssertEqual(tree.places(of: 90), [], "no multiplexer above: its clients elsewhere do not count")
@@ -90,9 +98,9 @@ final class TerminalMultiplexerClientsTests: XCTestCase {
         screen.add(20, "screen", parent: 1, terminal: false)
         screen.add(30, "bash", parent: 20)
         screen.add(40, "sudo", parent: 30, uid: 0)
-        screen.add(50, "screen", parent: 45, place: "seat")
+        screen.add(50, "screen", parent: 1, place: "seat")
         XCTAssertEqual(screen.places(of: 40), ["seat"], "the server has no terminal: only the client counts")
-        screen.add(60, "screen", parent: 55, place: "ssh")
+        screen.add(60, "screen", parent: 1, place: "ssh")
         XCTAssertEqual(screen.places(of: 40), ["seat", "ssh"])
     }
 
@@ -104,23 +112,27 @@ final class TerminalMultiplexerClientsTests: XCTestCase {
         tree.add(110, "bash", parent: 100)
         tree.add(50, "tmux: client", parent: 110, place: "seat")
         XCTAssertEqual(tree.places(of: 40), ["seat"])
-        tree.add(120, "screen", parent: 115, place: "ssh")
+        tree.add(120, "screen", parent: 1, place: "ssh")
         XCTAssertEqual(tree.places(of: 40), ["seat", "ssh"])
 
-        // Each client runs in a pane of the next server: tmux 20 ← client 120 in screen 100 ←
-        // client 220 in tmux 200 ← client 320 in screen 300 ← client 420 in tmux 400. The walk
-        // stops at the fourth server: past three, no one can say where the person is.
-        var deep = paneTree()
-        for level: Int32 in 1...4 {
-            let server = level * 100
-            let tmux = level % 2 == 0
-            deep.add(server, tmux ? "tmux: server" : "screen", parent: 1, terminal: false)
-            deep.add(server + 10, "bash", parent: server)
-            let client: Int32 = level == 1 ? 50 : (level - 1) * 100 + 20
-            deep.add(client, level % 2 == 1 ? "tmux: client" : "screen", parent: server + 10, place: "seat")
-        }
-        deep.add(420, "tmux: client", parent: 405, place: "seat")
-        XCTAssertTrue(deep.places(of: 40).contains("none"), "\(deep.places(of: 40))")
+    }
+
+    /// Nested three deep (tmux 20 ← its client 50 in screen 100 ← its client 150 in tmux 200),
+    /// every place is known; a fourth server (150's client 250 in screen 300) is past the limit.
+    /// Each server is another user's here, so each has exactly one client.
+    func testTheWalkStopsThreeServersDeep() {
+        var tree = paneTree()
+        tree.add(100, "screen", parent: 1, uid: 1001, terminal: false)
+        tree.add(110, "bash", parent: 100, uid: 1001)
+        tree.add(50, "tmux: client", parent: 110, place: "seat")
+        tree.add(200, "tmux: server", parent: 1, uid: 1002, terminal: false)
+        tree.add(210, "bash", parent: 200, uid: 1002)
+        tree.add(150, "screen", parent: 210, uid: 1001, place: "seat")
+        XCTAssertEqual(tree.places(of: 40), ["seat", "seat"], "three servers: every place known")
+        tree.add(300, "screen", parent: 1, uid: 1003, terminal: false)
+        tree.add(310, "bash", parent: 300, uid: 1003)
+        tree.add(250, "tmux: client", parent: 310, uid: 1002, place: "seat")
+        XCTAssertEqual(tree.places(of: 40), ["none", "seat", "seat", "seat"], "a fourth: no one can say")
     }
 
     func testAProcessAsProcStatSaysIt() {

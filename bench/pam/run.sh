@@ -125,7 +125,7 @@ for _ in $(seq "$runs"); do
 done
 
 # E, in a tmux pane (its server started here, in the session) while another tmux's pane, also in
-# the session, is attached to it. sudo runs without a terminal there too (setsid), as in B.
+# the session, is attached to it. sudo runs without a terminal there (setsid), as B does when the bench runs without one.
 if command -v tmux >/dev/null; then
     : >"$work/E"
     printf 'Defaults:%s pam_service=%s-e, timestamp_timeout=0, !lecture\n%s ALL=(ALL) ALL\n' \
