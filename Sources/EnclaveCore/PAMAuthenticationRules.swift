@@ -21,9 +21,10 @@ import EnclaveProtocol
 ///   where the daemon can check it and draws its prompt where it can be typed; a user's own process
 ///   (a lock screen) gets the finger alone, its password going to the next module, so no process of
 ///   the user's can burn that counter either.
-/// - A process of the user's service manager (a desktop's polkit agent, in no session of its own)
-///   stands in the user's display session (`LoginSession.standing`), served only where the
-///   user's prompt agent draws the prompt on the seat: anything of the user's may run there.
+/// - A process of the user's service manager (a desktop's polkit agent or terminal, in no session
+///   of its own) stands in the user's display session (`LoginSession.standing`), served only where
+///   the user's prompt agent, or a terminal emulator of that service manager, draws the prompt on
+///   the seat (`TerminalHolders.drawnOnTheSeat`): anything of the user's may run there.
 /// - No finger with the lid closed over the only reader, nor where the request's terminal is held
 ///   by a terminal multiplexer (tmux, screen) with a client attached from elsewhere (an SSH
 ///   session, or none at a seat): the person typing may not be at this machine. The password
@@ -82,6 +83,9 @@ public enum PAMAuthenticationRules {
         public var throughServiceManager: Bool
         /// The prompt is drawn in the user's prompt agent's window on the seat.
         public var drawnByAgent: Bool
+        /// The handed terminal is drawn on the seat by an emulator of the same service manager
+        /// (`TerminalHolders.drawnOnTheSeat`).
+        public var terminalDrawnOnTheSeat: Bool
 
         public init(
             peerUID: UInt32,
@@ -96,7 +100,8 @@ public enum PAMAuthenticationRules {
             promptShown: Bool = false,
             multiplexerClients: [Place] = [],
             throughServiceManager: Bool = false,
-            drawnByAgent: Bool = false
+            drawnByAgent: Bool = false,
+            terminalDrawnOnTheSeat: Bool = false
         ) {
             self.peerUID = peerUID
             self.userUID = userUID
@@ -111,6 +116,7 @@ public enum PAMAuthenticationRules {
             self.multiplexerClients = multiplexerClients
             self.throughServiceManager = throughServiceManager
             self.drawnByAgent = drawnByAgent
+            self.terminalDrawnOnTheSeat = terminalDrawnOnTheSeat
         }
     }
 
@@ -162,9 +168,12 @@ public enum PAMAuthenticationRules {
             return .unavailable("the session at the seat is another user's")
         }
         // Anything of the user's, local or not (a job scheduled over SSH, a web terminal), may run
-        // in the service manager: only the agent's window on the seat shows the person who asks.
-        guard !facts.throughServiceManager || facts.drawnByAgent else {
-            return .unavailable("a process of the user's service manager, with no prompt agent to show who asks")
+        // in the service manager: only the agent's window, or a terminal emulator's, on the seat
+        // shows the person who asks.
+        guard !facts.throughServiceManager || facts.drawnByAgent || facts.terminalDrawnOnTheSeat else {
+            return .unavailable(
+                "a process of the user's service manager, with no prompt agent or terminal on the seat to show who asks"
+            )
         }
         let password =
             request.password == .login && facts.peerUID == 0 && facts.passwordCheckable && facts.promptShown

@@ -61,6 +61,32 @@ public enum TerminalHolders {
         "/usr/bin/st", "/usr/bin/terminology", "/usr/bin/sakura", "/usr/bin/guake", "/usr/bin/tilda",
     ]
 
+    /// Programs of the trusted list whose terminal is not drawn on a screen of the machine: a
+    /// multiplexer's server (where its clients sit decides, `TerminalMultiplexerClients`) and sshd.
+    public static let notDrawnOnAScreen: Set<String> = [
+        "/usr/bin/tmux", "/usr/bin/screen", "/usr/sbin/sshd", "/usr/lib/openssh/sshd-session",
+    ]
+
+    /// Whether the terminal of a PAM request from a process of the user's service manager is drawn
+    /// on the seat (our rule, issue 32): its master is held by the emulator that started the
+    /// terminal's shell (the session leader's parent), a program root trusts to hold a terminal
+    /// (`trusted`) that draws it on a screen (not in `notOnAScreen`), itself a process of the same
+    /// user's service manager — the one whose display session the request stands in. The limit
+    /// of the list holds here too: a listed emulator an app starts and drives is trusted all the
+    /// same.
+    public static func drawnOnTheSeat(
+        emulator holders: [Holder]?,
+        emulatorManagerUID: UInt32?,
+        requesterManagerUID: UInt32?,
+        trusted: Set<AppIdentity.FileID>,
+        notOnAScreen: Set<AppIdentity.FileID>
+    ) -> Bool {
+        guard let holders, holders.count == 1, let file = holders[0].file, trusted.contains(file),
+            !notOnAScreen.contains(file), let uid = requesterManagerUID
+        else { return false }
+        return emulatorManagerUID == uid
+    }
+
     /// The index of a pseudo-terminal's slave (`/dev/pts/N`: majors 136–143), nil for any other terminal.
     public static func ptyIndex(_ device: TerminalDevice) -> UInt32? { device.pseudoTerminalIndex }
 

@@ -27,6 +27,8 @@ public enum TerminalMultiplexerClients {
         public var hasTerminal: Bool
         /// Its real uid (`status`), read only for those that bear a multiplexer's name.
         public var uid: UInt32?
+        /// Its session's id: the pid of the session's leader (the shell a terminal started).
+        public var session: Int32 = 0
 
         public init(pid: Int32, parent: Int32, name: String, alive: Bool, hasTerminal: Bool, uid: UInt32? = nil) {
             self.pid = pid
@@ -47,7 +49,9 @@ public enum TerminalMultiplexerClients {
                 let pid = Int32(String(text[..<open].filter { $0 != " " }))
             else { return nil }
             let fields = text[text.index(after: close)...].split(separator: " ")
-            guard fields.count > 4, let parent = Int32(fields[1]), let tty = Int64(fields[4]) else { return nil }
+            guard fields.count > 4, let parent = Int32(fields[1]), let session = Int32(fields[3]),
+                let tty = Int64(fields[4])
+            else { return nil }
             self.init(
                 pid: pid,
                 parent: parent,
@@ -55,6 +59,7 @@ public enum TerminalMultiplexerClients {
                 alive: !["Z", "X", "x"].contains(fields[0]),
                 hasTerminal: tty != 0
             )
+            self.session = session
         }
     }
 

@@ -68,6 +68,14 @@ extension ConnectionHandler {
             }
         facts.promptShown = request.onTerminal || agent != nil
         facts.drawnByAgent = agent != nil
+        if facts.throughServiceManager && request.onTerminal {
+            let (pid, listed) = (peer.pid, daemon.config.terminalHolders)
+            let reader: PtyMasterHolders.Reader = daemon.peerHelper.map { .helper($0) } ?? .thisProcess
+            facts.terminalDrawnOnTheSeat =
+                (try? await BlockingWork.waiting {
+                    PAMFacts.terminalDrawnOnTheSeat(of: pid, reader: reader, listed: listed)
+                }) ?? false
+        }
         var decision = PAMAuthenticationRules.decide(rulesRequest, facts)
         // Who else looks at the terminal is read only where a finger would answer: a /proc walk.
         if decision.offersFinger {

@@ -67,6 +67,30 @@ enum PAMFacts {
         }) ?? [.unknown]
     }
 
+    /// Whether process `pid`'s terminal is drawn on the seat by an emulator of the user's service
+    /// manager (`TerminalHolders.drawnOnTheSeat`): its controlling terminal and session from its
+    /// `stat`, the emulator as the session leader's parent, whether it alone holds the terminal's
+    /// master and what it runs (the helper reads that one process's descriptors), and the service
+    /// manager each runs under. Blocking: run it on `BlockingWork`.
+    static func terminalDrawnOnTheSeat(of pid: Int32, reader: PtyMasterHolders.Reader, listed: Set<String>) -> Bool {
+        func text(_ pid: Int32, _ file: String) -> String? {
+            PeerProcess.procFile(AT_FDCWD, "/proc/\(pid)/\(file)").map { String(decoding: $0, as: UTF8.self) }
+        }
+        guard let stat = text(pid, "stat"), let requester = TerminalMultiplexerClients.Process(stat: stat),
+            let index = TerminalDevice.controllingTerminal(stat: stat)?.pseudoTerminalIndex, requester.session > 1,
+            let leader = text(requester.session, "stat").flatMap(TerminalMultiplexerClients.Process.init(stat:)),
+            leader.parent > 1
+        else { return false }
+        let emulator = leader.parent
+        return TerminalHolders.drawnOnTheSeat(
+            emulator: reader.holders(index: index, only: emulator),
+            emulatorManagerUID: text(emulator, "cgroup").flatMap(LoginSession.serviceManagerUID(cgroup:)),
+            requesterManagerUID: text(pid, "cgroup").flatMap(LoginSession.serviceManagerUID(cgroup:)),
+            trusted: Set(listed.compactMap { PeerProcess.fileID(AT_FDCWD, $0) }),
+            notOnAScreen: Set(TerminalHolders.notDrawnOnAScreen.compactMap { PeerProcess.fileID(AT_FDCWD, $0) })
+        )
+    }
+
     /// The session process `pid` stands in (`LoginSession.standing`), read from /proc now.
     static func standing(of pid: Int32, logind: String) -> String? {
         PeerProcess.procFile(AT_FDCWD, "/proc/\(pid)/cgroup").flatMap {

@@ -32,8 +32,9 @@ extension PeerProcess: PinnedPeer {}
 /// of its process.
 ///
 /// Messages (native byte order; one per SOCK_SEQPACKET datagram):
-/// - request, 32 bytes: operation (UInt32: 1 pin, 2 check, 3 release, 4 holders), pid (Int32),
-///   handle (UInt64; for holders, the pseudo-terminal's index), connection cookie (UInt64),
+/// - request, 32 bytes: operation (UInt32: 1 pin, 2 check, 3 release, 4 holders), pid (Int32; for
+///   holders, 0: every process, else that process alone), handle (UInt64; for holders, the
+///   pseudo-terminal's index), connection cookie (UInt64),
 ///   sequence (UInt64); a pin may carry the peer's pidfd (SCM_RIGHTS).
 /// - answer to pin and check (release has none): status (Int32: 0 ok/unchanged, 1 ended/changed,
 ///   2 unreadable, 3 not holding, 4 inheritable, 5 socket unknown, 6 bad request, 7 too long,
@@ -129,7 +130,7 @@ public enum PeerHelper {
                     continue
                 }
                 // Bounded (`PtyMasterHolders.budget`), so pins and checks never wait for long behind it.
-                guard let holders = PtyMasterHolders.scan(index: index) else {
+                guard let holders = PtyMasterHolders.scan(index: index, only: pid > 0 ? pid : nil) else {
                     answer(socket, sequence: sequence, status: 9)
                     continue
                 }

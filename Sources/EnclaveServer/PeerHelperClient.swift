@@ -93,10 +93,12 @@ public final class PeerHelperClient: Sendable {
     /// nil when it could not say (another scan under way, too slow, too many, gone). One scan at a
     /// time for the whole daemon: each holds the helper for up to `PtyMasterHolders.budget`, and
     /// pins of every user wait behind it.
-    func ptyHolders(index: UInt32) -> [TerminalHolders.Holder]? {
+    /// `only`: whether that process alone holds it (its descriptors alone are read).
+    func ptyHolders(index: UInt32, only: Int32? = nil) -> [TerminalHolders.Holder]? {
         guard !scanning.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
         defer { scanning.store(false, ordering: .releasing) }
-        guard let answer = exchange(.holders, handle: UInt64(index)), PeerHelper.read(answer, 0, Int32.self) == 0,
+        guard let answer = exchange(.holders, pid: only ?? 0, handle: UInt64(index)),
+            PeerHelper.read(answer, 0, Int32.self) == 0,
             answer.count == PeerHelper.headerSize + Int(PeerHelper.read(answer, 25, UInt16.self))
         else { return nil }
         return PeerHelper.holders(from: answer[PeerHelper.headerSize...])

@@ -20,11 +20,12 @@ public enum PtyMasterHolders {
         case thisProcess
         case helper(PeerHelperClient)
 
-        /// Blocking: call it on `BlockingWork`. nil when the helper could not say.
-        func holders(index: UInt32) -> [TerminalHolders.Holder]? {
+        /// Blocking: call it on `BlockingWork`. nil when the helper could not say. `only`: that
+        /// process alone.
+        func holders(index: UInt32, only: Int32? = nil) -> [TerminalHolders.Holder]? {
             switch self {
-            case .thisProcess: scan(index: index)
-            case .helper(let helper): helper.ptyHolders(index: index)
+            case .thisProcess: scan(index: index, only: only)
+            case .helper(let helper): helper.ptyHolders(index: index, only: only)
             }
         }
     }
@@ -34,9 +35,11 @@ public enum PtyMasterHolders {
     /// helper, which also pins every user's connections, for seconds (about 7 µs a descriptor).
     public static let budget: Duration = .milliseconds(500)
 
-    /// The holders of the master of `/dev/pts/index`; nil when the scan took longer than `budget`.
+    /// The holders of the master of `/dev/pts/index` — among every process, or process `only`
+    /// alone (empty if it holds none); nil when the scan took longer than `budget`.
     public static func scan(
         index: UInt32,
+        only: Int32? = nil,
         proc: String = "/proc",
         budget: Duration = budget
     ) -> [TerminalHolders.Holder]? {
@@ -44,7 +47,7 @@ public enum PtyMasterHolders {
         let deadline = ContinuousClock.now + budget
         var holders: [TerminalHolders.Holder] = []
         var outOfTime = false
-        let finished = eachEntry(of: proc, until: deadline) { entry in
+        func look(_ entry: String) {
             guard let pid = Int32(entry) else { return }
             let fds = "\(proc)/\(entry)/fd"
             var holds = false
@@ -63,6 +66,13 @@ public enum PtyMasterHolders {
             holders.append(
                 .init(pid: pid, executable: PeerProcess.link(AT_FDCWD, exe), file: PeerProcess.fileID(AT_FDCWD, exe))
             )
+        }
+        let finished: Bool
+        if let only {
+            look(String(only))
+            finished = true
+        } else {
+            finished = eachEntry(of: proc, until: deadline, look)
         }
         return finished && !outOfTime ? holders : nil
     }

@@ -62,10 +62,12 @@ final class PAMModuleBench {
 
     /// `options`: what the module's line says after `socket=`. `agent`: the daemon admits a prompt
     /// agent (a copy of the built one, `agent`).
+    /// `settings`: the daemon's settings file (root's, so its root-only settings count).
     init(
         options: String = "",
         agent withAgent: Bool = false,
-        loginStack: String = PAMModuleBench.passwordOnlyStack
+        loginStack: String = PAMModuleBench.passwordOnlyStack,
+        settings: String? = nil
     ) throws {
         let libraries = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/pamtester"),
@@ -102,6 +104,12 @@ final class PAMModuleBench {
         try stateSession(session, remote: false, seat: "seat0")
 
         var daemonArguments = ["--pam-service", login, "--logind-directory", logind]
+        if let settings {
+            let file = logind + "/laenclaved.conf"
+            try settings.write(toFile: file, atomically: true, encoding: .utf8)
+            chmod(file, 0o644)
+            daemonArguments += ["--config", file]
+        }
         if withAgent {
             let copy = logind + "/agent/laenclaved-agent"
             try FileManager.default.createDirectory(atPath: logind + "/agent", withIntermediateDirectories: true)

@@ -72,7 +72,7 @@ final class PAMModuleLocalityTests: XCTestCase {
         try b.stateUser(display: b.session)
         let undrawn = try PAMModuleBench.runPamtester(arguments)
         XCTAssertTrue(undrawn.stderr.contains(PAMResult.unavailable), "no agent: \(undrawn.stdout + undrawn.stderr)")
-        XCTAssertTrue(b.enclave.log().contains("with no prompt agent to show who asks"), "said why")
+        XCTAssertTrue(b.enclave.log().contains("no prompt agent or terminal on the seat"), "said why")
 
         let display = try VirtualDisplay()
         let agent = try b.startAgent(on: display)
@@ -89,6 +89,47 @@ final class PAMModuleLocalityTests: XCTestCase {
         let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
         XCTAssertTrue(entry.result.hasPrefix("success (success(passcode))"), entry.result)
         XCTAssertTrue(entry.app.contains(" session=\(b.session) "), entry.app)
+    }
+
+    /// sudo in a terminal the desktop's service manager started (GNOME Terminal, Konsole): served
+    /// where the terminal is drawn on the seat — its master held by the emulator that started its
+    /// shell, a program root lists, itself of the same service manager. `script` stands in for
+    /// the emulator here (root lists it in the test's settings); where root does not list it, the
+    /// module steps aside.
+    func testATerminalOfTheServiceManagerIsServedWhereAListedEmulatorDrawsIt() throws {
+        guard TmuxTerminal.available, FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            throw XCTSkip("needs tmux and script")
+        }
+        for listed in [false, true] {
+            let b = try PAMModuleBench(settings: listed ? "terminal-holders = /usr/bin/script, /usr/bin/tmux\n" : nil)
+            bench = b
+            try b.stateUser(display: b.session)
+            let cgroup = try b.serviceManagerCgroup()
+            let directory = NSTemporaryDirectory() + "pamemu-\(b.suffix)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // script's own pseudo-terminal relays to its output: the prompt is read there.
+            let run = try TerminalCommand(
+                b.inCgroup(cgroup, "script -qfc 'pamtester \(b.service) \(b.user) authenticate' /dev/null"),
+                in: directory
+            )
+            if listed {
+                let deadline = Date().addingTimeInterval(20)
+                while !run.output.contains("or type your password"), Date() < deadline { usleep(50_000) }
+                XCTAssertTrue(run.output.contains("or type your password"), run.output + b.enclave.log())
+                try run.terminal.press("C-t")
+                XCTAssertEqual(run.exitStatus(), 0, run.output)
+                XCTAssertTrue(run.output.contains(PAMResult.success), run.output)
+                let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
+                XCTAssertTrue(entry.result.hasPrefix("success (success(biometric))"), entry.result)
+                XCTAssertTrue(entry.app.contains(" session=\(b.session) "), entry.app)
+            } else {
+                XCTAssertNotNil(run.exitStatus(), run.output)
+                XCTAssertTrue(run.output.contains(PAMResult.unavailable), run.output)
+                XCTAssertTrue(b.enclave.log().contains("no prompt agent or terminal on the seat"), "said why")
+            }
+            b.stop()
+        }
     }
 
     /// The attack: a user names a cgroup below their own service manager after another user's

@@ -30,7 +30,8 @@ final class PAMAuthenticationRulesTests: XCTestCase {
         shown: Bool = true,
         clients: [Rules.Place] = [],
         throughServiceManager: Bool = false,
-        agent: Bool = false
+        agent: Bool = false,
+        emulatorOnSeat: Bool = false
     ) -> Rules.Facts {
         Rules.Facts(
             peerUID: peer,
@@ -46,7 +47,8 @@ final class PAMAuthenticationRulesTests: XCTestCase {
             promptShown: shown,
             multiplexerClients: clients,
             throughServiceManager: throughServiceManager,
-            drawnByAgent: agent
+            drawnByAgent: agent,
+            terminalDrawnOnTheSeat: emulatorOnSeat
         )
     }
 
@@ -143,7 +145,11 @@ final class PAMAuthenticationRulesTests: XCTestCase {
                 facts(throughServiceManager: true, agent: true), "finger or password"
             ),
             (
-                "the user's service manager, on a terminal", request(), facts(throughServiceManager: true),
+                "the user's service manager, a terminal an emulator of it draws on the seat", request(),
+                facts(throughServiceManager: true, emulatorOnSeat: true), "finger or password"
+            ),
+            (
+                "the user's service manager, on any other terminal", request(), facts(throughServiceManager: true),
                 "unavailable: a process of the user's service manager, with no prompt agent"
             ),
             (

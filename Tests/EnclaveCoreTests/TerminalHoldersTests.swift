@@ -74,4 +74,36 @@ final class TerminalHoldersTests: XCTestCase {
             "no interpreter or pty-maker any app can run is trusted by default"
         )
     }
+
+    /// A terminal of the user's service manager is drawn on the seat (a PAM request's rule): its
+    /// master held by the emulator that started its shell alone, a listed program that draws on a
+    /// screen, of the same user's service manager.
+    func testATerminalDrawnOnTheSeat() {
+        let xtermFile = AppIdentity.FileID(device: 1, inode: 11)
+        let tmuxFile = AppIdentity.FileID(device: 1, inode: 10)
+        let xterm = TerminalHolders.Holder(pid: 13, executable: "/usr/bin/xterm", file: xtermFile)
+        let rows: [([TerminalHolders.Holder]?, UInt32?, Bool, String)] = [
+            ([xterm], 1000, true, "a listed emulator of the same service manager"),
+            ([xterm], 1001, false, "an emulator of another user's service manager"),
+            ([xterm], nil, false, "an emulator in no service manager"),
+            ([], 1000, false, "the emulator does not hold the terminal"),
+            (nil, 1000, false, "the helper could not say"),
+            ([.init(pid: 13, executable: "/opt/ttyd", file: .init(device: 1, inode: 99))], 1000, false, "not listed"),
+            ([.init(pid: 13, executable: nil, file: nil)], 1000, false, "unreadable"),
+            ([.init(pid: 10, executable: "/usr/bin/tmux", file: tmuxFile)], 1000, false, "a multiplexer's server"),
+        ]
+        for (holders, manager, expected, why) in rows {
+            XCTAssertEqual(
+                TerminalHolders.drawnOnTheSeat(
+                    emulator: holders,
+                    emulatorManagerUID: manager,
+                    requesterManagerUID: 1000,
+                    trusted: [xtermFile, tmuxFile],
+                    notOnAScreen: [tmuxFile]
+                ),
+                expected,
+                why
+            )
+        }
+    }
 }

@@ -137,7 +137,9 @@ final class TerminalMultiplexerClientsTests: XCTestCase {
 
     func testAProcessAsProcStatSaysIt() {
         let process = Process(stat: "4352 (tmux: client) S 4300 4352 4300 34818 4352 4194560 1 0")
-        XCTAssertEqual(process, Process(pid: 4352, parent: 4300, name: "tmux: client", alive: true, hasTerminal: true))
+        var expected = Process(pid: 4352, parent: 4300, name: "tmux: client", alive: true, hasTerminal: true)
+        expected.session = 4300
+        XCTAssertEqual(process, expected)
         XCTAssertEqual(Process(stat: "7 (a) b) c) Z 42 7 7 0 -1")?.parent, 42)
         XCTAssertEqual(Process(stat: "7 (a) b) c) Z 42 7 7 0 -1")?.alive, false)
         XCTAssertEqual(Process(stat: "7 (a) b) c) Z 42 7 7 0 -1")?.name, "a) b) c")

@@ -137,6 +137,9 @@ final class PeerHelperTests: XCTestCase {
             [TerminalHolders.Holder(pid: getpid(), executable: me, file: PeerProcess.fileID(AT_FDCWD, me))]
         )
         XCTAssertEqual(client.ptyHolders(index: 1 << 20 - 1), [], "pts/1048575 is held by nobody")
+        // One process asked alone (a PAM request's emulator): it holds it, or another does not.
+        XCTAssertEqual(client.ptyHolders(index: index, only: getpid()), holders)
+        XCTAssertEqual(client.ptyHolders(index: index, only: helper), [], "the helper holds no such master")
 
         kill(helper, SIGSTOP)
         // One scan at a time for the whole daemon: a second, while the first waits, is refused.
