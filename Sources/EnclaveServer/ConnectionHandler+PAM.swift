@@ -54,10 +54,13 @@ extension ConnectionHandler {
         var facts = gathered.facts
         let standingSession = gathered.session
         // Without a terminal, root's request (polkit's helper) is drawn by the user's prompt agent
-        // on the session, if one serves it. A user's own process (a lock screen, whose session is
-        // hidden behind it) gets no window: the finger alone, told by the module.
+        // on the session, if one serves it; so is one from the user's service manager even with a
+        // terminal (sudo in GNOME Terminal): a terminal there may be hidden by anything of the
+        // user's, the agent's window is on the seat. A user's own process (a lock screen, whose
+        // session is hidden behind it) gets no window: the finger alone, told by the module.
+        let agentFirst = !request.onTerminal || facts.throughServiceManager
         let agent =
-            request.onTerminal || peer.uid != 0
+            !agentFirst || peer.uid != 0
             ? nil
             : facts.userUID.flatMap { uid in
                 // The agent serves the session it runs in: found as the helper's own session
@@ -68,7 +71,7 @@ extension ConnectionHandler {
             }
         facts.promptShown = request.onTerminal || agent != nil
         facts.drawnByAgent = agent != nil
-        if facts.throughServiceManager && request.onTerminal {
+        if facts.throughServiceManager && request.onTerminal && agent == nil {
             let (pid, listed) = (peer.pid, daemon.config.terminalHolders)
             let reader: PtyMasterHolders.Reader = daemon.peerHelper.map { .helper($0) } ?? .thisProcess
             facts.terminalDrawnOnTheSeat =

@@ -94,9 +94,13 @@ public final class PeerHelperClient: Sendable {
     /// time for the whole daemon: each holds the helper for up to `PtyMasterHolders.budget`, and
     /// pins of every user wait behind it.
     /// `only`: whether that process alone holds it (its descriptors alone are read).
+    /// A one-process look is short: it waits its turn on the socket like a pin, never refused for
+    /// another scan under way (a user's administration would otherwise take a sudo's finger).
     func ptyHolders(index: UInt32, only: Int32? = nil) -> [TerminalHolders.Holder]? {
-        guard !scanning.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
-        defer { scanning.store(false, ordering: .releasing) }
+        if only == nil {
+            guard !scanning.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
+        }
+        defer { if only == nil { scanning.store(false, ordering: .releasing) } }
         guard let answer = exchange(.holders, pid: only ?? 0, handle: UInt64(index)),
             PeerHelper.read(answer, 0, Int32.self) == 0,
             answer.count == PeerHelper.headerSize + Int(PeerHelper.read(answer, 25, UInt16.self))

@@ -305,6 +305,49 @@ final class FprintdSensorTests: XCTestCase {
         try stack.waitUntilReleased()
     }
 
+    /// pam_laenclave on a terminal with fprintd's reader armed (issue 32, item 9), for a user
+    /// with a login password: typed while the reader waits for a finger, it passes and the reader
+    /// is let go; three strangers' fingers move the prompt to the password alone, which passes;
+    /// the enrolled finger passes with no Enter.
+    func testThePasswordOrTheRealReadersFingerOnTheTerminal() throws {
+        guard TmuxTerminal.available else { throw XCTSkip("needs tmux") }
+        let stack = try FprintdStack()
+        let b = try PAMModuleBench(fprintd: stack)
+        defer { b.stop() }
+
+        let typed = try b.pamtesterOnTerminal()
+        typed.terminal.waitFor("or type your password")
+        try typed.terminal.type(b.password)
+        try typed.terminal.press("Enter")
+        XCTAssertEqual(typed.exitStatus(), 0, typed.errors + typed.terminal.screen() + b.enclave.log().suffix(2000))
+        XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("success (success(passcode))") == true)
+        try stack.waitUntilReleased()
+
+        let missed = try b.pamtesterOnTerminal()
+        missed.terminal.waitFor("or type your password")
+        for attempt in 1...3 {
+            // Each scan waited for until counted (the user's own count: lactl as the user).
+            try stack.device("SCAN finger-B")
+            let deadline = Date().addingTimeInterval(10)
+            while !(try b.userStatus()).contains("\"biometricFailures\" : \(attempt)"), Date() < deadline {
+                usleep(20_000)
+            }
+            XCTAssertTrue(try b.userStatus().contains("\"biometricFailures\" : \(attempt)"), "attempt \(attempt)")
+        }
+        missed.terminal.waitFor("Enter your password")
+        try stack.waitUntilReleased()
+        try missed.terminal.type(b.password)
+        try missed.terminal.press("Enter")
+        XCTAssertEqual(missed.exitStatus(), 0, missed.errors + missed.terminal.screen())
+
+        let touched = try b.pamtesterOnTerminal()
+        touched.terminal.waitFor("or type your password")
+        try stack.device("SCAN finger-A")
+        XCTAssertEqual(touched.exitStatus(), 0, touched.errors + touched.terminal.screen())
+        XCTAssertTrue(try b.pamAudit(count: 3).first?.result.hasPrefix("success (success(biometric))") == true)
+        try stack.waitUntilReleased()
+    }
+
     /// After the third non-match the prompt moves on to the passcode: the session disarms the
     /// sensor, the reader is let go while the prompt stays open, and the passcode decides.
     func testMovingOnToThePasscodeLetsGoOfTheReader() async throws {

@@ -254,6 +254,14 @@ final class FprintdStack {
         }
     }
 
+    /// Another user at the machine, as logind's mock says it: an active session of theirs on seat0.
+    func addUserAtTheMachine(uid: uid_t, name: String) throws {
+        try gdbus([
+            "call", "--system", "-d", "org.freedesktop.login1", "-o", "/org/freedesktop/login1",
+            "-m", "org.freedesktop.DBus.Mock.AddSession", "c\(uid)", "seat0", String(uid), name, "true",
+        ])
+    }
+
     var processEnvironment: [String: String] { ProcessInfo.processInfo.environment.merging(environment) { $1 } }
 
     private func gdbus(_ arguments: [String]) throws {

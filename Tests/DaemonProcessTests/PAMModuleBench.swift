@@ -63,11 +63,14 @@ final class PAMModuleBench {
     /// `options`: what the module's line says after `socket=`. `agent`: the daemon admits a prompt
     /// agent (a copy of the built one, `agent`).
     /// `settings`: the daemon's settings file (root's, so its root-only settings count).
+    /// `fprintd`: the daemon's reader is fprintd's virtual one on that stack, the finger enrolled
+    /// there with the print "finger-A".
     init(
         options: String = "",
         agent withAgent: Bool = false,
         loginStack: String = PAMModuleBench.passwordOnlyStack,
-        settings: String? = nil
+        settings: String? = nil,
+        fprintd: FprintdStack? = nil
     ) throws {
         let libraries = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib")) ?? []
         guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/pamtester"),
@@ -118,6 +121,7 @@ final class PAMModuleBench {
             agent = copy
             daemonArguments += ["--prompt-agent", copy]
         }
+        if fprintd != nil { daemonArguments.append("--fprintd") }
         let arguments = daemonArguments
         enclave = try TestEnclave(
             .with {
@@ -125,14 +129,46 @@ final class PAMModuleBench {
                 $0.passcode = nil
                 $0.enrolled = []
                 $0.extraArguments = arguments
+                if let fprintd {
+                    $0.sensor = .none
+                    $0.environment = fprintd.environment
+                    $0.promptTimeout = 30
+                }
             }
         )
         try writeModuleService(service, options: options)
 
-        // The user's own device passcode and finger, set as the person would.
+        // The user's own device passcode and finger, set as the person would (on fprintd's
+        // reader: one scan a stage, while lactl waits).
         XCTAssertEqual(try asUser(["passcode", "set", "--stdin"], input: "2468\n").status, 0)
-        let enrolled = try asUser(["enroll", "right-index", "--stdin"], input: "2468\n")
+        // fprintd's reader is armed only for a user logind says is at the machine.
+        try fprintd?.addUserAtTheMachine(uid: uid, name: user)
+        // (lactl's copy the passcode's call made.)
+        let command = [
+            "-u", user, "--", enclave.directory + "/lactl", "enroll",
+            // fprintd names fingers its own way.
+            fprintd == nil ? "right-index" : "right-index-finger", "--stdin", "--socket",
+            enclave.socketPath,
+        ]
+        let enrolment = Background {
+            try runProcess(
+                "/usr/sbin/runuser",
+                command,
+                input: "2468\n",
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp"]
+            )
+        }
+        if let fprintd {
+            do { for _ in 0..<5 { try fprintd.device("SCAN finger-A") } } catch {
+                let output = try? enrolment.wait()
+                throw BenchError(
+                    "enrolment on fprintd's reader: \(error); lactl: \(output?.stderr ?? "")\n\(enclave.log().suffix(3000))\n\(fprintd.log().suffix(2000))"
+                )
+            }
+        }
+        let enrolled = try enrolment.wait()
         XCTAssertEqual(enrolled.status, 0, enrolled.stderr)
+        try fprintd?.waitUntilReleased()
     }
 
     deinit { stop() }

@@ -89,6 +89,22 @@ final class PAMModuleLocalityTests: XCTestCase {
         let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
         XCTAssertTrue(entry.result.hasPrefix("success (success(passcode))"), entry.result)
         XCTAssertTrue(entry.app.contains(" session=\(b.session) "), entry.app)
+
+        // On a terminal too (sudo in GNOME Terminal): the agent's window on the seat, not the
+        // terminal, which anything of the user's may have hidden.
+        guard TmuxTerminal.available else { return }
+        let directory = NSTemporaryDirectory() + "pamagent-\(b.suffix)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let onTerminal = try TerminalCommand(
+            b.inCgroup(cgroup, "pamtester \(b.service) \(b.user) authenticate"),
+            in: directory
+        )
+        let second = try XCTUnwrap(display.waitForWindow(titled: "confirm it is you"), agent.output)
+        XCTAssertFalse(onTerminal.terminal.screen().contains("or type your password"), onTerminal.terminal.screen())
+        try display.type(b.password, into: second)
+        try display.press("Return", in: second)
+        XCTAssertEqual(onTerminal.exitStatus(), 0, onTerminal.errors + onTerminal.terminal.screen())
     }
 
     /// sudo in a terminal the desktop's service manager started (GNOME Terminal, Konsole): served
@@ -100,7 +116,9 @@ final class PAMModuleLocalityTests: XCTestCase {
         guard TmuxTerminal.available, FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
             throw XCTSkip("needs tmux and script")
         }
-        for listed in [false, true] {
+        // Unlisted; listed but started outside the user's service manager (only the command in
+        // it); listed and of the service manager.
+        for (listed, emulatorInside) in [(false, true), (true, false), (true, true)] {
             let b = try PAMModuleBench(settings: listed ? "terminal-holders = /usr/bin/script, /usr/bin/tmux\n" : nil)
             bench = b
             try b.stateUser(display: b.session)
@@ -109,11 +127,13 @@ final class PAMModuleLocalityTests: XCTestCase {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
             // script's own pseudo-terminal relays to its output: the prompt is read there.
-            let run = try TerminalCommand(
-                b.inCgroup(cgroup, "script -qfc 'pamtester \(b.service) \(b.user) authenticate' /dev/null"),
-                in: directory
-            )
-            if listed {
+            let pamtester = "pamtester \(b.service) \(b.user) authenticate"
+            let command =
+                emulatorInside
+                ? b.inCgroup(cgroup, "script -qfc '\(pamtester)' /dev/null")
+                : "script -qfc \"echo \\$\\$ > '\(PAMModuleBench.cgroupRoot!)/\(cgroup)/cgroup.procs' && exec \(pamtester)\" /dev/null"
+            let run = try TerminalCommand(command, in: directory)
+            if listed && emulatorInside {
                 let deadline = Date().addingTimeInterval(20)
                 while !run.output.contains("or type your password"), Date() < deadline { usleep(50_000) }
                 XCTAssertTrue(run.output.contains("or type your password"), run.output + b.enclave.log())
