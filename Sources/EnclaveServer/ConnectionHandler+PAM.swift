@@ -132,7 +132,9 @@ extension ConnectionHandler {
         let fingerOnly = policy == .deviceOwnerAuthenticationWithBiometrics
         let label = Self.promptLabel(request, peer: peer, session: standingSession, trusted: peer.uid == 0)
         // A terminal handed is where the person looks (sudo, su): the prompt goes there, never to
-        // a window elsewhere on the seat. Where only a finger can answer, the wait is short.
+        // a window elsewhere on the seat — but for a process of the user's service manager, whose
+        // terminal may be hidden, the agent's window comes first (`agent` above). Where only a
+        // finger can answer, the wait is short.
         let terms = PAMEvaluationTerms(
             app: label,
             secret: standing.secret,
