@@ -437,6 +437,23 @@ final class PAMModuleBench {
         return agent
     }
 
+    /// pamtester run with `arguments` (`pamtesterArguments`) while the agent draws its prompt on
+    /// `display`: the login password typed into the window once it shows; what pamtester said.
+    func passwordInTheAgentsWindow(
+        _ arguments: [String],
+        on display: VirtualDisplay,
+        agent: AgentProcess
+    ) throws -> ProcessOutput {
+        let caller = Background { try PAMModuleBench.runPamtester(arguments) }
+        let window = try XCTUnwrap(
+            display.waitForWindow(titled: "confirm it is you"),
+            "no prompt window; agent: \(agent.output)"
+        )
+        try display.type(password, into: window)
+        try display.press("Return", in: window)
+        return try caller.wait()
+    }
+
     /// lactl as the bench's user against its daemon.
     func asUser(_ arguments: [String], input: String = "") throws -> ProcessOutput {
         let lactl = enclave.directory + "/lactl"

@@ -77,14 +77,7 @@ final class PAMModuleLocalityTests: XCTestCase {
         let display = try VirtualDisplay()
         let agent = try b.startAgent(on: display)
         defer { agent.stop() }
-        let caller = Background { try PAMModuleBench.runPamtester(arguments) }
-        let window = try XCTUnwrap(
-            display.waitForWindow(titled: "confirm it is you"),
-            "no prompt window; agent: \(agent.output)"
-        )
-        try display.type(b.password, into: window)
-        try display.press("Return", in: window)
-        let drawn = try caller.wait()
+        let drawn = try b.passwordInTheAgentsWindow(arguments, on: display, agent: agent)
         XCTAssertEqual(drawn.status, 0, drawn.stdout + drawn.stderr + agent.output)
         let entry = try XCTUnwrap(try b.pamAudit(count: 1).first)
         XCTAssertTrue(entry.result.hasPrefix("success (success(passcode))"), entry.result)

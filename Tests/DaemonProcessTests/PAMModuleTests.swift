@@ -403,14 +403,7 @@ final class PAMModuleTests: XCTestCase {
         let agent = try b.startAgent(on: display)
         defer { agent.stop() }
         let arguments = b.pamtesterArguments()
-        let caller = Background { try PAMModuleBench.runPamtester(arguments) }
-        let window = try XCTUnwrap(
-            display.waitForWindow(titled: "confirm it is you"),
-            "no prompt window; agent: \(agent.output)"
-        )
-        try display.type(b.password, into: window)
-        try display.press("Return", in: window)
-        let run = try caller.wait()
+        let run = try b.passwordInTheAgentsWindow(arguments, on: display, agent: agent)
         XCTAssertEqual(run.status, 0, run.stdout + run.stderr + agent.output)
         XCTAssertFalse(run.stdout.contains("place your finger"), "the agent drew it, not the caller: \(run.stdout)")
         XCTAssertTrue(try b.pamAudit(count: 1).first?.result.hasPrefix("success (success(passcode))") == true)
