@@ -40,7 +40,7 @@ public enum TerminalMultiplexerClients {
         }
 
         /// Whether it bears the name of a multiplexer's server or client (its uid is then read).
-        public var bearsAMultiplexersName: Bool { ["tmux: server", "tmux: client", "screen"].contains(name) }
+        public var bearsAMultiplexersName: Bool { Kind.names.contains(name) }
 
         /// From the text of /proc/PID/stat (the name between the first "(" and the last ")",
         /// which may hold both); nil if it is not one.
@@ -63,23 +63,33 @@ public enum TerminalMultiplexerClients {
         }
     }
 
-    enum Kind {
+    /// The multiplexers known, by the names the kernel keeps for their server and their clients.
+    enum Kind: CaseIterable {
         case tmux, screen
 
-        init?(server name: String) {
-            switch name {
-            case "tmux: server": self = .tmux
-            case "screen": self = .screen
-            default: return nil
+        var serverName: String {
+            switch self {
+            case .tmux: "tmux: server"
+            case .screen: "screen"
             }
         }
 
-        func isClient(_ process: Process) -> Bool {
-            guard process.alive, process.hasTerminal else { return false }
+        var clientName: String {
             switch self {
-            case .tmux: return process.name == "tmux: client"
-            case .screen: return process.name == "screen"
+            case .tmux: "tmux: client"
+            case .screen: "screen"
             }
+        }
+
+        static let names = Set(allCases.flatMap { [$0.serverName, $0.clientName] })
+
+        init?(server name: String) {
+            guard let kind = Self.allCases.first(where: { $0.serverName == name }) else { return nil }
+            self = kind
+        }
+
+        func isClient(_ process: Process) -> Bool {
+            process.alive && process.hasTerminal && process.name == clientName
         }
     }
 

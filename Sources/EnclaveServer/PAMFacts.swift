@@ -73,9 +73,7 @@ enum PAMFacts {
     /// master and what it runs (the helper reads that one process's descriptors), and the service
     /// manager each runs under. Blocking: run it on `BlockingWork`.
     static func terminalDrawnOnTheSeat(of pid: Int32, reader: PtyMasterHolders.Reader, listed: Set<String>) -> Bool {
-        func text(_ pid: Int32, _ file: String) -> String? {
-            PeerProcess.procFile(AT_FDCWD, "/proc/\(pid)/\(file)").map { String(decoding: $0, as: UTF8.self) }
-        }
+        let text = { (pid: Int32, file: String) in PeerProcess.procText(pid, file) }
         guard let stat = text(pid, "stat"), let requester = TerminalMultiplexerClients.Process(stat: stat),
             let index = TerminalDevice.controllingTerminal(stat: stat)?.pseudoTerminalIndex, requester.session > 1,
             let leader = text(requester.session, "stat").flatMap(TerminalMultiplexerClients.Process.init(stat:)),
@@ -93,9 +91,7 @@ enum PAMFacts {
 
     /// The session process `pid` stands in (`LoginSession.standing`), read from /proc now.
     static func standing(of pid: Int32, logind: String) -> String? {
-        PeerProcess.procFile(AT_FDCWD, "/proc/\(pid)/cgroup").flatMap {
-            standing(cgroup: String(decoding: $0, as: UTF8.self), logind: logind)
-        }
+        PeerProcess.procText(pid, "cgroup").flatMap { standing(cgroup: $0, logind: logind) }
     }
 
     static func standing(cgroup: String, logind: String) -> String? {

@@ -211,6 +211,12 @@ final class PeerProcess: Sendable {
         return bounded(file, atMost: 64 * 1024)
     }
 
+    /// `/proc/PID/FILE` as text (non-blocking, bounded: `procFile`), for a process named by its pid
+    /// (no pinned directory); nil if unreadable. `proc`: another /proc, for tests.
+    static func procText(_ pid: Int32, _ file: String, proc: String = "/proc") -> String? {
+        procFile(AT_FDCWD, "\(proc)/\(pid)/\(file)").map { String(decoding: $0, as: UTF8.self) }
+    }
+
     /// All of an open file, if it has at most `limit` bytes.
     static func bounded(_ file: Int32, atMost limit: Int) -> [UInt8]? {
         var bytes: [UInt8] = []

@@ -27,12 +27,12 @@ enum TerminalMultiplexers {
             process: { process($0, proc: proc) },
             everyProcess: { everyProcess(proc: proc, until: ContinuousClock.now + budget) },
             uid: { realUID($0, proc: proc) },
-            place: { text(proc, $0, "cgroup").map(place) ?? .unknown }
+            place: { PeerProcess.procText($0, "cgroup", proc: proc).map(place) ?? .unknown }
         )
     }
 
     private static func process(_ pid: Int32, proc: String) -> TerminalMultiplexerClients.Process? {
-        text(proc, pid, "stat").flatMap { TerminalMultiplexerClients.Process(stat: $0) }
+        PeerProcess.procText(pid, "stat", proc: proc).flatMap { TerminalMultiplexerClients.Process(stat: $0) }
     }
 
     private static func everyProcess(
@@ -57,15 +57,11 @@ enum TerminalMultiplexers {
     /// The real uid (`Uid:`'s first value in /proc/PID/status): the owner of /proc/PID itself is
     /// root for any process that is not dumpable.
     private static func realUID(_ pid: Int32, proc: String) -> UInt32? {
-        guard let status = text(proc, pid, "status") else { return nil }
+        guard let status = PeerProcess.procText(pid, "status", proc: proc) else { return nil }
         for line in status.split(separator: "\n") where line.hasPrefix("Uid:") {
             return line.dropFirst("Uid:".count).split(whereSeparator: { $0 == "\t" || $0 == " " }).first
                 .flatMap { UInt32($0) }
         }
         return nil
-    }
-
-    private static func text(_ proc: String, _ pid: Int32, _ file: String) -> String? {
-        PeerProcess.procFile(AT_FDCWD, "\(proc)/\(pid)/\(file)").map { String(decoding: $0, as: UTF8.self) }
     }
 }
