@@ -51,7 +51,7 @@ extension EnclaveConnection {
         reading: while true {
             do {
                 while let frame = try readerState.decoder.nextFrame() {
-                    dispatch(try ReplyEnvelope.decode(frame))
+                    dispatch(try ReplyEnvelope.decode(frame, encoding))
                     state.lock()
                     let finished = done() || isClosed
                     state.unlock()

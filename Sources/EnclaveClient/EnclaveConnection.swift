@@ -1,5 +1,6 @@
 import EnclaveProtocol
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -69,6 +70,9 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// The uids the daemon may run as (checked again on the handoff socket).
     let trustedDaemons: Set<UInt32>
     let terminalHandoff = TerminalHandoffState()
+    /// Whether the daemon's hello answer named `BinaryWire`: every message after it is coded so.
+    let binary = Atomic(false)
+    var encoding: WireEncoding { binary.load(ordering: .acquiring) ? .binary : .json }
 
     struct ReaderState {
         var decoder = FrameDecoder()
@@ -91,7 +95,8 @@ public final class EnclaveConnection: @unchecked Sendable {
             throw EnclaveClientError.untrustedDaemon(path: path, uid: daemon?.uid)
         }
         let greeting: Reply
-        do { greeting = try request(.hello(.init(version: enclaveProtocolVersion))) } catch EnclaveClientError
+        let offer = Request.Hello(version: enclaveProtocolVersion, encodings: [WireEncoding.binary.rawValue])
+        do { greeting = try request(.hello(offer)) } catch EnclaveClientError
             .connectionLost
         {
             // A daemon that refuses a client says why in a reply to no request, then closes.
@@ -99,7 +104,10 @@ public final class EnclaveConnection: @unchecked Sendable {
             throw EnclaveClientError.connectionLost
         }
         switch greeting {
-        case .hello(let h): hello = h
+        case .hello(let h):
+            hello = h
+            // Nothing else was sent before this answer, and the daemon sends nothing unasked after it.
+            binary.store(h.wireEncoding == .binary, ordering: .releasing)
         case .failure(let f):
             close()
             throw EnclaveClientError.failure(f)
@@ -247,7 +255,8 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Frames and writes the request; the error to answer it with when that failed.
     private func transmit(_ request: Request, id: UInt64) -> EnclaveClientError? {
         let frame: [UInt8]
-        do { frame = try FrameEncoder.checkedFrame(RequestEnvelope(id: id, request: request).encoded()) } catch {
+        do { frame = try FrameEncoder.checkedFrame(RequestEnvelope(id: id, request: request).encoded(encoding)) } catch
+        {
             return .protocolError("the request exceeds the \(WireLimits.maxPayloadBytes / 1024) KiB message limit")
         }
         return write(frame) ? nil : .connectionLost

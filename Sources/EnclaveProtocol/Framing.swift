@@ -62,6 +62,10 @@ public struct FrameDecoder: Sendable {
         return payload
     }
 
+    /// Whether bytes of another message wait behind the last one taken: the peer sent it before
+    /// the last was answered.
+    public var holdsMore: Bool { buffer.count > readIndex }
+
     /// Call when the peer has closed: bytes of an unfinished frame are an error.
     public func finish() throws {
         let pending = buffer.count - readIndex

@@ -25,12 +25,26 @@ public struct HelloReply: Codable, Sendable, Equatable {
     public var mode: DaemonMode
     public var uid: UInt32
     public var app: String
-    public init(version: Int, mode: DaemonMode, uid: UInt32, app: String) {
+    /// The coding of every message after this one, both ways (`WireEncoding`; nil: JSON, as a
+    /// daemon that predates the choice).
+    public var encoding: String?
+    public init(version: Int, mode: DaemonMode, uid: UInt32, app: String, encoding: String? = nil) {
         self.version = version
         self.mode = mode
         self.uid = uid
         self.app = app
+        self.encoding = encoding
     }
+
+    public var wireEncoding: WireEncoding { encoding.flatMap(WireEncoding.init(rawValue:)) ?? .json }
+}
+
+/// How a connection's messages are coded. `hello` and its answer are always JSON; the answer
+/// names the coding of everything after it. JSON is readable by anything (the PAM module, a raw
+/// client, a person); `binary` (`BinaryWire`) is what the Swift client asks for: the same types,
+/// without text to write and parse.
+public enum WireEncoding: String, Sendable, CaseIterable {
+    case json, binary
 }
 
 public struct CanEvaluateReply: Codable, Sendable, Equatable {
@@ -111,9 +125,18 @@ public struct ReplyEnvelope: Codable, Sendable, Equatable {
         self.reply = reply
     }
 
-    public func encoded() -> [UInt8] { Array(try! WireCoders.replyEncoder.encode(self)) }
-    public static func decode(_ payload: [UInt8]) throws -> ReplyEnvelope {
-        try WireCoders.replyDecoder.decode(ReplyEnvelope.self, from: Data(payload))
+    public func encoded(_ encoding: WireEncoding = .json) -> [UInt8] {
+        switch encoding {
+        case .json: Array(try! WireCoders.replyEncoder.encode(self))
+        case .binary: try! BinaryWire.encode(self)
+        }
+    }
+
+    public static func decode(_ payload: [UInt8], _ encoding: WireEncoding = .json) throws -> ReplyEnvelope {
+        switch encoding {
+        case .json: try WireCoders.replyDecoder.decode(ReplyEnvelope.self, from: Data(payload))
+        case .binary: try BinaryWire.decode(ReplyEnvelope.self, from: payload)
+        }
     }
 }
 

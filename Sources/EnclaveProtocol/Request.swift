@@ -287,13 +287,19 @@ private struct WireRequest: Codable {
 }
 
 extension RequestEnvelope {
-    public func encoded() -> [UInt8] {
-        Array(try! WireCoders.requestEncoder.encode(WireRequest(self)))
+    public func encoded(_ encoding: WireEncoding = .json) -> [UInt8] {
+        switch encoding {
+        case .json: Array(try! WireCoders.requestEncoder.encode(WireRequest(self)))
+        case .binary: try! BinaryWire.encode(WireRequest(self))
+        }
     }
 
-    public static func decode(_ payload: [UInt8]) throws -> RequestEnvelope {
+    public static func decode(_ payload: [UInt8], _ encoding: WireEncoding = .json) throws -> RequestEnvelope {
         do {
-            return try WireCoders.requestDecoder.decode(WireRequest.self, from: Data(payload)).envelope
+            switch encoding {
+            case .json: return try WireCoders.requestDecoder.decode(WireRequest.self, from: Data(payload)).envelope
+            case .binary: return try BinaryWire.decode(WireRequest.self, from: payload).envelope
+            }
         } catch let e as RequestDecodingError {
             throw e
         } catch {

@@ -7,48 +7,68 @@ import EnclaveProtocol
 /// arguments were checked with the request (`KeychainRequest.validate`, `KeyRequest.validate`).
 extension ConnectionHandler {
     func startKeychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) throws {
-        let sink = self.sink
         try start(on: k.context) {
-            let reply = await self.keychain(id: id, operation, k, session: session)
-            // Changes and failures are recorded; a successful read is recorded through its
-            // authorization steps (keychain.authorize), and a read that needed none is not: that
-            // keeps reads free of a durable write.
-            if operation != .copy || reply.status != .success {
-                self.audit(
-                    "keychain.\(operation.rawValue)",
-                    result: reply.status == .success ? "ok" : "status \(reply.status)"
-                )
+            let reply: KeychainReply
+            switch await session.keychainStart(operation, k, app: self.peer.identity) {
+            case .answered(let answered): reply = answered
+            case .proving(let pending): reply = await self.proveAndFinish(id: id, k, pending, session: session)
             }
-            await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
+            await self.answerKeychain(id: id, operation, reply)
         }
     }
 
-    private func keychain(
+    /// A read is answered where it arrives when it needs nobody (most reads): no task of its own,
+    /// nothing tracked on its context. One that must prove a step goes on as `startKeychain`'s
+    /// requests do, as a task on its context, so that the connection reads on while it waits.
+    func copyKeychain(id: UInt64, _ k: KeychainRequest, session: UserSession) async throws -> Reply? {
+        switch await session.keychainStart(.copy, k, app: peer.identity) {
+        case .answered(let reply):
+            recordKeychain(.copy, reply)
+            return .keychain(reply)
+        case .proving(let pending):
+            try start(on: k.context) {
+                let reply = await self.proveAndFinish(id: id, k, pending, session: session)
+                await self.answerKeychain(id: id, .copy, reply)
+            }
+            return nil
+        }
+    }
+
+    private func answerKeychain(id: UInt64, _ operation: KeychainOperation, _ reply: KeychainReply) async {
+        recordKeychain(operation, reply)
+        await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
+    }
+
+    /// Changes and failures are recorded; a successful read is recorded through its authorization
+    /// steps (keychain.authorize), and a read that needed none is not: that keeps reads free of a
+    /// durable write.
+    private func recordKeychain(_ operation: KeychainOperation, _ reply: KeychainReply) {
+        if operation != .copy || reply.status != .success {
+            audit("keychain.\(operation.rawValue)", result: reply.status == .success ? "ok" : "status \(reply.status)")
+        }
+    }
+
+    private func proveAndFinish(
         id: UInt64,
-        _ operation: KeychainOperation,
         _ k: KeychainRequest,
+        _ pending: PendingKeychain,
         session: UserSession
     ) async -> KeychainReply {
-        switch await session.keychainStart(operation, k, app: peer.identity) {
-        case .answered(let reply):
-            return reply
-        case .proving(let pending):
-            let noUI = k.interactionNotAllowed || (k.authenticationUI?.forbidsPrompt ?? false)
-            let request = ProofRequest(
-                id: id,
-                context: k.context,
-                reason: k.reason ?? "Access a keychain item",
-                noUI: noUI,
-                onTerminal: k.onTerminal,
-                audited: "keychain.authorize"
-            )
-            do throws(AccessDenial) {
-                let (accepted, waited) = try await prove(pending.proofs, request, session: session)
-                return await session.keychainFinish(pending, accepted: accepted, waited: waited)
-            } catch {
-                let failure = KeychainFailure(error)
-                return KeychainReply(status: failure.status, message: failure.message)
-            }
+        let noUI = k.interactionNotAllowed || (k.authenticationUI?.forbidsPrompt ?? false)
+        let request = ProofRequest(
+            id: id,
+            context: k.context,
+            reason: k.reason ?? "Access a keychain item",
+            noUI: noUI,
+            onTerminal: k.onTerminal,
+            audited: "keychain.authorize"
+        )
+        do throws(AccessDenial) {
+            let (accepted, waited) = try await prove(pending.proofs, request, session: session)
+            return await session.keychainFinish(pending, accepted: accepted, waited: waited)
+        } catch {
+            let failure = KeychainFailure(error)
+            return KeychainReply(status: failure.status, message: failure.message)
         }
     }
 

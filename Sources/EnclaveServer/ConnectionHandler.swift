@@ -59,10 +59,22 @@ final class ConnectionHandler: Sendable {
         }
     }
 
+    /// Whether the client asked for `BinaryWire` in its hello: every message after the answer is coded so.
+    private let binary = Atomic(false)
+
+    /// Whether the client once sent a request before the one ahead of it was answered (several
+    /// threads on one connection): its reads then run as tasks of their own, in order, so that
+    /// the next is read meanwhile; a client that waits for each answer has its reads answered
+    /// where they arrive.
+    private let pipelines = Atomic(false)
+
     /// Called for each complete frame, in order. Returns false when the connection must close.
-    func receive(_ payload: [UInt8]) async -> Bool {
+    /// `followed`: the client sent more behind it, not waiting for its answer.
+    func receive(_ payload: [UInt8], followed: Bool = false) async -> Bool {
+        if followed { pipelines.store(true, ordering: .relaxed) }
         let envelope: RequestEnvelope
-        do { envelope = try RequestEnvelope.decode(payload) } catch let e as RequestDecodingError {
+        let encoding: WireEncoding = binary.load(ordering: .relaxed) ? .binary : .json
+        do { envelope = try RequestEnvelope.decode(payload, encoding) } catch let e as RequestDecodingError {
             let code: FailureCode =
                 e.kind == .unknownOperation
                 ? .unknownOperation : (e.kind == .malformed ? .malformedMessage : .invalidParameter)
@@ -76,6 +88,8 @@ final class ConnectionHandler: Sendable {
         let request = envelope.request
         switch state.withLock({ $0.requestArrived(request) }) {
         case .greet:
+            let chosen: WireEncoding
+            if case .hello(let hello) = request { chosen = hello.chosenEncoding } else { chosen = .json }
             await sink.send(
                 ReplyEnvelope(
                     id: id,
@@ -84,11 +98,15 @@ final class ConnectionHandler: Sendable {
                             version: enclaveProtocolVersion,
                             mode: daemon.config.mode,
                             uid: peer.uid,
-                            app: peer.app
+                            app: peer.app,
+                            encoding: chosen == .json ? nil : chosen.rawValue
                         )
                     )
                 )
             )
+            // The answer went in JSON; what follows, both ways, in the coding it named.
+            sink.speak(chosen)
+            binary.store(chosen == .binary, ordering: .relaxed)
         case .refuseAndClose(let failure):
             await sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
             return false
@@ -195,8 +213,11 @@ final class ConnectionHandler: Sendable {
             try startKeychain(id: id, .add, k, session: session)
             return nil
         case .keychainCopy(let k):
-            try startKeychain(id: id, .copy, k, session: session)
-            return nil
+            if pipelines.load(ordering: .relaxed) {
+                try startKeychain(id: id, .copy, k, session: session)
+                return nil
+            }
+            return try await copyKeychain(id: id, k, session: session)
         case .keychainUpdate(let k):
             try startKeychain(id: id, .update, k, session: session)
             return nil

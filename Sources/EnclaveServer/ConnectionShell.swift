@@ -91,7 +91,7 @@ struct ConnectionShell {
                         )
                         return
                     }
-                    guard await handler.receive(frame) else { return }
+                    guard await handler.receive(frame, followed: decoder.holdsMore) else { return }
                 }
             }
             try decoder.finish()

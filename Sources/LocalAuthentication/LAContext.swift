@@ -167,6 +167,33 @@ open class LAContext: NSObject, @unchecked Sendable {
         localizedReason: String,
         reply: @escaping @Sendable (Bool, (any Error)?) -> Void
     ) {
+        evaluate(policy, localizedReason: localizedReason, onReplyQueue: true, reply: reply)
+    }
+
+    /// Evaluates `policy`; returns true or throws an `LAError`. The task resumes from the thread
+    /// that read the daemon's answer, with no queue between. A subclass that overrides the
+    /// callback form is called through it, as Apple's async form calls the callback method.
+    @discardableResult
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
+        let overridden = type(of: self) != LAContext.self
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
+            let reply: @Sendable (Bool, (any Error)?) -> Void = { success, error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
+            }
+            if overridden {
+                evaluatePolicy(policy, localizedReason: localizedReason, reply: reply)
+            } else {
+                evaluate(policy, localizedReason: localizedReason, onReplyQueue: false, reply: reply)
+            }
+        }
+    }
+
+    private func evaluate(
+        _ policy: LAPolicy,
+        localizedReason: String,
+        onReplyQueue: Bool,
+        reply: @escaping @Sendable (Bool, (any Error)?) -> Void
+    ) {
         let options: EvaluationOptions = lock.withLock {
             EvaluationOptions(
                 reason: localizedReason,
@@ -176,19 +203,10 @@ open class LAContext: NSObject, @unchecked Sendable {
                 interactionNotAllowed: _interactionNotAllowed
             )
         }
-        core.evaluate(policy: policy.rawValue, options: options) { [weak self] success, error, domainState in
+        core.evaluate(policy: policy.rawValue, options: options, onReplyQueue: onReplyQueue) {
+            [weak self] success, error, domainState in
             if success, let domainState { self?.lock.withLock { self?._evaluatedPolicyDomainState = domainState } }
             reply(success, error)
-        }
-    }
-
-    /// Evaluates `policy`; returns true or throws an `LAError`.
-    @discardableResult
-    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
-            evaluatePolicy(policy, localizedReason: localizedReason) { success, error in
-                if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
-            }
         }
     }
 
@@ -214,6 +232,7 @@ open class LAContext: NSObject, @unchecked Sendable {
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Bool, any Error>) in
             core.evaluate(
                 options: options,
+                onReplyQueue: false,
                 request: { .authorizeAccessControl(.init(context: id, flags: flags, options: $0)) }
             ) { success, error, _ in
                 if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: success) }
@@ -252,24 +271,33 @@ extension ContextCore {
     func evaluate(
         policy: Int,
         options: EvaluationOptions,
+        onReplyQueue: Bool,
         completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void
     ) {
         let id = self.id
         evaluate(
             options: options,
+            onReplyQueue: onReplyQueue,
             request: { .evaluate(.init(context: id, policy: policy, options: $0)) },
             completion: completion
         )
     }
 
     /// Runs a request answered by `evaluated` (an evaluation, or an access control's steps).
+    /// `onReplyQueue`: `completion` runs on the context's private queue (Apple's callback API);
+    /// otherwise on the thread that read the answer (an `async` caller's continuation, which only
+    /// enqueues its task).
     func evaluate(
         options: EvaluationOptions,
+        onReplyQueue: Bool,
         request: @escaping @Sendable (EvaluationOptions) -> Request,
         completion: @escaping @Sendable (Bool, (any Error)?, Data?) -> Void
     ) {
-        let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void = { [replyQueue] s, e, d in
-            replyQueue.async { completion(s, e, d) }
+        let deliver: @Sendable (Bool, (any Error)?, Data?) -> Void
+        if onReplyQueue {
+            deliver = { [replyQueue] s, e, d in replyQueue.async { completion(s, e, d) } }
+        } else {
+            deliver = completion
         }
         guard !options.reason.isEmpty else {
             return deliver(

@@ -11,7 +11,7 @@ import LocalAuthenticationTesting
 ///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
 ///     concurrent client connections.
 /// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon);
-/// la-bench reuse N, la-bench match N (one kind of evaluation in a loop, to profile the daemon under);
+/// la-bench wire N (what the wire's coding costs a message: `WireCodingBench`); la-bench reuse N, la-bench match N (one kind of evaluation in a loop, to profile the daemon under);
 /// la-bench pty-scan N (what administration on a terminal adds: `PtyScanBench`); la-bench tpm N TCTI
 /// (what the TPM root costs at start: `TPMBench`); la-bench tpm-attest N TCTI (the TPM's certify
 /// statement about a key, beside tpm2_certify: `TPMAttestationBench`); la-bench tpm-keys N TCTI (a
@@ -39,6 +39,9 @@ struct Bench {
                 exit(2)
             }
             try await NIOSocketEcho.serve(path: args[2], shape: shape)
+        }
+        if args.count > 1 && args[1] == "wire" {
+            return WireCodingBench.run(iterations: max(1, args.count > 2 ? Int(args[2]) ?? 20_000 : 20_000))
         }
         if args.count > 1 && args[1] == "passcode" {
             return try await PasscodeBench.run(checks: args.count > 2 ? Int(args[2]) ?? 10 : 10)

@@ -20,13 +20,23 @@ final class EnclaveConnectionTests: XCTestCase {
         private let lock = NSLock()
         private let accepted = DispatchSemaphore(value: 0)
         private var script: @Sendable (RequestEnvelope, ScriptedDaemon) -> Void = { _, _ in }
+        /// Whether it takes up the binary coding a client offers (a daemon from before it does not).
+        private let offersBinary: Bool
+        private var coding = WireEncoding.json
+        /// How each request after hello was coded, in order.
+        private(set) var codings: [WireEncoding] {
+            get { lock.withLock { seen } }
+            set { lock.withLock { seen = newValue } }
+        }
+        private var seen: [WireEncoding] = []
         /// What the daemon does with each request but hello (set before the client connects).
         var handle: @Sendable (RequestEnvelope, ScriptedDaemon) -> Void {
             get { lock.withLock { script } }
             set { lock.withLock { script = newValue } }
         }
 
-        init() throws {
+        init(offersBinary: Bool = false) throws {
+            self.offersBinary = offersBinary
             path = NSTemporaryDirectory() + "enclave-connection-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
             listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_un()
@@ -51,15 +61,28 @@ final class EnclaveConnectionTests: XCTestCase {
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 guard n > 0 else { return }
                 decoder.append(buffer[0..<n])
-                while let frame = try? decoder.nextFrame(), let envelope = try? RequestEnvelope.decode(frame) {
-                    if case .hello = envelope.request {
+                while let frame = try? decoder.nextFrame(),
+                    let envelope = try? RequestEnvelope.decode(frame, lock.withLock { coding })
+                {
+                    if case .hello(let hello) = envelope.request {
+                        let chosen = offersBinary ? hello.chosenEncoding : .json
                         send([
                             ReplyEnvelope(
                                 id: envelope.id,
-                                reply: .hello(HelloReply(version: 1, mode: .user, uid: getuid(), app: "/test"))
+                                reply: .hello(
+                                    HelloReply(
+                                        version: 1,
+                                        mode: .user,
+                                        uid: getuid(),
+                                        app: "/test",
+                                        encoding: chosen == .json ? nil : chosen.rawValue
+                                    )
+                                )
                             )
                         ])
+                        lock.withLock { coding = chosen }
                     } else {
+                        lock.withLock { seen.append(coding) }
                         handle(envelope, self)
                     }
                 }
@@ -68,7 +91,8 @@ final class EnclaveConnectionTests: XCTestCase {
 
         /// Writes the replies' frames in one `send`, so the client gets them in one segment.
         func send(_ replies: [ReplyEnvelope]) {
-            let bytes = replies.flatMap { FrameEncoder.frame($0.encoded()) }
+            let coding = lock.withLock { self.coding }
+            let bytes = replies.flatMap { FrameEncoder.frame($0.encoded(coding)) }
             lock.withLock {
                 _ = bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             }
@@ -111,6 +135,27 @@ final class EnclaveConnectionTests: XCTestCase {
         wait(for: [slowAnswered], timeout: 5)
         XCTAssertEqual(slow.value, "slow")
         XCTAssertFalse(connection.closed)
+    }
+
+    /// The client offers the binary coding in its hello; a daemon that takes it up is then spoken
+    /// to and read in it, for blocking and callback requests alike. One that does not (a daemon
+    /// from before the coding, as every other daemon here) is spoken to in JSON.
+    func testTheClientSpeaksTheCodingTheDaemonsHelloNamed() throws {
+        for offersBinary in [true, false] {
+            let daemon = try ScriptedDaemon(offersBinary: offersBinary)
+            daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
+            let connection = try EnclaveConnection(socketPath: daemon.path)
+            defer { connection.close() }
+            XCTAssertEqual(connection.hello.wireEncoding, offersBinary ? .binary : .json)
+            XCTAssertEqual(Marked.marker(of: try connection.request(Marked.request("blocking"))), "blocking")
+            let answered = expectation(description: "the callback request's answer")
+            connection.send(Marked.request("callback")) { result in
+                XCTAssertEqual((try? result.get()).flatMap { Marked.marker(of: $0) }, "callback")
+                answered.fulfill()
+            }
+            wait(for: [answered], timeout: 5)
+            XCTAssertEqual(daemon.codings, offersBinary ? [.binary, .binary] : [.json, .json])
+        }
     }
 
     func testRepliesInOneSegmentAndOutOfOrderReachTheirRequests() throws {

@@ -59,9 +59,11 @@ final class FramingTests: XCTestCase {
         var d = FrameDecoder()
         d.append(a + b.prefix(6))
         XCTAssertEqual(try d.nextFrame(), Array("alpha".utf8))
+        XCTAssertTrue(d.holdsMore, "the start of bravo waits behind alpha")
         XCTAssertNil(try d.nextFrame())
         d.append(b.dropFirst(6))
         XCTAssertEqual(try d.nextFrame(), Array("bravo".utf8))
+        XCTAssertFalse(d.holdsMore, "nothing behind bravo")
     }
 
     func testManyFramesAcrossBufferCompaction() throws {

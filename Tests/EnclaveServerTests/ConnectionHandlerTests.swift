@@ -908,6 +908,72 @@ final class ConnectionHandlerTests: XCTestCase {
         }
     }
 
+    /// A read that needs nobody is answered where it arrives, as the connection reads it: it takes
+    /// no place among the requests the connection runs, so a connection whose every place waits on
+    /// the person still reads its plain items. A read that must prove a step needs a place.
+    func testAReadThatNeedsNobodyIsAnsweredWhileEveryPlaceWaitsOnThePerson() async throws {
+        let plain = try await keychain(
+            .add,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string("plain"), "v_Data": .data(Data("p".utf8))],
+                context: "add-plain"
+            )
+        )
+        let guarded = try await keychain(
+            .add,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string("guarded"), "v_Data": .data(Data("g".utf8))],
+                accessControl: AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: .biometryAny),
+                context: "add-guarded"
+            )
+        )
+        XCTAssertEqual([plain.status, guarded.status], [.success, .success])
+        let limit = ContextTable<RunningRequest>.maxRunning
+        let options = EvaluationOptions(reason: "Unlock")
+        for i in 0..<limit {
+            _ = await handler.receive(
+                RequestEnvelope(
+                    id: UInt64(3000 + i),
+                    request: .evaluate(.init(context: "waiting-\(i)", policy: 1, options: options))
+                ).encoded()
+            )
+        }
+        func read(_ id: UInt64, _ account: String, followed: Bool = false) async throws -> Reply {
+            let query = KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string(account)],
+                context: "read-\(id)",
+                reason: "Read",
+                returnData: true
+            )
+            _ = await handler.receive(
+                RequestEnvelope(id: id, request: .keychainCopy(query)).encoded(),
+                followed: followed
+            )
+            let answered = await sink.hasFinal(id)
+            XCTAssertTrue(answered, "the read of \(account) was answered before the connection read on")
+            return try await sink.final(id)
+        }
+        guard case .keychain(let answer) = try await read(3900, "plain") else { return XCTFail("a keychain reply") }
+        XCTAssertEqual(answer.status, .success, answer.message ?? "")
+        XCTAssertEqual(answer.items.first?.data, Data("p".utf8))
+        guard case .failure(let refused) = try await read(3901, "guarded") else {
+            return XCTFail("a read that must prove a step takes a place, and there is none")
+        }
+        XCTAssertEqual(refused.code, .busy)
+        // A client that sent more behind a request is served as it pipelines from then on: each
+        // read a task of its own, in order, so the next is read meanwhile; such a read takes a place.
+        guard case .failure(let pipelined) = try await read(3902, "plain", followed: true) else {
+            return XCTFail("a read with more behind it takes a place, and there is none")
+        }
+        XCTAssertEqual(pipelined.code, .busy)
+        guard case .failure(let after) = try await read(3903, "plain") else {
+            return XCTFail("once the client pipelined, its reads take places")
+        }
+        XCTAssertEqual(after.code, .busy)
+        handler.closed()
+        for i in 0..<limit { _ = try await sink.final(UInt64(3000 + i)) }
+    }
+
     /// Attack: one user stores items without end (the disk every user's counters live on). At the
     /// quota the keychain answers errSecDiskFull; deleting makes room again.
     func testAUsersKeychainStopsAtItsQuota() async throws {

@@ -64,8 +64,8 @@ final class ConnectionShellTests: XCTestCase {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    private func send(_ request: Request, id: UInt64) async throws {
-        try await send(bytes: FrameEncoder.frame(RequestEnvelope(id: id, request: request).encoded()))
+    private func send(_ request: Request, id: UInt64, _ encoding: WireEncoding = .json) async throws {
+        try await send(bytes: FrameEncoder.frame(RequestEnvelope(id: id, request: request).encoded(encoding)))
     }
 
     private func send(bytes: [UInt8]) async throws {
@@ -94,12 +94,16 @@ final class ConnectionShellTests: XCTestCase {
     }
 
     /// The next reply the shell wrote, decoded from its frame.
-    private func reply() async throws -> ReplyEnvelope {
+    private func reply(_ encoding: WireEncoding = .json) async throws -> ReplyEnvelope {
+        try ReplyEnvelope.decode(try await replyFrame(), encoding)
+    }
+
+    private func replyFrame() async throws -> [UInt8] {
         let channel = self.channel!
         var buffer = try await within("a reply") { try await channel.waitForOutboundWrite(as: ByteBuffer.self) }
         var decoder = FrameDecoder()
         decoder.append(buffer.readBytes(length: buffer.readableBytes) ?? [])
-        return try ReplyEnvelope.decode(try XCTUnwrap(try decoder.nextFrame()))
+        return try XCTUnwrap(try decoder.nextFrame())
     }
 
     private func failureCode(_ envelope: ReplyEnvelope) -> FailureCode? {
@@ -131,6 +135,36 @@ final class ConnectionShellTests: XCTestCase {
         let third = try await reply()
         XCTAssertEqual([second.id, third.id], [2, 3])
         guard case .canEvaluate = second.reply, case .status = third.reply else { return XCTFail("\(second) \(third)") }
+    }
+
+    /// A client that offers the binary coding in its hello is answered in JSON, told so, and from
+    /// then on read and answered in binary, both ways; a JSON message after that is malformed.
+    func testAClientThatOffersTheBinaryCodingSpeaksItAfterHello() async throws {
+        try await send(.hello(.init(version: enclaveProtocolVersion, encodings: ["zstd", "binary"])), id: 1)
+        guard case .hello(let h) = try await reply().reply else { return XCTFail("a hello answer in JSON") }
+        XCTAssertEqual(h.wireEncoding, .binary)
+        try await send(.canEvaluate(.init(context: "a", policy: 1)), id: 2, .binary)
+        let frame = try await replyFrame()
+        XCTAssertNil(try? ReplyEnvelope.decode(frame, .json), "the answer is not JSON")
+        let answer = try ReplyEnvelope.decode(frame, .binary)
+        XCTAssertEqual(answer.id, 2)
+        guard case .canEvaluate = answer.reply else { return XCTFail("\(answer)") }
+        try await send(.status, id: 3, .json)
+        let malformed = try await reply(.binary)
+        XCTAssertEqual(failureCode(malformed), .malformedMessage)
+        try await send(.status, id: 4, .binary)
+        let status = try await reply(.binary)
+        XCTAssertEqual(status.id, 4)
+        guard case .status = status.reply else { return XCTFail("the connection goes on: \(status)") }
+    }
+
+    /// A coding the daemon does not know, or none offered, leaves the connection in JSON.
+    func testAClientThatOffersNoKnownCodingStaysInJSON() async throws {
+        try await send(.hello(.init(version: enclaveProtocolVersion, encodings: ["zstd"])), id: 1)
+        guard case .hello(let h) = try await reply().reply else { return XCTFail("a hello answer") }
+        XCTAssertNil(h.encoding)
+        try await send(.status, id: 2)
+        guard case .status = try await reply().reply else { return XCTFail("a JSON answer") }
     }
 
     func testARequestBeforeHelloIsRefusedAndTheConnectionGoesOn() async throws {

@@ -32,4 +32,25 @@ final class LAContextTests: XCTestCase {
             XCTAssertEqual(e.message, line)
         }
     }
+
+    /// Apple's `async` form calls the callback method, so a subclass that overrides the callback
+    /// form (a test double, say) answers `try await evaluatePolicy` too. Ours keeps that, though
+    /// the plain class's `async` form resumes from the reader with no reply queue between.
+    func testASubclassOverridingTheCallbackFormAnswersTheAsyncForm() async throws {
+        final class Answering: LAContext, @unchecked Sendable {
+            override func evaluatePolicy(
+                _ policy: LAPolicy,
+                localizedReason: String,
+                reply: @escaping @Sendable (Bool, (any Error)?) -> Void
+            ) {
+                reply(false, LAError(.userFallback))
+            }
+        }
+        do {
+            _ = try await Answering().evaluatePolicy(.deviceOwnerAuthentication, localizedReason: "Unlock")
+            XCTFail("the override answered false")
+        } catch let e as LAError {
+            XCTAssertEqual(e.code, .userFallback)
+        }
+    }
 }

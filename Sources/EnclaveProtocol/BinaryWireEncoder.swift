@@ -1,0 +1,265 @@
+import Foundation
+
+/// The wire's binary coding: the same `Codable` types as the JSON, written as tagged values
+/// (`BinaryWire.Tag`) with lengths instead of text. A client and the daemon agree on it in
+/// `hello` (`WireEncoding`); JSON stays for whoever does not ask (the PAM module, raw clients).
+///
+/// A value is a tag byte and its payload, little-endian:
+/// - `null`, `false`, `true`: nothing more;
+/// - `int` (Int64), `uint` (UInt64), `double` (its bits): 8 bytes;
+/// - `string` (UTF-8), `bytes` (`Data`): a UInt32 length, then the bytes;
+/// - `array`, `object`: a UInt32 length of what follows it, a UInt32 count, then the items
+///   (an object's each a key — UInt32 length and UTF-8 — then its value). The length lets a
+///   reader step over a value without reading into it.
+/// `Date` travels as a `double` of seconds since 1970, as the JSON replies carry it.
+public enum BinaryWire {
+    enum Tag: UInt8 {
+        case null = 0
+        case `false`, `true`, int, uint, double, string, bytes, array, object
+    }
+
+    public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
+        let root = try BinaryWireBox.box(value, codingPath: [])
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        root.write(into: &out)
+        return out
+    }
+}
+
+/// A value on its way out: a primitive, or a container that may still be written to.
+enum BinaryWireValue {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case uint(UInt64)
+    case double(Double)
+    case string(String)
+    case bytes(Data)
+    case container(BinaryWireContainer)
+    /// What an encoder made (`superEncoder`): read when written out.
+    case encoder(BinaryWireEncoding)
+
+    func write(into out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(BinaryWire.Tag.null.rawValue)
+        case .bool(let b): out.append(b ? BinaryWire.Tag.true.rawValue : BinaryWire.Tag.false.rawValue)
+        case .int(let v):
+            out.append(BinaryWire.Tag.int.rawValue)
+            Self.append(UInt64(bitPattern: v), into: &out)
+        case .uint(let v):
+            out.append(BinaryWire.Tag.uint.rawValue)
+            Self.append(v, into: &out)
+        case .double(let v):
+            out.append(BinaryWire.Tag.double.rawValue)
+            Self.append(v.bitPattern, into: &out)
+        case .string(let s):
+            out.append(BinaryWire.Tag.string.rawValue)
+            Self.appendText(s, into: &out)
+        case .bytes(let d):
+            out.append(BinaryWire.Tag.bytes.rawValue)
+            Self.append(UInt32(d.count), into: &out)
+            out.append(contentsOf: d)
+        case .container(let c): c.write(into: &out)
+        case .encoder(let e): (e.value ?? .null).write(into: &out)
+        }
+    }
+
+    static func append(_ v: UInt64, into out: inout [UInt8]) {
+        for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
+    }
+
+    static func append(_ v: UInt32, into out: inout [UInt8]) {
+        for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
+    }
+
+    static func appendText(_ s: String, into out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { utf8 in
+            append(UInt32(utf8.count), into: &out)
+            out.append(contentsOf: utf8)
+        }
+    }
+}
+
+/// An array or an object being written (containers are handed out as values, so they share this).
+final class BinaryWireContainer {
+    let isObject: Bool
+    var keys: [String] = []
+    var values: [BinaryWireValue] = []
+
+    init(isObject: Bool) { self.isObject = isObject }
+
+    func write(into out: inout [UInt8]) {
+        out.append(isObject ? BinaryWire.Tag.object.rawValue : BinaryWire.Tag.array.rawValue)
+        let lengthAt = out.count
+        out.append(contentsOf: [0, 0, 0, 0])
+        BinaryWireValue.append(UInt32(values.count), into: &out)
+        for (i, value) in values.enumerated() {
+            if isObject { BinaryWireValue.appendText(keys[i], into: &out) }
+            value.write(into: &out)
+        }
+        let length = UInt32(out.count - lengthAt - 4)
+        for i in 0..<4 { out[lengthAt + i] = UInt8(truncatingIfNeeded: length >> (8 * i)) }
+    }
+}
+
+enum BinaryWireBox {
+    /// `value` as it travels: primitives, `Data` and `Date` directly, anything else by its own `encode(to:)`.
+    static func box<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> BinaryWireValue {
+        // Every integer and floating-point type lands here: the containers' own overloads for them
+        // come to this generic one by default.
+        switch value {
+        case let v as String: return .string(v)
+        case let v as Bool: return .bool(v)
+        case let v as Data: return .bytes(v)
+        case let v as Date: return .double(v.timeIntervalSince1970)
+        case let v as any FixedWidthInteger:
+            if let signed = Int64(exactly: v) { return .int(signed) }
+            return .uint(UInt64(v))
+        case let v as any BinaryFloatingPoint: return .double(Double(v))
+        default:
+            let encoder = BinaryWireEncoding(codingPath: codingPath)
+            try value.encode(to: encoder)
+            return encoder.value ?? .null
+        }
+    }
+}
+
+/// One value's `Encoder`.
+final class BinaryWireEncoding: Encoder {
+    let codingPath: [any CodingKey]
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+    var value: BinaryWireValue?
+
+    init(codingPath: [any CodingKey]) { self.codingPath = codingPath }
+
+    private func container(isObject: Bool) -> BinaryWireContainer {
+        if case .container(let c)? = value, c.isObject == isObject { return c }
+        let c = BinaryWireContainer(isObject: isObject)
+        value = .container(c)
+        return c
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        KeyedEncodingContainer(Keyed(container: container(isObject: true), codingPath: codingPath))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        Unkeyed(container: container(isObject: false), codingPath: codingPath)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer { Single(encoder: self) }
+
+    struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
+        let container: BinaryWireContainer
+        let codingPath: [any CodingKey]
+
+        private func put(_ value: BinaryWireValue, _ key: Key) {
+            container.keys.append(key.stringValue)
+            container.values.append(value)
+        }
+
+        mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
+        mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
+        mutating func encode(_ value: String, forKey key: Key) throws { put(.string(value), key) }
+        mutating func encode(_ value: Int, forKey key: Key) throws { put(.int(Int64(value)), key) }
+        mutating func encode(_ value: Int64, forKey key: Key) throws { put(.int(value), key) }
+        mutating func encode(_ value: UInt64, forKey key: Key) throws { put(.uint(value), key) }
+        mutating func encode(_ value: UInt32, forKey key: Key) throws { put(.uint(UInt64(value)), key) }
+        mutating func encode(_ value: Double, forKey key: Key) throws { put(.double(value), key) }
+        mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+            put(try BinaryWireBox.box(value, codingPath: codingPath + [key]), key)
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(
+            keyedBy keyType: NestedKey.Type,
+            forKey key: Key
+        ) -> KeyedEncodingContainer<NestedKey> {
+            let nested = BinaryWireContainer(isObject: true)
+            put(.container(nested), key)
+            return KeyedEncodingContainer(Keyed<NestedKey>(container: nested, codingPath: codingPath + [key]))
+        }
+
+        mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+            let nested = BinaryWireContainer(isObject: false)
+            put(.container(nested), key)
+            return Unkeyed(container: nested, codingPath: codingPath + [key])
+        }
+
+        mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+
+        mutating func superEncoder(forKey key: Key) -> any Encoder {
+            let encoder = BinaryWireEncoding(codingPath: codingPath + [key])
+            put(.encoder(encoder), key)
+            return encoder
+        }
+    }
+
+    struct Unkeyed: UnkeyedEncodingContainer {
+        let container: BinaryWireContainer
+        let codingPath: [any CodingKey]
+        var count: Int { container.values.count }
+
+        private var indexKey: any CodingKey { BinaryWireIndexKey(count) }
+
+        mutating func encodeNil() throws { container.values.append(.null) }
+        mutating func encode(_ value: Bool) throws { container.values.append(.bool(value)) }
+        mutating func encode(_ value: String) throws { container.values.append(.string(value)) }
+        mutating func encode(_ value: Int) throws { container.values.append(.int(Int64(value))) }
+        mutating func encode(_ value: UInt8) throws { container.values.append(.uint(UInt64(value))) }
+        mutating func encode(_ value: Double) throws { container.values.append(.double(value)) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            container.values.append(try BinaryWireBox.box(value, codingPath: codingPath + [indexKey]))
+        }
+
+        mutating func nestedContainer<NestedKey: CodingKey>(
+            keyedBy keyType: NestedKey.Type
+        )
+            -> KeyedEncodingContainer<NestedKey>
+        {
+            let nested = BinaryWireContainer(isObject: true)
+            let path = codingPath + [indexKey]
+            container.values.append(.container(nested))
+            return KeyedEncodingContainer(Keyed<NestedKey>(container: nested, codingPath: path))
+        }
+
+        mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+            let nested = BinaryWireContainer(isObject: false)
+            let path = codingPath + [indexKey]
+            container.values.append(.container(nested))
+            return Unkeyed(container: nested, codingPath: path)
+        }
+
+        mutating func superEncoder() -> any Encoder {
+            let encoder = BinaryWireEncoding(codingPath: codingPath + [indexKey])
+            container.values.append(.encoder(encoder))
+            return encoder
+        }
+    }
+
+    struct Single: SingleValueEncodingContainer {
+        let encoder: BinaryWireEncoding
+        var codingPath: [any CodingKey] { encoder.codingPath }
+
+        mutating func encodeNil() throws { encoder.value = .null }
+        mutating func encode(_ value: Bool) throws { encoder.value = .bool(value) }
+        mutating func encode(_ value: String) throws { encoder.value = .string(value) }
+        mutating func encode(_ value: Int) throws { encoder.value = .int(Int64(value)) }
+        mutating func encode(_ value: Int64) throws { encoder.value = .int(value) }
+        mutating func encode(_ value: UInt64) throws { encoder.value = .uint(value) }
+        mutating func encode(_ value: Double) throws { encoder.value = .double(value) }
+        mutating func encode<T: Encodable>(_ value: T) throws {
+            encoder.value = try BinaryWireBox.box(value, codingPath: codingPath)
+        }
+    }
+}
+
+/// An array item's place in a coding path.
+struct BinaryWireIndexKey: CodingKey {
+    let intValue: Int?
+    var stringValue: String { "\(intValue ?? 0)" }
+    init(_ index: Int) { intValue = index }
+    init?(stringValue: String) { nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}
