@@ -34,49 +34,67 @@ struct BinaryWireDecoding: Decoder {
         try BinaryWireDecoding(reader: reader, offset: offset, codingPath: path).unbox(type)
     }
 
+    /// The value as `type`: the wire's own kinds read directly (the common ones found by their
+    /// type's identity, before any conformance is looked up), anything else by its `init(from:)`.
     func unbox<T: Decodable>(_ type: T.Type) throws -> T {
-        let tag = try reader.tag(at: offset, codingPath)
-        func mismatch() -> DecodingError {
-            .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "found a value tagged \(tag)"))
-        }
-        if type == String.self {
-            guard tag == .string else { throw mismatch() }
-            return try reader.text(reader.payload(at: offset), codingPath) as! T
-        }
-        if type == Bool.self {
-            guard tag == .true || tag == .false else { throw mismatch() }
-            return (tag == .true) as! T
-        }
-        if type == Data.self {
-            guard tag == .bytes else { throw mismatch() }
-            return Data(reader.bytes[reader.payload(at: offset)]) as! T
-        }
-        if type == Date.self { return Date(timeIntervalSince1970: try double(tag, mismatch)) as! T }
+        if type == String.self { return try string() as! T }
+        if type == Int.self { return try integer(Int.self) as! T }
+        if type == Bool.self { return try bool() as! T }
+        if type == Data.self { return try bytes() as! T }
+        if type == UInt64.self { return try integer(UInt64.self) as! T }
+        if type == Double.self { return try double() as! T }
+        if type == Date.self { return Date(timeIntervalSince1970: try double()) as! T }
         if let integer = type as? any FixedWidthInteger.Type {
-            guard let value = try self.integer(integer, tag), let typed = value as? T else { throw mismatch() }
+            guard let typed = try self.integer(integer) as? T else { throw mismatch(type) }
             return typed
         }
         if let floating = type as? any BinaryFloatingPoint.Type {
-            guard let typed = floating.init(try double(tag, mismatch)) as? T else { throw mismatch() }
+            guard let typed = floating.init(try double()) as? T else { throw mismatch(type) }
             return typed
         }
         return try T(from: self)
     }
 
-    private func integer<I: FixedWidthInteger>(_ type: I.Type, _ tag: BinaryWire.Tag) throws -> I? {
-        switch tag {
-        case .int: return I(exactly: Int64(bitPattern: reader.uint64(at: offset + 1)))
-        case .uint: return I(exactly: reader.uint64(at: offset + 1))
-        default: return nil
+    func mismatch(_ type: Any.Type) -> DecodingError {
+        let tag = reader.bytes[offset]
+        return .typeMismatch(type, .init(codingPath: codingPath, debugDescription: "found a value tagged \(tag)"))
+    }
+
+    func string() throws -> String {
+        guard try reader.tag(at: offset, codingPath) == .string else { throw mismatch(String.self) }
+        return try reader.text(reader.payload(at: offset), codingPath)
+    }
+
+    func bool() throws -> Bool {
+        switch try reader.tag(at: offset, codingPath) {
+        case .true: return true
+        case .false: return false
+        default: throw mismatch(Bool.self)
         }
     }
 
-    private func double(_ tag: BinaryWire.Tag, _ mismatch: () -> DecodingError) throws -> Double {
-        switch tag {
+    func bytes() throws -> Data {
+        guard try reader.tag(at: offset, codingPath) == .bytes else { throw mismatch(Data.self) }
+        return Data(reader.bytes[reader.payload(at: offset)])
+    }
+
+    func integer<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
+        let value: I?
+        switch try reader.tag(at: offset, codingPath) {
+        case .int: value = I(exactly: Int64(bitPattern: reader.uint64(at: offset + 1)))
+        case .uint: value = I(exactly: reader.uint64(at: offset + 1))
+        default: value = nil
+        }
+        guard let value else { throw mismatch(type) }
+        return value
+    }
+
+    func double() throws -> Double {
+        switch try reader.tag(at: offset, codingPath) {
         case .double: return Double(bitPattern: reader.uint64(at: offset + 1))
         case .int: return Double(Int64(bitPattern: reader.uint64(at: offset + 1)))
         case .uint: return Double(reader.uint64(at: offset + 1))
-        default: throw mismatch()
+        default: throw mismatch(Double.self)
         }
     }
 
@@ -91,9 +109,16 @@ struct BinaryWireDecoding: Decoder {
         }
 
         private func index(_ key: Key) -> Int? {
-            let name = key.stringValue.utf8
-            let bytes = decoding.reader.bytes
-            return keys.firstIndex { $0.count == name.count && bytes[$0].elementsEqual(name) }
+            var name = key.stringValue
+            return name.withUTF8 { name in
+                decoding.reader.bytes.withUnsafeBufferPointer { bytes in
+                    keys.firstIndex { range in
+                        range.count == name.count
+                            && (name.isEmpty
+                                || memcmp(bytes.baseAddress! + range.lowerBound, name.baseAddress!, name.count) == 0)
+                    }
+                }
+            }
         }
 
         private func offset(_ key: Key) throws -> Int {
@@ -103,14 +128,41 @@ struct BinaryWireDecoding: Decoder {
             return values[i]
         }
 
+        private func value(_ key: Key) throws -> BinaryWireDecoding {
+            BinaryWireDecoding(reader: decoding.reader, offset: try offset(key), codingPath: codingPath + [key])
+        }
+
+        /// The value under `key`, or nil when it is absent or null: one look for the key.
+        private func present(_ key: Key) throws -> BinaryWireDecoding? {
+            guard let i = index(key), decoding.reader.bytes[values[i]] != BinaryWire.Tag.null.rawValue else {
+                return nil
+            }
+            return BinaryWireDecoding(reader: decoding.reader, offset: values[i], codingPath: codingPath + [key])
+        }
+
         func contains(_ key: Key) -> Bool { index(key) != nil }
 
         func decodeNil(forKey key: Key) throws -> Bool {
             try decoding.reader.tag(at: try offset(key), codingPath) == .null
         }
 
-        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T {
-            try BinaryWireDecoding.read(type, reader: decoding.reader, at: try offset(key), path: codingPath + [key])
+        func decode(_ type: String.Type, forKey key: Key) throws -> String { try value(key).string() }
+        func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try value(key).bool() }
+        func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try value(key).integer(type) }
+        func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try value(key).integer(type) }
+        func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try value(key).integer(type) }
+        func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try value(key).integer(type) }
+        func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try value(key).double() }
+
+        func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try value(key).unbox(type) }
+
+        func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try present(key)?.string() }
+        func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(key)?.bool() }
+        func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try present(key)?.integer(type) }
+        func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try present(key)?.double() }
+
+        func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+            try present(key)?.unbox(type)
         }
 
         func nestedContainer<NestedKey: CodingKey>(
@@ -196,6 +248,12 @@ struct BinaryWireDecoding: Decoder {
 
         func decodeNil() -> Bool { (try? decoding.reader.tag(at: decoding.offset, codingPath)) == .null }
 
+        func decode(_ type: String.Type) throws -> String { try decoding.string() }
+        func decode(_ type: Bool.Type) throws -> Bool { try decoding.bool() }
+        func decode(_ type: Int.Type) throws -> Int { try decoding.integer(type) }
+        func decode(_ type: UInt32.Type) throws -> UInt32 { try decoding.integer(type) }
+        func decode(_ type: UInt64.Type) throws -> UInt64 { try decoding.integer(type) }
+        func decode(_ type: Double.Type) throws -> Double { try decoding.double() }
         func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoding.unbox(type) }
     }
 }

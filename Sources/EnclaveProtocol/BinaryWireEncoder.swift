@@ -107,13 +107,14 @@ final class BinaryWireContainer {
 enum BinaryWireBox {
     /// `value` as it travels: primitives, `Data` and `Date` directly, anything else by its own `encode(to:)`.
     static func box<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> BinaryWireValue {
-        // Every integer and floating-point type lands here: the containers' own overloads for them
-        // come to this generic one by default.
+        // The common kinds are found by their type's identity, before any cast. Every integer and
+        // floating-point type lands here too: the containers' overloads for them come to this one.
+        if T.self == String.self { return .string(value as! String) }
+        if T.self == Int.self { return .int(Int64(value as! Int)) }
+        if T.self == Bool.self { return .bool(value as! Bool) }
+        if T.self == Data.self { return .bytes(value as! Data) }
+        if T.self == Date.self { return .double((value as! Date).timeIntervalSince1970) }
         switch value {
-        case let v as String: return .string(v)
-        case let v as Bool: return .bool(v)
-        case let v as Data: return .bytes(v)
-        case let v as Date: return .double(v.timeIntervalSince1970)
         case let v as any FixedWidthInteger:
             if let signed = Int64(exactly: v) { return .int(signed) }
             return .uint(UInt64(v))
