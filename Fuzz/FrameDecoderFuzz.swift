@@ -1,5 +1,6 @@
 // libFuzzer target for the wire: arbitrary bytes through FrameDecoder (split at an input-chosen
-// point, as a stream arrives) and every complete frame through RequestEnvelope.decode.
+// point, as a stream arrives) and every complete frame through RequestEnvelope.decode, in both
+// codings (JSON and BinaryWire).
 // Built and run by scripts/fuzz-frame-decoder; not part of the package build.
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -13,13 +14,13 @@ public func fuzzFrameDecoder(_ data: UnsafePointer<UInt8>, _ count: Int) -> Int3
             do {
                 guard let frame = try decoder.nextFrame() else { break }
                 precondition(frame.count <= WireLimits.maxPayloadBytes)
-                _ = try? RequestEnvelope.decode(frame)
+                for encoding in WireEncoding.allCases { _ = try? RequestEnvelope.decode(frame, encoding) }
             } catch {
                 return 0
             }
         }
     }
     _ = try? decoder.finish()
-    _ = try? RequestEnvelope.decode(bytes)
+    for encoding in WireEncoding.allCases { _ = try? RequestEnvelope.decode(bytes, encoding) }
     return 0
 }

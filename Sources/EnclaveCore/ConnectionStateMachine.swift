@@ -25,6 +25,9 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
     }
 
     public private(set) var phase: Phase = .awaitingHello
+    /// The coding after the first hello's answer: that hello's choice. A later hello changes
+    /// nothing: replies of running requests may be on their way.
+    public private(set) var encoding = WireEncoding.json
     /// Root on a user-mode daemon run by another user: it may only lift the passcode counter.
     private let administrator: Bool
     /// Whether a request of this connection waits for the person now.
@@ -40,8 +43,9 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
     // MARK: Requests
 
     public enum RequestAction: Equatable, Sendable {
-        /// Say hello back: requests are answered from now on.
-        case greet
+        /// Say hello back, naming the coding of every message after the answer: requests are
+        /// answered from now on.
+        case greet(WireEncoding)
         /// Answer this failure, then close the connection.
         case refuseAndClose(Failure)
         /// Answer this failure; the connection goes on.
@@ -70,8 +74,9 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
                         )
                     )
                 }
+                if phase == .awaitingHello { encoding = hello.chosenEncoding }
                 phase = .greeted
-                return .greet
+                return .greet(encoding)
             }
             guard phase == .greeted else {
                 return .refuse(Failure(.outOfOrder, "the first request on a connection must be hello"))

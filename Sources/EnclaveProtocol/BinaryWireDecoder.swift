@@ -29,7 +29,10 @@ final class BinaryWireReader {
         guard offset >= 0, offset + 4 <= limit else { throw corrupted("cut short", codingPath) }
         var v: UInt32 = 0
         for i in 0..<4 { v |= UInt32(bytes[offset + i]) << (8 * i) }
-        return Int(v)
+        guard let length = Int(exactly: v), length <= limit else {
+            throw corrupted("a length past the end", codingPath)
+        }
+        return length
     }
 
     func uint64(at offset: Int) -> UInt64 {
@@ -99,7 +102,12 @@ final class BinaryWireReader {
             if object {
                 let length = try uint32(at: at, within: limit, codingPath)
                 guard at + 4 + length <= limit else { throw corrupted("a key runs past its end", codingPath) }
-                keys.append(at + 4..<at + 4 + length)
+                let key = at + 4..<at + 4 + length
+                // A key is text, as in JSON: checked here, so no container drops one it cannot read.
+                if bytes[key].contains(where: { $0 >= 0x80 }), String(validating: bytes[key], as: UTF8.self) == nil {
+                    throw corrupted("a key that is not UTF-8", codingPath)
+                }
+                keys.append(key)
                 at += 4 + length
             }
             values.append(at)

@@ -89,13 +89,17 @@ struct BinaryWireDecoding: Decoder {
         return value
     }
 
+    /// A finite number: JSON cannot carry NaN or an infinity, and neither does this coding.
     func double() throws -> Double {
+        let value: Double
         switch try reader.tag(at: offset, codingPath) {
-        case .double: return Double(bitPattern: reader.uint64(at: offset + 1))
-        case .int: return Double(Int64(bitPattern: reader.uint64(at: offset + 1)))
-        case .uint: return Double(reader.uint64(at: offset + 1))
+        case .double: value = Double(bitPattern: reader.uint64(at: offset + 1))
+        case .int: value = Double(Int64(bitPattern: reader.uint64(at: offset + 1)))
+        case .uint: value = Double(reader.uint64(at: offset + 1))
         default: throw mismatch(Double.self)
         }
+        guard value.isFinite else { throw reader.corrupted("a number that is not finite", codingPath) }
+        return value
     }
 
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
@@ -108,8 +112,10 @@ struct BinaryWireDecoding: Decoder {
             keys.compactMap { (try? decoding.reader.text($0, codingPath)).flatMap(Key.init(stringValue:)) }
         }
 
-        private func index(_ key: Key) -> Int? {
-            var name = key.stringValue
+        private func index(_ key: Key) -> Int? { index(named: key.stringValue) }
+
+        private func index(named key: String) -> Int? {
+            var name = key
             return name.withUTF8 { name in
                 decoding.reader.bytes.withUnsafeBufferPointer { bytes in
                     keys.firstIndex { range in
@@ -178,7 +184,20 @@ struct BinaryWireDecoding: Decoder {
                 .unkeyedContainer()
         }
 
-        func superDecoder() throws -> any Decoder { try superDecoder(forKey: Key(stringValue: "super")!) }
+        /// The value under "super", whatever keys `Key` has (as JSONDecoder's).
+        func superDecoder() throws -> any Decoder {
+            guard let i = index(named: "super") else {
+                throw DecodingError.valueNotFound(
+                    Any.self,
+                    .init(codingPath: codingPath, debugDescription: "no value under \"super\"")
+                )
+            }
+            return BinaryWireDecoding(
+                reader: decoding.reader,
+                offset: values[i],
+                codingPath: codingPath + [BinaryWireIndexKey(stringValue: "super")]
+            )
+        }
 
         func superDecoder(forKey key: Key) throws -> any Decoder {
             BinaryWireDecoding(reader: decoding.reader, offset: try offset(key), codingPath: codingPath + [key])

@@ -188,7 +188,13 @@ final class BinaryWireEncoding: Encoder {
             return Unkeyed(container: nested, codingPath: codingPath + [key])
         }
 
-        mutating func superEncoder() -> any Encoder { superEncoder(forKey: Key(stringValue: "super")!) }
+        /// The value under "super", whatever keys `Key` has (as JSONEncoder's).
+        mutating func superEncoder() -> any Encoder {
+            let encoder = BinaryWireEncoding(codingPath: codingPath + [BinaryWireIndexKey(stringValue: "super")])
+            container.keys.append("super")
+            container.values.append(.encoder(encoder))
+            return encoder
+        }
 
         mutating func superEncoder(forKey key: Key) -> any Encoder {
             let encoder = BinaryWireEncoding(codingPath: codingPath + [key])
@@ -256,11 +262,19 @@ final class BinaryWireEncoding: Encoder {
     }
 }
 
-/// An array item's place in a coding path.
+/// A place in a coding path that no `CodingKeys` names: an array item's index, or "super".
 struct BinaryWireIndexKey: CodingKey {
     let intValue: Int?
-    var stringValue: String { "\(intValue ?? 0)" }
-    init(_ index: Int) { intValue = index }
-    init?(stringValue: String) { nil }
-    init?(intValue: Int) { self.intValue = intValue }
+    private let name: String?
+    /// Made only when a path is shown (an error), not for every item on the way.
+    var stringValue: String { name ?? "\(intValue ?? 0)" }
+    init(_ index: Int) {
+        intValue = index
+        name = nil
+    }
+    init(stringValue: String) {
+        intValue = nil
+        name = stringValue
+    }
+    init?(intValue: Int) { self.init(intValue) }
 }

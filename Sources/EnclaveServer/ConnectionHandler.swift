@@ -87,9 +87,7 @@ final class ConnectionHandler: Sendable {
         let id = envelope.id
         let request = envelope.request
         switch state.withLock({ $0.requestArrived(request) }) {
-        case .greet:
-            let chosen: WireEncoding
-            if case .hello(let hello) = request { chosen = hello.chosenEncoding } else { chosen = .json }
+        case .greet(let chosen):
             await sink.send(
                 ReplyEnvelope(
                     id: id,
@@ -104,7 +102,8 @@ final class ConnectionHandler: Sendable {
                     )
                 )
             )
-            // The answer went in JSON; what follows, both ways, in the coding it named.
+            // The first hello's answer went in JSON; what follows, both ways, in the coding it named
+            // (a later hello names the same one: nothing changes).
             sink.speak(chosen)
             binary.store(chosen == .binary, ordering: .relaxed)
         case .refuseAndClose(let failure):

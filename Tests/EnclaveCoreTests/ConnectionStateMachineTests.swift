@@ -11,7 +11,7 @@ final class ConnectionStateMachineTests: XCTestCase {
 
     private func greeted(administrator: Bool = false) -> Machine {
         var machine = Machine(administrator: administrator)
-        XCTAssertEqual(machine.requestArrived(hello), .greet)
+        XCTAssertEqual(machine.requestArrived(hello), .greet(.json))
         return machine
     }
 
@@ -32,14 +32,14 @@ final class ConnectionStateMachineTests: XCTestCase {
                     )
                 )
             ),
-            (hello, .greet),
+            (hello, .greet(.json)),
         ]
         for (request, expected) in rows {
             var machine = Machine()
             XCTAssertEqual(machine.requestArrived(request), expected, "\(request.operation)")
             XCTAssertEqual(
                 machine.helloDeadlinePassed(),
-                expected != .greet,
+                expected != .greet(.json),
                 "the deadline closes a connection not greeted: \(request.operation)"
             )
         }
@@ -49,8 +49,26 @@ final class ConnectionStateMachineTests: XCTestCase {
         var machine = greeted()
         XCTAssertEqual(machine.requestArrived(.status), .answer)
         XCTAssertEqual(machine.requestArrived(.canEvaluate(.init(context: "a", policy: 2))), .answer)
-        XCTAssertEqual(machine.requestArrived(hello), .greet)
+        XCTAssertEqual(machine.requestArrived(hello), .greet(.json))
         XCTAssertFalse(machine.helloDeadlinePassed())
+    }
+
+    /// The first hello chooses the coding of what follows it: binary when offered. A later hello
+    /// changes nothing, whatever it offers (replies of running requests may be on their way).
+    func testTheFirstHelloChoosesTheCodingForGood() {
+        let offering: [String]? = ["zstd", "binary"]
+        let rows: [(first: [String]?, second: [String]?, expected: WireEncoding)] = [
+            (nil, offering, .json), (["zstd"], offering, .json), (offering, nil, .binary),
+            (offering, ["zstd"], .binary),
+        ]
+        for row in rows {
+            var machine = Machine()
+            let first = Request.hello(.init(version: enclaveProtocolVersion, encodings: row.first))
+            let second = Request.hello(.init(version: enclaveProtocolVersion, encodings: row.second))
+            XCTAssertEqual(machine.requestArrived(first), .greet(row.expected), "\(row)")
+            XCTAssertEqual(machine.requestArrived(second), .greet(row.expected), "a second hello: \(row)")
+            XCTAssertEqual(machine.encoding, row.expected)
+        }
     }
 
     func testRequestsThatNeedThePersonHoldTheConnectionsOneSlot() {

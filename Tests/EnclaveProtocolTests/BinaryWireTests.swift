@@ -94,6 +94,45 @@ final class BinaryWireTests: XCTestCase {
         XCTAssertThrowsError(try BinaryWire.decode(Bool.self, from: [6, 0, 0, 0, 0]), "a string is not a Bool")
     }
 
+    /// What JSON cannot carry this coding refuses too: a number that is not finite (a NaN date or
+    /// reuse duration), and a key that is not UTF-8 (a dictionary would drop it quietly).
+    func testNonFiniteNumbersAndKeysThatAreNotUTF8AreRefused() throws {
+        XCTAssertThrowsError(try BinaryWire.decode(Double.self, from: BinaryWire.encode(Double.nan)))
+        XCTAssertThrowsError(try BinaryWire.decode(Date.self, from: BinaryWire.encode(Double.infinity)))
+        XCTAssertEqual(try BinaryWire.decode(Double.self, from: BinaryWire.encode(-0.5)), -0.5)
+        var bytes = try BinaryWire.encode(["é": 1])
+        XCTAssertEqual(try BinaryWire.decode([String: Int].self, from: bytes), ["é": 1])
+        let key = try XCTUnwrap(bytes.firstIndex(of: 0xC3))
+        bytes[key + 1] = 0x28
+        XCTAssertThrowsError(try BinaryWire.decode([String: Int].self, from: bytes))
+    }
+
+    /// A type that codes its superclass's part under "super" round-trips, whatever its keys.
+    func testSuperEncoderAndDecoderNeedNoKeyOfTheirOwn() throws {
+        struct Layered: Codable, Equatable {
+            var base: Int
+            var own: String
+            private enum Keys: CodingKey { case own }
+            init(base: Int, own: String) {
+                self.base = base
+                self.own = own
+            }
+            init(from decoder: any Decoder) throws {
+                let c = try decoder.container(keyedBy: Keys.self)
+                own = try c.decode(String.self, forKey: .own)
+                base = try c.superDecoder().singleValueContainer().decode(Int.self)
+            }
+            func encode(to encoder: any Encoder) throws {
+                var c = encoder.container(keyedBy: Keys.self)
+                try c.encode(own, forKey: .own)
+                var base = c.superEncoder().singleValueContainer()
+                try base.encode(self.base)
+            }
+        }
+        let value = Layered(base: 7, own: "x")
+        XCTAssertEqual(try BinaryWire.decode(Layered.self, from: BinaryWire.encode(value)), value)
+    }
+
     /// What the daemon answers depends on how far a request could be read, as with JSON.
     func testAnUnknownOperationAndBadArgumentsKeepTheRequestsID() throws {
         struct Raw: Codable {
