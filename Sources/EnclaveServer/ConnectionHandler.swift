@@ -59,9 +59,6 @@ final class ConnectionHandler: Sendable {
         }
     }
 
-    /// Whether the client asked for `BinaryWire` in its hello: every message after the answer is coded so.
-    private let binary = Atomic(false)
-
     /// Whether the client once sent a request before the one ahead of it was answered (several
     /// threads on one connection): its reads then run as tasks of their own, in order, so that
     /// the next is read meanwhile; a client that waits for each answer has its reads answered
@@ -73,7 +70,8 @@ final class ConnectionHandler: Sendable {
     func receive(_ payload: [UInt8], followed: Bool = false) async -> Bool {
         if followed { pipelines.store(true, ordering: .relaxed) }
         let envelope: RequestEnvelope
-        let encoding: WireEncoding = binary.load(ordering: .relaxed) ? .binary : .json
+        // The coding the first hello chose (`ConnectionStateMachine.encoding`): JSON until then.
+        let encoding = state.withLock { $0.encoding }
         do { envelope = try RequestEnvelope.decode(payload, encoding) } catch let e as RequestDecodingError {
             let code: FailureCode =
                 e.kind == .unknownOperation
@@ -102,10 +100,9 @@ final class ConnectionHandler: Sendable {
                     )
                 )
             )
-            // The first hello's answer went in JSON; what follows, both ways, in the coding it named
+            // The first hello's answer went in JSON; the replies that follow in the coding it named
             // (a later hello names the same one: nothing changes).
             sink.speak(chosen)
-            binary.store(chosen == .binary, ordering: .relaxed)
         case .refuseAndClose(let failure):
             await sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
             return false
