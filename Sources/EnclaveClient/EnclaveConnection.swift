@@ -104,6 +104,11 @@ public final class EnclaveConnection: @unchecked Sendable {
             throw EnclaveClientError.connectionLost
         }
         switch greeting {
+        case .hello(let h) where h.encoding.map { WireEncoding(rawValue: $0) == nil } ?? false:
+            close()
+            throw EnclaveClientError.protocolError(
+                "the daemon named a coding this client did not offer: \(h.encoding!)"
+            )
         case .hello(let h):
             hello = h
             // Nothing else was sent before this answer, and the daemon sends nothing unasked after it.

@@ -25,20 +25,44 @@ final class BinaryWireReader {
         .dataCorrupted(.init(codingPath: codingPath, debugDescription: why))
     }
 
-    func uint32(at offset: Int, within limit: Int, _ codingPath: [any CodingKey]) throws -> Int {
-        guard offset >= 0, offset + 4 <= limit else { throw corrupted("cut short", codingPath) }
-        var v: UInt32 = 0
-        for i in 0..<4 { v |= UInt32(bytes[offset + i]) << (8 * i) }
-        guard let length = Int(exactly: v), length <= limit else {
-            throw corrupted("a length past the end", codingPath)
+    /// The varint at `offset` and the offset after it. Cut short, longer than 10 bytes, or past
+    /// 64 bits: corrupted.
+    func varint(at offset: Int, within limit: Int, _ codingPath: [any CodingKey]) throws -> (UInt64, next: Int) {
+        var value: UInt64 = 0
+        var at = offset
+        for shift in stride(from: 0, to: 70, by: 7) {
+            guard at >= 0, at < limit else { throw corrupted("cut short", codingPath) }
+            let byte = bytes[at]
+            at += 1
+            guard shift < 63 || byte <= 1 else { throw corrupted("a number past 64 bits", codingPath) }
+            value |= UInt64(byte & 0x7F) << UInt64(shift)
+            if byte < 0x80 { return (value, at) }
         }
-        return length
+        throw corrupted("a number past 64 bits", codingPath)
     }
 
-    func uint64(at offset: Int) -> UInt64 {
-        var v: UInt64 = 0
-        for i in 0..<8 { v |= UInt64(bytes[offset + i]) << (8 * i) }
-        return v
+    /// A varint length or count at `offset`, and the offset after it: at most what is left
+    /// before `limit`.
+    func length(at offset: Int, within limit: Int, _ codingPath: [any CodingKey]) throws -> (Int, next: Int) {
+        let (value, next) = try varint(at: offset, within: limit, codingPath)
+        guard value <= UInt64(limit - next) else { throw corrupted("a length past the end", codingPath) }
+        return (Int(value), next)
+    }
+
+    /// The number of an `int` or `uint` value at `offset` (whose end was checked).
+    func integer(at offset: Int) -> (signed: Int64?, unsigned: UInt64?) {
+        guard let raw = try? varint(at: offset + 1, within: bytes.count, []).0 else { return (nil, nil) }
+        switch bytes[offset] {
+        case BinaryWire.Tag.int.rawValue: return (Int64(bitPattern: (raw >> 1) ^ (0 &- (raw & 1))), nil)
+        case BinaryWire.Tag.uint.rawValue: return (nil, raw)
+        default: return (nil, nil)
+        }
+    }
+
+    func double(at offset: Int) -> Double {
+        var bits: UInt64 = 0
+        for i in 0..<8 { bits |= UInt64(bytes[offset + 1 + i]) << UInt64(8 * i) }
+        return Double(bitPattern: bits)
     }
 
     func tag(at offset: Int, _ codingPath: [any CodingKey]) throws -> BinaryWire.Tag {
@@ -54,18 +78,21 @@ final class BinaryWireReader {
         let end: Int
         switch try tag(at: offset, codingPath) {
         case .null, .false, .true: end = offset + 1
-        case .int, .uint, .double: end = offset + 9
+        case .int, .uint: end = try varint(at: offset + 1, within: limit, codingPath).next
+        case .double: end = offset + 9
         case .string, .bytes, .array, .object:
-            end = offset + 5 + (try uint32(at: offset + 1, within: limit, codingPath))
+            let (length, body) = try length(at: offset + 1, within: limit, codingPath)
+            end = body + length
         }
         guard end <= limit else { throw corrupted("a value runs past its end", codingPath) }
         return end
     }
 
-    /// The bytes of a `string` or `bytes` value at `offset` (whose end was checked).
+    /// The bytes of a `string` or `bytes` value at `offset` (whose end was checked), or of an
+    /// array's or object's body.
     func payload(at offset: Int) -> Range<Int> {
-        let length = (try? uint32(at: offset + 1, within: bytes.count, [])) ?? 0
-        return offset + 5..<offset + 5 + length
+        guard let found = try? length(at: offset + 1, within: bytes.count, []) else { return offset..<offset }
+        return found.next..<found.next + found.0
     }
 
     func text(_ range: Range<Int>, _ codingPath: [any CodingKey]) throws -> String {
@@ -89,26 +116,27 @@ final class BinaryWireReader {
                 .init(codingPath: codingPath, debugDescription: "expected \(object ? "an object" : "an array")")
             )
         }
-        let limit = try end(ofValueAt: offset, within: bytes.count, codingPath: codingPath)
-        let count = try uint32(at: offset + 5, within: limit, codingPath)
-        // Each item takes a byte at least: a count beyond the bytes is a lie, not a reason to reserve.
-        guard count <= limit - offset - 9 else { throw corrupted("more items than bytes", codingPath) }
+        _ = try end(ofValueAt: offset, within: bytes.count, codingPath: codingPath)
+        let body = payload(at: offset)
+        let limit = body.upperBound
+        var (count, at) = try length(at: body.lowerBound, within: limit, codingPath)
+        // Each item takes a byte at least (`length` checked the count against the bytes left): a
+        // count that lies is refused before anything is reserved for it.
         var keys: [Range<Int>] = []
         var values: [Int] = []
         values.reserveCapacity(count)
         if object { keys.reserveCapacity(count) }
-        var at = offset + 9
-        for _ in 0..<count {
+        while count > 0 {
+            count -= 1
             if object {
-                let length = try uint32(at: at, within: limit, codingPath)
-                guard at + 4 + length <= limit else { throw corrupted("a key runs past its end", codingPath) }
-                let key = at + 4..<at + 4 + length
+                let (keyLength, start) = try length(at: at, within: limit, codingPath)
+                let key = start..<start + keyLength
                 // A key is text, as in JSON: checked here, so no container drops one it cannot read.
                 if bytes[key].contains(where: { $0 >= 0x80 }), String(validating: bytes[key], as: UTF8.self) == nil {
                     throw corrupted("a key that is not UTF-8", codingPath)
                 }
                 keys.append(key)
-                at += 4 + length
+                at = key.upperBound
             }
             values.append(at)
             at = try end(ofValueAt: at, within: limit, codingPath: codingPath)

@@ -81,8 +81,8 @@ struct BinaryWireDecoding: Decoder {
     func integer<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
         let value: I?
         switch try reader.tag(at: offset, codingPath) {
-        case .int: value = I(exactly: Int64(bitPattern: reader.uint64(at: offset + 1)))
-        case .uint: value = I(exactly: reader.uint64(at: offset + 1))
+        case .int: value = reader.integer(at: offset).signed.flatMap { I(exactly: $0) }
+        case .uint: value = reader.integer(at: offset).unsigned.flatMap { I(exactly: $0) }
         default: value = nil
         }
         guard let value else { throw mismatch(type) }
@@ -93,9 +93,9 @@ struct BinaryWireDecoding: Decoder {
     func double() throws -> Double {
         let value: Double
         switch try reader.tag(at: offset, codingPath) {
-        case .double: value = Double(bitPattern: reader.uint64(at: offset + 1))
-        case .int: value = Double(Int64(bitPattern: reader.uint64(at: offset + 1)))
-        case .uint: value = Double(reader.uint64(at: offset + 1))
+        case .double: value = reader.double(at: offset)
+        case .int: value = Double(reader.integer(at: offset).signed ?? 0)
+        case .uint: value = Double(reader.integer(at: offset).unsigned ?? 0)
         default: throw mismatch(Double.self)
         }
         guard value.isFinite else { throw reader.corrupted("a number that is not finite", codingPath) }

@@ -4,12 +4,14 @@ import Foundation
 /// (`BinaryWire.Tag`) with lengths instead of text. A client and the daemon agree on it in
 /// `hello` (`WireEncoding`); JSON stays for whoever does not ask (the PAM module, raw clients).
 ///
-/// A value is a tag byte and its payload, little-endian:
+/// A value is a tag byte and its payload; "varint" is LEB128 (7 bits a byte, low first, at most
+/// 10 bytes), so small numbers and lengths take one byte and no message is larger than its JSON:
 /// - `null`, `false`, `true`: nothing more;
-/// - `int` (Int64), `uint` (UInt64), `double` (its bits): 8 bytes;
-/// - `string` (UTF-8), `bytes` (`Data`): a UInt32 length, then the bytes;
-/// - `array`, `object`: a UInt32 length of what follows it, a UInt32 count, then the items
-///   (an object's each a key — UInt32 length and UTF-8 — then its value). The length lets a
+/// - `int` (Int64, zigzag: 0, −1, 1, −2… as 0, 1, 2, 3…) and `uint` (UInt64): a varint;
+/// - `double`: its bits, 8 bytes little-endian;
+/// - `string` (UTF-8), `bytes` (`Data`, raw where JSON has base64): a varint length, the bytes;
+/// - `array`, `object`: a varint length of what follows it, a varint count, then the items
+///   (an object's each a key — varint length and UTF-8 — then its value). The length lets a
 ///   reader step over a value without reading into it.
 /// `Date` travels as a `double` of seconds since 1970, as the JSON replies carry it.
 public enum BinaryWire {
@@ -46,37 +48,38 @@ enum BinaryWireValue {
         case .bool(let b): out.append(b ? BinaryWire.Tag.true.rawValue : BinaryWire.Tag.false.rawValue)
         case .int(let v):
             out.append(BinaryWire.Tag.int.rawValue)
-            Self.append(UInt64(bitPattern: v), into: &out)
+            Self.appendVarint(UInt64(bitPattern: (v << 1) ^ (v >> 63)), into: &out)
         case .uint(let v):
             out.append(BinaryWire.Tag.uint.rawValue)
-            Self.append(v, into: &out)
+            Self.appendVarint(v, into: &out)
         case .double(let v):
             out.append(BinaryWire.Tag.double.rawValue)
-            Self.append(v.bitPattern, into: &out)
+            for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v.bitPattern >> (8 * i))) }
         case .string(let s):
             out.append(BinaryWire.Tag.string.rawValue)
             Self.appendText(s, into: &out)
         case .bytes(let d):
             out.append(BinaryWire.Tag.bytes.rawValue)
-            Self.append(UInt32(d.count), into: &out)
+            Self.appendVarint(UInt64(d.count), into: &out)
             out.append(contentsOf: d)
         case .container(let c): c.write(into: &out)
         case .encoder(let e): (e.value ?? .null).write(into: &out)
         }
     }
 
-    static func append(_ v: UInt64, into out: inout [UInt8]) {
-        for i in 0..<8 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
-    }
-
-    static func append(_ v: UInt32, into out: inout [UInt8]) {
-        for i in 0..<4 { out.append(UInt8(truncatingIfNeeded: v >> (8 * i))) }
+    static func appendVarint(_ v: UInt64, into out: inout [UInt8]) {
+        var v = v
+        while v >= 0x80 {
+            out.append(UInt8(truncatingIfNeeded: v) | 0x80)
+            v >>= 7
+        }
+        out.append(UInt8(v))
     }
 
     static func appendText(_ s: String, into out: inout [UInt8]) {
         var s = s
         s.withUTF8 { utf8 in
-            append(UInt32(utf8.count), into: &out)
+            appendVarint(UInt64(utf8.count), into: &out)
             out.append(contentsOf: utf8)
         }
     }
@@ -90,17 +93,19 @@ final class BinaryWireContainer {
 
     init(isObject: Bool) { self.isObject = isObject }
 
+    /// The body is written first and its length put before it once known (its varint's own size
+    /// moves the body at most once).
     func write(into out: inout [UInt8]) {
         out.append(isObject ? BinaryWire.Tag.object.rawValue : BinaryWire.Tag.array.rawValue)
-        let lengthAt = out.count
-        out.append(contentsOf: [0, 0, 0, 0])
-        BinaryWireValue.append(UInt32(values.count), into: &out)
+        let bodyAt = out.count
+        BinaryWireValue.appendVarint(UInt64(values.count), into: &out)
         for (i, value) in values.enumerated() {
             if isObject { BinaryWireValue.appendText(keys[i], into: &out) }
             value.write(into: &out)
         }
-        let length = UInt32(out.count - lengthAt - 4)
-        for i in 0..<4 { out[lengthAt + i] = UInt8(truncatingIfNeeded: length >> (8 * i)) }
+        var length: [UInt8] = []
+        BinaryWireValue.appendVarint(UInt64(out.count - bodyAt), into: &length)
+        out.insert(contentsOf: length, at: bodyAt)
     }
 }
 

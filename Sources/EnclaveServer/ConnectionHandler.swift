@@ -59,16 +59,15 @@ final class ConnectionHandler: Sendable {
         }
     }
 
-    /// Whether the client once sent a request before the one ahead of it was answered (several
-    /// threads on one connection): its reads then run as tasks of their own, in order, so that
-    /// the next is read meanwhile; a client that waits for each answer has its reads answered
-    /// where they arrive.
+    /// Whether the client was once seen sending a request behind one it waits for the answer to
+    /// (several threads on one connection): its reads then run as tasks of their own, started in
+    /// the order they came, so that the next is read meanwhile; a client that waits for each
+    /// answer has its reads answered where they arrive.
     private let pipelines = Atomic(false)
 
     /// Called for each complete frame, in order. Returns false when the connection must close.
-    /// `followed`: the client sent more behind it, not waiting for its answer.
+    /// `followed`: more of the client's bytes were read with it (it sent more without waiting).
     func receive(_ payload: [UInt8], followed: Bool = false) async -> Bool {
-        if followed { pipelines.store(true, ordering: .relaxed) }
         let envelope: RequestEnvelope
         // The coding the first hello chose (`ConnectionStateMachine.encoding`): JSON until then.
         let encoding = state.withLock { $0.encoding }
@@ -84,6 +83,9 @@ final class ConnectionHandler: Sendable {
         }
         let id = envelope.id
         let request = envelope.request
+        // A context's `invalidate`, whose answer nobody waits for, is sent just before the next
+        // request by a client that waits for every other answer: it does not count.
+        if followed, request.operation != .invalidate { pipelines.store(true, ordering: .relaxed) }
         switch state.withLock({ $0.requestArrived(request) }) {
         case .greet(let chosen):
             await sink.send(

@@ -61,8 +61,12 @@ final class EnclaveConnectionTests: XCTestCase {
                 let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 guard n > 0 else { return }
                 decoder.append(buffer[0..<n])
+                // Each frame is read in whichever coding it is in (the two never read each other's),
+                // so a client that speaks the wrong one is recorded, not left waiting.
                 while let frame = try? decoder.nextFrame(),
-                    let envelope = try? RequestEnvelope.decode(frame, lock.withLock { coding })
+                    case let (envelope, spoken)? = WireEncoding.allCases.lazy.compactMap({ encoding in
+                        (try? RequestEnvelope.decode(frame, encoding)).map { ($0, encoding) }
+                    }).first
                 {
                     if case .hello(let hello) = envelope.request {
                         let chosen = offersBinary ? hello.chosenEncoding : .json
@@ -82,7 +86,7 @@ final class EnclaveConnectionTests: XCTestCase {
                         ])
                         lock.withLock { coding = chosen }
                     } else {
-                        lock.withLock { seen.append(coding) }
+                        lock.withLock { seen.append(spoken) }
                         handle(envelope, self)
                     }
                 }

@@ -74,24 +74,42 @@ final class BinaryWireTests: XCTestCase {
     }
 
     /// Attack: lengths and counts that lie. A length past the end, or a count of 2³² − 1 items in a
-    /// few bytes, is refused before anything is read or reserved for it.
+    /// few bytes, is refused before anything is read or reserved for it; so is a number whose
+    /// varint runs past 64 bits.
     func testLengthsAndCountsThatLieAreRefused() {
         var bytes = canEvaluate
         XCTAssertEqual(bytes[0], 9, "an object")
-        bytes[1] = 0xFF
+        XCTAssertEqual(Int(bytes[1]), bytes.count - 2, "its length, one varint byte")
+        bytes[1] += 1
         XCTAssertThrowsError(try RequestEnvelope.decode(bytes, .binary), "the object's length runs past the end")
         bytes = canEvaluate
-        bytes[5...8] = [0xFF, 0xFF, 0xFF, 0xFF]
-        XCTAssertThrowsError(try RequestEnvelope.decode(bytes, .binary), "4 billion items in a few bytes")
-        XCTAssertThrowsError(try BinaryWire.decode([String].self, from: [8, 4, 0, 0, 0, 0xFF, 0xFF, 0xFF, 0x7F]))
-        XCTAssertThrowsError(try BinaryWire.decode(String.self, from: [6, 0xFF, 0xFF, 0xFF, 0xFF, 0x41]))
+        XCTAssertEqual(bytes[2], 3, "id, op, args")
+        bytes[2] = 0x7F
+        XCTAssertThrowsError(try RequestEnvelope.decode(bytes, .binary), "127 items in a few bytes")
+        XCTAssertThrowsError(try BinaryWire.decode([String].self, from: [8, 5, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F]))
+        XCTAssertThrowsError(try BinaryWire.decode(String.self, from: [6, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x41]))
+        XCTAssertEqual(try BinaryWire.decode(UInt64.self, from: [4] + [UInt8](repeating: 0xFF, count: 9) + [1]), .max)
+        XCTAssertThrowsError(try BinaryWire.decode(UInt64.self, from: [4] + [UInt8](repeating: 0xFF, count: 9) + [2]))
+        XCTAssertThrowsError(try BinaryWire.decode(UInt64.self, from: [4] + [UInt8](repeating: 0x80, count: 10) + [0]))
     }
 
     func testTextThatIsNotUTF8AndTagsThatAreNoTagsAreRefused() {
-        XCTAssertEqual(try BinaryWire.decode(String.self, from: [6, 2, 0, 0, 0, 0x68, 0x69]), "hi")
-        XCTAssertThrowsError(try BinaryWire.decode(String.self, from: [6, 2, 0, 0, 0, 0xC3, 0x28]))
+        XCTAssertEqual(try BinaryWire.decode(String.self, from: [6, 2, 0x68, 0x69]), "hi")
+        XCTAssertThrowsError(try BinaryWire.decode(String.self, from: [6, 2, 0xC3, 0x28]))
         XCTAssertThrowsError(try BinaryWire.decode(String.self, from: [10]))
-        XCTAssertThrowsError(try BinaryWire.decode(Bool.self, from: [6, 0, 0, 0, 0]), "a string is not a Bool")
+        XCTAssertThrowsError(try BinaryWire.decode(Bool.self, from: [6, 0]), "a string is not a Bool")
+    }
+
+    /// No message is larger than its JSON: the frame limit (64 KiB) holds as much either way.
+    func testNoMessageIsLargerThanItsJSON() {
+        for (i, request) in RequestTests.everyRequest.enumerated() {
+            let envelope = RequestEnvelope(id: UInt64(1000 + i), request: request)
+            XCTAssertLessThanOrEqual(envelope.encoded(.binary).count, envelope.encoded(.json).count, "\(request)")
+        }
+        for (i, reply) in ReplyTests.everyReply.enumerated() {
+            let envelope = ReplyEnvelope(id: UInt64(1000 + i), reply: reply)
+            XCTAssertLessThanOrEqual(envelope.encoded(.binary).count, envelope.encoded(.json).count, "\(reply)")
+        }
     }
 
     /// What JSON cannot carry this coding refuses too: a number that is not finite (a NaN date or

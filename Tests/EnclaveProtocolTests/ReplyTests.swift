@@ -151,6 +151,20 @@ final class ReplyTests: XCTestCase {
         }
     }
 
+    /// The coding a daemon chose travels under its JSON name; a daemon from before names none.
+    func testHelloNamesTheCodingUnderItsJSONName() throws {
+        let chosen = ReplyEnvelope(
+            id: 1,
+            reply: .hello(HelloReply(version: 1, mode: .user, uid: 1000, app: "/a", encoding: "binary"))
+        )
+        XCTAssertTrue(String(decoding: chosen.encoded(), as: UTF8.self).contains(#""encoding":"binary""#))
+        let old = Array(
+            #"{"id":1,"reply":{"kind":"hello","value":{"version":1,"mode":"user","uid":1000,"app":"/a"}}}"#.utf8
+        )
+        guard case .hello(let hello) = try ReplyEnvelope.decode(old).reply else { return XCTFail("a hello") }
+        XCTAssertEqual(hello.wireEncoding, .json)
+    }
+
     func testEveryFailureCodeRoundTrips() throws {
         let codes: [FailureCode] = [
             .malformedMessage, .unknownOperation, .invalidParameter, .unsupportedVersion, .outOfOrder,

@@ -135,6 +135,16 @@ final class RequestTests: XCTestCase {
         }
     }
 
+    /// The coding a client offers travels under a name the PAM module and raw clients can write.
+    func testHelloOffersCodingsUnderTheirJSONName() throws {
+        let json = Array(#"{"id":1,"op":"hello","args":{"version":1,"encodings":["zstd","binary"]}}"#.utf8)
+        guard case .hello(let hello) = try RequestEnvelope.decode(json).request else { return XCTFail("a hello") }
+        XCTAssertEqual(hello.chosenEncoding, .binary)
+        let plain = Array(#"{"id":1,"op":"hello","args":{"version":1}}"#.utf8)
+        guard case .hello(let old) = try RequestEnvelope.decode(plain).request else { return XCTFail("a hello") }
+        XCTAssertEqual(old.chosenEncoding, .json, "a client from before offers nothing")
+    }
+
     func testEveryOperationIsCoveredAndKnown() {
         let covered = Set(Self.everyRequest.map(\.operation.rawValue))
         XCTAssertEqual(covered, Request.operations)

@@ -928,6 +928,10 @@ final class ConnectionHandlerTests: XCTestCase {
             )
         )
         XCTAssertEqual([plain.status, guarded.status], [.success, .success])
+        // A connection of its own for the rest: an add's task may hold its place a moment after
+        // its answer left.
+        handler = connect(app)
+        _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
         let limit = ContextTable<RunningRequest>.maxRunning
         let options = EvaluationOptions(reason: "Unlock")
         for i in 0..<limit {
@@ -960,6 +964,16 @@ final class ConnectionHandlerTests: XCTestCase {
             return XCTFail("a read that must prove a step takes a place, and there is none")
         }
         XCTAssertEqual(refused.code, .busy)
+        // A context's invalidate, whose answer nobody waits for, sent just before the next request
+        // (as after every SecItem call without an LAContext), is not pipelining.
+        _ = await handler.receive(
+            RequestEnvelope(id: 3950, request: .invalidate(.init(context: "read-3900"))).encoded(),
+            followed: true
+        )
+        guard case .keychain(let again) = try await read(3951, "plain") else {
+            return XCTFail("still answered where it arrives")
+        }
+        XCTAssertEqual(again.status, .success, again.message ?? "")
         // A client that sent more behind a request is served as it pipelines from then on: each
         // read a task of its own, in order, so the next is read meanwhile; such a read takes a place.
         guard case .failure(let pipelined) = try await read(3902, "plain", followed: true) else {
@@ -972,6 +986,28 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(after.code, .busy)
         handler.closed()
         for i in 0..<limit { _ = try await sink.final(UInt64(3000 + i)) }
+    }
+
+    /// A pipelining connection's read that needs nobody is answered as a task of its own, with the
+    /// item, as before reads were answered where they arrive.
+    func testAPipeliningConnectionsReadIsAnsweredAsATask() async throws {
+        let added = try await keychain(
+            .add,
+            KeychainRequest(
+                attributes: ["class": .string("genp"), "acct": .string("p"), "v_Data": .data(Data("v".utf8))],
+                context: "add"
+            )
+        )
+        XCTAssertEqual(added.status, .success)
+        _ = await handler.receive(RequestEnvelope(id: 4000, request: .status).encoded(), followed: true)
+        let query = KeychainRequest(
+            attributes: ["class": .string("genp"), "acct": .string("p")],
+            context: "read",
+            returnData: true
+        )
+        _ = await handler.receive(RequestEnvelope(id: 4001, request: .keychainCopy(query)).encoded())
+        guard case .keychain(let read) = try await sink.final(4001) else { return XCTFail("a keychain reply") }
+        XCTAssertEqual(read.items.first?.data, Data("v".utf8))
     }
 
     /// Attack: one user stores items without end (the disk every user's counters live on). At the
