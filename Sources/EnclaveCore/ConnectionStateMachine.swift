@@ -28,6 +28,11 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
     /// The coding after the first hello's answer: that hello's choice. A later hello changes
     /// nothing: replies of running requests may be on their way.
     public private(set) var encoding = WireEncoding.json
+    /// Whether the client was once seen sending a request behind one it waits for the answer to
+    /// (several threads on one connection). Its reads then run as tasks of their own, started in
+    /// the order they came, so that the next is read meanwhile; until then a read that needs
+    /// nobody is answered where it arrives.
+    public private(set) var pipelines = false
     /// Root on a user-mode daemon run by another user: it may only lift the passcode counter.
     private let administrator: Bool
     /// Whether a request of this connection waits for the person now.
@@ -59,8 +64,12 @@ public struct ConnectionStateMachine<Running, Agent, Waiter> {
         case drop
     }
 
-    /// A request, decoded, in the order it arrived.
-    public mutating func requestArrived(_ request: Request) -> RequestAction {
+    /// A request, decoded, in the order it arrived. `followed`: more of the client's bytes were
+    /// read with it (it sent more without waiting). A context's `invalidate`, whose answer nobody
+    /// waits for, is sent just before the next request by a client that waits for every other
+    /// answer: it does not count.
+    public mutating func requestArrived(_ request: Request, followed: Bool = false) -> RequestAction {
+        if followed, request.operation != .invalidate { pipelines = true }
         switch phase {
         case .closed:
             return .drop

@@ -88,8 +88,7 @@ final class BinaryWireReader {
         return end
     }
 
-    /// The bytes of a `string` or `bytes` value at `offset` (whose end was checked), or of an
-    /// array's or object's body.
+    /// The bytes of a `string` or `bytes` value at `offset` (whose end was checked).
     func payload(at offset: Int) -> Range<Int> {
         guard let found = try? length(at: offset + 1, within: bytes.count, []) else { return offset..<offset }
         return found.next..<found.next + found.0
@@ -116,10 +115,9 @@ final class BinaryWireReader {
                 .init(codingPath: codingPath, debugDescription: "expected \(object ? "an object" : "an array")")
             )
         }
-        _ = try end(ofValueAt: offset, within: bytes.count, codingPath: codingPath)
-        let body = payload(at: offset)
-        let limit = body.upperBound
-        var (count, at) = try length(at: body.lowerBound, within: limit, codingPath)
+        let (bodyLength, body) = try length(at: offset + 1, within: bytes.count, codingPath)
+        let limit = body + bodyLength
+        var (count, at) = try length(at: body, within: limit, codingPath)
         // Each item takes a byte at least (`length` checked the count against the bytes left): a
         // count that lies is refused before anything is reserved for it.
         var keys: [Range<Int>] = []

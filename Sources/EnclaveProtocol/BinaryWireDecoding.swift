@@ -195,7 +195,7 @@ struct BinaryWireDecoding: Decoder {
             return BinaryWireDecoding(
                 reader: decoding.reader,
                 offset: values[i],
-                codingPath: codingPath + [BinaryWireIndexKey(stringValue: "super")]
+                codingPath: codingPath + [BinaryWirePathKey(stringValue: "super")]
             )
         }
 
@@ -217,7 +217,7 @@ struct BinaryWireDecoding: Decoder {
             self.values = values
         }
 
-        private var path: [any CodingKey] { codingPath + [BinaryWireIndexKey(currentIndex)] }
+        private var path: [any CodingKey] { codingPath + [BinaryWirePathKey(currentIndex)] }
 
         private func next() throws -> Int {
             guard !isAtEnd else {

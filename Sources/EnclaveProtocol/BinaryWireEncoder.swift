@@ -195,7 +195,7 @@ final class BinaryWireEncoding: Encoder {
 
         /// The value under "super", whatever keys `Key` has (as JSONEncoder's).
         mutating func superEncoder() -> any Encoder {
-            let encoder = BinaryWireEncoding(codingPath: codingPath + [BinaryWireIndexKey(stringValue: "super")])
+            let encoder = BinaryWireEncoding(codingPath: codingPath + [BinaryWirePathKey(stringValue: "super")])
             container.keys.append("super")
             container.values.append(.encoder(encoder))
             return encoder
@@ -213,7 +213,7 @@ final class BinaryWireEncoding: Encoder {
         let codingPath: [any CodingKey]
         var count: Int { container.values.count }
 
-        private var indexKey: any CodingKey { BinaryWireIndexKey(count) }
+        private var indexKey: any CodingKey { BinaryWirePathKey(count) }
 
         mutating func encodeNil() throws { container.values.append(.null) }
         mutating func encode(_ value: Bool) throws { container.values.append(.bool(value)) }
@@ -268,7 +268,7 @@ final class BinaryWireEncoding: Encoder {
 }
 
 /// A place in a coding path that no `CodingKeys` names: an array item's index, or "super".
-struct BinaryWireIndexKey: CodingKey {
+struct BinaryWirePathKey: CodingKey {
     let intValue: Int?
     private let name: String?
     /// Made only when a path is shown (an error), not for every item on the way.

@@ -59,12 +59,6 @@ final class ConnectionHandler: Sendable {
         }
     }
 
-    /// Whether the client was once seen sending a request behind one it waits for the answer to
-    /// (several threads on one connection): its reads then run as tasks of their own, started in
-    /// the order they came, so that the next is read meanwhile; a client that waits for each
-    /// answer has its reads answered where they arrive.
-    private let pipelines = Atomic(false)
-
     /// Called for each complete frame, in order. Returns false when the connection must close.
     /// `followed`: more of the client's bytes were read with it (it sent more without waiting).
     func receive(_ payload: [UInt8], followed: Bool = false) async -> Bool {
@@ -83,10 +77,7 @@ final class ConnectionHandler: Sendable {
         }
         let id = envelope.id
         let request = envelope.request
-        // A context's `invalidate`, whose answer nobody waits for, is sent just before the next
-        // request by a client that waits for every other answer: it does not count.
-        if followed, request.operation != .invalidate { pipelines.store(true, ordering: .relaxed) }
-        switch state.withLock({ $0.requestArrived(request) }) {
+        switch state.withLock({ $0.requestArrived(request, followed: followed) }) {
         case .greet(let chosen):
             await sink.send(
                 ReplyEnvelope(
@@ -211,7 +202,7 @@ final class ConnectionHandler: Sendable {
             try startKeychain(id: id, .add, k, session: session)
             return nil
         case .keychainCopy(let k):
-            if pipelines.load(ordering: .relaxed) {
+            if state.withLock({ $0.pipelines }) {
                 try startKeychain(id: id, .copy, k, session: session)
                 return nil
             }

@@ -53,6 +53,25 @@ final class ConnectionStateMachineTests: XCTestCase {
         XCTAssertFalse(machine.helloDeadlinePassed())
     }
 
+    /// A client is pipelining once a request came with more of its bytes behind it, for good; a
+    /// context's `invalidate` (whose answer nobody waits for) sent just before the next does not count.
+    func testAClientPipelinesOnceARequestCameWithMoreBehindIt() {
+        let rows: [(arrivals: [(Request, followed: Bool)], pipelines: Bool)] = [
+            ([(.status, false), (.canEvaluate(.init(context: "a", policy: 1)), false)], false),
+            ([(.invalidate(.init(context: "a")), true), (.status, false)], false),
+            ([(.status, true), (.status, false)], true),
+            (
+                [(.invalidate(.init(context: "a")), true), (.status, true), (.invalidate(.init(context: "b")), false)],
+                true
+            ),
+        ]
+        for row in rows {
+            var machine = greeted()
+            for (request, followed) in row.arrivals { _ = machine.requestArrived(request, followed: followed) }
+            XCTAssertEqual(machine.pipelines, row.pipelines, "\(row.arrivals.map { ($0.0.operation, $0.followed) })")
+        }
+    }
+
     /// The first hello chooses the coding of what follows it: binary when offered. A later hello
     /// changes nothing, whatever it offers (replies of running requests may be on their way).
     func testTheFirstHelloChoosesTheCodingForGood() {
