@@ -126,9 +126,9 @@ extension ConnectionHandler {
             let value = try await body()
             audit(operation, result: "ok")
             return value
-        } catch let f as Failure {
-            audit(operation, result: f.code.rawValue)
-            throw f
+        } catch {
+            if let failure = DaemonError.failure(for: error) { audit(operation, result: failure.code.rawValue) }
+            throw error
         }
     }
 }

@@ -118,9 +118,8 @@ final class ConnectionHandler: Sendable {
     private func answer(_ envelope: RequestEnvelope) async -> Reply? {
         do {
             return try await handle(envelope)
-        } catch let failure as Failure {
-            return .failure(failure)
         } catch {
+            if let failure = DaemonError.failure(for: error) { return .failure(failure) }
             logger.error("request failed", metadata: ["op": "\(envelope.request.operation)", "error": "\(error)"])
             return .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))
         }

@@ -36,7 +36,7 @@ public final class EnclaveDaemon: Sendable {
     /// to `show` (which must have shown it, or throw) before it replaces the one before.
     public func issueRecoverySecret(show: (String) throws -> Void) throws {
         guard let secretToIssueFor else {
-            throw MasterKeyRoot.RootError(description: "--issue-tpm-recovery: this state is not sealed to a TPM")
+            throw DaemonError(.masterKeyRoot, "--issue-tpm-recovery: this state is not sealed to a TPM")
         }
         try TPMRootRecovery.issue(tpmSecret: secretToIssueFor, stateDirectory: config.stateDirectory, show: show)
     }
@@ -54,17 +54,6 @@ public final class EnclaveDaemon: Sendable {
     /// capabilities to do it itself (`PeerHelper`).
     let peerHelper: PeerHelperClient?
     private let lockDescriptor: Int32
-
-    public enum StartError: Error, CustomStringConvertible {
-        case alreadyRunning(String)
-        case cannotLock(String, Int32)
-        public var description: String {
-            switch self {
-            case .alreadyRunning(let dir): return "another laenclaved already serves \(dir)"
-            case .cannotLock(let path, let e): return "cannot lock \(path): \(String(cString: strerror(e)))"
-            }
-        }
-    }
 
     /// The user a user-mode daemon serves: the one it runs as (in-process tests may name another).
     public let servedUser: UInt32
@@ -86,12 +75,16 @@ public final class EnclaveDaemon: Sendable {
         try Storage.makePrivateDirectory(config.stateDirectory)
         let lockPath = config.stateDirectory + "/laenclaved.lock"
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StartError.cannotLock(lockPath, errno) }
+        guard fd >= 0 else {
+            throw DaemonError(.cannotLock, "cannot lock \(lockPath): \(String(cString: strerror(errno)))")
+        }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let e = errno
             close(fd)
-            if e == EWOULDBLOCK { throw StartError.alreadyRunning(config.stateDirectory) }
-            throw StartError.cannotLock(lockPath, e)
+            if e == EWOULDBLOCK {
+                throw DaemonError(.alreadyRunning, "another laenclaved already serves \(config.stateDirectory)")
+            }
+            throw DaemonError(.cannotLock, "cannot lock \(lockPath): \(String(cString: strerror(e)))")
         }
         lockDescriptor = fd
         self.clock = clock
@@ -118,10 +111,9 @@ public final class EnclaveDaemon: Sendable {
         logger.info("master key root: \(opened.root.rawValue)")
         // A lost or swapped key file must not silently make every item undecryptable.
         guard try storage.confirmMasterKey(check: MasterKeyRoot.check(of: masterKey), root: opened.root) else {
-            throw KeyFileError(
-                path: config.masterKeyPath,
-                problem:
-                    "does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away"
+            throw DaemonError(
+                .masterKeyFile,
+                "master key \(config.masterKeyPath) does not belong to the state in \(config.stateDirectory); restore the key file that was used with it, or move that state away"
             )
         }
         keyEngine = opened.counter.map { .tpm(tcti: $0.tcti) } ?? .software
@@ -138,8 +130,9 @@ public final class EnclaveDaemon: Sendable {
             )
         } else {
             guard !config.reanchor else {
-                throw MasterKeyRoot.RootError(
-                    description: "--reanchor: this state's root is the software root, which has no rollback counter"
+                throw DaemonError(
+                    .masterKeyRoot,
+                    "--reanchor: this state's root is the software root, which has no rollback counter"
                 )
             }
             rollback = nil
@@ -148,7 +141,9 @@ public final class EnclaveDaemon: Sendable {
         try storage.vacuumOnceForClassKeys()
         switch config.fprintd {
         case .required:
-            do { sensor = try FprintdSensor() } catch { throw SensorUnavailable(message: "\(error)") }
+            do { sensor = try FprintdSensor() } catch {
+                throw DaemonError(.sensorUnavailable, "the fingerprint reader is not usable: \(error)")
+            }
         case .ifAvailable:
             do {
                 sensor = try FprintdSensor()
@@ -188,31 +183,20 @@ public final class EnclaveDaemon: Sendable {
         }
     }
 
-    public struct SensorUnavailable: Error, CustomStringConvertible {
-        public var message: String
-        public var description: String { "the fingerprint reader is not usable: \(message)" }
-    }
-
     deinit { close(lockDescriptor) }
 
     /// Reads the 32-byte master key, or creates it (random, 0600, in a 0700 directory).
     static func loadMasterKey(_ path: String) throws -> SymmetricKey {
         if let data = FileManager.default.contents(atPath: path) {
-            guard data.count == 32 else { throw KeyFileError(path: path, problem: "is not a 32-byte key") }
+            guard data.count == 32 else { throw DaemonError(.masterKeyFile, "master key \(path) is not a 32-byte key") }
             return SymmetricKey(data: data)
         }
         try Storage.makePrivateDirectory((path as NSString).deletingLastPathComponent)
         let key = SymmetricKey(size: .bits256)
         do { try Storage.writePrivateFile(key.withUnsafeBytes { Data($0) }, to: path) } catch {
-            throw KeyFileError(path: path, problem: "could not be written: \(error)")
+            throw DaemonError(.masterKeyFile, "master key \(path) could not be written: \(error)")
         }
         return key
-    }
-
-    struct KeyFileError: Error, CustomStringConvertible {
-        var path: String
-        var problem: String
-        var description: String { "master key \(path) \(problem)" }
     }
 
     /// The user's session, made on first use.

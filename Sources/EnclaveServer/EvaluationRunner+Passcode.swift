@@ -8,10 +8,16 @@ extension EvaluationRunner {
             if secret == .loginPassword { return .loginPasswordChecked(try await session.checkLoginPassword(passcode)) }
             let (correct, attempt) = try await session.checkPasscode(passcode)
             return .passcodeChecked(correct: correct, attempt: attempt)
-        } catch let f as Failure where [.busy, .notPermitted, .passcodeDisabled, .internalError].contains(f.code) {
-            return .systemCancel(f.message)
+        } catch let error as DaemonError where Self.cancelsTheCheck.contains(error.code) {
+            return .systemCancel(error.message)
         } catch {
             return .systemCancel("The device passcode was removed during the evaluation.")
         }
     }
+
+    /// Why a passcode check may not run, said to the person as the evaluation's end; anything
+    /// else means the passcode went while it ran.
+    private static let cancelsTheCheck: Set<DaemonError.Code> = [
+        .busy, .notPermitted, .passcodeDisabled, .stateNotSaved, .rollbackCounterNotMoved,
+    ]
 }

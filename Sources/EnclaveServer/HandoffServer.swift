@@ -81,7 +81,7 @@ final class HandoffServer: @unchecked Sendable {
     static func bind(path: String, mode: mode_t) throws -> Int32 {
         var existing = stat()
         if lstat(path, &existing) == 0 {
-            guard (existing.st_mode & S_IFMT) == S_IFSOCK else { throw SocketPathOccupiedError(path: path) }
+            guard (existing.st_mode & S_IFMT) == S_IFSOCK else { throw DaemonError.socketPathOccupied(path) }
             unlink(path)
         }
         let fd = socket(
@@ -89,13 +89,13 @@ final class HandoffServer: @unchecked Sendable {
             Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
             0
         )
-        guard fd >= 0 else { throw SocketPathOccupiedError(path: path, errno: errno) }
+        guard fd >= 0 else { throw DaemonError.socketPathOccupied(path, errno: errno) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
-            throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG)
+            throw DaemonError.socketPathOccupied(path, errno: ENAMETOOLONG)
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
@@ -108,7 +108,7 @@ final class HandoffServer: @unchecked Sendable {
         let temporaryBytes = Array(temporary.utf8)
         guard temporaryBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
-            throw SocketPathOccupiedError(path: path, errno: ENAMETOOLONG)
+            throw DaemonError.socketPathOccupied(path, errno: ENAMETOOLONG)
         }
         withUnsafeMutableBytes(of: &temporaryAddress.sun_path) { raw in
             raw.copyBytes(from: temporaryBytes)
@@ -123,7 +123,7 @@ final class HandoffServer: @unchecked Sendable {
             let e = errno
             unlink(temporary)
             close(fd)
-            throw SocketPathOccupiedError(path: path, errno: e)
+            throw DaemonError.socketPathOccupied(path, errno: e)
         }
         return fd
     }

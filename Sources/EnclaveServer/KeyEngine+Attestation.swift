@@ -50,12 +50,9 @@ extension KeyEngine {
     {
         let (tcti, primary) = try tpmRoot()
         guard let held = key.tpm else {
-            throw KeyReplyError(
-                KeyReply(
-                    problem: .notAvailable,
-                    message:
-                        "this key was made in the daemon (before the TPM root), not in the TPM: the TPM can state nothing about it"
-                )
+            throw DaemonError(
+                .keyNotAvailable,
+                "this key was made in the daemon (before the TPM root), not in the TPM: the TPM can state nothing about it"
             )
         }
         let (value, raw) = try await onTPM("certify the key") {

@@ -100,12 +100,7 @@ enum KeyEngine: Sendable {
             "this daemon runs on the software root: there is no TPM to attest (tpm = …, laenclaved --move-to-tpm)"
     ) throws -> (String, TPMPrimaryContext) {
         guard case .tpm(let tcti, let primary, _) = self else {
-            throw KeyReplyError(
-                KeyReply(
-                    problem: .notAvailable,
-                    message: why
-                )
-            )
+            throw DaemonError(.keyNotAvailable, why)
         }
         return (tcti, primary)
     }
@@ -118,14 +113,11 @@ enum KeyEngine: Sendable {
             preconditionFailure("a user's engine (forUser) uses the TPM")
         }
         do { return try await admission.run(work) } catch let error as TPMError {
-            throw KeyReplyError(KeyReply(problem: .notAvailable, message: "the TPM could not \(what): \(error)"))
+            throw DaemonError(.keyNotAvailable, "the TPM could not \(what): \(error)")
         } catch is BlockingPool.Admission.Full {
-            throw KeyReplyError(
-                KeyReply(
-                    problem: .notAvailable,
-                    message:
-                        "the TPM is busy with \(Self.usesPerUser) of this user's key operations already: try again when one has ended"
-                )
+            throw DaemonError(
+                .keyNotAvailable,
+                "the TPM is busy with \(Self.usesPerUser) of this user's key operations already: try again when one has ended"
             )
         }
     }

@@ -20,24 +20,6 @@ struct KeyRecord: Sendable, Equatable {
     var isDestroyed: Bool { wrapped.isEmpty }
 }
 
-enum KeyStoreError: Error, CustomStringConvertible {
-    case classKeyDamaged(UInt32, KeyClass)
-    case tooManyKeys(Int)
-    case tooManyKeysOfApp(Int)
-    var description: String {
-        switch self {
-        case .classKeyDamaged(let uid, let c):
-            return "the \(c.rawValue) class key of uid \(uid) does not open with the master key"
-        case .tooManyKeys(let n):
-            return
-                "this user has \(n) Secure Enclave keys, the most it may; delete some (their keychain items or rights)"
-        case .tooManyKeysOfApp(let n):
-            return
-                "this app has \(n) Secure Enclave keys, the most one app may; delete some (their keychain items or rights)"
-        }
-    }
-}
-
 extension Storage {
     /// The user's key of `keyClass`, made (random, stored wrapped under `wrappingKey`) on first use.
     func classKey(uid: UInt32, _ keyClass: KeyClass, wrappingKey: SymmetricKey) throws -> SymmetricKey {
@@ -57,7 +39,10 @@ extension Storage {
             arguments: [Int64(uid), keyClass.rawValue]
         ) {
             guard let key = KeyHierarchy.unwrap(wrapped, under: wrappingKey, context: context) else {
-                throw KeyStoreError.classKeyDamaged(uid, keyClass)
+                throw DaemonError(
+                    .classKeyDamaged,
+                    "the \(keyClass.rawValue) class key of uid \(uid) does not open with the master key"
+                )
             }
             return key
         }
@@ -81,14 +66,24 @@ extension Storage {
                     sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND LENGTH(wrapped) > 0",
                     arguments: [Int64(r.uid)]
                 ) ?? 0
-            if count >= quota.keys { throw KeyStoreError.tooManyKeys(count) }
+            if count >= quota.keys {
+                throw DaemonError(
+                    .keyQuotaExceeded,
+                    "this user has \(count) Secure Enclave keys, the most it may; delete some (their keychain items or rights)"
+                )
+            }
             let ofApp =
                 try Int.fetchOne(
                     db,
                     sql: "SELECT COUNT(*) FROM enclave_key WHERE uid = ? AND app = ? AND LENGTH(wrapped) > 0",
                     arguments: [Int64(r.uid), r.app]
                 ) ?? 0
-            if ofApp >= quota.keysPerApp { throw KeyStoreError.tooManyKeysOfApp(ofApp) }
+            if ofApp >= quota.keysPerApp {
+                throw DaemonError(
+                    .keyQuotaExceeded,
+                    "this app has \(ofApp) Secure Enclave keys, the most one app may; delete some (their keychain items or rights)"
+                )
+            }
             try db.execute(
                 sql: "INSERT INTO enclave_key (handle, uid, app, class, wrapped, created) VALUES (?, ?, ?, ?, ?, ?)",
                 arguments: [

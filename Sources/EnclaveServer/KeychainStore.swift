@@ -3,12 +3,6 @@ import EnclaveProtocol
 import Foundation
 import GRDB
 
-enum KeychainStoreError: Error {
-    case duplicate, changedMeanwhile
-    case quotaExceeded(String)
-    case passcodeRemoved, attributesNotRead
-}
-
 /// How much of the keychain one user may fill: every item and byte is on the disk every user's
 /// counters are written to. Our choice: far beyond what apps keep (passwords, tokens, keys), far
 /// below a disk.
@@ -61,7 +55,9 @@ extension Storage {
                             sql: "SELECT 1 FROM class_key WHERE uid = ? AND class = ?",
                             arguments: [Int64(item.uid), KeyClass.passcodeSet.rawValue]
                         ) ?? false
-                    guard now == Int64(passcodeEpoch), key else { throw KeychainStoreError.passcodeRemoved }
+                    guard now == Int64(passcodeEpoch), key else {
+                        throw DaemonError(.passcodeRemoved, "the passcode this item was sealed under was removed")
+                    }
                 }
                 try self.checkQuota(db, uid: item.uid, newItems: 1, growth: size)
                 try db.execute(
@@ -85,7 +81,7 @@ extension Storage {
                 return db.lastInsertedRowID
             }
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-            throw KeychainStoreError.duplicate
+            throw DaemonError(.duplicateItem, "an item with the same primary attributes exists")
         }
     }
 
@@ -133,20 +129,22 @@ extension Storage {
                             expectedModified.timeIntervalSince1970,
                         ]
                     )
-                    if db.changesCount == 0 { throw KeychainStoreError.changedMeanwhile }
+                    if db.changesCount == 0 { throw DaemonError(.itemChangedMeanwhile, "the item changed meanwhile") }
                 }
             }
             // The secrets it replaced are as gone as deleted ones.
             shred()
         } catch let e as DatabaseError where e.extendedResultCode == .SQLITE_CONSTRAINT_UNIQUE {
-            throw KeychainStoreError.duplicate
+            throw DaemonError(.duplicateItem, "an item with the same primary attributes exists")
         }
     }
 
     /// An item read without its attributes is never written back: its row would lose them, and
     /// its primary key and synchronizable column would be wrong.
     private static func checkComplete(_ item: StoredItem) throws {
-        guard item.attributesRead else { throw KeychainStoreError.attributesNotRead }
+        guard item.attributesRead else {
+            throw DaemonError(.attributesNotRead, "an item read without its attributes is never written back")
+        }
     }
 
     /// Whether the row is still as it was read: not deleted, not changed since `modified`.
@@ -171,12 +169,13 @@ extension Storage {
         let items: Int = row?["items"] ?? 0
         let bytes: Int = row?["bytes"] ?? 0
         if items + newItems > quota.items {
-            throw KeychainStoreError.quotaExceeded(
+            throw DaemonError(
+                .keychainQuotaExceeded,
                 "this user's keychain holds \(items) items, the most it may (\(quota.items))"
             )
         }
         if bytes + growth > quota.bytes {
-            throw KeychainStoreError.quotaExceeded("this user's keychain would pass its \(quota.bytes >> 20) MiB")
+            throw DaemonError(.keychainQuotaExceeded, "this user's keychain would pass its \(quota.bytes >> 20) MiB")
         }
     }
 

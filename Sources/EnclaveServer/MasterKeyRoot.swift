@@ -57,10 +57,6 @@ enum MasterKeyRoot {
     /// a TPM.
     static let blobName = "tpm-root.blob"
 
-    struct RootError: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// `oneShot`: root's recovery (the TPM's secret from the recovery box, sealed to the TPM the
     /// machine has now) or a new recovery secret (`TPMRootRecovery`).
     static func open(
@@ -89,7 +85,7 @@ enum MasterKeyRoot {
         let recorded: HardwareRoot.Recorded
         let named = try record.root.map { raw in
             guard let root = MasterSecretRoot(rawValue: raw) else {
-                throw RootError(description: "this state names an unknown root \"\(raw.prefix(16))\"")
+                throw DaemonError(.masterKeyRoot, "this state names an unknown root \"\(raw.prefix(16))\"")
             }
             return root
         }
@@ -99,14 +95,14 @@ enum MasterKeyRoot {
         case (.tpm?, false) where recovering:
             recorded = .tpm  // the box recovers it without its blob
         case (.tpm?, false):
-            throw RootError(
-                description:
-                    "this state's master secret is sealed to a TPM, but \(blobPath) is missing: restore it from the same copy as the state (without it the state never opens)"
+            throw DaemonError(
+                .masterKeyRoot,
+                "this state's master secret is sealed to a TPM, but \(blobPath) is missing: restore it from the same copy as the state (without it the state never opens)"
             )
         case (.software?, true):
-            throw RootError(
-                description:
-                    "\(blobPath) does not belong to this state, which was made with the software root: move it away"
+            throw DaemonError(
+                .masterKeyRoot,
+                "\(blobPath) does not belong to this state, which was made with the software root: move it away"
             )
         case (_, true): recorded = .tpm  // recorded, or sealed by a start that ended before recording it
         case (.software?, false): recorded = .software
@@ -118,9 +114,9 @@ enum MasterKeyRoot {
         if recorded == .software, let moved = FileManager.default.contents(atPath: marker),
             String(decoding: moved, as: UTF8.self).contains(try storage.identity())
         {
-            throw RootError(
-                description:
-                    "the state this key file opens was moved to the TPM root (\(marker)): this software-root state is a copy from before the move, whose passcode counters would go back. Put back the state the move left; to start this copy anyway, remove \(marker)"
+            throw DaemonError(
+                .masterKeyRoot,
+                "the state this key file opens was moved to the TPM root (\(marker)): this software-root state is a copy from before the move, whose passcode counters would go back. Put back the state the move left; to start this copy anyway, remove \(marker)"
             )
         }
         // Root's one-shots act on a state sealed to a TPM, never make one (a mistyped path or mode
@@ -129,16 +125,17 @@ enum MasterKeyRoot {
         if case .moveToTPM = oneShot {
             moving = true
             guard recorded == .software else {
-                throw RootError(
-                    description: recorded == .tpm
+                throw DaemonError(
+                    .masterKeyRoot,
+                    recorded == .tpm
                         ? "--move-to-tpm: the state in \(config.stateDirectory) is sealed to a TPM already"
                         : "--move-to-tpm: there is no state in \(config.stateDirectory) (the daemon's --system, --state-dir and --key-file?)"
                 )
             }
         } else if let oneShot, recorded != .tpm {
-            throw RootError(
-                description:
-                    "\(oneShot.flag): there is no state sealed to a TPM in \(config.stateDirectory) (the daemon's --system, --state-dir and --key-file?)"
+            throw DaemonError(
+                .masterKeyRoot,
+                "\(oneShot.flag): there is no state sealed to a TPM in \(config.stateDirectory) (the daemon's --system, --state-dir and --key-file?)"
             )
         }
         let decision = HardwareRoot.decide(
@@ -153,9 +150,9 @@ enum MasterKeyRoot {
         let tcti: String
         switch decision {
         case .refuse(let why):
-            throw RootError(description: why)
+            throw DaemonError(.masterKeyRoot, why)
         case .software(let note):
-            if case .moveToTPM = oneShot { throw RootError(description: "--move-to-tpm: \(note ?? "no TPM")") }
+            if case .moveToTPM = oneShot { throw DaemonError(.masterKeyRoot, "--move-to-tpm: \(note ?? "no TPM")") }
             return Opened(key: hostKey, root: .software, note: note)
         case .move(let to):
             tcti = to
@@ -171,9 +168,9 @@ enum MasterKeyRoot {
             tcti = to
             if case .recover(let typed) = oneShot {
                 if let blob, (try? TPMDevice.unseal(Array(blob), tcti: tcti)) != nil {
-                    throw RootError(
-                        description:
-                            "--recover-tpm-root: \(tcti) still opens this state, so there is nothing to recover (a state refused against its rollback counter is --reanchor's)"
+                    throw DaemonError(
+                        .masterKeyRoot,
+                        "--recover-tpm-root: \(tcti) still opens this state, so there is nothing to recover (a state refused against its rollback counter is --reanchor's)"
                     )
                 }
                 secret = try TPMRootRecovery.open(secret: typed, stateDirectory: config.stateDirectory)
@@ -186,9 +183,9 @@ enum MasterKeyRoot {
                 )
             } else if let blob {
                 do { secret = try TPMDevice.unseal(Array(blob), tcti: tcti) } catch {
-                    throw RootError(
-                        description:
-                            "the master secret sealed to the TPM does not open with \(tcti) (\(error)): a state opens only with the TPM it was sealed to — a copied state never opens elsewhere; after a TPM clear, a new mainboard or an fTPM reset, root seals it again with the recovery secret (laenclaved --recover-tpm-root)"
+                    throw DaemonError(
+                        .masterKeyRoot,
+                        "the master secret sealed to the TPM does not open with \(tcti) (\(error)): a state opens only with the TPM it was sealed to — a copied state never opens elsewhere; after a TPM clear, a new mainboard or an fTPM reset, root seals it again with the recovery secret (laenclaved --recover-tpm-root)"
                     )
                 }
             } else {
@@ -255,7 +252,7 @@ enum MasterKeyRoot {
     ) throws {
         let sealed: [UInt8]
         do { sealed = try TPMDevice.seal(secret, tcti: tcti) } catch {
-            throw RootError(description: "the TPM (\(tcti)) could not seal \(what): \(error)\(hint)")
+            throw DaemonError(.masterKeyRoot, "the TPM (\(tcti)) could not seal \(what): \(error)\(hint)")
         }
         try Storage.writePrivateFile(Data(sealed), to: path)
     }
@@ -268,7 +265,7 @@ enum MasterKeyRoot {
         {
             return nil
         } catch {
-            throw RootError(description: "\(path) could not be read: \(error)")
+            throw DaemonError(.masterKeyRoot, "\(path) could not be read: \(error)")
         }
     }
 

@@ -248,7 +248,7 @@ public enum PeerHelper {
     public static func launchThenDropCapabilities(arguments: [String]) throws {
         var pair: [Int32] = [-1, -1]
         guard la_socketpair_seqpacket(&pair) == 0 else {
-            throw HelperError("socketpair: \(String(cString: strerror(errno)))")
+            throw DaemonError(.peerHelper, "socketpair: \(String(cString: strerror(errno)))")
         }
         // The helper's end is inherited by it alone; the daemon's end by the next program image.
         _ = fcntl(pair[1], F_SETFD, 0)
@@ -257,13 +257,16 @@ public enum PeerHelper {
         _ = fcntl(pair[0], F_SETFD, 0)
         guard la_clear_ambient_capabilities() == 0, la_set_no_new_privileges() == 0 else {
             kill(helper, SIGKILL)
-            throw HelperError("cannot give up the capabilities: \(String(cString: strerror(errno)))")
+            throw DaemonError(.peerHelper, "cannot give up the capabilities: \(String(cString: strerror(errno)))")
         }
         var argv =
             ([arguments[0], "--peer-helper-socket", String(pair[0])] + arguments.dropFirst()).map { strdup($0) } + [nil]
         execv("/proc/self/exe", &argv)
         kill(helper, SIGKILL)
-        throw HelperError("cannot run the daemon again without capabilities: \(String(cString: strerror(errno)))")
+        throw DaemonError(
+            .peerHelper,
+            "cannot run the daemon again without capabilities: \(String(cString: strerror(errno)))"
+        )
     }
 
     /// Starts this program with `arguments`; of this process's inheritable descriptors (systemd's
@@ -279,14 +282,16 @@ public enum PeerHelper {
             let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd"))?.compactMap({ Int32($0) }
             )
         else {
-            throw HelperError("cannot list this process's descriptors: the helper would inherit them")
+            throw DaemonError(.peerHelper, "cannot list this process's descriptors: the helper would inherit them")
         }
         for fd in open where fd > 2 && fd != keeping && fcntl(fd, F_GETFD) >= 0 && fcntl(fd, F_GETFD) & FD_CLOEXEC == 0
         {
             posix_spawn_file_actions_addclose(&actions, fd)
         }
         let rc = posix_spawn(&pid, "/proc/self/exe", &actions, nil, &argv, environ)
-        guard rc == 0 else { throw HelperError("cannot start the helper: \(String(cString: strerror(rc)))") }
+        guard rc == 0 else {
+            throw DaemonError(.peerHelper, "cannot start the helper: \(String(cString: strerror(rc)))")
+        }
         return pid
     }
 
@@ -307,8 +312,4 @@ public enum PeerHelper {
         return held
     }
 
-    public struct HelperError: Error, CustomStringConvertible {
-        public let description: String
-        init(_ description: String) { self.description = description }
-    }
 }

@@ -28,7 +28,7 @@ struct PersonSecrets {
     /// Who reads which processes hold that other side.
     let holderReader: PtyMasterHolders.Reader
 
-    static let nobodyToAsk = Failure(
+    static let nobodyToAsk = DaemonError(
         .notPermitted,
         "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)"
     )
@@ -65,7 +65,7 @@ struct PersonSecrets {
         let answers = try await onTrustedPrompt([
             "Enter the current passcode", "Choose the new passcode", "Enter the new passcode again",
         ])
-        guard answers[1] == answers[2] else { throw Failure(.invalidParameter, "the new passcodes differ") }
+        guard answers[1] == answers[2] else { throw DaemonError(.invalidParameter, "the new passcodes differ") }
         return (answers[0], answers[1])
     }
 
@@ -73,16 +73,16 @@ struct PersonSecrets {
     func newPasscode() async throws -> String {
         if let lines = try pipe { return try await line(from: lines, what: "new passcode") }
         let answers = try await onTrustedPrompt(["Choose the new passcode", "Enter it again"])
-        guard answers[0] == answers[1] else { throw Failure(.invalidParameter, "the passcodes differ") }
+        guard answers[0] == answers[1] else { throw DaemonError(.invalidParameter, "the passcodes differ") }
         return answers[0]
     }
 
     private func line(from lines: SecretLines, what: String) async throws -> String {
         do { return try await lines.next() } catch {
             switch error {
-            case .noLine: throw Failure(.invalidParameter, "the secret input has no line for the \(what)")
+            case .noLine: throw DaemonError(.invalidParameter, "the secret input has no line for the \(what)")
             case .tooLong:
-                throw Failure(.invalidParameter, "a passcode has at most \(WireLimits.maxPasscodeBytes) bytes")
+                throw DaemonError(.invalidParameter, "a passcode has at most \(WireLimits.maxPasscodeBytes) bytes")
             }
         }
     }
@@ -112,12 +112,12 @@ struct PersonSecrets {
         // user, so however many requests one user sends, a system daemon's helper (which also pins
         // every user's connections) is held for one scan of theirs at a time.
         guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) != .gaveUp else {
-            throw Failure(.busy, "another prompt of this user took too long")
+            throw DaemonError(.busy, "another prompt of this user took too long")
         }
         do {
             let verdict = try await terminalVerdict()
             if agent == nil, case .refused(let why)? = verdict {
-                throw Failure(
+                throw DaemonError(
                     .notPermitted,
                     why
                         + ": run lactl in your own terminal (an emulator, tmux, screen or ssh) or answer the prompt agent"
@@ -166,10 +166,10 @@ struct PersonSecrets {
                     break waiting
                 case .cancel??, .escape??:
                     await prompt.close(result: "not allowed")
-                    throw Failure(.notPermitted, "the person did not allow it")
+                    throw DaemonError(.notPermitted, "the person did not allow it")
                 case .some(nil), nil:
                     await prompt.close(result: "ended: the terminal closed, the agent went away, or the app went away")
-                    throw Failure(
+                    throw DaemonError(
                         .notPermitted,
                         "the prompt ended: its terminal closed, its agent went away, or the app went away"
                     )

@@ -245,13 +245,16 @@ final class RollbackGuard: Sendable {
                     continue
                 }
                 refuse("the TPM's rollback counter could not be moved (\(error))", permanently: false)
-                throw CounterNotMoved(why: "\(error)")
+                throw DaemonError(.rollbackCounterNotMoved, "the TPM's rollback counter could not be moved: \(error)")
             }
             // Past the state's generation only someone else could have moved it (an answer lost
             // earlier makes it more than one ahead of what was known, never past the state).
             guard value > before, value <= standing.withLock({ $0.written }) else {
                 refuse("the TPM's rollback counter was moved by someone else (\(before) → \(value))", permanently: true)
-                throw CounterNotMoved(why: "the counter was moved by someone else")
+                throw DaemonError(
+                    .rollbackCounterNotMoved,
+                    "the TPM's rollback counter could not be moved: the counter was moved by someone else"
+                )
             }
             standing.withLock { $0.known = value }
         }
@@ -264,11 +267,5 @@ final class RollbackGuard: Sendable {
             $0.refusal = why
             $0.permanent = permanently
         }
-    }
-
-    /// The change is durable but the counter did not follow: the answer must not leave.
-    struct CounterNotMoved: Error, CustomStringConvertible {
-        let why: String
-        var description: String { "the TPM's rollback counter could not be moved: \(why)" }
     }
 }

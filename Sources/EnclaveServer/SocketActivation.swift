@@ -30,10 +30,6 @@ public enum SocketActivation {
         public var handoff: Listener?
     }
 
-    public struct ActivationError: Error, CustomStringConvertible {
-        public var description: String
-    }
-
     /// The listening Unix stream socket passed to this process, or nil when the process was not
     /// socket-activated (no `LISTEN_*` variables, or they are meant for another pid). The variables
     /// are removed either way, so no child inherits them. Throws when the environment says a socket
@@ -46,7 +42,7 @@ public enum SocketActivation {
         for key in ["LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"] { unsetenv(key) }
         guard let pid, let count, Int32(pid) == getpid() else { return nil }
         guard let n = Int32(count), n >= 1, n <= 64 else {
-            throw ActivationError(description: "socket activation: LISTEN_FDS=\(count) names no descriptor")
+            throw DaemonError(.socketActivation, "socket activation: LISTEN_FDS=\(count) names no descriptor")
         }
         let descriptors = Array(firstDescriptor..<(firstDescriptor + n))
         // sd_listen_fds does the same: passed descriptors must not leak into children.
@@ -66,9 +62,9 @@ public enum SocketActivation {
         }
         guard let path = paths[chosen] else {
             for fd in descriptors { close(fd) }
-            throw ActivationError(
-                description:
-                    "socket activation: descriptor \(descriptors[chosen]) is not a listening Unix stream socket bound to a path"
+            throw DaemonError(
+                .socketActivation,
+                "socket activation: descriptor \(descriptors[chosen]) is not a listening Unix stream socket bound to a path"
             )
         }
         let handoff = descriptors.indices.first { paths[$0] == EnclavePaths.handoffSocket(for: path) }

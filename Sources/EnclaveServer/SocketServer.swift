@@ -170,7 +170,10 @@ public struct EnclaveService: Service {
         // Never listen in a directory someone else controls (e.g. a pre-created /tmp/laenclaved-UID).
         var info = stat()
         guard lstat(directory, &info) == 0, (info.st_mode & S_IFMT) == S_IFDIR, info.st_uid == geteuid() else {
-            throw SocketDirectoryError(path: directory)
+            throw DaemonError(
+                .socketDirectory,
+                "refusing to listen: \(directory) is not a directory owned by uid \(geteuid())"
+            )
         }
         // User mode: only the user may reach the socket. System mode: everyone may connect; the
         // daemon decides per request from the peer's uid.
@@ -179,7 +182,7 @@ public struct EnclaveService: Service {
         // finds the socket with the umask's 0700 (refused as another user) during start-up.
         var existing = stat()
         if lstat(path, &existing) == 0, (existing.st_mode & S_IFMT) != S_IFSOCK {
-            throw SocketPathOccupiedError(path: path)
+            throw DaemonError.socketPathOccupied(path)
         }
         let temporary = path + ".\(getpid()).new"
         let server = try await bootstrap().bind(unixDomainSocketPath: temporary, cleanupExistingSocketFile: true) {
@@ -189,7 +192,7 @@ public struct EnclaveService: Service {
             let code = errno
             unlink(temporary)
             try? await server.channel.close()
-            throw SocketPathOccupiedError(path: path, errno: code)
+            throw DaemonError.socketPathOccupied(path, errno: code)
         }
         return server
     }
@@ -303,16 +306,15 @@ final class ConnectionCounter: Sendable {
     func release(_ uid: UInt32) { budget.withLock { $0.release(uid) } }
 }
 
-struct SocketDirectoryError: Error, CustomStringConvertible {
-    var path: String
-    var description: String { "refusing to listen: \(path) is not a directory owned by uid \(geteuid())" }
-}
-
-struct SocketPathOccupiedError: Error, CustomStringConvertible {
-    var path: String
-    var errno: Int32? = nil
-    var description: String {
-        if let errno { return "could not put the socket in place at \(path): \(String(cString: strerror(errno)))" }
-        return "refusing to listen: \(path) exists and is not a socket"
+extension DaemonError {
+    /// A socket cannot be put at `path`: something else is there, or the system said `errno`.
+    static func socketPathOccupied(_ path: String, errno: Int32? = nil) -> DaemonError {
+        guard let errno else {
+            return DaemonError(.socketPathOccupied, "refusing to listen: \(path) exists and is not a socket")
+        }
+        return DaemonError(
+            .socketPathOccupied,
+            "could not put the socket in place at \(path): \(String(cString: strerror(errno)))"
+        )
     }
 }

@@ -35,10 +35,6 @@ enum SoftwareRootMove {
     /// sealed secret (which gives the counter's auth value, to remove a counter never used).
     static let pendingName = MasterKeyRoot.blobName + ".moving"
 
-    struct MoveError: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// Moves the software-root state whose key file (`keyFile`) holds `hostKey` to the TPM `tcti`:
     /// answers the TPM's new secret (the master key is `MasterKeyRoot.mixed` of it).
     static func perform(
@@ -54,14 +50,14 @@ enum SoftwareRootMove {
         switch try storage.masterKeyMatches(MasterKeyRoot.check(of: hostKey)) {
         case true?: break
         case false?:
-            throw MoveError(
-                description:
-                    "move-to-tpm: the key file \(keyFile) does not belong to the state in \(stateDirectory); nothing was changed"
+            throw DaemonError(
+                .rootMove,
+                "move-to-tpm: the key file \(keyFile) does not belong to the state in \(stateDirectory); nothing was changed"
             )
         case nil:
-            throw MoveError(
-                description:
-                    "move-to-tpm: the state in \(stateDirectory) does not record its key file yet: start the daemon once on the software root (it records it), then move; nothing was changed"
+            throw DaemonError(
+                .rootMove,
+                "move-to-tpm: the state in \(stateDirectory) does not record its key file yet: start the daemon once on the software root (it records it), then move; nothing was changed"
             )
         }
         // Items from before class keys are upgraded under the key that sealed them first.
@@ -73,11 +69,11 @@ enum SoftwareRootMove {
             sealed = try TPMDevice.seal(secret, tcti: tcti)
             // Opened once before anything depends on it.
             guard try TPMDevice.unseal(sealed, tcti: tcti) == secret else {
-                throw MoveError(description: "the TPM unsealed another secret than it sealed")
+                throw DaemonError(.rootMove, "the TPM unsealed another secret than it sealed")
             }
             counter = try TPMDevice.defineCounter(auth: MasterKeyRoot.counterAuth(tpmSecret: secret), tcti: tcti)
         } catch {
-            throw MoveError(description: "move-to-tpm: the TPM (\(tcti)) could not take the master secret: \(error)")
+            throw DaemonError(.rootMove, "move-to-tpm: the TPM (\(tcti)) could not take the master secret: \(error)")
         }
         let pending = stateDirectory + "/" + pendingName
         let moved: (classKeys: Int, verifiers: Int)
@@ -140,7 +136,7 @@ enum SoftwareRootMove {
     private static func finishPending(stateDirectory: String) throws {
         let pending = stateDirectory + "/" + pendingName
         guard let bytes = FileManager.default.contents(atPath: pending), bytes.count > 4 else {
-            throw MoveError(description: "\(pending) cannot be read: restore the state from before the move")
+            throw DaemonError(.rootMove, "\(pending) cannot be read: restore the state from before the move")
         }
         try Storage.writePrivateFile(bytes.dropFirst(4), to: stateDirectory + "/" + MasterKeyRoot.blobName)
         unlink(pending)
@@ -160,7 +156,7 @@ extension Storage {
         try pool.write { db in
             let stored = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'masterKeyCheck'")
             if let stored, !ConstantTime.equal(stored, MasterKeyRoot.check(of: old)) {
-                throw SoftwareRootMove.MoveError(description: "move-to-tpm: the key file does not belong to this state")
+                throw DaemonError(.rootMove, "move-to-tpm: the key file does not belong to this state")
             }
             let classKeys = try Row.fetchAll(db, sql: "SELECT uid, class, wrapped FROM class_key")
             var opened = 0
@@ -168,7 +164,7 @@ extension Storage {
                 let uid = UInt32(truncatingIfNeeded: row["uid"] as Int64)
                 let name: String = row["class"]
                 guard let keyClass = KeyClass(rawValue: name) else {
-                    throw SoftwareRootMove.MoveError(description: "move-to-tpm: a class key of unknown class")
+                    throw DaemonError(.rootMove, "move-to-tpm: a class key of unknown class")
                 }
                 let context = KeyHierarchy.classKeyContext(uid: uid, keyClass)
                 guard
@@ -199,7 +195,7 @@ extension Storage {
             }
             // Not one opens: not damage but the wrong key, whatever the check value said.
             guard classKeys.isEmpty || opened > 0 else {
-                throw SoftwareRootMove.MoveError(description: "move-to-tpm: no class key opens with the key file")
+                throw DaemonError(.rootMove, "move-to-tpm: no class key opens with the key file")
             }
             let users = try Row.fetchAll(db, sql: "SELECT uid, passcode FROM user WHERE passcode IS NOT NULL")
             for row in users {

@@ -23,14 +23,14 @@ extension Storage {
         // A leftover of a start that died here, with the same pid: never written through.
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw PrivateFileError(path: path, problem: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw DaemonError(.privateFile, "\(path) \(String(cString: strerror(errno)))") }
         _ = fchmod(fd, 0o600)
         let written = data.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
         let synced = fsync(fd) == 0
         close(fd)
         guard written == data.count, synced else {
             unlink(temporary)
-            throw PrivateFileError(path: path, problem: "could not be written")
+            throw DaemonError(.privateFile, "\(path) could not be written")
         }
         do { try beforeReplacing() } catch {
             unlink(temporary)
@@ -38,18 +38,12 @@ extension Storage {
         }
         guard rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw PrivateFileError(path: path, problem: "could not be written")
+            throw DaemonError(.privateFile, "\(path) could not be written")
         }
         let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directory >= 0 {
             _ = fsync(directory)
             close(directory)
         }
-    }
-
-    struct PrivateFileError: Error, CustomStringConvertible {
-        var path: String
-        var problem: String
-        var description: String { "\(path) \(problem)" }
     }
 }

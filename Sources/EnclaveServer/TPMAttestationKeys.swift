@@ -47,7 +47,8 @@ final class TPMAttestationKeys: Sendable {
             if let certificate = chosen.1, let point = (try? TPMPublicArea(area))?.x963,
                 certificate.firstRange(of: point) == nil
             {
-                throw AttestationKeyError(
+                throw DaemonError(
+                    .attestationKey,
                     "this TPM's endorsement certificate is not of the key its TCG template gives (a maker's own template or nonce is not supported yet)"
                 )
             }
@@ -84,7 +85,12 @@ final class TPMAttestationKeys: Sendable {
             if let stored {
                 guard let box = try? AES.GCM.SealedBox(combined: stored),
                     let json = try? AES.GCM.open(box, using: sealingKey, authenticating: Self.context)
-                else { throw AttestationKeyError("the stored TPM attestation key does not open with this master key") }
+                else {
+                    throw DaemonError(
+                        .attestationKey,
+                        "the stored TPM attestation key does not open with this master key"
+                    )
+                }
                 let opened = try JSONDecoder().decode(TPMKeyMaterial.self, from: json)
                 held = opened
                 return opened
@@ -92,7 +98,7 @@ final class TPMAttestationKeys: Sendable {
             let auth = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
             let blob = try TPMDevice.createAttestationKey(auth: auth, tcti: tcti, primary: primary)
             guard let area = TPMDevice.publicArea(ofBlob: blob) else {
-                throw AttestationKeyError("the TPM returned an attestation key without its public area")
+                throw DaemonError(.attestationKey, "the TPM returned an attestation key without its public area")
             }
             let material = TPMKeyMaterial(blob: Data(blob), auth: Data(auth), publicKey: Data(area))
             let sealed = try AES.GCM.seal(
@@ -109,10 +115,5 @@ final class TPMAttestationKeys: Sendable {
             held = material
             return material
         }
-    }
-
-    struct AttestationKeyError: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
     }
 }

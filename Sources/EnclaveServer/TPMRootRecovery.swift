@@ -17,10 +17,6 @@ import Foundation
 enum TPMRootRecovery {
     static let blobName = "tpm-recovery.blob"
 
-    struct RecoveryError: Error, CustomStringConvertible {
-        let description: String
-    }
-
     /// Issues a recovery secret for `tpmSecret`: `show` gets it (formatted) and must have shown it
     /// before the box takes the place of any before; if `show` throws, the old box stays and the new
     /// secret is gone, so no secret is lost unseen.
@@ -28,7 +24,7 @@ enum TPMRootRecovery {
         let secret = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
         let box = try AES.GCM.seal(tpmSecret, using: key(secret), authenticating: context)
         guard let combined = box.combined else {
-            throw RecoveryError(description: "the recovery box could not be made")
+            throw DaemonError(.rootRecovery, "the recovery box could not be made")
         }
         try Storage.writePrivateFile(combined, to: stateDirectory + "/" + blobName) { try show(format(secret)) }
     }
@@ -41,19 +37,20 @@ enum TPMRootRecovery {
     /// The TPM's secret, from the state's box and the recovery secret as root typed it.
     static func open(secret typed: String, stateDirectory: String) throws -> [UInt8] {
         guard let secret = parse(typed) else {
-            throw RecoveryError(description: "a recovery secret is 64 hexadecimal digits (dashes and spaces allowed)")
+            throw DaemonError(.rootRecovery, "a recovery secret is 64 hexadecimal digits (dashes and spaces allowed)")
         }
         let path = stateDirectory + "/" + blobName
         guard let combined = FileManager.default.contents(atPath: path) else {
-            throw RecoveryError(
-                description: "\(path) is missing: this state has no recovery box (made before recovery existed?)"
+            throw DaemonError(
+                .rootRecovery,
+                "\(path) is missing: this state has no recovery box (made before recovery existed?)"
             )
         }
         do {
             let box = try AES.GCM.SealedBox(combined: combined)
             return Array(try AES.GCM.open(box, using: key(secret), authenticating: context))
         } catch {
-            throw RecoveryError(description: "this recovery secret does not open this state's recovery box")
+            throw DaemonError(.rootRecovery, "this recovery secret does not open this state's recovery box")
         }
     }
 

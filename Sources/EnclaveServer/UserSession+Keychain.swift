@@ -168,11 +168,11 @@ extension UserSession {
                 item,
                 passcodeEpoch: KeyClass(item.protection) == .passcodeSet ? record.passcodeEpoch : nil
             )
-        } catch KeychainStoreError.quotaExceeded(let why) {
-            throw KeychainFailure(.diskFull, why)
-        } catch KeychainStoreError.duplicate {
+        } catch let error as DaemonError where error.code == .keychainQuotaExceeded {
+            throw KeychainFailure(.diskFull, error.message)
+        } catch let error as DaemonError where error.code == .duplicateItem {
             throw KeychainFailure(.duplicateItem, "an item with the same primary attributes exists")
-        } catch KeychainStoreError.passcodeRemoved {
+        } catch let error as DaemonError where error.code == .passcodeRemoved {
             throw KeychainFailure(CreationProblem.passcodeNeeded)
         }
         let wantsResult = request.returnData || request.returnAttributes || request.returnPersistentRef
@@ -310,11 +310,12 @@ extension UserSession {
             item.modified = now
             return (item: item, expectedModified: old.modified)
         }
-        do { try storage.updateItems(writes) } catch KeychainStoreError.quotaExceeded(let why) {
-            throw KeychainFailure(.diskFull, why)
-        } catch KeychainStoreError.duplicate {
+        do { try storage.updateItems(writes) } catch let error as DaemonError where error.code == .keychainQuotaExceeded
+        {
+            throw KeychainFailure(.diskFull, error.message)
+        } catch let error as DaemonError where error.code == .duplicateItem {
             throw KeychainFailure(.duplicateItem, "the change would duplicate another item's primary attributes")
-        } catch KeychainStoreError.changedMeanwhile {
+        } catch let error as DaemonError where error.code == .itemChangedMeanwhile {
             throw KeychainFailure(
                 .itemNotFound,
                 "an item changed or was deleted while this update waited; read it again"

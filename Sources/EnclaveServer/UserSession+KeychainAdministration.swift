@@ -44,7 +44,7 @@ extension UserSession {
             server: nil,
             persistentRef: persistentRef
         )
-        guard !found.isEmpty else { throw Failure(.notFound, "no item has that reference") }
+        guard !found.isEmpty else { throw DaemonError(.notFound, "no item has that reference") }
         try storage.deleteItems(ids: found.map(\.id), uid: uid)
     }
 }
@@ -53,13 +53,13 @@ extension UserSession {
     func configureAccessGroup(passcode: String, name: String, apps: [String]) async throws {
         guard !name.isEmpty, name.utf8.count <= 128, !AppIdentity.isIdentityName(name) else {
             // A group named like an app identity would hand over that app's items.
-            throw Failure(
+            throw DaemonError(
                 .invalidParameter,
                 "a group name has 1 to 128 bytes and does not start with \(AppIdentity.identityPrefixes.map { "\"\($0)\"" }.joined(separator: ", "))"
             )
         }
         guard apps.count <= 32, apps.allSatisfy({ AppIdentity.isMemberName($0) && $0.utf8.count <= 1024 }) else {
-            throw Failure(
+            throw DaemonError(
                 .invalidParameter,
                 "members are up to 32 absolute executable paths or sandboxed apps (flatpak:APP_ID, snap:NAME)"
             )

@@ -38,11 +38,9 @@ extension UserSession {
     /// The key owner of `app`: an interpreter has none (`AppIdentity`).
     func owner(_ app: AppIdentity) throws -> String {
         guard let own = app.ownGroup else {
-            throw KeyReplyError(
-                KeyReply(
-                    problem: .notAvailable,
-                    message: "\(app) runs other programs' code, so it has no Secure Enclave keys of its own"
-                )
+            throw DaemonError(
+                .keyNotAvailable,
+                "\(app) runs other programs' code, so it has no Secure Enclave keys of its own"
             )
         }
         return own
@@ -59,9 +57,7 @@ extension UserSession {
         case .recorded(let blob, let key): opened = KeyBlob.open(blob, kind: kind, key: key, uid: uid, app: owner)
         }
         guard let opened else {
-            throw KeyReplyError(
-                KeyReply(problem: .invalidKey, message: "not a \(kind.rawValue) key of this user and app, or damaged")
-            )
+            throw DaemonError(.keyInvalid, "not a \(kind.rawValue) key of this user and app, or damaged")
         }
         return opened
     }
@@ -76,16 +72,11 @@ extension UserSession {
     private func liveKey(_ blob: Data?, app: AppIdentity) throws -> LiveKey {
         let owner = try owner(app)
         guard let blob, let handle = KeyBlob.handle(of: blob) else {
-            throw KeyReplyError(
-                KeyReply(problem: .invalidKey, message: "not a Secure Enclave key's data representation")
-            )
+            throw DaemonError(.keyInvalid, "not a Secure Enclave key's data representation")
         }
-        let deleted = KeyReplyError(
-            KeyReply(
-                problem: .invalidKey,
-                message:
-                    "this Secure Enclave key was deleted (with its keychain item or its right), or was never this daemon's: make a new one"
-            )
+        let deleted = DaemonError(
+            .keyInvalid,
+            "this Secure Enclave key was deleted (with its keychain item or its right), or was never this daemon's: make a new one"
         )
         if handle.isLegacy {
             if try storage.isRevoked(handle) { throw deleted }
@@ -93,15 +84,12 @@ extension UserSession {
         }
         guard let record = try storage.keyRecord(handle) else { throw deleted }
         guard record.uid == uid, record.app == owner else {
-            throw KeyReplyError(KeyReply(problem: .invalidKey, message: "not a key of this user and app"))
+            throw DaemonError(.keyInvalid, "not a key of this user and app")
         }
         if record.isDestroyed {
-            throw KeyReplyError(
-                KeyReply(
-                    problem: .invalidated,
-                    message:
-                        "this key was made …WhenPasscodeSetThisDeviceOnly and the passcode was removed: it can never be used again"
-                )
+            throw DaemonError(
+                .keyInvalidated,
+                "this key was made …WhenPasscodeSetThisDeviceOnly and the passcode was removed: it can never be used again"
             )
         }
         guard
@@ -110,7 +98,7 @@ extension UserSession {
                 under: try classKey(record.keyClass),
                 context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes)
             )
-        else { throw KeyReplyError(KeyReply(problem: .invalidKey, message: "the key's record is damaged")) }
+        else { throw DaemonError(.keyInvalid, "the key's record is damaged") }
         return .recorded(blob, key)
     }
 
@@ -118,8 +106,10 @@ extension UserSession {
     /// this user and app, else the add is refused.
     func heldKey(_ blob: Data, app: AppIdentity) throws -> KeyHandle {
         let live: LiveKey
-        do { live = try liveKey(blob, app: app) } catch let e as KeyReplyError {
-            throw KeychainFailure(.param, "the held key is not usable: \(e.reply.message ?? "")")
+        do {
+            live = try liveKey(blob, app: app)
+        } catch let e as DaemonError where [.keyInvalid, .keyInvalidated, .keyNotAvailable].contains(e.code) {
+            throw KeychainFailure(.param, "the held key is not usable: \(e.message)")
         }
         if case .legacy = live, let owner = app.ownGroup,
             !KeyRequest.Kind.allCases.contains(where: {
@@ -142,18 +132,11 @@ extension UserSession {
                 return .answered(KeyReply(publicKey: try key.publicKey.x963Representation))
             case .verify:
                 guard r.kind != .keyAgreement else {
-                    throw KeyReplyError(
-                        KeyReply(problem: .invalidParameter, message: "a key agreement key does not verify")
-                    )
+                    throw DaemonError(.invalidParameter, "a key agreement key does not verify")
                 }
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 guard let digest = Self.digest(of: r), let der = r.signature else {
-                    throw KeyReplyError(
-                        KeyReply(
-                            problem: .invalidParameter,
-                            message: "verify needs a 32-byte digest and a DER signature"
-                        )
-                    )
+                    throw DaemonError(.invalidParameter, "verify needs a 32-byte digest and a DER signature")
                 }
                 let publicKey = try key.publicKey
                 let valid =
@@ -162,7 +145,7 @@ extension UserSession {
                     } ?? false
                 return .answered(KeyReply(valid: valid))
             case .attest:
-                guard let attestor else { throw KeyReplyError(Self.noAttestation) }
+                guard let attestor else { throw Self.noAttestation }
                 let key = try unseal(r.blob, kind: r.kind, app: app)
                 // A key that can never be used again is not vouched for.
                 do throws(AccessDenial) {
@@ -171,7 +154,7 @@ extension UserSession {
                 } catch { return .answered(KeyReply(error)) }
                 return .answered(KeyReply(certificates: try attestor.chain(for: key)))
             case .attestationRoot:
-                guard let attestor else { throw KeyReplyError(Self.noAttestation) }
+                guard let attestor else { throw Self.noAttestation }
                 return .answered(KeyReply(message: attestor.label, certificates: [try attestor.root]))
             case .tpmEndorsement, .tpmActivateCredential, .tpmCertify:
                 return .answered(try await tpmAttest(r, app: app))
@@ -229,7 +212,7 @@ extension UserSession {
 
     private func keyReply(for error: any Error) -> KeyReply {
         switch error {
-        case let e as KeyReplyError: return e.reply
+        case let e as DaemonError where e.keyProblem != nil: return KeyReply(problem: e.keyProblem, message: e.message)
         case let f as KeychainFailure: return KeyReply(problem: .notAvailable, message: f.message)
         default:
             logger.error("key operation failed", metadata: ["uid": "\(uid)", "error": "\(error)"])
@@ -237,9 +220,9 @@ extension UserSession {
         }
     }
 
-    private static let noAttestation = KeyReply(
-        problem: .notAvailable,
-        message: "this daemon's attestation authority is not usable (its log says why): keys are not attested"
+    private static let noAttestation = DaemonError(
+        .keyNotAvailable,
+        "this daemon's attestation authority is not usable (its log says why): keys are not attested"
     )
 
     private func createKey(_ r: KeyRequest, app: AppIdentity) async throws -> KeyReply {
@@ -247,18 +230,13 @@ extension UserSession {
         let ac = r.accessControl ?? AccessControlValue(protection: .afterFirstUnlockThisDeviceOnly, flags: [])
         let requirement: AccessRequirement
         do { requirement = try AccessRequirement(flags: ac.flags) } catch {
-            throw KeyReplyError(KeyReply(problem: .invalidParameter, message: "\(error)"))
+            throw DaemonError(.invalidParameter, "\(error)")
         }
         if requirement.applicationPassword {
-            throw KeyReplyError(
-                KeyReply(
-                    problem: .invalidParameter,
-                    message: "applicationPassword is not supported for Secure Enclave keys"
-                )
-            )
+            throw DaemonError(.invalidParameter, "applicationPassword is not supported for Secure Enclave keys")
         }
         if let problem = try await creationProblem(ac.protection, requirement, applicationPasswordGiven: false) {
-            throw KeyReplyError(KeyReply(problem: .notAvailable, message: problem.description))
+            throw DaemonError(.keyNotAvailable, problem.description)
         }
         let generation = record.enrolmentGeneration
         let epoch = record.passcodeEpoch
@@ -281,20 +259,16 @@ extension UserSession {
             under: try classKey(keyClass),
             context: KeyHierarchy.enclaveKeyContext(uid: uid, handle: handle.bytes)
         )
-        do {
-            try storage.insertKeyRecord(
-                KeyRecord(
-                    handle: handle,
-                    uid: uid,
-                    app: owner,
-                    keyClass: keyClass,
-                    wrapped: wrapped,
-                    created: clock.wall()
-                )
+        try storage.insertKeyRecord(
+            KeyRecord(
+                handle: handle,
+                uid: uid,
+                app: owner,
+                keyClass: keyClass,
+                wrapped: wrapped,
+                created: clock.wall()
             )
-        } catch let e as KeyStoreError {
-            throw KeyReplyError(KeyReply(problem: .notAvailable, message: e.description))
-        }
+        )
         return KeyReply(
             blob: try key.sealed(key: keyKey, handle: handle, uid: uid, app: owner),
             publicKey: try key.publicKey.x963Representation
@@ -316,8 +290,8 @@ extension UserSession {
     }
 
     private static func use(of key: KeyBlob, _ r: KeyRequest) throws -> KeyUse {
-        func refuse(_ message: String) -> KeyReplyError {
-            KeyReplyError(KeyReply(problem: .invalidParameter, message: message))
+        func refuse(_ message: String) -> DaemonError {
+            DaemonError(.invalidParameter, message)
         }
         switch r.operation {
         case .sign:
@@ -351,9 +325,4 @@ extension UserSession {
             return KeyReply(derivedKey: X963KeyDerivation.derive(d, sharedSecret: secret))
         }
     }
-}
-
-struct KeyReplyError: Error {
-    var reply: KeyReply
-    init(_ reply: KeyReply) { self.reply = reply }
 }

@@ -43,16 +43,18 @@ extension UserSession {
     /// fingerprint too, so every refusal counts). One check at a time per user: a slow PAM stack
     /// must not let parallel requests guess past the delay rules.
     func checkPasscode(_ passcode: String) async throws -> (correct: Bool, attempt: Data?) {
-        guard !passcodeCheckBusy else { throw Failure(.busy, "another passcode check for this user is in progress") }
+        guard !passcodeCheckBusy else {
+            throw DaemonError(.busy, "another passcode check for this user is in progress")
+        }
         passcodeCheckBusy = true
         defer { passcodeCheckBusy = false }
         // The TPM's counter still agrees with this state before anything is checked.
-        if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
+        if let rollback, let refusal = await rollback.verify() { throw DaemonError(.passcodeDisabled, refusal) }
         if usesPAM, let service = config.pamService {
             let user = username
             return try await countedFirst {
                 let outcome = await PAMAuthenticator.check(service: service, user: user, password: passcode)
-                if case .unsuitable(let why) = outcome { throw Failure(.notPermitted, why) }
+                if case .unsuitable(let why) = outcome { throw DaemonError(.notPermitted, why) }
                 if case .refused(let why) = outcome {
                     self.logger.notice(
                         "PAM refused the login password",
@@ -62,7 +64,7 @@ extension UserSession {
                 return (outcome == .accepted, nil)
             }
         }
-        guard let verifier = record.passcode else { throw Failure(.passcodeNotSet, "no device passcode is set") }
+        guard let verifier = record.passcode else { throw DaemonError(.passcodeNotSet, "no device passcode is set") }
         let (key, prior) = (keys.passcode, keys.priorPasscode)
         let attempt = try await BlockingWork.compute { try verifier.derive(passcode, key: key, prior: prior) }
         // A repeat of the last wrong entry is wrong again, and not counted (its result is known):
@@ -71,7 +73,7 @@ extension UserSession {
         return try await countedFirst {
             // Changed or removed while scrypt ran: the old one checks nothing.
             guard self.record.passcode == verifier else {
-                throw Failure(.busy, "the device passcode changed during the check; try again")
+                throw DaemonError(.busy, "the device passcode changed during the check; try again")
             }
             let correct = verifier.matches(attempt)
             if correct { await self.refresh(verifier, knowing: passcode) }
@@ -146,17 +148,17 @@ extension UserSession {
 
     func setPasscode(current: String?, new: String) async throws {
         if usesPAM {
-            throw Failure(
+            throw DaemonError(
                 .notPermitted,
                 "the device passcode is your login password (PAM service \(config.pamService ?? "")); change it with passwd"
             )
         }
         do { try PasscodeVerifier.validate(new, minimumLength: config.passcodeMinimumLength) } catch {
-            throw Failure(.invalidParameter, "\(error)")
+            throw DaemonError(.invalidParameter, "\(error)")
         }
         if record.passcode != nil {
             guard let current else {
-                throw Failure(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode")
+                throw DaemonError(.passcodeAlreadySet, "a passcode is set; changing it needs the current passcode")
             }
             try await requirePasscode(current)
         }
@@ -172,11 +174,11 @@ extension UserSession {
     func removePasscode(current: String) async throws {
         // One enrolment change at a time: the sensor call suspends, and a second change must not
         // start from the list the first is replacing.
-        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        guard !enrolmentBusy else { throw DaemonError(.busy, "another enrolment change is in progress") }
         enrolmentBusy = true
         defer { enrolmentBusy = false }
         if usesPAM {
-            throw Failure(
+            throw DaemonError(
                 .notPermitted,
                 "the device passcode is your login password (PAM service \(config.pamService ?? "")); it cannot be removed here"
             )
@@ -210,10 +212,10 @@ extension UserSession {
     ) async throws {
         // One enrolment change at a time: the sensor call suspends, and a second change must not
         // start from the list the first is replacing.
-        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        guard !enrolmentBusy else { throw DaemonError(.busy, "another enrolment change is in progress") }
         enrolmentBusy = true
         defer { enrolmentBusy = false }
-        guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor to enrol on") }
+        guard let sensor else { throw DaemonError(.noSensor, "there is no biometric sensor to enrol on") }
         try Request.Enroll(name: name).validate()
         try await requirePasscode(passcode)
         record.enrolment = try await sensor.enroll(uid: uid, name: name, stored: record.enrolment, progress: progress)
@@ -230,10 +232,10 @@ extension UserSession {
     func unenroll(passcode: String, name: String) async throws {
         // One enrolment change at a time: the sensor call suspends, and a second change must not
         // start from the list the first is replacing.
-        guard !enrolmentBusy else { throw Failure(.busy, "another enrolment change is in progress") }
+        guard !enrolmentBusy else { throw DaemonError(.busy, "another enrolment change is in progress") }
         enrolmentBusy = true
         defer { enrolmentBusy = false }
-        guard let sensor else { throw Failure(.noSensor, "there is no biometric sensor") }
+        guard let sensor else { throw DaemonError(.noSensor, "there is no biometric sensor") }
         try await requirePasscode(passcode)
         record.enrolment = try await sensor.unenroll(uid: uid, name: name, stored: record.enrolment)
         record.enrolmentGeneration += 1
@@ -256,7 +258,7 @@ extension UserSession {
     /// on success.
     func resetPasscodeLockout(loginPassword password: String) async throws {
         if usesPAM {
-            throw Failure(
+            throw DaemonError(
                 .notPermitted,
                 "your device passcode is your login password: its counter is lifted by root (sudo lactl admin reset-passcode --uid \(uid))"
             )
@@ -266,12 +268,12 @@ extension UserSession {
             record.ledger.administratorReset()
             try await persist()
         case .wrong:
-            throw Failure(
+            throw DaemonError(
                 .passcodeIncorrect,
                 "the login password is not correct (\(record.loginPasswordAttempts.failures) in a row)"
             )
         case .delayed(let wait):
-            throw Failure(
+            throw DaemonError(
                 .passcodeRetryLater,
                 "login password entry is delayed after \(record.loginPasswordAttempts.failures) wrong ones; try again in \(Int(wait.rounded(.up))) s",
                 retryAfter: wait
@@ -285,11 +287,11 @@ extension UserSession {
     /// daemon when a wrong answer is slow to come loses nothing by it), forgiven on success; during
     /// a delay nothing is checked.
     func checkLoginPassword(_ password: String) async throws -> EvaluationMachine.LoginPasswordCheck {
-        guard !loginCheckBusy else { throw Failure(.busy, "another login password check of this user is running") }
+        guard !loginCheckBusy else { throw DaemonError(.busy, "another login password check of this user is running") }
         loginCheckBusy = true
         defer { loginCheckBusy = false }
         // Its counter is in the state too: a state put back would hand out fresh guesses.
-        if let rollback, let refusal = await rollback.verify() { throw Failure(.passcodeDisabled, refusal) }
+        if let rollback, let refusal = await rollback.verify() { throw DaemonError(.passcodeDisabled, refusal) }
         if let wait = record.loginPasswordAttempts.retryAfter(now: clock.wall()) { return .delayed(wait) }
         let before = record.loginPasswordAttempts
         record.loginPasswordAttempts.recordFailure(now: clock.wall())
@@ -305,7 +307,7 @@ extension UserSession {
         case .unsuitable(let why):
             record.loginPasswordAttempts = before
             try await persist()
-            throw Failure(.notPermitted, why)
+            throw DaemonError(.notPermitted, why)
         }
     }
 

@@ -15,7 +15,7 @@ extension UserSession {
     func tpmAttest(_ r: KeyRequest, app: AppIdentity) async throws -> KeyReply {
         guard let tpmAttestation else {
             _ = try keyEngine.tpmRoot()
-            throw KeyReplyError(KeyReply(problem: .notAvailable, message: "the TPM attestation key is not usable"))
+            throw DaemonError(.keyNotAvailable, "the TPM attestation key is not usable")
         }
         _ = try owner(app)
         switch r.operation {
@@ -26,12 +26,9 @@ extension UserSession {
                 (1...TPMCredentialValue.maxSize).contains(credential.credentialBlob.count),
                 (1...TPMCredentialValue.maxSize).contains(credential.encryptedSecret.count)
             else {
-                throw KeyReplyError(
-                    KeyReply(
-                        problem: .invalidParameter,
-                        message:
-                            "tpmActivateCredential needs a credential blob and an encrypted secret of 1…\(TPMCredentialValue.maxSize) bytes each"
-                    )
+                throw DaemonError(
+                    .invalidParameter,
+                    "tpmActivateCredential needs a credential blob and an encrypted secret of 1…\(TPMCredentialValue.maxSize) bytes each"
                 )
             }
             return KeyReply(tpm: try await keyEngine.tpmActivate(credential, tpmAttestation))
@@ -43,9 +40,7 @@ extension UserSession {
                 if case .denied(let denial) = proofs.next() { throw denial }
             } catch { return KeyReply(error) }
             guard let digest = r.digest, digest.count == 32 else {
-                throw KeyReplyError(
-                    KeyReply(problem: .invalidParameter, message: "tpmCertify needs 32 bytes of data to bind in")
-                )
+                throw DaemonError(.invalidParameter, "tpmCertify needs 32 bytes of data to bind in")
             }
             let (value, signature) = try await keyEngine.tpmCertify(key, qualifyingData: digest, tpmAttestation)
             return KeyReply(

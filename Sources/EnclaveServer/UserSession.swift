@@ -128,13 +128,16 @@ actor UserSession {
         } catch {
             record = saved
             logger.error("could not save the user's record", metadata: ["uid": "\(uid)", "error": "\(error)"])
-            throw Failure(.internalError, "the enclave could not save its state")
+            throw DaemonError(.stateNotSaved, "the enclave could not save its state")
         }
         guard let move, let rollback else { return }
         do { try await rollback.move(to: move) } catch {
             // The change is durable; only the answer is withheld (a later check finishes the move).
             logger.error("a change was saved but the TPM's counter did not follow", metadata: ["error": "\(error)"])
-            throw Failure(.internalError, "the TPM's rollback counter did not follow a saved change: \(error)")
+            throw DaemonError(
+                .rollbackCounterNotMoved,
+                "the TPM's rollback counter did not follow a saved change: \(error)"
+            )
         }
     }
 

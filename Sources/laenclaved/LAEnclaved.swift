@@ -366,19 +366,14 @@ struct LAEnclaved: AsyncParsableCommand {
                 issueRecovery: issueTPMRecovery,
                 moveToTPM: moveToTPM
             )
-        } catch let e
-            as EnclaveDaemon.StartError
-        {
-            if case .alreadyRunning = e {
-                // The recovery is done on a stopped daemon's state: said, not taken for done.
-                if let oneShot {
-                    logger.critical("\(oneShot): \(e.description); stop it first")
-                    throw ExitCode(1)
-                }
-                logger.notice("\(e.description); exiting")
-                return
+        } catch let e as DaemonError where e.code == .alreadyRunning {
+            // The recovery is done on a stopped daemon's state: said, not taken for done.
+            if let oneShot {
+                logger.critical("\(oneShot): \(e.description); stop it first")
+                throw ExitCode(1)
             }
-            throw e
+            logger.notice("\(e.description); exiting")
+            return
         } catch {
             // Said in the log too (a daemon started with --log-file has no one reading its stderr).
             logger.critical("cannot start: \(error)")

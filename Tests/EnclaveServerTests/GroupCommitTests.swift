@@ -165,7 +165,7 @@ final class GroupCommitTests: XCTestCase {
                     do {
                         _ = try await storage.insertItem(Self.item(name))
                         return (name, true)
-                    } catch KeychainStoreError.duplicate {
+                    } catch let error as DaemonError where error.code == .duplicateItem {
                         return (name, false)
                     }
                 }
@@ -189,7 +189,7 @@ final class GroupCommitTests: XCTestCase {
                     do {
                         _ = try await storage.insertItem(Self.item("user\(i)"))
                         return true
-                    } catch KeychainStoreError.quotaExceeded {
+                    } catch let error as DaemonError where error.code == .keychainQuotaExceeded {
                         return false
                     }
                 }

@@ -45,9 +45,9 @@ final class KeyEngineTests: XCTestCase {
         do {
             _ = try await engine.sign(digest, with: held)
             XCTFail("a software engine signed with a TPM's key")
-        } catch let error as KeyReplyError {
-            XCTAssertEqual(error.reply.problem, .notAvailable)
-            XCTAssertTrue(error.reply.message?.contains("inside a TPM") == true, "\(error.reply)")
+        } catch let error as DaemonError {
+            XCTAssertEqual(error.keyProblem, .notAvailable)
+            XCTAssertTrue(error.message.contains("inside a TPM"), error.message)
         }
     }
 
@@ -90,7 +90,7 @@ final class KeyEngineTests: XCTestCase {
                     return nil
                 } catch {
                     refusedSoFar.add(1, ordering: .sequentiallyConsistent)
-                    return (error as? KeyReplyError)?.reply.problem ?? .invalidKey
+                    return (error as? DaemonError)?.keyProblem ?? .invalidKey
                 }
             }
         }

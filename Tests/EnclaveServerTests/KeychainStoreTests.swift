@@ -168,12 +168,12 @@ final class KeychainStoreTests: XCTestCase {
         }
         XCTAssertEqual(read.attributes, [:])
         XCTAssertThrowsError(try storage.updateItems([(read, plain.modified)])) {
-            guard case KeychainStoreError.attributesNotRead = $0 else { return XCTFail("\($0)") }
+            guard ($0 as? DaemonError)?.code == .attributesNotRead else { return XCTFail("\($0)") }
         }
         do {
             _ = try await storage.insertItem(read)
             XCTFail("inserted")
-        } catch KeychainStoreError.attributesNotRead {}
+        } catch let error as DaemonError where error.code == .attributesNotRead {}
         let again = try storage.items(matching: query, uid: 1000, accessGroups: [Self.group], readingAttributes: true)
         XCTAssertEqual(again.first?.attributes, plain.attributes, "the row kept its attributes")
     }

@@ -59,8 +59,8 @@ final class UserSessionTests: XCTestCase {
         do {
             _ = try await session.checkPasscode("5678")
             XCTFail("a second check while the first runs is refused")
-        } catch let f as Failure {
-            XCTAssertEqual(f.code, .busy)
+        } catch let error as DaemonError {
+            XCTAssertEqual(error.code, .busy)
         }
         let (correct, _) = try await first.value
         XCTAssertTrue(correct)
@@ -79,9 +79,9 @@ final class UserSessionTests: XCTestCase {
         do {
             try await session.setPasscode(current: nil, new: "12345")
             XCTFail("5 characters are fewer than 6")
-        } catch let f as Failure {
-            XCTAssertEqual(f.code, .invalidParameter)
-            XCTAssertTrue(f.message.contains("at least 6"), f.message)
+        } catch let error as DaemonError {
+            XCTAssertEqual(error.code, .invalidParameter)
+            XCTAssertTrue(error.message.contains("at least 6"), error.message)
         }
         try await session.setPasscode(current: nil, new: "123456")
         let status = try await session.status(app: "/usr/bin/example-app")

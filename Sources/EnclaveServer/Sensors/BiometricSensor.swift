@@ -1,12 +1,6 @@
 import EnclaveCore
 import EnclaveProtocol
 
-public struct SensorFailure: Error, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
-}
-
 /// A biometric sensor the daemon owns. Each kind (simulated Touch ID / Face ID, fprintd) is one file
 /// behind this protocol; the rules never see which one is in use.
 public protocol BiometricSensor: Sendable {

@@ -14,7 +14,7 @@ extension FprintdSensor {
     static func requirePresence(_ bus: SdBusConnection, uid: UInt32) throws {
         let state = loginState(bus, uid: uid)
         guard SessionPresence.mayArmReader(userState: state) else {
-            throw SensorFailure(SessionPresence.refusal(uid: uid, userState: state))
+            throw DaemonError(.sensorFailed, SessionPresence.refusal(uid: uid, userState: state))
         }
     }
 
@@ -59,9 +59,9 @@ extension FprintdSensor {
                 read: SdBusConnection.readObjectPath
             )
         } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoSuchDevice") {
-            throw SensorFailure("fprintd sees no fingerprint reader")
+            throw DaemonError(.sensorFailed, "fprintd sees no fingerprint reader")
         } catch let e as SdBusConnection.CallError {
-            throw SensorFailure("fprintd does not answer (\(e))")
+            throw DaemonError(.sensorFailed, "fprintd does not answer (\(e))")
         }
     }
 
@@ -70,7 +70,7 @@ extension FprintdSensor {
     static func connect(_ address: String?) throws -> (SdBusConnection, device: String) {
         let bus: SdBusConnection
         do { bus = try SdBusConnection(address: address) } catch {
-            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
+            throw DaemonError(.sensorFailed, "cannot reach fprintd on the D-Bus system bus (\(error))")
         }
         try bus.subscribe(sender: service, interface: deviceInterface)
         try bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus")
@@ -90,7 +90,7 @@ extension FprintdSensor {
         } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
             return []
         } catch let e as SdBusConnection.CallError {
-            throw SensorFailure("fprintd could not list the enrolled fingers: \(e)")
+            throw DaemonError(.sensorFailed, "fprintd could not list the enrolled fingers: \(e)")
         }
     }
 
@@ -104,13 +104,19 @@ extension FprintdSensor {
                 return
             } catch let e as SdBusConnection.CallError where e.name.hasSuffix("AlreadyInUse") {
                 if attempt == claimRetries || cancelled() {
-                    throw SensorFailure("the fingerprint reader is in use by another program (\(e.message))")
+                    throw DaemonError(
+                        .sensorFailed,
+                        "the fingerprint reader is in use by another program (\(e.message))"
+                    )
                 }
                 usleep(100_000)
             } catch let e as SdBusConnection.CallError where e.name.hasSuffix("PermissionDenied") {
-                throw SensorFailure("fprintd refused to let laenclaved use the reader (polkit: \(e.message))")
+                throw DaemonError(
+                    .sensorFailed,
+                    "fprintd refused to let laenclaved use the reader (polkit: \(e.message))"
+                )
             } catch let e as SdBusConnection.CallError {
-                throw SensorFailure("fprintd could not claim the reader: \(e)")
+                throw DaemonError(.sensorFailed, "fprintd could not claim the reader: \(e)")
             }
         }
     }
@@ -120,17 +126,17 @@ extension FprintdSensor {
         if let change = bus.take("NameOwnerChanged"), change.strings.first == service, change.strings.count == 3,
             change.strings[2].isEmpty
         {
-            throw SensorFailure("fprintd stopped during the operation")
+            throw DaemonError(.sensorFailed, "fprintd stopped during the operation")
         }
     }
 
     static func fprintd(_ body: () throws -> Void) throws {
         do { try body() } catch let e as SdBusConnection.CallError {
             if e.name.hasSuffix("InvalidFingername") {
-                throw Failure(.invalidParameter, "fprintd does not know that finger name")
+                throw DaemonError(.invalidParameter, "fprintd does not know that finger name")
             }
-            if e.name.hasSuffix("AlreadyInUse") { throw Failure(.busy, "the fingerprint reader is busy") }
-            throw SensorFailure("fprintd: \(e)")
+            if e.name.hasSuffix("AlreadyInUse") { throw DaemonError(.busy, "the fingerprint reader is busy") }
+            throw DaemonError(.sensorFailed, "fprintd: \(e)")
         }
     }
 }

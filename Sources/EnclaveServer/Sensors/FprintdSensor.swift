@@ -85,7 +85,7 @@ public final class FprintdSensor: BiometricSensor, Sendable {
                 }
             }
             return fingers
-        } catch is SensorFailure {
+        } catch let error as DaemonError where error.code == .sensorFailed {
             return stored
         }
     }
@@ -103,12 +103,12 @@ public final class FprintdSensor: BiometricSensor, Sendable {
         progress: @escaping @Sendable (EnrolmentProgress) -> Void
     ) async throws -> [String] {
         guard Self.fingerNames.contains(name) else {
-            throw Failure(
+            throw DaemonError(
                 .invalidParameter,
                 "fprintd enrols fingers by name: \(Self.fingerNames.joined(separator: ", "))"
             )
         }
-        guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
+        guard !stored.contains(name) else { throw DaemonError(.alreadyExists, "\"\(name)\" is already enrolled") }
         let user = accountName(uid: uid)
         defer { forgetEnrolled(uid) }
         return try await worker.perform { holder, cancelled in
@@ -148,17 +148,17 @@ public final class FprintdSensor: BiometricSensor, Sendable {
                     progress(EnrolmentProgress(stage: stages, stages: stages, message: "enrolled"))
                     return try Self.enrolledFingers(bus, device: device, user: user)
                 case "enroll-duplicate":
-                    throw Failure(.alreadyExists, "that finger is enrolled already (as another name)")
-                case "enroll-data-full": throw Failure(.invalidParameter, "the reader's storage is full")
+                    throw DaemonError(.alreadyExists, "that finger is enrolled already (as another name)")
+                case "enroll-data-full": throw DaemonError(.invalidParameter, "the reader's storage is full")
                 case "enroll-disconnected":
-                    throw SensorFailure("the fingerprint reader was disconnected during the enrolment")
+                    throw DaemonError(.sensorFailed, "the fingerprint reader was disconnected during the enrolment")
                 case "enroll-failed", "enroll-unknown-error":
-                    throw SensorFailure("the fingerprint reader could not enrol (\(result))")
+                    throw DaemonError(.sensorFailed, "the fingerprint reader could not enrol (\(result))")
                 default:
                     if let message = Self.retryMessages[result] {
                         progress(EnrolmentProgress(stage: stage, stages: stages, message: message))
                     } else {
-                        throw SensorFailure("fprintd answered \(result.prefix(40)) during the enrolment")
+                        throw DaemonError(.sensorFailed, "fprintd answered \(result.prefix(40)) during the enrolment")
                     }
                 }
             }
@@ -176,9 +176,9 @@ public final class FprintdSensor: BiometricSensor, Sendable {
             do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFinger", [name]) } catch let e
                 as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
             {
-                throw Failure(.notFound, "\"\(name)\" is not enrolled")
+                throw DaemonError(.notFound, "\"\(name)\" is not enrolled")
             } catch let e as SdBusConnection.CallError where e.name.hasSuffix("InvalidFingername") {
-                throw Failure(.notFound, "\"\(name)\" is not enrolled")
+                throw DaemonError(.notFound, "\"\(name)\" is not enrolled")
             }
             return try Self.enrolledFingers(bus, device: device, user: user)
         }
@@ -239,9 +239,9 @@ public final class FprintdSensor: BiometricSensor, Sendable {
             do { try bus.call(service, device, deviceInterface, "VerifyStart", ["any"]) } catch let e
                 as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
             {
-                throw SensorFailure("fprintd has no enrolled fingerprint for \(user)")
+                throw DaemonError(.sensorFailed, "fprintd has no enrolled fingerprint for \(user)")
             } catch let e as SdBusConnection.CallError {
-                throw SensorFailure("fprintd could not start verifying: \(e)")
+                throw DaemonError(.sensorFailed, "fprintd could not start verifying: \(e)")
             }
         }
         try start()
@@ -262,10 +262,10 @@ public final class FprintdSensor: BiometricSensor, Sendable {
             switch result {
             case "verify-match": return .match
             case "verify-no-match": return .noMatch
-            case "verify-disconnected": throw SensorFailure("the fingerprint reader was disconnected")
+            case "verify-disconnected": throw DaemonError(.sensorFailed, "the fingerprint reader was disconnected")
             default:
                 guard let message = retryMessages[result.replacingOccurrences(of: "verify-", with: "enroll-")] else {
-                    throw SensorFailure("the fingerprint reader failed (\(result.prefix(40)))")
+                    throw DaemonError(.sensorFailed, "the fingerprint reader failed (\(result.prefix(40)))")
                 }
                 retry(message)
                 if status.flag == true {
@@ -282,7 +282,7 @@ public final class FprintdSensor: BiometricSensor, Sendable {
     private static func onThisThread<T>(_ address: String?, _ body: (SdBusConnection) throws -> T) throws -> T {
         let bus: SdBusConnection
         do { bus = try SdBusConnection(address: address) } catch {
-            throw SensorFailure("cannot reach fprintd on the D-Bus system bus (\(error))")
+            throw DaemonError(.sensorFailed, "cannot reach fprintd on the D-Bus system bus (\(error))")
         }
         return try body(bus)
     }

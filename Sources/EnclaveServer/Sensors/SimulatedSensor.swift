@@ -32,13 +32,13 @@ public final class SimulatedSensor: TouchableSensor {
         stored: [String],
         progress: @escaping @Sendable (EnrolmentProgress) -> Void
     ) async throws -> [String] {
-        guard !stored.contains(name) else { throw Failure(.alreadyExists, "\"\(name)\" is already enrolled") }
-        guard stored.count < 5 else { throw Failure(.invalidParameter, "at most 5 identities may be enrolled") }
+        guard !stored.contains(name) else { throw DaemonError(.alreadyExists, "\"\(name)\" is already enrolled") }
+        guard stored.count < 5 else { throw DaemonError(.invalidParameter, "at most 5 identities may be enrolled") }
         return stored + [name]
     }
 
     public func unenroll(uid: UInt32, name: String, stored: [String]) async throws -> [String] {
-        guard stored.contains(name) else { throw Failure(.notFound, "\"\(name)\" is not enrolled") }
+        guard stored.contains(name) else { throw DaemonError(.notFound, "\"\(name)\" is not enrolled") }
         return stored.filter { $0 != name }
     }
 

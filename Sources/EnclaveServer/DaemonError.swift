@@ -1,0 +1,70 @@
+import EnclaveProtocol
+
+/// What went wrong in the daemon: its one error type (GRDB's `DatabaseError` shape). `code` is what
+/// a caller decides on, stable (logs and tests name it); `message` says it in words for the log and,
+/// for a refusal, the person. The wire learns it in one place (`DaemonError+Wire.swift`).
+public struct DaemonError: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Code: String, Sendable, CaseIterable {
+        // A request refused: answered with the wire's code of the same name.
+        case busy
+        case notPermitted
+        case invalidParameter
+        case notFound
+        case alreadyExists
+        case passcodeIncorrect
+        case passcodeRetryLater
+        case passcodeNotSet
+        case passcodeAlreadySet
+        case passcodeDisabled
+        case noSensor
+
+        // A change the daemon could not make durable: answered as an internal error, saying which.
+        case stateNotSaved
+        case rollbackCounterNotMoved
+
+        // The stores' own, which the request's answer says in its terms (a keychain status, a
+        // key's problem).
+        case duplicateItem
+        case itemChangedMeanwhile
+        case keychainQuotaExceeded
+        case keyQuotaExceeded
+        case passcodeRemoved
+        case classKeyDamaged
+        case attributesNotRead
+
+        // A Secure Enclave key request refused: answered as the key's problem.
+        case keyInvalid
+        case keyInvalidated
+        case keyNotAvailable
+
+        // The daemon cannot start or serve (said in full at start; a request hears only that the
+        // daemon could not complete it, the rest is logged).
+        case alreadyRunning
+        case cannotLock
+        case masterKeyFile
+        case privateFile
+        case socketDirectory
+        case socketPathOccupied
+        case socketActivation
+        case masterKeyRoot
+        case rootRecovery
+        case rootMove
+        case attestationKey
+        case peerHelper
+        case sensorUnavailable
+        case sensorFailed
+    }
+
+    public let code: Code
+    public let message: String
+    /// Seconds until a refused attempt may be made again (`passcodeRetryLater`).
+    public let retryAfter: Double?
+
+    public init(_ code: Code, _ message: String, retryAfter: Double? = nil) {
+        self.code = code
+        self.message = message
+        self.retryAfter = retryAfter
+    }
+
+    public var description: String { message }
+}
