@@ -19,7 +19,8 @@ extension DaemonError {
         case .stateNotSaved, .rollbackCounterNotMoved: Failure(.internalError, message)
         case .alreadyRunning, .cannotLock, .masterKeyFile, .privateFile, .socketDirectory, .socketPathOccupied,
             .socketActivation, .masterKeyRoot, .rootRecovery, .rootMove, .attestationKey, .peerHelper,
-            .sensorUnavailable, .sensorFailed, .duplicateItem, .itemChangedMeanwhile, .keychainQuotaExceeded,
+            .sensorUnavailable, .sensorFailed, .tpmCommandFailed, .dbusCallFailed, .duplicateItem,
+            .itemChangedMeanwhile, .keychainQuotaExceeded,
             .keyQuotaExceeded, .passcodeRemoved, .classKeyDamaged, .attributesNotRead, .keyInvalid, .keyInvalidated,
             .keyNotAvailable:
             nil
@@ -39,7 +40,7 @@ extension DaemonError {
             .itemChangedMeanwhile, .keychainQuotaExceeded, .passcodeRemoved, .classKeyDamaged, .attributesNotRead,
             .alreadyRunning, .cannotLock, .masterKeyFile, .privateFile, .socketDirectory, .socketPathOccupied,
             .socketActivation, .masterKeyRoot, .rootRecovery, .rootMove, .attestationKey, .peerHelper,
-            .sensorUnavailable, .sensorFailed:
+            .sensorUnavailable, .sensorFailed, .tpmCommandFailed, .dbusCallFailed:
             nil
         }
     }

@@ -53,18 +53,32 @@ public struct DaemonError: Error, Sendable, Equatable, CustomStringConvertible {
         case peerHelper
         case sensorUnavailable
         case sensorFailed
+        case tpmCommandFailed
+        case dbusCallFailed
     }
 
     public let code: Code
     public let message: String
     /// Seconds until a refused attempt may be made again (`passcodeRetryLater`).
     public let retryAfter: Double?
+    /// The TPM's response code (`tpmCommandFailed`), which says what it refused.
+    public let tpmResponse: UInt32?
+    /// The D-Bus error's name (`dbusCallFailed`), e.g. fprintd's `net.reactivated.Fprint.Error.…`.
+    public let dbusName: String?
 
-    public init(_ code: Code, _ message: String, retryAfter: Double? = nil) {
+    public init(
+        _ code: Code,
+        _ message: String,
+        retryAfter: Double? = nil,
+        tpmResponse: UInt32? = nil,
+        dbusName: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.tpmResponse = tpmResponse
+        self.dbusName = dbusName
     }
 
-    public var description: String { message }
+    public var description: String { dbusName.map { "\($0): \(message)" } ?? message }
 }

@@ -112,7 +112,8 @@ enum KeyEngine: Sendable {
         guard case .tpm(_, _, let admission) = self, let admission else {
             preconditionFailure("a user's engine (forUser) uses the TPM")
         }
-        do { return try await admission.run(work) } catch let error as TPMError {
+        do { return try await admission.run(work) } catch let error as DaemonError where error.code == .tpmCommandFailed
+        {
             throw DaemonError(.keyNotAvailable, "the TPM could not \(what): \(error)")
         } catch is BlockingPool.Admission.Full {
             throw DaemonError(

@@ -45,13 +45,13 @@ struct PersonSecrets {
 
     /// The device passcode, to allow `purpose`.
     func passcode() async throws -> String {
-        if let lines = try pipe { return try await line(from: lines, what: "device passcode") }
+        if let lines = try pipe { return try await lines.next("device passcode") }
         return try await onTrustedPrompt(["Enter the device passcode to allow it"])[0]
     }
 
     /// The user's login password (a PAM service checks it), to allow `purpose`.
     func loginPassword() async throws -> String {
-        if let lines = try pipe { return try await line(from: lines, what: "login password") }
+        if let lines = try pipe { return try await lines.next("login password") }
         return try await onTrustedPrompt(["Enter your login password to allow it"])[0]
     }
 
@@ -59,7 +59,7 @@ struct PersonSecrets {
     func currentAndNewPasscode() async throws -> (current: String, new: String) {
         if let lines = try pipe {
             return (
-                try await line(from: lines, what: "current passcode"), try await line(from: lines, what: "new passcode")
+                try await lines.next("current passcode"), try await lines.next("new passcode")
             )
         }
         let answers = try await onTrustedPrompt([
@@ -71,20 +71,10 @@ struct PersonSecrets {
 
     /// A new passcode (asked twice on the terminal).
     func newPasscode() async throws -> String {
-        if let lines = try pipe { return try await line(from: lines, what: "new passcode") }
+        if let lines = try pipe { return try await lines.next("new passcode") }
         let answers = try await onTrustedPrompt(["Choose the new passcode", "Enter it again"])
         guard answers[0] == answers[1] else { throw DaemonError(.invalidParameter, "the passcodes differ") }
         return answers[0]
-    }
-
-    private func line(from lines: SecretLines, what: String) async throws -> String {
-        do { return try await lines.next() } catch {
-            switch error {
-            case .noLine: throw DaemonError(.invalidParameter, "the secret input has no line for the \(what)")
-            case .tooLong:
-                throw DaemonError(.invalidParameter, "a passcode has at most \(WireLimits.maxPasscodeBytes) bytes")
-            }
-        }
     }
 
     /// Whether the handed terminal is the person's (`TerminalHolders`): nil when none was handed.

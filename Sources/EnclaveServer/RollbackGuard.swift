@@ -217,11 +217,11 @@ final class RollbackGuard: Sendable {
     }
 
     /// The counter's value, nil when its index is gone.
-    private static func readCounter(index: UInt32, auth: [UInt8], tcti: String) throws(TPMError) -> UInt64? {
-        do throws(TPMError) {
+    private static func readCounter(index: UInt32, auth: [UInt8], tcti: String) throws(DaemonError) -> UInt64? {
+        do throws(DaemonError) {
             return try TPMDevice.readCounter(index: index, auth: auth, tcti: tcti)
         } catch {
-            guard error.isMissing else { throw error }
+            guard error.tpmObjectMissing else { throw error }
             return nil
         }
     }

@@ -32,16 +32,25 @@ final class SecretLines: Sendable {
         Glibc.close(fd)
     }
 
-    enum Problem: Error { case noLine, tooLong }
-
-    func next() async throws(Problem) -> String {
-        let result: Result<String, Problem> = await LoopThread.run(name: "laenclaved.secret-input") { [self] in
-            buffer.withLock { Self.readLine(from: fd, into: &$0) }
-        }
-        return try result.get()
+    private enum Read {
+        case line(String)
+        case noLine, tooLong
     }
 
-    private static func readLine(from fd: Int32, into buffer: inout [UInt8]) -> Result<String, Problem> {
+    /// The next line, which holds the `what` the person gave.
+    func next(_ what: String) async throws(DaemonError) -> String {
+        let read: Read = await LoopThread.run(name: "laenclaved.secret-input") { [self] in
+            buffer.withLock { Self.readLine(from: fd, into: &$0) }
+        }
+        switch read {
+        case .line(let line): return line
+        case .noLine: throw DaemonError(.invalidParameter, "the secret input has no line for the \(what)")
+        case .tooLong:
+            throw DaemonError(.invalidParameter, "a passcode has at most \(WireLimits.maxPasscodeBytes) bytes")
+        }
+    }
+
+    private static func readLine(from fd: Int32, into buffer: inout [UInt8]) -> Read {
         let deadline = Date().addingTimeInterval(Self.timeout)
         var chunk = [UInt8](repeating: 0, count: 512)
         while true {
@@ -53,21 +62,21 @@ final class SecretLines: Sendable {
                 var line = Array(buffer[..<end])
                 defer { for i in line.indices { line[i] = 0 } }
                 if line.last == 13 { line.removeLast() }
-                guard line.count <= WireLimits.maxPasscodeBytes else { return .failure(.tooLong) }
-                return .success(String(decoding: line, as: UTF8.self))
+                guard line.count <= WireLimits.maxPasscodeBytes else { return .tooLong }
+                return .line(String(decoding: line, as: UTF8.self))
             }
-            guard buffer.count <= WireLimits.maxPasscodeBytes + 2 else { return .failure(.tooLong) }
+            guard buffer.count <= WireLimits.maxPasscodeBytes + 2 else { return .tooLong }
             let left = deadline.timeIntervalSinceNow
-            guard left > 0 else { return .failure(.noLine) }
+            guard left > 0 else { return .noLine }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&p, 1, Int32(left * 1000))
             if ready < 0 && errno == EINTR { continue }
-            guard ready > 0 else { return .failure(.noLine) }
+            guard ready > 0 else { return .noLine }
             let n = Glibc.read(fd, &chunk, chunk.count)
             if n < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             guard n > 0 else {
                 // End of input: a last line without its newline still counts.
-                guard !buffer.isEmpty else { return .failure(.noLine) }
+                guard !buffer.isEmpty else { return .noLine }
                 buffer.append(10)
                 continue
             }

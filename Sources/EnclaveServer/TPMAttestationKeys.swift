@@ -32,11 +32,12 @@ final class TPMAttestationKeys: Sendable {
             if let known { return known }
             var chosen: (TPMDevice.EndorsementTemplate, [UInt8]?) = (.eccP256, nil)
             for template in TPMDevice.EndorsementTemplate.allCases {
-                let read = Result { () throws(TPMError) in try TPMDevice.endorsementCertificate(template, tcti: tcti) }
+                let read = Result { () throws(DaemonError) in try TPMDevice.endorsementCertificate(template, tcti: tcti)
+                }
                 switch read {
                 case .success(let der): chosen = (template, der)
                 case .failure(let error):
-                    if error.isMissing { continue }
+                    if error.tpmObjectMissing { continue }
                     throw error
                 }
                 break

@@ -26,27 +26,27 @@ extension TPMDevice {
         public var wireName: String { self == .eccP384 ? "ecc-p384" : "ecc-p256" }
     }
 
-    /// The endorsement key's certificate (DER) from the TPM's NV; `isMissing` when the maker put none.
+    /// The endorsement key's certificate (DER) from the TPM's NV; `tpmObjectMissing` when the maker put none.
     public static func endorsementCertificate(
         _ template: EndorsementTemplate,
         tcti: String
-    ) throws(TPMError) -> [UInt8] {
-        try withTPM(tcti) { tpm throws(TPMError) in
+    ) throws(DaemonError) -> [UInt8] {
+        try withTPM(tcti) { tpm throws(DaemonError) in
             var bytes = [UInt8](repeating: 0, count: 4096)
             var size = bytes.count
             let rc = la_tpm_nv_read(tpm, template.certificateIndex, &bytes, &size)
-            guard rc == 0 else { throw TPMError("reading the endorsement certificate", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("reading the endorsement certificate", rc) }
             return Array(bytes[..<size])
         }
     }
 
     /// The endorsement key's public area (TPMT_PUBLIC), derived from its template.
-    public static func endorsementKey(_ template: EndorsementTemplate, tcti: String) throws(TPMError) -> [UInt8] {
-        try withTPM(tcti) { tpm throws(TPMError) in
+    public static func endorsementKey(_ template: EndorsementTemplate, tcti: String) throws(DaemonError) -> [UInt8] {
+        try withTPM(tcti) { tpm throws(DaemonError) in
             var bytes = [UInt8](repeating: 0, count: 1024)
             var size = bytes.count
             let rc = la_tpm_ek_public(tpm, template.isP384, &bytes, &size)
-            guard rc == 0 else { throw TPMError("deriving the endorsement key", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("deriving the endorsement key", rc) }
             return Array(bytes[..<size])
         }
     }
@@ -57,12 +57,12 @@ extension TPMDevice {
         auth: [UInt8],
         tcti: String,
         primary: TPMPrimaryContext
-    ) throws(TPMError) -> [UInt8] {
-        try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+    ) throws(DaemonError) -> [UInt8] {
+        try primary.withTPM(tcti) { tpm, context throws(DaemonError) in
             var blob = [UInt8](repeating: 0, count: Int(LA_TPM_MAX_BLOB))
             var size = blob.count
             let rc = la_tpm_ak_create(tpm, &context, auth, auth.count, &blob, &size)
-            guard rc == 0 else { throw TPMError("making the attestation key", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("making the attestation key", rc) }
             return Array(blob[..<size])
         }
     }
@@ -77,8 +77,8 @@ extension TPMDevice {
         auth: [UInt8],
         tcti: String,
         primary: TPMPrimaryContext
-    ) throws(TPMError) -> [UInt8] {
-        try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+    ) throws(DaemonError) -> [UInt8] {
+        try primary.withTPM(tcti) { tpm, context throws(DaemonError) in
             var out = [UInt8](repeating: 0, count: 64)
             var size = out.count
             let rc = la_tpm_activate_credential(
@@ -96,7 +96,7 @@ extension TPMDevice {
                 &out,
                 &size
             )
-            guard rc == 0 else { throw TPMError("activating the credential", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("activating the credential", rc) }
             return Array(out[..<size])
         }
     }
@@ -111,8 +111,8 @@ extension TPMDevice {
         qualifyingData: [UInt8],
         tcti: String,
         primary: TPMPrimaryContext
-    ) throws(TPMError) -> (statement: [UInt8], signature: [UInt8]) {
-        try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+    ) throws(DaemonError) -> (statement: [UInt8], signature: [UInt8]) {
+        try primary.withTPM(tcti) { tpm, context throws(DaemonError) in
             var statement = [UInt8](repeating: 0, count: 1024)
             var size = statement.count
             var r = [UInt8](repeating: 0, count: 32)
@@ -135,7 +135,7 @@ extension TPMDevice {
                 &r,
                 &s
             )
-            guard rc == 0 else { throw TPMError("certifying the key", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("certifying the key", rc) }
             return (Array(statement[..<size]), r + s)
         }
     }

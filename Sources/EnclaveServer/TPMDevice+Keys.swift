@@ -13,18 +13,18 @@ public final class TPMPrimaryContext: Sendable {
     /// left in the context (a new one, or none).
     func withTPM<T>(
         _ tcti: String,
-        _ body: (OpaquePointer, inout la_tpm_context) throws(TPMError) -> T
-    ) throws(TPMError) -> T {
+        _ body: (OpaquePointer, inout la_tpm_context) throws(DaemonError) -> T
+    ) throws(DaemonError) -> T {
         var bytes = saved.withLock { $0 }
         let size = bytes.count
         bytes += [UInt8](repeating: 0, count: Int(LA_TPM_MAX_CONTEXT) - size)
-        return try bytes.withUnsafeMutableBufferPointer { buffer throws(TPMError) in
+        return try bytes.withUnsafeMutableBufferPointer { buffer throws(DaemonError) in
             var context = la_tpm_context(bytes: buffer.baseAddress, capacity: buffer.count, size: size)
             defer {
                 let kept = Array(buffer[..<context.size])
                 saved.withLock { $0 = kept }
             }
-            return try TPMDevice.withTPM(tcti) { tpm throws(TPMError) in try body(tpm, &context) }
+            return try TPMDevice.withTPM(tcti) { tpm throws(DaemonError) in try body(tpm, &context) }
         }
     }
 }
@@ -44,8 +44,8 @@ extension TPMDevice {
         auth: [UInt8],
         tcti: String,
         primary: TPMPrimaryContext
-    ) throws(TPMError) -> CreatedKey {
-        try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+    ) throws(DaemonError) -> CreatedKey {
+        try primary.withTPM(tcti) { tpm, context throws(DaemonError) in
             var blob = [UInt8](repeating: 0, count: Int(LA_TPM_MAX_BLOB))
             var size = blob.count
             var x = [UInt8](repeating: 0, count: 32)
@@ -62,7 +62,7 @@ extension TPMDevice {
                 &x,
                 &y
             )
-            guard rc == 0 else { throw TPMError("creating a key", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("creating a key", rc) }
             return CreatedKey(blob: Array(blob[..<size]), publicKey: [0x04] + x + y)
         }
     }
@@ -74,13 +74,13 @@ extension TPMDevice {
         auth: [UInt8],
         tcti: String,
         primary: TPMPrimaryContext
-    ) throws(TPMError) -> [UInt8] {
+    ) throws(DaemonError) -> [UInt8] {
         precondition(digest.count == 32, "a SHA-256 digest")
-        return try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+        return try primary.withTPM(tcti) { tpm, context throws(DaemonError) in
             var r = [UInt8](repeating: 0, count: 32)
             var s = [UInt8](repeating: 0, count: 32)
             let rc = la_tpm_key_sign(tpm, &context, blob, blob.count, auth, auth.count, digest, &r, &s)
-            guard rc == 0 else { throw TPMError("signing", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("signing", rc) }
             return r + s
         }
     }
@@ -93,9 +93,9 @@ extension TPMDevice {
         auth: [UInt8],
         tcti: String,
         primary: TPMPrimaryContext
-    ) throws(TPMError) -> [UInt8] {
+    ) throws(DaemonError) -> [UInt8] {
         precondition(peer.count == 65 && peer[0] == 0x04, "an uncompressed P-256 point")
-        return try primary.withTPM(tcti) { tpm, context throws(TPMError) in
+        return try primary.withTPM(tcti) { tpm, context throws(DaemonError) in
             var shared = [UInt8](repeating: 0, count: 32)
             let rc = la_tpm_key_agree(
                 tpm,
@@ -108,7 +108,7 @@ extension TPMDevice {
                 Array(peer[33..<65]),
                 &shared
             )
-            guard rc == 0 else { throw TPMError("key agreement", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("key agreement", rc) }
             return shared
         }
     }

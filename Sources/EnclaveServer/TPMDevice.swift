@@ -12,34 +12,34 @@ public enum TPMDevice {
     /// Seals `secret` (at most 128 bytes) to this TPM: the blob opens on no other (fixedTPM,
     /// fixedParent, under the owner hierarchy's storage primary) and counts toward no dictionary
     /// lockout (noDA: the secret is random, not guessable).
-    public static func seal(_ secret: [UInt8], tcti: String) throws(TPMError) -> [UInt8] {
-        try withTPM(tcti) { tpm throws(TPMError) in
+    public static func seal(_ secret: [UInt8], tcti: String) throws(DaemonError) -> [UInt8] {
+        try withTPM(tcti) { tpm throws(DaemonError) in
             var blob = [UInt8](repeating: 0, count: Int(LA_TPM_MAX_BLOB))
             var size = blob.count
             let rc = la_tpm_seal(tpm, secret, secret.count, &blob, &size)
-            guard rc == 0 else { throw TPMError("sealing", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("sealing", rc) }
             return Array(blob[..<size])
         }
     }
 
     /// The secret in a blob `seal` made on this TPM.
-    public static func unseal(_ blob: [UInt8], tcti: String) throws(TPMError) -> [UInt8] {
-        try withTPM(tcti) { tpm throws(TPMError) in
+    public static func unseal(_ blob: [UInt8], tcti: String) throws(DaemonError) -> [UInt8] {
+        try withTPM(tcti) { tpm throws(DaemonError) in
             var secret = [UInt8](repeating: 0, count: 128)
             var size = secret.count
             let rc = la_tpm_unseal(tpm, blob, blob.count, &secret, &size)
-            guard rc == 0 else { throw TPMError("unsealing", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("unsealing", rc) }
             return Array(secret[..<size])
         }
     }
 
     /// `count` (at most 32) random bytes: one command on a fresh connection, the floor the
     /// benchmark sets beside sealing and unsealing.
-    public static func randomBytes(_ count: Int, tcti: String) throws(TPMError) -> [UInt8] {
-        try withTPM(tcti) { tpm throws(TPMError) in
+    public static func randomBytes(_ count: Int, tcti: String) throws(DaemonError) -> [UInt8] {
+        try withTPM(tcti) { tpm throws(DaemonError) in
             var bytes = [UInt8](repeating: 0, count: count)
             let rc = la_tpm_random(tpm, &bytes, count)
-            guard rc == 0 else { throw TPMError("random bytes", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("random bytes", rc) }
             return bytes
         }
     }
@@ -59,15 +59,15 @@ public enum TPMDevice {
     /// counter: each increment is durable) and returns it after its first increment. Its first
     /// value is the highest any counter of this TPM ever had: a counter deleted and defined again
     /// never goes back.
-    public static func defineCounter(auth: [UInt8], tcti: String) throws(TPMError) -> Counter {
-        try withTPM(tcti) { tpm throws(TPMError) in
-            var lastError = TPMError("defining a counter", 0)
+    public static func defineCounter(auth: [UInt8], tcti: String) throws(DaemonError) -> Counter {
+        try withTPM(tcti) { tpm throws(DaemonError) in
+            var lastError = DaemonError.tpm("defining a counter", 0)
             for _ in 0..<16 {
                 let index = UInt32.random(in: counterIndices)
                 var value: UInt64 = 0
                 let rc = la_tpm_counter_define(tpm, index, auth, auth.count, &value)
                 if rc == 0 { return Counter(index: index, value: value) }
-                lastError = TPMError("defining a counter", rc)
+                lastError = DaemonError.tpm("defining a counter", rc)
                 guard la_tpm_rc_is_defined(rc) != 0 else { break }
             }
             throw lastError
@@ -75,12 +75,12 @@ public enum TPMDevice {
     }
 
     /// Moves the counter by one, durably, and returns its new value.
-    public static func incrementCounter(index: UInt32, auth: [UInt8], tcti: String) throws(TPMError) -> UInt64 {
+    public static func incrementCounter(index: UInt32, auth: [UInt8], tcti: String) throws(DaemonError) -> UInt64 {
         try counter(index: index, auth: auth, tcti: tcti, increment: true)
     }
 
-    /// The counter's value; `TPMError.isMissing` when the TPM has no such index (deleted).
-    public static func readCounter(index: UInt32, auth: [UInt8], tcti: String) throws(TPMError) -> UInt64 {
+    /// The counter's value; `DaemonError.tpmObjectMissing` when the TPM has no such index (deleted).
+    public static func readCounter(index: UInt32, auth: [UInt8], tcti: String) throws(DaemonError) -> UInt64 {
         try counter(index: index, auth: auth, tcti: tcti, increment: false)
     }
 
@@ -89,23 +89,23 @@ public enum TPMDevice {
         auth: [UInt8],
         tcti: String,
         increment: Bool
-    ) throws(TPMError)
+    ) throws(DaemonError)
         -> UInt64
     {
-        try withTPM(tcti) { tpm throws(TPMError) in
+        try withTPM(tcti) { tpm throws(DaemonError) in
             var value: UInt64 = 0
             let rc = la_tpm_counter(tpm, index, auth, auth.count, increment ? 1 : 0, &value)
-            guard rc == 0 else { throw TPMError(increment ? "moving the counter" : "reading the counter", rc) }
+            guard rc == 0 else { throw DaemonError.tpm(increment ? "moving the counter" : "reading the counter", rc) }
             return value
         }
     }
 
     /// Deletes the NV index (the owner's authorization, empty on most machines, is all it takes:
     /// the reason a deleted counter can only be detected).
-    public static func undefineCounter(index: UInt32, tcti: String) throws(TPMError) {
-        try withTPM(tcti) { tpm throws(TPMError) in
+    public static func undefineCounter(index: UInt32, tcti: String) throws(DaemonError) {
+        try withTPM(tcti) { tpm throws(DaemonError) in
             let rc = la_tpm_counter_undefine(tpm, index)
-            guard rc == 0 else { throw TPMError("deleting the counter", rc) }
+            guard rc == 0 else { throw DaemonError.tpm("deleting the counter", rc) }
         }
     }
 
@@ -117,32 +117,33 @@ public enum TPMDevice {
         return tcti.contains("/dev/tpmrm") || name.contains("tabrmd")
     }
 
-    static func withTPM<T>(_ tcti: String, _ body: (OpaquePointer) throws(TPMError) -> T) throws(TPMError) -> T {
+    static func withTPM<T>(_ tcti: String, _ body: (OpaquePointer) throws(DaemonError) -> T) throws(DaemonError) -> T {
         var tpm: OpaquePointer?
         let rc = la_tpm_open(tcti, managed(tcti) ? 0 : 1, &tpm)
-        guard rc == 0, let tpm else { throw TPMError("opening \(tcti)", rc) }
+        guard rc == 0, let tpm else { throw DaemonError.tpm("opening \(tcti)", rc) }
         defer { la_tpm_close(tpm) }
         return try body(tpm)
     }
 }
 
-/// A TPM command that failed, in the TSS's words.
-public struct TPMError: Error, CustomStringConvertible, Equatable {
-    let operation: String
-    let code: UInt32
-    init(_ operation: String, _ code: UInt32) {
-        self.operation = operation
-        self.code = code
+extension DaemonError {
+    /// A TPM command that failed, in the TSS's words; `rc` is kept as `tpmResponse`.
+    static func tpm(_ operation: String, _ rc: UInt32) -> DaemonError {
+        DaemonError(
+            .tpmCommandFailed,
+            "\(operation): \(la_tpm_error(rc).map { String(cString: $0) } ?? "TPM error \(rc)")",
+            tpmResponse: rc
+        )
     }
+
     /// The TPM has no object at the handle (a counter that was deleted).
-    public var isMissing: Bool { la_tpm_rc_is_missing(code) != 0 }
+    public var tpmObjectMissing: Bool { tpmResponse.map { la_tpm_rc_is_missing($0) != 0 } ?? false }
     /// The TPM refused an authorization (a wrong auth value).
-    var isAuthFailure: Bool { la_tpm_rc_is_auth_fail(code) != 0 }
+    var tpmAuthorizationFailed: Bool { tpmResponse.map { la_tpm_rc_is_auth_fail($0) != 0 } ?? false }
     /// TPM_RC_INTEGRITY: a blob or credential whose integrity check failed (tampered, or made for
     /// another TPM or key). A format-one code: the number in its low six bits.
-    var isIntegrityFailure: Bool { code >> 12 == 0 && code & 0x80 != 0 && code & 0x3F == 0x1F }
-
-    public var description: String {
-        "\(operation): \(la_tpm_error(code).map { String(cString: $0) } ?? "TPM error \(code)")"
+    var tpmIntegrityFailed: Bool {
+        guard let rc = tpmResponse else { return false }
+        return rc >> 12 == 0 && rc & 0x80 != 0 && rc & 0x3F == 0x1F
     }
 }

@@ -234,7 +234,7 @@ final class SoftwareRootMoveTests: XCTestCase {
         XCTAssertTrue(machine.log().contains("interrupted before it took effect"), machine.log())
         XCTAssertTrue(machine.log().contains("the counter it defined is removed"), machine.log())
         XCTAssertThrowsError(try TPMDevice.readCounter(index: cutCounter.index, auth: cutAuth, tcti: tpm.tcti)) {
-            XCTAssertTrue(($0 as? TPMError)?.isMissing == true, "\($0)")
+            XCTAssertTrue(($0 as? DaemonError)?.tpmObjectMissing == true, "\($0)")
         }
         XCTAssertTrue(machine.log().contains("moved from the software root to the TPM root"), machine.log())
         XCTAssertTrue(machine.log().contains("no recovery secret was issued"), "said, with its command")

@@ -57,7 +57,7 @@ final class TPMDeviceAttestationTests: XCTestCase {
         XCTAssertEqual(p256.curve, .p256)
         // No P-256 certificate in this TPM: said as missing, not as a failure of the TPM.
         XCTAssertThrowsError(try TPMDevice.endorsementCertificate(.eccP256, tcti: tpm.tcti)) {
-            XCTAssertTrue(($0 as? TPMError)?.isMissing == true, "\($0)")
+            XCTAssertTrue(($0 as? DaemonError)?.tpmObjectMissing == true, "\($0)")
         }
     }
 
@@ -96,7 +96,7 @@ final class TPMDeviceAttestationTests: XCTestCase {
                     primary: primary
                 ),
                 "another attestation key took the credential"
-            ) { XCTAssertTrue(($0 as? TPMError)?.isIntegrityFailure == true, "\($0)") }
+            ) { XCTAssertTrue(($0 as? DaemonError)?.tpmIntegrityFailed == true, "\($0)") }
             // Tampered: one byte of the encrypted credential flipped.
             var tampered = wrapped.credentialBlob
             tampered[tampered.count - 1] ^= 1
@@ -111,7 +111,7 @@ final class TPMDeviceAttestationTests: XCTestCase {
                     primary: primary
                 ),
                 "a tampered credential was taken"
-            ) { XCTAssertTrue(($0 as? TPMError)?.isIntegrityFailure == true, "\($0)") }
+            ) { XCTAssertTrue(($0 as? DaemonError)?.tpmIntegrityFailed == true, "\($0)") }
         }
 
         // Another TPM, with its own attestation key, given the credential wrapped for this one.
@@ -133,7 +133,7 @@ final class TPMDeviceAttestationTests: XCTestCase {
                 primary: elsewherePrimary
             ),
             "another TPM opened a credential wrapped for this one"
-        ) { XCTAssertTrue(($0 as? TPMError)?.isIntegrityFailure == true, "\($0)") }
+        ) { XCTAssertTrue(($0 as? DaemonError)?.tpmIntegrityFailed == true, "\($0)") }
     }
 
     func testTheTPMCertifiesItsOwnKeyWithTheCallersDataUnderTheAttestationKey() throws {
@@ -180,6 +180,6 @@ final class TPMDeviceAttestationTests: XCTestCase {
                 tcti: tpm.tcti,
                 primary: primary
             )
-        ) { XCTAssertTrue(($0 as? TPMError)?.isAuthFailure == true, "\($0)") }
+        ) { XCTAssertTrue(($0 as? DaemonError)?.tpmAuthorizationFailed == true, "\($0)") }
     }
 }

@@ -82,7 +82,7 @@ final class TPMDeviceKeysTests: XCTestCase {
             try TPMDevice.sign(digest: Array(digest), blob: key.blob, auth: wrong, tcti: tpm.tcti, primary: primary),
             "the blob alone signs nothing"
         ) { error in
-            XCTAssertTrue((error as? TPMError)?.isAuthFailure == true, "\(error)")
+            XCTAssertTrue((error as? DaemonError)?.tpmAuthorizationFailed == true, "\(error)")
         }
         let other = try SwtpmSimulator()
         defer { other.destroy() }

@@ -101,7 +101,7 @@ final class TPMDeviceTests: XCTestCase {
 
         try TPMDevice.undefineCounter(index: counter.index, tcti: tpm.tcti)
         XCTAssertThrowsError(try TPMDevice.readCounter(index: counter.index, auth: auth, tcti: tpm.tcti)) { error in
-            XCTAssertTrue((error as? TPMError)?.isMissing == true, "\(error)")
+            XCTAssertTrue((error as? DaemonError)?.tpmObjectMissing == true, "\(error)")
         }
         let again = try TPMDevice.defineCounter(auth: auth, tcti: tpm.tcti)
         XCTAssertGreaterThanOrEqual(again.value, counter.value + 1, "a counter defined again never starts lower")

@@ -58,9 +58,9 @@ extension FprintdSensor {
                 "GetDefaultDevice",
                 read: SdBusConnection.readObjectPath
             )
-        } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoSuchDevice") {
+        } catch let e as DaemonError where e.isDBusError("NoSuchDevice") {
             throw DaemonError(.sensorFailed, "fprintd sees no fingerprint reader")
-        } catch let e as SdBusConnection.CallError {
+        } catch let e as DaemonError where e.code == .dbusCallFailed {
             throw DaemonError(.sensorFailed, "fprintd does not answer (\(e))")
         }
     }
@@ -87,9 +87,9 @@ extension FprintdSensor {
                 [user],
                 read: SdBusConnection.readStrings
             )
-        } catch let e as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints") {
+        } catch let e as DaemonError where e.isDBusError("NoEnrolledPrints") {
             return []
-        } catch let e as SdBusConnection.CallError {
+        } catch let e as DaemonError where e.code == .dbusCallFailed {
             throw DaemonError(.sensorFailed, "fprintd could not list the enrolled fingers: \(e)")
         }
     }
@@ -102,7 +102,7 @@ extension FprintdSensor {
                 try bus.call(service, device, deviceInterface, "Claim", [user])
                 bus.discardSignals()
                 return
-            } catch let e as SdBusConnection.CallError where e.name.hasSuffix("AlreadyInUse") {
+            } catch let e as DaemonError where e.isDBusError("AlreadyInUse") {
                 if attempt == claimRetries || cancelled() {
                     throw DaemonError(
                         .sensorFailed,
@@ -110,12 +110,12 @@ extension FprintdSensor {
                     )
                 }
                 usleep(100_000)
-            } catch let e as SdBusConnection.CallError where e.name.hasSuffix("PermissionDenied") {
+            } catch let e as DaemonError where e.isDBusError("PermissionDenied") {
                 throw DaemonError(
                     .sensorFailed,
                     "fprintd refused to let laenclaved use the reader (polkit: \(e.message))"
                 )
-            } catch let e as SdBusConnection.CallError {
+            } catch let e as DaemonError where e.code == .dbusCallFailed {
                 throw DaemonError(.sensorFailed, "fprintd could not claim the reader: \(e)")
             }
         }
@@ -131,11 +131,11 @@ extension FprintdSensor {
     }
 
     static func fprintd(_ body: () throws -> Void) throws {
-        do { try body() } catch let e as SdBusConnection.CallError {
-            if e.name.hasSuffix("InvalidFingername") {
+        do { try body() } catch let e as DaemonError where e.code == .dbusCallFailed {
+            if e.isDBusError("InvalidFingername") {
                 throw DaemonError(.invalidParameter, "fprintd does not know that finger name")
             }
-            if e.name.hasSuffix("AlreadyInUse") { throw DaemonError(.busy, "the fingerprint reader is busy") }
+            if e.isDBusError("AlreadyInUse") { throw DaemonError(.busy, "the fingerprint reader is busy") }
             throw DaemonError(.sensorFailed, "fprintd: \(e)")
         }
     }

@@ -174,10 +174,10 @@ public final class FprintdSensor: BiometricSensor, Sendable {
             let bus = claim.bus
             let device = claim.device
             do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFinger", [name]) } catch let e
-                as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
+                as DaemonError where e.isDBusError("NoEnrolledPrints")
             {
                 throw DaemonError(.notFound, "\"\(name)\" is not enrolled")
-            } catch let e as SdBusConnection.CallError where e.name.hasSuffix("InvalidFingername") {
+            } catch let e as DaemonError where e.isDBusError("InvalidFingername") {
                 throw DaemonError(.notFound, "\"\(name)\" is not enrolled")
             }
             return try Self.enrolledFingers(bus, device: device, user: user)
@@ -193,7 +193,7 @@ public final class FprintdSensor: BiometricSensor, Sendable {
             let bus = claim.bus
             let device = claim.device
             do { try bus.call(Self.service, device, Self.deviceInterface, "DeleteEnrolledFingers2") } catch let e
-                as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
+                as DaemonError where e.isDBusError("NoEnrolledPrints")
             {}
             return []
         }
@@ -237,10 +237,10 @@ public final class FprintdSensor: BiometricSensor, Sendable {
         func start() throws {
             bus.discardSignals()
             do { try bus.call(service, device, deviceInterface, "VerifyStart", ["any"]) } catch let e
-                as SdBusConnection.CallError where e.name.hasSuffix("NoEnrolledPrints")
+                as DaemonError where e.isDBusError("NoEnrolledPrints")
             {
                 throw DaemonError(.sensorFailed, "fprintd has no enrolled fingerprint for \(user)")
-            } catch let e as SdBusConnection.CallError {
+            } catch let e as DaemonError where e.code == .dbusCallFailed {
                 throw DaemonError(.sensorFailed, "fprintd could not start verifying: \(e)")
             }
         }

@@ -17,13 +17,6 @@ final class SdBusConnection {
         var flag: Bool?
     }
 
-    /// A D-Bus error reply (`net.reactivated.Fprint.Error.AlreadyInUse`…) or a transport failure.
-    struct CallError: Error, CustomStringConvertible {
-        var name: String
-        var message: String
-        var description: String { "\(name): \(message)" }
-    }
-
     private var bus: OpaquePointer?
     private var slots: [OpaquePointer?] = []
     private(set) var signals: [Signal] = []
@@ -185,9 +178,10 @@ final class SdBusConnection {
         var reply: OpaquePointer?
         let r = sd_bus_call(bus, message, timeout, &error, &reply)
         if r < 0 {
-            throw CallError(
-                name: error.name.map { String(cString: $0) } ?? "errno.\(-r)",
-                message: error.message.map { String(cString: $0) } ?? String(cString: strerror(-r))
+            throw DaemonError(
+                .dbusCallFailed,
+                error.message.map { String(cString: $0) } ?? String(cString: strerror(-r)),
+                dbusName: error.name.map { String(cString: $0) } ?? "errno.\(-r)"
             )
         }
         defer { sd_bus_message_unref(reply) }
@@ -254,6 +248,12 @@ final class SdBusConnection {
 
 private func check(_ r: Int32, _ what: String) throws {
     if r < 0 {
-        throw SdBusConnection.CallError(name: "errno.\(-r)", message: "\(what): \(String(cString: strerror(-r)))")
+        throw DaemonError(.dbusCallFailed, "\(what): \(String(cString: strerror(-r)))", dbusName: "errno.\(-r)")
     }
+}
+
+extension DaemonError {
+    /// A D-Bus error reply (`net.reactivated.Fprint.Error.AlreadyInUse`…) or a transport failure
+    /// whose name ends in `suffix`.
+    func isDBusError(_ suffix: String) -> Bool { dbusName?.hasSuffix(suffix) ?? false }
 }
