@@ -121,6 +121,119 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertTrue(client.executableChanged(999))
     }
 
+    /// Attack (issue 33's review): a user holds a flood of descriptors, so that the holders scan a
+    /// terminal administration asks of the helper would take seconds — and the helper, one thread,
+    /// also pins every user's connections, which would wait for it. The scan gives up at its
+    /// budget (`PtyMasterHolders.budget`) and says so (status 9), and a pin sent right behind it is
+    /// answered next. Counted in answers, not timed: without the budget the scan answers its
+    /// holders (this process) instead, seconds later.
+    func testAFloodOfDescriptorsCannotHoldTheHelper() throws {
+        let flood = try DescriptorFlood(descriptors: 2_000_000)
+        defer { flood.stop() }
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        XCTAssertGreaterThanOrEqual(master, 0)
+        defer { close(master) }
+        var index: UInt32 = 0
+        XCTAssertEqual(ioctl(master, 0x8004_5430, &index), 0, "TIOCGPTN")
+        let (cookie, ends) = connection()
+        defer { for end in ends { close(end) } }
+
+        XCTAssertTrue(ask(.holders, handle: UInt64(index), sequence: 1))
+        XCTAssertTrue(ask(.pin, pid: getpid(), cookie: cookie, sequence: 2))
+        let scan = try XCTUnwrap(receive(), "the helper answered the scan")
+        XCTAssertEqual(PeerHelper.read(scan, 16, UInt64.self), 1)
+        XCTAssertEqual(PeerHelper.read(scan, 0, Int32.self), 9, "the scan gave up at its budget")
+        let pin = try XCTUnwrap(receive(), "the helper answered the pin behind it")
+        XCTAssertEqual(PeerHelper.read(pin, 16, UInt64.self), 2)
+        XCTAssertEqual(PeerHelper.read(pin, 0, Int32.self), 0, "the pin was served")
+        XCTAssertFalse(gone.isSet)
+    }
+
+    /// One request to the helper, as the daemon writes it.
+    private func ask(
+        _ operation: PeerHelper.Operation,
+        pid: Int32 = 0,
+        handle: UInt64 = 0,
+        cookie: UInt64 = 0,
+        sequence: UInt64
+    ) -> Bool {
+        var request: [UInt8] = []
+        PeerHelper.append(&request, operation.rawValue)
+        PeerHelper.append(&request, pid)
+        PeerHelper.append(&request, handle)
+        PeerHelper.append(&request, cookie)
+        PeerHelper.append(&request, sequence)
+        return send(daemonEnd, request, request.count, 0) == request.count
+    }
+
+    /// The helper's next answer; nil if none came in two minutes (a stopped helper, not a slow one).
+    private func receive() -> [UInt8]? {
+        var ready = pollfd(fd: daemonEnd, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 120_000) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: PeerHelper.maxAnswer)
+        let n = recv(daemonEnd, &buffer, buffer.count, 0)
+        return n >= PeerHelper.headerSize ? Array(buffer[..<n]) : nil
+    }
+
+    /// `descriptors` descriptors held by a few processes of one group (each as many as the
+    /// descriptor limit lets it: duplicates of one, so the kernel keeps little for them).
+    private struct DescriptorFlood {
+        let group: Process
+
+        init(descriptors: Int) throws {
+            group = Process()
+            group.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            group.arguments = [
+                "-c",
+                """
+                import os, resource, sys, time
+                os.setpgid(0, 0)
+                try:
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (1 << 20, 1 << 20))
+                except (ValueError, OSError):
+                    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+                each = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 64
+                left = int(sys.argv[1])
+                while left > 0:
+                    r, w = os.pipe()
+                    if os.fork() == 0:
+                        one = os.open('/dev/null', os.O_RDONLY)
+                        for _ in range(min(each, left)):
+                            os.dup(one)
+                        os.write(w, b'x')
+                        time.sleep(600)
+                        os._exit(0)
+                    os.read(r, 1)
+                    os.close(r)
+                    os.close(w)
+                    left -= each
+                print('ready', flush=True)
+                time.sleep(600)
+                """,
+                String(descriptors),
+            ]
+            let out = Pipe()
+            group.standardOutput = out
+            try group.run()
+            let said = String(decoding: out.fileHandleForReading.readData(ofLength: 6), as: UTF8.self)
+            guard said == "ready\n" else {
+                stop()
+                throw FloodNotHeld(said: said)
+            }
+        }
+
+        struct FloodNotHeld: Error {
+            var said: String
+        }
+
+        /// The group and every process in it.
+        func stop() {
+            kill(-group.processIdentifier, SIGKILL)
+            group.waitUntilExit()
+        }
+    }
+
     /// A system daemon's terminal check (issue 33): the helper, which may read every process, names
     /// each holder of a pseudo-terminal's master with its executable's path and file; an index
     /// nobody holds has none. A late holders answer is never taken for a pinned peer's.
