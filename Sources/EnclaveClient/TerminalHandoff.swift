@@ -45,33 +45,31 @@ enum ControllingTerminal {
 }
 
 extension EnclaveConnection {
-    struct HandoffFailed: Error, CustomStringConvertible {
-        var description: String
-    }
-
     /// Sends `descriptor` with `ticket` on the daemon's handoff socket (`Handoff`) and reads the
     /// daemon's answer. Blocking (at most a few seconds): run it off the cooperative pool.
     func handOver(_ descriptor: Int32, ticket: Data) throws {
         let path = EnclavePaths.handoffSocket(for: socketPath)
         let socket: Int32
-        do { socket = try Self.connectSocket(path) } catch { throw HandoffFailed(description: "\(error)") }
+        do { socket = try Self.connectSocket(path) } catch { throw EnclaveClientError.handoffFailed("\(error)") }
         defer { Glibc.close(socket) }
         // The same daemon as the connection's, or no terminal goes anywhere.
         guard let daemon = PeerCredentials.of(socket: socket), trustedDaemons.contains(daemon.uid) else {
-            throw HandoffFailed(description: "the process at \(path) is not a trusted laenclaved")
+            throw EnclaveClientError.handoffFailed("the process at \(path) is not a trusted laenclaved")
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         let bytes = [UInt8](ticket)
         guard la_send_with_descriptor(socket, bytes, bytes.count, descriptor) == bytes.count else {
-            throw HandoffFailed(description: "could not send the handoff: \(String(cString: strerror(errno)))")
+            throw EnclaveClientError.handoffFailed("could not send the handoff: \(String(cString: strerror(errno)))")
         }
         var answer: UInt8 = 255
         guard recv(socket, &answer, 1, 0) == 1 else {
-            throw HandoffFailed(description: "the daemon did not answer the handoff")
+            throw EnclaveClientError.handoffFailed("the daemon did not answer the handoff")
         }
         guard let status = HandoffStatus(rawValue: answer), status == .accepted else {
-            throw HandoffFailed(description: HandoffStatus(rawValue: answer)?.description ?? "handoff status \(answer)")
+            throw EnclaveClientError.handoffFailed(
+                HandoffStatus(rawValue: answer)?.description ?? "handoff status \(answer)"
+            )
         }
     }
 
@@ -80,7 +78,7 @@ extension EnclaveConnection {
     /// callers (lactl, the testing kit), never on the cooperative pool.
     public func handOverSecretInput(_ descriptor: Int32) throws {
         guard case .handoffTicket(let ticket) = try request(.handoff(.init(kind: .secretInput))) else {
-            throw HandoffFailed(description: "the daemon gave no handoff ticket")
+            throw EnclaveClientError.handoffFailed("the daemon gave no handoff ticket")
         }
         try handOver(descriptor, ticket: ticket)
     }

@@ -49,7 +49,7 @@ public struct ClientStateFile: Sendable {
         do {
             return try JSONDecoder().decode(ClientState.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
         } catch {
-            throw ClientError("The state file \(path) is damaged (\(error)); remove it to start over.")
+            throw ClientError(.stateFile, "The state file \(path) is damaged (\(error)); remove it to start over.")
         }
     }
 
@@ -66,16 +66,11 @@ public struct ClientStateFile: Sendable {
         let temporary = path + ".tmp"
         guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
             let handle = FileHandle(forWritingAtPath: temporary)
-        else { throw ClientError("cannot write \(temporary)") }
+        else { throw ClientError(.stateFile, "cannot write \(temporary)") }
         try handle.synchronize()
         try handle.close()
         guard rename(temporary, path) == 0 else {
-            throw ClientError("cannot replace \(path): \(String(cString: strerror(errno)))")
+            throw ClientError(.stateFile, "cannot replace \(path): \(String(cString: strerror(errno)))")
         }
     }
-}
-
-public struct ClientError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
 }

@@ -3,27 +3,14 @@ import Foundation
 import TouchLoginAPI
 import WebAuthn
 
-/// This TPM could not open the credential the server wrapped for its endorsement key and the
-/// daemon's attestation key: the server's challenge was made for another TPM or key (a server
-/// that was sent someone else's endorsement, or something in between). Never a reason to register
-/// with another format as if nothing happened.
-public struct TPMCredentialRefused: Error, CustomStringConvertible {
-    public let description: String
-}
-
-/// The server asks only for `tpm` statements, and this machine's daemon cannot make one.
-public struct TPMAttestationUnavailable: Error, CustomStringConvertible {
-    public let description: String
-}
-
 extension EnclaveAuthenticator {
     /// The server's certificate for this machine's TPM attestation key (WebAuthn's aikCert, DER),
     /// when the server prefers `tpm` attestations (`attestationFormats`) and the daemon's root is
     /// a TPM whose maker stored an endorsement certificate. Nil when the server does not ask for
     /// one, or when this daemon has no TPM root (or no maker's certificate) and the server takes
-    /// `packed` too; `TPMAttestationUnavailable` when it takes only `tpm`. The TPM proves the
+    /// `packed` too; `ClientError.Code.tpmAttestationUnavailable` when it takes only `tpm`. The TPM proves the
     /// attestation key is its own by opening the credential the server wrapped for its endorsement
-    /// key (TPM2_ActivateCredential; `TPMCredentialRefused` when it cannot). Any other failure is
+    /// key (TPM2_ActivateCredential; `tpmCredentialRefused` when it cannot). Any other failure is
     /// thrown: whether to register as `packed` instead is the caller's (`mayRegisterPacked`).
     public static func attestationKeyCertificate(
         options: PublicKeyCredentialCreationOptionsJSON,
@@ -49,13 +36,14 @@ extension EnclaveAuthenticator {
         let challenge = try await api.tpmAttestationKeyChallenge(token: token, key)
         guard let blob = Data(base64URLEncoded: challenge.credentialBlob),
             let encryptedSecret = Data(base64URLEncoded: challenge.encryptedSecret)
-        else { throw ClientError("The server's attestation-key challenge is not base64url.") }
+        else { throw ClientError(.serverUnsupported, "The server's attestation-key challenge is not base64url.") }
         let secret: Data
         do {
             secret = try SecureEnclave.activateTPMCredential(credentialBlob: blob, encryptedSecret: encryptedSecret)
         } catch {
-            throw TPMCredentialRefused(
-                description: "This TPM could not open the credential the server wrapped for it (\(error))."
+            throw ClientError(
+                .tpmCredentialRefused,
+                "This TPM could not open the credential the server wrapped for it (\(error))."
             )
         }
         let answer = try await api.tpmAttestationKeyCertificate(
@@ -67,7 +55,7 @@ extension EnclaveAuthenticator {
             )
         )
         guard let certificate = Data(base64URLEncoded: answer.certificate) else {
-            throw ClientError("The server's aikCert is not base64url.")
+            throw ClientError(.serverUnsupported, "The server's aikCert is not base64url.")
         }
         return certificate
     }
@@ -80,13 +68,14 @@ extension EnclaveAuthenticator {
         options: PublicKeyCredentialCreationOptionsJSON
     ) -> Bool {
         options.attestationFormats?.contains(AttestationFormat.packed.rawValue) == true
-            && !(error is TPMCredentialRefused) && !(error is TPMAttestationUnavailable)
+            && ![.tpmCredentialRefused, .tpmAttestationUnavailable].contains((error as? ClientError)?.code)
     }
 
     private static func unavailable(_ formats: [String], _ why: String) throws -> Data? {
         guard formats.contains(AttestationFormat.packed.rawValue) else {
-            throw TPMAttestationUnavailable(
-                description: "This server binds only keys a TPM holds, and \(why)."
+            throw ClientError(
+                .tpmAttestationUnavailable,
+                "This server binds only keys a TPM holds, and \(why)."
             )
         }
         return nil

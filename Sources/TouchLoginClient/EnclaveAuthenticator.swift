@@ -36,7 +36,7 @@ public struct EnclaveAuthenticator: Sendable {
     ) throws -> Registration {
         // -7: ES256
         guard o.pubKeyCredParams.contains(where: { $0.alg == -7 }) else {
-            throw ClientError("The server does not accept ES256 keys.")
+            throw ClientError(.serverUnsupported, "The server does not accept ES256 keys.")
         }
         let rpID = o.rp.id ?? URL(string: origin)?.host ?? "localhost"
         guard
@@ -47,7 +47,7 @@ public struct EnclaveAuthenticator: Sendable {
                 nil
             )
         else {
-            throw ClientError("Cannot describe the key's access control.")
+            throw ClientError(.accessControl, "Cannot describe the key's access control.")
         }
         let key = try SecureEnclave.P256.Signing.PrivateKey(accessControl: access, authenticationContext: context)
         let credentialID = Data((0..<CredentialKind.deviceKeyIDBytes).map { _ in UInt8.random(in: 0...255) })
@@ -125,7 +125,7 @@ public struct EnclaveAuthenticator: Sendable {
         if let allowed = o.allowCredentials, !allowed.isEmpty,
             !allowed.contains(where: { Data(base64URLEncoded: $0.id) == binding.credentialID })
         {
-            throw FingerprintFailure(.deviceRevoked)
+            throw ClientError(.deviceRevoked)
         }
         let key = try SecureEnclave.P256.Signing.PrivateKey(
             dataRepresentation: binding.keyBlob,
@@ -153,34 +153,5 @@ public struct EnclaveAuthenticator: Sendable {
             authenticatorAttachment: "platform"
         )
         return (AssertionRequest(credential: response), counter)
-    }
-}
-
-/// A fingerprint step that ended without a login, with the reason the flow needs.
-public struct FingerprintFailure: Error {
-    public var problem: FingerprintProblem
-    public init(_ problem: FingerprintProblem) { self.problem = problem }
-
-    /// LocalAuthentication's and the enclave key's errors, as the flow's reasons.
-    public static func from(_ error: any Error) -> FingerprintProblem {
-        if let f = error as? FingerprintFailure { return f.problem }
-        if let e = error as? LAError {
-            switch e.code {
-            case .userCancel, .appCancel, .systemCancel, .userFallback: return .cancelled
-            case .authenticationFailed: return .notRecognised
-            case .biometryLockout: return .lockedOut
-            case .invalidContext: return .cancelled
-            default: return .unavailable(e.localizedDescription)
-            }
-        }
-        if let e = error as? SecureEnclaveKeyError {
-            if case .keyInvalidated = e { return .keyInvalidated }
-            return .unavailable("\(e)")
-        }
-        if let e = error as? APIError {
-            if e.code == APIError.Code.unknownCredential.rawValue { return .deviceRevoked }
-            return .server(e.description)
-        }
-        return .unavailable("\(error)")
     }
 }

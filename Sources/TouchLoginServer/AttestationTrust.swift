@@ -58,9 +58,9 @@ public struct AttestationTrust: Sendable {
         do {
             certificates = try PEMDocument.parseMultiple(pemString: pem).map { try Certificate(pemDocument: $0) }
         } catch {
-            throw AttestationRootsError("not PEM certificates: \(error)")
+            throw LoginServerError(.attestationRoots, "not PEM certificates: \(error)")
         }
-        guard !certificates.isEmpty else { throw AttestationRootsError("no certificate in it") }
+        guard !certificates.isEmpty else { throw LoginServerError(.attestationRoots, "no certificate in it") }
         return certificates
     }
 
@@ -169,9 +169,4 @@ extension AttestationTrust {
         let parts = [attested?.summary, hardware.map { "TPM \($0.manufacturer) \($0.model)" }].compactMap { $0 }
         return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
-}
-
-public struct AttestationRootsError: Error, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
 }

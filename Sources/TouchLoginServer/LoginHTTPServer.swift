@@ -273,13 +273,9 @@ struct ErrorMiddleware: RouterMiddleware {
             return try await next(request, context)
         } catch let e as APIError {
             return respond(e, status: LoginHTTPServer.status(for: e.code))
-        } catch let e as RateLimited {
-            let from = e.scope == .account ? "for this account" : "from this address"
-            var response = respond(
-                APIError(.rateLimited, "Too many attempts \(from); try again in \(e.retryAfter) s."),
-                status: .tooManyRequests
-            )
-            response.headers[.retryAfter] = String(e.retryAfter)
+        } catch let e as LoginServerError where e.retryAfter != nil {
+            var response = respond(APIError(.rateLimited, e.message), status: .tooManyRequests)
+            response.headers[.retryAfter] = String(e.retryAfter ?? 0)
             return response
         } catch let e as HTTPError where e.status == .notFound {
             return respond(

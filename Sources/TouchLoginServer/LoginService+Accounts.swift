@@ -21,7 +21,8 @@ extension LoginService {
             userHandle: Self.random(32),
             createdAt: clock()
         )
-        do { try await store.createAccount(account) } catch LoginStoreError.duplicate {
+        do { try await store.createAccount(account) } catch let error as LoginServerError where error.code == .duplicate
+        {
             throw APIError(.accountExists, "That username is taken.")
         }
         logger.info("account created", metadata: ["account": "\(account.id)"])

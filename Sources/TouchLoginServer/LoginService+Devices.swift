@@ -132,9 +132,11 @@ extension LoginService {
         )
         do {
             // A decoy's ID answers as a taken one: registering it must not tell that no one has it.
-            if Decoy(credentialID: credential.id, key: try await secretKey()) != nil { throw LoginStoreError.duplicate }
+            if Decoy(credentialID: credential.id, key: try await secretKey()) != nil {
+                throw LoginServerError.duplicate
+            }
             try await store.addCredential(credential, event: event)
-        } catch LoginStoreError.duplicate {
+        } catch let error as LoginServerError where error.code == .duplicate {
             throw APIError(.credentialExists, "That credential is registered already.")
         }
         metrics.registrations.success()

@@ -64,7 +64,7 @@ extension LoginService {
         let budget = Self.passkeyBudgetKey(address: address, credentialID: try? r.credential.decodedRawID)
         if case .limited(let wait) = addressLimits.mayTryPasskey(budget, at: clock()) {
             metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: Self.seconds(wait), scope: .address)
+            throw LoginServerError.tooManyAttempts(forAccount: false, retryAfter: Self.seconds(wait))
         }
         do {
             let session = try await completeAssertion(r, address: address)

@@ -8,7 +8,7 @@ import WebAuthn
 
 /// The login server's rules, apart from HTTP: accounts, sessions, device binding and passkey
 /// login, limits against guessing and flooding. Every method either returns the answer or throws
-/// an `APIError` (or `RateLimited`).
+/// an `APIError` (or `LoginServerError`'s `tooManyAttempts…`).
 public struct LoginService: Sendable {
     public let store: any LoginStore
     public let configuration: ServerConfiguration
@@ -117,7 +117,7 @@ public struct LoginService: Sendable {
         case .admitted: break
         case .wait(let seconds):
             metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: Self.seconds(seconds), scope: .account)
+            throw LoginServerError.tooManyAttempts(forAccount: true, retryAfter: Self.seconds(seconds))
         case .locked:
             metrics.rateLimited.increment()
             throw APIError(
@@ -210,7 +210,7 @@ public struct LoginService: Sendable {
     func admit(_ address: String) throws {
         if case .limited(let wait) = addressLimits.admitRequest(from: Self.addressKey(address), at: clock()) {
             metrics.rateLimited.increment()
-            throw RateLimited(retryAfter: Self.seconds(wait), scope: .address)
+            throw LoginServerError.tooManyAttempts(forAccount: false, retryAfter: Self.seconds(wait))
         }
     }
 
@@ -318,11 +318,4 @@ final class MadeOnce<Value: Sendable>: Sendable {
             return new
         }
     }
-}
-
-/// Too many attempts: HTTP 429 with Retry-After.
-public struct RateLimited: Error {
-    public var retryAfter: Int
-    public enum Scope: Sendable { case address, account }
-    public var scope: Scope
 }

@@ -9,7 +9,7 @@ public protocol LoginStore: Sendable {
     func migrate() async throws
     func ping() async throws
 
-    /// Throws `LoginStoreError.duplicate` when the name is taken.
+    /// Throws `LoginServerError.duplicate` when the name is taken.
     func createAccount(_ account: Account) async throws
     func account(named username: String) async throws -> Account?
     /// The account named `username`, or `standIn` when there is none — in one query of the same
@@ -42,7 +42,7 @@ public protocol LoginStore: Sendable {
     /// Removes and returns the challenge: each is used at most once, whatever the outcome.
     func takeChallenge(_ value: Data) async throws -> Challenge?
 
-    /// Throws `LoginStoreError.duplicate` when the credential ID is registered already.
+    /// Throws `LoginServerError.duplicate` when the credential ID is registered already.
     func addCredential(_ credential: Credential, event: AccountEvent) async throws
     /// The credential and the account it belongs to, in one look-up.
     func credentialAndAccount(id: Data) async throws -> (Credential, Account)?
@@ -135,12 +135,6 @@ public enum PasskeyLoginOutcome: Sendable, Equatable {
     case challengeUsed
     /// The sign counter moved since it was read (a concurrent use of the same assertion).
     case counterMoved
-}
-
-public enum LoginStoreError: Error, Equatable {
-    case duplicate
-    /// A statement that always returns a row returned none.
-    case noAnswer
 }
 
 public struct Account: Sendable, Equatable {

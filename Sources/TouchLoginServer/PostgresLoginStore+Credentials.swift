@@ -71,7 +71,7 @@ extension PostgresLoginStore {
         switch outcome {
         case .completed: return .completed(devicesAdded: added)
         case let other?: return other
-        case nil: throw LoginStoreError.noAnswer
+        case nil: throw LoginServerError(.noAnswer, "the statement returned no row")
         }
     }
 

@@ -322,12 +322,7 @@ public final class PostgresLoginStore: LoginStore {
         do { try await body() } catch let e as PSQLError
             where e.serverInfo?[.sqlState] == PostgresError.Code.uniqueViolation.raw
         {
-            throw LoginStoreError.duplicate
+            throw LoginServerError.duplicate
         }
     }
-}
-
-public struct LoginStoreConfigurationError: Error, CustomStringConvertible {
-    public var description: String
-    public init(_ description: String) { self.description = description }
 }

@@ -34,7 +34,7 @@ public struct PostgresURL: Equatable, Sendable {
 
     public init(_ text: String) throws {
         guard let url = URLComponents(string: text), ["postgres", "postgresql"].contains(url.scheme ?? "") else {
-            throw LoginStoreConfigurationError("not a postgres:// URL")
+            throw LoginServerError(.storeConfiguration, "not a postgres:// URL")
         }
         let query = Dictionary(
             (url.queryItems ?? []).map { ($0.name, $0.value ?? "") },
@@ -52,17 +52,22 @@ public struct PostgresURL: Equatable, Sendable {
         }
         let mode = query["sslmode"] ?? TLSMode.disable.rawValue
         guard let tls = TLSMode(rawValue: mode) else {
-            throw LoginStoreConfigurationError(
+            throw LoginServerError(
+                .storeConfiguration,
                 "sslmode=\(mode) is not one of disable, require, verify-ca, verify-full (allow and prefer fall back to plain text, so they are not offered)"
             )
         }
         self.tls = tls
         rootCertificates = query["sslrootcert"].flatMap { $0.isEmpty ? nil : $0 }
         if case .socket = endpoint, tls != .disable {
-            throw LoginStoreConfigurationError("sslmode=\(mode) with a Unix socket: TLS is for TCP connections")
+            throw LoginServerError(
+                .storeConfiguration,
+                "sslmode=\(mode) with a Unix socket: TLS is for TCP connections"
+            )
         }
         if (tls == .verifyCA || tls == .verifyFull) && rootCertificates == nil {
-            throw LoginStoreConfigurationError(
+            throw LoginServerError(
+                .storeConfiguration,
                 "sslmode=\(mode) needs sslrootcert=FILE, the certificates to trust (the system's bundle, /etc/ssl/certs/ca-certificates.crt, to trust public CAs)"
             )
         }
@@ -98,19 +103,20 @@ public struct PostgresURL: Equatable, Sendable {
         if let rootCertificates {
             let roots: [NIOSSLCertificate]
             do { roots = try NIOSSLCertificate.fromPEMFile(rootCertificates) } catch {
-                throw LoginStoreConfigurationError(
+                throw LoginServerError(
+                    .storeConfiguration,
                     "sslrootcert \(rootCertificates) is not a readable PEM file of certificates"
                 )
             }
             guard !roots.isEmpty else {
-                throw LoginStoreConfigurationError("sslrootcert \(rootCertificates) holds no certificate")
+                throw LoginServerError(.storeConfiguration, "sslrootcert \(rootCertificates) holds no certificate")
             }
             configuration.trustRoots = .certificates(roots)
         }
         // Made here so that a wrong setting fails at start, with its reason, rather than in the
         // connection pool, which retries a failing connection without end.
         do { _ = try NIOSSLContext(configuration: configuration) } catch {
-            throw LoginStoreConfigurationError("the TLS settings are not usable: \(error)")
+            throw LoginServerError(.storeConfiguration, "the TLS settings are not usable: \(error)")
         }
         return .require(configuration)
     }

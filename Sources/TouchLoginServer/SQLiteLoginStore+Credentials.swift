@@ -21,7 +21,7 @@ extension SQLiteLoginStore {
                 )
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
-            throw LoginStoreError.duplicate
+            throw LoginServerError.duplicate
         }
     }
 

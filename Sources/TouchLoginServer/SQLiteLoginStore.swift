@@ -116,7 +116,7 @@ public final class SQLiteLoginStore: LoginStore {
                 )
             }
         } catch let e as DatabaseError where e.resultCode == .SQLITE_CONSTRAINT {
-            throw LoginStoreError.duplicate
+            throw LoginServerError.duplicate
         }
     }
 

@@ -25,7 +25,7 @@ struct ClientSession {
         file = options.stateFile
         self.deviceName = deviceName.isEmpty ? "this device" : deviceName
         host = url.host ?? "the server"
-        do { state = try file.load() } catch { throw ClientError("\(error)") }
+        do { state = try file.load() } catch { throw ClientError(.stateFile, "\(error)") }
         username = options.username ?? state.facts.username
     }
 
@@ -103,7 +103,8 @@ struct ClientSession {
                 return .fingerprintFailed(.enrolmentChanged)
             }
             return .fingerprintFailed(
-                error.flatMap { LAError($0) }.map { FingerprintFailure.from($0) } ?? .unavailable("no biometry")
+                error.flatMap { LAError($0) }.map { ClientError.fingerprintProblem(of: $0) }
+                    ?? .unavailable("no biometry")
             )
         }
         if let enrolled = binding.domainState, context.domainState.biometry.stateHash != enrolled {
@@ -134,7 +135,7 @@ struct ClientSession {
             }
             return .fingerprintLoggedIn
         } catch {
-            return .fingerprintFailed(FingerprintFailure.from(error))
+            return .fingerprintFailed(ClientError.fingerprintProblem(of: error))
         }
     }
 
@@ -188,7 +189,7 @@ struct ClientSession {
             }
             return .deviceRegistered
         } catch {
-            let problem = FingerprintFailure.from(error)
+            let problem = ClientError.fingerprintProblem(of: error)
             return .registrationFailed(problem.explanation)
         }
     }

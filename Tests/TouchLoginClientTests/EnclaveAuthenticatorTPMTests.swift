@@ -23,8 +23,11 @@ final class EnclaveAuthenticatorTPMTests: XCTestCase {
         let rows: [(String, any Error, [String]?, Bool)] = [
             ("a maker the server does not trust", APIError(.attestationUntrusted, "no"), ["tpm", "packed"], true),
             ("the network", APIError(.unavailable, "down"), ["tpm", "packed"], true),
-            ("a credential this TPM could not open", TPMCredentialRefused(description: "x"), ["tpm", "packed"], false),
-            ("no TPM where only tpm is taken", TPMAttestationUnavailable(description: "x"), ["tpm"], false),
+            (
+                "a credential this TPM could not open", ClientError(.tpmCredentialRefused, "x"), ["tpm", "packed"],
+                false
+            ),
+            ("no TPM where only tpm is taken", ClientError(.tpmAttestationUnavailable, "x"), ["tpm"], false),
             ("a server that takes tpm only", APIError(.attestationUntrusted, "no"), ["tpm"], false),
         ]
         for (what, error, formats, expected) in rows {

@@ -92,12 +92,12 @@ public final class LoginServiceHarness: Sendable {
         try await service.passwordLogin(PasswordLoginRequest(username: username, password: password), address: address)
     }
 
-    /// The stable code of what `body` threw ("rate_limited" for a `RateLimited`), or nil if it returned.
+    /// The stable code of what `body` threw ("rate_limited" when it had to wait), or nil if it returned.
     public static func code(_ body: () async throws -> Any) async -> String? {
         do {
             _ = try await body()
             return nil
-        } catch let e as APIError { return e.code } catch is RateLimited {
+        } catch let e as APIError { return e.code } catch let e as LoginServerError where e.retryAfter != nil {
             return APIError.Code.rateLimited.rawValue
         } catch {
             return "\(error)"
