@@ -233,6 +233,23 @@ public enum PeerHelper {
         return holders
     }
 
+    /// A request's bytes, as the daemon sends it.
+    static func request(
+        _ operation: Operation,
+        pid: Int32 = 0,
+        handle: UInt64 = 0,
+        cookie: UInt64 = 0,
+        sequence: UInt64
+    ) -> [UInt8] {
+        var bytes: [UInt8] = []
+        append(&bytes, operation.rawValue)
+        append(&bytes, pid)
+        append(&bytes, handle)
+        append(&bytes, cookie)
+        append(&bytes, sequence)
+        return bytes
+    }
+
     static func append<T: FixedWidthInteger>(_ bytes: inout [UInt8], _ value: T) {
         withUnsafeBytes(of: value) { bytes += $0 }
     }

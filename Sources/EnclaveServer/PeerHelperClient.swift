@@ -216,12 +216,7 @@ public final class PeerHelperClient: Sendable {
         sequence: UInt64 = 0,
         descriptor: Int32? = nil
     ) -> Sent {
-        var bytes: [UInt8] = []
-        PeerHelper.append(&bytes, operation.rawValue)
-        PeerHelper.append(&bytes, pid)
-        PeerHelper.append(&bytes, handle)
-        PeerHelper.append(&bytes, cookie)
-        PeerHelper.append(&bytes, sequence)
+        let bytes = PeerHelper.request(operation, pid: pid, handle: handle, cookie: cookie, sequence: sequence)
         return bytes.withUnsafeBytes { raw -> Sent in
             var n: Int
             var code: Int32

@@ -138,8 +138,12 @@ final class PeerHelperTests: XCTestCase {
         let (cookie, ends) = connection()
         defer { for end in ends { close(end) } }
 
-        XCTAssertTrue(ask(.holders, handle: UInt64(index), sequence: 1))
-        XCTAssertTrue(ask(.pin, pid: getpid(), cookie: cookie, sequence: 2))
+        for request in [
+            PeerHelper.request(.holders, handle: UInt64(index), sequence: 1),
+            PeerHelper.request(.pin, pid: getpid(), cookie: cookie, sequence: 2),
+        ] {
+            XCTAssertEqual(send(daemonEnd, request, request.count, 0), request.count)
+        }
         let scan = try XCTUnwrap(receive(), "the helper answered the scan")
         XCTAssertEqual(PeerHelper.read(scan, 16, UInt64.self), 1)
         XCTAssertEqual(PeerHelper.read(scan, 0, Int32.self), 9, "the scan gave up at its budget")
@@ -147,23 +151,6 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertEqual(PeerHelper.read(pin, 16, UInt64.self), 2)
         XCTAssertEqual(PeerHelper.read(pin, 0, Int32.self), 0, "the pin was served")
         XCTAssertFalse(gone.isSet)
-    }
-
-    /// One request to the helper, as the daemon writes it.
-    private func ask(
-        _ operation: PeerHelper.Operation,
-        pid: Int32 = 0,
-        handle: UInt64 = 0,
-        cookie: UInt64 = 0,
-        sequence: UInt64
-    ) -> Bool {
-        var request: [UInt8] = []
-        PeerHelper.append(&request, operation.rawValue)
-        PeerHelper.append(&request, pid)
-        PeerHelper.append(&request, handle)
-        PeerHelper.append(&request, cookie)
-        PeerHelper.append(&request, sequence)
-        return send(daemonEnd, request, request.count, 0) == request.count
     }
 
     /// The helper's next answer; nil if none came in two minutes (a stopped helper, not a slow one).
