@@ -14,17 +14,6 @@ public enum EvaluationStep: Sendable, Equatable {
 
 /// What `SecAccessControlCreateFlags` demand at use, parsed once.
 public struct AccessRequirement: Sendable, Equatable {
-    public enum Problem: Error, Equatable, CustomStringConvertible {
-        case andWithOr
-        case unknownFlags(UInt64)
-        public var description: String {
-            switch self {
-            case .andWithOr: return "kSecAccessControlAnd and kSecAccessControlOr exclude each other"
-            case .unknownFlags(let f): return "unknown SecAccessControlCreateFlags bits 0x\(String(f, radix: 16))"
-            }
-        }
-    }
-
     /// The evaluations to pass, all of them, in order. Empty: no authentication.
     public let steps: [EvaluationStep]
     /// `or` with the passcode among the alternatives: the passcode alone still opens the item
@@ -36,9 +25,16 @@ public struct AccessRequirement: Sendable, Equatable {
 
     /// Several constraints without `or` must all be met (our reading of Apple's default: `and`).
     public init(flags: AccessControlFlags) throws {
-        if flags.unknownBits != 0 { throw Problem.unknownFlags(flags.unknownBits) }
+        if flags.unknownBits != 0 {
+            throw CoreError(
+                .unknownAccessControlFlags,
+                "unknown SecAccessControlCreateFlags bits 0x\(String(flags.unknownBits, radix: 16))"
+            )
+        }
         let anyOf = flags.contains(.or)
-        if anyOf && flags.contains(.and) { throw Problem.andWithOr }
+        if anyOf && flags.contains(.and) {
+            throw CoreError(.accessControlAndWithOr, "kSecAccessControlAnd and kSecAccessControlOr exclude each other")
+        }
         currentSet = flags.contains(.biometryCurrentSet)
         applicationPassword = flags.contains(.applicationPassword)
         let biometry = !flags.isDisjoint(with: .biometry)

@@ -61,12 +61,6 @@ public struct DaemonSettings: Equatable, Sendable {
 
     public init() {}
 
-    public struct ParseError: Error, CustomStringConvertible, Equatable {
-        public var line: Int
-        public var problem: String
-        public var description: String { "line \(line): \(problem)" }
-    }
-
     public static func parse(_ text: String) throws -> DaemonSettings {
         var settings = DaemonSettings()
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -77,15 +71,14 @@ public struct DaemonSettings: Equatable, Sendable {
             let number = index + 1
             let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty else {
-                throw ParseError(line: number, problem: "expected key = value")
+                throw CoreError.settings(line: number, "expected key = value")
             }
             let (key, value) = (parts[0], parts[1])
             func choice<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws -> T where T.RawValue == String {
                 guard let v = T(rawValue: value) else {
-                    throw ParseError(
+                    throw CoreError.settings(
                         line: number,
-                        problem:
-                            "\(key) is one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value.prefix(40))\""
+                        "\(key) is one of \(T.allCases.map(\.rawValue).joined(separator: ", ")), not \"\(value.prefix(40))\""
                     )
                 }
                 return v
@@ -94,7 +87,7 @@ public struct DaemonSettings: Equatable, Sendable {
                 switch value.lowercased() {
                 case "yes", "true", "on": return true
                 case "no", "false", "off": return false
-                default: throw ParseError(line: number, problem: "\(key) is yes or no")
+                default: throw CoreError.settings(line: number, "\(key) is yes or no")
                 }
             }
             switch key {
@@ -104,7 +97,7 @@ public struct DaemonSettings: Equatable, Sendable {
                 guard !value.isEmpty, value.count <= 64,
                     value.allSatisfy({ $0.isLetter || $0.isNumber || "-_.".contains($0) })
                 else {
-                    throw ParseError(line: number, problem: "pam-service is the name of a file in /etc/pam.d")
+                    throw CoreError.settings(line: number, "pam-service is the name of a file in /etc/pam.d")
                 }
                 settings.pamService = value
             case "pam-users":
@@ -112,7 +105,7 @@ public struct DaemonSettings: Equatable, Sendable {
                     !$0.isEmpty
                 }
                 guard !users.isEmpty else {
-                    throw ParseError(line: number, problem: "pam-users lists user names, separated by commas")
+                    throw CoreError.settings(line: number, "pam-users lists user names, separated by commas")
                 }
                 settings.pamUsers = Set(users)
             case "allow-simulation": settings.allowSimulation = try yesOrNo()
@@ -122,18 +115,17 @@ public struct DaemonSettings: Equatable, Sendable {
                     !$0.isEmpty
                 }
                 guard !paths.isEmpty, paths.allSatisfy({ $0.hasPrefix("/") && !$0.hasSuffix("/") }) else {
-                    throw ParseError(
+                    throw CoreError.settings(
                         line: number,
-                        problem: "terminal-holders lists programs' absolute paths, separated by commas"
+                        "terminal-holders lists programs' absolute paths, separated by commas"
                     )
                 }
                 settings.terminalHolders = Set(paths)
             case "tpm":
                 guard let setting = HardwareRoot.Setting(value) else {
-                    throw ParseError(
+                    throw CoreError.settings(
                         line: number,
-                        problem:
-                            "tpm is " + HardwareRoot.Setting.expected
+                        "tpm is " + HardwareRoot.Setting.expected
                     )
                 }
                 settings.tpm = setting
@@ -141,14 +133,13 @@ public struct DaemonSettings: Equatable, Sendable {
             case "move-to-tpm": settings.moveToTPM = try yesOrNo()
             case "prompt-agent":
                 guard let agent = promptAgent(value) else {
-                    throw ParseError(line: number, problem: "prompt-agent is the agent's absolute path, or none")
+                    throw CoreError.settings(line: number, "prompt-agent is the agent's absolute path, or none")
                 }
                 settings.promptAgent = agent
             default:
-                throw ParseError(
+                throw CoreError.settings(
                     line: number,
-                    problem:
-                        "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders, tpm, require-tpm, move-to-tpm)"
+                    "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders, tpm, require-tpm, move-to-tpm)"
                 )
             }
         }
@@ -172,22 +163,22 @@ public struct DaemonSettings: Equatable, Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT { return SettingsFile(settings: DaemonSettings(), onlyRootWrites: false) }
-            throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw CoreError.settings(line: 0, "cannot read \(path): \(String(cString: strerror(errno)))")
         }
         let handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         var status = stat()
         guard fstat(fd, &status) == 0 else {
-            throw ParseError(line: 0, problem: "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw CoreError.settings(line: 0, "cannot read \(path): \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else {
-            throw ParseError(line: 0, problem: "\(path) is not a regular file")
+            throw CoreError.settings(line: 0, "\(path) is not a regular file")
         }
         let data: Data
         do { data = try handle.readToEnd() ?? Data() } catch {
-            throw ParseError(line: 0, problem: "cannot read \(path): \(error.localizedDescription)")
+            throw CoreError.settings(line: 0, "cannot read \(path): \(error.localizedDescription)")
         }
         guard let text = String(data: data, encoding: .utf8) else {
-            throw ParseError(line: 0, problem: "\(path) is not UTF-8 text")
+            throw CoreError.settings(line: 0, "\(path) is not UTF-8 text")
         }
         return SettingsFile(
             settings: try parse(text),

@@ -21,10 +21,6 @@ public enum ItemSealing {
         }
     }
 
-    public enum Problem: Error, Equatable {
-        case wrongKeyOrTampered, applicationPasswordNeeded, wrongApplicationPassword
-    }
-
     /// The key items were sealed under before class keys (derived from the master key, so never
     /// destroyable): read once, when the daemon rewraps such items under their class keys.
     public static func legacyUserKey(master: SymmetricKey, uid: UInt32) -> SymmetricKey {
@@ -83,7 +79,7 @@ public enum ItemSealing {
                 authenticating: identity
             )
         } catch {
-            throw Problem.wrongKeyOrTampered
+            throw CoreError(.wrongKeyOrTampered, "the item does not open with its key: another key's, or tampered with")
         }
         var result = sealed
         result.wrappedKey = try AES.GCM.seal(keyBytes, using: new, authenticating: identity).combined!
@@ -103,7 +99,9 @@ public enum ItemSealing {
                 authenticating: identity
             )
             if let salt = sealed.passwordSalt {
-                guard let password = applicationPassword else { throw Problem.applicationPasswordNeeded }
+                guard let password = applicationPassword else {
+                    throw CoreError(.applicationPasswordNeeded, "the item needs its application password")
+                }
                 // The outer wrap opened with the class key: a failure here is the password's.
                 let box = try AES.GCM.SealedBox(combined: keyBytes)
                 do {
@@ -113,7 +111,7 @@ public enum ItemSealing {
                         authenticating: identity
                     )
                 } catch {
-                    throw Problem.wrongApplicationPassword
+                    throw CoreError(.wrongApplicationPassword, "the application password is not the item's")
                 }
             }
             return try AES.GCM.open(
@@ -121,10 +119,10 @@ public enum ItemSealing {
                 using: SymmetricKey(data: keyBytes),
                 authenticating: identity
             )
-        } catch let p as Problem {
+        } catch let p as CoreError {
             throw p
         } catch {
-            throw Problem.wrongKeyOrTampered
+            throw CoreError(.wrongKeyOrTampered, "the item does not open with its key: another key's, or tampered with")
         }
     }
 }

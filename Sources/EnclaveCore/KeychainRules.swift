@@ -15,7 +15,7 @@ public struct KeychainFailure: Error, Equatable, CustomStringConvertible {
 /// Why an item or key cannot be made with the protection asked for, given the user's state now.
 /// Shared by `SecItemAdd`, `SecItemUpdate`'s new access control, and Secure Enclave key creation;
 /// each surface maps it to its own answer.
-public enum CreationProblem: Error, Equatable, CustomStringConvertible {
+public enum CreationProblem: Sendable, Equatable, CustomStringConvertible {
     case passcodeNeeded, enrolmentNeeded, applicationPasswordNeeded
 
     public var description: String {

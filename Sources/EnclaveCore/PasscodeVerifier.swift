@@ -98,26 +98,18 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         self.length = length
     }
 
-    public enum Problem: Error, Equatable, CustomStringConvertible {
-        case tooShort(minimum: Int)
-        case tooLong
-        case keyNeeded
-        case movedAlready
-        public var description: String {
-            switch self {
-            case .tooShort(let minimum): return "a passcode needs at least \(minimum) characters"
-            case .tooLong: return "a passcode may have at most 256 bytes"
-            case .keyNeeded: return "this passcode verifier is keyed: it is checked only with its key"
-            case .movedAlready: return "this passcode verifier moved to another key already; it moves again once remade"
-            }
-        }
-    }
+    private static let tooLong = CoreError(.passcodeTooLong, "a passcode may have at most 256 bytes")
+    private static let keyNeeded = CoreError(
+        .verifierKeyNeeded,
+        "this passcode verifier is keyed: it is checked only with its key"
+    )
 
     public static func validate(_ passcode: String, minimumLength: Int = minimumLength) throws {
         if passcode.count < max(minimumLength, lowestMinimumLength) {
-            throw Problem.tooShort(minimum: max(minimumLength, lowestMinimumLength))
+            let minimum = max(minimumLength, lowestMinimumLength)
+            throw CoreError(.passcodeTooShort, "a passcode needs at least \(minimum) characters")
         }
-        if passcode.utf8.count > 256 { throw Problem.tooLong }
+        if passcode.utf8.count > 256 { throw Self.tooLong }
     }
 
     /// A verifier for a new passcode, which must have `minimumLength` characters.
@@ -139,7 +131,7 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     /// A fresh verifier (new salt, `cost`; keyed with `key`) for a passcode that was just checked:
     /// no length rule, as a passcode set before the rule keeps working.
     public static func remade(passcode: String, cost: Int, key: SymmetricKey? = nil) throws -> PasscodeVerifier {
-        if passcode.utf8.count > 256 { throw Problem.tooLong }
+        if passcode.utf8.count > 256 { throw Self.tooLong }
         var salt = Data(count: 16)
         salt.withUnsafeMutableBytes { buf in
             var rng = SystemRandomNumberGenerator()
@@ -166,7 +158,12 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
     /// under `key` (so `prior`, which the key file alone gives, tests no guess), and the length
     /// sealed under `key`. One move only: a moved verifier is remade before it could move again.
     public func moved(to key: SymmetricKey, from prior: SymmetricKey) throws -> PasscodeVerifier {
-        guard priorKeyed != true else { throw Problem.movedAlready }
+        guard priorKeyed != true else {
+            throw CoreError(
+                .verifierMovedAlready,
+                "this passcode verifier moved to another key already; it moves again once remade"
+            )
+        }
         var next = self
         next.hash = Data(HMAC<SHA256>.authenticationCode(for: hash, using: key))
         let length = self.length(key: prior)
@@ -190,11 +187,11 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
             parallelism: parallelism
         )
         guard isKeyed else { return derived.withUnsafeBytes { Data($0) } }
-        guard let key else { throw Problem.keyNeeded }
+        guard let key else { throw Self.keyNeeded }
         guard priorKeyed == true else {
             return derived.withUnsafeBytes { Data(HMAC<SHA256>.authenticationCode(for: $0, using: key)) }
         }
-        guard let prior else { throw Problem.keyNeeded }
+        guard let prior else { throw Self.keyNeeded }
         let inner = derived.withUnsafeBytes { Data(HMAC<SHA256>.authenticationCode(for: $0, using: prior)) }
         return Data(HMAC<SHA256>.authenticationCode(for: inner, using: key))
     }
@@ -216,7 +213,7 @@ public struct PasscodeVerifier: Codable, Sendable, Equatable {
         }
         let bytes = Data([UInt8(truncatingIfNeeded: min(count, 0xFFFF) >> 8), UInt8(truncatingIfNeeded: count)])
         guard let combined = try AES.GCM.seal(bytes, using: key, authenticating: Self.lengthContext).combined else {
-            throw Problem.keyNeeded
+            throw Self.keyNeeded
         }
         sealedLength = combined
         length = nil

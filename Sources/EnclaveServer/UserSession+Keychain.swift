@@ -109,9 +109,9 @@ extension UserSession {
             )
             if attempts.failures > 0 { try storage.setPasswordAttempts(PasswordAttempts(), item: item.id) }
             return secret
-        } catch ItemSealing.Problem.applicationPasswordNeeded {
+        } catch let error as CoreError where error.code == .applicationPasswordNeeded {
             throw KeychainFailure(.authFailed, "the item needs its application password (LAContext.setCredential)")
-        } catch ItemSealing.Problem.wrongApplicationPassword {
+        } catch let error as CoreError where error.code == .wrongApplicationPassword {
             attempts.recordFailure(now: clock.wall())
             try storage.setPasswordAttempts(attempts, item: item.id)
             throw KeychainFailure(

@@ -62,9 +62,9 @@ final class DaemonSettingsTests: XCTestCase {
             ("require-tpm = please", 1, "require-tpm is yes or no"),
         ] {
             XCTAssertThrowsError(try DaemonSettings.parse(text), text) { error in
-                guard let e = error as? DaemonSettings.ParseError else { return XCTFail("\(error)") }
+                guard let e = error as? CoreError, e.code == .settings else { return XCTFail("\(error)") }
                 XCTAssertEqual(e.line, line, text)
-                XCTAssertTrue(e.problem.contains(fragment), "\(text): \(e.problem)")
+                XCTAssertTrue(e.message.contains(fragment), "\(text): \(e.message)")
             }
         }
     }

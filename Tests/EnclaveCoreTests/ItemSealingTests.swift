@@ -12,7 +12,7 @@ final class ItemSealingTests: XCTestCase {
         let sealed = try ItemSealing.seal(Data("secret".utf8), key: classKey, identity: identity)
         XCTAssertEqual(try ItemSealing.open(sealed, key: classKey, identity: identity), Data("secret".utf8))
         XCTAssertThrowsError(try ItemSealing.open(sealed, key: SymmetricKey(size: .bits256), identity: identity)) {
-            XCTAssertEqual($0 as? ItemSealing.Problem, .wrongKeyOrTampered)
+            XCTAssertEqual(($0 as? CoreError)?.code, .wrongKeyOrTampered)
         }
         XCTAssertThrowsError(try ItemSealing.open(sealed, key: classKey, identity: identity + Data([0])))
 
@@ -23,12 +23,12 @@ final class ItemSealingTests: XCTestCase {
             applicationPassword: Data("open sesame".utf8)
         )
         XCTAssertThrowsError(try ItemSealing.open(guarded, key: classKey, identity: identity)) {
-            XCTAssertEqual($0 as? ItemSealing.Problem, .applicationPasswordNeeded)
+            XCTAssertEqual(($0 as? CoreError)?.code, .applicationPasswordNeeded)
         }
         XCTAssertThrowsError(
             try ItemSealing.open(guarded, key: classKey, identity: identity, applicationPassword: Data("wrong".utf8))
         ) {
-            XCTAssertEqual($0 as? ItemSealing.Problem, .wrongApplicationPassword)
+            XCTAssertEqual(($0 as? CoreError)?.code, .wrongApplicationPassword)
         }
         XCTAssertEqual(
             try ItemSealing.open(

@@ -41,15 +41,15 @@ final class PasscodeVerifierTests: XCTestCase {
     /// New passcodes need 6 characters by default; a configuration may lower it to 4, never below.
     func testTooShortPasscodeRejected() {
         XCTAssertThrowsError(try PasscodeVerifier.make(passcode: "12345", cost: 10)) { error in
-            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort(minimum: 6))
+            XCTAssertEqual((error as? CoreError)?.message, "a passcode needs at least 6 characters")
         }
         XCTAssertThrowsError(try PasscodeVerifier.make(passcode: "", cost: 10)) { error in
-            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort(minimum: 6))
+            XCTAssertEqual((error as? CoreError)?.message, "a passcode needs at least 6 characters")
         }
         XCTAssertNoThrow(try PasscodeVerifier.validate("123456"))
         XCTAssertNoThrow(try PasscodeVerifier.validate("1234", minimumLength: 4))
         XCTAssertThrowsError(try PasscodeVerifier.validate("123", minimumLength: 2)) { error in
-            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooShort(minimum: 4), "never below 4")
+            XCTAssertEqual((error as? CoreError)?.message, "a passcode needs at least 4 characters", "never below 4")
         }
         XCTAssertEqual(try PasscodeVerifier.make(passcode: "123456", cost: 10).length, 6)
     }
@@ -78,7 +78,7 @@ final class PasscodeVerifierTests: XCTestCase {
 
     func testTooLongPasscodeRejected() {
         XCTAssertThrowsError(try PasscodeVerifier.validate(String(repeating: "a", count: 257))) { error in
-            XCTAssertEqual(error as? PasscodeVerifier.Problem, .tooLong)
+            XCTAssertEqual((error as? CoreError)?.code, .passcodeTooLong)
         }
         XCTAssertNoThrow(try PasscodeVerifier.validate(String(repeating: "a", count: 256)))
     }
@@ -118,7 +118,7 @@ final class PasscodeVerifierTests: XCTestCase {
         XCTAssertEqual(v.length(key: key), 4)
         XCTAssertTrue(v.matches(try v.derive("2468", key: key)))
         XCTAssertFalse(v.matches(try v.derive("2469", key: key)))
-        XCTAssertThrowsError(try v.derive("2468")) { XCTAssertEqual($0 as? PasscodeVerifier.Problem, .keyNeeded) }
+        XCTAssertThrowsError(try v.derive("2468")) { XCTAssertEqual(($0 as? CoreError)?.code, .verifierKeyNeeded) }
         let other = SymmetricKey(size: .bits256)
         XCTAssertFalse(v.matches(try v.derive("2468", key: other)))
         XCTAssertNil(v.length(key: other))
@@ -153,7 +153,7 @@ final class PasscodeVerifierTests: XCTestCase {
         XCTAssertTrue(moved.matches(try moved.derive("2468", key: key, prior: prior)))
         XCTAssertFalse(moved.matches(try moved.derive("2469", key: key, prior: prior)))
         XCTAssertThrowsError(try moved.derive("2468", key: key)) {
-            XCTAssertEqual($0 as? PasscodeVerifier.Problem, .keyNeeded)
+            XCTAssertEqual(($0 as? CoreError)?.code, .verifierKeyNeeded)
         }
         // The prior key as if it were the key, and the key as if it were the prior: no guess tests.
         XCTAssertFalse(moved.matches(try moved.derive("2468", key: prior, prior: prior)))
@@ -162,7 +162,7 @@ final class PasscodeVerifierTests: XCTestCase {
         XCTAssertEqual(moved.length(key: key), 4)
         XCTAssertNil(moved.length(key: prior), "the length is sealed under the new key only")
         XCTAssertThrowsError(try moved.moved(to: SymmetricKey(size: .bits256), from: key)) {
-            XCTAssertEqual($0 as? PasscodeVerifier.Problem, .movedAlready)
+            XCTAssertEqual(($0 as? CoreError)?.code, .verifierMovedAlready)
         }
         // Stored under a name of its own (a reader from before moves fails rather than compare).
         let json = try JSONEncoder().encode(moved)
