@@ -23,7 +23,8 @@ public func CFErrorCopyRecoverySuggestion(_ err: CFError) -> CFString? {
 }
 
 /// A failure of a Security call as Apple reports it: an `OSStatus` in `NSOSStatusErrorDomain` with
-/// our explanation as its description.
+/// our explanation as its description; the module's one error type (a SecItem dictionary refused
+/// before it reaches the daemon is one too).
 struct SecFailure: Error {
     let status: OSStatus
     let message: String

@@ -2,16 +2,6 @@ import EnclaveClient
 import EnclaveProtocol
 import Foundation
 
-/// A SecItem call that failed before reaching the daemon.
-struct SecMarshalError: Error, Equatable {
-    var status: OSStatus
-    var message: String
-    init(_ status: OSStatus, _ message: String) {
-        self.status = status
-        self.message = message
-    }
-}
-
 /// A SecItem dictionary turned into what the daemon needs, plus what only the client uses.
 struct SecItemCall {
     var request: KeychainRequest
@@ -83,19 +73,19 @@ enum SecItemMarshaling {
         }
     }
 
-    static func bool(_ v: Any, _ key: String) throws(SecMarshalError) -> Bool {
+    static func bool(_ v: Any, _ key: String) throws(SecFailure) -> Bool {
         if case .bool(let b)? = value(v) { return b }
         if case .int(let i)? = value(v) { return i != 0 }
-        throw SecMarshalError(errSecParam, "\(key) must be a boolean")
+        throw SecFailure(errSecParam, "\(key) must be a boolean")
     }
 
     // MARK: Dictionaries
 
-    static func entries(_ dict: CFDictionary) throws(SecMarshalError) -> [String: Any] {
+    static func entries(_ dict: CFDictionary) throws(SecFailure) -> [String: Any] {
         var out: [String: Any] = [:]
         for (k, v) in dict {
             guard let key = k as? String else {
-                throw SecMarshalError(errSecParam, "dictionary key \(k) is not a string")
+                throw SecFailure(errSecParam, "dictionary key \(k) is not a string")
             }
             out[key] = v
         }
@@ -107,7 +97,7 @@ enum SecItemMarshaling {
         _ operation: KeychainOperation,
         query: CFDictionary,
         changes: CFDictionary? = nil
-    ) throws(SecMarshalError) -> SecItemCall {
+    ) throws(SecFailure) -> SecItemCall {
         let q = try entries(query)
         var call = SecItemCall(request: KeychainRequest(attributes: [:], context: ""), context: nil, limit: nil)
         // A key given as kSecValueRef says its class.
@@ -118,10 +108,10 @@ enum SecItemMarshaling {
             cls = "keys"
             call.request.attributes["class"] = .string("keys")
         } else {
-            throw SecMarshalError(errSecParam, "kSecClass is missing")
+            throw SecFailure(errSecParam, "kSecClass is missing")
         }
         guard let clsName = cls as? String, itemClasses.contains(clsName) else {
-            throw SecMarshalError(errSecParam, "kSecClass \(cls) is not an item class")
+            throw SecFailure(errSecParam, "kSecClass \(cls) is not an item class")
         }
         var noAuthUI = false
         var accessible: Protection?
@@ -129,18 +119,18 @@ enum SecItemMarshaling {
             switch key {
             case "u_AuthCtx":
                 guard let c = v as? any RequestContext else {
-                    throw SecMarshalError(errSecParam, "kSecUseAuthenticationContext must be an LAContext")
+                    throw SecFailure(errSecParam, "kSecUseAuthenticationContext must be an LAContext")
                 }
                 call.context = c
             case "u_AuthUI":
                 guard let s = v as? String, let mode = AuthenticationUI(rawValue: s) else {
-                    throw SecMarshalError(
+                    throw SecFailure(
                         errSecParam,
                         "kSecUseAuthenticationUI must be kSecUseAuthenticationUIAllow, …Fail or …Skip"
                     )
                 }
                 if mode == .skip && operation != .copy {
-                    throw SecMarshalError(
+                    throw SecFailure(
                         errSecParam,
                         "kSecUseAuthenticationUISkip is only valid with SecItemCopyMatching"
                     )
@@ -148,7 +138,7 @@ enum SecItemMarshaling {
                 call.request.authenticationUI = mode
             case "u_OpPrompt":
                 guard let s = v as? String else {
-                    throw SecMarshalError(errSecParam, "kSecUseOperationPrompt must be a string")
+                    throw SecFailure(errSecParam, "kSecUseOperationPrompt must be a string")
                 }
                 call.request.reason = s
             case "u_NoAuthUI":
@@ -164,20 +154,20 @@ enum SecItemMarshaling {
                 call.limit = try limit(v)
             case "accc":
                 guard let ac = v as? SecAccessControl else {
-                    throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl")
+                    throw SecFailure(errSecParam, "kSecAttrAccessControl must be a SecAccessControl")
                 }
                 call.request.accessControl = ac.wireValue
             case "pdmn":
                 guard let s = v as? String, let p = Protection(rawValue: s) else {
-                    throw SecMarshalError(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
+                    throw SecFailure(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
                 }
                 if operation == .add { accessible = p } else { call.request.attributes[key] = .string(s) }
             case "v_Ref":
                 guard let secKey = v as? SecKey else {
-                    throw SecMarshalError(errSecParam, "kSecValueRef must be a SecKey (no other reference types here)")
+                    throw SecFailure(errSecParam, "kSecValueRef must be a SecKey (no other reference types here)")
                 }
                 guard clsName == "keys" else {
-                    throw SecMarshalError(errSecParam, "a SecKey kSecValueRef needs kSecClassKey")
+                    throw SecFailure(errSecParam, "a SecKey kSecValueRef needs kSecClassKey")
                 }
                 if operation == .add {
                     for (k, kv) in secKey.keyAttributes where call.request.attributes[k] == nil {
@@ -190,14 +180,14 @@ enum SecItemMarshaling {
                     call.request.attributes["kcls"] = .string(secKey.isPrivate ? "1" : "0")
                 }
             case "v_Data", "v_PersistentRef":
-                guard let d = v as? Data else { throw SecMarshalError(errSecParam, "\(key) must be Data") }
+                guard let d = v as? Data else { throw SecFailure(errSecParam, "\(key) must be Data") }
                 call.request.attributes[key] = .data(d)
             default:
                 if key.hasPrefix("u_") || key.hasPrefix("r_") || key.hasPrefix("m_") {
-                    throw SecMarshalError(errSecUnimplemented, "query key \(key) is not supported")
+                    throw SecFailure(errSecUnimplemented, "query key \(key) is not supported")
                 }
                 guard let kv = value(v) else {
-                    throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)")
+                    throw SecFailure(errSecParam, "unsupported value type \(type(of: v)) for \(key)")
                 }
                 call.request.attributes[key] = kv
             }
@@ -232,14 +222,14 @@ enum SecItemMarshaling {
     }
 
     /// `kSecMatchLimit`: `kSecMatchLimitOne`, `kSecMatchLimitAll`, or a positive count.
-    static func limit(_ v: Any) throws(SecMarshalError) -> Int? {
+    static func limit(_ v: Any) throws(SecFailure) -> Int? {
         if let s = v as? String {
             if s == "m_LimitOne" { return nil }
             if s == "m_LimitAll" { return .max }
         } else if case .int(let n)? = value(v), n > 0 {
             return n == 1 ? nil : Int(n)
         }
-        throw SecMarshalError(
+        throw SecFailure(
             errSecParam,
             "kSecMatchLimit must be kSecMatchLimitOne, kSecMatchLimitAll or a positive number"
         )
@@ -249,46 +239,45 @@ enum SecItemMarshaling {
     static func combine(
         _ ac: AccessControlValue?,
         _ accessible: Protection?
-    ) throws(SecMarshalError) -> AccessControlValue? {
+    ) throws(SecFailure) -> AccessControlValue? {
         guard let accessible else { return ac }
         guard let ac else { return AccessControlValue(protection: accessible, flags: []) }
         guard ac.protection == accessible else {
-            throw SecMarshalError(errSecParam, "kSecAttrAccessible disagrees with kSecAttrAccessControl's protection")
+            throw SecFailure(errSecParam, "kSecAttrAccessible disagrees with kSecAttrAccessControl's protection")
         }
         return ac
     }
 
     /// SecItemUpdate's `attributesToUpdate`: item attributes only.
-    static func changeSet(_ c: [String: Any]) throws(SecMarshalError) -> ([String: KeychainValue], AccessControlValue?)
-    {
+    static func changeSet(_ c: [String: Any]) throws(SecFailure) -> ([String: KeychainValue], AccessControlValue?) {
         var attrs: [String: KeychainValue] = [:]
         var ac: AccessControlValue?
         var accessible: Protection?
         for (key, v) in c {
             switch key {
             case "class":
-                throw SecMarshalError(errSecParam, "kSecClass cannot be updated")
+                throw SecFailure(errSecParam, "kSecClass cannot be updated")
             case "accc":
                 guard let a = v as? SecAccessControl else {
-                    throw SecMarshalError(errSecParam, "kSecAttrAccessControl must be a SecAccessControl")
+                    throw SecFailure(errSecParam, "kSecAttrAccessControl must be a SecAccessControl")
                 }
                 ac = a.wireValue
             case "pdmn":
                 guard let s = v as? String, let p = Protection(rawValue: s) else {
-                    throw SecMarshalError(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
+                    throw SecFailure(errSecParam, "kSecAttrAccessible must be a kSecAttrAccessible value")
                 }
                 accessible = p
             case "v_Ref", "v_PersistentRef":
-                throw SecMarshalError(errSecParam, "\(key) cannot be updated")
+                throw SecFailure(errSecParam, "\(key) cannot be updated")
             case "v_Data":
-                guard let d = v as? Data else { throw SecMarshalError(errSecParam, "kSecValueData must be Data") }
+                guard let d = v as? Data else { throw SecFailure(errSecParam, "kSecValueData must be Data") }
                 attrs[key] = .data(d)
             default:
                 if key.hasPrefix("u_") || key.hasPrefix("r_") || key.hasPrefix("m_") || key == "nleg" {
-                    throw SecMarshalError(errSecParam, "\(key) is not an attribute and cannot be updated")
+                    throw SecFailure(errSecParam, "\(key) is not an attribute and cannot be updated")
                 }
                 guard let kv = value(v) else {
-                    throw SecMarshalError(errSecParam, "unsupported value type \(type(of: v)) for \(key)")
+                    throw SecFailure(errSecParam, "unsupported value type \(type(of: v)) for \(key)")
                 }
                 attrs[key] = kv
             }
