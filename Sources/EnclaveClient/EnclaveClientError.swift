@@ -22,7 +22,7 @@ public enum EnclaveClientError: Error, CustomStringConvertible, Equatable {
                 "the process at \(path) is not a trusted laenclaved (it runs as \(uid.map { "uid \($0)" } ?? "a user the kernel did not say"), neither this user nor root)"
         case .connectionLost: return "the connection to laenclaved was lost"
         case .protocolError(let why): return "laenclaved answered something unexpected: \(why)"
-        case .handoffFailed(let why): return "the handoff to laenclaved failed: \(why)"
+        case .handoffFailed(let why): return why
         case .failure(let f): return f.message
         }
     }

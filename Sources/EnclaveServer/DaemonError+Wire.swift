@@ -2,7 +2,7 @@ import EnclaveProtocol
 
 extension DaemonError {
     /// What the client is told, or nil when it hears only that the daemon could not complete the
-    /// request (the detail — a path, a TPM's or fprintd's words — stays in the daemon's log).
+    /// request (the detail — a path, a store's or a socket's failure — stays in the daemon's log).
     var failure: Failure? {
         switch code {
         case .busy: Failure(.busy, message)

@@ -37,8 +37,9 @@ public struct DaemonError: Error, Sendable, Equatable, CustomStringConvertible {
         case keyInvalidated
         case keyNotAvailable
 
-        // The daemon cannot start or serve (said in full at start; a request hears only that the
-        // daemon could not complete it, the rest is logged).
+        // The daemon cannot start or serve: said in full at start; a request that ends on one
+        // hears only that the daemon could not complete it (the rest is logged), except an
+        // evaluation, whose LAError says what the sensor or the TPM said.
         case alreadyRunning
         case cannotLock
         case masterKeyFile

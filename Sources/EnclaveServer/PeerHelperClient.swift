@@ -25,7 +25,8 @@ public final class PeerHelperClient: Sendable {
     private let scanning = Atomic(false)
     /// How long an answer may take, waiting for the helper included; a slower one refuses that
     /// client (and is dropped when it comes).
-    private let timeout: Double = 1
+    /// How long a request waits for the helper's answer, its turn on the socket included.
+    static let timeout: Double = 1
 
     private enum Sent { case sent, full, gone }
 
@@ -136,8 +137,8 @@ public final class PeerHelperClient: Sendable {
         descriptor: Int32? = nil
     ) -> [UInt8]? {
         // The wait for the helper counts: the deadline starts before the lock.
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
-        guard turn.wait(timeout: .now() + timeout) == .success else { return nil }
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(Self.timeout * 1e9)
+        guard turn.wait(timeout: .now() + Self.timeout) == .success else { return nil }
         var gone = false
         let answer = { () -> [UInt8]? in
             releasing: while let waiting = exchanges.withLock({ $0.pendingReleases.first }) {

@@ -1,7 +1,8 @@
 /// What went wrong in the login server apart from the answers it gives (`APIError`, the wire's):
-/// its one error type (GRDB's `DatabaseError` shape). `code` is what a caller decides on; the HTTP
-/// layer answers `tooManyAttempts…` with 429 and Retry-After (`LoginHTTPServer`), the service
-/// turns `duplicate` into the API's own code, and the rest stops the server at start, said whole.
+/// its one error type (GRDB's `DatabaseError` shape). `code` is what a caller decides on: the HTTP
+/// layer answers `tooManyAttempts…` with 429 and Retry-After and the rest met while serving with
+/// 500 (`LoginHTTPServer`); the service turns an expected `duplicate` into the API's own code; a
+/// bad `storeConfiguration` or `attestationRoots` stops the server at start, said whole.
 public struct LoginServerError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable, CaseIterable {
         /// Too many attempts from one address: wait `retryAfter` seconds.
