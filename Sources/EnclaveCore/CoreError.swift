@@ -1,7 +1,8 @@
 /// What the rules refuse as malformed or unopenable: `EnclaveCore`'s one error type (GRDB's
 /// `DatabaseError` shape). `code` is what a caller decides on; `message` says it in words. The
-/// rules' decisions are not errors: an access denial (`AccessDenial`), a protection that cannot
-/// be made (`CreationProblem`) and a connection's refusal are values the daemon answers with.
+/// rules' decisions keep their own vocabularies: an access denial is `AccessDenial` (a typed
+/// throw), a connection's refusal the wire's `Failure` it is answered with, and a protection that
+/// cannot be made a `CreationProblem` value.
 public struct CoreError: Error, Sendable, Equatable, CustomStringConvertible {
     public enum Code: String, Sendable, CaseIterable {
         /// `SecAccessControlCreateFlags` with both `and` and `or`.

@@ -23,9 +23,8 @@ public final class PeerHelperClient: Sendable {
     private let onGone: @Sendable () -> Void
     /// Whether a holders scan is under way (`ptyHolders`).
     private let scanning = Atomic(false)
-    /// How long an answer may take, waiting for the helper included; a slower one refuses that
+    /// How long an answer may take, its turn on the socket included; a slower one refuses that
     /// client (and is dropped when it comes).
-    /// How long a request waits for the helper's answer, its turn on the socket included.
     static let timeout: Double = 1
 
     private enum Sent { case sent, full, gone }

@@ -196,7 +196,7 @@ struct SecKeyParameters {
     let entries: [String: Any]
 
     init(_ dict: CFDictionary) throws(SecFailure) {
-        do { entries = try SecItemMarshaling.entries(dict) } catch { throw SecFailure(error.status, error.message) }
+        entries = try SecItemMarshaling.entries(dict)
     }
 
     init(entries: [String: Any]) { self.entries = entries }
@@ -218,7 +218,7 @@ struct SecKeyParameters {
 
     func bool(_ key: String) throws(SecFailure) -> Bool? {
         guard let v = entries[key] else { return nil }
-        do { return try SecItemMarshaling.bool(v, key) } catch { throw SecFailure(error.status, error.message) }
+        return try SecItemMarshaling.bool(v, key)
     }
 
     func data(_ key: String) throws(SecFailure) -> Data? {
