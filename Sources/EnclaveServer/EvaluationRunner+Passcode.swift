@@ -10,13 +10,15 @@ extension EvaluationRunner {
             return .passcodeChecked(correct: correct, attempt: attempt)
         } catch let error as DaemonError where Self.cancelsTheCheck.contains(error.code) {
             return .systemCancel(error.message)
-        } catch {
+        } catch let error as DaemonError where error.code == .passcodeNotSet {
             return .systemCancel("The device passcode was removed during the evaluation.")
+        } catch {
+            session.logger.error("a passcode check failed", metadata: ["uid": "\(session.uid)", "error": "\(error)"])
+            return .systemCancel("The enclave could not check the passcode.")
         }
     }
 
-    /// Why a passcode check may not run, said to the person as the evaluation's end; anything
-    /// else means the passcode went while it ran.
+    /// Why a passcode check may not run, said to the person as the evaluation's end.
     private static let cancelsTheCheck: Set<DaemonError.Code> = [
         .busy, .notPermitted, .passcodeDisabled, .stateNotSaved, .rollbackCounterNotMoved,
     ]
