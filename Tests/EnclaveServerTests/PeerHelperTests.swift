@@ -195,6 +195,9 @@ final class PeerHelperTests: XCTestCase {
 
                 me = os.getpid()
                 left = int(sys.argv[1])
+                if -(-left // each) > 256:
+                    print('small', flush=True)
+                    sys.exit(0)
                 while left > 0:
                     r, w = os.pipe()
                     if os.fork() == 0:
@@ -220,6 +223,10 @@ final class PeerHelperTests: XCTestCase {
             group.standardOutput = out
             try group.run()
             let said = String(decoding: out.fileHandleForReading.readData(ofLength: 6), as: UTF8.self)
+            if said == "small\n" {
+                stop()
+                throw XCTSkip("this machine lets a process hold too few descriptors for the flood (over 256 processes)")
+            }
             guard said == "ready\n" else {
                 stop()
                 throw FloodNotHeld(said: said)
