@@ -11,7 +11,7 @@ import LocalAuthenticationTesting
 ///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
 ///     concurrent client connections.
 /// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon);
-/// la-bench wire N (what the wire's coding costs a message: `WireCodingBench`); la-bench reuse N, la-bench match N (one kind of evaluation in a loop, to profile the daemon under);
+/// la-bench wire N (what the wire's coding costs a message: `WireCodingBench`); la-bench reuse N, la-bench match N, la-bench can N CLIENTS (one kind of request in a loop, to profile under);
 /// la-bench pty-scan N (what administration on a terminal adds: `PtyScanBench`); la-bench tpm N TCTI
 /// (what the TPM root costs at start: `TPMBench`); la-bench tpm-attest N TCTI (the TPM's certify
 /// statement about a key, beside tpm2_certify: `TPMAttestationBench`); la-bench tpm-keys N TCTI (a
@@ -81,6 +81,12 @@ struct Bench {
         }
         if args.count > 1 && args[1] == "match" {
             return try await matchesOnly(iterations: args.count > 2 ? Int(args[2]) ?? 20_000 : 20_000)
+        }
+        if args.count > 1 && args[1] == "can" {
+            return try canEvaluateOnly(
+                iterations: args.count > 2 ? Int(args[2]) ?? 100_000 : 100_000,
+                clients: args.count > 3 ? Int(args[3]) ?? 16 : 16
+            )
         }
         let iterations = args.count > 1 ? Int(args[1]) ?? 1000 : 1000
         let maxClients = args.count > 2 ? Int(args[2]) ?? 16 : 16
@@ -232,6 +238,18 @@ struct Bench {
                 } else {
                     cpuLine = "CPU per canEvaluatePolicy: n/a (a process's CPU clock could not be read)"
                 }
+                // The limit beside it: the same load on echo servers, a raw client thread per connection.
+                for (name, shape) in [
+                    ("a SwiftNIO channel handler", "handler"), ("the daemon's socket shell", "async"),
+                ] {
+                    let echo = try RawSocketEcho.cpuPerRoundTrip(
+                        clients: clients,
+                        perClient: perClientForCPU,
+                        server: ["nio-echo-server", shape]
+                    )
+                    cpuLine +=
+                        "\nthe limit, \(clients) raw clients on an echo through \(name): server \(micros(echo.server)) + client \(micros(echo.client)) = \(micros(echo.server + echo.client)) per round trip"
+                }
             }
             for connection in connections { connection.close() }
             clients *= 4
@@ -246,76 +264,6 @@ struct Bench {
                 + memory.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }.joined(separator: ", ")
         )
         enclave.stop()
-    }
-
-    /// `la-bench reuse N`: one match, then N evaluations in its reuse window on one connection,
-    /// nothing else — a steady load to profile the daemon under (`perf record -p DAEMON`).
-    static func reuseOnly(iterations: Int) async throws {
-        let enclave = try TestEnclave()
-        defer { enclave.stop() }
-        let control = try enclave.connection()
-        try enclave.queue(.match)
-        let options = EvaluationOptions(reason: "bench", reuseDuration: 300)
-        guard
-            case .evaluated(let first) = try await control.request(
-                .evaluate(.init(context: "first", policy: 1, options: options))
-            ), first.success
-        else {
-            throw EnclaveClientError.protocolError("the first evaluation did not match")
-        }
-        print("la-bench reuse: daemon pid \(enclave.processID)")
-        fflush(nil)
-        var samples: [Double] = []
-        samples.reserveCapacity(iterations)
-        for i in 0..<iterations {
-            let context = "reuse-\(i)"
-            let start = DispatchTime.now().uptimeNanoseconds
-            let reply = try await control.request(.evaluate(.init(context: context, policy: 1, options: options)))
-            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-            guard case .evaluated(let r) = reply, r.success else {
-                throw EnclaveClientError.protocolError("reuse evaluation failed: \(reply)")
-            }
-            _ = try await control.request(.invalidate(.init(context: context)))
-        }
-        let sorted = samples.sorted()
-        print(
-            "evaluatePolicy in the reuse window: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))"
-        )
-    }
-
-    /// `la-bench match N`: N evaluations each answered by a queued match (a prompt, the sensor's
-    /// reading, a durable record) on one connection, nothing else — to profile the prompt path under.
-    static func matchesOnly(iterations: Int) async throws {
-        let enclave = try TestEnclave()
-        defer { enclave.stop() }
-        let control = try enclave.connection()
-        print("la-bench match: daemon pid \(enclave.processID)")
-        fflush(nil)
-        var samples: [Double] = []
-        samples.reserveCapacity(iterations)
-        var rssAfterWarmUp = ""
-        for i in 0..<iterations {
-            if i == min(1000, iterations / 2) { rssAfterWarmUp = LoadBench.memory(enclave.processID) }
-            // (With no iterations there is no warm-up to read.)
-            _ = try await control.request(.simulate(.init(events: [.match])))
-            let context = "match-\(i)"
-            let start = DispatchTime.now().uptimeNanoseconds
-            let reply = try await control.request(
-                .evaluate(.init(context: context, policy: 1, options: EvaluationOptions(reason: "bench")))
-            )
-            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-            guard case .evaluated(let r) = reply, r.success else {
-                throw EnclaveClientError.protocolError("the evaluation did not match: \(reply)")
-            }
-            _ = try await control.request(.invalidate(.init(context: context)))
-        }
-        let sorted = samples.sorted()
-        print(
-            "evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))"
-        )
-        print(
-            "daemon memory after the warm-up: \(rssAfterWarmUp); after the run: \(LoadBench.memory(enclave.processID))"
-        )
     }
 
     /// Operations per second with each connection driven by a thread of its own, blocking (as the

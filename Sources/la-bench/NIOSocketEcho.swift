@@ -3,6 +3,7 @@ import EnclaveServer
 import Foundation
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// The floor of the daemon's socket shell, measured beside the raw pair: the same echo with the
 /// daemon's I/O and nothing else — SwiftNIO's event loop, the connection as an `NIOAsyncChannel`
@@ -38,16 +39,27 @@ enum NIOSocketEcho {
             try await server.executeThenClose { inbound in
                 try await withThrowingDiscardingTaskGroup { group in
                     for try await connection in inbound {
+                        connectionOpened()
                         group.addTask(executorPreference: EventLoopTaskExecutor(connection.channel.eventLoop)) {
-                            // One client per server: when it goes (or breaks the connection), the server ends.
                             try? await echo(connection)
-                            unlink(path)
-                            exit(0)
+                            connectionClosed(path: path)
                         }
                     }
                 }
             }
         }
+        exit(0)
+    }
+
+    /// Connections open now: the server serves one client's connections, and ends when the last
+    /// one goes (or breaks).
+    private static let open = Atomic<Int>(0)
+
+    private static func connectionOpened() { open.add(1, ordering: .relaxed) }
+
+    private static func connectionClosed(path: String) {
+        guard open.subtract(1, ordering: .relaxed).newValue == 0 else { return }
+        unlink(path)
         exit(0)
     }
 
@@ -77,9 +89,8 @@ enum NIOSocketEcho {
             context.writeAndFlush(data, promise: nil)
         }
 
-        func channelInactive(context: ChannelHandlerContext) {
-            unlink(path)
-            exit(0)
-        }
+        func channelActive(context: ChannelHandlerContext) { NIOSocketEcho.connectionOpened() }
+
+        func channelInactive(context: ChannelHandlerContext) { NIOSocketEcho.connectionClosed(path: path) }
     }
 }

@@ -55,39 +55,87 @@ enum RawSocketEcho {
     }
 
     private static func measureOnce(iterations: Int, server arguments: [String]) throws -> [Double] {
-        let path = NSTemporaryDirectory() + "la-bench-echo-\(getpid()).sock"
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        server.arguments = [arguments[0], path] + arguments.dropFirst()
-        let ready = Pipe()
-        server.standardOutput = ready
-        try server.run()
-        _ = ready.fileHandleForReading.readData(ofLength: 6)
-        defer { server.waitUntilExit() }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let server = try EchoServer(arguments)
+        defer { server.stop() }
+        let fd = try server.connect()
         defer { close(fd) }
-        var address = unixAddress(path)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        var samples: [Double] = []
+        for _ in 0..<(iterations + 100) {
+            let start = DispatchTime.now().uptimeNanoseconds
+            try roundTrip(fd)
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
         }
-        guard connected == 0 else { throw CocoaError(.fileReadUnknown) }
+        return Array(samples.dropFirst(100))
+    }
+
+    /// The limit of the CPU figure: what a round trip costs the server and the client, in seconds
+    /// each, with `clients` threads each on its own connection doing `perClient` round trips at
+    /// once — the load `la-bench`'s CPU per request is measured under, with no work in either
+    /// process but the socket's and the library's.
+    static func cpuPerRoundTrip(
+        clients: Int,
+        perClient: Int,
+        server arguments: [String]
+    ) throws -> (
+        server: Double, client: Double
+    ) {
+        let server = try EchoServer(arguments)
+        defer { server.stop() }
+        let connections = try (0..<clients).map { _ in try server.connect() }
+        defer { for fd in connections { close(fd) } }
+        let ((), cost) = try CPUTime.perOperationBlocking(clients * perClient, processes: [server.pid, getpid()]) {
+            _ = try Bench.blockingThroughput(threads: clients, perClient) { t, _ in try roundTrip(connections[t]) }
+        }
+        guard let serverCost = cost[0], let clientCost = cost[1] else { throw CocoaError(.fileReadUnknown) }
+        return (serverCost, clientCost)
+    }
+
+    /// One frame of `payloadBytes` written and read back on `fd`.
+    private static func roundTrip(_ fd: Int32) throws {
         var frame = [UInt8](repeating: 0x61, count: 4 + payloadBytes)
         frame[0] = 0
         frame[1] = 0
         frame[2] = UInt8(payloadBytes >> 8)
         frame[3] = UInt8(payloadBytes & 0xFF)
         var reply = [UInt8](repeating: 0, count: 4 + payloadBytes)
-        var samples: [Double] = []
-        for _ in 0..<(iterations + 100) {
-            let start = DispatchTime.now().uptimeNanoseconds
-            guard writeAll(fd, frame, frame.count), readExactly(fd, &reply, reply.count) else {
+        guard writeAll(fd, frame, frame.count), readExactly(fd, &reply, reply.count) else {
+            throw CocoaError(.fileReadUnknown)
+        }
+    }
+
+    /// An echo server in a child process (`la-bench` with `arguments` before its socket's path),
+    /// serving one client's connections until the last closes.
+    private struct EchoServer {
+        let path = NSTemporaryDirectory() + "la-bench-echo-\(getpid()).sock"
+        let process = Process()
+        var pid: pid_t { process.processIdentifier }
+
+        init(_ arguments: [String]) throws {
+            process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+            process.arguments = [arguments[0], path] + arguments.dropFirst()
+            let ready = Pipe()
+            process.standardOutput = ready
+            try process.run()
+            _ = ready.fileHandleForReading.readData(ofLength: 6)
+        }
+
+        func connect() throws -> Int32 {
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var address = unixAddress(path)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            guard connected == 0 else {
+                close(fd)
                 throw CocoaError(.fileReadUnknown)
             }
-            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            return fd
         }
-        return Array(samples.dropFirst(100))
+
+        /// Waits for the server, which ends when its client's last connection closes.
+        func stop() { process.waitUntilExit() }
     }
 
     /// The other limit, for figures that include a durable write: a 4 KiB write and `fdatasync`
