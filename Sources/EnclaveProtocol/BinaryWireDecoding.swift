@@ -1,41 +1,44 @@
 import Foundation
 
 /// One value's `Decoder` (`BinaryWire.decode`): the value at `offset`, whose end was checked.
+/// Its coding path is its container's and its own key or index there (`step`), joined only when
+/// someone asks (an error, a container opened in it), not for every value read.
 struct BinaryWireDecoding: Decoder {
+    enum Step {
+        case key(any CodingKey)
+        case index(Int)
+    }
+
     let reader: BinaryWireReader
     let offset: Int
-    let codingPath: [any CodingKey]
+    let parentPath: [any CodingKey]
+    let step: Step?
     var userInfo: [CodingUserInfoKey: Any] { [:] }
 
-    init(reader: BinaryWireReader, offset: Int, codingPath: [any CodingKey]) {
-        self.reader = reader
-        self.offset = offset
-        self.codingPath = codingPath
+    var codingPath: [any CodingKey] {
+        switch step {
+        case nil: return parentPath
+        case .key(let key): return parentPath + [key]
+        case .index(let i): return parentPath + [BinaryWirePathKey(i)]
+        }
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         let (keys, values) = try reader.items(at: offset, object: true, codingPath)
-        return KeyedDecodingContainer(Keyed<Key>(decoding: self, keys: keys, values: values))
+        return KeyedDecodingContainer(Keyed<Key>(reader: reader, codingPath: codingPath, keys: keys, values: values))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        Unkeyed(decoding: self, values: try reader.items(at: offset, object: false, codingPath).values)
+        let values = try reader.items(at: offset, object: false, codingPath).values
+        return Unkeyed(reader: reader, codingPath: codingPath, values: values)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer { Single(decoding: self) }
 
-    /// The value at `offset` as `type`, through the value at `at` (its end checked) and `path`.
-    static func read<T: Decodable>(
-        _ type: T.Type,
-        reader: BinaryWireReader,
-        at offset: Int,
-        path: [any CodingKey]
-    ) throws -> T {
-        try BinaryWireDecoding(reader: reader, offset: offset, codingPath: path).unbox(type)
-    }
-
-    /// The value as `type`: the wire's own kinds read directly (the common ones found by their
-    /// type's identity, before any conformance is looked up), anything else by its `init(from:)`.
+    /// The value as `type`: the wire's own kinds read directly, found by their type's identity (no
+    /// conformance is looked up on the way), anything else by its `init(from:)`. Every number type
+    /// of the standard library is listed, so none of them reaches its own `init(from:)`, which
+    /// would come back here.
     func unbox<T: Decodable>(_ type: T.Type) throws -> T {
         if type == String.self { return try string() as! T }
         if type == Int.self { return try integer(Int.self) as! T }
@@ -44,15 +47,27 @@ struct BinaryWireDecoding: Decoder {
         if type == UInt64.self { return try integer(UInt64.self) as! T }
         if type == Double.self { return try double() as! T }
         if type == Date.self { return Date(timeIntervalSince1970: try double()) as! T }
-        if let integer = type as? any FixedWidthInteger.Type {
-            guard let typed = try self.integer(integer) as? T else { throw mismatch(type) }
-            return typed
-        }
-        if let floating = type as? any BinaryFloatingPoint.Type {
-            guard let typed = floating.init(try double()) as? T else { throw mismatch(type) }
-            return typed
-        }
+        if type == UInt32.self { return try integer(UInt32.self) as! T }
+        if type == UInt8.self { return try integer(UInt8.self) as! T }
+        if type == Int64.self { return try integer(Int64.self) as! T }
+        if type == Int32.self { return try integer(Int32.self) as! T }
+        if type == Int16.self { return try integer(Int16.self) as! T }
+        if type == Int8.self { return try integer(Int8.self) as! T }
+        if type == UInt16.self { return try integer(UInt16.self) as! T }
+        if type == UInt.self { return try integer(UInt.self) as! T }
+        if type == Int128.self { return try integer(Int128.self) as! T }
+        if type == UInt128.self { return try integer(UInt128.self) as! T }
+        if type == Float.self { return try floating(Float.self) as! T }
+        if type == Float16.self { return try floating(Float16.self) as! T }
         return try T(from: self)
+    }
+
+    /// A `double` as a narrower floating-point type, as `Float(_: Double)` rounds it; one out of
+    /// its range is a type mismatch, not an infinity.
+    private func floating<F: BinaryFloatingPoint>(_ type: F.Type) throws -> F {
+        let value = F(try double())
+        guard value.isFinite else { throw mismatch(type) }
+        return value
     }
 
     func mismatch(_ type: Any.Type) -> DecodingError {
@@ -103,13 +118,13 @@ struct BinaryWireDecoding: Decoder {
     }
 
     struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
-        let decoding: BinaryWireDecoding
+        let reader: BinaryWireReader
+        let codingPath: [any CodingKey]
         let keys: [Range<Int>]
         let values: [Int]
-        var codingPath: [any CodingKey] { decoding.codingPath }
 
         var allKeys: [Key] {
-            keys.compactMap { (try? decoding.reader.text($0, codingPath)).flatMap(Key.init(stringValue:)) }
+            keys.compactMap { (try? reader.text($0, codingPath)).flatMap(Key.init(stringValue:)) }
         }
 
         private func index(_ key: Key) -> Int? { index(named: key.stringValue) }
@@ -117,7 +132,7 @@ struct BinaryWireDecoding: Decoder {
         private func index(named key: String) -> Int? {
             var name = key
             return name.withUTF8 { name in
-                decoding.reader.bytes.withUnsafeBufferPointer { bytes in
+                reader.bytes.withUnsafeBufferPointer { bytes in
                     keys.firstIndex { range in
                         range.count == name.count
                             && (name.isEmpty
@@ -135,21 +150,21 @@ struct BinaryWireDecoding: Decoder {
         }
 
         private func value(_ key: Key) throws -> BinaryWireDecoding {
-            BinaryWireDecoding(reader: decoding.reader, offset: try offset(key), codingPath: codingPath + [key])
+            BinaryWireDecoding(reader: reader, offset: try offset(key), parentPath: codingPath, step: .key(key))
         }
 
         /// The value under `key`, or nil when it is absent or null: one look for the key.
         private func present(_ key: Key) throws -> BinaryWireDecoding? {
-            guard let i = index(key), decoding.reader.bytes[values[i]] != BinaryWire.Tag.null.rawValue else {
+            guard let i = index(key), reader.bytes[values[i]] != BinaryWire.Tag.null.rawValue else {
                 return nil
             }
-            return BinaryWireDecoding(reader: decoding.reader, offset: values[i], codingPath: codingPath + [key])
+            return BinaryWireDecoding(reader: reader, offset: values[i], parentPath: codingPath, step: .key(key))
         }
 
         func contains(_ key: Key) -> Bool { index(key) != nil }
 
         func decodeNil(forKey key: Key) throws -> Bool {
-            try decoding.reader.tag(at: try offset(key), codingPath) == .null
+            try reader.tag(at: try offset(key), codingPath) == .null
         }
 
         func decode(_ type: String.Type, forKey key: Key) throws -> String { try value(key).string() }
@@ -161,6 +176,15 @@ struct BinaryWireDecoding: Decoder {
         func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try value(key).double() }
 
         func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try value(key).unbox(type) }
+        // The protocol's own versions of these (and of their `IfPresent`) throw "not implemented".
+        func decode(_ type: Int128.Type, forKey key: Key) throws -> Int128 { try value(key).integer(type) }
+        func decode(_ type: UInt128.Type, forKey key: Key) throws -> UInt128 { try value(key).integer(type) }
+        func decodeIfPresent(_ type: Int128.Type, forKey key: Key) throws -> Int128? {
+            try present(key)?.integer(type)
+        }
+        func decodeIfPresent(_ type: UInt128.Type, forKey key: Key) throws -> UInt128? {
+            try present(key)?.integer(type)
+        }
 
         func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try present(key)?.string() }
         func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try present(key)?.bool() }
@@ -175,13 +199,11 @@ struct BinaryWireDecoding: Decoder {
             keyedBy type: NestedKey.Type,
             forKey key: Key
         ) throws -> KeyedDecodingContainer<NestedKey> {
-            try BinaryWireDecoding(reader: decoding.reader, offset: try offset(key), codingPath: codingPath + [key])
-                .container(keyedBy: type)
+            try value(key).container(keyedBy: type)
         }
 
         func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-            try BinaryWireDecoding(reader: decoding.reader, offset: try offset(key), codingPath: codingPath + [key])
-                .unkeyedContainer()
+            try value(key).unkeyedContainer()
         }
 
         /// The value under "super", whatever keys `Key` has (as JSONDecoder's).
@@ -193,47 +215,63 @@ struct BinaryWireDecoding: Decoder {
                 )
             }
             return BinaryWireDecoding(
-                reader: decoding.reader,
+                reader: reader,
                 offset: values[i],
-                codingPath: codingPath + [BinaryWirePathKey(stringValue: "super")]
+                parentPath: codingPath,
+                step: .key(BinaryWirePathKey(stringValue: "super"))
             )
         }
 
-        func superDecoder(forKey key: Key) throws -> any Decoder {
-            BinaryWireDecoding(reader: decoding.reader, offset: try offset(key), codingPath: codingPath + [key])
-        }
+        func superDecoder(forKey key: Key) throws -> any Decoder { try value(key) }
     }
 
     struct Unkeyed: UnkeyedDecodingContainer {
-        let decoding: BinaryWireDecoding
+        let reader: BinaryWireReader
+        let codingPath: [any CodingKey]
         let values: [Int]
         var currentIndex = 0
-        var codingPath: [any CodingKey] { decoding.codingPath }
         var count: Int? { values.count }
         var isAtEnd: Bool { currentIndex >= values.count }
 
-        init(decoding: BinaryWireDecoding, values: [Int]) {
-            self.decoding = decoding
+        init(reader: BinaryWireReader, codingPath: [any CodingKey], values: [Int]) {
+            self.reader = reader
+            self.codingPath = codingPath
             self.values = values
         }
 
-        private var path: [any CodingKey] { codingPath + [BinaryWirePathKey(currentIndex)] }
-
-        private func next() throws -> Int {
+        /// The next item's decoder, or `valueNotFound` past the last.
+        private func next() throws -> BinaryWireDecoding {
             guard !isAtEnd else {
-                throw DecodingError.valueNotFound(Any.self, .init(codingPath: path, debugDescription: "no more items"))
+                throw DecodingError.valueNotFound(
+                    Any.self,
+                    .init(codingPath: codingPath + [BinaryWirePathKey(currentIndex)], debugDescription: "no more items")
+                )
             }
-            return values[currentIndex]
+            return BinaryWireDecoding(
+                reader: reader,
+                offset: values[currentIndex],
+                parentPath: codingPath,
+                step: .index(currentIndex)
+            )
         }
 
         mutating func decodeNil() throws -> Bool {
-            guard try decoding.reader.tag(at: try next(), path) == .null else { return false }
+            let item = try next()
+            guard try reader.tag(at: item.offset, item.codingPath) == .null else { return false }
             currentIndex += 1
             return true
         }
 
         mutating func decode<T: Decodable>(_ type: T.Type) throws -> T {
-            let value = try BinaryWireDecoding.read(type, reader: decoding.reader, at: try next(), path: path)
+            let value = try next().unbox(type)
+            currentIndex += 1
+            return value
+        }
+        mutating func decode(_ type: Int128.Type) throws -> Int128 { try nextInteger(type) }
+        mutating func decode(_ type: UInt128.Type) throws -> UInt128 { try nextInteger(type) }
+
+        private mutating func nextInteger<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
+            let value = try next().integer(type)
             currentIndex += 1
             return value
         }
@@ -241,21 +279,19 @@ struct BinaryWireDecoding: Decoder {
         mutating func nestedContainer<NestedKey: CodingKey>(
             keyedBy type: NestedKey.Type
         ) throws -> KeyedDecodingContainer<NestedKey> {
-            let nested = try BinaryWireDecoding(reader: decoding.reader, offset: try next(), codingPath: path)
-                .container(keyedBy: type)
+            let nested = try next().container(keyedBy: type)
             currentIndex += 1
             return nested
         }
 
         mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-            let nested = try BinaryWireDecoding(reader: decoding.reader, offset: try next(), codingPath: path)
-                .unkeyedContainer()
+            let nested = try next().unkeyedContainer()
             currentIndex += 1
             return nested
         }
 
         mutating func superDecoder() throws -> any Decoder {
-            let decoder = BinaryWireDecoding(reader: decoding.reader, offset: try next(), codingPath: path)
+            let decoder = try next()
             currentIndex += 1
             return decoder
         }
@@ -274,5 +310,7 @@ struct BinaryWireDecoding: Decoder {
         func decode(_ type: UInt64.Type) throws -> UInt64 { try decoding.integer(type) }
         func decode(_ type: Double.Type) throws -> Double { try decoding.double() }
         func decode<T: Decodable>(_ type: T.Type) throws -> T { try decoding.unbox(type) }
+        func decode(_ type: Int128.Type) throws -> Int128 { try decoding.integer(type) }
+        func decode(_ type: UInt128.Type) throws -> UInt128 { try decoding.integer(type) }
     }
 }

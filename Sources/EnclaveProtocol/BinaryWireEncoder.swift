@@ -21,7 +21,7 @@ public enum BinaryWire {
     }
 
     public static func encode<T: Encodable>(_ value: T) throws -> [UInt8] {
-        let root = try BinaryWireBox.box(value, codingPath: [])
+        let root = try BinaryWireBox.box(value, at: .root)
         var out: [UInt8] = []
         out.reserveCapacity(256)
         root.write(into: &out)
@@ -103,42 +103,86 @@ final class BinaryWireContainer {
             if isObject { BinaryWireValue.appendText(keys[i], into: &out) }
             value.write(into: &out)
         }
-        var length: [UInt8] = []
-        BinaryWireValue.appendVarint(UInt64(out.count - bodyAt), into: &length)
-        out.insert(contentsOf: length, at: bodyAt)
+        let length = out.count - bodyAt
+        if length < 0x80 {
+            out.insert(UInt8(length), at: bodyAt)
+        } else {
+            var varint: [UInt8] = []
+            BinaryWireValue.appendVarint(UInt64(length), into: &varint)
+            out.insert(contentsOf: varint, at: bodyAt)
+        }
     }
 }
 
 enum BinaryWireBox {
-    /// `value` as it travels: primitives, `Data` and `Date` directly, anything else by its own `encode(to:)`.
-    static func box<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> BinaryWireValue {
-        // The common kinds are found by their type's identity, before any cast. Every integer and
-        // floating-point type lands here too: the containers' overloads for them come to this one.
+    /// `value` as it travels: numbers, text, `Data` and `Date` directly, found by their type's
+    /// identity (no conformance is looked up on the way), anything else by its own `encode(to:)`.
+    /// Every number type of the standard library is listed, so none of them reaches its own
+    /// `encode(to:)`, which would come back here; the containers' overloads for them come here too.
+    static func box<T: Encodable>(_ value: T, at place: BinaryWirePlace) throws -> BinaryWireValue {
         if T.self == String.self { return .string(value as! String) }
         if T.self == Int.self { return .int(Int64(value as! Int)) }
         if T.self == Bool.self { return .bool(value as! Bool) }
         if T.self == Data.self { return .bytes(value as! Data) }
         if T.self == Date.self { return .double((value as! Date).timeIntervalSince1970) }
-        switch value {
-        case let v as any FixedWidthInteger:
-            if let signed = Int64(exactly: v) { return .int(signed) }
-            return .uint(UInt64(v))
-        case let v as any BinaryFloatingPoint: return .double(Double(v))
-        default:
-            let encoder = BinaryWireEncoding(codingPath: codingPath)
-            try value.encode(to: encoder)
-            return encoder.value ?? .null
+        if T.self == UInt64.self { return .uint(value as! UInt64) }
+        if T.self == UInt32.self { return .uint(UInt64(value as! UInt32)) }
+        if T.self == UInt8.self { return .uint(UInt64(value as! UInt8)) }
+        if T.self == Int64.self { return .int(value as! Int64) }
+        if T.self == Int32.self { return .int(Int64(value as! Int32)) }
+        if T.self == Int16.self { return .int(Int64(value as! Int16)) }
+        if T.self == Int8.self { return .int(Int64(value as! Int8)) }
+        if T.self == UInt16.self { return .uint(UInt64(value as! UInt16)) }
+        if T.self == UInt.self { return .uint(UInt64(value as! UInt)) }
+        if T.self == Double.self { return .double(value as! Double) }
+        if T.self == Float.self { return .double(Double(value as! Float)) }
+        if T.self == Float16.self { return .double(Double(value as! Float16)) }
+        if T.self == Int128.self { return try wide(value as! Int128, at: place) }
+        if T.self == UInt128.self { return try wide(value as! UInt128, at: place) }
+        let encoder = BinaryWireEncoding(at: place)
+        try value.encode(to: encoder)
+        return encoder.value ?? .null
+    }
+
+    /// A 128-bit integer travels when it fits 64 bits, as an `int` or a `uint`.
+    private static func wide<I: FixedWidthInteger>(_ v: I, at place: BinaryWirePlace) throws -> BinaryWireValue {
+        if let signed = Int64(exactly: v) { return .int(signed) }
+        if let unsigned = UInt64(exactly: v) { return .uint(unsigned) }
+        throw EncodingError.invalidValue(
+            v,
+            .init(codingPath: place.codingPath, debugDescription: "a number past 64 bits")
+        )
+    }
+}
+
+/// Where a value is being written: under a key or at an index of its parent's container, or the
+/// root. The coding path is made from it only when someone asks (an error, a type's own
+/// `encode(to:)` reading it), not for every value on the way. A super encoder, which its parent's
+/// container keeps, holds its path made (`path`): holding its parent would make a cycle.
+enum BinaryWirePlace {
+    case root
+    case key(any CodingKey, in: BinaryWireEncoding)
+    case index(Int, in: BinaryWireEncoding)
+    case path([any CodingKey])
+
+    var codingPath: [any CodingKey] {
+        switch self {
+        case .root: return []
+        case .key(let key, let parent): return parent.codingPath + [key]
+        case .index(let i, let parent): return parent.codingPath + [BinaryWirePathKey(i)]
+        case .path(let path): return path
         }
     }
 }
 
 /// One value's `Encoder`.
 final class BinaryWireEncoding: Encoder {
-    let codingPath: [any CodingKey]
+    let place: BinaryWirePlace
+    var codingPath: [any CodingKey] { place.codingPath }
     var userInfo: [CodingUserInfoKey: Any] { [:] }
     var value: BinaryWireValue?
 
-    init(codingPath: [any CodingKey]) { self.codingPath = codingPath }
+    init(at place: BinaryWirePlace) { self.place = place }
 
     private func container(isObject: Bool) -> BinaryWireContainer {
         if case .container(let c)? = value, c.isObject == isObject { return c }
@@ -148,18 +192,21 @@ final class BinaryWireEncoding: Encoder {
     }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
-        KeyedEncodingContainer(Keyed(container: container(isObject: true), codingPath: codingPath))
+        KeyedEncodingContainer(Keyed(container: container(isObject: true), owner: self))
     }
 
     func unkeyedContainer() -> any UnkeyedEncodingContainer {
-        Unkeyed(container: container(isObject: false), codingPath: codingPath)
+        Unkeyed(container: container(isObject: false), owner: self)
     }
 
     func singleValueContainer() -> any SingleValueEncodingContainer { Single(encoder: self) }
 
+    /// A keyed container: `owner` is the encoder whose value it is (a nested container has one of
+    /// its own, which holds its place).
     struct Keyed<Key: CodingKey>: KeyedEncodingContainerProtocol {
         let container: BinaryWireContainer
-        let codingPath: [any CodingKey]
+        let owner: BinaryWireEncoding
+        var codingPath: [any CodingKey] { owner.codingPath }
 
         private func put(_ value: BinaryWireValue, _ key: Key) {
             container.keys.append(key.stringValue)
@@ -175,7 +222,14 @@ final class BinaryWireEncoding: Encoder {
         mutating func encode(_ value: UInt32, forKey key: Key) throws { put(.uint(UInt64(value)), key) }
         mutating func encode(_ value: Double, forKey key: Key) throws { put(.double(value), key) }
         mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
-            put(try BinaryWireBox.box(value, codingPath: codingPath + [key]), key)
+            put(try BinaryWireBox.box(value, at: .key(key, in: owner)), key)
+        }
+        // The protocol's own versions of these two throw "not implemented".
+        mutating func encode(_ value: Int128, forKey key: Key) throws {
+            put(try BinaryWireBox.box(value, at: .key(key, in: owner)), key)
+        }
+        mutating func encode(_ value: UInt128, forKey key: Key) throws {
+            put(try BinaryWireBox.box(value, at: .key(key, in: owner)), key)
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(
@@ -184,25 +238,26 @@ final class BinaryWireEncoding: Encoder {
         ) -> KeyedEncodingContainer<NestedKey> {
             let nested = BinaryWireContainer(isObject: true)
             put(.container(nested), key)
-            return KeyedEncodingContainer(Keyed<NestedKey>(container: nested, codingPath: codingPath + [key]))
+            let holder = BinaryWireEncoding(at: .key(key, in: owner))
+            return KeyedEncodingContainer(Keyed<NestedKey>(container: nested, owner: holder))
         }
 
         mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
             let nested = BinaryWireContainer(isObject: false)
             put(.container(nested), key)
-            return Unkeyed(container: nested, codingPath: codingPath + [key])
+            return Unkeyed(container: nested, owner: BinaryWireEncoding(at: .key(key, in: owner)))
         }
 
         /// The value under "super", whatever keys `Key` has (as JSONEncoder's).
         mutating func superEncoder() -> any Encoder {
-            let encoder = BinaryWireEncoding(codingPath: codingPath + [BinaryWirePathKey(stringValue: "super")])
+            let encoder = BinaryWireEncoding(at: .path(codingPath + [BinaryWirePathKey(stringValue: "super")]))
             container.keys.append("super")
             container.values.append(.encoder(encoder))
             return encoder
         }
 
         mutating func superEncoder(forKey key: Key) -> any Encoder {
-            let encoder = BinaryWireEncoding(codingPath: codingPath + [key])
+            let encoder = BinaryWireEncoding(at: .path(codingPath + [key]))
             put(.encoder(encoder), key)
             return encoder
         }
@@ -210,10 +265,11 @@ final class BinaryWireEncoding: Encoder {
 
     struct Unkeyed: UnkeyedEncodingContainer {
         let container: BinaryWireContainer
-        let codingPath: [any CodingKey]
+        let owner: BinaryWireEncoding
+        var codingPath: [any CodingKey] { owner.codingPath }
         var count: Int { container.values.count }
 
-        private var indexKey: any CodingKey { BinaryWirePathKey(count) }
+        private var place: BinaryWirePlace { .index(count, in: owner) }
 
         mutating func encodeNil() throws { container.values.append(.null) }
         mutating func encode(_ value: Bool) throws { container.values.append(.bool(value)) }
@@ -222,7 +278,13 @@ final class BinaryWireEncoding: Encoder {
         mutating func encode(_ value: UInt8) throws { container.values.append(.uint(UInt64(value))) }
         mutating func encode(_ value: Double) throws { container.values.append(.double(value)) }
         mutating func encode<T: Encodable>(_ value: T) throws {
-            container.values.append(try BinaryWireBox.box(value, codingPath: codingPath + [indexKey]))
+            container.values.append(try BinaryWireBox.box(value, at: place))
+        }
+        mutating func encode(_ value: Int128) throws {
+            container.values.append(try BinaryWireBox.box(value, at: place))
+        }
+        mutating func encode(_ value: UInt128) throws {
+            container.values.append(try BinaryWireBox.box(value, at: place))
         }
 
         mutating func nestedContainer<NestedKey: CodingKey>(
@@ -231,20 +293,20 @@ final class BinaryWireEncoding: Encoder {
             -> KeyedEncodingContainer<NestedKey>
         {
             let nested = BinaryWireContainer(isObject: true)
-            let path = codingPath + [indexKey]
+            let holder = BinaryWireEncoding(at: place)
             container.values.append(.container(nested))
-            return KeyedEncodingContainer(Keyed<NestedKey>(container: nested, codingPath: path))
+            return KeyedEncodingContainer(Keyed<NestedKey>(container: nested, owner: holder))
         }
 
         mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
             let nested = BinaryWireContainer(isObject: false)
-            let path = codingPath + [indexKey]
+            let holder = BinaryWireEncoding(at: place)
             container.values.append(.container(nested))
-            return Unkeyed(container: nested, codingPath: path)
+            return Unkeyed(container: nested, owner: holder)
         }
 
         mutating func superEncoder() -> any Encoder {
-            let encoder = BinaryWireEncoding(codingPath: codingPath + [indexKey])
+            let encoder = BinaryWireEncoding(at: .path(place.codingPath))
             container.values.append(.encoder(encoder))
             return encoder
         }
@@ -261,8 +323,14 @@ final class BinaryWireEncoding: Encoder {
         mutating func encode(_ value: Int64) throws { encoder.value = .int(value) }
         mutating func encode(_ value: UInt64) throws { encoder.value = .uint(value) }
         mutating func encode(_ value: Double) throws { encoder.value = .double(value) }
+        /// The value, in this encoder's own place: a type that encodes itself as one value is
+        /// that value there.
         mutating func encode<T: Encodable>(_ value: T) throws {
-            encoder.value = try BinaryWireBox.box(value, codingPath: codingPath)
+            encoder.value = try BinaryWireBox.box(value, at: encoder.place)
+        }
+        mutating func encode(_ value: Int128) throws { encoder.value = try BinaryWireBox.box(value, at: encoder.place) }
+        mutating func encode(_ value: UInt128) throws {
+            encoder.value = try BinaryWireBox.box(value, at: encoder.place)
         }
     }
 }

@@ -48,6 +48,88 @@ final class BinaryWireTests: XCTestCase {
         XCTAssertEqual(try BinaryWire.decode(Numbers.self, from: BinaryWire.encode(numbers)), numbers)
     }
 
+    private struct EveryNumber: Codable, Equatable {
+        var int: Int
+        var int8: Int8
+        var int16: Int16
+        var int32: Int32
+        var int64: Int64
+        var int128: Int128
+        var uint: UInt
+        var uint8: UInt8
+        var uint16: UInt16
+        var uint32: UInt32
+        var uint64: UInt64
+        var uint128: UInt128
+        var float16: Float16
+        var float: Float
+        var double: Double
+        var listed: [UInt16]
+        var wide: [Int128]
+    }
+
+    /// Every number type of the standard library is read and written as a number, under a key,
+    /// in an array and alone (each is found by its type's identity; one left out would come back
+    /// to the coding through its own `Codable` and never end).
+    func testEveryNumberTypeOfTheStandardLibraryKeepsItsValue() throws {
+        let numbers = EveryNumber(
+            int: .min,
+            int8: .min,
+            int16: .min,
+            int32: .min,
+            int64: .min,
+            int128: Int128(Int64.min),
+            uint: .max,
+            uint8: .max,
+            uint16: .max,
+            uint32: .max,
+            uint64: .max,
+            uint128: UInt128(UInt64.max),
+            float16: 0.5,
+            float: -1.25,
+            double: 1e300,
+            listed: [0, 1, .max],
+            wide: [-1, 1]
+        )
+        XCTAssertEqual(try BinaryWire.decode(EveryNumber.self, from: BinaryWire.encode(numbers)), numbers)
+        XCTAssertEqual(try BinaryWire.decode(UInt16.self, from: BinaryWire.encode(UInt16(513))), 513)
+        XCTAssertEqual(try BinaryWire.decode(Int128.self, from: BinaryWire.encode(Int128(-5))), -5)
+        XCTAssertEqual(try BinaryWire.decode(Float.self, from: BinaryWire.encode(Float(2.5))), 2.5)
+        // A 128-bit number travels only when it fits 64 bits; a double is no Float past its range.
+        XCTAssertThrowsError(try BinaryWire.encode(UInt128(UInt64.max) + 1)) {
+            guard case EncodingError.invalidValue = $0 else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try BinaryWire.decode(Float.self, from: BinaryWire.encode(1e300))) {
+            guard case DecodingError.typeMismatch = $0 else { return XCTFail("\($0)") }
+        }
+    }
+
+    /// An error names where it happened, key by key and index by index, though the path is made
+    /// only then: in decoding and in encoding.
+    func testErrorsNameTheWholePath() throws {
+        struct Inner: Codable { var list: [Int] }
+        struct Outer: Codable { var inner: Inner }
+        struct NarrowInner: Codable { var list: [Int8] }
+        struct NarrowOuter: Codable { var inner: NarrowInner }
+        let bytes = try BinaryWire.encode(Outer(inner: Inner(list: [1, 2, 300])))
+        XCTAssertThrowsError(try BinaryWire.decode(NarrowOuter.self, from: bytes)) {
+            guard case DecodingError.typeMismatch(_, let context) = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["inner", "list", "2"])
+        }
+        struct Missing: Codable { var inner: [String: Int] }
+        XCTAssertThrowsError(try BinaryWire.decode(Missing.self, from: BinaryWire.encode(["other": 1]))) {
+            guard case DecodingError.keyNotFound(let key, let context) = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(key.stringValue, "inner")
+            XCTAssertEqual(context.codingPath.map(\.stringValue), [])
+        }
+        struct Wide: Codable { var values: [UInt128] }
+        struct Holder: Codable { var wide: Wide }
+        XCTAssertThrowsError(try BinaryWire.encode(Holder(wide: Wide(values: [1, .max])))) {
+            guard case EncodingError.invalidValue(_, let context) = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["wide", "values", "1"])
+        }
+    }
+
     func testANumberThatDoesNotFitItsTypeIsATypeMismatch() throws {
         struct Narrow: Codable { var v: UInt8 }
         struct Wide: Codable { var v: Int }
