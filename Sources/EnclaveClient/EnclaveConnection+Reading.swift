@@ -67,8 +67,19 @@ extension EnclaveConnection {
                 if ready < 0 && errno == EINTR { continue }
                 if ready == 0 { break reading }
             }
-            let n = readerState.buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            // Nothing to read yet: wait in `poll` for input, not in `recv`. A thread asleep in a Unix
+            // socket's `recv` is woken also when the daemon takes the request just sent (the
+            // socket has room again), to find nothing and sleep again — two sleeps a request
+            // where `poll`, which wakes only for the events asked for, has one (la-bench can).
+            let n = readerState.buffer.withUnsafeMutableBytes {
+                recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+            }
             if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                _ = poll(&p, 1, -1)
+                continue
+            }
             guard n > 0 else {
                 ended = true
                 break
