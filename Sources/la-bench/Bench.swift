@@ -221,35 +221,11 @@ struct Bench {
                 // The reuse run's last invalidations are answered first, outside the window; the
                 // window is at least 20,000 requests.
                 for c in connections { _ = try await c.request(.status) }
-                let perClientForCPU = max(perClient, 20_000 / clients)
-                let (_, cost) = try await CPUTime.perOperation(
-                    clients * perClientForCPU,
-                    processes: [enclave.processID, getpid()]
-                ) {
-                    _ = try await throughput(connections, perClientForCPU) { c, i in
-                        _ = try await c.request(.canEvaluate(.init(context: "bench-\(i % 8)", policy: 1)))
-                    }
-                }
-                let cores = ProcessInfo.processInfo.activeProcessorCount
-                if let daemon = cost[0], let client = cost[1] {
-                    cpuLine =
-                        "CPU per canEvaluatePolicy at \(clients) clients (\(clients * perClientForCPU) requests): daemon \(micros(daemon)) + client \(micros(client)) = \(micros(daemon + client)); "
-                        + "\(cores) cores carry at most \(String(format: "%.0f", Double(cores) / (daemon + client)))/s"
-                } else {
-                    cpuLine = "CPU per canEvaluatePolicy: n/a (a process's CPU clock could not be read)"
-                }
-                // The limit beside it: the same load on echo servers, a raw client thread per connection.
-                for (name, shape) in [
-                    ("a SwiftNIO channel handler", "handler"), ("the daemon's socket shell", "async"),
-                ] {
-                    let echo = try RawSocketEcho.cpuPerRoundTrip(
-                        clients: clients,
-                        perClient: perClientForCPU,
-                        server: ["nio-echo-server", shape]
-                    )
-                    cpuLine +=
-                        "\nthe limit, \(clients) raw clients on an echo through \(name): server \(micros(echo.server)) + client \(micros(echo.client)) = \(micros(echo.server + echo.client)) per round trip"
-                }
+                cpuLine = try await CPUFigures.lines(
+                    daemon: enclave.processID,
+                    connections: connections,
+                    perClient: max(perClient, 20_000 / clients)
+                )
             }
             for connection in connections { connection.close() }
             clients *= 4
