@@ -179,80 +179,6 @@ extension Storage {
         }
     }
 
-    /// The user's items in `accessGroups` (the groups the caller may search; a query naming one
-    /// finds nothing outside it or them) that match `query`, in creation order: narrowed in SQL by
-    /// the columns, then by what is left of the query on each item's attributes. With nothing
-    /// left and `readingAttributes` false, no item's attributes are decoded (they are empty in
-    /// what is returned, which `insertItem` and `updateItem` refuse): the common look-up (service
-    /// and account, for the secret) reads no attributes at all.
-    func items(
-        matching query: KeychainRules.IndexedQuery,
-        uid: UInt32,
-        accessGroups: [String],
-        readingAttributes: Bool
-    ) throws -> [StoredItem] {
-        let groups = query.accessGroup.map { asked in accessGroups.filter { $0 == asked } } ?? accessGroups
-        guard !groups.isEmpty else { return [] }
-        let read = readingAttributes || !query.remaining.isEmpty
-        return try items(
-            uid: uid,
-            accessGroups: groups,
-            itemClass: query.itemClass,
-            service: query.service,
-            account: query.account,
-            server: query.server,
-            persistentRef: query.persistentRef,
-            synchronizable: query.synchronizable,
-            readingAttributes: read
-        )
-        .filter { query.remainingMatch($0.attributes) }
-    }
-
-    /// Items narrowed in SQL by the columns given. `accessGroups` nil means every group of the user.
-    func items(
-        uid: UInt32,
-        accessGroups: [String]?,
-        itemClass: String?,
-        service: String?,
-        account: String?,
-        server: String?,
-        persistentRef: Data?,
-        synchronizable: Bool? = nil,
-        readingAttributes: Bool = true
-    ) throws -> [StoredItem] {
-        // One statement: read without a transaction of its own, its compiled form kept (one per
-        // shape of query) — a look-up's time was mostly preparing SQL and opening transactions.
-        try pool.unsafeRead { db in
-            var conditions = ["uid = ?"]
-            var arguments: StatementArguments = [Int64(uid)]
-            if let groups = accessGroups {
-                conditions.append("accessGroup IN (" + groups.map { _ in "?" }.joined(separator: ", ") + ")")
-                for g in groups { arguments += [g] }
-            }
-            for (column, value) in [
-                ("class", itemClass), ("service", service), ("account", account), ("server", server),
-            ] {
-                if let value {
-                    conditions.append("\(column) = ?")
-                    arguments += [value]
-                }
-            }
-            if let persistentRef {
-                conditions.append("persistentRef = ?")
-                arguments += [persistentRef]
-            }
-            if let synchronizable {
-                conditions.append("synchronizable = ?")
-                arguments += [synchronizable]
-            }
-            let statement = try db.cachedStatement(
-                sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id"
-            )
-            let rows = try Row.fetchAll(statement, arguments: arguments)
-            return try rows.map { try Self.item(from: $0, readingAttributes: readingAttributes) }
-        }
-    }
-
     /// The item's wrong application passwords so far.
     func applicationPasswordAttempts(item id: Int64) throws -> PasswordAttempts {
         try pool.read { db in
@@ -332,29 +258,16 @@ extension Storage {
 }
 
 extension Storage {
-    /// Every item of the user, of every app, for `lactl keychain`.
-    func allItems(uid: UInt32) throws -> [StoredItem] {
-        try items(
-            uid: uid,
-            accessGroups: nil,
-            itemClass: nil,
-            service: nil,
-            account: nil,
-            server: nil,
-            persistentRef: nil
-        )
-    }
-}
-
-extension Storage {
     /// The configured groups an app belongs to.
     func accessGroups(uid: UInt32, containing app: String) throws -> [String] {
-        try pool.unsafeRead { db in
-            try String.fetchAll(
-                db.cachedStatement(sql: "SELECT name FROM access_group WHERE uid = ? AND app = ? ORDER BY name"),
-                arguments: [Int64(uid), app]
-            )
-        }
+        try pool.unsafeRead { db in try Self.accessGroups(db, uid: uid, containing: app) }
+    }
+
+    static func accessGroups(_ db: Database, uid: UInt32, containing app: String) throws -> [String] {
+        try String.fetchAll(
+            db.cachedStatement(sql: "SELECT name FROM access_group WHERE uid = ? AND app = ? ORDER BY name"),
+            arguments: [Int64(uid), app]
+        )
     }
 
     func accessGroups(uid: UInt32) throws -> [String: [String]] {

@@ -30,10 +30,10 @@ extension UserSession {
         return group
     }
 
-    /// The groups the app may search: its own and those the person put it in. (A query naming
-    /// one is narrowed to it by the storage.)
-    func searchableGroups(_ app: AppIdentity) throws -> [String] {
-        (app.ownGroup.map { [$0] } ?? []) + (try storage.accessGroups(uid: uid, containing: app.name))
+    /// The groups the app may search: its own first, then those the person put it in (a query
+    /// naming one is narrowed to it by the storage).
+    static func searchableGroups(_ app: AppIdentity, configured: [String]) -> [String] {
+        (app.ownGroup.map { [$0] } ?? []) + configured
     }
 
     /// Candidates matching every attribute of the query, in creation order. Their attributes are
@@ -44,12 +44,10 @@ extension UserSession {
         readingAttributes: Bool = true
     ) throws -> [StoredItem] {
         let indexed = try KeychainRules.IndexedQuery(query)
-        return try storage.items(
-            matching: indexed,
-            uid: uid,
-            accessGroups: try searchableGroups(app),
-            readingAttributes: readingAttributes
-        )
+        let uid = uid
+        return try storage.items(matching: indexed, uid: uid, readingAttributes: readingAttributes) { db in
+            Self.searchableGroups(app, configured: try Storage.accessGroups(db, uid: uid, containing: app.name))
+        }
     }
 
     func shaped(_ item: StoredItem, _ request: KeychainRequest, data: Data?) -> KeychainItem {

@@ -63,6 +63,43 @@ extension Bench {
         )
     }
 
+    /// `la-bench lookup N CLIENTS`: 1,000 generic passwords stored, then N look-ups by service and
+    /// account with the secret from each of CLIENTS threads, each on its own connection, blocking.
+    static func lookUpsOnly(iterations: Int, clients: Int) throws {
+        let enclave = try TestEnclave(.with { $0.passcode = nil })
+        defer { enclave.stop() }
+        let connections = try (0..<clients).map { _ in try EnclaveConnection(socketPath: enclave.socketPath) }
+        let items = 1000
+        for i in 0..<items {
+            let attributes: [String: KeychainValue] = [
+                "class": .string("genp"), "svce": .string("bench"), "acct": .string("user\(i)"),
+                "v_Data": .data(Data("secret-\(i)".utf8)),
+            ]
+            _ = try connections[0].request(.keychainAdd(KeychainRequest(attributes: attributes, context: "bench")))
+        }
+        print("la-bench lookup: daemon pid \(enclave.processID), client pid \(getpid())")
+        fflush(nil)
+        let (rate, cost) = try CPUTime.perOperationBlocking(
+            clients * iterations,
+            processes: [enclave.processID, getpid()]
+        ) {
+            try blockingThroughput(connections, iterations) { c, i in
+                let query: [String: KeychainValue] = [
+                    "class": .string("genp"), "svce": .string("bench"), "acct": .string("user\((i * 7919) % items)"),
+                ]
+                let reply = try c.request(
+                    .keychainCopy(KeychainRequest(attributes: query, context: "bench", returnData: true))
+                )
+                guard case .keychain(let found) = reply, found.status == .success else {
+                    throw EnclaveClientError.protocolError("look-up failed: \(reply)")
+                }
+            }
+        }
+        print(
+            "look-ups, \(clients) threads, blocking: \(String(format: "%.0f", rate))/s; CPU per look-up: daemon \(cost[0].map(micros) ?? "n/a") + client \(cost[1].map(micros) ?? "n/a")"
+        )
+    }
+
     /// `la-bench match N`: N evaluations each answered by a queued match (a prompt, the sensor's
     /// reading, a durable record) on one connection, nothing else — to profile the prompt path under.
     static func matchesOnly(iterations: Int) async throws {

@@ -150,6 +150,24 @@ final class KeychainStoreTests: XCTestCase {
         )
     }
 
+    /// The groups a look-up searches may be read in the same visit to the pool (as a user's look-up
+    /// reads the groups the person put its app in): an item in a configured group is found through
+    /// them, and nothing when the app is in none.
+    func testALookUpReadsTheGroupsItSearchesWithItsItems() async throws {
+        let storage = try Storage(directory: directory)
+        let shared = try await storage.insertItem(item(["svce": .string("s"), "acct": .string("a")], 0))
+        let query = try KeychainRules.IndexedQuery(["class": .string("genp"), "svce": .string("s")])
+        func found(for app: String) throws -> [Int64] {
+            try storage.items(matching: query, uid: 1000, readingAttributes: false) { db in
+                try Storage.accessGroups(db, uid: 1000, containing: app)
+            }.map(\.id)
+        }
+        XCTAssertEqual(try found(for: "/usr/bin/member"), [], "in no group yet")
+        try storage.setAccessGroup(uid: 1000, name: Self.group, apps: ["/usr/bin/member"])
+        XCTAssertEqual(try found(for: "/usr/bin/member"), [shared])
+        XCTAssertEqual(try found(for: "/usr/bin/stranger"), [])
+    }
+
     /// An item read without its attributes is never written back.
     func testAnItemReadWithoutAttributesIsNotWritten() async throws {
         let storage = try Storage(directory: directory)
