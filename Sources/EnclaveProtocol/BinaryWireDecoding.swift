@@ -59,7 +59,20 @@ struct BinaryWireDecoding: Decoder {
         if type == UInt128.self { return try integer(UInt128.self) as! T }
         if type == Float.self { return try floating(Float.self) as! T }
         if type == Float16.self { return try floating(Float16.self) as! T }
+        if type == KeychainValue.self { return try keychainValue() as! T }
         return try T(from: self)
+    }
+
+    /// A keychain attribute's value, as `BinaryWireBox` writes it: its kind is the value's tag.
+    private func keychainValue() throws -> KeychainValue {
+        switch try reader.tag(at: offset, codingPath) {
+        case .string: return .string(try string())
+        case .bytes: return .data(try bytes())
+        case .int, .uint: return .int(try integer(Int64.self))
+        case .true, .false: return .bool(try bool())
+        case .double: return .date(Date(timeIntervalSince1970: try double()))
+        case .null, .array, .object: throw mismatch(KeychainValue.self)
+        }
     }
 
     /// A `double` as a narrower floating-point type, as `Float(_: Double)` rounds it; one out of

@@ -13,7 +13,8 @@ import Foundation
 /// - `array`, `object`: a varint length of what follows it, a varint count, then the items
 ///   (an object's each a key — varint length and UTF-8 — then its value). The length lets a
 ///   reader step over a value without reading into it.
-/// `Date` travels as a `double` of seconds since 1970, as the JSON replies carry it.
+/// `Date` travels as a `double` of seconds since 1970, as the JSON replies carry it; a
+/// `KeychainValue` as the one value it holds, its kind told by the tag (a date being the `double`).
 public enum BinaryWire {
     enum Tag: UInt8 {
         case null = 0
@@ -139,9 +140,23 @@ enum BinaryWireBox {
         if T.self == Float16.self { return .double(Double(value as! Float16)) }
         if T.self == Int128.self { return try wide(value as! Int128, at: place) }
         if T.self == UInt128.self { return try wide(value as! UInt128, at: place) }
+        if T.self == KeychainValue.self { return keychainValue(value as! KeychainValue) }
         let encoder = BinaryWireEncoding(at: place)
         try value.encode(to: encoder)
         return encoder.value ?? .null
+    }
+
+    /// A keychain attribute's value is one of the wire's own kinds, told apart by its tag (a date
+    /// is the one `double`): no object around it, as its `Codable` form has (`{"string": {"_0": …}}`,
+    /// which JSON needs to tell a date or bytes from a number or text).
+    private static func keychainValue(_ value: KeychainValue) -> BinaryWireValue {
+        switch value {
+        case .string(let s): return .string(s)
+        case .data(let d): return .bytes(d)
+        case .int(let i): return .int(i)
+        case .bool(let b): return .bool(b)
+        case .date(let d): return .double(d.timeIntervalSince1970)
+        }
     }
 
     /// A 128-bit integer travels when it fits 64 bits, as an `int` or a `uint`.

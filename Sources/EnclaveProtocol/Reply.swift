@@ -44,7 +44,10 @@ public struct HelloReply: Codable, Sendable, Equatable {
 /// client, a person); `binary` (`BinaryWire`) is what the Swift client asks for: the same types,
 /// without text to write and parse.
 public enum WireEncoding: String, Sendable, CaseIterable {
-    case json, binary
+    case json
+    /// `BinaryWire`. Named "binary2" since a keychain value travels as its tagged value alone
+    /// (2026-11-30); a peer that offers only the first form, "binary", is answered in JSON.
+    case binary = "binary2"
 }
 
 public struct CanEvaluateReply: Codable, Sendable, Equatable {

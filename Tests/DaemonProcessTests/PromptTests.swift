@@ -1,3 +1,6 @@
+// MSG_NOSIGNAL: some compile jobs find glibc's socket constants only through CPeerSocket (which
+// includes sys/socket.h and exports it), not through Glibc (seen 2026-11-30).
+import CPeerSocket
 import EnclaveClient
 import EnclaveProtocol
 import IntegrationSupport

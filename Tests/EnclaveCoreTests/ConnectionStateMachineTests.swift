@@ -72,13 +72,14 @@ final class ConnectionStateMachineTests: XCTestCase {
         }
     }
 
-    /// The first hello chooses the coding of what follows it: binary when offered. A later hello
-    /// changes nothing, whatever it offers (replies of running requests may be on their way).
+    /// The first hello chooses the coding of what follows it: binary when offered (under its
+    /// name now, "binary2": its first form, "binary", is answered in JSON). A later hello changes
+    /// nothing, whatever it offers (replies of running requests may be on their way).
     func testTheFirstHelloChoosesTheCodingForGood() {
-        let offering: [String]? = ["zstd", "binary"]
+        let offering: [String]? = ["zstd", "binary2"]
         let rows: [(first: [String]?, second: [String]?, expected: WireEncoding)] = [
             (nil, offering, .json), (["zstd"], offering, .json), (offering, nil, .binary),
-            (offering, ["zstd"], .binary),
+            (offering, ["zstd"], .binary), (["binary"], offering, .json),
         ]
         for row in rows {
             var machine = Machine()

@@ -104,6 +104,29 @@ final class BinaryWireTests: XCTestCase {
         }
     }
 
+    /// A keychain value travels as the one value it holds, its kind told by its tag (a date is the
+    /// one `double`), where JSON wraps it (`{"string": {"_0": …}}`, as stored attributes keep it).
+    func testAKeychainValueIsItsTaggedValue() throws {
+        XCTAssertEqual(try BinaryWire.encode(KeychainValue.string("a")), [6, 1, 0x61])
+        XCTAssertEqual(try BinaryWire.encode(KeychainValue.data(Data([9]))), [7, 1, 9])
+        XCTAssertEqual(try BinaryWire.encode(KeychainValue.bool(true)), [2])
+        XCTAssertEqual(try BinaryWire.encode(KeychainValue.int(-1)), [3, 1])
+        let values: [String: KeychainValue] = [
+            "svce": .string("s"), "v_Data": .data(Data([0, 255])), "sync": .bool(false), "type": .int(.min),
+            "cdat": .date(Date(timeIntervalSince1970: 1_800_000_000.25)),
+        ]
+        XCTAssertEqual(try BinaryWire.decode([String: KeychainValue].self, from: BinaryWire.encode(values)), values)
+        for notAValue in [try BinaryWire.encode(UInt64.max), [0], try BinaryWire.encode(["a": 1])] {
+            XCTAssertThrowsError(try BinaryWire.decode(KeychainValue.self, from: notAValue)) {
+                guard case DecodingError.typeMismatch = $0 else { return XCTFail("\($0)") }
+            }
+        }
+        XCTAssertEqual(
+            String(decoding: try JSONEncoder().encode(KeychainValue.string("a")), as: UTF8.self),
+            #"{"string":{"_0":"a"}}"#
+        )
+    }
+
     /// An error names where it happened, key by key and index by index, though the path is made
     /// only then: in decoding and in encoding.
     func testErrorsNameTheWholePath() throws {

@@ -155,9 +155,9 @@ final class ReplyTests: XCTestCase {
     func testHelloNamesTheCodingUnderItsJSONName() throws {
         let chosen = ReplyEnvelope(
             id: 1,
-            reply: .hello(HelloReply(version: 1, mode: .user, uid: 1000, app: "/a", encoding: "binary"))
+            reply: .hello(HelloReply(version: 1, mode: .user, uid: 1000, app: "/a", encoding: "binary2"))
         )
-        XCTAssertTrue(String(decoding: chosen.encoded(), as: UTF8.self).contains(#""encoding":"binary""#))
+        XCTAssertTrue(String(decoding: chosen.encoded(), as: UTF8.self).contains(#""encoding":"binary2""#))
         let old = Array(
             #"{"id":1,"reply":{"kind":"hello","value":{"version":1,"mode":"user","uid":1000,"app":"/a"}}}"#.utf8
         )

@@ -137,9 +137,12 @@ final class RequestTests: XCTestCase {
 
     /// The coding a client offers travels under a name the PAM module and raw clients can write.
     func testHelloOffersCodingsUnderTheirJSONName() throws {
-        let json = Array(#"{"id":1,"op":"hello","args":{"version":1,"encodings":["zstd","binary"]}}"#.utf8)
+        let json = Array(#"{"id":1,"op":"hello","args":{"version":1,"encodings":["zstd","binary2"]}}"#.utf8)
         guard case .hello(let hello) = try RequestEnvelope.decode(json).request else { return XCTFail("a hello") }
         XCTAssertEqual(hello.chosenEncoding, .binary)
+        let first = Array(#"{"id":1,"op":"hello","args":{"version":1,"encodings":["binary"]}}"#.utf8)
+        guard case .hello(let firstForm) = try RequestEnvelope.decode(first).request else { return XCTFail("a hello") }
+        XCTAssertEqual(firstForm.chosenEncoding, .json, "the first binary form, whose keychain values differ")
         let plain = Array(#"{"id":1,"op":"hello","args":{"version":1}}"#.utf8)
         guard case .hello(let old) = try RequestEnvelope.decode(plain).request else { return XCTFail("a hello") }
         XCTAssertEqual(old.chosenEncoding, .json, "a client from before offers nothing")

@@ -140,7 +140,7 @@ final class ConnectionShellTests: XCTestCase {
     /// A client that offers the binary coding in its hello is answered in JSON, told so, and from
     /// then on read and answered in binary, both ways; a JSON message after that is malformed.
     func testAClientThatOffersTheBinaryCodingSpeaksItAfterHello() async throws {
-        try await send(.hello(.init(version: enclaveProtocolVersion, encodings: ["zstd", "binary"])), id: 1)
+        try await send(.hello(.init(version: enclaveProtocolVersion, encodings: ["zstd", "binary2"])), id: 1)
         guard case .hello(let h) = try await reply().reply else { return XCTFail("a hello answer in JSON") }
         XCTAssertEqual(h.wireEncoding, .binary)
         try await send(.canEvaluate(.init(context: "a", policy: 1)), id: 2, .binary)
