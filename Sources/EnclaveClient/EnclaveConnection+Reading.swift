@@ -77,7 +77,12 @@ extension EnclaveConnection {
             if n < 0 && errno == EINTR { continue }
             if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
                 var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                _ = poll(&p, 1, -1)
+                if poll(&p, 1, -1) < 0 && errno != EINTR {
+                    // Not a wait that can be tried again (no memory for it): the connection ends,
+                    // rather than turn between recv and poll without sleeping.
+                    ended = true
+                    break
+                }
                 continue
             }
             guard n > 0 else {

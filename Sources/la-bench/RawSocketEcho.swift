@@ -79,12 +79,17 @@ enum RawSocketEcho {
     ) throws -> (
         server: Double, client: Double
     ) {
+        precondition(clients == 1 || arguments.first != "echo-server", "the raw echo server serves one connection")
         let server = try EchoServer(arguments)
-        defer { server.stop() }
-        let connections = try (0..<clients).map { _ in try server.connect() }
-        defer { for fd in connections { close(fd) } }
+        var connections: [Int32] = []
+        defer {
+            for fd in connections { close(fd) }
+            server.stop()
+        }
+        for _ in 0..<clients { connections.append(try server.connect()) }
+        let opened = connections
         let ((), cost) = try CPUTime.perOperationBlocking(clients * perClient, processes: [server.pid, getpid()]) {
-            _ = try Bench.blockingThroughput(threads: clients, perClient) { t, _ in try roundTrip(connections[t]) }
+            _ = try Bench.blockingThroughput(threads: clients, perClient) { t, _ in try roundTrip(opened[t]) }
         }
         guard let serverCost = cost[0], let clientCost = cost[1] else { throw CocoaError(.fileReadUnknown) }
         return (serverCost, clientCost)
@@ -134,8 +139,16 @@ enum RawSocketEcho {
             return fd
         }
 
-        /// Waits for the server, which ends when its client's last connection closes.
-        func stop() { process.waitUntilExit() }
+        /// Waits for the server, which ends when its client's last connection closes — or, when
+        /// none was made (a connect failed), ends it after 2 s.
+        func stop() {
+            for _ in 0..<200 where process.isRunning { usleep(10_000) }
+            if process.isRunning {
+                process.terminate()
+                unlink(path)
+            }
+            process.waitUntilExit()
+        }
     }
 
     /// The other limit, for figures that include a durable write: a 4 KiB write and `fdatasync`
