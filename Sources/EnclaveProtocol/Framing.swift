@@ -13,21 +13,6 @@ public enum WireLimits {
     public static let maxQueuedEvents = 64
 }
 
-public enum FrameError: Error, Equatable, CustomStringConvertible {
-    case oversized(declared: Int)
-    case empty
-    /// The peer closed the stream in the middle of a frame.
-    case truncated(pendingBytes: Int)
-
-    public var description: String {
-        switch self {
-        case .oversized(let n): return "frame of \(n) bytes exceeds the limit of \(WireLimits.maxPayloadBytes) bytes"
-        case .empty: return "frame with an empty payload"
-        case .truncated(let n): return "stream ended inside a frame (\(n) bytes pending)"
-        }
-    }
-}
-
 public struct FrameDecoder: Sendable {
     private var buffer: [UInt8] = []
     private var readIndex = 0
@@ -49,8 +34,8 @@ public struct FrameDecoder: Sendable {
         guard available >= WireLimits.headerBytes else { return nil }
         var length = 0
         for i in 0..<WireLimits.headerBytes { length = length << 8 | Int(buffer[readIndex + i]) }
-        guard length > 0 else { throw FrameError.empty }
-        guard length <= WireLimits.maxPayloadBytes else { throw FrameError.oversized(declared: length) }
+        guard length > 0 else { throw WireError.emptyFrame }
+        guard length <= WireLimits.maxPayloadBytes else { throw WireError.oversizedFrame(declared: length) }
         guard available >= WireLimits.headerBytes + length else { return nil }
         let start = readIndex + WireLimits.headerBytes
         let payload = Array(buffer[start..<start + length])
@@ -69,16 +54,18 @@ public struct FrameDecoder: Sendable {
     /// Call when the peer has closed: bytes of an unfinished frame are an error.
     public func finish() throws {
         let pending = buffer.count - readIndex
-        if pending > 0 { throw FrameError.truncated(pendingBytes: pending) }
+        if pending > 0 { throw WireError.truncatedFrame(pendingBytes: pending) }
     }
 }
 
 public enum FrameEncoder {
-    /// The frame for `payload`, or `FrameError.oversized` when it exceeds the wire limit. Every
+    /// The frame for `payload`, or `WireError.oversizedFrame` when it exceeds the wire limit. Every
     /// path that frames what a peer caused (a reply's size depends on the request) uses this.
     public static func checkedFrame(_ payload: [UInt8]) throws -> [UInt8] {
-        guard !payload.isEmpty else { throw FrameError.empty }
-        guard payload.count <= WireLimits.maxPayloadBytes else { throw FrameError.oversized(declared: payload.count) }
+        guard !payload.isEmpty else { throw WireError.emptyFrame }
+        guard payload.count <= WireLimits.maxPayloadBytes else {
+            throw WireError.oversizedFrame(declared: payload.count)
+        }
         let n = UInt32(payload.count)
         return [UInt8(n >> 24 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 8 & 0xff), UInt8(n & 0xff)] + payload
     }

@@ -188,16 +188,6 @@ public struct RequestEnvelope: Sendable, Equatable {
     }
 }
 
-/// Why a payload could not be turned into a request. `id` is present when the header was readable,
-/// so the error answer can be matched to the request.
-public struct RequestDecodingError: Error, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable { case malformed, unknownOperation, invalidArguments }
-    public var kind: Kind
-    public var id: UInt64?
-    public var detail: String
-    public var description: String { "\(kind.rawValue): \(detail)" }
-}
-
 /// The wire's request: `{"id": 7, "op": "canEvaluate", "args": {…}}`, decoded in one pass (the
 /// operation is read first and chooses the arguments' type).
 private enum WireKey: String, CodingKey { case id, op, args }
@@ -261,26 +251,18 @@ private struct WireRequest: Codable {
             id = try c.decode(UInt64.self, forKey: .id)
             name = try c.decode(String.self, forKey: .op)
         } catch {
-            throw RequestDecodingError(
-                kind: .malformed,
-                id: nil,
-                detail: "not a request object with a numeric \"id\" and a string \"op\""
-            )
+            throw WireError(.malformed, "not a request object with a numeric \"id\" and a string \"op\"")
         }
         guard let op = Request.Operation(rawValue: name) else {
-            throw RequestDecodingError(
-                kind: .unknownOperation,
-                id: id,
-                detail: "unknown operation \"\(name.prefix(64))\""
-            )
+            throw WireError(.unknownOperation, "unknown operation \"\(name.prefix(64))\"", id: id)
         }
         do {
             envelope = RequestEnvelope(id: id, request: try Request(op, arguments: Request.Arguments(container: c)))
         } catch {
-            throw RequestDecodingError(
-                kind: .invalidArguments,
-                id: id,
-                detail: "arguments of \(name) are malformed: \(RequestEnvelope.describe(error))"
+            throw WireError(
+                .invalidArguments,
+                "arguments of \(name) are malformed: \(RequestEnvelope.describe(error))",
+                id: id
             )
         }
     }
@@ -300,14 +282,10 @@ extension RequestEnvelope {
             case .json: return try WireCoders.requestDecoder.decode(WireRequest.self, from: Data(payload)).envelope
             case .binary: return try BinaryWire.decode(WireRequest.self, from: payload).envelope
             }
-        } catch let e as RequestDecodingError {
+        } catch let e as WireError {
             throw e
         } catch {
-            throw RequestDecodingError(
-                kind: .malformed,
-                id: nil,
-                detail: "not a request object with a numeric \"id\" and a string \"op\""
-            )
+            throw WireError(.malformed, "not a request object with a numeric \"id\" and a string \"op\"")
         }
     }
 

@@ -95,12 +95,12 @@ struct ConnectionShell {
                 }
             }
             try decoder.finish()
-        } catch let error as FrameError {
+        } catch let error as WireError {
             logger.notice(
                 "closing a connection with broken framing",
                 metadata: ["pid": "\(peer.pid)", "error": "\(error)"]
             )
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, error.description))))
+            await writer.send(ReplyEnvelope(id: 0, reply: .failure(error.failure)))
         } catch {
             logger.debug("connection ended", metadata: ["error": "\(error)"])
         }

@@ -172,7 +172,7 @@ final class BinaryWireTests: XCTestCase {
         let bytes = canEvaluate
         for cut in 0..<bytes.count {
             XCTAssertThrowsError(try RequestEnvelope.decode(Array(bytes.prefix(cut)), .binary), "cut at \(cut)") {
-                XCTAssertEqual(($0 as? RequestDecodingError)?.kind, .malformed)
+                XCTAssertEqual(($0 as? WireError)?.code, .malformed)
             }
         }
         XCTAssertThrowsError(try RequestEnvelope.decode(bytes + [0], .binary), "a byte after the message")
@@ -265,13 +265,13 @@ final class BinaryWireTests: XCTestCase {
         }
         let unknown = try BinaryWire.encode(Raw(id: 42, op: "launchMissiles", args: [:]))
         XCTAssertThrowsError(try RequestEnvelope.decode(unknown, .binary)) {
-            XCTAssertEqual(($0 as? RequestDecodingError)?.kind, .unknownOperation)
-            XCTAssertEqual(($0 as? RequestDecodingError)?.id, 42)
+            XCTAssertEqual(($0 as? WireError)?.code, .unknownOperation)
+            XCTAssertEqual(($0 as? WireError)?.id, 42)
         }
         let wrongType = try BinaryWire.encode(Raw(id: 43, op: "canEvaluate", args: ["context": "c", "policy": "1"]))
         XCTAssertThrowsError(try RequestEnvelope.decode(wrongType, .binary)) {
-            XCTAssertEqual(($0 as? RequestDecodingError)?.kind, .invalidArguments)
-            XCTAssertEqual(($0 as? RequestDecodingError)?.id, 43)
+            XCTAssertEqual(($0 as? WireError)?.code, .invalidArguments)
+            XCTAssertEqual(($0 as? WireError)?.id, 43)
         }
     }
 

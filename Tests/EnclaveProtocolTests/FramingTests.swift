@@ -101,12 +101,12 @@ final class FramingTests: XCTestCase {
         var d = FrameDecoder()
         d.append(header(WireLimits.maxPayloadBytes + 1))
         XCTAssertThrowsError(try d.nextFrame()) { error in
-            XCTAssertEqual(error as? FrameError, .oversized(declared: 65537))
+            XCTAssertEqual(error as? WireError, .oversizedFrame(declared: 65537))
         }
         var huge = FrameDecoder()
         huge.append([0xff, 0xff, 0xff, 0xff])
         XCTAssertThrowsError(try huge.nextFrame()) { error in
-            XCTAssertEqual(error as? FrameError, .oversized(declared: 4_294_967_295))
+            XCTAssertEqual(error as? WireError, .oversizedFrame(declared: 4_294_967_295))
         }
     }
 
@@ -114,7 +114,7 @@ final class FramingTests: XCTestCase {
         var d = FrameDecoder()
         d.append([0, 0, 0, 0])
         XCTAssertThrowsError(try d.nextFrame()) { error in
-            XCTAssertEqual(error as? FrameError, .empty)
+            XCTAssertEqual(error as? WireError, .emptyFrame)
         }
     }
 
@@ -125,7 +125,7 @@ final class FramingTests: XCTestCase {
         XCTAssertEqual(try d.nextFrame(), Array("complete".utf8))
         XCTAssertNil(try d.nextFrame())
         XCTAssertThrowsError(try d.finish()) { error in
-            XCTAssertEqual(error as? FrameError, .truncated(pendingBytes: 7))
+            XCTAssertEqual(error as? WireError, .truncatedFrame(pendingBytes: 7))
         }
     }
 
@@ -133,7 +133,7 @@ final class FramingTests: XCTestCase {
         var d = FrameDecoder()
         d.append([0, 0])
         XCTAssertThrowsError(try d.finish()) { error in
-            XCTAssertEqual(error as? FrameError, .truncated(pendingBytes: 2))
+            XCTAssertEqual(error as? WireError, .truncatedFrame(pendingBytes: 2))
         }
     }
 
@@ -143,12 +143,12 @@ final class FramingTests: XCTestCase {
 
     func testErrorDescriptionsAreClear() {
         XCTAssertEqual(
-            FrameError.oversized(declared: 70000).description,
+            WireError.oversizedFrame(declared: 70000).message,
             "frame of 70000 bytes exceeds the limit of 65536 bytes"
         )
-        XCTAssertEqual(FrameError.empty.description, "frame with an empty payload")
+        XCTAssertEqual(WireError.emptyFrame.message, "frame with an empty payload")
         XCTAssertEqual(
-            FrameError.truncated(pendingBytes: 3).description,
+            WireError.truncatedFrame(pendingBytes: 3).message,
             "stream ended inside a frame (3 bytes pending)"
         )
     }

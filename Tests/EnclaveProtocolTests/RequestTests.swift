@@ -9,18 +9,18 @@ final class RequestTests: XCTestCase {
 
     private func assertDecodingError(
         _ json: String,
-        _ kind: RequestDecodingError.Kind,
+        _ code: WireError.Code,
         id: UInt64?,
         file: StaticString = #filePath,
         line: UInt = #line
     ) {
         XCTAssertThrowsError(try decode(json), file: file, line: line) { error in
-            guard let e = error as? RequestDecodingError else {
+            guard let e = error as? WireError else {
                 return XCTFail("unexpected \(error)", file: file, line: line)
             }
-            XCTAssertEqual(e.kind, kind, e.detail, file: file, line: line)
+            XCTAssertEqual(e.code, code, e.message, file: file, line: line)
             XCTAssertEqual(e.id, id, file: file, line: line)
-            XCTAssertFalse(e.detail.isEmpty, file: file, line: line)
+            XCTAssertFalse(e.message.isEmpty, file: file, line: line)
         }
     }
 
@@ -375,8 +375,8 @@ final class RequestTests: XCTestCase {
         assertDecodingError("", .malformed, id: nil)
         assertDecodingError(#"{"id":5,"op":"status","#, .malformed, id: nil)
         XCTAssertThrowsError(try RequestEnvelope.decode([0xff, 0xfe, 0x00])) { error in
-            XCTAssertEqual((error as? RequestDecodingError)?.kind, .malformed)
-            XCTAssertNil((error as? RequestDecodingError)?.id)
+            XCTAssertEqual((error as? WireError)?.code, .malformed)
+            XCTAssertNil((error as? WireError)?.id)
         }
     }
 
