@@ -65,7 +65,8 @@ extension EnclaveConnection {
                 var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let ready = poll(&p, 1, Self.lingerMilliseconds)
                 if ready < 0 && errno == EINTR { continue }
-                if ready == 0 { break reading }
+                // Nothing came in time, or the wait failed: the role goes to whoever reads next.
+                if ready <= 0 { break reading }
             }
             // Nothing to read yet: wait in `poll` for input, not in `recv`. A thread asleep in a Unix
             // socket's `recv` is woken also when the daemon takes the request just sent (the
