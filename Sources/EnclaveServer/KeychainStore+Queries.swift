@@ -50,36 +50,9 @@ extension Storage {
         }
     }
 
-    /// Items narrowed in SQL by the columns given. `accessGroups` nil means every group of the user.
-    func items(
-        uid: UInt32,
-        accessGroups: [String]?,
-        itemClass: String?,
-        service: String?,
-        account: String?,
-        server: String?,
-        persistentRef: Data?,
-        synchronizable: Bool? = nil,
-        readingAttributes: Bool = true
-    ) throws -> [StoredItem] {
-        try pool.unsafeRead { db in
-            try Self.items(
-                db,
-                uid: uid,
-                accessGroups: accessGroups,
-                itemClass: itemClass,
-                service: service,
-                account: account,
-                server: server,
-                persistentRef: persistentRef,
-                synchronizable: synchronizable,
-                readingAttributes: readingAttributes
-            )
-        }
-    }
-
-    // One statement: read without a transaction of its own, its compiled form kept (one per shape
-    // of query) — a look-up's time was mostly preparing SQL and opening transactions.
+    /// Items narrowed in SQL by the columns given (`accessGroups` nil: every group of the user), in
+    /// one statement read without a transaction of its own, its compiled form kept (one per shape
+    /// of query): a look-up's time was mostly preparing SQL and opening transactions.
     private static func items(
         _ db: Database,
         uid: UInt32,
@@ -121,16 +94,21 @@ extension Storage {
         return try rows.map { try item(from: $0, readingAttributes: readingAttributes) }
     }
 
-    /// Every item of the user, of every app, for `lactl keychain`.
-    func allItems(uid: UInt32) throws -> [StoredItem] {
-        try items(
-            uid: uid,
-            accessGroups: nil,
-            itemClass: nil,
-            service: nil,
-            account: nil,
-            server: nil,
-            persistentRef: nil
-        )
+    /// Every item of the user, of every app — or the one `persistentRef` names — for `lactl keychain`.
+    func allItems(uid: UInt32, persistentRef: Data? = nil) throws -> [StoredItem] {
+        try pool.unsafeRead { db in
+            try Self.items(
+                db,
+                uid: uid,
+                accessGroups: nil,
+                itemClass: nil,
+                service: nil,
+                account: nil,
+                server: nil,
+                persistentRef: persistentRef,
+                synchronizable: nil,
+                readingAttributes: true
+            )
+        }
     }
 }

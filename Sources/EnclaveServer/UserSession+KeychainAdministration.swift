@@ -35,15 +35,7 @@ extension UserSession {
 
     func keychainRemove(passcode: String, persistentRef: Data) async throws {
         try await confirmPasscode(passcode)
-        let found = try storage.items(
-            uid: uid,
-            accessGroups: nil,
-            itemClass: nil,
-            service: nil,
-            account: nil,
-            server: nil,
-            persistentRef: persistentRef
-        )
+        let found = try storage.allItems(uid: uid, persistentRef: persistentRef)
         guard !found.isEmpty else { throw DaemonError(.notFound, "no item has that reference") }
         try storage.deleteItems(ids: found.map(\.id), uid: uid)
     }
