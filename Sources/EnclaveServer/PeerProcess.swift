@@ -147,9 +147,7 @@ final class PeerProcess: Sendable {
         var searched = 0
         let started = DispatchTime.now().uptimeNanoseconds
         while let entry = readdir(listing) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(cString: $0.bindMemory(to: CChar.self).baseAddress!)
-            }
+            let name = Self.entryName(entry)
             guard name.first?.isNumber == true else { continue }
             // Bounded: a client cannot hold the pin (and, in system mode, the helper) for long.
             searched += 1
@@ -182,6 +180,16 @@ final class PeerProcess: Sendable {
         var inode: UInt64 = 0
         guard la_file_id(directory, path, &device, &inode) == 0 else { return nil }
         return AppIdentity.FileID(device: device, inode: inode)
+    }
+
+    /// The name of an entry `readdir` returned, read in place up to its NUL. A record is only as
+    /// long as its name: copying the whole 256-byte `d_name` (or the whole `dirent`) reads past
+    /// the last record of the directory's buffer, and crashed the peer helper when that buffer
+    /// ended a mapping (a user holding 20,000 descriptors, `PeerHelperTests`' flood).
+    static func entryName(_ entry: UnsafeMutablePointer<dirent>) -> String {
+        let name = UnsafeRawPointer(entry).advanced(by: MemoryLayout<dirent>.offset(of: \.d_name)!)
+            .assumingMemoryBound(to: CChar.self)
+        return String(decoding: UnsafeRawBufferPointer(start: name, count: strlen(name)), as: UTF8.self)
     }
 
     /// What the symbolic link `path` (under `directory`) holds.

@@ -88,9 +88,7 @@ public enum PtyMasterHolders {
         defer { closedir(stream) }
         while let entry = readdir(stream) {
             if ContinuousClock.now >= deadline { return false }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = PeerProcess.entryName(entry)
             if name == "." || name == ".." { continue }
             body(name)
         }

@@ -44,9 +44,7 @@ enum TerminalMultiplexers {
         var processes: [TerminalMultiplexerClients.Process] = []
         while let entry = readdir(stream) {
             guard ContinuousClock.now < deadline else { return nil }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = PeerProcess.entryName(entry)
             guard let pid = Int32(name), var process = process(pid, proc: proc) else { continue }
             if process.bearsAMultiplexersName { process.uid = realUID(pid, proc: proc) }
             processes.append(process)

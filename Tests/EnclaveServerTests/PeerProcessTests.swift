@@ -245,4 +245,30 @@ final class PeerProcessTests: XCTestCase {
             XCTAssertTrue(process.executableChanged())
         }
     }
+
+    /// Attack: a directory entry is read no further than its name. The entry here is the last of
+    /// its buffer and ends where an unreadable page begins, as `readdir`'s last record of a full
+    /// buffer may (a user holding thousands of descriptors makes the pin scan and the pty scan
+    /// read such buffers); copying the whole 256-byte `d_name` ran into that page and crashed the
+    /// peer helper.
+    func testADirectoryEntryIsReadNoFurtherThanItsName() throws {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let mapping = try XCTUnwrap(mmap(nil, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0))
+        XCTAssertNotEqual(mapping, MAP_FAILED)
+        defer { munmap(mapping, 2 * page) }
+        XCTAssertEqual(mprotect(mapping + page, page, PROT_NONE), 0)
+        let name = Array("1358".utf8) + [0]
+        let offset = MemoryLayout<dirent>.offset(of: \.d_name)!
+        // The record starts where its name ends at the unreadable page, aligned for a dirent.
+        let start = page - offset - name.count
+        XCTAssertEqual(start % MemoryLayout<dirent>.alignment, 0)
+        let record = mapping + start
+        record.storeBytes(
+            of: UInt16(offset + name.count),
+            toByteOffset: MemoryLayout<dirent>.offset(of: \.d_reclen)!,
+            as: UInt16.self
+        )
+        (record + offset).copyMemory(from: name, byteCount: name.count)
+        XCTAssertEqual(PeerProcess.entryName(record.assumingMemoryBound(to: dirent.self)), "1358")
+    }
 }
