@@ -56,16 +56,25 @@ public enum EnclavePaths {
     /// User mode: under $XDG_CONFIG_HOME, apart from the state directory.
     public static func userMasterKey(variable: (String) -> String? = processVariable) -> String {
         if let config = variable("XDG_CONFIG_HOME"), !config.isEmpty { return config + "/laenclaved/master.key" }
-        let home =
-            variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
-        return home + "/.config/laenclaved/master.key"
+        return home(variable: variable) + "/.config/laenclaved/master.key"
     }
 
     public static func userStateDirectory(variable: (String) -> String? = processVariable) -> String {
         if let data = variable("XDG_DATA_HOME"), !data.isEmpty { return data + "/laenclaved" }
-        let home =
-            variable("HOME").flatMap { $0.isEmpty ? nil : $0 } ?? String(cString: getpwuid(getuid()).pointee.pw_dir)
-        return home + "/.local/share/laenclaved"
+        return home(variable: variable) + "/.local/share/laenclaved"
+    }
+
+    /// The user's home: `HOME`, else the passwd entry's. Our choice when there is neither (a
+    /// container run under a uid with no passwd entry, `HOME` unset): "/nonexistent", Debian's
+    /// home for users who have none — what is kept there cannot be created, and says so, where
+    /// the lookup used to crash the daemon and every app that looked for it.
+    static func home(
+        variable: (String) -> String?,
+        passwdHome: () -> String? = { getpwuid(getuid()).map { String(cString: $0.pointee.pw_dir) } }
+    ) -> String {
+        if let home = variable("HOME"), !home.isEmpty { return home }
+        if let home = passwdHome(), !home.isEmpty { return home }
+        return "/nonexistent"
     }
 
     /// A variable of this process's environment, as it is now.
