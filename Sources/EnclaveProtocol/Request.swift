@@ -276,7 +276,8 @@ extension RequestEnvelope {
         }
     }
 
-    public static func decode(_ payload: [UInt8], _ encoding: WireEncoding = .json) throws -> RequestEnvelope {
+    public static func decode(_ payload: [UInt8], _ encoding: WireEncoding = .json) throws(WireError) -> RequestEnvelope
+    {
         do {
             switch encoding {
             case .json: return try WireCoders.requestDecoder.decode(WireRequest.self, from: Data(payload)).envelope

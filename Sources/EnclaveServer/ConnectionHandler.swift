@@ -65,11 +65,8 @@ final class ConnectionHandler: Sendable {
         let envelope: RequestEnvelope
         // The coding the first hello chose (`ConnectionStateMachine.encoding`): JSON until then.
         let encoding = state.withLock { $0.encoding }
-        do { envelope = try RequestEnvelope.decode(payload, encoding) } catch let e as WireError {
-            await sink.send(ReplyEnvelope(id: e.id ?? 0, reply: .failure(e.failure)))
-            return true
-        } catch {
-            await sink.send(ReplyEnvelope(id: 0, reply: .failure(Failure(.malformedMessage, "\(error)"))))
+        do throws(WireError) { envelope = try RequestEnvelope.decode(payload, encoding) } catch {
+            await sink.send(ReplyEnvelope(id: error.id ?? 0, reply: .failure(error.failure)))
             return true
         }
         let id = envelope.id

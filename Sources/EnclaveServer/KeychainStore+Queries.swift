@@ -6,24 +6,14 @@ import GRDB
 /// Which of a user's keychain items a query finds: narrowed in SQL by the item table's columns,
 /// then by what is left of the query on each item's attributes.
 extension Storage {
-    /// The user's items in `accessGroups` (the groups the caller may search; a query naming one
-    /// finds nothing outside it or them) that match `query`, in creation order: narrowed in SQL by
-    /// the columns, then by what is left of the query on each item's attributes. With nothing
-    /// left and `readingAttributes` false, no item's attributes are decoded (they are empty in
-    /// what is returned, which `insertItem` and `updateItem` refuse): the common look-up (service
-    /// and account, for the secret) reads no attributes at all.
-    func items(
-        matching query: KeychainRules.IndexedQuery,
-        uid: UInt32,
-        accessGroups: [String],
-        readingAttributes: Bool
-    ) throws -> [StoredItem] {
-        try items(matching: query, uid: uid, readingAttributes: readingAttributes) { _ in accessGroups }
-    }
-
-    /// The same, with the groups the caller may search read by `searchable` in the same visit to
-    /// the pool: a look-up takes one reader, not one for the groups and one for the items (each
-    /// taking costs more than either statement).
+    /// The user's items in the groups the caller may search — read by `searchable` in the same
+    /// visit to the pool, so a look-up takes one reader, not one for the groups and one for the
+    /// items (each taking costs more than either statement); a query naming one group finds
+    /// nothing outside it — that match `query`, in creation order: narrowed in SQL by the columns,
+    /// then by what is left of the query on each item's attributes. With nothing left and
+    /// `readingAttributes` false, no item's attributes are decoded (they are empty in what is
+    /// returned, which `insertItem` and `updateItem` refuse): the common look-up (service and
+    /// account, for the secret) reads no attributes at all.
     func items(
         matching query: KeychainRules.IndexedQuery,
         uid: UInt32,

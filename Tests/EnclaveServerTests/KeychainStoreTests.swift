@@ -86,12 +86,9 @@ final class KeychainStoreTests: XCTestCase {
             let indexed = try KeychainRules.IndexedQuery(query)
             let expected = zip(stored, ids).filter { indexed.matches(item($0.0, 0).attributes) }.map(\.1)
             for reading in [true, false] {
-                let found = try storage.items(
-                    matching: indexed,
-                    uid: 1000,
-                    accessGroups: [Self.group],
-                    readingAttributes: reading
-                )
+                let found = try storage.items(matching: indexed, uid: 1000, readingAttributes: reading) { _ in
+                    [Self.group]
+                }
                 XCTAssertEqual(found.map(\.id), expected, "\(q), reading attributes: \(reading)")
                 let read = reading || !indexed.remaining.isEmpty
                 XCTAssertTrue(
@@ -100,7 +97,12 @@ final class KeychainStoreTests: XCTestCase {
                 )
             }
             XCTAssertEqual(
-                try storage.items(matching: indexed, uid: 1001, accessGroups: [Self.group], readingAttributes: true),
+                try storage.items(
+                    matching: indexed,
+                    uid: 1001,
+                    readingAttributes: true,
+                    searchable: { _ in [Self.group] }
+                ),
                 [],
                 "another user's"
             )
@@ -108,8 +110,8 @@ final class KeychainStoreTests: XCTestCase {
                 try storage.items(
                     matching: indexed,
                     uid: 1000,
-                    accessGroups: ["/usr/bin/other"],
-                    readingAttributes: true
+                    readingAttributes: true,
+                    searchable: { _ in ["/usr/bin/other"] }
                 ),
                 [],
                 "another group's"
@@ -130,8 +132,8 @@ final class KeychainStoreTests: XCTestCase {
             try storage.items(
                 matching: KeychainRules.IndexedQuery(query.merging(["class": .string("genp")]) { a, _ in a }),
                 uid: 1000,
-                accessGroups: both,
-                readingAttributes: false
+                readingAttributes: false,
+                searchable: { _ in both }
             ).map(\.id)
         }
         XCTAssertEqual(try found([:]), [mine, theirs])
@@ -142,8 +144,8 @@ final class KeychainStoreTests: XCTestCase {
             try storage.items(
                 matching: KeychainRules.IndexedQuery(["class": .string("genp"), "agrp": .string(other.accessGroup)]),
                 uid: 1000,
-                accessGroups: [Self.group],
-                readingAttributes: false
+                readingAttributes: false,
+                searchable: { _ in [Self.group] }
             ),
             [],
             "a group the caller may not search"
@@ -178,9 +180,10 @@ final class KeychainStoreTests: XCTestCase {
             let read = try storage.items(
                 matching: query,
                 uid: 1000,
-                accessGroups: [Self.group],
-                readingAttributes: false
-            ).first
+                readingAttributes: false,
+                searchable: { _ in [Self.group] }
+            )
+            .first
         else {
             return XCTFail("not found")
         }
@@ -192,7 +195,12 @@ final class KeychainStoreTests: XCTestCase {
             _ = try await storage.insertItem(read)
             XCTFail("inserted")
         } catch let error as DaemonError where error.code == .attributesNotRead {}
-        let again = try storage.items(matching: query, uid: 1000, accessGroups: [Self.group], readingAttributes: true)
+        let again = try storage.items(
+            matching: query,
+            uid: 1000,
+            readingAttributes: true,
+            searchable: { _ in [Self.group] }
+        )
         XCTAssertEqual(again.first?.attributes, plain.attributes, "the row kept its attributes")
     }
 
@@ -206,8 +214,8 @@ final class KeychainStoreTests: XCTestCase {
             try storage.items(
                 matching: synchronizable,
                 uid: 1000,
-                accessGroups: [Self.group],
-                readingAttributes: false
+                readingAttributes: false,
+                searchable: { _ in [Self.group] }
             ),
             []
         )
@@ -216,8 +224,13 @@ final class KeychainStoreTests: XCTestCase {
         changed.modified = plain.modified.addingTimeInterval(1)
         try storage.updateItems([(changed, plain.modified)])
         XCTAssertEqual(
-            try storage.items(matching: synchronizable, uid: 1000, accessGroups: [Self.group], readingAttributes: false)
-                .map(\.id),
+            try storage.items(
+                matching: synchronizable,
+                uid: 1000,
+                readingAttributes: false,
+                searchable: { _ in [Self.group] }
+            )
+            .map(\.id),
             [plain.id]
         )
     }
@@ -238,8 +251,8 @@ final class KeychainStoreTests: XCTestCase {
         let found = try reopened.items(
             matching: synchronizable,
             uid: 1000,
-            accessGroups: [Self.group],
-            readingAttributes: true
+            readingAttributes: true,
+            searchable: { _ in [Self.group] }
         )
         XCTAssertEqual(
             found.compactMap { KeychainRules.string($0.attributes, "acct") },
