@@ -29,7 +29,7 @@ public struct FrameDecoder: Sendable {
 
     /// The next complete payload, `nil` when more bytes are needed. Broken framing throws; the
     /// stream cannot be resynchronised after that and must be closed.
-    public mutating func nextFrame() throws -> [UInt8]? {
+    public mutating func nextFrame() throws(WireError) -> [UInt8]? {
         let available = buffer.count - readIndex
         guard available >= WireLimits.headerBytes else { return nil }
         var length = 0
@@ -52,7 +52,7 @@ public struct FrameDecoder: Sendable {
     public var holdsMore: Bool { buffer.count > readIndex }
 
     /// Call when the peer has closed: bytes of an unfinished frame are an error.
-    public func finish() throws {
+    public func finish() throws(WireError) {
         let pending = buffer.count - readIndex
         if pending > 0 { throw WireError.truncatedFrame(pendingBytes: pending) }
     }

@@ -21,7 +21,9 @@ struct AcceptedConnection: Sendable {
         case refused(Failure, log: String, pid: Int32, uid: UInt32?)
     }
 
-    let channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+    let channel: any Channel
+    /// Where the channel's frames arrive (`ChannelInbox.install`).
+    let inbox: ChannelInbox
     let admission: Admission
 
     /// Runs on the event loop right after the accept, before anything else happens on the

@@ -3,37 +3,30 @@ import EnclaveProtocol
 import Logging
 import NIOCore
 
-/// One admitted connection's socket side: frames in (`FrameDecoder`), replies out
-/// (`ChannelReplySink`), the hello deadline, and the pinned process checked before each request;
-/// the requests themselves go to its `ConnectionHandler`. Apart from the accept loop
-/// (`EnclaveService`), so that it runs on any channel — a test's `NIOAsyncTestingChannel` too.
+/// One admitted connection's socket side: reads in (`ChannelInbox`), cut into frames
+/// (`FrameDecoder`), replies out (`ChannelReplySink`), the hello deadline, and the pinned process
+/// checked before each request; the requests themselves go to its `ConnectionHandler`. Apart from
+/// the accept loop (`EnclaveService`), so that it runs on any channel — a test's
+/// `NIOAsyncTestingChannel` too.
 struct ConnectionShell {
     let daemon: EnclaveDaemon
     let logger: Logger
 
-    /// Runs `body` with the connection's frames and its reply sink; returns once the replies sent
-    /// are written, and the connection is closed.
-    static func open(
-        _ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
-        logger: Logger,
-        _ body: (NIOAsyncChannelInboundStream<ByteBuffer>, ChannelReplySink) async -> Void
-    ) async {
-        do {
-            try await connection.executeThenClose { inbound, _ in
-                let writer = ChannelReplySink(channel: connection.channel)
-                await body(inbound, writer)
-                await writer.finish()
-            }
-        } catch {
-            logger.debug("connection ended", metadata: ["error": "\(error)"])
-        }
+    /// Runs `body` with the connection's reply sink; returns once the replies sent are written, and
+    /// the connection is closed.
+    static func open(_ channel: any Channel, _ body: (ChannelReplySink) async -> Void) async {
+        let writer = ChannelReplySink(channel: channel)
+        await body(writer)
+        await writer.finish()
+        // Closed already when the client went.
+        try? await channel.close()
     }
 
     /// Serves `peer`'s requests until the connection ends; everything its requests started has
     /// ended when it returns.
     func serve(
         _ channel: any Channel,
-        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        inbox: ChannelInbox,
         writer: ChannelReplySink,
         peer: PeerIdentity,
         process: (any PinnedPeer)?,
@@ -43,20 +36,13 @@ struct ConnectionShell {
         await withDiscardingTaskGroup { group in
             group.addTask { await handler.run() }
             defer { handler.closed() }
-            await readRequests(
-                channel,
-                inbound: inbound,
-                writer: writer,
-                handler: handler,
-                peer: peer,
-                process: process
-            )
+            await readRequests(channel, inbox: inbox, writer: writer, handler: handler, peer: peer, process: process)
         }
     }
 
     private func readRequests(
         _ channel: any Channel,
-        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        inbox: ChannelInbox,
         writer: ChannelReplySink,
         handler: ConnectionHandler,
         peer: PeerIdentity,
@@ -68,9 +54,13 @@ struct ConnectionShell {
         }
         defer { helloDeadline.cancel() }
         var decoder = FrameDecoder()
-        do {
-            for try await buffer in inbound {
-                decoder.append(buffer.readableBytesView)
+        do throws(WireError) {
+            reading: while true {
+                switch await inbox.next() {
+                case .bytes(let buffer): decoder.append(buffer.readableBytesView)
+                case .end(.ended): break reading
+                case .end(.stopped): return
+                }
                 while let frame = try decoder.nextFrame() {
                     // The connection is the pinned process's, running what it ran when pinned.
                     if process?.executableChanged() == true {
@@ -95,14 +85,12 @@ struct ConnectionShell {
                 }
             }
             try decoder.finish()
-        } catch let error as WireError {
+        } catch {
             logger.notice(
                 "closing a connection with broken framing",
                 metadata: ["pid": "\(peer.pid)", "error": "\(error)"]
             )
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(error.failure)))
-        } catch {
-            logger.debug("connection ended", metadata: ["error": "\(error)"])
         }
     }
 }

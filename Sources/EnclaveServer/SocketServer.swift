@@ -94,7 +94,7 @@ public struct EnclaveService: Service {
             try await withThrowingDiscardingTaskGroup { group in
                 try await server.executeThenClose { inbound in
                     for try await connection in inbound {
-                        let executor = EventLoopTaskExecutor(connection.channel.channel.eventLoop)
+                        let executor = EventLoopTaskExecutor(connection.channel.eventLoop)
                         group.addTask(executorPreference: executor) { await self.serve(connection, on: executor) }
                     }
                 }
@@ -153,7 +153,8 @@ public struct EnclaveService: Service {
         ).flatMapThrowing { admission in
             do {
                 return AcceptedConnection(
-                    channel: try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel),
+                    channel: channel,
+                    inbox: try ChannelInbox.install(on: channel),
                     admission: admission
                 )
             } catch {
@@ -210,11 +211,11 @@ public struct EnclaveService: Service {
     }
 
     private func serve(_ accepted: AcceptedConnection, on executor: EventLoopTaskExecutor) async {
-        await ConnectionShell.open(accepted.channel, logger: logger) { inbound, writer in
+        await ConnectionShell.open(accepted.channel) { writer in
             await self.handleRequests(
                 of: accepted.channel,
                 admission: accepted.admission,
-                inbound: inbound,
+                inbox: accepted.inbox,
                 writer: writer,
                 executor: executor
             )
@@ -224,9 +225,9 @@ public struct EnclaveService: Service {
 
 extension EnclaveService {
     fileprivate func handleRequests(
-        of connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>,
+        of channel: any Channel,
         admission: AcceptedConnection.Admission,
-        inbound: NIOAsyncChannelInboundStream<ByteBuffer>,
+        inbox: ChannelInbox,
         writer: ChannelReplySink,
         executor: EventLoopTaskExecutor
     ) async {
@@ -240,8 +241,8 @@ extension EnclaveService {
             logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
             let peer = PeerIdentity(uid: c.uid, gid: c.gid, pid: c.pid, identity: .administrator)
             await ConnectionShell(daemon: daemon, logger: logger).serve(
-                connection.channel,
-                inbound: inbound,
+                channel,
+                inbox: inbox,
                 writer: writer,
                 peer: peer,
                 process: nil,
@@ -286,8 +287,8 @@ extension EnclaveService {
             )
         }
         await ConnectionShell(daemon: daemon, logger: logger).serve(
-            connection.channel,
-            inbound: inbound,
+            channel,
+            inbox: inbox,
             writer: writer,
             peer: peer,
             process: process,

@@ -35,7 +35,9 @@ struct Bench {
         if args.count > 2 && args[1] == "echo-server" { RawSocketEcho.serve(path: args[2]) }
         if args.count > 1 && args[1] == "nio-echo-server" {
             guard args.count > 3, let shape = NIOSocketEcho.Shape(rawValue: args[3]) else {
-                FileHandle.standardError.write(Data("usage: la-bench nio-echo-server PATH async|handler\n".utf8))
+                FileHandle.standardError.write(
+                    Data("usage: la-bench nio-echo-server PATH shell|async-channel|handler\n".utf8)
+                )
                 exit(2)
             }
             try await NIOSocketEcho.serve(path: args[2], shape: shape)
@@ -129,8 +131,12 @@ struct Bench {
             try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "handler"])
         )
         row(
-            "echo through the daemon's socket shell (NIOAsyncChannel, event-loop task, FrameDecoder)",
-            try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "async"])
+            "echo through the daemon's socket shell (ChannelInbox, event-loop task, FrameDecoder)",
+            try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "shell"])
+        )
+        row(
+            "echo through the shell before (NIOAsyncChannel, event-loop task, FrameDecoder)",
+            try RawSocketEcho.measure(iterations: iterations, server: ["nio-echo-server", "async-channel"])
         )
 
         // 1. Floor: one request/response over the socket, no storage.

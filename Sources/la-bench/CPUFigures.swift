@@ -25,7 +25,11 @@ enum CPUFigures {
             line("CPU per canEvaluatePolicy at \(clients) clients (\(requests) requests), blocking", blocking),
         ]
         // The limit beside it: the same load on echo servers, a raw client thread per connection.
-        for (name, shape) in [("a SwiftNIO channel handler", "handler"), ("the daemon's socket shell", "async")] {
+        let echoes = [
+            ("a SwiftNIO channel handler", "handler"), ("the daemon's socket shell", "shell"),
+            ("the shell before (NIOAsyncChannel)", "async-channel"),
+        ]
+        for (name, shape) in echoes {
             let echo = try RawSocketEcho.cpuPerRoundTrip(
                 clients: clients,
                 perClient: perClient,

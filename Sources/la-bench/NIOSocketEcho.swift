@@ -6,14 +6,19 @@ import NIOPosix
 import Synchronization
 
 /// The floor of the daemon's socket shell, measured beside the raw pair: the same echo with the
-/// daemon's I/O and nothing else — SwiftNIO's event loop, the connection as an `NIOAsyncChannel`
-/// served by a task on the channel's event loop (`EventLoopTaskExecutor`), frames cut by
-/// `FrameDecoder` — and, below it, SwiftNIO's own floor: a plain channel handler echoing on the
-/// event loop. What the daemon adds above the first is the request's own work (JSON, the
-/// identity check, the rules); what the first adds above the raw pair is the library's.
-///   la-bench nio-echo-server PATH async|handler
+/// daemon's I/O and nothing else — SwiftNIO's event loop, frames cut on it and handed to a task on
+/// the channel's event loop (`EventLoopTaskExecutor`) by the daemon's own `ChannelInbox`, cut by `FrameDecoder` — and, below
+/// it, SwiftNIO's own floor: a plain channel handler echoing on the event loop. The shell before
+/// 2026-11-30 (`NIOAsyncChannel`, frames cut by the task) stays beside them, for the comparison.
+/// What the daemon adds above the shell is the request's own work (the coding, the identity
+/// check, the rules); what the shell adds above the raw pair is the library's.
+///   la-bench nio-echo-server PATH shell|async-channel|handler
 enum NIOSocketEcho {
-    enum Shape: String { case async, handler }
+    enum Shape: String {
+        case shell
+        case asyncChannel = "async-channel"
+        case handler
+    }
 
     static func serve(path: String, shape: Shape) async throws -> Never {
         unlink(path)
@@ -28,7 +33,31 @@ enum NIOSocketEcho {
             print("ready")
             fflush(nil)
             try await server.closeFuture.get()
-        case .async:
+        case .shell:
+            let server =
+                try await bootstrap
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        let inbox = try ChannelInbox.install(on: channel)
+                        connectionOpened()
+                        Task(executorPreference: EventLoopTaskExecutor(channel.eventLoop)) {
+                            var decoder = FrameDecoder()
+                            while case .bytes(let buffer) = await inbox.next() {
+                                decoder.append(buffer.readableBytesView)
+                                while let frame = try? decoder.nextFrame() {
+                                    channel.writeAndFlush(ByteBuffer(bytes: FrameEncoder.frame(frame)), promise: nil)
+                                }
+                            }
+                            try? await channel.close()
+                            connectionClosed(path: path)
+                        }
+                    }
+                }
+                .bind(unixDomainSocketPath: path).get()
+            print("ready")
+            fflush(nil)
+            try await server.closeFuture.get()
+        case .asyncChannel:
             let server = try await bootstrap.bind(unixDomainSocketPath: path) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)

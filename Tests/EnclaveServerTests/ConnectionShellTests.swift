@@ -36,17 +36,17 @@ final class ConnectionShellTests: XCTestCase {
         daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
         channel = NIOAsyncTestingChannel()
         try await channel.connect(to: SocketAddress(unixDomainSocketPath: "/laenclaved-test"))
-        let connection = try await channel.testingEventLoop.executeInContext { [channel] in
-            try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel!)
+        let inbox = try await channel.testingEventLoop.executeInContext { [channel] in
+            try ChannelInbox.install(on: channel!)
         }
         let shell = ConnectionShell(daemon: daemon, logger: Logger(label: "test"))
         let peer = PeerIdentity(uid: getuid(), gid: getgid(), pid: getpid(), identity: process.identity)
-        let process = self.process
+        let (process, channel) = (self.process, self.channel!)
         served = Task {
-            await ConnectionShell.open(connection, logger: Logger(label: "test")) { inbound, writer in
+            await ConnectionShell.open(channel) { writer in
                 await shell.serve(
-                    connection.channel,
-                    inbound: inbound,
+                    channel,
+                    inbox: inbox,
                     writer: writer,
                     peer: peer,
                     process: process,
