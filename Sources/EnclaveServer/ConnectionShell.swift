@@ -12,12 +12,21 @@ struct ConnectionShell {
     let daemon: EnclaveDaemon
     let logger: Logger
 
+    /// How long a stopping daemon waits for a connection's replies to be written.
+    static let stoppingGrace = TimeAmount.seconds(1)
+
     /// Runs `body` with the connection's reply sink; returns once the replies sent are written, and
-    /// the connection is closed.
+    /// the connection is closed. When the daemon stops (the task is cancelled), replies get
+    /// `stoppingGrace` to be written, then go with the connection: a client that stopped reading
+    /// cannot hold the daemon's stop (before, it held it until systemd killed the daemon).
     static func open(_ channel: any Channel, _ body: (ChannelReplySink) async -> Void) async {
         let writer = ChannelReplySink(channel: channel)
         await body(writer)
-        await writer.finish()
+        await withTaskCancellationHandler {
+            await writer.finish()
+        } onCancel: {
+            _ = channel.eventLoop.scheduleTask(in: stoppingGrace) { channel.close(promise: nil) }
+        }
         // Closed already when the client went.
         try? await channel.close()
     }

@@ -23,4 +23,46 @@ final class ShutdownTests: XCTestCase {
         try enclave.start()
         XCTAssertTrue(try enclave.status().passcodeSet, "state intact after the graceful stop")
     }
+
+    /// Attack: a client sends requests and never reads, until the daemon's answers wait for room in
+    /// its socket (fewer than the 256 that close the connection), then the daemon is told to stop.
+    /// Before, the connection's end waited for those answers to be written — for ever — and the
+    /// daemon never stopped (systemd kills it 90 s later, in the middle of whatever it does then).
+    func testAClientThatStopsReadingCannotHoldTheDaemonsStop() throws {
+        let enclave = try TestEnclave()
+        let client = try RawClient(path: enclave.socketPath)
+        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+        XCTAssertNotNil(try client.readReply())
+        func unread() -> Int32 {
+            var bytes: Int32 = 0
+            _ = ioctl(client.fd, UInt(FIONREAD), &bytes)
+            return bytes
+        }
+        // Until eight requests in a row leave the bytes waiting to be read unchanged: the answers
+        // to them wait in the daemon.
+        var (id, unchanged, last) = (UInt64(2), 0, Int32(-1))
+        while unchanged < 8 && id < 5_000 {
+            guard client.sendRequest(id: id, op: "status") else { return XCTFail("the daemon closed the connection") }
+            id += 1
+            usleep(5_000)
+            let now = unread()
+            unchanged = now == last && now > 0 ? unchanged + 1 : 0
+            last = now
+        }
+        XCTAssertEqual(unchanged, 8, "the answers never waited: \(id) requests, \(last) bytes unread")
+        let pid = enclave.processID
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(20)
+        var exited = false
+        while !exited && Date() < deadline {
+            exited = waitpid(pid, &status, WNOHANG) == pid
+            if !exited { usleep(50_000) }
+        }
+        if !exited { enclave.kill() }
+        XCTAssertTrue(exited, "the daemon did not stop within 20 s of SIGTERM")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
+        try enclave.start()
+        XCTAssertTrue(try enclave.status().passcodeSet, "state intact after the stop")
+    }
 }
