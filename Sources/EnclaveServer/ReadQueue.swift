@@ -1,12 +1,5 @@
 import NIOCore
 
-/// The rules of one connection's reads, between its channel (which pushes what each read brought)
-/// and the task that serves it (which takes them one at a time and cuts them into frames):
-/// generic over the waiting task, so that they are tested without one (`ChannelInbox` performs
-/// them under its lock). Back-pressure, as `NIOAsyncChannel`'s stream before it: with
-/// `highWatermark` reads not yet taken the channel asks the socket for no more, until the task has
-/// taken them down to `lowWatermark` — a client that sends faster than the daemon answers waits in
-/// its own socket buffer, and the daemon holds at most that many reads of its bytes.
 /// How a connection's input ended.
 public enum ReadEnding: Sendable, Equatable {
     /// The client closed its side (or the channel went): bytes of an unfinished frame are an error
@@ -16,6 +9,14 @@ public enum ReadEnding: Sendable, Equatable {
     case stopped
 }
 
+/// The rules of one connection's reads, between its channel (which pushes what each read brought)
+/// and the task that serves it (which takes them one at a time and cuts them into frames):
+/// generic over the waiting task, so that they are tested without one (`ChannelInbox` performs
+/// them under its lock). Back-pressure, as `NIOAsyncChannel`'s stream before it: with
+/// `highWatermark` reads not yet taken the channel asks the socket for no more, until the task has
+/// taken them down to `lowWatermark` — a client that sends faster than the daemon answers waits in
+/// its own socket buffer, and the daemon holds about that many reads of its bytes (SwiftNIO makes
+/// up to 4 reads of up to 64 KiB at a time: at most 11, as the stream's 10 + 3).
 struct ReadQueue<Waiter> {
     static var highWatermark: Int { 8 }
     static var lowWatermark: Int { 2 }
@@ -61,7 +62,8 @@ struct ReadQueue<Waiter> {
     }
 
     /// The input ended. Reads already in are still taken before an `ended`; a `stopped` drops
-    /// them. The first ending counts. Returns the task to tell, if one waits.
+    /// them, and stands over an `ended` before or after it (an `ended` after either changes
+    /// nothing). Returns the task to tell, if one waits.
     mutating func end(_ how: ReadEnding) -> Waiter? {
         if ending == nil || how == .stopped { ending = how }
         if how == .stopped { reads.removeAll() }

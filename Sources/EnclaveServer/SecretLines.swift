@@ -22,8 +22,9 @@ final class SecretLines: Sendable {
     /// reference goes — a read in progress holds one, so its descriptor is never closed under it.
     init(owning fd: Int32) {
         self.fd = fd
-        // A private non-blocking view: a shared stdin drained by another process between poll and
-        // read must not leave the reader blocked for good.
+        // Non-blocking: a shared stdin drained by another process between poll and read must not
+        // leave the reader blocked for good. (The flag is the open file description's, which the
+        // sender shares: a sender that clears it again can still block this read.)
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 

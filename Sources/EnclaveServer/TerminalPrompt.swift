@@ -13,8 +13,10 @@ import Glibc
 /// person does goes straight into the evaluation. The app's process never sees a key.
 ///
 /// The descriptor is the client's own open file description of /dev/tty, made non-blocking here:
-/// a stopped or flooded terminal never blocks the daemon (a screen that cannot be written whole
-/// is cut short, never waited for).
+/// a stopped or flooded terminal does not block the daemon (a screen that cannot be written whole
+/// is cut short, never waited for). Known gap: the flag belongs to the open file description,
+/// which the client shares; a client that clears it again can leave this prompt's writer (and its
+/// close, and so the daemon's stop) blocked on its own stopped terminal (docs/architecture.md).
 ///
 /// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe` and `reader` are set and read
 /// only on `output` (the reader thread reads `stopPipe` after `startReading` set it there, before

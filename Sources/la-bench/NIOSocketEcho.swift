@@ -6,8 +6,9 @@ import NIOPosix
 import Synchronization
 
 /// The floor of the daemon's socket shell, measured beside the raw pair: the same echo with the
-/// daemon's I/O and nothing else — SwiftNIO's event loop, frames cut on it and handed to a task on
-/// the channel's event loop (`EventLoopTaskExecutor`) by the daemon's own `ChannelInbox`, cut by `FrameDecoder` — and, below
+/// daemon's I/O and nothing else — SwiftNIO's event loop, reads handed to a task on the channel's
+/// event loop (`EventLoopTaskExecutor`) by the daemon's own `ChannelInbox`, frames cut there by
+/// `FrameDecoder` — and, below
 /// it, SwiftNIO's own floor: a plain channel handler echoing on the event loop. The shell before
 /// 2026-11-30 (`NIOAsyncChannel`, frames cut by the task) stays beside them, for the comparison.
 /// What the daemon adds above the shell is the request's own work (the coding, the identity

@@ -31,23 +31,28 @@ final class ShutdownTests: XCTestCase {
     func testAClientThatStopsReadingCannotHoldTheDaemonsStop() throws {
         let enclave = try TestEnclave()
         let client = try RawClient(path: enclave.socketPath)
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(client.fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
         XCTAssertNotNil(try client.readReply())
-        func unread() -> Int32 {
-            var bytes: Int32 = 0
-            _ = ioctl(client.fd, UInt(FIONREAD), &bytes)
-            return bytes
+        /// Bytes the daemon sent that wait to be read, and bytes sent that the daemon has not read
+        /// (SIOCINQ and SIOCOUTQ, which glibc names after the terminal's).
+        func queues() -> (unread: Int32, unsent: Int32) {
+            var (unread, unsent): (Int32, Int32) = (0, 0)
+            _ = ioctl(client.fd, UInt(FIONREAD), &unread)
+            _ = ioctl(client.fd, UInt(TIOCOUTQ), &unsent)
+            return (unread, unsent)
         }
-        // Until eight requests in a row leave the bytes waiting to be read unchanged: the answers
-        // to them wait in the daemon.
+        // Until eight requests in a row, 25 ms apart, were all read by the daemon and left the bytes
+        // waiting for the client unchanged: their answers wait in the daemon.
         var (id, unchanged, last) = (UInt64(2), 0, Int32(-1))
         while unchanged < 8 && id < 5_000 {
             guard client.sendRequest(id: id, op: "status") else { return XCTFail("the daemon closed the connection") }
             id += 1
-            usleep(5_000)
-            let now = unread()
-            unchanged = now == last && now > 0 ? unchanged + 1 : 0
-            last = now
+            usleep(25_000)
+            let now = queues()
+            unchanged = now.unread == last && now.unread > 0 && now.unsent == 0 ? unchanged + 1 : 0
+            last = now.unread
         }
         XCTAssertEqual(unchanged, 8, "the answers never waited: \(id) requests, \(last) bytes unread")
         let pid = enclave.processID
@@ -62,6 +67,10 @@ final class ShutdownTests: XCTestCase {
         if !exited { enclave.kill() }
         XCTAssertTrue(exited, "the daemon did not stop within 20 s of SIGTERM")
         XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
+        // What waited was dropped with the connection: fewer answers than requests reached the client.
+        var answers = 0
+        while case .payload = client.readFrame(timeout: 5) { answers += 1 }
+        XCTAssertLessThan(answers, Int(id) - 1, "every answer was written: none waited")
         try enclave.start()
         XCTAssertTrue(try enclave.status().passcodeSet, "state intact after the stop")
     }
