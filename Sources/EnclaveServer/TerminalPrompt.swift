@@ -12,11 +12,13 @@ import Glibc
 /// screens and reads the person's keys (raw mode, echo off) on a thread of its own, and what the
 /// person does goes straight into the evaluation. The app's process never sees a key.
 ///
-/// The descriptor is the client's own open file description of /dev/tty, made non-blocking here:
-/// a stopped or flooded terminal does not block the daemon (a screen that cannot be written whole
-/// is cut short, never waited for). Known gap: the flag belongs to the open file description,
-/// which the client shares; a client that clears it again can leave this prompt's writer (and its
-/// close, and so the daemon's stop) blocked on its own stopped terminal (docs/architecture.md).
+/// The daemon draws on an open file description of the terminal of its own, non-blocking: a
+/// stopped or flooded terminal does not block the daemon (a screen that cannot be written whole
+/// is cut short, never waited for). Not the one the client handed: `O_NONBLOCK` belongs to the
+/// open file description, and a client that cleared it on the copy it kept could block the
+/// prompt's writer, its close, and the daemon's stop. When the daemon may not open the terminal
+/// (a system daemon, running as its own user, and a user's terminal) it uses the client's, made
+/// non-blocking — a known gap (docs/architecture.md).
 ///
 /// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe` and `reader` are set and read
 /// only on `output` (the reader thread reads `stopPipe` after `startReading` set it there, before
@@ -45,10 +47,29 @@ final class TerminalPrompt: @unchecked Sendable {
         onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
         onLost: @escaping @Sendable () -> Void
     ) {
-        self.fd = fd
+        self.fd = Self.ownDescription(of: fd)
         self.onAction = onAction
         self.onLost = onLost
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    /// A non-blocking open file description of `handed`'s terminal that only the daemon holds, in
+    /// place of `handed` (closed); else `handed`, made non-blocking. Opened through the descriptor
+    /// itself (/proc/self/fd), so it is the same terminal in whatever devpts it lives; checked to
+    /// be the same file and the same terminal (a handed /dev/tty opens the opener's own terminal,
+    /// or none).
+    static func ownDescription(of handed: Int32) -> Int32 {
+        let own = open("/proc/self/fd/\(handed)", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+        var (theirs, ours) = (stat(), stat())
+        if own >= 0, fstat(handed, &theirs) == 0, fstat(own, &ours) == 0, theirs.st_dev == ours.st_dev,
+            theirs.st_ino == ours.st_ino, la_terminal_device(handed) == la_terminal_device(own),
+            la_terminal_device(own) != 0
+        {
+            Glibc.close(handed)
+            return own
+        }
+        if own >= 0 { Glibc.close(own) }
+        _ = fcntl(handed, F_SETFL, fcntl(handed, F_GETFL) | O_NONBLOCK)
+        return handed
     }
 
     /// The evaluation's `EvaluationRunner.show`: draws the screen; the first one starts raw mode

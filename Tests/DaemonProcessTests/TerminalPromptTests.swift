@@ -4,6 +4,10 @@ import IntegrationSupport
 import LocalAuthenticationTesting
 import XCTest
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The trusted terminal prompt, for real: lactl (an app) runs in a tmux terminal; the daemon draws
 /// the prompt on that terminal and reads the keys a person types there. lactl hands the terminal
 /// over and learns only the outcome.
@@ -106,5 +110,78 @@ final class TerminalPromptTests: XCTestCase {
         try terminal.type("echoed-again")
         terminal.waitFor("echoed-again", timeout: 5)
         XCTAssertFalse(try enclave.status().promptOpen)
+    }
+
+    /// Attack: a client hands its terminal, stops its output (as Ctrl-S does) and clears
+    /// `O_NONBLOCK` on the descriptor it kept — the open file description it shares with the
+    /// daemon, which the daemon made non-blocking — again and again, then asks for a prompt there.
+    /// Before, the daemon's first screen blocked in `write`, and with it the prompt's close and the
+    /// daemon's stop (until systemd's SIGKILL, 90 s later).
+    func testAClientThatClearsNonBlockingOnItsTerminalCannotHoldTheDaemonsStop() throws {
+        let script = """
+            import base64, fcntl, json, os, socket, struct, sys, termios, threading, time
+            socket_path, ready, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
+            def send(s, message):
+                data = json.dumps(message).encode()
+                s.sendall(struct.pack(">I", len(data)) + data)
+            def receive(s):
+                def exactly(n):
+                    data = b""
+                    while len(data) < n:
+                        chunk = s.recv(n - len(data))
+                        if not chunk: sys.exit("the daemon closed the connection")
+                        data += chunk
+                    return data
+                return json.loads(exactly(struct.unpack(">I", exactly(4))[0]))
+            daemon = socket.socket(socket.AF_UNIX)
+            daemon.connect(socket_path)
+            send(daemon, {"id": 1, "op": "hello", "args": {"version": version}})
+            receive(daemon)
+            send(daemon, {"id": 2, "op": "handoff", "args": {"kind": "terminal"}})
+            ticket = base64.b64decode(receive(daemon)["reply"]["value"])
+            tty = os.open(os.ttyname(0), os.O_RDWR | os.O_NOCTTY)
+            handoff = socket.socket(socket.AF_UNIX)
+            handoff.connect(socket_path + ".handoff")
+            socket.send_fds(handoff, [ticket], [tty])
+            status = handoff.recv(1)
+            if status != b"\\x00": sys.exit("handoff refused: %r" % status)
+            termios.tcflow(tty, termios.TCOOFF)
+            def clear():
+                while True:
+                    fcntl.fcntl(tty, fcntl.F_SETFL, fcntl.fcntl(tty, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+                    time.sleep(0.0001)
+            threading.Thread(target=clear, daemon=True).start()
+            options = {"reason": "Hold the daemon", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
+            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
+            open(ready, "w").write("asked")
+            time.sleep(120)
+            """
+        let scriptPath = enclave.directory + "/hold-terminal.py"
+        let ready = enclave.directory + "/asked"
+        try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
+        let attacker = try TerminalCommand(
+            "/usr/bin/python3 '\(scriptPath)' '\(enclave.socketPath)' '\(ready)' \(enclaveProtocolVersion)",
+            in: enclave.directory
+        )
+        eventually("the attacker to ask for its prompt", timeout: 20) {
+            FileManager.default.fileExists(atPath: ready) || attacker.exitStatus(timeout: 0.1) != nil
+        }
+        XCTAssertTrue(FileManager.default.fileExists(atPath: ready), "the attacker stopped: \(attacker.errors)")
+        // The daemon draws its first screen meanwhile (`promptOpen` is told to the app whose prompt
+        // it is, the attacker; the evaluation starts within milliseconds of its request).
+        usleep(1_000_000)
+        let pid = enclave.processID
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        let deadline = Date().addingTimeInterval(20)
+        var exited = false
+        while !exited && Date() < deadline {
+            exited = waitpid(pid, &status, WNOHANG) == pid
+            if !exited { usleep(50_000) }
+        }
+        if !exited { enclave.kill() }
+        XCTAssertTrue(exited, "the daemon did not stop within 20 s of SIGTERM")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
+        attacker.terminal.stop()
     }
 }
