@@ -16,9 +16,11 @@ import Glibc
 /// stopped or flooded terminal does not block the daemon (a screen that cannot be written whole
 /// is cut short, never waited for). Not the one the client handed: `O_NONBLOCK` belongs to the
 /// open file description, and a client that cleared it on the copy it kept could block the
-/// prompt's writer, its close, and the daemon's stop. When the daemon may not open the terminal
-/// (a system daemon, running as its own user, and a user's terminal) it uses the client's, made
-/// non-blocking — a known gap (docs/architecture.md).
+/// prompt's writer. When the daemon cannot open the terminal (a system daemon, running as its own
+/// user, and a user's terminal; a handed /dev/tty, which opens the opener's own terminal; a
+/// terminal its client made exclusive) it uses the client's, made non-blocking: such a client can
+/// still block a write, which then holds a thread of the daemon's until the client lets it go,
+/// but never the prompt's close (`closeTimeout`) nor the daemon's stop (docs/architecture.md).
 ///
 /// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe` and `reader` are set and read
 /// only on `output` (the reader thread reads `stopPipe` after `startReading` set it there, before
@@ -97,12 +99,22 @@ final class TerminalPrompt: @unchecked Sendable {
         }
     }
 
+    /// How long `close` waits for the prompt's queue.
+    static let closeTimeout: Double = 2
+
     /// Ends the prompt: stops the reader, restores the terminal, writes the outcome (on the
-    /// prompt's own queue: the caller's thread never waits on a terminal).
+    /// prompt's own queue: the caller's thread never waits on a terminal). The queue may be held
+    /// by a write a client blocked (a handed description it shares, `ownDescription`): the caller
+    /// waits for it at most `closeTimeout`, and the rest happens when that write returns.
     func close(result: String) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            let finished = FirstResume(done)
+            let timer = Deadline(after: Self.closeTimeout) { finished.resume() }
             output.async { [self] in
-                defer { done.resume() }
+                defer {
+                    timer.cancel()
+                    finished.resume()
+                }
                 let wasStarted = keys.withLock { keys -> Bool in
                     defer { keys.closed = true }
                     return keys.started
@@ -191,4 +203,13 @@ final class TerminalPrompt: @unchecked Sendable {
             usleep(5_000)
         }
     }
+}
+
+/// A continuation resumed by whichever of its resumers comes first.
+private final class FirstResume: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
+
+    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = Mutex(continuation) }
+
+    func resume() { continuation.withLock { $0.take() }?.resume() }
 }

@@ -116,11 +116,24 @@ final class TerminalPromptTests: XCTestCase {
     /// `O_NONBLOCK` on the descriptor it kept — the open file description it shares with the
     /// daemon, which the daemon made non-blocking — again and again, then asks for a prompt there.
     /// Before, the daemon's first screen blocked in `write`, and with it the prompt's close and the
-    /// daemon's stop (until systemd's SIGKILL, 90 s later).
+    /// daemon's stop (until systemd's SIGKILL, 90 s later). Handed by its own name, the terminal is
+    /// opened again by the daemon: nothing the client does to its copy reaches the daemon's.
     func testAClientThatClearsNonBlockingOnItsTerminalCannotHoldTheDaemonsStop() throws {
+        try holdTheTerminal(handing: "name")
+    }
+
+    /// The same attack through /dev/tty, which the daemon cannot open again (it would open its own
+    /// terminal, or none): its write stays blocked, but the prompt's close gives up on it, and the
+    /// daemon stops.
+    func testAClientThatHandsDevTtyAndClearsNonBlockingCannotHoldTheDaemonsStop() throws {
+        try holdTheTerminal(handing: "tty")
+    }
+
+    /// `handing`: "name" hands the terminal opened by its own name, "tty" opened as /dev/tty.
+    private func holdTheTerminal(handing: String) throws {
         let script = """
             import base64, fcntl, json, os, socket, struct, sys, termios, threading, time
-            socket_path, ready, version = sys.argv[1], sys.argv[2], int(sys.argv[3])
+            socket_path, ready, version, handing = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
             def send(s, message):
                 data = json.dumps(message).encode()
                 s.sendall(struct.pack(">I", len(data)) + data)
@@ -139,7 +152,7 @@ final class TerminalPromptTests: XCTestCase {
             receive(daemon)
             send(daemon, {"id": 2, "op": "handoff", "args": {"kind": "terminal"}})
             ticket = base64.b64decode(receive(daemon)["reply"]["value"])
-            tty = os.open(os.ttyname(0), os.O_RDWR | os.O_NOCTTY)
+            tty = os.open(os.ttyname(0) if handing == "name" else "/dev/tty", os.O_RDWR | os.O_NOCTTY)
             handoff = socket.socket(socket.AF_UNIX)
             handoff.connect(socket_path + ".handoff")
             socket.send_fds(handoff, [ticket], [tty])
@@ -160,7 +173,7 @@ final class TerminalPromptTests: XCTestCase {
         let ready = enclave.directory + "/asked"
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         let attacker = try TerminalCommand(
-            "/usr/bin/python3 '\(scriptPath)' '\(enclave.socketPath)' '\(ready)' \(enclaveProtocolVersion)",
+            "/usr/bin/python3 '\(scriptPath)' '\(enclave.socketPath)' '\(ready)' \(enclaveProtocolVersion) \(handing)",
             in: enclave.directory
         )
         eventually("the attacker to ask for its prompt", timeout: 20) {
