@@ -156,13 +156,14 @@ extension ConnectionHandler {
         // terminal and reads the keys there; else it is headless and its screens go to the client.
         let (sink, handed) = (self.sink, self.handed)
         let nextPresenter: @Sendable () -> any PromptPresenter = {
-            if options.onTerminal, let fd = handed.duplicateTerminal() {
+            if options.onTerminal, TerminalPrompt.allowed(for: session), let fd = handed.duplicateTerminal() {
                 return TerminalPrompt(
                     fd: fd,
                     onAction: { continuation.yield(Self.input(for: $0)) },
                     onLost: {
                         continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed.")))
-                    }
+                    },
+                    onHeld: TerminalPrompt.counting(in: session)
                 )
             }
             return HeadlessPrompt(sink: sink, requestID: id)

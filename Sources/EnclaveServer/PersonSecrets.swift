@@ -131,13 +131,19 @@ struct PersonSecrets {
         defer { feed.finish() }
         let timeout = session.config.promptTimeout
         // The agent of the app's session, else (also when the agent is lost) the handed terminal.
-        let descriptors = self.descriptors
+        let (descriptors, session) = (self.descriptors, self.session)
         let prompt = PromptRoute.starting(
             on: agent,
             onAction: { feed.yield($0) },
             then: {
-                (terminalIsThePersons ? descriptors.duplicateTerminal() : nil).map {
-                    TerminalPrompt(fd: $0, onAction: { feed.yield($0) }, onLost: { feed.yield(nil) })
+                let terminal = terminalIsThePersons && TerminalPrompt.allowed(for: session)
+                return (terminal ? descriptors.duplicateTerminal() : nil).map {
+                    TerminalPrompt(
+                        fd: $0,
+                        onAction: { feed.yield($0) },
+                        onLost: { feed.yield(nil) },
+                        onHeld: TerminalPrompt.counting(in: session)
+                    )
                 }
             },
             exhausted: { feed.yield(nil) }

@@ -16,11 +16,13 @@ import Glibc
 /// stopped or flooded terminal does not block the daemon (a screen that cannot be written whole
 /// is cut short, never waited for). Not the one the client handed: `O_NONBLOCK` belongs to the
 /// open file description, and a client that cleared it on the copy it kept could block the
-/// prompt's writer. When the daemon cannot open the terminal (a system daemon, running as its own
-/// user, and a user's terminal; a handed /dev/tty, which opens the opener's own terminal; a
-/// terminal its client made exclusive) it uses the client's, made non-blocking: such a client can
-/// still block a write, which then holds a thread of the daemon's until the client lets it go,
-/// but never the prompt's close (`closeTimeout`) nor the daemon's stop (docs/architecture.md).
+/// prompt's writer. When the daemon cannot open the terminal (always for the packaged system
+/// daemon: its own user, no devices; a handed /dev/tty; a terminal of another user, or one its
+/// client made unreadable or exclusive) it uses the client's, made non-blocking: such a client can
+/// still block a write, which then holds a thread of the daemon's (and the prompt's descriptors and
+/// key reader) until the client lets it go, but never the prompt's close for more than
+/// `closeTimeout`, nor the daemon's stop; and while it does, the user's prompts are not drawn on
+/// a handed terminal (`UserSession.heldTerminalPrompts`), so it holds one (docs/architecture.md).
 ///
 /// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe` and `reader` are set and read
 /// only on `output` (the reader thread reads `stopPipe` after `startReading` set it there, before
@@ -29,6 +31,9 @@ final class TerminalPrompt: @unchecked Sendable {
     private let fd: Int32
     private let onAction: @Sendable (PromptKeyboard.Action) -> Void
     private let onLost: @Sendable () -> Void
+    /// Told `true` when `close` gave up on the queue (a write is blocked), `false` when that write
+    /// returned and the close was done after all.
+    private let onHeld: @Sendable (Bool) -> Void
     /// Screens and the closing line in the order they were made.
     private let output = DispatchQueue(label: "laenclaved.terminal-prompt")
     private struct Keys {
@@ -47,29 +52,44 @@ final class TerminalPrompt: @unchecked Sendable {
     init(
         fd: Int32,
         onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
-        onLost: @escaping @Sendable () -> Void
+        onLost: @escaping @Sendable () -> Void,
+        onHeld: @escaping @Sendable (Bool) -> Void = { _ in }
     ) {
         self.fd = Self.ownDescription(of: fd)
         self.onAction = onAction
         self.onLost = onLost
+        self.onHeld = onHeld
+    }
+
+    /// Whether `session`'s prompts may be drawn on a handed terminal now (none of its prompts is
+    /// held by a blocked write), and the `onHeld` that counts this one's.
+    static func allowed(for session: UserSession) -> Bool {
+        session.heldTerminalPrompts.load(ordering: .acquiring) <= 0
+    }
+
+    static func counting(in session: UserSession) -> @Sendable (Bool) -> Void {
+        { held in session.heldTerminalPrompts.add(held ? 1 : -1, ordering: .releasing) }
     }
 
     /// A non-blocking open file description of `handed`'s terminal that only the daemon holds, in
-    /// place of `handed` (closed); else `handed`, made non-blocking. Opened through the descriptor
-    /// itself (/proc/self/fd), so it is the same terminal in whatever devpts it lives; checked to
-    /// be the same file and the same terminal (a handed /dev/tty opens the opener's own terminal,
-    /// or none).
+    /// place of `handed` (closed); else `handed`, made non-blocking. Only a terminal's own node is
+    /// opened again (its st_rdev is the terminal: not /dev/tty, /dev/console or /dev/tty0, which
+    /// open another terminal, or the opener's own), through the descriptor itself
+    /// (/proc/self/fd: the same file, in whatever devpts it lives), and checked to be that file.
     static func ownDescription(of handed: Int32) -> Int32 {
-        let own = open("/proc/self/fd/\(handed)", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
-        var (theirs, ours) = (stat(), stat())
-        if own >= 0, fstat(handed, &theirs) == 0, fstat(own, &ours) == 0, theirs.st_dev == ours.st_dev,
-            theirs.st_ino == ours.st_ino, la_terminal_device(handed) == la_terminal_device(own),
-            la_terminal_device(own) != 0
-        {
-            Glibc.close(handed)
-            return own
+        let device = la_terminal_device(handed)
+        var theirs = stat()
+        if device != 0, fstat(handed, &theirs) == 0, UInt64(theirs.st_rdev) == UInt64(device) {
+            let own = open("/proc/self/fd/\(handed)", O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC)
+            var ours = stat()
+            if own >= 0, fstat(own, &ours) == 0, ours.st_dev == theirs.st_dev, ours.st_ino == theirs.st_ino,
+                la_terminal_device(own) == device
+            {
+                Glibc.close(handed)
+                return own
+            }
+            if own >= 0 { Glibc.close(own) }
         }
-        if own >= 0 { Glibc.close(own) }
         _ = fcntl(handed, F_SETFL, fcntl(handed, F_GETFL) | O_NONBLOCK)
         return handed
     }
@@ -108,12 +128,13 @@ final class TerminalPrompt: @unchecked Sendable {
     /// waits for it at most `closeTimeout`, and the rest happens when that write returns.
     func close(result: String) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let finished = FirstResume(done)
-            let timer = Deadline(after: Self.closeTimeout) { finished.resume() }
+            let wait = CloseWait(done)
+            let onHeld = self.onHeld
+            let timer = Deadline(after: Self.closeTimeout) { if wait.giveUp() { onHeld(true) } }
             output.async { [self] in
                 defer {
                     timer.cancel()
-                    finished.resume()
+                    if wait.finish() { onHeld(false) }
                 }
                 let wasStarted = keys.withLock { keys -> Bool in
                     defer { keys.closed = true }
@@ -205,11 +226,39 @@ final class TerminalPrompt: @unchecked Sendable {
     }
 }
 
-/// A continuation resumed by whichever of its resumers comes first.
-private final class FirstResume: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Void, Never>?>
+/// The caller of `close`, resumed by whichever comes first: the prompt's queue, or the deadline.
+private final class CloseWait: Sendable {
+    private enum State {
+        case waiting(CheckedContinuation<Void, Never>)
+        case gaveUp
+        case finished
+    }
+    private let state: Mutex<State>
 
-    init(_ continuation: CheckedContinuation<Void, Never>) { self.continuation = Mutex(continuation) }
+    init(_ caller: CheckedContinuation<Void, Never>) { state = Mutex(.waiting(caller)) }
 
-    func resume() { continuation.withLock { $0.take() }?.resume() }
+    /// The deadline passed: resumes the caller if the queue has not; true if so (the queue is held).
+    func giveUp() -> Bool {
+        let caller = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard case .waiting(let caller) = state else { return nil }
+            state = .gaveUp
+            return caller
+        }
+        caller?.resume()
+        return caller != nil
+    }
+
+    /// The queue's work is done: resumes the caller if it still waits; true if it had given up.
+    func finish() -> Bool {
+        let (caller, gaveUp) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
+            defer { state = .finished }
+            switch state {
+            case .waiting(let caller): return (caller, false)
+            case .gaveUp: return (nil, true)
+            case .finished: return (nil, false)
+            }
+        }
+        caller?.resume()
+        return gaveUp
+    }
 }

@@ -123,13 +123,29 @@ final class TerminalPromptTests: XCTestCase {
     }
 
     /// The same attack through /dev/tty, which the daemon cannot open again (it would open its own
-    /// terminal, or none): its write stays blocked, but the prompt's close gives up on it, and the
-    /// daemon stops.
+    /// terminal, or none): its write stays blocked, but the prompt's close gives up on it, the
+    /// user's next prompt is not drawn there while it is, and the daemon stops.
     func testAClientThatHandsDevTtyAndClearsNonBlockingCannotHoldTheDaemonsStop() throws {
         try holdTheTerminal(handing: "tty")
     }
 
-    /// `handing`: "name" hands the terminal opened by its own name, "tty" opened as /dev/tty.
+    /// The threads of `pid` in `write(2)` now (`/proc/PID/task/TID/syscall`: its number first).
+    private func threadsBlockedInWrite(_ pid: pid_t) -> Int {
+        #if arch(x86_64)
+        let write = "1"
+        #else
+        let write = "64"
+        #endif
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.filter { task in
+            let call = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/syscall", encoding: .utf8)) ?? ""
+            return call.split(separator: " ").first.map(String.init) == write
+        }.count
+    }
+
+    /// `handing`: "name" hands the terminal opened by its own name, "tty" opened as /dev/tty. The
+    /// client asks twice: once its first prompt is over (invalidated; a close that gave up after
+    /// `closeTimeout`), it asks again, and says whether that prompt came to it headless.
     private func holdTheTerminal(handing: String) throws {
         let script = """
             import base64, fcntl, json, os, socket, struct, sys, termios, threading, time
@@ -166,7 +182,22 @@ final class TerminalPromptTests: XCTestCase {
             threading.Thread(target=clear, daemon=True).start()
             options = {"reason": "Hold the daemon", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
             send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
-            open(ready, "w").write("asked")
+            time.sleep(1)
+            # Again, once the first prompt is over (its close gives up on a blocked write after 2 s).
+            send(daemon, {"id": 4, "op": "invalidate", "args": {"context": "held"}})
+            time.sleep(3)
+            send(daemon, {"id": 5, "op": "evaluate", "args": {"context": "again", "policy": 1, "options": options}})
+            daemon.settimeout(3)
+            second = "on the terminal"
+            try:
+                while True:
+                    reply = receive(daemon)
+                    if reply["id"] == 5 and reply["reply"]["kind"] == "prompt":
+                        second = "headless"
+                        break
+            except socket.timeout:
+                pass
+            open(ready, "w").write(second)
             time.sleep(120)
             """
         let scriptPath = enclave.directory + "/hold-terminal.py"
@@ -176,13 +207,21 @@ final class TerminalPromptTests: XCTestCase {
             "/usr/bin/python3 '\(scriptPath)' '\(enclave.socketPath)' '\(ready)' \(enclaveProtocolVersion) \(handing)",
             in: enclave.directory
         )
-        eventually("the attacker to ask for its prompt", timeout: 20) {
+        eventually("the attacker to ask for its prompt twice", timeout: 30) {
             FileManager.default.fileExists(atPath: ready) || attacker.exitStatus(timeout: 0.1) != nil
         }
-        XCTAssertTrue(FileManager.default.fileExists(atPath: ready), "the attacker stopped: \(attacker.errors)")
-        // The daemon draws its first screen meanwhile (`promptOpen` is told to the app whose prompt
-        // it is, the attacker; the evaluation starts within milliseconds of its request).
-        usleep(1_000_000)
+        let second = (try? String(contentsOfFile: ready, encoding: .utf8)) ?? "the attacker stopped: \(attacker.errors)"
+        let blocked = threadsBlockedInWrite(enclave.processID)
+        if handing == "name" {
+            // The daemon's own description: nothing blocked, and the next prompt is drawn there too.
+            XCTAssertEqual(second, "on the terminal")
+            XCTAssertEqual(blocked, 0, "a write of the daemon's is blocked")
+        } else {
+            // The handed description: its first screen's write is blocked (and holds a thread); while
+            // it is, the user's next prompt is headless, so the attack holds one thread, not one a prompt.
+            XCTAssertEqual(second, "headless")
+            XCTAssertEqual(blocked, 1, "the daemon's threads blocked in write")
+        }
         let pid = enclave.processID
         kill(pid, SIGTERM)
         var status: Int32 = 0
