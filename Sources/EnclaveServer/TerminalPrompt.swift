@@ -2,6 +2,7 @@ import CPeerSocket
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
+import Logging
 import Synchronization
 
 #if canImport(Glibc)
@@ -68,7 +69,14 @@ final class TerminalPrompt: @unchecked Sendable {
     }
 
     static func counting(in session: UserSession) -> @Sendable (Bool) -> Void {
-        { held in session.heldTerminalPrompts.add(held ? 1 : -1, ordering: .releasing) }
+        { held in
+            session.heldTerminalPrompts.add(held ? 1 : -1, ordering: .releasing)
+            guard held else { return }
+            session.logger.notice(
+                "a terminal prompt's write is held by its client (a terminal the daemon could not open itself): this user's prompts are not drawn on a handed terminal until it returns",
+                metadata: ["uid": "\(session.uid)"]
+            )
+        }
     }
 
     /// A non-blocking open file description of `handed`'s terminal that only the daemon holds, in

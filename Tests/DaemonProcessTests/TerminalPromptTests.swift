@@ -221,6 +221,8 @@ final class TerminalPromptTests: XCTestCase {
             // it is, the user's next prompt is headless, so the attack holds one thread, not one a prompt.
             XCTAssertEqual(second, "headless")
             XCTAssertEqual(blocked, 1, "the daemon's threads blocked in write")
+            let log = (try? String(contentsOfFile: enclave.logPath, encoding: .utf8)) ?? ""
+            XCTAssertTrue(log.contains("write is held by its client"), "the daemon's log does not say why")
         }
         let pid = enclave.processID
         kill(pid, SIGTERM)
