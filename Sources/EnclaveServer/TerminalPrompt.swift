@@ -62,12 +62,14 @@ final class TerminalPrompt: @unchecked Sendable {
         self.onHeld = onHeld
     }
 
-    /// Whether `session`'s prompts may be drawn on a handed terminal now (none of its prompts is
-    /// held by a blocked write), and the `onHeld` that counts this one's.
+    /// Whether `session`'s prompts may be drawn on a handed terminal now: none of its prompts is
+    /// held by a blocked write.
     static func allowed(for session: UserSession) -> Bool {
         session.heldTerminalPrompts.load(ordering: .acquiring) <= 0
     }
 
+    /// The `onHeld` of a prompt of `session`: counts it in `heldTerminalPrompts`, and logs when it
+    /// is held.
     static func counting(in session: UserSession) -> @Sendable (Bool) -> Void {
         { held in
             session.heldTerminalPrompts.add(held ? 1 : -1, ordering: .releasing)
