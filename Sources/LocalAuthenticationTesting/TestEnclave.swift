@@ -147,6 +147,27 @@ public final class TestEnclave: Sendable {
     /// SIGKILL: the daemon dies at whatever instant it is in.
     public func kill() { signalAndWait(SIGKILL) }
 
+    /// SIGTERM, and whether the daemon stopped within `seconds`; if it did not, SIGKILL (a test
+    /// of a daemon that could be held from stopping fails instead of hanging).
+    public func stop(within seconds: Double) -> Bool {
+        let (child, c) = running.withLock { r -> (pid_t, EnclaveConnection?) in
+            defer { r = Running() }
+            return (r.pid, r.control)
+        }
+        c?.close()
+        guard child > 0 else { return true }
+        Glibc.kill(child, SIGTERM)
+        let deadline = Date().addingTimeInterval(seconds)
+        var status: Int32 = 0
+        while Date() < deadline {
+            if waitpid(child, &status, WNOHANG) == child { return true }
+            usleep(20_000)
+        }
+        Glibc.kill(child, SIGKILL)
+        while waitpid(child, &status, 0) < 0 && errno == EINTR {}
+        return false
+    }
+
     public func restart() throws {
         stop()
         try start()

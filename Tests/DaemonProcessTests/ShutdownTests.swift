@@ -55,17 +55,7 @@ final class ShutdownTests: XCTestCase {
             last = now.unread
         }
         XCTAssertEqual(unchanged, 8, "the answers never waited: \(id) requests, \(last) bytes unread")
-        let pid = enclave.processID
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(20)
-        var exited = false
-        while !exited && Date() < deadline {
-            exited = waitpid(pid, &status, WNOHANG) == pid
-            if !exited { usleep(50_000) }
-        }
-        if !exited { enclave.kill() }
-        XCTAssertTrue(exited, "the daemon did not stop within 20 s of SIGTERM")
+        XCTAssertTrue(enclave.stop(within: 20), "the daemon did not stop within 20 s of SIGTERM")
         XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
         // What waited was dropped with the connection: fewer answers than requests reached the client.
         var answers = 0

@@ -224,17 +224,7 @@ final class TerminalPromptTests: XCTestCase {
             let log = (try? String(contentsOfFile: enclave.logPath, encoding: .utf8)) ?? ""
             XCTAssertTrue(log.contains("write is held by its client"), "the daemon's log does not say why")
         }
-        let pid = enclave.processID
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        let deadline = Date().addingTimeInterval(20)
-        var exited = false
-        while !exited && Date() < deadline {
-            exited = waitpid(pid, &status, WNOHANG) == pid
-            if !exited { usleep(50_000) }
-        }
-        if !exited { enclave.kill() }
-        XCTAssertTrue(exited, "the daemon did not stop within 20 s of SIGTERM")
+        XCTAssertTrue(enclave.stop(within: 20), "the daemon did not stop within 20 s of SIGTERM")
         XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
         attacker.terminal.stop()
     }
