@@ -75,7 +75,7 @@ final class TerminalPrompt: @unchecked Sendable {
             session.heldTerminalPrompts.add(held ? 1 : -1, ordering: .releasing)
             guard held else { return }
             session.logger.notice(
-                "a terminal prompt's write is held by its client (a terminal the daemon could not open itself): this user's prompts are not drawn on a handed terminal until it returns",
+                "a terminal prompt's write did not return within \(Int(closeTimeout)) s (a client that keeps blocking the terminal it shares with the daemon can hold it): this user's prompts are not drawn on a handed terminal until it returns",
                 metadata: ["uid": "\(session.uid)"]
             )
         }

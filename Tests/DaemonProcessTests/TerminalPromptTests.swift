@@ -222,7 +222,7 @@ final class TerminalPromptTests: XCTestCase {
             XCTAssertEqual(second, "headless")
             XCTAssertEqual(blocked, 1, "the daemon's threads blocked in write")
             let log = (try? String(contentsOfFile: enclave.logPath, encoding: .utf8)) ?? ""
-            XCTAssertTrue(log.contains("write is held by its client"), "the daemon's log does not say why")
+            XCTAssertTrue(log.contains("write did not return within"), "the daemon's log does not say why")
         }
         XCTAssertTrue(enclave.stop(within: 20), "the daemon did not stop within 20 s of SIGTERM")
         XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
