@@ -156,15 +156,17 @@ extension ConnectionHandler {
         // terminal and reads the keys there; else it is headless and its screens go to the client.
         let (sink, handed) = (self.sink, self.handed)
         let nextPresenter: @Sendable () -> any PromptPresenter = {
-            if options.onTerminal, TerminalPrompt.allowed(for: session), let fd = handed.duplicateTerminal() {
-                return TerminalPrompt(
-                    fd: fd,
+            if options.onTerminal,
+                let terminal = TerminalPrompt.on(
+                    handed,
+                    for: session,
                     onAction: { continuation.yield(Self.input(for: $0)) },
                     onLost: {
                         continuation.yield(.machine(.systemCancel("The terminal the prompt was shown on closed.")))
-                    },
-                    onHeld: TerminalPrompt.counting(in: session)
+                    }
                 )
+            {
+                return terminal
             }
             return HeadlessPrompt(sink: sink, requestID: id)
         }

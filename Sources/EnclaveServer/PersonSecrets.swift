@@ -136,15 +136,13 @@ struct PersonSecrets {
             on: agent,
             onAction: { feed.yield($0) },
             then: {
-                let terminal = terminalIsThePersons && TerminalPrompt.allowed(for: session)
-                return (terminal ? descriptors.duplicateTerminal() : nil).map {
-                    TerminalPrompt(
-                        fd: $0,
-                        onAction: { feed.yield($0) },
-                        onLost: { feed.yield(nil) },
-                        onHeld: TerminalPrompt.counting(in: session)
-                    )
-                }
+                guard terminalIsThePersons else { return nil }
+                return TerminalPrompt.on(
+                    descriptors,
+                    for: session,
+                    onAction: { feed.yield($0) },
+                    onLost: { feed.yield(nil) }
+                )
             },
             exhausted: { feed.yield(nil) }
         )

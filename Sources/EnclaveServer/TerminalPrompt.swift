@@ -50,11 +50,11 @@ final class TerminalPrompt: @unchecked Sendable {
     private var reader: LoopThread?
 
     /// Takes ownership of `fd`.
-    init(
+    private init(
         fd: Int32,
         onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
         onLost: @escaping @Sendable () -> Void,
-        onHeld: @escaping @Sendable (Bool) -> Void = { _ in }
+        onHeld: @escaping @Sendable (Bool) -> Void
     ) {
         self.fd = Self.ownDescription(of: fd)
         self.onAction = onAction
@@ -62,15 +62,23 @@ final class TerminalPrompt: @unchecked Sendable {
         self.onHeld = onHeld
     }
 
-    /// Whether `session`'s prompts may be drawn on a handed terminal now: none of its prompts is
-    /// held by a blocked write.
-    static func allowed(for session: UserSession) -> Bool {
-        session.heldTerminalPrompts.load(ordering: .acquiring) <= 0
+    /// A prompt of `session`'s on the terminal in `descriptors`, or nil: none was handed, or one of
+    /// the user's prompts is held by a blocked write (`UserSession.heldTerminalPrompts`, which this
+    /// one counts itself in when it is held).
+    static func on(
+        _ descriptors: HandedDescriptors,
+        for session: UserSession,
+        onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
+        onLost: @escaping @Sendable () -> Void
+    ) -> TerminalPrompt? {
+        guard session.heldTerminalPrompts.load(ordering: .acquiring) <= 0, let fd = descriptors.duplicateTerminal()
+        else { return nil }
+        return TerminalPrompt(fd: fd, onAction: onAction, onLost: onLost, onHeld: counting(in: session))
     }
 
     /// The `onHeld` of a prompt of `session`: counts it in `heldTerminalPrompts`, and logs when it
     /// is held.
-    static func counting(in session: UserSession) -> @Sendable (Bool) -> Void {
+    private static func counting(in session: UserSession) -> @Sendable (Bool) -> Void {
         { held in
             session.heldTerminalPrompts.add(held ? 1 : -1, ordering: .releasing)
             guard held else { return }
