@@ -253,3 +253,16 @@ static inline int la_set_no_new_privileges(void) {
 static inline int la_pidfd_open(int pid) {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
+
+#include <signal.h>
+static void la_interrupting_nothing(int signal) { (void)signal; }
+// A handler that does nothing, installed without SA_RESTART: the signal, sent to one thread, makes
+// that thread's blocking system call return (EINTR, or what it had done). Swift cannot write a
+// sigaction's handler union.
+static inline int la_install_interrupting_handler(int signal) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = la_interrupting_nothing;
+    sigemptyset(&action.sa_mask);
+    return sigaction(signal, &action, NULL);
+}

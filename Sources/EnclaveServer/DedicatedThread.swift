@@ -106,3 +106,57 @@ final class LoopThread: Sendable {
         }
     }
 }
+
+/// Jobs run in order on a thread of its own, started with the first job and ended by the job
+/// `finish` queues: a terminal prompt's writer, whose writes a client can hold up to their
+/// deadline (`SystemCallDeadline`, which signals the thread), so they run on no thread but the
+/// prompt's.
+final class SerialThread: Sendable {
+    private struct Jobs {
+        var queued: [@Sendable () -> Void] = []
+        var started = false
+        var finished = false
+    }
+    private let jobs = Mutex(Jobs())
+    /// Signalled once per job queued.
+    private let wake = DispatchSemaphore(value: 0)
+    private let name: String
+
+    init(name: String) { self.name = name }
+
+    /// Runs `job` after the jobs already queued; nothing once `finish` was called.
+    func async(_ job: @escaping @Sendable () -> Void) { queue(job, last: false) }
+
+    /// Runs `job` after the jobs already queued, then ends the thread; false (and nothing) if
+    /// called before.
+    @discardableResult
+    func finish(_ job: @escaping @Sendable () -> Void = {}) -> Bool { queue(job, last: true) }
+
+    @discardableResult
+    private func queue(_ job: @escaping @Sendable () -> Void, last: Bool) -> Bool {
+        let first = jobs.withLock { jobs -> Bool? in
+            guard !jobs.finished else { return nil }
+            defer { jobs.started = true }
+            jobs.queued.append(job)
+            jobs.finished = last
+            return !jobs.started
+        }
+        guard let first else { return false }
+        // The thread keeps its owner until the last job has run.
+        if first { _ = LoopThread(name: name) { self.loop() } }
+        wake.signal()
+        return true
+    }
+
+    private func loop() {
+        while true {
+            wake.wait()
+            let (job, last) = jobs.withLock { jobs in
+                let job = jobs.queued.removeFirst()
+                return (job, jobs.finished && jobs.queued.isEmpty)
+            }
+            job()
+            if last { return }
+        }
+    }
+}

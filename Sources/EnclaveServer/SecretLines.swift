@@ -15,16 +15,20 @@ import Glibc
 final class SecretLines: Sendable {
     static let timeout: Double = 10
     private let fd: Int32
+    /// `timeout`, unless a test says otherwise.
+    private let deadline: Double
     /// What was read past the last line taken; one reader at a time holds it.
     private let buffer = Mutex<[UInt8]>([])
 
     /// Owns `fd`: it is closed (and what was read but not used is overwritten) when the last
     /// reference goes — a read in progress holds one, so its descriptor is never closed under it.
-    init(owning fd: Int32) {
+    init(owning fd: Int32, timeout: Double = SecretLines.timeout) {
         self.fd = fd
+        self.deadline = timeout
         // Non-blocking: a shared stdin drained by another process between poll and read must not
-        // leave the reader blocked for good. (The flag is the open file description's, which the
-        // sender shares: a sender that clears it again can still block this read.)
+        // leave the reader blocked for good. The flag is the open file description's, which the
+        // sender shares: a read a sender blocked by clearing it is interrupted at the deadline
+        // (`SystemCallDeadline`).
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
@@ -41,7 +45,7 @@ final class SecretLines: Sendable {
     /// The next line, which holds the `what` the person gave.
     func next(_ what: String) async throws(DaemonError) -> String {
         let read: Read = await LoopThread.run(name: "laenclaved.secret-input") { [self] in
-            buffer.withLock { Self.readLine(from: fd, into: &$0) }
+            buffer.withLock { Self.readLine(from: fd, into: &$0, within: deadline) }
         }
         switch read {
         case .line(let line): return line
@@ -51,8 +55,12 @@ final class SecretLines: Sendable {
         }
     }
 
-    private static func readLine(from fd: Int32, into buffer: inout [UInt8]) -> Read {
-        let deadline = Date().addingTimeInterval(Self.timeout)
+    /// On a thread of its own (`SystemCallDeadline` signals it to end a read its sender blocked).
+    private static func readLine(from fd: Int32, into buffer: inout [UInt8], within timeout: Double) -> Read {
+        SystemCallDeadline.run(within: timeout) { left in readLine(from: fd, into: &buffer, left: left) }
+    }
+
+    private static func readLine(from fd: Int32, into buffer: inout [UInt8], left: () -> Double) -> Read {
         var chunk = [UInt8](repeating: 0, count: 512)
         while true {
             if let end = buffer.firstIndex(of: 10) {
@@ -67,10 +75,10 @@ final class SecretLines: Sendable {
                 return .line(String(decoding: line, as: UTF8.self))
             }
             guard buffer.count <= WireLimits.maxPasscodeBytes + 2 else { return .tooLong }
-            let left = deadline.timeIntervalSinceNow
+            let left = left()
             guard left > 0 else { return .noLine }
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&p, 1, Int32(left * 1000))
+            let ready = poll(&p, 1, Int32(max(1, (left * 1000).rounded(.up))))
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { return .noLine }
             let n = Glibc.read(fd, &chunk, chunk.count)

@@ -10,33 +10,30 @@ import Glibc
 #endif
 
 /// One prompt on the terminal a client handed over (`HandedDescriptors`): the daemon draws the
-/// screens and reads the person's keys (raw mode, echo off) on a thread of its own, and what the
-/// person does goes straight into the evaluation. The app's process never sees a key.
+/// screens and reads the person's keys (raw mode, echo off) on threads of the prompt's own, and
+/// what the person does goes straight into the evaluation. The app's process never sees a key.
 ///
 /// The daemon draws on an open file description of the terminal of its own, non-blocking: a
-/// stopped or flooded terminal does not block the daemon (a screen that cannot be written whole
-/// is cut short, never waited for). Not the one the client handed: `O_NONBLOCK` belongs to the
-/// open file description, and a client that cleared it on the copy it kept could block the
-/// prompt's writer. When the daemon cannot open the terminal (always for the packaged system
-/// daemon: its own user, no devices; a handed /dev/tty; a terminal of another user, or one its
-/// client made unreadable or exclusive) it uses the client's, made non-blocking: such a client can
-/// still block a write, which then holds a thread of the daemon's (and the prompt's descriptors and
-/// key reader) until the client lets it go, but never the prompt's close for more than
-/// `closeTimeout`, nor the daemon's stop; and while it does, the user's prompts are not drawn on
-/// a handed terminal (`UserSession.heldTerminalPrompts`), so it holds one (docs/architecture.md).
+/// stopped or flooded terminal does not block the daemon (a screen that cannot be written within
+/// `writeTimeout` is cut short). Not the one the client handed: `O_NONBLOCK` belongs to the open
+/// file description, and a client that cleared it on the copy it kept could block the prompt's
+/// writer. When the daemon cannot open the terminal (always for the packaged system daemon: its
+/// own user, no devices; a handed /dev/tty; a terminal of another user, or one its client made
+/// unreadable or exclusive) it uses the client's, made non-blocking, and a write such a client
+/// blocks is interrupted at the same deadline (`SystemCallDeadline`): it holds the prompt's writer
+/// for at most `writeTimeout`, never a thread of the daemon's for good, the prompt's close, or the
+/// daemon's stop (docs/architecture.md).
 ///
-/// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe` and `reader` are set and read
-/// only on `output` (the reader thread reads `stopPipe` after `startReading` set it there, before
-/// it started); the rest is in `keys`.
+/// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe`, `reader` and
+/// `cutShort` are set and read only on `writer`'s thread (the reader thread reads `stopPipe` after
+/// `startReading` set it there, before it started); the rest is in `keys`.
 final class TerminalPrompt: @unchecked Sendable {
     private let fd: Int32
     private let onAction: @Sendable (PromptKeyboard.Action) -> Void
     private let onLost: @Sendable () -> Void
-    /// Told `true` when `close` gave up on the queue (a write is blocked), `false` when that write
-    /// returned and the close was done after all.
-    private let onHeld: @Sendable (Bool) -> Void
-    /// Screens and the closing line in the order they were made.
-    private let output = DispatchQueue(label: "laenclaved.terminal-prompt")
+    private let logger: Logger
+    /// Screens, the passcode's "checking" line and the closing line, in the order they were made.
+    private let writer = SerialThread(name: "laenclaved.prompt-screen")
     private struct Keys {
         var keyboard = PromptKeyboard()
         var screen: PromptScreen?
@@ -46,47 +43,37 @@ final class TerminalPrompt: @unchecked Sendable {
     private let keys = Mutex(Keys())
     private var saved = termios()
     private var stopPipe: [Int32] = [-1, -1]
-    /// The key reader, once started (set and read only on `output`, as `stopPipe`).
+    /// The key reader, once started (set and read only on `writer`'s thread, as `stopPipe`).
     private var reader: LoopThread?
+    /// A write of this prompt's was cut short at its deadline (logged once a prompt).
+    private var cutShort = false
 
     /// Takes ownership of `fd`.
     private init(
         fd: Int32,
+        logger: Logger,
         onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
-        onLost: @escaping @Sendable () -> Void,
-        onHeld: @escaping @Sendable (Bool) -> Void
+        onLost: @escaping @Sendable () -> Void
     ) {
         self.fd = Self.ownDescription(of: fd)
+        self.logger = logger
         self.onAction = onAction
         self.onLost = onLost
-        self.onHeld = onHeld
     }
 
-    /// A prompt of `session`'s on the terminal in `descriptors`, or nil: none was handed, or one of
-    /// the user's prompts is held by a blocked write (`UserSession.heldTerminalPrompts`, which this
-    /// one counts itself in when it is held).
+    deinit { writer.finish() }
+
+    /// A prompt of `session`'s on the terminal in `descriptors`, or nil when none was handed.
     static func on(
         _ descriptors: HandedDescriptors,
         for session: UserSession,
         onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
         onLost: @escaping @Sendable () -> Void
     ) -> TerminalPrompt? {
-        guard session.heldTerminalPrompts.load(ordering: .acquiring) <= 0, let fd = descriptors.duplicateTerminal()
-        else { return nil }
-        return TerminalPrompt(fd: fd, onAction: onAction, onLost: onLost, onHeld: counting(in: session))
-    }
-
-    /// The `onHeld` of a prompt of `session`: counts it in `heldTerminalPrompts`, and logs when it
-    /// is held.
-    private static func counting(in session: UserSession) -> @Sendable (Bool) -> Void {
-        { held in
-            session.heldTerminalPrompts.add(held ? 1 : -1, ordering: .releasing)
-            guard held else { return }
-            session.logger.notice(
-                "a terminal prompt's write did not return within \(Int(closeTimeout)) s (a client that keeps blocking the terminal it shares with the daemon can hold it): this user's prompts are not drawn on a handed terminal until it returns",
-                metadata: ["uid": "\(session.uid)"]
-            )
-        }
+        guard let fd = descriptors.duplicateTerminal() else { return nil }
+        var logger = session.logger
+        logger[metadataKey: "uid"] = "\(session.uid)"
+        return TerminalPrompt(fd: fd, logger: logger, onAction: onAction, onLost: onLost)
     }
 
     /// A non-blocking open file description of `handed`'s terminal that only the daemon holds, in
@@ -115,7 +102,7 @@ final class TerminalPrompt: @unchecked Sendable {
     /// The evaluation's `EvaluationRunner.show`: draws the screen; the first one starts raw mode
     /// and the key reader, so a request that needs no prompt leaves the terminal alone.
     func show(_ s: PromptScreen) {
-        output.async { [self] in
+        writer.async { [self] in
             let first = keys.withLock { keys -> Bool? in
                 guard !keys.closed else { return nil }
                 defer {
@@ -137,23 +124,17 @@ final class TerminalPrompt: @unchecked Sendable {
         }
     }
 
-    /// How long `close` waits for the prompt's queue.
-    static let closeTimeout: Double = 2
+    /// How long one text (a screen, a line) may take to reach the terminal before the rest of it
+    /// is dropped.
+    static let writeTimeout: Double = 0.5
 
-    /// Ends the prompt: stops the reader, restores the terminal, writes the outcome (on the
-    /// prompt's own queue: the caller's thread never waits on a terminal). The queue may be held
-    /// by a write a client blocked (a handed description it shares, `ownDescription`): the caller
-    /// waits for it at most `closeTimeout`, and the rest happens when that write returns.
+    /// Ends the prompt: stops the reader, restores the terminal, writes the outcome, after what was
+    /// queued before (on the prompt's writer: the caller's thread never waits on a terminal, and
+    /// each write the writer makes ends within `writeTimeout`).
     func close(result: String) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let wait = CloseWait(done)
-            let onHeld = self.onHeld
-            let timer = Deadline(after: Self.closeTimeout) { if wait.giveUp() { onHeld(true) } }
-            output.async { [self] in
-                defer {
-                    timer.cancel()
-                    if wait.finish() { onHeld(false) }
-                }
+            let queued = writer.finish { [self] in
+                defer { done.resume() }
                 let wasStarted = keys.withLock { keys -> Bool in
                     defer { keys.closed = true }
                     return keys.started
@@ -170,6 +151,8 @@ final class TerminalPrompt: @unchecked Sendable {
                 keys.withLock { $0.keyboard.clear() }
                 Glibc.close(fd)
             }
+            // Closed before: nothing more to do.
+            if !queued { done.resume() }
         }
     }
 
@@ -208,7 +191,7 @@ final class TerminalPrompt: @unchecked Sendable {
             case .escape?:
                 if !drainEscapeSequence() { onAction(.cancel) }
             case .passcode?:
-                write(PromptText.checking + "\r\n")
+                writer.async { [self] in write(PromptText.checking + "\r\n") }
                 onAction(action!)
             case let other?:
                 onAction(other)
@@ -227,56 +210,34 @@ final class TerminalPrompt: @unchecked Sendable {
         return true
     }
 
+    /// Writes `text` within `writeTimeout`, on `writer`'s thread: a terminal that takes no more
+    /// (output stopped, not read) is waited for in `poll`; a write blocked on a description a
+    /// client made blocking again is interrupted (`SystemCallDeadline`).
     private func write(_ text: String) {
         let bytes = Array(text.utf8)
-        var offset = 0
-        var stalls = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n > 0 {
-                offset += n
-                continue
+        let written = SystemCallDeadline.run(within: Self.writeTimeout) { left -> Bool in
+            var offset = 0
+            while offset < bytes.count {
+                guard left() > 0 else { return false }
+                let n = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                if n > 0 {
+                    offset += n
+                    continue
+                }
+                // End of file, EIO or a hang-up: the terminal is gone, and the reader says so.
+                guard n < 0, errno == EAGAIN || errno == EINTR else { return true }
+                if errno == EAGAIN {
+                    var room = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&room, 1, Int32(max(1, (left() * 1000).rounded(.up))))
+                }
             }
-            guard n < 0, errno == EAGAIN || errno == EINTR, stalls < 20 else { return }
-            stalls += 1
-            usleep(5_000)
+            return true
         }
-    }
-}
-
-/// The caller of `close`, resumed by whichever comes first: the prompt's queue, or the deadline.
-private final class CloseWait: Sendable {
-    private enum State {
-        case waiting(CheckedContinuation<Void, Never>)
-        case gaveUp
-        case finished
-    }
-    private let state: Mutex<State>
-
-    init(_ caller: CheckedContinuation<Void, Never>) { state = Mutex(.waiting(caller)) }
-
-    /// The deadline passed: resumes the caller if the queue has not; true if so (the queue is held).
-    func giveUp() -> Bool {
-        let caller = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard case .waiting(let caller) = state else { return nil }
-            state = .gaveUp
-            return caller
+        if !written && !cutShort {
+            cutShort = true
+            logger.notice(
+                "a terminal prompt's write did not finish within \(Self.writeTimeout) s (a terminal that takes no more output, or a client that keeps the terminal it shares with the daemon blocking): what was left of it is dropped"
+            )
         }
-        caller?.resume()
-        return caller != nil
-    }
-
-    /// The queue's work is done: resumes the caller if it still waits; true if it had given up.
-    func finish() -> Bool {
-        let (caller, gaveUp) = state.withLock { state -> (CheckedContinuation<Void, Never>?, Bool) in
-            defer { state = .finished }
-            switch state {
-            case .waiting(let caller): return (caller, false)
-            case .gaveUp: return (nil, true)
-            case .finished: return (nil, false)
-            }
-        }
-        caller?.resume()
-        return gaveUp
     }
 }

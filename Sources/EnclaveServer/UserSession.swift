@@ -4,7 +4,6 @@ import EnclaveProtocol
 import Foundation
 import GRDB
 import Logging
-import Synchronization
 
 /// Everything about one user, serialized: the ledger, the passcode, enrolment, the scripted
 /// person's script (`PersonScript`) and the one prompt at a time. Every change is saved before the caller answers.
@@ -41,11 +40,6 @@ actor UserSession {
     /// On a TPM root: the state against the TPM's rollback counter (`RollbackCounter`).
     let rollback: RollbackGuard?
     /// Where Secure Enclave keys are made and used: the daemon, or the TPM.
-    /// This user's terminal prompts whose close gave up on a write their client blocked
-    /// (`TerminalPrompt.closeTimeout`) and is still blocked. While there is one, the user's
-    /// prompts are not drawn on a handed terminal: a client that repeats the attack holds one
-    /// thread of the daemon's, not one a prompt.
-    nonisolated let heldTerminalPrompts = Atomic<Int>(0)
     nonisolated let keyEngine: KeyEngine
     /// On a TPM root: the daemon's attestation key (`KeyRequest.Operation.tpmCertify`…).
     nonisolated let tpmAttestation: TPMAttestationKeys?
