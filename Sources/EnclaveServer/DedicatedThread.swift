@@ -108,8 +108,9 @@ final class LoopThread: Sendable {
 }
 
 /// Jobs run in order on a thread of its own, started with the first job and ended by the job
-/// `finish` queues: a terminal prompt's writer, whose writes a client can hold up to their
-/// deadline (`SystemCallDeadline`, which signals the thread), so they run on no thread but the
+/// `finish` queues (run on the caller's thread when no job came before: no thread is started just
+/// for it): a terminal prompt's writer, whose writes a client can hold up to their deadline
+/// (`SystemCallInterruption`, which signals the thread), so they run on no thread but the
 /// prompt's.
 final class SerialThread: Sendable {
     private struct Jobs {
@@ -127,24 +128,31 @@ final class SerialThread: Sendable {
     /// Runs `job` after the jobs already queued; nothing once `finish` was called.
     func async(_ job: @escaping @Sendable () -> Void) { queue(job, last: false) }
 
-    /// Runs `job` after the jobs already queued, then ends the thread; false (and nothing) if
-    /// called before.
+    /// Runs `job` after the jobs already queued, then ends the thread (or now, on this thread,
+    /// when none was queued before); false (and nothing) if called before.
     @discardableResult
     func finish(_ job: @escaping @Sendable () -> Void = {}) -> Bool { queue(job, last: true) }
 
     @discardableResult
     private func queue(_ job: @escaping @Sendable () -> Void, last: Bool) -> Bool {
-        let first = jobs.withLock { jobs -> Bool? in
-            guard !jobs.finished else { return nil }
+        enum Queued { case refused, runHere, startThread, queued }
+        let queued = jobs.withLock { jobs -> Queued in
+            guard !jobs.finished else { return .refused }
+            jobs.finished = last
+            if last && !jobs.started { return .runHere }
             defer { jobs.started = true }
             jobs.queued.append(job)
-            jobs.finished = last
-            return !jobs.started
+            return jobs.started ? .queued : .startThread
         }
-        guard let first else { return false }
+        switch queued {
+        case .refused: return false
+        case .runHere: job()
         // The thread keeps its owner until the last job has run.
-        if first { _ = LoopThread(name: name) { self.loop() } }
-        wake.signal()
+        case .startThread:
+            _ = LoopThread(name: name) { self.loop() }
+            wake.signal()
+        case .queued: wake.signal()
+        }
         return true
     }
 

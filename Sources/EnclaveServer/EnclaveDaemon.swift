@@ -109,6 +109,11 @@ public final class EnclaveDaemon: Sendable {
         }
         if let note = opened.note { logger.notice("\(note)") }
         logger.info("master key root: \(opened.root.rawValue)")
+        if !SystemCallInterruption.isAvailable {
+            logger.warning(
+                "no SIGURG handler could be installed: a client that blocks the terminal or pipe it handed over can hold a thread of the daemon's"
+            )
+        }
         // A lost or swapped key file must not silently make every item undecryptable.
         guard try storage.confirmMasterKey(check: MasterKeyRoot.check(of: masterKey), root: opened.root) else {
             throw DaemonError(

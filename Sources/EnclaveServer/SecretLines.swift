@@ -28,7 +28,7 @@ final class SecretLines: Sendable {
         // Non-blocking: a shared stdin drained by another process between poll and read must not
         // leave the reader blocked for good. The flag is the open file description's, which the
         // sender shares: a read a sender blocked by clearing it is interrupted at the deadline
-        // (`SystemCallDeadline`).
+        // (`SystemCallInterruption`).
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
     }
 
@@ -55,9 +55,9 @@ final class SecretLines: Sendable {
         }
     }
 
-    /// On a thread of its own (`SystemCallDeadline` signals it to end a read its sender blocked).
+    /// On a thread of its own (`SystemCallInterruption` signals it to end a read its sender blocked).
     private static func readLine(from fd: Int32, into buffer: inout [UInt8], within timeout: Double) -> Read {
-        SystemCallDeadline.run(within: timeout) { left in readLine(from: fd, into: &buffer, left: left) }
+        SystemCallInterruption.run(within: timeout) { left in readLine(from: fd, into: &buffer, left: left) }
     }
 
     private static func readLine(from fd: Int32, into buffer: inout [UInt8], left: () -> Double) -> Read {

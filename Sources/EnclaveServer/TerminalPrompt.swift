@@ -14,19 +14,20 @@ import Glibc
 /// what the person does goes straight into the evaluation. The app's process never sees a key.
 ///
 /// The daemon draws on an open file description of the terminal of its own, non-blocking: a
-/// stopped or flooded terminal does not block the daemon (a screen that cannot be written within
-/// `writeTimeout` is cut short). Not the one the client handed: `O_NONBLOCK` belongs to the open
-/// file description, and a client that cleared it on the copy it kept could block the prompt's
-/// writer. When the daemon cannot open the terminal (always for the packaged system daemon: its
-/// own user, no devices; a handed /dev/tty; a terminal of another user, or one its client made
-/// unreadable or exclusive) it uses the client's, made non-blocking, and a write such a client
-/// blocks is interrupted at the same deadline (`SystemCallDeadline`): it holds the prompt's writer
-/// for at most `writeTimeout`, never a thread of the daemon's for good, the prompt's close, or the
-/// daemon's stop (docs/architecture.md).
+/// stopped or flooded terminal does not block the daemon. Not the one the client handed:
+/// `O_NONBLOCK` belongs to the open file description, and a client that cleared it on the copy it
+/// kept could block the prompt's writer or its key reader. When the daemon cannot open the
+/// terminal (always for the packaged system daemon: its own user, no devices; a handed /dev/tty; a
+/// terminal of another user, or one its client made unreadable or exclusive) it uses the
+/// client's, made non-blocking, and the calls such a client can block are interrupted
+/// (`SystemCallInterruption`): a write at its deadline (`writeTimeout`, and `writeBudget` for all
+/// of a prompt's writes), the key reader's `poll` and `read` when the prompt closes. So a client
+/// holds no thread of the daemon's for good, and the prompt's close (and with it the daemon's
+/// stop) waits at most `writeBudget` for the terminal (docs/architecture.md).
 ///
-/// Unchecked: a thin owner of the terminal's descriptor. `saved`, `stopPipe`, `reader` and
-/// `cutShort` are set and read only on `writer`'s thread (the reader thread reads `stopPipe` after
-/// `startReading` set it there, before it started); the rest is in `keys`.
+/// Unchecked: a thin owner of the terminal's descriptor. `saved`, `reader`, `writeBudgetLeft` and
+/// `cutShort` are set and read only on `writer`'s thread (and in `deinit`, when no other thread
+/// holds the prompt); the rest is in `keys`.
 final class TerminalPrompt: @unchecked Sendable {
     private let fd: Int32
     private let onAction: @Sendable (PromptKeyboard.Action) -> Void
@@ -42,10 +43,13 @@ final class TerminalPrompt: @unchecked Sendable {
     }
     private let keys = Mutex(Keys())
     private var saved = termios()
-    private var stopPipe: [Int32] = [-1, -1]
-    /// The key reader, once started (set and read only on `writer`'s thread, as `stopPipe`).
+    /// The key reader, once started (set and read only on `writer`'s thread).
     private var reader: LoopThread?
-    /// A write of this prompt's was cut short at its deadline (logged once a prompt).
+    /// Ends the key reader's waits when the prompt closes, wherever they are.
+    private let keyInterruption = SystemCallInterruption()
+    /// What is left of `writeBudget`.
+    private var writeBudgetLeft = TerminalPrompt.writeBudget
+    /// A write of this prompt's was cut short (logged once a prompt).
     private var cutShort = false
 
     /// Takes ownership of `fd`.
@@ -61,7 +65,15 @@ final class TerminalPrompt: @unchecked Sendable {
         self.onLost = onLost
     }
 
-    deinit { writer.finish() }
+    /// A prompt dropped without `close` (its evaluation's shell gave it up): the terminal as it
+    /// was, the descriptor closed. Nothing else holds the prompt here: queued jobs and the reader
+    /// hold it while they run.
+    deinit {
+        let (started, closed) = keys.withLock { ($0.started, $0.closed) }
+        if started && !closed { tcsetattr(fd, TCSANOW, &saved) }
+        if !closed { Glibc.close(fd) }
+        writer.finish()
+    }
 
     /// A prompt of `session`'s on the terminal in `descriptors`, or nil when none was handed.
     static func on(
@@ -112,27 +124,25 @@ final class TerminalPrompt: @unchecked Sendable {
                 return !keys.started
             }
             guard let first else { return }
-            if first && !startReading() {
-                // No reader (out of descriptors): nothing to restore, and the evaluation hears it at once.
-                keys.withLock {
-                    $0.started = false
-                    $0.closed = true
-                }
-                return onLost()
-            }
+            if first { startReading() }
             write(PromptText.lines(s, first: first).joined(separator: "\r\n") + "\r\n")
         }
     }
 
-    /// How long one text (a screen, a line) may take to reach the terminal before the rest of it
-    /// is dropped.
+    /// How long one text (a screen, a line) may wait for the terminal before the rest of it is
+    /// dropped.
     static let writeTimeout: Double = 0.5
+    /// How long all of a prompt's writes together may wait for the terminal: past it nothing more
+    /// is drawn, so however many texts are queued (a client typing passcodes behind a stopped
+    /// terminal queues a "checking" line each), the prompt's close waits no longer.
+    static let writeBudget: Double = 2
 
-    /// Ends the prompt: stops the reader, restores the terminal, writes the outcome, after what was
-    /// queued before (on the prompt's writer: the caller's thread never waits on a terminal, and
-    /// each write the writer makes ends within `writeTimeout`).
+    /// Ends the prompt: stops the reader at once, then restores the terminal and writes the
+    /// outcome after what was queued before (on the prompt's writer: the caller's thread never
+    /// waits on a terminal, and the writer's waits end within `writeBudget`).
     func close(result: String) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            keyInterruption.interrupt()
             let queued = writer.finish { [self] in
                 defer { done.resume() }
                 let wasStarted = keys.withLock { keys -> Bool in
@@ -140,13 +150,9 @@ final class TerminalPrompt: @unchecked Sendable {
                     return keys.started
                 }
                 if wasStarted {
-                    var one: UInt8 = 1
-                    _ = Glibc.write(stopPipe[1], &one, 1)
                     reader?.join()
                     tcsetattr(fd, TCSANOW, &saved)
                     write(PromptText.closing(result) + "\r\n")
-                    Glibc.close(stopPipe[0])
-                    Glibc.close(stopPipe[1])
                 }
                 keys.withLock { $0.keyboard.clear() }
                 Glibc.close(fd)
@@ -156,8 +162,7 @@ final class TerminalPrompt: @unchecked Sendable {
         }
     }
 
-    private func startReading() -> Bool {
-        guard la_pipe_cloexec_nonblocking(&stopPipe) == 0 else { return false }
+    private func startReading() {
         tcgetattr(fd, &saved)
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
@@ -167,29 +172,30 @@ final class TerminalPrompt: @unchecked Sendable {
         }
         tcsetattr(fd, TCSANOW, &raw)
         reader = LoopThread(name: "laenclaved.prompt-keys") { [self] in readKeys() }
-        return true
     }
 
+    private enum KeyRead {
+        case key(UInt8)
+        /// The prompt closed.
+        case stopped
+        /// The terminal is gone.
+        case lost
+    }
+
+    /// Takes the person's keys until the prompt closes; what they do is called outside the waits
+    /// `keyInterruption` ends.
     private func readKeys() {
-        var fds = [
-            pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-            pollfd(fd: stopPipe[0], events: Int16(POLLIN), revents: 0),
-        ]
         while true {
-            fds[0].revents = 0
-            fds[1].revents = 0
-            guard poll(&fds, 2, -1) >= 0 || errno == EINTR else { return onLost() }
-            if fds[1].revents != 0 { return }
-            guard fds[0].revents != 0 else { continue }
-            var byte: UInt8 = 0
-            let n = Glibc.read(fd, &byte, 1)
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-            // End of file, EIO or a hang-up: the terminal is gone (its window closed, ssh dropped).
-            guard n == 1 else { return onLost() }
+            let byte: UInt8
+            switch keyInterruption.run({ left in nextKey(left) }) {
+            case .stopped: return
+            case .lost: return onLost()
+            case .key(let key): byte = key
+            }
             let action = keys.withLock { $0.keyboard.key(byte, on: $0.screen) }
             switch action {
             case .escape?:
-                if !drainEscapeSequence() { onAction(.cancel) }
+                if !keyInterruption.run({ left in drainEscapeSequence(left) }) { onAction(.cancel) }
             case .passcode?:
                 writer.async { [self] in write(PromptText.checking + "\r\n") }
                 onAction(action!)
@@ -201,21 +207,41 @@ final class TerminalPrompt: @unchecked Sendable {
         }
     }
 
-    /// Arrow keys and the like arrive as ESC [ …: swallowed rather than read as cancel.
-    private func drainEscapeSequence() -> Bool {
+    private func nextKey(_ left: () -> Double) -> KeyRead {
+        var input = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while left() > 0 {
+            input.revents = 0
+            guard poll(&input, 1, -1) >= 0 || errno == EINTR else { return .lost }
+            guard input.revents != 0, left() > 0 else { continue }
+            var byte: UInt8 = 0
+            let n = Glibc.read(fd, &byte, 1)
+            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+            // End of file, EIO or a hang-up: the terminal is gone (its window closed, ssh dropped).
+            guard n == 1 else { return .lost }
+            return .key(byte)
+        }
+        return .stopped
+    }
+
+    /// Arrow keys and the like arrive as ESC [ …: swallowed rather than read as cancel (a prompt
+    /// closing meanwhile swallows it too).
+    private func drainEscapeSequence(_ left: () -> Double) -> Bool {
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&p, 1, 30) > 0 else { return false }
+        guard poll(&p, 1, 30) > 0 else { return left() <= 0 }
         var buffer = [UInt8](repeating: 0, count: 16)
         _ = Glibc.read(fd, &buffer, buffer.count)
         return true
     }
 
-    /// Writes `text` within `writeTimeout`, on `writer`'s thread: a terminal that takes no more
-    /// (output stopped, not read) is waited for in `poll`; a write blocked on a description a
-    /// client made blocking again is interrupted (`SystemCallDeadline`).
+    /// Writes `text` on `writer`'s thread, within `writeTimeout` and what is left of
+    /// `writeBudget`: a terminal that takes no more (output stopped, not read) is waited for in
+    /// `poll`; a write blocked on a description a client made blocking again is interrupted.
     private func write(_ text: String) {
+        let allowed = min(Self.writeTimeout, writeBudgetLeft)
+        guard allowed > 0 else { return }
         let bytes = Array(text.utf8)
-        let written = SystemCallDeadline.run(within: Self.writeTimeout) { left -> Bool in
+        let start = DispatchTime.now().uptimeNanoseconds
+        let written = SystemCallInterruption.run(within: allowed) { left -> Bool in
             var offset = 0
             while offset < bytes.count {
                 guard left() > 0 else { return false }
@@ -233,10 +259,11 @@ final class TerminalPrompt: @unchecked Sendable {
             }
             return true
         }
+        writeBudgetLeft -= Double(DispatchTime.now().uptimeNanoseconds &- start) / 1e9
         if !written && !cutShort {
             cutShort = true
             logger.notice(
-                "a terminal prompt's write did not finish within \(Self.writeTimeout) s (a terminal that takes no more output, or a client that keeps the terminal it shares with the daemon blocking): what was left of it is dropped"
+                "a terminal prompt's write did not finish within \(allowed) s (a terminal that takes no more output, or a client that keeps the terminal it shares with the daemon blocking): what was left of it is dropped, and once its writes have waited \(Self.writeBudget) s in all, nothing more of this prompt is drawn"
             )
         }
     }

@@ -126,7 +126,7 @@ final class TerminalPromptTests: XCTestCase {
     /// terminal, or none), so it draws on the description the client shares: before, its write
     /// stayed blocked for as long as the client liked, holding a thread of the daemon's, the
     /// prompt's descriptors and its key reader. A write now has a deadline that interrupts it
-    /// (`SystemCallDeadline`): no thread stays blocked, the next prompt is drawn there too, and the
+    /// (`SystemCallInterruption`): no thread stays blocked, the next prompt is drawn there too, and the
     /// daemon stops.
     func testAClientThatHandsDevTtyAndClearsNonBlockingCannotHoldTheDaemonsStop() throws {
         try holdTheTerminal(handing: "tty")
@@ -146,10 +146,142 @@ final class TerminalPromptTests: XCTestCase {
         }.count
     }
 
+    /// Attack on the key reader: a client hands /dev/tty, clears `O_NONBLOCK` on the description
+    /// it shares, and sets the terminal to wait for 255 characters or 25.5 s (VMIN, VTIME: the
+    /// terminal's settings, which the client changes as the daemon does). One key then makes
+    /// `poll` say the terminal is readable and the daemon's `read` wait for the rest. The
+    /// prompt's close waited for that read (at 25.5 s a key, or for good for a client that takes
+    /// its own keys between the daemon's `poll` and `read`); before the bounded close it held a
+    /// thread. The close now interrupts the reader: the client's invalidation is answered at
+    /// once, and no thread of the prompt's is left.
+    func testAClientThatBlocksTheKeyReaderCannotHoldThePromptsClose() throws {
+        let attack = """
+            fcntl.fcntl(tty, fcntl.F_SETFL, fcntl.fcntl(tty, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            options = {"reason": "Hold the reader", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
+            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
+            time.sleep(1)
+            attributes = termios.tcgetattr(tty)
+            attributes[6][termios.VMIN], attributes[6][termios.VTIME] = 255, 255
+            termios.tcsetattr(tty, termios.TCSANOW, attributes)
+            open(ready + ".raw", "w").close()
+            while not os.path.exists(ready + ".typed"): time.sleep(0.05)
+            time.sleep(0.5)
+            invalidate_and_time_the_answer()
+            """
+        let (attacker, answered) = try runAttacker(attack, handing: "tty") { attacker, ready in
+            eventually("the attacker to set its terminal", timeout: 30) {
+                FileManager.default.fileExists(atPath: ready + ".raw")
+            }
+            try attacker.terminal.type("x")
+            FileManager.default.createFile(atPath: ready + ".typed", contents: nil)
+        }
+        // The evaluation's answer came once the prompt closed: well before the read's 25.5 s.
+        XCTAssertLessThan(Double(answered) ?? 99, 5, "seconds from the invalidation to the answer: \(answered)")
+        eventually("no thread of the prompt's left", timeout: 5) { self.promptThreads(self.enclave.processID) == 0 }
+        XCTAssertTrue(enclave.stop(within: 20), "the daemon did not stop within 20 s of SIGTERM")
+        attacker.terminal.stop()
+    }
+
+    /// Attack on the prompt's writer: a client stops the output of /dev/tty it handed and keeps
+    /// clearing `O_NONBLOCK` on the description it shares, then types passcodes. Each Enter queues
+    /// a "checking" line and each wrong passcode a screen, every one of which waits for the
+    /// terminal up to its deadline: without a bound on them all, the prompt's close (and the
+    /// daemon's stop) waited half a second for each. The prompt's writes wait two seconds in all.
+    func testAClientThatTypesBehindAStoppedTerminalCannotHoldThePromptsClose() throws {
+        let attack = """
+            stop_output_and_keep_it_blocking()
+            options = {"reason": "Hold the writer", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
+            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 2, "options": options}})
+            time.sleep(1)
+            open(ready + ".asked", "w").close()
+            while not os.path.exists(ready + ".typed"): time.sleep(0.05)
+            invalidate_and_time_the_answer()
+            """
+        let (attacker, answered) = try runAttacker(attack, handing: "tty") { attacker, ready in
+            eventually("the attacker to ask", timeout: 30) { FileManager.default.fileExists(atPath: ready + ".asked") }
+            // To the passcode (the screen cannot be seen: the output is stopped), then wrong ones.
+            try attacker.terminal.press("C-f")
+            Thread.sleep(forTimeInterval: 1.5)
+            for _ in 0..<10 {
+                try attacker.terminal.type("1")
+                try attacker.terminal.press("Enter")
+            }
+            Thread.sleep(forTimeInterval: 0.5)
+            FileManager.default.createFile(atPath: ready + ".typed", contents: nil)
+        }
+        // Well under the half second each queued text could wait.
+        XCTAssertLessThan(Double(answered) ?? 99, 4, "seconds from the invalidation to the answer: \(answered)")
+        XCTAssertTrue(enclave.stop(within: 20), "the daemon did not stop within 20 s of SIGTERM")
+        attacker.terminal.stop()
+    }
+
+    /// The daemon's threads that draw a prompt or read its keys (`laenclaved.prompt-screen`,
+    /// `laenclaved.prompt-keys`, cut to the kernel's 15 characters).
+    private func promptThreads(_ pid: pid_t) -> Int {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.filter { task in
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
+            return name.hasPrefix("laenclaved.prom")
+        }.count
+    }
+
     /// `handing`: "name" hands the terminal opened by its own name, "tty" opened as /dev/tty. The
     /// client asks twice: once its first prompt is over (invalidated), it asks again, and says
-    /// whether that prompt came to it headless.
+    /// whether that prompt came to it headless, or was answered after it invalidated it (drawn on
+    /// the terminal).
     private func holdTheTerminal(handing: String) throws {
+        let attack = """
+            stop_output_and_keep_it_blocking()
+            options = {"reason": "Hold the daemon", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
+            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
+            time.sleep(1)
+            # Again, once the first prompt is over.
+            send(daemon, {"id": 4, "op": "invalidate", "args": {"context": "held"}})
+            time.sleep(3)
+            send(daemon, {"id": 5, "op": "evaluate", "args": {"context": "again", "policy": 1, "options": options}})
+            daemon.settimeout(3)
+            second = "no answer"
+            try:
+                while True:
+                    reply = receive(daemon)
+                    if reply["id"] == 5 and reply["reply"]["kind"] == "prompt":
+                        second = "headless"
+                        break
+            except socket.timeout:
+                # No headless prompt: the prompt is on the terminal, and ends when invalidated.
+                send(daemon, {"id": 6, "op": "invalidate", "args": {"context": "again"}})
+                daemon.settimeout(10)
+                while receive(daemon)["id"] != 5: pass
+                second = "on the terminal"
+            open(ready, "w").write(second)
+            time.sleep(120)
+            """
+        let (attacker, second) = try runAttacker(attack, handing: handing)
+        // By name, the daemon's own description: nothing blocks. Through /dev/tty, the shared one:
+        // each write is interrupted at its deadline. Either way no thread of the daemon's is left in
+        // `write`, and the next prompt is drawn on the terminal too.
+        XCTAssertEqual(second, "on the terminal")
+        XCTAssertEqual(threadsBlockedInWrite(enclave.processID), 0, "the daemon's threads blocked in write")
+        // The attack reached the daemon: its first screen could not be written whole.
+        let log = (try? String(contentsOfFile: enclave.logPath, encoding: .utf8)) ?? ""
+        XCTAssertTrue(
+            log.contains("a terminal prompt's write did not finish within"),
+            "the daemon's log does not say so"
+        )
+        XCTAssertTrue(enclave.stop(within: 20), "the daemon did not stop within 20 s of SIGTERM")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
+        attacker.terminal.stop()
+    }
+
+    /// Runs `attack` in a Python client in a tmux terminal, after it said hello and handed its
+    /// terminal (`handing`: "name" or "tty"; `tty` is the descriptor it handed, `daemon` its
+    /// socket, `ready` the file it writes its finding to); `meanwhile` runs while it does, given
+    /// the client and that file. Answers the client and its finding.
+    private func runAttacker(
+        _ attack: String,
+        handing: String,
+        meanwhile: (_ attacker: TerminalCommand, _ ready: String) throws -> Void = { _, _ in }
+    ) throws -> (TerminalCommand, String) {
         let script = """
             import base64, fcntl, json, os, socket, struct, sys, termios, threading, time
             socket_path, ready, version, handing = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -177,56 +309,36 @@ final class TerminalPromptTests: XCTestCase {
             socket.send_fds(handoff, [ticket], [tty])
             status = handoff.recv(1)
             if status != b"\\x00": sys.exit("handoff refused: %r" % status)
-            termios.tcflow(tty, termios.TCOOFF)
-            def clear():
-                while True:
-                    fcntl.fcntl(tty, fcntl.F_SETFL, fcntl.fcntl(tty, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-                    time.sleep(0.0001)
-            threading.Thread(target=clear, daemon=True).start()
-            options = {"reason": "Hold the daemon", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
-            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
-            time.sleep(1)
-            # Again, once the first prompt is over.
-            send(daemon, {"id": 4, "op": "invalidate", "args": {"context": "held"}})
-            time.sleep(3)
-            send(daemon, {"id": 5, "op": "evaluate", "args": {"context": "again", "policy": 1, "options": options}})
-            daemon.settimeout(3)
-            second = "on the terminal"
-            try:
-                while True:
-                    reply = receive(daemon)
-                    if reply["id"] == 5 and reply["reply"]["kind"] == "prompt":
-                        second = "headless"
-                        break
-            except socket.timeout:
-                pass
-            open(ready, "w").write(second)
-            time.sleep(120)
-            """
-        let scriptPath = enclave.directory + "/hold-terminal.py"
-        let ready = enclave.directory + "/asked"
+            def stop_output_and_keep_it_blocking():
+                termios.tcflow(tty, termios.TCOOFF)
+                def clear():
+                    while True:
+                        fcntl.fcntl(tty, fcntl.F_SETFL, fcntl.fcntl(tty, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+                        time.sleep(0.0001)
+                threading.Thread(target=clear, daemon=True).start()
+            def invalidate_and_time_the_answer():
+                # Context "held", asked by request 3: the seconds until its answer are the finding.
+                start = time.monotonic()
+                send(daemon, {"id": 4, "op": "invalidate", "args": {"context": "held"}})
+                daemon.settimeout(60)
+                while receive(daemon)["id"] != 3: pass
+                open(ready, "w").write("%.1f" % (time.monotonic() - start))
+                time.sleep(120)
+
+            """ + attack
+        let scriptPath = enclave.directory + "/attack-terminal.py"
+        let ready = enclave.directory + "/finding"
         try script.write(toFile: scriptPath, atomically: true, encoding: .utf8)
         let attacker = try TerminalCommand(
             "/usr/bin/python3 '\(scriptPath)' '\(enclave.socketPath)' '\(ready)' \(enclaveProtocolVersion) \(handing)",
             in: enclave.directory
         )
-        eventually("the attacker to ask for its prompt twice", timeout: 30) {
+        try meanwhile(attacker, ready)
+        eventually("the attacker's finding", timeout: 30) {
             FileManager.default.fileExists(atPath: ready) || attacker.exitStatus(timeout: 0.1) != nil
         }
-        let second = (try? String(contentsOfFile: ready, encoding: .utf8)) ?? "the attacker stopped: \(attacker.errors)"
-        // By name, the daemon's own description: nothing blocks. Through /dev/tty, the shared one:
-        // each write is interrupted at its deadline. Either way no thread of the daemon's is left in
-        // `write`, and the next prompt is drawn on the terminal too.
-        XCTAssertEqual(second, "on the terminal")
-        XCTAssertEqual(threadsBlockedInWrite(enclave.processID), 0, "the daemon's threads blocked in write")
-        // The attack reached the daemon: its first screen could not be written whole.
-        let log = (try? String(contentsOfFile: enclave.logPath, encoding: .utf8)) ?? ""
-        XCTAssertTrue(
-            log.contains("a terminal prompt's write did not finish within"),
-            "the daemon's log does not say so"
-        )
-        XCTAssertTrue(enclave.stop(within: 20), "the daemon did not stop within 20 s of SIGTERM")
-        XCTAssertFalse(FileManager.default.fileExists(atPath: enclave.socketPath), "a graceful stop removes the socket")
-        attacker.terminal.stop()
+        let finding =
+            (try? String(contentsOfFile: ready, encoding: .utf8)) ?? "the attacker stopped: \(attacker.errors)"
+        return (attacker, finding)
     }
 }

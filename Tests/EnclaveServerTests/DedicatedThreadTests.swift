@@ -31,6 +31,14 @@ final class DedicatedThreadTests: XCTestCase {
         XCTAssertEqual(ran.withLock { $0.count }, 100)
     }
 
+    func testASerialThreadFinishedBeforeAnyJobRunsItsLastJobOnTheCaller() {
+        let serial = SerialThread(name: "test.serial")
+        let ranOn = Mutex<UInt?>(nil)
+        XCTAssertTrue(serial.finish { ranOn.withLock { $0 = UInt(pthread_self()) } })
+        XCTAssertEqual(ranOn.withLock { $0 }, UInt(pthread_self()))
+        XCTAssertFalse(serial.finish {})
+    }
+
     func testASerialThreadThatWasNeverGivenAJobStartsNoThread() {
         let before = threadCount()
         let idle = (0..<20).map { _ in SerialThread(name: "test.serial") }
