@@ -266,3 +266,9 @@ static inline int la_install_interrupting_handler(int signal) {
     sigemptyset(&action.sa_mask);
     return sigaction(signal, &action, NULL);
 }
+
+#include <sys/prctl.h>
+// The calling thread's name as the kernel keeps it (15 bytes; longer is cut): pthread_setname_np
+// is behind _GNU_SOURCE.
+static inline int la_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+static inline int la_thread_name(char name[16]) { return prctl(PR_GET_NAME, name, 0, 0, 0); }

@@ -1,3 +1,4 @@
+import CPeerSocket
 import Foundation
 import Synchronization
 
@@ -7,6 +8,19 @@ protocol ThreadState: AnyObject, SendableMetatype {
     /// When the thread, with no job, calls `idle()`; nil: never.
     var idleDeadline: Date? { get }
     func idle()
+}
+
+/// Starts a thread of the daemon's own running `body`, named `name` where `ps -L`, `top -H` and
+/// /proc/PID/task/TID/comm show it: the kernel keeps 15 bytes, and refuses a longer name
+/// altogether (Foundation's `Thread.name` then names nothing), so names are short.
+func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
+    assert(name.utf8.count <= 15, "the kernel names a thread in at most 15 bytes: \(name)")
+    let thread = Thread {
+        _ = la_set_thread_name(name)
+        body()
+    }
+    thread.name = name
+    thread.start()
 }
 
 /// Set from a task's cancellation handler, polled by a blocking loop on the thread.
@@ -33,9 +47,7 @@ final class DedicatedThread<State: ThreadState>: @unchecked Sendable {
     init(_ state: State, name: String) {
         self.state = state
         // The thread keeps its owner: both live as long as the daemon's sensor.
-        let thread = Thread { self.loop() }
-        thread.name = name
-        thread.start()
+        startThread(named: name) { self.loop() }
     }
 
     /// Runs `body` on the thread; cancelling the task sets the flag `body` polls.
@@ -85,12 +97,10 @@ final class LoopThread: Sendable {
 
     init(name: String, _ body: @escaping @Sendable () -> Void) {
         let finished = self.finished
-        let thread = Thread {
+        startThread(named: name) {
             body()
             finished.signal()
         }
-        thread.name = name
-        thread.start()
     }
 
     /// Blocks until the loop has returned (at once when it already has, however often asked).

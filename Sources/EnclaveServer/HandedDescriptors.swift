@@ -40,9 +40,14 @@ final class HandedDescriptors: Sendable {
             Glibc.close(fd)
             return false
         }
-        if let previous { Glibc.close(previous) }
+        if let previous { Self.closeTerminal(previous) }
         return true
     }
+
+    /// Closes a terminal's descriptor on a thread of its own: the last close of a terminal waits
+    /// in the kernel for the terminal's lock and, for a serial line, for its output to drain (up
+    /// to 30 s by default), and must hold no event loop, nor the handoff socket's thread.
+    static func closeTerminal(_ fd: Int32) { _ = LoopThread(name: "la-close-tty") { Glibc.close(fd) } }
 
     /// A duplicate of the terminal for one prompt (the prompt closes it), or nil when none was handed.
     func duplicateTerminal() -> Int32? {
@@ -84,6 +89,6 @@ final class HandedDescriptors: Sendable {
             }
             return held.terminal
         }
-        if let fd { Glibc.close(fd) }
+        if let fd { Self.closeTerminal(fd) }
     }
 }

@@ -132,7 +132,7 @@ final class HandoffServer: @unchecked Sendable {
     func start() -> Bool {
         guard la_pipe_cloexec_nonblocking(&wake) == 0 else { return false }
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        thread = LoopThread(name: "laenclaved-handoff") { [self] in loop() }
+        thread = LoopThread(name: "la-handoff") { [self] in loop() }
         return true
     }
 

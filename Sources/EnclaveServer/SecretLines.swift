@@ -44,7 +44,7 @@ final class SecretLines: Sendable {
 
     /// The next line, which holds the `what` the person gave.
     func next(_ what: String) async throws(DaemonError) -> String {
-        let read: Read = await LoopThread.run(name: "laenclaved.secret-input") { [self] in
+        let read: Read = await LoopThread.run(name: "la-secret-input") { [self] in
             buffer.withLock { Self.readLine(from: fd, into: &$0, within: deadline) }
         }
         switch read {

@@ -22,19 +22,22 @@ import Glibc
 /// client's, made non-blocking, and the calls such a client can block are interrupted
 /// (`SystemCallInterruption`): a write at its deadline (`writeTimeout`, and `writeBudget` for all
 /// of a prompt's writes), the key reader's `poll` and `read` when the prompt closes. So a client
-/// holds no thread of the daemon's for good, and the prompt's close (and with it the daemon's
-/// stop) waits at most `writeBudget` for the terminal (docs/architecture.md).
+/// holds no thread of the daemon's for good, and the prompt's close waits at most `writeBudget` for
+/// the terminal. The terminal's own opening and last close, which can wait in the kernel (for the
+/// terminal's lock; a serial line's close for its output to drain), happen on threads of the
+/// daemon's own, never on an event loop (docs/architecture.md).
 ///
-/// Unchecked: a thin owner of the terminal's descriptor. `saved`, `reader`, `writeBudgetLeft` and
-/// `cutShort` are set and read only on `writer`'s thread (and in `deinit`, when no other thread
-/// holds the prompt); the rest is in `keys`.
+/// Unchecked: a thin owner of the terminal's descriptor. `fd` (replaced by the daemon's own
+/// description at the first screen, before the reader starts), `saved`, `rawMode`, `reader`,
+/// `writeBudgetLeft` and `cutShort` are set and read only on `writer`'s thread (and in `deinit`,
+/// when no other thread holds the prompt); the rest is in `keys`.
 final class TerminalPrompt: @unchecked Sendable {
-    private let fd: Int32
+    private var fd: Int32
     private let onAction: @Sendable (PromptKeyboard.Action) -> Void
     private let onLost: @Sendable () -> Void
     private let logger: Logger
     /// Screens, the passcode's "checking" line and the closing line, in the order they were made.
-    private let writer = SerialThread(name: "laenclaved.prompt-screen")
+    private let writer = SerialThread(name: "la-prompt-draw")
     private struct Keys {
         var keyboard = PromptKeyboard()
         var screen: PromptScreen?
@@ -43,6 +46,8 @@ final class TerminalPrompt: @unchecked Sendable {
     }
     private let keys = Mutex(Keys())
     private var saved = termios()
+    /// Raw mode was set (`saved` was read): the terminal is restored at the close.
+    private var rawMode = false
     /// The key reader, once started (set and read only on `writer`'s thread).
     private var reader: LoopThread?
     /// Ends the key reader's waits when the prompt closes, wherever they are.
@@ -59,19 +64,20 @@ final class TerminalPrompt: @unchecked Sendable {
         onAction: @escaping @Sendable (PromptKeyboard.Action) -> Void,
         onLost: @escaping @Sendable () -> Void
     ) {
-        self.fd = Self.ownDescription(of: fd)
+        self.fd = fd
         self.logger = logger
         self.onAction = onAction
         self.onLost = onLost
     }
 
-    /// A prompt dropped without `close` (its evaluation's shell gave it up): the terminal as it
-    /// was, the descriptor closed. Nothing else holds the prompt here: queued jobs and the reader
-    /// hold it while they run.
+    /// A prompt dropped without `close`: the terminal as it was, the descriptor closed. Only once
+    /// nothing else holds the prompt: queued jobs and the key reader hold it while they run (a
+    /// prompt whose reader runs stays until it is closed, as every caller does).
     deinit {
-        let (started, closed) = keys.withLock { ($0.started, $0.closed) }
-        if started && !closed { tcsetattr(fd, TCSANOW, &saved) }
-        if !closed { Glibc.close(fd) }
+        if !keys.withLock({ $0.closed }) {
+            if rawMode { tcsetattr(fd, TCSANOW, &saved) }
+            HandedDescriptors.closeTerminal(fd)
+        }
         writer.finish()
     }
 
@@ -124,7 +130,10 @@ final class TerminalPrompt: @unchecked Sendable {
                 return !keys.started
             }
             guard let first else { return }
-            if first { startReading() }
+            if first {
+                fd = Self.ownDescription(of: fd)
+                startReading()
+            }
             write(PromptText.lines(s, first: first).joined(separator: "\r\n") + "\r\n")
         }
     }
@@ -139,7 +148,7 @@ final class TerminalPrompt: @unchecked Sendable {
 
     /// Ends the prompt: stops the reader at once, then restores the terminal and writes the
     /// outcome after what was queued before (on the prompt's writer: the caller's thread never
-    /// waits on a terminal, and the writer's waits end within `writeBudget`).
+    /// waits on a terminal, and the writer's waits for it end within `writeBudget`).
     func close(result: String) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             keyInterruption.interrupt()
@@ -149,21 +158,24 @@ final class TerminalPrompt: @unchecked Sendable {
                     defer { keys.closed = true }
                     return keys.started
                 }
-                if wasStarted {
+                if rawMode {
                     reader?.join()
                     tcsetattr(fd, TCSANOW, &saved)
-                    write(PromptText.closing(result) + "\r\n")
                 }
+                if wasStarted { write(PromptText.closing(result) + "\r\n") }
                 keys.withLock { $0.keyboard.clear() }
-                Glibc.close(fd)
+                HandedDescriptors.closeTerminal(fd)
             }
             // Closed before: nothing more to do.
             if !queued { done.resume() }
         }
     }
 
+    /// Raw mode and the key reader; neither when the terminal's settings cannot be read (nothing
+    /// to restore them to: the prompt is drawn, and its keys are not read).
     private func startReading() {
-        tcgetattr(fd, &saved)
+        guard tcgetattr(fd, &saved) == 0 else { return }
+        rawMode = true
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
         withUnsafeMutableBytes(of: &raw.c_cc) { cc in
@@ -171,7 +183,7 @@ final class TerminalPrompt: @unchecked Sendable {
             cc[Int(VTIME)] = 0
         }
         tcsetattr(fd, TCSANOW, &raw)
-        reader = LoopThread(name: "laenclaved.prompt-keys") { [self] in readKeys() }
+        reader = LoopThread(name: "la-prompt-keys") { [self] in readKeys() }
     }
 
     private enum KeyRead {
@@ -211,7 +223,8 @@ final class TerminalPrompt: @unchecked Sendable {
         var input = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while left() > 0 {
             input.revents = 0
-            guard poll(&input, 1, -1) >= 0 || errno == EINTR else { return .lost }
+            // A quarter second at a time: the close is seen even with no signal (none installed).
+            guard poll(&input, 1, 250) >= 0 || errno == EINTR else { return .lost }
             guard input.revents != 0, left() > 0 else { continue }
             var byte: UInt8 = 0
             let n = Glibc.read(fd, &byte, 1)

@@ -132,31 +132,22 @@ final class TerminalPromptTests: XCTestCase {
         try holdTheTerminal(handing: "tty")
     }
 
-    /// The threads of `pid` in `write(2)` now (`/proc/PID/task/TID/syscall`: its number first).
+    /// The threads of `pid` in `write(2)` now.
     private func threadsBlockedInWrite(_ pid: pid_t) -> Int {
-        #if arch(x86_64)
-        let write = "1"
-        #else
-        let write = "64"
-        #endif
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.filter { task in
-            let call = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/syscall", encoding: .utf8)) ?? ""
-            return call.split(separator: " ").first.map(String.init) == write
-        }.count
+        return tasks.filter { Self.systemCall(of: "/proc/\(pid)/task/\($0)") == Self.writeCall }.count
     }
 
-    /// Attack on the key reader: a client hands /dev/tty, clears `O_NONBLOCK` on the description
-    /// it shares, and sets the terminal to wait for 255 characters or 25.5 s (VMIN, VTIME: the
-    /// terminal's settings, which the client changes as the daemon does). One key then makes
-    /// `poll` say the terminal is readable and the daemon's `read` wait for the rest. The
-    /// prompt's close waited for that read (at 25.5 s a key, or for good for a client that takes
-    /// its own keys between the daemon's `poll` and `read`); before the bounded close it held a
-    /// thread. The close now interrupts the reader: the client's invalidation is answered at
-    /// once, and no thread of the prompt's is left.
+    /// Attack on the key reader: a client hands /dev/tty, keeps clearing `O_NONBLOCK` on the
+    /// description it shares, and sets the terminal to wait for 255 characters or 25.5 s after the
+    /// last (VMIN, VTIME: the terminal's settings, which a client changes as the daemon does). An
+    /// arrow key (ESC [ A) then leaves the daemon's read of the rest of the sequence waiting, and
+    /// the prompt's close waited for it, and the daemon's stop with the close (a client that types
+    /// a key every 25 s holds them for good). The close now interrupts the reader: the client's
+    /// invalidation is answered at once, and no thread of the prompt's is left.
     func testAClientThatBlocksTheKeyReaderCannotHoldThePromptsClose() throws {
         let attack = """
-            fcntl.fcntl(tty, fcntl.F_SETFL, fcntl.fcntl(tty, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+            keep_it_blocking()
             options = {"reason": "Hold the reader", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
             send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
             time.sleep(1)
@@ -165,14 +156,17 @@ final class TerminalPromptTests: XCTestCase {
             termios.tcsetattr(tty, termios.TCSANOW, attributes)
             open(ready + ".raw", "w").close()
             while not os.path.exists(ready + ".typed"): time.sleep(0.05)
-            time.sleep(0.5)
             invalidate_and_time_the_answer()
             """
         let (attacker, answered) = try runAttacker(attack, handing: "tty") { attacker, ready in
             eventually("the attacker to set its terminal", timeout: 30) {
                 FileManager.default.fileExists(atPath: ready + ".raw")
             }
-            try attacker.terminal.type("x")
+            try attacker.terminal.press("Up")
+            // The attack holds: the prompt's key reader waits in read(2).
+            eventually("the key reader to wait in read", timeout: 10) {
+                self.promptThreads(self.enclave.processID, inSystemCall: Self.readCall) == 1
+            }
             FileManager.default.createFile(atPath: ready + ".typed", contents: nil)
         }
         // The evaluation's answer came once the prompt closed: well before the read's 25.5 s.
@@ -206,7 +200,11 @@ final class TerminalPromptTests: XCTestCase {
                 try attacker.terminal.type("1")
                 try attacker.terminal.press("Enter")
             }
-            Thread.sleep(forTimeInterval: 0.5)
+            // The passcodes reached the evaluation (it was on its passcode screen), so their lines
+            // and screens are queued.
+            eventually("a wrong passcode counted", timeout: 20) {
+                ((try? self.enclave.status().passcodeFailures) ?? 0) >= 1
+            }
             FileManager.default.createFile(atPath: ready + ".typed", contents: nil)
         }
         // Well under the half second each queued text could wait.
@@ -215,14 +213,31 @@ final class TerminalPromptTests: XCTestCase {
         attacker.terminal.stop()
     }
 
-    /// The daemon's threads that draw a prompt or read its keys (`laenclaved.prompt-screen`,
-    /// `laenclaved.prompt-keys`, cut to the kernel's 15 characters).
-    private func promptThreads(_ pid: pid_t) -> Int {
+    /// The daemon's threads that draw a prompt or read its keys (`la-prompt-draw`,
+    /// `la-prompt-keys`); only those in `call` now, if given (`/proc/PID/task/TID/syscall`: its
+    /// number first).
+    private func promptThreads(_ pid: pid_t, inSystemCall call: String? = nil) -> Int {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.filter { task in
             let name = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)) ?? ""
-            return name.hasPrefix("laenclaved.prom")
+            guard name.hasPrefix("la-prompt-") else { return false }
+            guard let call else { return true }
+            return Self.systemCall(of: "/proc/\(pid)/task/\(task)") == call
         }.count
+    }
+
+    #if arch(x86_64)
+    private static let readCall = "0"
+    private static let writeCall = "1"
+    #else
+    private static let readCall = "63"
+    private static let writeCall = "64"
+    #endif
+
+    /// The number of the system call the task at `path` is in now, if any.
+    private static func systemCall(of path: String) -> String? {
+        let call = (try? String(contentsOfFile: path + "/syscall", encoding: .utf8)) ?? ""
+        return call.split(separator: " ").first.map(String.init)
     }
 
     /// `handing`: "name" hands the terminal opened by its own name, "tty" opened as /dev/tty. The
@@ -309,13 +324,16 @@ final class TerminalPromptTests: XCTestCase {
             socket.send_fds(handoff, [ticket], [tty])
             status = handoff.recv(1)
             if status != b"\\x00": sys.exit("handoff refused: %r" % status)
-            def stop_output_and_keep_it_blocking():
-                termios.tcflow(tty, termios.TCOOFF)
+            def keep_it_blocking():
+                # O_NONBLOCK is the description's, which the daemon shares: cleared again and again.
                 def clear():
                     while True:
                         fcntl.fcntl(tty, fcntl.F_SETFL, fcntl.fcntl(tty, fcntl.F_GETFL) & ~os.O_NONBLOCK)
                         time.sleep(0.0001)
                 threading.Thread(target=clear, daemon=True).start()
+            def stop_output_and_keep_it_blocking():
+                termios.tcflow(tty, termios.TCOOFF)
+                keep_it_blocking()
             def invalidate_and_time_the_answer():
                 # Context "held", asked by request 3: the seconds until its answer are the finding.
                 start = time.monotonic()

@@ -1,3 +1,4 @@
+import CPeerSocket
 import Foundation
 import Synchronization
 import XCTest
@@ -29,6 +30,17 @@ final class DedicatedThreadTests: XCTestCase {
         XCTAssertFalse(serial.finish { ran.withLock { $0.append(-2) } })
         Thread.sleep(forTimeInterval: 0.1)
         XCTAssertEqual(ran.withLock { $0.count }, 100)
+    }
+
+    /// The name `ps -L` and /proc show, and tests count threads by.
+    func testAThreadOfTheDaemonsOwnCarriesItsNameInTheKernel() {
+        let named = Mutex<String>("")
+        LoopThread(name: "la-prompt-keys") {
+            var name = [CChar](repeating: 0, count: 16)
+            _ = la_thread_name(&name)
+            named.withLock { $0 = String(cString: name) }
+        }.join()
+        XCTAssertEqual(named.withLock { $0 }, "la-prompt-keys")
     }
 
     func testASerialThreadFinishedBeforeAnyJobRunsItsLastJobOnTheCaller() {

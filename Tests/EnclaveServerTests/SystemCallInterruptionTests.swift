@@ -33,7 +33,7 @@ final class SystemCallInterruptionTests: XCTestCase {
     private func onItsOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) -> T? {
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
-        _ = LoopThread(name: "test.interruption") {
+        _ = LoopThread(name: "test-interrupt") {
             let value = body()
             result.withLock { $0 = value }
             done.signal()
@@ -66,13 +66,16 @@ final class SystemCallInterruptionTests: XCTestCase {
         }
         let readEnd = fds[0]
         let interruption = SystemCallInterruption()
-        let reading = DispatchSemaphore(value: 0)
-        _ = Deadline(after: 0.1) {
-            reading.signal()
+        let aboutToRead = DispatchSemaphore(value: 0)
+        // Interrupts once the body is in (or about to enter) its read, not before it began.
+        let interrupter = LoopThread(name: "test-interrupts") {
+            aboutToRead.wait()
+            usleep(50_000)
             interruption.interrupt()
         }
         let outcome = onItsOwnThread { () -> [Int] in
             let first = interruption.run { left -> [Int] in
+                aboutToRead.signal()
                 var byte: UInt8 = 0
                 let n = Glibc.read(readEnd, &byte, 1)
                 return [n, Int(errno), left() <= 0 ? 1 : 0]
@@ -81,7 +84,7 @@ final class SystemCallInterruptionTests: XCTestCase {
             let after = interruption.run { left in left() <= 0 ? 1 : 0 }
             return first + [after]
         }
-        XCTAssertEqual(reading.wait(timeout: .now() + 1), .success)
+        interrupter.join()
         XCTAssertEqual(outcome, [-1, Int(EINTR), 1, 1])
     }
 

@@ -59,8 +59,8 @@ public final class FprintdSensor: BiometricSensor, Sendable {
             )
         }
         info = SensorInfo(kind: .touchID, name: "fprintd: \(name)", simulated: false)
-        worker = DedicatedThread(ClaimHolder(busAddress: busAddress), name: "laenclaved-fprintd")
-        queries = DedicatedThread(FprintdQueryConnection(busAddress: busAddress), name: "laenclaved-fprintd-queries")
+        worker = DedicatedThread(ClaimHolder(busAddress: busAddress), name: "la-fprintd")
+        queries = DedicatedThread(FprintdQueryConnection(busAddress: busAddress), name: "la-fprintd-ask")
         self.now = now
     }
 
