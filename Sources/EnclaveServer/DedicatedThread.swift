@@ -11,8 +11,9 @@ protocol ThreadState: AnyObject, SendableMetatype {
 }
 
 /// Starts a thread of the daemon's own running `body`, named `name` where `ps -L`, `top -H` and
-/// /proc/PID/task/TID/comm show it: the kernel keeps 15 bytes, and refuses a longer name
-/// altogether (Foundation's `Thread.name` then names nothing), so names are short.
+/// /proc/PID/task/TID/comm show it. The kernel keeps 15 bytes (`prctl` cuts a longer name; glibc's
+/// `pthread_setname_np`, under Foundation's `Thread.name`, refuses it and names nothing), so the
+/// names are short enough to be told apart whole.
 func startThread(named name: String, _ body: @escaping @Sendable () -> Void) {
     assert(name.utf8.count <= 15, "the kernel names a thread in at most 15 bytes: \(name)")
     let thread = Thread {

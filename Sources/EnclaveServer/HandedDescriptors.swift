@@ -44,10 +44,15 @@ final class HandedDescriptors: Sendable {
         return true
     }
 
-    /// Closes a terminal's descriptor on a thread of its own: the last close of a terminal waits
-    /// in the kernel for the terminal's lock and, for a serial line, for its output to drain (up
-    /// to 30 s by default), and must hold no event loop, nor the handoff socket's thread.
-    static func closeTerminal(_ fd: Int32) { _ = LoopThread(name: "la-close-tty") { Glibc.close(fd) } }
+    /// Closes a terminal's descriptor on a thread of its own, after restoring the settings given:
+    /// the last close of a terminal waits in the kernel for the terminal's lock and, for a serial
+    /// line, for its output to drain (up to 30 s by default), and must hold no event loop.
+    static func closeTerminal(_ fd: Int32, restoring settings: termios? = nil) {
+        _ = LoopThread(name: "la-close-tty") {
+            if var settings { tcsetattr(fd, TCSANOW, &settings) }
+            Glibc.close(fd)
+        }
+    }
 
     /// A duplicate of the terminal for one prompt (the prompt closes it), or nil when none was handed.
     func duplicateTerminal() -> Int32? {

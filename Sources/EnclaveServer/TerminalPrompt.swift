@@ -22,10 +22,10 @@ import Glibc
 /// client's, made non-blocking, and the calls such a client can block are interrupted
 /// (`SystemCallInterruption`): a write at its deadline (`writeTimeout`, and `writeBudget` for all
 /// of a prompt's writes), the key reader's `poll` and `read` when the prompt closes. So a client
-/// holds no thread of the daemon's for good, and the prompt's close waits at most `writeBudget` for
-/// the terminal. The terminal's own opening and last close, which can wait in the kernel (for the
-/// terminal's lock; a serial line's close for its output to drain), happen on threads of the
-/// daemon's own, never on an event loop (docs/architecture.md).
+/// holds no thread of the daemon's for good, and the prompt's close waits for the terminal's
+/// writes at most `writeBudget`. The terminal's own opening, settings and last close, which can
+/// wait in the kernel (for the terminal's lock; a serial line's close for its output to drain),
+/// happen on threads of the daemon's own, never on an event loop (docs/architecture.md).
 ///
 /// Unchecked: a thin owner of the terminal's descriptor. `fd` (replaced by the daemon's own
 /// description at the first screen, before the reader starts), `saved`, `rawMode`, `reader`,
@@ -74,10 +74,7 @@ final class TerminalPrompt: @unchecked Sendable {
     /// nothing else holds the prompt: queued jobs and the key reader hold it while they run (a
     /// prompt whose reader runs stays until it is closed, as every caller does).
     deinit {
-        if !keys.withLock({ $0.closed }) {
-            if rawMode { tcsetattr(fd, TCSANOW, &saved) }
-            HandedDescriptors.closeTerminal(fd)
-        }
+        if !keys.withLock({ $0.closed }) { HandedDescriptors.closeTerminal(fd, restoring: rawMode ? saved : nil) }
         writer.finish()
     }
 
@@ -132,7 +129,8 @@ final class TerminalPrompt: @unchecked Sendable {
             guard let first else { return }
             if first {
                 fd = Self.ownDescription(of: fd)
-                startReading()
+                // Its settings cannot be read: the terminal hung up before the first screen.
+                guard startReading() else { return onLost() }
             }
             write(PromptText.lines(s, first: first).joined(separator: "\r\n") + "\r\n")
         }
@@ -148,7 +146,7 @@ final class TerminalPrompt: @unchecked Sendable {
 
     /// Ends the prompt: stops the reader at once, then restores the terminal and writes the
     /// outcome after what was queued before (on the prompt's writer: the caller's thread never
-    /// waits on a terminal, and the writer's waits for it end within `writeBudget`).
+    /// waits on a terminal, and the writer's writes to it end within `writeBudget`).
     func close(result: String) async {
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             keyInterruption.interrupt()
@@ -171,10 +169,10 @@ final class TerminalPrompt: @unchecked Sendable {
         }
     }
 
-    /// Raw mode and the key reader; neither when the terminal's settings cannot be read (nothing
-    /// to restore them to: the prompt is drawn, and its keys are not read).
-    private func startReading() {
-        guard tcgetattr(fd, &saved) == 0 else { return }
+    /// Raw mode and the key reader; false, and neither, when the terminal's settings cannot be
+    /// read (a terminal hung up answers EIO; the handoff took only terminals).
+    private func startReading() -> Bool {
+        guard tcgetattr(fd, &saved) == 0 else { return false }
         rawMode = true
         var raw = saved
         raw.c_lflag &= ~tcflag_t(ECHO | ICANON | ISIG)
@@ -184,6 +182,7 @@ final class TerminalPrompt: @unchecked Sendable {
         }
         tcsetattr(fd, TCSANOW, &raw)
         reader = LoopThread(name: "la-prompt-keys") { [self] in readKeys() }
+        return true
     }
 
     private enum KeyRead {

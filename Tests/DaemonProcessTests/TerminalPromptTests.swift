@@ -138,6 +138,36 @@ final class TerminalPromptTests: XCTestCase {
         return tasks.filter { Self.systemCall(of: "/proc/\(pid)/task/\($0)") == Self.writeCall }.count
     }
 
+    /// A terminal that hangs up after it was handed and before the prompt's first screen (its
+    /// window closed): its settings cannot be read, and the evaluation ends with systemCancel at
+    /// once, not when the prompt times out.
+    func testATerminalThatHangsUpBeforeTheFirstScreenEndsTheEvaluation() throws {
+        let attack = """
+            import signal
+            signal.signal(signal.SIGHUP, signal.SIG_IGN)
+            open(ready + ".handed", "w").close()
+            while not os.path.exists(ready + ".gone"): time.sleep(0.05)
+            options = {"reason": "After the hang-up", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
+            start = time.monotonic()
+            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "late", "policy": 1, "options": options}})
+            daemon.settimeout(90)
+            while True:
+                reply = receive(daemon)
+                if reply["id"] == 3: break
+            open(ready, "w").write("%.1f %s" % (time.monotonic() - start, json.dumps(reply)))
+            """
+        let (_, finding) = try runAttacker(attack, handing: "name") { attacker, ready in
+            eventually("the client to hand its terminal", timeout: 30) {
+                FileManager.default.fileExists(atPath: ready + ".handed")
+            }
+            attacker.terminal.stop()
+            FileManager.default.createFile(atPath: ready + ".gone", contents: nil)
+        }
+        let seconds = finding.split(separator: " ").first.flatMap { Double($0) } ?? 99
+        XCTAssertLessThan(seconds, 10, "the evaluation was answered only when the prompt timed out: \(finding)")
+        XCTAssertTrue(finding.contains("The terminal the prompt was shown on closed."), finding)
+    }
+
     /// Attack on the key reader: a client hands /dev/tty, keeps clearing `O_NONBLOCK` on the
     /// description it shares, and sets the terminal to wait for 255 characters or 25.5 s after the
     /// last (VMIN, VTIME: the terminal's settings, which a client changes as the daemon does). An
