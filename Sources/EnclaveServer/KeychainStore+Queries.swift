@@ -78,10 +78,14 @@ extension Storage {
             arguments += [synchronizable]
         }
         let statement = try db.cachedStatement(
-            sql: "SELECT * FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id"
+            sql: "SELECT \(itemColumns) FROM item WHERE " + conditions.joined(separator: " AND ") + " ORDER BY id"
         )
-        let rows = try Row.fetchAll(statement, arguments: arguments)
-        return try rows.map { try item(from: $0, readingAttributes: readingAttributes) }
+        // Read in place from the statement: no row copied, no attributes copied unless decoded.
+        return try Array(
+            Row.fetchCursor(statement, arguments: arguments).map { row in
+                try item(from: row, readingAttributes: readingAttributes)
+            }
+        )
     }
 
     /// Every item of the user, of every app — or the one `persistentRef` names — for `lactl keychain`.

@@ -13,7 +13,7 @@ extension Storage {
     /// deletion could not shred before a crash), so the old wraps are not left in it. Answers how many items were upgraded.
     func upgradeSealing(master: SymmetricKey) throws -> Int {
         let upgraded = try pool.write { db -> Int in
-            let rows = try Row.fetchAll(db, sql: "SELECT * FROM item WHERE sealVersion = 1")
+            let rows = try Row.fetchAll(db, sql: "SELECT \(Self.itemColumns) FROM item WHERE sealVersion = 1")
             for row in rows {
                 let item = try Self.item(from: row)
                 let legacy = ItemSealing.legacyUserKey(master: master, uid: item.uid)

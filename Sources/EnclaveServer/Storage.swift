@@ -186,9 +186,13 @@ final class Storage: Sendable {
         migrator.registerMigration("v10-one-not-synchronizable") { db in
             // Primary keys said "sync=b:0" or "sync=i:0" apart from an absent sync; now all are one
             // (`StoredItem.primaryKey`). Two items that were kept apart that way stay as they are.
-            for row in try Row.fetchAll(db, sql: "SELECT * FROM item WHERE primaryKey LIKE '%sync=_:%'") {
+            let rows = try Row.fetchAll(
+                db,
+                sql: "SELECT \(Self.itemColumns) FROM item WHERE primaryKey LIKE '%sync=_:%'"
+            )
+            for row in rows {
                 let item = try Self.item(from: row)
-                guard item.primaryKey != row["primaryKey"] else { continue }
+                guard item.primaryKey != row[ItemColumn.primaryKey.rawValue] else { continue }
                 do {
                     try db.execute(
                         sql: "UPDATE item SET primaryKey = ? WHERE id = ?",
