@@ -233,9 +233,11 @@ extension Storage {
         try attributeDecoder.decode([String: KeychainValue].self, from: data)
     }
 
-    /// The columns `item(from:)` reads, in the order of `itemColumns`: read by their place, not by
-    /// name (GRDB finds a column by name by lowercasing every name it compares, per value read:
-    /// ~5 % of the daemon's CPU under look-ups).
+    /// The columns `item(from:)` reads, in the order of `itemColumns`, and `primaryKey`, which the
+    /// v10 migration compares: read by their place, not by name (GRDB finds a column by name by
+    /// lowercasing every name it compares, per value read: ~5 % of the daemon's CPU under
+    /// look-ups). The v10 migration selects them all, so each must exist at v10: a column added
+    /// later is read by name where it is needed, not listed here.
     enum ItemColumn: Int, CaseIterable {
         case id, uid, accessGroup, itemClass, attributes, protection, flags, enrolmentGeneration, wrappedKey
         case ciphertext, passwordSalt, persistentRef, created, modified, heldKey, primaryKey

@@ -27,10 +27,11 @@ import Glibc
 /// wait in the kernel (for the terminal's lock; a serial line's close for its output to drain),
 /// happen on threads of the daemon's own, never on an event loop (docs/architecture.md).
 ///
-/// Unchecked: a thin owner of the terminal's descriptor. `fd` (replaced by the daemon's own
-/// description at the first screen, before the reader starts), `saved`, `rawMode`, `reader`,
+/// Unchecked: a thin owner of the terminal's descriptor. `saved`, `rawMode`, `reader`,
 /// `writeBudgetLeft` and `cutShort` are set and read only on `writer`'s thread (and in `deinit`,
-/// when no other thread holds the prompt); the rest is in `keys`.
+/// when no other thread holds the prompt). `fd` is set there too, once, at the first screen
+/// (the daemon's own description), before the key reader's thread starts and reads it; the rest
+/// is in `keys`.
 final class TerminalPrompt: @unchecked Sendable {
     private var fd: Int32
     private let onAction: @Sendable (PromptKeyboard.Action) -> Void

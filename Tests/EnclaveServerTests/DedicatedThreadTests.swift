@@ -32,7 +32,8 @@ final class DedicatedThreadTests: XCTestCase {
         XCTAssertEqual(ran.withLock { $0.count }, 100)
     }
 
-    /// The name `ps -L` and /proc show, and tests count threads by.
+    /// The name `ps -L` and /proc show, and tests count threads by. (Foundation's `Thread.name`
+    /// also sets a name this short; what this holds is that the daemon's threads are named.)
     func testAThreadOfTheDaemonsOwnCarriesItsNameInTheKernel() {
         let named = Mutex<String>("")
         LoopThread(name: "la-prompt-keys") {

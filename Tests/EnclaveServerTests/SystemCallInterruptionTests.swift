@@ -106,7 +106,8 @@ final class SystemCallInterruptionTests: XCTestCase {
                 return left() <= 0 ? 1 : 0
             }
             // After it, none reaches the thread: a poll of 300 ms times out (0), not cut short by
-            // a signal (-1, EINTR).
+            // a signal (-1, EINTR). The end of the body stops the signals; blocking SIGURG again
+            // covers one already on its way, which this cannot force.
             var input = pollfd(fd: readEnd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&input, 1, 300)
             return [slept, Int(ready)]
