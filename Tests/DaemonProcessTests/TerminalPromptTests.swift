@@ -147,9 +147,8 @@ final class TerminalPromptTests: XCTestCase {
             signal.signal(signal.SIGHUP, signal.SIG_IGN)
             open(ready + ".handed", "w").close()
             while not os.path.exists(ready + ".gone"): time.sleep(0.05)
-            options = {"reason": "After the hang-up", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
             start = time.monotonic()
-            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "late", "policy": 1, "options": options}})
+            ask(3, "late", 1, "After the hang-up")
             daemon.settimeout(90)
             while True:
                 reply = receive(daemon)
@@ -178,8 +177,7 @@ final class TerminalPromptTests: XCTestCase {
     func testAClientThatBlocksTheKeyReaderCannotHoldThePromptsClose() throws {
         let attack = """
             keep_it_blocking()
-            options = {"reason": "Hold the reader", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
-            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
+            ask(3, "held", 1, "Hold the reader")
             time.sleep(1)
             attributes = termios.tcgetattr(tty)
             attributes[6][termios.VMIN], attributes[6][termios.VTIME] = 255, 255
@@ -214,8 +212,7 @@ final class TerminalPromptTests: XCTestCase {
     func testAClientThatTypesBehindAStoppedTerminalCannotHoldThePromptsClose() throws {
         let attack = """
             stop_output_and_keep_it_blocking()
-            options = {"reason": "Hold the writer", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
-            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 2, "options": options}})
+            ask(3, "held", 2, "Hold the writer")
             time.sleep(1)
             open(ready + ".asked", "w").close()
             while not os.path.exists(ready + ".typed"): time.sleep(0.05)
@@ -277,13 +274,12 @@ final class TerminalPromptTests: XCTestCase {
     private func holdTheTerminal(handing: String) throws {
         let attack = """
             stop_output_and_keep_it_blocking()
-            options = {"reason": "Hold the daemon", "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
-            send(daemon, {"id": 3, "op": "evaluate", "args": {"context": "held", "policy": 1, "options": options}})
+            ask(3, "held", 1, "Hold the daemon")
             time.sleep(1)
             # Again, once the first prompt is over.
             send(daemon, {"id": 4, "op": "invalidate", "args": {"context": "held"}})
             time.sleep(3)
-            send(daemon, {"id": 5, "op": "evaluate", "args": {"context": "again", "policy": 1, "options": options}})
+            ask(5, "again", 1, "Hold the daemon")
             daemon.settimeout(3)
             second = "no answer"
             try:
@@ -354,6 +350,10 @@ final class TerminalPromptTests: XCTestCase {
             socket.send_fds(handoff, [ticket], [tty])
             status = handoff.recv(1)
             if status != b"\\x00": sys.exit("handoff refused: %r" % status)
+            def ask(request, context, policy, reason):
+                # An evaluation whose prompt is drawn on the handed terminal.
+                options = {"reason": reason, "reuseDuration": 0, "interactionNotAllowed": False, "onTerminal": True}
+                send(daemon, {"id": request, "op": "evaluate", "args": {"context": context, "policy": policy, "options": options}})
             def keep_it_blocking():
                 # O_NONBLOCK is the description's, which the daemon shares: cleared again and again.
                 def clear():
