@@ -60,7 +60,25 @@ struct BinaryWireDecoding: Decoder {
         if type == Float.self { return try floating(Float.self) as! T }
         if type == Float16.self { return try floating(Float16.self) as! T }
         if type == KeychainValue.self { return try keychainValue() as! T }
+        if type == [String: KeychainValue].self { return try keychainAttributes() as! T }
         return try T(from: self)
+    }
+
+    /// A keychain request's or item's attributes, read from the object directly: `Dictionary`'s
+    /// own `init(from:)` makes a key for every name (`allKeys`) and then looks each up again.
+    /// A name given twice is read as the keyed container reads it: the first one's value.
+    private func keychainAttributes() throws -> [String: KeychainValue] {
+        let (keys, values) = try reader.items(at: offset, object: true, codingPath)
+        var attributes: [String: KeychainValue] = [:]
+        attributes.reserveCapacity(keys.count)
+        for (key, value) in zip(keys, values) {
+            let name = try reader.text(key, codingPath)
+            guard attributes[name] == nil else { continue }
+            let step = Step.key(BinaryWirePathKey(stringValue: name))
+            attributes[name] = try BinaryWireDecoding(reader: reader, offset: value, parentPath: codingPath, step: step)
+                .keychainValue()
+        }
+        return attributes
     }
 
     /// A keychain attribute's value, as `BinaryWireBox` writes it: its kind is the value's tag.

@@ -141,6 +141,7 @@ enum BinaryWireBox {
         if T.self == Int128.self { return try wide(value as! Int128, at: place) }
         if T.self == UInt128.self { return try wide(value as! UInt128, at: place) }
         if T.self == KeychainValue.self { return keychainValue(value as! KeychainValue) }
+        if T.self == [String: KeychainValue].self { return keychainAttributes(value as! [String: KeychainValue]) }
         let encoder = BinaryWireEncoding(at: place)
         try value.encode(to: encoder)
         return encoder.value ?? .null
@@ -157,6 +158,19 @@ enum BinaryWireBox {
         case .bool(let b): return .bool(b)
         case .date(let d): return .double(d.timeIntervalSince1970)
         }
+    }
+
+    /// Attributes as `Dictionary`'s `encode(to:)` writes them (an object, a key per name), with
+    /// no keyed container in between.
+    private static func keychainAttributes(_ attributes: [String: KeychainValue]) -> BinaryWireValue {
+        let object = BinaryWireContainer(isObject: true)
+        object.keys.reserveCapacity(attributes.count)
+        object.values.reserveCapacity(attributes.count)
+        for (name, value) in attributes {
+            object.keys.append(name)
+            object.values.append(keychainValue(value))
+        }
+        return .container(object)
     }
 
     /// A 128-bit integer travels when it fits 64 bits, as an `int` or a `uint`.

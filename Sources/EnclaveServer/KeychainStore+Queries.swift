@@ -1,3 +1,4 @@
+import DurableSQLite
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -7,8 +8,9 @@ import GRDB
 /// then by what is left of the query on each item's attributes.
 extension Storage {
     /// The user's items in the groups the caller may search — read by `searchable` in the same
-    /// visit to the pool, so a look-up takes one reader, not one for the groups and one for the
-    /// items (each taking costs more than either statement); a query naming one group finds
+    /// visit to the pool and the same snapshot (`readSnapshot`), so a look-up takes one reader,
+    /// not one for the groups and one for the items (each taking costs more than either
+    /// statement), and the groups it searched are the ones its items were read with; a query naming one group finds
     /// nothing outside it — that match `query`, in creation order: narrowed in SQL by the columns,
     /// then by what is left of the query on each item's attributes. With nothing left and
     /// `readingAttributes` false, no item's attributes are decoded (they are empty in what is
@@ -20,7 +22,7 @@ extension Storage {
         readingAttributes: Bool,
         searchable: (Database) throws -> [String]
     ) throws -> [StoredItem] {
-        try pool.unsafeRead { db in
+        try pool.readSnapshot { db in
             let accessGroups = try searchable(db)
             let groups = query.accessGroup.map { asked in accessGroups.filter { $0 == asked } } ?? accessGroups
             guard !groups.isEmpty else { return [] }
@@ -41,8 +43,8 @@ extension Storage {
     }
 
     /// Items narrowed in SQL by the columns given (`accessGroups` nil: every group of the user), in
-    /// one statement read without a transaction of its own, its compiled form kept (one per shape
-    /// of query): a look-up's time was mostly preparing SQL and opening transactions.
+    /// one statement whose compiled form is kept (one per shape of query): a look-up's time was
+    /// mostly preparing SQL and opening transactions.
     private static func items(
         _ db: Database,
         uid: UInt32,

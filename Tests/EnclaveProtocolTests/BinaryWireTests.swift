@@ -127,6 +127,54 @@ final class BinaryWireTests: XCTestCase {
         )
     }
 
+    /// Attributes are read and written directly (no keyed container, no key made per name), as
+    /// `Dictionary`'s own coding does through the keyed containers: the same bytes, the same
+    /// values, the first of a repeated name, the same errors.
+    func testKeychainAttributesTravelAsDictionarysOwnCoding() throws {
+        /// Reaches `Dictionary`'s generic coding: not a type the coder knows.
+        struct Opaque: Codable, Equatable {
+            var value: KeychainValue
+            init(_ value: KeychainValue) { self.value = value }
+            init(from decoder: any Decoder) throws {
+                value = try decoder.singleValueContainer().decode(KeychainValue.self)
+            }
+            func encode(to encoder: any Encoder) throws {
+                var single = encoder.singleValueContainer()
+                try single.encode(value)
+            }
+        }
+        let one: [String: KeychainValue] = ["acct": .string("a")]
+        XCTAssertEqual(try BinaryWire.encode(one), try BinaryWire.encode(one.mapValues(Opaque.init)))
+        let many: [String: KeychainValue] = [
+            "svce": .string("s"), "v_Data": .data(Data([0, 255])), "sync": .bool(false), "type": .int(.min),
+            "cdat": .date(Date(timeIntervalSince1970: 1_800_000_000.25)), "": .string(""),
+        ]
+        XCTAssertEqual(
+            try BinaryWire.decode([String: Opaque].self, from: BinaryWire.encode(many)),
+            many.mapValues(Opaque.init)
+        )
+        XCTAssertEqual(
+            try BinaryWire.decode([String: KeychainValue].self, from: BinaryWire.encode([String: KeychainValue]())),
+            [:]
+        )
+
+        // {"a": "x", "a": "y"}, which no encoder writes: both read the first.
+        let repeated: [UInt8] = [9, 11, 2, 1, 0x61, 6, 1, 0x78, 1, 0x61, 6, 1, 0x79]
+        XCTAssertEqual(try BinaryWire.decode([String: KeychainValue].self, from: repeated), ["a": .string("x")])
+        XCTAssertEqual(try BinaryWire.decode([String: Opaque].self, from: repeated), ["a": Opaque(.string("x"))])
+
+        struct Held: Codable { var attributes: [String: KeychainValue] }
+        let notAValue = try BinaryWire.encode(["attributes": ["acct": [1]]])
+        XCTAssertThrowsError(try BinaryWire.decode(Held.self, from: notAValue)) {
+            guard case DecodingError.typeMismatch(_, let context) = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["attributes", "acct"])
+        }
+        XCTAssertThrowsError(try BinaryWire.decode(Held.self, from: BinaryWire.encode(["attributes": [1]]))) {
+            guard case DecodingError.typeMismatch(_, let context) = $0 else { return XCTFail("\($0)") }
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["attributes"])
+        }
+    }
+
     /// An error names where it happened, key by key and index by index, though the path is made
     /// only then: in decoding and in encoding.
     func testErrorsNameTheWholePath() throws {
