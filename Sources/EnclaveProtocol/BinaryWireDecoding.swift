@@ -66,17 +66,20 @@ struct BinaryWireDecoding: Decoder {
 
     /// A keychain request's or item's attributes, read from the object directly: `Dictionary`'s
     /// own `init(from:)` makes a key for every name (`allKeys`) and then looks each up again.
-    /// A name given twice is read as the keyed container reads it: the first one's value.
+    /// A name given twice (as Swift compares names) is refused, which no encoder writes: through
+    /// the keyed container, the first value of a name repeated byte for byte was read and every
+    /// later one left unread, and a name repeated in another form of the same text replaced it.
     private func keychainAttributes() throws -> [String: KeychainValue] {
         let (keys, values) = try reader.items(at: offset, object: true, codingPath)
         var attributes: [String: KeychainValue] = [:]
         attributes.reserveCapacity(keys.count)
         for (key, value) in zip(keys, values) {
             let name = try reader.text(key, codingPath)
-            guard attributes[name] == nil else { continue }
             let step = Step.key(BinaryWirePathKey(stringValue: name))
-            attributes[name] = try BinaryWireDecoding(reader: reader, offset: value, parentPath: codingPath, step: step)
-                .keychainValue()
+            let read = BinaryWireDecoding(reader: reader, offset: value, parentPath: codingPath, step: step)
+            guard attributes.updateValue(try read.keychainValue(), forKey: name) == nil else {
+                throw reader.corrupted("the attribute \"\(name.prefix(64))\" given twice", codingPath)
+            }
         }
         return attributes
     }

@@ -63,7 +63,26 @@ final class SnapshotReadTests: XCTestCase {
             }
         ) { XCTAssert($0 is Stop) }
         XCTAssertFalse(try pool.unsafeRead { db in db.isInsideTransaction })
+        // Thrown from inside a cursor's iteration, as a look-up reads its rows.
+        XCTAssertThrowsError(
+            try pool.readSnapshot { db -> [Int] in
+                try Array(Int.fetchCursor(db.cachedStatement(sql: "SELECT n FROM t")).map { _ in throw Stop() })
+            }
+        ) { XCTAssert($0 is Stop) }
+        XCTAssertFalse(try pool.unsafeRead { db in db.isInsideTransaction })
         try pool.write { db in try db.execute(sql: "INSERT INTO t VALUES (2)") }
         XCTAssertEqual(try pool.readSnapshot { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM t") }, 2)
+    }
+
+    /// A schema change between two reads: the reader's kept statements are made again.
+    func testAReadAfterASchemaChangeBeginsAgain() throws {
+        let pool = try pool(readers: 1)
+        XCTAssertEqual(try pool.readSnapshot { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM t") }, 1)
+        try pool.write { db in
+            try db.execute(sql: "CREATE TABLE u (m INTEGER)")
+            try db.execute(sql: "INSERT INTO u VALUES (7)")
+        }
+        XCTAssertEqual(try pool.readSnapshot { db in try Int.fetchOne(db, sql: "SELECT m FROM u") }, 7)
+        XCTAssertFalse(try pool.unsafeRead { db in db.isInsideTransaction })
     }
 }

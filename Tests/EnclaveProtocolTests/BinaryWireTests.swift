@@ -127,9 +127,9 @@ final class BinaryWireTests: XCTestCase {
         )
     }
 
-    /// Attributes are read and written directly (no keyed container, no key made per name), as
-    /// `Dictionary`'s own coding does through the keyed containers: the same bytes, the same
-    /// values, the first of a repeated name, the same errors.
+    /// Attributes are read and written directly (no keyed container, no key made per name), in
+    /// the bytes `Dictionary`'s own coding writes through the keyed containers, read to the same
+    /// values with the same errors; a name given twice, which no encoder writes, is refused.
     func testKeychainAttributesTravelAsDictionarysOwnCoding() throws {
         /// Reaches `Dictionary`'s generic coding: not a type the coder knows.
         struct Opaque: Codable, Equatable {
@@ -143,25 +143,29 @@ final class BinaryWireTests: XCTestCase {
                 try single.encode(value)
             }
         }
-        let one: [String: KeychainValue] = ["acct": .string("a")]
-        XCTAssertEqual(try BinaryWire.encode(one), try BinaryWire.encode(one.mapValues(Opaque.init)))
         let many: [String: KeychainValue] = [
             "svce": .string("s"), "v_Data": .data(Data([0, 255])), "sync": .bool(false), "type": .int(.min),
             "cdat": .date(Date(timeIntervalSince1970: 1_800_000_000.25)), "": .string(""),
         ]
-        XCTAssertEqual(
-            try BinaryWire.decode([String: Opaque].self, from: BinaryWire.encode(many)),
-            many.mapValues(Opaque.init)
-        )
+        // `mapValues` keeps the order, so the generic coding writes the names in the same order.
+        XCTAssertEqual(try BinaryWire.encode(many), try BinaryWire.encode(many.mapValues(Opaque.init)))
+        let bytes = try BinaryWire.encode(many.mapValues(Opaque.init))
+        XCTAssertEqual(try BinaryWire.decode([String: KeychainValue].self, from: bytes), many)
         XCTAssertEqual(
             try BinaryWire.decode([String: KeychainValue].self, from: BinaryWire.encode([String: KeychainValue]())),
             [:]
         )
 
-        // {"a": "x", "a": "y"}, which no encoder writes: both read the first.
-        let repeated: [UInt8] = [9, 11, 2, 1, 0x61, 6, 1, 0x78, 1, 0x61, 6, 1, 0x79]
-        XCTAssertEqual(try BinaryWire.decode([String: KeychainValue].self, from: repeated), ["a": .string("x")])
-        XCTAssertEqual(try BinaryWire.decode([String: Opaque].self, from: repeated), ["a": Opaque(.string("x"))])
+        // {"a": "x", "a": "y"} and {"K": "x", "\u{212A}": "y"} (the Kelvin sign, the same text).
+        for repeated: [UInt8] in [
+            [9, 11, 2, 1, 0x61, 6, 1, 0x78, 1, 0x61, 6, 1, 0x79],
+            [9, 13, 2, 1, 0x4B, 6, 1, 0x78, 3, 0xE2, 0x84, 0xAA, 6, 1, 0x79],
+        ] {
+            XCTAssertThrowsError(try BinaryWire.decode([String: KeychainValue].self, from: repeated)) {
+                guard case DecodingError.dataCorrupted(let context) = $0 else { return XCTFail("\($0)") }
+                XCTAssert(context.debugDescription.contains("given twice"), context.debugDescription)
+            }
+        }
 
         struct Held: Codable { var attributes: [String: KeychainValue] }
         let notAValue = try BinaryWire.encode(["attributes": ["acct": [1]]])
