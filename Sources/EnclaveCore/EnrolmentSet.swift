@@ -4,6 +4,8 @@
 public enum EnrolmentSet {
     /// Whether the sensor's list `now` is a different enrolment from the one `stored`.
     public static func changed(from stored: [String], to now: [String]) -> Bool {
-        Set(stored) != Set(now) || stored.count != now.count
+        // The same list, the common answer (a simulated sensor's is the stored one): no sets made.
+        guard stored != now else { return false }
+        return Set(stored) != Set(now) || stored.count != now.count
     }
 }

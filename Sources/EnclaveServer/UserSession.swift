@@ -194,8 +194,9 @@ actor UserSession {
     func canEvaluate(policy: PolicyValue, app: String) async throws -> CanEvaluateReply {
         let f = try await facts()
         let problem = Preflight.check(policy, facts: f, ledger: record.ledger, wall: clock.wall())
+        // The enrolled set `facts()` just read: read once a request.
         let state =
-            problem == nil && policy == .deviceOwnerAuthenticationWithBiometrics ? try await domainState(app: app) : nil
+            problem == nil && policy == .deviceOwnerAuthenticationWithBiometrics ? recordedDomainState(app: app) : nil
         return CanEvaluateReply(biometryType: f.sensor, error: problem?.0, message: problem?.1, domainState: state)
     }
 
