@@ -96,7 +96,7 @@ extension EnclaveConnection {
         readerBusy = false
         if ended { shutDownLocked() }
         releaseDescriptorIfIdleLocked()
-        state.broadcast()
+        wakeNextReaderLocked()
         state.unlock()
     }
 
@@ -123,7 +123,7 @@ extension EnclaveConnection {
             // Events of a blocking request have nobody to show them to; only the final reply counts.
             if final {
                 waiter.result = .success(envelope.reply)
-                state.broadcast()
+                wakeLocked(waiter)
             }
             state.unlock()
         case .callback(let onEvent, let completion):

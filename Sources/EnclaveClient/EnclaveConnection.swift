@@ -22,8 +22,9 @@ import Glibc
 /// seen by `closed` (a zero-timeout poll) or by the next request.
 ///
 /// Unchecked: a thin owner of the socket's descriptor. Its state is behind `state` (an
-/// `NSCondition`, because a blocking request's thread waits on it for its reply), the reader's
-/// own state is touched only by the thread holding the reader role, and writes by `writeLock`.
+/// `NSCondition`, on which the connection's own reader thread waits for the role; a blocking
+/// request's thread sleeps on its `Waiter`'s semaphore), the reader's own state is touched only by
+/// the thread holding the reader role, and writes by `writeLock`.
 public final class EnclaveConnection: @unchecked Sendable {
     public typealias Completion = @Sendable (Result<Reply, EnclaveClientError>) -> Void
     public typealias EventHandler = @Sendable (Reply) -> Void
@@ -31,6 +32,9 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// A blocking request's place for its reply, filled by whoever holds the reader role.
     final class Waiter {
         var result: Result<Reply, EnclaveClientError>?
+        /// Its thread sleeps on it while another reads: signalled once each time it is taken off
+        /// `sleepers` (its reply came, the connection ended, or the reader role is free for it).
+        let wake = DispatchSemaphore(value: 0)
     }
 
     enum Pending {
@@ -60,6 +64,14 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Someone holds the reader role (`readerState` is theirs).
     var readerBusy = false
     var readerThreadStarted = false
+    /// Blocking requests' threads asleep while another reads, the first asleep first. A reply wakes
+    /// its own thread and a freed reader role the first still without its reply (one `state`
+    /// broadcast woke every thread sharing the connection for every reply). The connection's own
+    /// reader thread alone waits on `state`.
+    var sleepers: [Waiter] = []
+    /// Times a blocking request's thread woke to find neither its reply nor the reader role free
+    /// (for tests).
+    var wakesForNothing = 0
     /// Only the reader role's holder touches it.
     var readerState = ReaderState()
     /// Guarded by `writeLock`.
@@ -170,7 +182,11 @@ public final class EnclaveConnection: @unchecked Sendable {
         state.lock()
         while waiter.result == nil {
             if readerBusy || isClosed {
-                state.wait()
+                sleepers.append(waiter)
+                state.unlock()
+                waiter.wake.wait()
+                state.lock()
+                if waiter.result == nil && readerBusy { wakesForNothing += 1 }
                 continue
             }
             readerBusy = true
@@ -301,6 +317,8 @@ public final class EnclaveConnection: @unchecked Sendable {
             case .discarded: break
             }
         }
+        for sleeper in sleepers { sleeper.wake.signal() }
+        sleepers.removeAll()
         state.broadcast()
         // Completions may resume tasks that send again: never run them under the lock.
         if !completions.isEmpty {
@@ -308,6 +326,19 @@ public final class EnclaveConnection: @unchecked Sendable {
             for completion in completions { completion(.failure(.connectionLost)) }
             state.lock()
         }
+    }
+
+    /// Wakes `waiter`'s thread if it sleeps.
+    func wakeLocked(_ waiter: Waiter) {
+        guard let i = sleepers.firstIndex(where: { $0 === waiter }) else { return }
+        sleepers.remove(at: i).wake.signal()
+    }
+
+    /// The reader role is free: wakes the first sleeping thread whose reply has not come (it reads
+    /// next) and the connection's own thread, whichever takes the role first.
+    func wakeNextReaderLocked() {
+        if let i = sleepers.firstIndex(where: { $0.result == nil }) { sleepers.remove(at: i).wake.signal() }
+        state.broadcast()
     }
 
     /// Closes the descriptor once the connection is closed and nobody is reading it (its number

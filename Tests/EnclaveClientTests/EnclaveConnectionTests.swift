@@ -229,6 +229,36 @@ final class EnclaveConnectionTests: XCTestCase {
         }
     }
 
+    /// Threads sharing one connection, as an app's threads share its keychain connection: a reply
+    /// wakes the thread waiting for it, and a freed reader role one thread that still waits; the
+    /// others sleep on. (One condition broadcast for everything woke every waiting thread for
+    /// every reply: about threads − 2 wake-ups for nothing a request.)
+    func testAReplyWakesOnlyTheThreadThatWaitsForIt() throws {
+        let daemon = try ScriptedDaemon()
+        daemon.handle = { envelope, daemon in daemon.send([Marked.echo(envelope)!]) }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
+        let threads = 8
+        let perThread = 300
+        let group = DispatchGroup()
+        let mismatches = LockedBox(0)
+        for t in 0..<threads {
+            group.enter()
+            Thread {
+                for i in 0..<perThread {
+                    let reply = try? connection.request(Marked.request("t\(t)-\(i)"))
+                    if reply.flatMap({ Marked.marker(of: $0) }) != "t\(t)-\(i)" { mismatches.withValue { $0 += 1 } }
+                }
+                group.leave()
+            }.start()
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(mismatches.value, 0)
+        let wasted = connection.state.withLock { connection.wakesForNothing }
+        print("wake-ups for nothing: \(wasted) for \(threads * perThread) requests")
+        XCTAssertLessThan(wasted, threads * perThread / 2, "threads woke for replies that were not theirs")
+    }
+
     func testBlockingRequestsAndDiscardedRepliesStartNoThread() throws {
         let daemon = try ScriptedDaemon()
         daemon.handle = { envelope, daemon in
