@@ -41,8 +41,8 @@ extension EnclaveConnection {
     }
 
     /// Holds the reader role (taken by the caller) until `done` holds — checked under the lock
-    /// after every frame — or the connection ends, then gives the role back and wakes the waiters
-    /// (one of them may need to read next).
+    /// after every frame — or the connection ends, then gives the role back and wakes one sleeping
+    /// thread still without its reply, and the connection's own thread (either may read next).
     /// `lingering`: for the connection's thread — while no callback request waits, it waits for
     /// the socket at most `lingerMilliseconds` before each read, then gives up the role (so an idle
     /// connection dropped without `close()` keeps no thread, and is released).

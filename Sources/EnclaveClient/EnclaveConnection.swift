@@ -48,7 +48,8 @@ public final class EnclaveConnection: @unchecked Sendable {
 
     public let socketPath: String
     let fd: Int32
-    /// Guards everything below but the reader's own state, and is where waiters wait.
+    /// Guards everything below but the reader's own state; the connection's own reader thread
+    /// waits on it for the role.
     let state = NSCondition()
     private let writeLock = NSLock()
     private var nextID: UInt64 = 1
@@ -64,7 +65,7 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Someone holds the reader role (`readerState` is theirs).
     var readerBusy = false
     var readerThreadStarted = false
-    /// Blocking requests' threads asleep while another reads, the first asleep first. A reply wakes
+    /// Blocking requests' threads asleep while another reads, in the order they last fell asleep. A reply wakes
     /// its own thread and a freed reader role the first still without its reply (one `state`
     /// broadcast woke every thread sharing the connection for every reply). The connection's own
     /// reader thread alone waits on `state`.

@@ -396,18 +396,69 @@ final class EnclaveConnectionTests: XCTestCase {
         XCTAssertTrue(connection.closed)
     }
 
-    func testClosingEndsARequestThatIsReadingItsOwnReply() throws {
+    /// One thread reads its own reply, the others sleep: closing ends the one reading and wakes
+    /// every one asleep.
+    func testClosingEndsTheRequestReadingAndEveryOneAsleep() throws {
         let daemon = try ScriptedDaemon()
         let received = DispatchSemaphore(value: 0)
         daemon.handle = { _, _ in received.signal() }
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
-        let blocking = BlockingRequest(Marked.request("never answered"), on: connection)
-        XCTAssertEqual(received.wait(timeout: .now() + 5), .success)
+        let blocking = (0..<4).map { BlockingRequest(Marked.request("never answered \($0)"), on: connection) }
+        for _ in blocking { XCTAssertEqual(received.wait(timeout: .now() + 5), .success) }
         connection.close()
-        XCTAssertEqual(blocking.ended.wait(timeout: .now() + 5), .success)
-        XCTAssertEqual(blocking.failure.value, .connectionLost)
+        for request in blocking {
+            XCTAssertEqual(request.ended.wait(timeout: .now() + 5), .success)
+            XCTAssertEqual(request.failure.value, .connectionLost)
+        }
         XCTAssertThrowsError(try connection.request(Marked.request("after close")))
+    }
+
+    /// The connection's own thread reads (a callback request waits) while blocking threads sleep:
+    /// each is woken by its reply, whichever order they come in, and the callback gets its own.
+    func testThreadsAsleepWhileTheConnectionsThreadReadsEachGetTheirReply() throws {
+        let daemon = try ScriptedDaemon()
+        let threads = 5
+        let held = LockedBox<[RequestEnvelope]>([])
+        daemon.handle = { envelope, daemon in
+            // Every request of the round held, then answered newest first, in one write.
+            let ready: [RequestEnvelope]? = held.withValue { held in
+                held.append(envelope)
+                guard held.count == threads + 1 else { return nil }
+                defer { held.removeAll() }
+                return held
+            }
+            if let ready { daemon.send(ready.reversed().map { Marked.echo($0)! }) }
+        }
+        let connection = try EnclaveConnection(socketPath: daemon.path)
+        defer { connection.close() }
+        for round in 0..<10 {
+            let callback = LockedBox<String?>(nil)
+            let called = DispatchSemaphore(value: 0)
+            connection.send(Marked.request("callback-\(round)")) { result in
+                callback.value = (try? result.get()).flatMap { Marked.marker(of: $0) }
+                called.signal()
+            }
+            let deadline = Date().addingTimeInterval(5)
+            while !connection.state.withLock({ connection.readerBusy }), Date() < deadline { usleep(1000) }
+            let answers = LockedBox<[Int: String]>([:])
+            let group = DispatchGroup()
+            for i in 0..<threads {
+                group.enter()
+                Thread {
+                    let reply = try? connection.request(Marked.request("r\(round)-t\(i)"))
+                    answers.withValue { $0[i] = reply.flatMap { Marked.marker(of: $0) } }
+                    group.leave()
+                }.start()
+            }
+            XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(called.wait(timeout: .now() + 10), .success)
+            XCTAssertEqual(callback.value, "callback-\(round)")
+            XCTAssertEqual(
+                answers.value,
+                Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, "r\(round)-t\($0)") })
+            )
+        }
     }
 }
 
