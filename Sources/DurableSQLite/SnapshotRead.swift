@@ -11,7 +11,8 @@ extension DatabasePool {
             try db.cachedStatement(sql: "BEGIN DEFERRED TRANSACTION").execute()
             defer {
                 // A read transaction ends without writing anything; should COMMIT fail, the
-                // reader is still left out of its transaction for whoever takes it next.
+                // reader is still left out of its transaction for whoever takes it next. (Should
+                // ROLLBACK fail too, GRDB stops the process rather than hand on an open snapshot.)
                 if (try? db.cachedStatement(sql: "COMMIT TRANSACTION").execute()) == nil {
                     try? db.execute(sql: "ROLLBACK TRANSACTION")
                 }

@@ -178,7 +178,8 @@ actor UserSession {
         return recordedDomainState(app: app)
     }
 
-    /// The domain state of the enrolled set as last read (an evaluation read it when it started).
+    /// The domain state of the enrolled set as last read (an evaluation read it when it started;
+    /// `canEvaluate`, in its `facts()`).
     func recordedDomainState(app: String) -> Data? {
         domainStates.hash(
             secret: record.domainSecret,
