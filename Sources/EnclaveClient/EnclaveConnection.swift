@@ -65,10 +65,10 @@ public final class EnclaveConnection: @unchecked Sendable {
     /// Someone holds the reader role (`readerState` is theirs).
     var readerBusy = false
     var readerThreadStarted = false
-    /// Blocking requests' threads asleep while another reads, in the order they last fell asleep. A reply wakes
-    /// its own thread and a freed reader role the first still without its reply (one `state`
-    /// broadcast woke every thread sharing the connection for every reply). The connection's own
-    /// reader thread alone waits on `state`.
+    /// Blocking requests' threads asleep while another reads, in the order they last fell asleep.
+    /// A reply wakes its own thread, and a freed reader role the first still without its reply
+    /// (one `state` broadcast woke every thread sharing the connection for every reply). The
+    /// connection's own reader thread alone waits on `state`.
     var sleepers: [Waiter] = []
     /// Times a blocking request's thread woke to find neither its reply nor the reader role free
     /// (for tests).

@@ -10,12 +10,12 @@ extension Storage {
     /// The user's items in the groups the caller may search — read by `searchable` in the same
     /// visit to the pool and the same snapshot (`readSnapshot`), so a look-up takes one reader,
     /// not one for the groups and one for the items (each taking costs more than either
-    /// statement), and the groups it searched are the ones its items were read with; a query naming one group finds
-    /// nothing outside it — that match `query`, in creation order: narrowed in SQL by the columns,
-    /// then by what is left of the query on each item's attributes. With nothing left and
-    /// `readingAttributes` false, no item's attributes are decoded (they are empty in what is
-    /// returned, which `insertItem` and `updateItem` refuse): the common look-up (service and
-    /// account, for the secret) reads no attributes at all.
+    /// statement), and the groups it searched are the ones its items were read with; a query
+    /// naming one group finds nothing outside it — that match `query`, in creation order:
+    /// narrowed in SQL by the columns, then by what is left of the query on each item's
+    /// attributes. With nothing left and `readingAttributes` false, no item's attributes are
+    /// decoded (they are empty in what is returned, which `insertItem` and `updateItem` refuse):
+    /// the common look-up (service and account, for the secret) reads no attributes at all.
     func items(
         matching query: KeychainRules.IndexedQuery,
         uid: UInt32,
