@@ -102,6 +102,21 @@ final class EnclaveConnectionTests: XCTestCase {
             }
         }
 
+        /// Holds each request until `count` have come, then answers them newest first, in one write
+        /// (one segment for the client, its replies out of order).
+        func answerInBatches(of count: Int) {
+            let held = LockedBox<[RequestEnvelope]>([])
+            handle = { envelope, daemon in
+                let ready: [RequestEnvelope]? = held.withValue { held in
+                    held.append(envelope)
+                    guard held.count == count else { return nil }
+                    defer { held.removeAll() }
+                    return held
+                }
+                if let ready { daemon.send(ready.reversed().map { Marked.echo($0)! }) }
+            }
+        }
+
         func hangUp() {
             lock.withLock { _ = shutdown(connection, Int32(SHUT_RDWR)) }
         }
@@ -164,38 +179,40 @@ final class EnclaveConnectionTests: XCTestCase {
 
     func testRepliesInOneSegmentAndOutOfOrderReachTheirRequests() throws {
         let daemon = try ScriptedDaemon()
-        let batch = LockedBox<[RequestEnvelope]>([])
         let threads = 6
-        daemon.handle = { envelope, daemon in
-            // Hold the requests until every thread has sent, then answer them newest first, in one write.
-            let ready: [RequestEnvelope]? = batch.withValue { held in
-                held.append(envelope)
-                guard held.count == threads else { return nil }
-                defer { held.removeAll() }
-                return held
-            }
-            if let ready { daemon.send(ready.reversed().map { Marked.echo($0)! }) }
-        }
+        // Every thread's request held until all have sent.
+        daemon.answerInBatches(of: threads)
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
-        for round in 0..<20 {
-            let answers = LockedBox<[Int: String]>([:])
-            // Threads of their own: every request must be waiting before the daemon answers any.
-            let group = DispatchGroup()
-            for i in 0..<threads {
-                group.enter()
-                Thread {
-                    let reply = try? connection.request(Marked.request("r\(round)-t\(i)"))
-                    answers.withValue { $0[i] = reply.flatMap { Marked.marker(of: $0) } }
-                    group.leave()
-                }.start()
-            }
-            XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
-            XCTAssertEqual(
-                answers.value,
-                Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, "r\(round)-t\($0)") })
-            )
+        for round in 0..<20 { blockingRound(round, threads: threads, on: connection) }
+    }
+
+    /// `threads` threads of their own (every request must be waiting before the daemon answers
+    /// any) each send one blocking request of round `round`, and each gets its own reply.
+    private func blockingRound(
+        _ round: Int,
+        threads: Int,
+        on connection: EnclaveConnection,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        let answers = LockedBox<[Int: String]>([:])
+        let group = DispatchGroup()
+        for i in 0..<threads {
+            group.enter()
+            Thread {
+                let reply = try? connection.request(Marked.request("r\(round)-t\(i)"))
+                answers.withValue { $0[i] = reply.flatMap { Marked.marker(of: $0) } }
+                group.leave()
+            }.start()
         }
+        XCTAssertEqual(group.wait(timeout: .now() + 10), .success, file: file, line: line)
+        XCTAssertEqual(
+            answers.value,
+            Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, "r\(round)-t\($0)") }),
+            file: file,
+            line: line
+        )
     }
 
     func testBlockingAndAsyncRequestsFromManyThreadsEachGetTheirOwnReply() async throws {
@@ -419,17 +436,8 @@ final class EnclaveConnectionTests: XCTestCase {
     func testThreadsAsleepWhileTheConnectionsThreadReadsEachGetTheirReply() throws {
         let daemon = try ScriptedDaemon()
         let threads = 5
-        let held = LockedBox<[RequestEnvelope]>([])
-        daemon.handle = { envelope, daemon in
-            // Every request of the round held, then answered newest first, in one write.
-            let ready: [RequestEnvelope]? = held.withValue { held in
-                held.append(envelope)
-                guard held.count == threads + 1 else { return nil }
-                defer { held.removeAll() }
-                return held
-            }
-            if let ready { daemon.send(ready.reversed().map { Marked.echo($0)! }) }
-        }
+        // Every request of the round held, the callback's too.
+        daemon.answerInBatches(of: threads + 1)
         let connection = try EnclaveConnection(socketPath: daemon.path)
         defer { connection.close() }
         for round in 0..<10 {
@@ -441,23 +449,9 @@ final class EnclaveConnectionTests: XCTestCase {
             }
             let deadline = Date().addingTimeInterval(5)
             while !connection.state.withLock({ connection.readerBusy }), Date() < deadline { usleep(1000) }
-            let answers = LockedBox<[Int: String]>([:])
-            let group = DispatchGroup()
-            for i in 0..<threads {
-                group.enter()
-                Thread {
-                    let reply = try? connection.request(Marked.request("r\(round)-t\(i)"))
-                    answers.withValue { $0[i] = reply.flatMap { Marked.marker(of: $0) } }
-                    group.leave()
-                }.start()
-            }
-            XCTAssertEqual(group.wait(timeout: .now() + 10), .success)
+            blockingRound(round, threads: threads, on: connection)
             XCTAssertEqual(called.wait(timeout: .now() + 10), .success)
             XCTAssertEqual(callback.value, "callback-\(round)")
-            XCTAssertEqual(
-                answers.value,
-                Dictionary(uniqueKeysWithValues: (0..<threads).map { ($0, "r\(round)-t\($0)") })
-            )
         }
     }
 }
