@@ -22,6 +22,13 @@ public final class BlockingPool: Sendable {
         try await pool.runIfActive(work)
     }
 
+    /// Runs `work` on one of the pool's threads once one is free, and returns at once. `work` is
+    /// told whether the pool still runs: false when it has been shut down, and then `work` runs at
+    /// once on the calling thread (so whatever it owes, it still answers).
+    public func submit(_ work: @escaping @Sendable (_ active: Bool) -> Void) {
+        pool.submit { work($0 == .active) }
+    }
+
     /// A way into this pool that admits at most `limit` pieces of work running or waiting, and
     /// refuses the next at once (`Admission.Full`) rather than let a flood grow the queue.
     public func admitting(atMost limit: Int) -> Admission { Admission(pool: self, limit: limit) }

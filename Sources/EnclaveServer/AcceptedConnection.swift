@@ -12,8 +12,9 @@ import Glibc
 /// (then counted in the connection budget and pinned) or refused (with the reason to send).
 struct AcceptedConnection: Sendable {
     enum Admission: Sendable {
-        /// Counted in the budget: release `credentials.uid` when the connection ends.
-        case admitted(PeerCredentials, any PinnedPeer, connectionCookie: UInt64)
+        /// Counted in the budget: release `credentials.uid` when the connection ends. Pinned, and
+        /// proven to hold the connection.
+        case admitted(PeerCredentials, any PinnedPeer)
         /// Root, connected to a user-mode daemon that runs as another user (`AppIdentity.administrator`):
         /// counted in the budget like any peer, not pinned (its process is not the daemon's to read).
         case administrator(PeerCredentials)
@@ -26,10 +27,10 @@ struct AcceptedConnection: Sendable {
     let inbox: ChannelInbox
     let admission: Admission
 
-    /// Runs on the event loop right after the accept, before anything else happens on the
-    /// connection: the kernel's facts about the peer, the user-mode and budget checks, then the pin
-    /// (`PeerProcess`) — so that the executable read is as near the connect as the kernel lets
-    /// anyone get, and a refused connection costs no more than its socket.
+    /// Runs right after the accept, before anything else happens on the connection: the kernel's
+    /// facts about the peer and the user-mode and budget checks on the event loop, then the pin
+    /// (`PeerProcess`) on `pins`, off the loop and in turn per user — so that the executable is read
+    /// before the client is heard, and a refused connection costs no more than its socket.
     /// With `helper`, the pin is the privileged helper's (`PeerHelper`): this process then holds no
     /// capability to read other users' processes.
     static func admit(
@@ -37,6 +38,7 @@ struct AcceptedConnection: Sendable {
         mode: DaemonMode,
         servedUser: UInt32,
         connections: ConnectionCounter,
+        pins: PeerPins,
         helper: PeerHelperClient? = nil
     ) -> EventLoopFuture<Admission> {
         guard let provider = channel as? any SocketOptionProvider else {
@@ -64,48 +66,53 @@ struct AcceptedConnection: Sendable {
             level: level,
             name: SocketOptionName(la_so_cookie)
         )
-        return credentials.and(pidfd).and(cookie).map { pair, cookie in
+        return credentials.and(pidfd).and(cookie).flatMap { pair, cookie in
             let (credentials, pidfd) = pair
-            defer { if let pidfd { close(pidfd) } }
             let visiting = mode == .user && credentials.uid != servedUser
-            if visiting && credentials.uid != 0 {
-                return .refused(
-                    Failure(.notPermitted, "this user-mode daemon serves uid \(servedUser) only"),
-                    log: "refused a connection from another user",
-                    pid: credentials.pid,
-                    uid: credentials.uid
-                )
+            let refusal: Admission? =
+                if visiting && credentials.uid != 0 {
+                    .refused(
+                        Failure(.notPermitted, "this user-mode daemon serves uid \(servedUser) only"),
+                        log: "refused a connection from another user",
+                        pid: credentials.pid,
+                        uid: credentials.uid
+                    )
+                } else if let refusal = connections.admit(credentials.uid) {
+                    .refused(
+                        refusal.failure,
+                        log: "refused a connection over the limit",
+                        pid: credentials.pid,
+                        uid: credentials.uid
+                    )
+                } else if visiting {
+                    .administrator(credentials)
+                } else {
+                    nil
+                }
+            if let refusal {
+                if let pidfd { close(pidfd) }
+                return channel.eventLoop.makeSucceededFuture(refusal)
             }
-            if let refusal = connections.admit(credentials.uid) {
-                return .refused(
-                    refusal.failure,
-                    log: "refused a connection over the limit",
-                    pid: credentials.pid,
-                    uid: credentials.uid
-                )
-            }
-            if visiting { return .administrator(credentials) }
-            do throws(PeerProcess.Refusal) {
-                if let helper {
-                    return .admitted(
-                        credentials,
-                        try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie),
-                        connectionCookie: cookie
+            // The executable is read first; then the process must hold this connection, close-on-exec
+            // (a process that exec'd in between has lost it).
+            return pins.pin(uid: credentials.uid, on: channel.eventLoop) { () throws(PeerProcess.Refusal) in
+                defer { if let pidfd { close(pidfd) } }
+                if let helper { return try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie) }
+                let process = try PeerProcess(pid: credentials.pid, pidfd: pidfd)
+                try process.confirmHolds(connectionCookie: cookie)
+                return process
+            }.map { outcome in
+                switch outcome {
+                case .success(let peer): return .admitted(credentials, peer)
+                case .failure(let error):
+                    connections.release(credentials.uid)
+                    return .refused(
+                        Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
+                        log: "refused a client the daemon could not identify",
+                        pid: credentials.pid,
+                        uid: credentials.uid
                     )
                 }
-                return .admitted(
-                    credentials,
-                    try PeerProcess(pid: credentials.pid, pidfd: pidfd),
-                    connectionCookie: cookie
-                )
-            } catch {
-                connections.release(credentials.uid)
-                return .refused(
-                    Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
-                    log: "refused a client the daemon could not identify",
-                    pid: credentials.pid,
-                    uid: credentials.uid
-                )
             }
         }.recover { error in
             .refused(
@@ -122,7 +129,7 @@ extension AcceptedConnection.Admission {
     /// The uid counted in the connection budget, to release when the connection ends.
     var countedUser: UInt32? {
         switch self {
-        case .admitted(let credentials, _, _), .administrator(let credentials): credentials.uid
+        case .admitted(let credentials, _), .administrator(let credentials): credentials.uid
         case .refused: nil
         }
     }

@@ -1,3 +1,4 @@
+import BlockingPool
 import CPeerSocket
 import EnclaveCore
 import Foundation
@@ -14,8 +15,6 @@ protocol PinnedPeer: AnyObject, Sendable {
     var session: String? { get }
     /// Whether the process no longer runs the executable it was pinned with (checked before every request).
     func executableChanged() -> Bool
-    /// That the pinned process holds the connection, close-on-exec (`PeerProcess.confirmHolds`).
-    func confirmHolds(connectionCookie cookie: UInt64) throws(PeerProcess.Refusal)
 }
 
 extension PeerProcess: PinnedPeer {}
@@ -38,10 +37,11 @@ extension PeerProcess: PinnedPeer {}
 ///   sequence (UInt64); a pin may carry the peer's pidfd (SCM_RIGHTS).
 /// - answer to pin and check (release has none): status (Int32: 0 ok/unchanged, 1 ended/changed,
 ///   2 unreadable, 3 not holding, 4 inheritable, 5 socket unknown, 6 bad request, 7 too long,
-///   8 too many descriptors),
+///   8 too many descriptors, 10 busy: `workers` pins and scans under way already, errno EAGAIN),
 ///   errno (Int32), handle (UInt64), the request's sequence (UInt64), identity kind (UInt8), name
 ///   length (UInt16), session length (UInt16, 0xFFFF: none), then the name's and the session's
-///   bytes. The daemon takes an answer only with its request's sequence: a late one is dropped.
+///   bytes. Answers come as their requests end, not in their order (`serve`): the daemon matches
+///   each to its request by sequence, and drops one whose request gave up (a late pin released).
 /// - answer to holders: the same header with handle 0 (never taken for a pinned peer), identity kind
 ///   0, the records' length in the name's place and no session, then one record per holder: pid
 ///   (Int32), whether its executable's file was read (UInt8), device and inode (UInt64 each), the
@@ -65,16 +65,25 @@ public enum PeerHelper {
     /// An identity's kind travels as its index here (both ends are the same program).
     static let kinds = AppIdentity.Kind.allCases
 
+    /// Pins and holders scans that may run at once; past it a request is answered "busy" (status
+    /// 10). The daemon sends at most `PeerPins.threads` pins and one full scan at a time.
+    static let workers = 8
+
     /// The helper's loop, on `socket` (its end of the pair). Ends the process when the daemon's end
-    /// closes.
+    /// closes. Checks and releases are answered here, in the order they come: each is one look-up
+    /// and one `fstatat`, and never waits behind a pin. Pins and holders scans (a process's
+    /// descriptors searched, up to a quarter of a second) run on a pool of `workers` threads side
+    /// by side, each answered when it ends, so a user who makes their own pin slow holds no one
+    /// else's.
     public static func serve(socket: Int32) -> Never {
         var limit = rlimit()
         if getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 {
             limit.rlim_cur = limit.rlim_max
             _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         }
-        var pinned: [UInt64: PeerProcess] = [:]
-        var next: UInt64 = 1
+        let pinned = PinnedProcesses()
+        let pool = BlockingPool(threads: workers)
+        let working = Atomic(0)
         var buffer = [UInt8](repeating: 0, count: 64)
         var fds = [Int32](repeating: -1, count: 1)
         while true {
@@ -87,9 +96,9 @@ public enum PeerHelper {
             if n == 0 { exit(0) }
             // Only a descriptor this message brought (a truncated one reports more than it brought).
             let pidfd: Int32? = fds[0] >= 0 ? fds[0] : nil
-            defer { if let pidfd { close(pidfd) } }
             let sequence = n >= requestSize ? read(buffer, 24, UInt64.self) : 0
             guard n == requestSize, count <= 1, let operation = Operation(rawValue: read(buffer, 0, UInt32.self)) else {
+                if let pidfd { close(pidfd) }
                 answer(socket, sequence: sequence, status: 6)
                 continue
             }
@@ -97,48 +106,28 @@ public enum PeerHelper {
             let handle = read(buffer, 8, UInt64.self)
             let cookie = read(buffer, 16, UInt64.self)
             switch operation {
-            case .pin:
-                do throws(PeerProcess.Refusal) {
-                    let process = try PeerProcess(pid: pid, pidfd: pidfd)
-                    try process.confirmHolds(connectionCookie: cookie)
-                    let identity = process.identity
-                    guard identity.name.utf8.count <= maxName, (process.session?.utf8.count ?? 0) <= maxSession else {
-                        answer(socket, sequence: sequence, status: 7)
-                        continue
-                    }
-                    pinned[next] = process
-                    answer(
-                        socket,
-                        sequence: sequence,
-                        status: 0,
-                        handle: next,
-                        identity: identity,
-                        session: process.session
-                    )
-                    next += 1
-                } catch {
-                    let (status, code) = Self.code(of: error)
-                    answer(socket, sequence: sequence, status: status, errno: code)
-                }
             case .check:
-                answer(socket, sequence: sequence, status: pinned[handle].map { $0.executableChanged() ? 1 : 0 } ?? 1)
+                answer(socket, sequence: sequence, status: pinned.executableChanged(handle) ? 1 : 0)
             case .release:
-                pinned[handle] = nil
-            case .holders:
-                guard let index = UInt32(exactly: handle) else {
-                    answer(socket, sequence: sequence, status: 6)
+                pinned.forget(handle)
+            case .pin, .holders:
+                guard working.add(1, ordering: .relaxed).newValue <= workers else {
+                    working.subtract(1, ordering: .relaxed)
+                    if let pidfd { close(pidfd) }
+                    answer(socket, sequence: sequence, status: 10, errno: EAGAIN)
                     continue
                 }
-                // Bounded (`PtyMasterHolders.budget`), so pins and checks never wait for long behind it.
-                guard let holders = PtyMasterHolders.scan(index: index, only: pid > 0 ? pid : nil) else {
-                    answer(socket, sequence: sequence, status: 9)
-                    continue
+                pool.submit { _ in
+                    defer {
+                        if let pidfd { close(pidfd) }
+                        working.subtract(1, ordering: .relaxed)
+                    }
+                    if operation == .pin {
+                        pin(pid: pid, pidfd: pidfd, cookie: cookie, sequence: sequence, into: pinned, answering: socket)
+                    } else {
+                        holders(index: handle, only: pid, sequence: sequence, answering: socket)
+                    }
                 }
-                guard let records = records(of: holders) else {
-                    answer(socket, sequence: sequence, status: 7)
-                    continue
-                }
-                answer(socket, sequence: sequence, status: 0, payload: records)
             }
         }
     }
@@ -167,7 +156,7 @@ public enum PeerHelper {
     }
 
     /// `payload`: a holders answer's records, in the name's place.
-    private static func answer(
+    static func answer(
         _ socket: Int32,
         sequence: UInt64,
         status: Int32,

@@ -7,36 +7,70 @@ import Synchronization
 import Glibc
 #endif
 
-/// The daemon's side of the helper: one request and its answer at a time, each answer matched to
-/// its request by sequence. A helper that is gone is fatal to the daemon (`onGone`): it would
-/// refuse every client until restarted, so it stops and lets its supervisor start both again.
+/// The daemon's side of the helper: any thread sends a request and waits for its own answer, which
+/// a reader thread of the client's hands it by sequence (the helper answers pins and scans as they
+/// end, not in turn: `PeerHelper.serve`). A helper that is gone is fatal to the daemon (`onGone`): it
+/// would refuse every client until restarted, so it stops and lets its supervisor start both again.
 public final class PeerHelperClient: Sendable {
-    private let socket: Int32
-    /// One exchange on the socket at a time, waited for at most the answer's deadline.
-    private let turn = DispatchSemaphore(value: 1)
+    /// What the client shares with its reader thread, which outlives neither.
+    private final class Shared: Sendable {
+        let socket: Int32
+        let onGone: @Sendable () -> Void
+        let exchanges = Mutex(Exchanges())
+        let sent = Atomic(0)
+        let latePinsReleased = Atomic(0)
+
+        init(socket: Int32, onGone: @escaping @Sendable () -> Void) {
+            self.socket = socket
+            self.onGone = onGone
+        }
+    }
+
+    /// One request waiting for its answer.
+    private final class Waiter: Sendable {
+        let woken = DispatchSemaphore(value: 0)
+        /// Set by the reader before it wakes the waiter; nil when the helper is gone.
+        let answer = Mutex<[UInt8]?>(nil)
+    }
+
     private struct Exchanges {
         var sequence: UInt64 = 0
+        var waiting: [UInt64: Waiter] = [:]
         /// Releases that could not be sent yet (the helper's queue was full): sent before the next request.
         var pendingReleases: [UInt64] = []
+        /// The helper's end closed (or the client's own, `closing`): nothing more is sent.
+        var gone = false
+        var closing = false
     }
-    private let exchanges = Mutex(Exchanges())
-    private let onGone: @Sendable () -> Void
+
+    private let shared: Shared
     /// Whether a holders scan is under way (`ptyHolders`).
     private let scanning = Atomic(false)
-    /// How long an answer may take, its turn on the socket included; a slower one refuses that
-    /// client (and is dropped when it comes).
+    /// How long an answer may take; a slower one refuses that client (and is dropped when it comes).
     static let timeout: Double = 1
 
     private enum Sent { case sent, full, gone }
 
     public init(socket: Int32, onGone: @escaping @Sendable () -> Void = PeerHelperClient.stopTheDaemon) {
-        self.socket = socket
-        self.onGone = onGone
+        shared = Shared(socket: socket, onGone: onGone)
         _ = fcntl(socket, F_SETFD, FD_CLOEXEC)
         // Blocking, but never for longer than the answer may take.
         var limit = timeval(tv_sec: 1, tv_usec: 0)
         _ = setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        let shared = self.shared
+        startThread(named: "la-peer-answers") { Self.readAnswers(shared) }
     }
+
+    /// The reader stops without calling `onGone` (tests make a client per helper).
+    deinit {
+        shared.exchanges.withLock { $0.closing = true }
+        shutdown(shared.socket, Int32(SHUT_RDWR))
+    }
+
+    /// Requests sent so far that wait for an answer (tests: a request is on its way).
+    var requestsSent: Int { shared.sent.load(ordering: .acquiring) }
+    /// Peers pinned for requests that had given up, released when their answer came (tests).
+    var latePinsReleased: Int { shared.latePinsReleased.load(ordering: .acquiring) }
 
     private static let stopped = Atomic(false)
 
@@ -114,17 +148,16 @@ public final class PeerHelperClient: Sendable {
     }
 
     func release(_ handle: UInt64) {
-        turn.wait()
-        let gone: Bool
-        switch sendRequest(.release, handle: handle) {
-        case .sent: gone = false
-        case .full:
-            exchanges.withLock { $0.pendingReleases.append(handle) }
-            gone = false
-        case .gone: gone = true
+        Self.release(handle, shared)
+    }
+
+    /// Sent without waiting (it may be asked on an event loop): a full queue keeps it for later.
+    private static func release(_ handle: UInt64, _ shared: Shared) {
+        switch send(.release, handle: handle, on: shared.socket, waiting: false) {
+        case .sent: break
+        case .full: shared.exchanges.withLock { $0.pendingReleases.append(handle) }
+        case .gone: lost(shared)
         }
-        turn.signal()
-        if gone { onGone() }
     }
 
     /// The answer to this request, or nil (refused: too slow, or the helper is gone).
@@ -135,95 +168,98 @@ public final class PeerHelperClient: Sendable {
         cookie: UInt64 = 0,
         descriptor: Int32? = nil
     ) -> [UInt8]? {
-        // The wait for the helper counts: the deadline starts before the lock.
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(Self.timeout * 1e9)
-        guard turn.wait(timeout: .now() + Self.timeout) == .success else { return nil }
-        var gone = false
-        let answer = { () -> [UInt8]? in
-            releasing: while let waiting = exchanges.withLock({ $0.pendingReleases.first }) {
-                switch sendRequest(.release, handle: waiting) {
-                case .sent: exchanges.withLock { _ = $0.pendingReleases.removeFirst() }
-                case .full: break releasing
-                case .gone:
-                    gone = true
-                    return nil
-                }
-            }
-            let mine = exchanges.withLock { exchanges in
-                exchanges.sequence += 1
-                return exchanges.sequence
-            }
-            switch sendRequest(
-                operation,
-                pid: pid,
-                handle: handle,
-                cookie: cookie,
-                sequence: mine,
-                descriptor: descriptor
-            ) {
-            case .sent: break
-            case .full: return nil
-            case .gone:
-                gone = true
-                return nil
-            }
-            var buffer = [UInt8](repeating: 0, count: PeerHelper.maxAnswer)
-            while true {
-                let now = DispatchTime.now().uptimeNanoseconds
-                guard now < deadline else { return nil }
-                var ready = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-                let polled = poll(&ready, 1, Int32((deadline - now) / 1_000_000) + 1)
-                if polled < 0 {
-                    if errno == EINTR {
-                        continue
-                    } else {
-                        gone = true
-                        return nil
-                    }
-                }
-                if polled == 0 { continue }
-                let n = recv(socket, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-                let code = errno
-                if n == 0 || (n < 0 && code != EAGAIN && code != EINTR) {
-                    gone = true
-                    return nil
-                }
-                guard n >= PeerHelper.headerSize else { continue }
-                let answer = Array(buffer[..<n])
-                if PeerHelper.read(answer, 16, UInt64.self) == mine { return answer }
-                // A late answer to an earlier request: a peer pinned for nobody is released.
-                if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0,
-                    answer.count > PeerHelper.headerSize
-                {
-                    let stale = PeerHelper.read(answer, 8, UInt64.self)
-                    if case .full = sendRequest(.release, handle: stale) {
-                        exchanges.withLock { $0.pendingReleases.append(stale) }
-                    }
-                }
-            }
-        }()
-        turn.signal()
-        if gone { onGone() }
-        return answer
+        let waiter = Waiter()
+        let (mine, releases) = shared.exchanges.withLock { exchanges -> (UInt64?, [UInt64]) in
+            guard !exchanges.gone else { return (nil, []) }
+            exchanges.sequence += 1
+            exchanges.waiting[exchanges.sequence] = waiter
+            defer { exchanges.pendingReleases = [] }
+            return (exchanges.sequence, exchanges.pendingReleases)
+        }
+        guard let mine else { return nil }
+        for handle in releases { Self.release(handle, shared) }
+        let sent = Self.send(
+            operation,
+            pid: pid,
+            handle: handle,
+            cookie: cookie,
+            sequence: mine,
+            descriptor: descriptor,
+            on: shared.socket
+        )
+        guard case .sent = sent else {
+            shared.exchanges.withLock { _ = $0.waiting.removeValue(forKey: mine) }
+            if case .gone = sent { Self.lost(shared) }
+            return nil
+        }
+        shared.sent.add(1, ordering: .releasing)
+        if waiter.woken.wait(timeout: .now() + Self.timeout) == .timedOut {
+            // Given up, unless the reader took the answer in the meantime: it then wakes this soon.
+            guard shared.exchanges.withLock({ $0.waiting.removeValue(forKey: mine) }) == nil else { return nil }
+            waiter.woken.wait()
+        }
+        return waiter.answer.withLock { $0 }
     }
 
-    /// One request; its errno read where it happened.
-    private func sendRequest(
+    /// The reader thread: each answer to its waiter; a late pin's peer released (pinned for nobody).
+    private static func readAnswers(_ shared: Shared) {
+        var buffer = [UInt8](repeating: 0, count: PeerHelper.maxAnswer)
+        while true {
+            let n = recv(shared.socket, &buffer, buffer.count, 0)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else {
+                lost(shared)
+                return
+            }
+            guard n >= PeerHelper.headerSize else { continue }
+            let answer = Array(buffer[..<n])
+            let sequence = PeerHelper.read(answer, 16, UInt64.self)
+            if let waiter = shared.exchanges.withLock({ $0.waiting.removeValue(forKey: sequence) }) {
+                waiter.answer.withLock { $0 = answer }
+                waiter.woken.signal()
+            } else if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0,
+                answer.count > PeerHelper.headerSize
+            {
+                release(PeerHelper.read(answer, 8, UInt64.self), shared)
+                shared.latePinsReleased.add(1, ordering: .releasing)
+            }
+        }
+    }
+
+    /// The helper's end is gone: every waiter is woken with no answer, nothing more is sent, and the
+    /// daemon is told (unless the client itself closed).
+    private static func lost(_ shared: Shared) {
+        let (waiters, closing, first) = shared.exchanges.withLock { exchanges in
+            defer {
+                exchanges.gone = true
+                exchanges.waiting = [:]
+            }
+            return (Array(exchanges.waiting.values), exchanges.closing, !exchanges.gone)
+        }
+        for waiter in waiters { waiter.woken.signal() }
+        if first && !closing { shared.onGone() }
+    }
+
+    /// One request; its errno read where it happened. `waiting`: false, never blocks (`MSG_DONTWAIT`).
+    private static func send(
         _ operation: PeerHelper.Operation,
         pid: Int32 = 0,
         handle: UInt64 = 0,
         cookie: UInt64 = 0,
         sequence: UInt64 = 0,
-        descriptor: Int32? = nil
+        descriptor: Int32? = nil,
+        on socket: Int32,
+        waiting: Bool = true
     ) -> Sent {
         let bytes = PeerHelper.request(operation, pid: pid, handle: handle, cookie: cookie, sequence: sequence)
+        let flags = Int32(MSG_NOSIGNAL) | (waiting ? 0 : Int32(MSG_DONTWAIT))
         return bytes.withUnsafeBytes { raw -> Sent in
             var n: Int
             var code: Int32
             repeat {
                 n =
                     descriptor.map { la_send_with_descriptor(socket, raw.baseAddress, raw.count, $0) }
-                    ?? send(socket, raw.baseAddress, raw.count, Int32(MSG_NOSIGNAL))
+                    ?? Glibc.send(socket, raw.baseAddress, raw.count, flags)
                 code = errno
             } while n < 0 && code == EINTR
             if n == raw.count { return .sent }
@@ -249,7 +285,4 @@ final class HelperPinnedPeer: PinnedPeer {
     deinit { client.release(handle) }
 
     func executableChanged() -> Bool { client.executableChanged(handle) }
-
-    /// Proven by the helper when it pinned the peer, right after reading its executable.
-    func confirmHolds(connectionCookie cookie: UInt64) throws(PeerProcess.Refusal) {}
 }

@@ -19,6 +19,8 @@ public struct EnclaveService: Service {
     let logger: Logger
     /// Connections served at once, per user and in all (`ConnectionBudget`).
     let connections: ConnectionCounter
+    /// Where new connections' processes are pinned: off the event loops, in turn per user.
+    let pins = PeerPins()
     /// Called once the socket accepts connections (tests and the launcher wait for it).
     let onReady: @Sendable () -> Void
     /// Where the handoff socket is handed to its own service, which stops it.
@@ -149,6 +151,7 @@ public struct EnclaveService: Service {
             mode: daemon.config.mode,
             servedUser: daemon.servedUser,
             connections: connections,
+            pins: pins,
             helper: daemon.peerHelper
         ).flatMapThrowing { admission in
             do {
@@ -233,9 +236,8 @@ extension EnclaveService {
     ) async {
         let credentials: PeerCredentials
         let process: any PinnedPeer
-        let cookie: UInt64
         switch admission {
-        case .admitted(let c, let p, let k): (credentials, process, cookie) = (c, p, k)
+        case .admitted(let c, let p): (credentials, process) = (c, p)
         case .administrator(let c):
             defer { connections.release(c.uid) }
             logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
@@ -258,20 +260,6 @@ extension EnclaveService {
             return
         }
         defer { connections.release(credentials.uid) }
-        // After the executable was read: a process that exec'd in between has lost the connection.
-        do throws(PeerProcess.Refusal) { try process.confirmHolds(connectionCookie: cookie) } catch {
-            logger.notice(
-                "refused a client the daemon could not identify",
-                metadata: ["pid": "\(credentials.pid)", "why": "\(error)"]
-            )
-            await writer.send(
-                ReplyEnvelope(
-                    id: 0,
-                    reply: .failure(Failure(.notPermitted, "the daemon could not identify this client: \(error)"))
-                )
-            )
-            return
-        }
         let peer = PeerIdentity(
             uid: credentials.uid,
             gid: credentials.gid,

@@ -24,7 +24,6 @@ final class ConnectionShellTests: XCTestCase {
         let session: String? = nil
         let changed = Atomic(false)
         func executableChanged() -> Bool { changed.load(ordering: .acquiring) }
-        func confirmHolds(connectionCookie cookie: UInt64) throws(PeerProcess.Refusal) {}
     }
 
     private let process = FakePeer()

@@ -1,6 +1,7 @@
 import CPeerSocket
 import EnclaveCore
 import Foundation
+import Synchronization
 import XCTest
 
 @testable import EnclaveServer
@@ -11,7 +12,15 @@ import XCTest
 /// next request's; a helper that is gone stops the daemon.
 final class PeerHelperTests: XCTestCase {
     private var helper: pid_t = 0
-    private var client: PeerHelperClient!
+    /// Made on first use: its thread reads every answer on the socket, so a test that speaks to
+    /// the helper through the raw socket uses no client before it is done.
+    private var made: PeerHelperClient?
+    private var client: PeerHelperClient {
+        if let made { return made }
+        let gone = self.gone
+        made = PeerHelperClient(socket: daemonEnd, onGone: { gone.set() })
+        return made!
+    }
     private var daemonEnd: Int32 = -1
     private let gone = GoneFlag()
 
@@ -37,12 +46,10 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertEqual(posix_spawn(&helper, laenclaved, nil, nil, &argv, environ), 0)
         close(pair[1])
         daemonEnd = pair[0]
-        let gone = self.gone
-        client = PeerHelperClient(socket: daemonEnd, onGone: { gone.set() })
     }
 
     override func tearDown() {
-        client = nil
+        made = nil
         if daemonEnd >= 0 { close(daemonEnd) }
         var status: Int32 = 0
         if helper > 0 {
@@ -122,11 +129,12 @@ final class PeerHelperTests: XCTestCase {
     }
 
     /// Attack (issue 33's review): a user holds a flood of descriptors, so that the holders scan a
-    /// terminal administration asks of the helper would take seconds — and the helper, one thread,
-    /// also pins every user's connections, which would wait for it. The scan gives up at its
-    /// budget (`PtyMasterHolders.budget`) and says so (status 9), and a pin sent right behind it is
-    /// answered next. Counted in answers, not timed: without the budget the scan answers its
-    /// holders (this process) instead, seconds later.
+    /// terminal administration asks of the helper would take seconds — and the helper also pins
+    /// every user's connections. A pin sent right behind the scan is answered first (the scan runs
+    /// beside it; before 2026-11-30 the helper's one thread answered it only after the scan), and
+    /// the scan gives up at its budget (`PtyMasterHolders.budget`) and says so (status 9). Counted
+    /// in answers, not timed: without the budget the scan answers its holders (this process)
+    /// instead, seconds later.
     func testAFloodOfDescriptorsCannotHoldTheHelper() throws {
         let flood = try DescriptorFlood(descriptors: 2_000_000)
         defer { flood.stop() }
@@ -144,15 +152,103 @@ final class PeerHelperTests: XCTestCase {
         ] {
             XCTAssertEqual(send(daemonEnd, request, request.count, 0), request.count)
         }
+        // The pin does not wait for the scan: it is answered first, and the scan at its budget.
+        let pin = try XCTUnwrap(receive(), "the helper answered the pin")
+        XCTAssertEqual(PeerHelper.read(pin, 16, UInt64.self), 2, "the pin, before the scan ended")
+        XCTAssertEqual(PeerHelper.read(pin, 0, Int32.self), 0, "the pin was served")
+        release(pin)
         let scan = try XCTUnwrap(receive(), "the helper answered the scan")
         XCTAssertEqual(PeerHelper.read(scan, 16, UInt64.self), 1)
         XCTAssertEqual(PeerHelper.read(scan, 0, Int32.self), 9, "the scan gave up at its budget")
-        let pin = try XCTUnwrap(receive(), "the helper answered the pin behind it")
-        XCTAssertEqual(PeerHelper.read(pin, 16, UInt64.self), 2)
-        XCTAssertEqual(PeerHelper.read(pin, 0, Int32.self), 0, "the pin was served")
-        // The helper's one thread answers in turn: what bounds a pin's wait is the budget, which
-        // leaves a pin at least half its deadline.
+        // What bounds the scan is the budget, half an answer's deadline (the daemon waits no longer).
         XCTAssertLessThanOrEqual(PtyMasterHolders.budget * 2, .seconds(PeerHelperClient.timeout))
+    }
+
+    /// Attack (system mode): a user makes the pin of their own connection slow — a process holding
+    /// a flood of descriptors, which the pin searches for its connection (all of them, up to 65,536
+    /// or a quarter of a second) — while another user's connection asks whether its process still runs the same
+    /// program (before each request) and a third connection is pinned. Before, the helper answered
+    /// one request at a time: both waited behind the flood's search, and a check that waited past
+    /// its deadline ended that other user's connection. Now checks are answered at once and pins
+    /// side by side: the flood's answer comes last. Counted in answers, not timed.
+    func testASlowPinHoldsNeitherAChecksAnswerNorAnotherPin() throws {
+        let flood = try DescriptorFlood(descriptors: 60_000)
+        defer { flood.stop() }
+        let holder = try XCTUnwrap(flood.holders.first)
+        let (cookie, ends) = connection()
+        defer { for end in ends { close(end) } }
+        let pin = PeerHelper.request(.pin, pid: getpid(), cookie: cookie, sequence: 100)
+        XCTAssertEqual(send(daemonEnd, pin, pin.count, 0), pin.count)
+        let pinned = try XCTUnwrap(receive())
+        XCTAssertEqual(PeerHelper.read(pinned, 0, Int32.self), 0, "pinned")
+        defer { release(pinned) }
+        for request in [
+            PeerHelper.request(.pin, pid: holder, cookie: cookie, sequence: 101),
+            PeerHelper.request(.check, handle: PeerHelper.read(pinned, 8, UInt64.self), sequence: 102),
+            PeerHelper.request(.pin, pid: getpid(), cookie: cookie, sequence: 103),
+        ] {
+            XCTAssertEqual(send(daemonEnd, request, request.count, 0), request.count)
+        }
+        var answers: [UInt64: Int32] = [:]
+        var order: [UInt64] = []
+        for _ in 0..<3 {
+            let answer = try XCTUnwrap(receive(), "the helper answered")
+            let sequence = PeerHelper.read(answer, 16, UInt64.self)
+            order.append(sequence)
+            answers[sequence] = PeerHelper.read(answer, 0, Int32.self)
+            if sequence == 103 { release(answer) }
+        }
+        // Its search ends at the descriptors' end (not holding the connection) or at its bound.
+        XCTAssertTrue([3, 8].contains(answers[101]), "the flood's process holds no such connection")
+        XCTAssertEqual(answers[102], 0, "unchanged")
+        XCTAssertEqual(answers[103], 0, "pinned")
+        XCTAssertEqual(order.last, 101, "the flood's pin answered last: \(order)")
+        XCTAssertFalse(gone.isSet)
+    }
+
+    /// The same through the daemon's client: a thread pinning the flood's process holds neither
+    /// another connection's check nor another pin, which return while the flood's pin is still
+    /// under way (before, every exchange waited for the one before it).
+    func testTheClientLetsOthersExchangeWhileAPinIsSlow() throws {
+        let flood = try DescriptorFlood(descriptors: 60_000)
+        defer { flood.stop() }
+        let holder = try XCTUnwrap(flood.holders.first)
+        let (cookie, ends) = connection()
+        defer { for end in ends { close(end) } }
+        let pinned = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
+        let client = self.client
+        let slowDone = DispatchSemaphore(value: 0)
+        let slowResult = Mutex<PeerProcess.Refusal?>(nil)
+        let asked = client.requestsSent
+        startThread(named: "test-slow-pin") {
+            do throws(PeerProcess.Refusal) {
+                _ = try client.pin(pid: holder, pidfd: nil, cookie: cookie)
+            } catch {
+                slowResult.withLock { $0 = error }
+            }
+            slowDone.signal()
+        }
+        // Until the slow pin is on its way to the helper.
+        let started = Date()
+        while client.requestsSent == asked, Date().timeIntervalSince(started) < 60 { usleep(200) }
+        XCTAssertEqual(client.requestsSent, asked + 1, "the slow pin was sent")
+        XCTAssertFalse(pinned.executableChanged(), "a check answered")
+        let other = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
+        XCTAssertEqual(other.identity, pinned.identity, "another pin answered")
+        XCTAssertEqual(
+            slowDone.wait(timeout: .now()),
+            .timedOut,
+            "both were answered while the flood's pin was still under way"
+        )
+        XCTAssertEqual(slowDone.wait(timeout: .now() + 30), .success)
+        XCTAssertTrue([.notHoldingConnection, .tooManyDescriptors].contains(slowResult.withLock { $0 }))
+        XCTAssertFalse(gone.isSet)
+    }
+
+    /// Releases the peer a pin answer pinned (a test that pinned it through the raw socket).
+    private func release(_ answer: [UInt8]) {
+        let request = PeerHelper.request(.release, handle: PeerHelper.read(answer, 8, UInt64.self), sequence: 0)
+        XCTAssertEqual(send(daemonEnd, request, request.count, 0), request.count)
     }
 
     /// The helper's next answer; nil if none came in two minutes (a stopped helper, not a slow one).
@@ -237,6 +333,15 @@ final class PeerHelperTests: XCTestCase {
             var said: String
         }
 
+        /// The processes that hold the descriptors (the group's children).
+        var holders: [Int32] {
+            let pid = group.processIdentifier
+            let children = (try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8)) ?? ""
+            return children.split(separator: " ").compactMap {
+                Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+            }
+        }
+
         /// The group and every process in it.
         func stop() {
             kill(-group.processIdentifier, SIGKILL)
@@ -266,7 +371,7 @@ final class PeerHelperTests: XCTestCase {
 
         kill(helper, SIGSTOP)
         // One scan at a time for the whole daemon: a second, while the first waits, is refused.
-        let client = self.client!
+        let client = self.client
         let pts = index
         let first = Thread { _ = client.ptyHolders(index: pts) }
         first.start()
@@ -317,10 +422,15 @@ final class PeerHelperTests: XCTestCase {
             XCTAssertEqual(error as? PeerProcess.Refusal, .unreadable(ETIMEDOUT))
         }
         kill(helper, SIGCONT)
-        // This helper's first pin was handle 1: the late one. The next exchange reads its answer first.
+        // Pins run side by side: the late one and this one take handles 1 and 2 in either order.
         let peer = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
-        XCTAssertEqual(peer.handle, 2)
-        XCTAssertTrue(client.executableChanged(1), "the late pin was released")
+        let late: UInt64 = peer.handle == 1 ? 2 : 1
+        XCTAssertEqual(peer.handle + late, 3)
+        // Its answer comes when it comes; the client releases the peer before counting it.
+        let asked = Date()
+        while client.latePinsReleased == 0, Date().timeIntervalSince(asked) < 60 { usleep(1000) }
+        XCTAssertEqual(client.latePinsReleased, 1, "the late answer came, and its peer was released")
+        XCTAssertTrue(client.executableChanged(late), "the helper no longer holds the late pin")
         XCTAssertFalse(peer.executableChanged())
     }
 

@@ -1,0 +1,51 @@
+import BlockingPool
+import EnclaveCore
+import NIOCore
+import Synchronization
+
+/// Where new connections' processes are pinned (`PeerProcess`, or the privileged helper's
+/// `HelperPinnedPeer`): reading the executable, then searching the process's descriptors for the
+/// connection — up to a quarter of a second for a client that holds a flood of them.
+/// - On a pool of their own, never on the event loop that accepted the connection, where a slow pin
+///   would stall every connection that loop serves, every user's.
+/// - In turn per user (`TurnsPerUser`): a user's pins run one at a time, so a user who makes their
+///   own pins slow waits behind them alone and holds one of the pool's threads at most; other
+///   users' pins run beside it.
+final class PeerPins: Sendable {
+    typealias Pin = @Sendable () throws(PeerProcess.Refusal) -> any PinnedPeer
+    typealias Outcome = Result<any PinnedPeer, PeerProcess.Refusal>
+
+    private struct Waiting: Sendable {
+        let pin: Pin
+        let promise: EventLoopPromise<Outcome>
+    }
+
+    /// Users whose pins run at once; past it, the next user's first pin waits for a thread.
+    static let threads = 4
+
+    private let turns = Mutex(TurnsPerUser<Waiting>())
+    private let pool = BlockingPool(threads: threads)
+
+    /// Runs `pin` for `uid` when that user's earlier pins have ended; its outcome on `eventLoop`.
+    func pin(uid: UInt32, on eventLoop: any EventLoop, _ pin: @escaping Pin) -> EventLoopFuture<Outcome> {
+        let waiting = Waiting(pin: pin, promise: eventLoop.makePromise())
+        if let now = turns.withLock({ $0.arrive(uid, waiting) }) { start(now, of: uid) }
+        return waiting.promise.futureResult
+    }
+
+    private func start(_ waiting: Waiting, of uid: UInt32) {
+        // Run even by a pool shut down (never while the daemon serves; it then runs here): the pin
+        // closes the pidfd it was handed, and the connection gets its answer.
+        pool.submit { _ in
+            let outcome = Outcome { () throws(PeerProcess.Refusal) in try waiting.pin() }
+            // The turn is passed on before the outcome is told: whoever hears it finds the user's
+            // turn taken by the next pin, or free.
+            let next = self.turns.withLock { $0.ended(uid) }
+            waiting.promise.succeed(outcome)
+            if let next { self.start(next, of: uid) }
+        }
+    }
+
+    /// Users with a pin running, and pins waiting behind them (tests).
+    var underWay: (running: Int, queued: Int) { turns.withLock { ($0.running, $0.queued) } }
+}
