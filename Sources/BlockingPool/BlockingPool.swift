@@ -10,11 +10,14 @@ public final class BlockingPool: Sendable {
     public let threads: Int
     private let pool: NIOThreadPool
 
-    public init(threads: Int) {
+    /// `name`: its threads' names, each followed by its number (`ps -L`, `top -H`, a crash's
+    /// report), at most 12 bytes (the kernel keeps 15).
+    public init(threads: Int, name: String) {
         precondition(threads >= 1, "a pool needs a thread")
+        assert(name.utf8.count <= 12, "the kernel names a thread in at most 15 bytes: \(name)")
         self.threads = threads
         pool = NIOThreadPool(numberOfThreads: threads)
-        pool.start()
+        pool._start(threadNamePrefix: name)
     }
 
     /// Runs `work` on one of the pool's threads, once one is free.
@@ -23,8 +26,9 @@ public final class BlockingPool: Sendable {
     }
 
     /// Runs `work` on one of the pool's threads once one is free, and returns at once. `work` is
-    /// told whether the pool still runs: false when it has been shut down, and then `work` runs at
-    /// once on the calling thread (so whatever it owes, it still answers).
+    /// told whether the pool still runs: false when it has been or is being shut down, and then
+    /// `work` runs on the thread that submitted it or on the one shutting the pool down (so
+    /// whatever it owes, it still answers).
     public func submit(_ work: @escaping @Sendable (_ active: Bool) -> Void) {
         pool.submit { work($0 == .active) }
     }

@@ -274,18 +274,25 @@ public enum DaemonLauncher {
         "XDG_RUNTIME_DIR", "XDG_DATA_HOME", "XDG_CONFIG_HOME", "DBUS_SYSTEM_BUS_ADDRESS", "DBUS_SESSION_BUS_ADDRESS",
     ]
 
-    /// posix_spawn with standard input, output and error on /dev/null; `environment` adds to (or
-    /// replaces entries of) this process's environment, or is the whole of it when `inherit` is false.
+    /// posix_spawn with standard input, output and error on /dev/null — standard error appended to
+    /// the file `errorOutput` instead when given (created 0600): a crash's last words, for a test
+    /// to show; `environment` adds to (or replaces entries of) this process's environment, or is
+    /// the whole of it when `inherit` is false.
     public static func spawn(
         _ path: String,
         _ arguments: [String],
         environment: [String: String] = [:],
-        inherit: Bool = true
+        inherit: Bool = true,
+        errorOutput: String? = nil
     ) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         for target in [STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO] {
+            if target == STDERR_FILENO, let errorOutput {
+                posix_spawn_file_actions_addopen(&actions, target, errorOutput, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+                continue
+            }
             posix_spawn_file_actions_addopen(
                 &actions,
                 target,

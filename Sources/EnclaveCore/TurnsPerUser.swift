@@ -1,43 +1,59 @@
-/// Work that takes its turn per user: each user's pieces run one at a time, in the order they came,
-/// and different users' run side by side. Pinning a client's process (reading its executable and
-/// searching its descriptors, up to a quarter of a second) is such work: a user who makes their
-/// own pins slow then waits behind them alone, never another user (the rule "one user's abuse
-/// never stops another user").
+/// Work that takes its turn per user: at most `atOnce` pieces of each user's run at a time, the
+/// rest wait in the order they came, and different users' run side by side. Pinning a client's
+/// process (reading its executable and searching its descriptors, up to a quarter of a second) is
+/// such work: a user who makes their own pins slow then waits behind them, and holds at most
+/// `atOnce` of the threads every user shares (the rule "one user's abuse never stops another
+/// user").
 ///
 /// Pure: the shell (`PeerPins`) keeps the waiting work here and runs what each call hands back.
 public struct TurnsPerUser<Work> {
-    private var waiting: [UInt32: [Work]] = [:]
+    private struct Turns {
+        var running = 0
+        var waiting: [Work] = []
+    }
 
-    public init() {}
+    public let atOnce: Int
+    private var byUser: [UInt32: Turns] = [:]
 
-    /// `work` of `uid` has come: it is returned when it may start now (that user has nothing
-    /// running), or kept until the user's running piece ends (nil).
+    public init(atOnce: Int) {
+        precondition(atOnce >= 1, "a user runs at least one piece")
+        self.atOnce = atOnce
+    }
+
+    /// `work` of `uid` has come: it is returned when it may start now (fewer than `atOnce` of that
+    /// user's are running), or kept until one of them ends (nil).
     public mutating func arrive(_ uid: UInt32, _ work: Work) -> Work? {
-        if waiting[uid] != nil {
-            waiting[uid]!.append(work)
+        var turns = byUser[uid] ?? Turns()
+        defer { byUser[uid] = turns }
+        guard turns.running < atOnce else {
+            turns.waiting.append(work)
             return nil
         }
-        waiting[uid] = []
+        turns.running += 1
         return work
     }
 
-    /// `uid`'s running piece has ended: its next piece, to start now, if one waits.
+    /// One of `uid`'s running pieces has ended: its next piece, to start now, if one waits.
     public mutating func ended(_ uid: UInt32) -> Work? {
-        guard var queue = waiting[uid] else {
+        guard var turns = byUser[uid], turns.running > 0 else {
             preconditionFailure("uid \(uid) ended a turn it did not have")
         }
-        guard !queue.isEmpty else {
-            waiting[uid] = nil
-            return nil
+        guard turns.waiting.isEmpty else {
+            let next = turns.waiting.removeFirst()
+            byUser[uid] = turns
+            return next
         }
-        let next = queue.removeFirst()
-        waiting[uid] = queue
-        return next
+        turns.running -= 1
+        byUser[uid] = turns.running == 0 ? nil : turns
+        return nil
     }
 
-    /// Users with a piece running.
-    public var running: Int { waiting.count }
+    /// Pieces running, every user's together.
+    public var running: Int { byUser.values.reduce(0) { $0 + $1.running } }
 
-    /// Pieces waiting behind their user's running one.
-    public var queued: Int { waiting.values.reduce(0) { $0 + $1.count } }
+    /// Pieces waiting behind their user's running ones.
+    public var queued: Int { byUser.values.reduce(0) { $0 + $1.waiting.count } }
+
+    /// Users with a piece running (a user with none is forgotten).
+    public var usersRunning: Int { byUser.count }
 }

@@ -66,8 +66,28 @@ struct AcceptedConnection: Sendable {
             level: level,
             name: SocketOptionName(la_so_cookie)
         )
-        return credentials.and(pidfd).and(cookie).flatMap { pair, cookie in
-            let (credentials, pidfd) = pair
+        return pidfd.flatMap { pidfd in
+            credentials.and(cookie).flatMapError { error in
+                if let pidfd { close(pidfd) }
+                return channel.eventLoop.makeFailedFuture(error)
+            }.flatMap { credentials, cookie in
+                admit(credentials, cookie: cookie, pidfd: pidfd)
+            }
+        }.recover { error in
+            .refused(
+                Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
+                log: "refused a client the daemon could not identify",
+                pid: 0,
+                uid: nil
+            )
+        }
+
+        /// The kernel's facts in hand: the user-mode and budget checks, then the pin. Owns `pidfd`.
+        @Sendable func admit(
+            _ credentials: PeerCredentials,
+            cookie: UInt64,
+            pidfd: Int32?
+        ) -> EventLoopFuture<Admission> {
             let visiting = mode == .user && credentials.uid != servedUser
             let refusal: Admission? =
                 if visiting && credentials.uid != 0 {
@@ -114,13 +134,6 @@ struct AcceptedConnection: Sendable {
                     )
                 }
             }
-        }.recover { error in
-            .refused(
-                Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
-                log: "refused a client the daemon could not identify",
-                pid: 0,
-                uid: nil
-            )
         }
     }
 }

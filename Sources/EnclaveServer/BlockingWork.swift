@@ -11,7 +11,7 @@ enum BlockingWork {
 
     static let scryptThreads = 2
 
-    private static let scryptPool = BlockingPool(threads: scryptThreads)
+    private static let scryptPool = BlockingPool(threads: scryptThreads, name: "la-scrypt-")
 
     /// Work that mostly waits (PAM's fail delay, a remote PAM module): its own pool, so slow stacks
     /// never hold up anyone's scrypt; at most this many run at once, the rest queue.
@@ -21,7 +21,7 @@ enum BlockingWork {
 
     static let waitingThreads = 4
 
-    private static let waitingPool = BlockingPool(threads: waitingThreads)
+    private static let waitingPool = BlockingPool(threads: waitingThreads, name: "la-waiting-")
 
     /// TPM commands (the rollback counter): one thread of their own, so they run one at a time and
     /// never wait behind a PAM stack; and never skipped when the request that asked was cancelled
@@ -36,5 +36,5 @@ enum BlockingWork {
     /// counter moves.
     static func tpmAdmission(atMost limit: Int) -> BlockingPool.Admission { tpmPool.admitting(atMost: limit) }
 
-    private static let tpmPool = BlockingPool(threads: 1)
+    private static let tpmPool = BlockingPool(threads: 1, name: "la-tpm-")
 }

@@ -40,19 +40,16 @@ extension PeerHelper {
         pidfd: Int32?,
         cookie: UInt64,
         sequence: UInt64,
-        into pinned: PinnedProcesses,
-        answering socket: Int32
-    ) {
+        into pinned: PinnedProcesses
+    ) -> [UInt8] {
         do throws(PeerProcess.Refusal) {
             let process = try PeerProcess(pid: pid, pidfd: pidfd)
             try process.confirmHolds(connectionCookie: cookie)
             let identity = process.identity
             guard identity.name.utf8.count <= maxName, (process.session?.utf8.count ?? 0) <= maxSession else {
-                answer(socket, sequence: sequence, status: 7)
-                return
+                return answer(sequence: sequence, status: 7)
             }
-            answer(
-                socket,
+            return answer(
                 sequence: sequence,
                 status: 0,
                 handle: pinned.add(process),
@@ -61,24 +58,21 @@ extension PeerHelper {
             )
         } catch {
             let (status, code) = Self.code(of: error)
-            answer(socket, sequence: sequence, status: status, errno: code)
+            return answer(sequence: sequence, status: status, errno: code)
         }
     }
 
-    static func holders(index handle: UInt64, only pid: Int32, sequence: UInt64, answering socket: Int32) {
+    static func holders(index handle: UInt64, only pid: Int32, sequence: UInt64) -> [UInt8] {
         guard let index = UInt32(exactly: handle) else {
-            answer(socket, sequence: sequence, status: 6)
-            return
+            return answer(sequence: sequence, status: 6)
         }
         // Bounded (`PtyMasterHolders.budget`): a pool's thread is never held for long.
         guard let holders = PtyMasterHolders.scan(index: index, only: pid > 0 ? pid : nil) else {
-            answer(socket, sequence: sequence, status: 9)
-            return
+            return answer(sequence: sequence, status: 9)
         }
         guard let records = records(of: holders) else {
-            answer(socket, sequence: sequence, status: 7)
-            return
+            return answer(sequence: sequence, status: 7)
         }
-        answer(socket, sequence: sequence, status: 0, payload: records)
+        return answer(sequence: sequence, status: 0, payload: records)
     }
 }

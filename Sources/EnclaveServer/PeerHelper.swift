@@ -66,8 +66,9 @@ public enum PeerHelper {
     static let kinds = AppIdentity.Kind.allCases
 
     /// Pins and holders scans that may run at once; past it a request is answered "busy" (status
-    /// 10). The daemon sends at most `PeerPins.threads` pins and one full scan at a time.
-    static let workers = 8
+    /// 10). The daemon asks at most `PeerPins.threads` pins, one full scan and a few one-process
+    /// scans (`BlockingWork.waitingThreads`) at a time; pins it gave up on may still run here.
+    static let workers = 16
 
     /// The helper's loop, on `socket` (its end of the pair). Ends the process when the daemon's end
     /// closes. Checks and releases are answered here, in the order they come: each is one look-up
@@ -82,7 +83,7 @@ public enum PeerHelper {
             _ = setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
         }
         let pinned = PinnedProcesses()
-        let pool = BlockingPool(threads: workers)
+        let pool = BlockingPool(threads: workers, name: "la-helper-")
         let working = Atomic(0)
         var buffer = [UInt8](repeating: 0, count: 64)
         var fds = [Int32](repeating: -1, count: 1)
@@ -107,8 +108,10 @@ public enum PeerHelper {
             let cookie = read(buffer, 16, UInt64.self)
             switch operation {
             case .check:
+                if let pidfd { close(pidfd) }
                 answer(socket, sequence: sequence, status: pinned.executableChanged(handle) ? 1 : 0)
             case .release:
+                if let pidfd { close(pidfd) }
                 pinned.forget(handle)
             case .pin, .holders:
                 guard working.add(1, ordering: .relaxed).newValue <= workers else {
@@ -118,15 +121,14 @@ public enum PeerHelper {
                     continue
                 }
                 pool.submit { _ in
-                    defer {
-                        if let pidfd { close(pidfd) }
-                        working.subtract(1, ordering: .relaxed)
-                    }
-                    if operation == .pin {
-                        pin(pid: pid, pidfd: pidfd, cookie: cookie, sequence: sequence, into: pinned, answering: socket)
-                    } else {
-                        holders(index: handle, only: pid, sequence: sequence, answering: socket)
-                    }
+                    let answer =
+                        operation == .pin
+                        ? pin(pid: pid, pidfd: pidfd, cookie: cookie, sequence: sequence, into: pinned)
+                        : holders(index: handle, only: pid, sequence: sequence)
+                    if let pidfd { close(pidfd) }
+                    // Counted out before the answer goes: the daemon's next request finds the room.
+                    working.subtract(1, ordering: .relaxed)
+                    send(answer, on: socket)
                 }
             }
         }
@@ -155,9 +157,21 @@ public enum PeerHelper {
         }
     }
 
-    /// `payload`: a holders answer's records, in the name's place.
     static func answer(
         _ socket: Int32,
+        sequence: UInt64,
+        status: Int32,
+        errno code: Int32 = 0
+    ) {
+        send(answer(sequence: sequence, status: status, errno: code), on: socket)
+    }
+
+    static func send(_ answer: [UInt8], on socket: Int32) {
+        _ = answer.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// An answer's bytes. `payload`: a holders answer's records, in the name's place.
+    static func answer(
         sequence: UInt64,
         status: Int32,
         errno code: Int32 = 0,
@@ -165,7 +179,7 @@ public enum PeerHelper {
         identity: AppIdentity? = nil,
         session: String? = nil,
         payload: [UInt8]? = nil
-    ) {
+    ) -> [UInt8] {
         var bytes: [UInt8] = []
         append(&bytes, status)
         append(&bytes, code)
@@ -177,7 +191,7 @@ public enum PeerHelper {
         append(&bytes, UInt16(name.count))
         append(&bytes, session == nil ? UInt16.max : UInt16(place.count))
         bytes += name + place
-        _ = bytes.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        return bytes
     }
 
     static let recordHeader = 4 + 1 + 8 + 8 + 1

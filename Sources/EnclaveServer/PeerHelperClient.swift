@@ -19,6 +19,8 @@ public final class PeerHelperClient: Sendable {
         let exchanges = Mutex(Exchanges())
         let sent = Atomic(0)
         let latePinsReleased = Atomic(0)
+        /// Signalled when the reader thread has returned: it reads the socket no more.
+        let readerEnded = DispatchSemaphore(value: 0)
 
         init(socket: Int32, onGone: @escaping @Sendable () -> Void) {
             self.socket = socket
@@ -58,16 +60,22 @@ public final class PeerHelperClient: Sendable {
         var limit = timeval(tv_sec: 1, tv_usec: 0)
         _ = setsockopt(socket, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         let shared = self.shared
-        startThread(named: "la-peer-answers") { Self.readAnswers(shared) }
+        startThread(named: "la-peer-answers") {
+            Self.readAnswers(shared)
+            shared.readerEnded.signal()
+        }
     }
 
-    /// The reader stops without calling `onGone` (tests make a client per helper).
+    /// The reader stops without calling `onGone` (tests make a client per helper), and is waited
+    /// for: once this returns, nothing of the client's reads or writes the socket, which its owner
+    /// may then close.
     deinit {
         shared.exchanges.withLock { $0.closing = true }
         shutdown(shared.socket, Int32(SHUT_RDWR))
+        shared.readerEnded.wait()
     }
 
-    /// Requests sent so far that wait for an answer (tests: a request is on its way).
+    /// Requests sent so far that ask for an answer, answered or not (tests: a request is on its way).
     var requestsSent: Int { shared.sent.load(ordering: .acquiring) }
     /// Peers pinned for requests that had given up, released when their answer came (tests).
     var latePinsReleased: Int { shared.latePinsReleased.load(ordering: .acquiring) }
@@ -168,6 +176,8 @@ public final class PeerHelperClient: Sendable {
         cookie: UInt64 = 0,
         descriptor: Int32? = nil
     ) -> [UInt8]? {
+        // The deadline covers the send (blocking up to SO_SNDTIMEO when the helper's queue is full).
+        let deadline = DispatchTime.now() + Self.timeout
         let waiter = Waiter()
         let (mine, releases) = shared.exchanges.withLock { exchanges -> (UInt64?, [UInt64]) in
             guard !exchanges.gone else { return (nil, []) }
@@ -193,7 +203,7 @@ public final class PeerHelperClient: Sendable {
             return nil
         }
         shared.sent.add(1, ordering: .releasing)
-        if waiter.woken.wait(timeout: .now() + Self.timeout) == .timedOut {
+        if waiter.woken.wait(timeout: deadline) == .timedOut {
             // Given up, unless the reader took the answer in the meantime: it then wakes this soon.
             guard shared.exchanges.withLock({ $0.waiting.removeValue(forKey: mine) }) == nil else { return nil }
             waiter.woken.wait()

@@ -8,9 +8,10 @@ import Synchronization
 /// connection — up to a quarter of a second for a client that holds a flood of them.
 /// - On a pool of their own, never on the event loop that accepted the connection, where a slow pin
 ///   would stall every connection that loop serves, every user's.
-/// - In turn per user (`TurnsPerUser`): a user's pins run one at a time, so a user who makes their
-///   own pins slow waits behind them alone and holds one of the pool's threads at most; other
-///   users' pins run beside it.
+/// - In turn per user (`TurnsPerUser`): at most `perUser` of a user's pins run at once (as many as
+///   the event loops that ran them before, on a 2-core machine), so a user who makes their own
+///   pins slow waits behind them and holds at most `perUser` of the pool's threads; other users'
+///   pins run beside them.
 final class PeerPins: Sendable {
     typealias Pin = @Sendable () throws(PeerProcess.Refusal) -> any PinnedPeer
     typealias Outcome = Result<any PinnedPeer, PeerProcess.Refusal>
@@ -20,11 +21,13 @@ final class PeerPins: Sendable {
         let promise: EventLoopPromise<Outcome>
     }
 
-    /// Users whose pins run at once; past it, the next user's first pin waits for a thread.
-    static let threads = 4
+    /// Pins that run at once, every user's together; past it, a pin waits for a thread.
+    static let threads = 6
+    /// Pins of one user that run at once.
+    static let perUser = 2
 
-    private let turns = Mutex(TurnsPerUser<Waiting>())
-    private let pool = BlockingPool(threads: threads)
+    private let turns = Mutex(TurnsPerUser<Waiting>(atOnce: perUser))
+    private let pool = BlockingPool(threads: threads, name: "la-pin-")
 
     /// Runs `pin` for `uid` when that user's earlier pins have ended; its outcome on `eventLoop`.
     func pin(uid: UInt32, on eventLoop: any EventLoop, _ pin: @escaping Pin) -> EventLoopFuture<Outcome> {
@@ -46,6 +49,6 @@ final class PeerPins: Sendable {
         }
     }
 
-    /// Users with a pin running, and pins waiting behind them (tests).
+    /// Pins running, and pins waiting behind their user's (tests).
     var underWay: (running: Int, queued: Int) { turns.withLock { ($0.running, $0.queued) } }
 }

@@ -162,6 +162,8 @@ public struct EnclaveService: Service {
                 )
             } catch {
                 if let uid = admission.countedUser { connections.release(uid) }
+                // The async bootstrap drops a child whose initializer failed without closing it.
+                channel.close(promise: nil)
                 throw error
             }
         }

@@ -123,7 +123,12 @@ public final class TestEnclave: Sendable {
         case nil: break
         }
         args += configuration.extraArguments
-        let child = try DaemonLauncher.spawn(daemon, args, environment: configuration.environment)
+        let child = try DaemonLauncher.spawn(
+            daemon,
+            args,
+            environment: configuration.environment,
+            errorOutput: errorOutputPath
+        )
         running.withLock { $0 = Running(pid: child, control: nil) }
         let deadline = Date().addingTimeInterval(20)
         while Date() < deadline {
@@ -134,11 +139,22 @@ public final class TestEnclave: Sendable {
             var status: Int32 = 0
             if waitpid(child, &status, WNOHANG) == child {
                 running.withLock { $0.pid = 0 }
-                throw EnclaveClientError.unreachable("laenclaved exited during start; log: \(logPath)")
+                throw EnclaveClientError.unreachable(
+                    "laenclaved exited during start; log: \(logPath); its last words: \(lastWords())"
+                )
             }
             usleep(20_000)
         }
         throw EnclaveClientError.unreachable("laenclaved did not open \(socketPath) within 20 s; log: \(logPath)")
+    }
+
+    /// Where the daemon's standard error goes (a fatal error's message, a crash's backtrace).
+    public var errorOutputPath: String { directory + "/laenclaved.stderr" }
+
+    /// The end of the daemon's standard error (the directory goes with this object).
+    private func lastWords() -> String {
+        guard let data = FileManager.default.contents(atPath: errorOutputPath), !data.isEmpty else { return "none" }
+        return String(decoding: data.suffix(4096), as: UTF8.self)
     }
 
     /// SIGTERM (graceful) and wait.

@@ -11,7 +11,7 @@ import TouchLoginAPI
 public final class PasswordWork: Sendable {
     public static let runningAtOnce = min(System.coreCount, 4)
     /// One pool for every `PasswordWork` of the process: the bound on memory is the process's.
-    private static let threads = BlockingPool(threads: runningAtOnce)
+    private static let threads = BlockingPool(threads: runningAtOnce, name: "tl-password-")
     /// This server's own limit on checks running or waiting, in front of the shared threads.
     private let admission: BlockingPool.Admission
     public var limit: Int { admission.limit }

@@ -36,7 +36,7 @@ final class BlockingPoolTests: XCTestCase {
     }
 
     func testAtMostItsThreadsRunAtOnceAndTheRestQueue() async throws {
-        let pool = BlockingPool(threads: 2)
+        let pool = BlockingPool(threads: 2, name: "test-pool-")
         let gate = Gate()
         let done = try await withThrowingTaskGroup(of: Int.self) { group in
             for _ in 0..<5 { group.addTask { try await pool.run { gate.hold() } } }
@@ -50,8 +50,22 @@ final class BlockingPoolTests: XCTestCase {
         XCTAssertEqual(gate.peakRunning, 2)
     }
 
+    /// Its threads carry its name, as the kernel shows them (a crash report names the thread).
+    func testItsThreadsAreNamedAfterThePool() {
+        let pool = BlockingPool(threads: 1, name: "la-named-")
+        let submitted = DispatchSemaphore(value: 0)
+        let seen = Mutex("")
+        pool.submit { active in
+            XCTAssertTrue(active)
+            seen.withLock { $0 = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? "" }
+            submitted.signal()
+        }
+        XCTAssertEqual(submitted.wait(timeout: .now() + 60), .success)
+        XCTAssertEqual(seen.withLock { $0 }, "la-named-0\n", "submitted work runs on the pool's thread")
+    }
+
     func testAnAdmissionRefusesPastItsLimitAtOnceAndFreesItsPlaces() async throws {
-        let pool = BlockingPool(threads: 1)
+        let pool = BlockingPool(threads: 1, name: "test-pool-")
         let gate = Gate()
         let admission = pool.admitting(atMost: 3)
         let done = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -74,7 +88,7 @@ final class BlockingPoolTests: XCTestCase {
 
     func testAnErrorOfTheWorkReachesTheCallerAndFreesItsPlace() async throws {
         struct Broken: Error {}
-        let admission = BlockingPool(threads: 1).admitting(atMost: 1)
+        let admission = BlockingPool(threads: 1, name: "test-pool-").admitting(atMost: 1)
         do {
             _ = try await admission.run { () throws -> Int in throw Broken() }
             XCTFail("no error")

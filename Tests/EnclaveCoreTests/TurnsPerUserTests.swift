@@ -1,9 +1,9 @@
 import EnclaveCore
 import XCTest
 
-/// Each user's work one piece at a time, in order; other users' side by side.
+/// At most `atOnce` pieces of each user's work at a time, the rest in order; other users' beside them.
 final class TurnsPerUserTests: XCTestCase {
-    /// Each step: a user's piece arrives (`+`) or ends (`-`), and what may start now.
+    /// Each step: a user's piece arrives or ends, and what may start now.
     func testEachUsersPiecesRunInTurnAndOthersAlongside() {
         enum Step {
             case arrive(UInt32, String, starts: String?)
@@ -11,20 +11,22 @@ final class TurnsPerUserTests: XCTestCase {
         }
         let steps: [Step] = [
             .arrive(1000, "a1", starts: "a1"),
-            .arrive(1000, "a2", starts: nil),
+            .arrive(1000, "a2", starts: "a2"),
             .arrive(1000, "a3", starts: nil),
+            .arrive(1000, "a4", starts: nil),
             .arrive(1001, "b1", starts: "b1"),
             .arrive(0, "r1", starts: "r1"),
             .end(1001, starts: nil),
             .arrive(1001, "b2", starts: "b2"),
-            .end(1000, starts: "a2"),
             .end(1000, starts: "a3"),
-            .arrive(1000, "a4", starts: nil),
             .end(1000, starts: "a4"),
+            .arrive(1000, "a5", starts: nil),
+            .end(1000, starts: "a5"),
             .end(1000, starts: nil),
-            .arrive(1000, "a5", starts: "a5"),
+            .end(1000, starts: nil),
+            .arrive(1000, "a6", starts: "a6"),
         ]
-        var turns = TurnsPerUser<String>()
+        var turns = TurnsPerUser<String>(atOnce: 2)
         for (number, step) in steps.enumerated() {
             switch step {
             case .arrive(let uid, let work, let starts):
@@ -33,12 +35,17 @@ final class TurnsPerUserTests: XCTestCase {
                 XCTAssertEqual(turns.ended(uid), starts, "step \(number)")
             }
         }
-        XCTAssertEqual(turns.running, 3, "1000, 1001 and root each have one piece running")
+        XCTAssertEqual(turns.running, 3, "a6, b2 and r1")
+        XCTAssertEqual(turns.usersRunning, 3)
         XCTAssertEqual(turns.queued, 0)
+        XCTAssertNil(turns.ended(0))
+        XCTAssertNil(turns.ended(1001))
+        XCTAssertNil(turns.ended(1000))
+        XCTAssertEqual(turns.usersRunning, 0, "a user with nothing running is forgotten")
     }
 
     func testAFloodOfOneUserWaitsBehindItsOwnAndNoOneElse() {
-        var turns = TurnsPerUser<Int>()
+        var turns = TurnsPerUser<Int>(atOnce: 1)
         XCTAssertEqual(turns.arrive(1000, 0), 0)
         for piece in 1..<1000 { XCTAssertNil(turns.arrive(1000, piece)) }
         XCTAssertEqual(turns.queued, 999)

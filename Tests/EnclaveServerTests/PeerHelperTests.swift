@@ -170,7 +170,9 @@ final class PeerHelperTests: XCTestCase {
     /// program (before each request) and a third connection is pinned. Before, the helper answered
     /// one request at a time: both waited behind the flood's search, and a check that waited past
     /// its deadline ended that other user's connection. Now checks are answered at once and pins
-    /// side by side: the flood's answer comes last. Counted in answers, not timed.
+    /// side by side: the flood's answer comes last. Ordered by answers: the flood's search (about
+    /// 20,000 descriptors where the hard limit is 20,000, up to 60,000 elsewhere) outlasts a pin
+    /// of this process (a few dozen) many times over.
     func testASlowPinHoldsNeitherAChecksAnswerNorAnotherPin() throws {
         let flood = try DescriptorFlood(descriptors: 60_000)
         defer { flood.stop() }
@@ -424,8 +426,8 @@ final class PeerHelperTests: XCTestCase {
         kill(helper, SIGCONT)
         // Pins run side by side: the late one and this one take handles 1 and 2 in either order.
         let peer = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
+        XCTAssertTrue([1, 2].contains(peer.handle), "handle \(peer.handle)")
         let late: UInt64 = peer.handle == 1 ? 2 : 1
-        XCTAssertEqual(peer.handle + late, 3)
         // Its answer comes when it comes; the client releases the peer before counting it.
         let asked = Date()
         while client.latePinsReleased == 0, Date().timeIntervalSince(asked) < 60 { usleep(1000) }

@@ -6,7 +6,8 @@ import XCTest
 
 @testable import EnclaveServer
 
-/// New connections' pins run off the event loop, one at a time per user, other users' beside them.
+/// New connections' pins run off the event loop, at most `PeerPins.perUser` of a user's at once,
+/// other users' beside them.
 final class PeerPinsTests: XCTestCase {
     private final class Peer: PinnedPeer, Sendable {
         let identity: AppIdentity
@@ -15,26 +16,29 @@ final class PeerPinsTests: XCTestCase {
         func executableChanged() -> Bool { false }
     }
 
-    /// Attack: a user's pin that takes as long as it likes (here: until the test lets it go) holds
-    /// neither the event loop that accepted the connection nor another user's pin; the same user's
-    /// next pin waits behind it. Ordered by semaphores, not timed.
-    func testASlowPinHoldsNeitherTheLoopNorAnotherUser() throws {
+    /// Attack: a user's pins that take as long as they like (here: until the test lets them go)
+    /// hold neither the event loop that accepted the connections nor another user's pin; that
+    /// user's next pin waits behind them. Ordered by semaphores, not timed.
+    func testSlowPinsHoldNeitherTheLoopNorAnotherUser() throws {
+        XCTAssertEqual(PeerPins.perUser, 2)
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let pins = PeerPins()
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         let order = Mutex<[String]>([])
-        let slow = pins.pin(uid: 1000, on: loop) { () throws(PeerProcess.Refusal) -> any PinnedPeer in
-            started.signal()
-            release.wait()
-            order.withLock { $0.append("slow") }
-            return Peer("/usr/bin/slow")
+        let slow = (0..<PeerPins.perUser).map { _ in
+            pins.pin(uid: 1000, on: loop) { () throws(PeerProcess.Refusal) -> any PinnedPeer in
+                started.signal()
+                release.wait()
+                order.withLock { $0.append("slow") }
+                return Peer("/usr/bin/slow")
+            }
         }
         let next = pins.pin(uid: 1000, on: loop) { () throws(PeerProcess.Refusal) -> any PinnedPeer in
             order.withLock { $0.append("same user's next") }
             throw .ended
         }
-        XCTAssertEqual(started.wait(timeout: .now() + 60), .success)
+        for _ in slow { XCTAssertEqual(started.wait(timeout: .now() + 60), .success) }
         let looped = DispatchSemaphore(value: 0)
         loop.execute { looped.signal() }
         XCTAssertEqual(looped.wait(timeout: .now() + 60), .success, "the loop is free")
@@ -43,15 +47,18 @@ final class PeerPinsTests: XCTestCase {
             Peer("/usr/bin/other")
         }
         other.whenComplete { _ in otherDone.signal() }
-        XCTAssertEqual(otherDone.wait(timeout: .now() + 60), .success, "another user's pin, while the slow one runs")
+        XCTAssertEqual(otherDone.wait(timeout: .now() + 60), .success, "another user's pin, while the slow ones run")
         XCTAssertEqual(try other.wait().get().identity.name, "/usr/bin/other")
-        XCTAssertEqual(pins.underWay.running, 1, "uid 1000's slow pin")
-        XCTAssertEqual(pins.underWay.queued, 1, "uid 1000's next waits behind it")
+        XCTAssertEqual(pins.underWay.running, PeerPins.perUser, "uid 1000's slow pins")
+        XCTAssertEqual(pins.underWay.queued, 1, "uid 1000's next waits behind them")
         XCTAssertEqual(order.withLock { $0 }, [])
+        // One of the slow pins ends: the user's next takes its turn while the other still runs.
         release.signal()
-        XCTAssertEqual(try slow.wait().get().identity.name, "/usr/bin/slow")
         XCTAssertThrowsError(try next.wait().get()) { XCTAssertEqual($0 as? PeerProcess.Refusal, .ended) }
         XCTAssertEqual(order.withLock { $0 }, ["slow", "same user's next"])
+        XCTAssertEqual(pins.underWay.running, 1, "the other slow pin")
+        release.signal()
+        for pin in slow { XCTAssertEqual(try pin.wait().get().identity.name, "/usr/bin/slow") }
         XCTAssertEqual(pins.underWay.running, 0)
     }
 }
