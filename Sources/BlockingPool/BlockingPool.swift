@@ -26,9 +26,9 @@ public final class BlockingPool: Sendable {
     }
 
     /// Runs `work` on one of the pool's threads once one is free, and returns at once. `work` is
-    /// told whether the pool still runs: false when it has been or is being shut down, and then
-    /// `work` runs on the thread that submitted it or on the one shutting the pool down (so
-    /// whatever it owes, it still answers).
+    /// told whether the pool still runs: false when it has been or is being shut down (which this
+    /// type never does), and then `work` still runs, elsewhere (so whatever it owes, it still
+    /// answers).
     public func submit(_ work: @escaping @Sendable (_ active: Bool) -> Void) {
         pool.submit { work($0 == .active) }
     }

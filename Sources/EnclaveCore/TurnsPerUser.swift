@@ -23,28 +23,25 @@ public struct TurnsPerUser<Work> {
     /// `work` of `uid` has come: it is returned when it may start now (fewer than `atOnce` of that
     /// user's are running), or kept until one of them ends (nil).
     public mutating func arrive(_ uid: UInt32, _ work: Work) -> Work? {
-        var turns = byUser[uid] ?? Turns()
-        defer { byUser[uid] = turns }
-        guard turns.running < atOnce else {
-            turns.waiting.append(work)
+        guard byUser[uid, default: Turns()].running < atOnce else {
+            byUser[uid, default: Turns()].waiting.append(work)
             return nil
         }
-        turns.running += 1
+        byUser[uid, default: Turns()].running += 1
         return work
     }
 
     /// One of `uid`'s running pieces has ended: its next piece, to start now, if one waits.
     public mutating func ended(_ uid: UInt32) -> Work? {
-        guard var turns = byUser[uid], turns.running > 0 else {
+        guard let running = byUser[uid]?.running, running > 0 else {
             preconditionFailure("uid \(uid) ended a turn it did not have")
         }
-        guard turns.waiting.isEmpty else {
-            let next = turns.waiting.removeFirst()
-            byUser[uid] = turns
-            return next
+        guard byUser[uid]!.waiting.isEmpty else { return byUser[uid]!.waiting.removeFirst() }
+        if running == 1 {
+            byUser[uid] = nil
+        } else {
+            byUser[uid]!.running -= 1
         }
-        turns.running -= 1
-        byUser[uid] = turns.running == 0 ? nil : turns
         return nil
     }
 

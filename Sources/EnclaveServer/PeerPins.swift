@@ -22,14 +22,15 @@ final class PeerPins: Sendable {
     }
 
     /// Pins that run at once, every user's together; past it, a pin waits for a thread.
-    static let threads = 6
+    static let threads = 8
     /// Pins of one user that run at once.
     static let perUser = 2
 
     private let turns = Mutex(TurnsPerUser<Waiting>(atOnce: perUser))
     private let pool = BlockingPool(threads: threads, name: "la-pin-")
 
-    /// Runs `pin` for `uid` when that user's earlier pins have ended; its outcome on `eventLoop`.
+    /// Runs `pin` for `uid` once fewer than `perUser` of that user's pins run (the rest in the order
+    /// they came); its outcome on `eventLoop`.
     func pin(uid: UInt32, on eventLoop: any EventLoop, _ pin: @escaping Pin) -> EventLoopFuture<Outcome> {
         let waiting = Waiting(pin: pin, promise: eventLoop.makePromise())
         if let now = turns.withLock({ $0.arrive(uid, waiting) }) { start(now, of: uid) }

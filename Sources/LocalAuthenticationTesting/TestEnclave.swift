@@ -123,6 +123,8 @@ public final class TestEnclave: Sendable {
         case nil: break
         }
         args += configuration.extraArguments
+        // This start's words only (a restart writes to the same file).
+        unlink(errorOutputPath)
         let child = try DaemonLauncher.spawn(
             daemon,
             args,
@@ -140,21 +142,28 @@ public final class TestEnclave: Sendable {
             if waitpid(child, &status, WNOHANG) == child {
                 running.withLock { $0.pid = 0 }
                 throw EnclaveClientError.unreachable(
-                    "laenclaved exited during start; log: \(logPath); its last words: \(lastWords())"
+                    "laenclaved exited during start; its last words: \(lastWords())"
                 )
             }
             usleep(20_000)
         }
-        throw EnclaveClientError.unreachable("laenclaved did not open \(socketPath) within 20 s; log: \(logPath)")
+        throw EnclaveClientError.unreachable(
+            "laenclaved did not open \(socketPath) within 20 s; its last words: \(lastWords())"
+        )
     }
 
-    /// Where the daemon's standard error goes (a fatal error's message, a crash's backtrace).
+    /// Where the daemon's standard error goes until it opens its log (`--log-file`), which then
+    /// takes standard error too (a fatal error's message, a crash's backtrace): what it says about
+    /// its arguments and its first steps.
     public var errorOutputPath: String { directory + "/laenclaved.stderr" }
 
-    /// The end of the daemon's standard error (the directory goes with this object).
+    /// The ends of the daemon's standard error and of its log (the directory goes with this object).
     private func lastWords() -> String {
-        guard let data = FileManager.default.contents(atPath: errorOutputPath), !data.isEmpty else { return "none" }
-        return String(decoding: data.suffix(4096), as: UTF8.self)
+        func tail(_ path: String) -> String {
+            guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return "none" }
+            return String(decoding: data.suffix(4096), as: UTF8.self)
+        }
+        return "standard error: \(tail(errorOutputPath)); log: \(tail(logPath))"
     }
 
     /// SIGTERM (graceful) and wait.
