@@ -174,11 +174,11 @@ final class PeerHelperTests: XCTestCase {
     /// 20,000 descriptors where the hard limit is 20,000, up to 60,000 elsewhere) outlasts a pin
     /// of this process (a few dozen) many times over.
     func testASlowPinHoldsNeitherAChecksAnswerNorAnotherPin() throws {
-        let flood = try DescriptorFlood(descriptors: 60_000)
-        defer { flood.stop() }
-        let holder = try XCTUnwrap(flood.holders.first)
-        let (cookie, ends) = connection()
-        defer { for end in ends { close(end) } }
+        let (flood, holder, cookie, ends) = try slowPinTarget()
+        defer {
+            flood.stop()
+            for end in ends { close(end) }
+        }
         let pin = PeerHelper.request(.pin, pid: getpid(), cookie: cookie, sequence: 100)
         XCTAssertEqual(send(daemonEnd, pin, pin.count, 0), pin.count)
         let pinned = try XCTUnwrap(receive())
@@ -212,11 +212,11 @@ final class PeerHelperTests: XCTestCase {
     /// another connection's check nor another pin, which return while the flood's pin is still
     /// under way (before, every exchange waited for the one before it).
     func testTheClientLetsOthersExchangeWhileAPinIsSlow() throws {
-        let flood = try DescriptorFlood(descriptors: 60_000)
-        defer { flood.stop() }
-        let holder = try XCTUnwrap(flood.holders.first)
-        let (cookie, ends) = connection()
-        defer { for end in ends { close(end) } }
+        let (flood, holder, cookie, ends) = try slowPinTarget()
+        defer {
+            flood.stop()
+            for end in ends { close(end) }
+        }
         let pinned = try client.pin(pid: getpid(), pidfd: nil, cookie: cookie)
         let client = self.client
         let slowDone = DispatchSemaphore(value: 0)
@@ -246,6 +246,20 @@ final class PeerHelperTests: XCTestCase {
         XCTAssertTrue([.notHoldingConnection, .tooManyDescriptors].contains(slowResult.withLock { $0 }))
         XCTAssertFalse(gone.isSet)
     }
+
+    /// A process whose pin is slow — it holds a flood of descriptors (60,000, or all one process may
+    /// hold), which the pin searches — and a connection this process holds.
+    private func slowPinTarget() throws -> (flood: DescriptorFlood, holder: Int32, cookie: UInt64, ends: [Int32]) {
+        let flood = try DescriptorFlood(descriptors: 60_000)
+        guard let holder = flood.holders.first else {
+            flood.stop()
+            throw FloodHasNoHolder()
+        }
+        let (cookie, ends) = connection()
+        return (flood, holder, cookie, ends)
+    }
+
+    private struct FloodHasNoHolder: Error {}
 
     /// Releases the peer a pin answer pinned (a test that pinned it through the raw socket).
     private func release(_ answer: [UInt8]) {
