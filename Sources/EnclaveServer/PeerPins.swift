@@ -38,8 +38,8 @@ final class PeerPins: Sendable {
     }
 
     private func start(_ waiting: Waiting, of uid: UInt32) {
-        // Run even by a pool shut down (never while the daemon serves; it then runs here): the pin
-        // closes the pidfd it was handed, and the connection gets its answer.
+        // Run even if the pool were shut down (it lives as long as the daemon): the pin closes the
+        // pidfd it was handed, and the connection gets its answer.
         pool.submit { _ in
             let outcome = Outcome { () throws(PeerProcess.Refusal) in try waiting.pin() }
             // The turn is passed on before the outcome is told: whoever hears it finds the user's
