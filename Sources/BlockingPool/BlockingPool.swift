@@ -17,6 +17,8 @@ public final class BlockingPool: Sendable {
         assert(name.utf8.count <= 12, "the kernel names a thread in at most 15 bytes: \(name)")
         self.threads = threads
         pool = NIOThreadPool(numberOfThreads: threads)
+        // NIO's one way to name a pool's threads (`start()` calls them all "TP-#N", which says
+        // nothing in a crash report).
         pool._start(threadNamePrefix: name)
     }
 

@@ -71,7 +71,7 @@ struct AcceptedConnection: Sendable {
                 if let pidfd { close(pidfd) }
                 return channel.eventLoop.makeFailedFuture(error)
             }.flatMap { credentials, cookie in
-                admit(credentials, cookie: cookie, pidfd: pidfd)
+                checkThenPin(credentials, cookie: cookie, pidfd: pidfd)
             }
         }.recover { error in
             .refused(
@@ -83,7 +83,7 @@ struct AcceptedConnection: Sendable {
         }
 
         /// The kernel's facts in hand: the user-mode and budget checks, then the pin. Owns `pidfd`.
-        @Sendable func admit(
+        @Sendable func checkThenPin(
             _ credentials: PeerCredentials,
             cookie: UInt64,
             pidfd: Int32?
@@ -115,7 +115,12 @@ struct AcceptedConnection: Sendable {
             }
             // The executable is read first; then the process must hold this connection, close-on-exec
             // (a process that exec'd in between has lost it).
-            return pins.pin(uid: credentials.uid, on: channel.eventLoop) { () throws(PeerProcess.Refusal) in
+            // Read by pid, and only to choose a queue: a wrong one delays, and decides nothing.
+            let loginUID =
+                credentials.uid == 0
+                ? PeerProcess.procText(credentials.pid, "loginuid").flatMap { UInt32($0) } : nil
+            let turn = TurnOwner.of(uid: credentials.uid, loginUID: loginUID)
+            return pins.pin(uid: turn, on: channel.eventLoop) { () throws(PeerProcess.Refusal) in
                 defer { if let pidfd { close(pidfd) } }
                 if let helper { return try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie) }
                 let process = try PeerProcess(pid: credentials.pid, pidfd: pidfd)

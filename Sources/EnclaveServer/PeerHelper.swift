@@ -71,8 +71,9 @@ public enum PeerHelper {
     static let workers = 16
 
     /// The helper's loop, on `socket` (its end of the pair). Ends the process when the daemon's end
-    /// closes. Checks and releases are answered here, in the order they come: each is one look-up
-    /// and one `fstatat`, and never waits behind a pin. Pins and holders scans (a process's
+    /// closes. Checks are answered and releases done here, in the order they come: each is one
+    /// look-up and one `statx` that asks no file system (`AT_STATX_DONT_SYNC`: a FUSE server
+    /// cannot hold this loop), and never waits behind a pin. Pins and holders scans (a process's
     /// descriptors searched, up to a quarter of a second) run on a pool of `workers` threads side
     /// by side, each answered when it ends, so a user who makes their own pin slow holds no one
     /// else's.

@@ -132,12 +132,12 @@ public final class PeerHelperClient: Sendable {
     }
 
     /// The holders of the master of `/dev/pts/index`, as the helper reads them with its capabilities;
-    /// nil when it could not say (another scan under way, too slow, too many, gone). One scan at a
-    /// time for the whole daemon: each holds the helper for up to `PtyMasterHolders.budget`, and
-    /// pins of every user wait behind it.
+    /// nil when it could not say (another scan under way, too slow, too many, gone). One full scan
+    /// at a time for the whole daemon: each takes one of the helper's workers for up to
+    /// `PtyMasterHolders.budget`.
     /// `only`: whether that process alone holds it (its descriptors alone are read).
-    /// A one-process look is short: it waits its turn on the socket like a pin, never refused for
-    /// another scan under way (a user's administration would otherwise take a sudo's finger).
+    /// A one-process look is short: it is sent like a pin, never refused for another scan under
+    /// way (a user's administration would otherwise take a sudo's finger).
     func ptyHolders(index: UInt32, only: Int32? = nil) -> [TerminalHolders.Holder]? {
         if only == nil {
             guard !scanning.exchange(true, ordering: .acquiringAndReleasing) else { return nil }

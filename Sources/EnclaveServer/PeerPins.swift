@@ -1,5 +1,6 @@
 import BlockingPool
 import EnclaveCore
+import EnclaveProtocol
 import NIOCore
 import Synchronization
 
@@ -8,10 +9,9 @@ import Synchronization
 /// connection — up to a quarter of a second for a client that holds a flood of them.
 /// - On a pool of their own, never on the event loop that accepted the connection, where a slow pin
 ///   would stall every connection that loop serves, every user's.
-/// - In turn per user (`TurnsPerUser`): at most `perUser` of a user's pins run at once (as many as
-///   the event loops that ran them before, on a 2-core machine), so a user who makes their own
-///   pins slow waits behind them and holds at most `perUser` of the pool's threads; other users'
-///   pins run beside them.
+/// - In turn per user (`TurnsPerUser`, root's by who logged in): in a system daemon at most 2 of
+///   a user's pins run at once, so a user who makes their own pins slow waits behind them and
+///   holds 2 of the pool's threads at most; other users' pins run beside them.
 final class PeerPins: Sendable {
     typealias Pin = @Sendable () throws(PeerProcess.Refusal) -> any PinnedPeer
     typealias Outcome = Result<any PinnedPeer, PeerProcess.Refusal>
@@ -23,11 +23,22 @@ final class PeerPins: Sendable {
 
     /// Pins that run at once, every user's together; past it, a pin waits for a thread.
     static let threads = 8
-    /// Pins of one user that run at once.
-    static let perUser = 2
+    /// Pins of one user that run at once in a system daemon. A user daemon serves one user (root
+    /// administering it is not pinned): its pins may take every thread.
+    static let perUserInSystemMode = 2
 
-    private let turns = Mutex(TurnsPerUser<Waiting>(atOnce: perUser))
+    let perUser: Int
+    private let turns: Mutex<TurnsPerUser<Waiting>>
     private let pool = BlockingPool(threads: threads, name: "la-pin-")
+
+    init(perUser: Int) {
+        self.perUser = perUser
+        turns = Mutex(TurnsPerUser(atOnce: perUser))
+    }
+
+    convenience init(mode: DaemonMode) {
+        self.init(perUser: mode == .system ? Self.perUserInSystemMode : Self.threads)
+    }
 
     /// Runs `pin` for `uid` once fewer than `perUser` of that user's pins run (the rest in the order
     /// they came); its outcome on `eventLoop`.

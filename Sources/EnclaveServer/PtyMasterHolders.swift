@@ -31,8 +31,9 @@ public enum PtyMasterHolders {
     }
 
     /// How long one scan may take: past it the terminal is refused (the daemon cannot say who
-    /// holds it). A user with hundreds of thousands of descriptors must not hold a system daemon's
-    /// helper, which also pins every user's connections, for seconds (about 7 µs a descriptor).
+    /// holds it). A user with hundreds of thousands of descriptors must not hold one of a system
+    /// daemon's helper workers, nor the daemon's one scan at a time, for seconds (about 7 µs a
+    /// descriptor).
     public static let budget: Duration = .milliseconds(500)
 
     /// The holders of the master of `/dev/pts/index` — among every process, or process `only`

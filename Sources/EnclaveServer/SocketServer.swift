@@ -20,7 +20,7 @@ public struct EnclaveService: Service {
     /// Connections served at once, per user and in all (`ConnectionBudget`).
     let connections: ConnectionCounter
     /// Where new connections' processes are pinned: off the event loops, in turn per user.
-    let pins = PeerPins()
+    let pins: PeerPins
     /// Called once the socket accepts connections (tests and the launcher wait for it).
     let onReady: @Sendable () -> Void
     /// Where the handoff socket is handed to its own service, which stops it.
@@ -40,6 +40,7 @@ public struct EnclaveService: Service {
         self.onReady = onReady
         self.handoff = handoff
         connections = ConnectionCounter(limits: daemon.config.connectionLimits)
+        pins = PeerPins(mode: daemon.config.mode)
     }
 
     /// The daemon's long-lived parts, as services of one `ServiceGroup`, in the order the group

@@ -6,7 +6,7 @@ import XCTest
 
 @testable import EnclaveServer
 
-/// New connections' pins run off the event loop, at most `PeerPins.perUser` of a user's at once,
+/// New connections' pins run off the event loop, at most `perUser` of a user's at once,
 /// other users' beside them.
 final class PeerPinsTests: XCTestCase {
     private final class Peer: PinnedPeer, Sendable {
@@ -20,13 +20,14 @@ final class PeerPinsTests: XCTestCase {
     /// hold neither the event loop that accepted the connections nor another user's pin; that
     /// user's next pin waits behind them. Ordered by semaphores, not timed.
     func testSlowPinsHoldNeitherTheLoopNorAnotherUser() throws {
-        XCTAssertEqual(PeerPins.perUser, 2)
+        let pins = PeerPins(mode: .system)
+        XCTAssertEqual(pins.perUser, 2)
+        XCTAssertEqual(PeerPins(mode: .user).perUser, PeerPins.threads, "one user: every thread")
         let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let pins = PeerPins()
         let release = DispatchSemaphore(value: 0)
         let started = DispatchSemaphore(value: 0)
         let order = Mutex<[String]>([])
-        let slow = (0..<PeerPins.perUser).map { _ in
+        let slow = (0..<pins.perUser).map { _ in
             pins.pin(uid: 1000, on: loop) { () throws(PeerProcess.Refusal) -> any PinnedPeer in
                 started.signal()
                 release.wait()
@@ -49,7 +50,7 @@ final class PeerPinsTests: XCTestCase {
         other.whenComplete { _ in otherDone.signal() }
         XCTAssertEqual(otherDone.wait(timeout: .now() + 60), .success, "another user's pin, while the slow ones run")
         XCTAssertEqual(try other.wait().get().identity.name, "/usr/bin/other")
-        XCTAssertEqual(pins.underWay.running, PeerPins.perUser, "uid 1000's slow pins")
+        XCTAssertEqual(pins.underWay.running, pins.perUser, "uid 1000's slow pins")
         XCTAssertEqual(pins.underWay.queued, 1, "uid 1000's next waits behind them")
         XCTAssertEqual(order.withLock { $0 }, [])
         // One of the slow pins ends: the user's next takes its turn while the other still runs.
