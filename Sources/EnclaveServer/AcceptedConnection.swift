@@ -42,14 +42,7 @@ struct AcceptedConnection: Sendable {
         helper: PeerHelperClient? = nil
     ) -> EventLoopFuture<Admission> {
         guard let provider = channel as? any SocketOptionProvider else {
-            return channel.eventLoop.makeSucceededFuture(
-                .refused(
-                    Failure(.notPermitted, "the daemon could not identify this client"),
-                    log: "refused a client the daemon could not identify",
-                    pid: 0,
-                    uid: nil
-                )
-            )
+            return channel.eventLoop.makeSucceededFuture(.unidentified(nil, pid: 0, uid: nil))
         }
         let level = SocketOptionLevel(SOL_SOCKET)
         let credentials: EventLoopFuture<PeerCredentials> = provider.unsafeGetSocketOption(
@@ -73,14 +66,7 @@ struct AcceptedConnection: Sendable {
             }.flatMap { credentials, cookie in
                 checkThenPin(credentials, cookie: cookie, pidfd: pidfd)
             }
-        }.recover { error in
-            .refused(
-                Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
-                log: "refused a client the daemon could not identify",
-                pid: 0,
-                uid: nil
-            )
-        }
+        }.recover { error in .unidentified(error, pid: 0, uid: nil) }
 
         /// The kernel's facts in hand: the user-mode and budget checks, then the pin. Owns `pidfd`.
         @Sendable func checkThenPin(
@@ -131,12 +117,7 @@ struct AcceptedConnection: Sendable {
                 case .success(let peer): return .admitted(credentials, peer)
                 case .failure(let error):
                     connections.release(credentials.uid)
-                    return .refused(
-                        Failure(.notPermitted, "the daemon could not identify this client: \(error)"),
-                        log: "refused a client the daemon could not identify",
-                        pid: credentials.pid,
-                        uid: credentials.uid
-                    )
+                    return .unidentified(error, pid: credentials.pid, uid: credentials.uid)
                 }
             }
         }
@@ -144,6 +125,16 @@ struct AcceptedConnection: Sendable {
 }
 
 extension AcceptedConnection.Admission {
+    /// Refused: the daemon could not tell who the client is (`why`, when known).
+    static func unidentified(_ why: (any Error)?, pid: Int32, uid: UInt32?) -> Self {
+        .refused(
+            Failure(.notPermitted, "the daemon could not identify this client" + (why.map { ": \($0)" } ?? "")),
+            log: "refused a client the daemon could not identify",
+            pid: pid,
+            uid: uid
+        )
+    }
+
     /// The uid counted in the connection budget, to release when the connection ends.
     var countedUser: UInt32? {
         switch self {

@@ -47,11 +47,11 @@ extension PeerHelper {
             try process.confirmHolds(connectionCookie: cookie)
             let identity = process.identity
             guard identity.name.utf8.count <= maxName, (process.session?.utf8.count ?? 0) <= maxSession else {
-                return answer(sequence: sequence, status: 7)
+                return answer(sequence: sequence, status: .tooLong)
             }
             return answer(
                 sequence: sequence,
-                status: 0,
+                status: .ok,
                 handle: pinned.add(process),
                 identity: identity,
                 session: process.session
@@ -64,15 +64,15 @@ extension PeerHelper {
 
     static func holders(index handle: UInt64, only pid: Int32, sequence: UInt64) -> [UInt8] {
         guard let index = UInt32(exactly: handle) else {
-            return answer(sequence: sequence, status: 6)
+            return answer(sequence: sequence, status: .badRequest)
         }
         // Bounded (`PtyMasterHolders.budget`): a pool's thread is never held for long.
         guard let holders = PtyMasterHolders.scan(index: index, only: pid > 0 ? pid : nil) else {
-            return answer(sequence: sequence, status: 9)
+            return answer(sequence: sequence, status: .outOfTime)
         }
         guard let records = records(of: holders) else {
-            return answer(sequence: sequence, status: 7)
+            return answer(sequence: sequence, status: .tooLong)
         }
-        return answer(sequence: sequence, status: 0, payload: records)
+        return answer(sequence: sequence, status: .ok, payload: records)
     }
 }

@@ -35,19 +35,16 @@ extension PeerProcess: PinnedPeer {}
 ///   holders, 0: every process, else that process alone), handle (UInt64; for holders, the
 ///   pseudo-terminal's index), connection cookie (UInt64),
 ///   sequence (UInt64); a pin may carry the peer's pidfd (SCM_RIGHTS).
-/// - answer to pin and check (release has none): status (Int32: 0 ok/unchanged, 1 ended/changed,
-///   2 unreadable, 3 not holding, 4 inheritable, 5 socket unknown, 6 bad request, 7 too long,
-///   8 too many descriptors, 10 busy: `workers` pins and scans under way already, errno EAGAIN),
-///   errno (Int32), handle (UInt64), the request's sequence (UInt64), identity kind (UInt8), name
-///   length (UInt16), session length (UInt16, 0xFFFF: none), then the name's and the session's
-///   bytes. Answers come as their requests end, not in their order (`serve`): the daemon matches
+/// - answer to pin and check (release has none): status (Int32: `Status`), errno (Int32), handle
+///   (UInt64), the request's sequence (UInt64), identity kind (UInt8), name length (UInt16),
+///   session length (UInt16, 0xFFFF: none), then the name's and the session's bytes. Answers come as their requests end, not in their order (`serve`): the daemon matches
 ///   each to its request by sequence, and drops one whose request gave up (a late pin released).
 /// - answer to holders: the same header with handle 0 (never taken for a pinned peer), identity kind
 ///   0, the records' length in the name's place and no session, then one record per holder: pid
 ///   (Int32), whether its executable's file was read (UInt8), device and inode (UInt64 each), the
-///   executable's path length (UInt8; 0 when unread or longer than 255 bytes) and the path. Status 7
-///   when the records do not fit, 9 when the scan took longer than its budget (the daemon then
-///   refuses the terminal).
+///   executable's path length (UInt8; 0 when unread or longer than 255 bytes) and the path; status
+///   `tooLong` when the records do not fit, `outOfTime` when the scan took longer than its budget
+///   (the daemon then refuses the terminal).
 public enum PeerHelper {
     enum Operation: UInt32 {
         case pin = 1
@@ -55,6 +52,31 @@ public enum PeerHelper {
         case release = 3
         case holders = 4
     }
+    /// An answer's status: the helper's whole vocabulary, said here once.
+    enum Status: Int32 {
+        /// Pinned; unchanged (a check); scanned.
+        case ok = 0
+        /// The process ended; or, to a check, it runs another executable (or is unknown).
+        case ended = 1
+        case unreadable = 2
+        case notHoldingConnection = 3
+        case inheritableConnection = 4
+        case socketUnknown = 5
+        case badRequest = 6
+        /// A name, session or the holders' records longer than one answer holds.
+        case tooLong = 7
+        case tooManyDescriptors = 8
+        /// A holders scan past its budget.
+        case outOfTime = 9
+        /// `workers` pins and scans under way already (errno EAGAIN).
+        case busy = 10
+
+        static let changed = Status.ended
+    }
+
+    /// The status an answer carries, nil when it is none the helper says.
+    static func status(of answer: [UInt8]) -> Status? { Status(rawValue: read(answer, 0, Int32.self)) }
+
     static let requestSize = 32
     static let headerSize = 4 + 4 + 8 + 8 + 1 + 2 + 2
     /// A name is a path as `String(cString:)` made it (each byte at most 3 in UTF-8), or an
@@ -101,7 +123,7 @@ public enum PeerHelper {
             let sequence = n >= requestSize ? read(buffer, 24, UInt64.self) : 0
             guard n == requestSize, count <= 1, let operation = Operation(rawValue: read(buffer, 0, UInt32.self)) else {
                 if let pidfd { close(pidfd) }
-                answer(socket, sequence: sequence, status: 6)
+                answer(socket, sequence: sequence, status: .badRequest)
                 continue
             }
             let pid = read(buffer, 4, Int32.self)
@@ -110,7 +132,7 @@ public enum PeerHelper {
             switch operation {
             case .check:
                 if let pidfd { close(pidfd) }
-                answer(socket, sequence: sequence, status: pinned.executableChanged(handle) ? 1 : 0)
+                answer(socket, sequence: sequence, status: pinned.executableChanged(handle) ? .changed : .ok)
             case .release:
                 if let pidfd { close(pidfd) }
                 pinned.forget(handle)
@@ -118,7 +140,7 @@ public enum PeerHelper {
                 guard working.add(1, ordering: .relaxed).newValue <= workers else {
                     working.subtract(1, ordering: .relaxed)
                     if let pidfd { close(pidfd) }
-                    answer(socket, sequence: sequence, status: 10, errno: EAGAIN)
+                    answer(socket, sequence: sequence, status: .busy, errno: EAGAIN)
                     continue
                 }
                 pool.submit { _ in
@@ -135,25 +157,25 @@ public enum PeerHelper {
         }
     }
 
-    static func code(of refusal: PeerProcess.Refusal) -> (Int32, Int32) {
+    static func code(of refusal: PeerProcess.Refusal) -> (Status, Int32) {
         switch refusal {
-        case .ended: return (1, 0)
-        case .unreadable(let e): return (2, e)
-        case .notHoldingConnection: return (3, 0)
-        case .inheritableConnection: return (4, 0)
-        case .socketUnknown(let e): return (5, e)
-        case .tooManyDescriptors: return (8, 0)
+        case .ended: return (.ended, 0)
+        case .unreadable(let e): return (.unreadable, e)
+        case .notHoldingConnection: return (.notHoldingConnection, 0)
+        case .inheritableConnection: return (.inheritableConnection, 0)
+        case .socketUnknown(let e): return (.socketUnknown, e)
+        case .tooManyDescriptors: return (.tooManyDescriptors, 0)
         }
     }
 
-    static func refusal(status: Int32, errno code: Int32) -> PeerProcess.Refusal {
+    static func refusal(status: Status?, errno code: Int32) -> PeerProcess.Refusal {
         switch status {
-        case 1: return .ended
-        case 3: return .notHoldingConnection
-        case 4: return .inheritableConnection
-        case 5: return .socketUnknown(code)
-        case 7: return .unreadable(ENAMETOOLONG)
-        case 8: return .tooManyDescriptors
+        case .ended: return .ended
+        case .notHoldingConnection: return .notHoldingConnection
+        case .inheritableConnection: return .inheritableConnection
+        case .socketUnknown: return .socketUnknown(code)
+        case .tooLong: return .unreadable(ENAMETOOLONG)
+        case .tooManyDescriptors: return .tooManyDescriptors
         default: return .unreadable(code == 0 ? EPROTO : code)
         }
     }
@@ -161,7 +183,7 @@ public enum PeerHelper {
     static func answer(
         _ socket: Int32,
         sequence: UInt64,
-        status: Int32,
+        status: Status,
         errno code: Int32 = 0
     ) {
         send(answer(sequence: sequence, status: status, errno: code), on: socket)
@@ -174,7 +196,7 @@ public enum PeerHelper {
     /// An answer's bytes. `payload`: a holders answer's records, in the name's place.
     static func answer(
         sequence: UInt64,
-        status: Int32,
+        status: Status,
         errno code: Int32 = 0,
         handle: UInt64 = 0,
         identity: AppIdentity? = nil,
@@ -182,7 +204,7 @@ public enum PeerHelper {
         payload: [UInt8]? = nil
     ) -> [UInt8] {
         var bytes: [UInt8] = []
-        append(&bytes, status)
+        append(&bytes, status.rawValue)
         append(&bytes, code)
         append(&bytes, handle)
         append(&bytes, sequence)

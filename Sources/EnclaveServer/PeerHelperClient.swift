@@ -100,8 +100,8 @@ public final class PeerHelperClient: Sendable {
         guard let answer = exchange(.pin, pid: pid, cookie: cookie, descriptor: pidfd) else {
             throw .unreadable(ETIMEDOUT)
         }
-        let status = PeerHelper.read(answer, 0, Int32.self)
-        guard status == 0 else {
+        let status = PeerHelper.status(of: answer)
+        guard status == .ok else {
             throw PeerHelper.refusal(status: status, errno: PeerHelper.read(answer, 4, Int32.self))
         }
         guard let peer = peer(from: answer) else {
@@ -144,7 +144,7 @@ public final class PeerHelperClient: Sendable {
         }
         defer { if only == nil { scanning.store(false, ordering: .releasing) } }
         guard let answer = exchange(.holders, pid: only ?? 0, handle: UInt64(index)),
-            PeerHelper.read(answer, 0, Int32.self) == 0,
+            PeerHelper.status(of: answer) == .ok,
             answer.count == PeerHelper.headerSize + Int(PeerHelper.read(answer, 25, UInt16.self))
         else { return nil }
         return PeerHelper.holders(from: answer[PeerHelper.headerSize...])
@@ -152,7 +152,7 @@ public final class PeerHelperClient: Sendable {
 
     func executableChanged(_ handle: UInt64) -> Bool {
         guard let answer = exchange(.check, handle: handle) else { return true }
-        return PeerHelper.read(answer, 0, Int32.self) != 0
+        return PeerHelper.status(of: answer) != .ok
     }
 
     func release(_ handle: UInt64) {
@@ -227,7 +227,7 @@ public final class PeerHelperClient: Sendable {
             if let waiter = shared.exchanges.withLock({ $0.waiting.removeValue(forKey: sequence) }) {
                 waiter.answer.withLock { $0 = answer }
                 waiter.woken.signal()
-            } else if PeerHelper.read(answer, 0, Int32.self) == 0, PeerHelper.read(answer, 8, UInt64.self) != 0,
+            } else if PeerHelper.status(of: answer) == .ok, PeerHelper.read(answer, 8, UInt64.self) != 0,
                 answer.count > PeerHelper.headerSize
             {
                 release(PeerHelper.read(answer, 8, UInt64.self), shared)
