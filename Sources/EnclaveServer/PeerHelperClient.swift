@@ -237,17 +237,19 @@ public final class PeerHelperClient: Sendable {
     }
 
     /// The helper's end is gone: every waiter is woken with no answer, nothing more is sent, and the
-    /// daemon is told (unless the client itself closed).
+    /// daemon is told (unless the client itself closed). Told under the lock, before `gone` shows:
+    /// a request refused for it never returns before the daemon knows (the reader and a failed
+    /// send may find the loss at once, and the one that tells is not always the one refused).
     private static func lost(_ shared: Shared) {
-        let (waiters, closing, first) = shared.exchanges.withLock { exchanges in
+        let waiters = shared.exchanges.withLock { exchanges in
             defer {
                 exchanges.gone = true
                 exchanges.waiting = [:]
             }
-            return (Array(exchanges.waiting.values), exchanges.closing, !exchanges.gone)
+            if !exchanges.gone && !exchanges.closing { shared.onGone() }
+            return Array(exchanges.waiting.values)
         }
         for waiter in waiters { waiter.woken.signal() }
-        if first && !closing { shared.onGone() }
     }
 
     /// One request; its errno read where it happened. `waiting`: false, never blocks (`MSG_DONTWAIT`).
