@@ -59,6 +59,19 @@ static inline int la_is_char_device(int directory, const char *path, unsigned ma
     return (info.stx_mode & 0170000) == 0020000 && info.stx_rdev_major == major && info.stx_rdev_minor == minor;
 }
 
+#ifndef AT_EMPTY_PATH
+#define AT_EMPTY_PATH 0x1000
+#endif
+
+/// The type (the S_IFMT bits) of the open file `fd`, read as `la_file_id` reads: a descriptor a
+/// client hands over may be a file on a FUSE mount whose server never answers, which fstat would
+/// ask (FUSE answers a process other than the mount's owner EACCES without asking). -1 with errno.
+static inline int la_descriptor_type(int fd) {
+    struct statx info;
+    if (syscall(SYS_statx, fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &info) != 0) return -1;
+    return info.stx_mode & 0170000;
+}
+
 #include <linux/openat2.h>
 
 /// Opens `path` under `directory` without leaving its mount or following any link (openat2 with
@@ -172,7 +185,10 @@ static inline ssize_t la_send_with_descriptor(int socket, const void *bytes, siz
 
 /// Receives up to `length` bytes and the descriptors that came with them (close-on-exec), at most
 /// `capacity` of them into `fds`, their count into `*count`; descriptors beyond that are closed and
-/// counted too, so the caller can refuse the message. Non-blocking. Returns what recvmsg returns.
+/// counted too, so the caller can refuse the message (a caller whose closes must not wait here —
+/// a file on FUSE waits for its server — gives room for all 8 the control buffer holds; more
+/// than that the kernel drops with MSG_CTRUNC, closing nothing of ours). Non-blocking. Returns
+/// what recvmsg returns.
 static inline ssize_t la_receive_with_descriptors(int socket, void *bytes, size_t length, int *fds, int capacity, int *count) {
     struct iovec io = { .iov_base = bytes, .iov_len = length };
     union {

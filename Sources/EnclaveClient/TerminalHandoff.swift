@@ -74,13 +74,16 @@ extension EnclaveConnection {
     }
 
     /// Hands the daemon a pipe or file to read administration's secrets from, one per line (what a
-    /// script's `--stdin` or the testing kit use instead of a terminal). Blocking: for synchronous
-    /// callers (lactl, the testing kit), never on the cooperative pool.
+    /// script's `--stdin` or the testing kit use instead of a terminal); a file's bytes go through
+    /// a pipe (`SecretInputPipe`: at most 4096 of them). Blocking: for synchronous callers (lactl,
+    /// the testing kit), never on the cooperative pool.
     public func handOverSecretInput(_ descriptor: Int32) throws {
+        let handing = try SecretInputPipe.handing(descriptor)
+        defer { if handing.owned { Glibc.close(handing.descriptor) } }
         guard case .handoffTicket(let ticket) = try request(.handoff(.init(kind: .secretInput))) else {
             throw EnclaveClientError.handoffFailed("the daemon gave no handoff ticket")
         }
-        try handOver(descriptor, ticket: ticket)
+        try handOver(handing.descriptor, ticket: ticket)
     }
 
     /// The blocking form of `presentingOnTerminal`, for synchronous callers: whether the daemon now

@@ -51,6 +51,11 @@ public struct TurnsPerUser<Work> {
     /// Pieces waiting behind their user's running ones.
     public var queued: Int { byUser.values.reduce(0) { $0 + $1.waiting.count } }
 
+    /// `uid`'s pieces running and waiting.
+    public func underWay(of uid: UInt32) -> Int {
+        byUser[uid].map { $0.running + $0.waiting.count } ?? 0
+    }
+
     /// Users with a piece running (a user with none is forgotten).
     public var usersRunning: Int { byUser.count }
 }

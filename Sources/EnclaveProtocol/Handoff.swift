@@ -4,8 +4,10 @@ public enum HandedDescriptor: String, Codable, Sendable, CaseIterable {
     /// The client's controlling terminal: the daemon draws the prompt and reads the keys itself,
     /// as sudo does; the app learns only the outcome.
     case terminal
-    /// A pipe or file the daemon reads secrets from, one per line, for administration without a
-    /// terminal (`lactl … --stdin`, provisioning, the testing kit): never a request's field.
+    /// A pipe the daemon reads secrets from, one per line, for administration without a terminal
+    /// (`lactl … --stdin`, provisioning, the testing kit): never a request's field. Only a pipe:
+    /// a file's read and close may wait on a program (a FUSE server), a pipe's never; the client
+    /// library passes a file's lines through a pipe of its own (`handOverSecretInput`).
     case secretInput
 }
 
@@ -36,10 +38,10 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
     case notATerminal = 3
     case noDescriptor = 4
     case malformed = 5
-    /// Too many handoffs of this user are waiting.
+    /// Too many handoffs of this user are waiting, or descriptors of theirs being closed.
     case busy = 6
-    /// `secretInput` was asked for, and the descriptor is neither a pipe nor a regular file.
-    case notAPipeOrFile = 7
+    /// `secretInput` was asked for, and the descriptor is not a pipe.
+    case notAPipe = 7
     /// A terminal, but not the controlling terminal of the process that hands it.
     case notTheControllingTerminal = 8
 
@@ -51,8 +53,8 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
         case .notATerminal: return "the handed descriptor is not a terminal"
         case .noDescriptor: return "no descriptor came with the handoff ticket"
         case .malformed: return "the handoff message is not a ticket"
-        case .busy: return "too many handoffs of this user are waiting"
-        case .notAPipeOrFile: return "the handed descriptor is neither a pipe nor a file"
+        case .busy: return "too many handoffs of this user are under way"
+        case .notAPipe: return "the handed secret input is not a pipe"
         case .notTheControllingTerminal:
             return "the handed terminal is not the controlling terminal of the process that hands it"
         }

@@ -101,11 +101,7 @@ struct AcceptedConnection: Sendable {
             }
             // The executable is read first; then the process must hold this connection, close-on-exec
             // (a process that exec'd in between has lost it).
-            // Read by pid, and only to choose a queue: a wrong one delays, and decides nothing.
-            let loginUID =
-                credentials.uid == 0
-                ? PeerProcess.procText(credentials.pid, "loginuid").flatMap { UInt32($0) } : nil
-            let turn = TurnOwner.of(uid: credentials.uid, loginUID: loginUID)
+            let turn = PeerProcess.turn(uid: credentials.uid, pid: credentials.pid)
             return pins.pin(uid: turn, on: channel.eventLoop) { () throws(PeerProcess.Refusal) in
                 defer { if let pidfd { close(pidfd) } }
                 if let helper { return try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie) }

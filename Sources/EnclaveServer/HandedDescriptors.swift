@@ -10,8 +10,8 @@ import Glibc
 #endif
 
 /// What a connection's client handed over: its terminal (where its prompts are drawn) and a
-/// secret input (a pipe or file its administration's secrets are read from). Set by the handoff
-/// socket, closed with the connection; a descriptor that arrives after the close is closed at once.
+/// secret input (a pipe its administration's secrets are read from). Set by the handoff socket,
+/// closed with the connection; a descriptor that arrives after the close is not taken.
 final class HandedDescriptors: Sendable {
     private struct Held {
         var terminal: Int32?
@@ -20,7 +20,7 @@ final class HandedDescriptors: Sendable {
     }
     private let held = Mutex(Held())
 
-    /// Takes ownership of `fd`; false (and `fd` closed) when the connection has ended. A second
+    /// Takes ownership of `fd`; false when the connection has ended (the caller keeps it). A second
     /// handoff of a kind replaces the first: a prompt drawing on the old terminal holds its own
     /// duplicate, and a read of the old secret input in progress keeps its `SecretLines` (which
     /// owns its descriptor) until the read ends.
@@ -36,10 +36,7 @@ final class HandedDescriptors: Sendable {
                 return (true, nil)
             }
         }
-        if !taken {
-            Glibc.close(fd)
-            return false
-        }
+        guard taken else { return false }
         if let previous { Self.closeTerminal(previous) }
         return true
     }

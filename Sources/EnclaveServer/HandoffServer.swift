@@ -47,6 +47,10 @@ final class HandoffRegistry: Sendable {
 /// loops or the cooperative pool, and it blocks only in `poll`. Non-blocking throughout: a
 /// client that connects and sends nothing holds one slot of its own user's for at most
 /// `Handoff.exchangeTimeout`, and at most `perUserWaiting` of them — it never delays another user.
+/// A handed descriptor is judged by what the kernel has cached (`la_descriptor_type`) and by
+/// calls only a terminal answers, and one it does not keep is closed by `HandedDescriptorCloser`,
+/// never here: a file on a FUSE mount whose server never answers is asked nothing, and its close
+/// waits in that user's turn.
 ///
 /// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake` is set by `start`
 /// before the loop's thread exists, `thread` by `start` and read only by `stop` (the service that
@@ -59,12 +63,15 @@ final class HandoffServer: @unchecked Sendable {
     private let path: String?
     private let registry: HandoffRegistry
     private let logger: Logger
+    private let closer = HandedDescriptorCloser()
     private var wake: [Int32] = [-1, -1]
     private var thread: LoopThread?
 
     private struct Pending {
         var fd: Int32
         var peer: HandoffTickets<HandedDescriptors>.Owner
+        /// Whose turn its closes take (`PeerProcess.turn`).
+        var turn: UInt32
         var deadline: Double
     }
 
@@ -202,28 +209,47 @@ final class HandoffServer: @unchecked Sendable {
                 answer(fd, .busy)
                 continue
             }
-            pending.append(Pending(fd: fd, peer: peer, deadline: monotonicSeconds() + Handoff.exchangeTimeout))
+            pending.append(
+                Pending(
+                    fd: fd,
+                    peer: peer,
+                    turn: PeerProcess.turn(uid: credentials.uid, pid: credentials.pid),
+                    deadline: monotonicSeconds() + Handoff.exchangeTimeout
+                )
+            )
         }
     }
 
     /// The one message: the ticket's bytes with exactly one descriptor. False when there was
-    /// nothing to read after all (it stays pending until its deadline).
+    /// nothing to read after all (it stays pending until its deadline). A user whose closes are
+    /// under way up to `HandedDescriptorCloser.heldPerUser` is answered busy before anything is
+    /// received.
     private func exchange(_ p: Pending) -> Bool {
+        guard closer.takesMore(from: p.turn) else {
+            logger.notice(
+                "refused a handoff",
+                metadata: ["uid": "\(p.peer.uid)", "pid": "\(p.peer.pid)", "why": "closing"]
+            )
+            answer(p.fd, .busy)
+            return true
+        }
         var bytes = [UInt8](repeating: 0, count: Handoff.ticketBytes + 1)
-        var received = [Int32](repeating: -1, count: 1)
+        // Room for all the control buffer holds: the shim would close the rest itself, here.
+        var received = [Int32](repeating: -1, count: 8)
         var count: Int32 = 0
-        let n = la_receive_with_descriptors(p.fd, &bytes, bytes.count, &received, 1, &count)
+        let n = la_receive_with_descriptors(p.fd, &bytes, bytes.count, &received, Int32(received.count), &count)
         if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return false }
         let descriptor: Int32? = count == 1 ? received[0] : nil
         let status: HandoffStatus
         if count > 1 {
-            if received[0] >= 0 { close(received[0]) }
+            for fd in received.prefix(Int(count)) where fd >= 0 { closer.close(fd, of: p.turn) }
             status = .malformed
         } else if n != Handoff.ticketBytes {
-            if let descriptor { close(descriptor) }
+            if let descriptor { closer.close(descriptor, of: p.turn) }
             status = .malformed
         } else if let descriptor {
             status = deliver(descriptor, ticket: Data(bytes.prefix(Handoff.ticketBytes)), peer: p.peer)
+            if status != .accepted { closer.close(descriptor, of: p.turn) }
         } else {
             // The ticket is spent either way: whoever sent it gets no second try.
             _ = registry.redeem(Data(bytes.prefix(Handoff.ticketBytes)), by: p.peer)
@@ -239,41 +265,37 @@ final class HandoffServer: @unchecked Sendable {
         return true
     }
 
+    /// Whether `descriptor` is taken; when not, the caller closes it (`HandedDescriptorCloser`).
     private func deliver(
         _ descriptor: Int32,
         ticket: Data,
         peer: HandoffTickets<HandedDescriptors>.Owner
     ) -> HandoffStatus {
+        let redeemed: HandoffTickets<HandedDescriptors>.Redeemed
         switch registry.redeem(ticket, by: peer) {
-        case .failure(let status):
-            close(descriptor)
-            return status
-        case .success(let redeemed):
-            switch redeemed.kind {
-            case .terminal:
-                guard isatty(descriptor) == 1 else {
-                    close(descriptor)
-                    return .notATerminal
-                }
-                // The terminal the process runs in, not any terminal it can open: the kernel's
-                // tty_nr for the peer against the descriptor's device.
-                let stat = (try? String(contentsOfFile: "/proc/\(peer.pid)/stat", encoding: .utf8)) ?? ""
-                guard let controlling = TerminalDevice.controllingTerminal(stat: stat),
-                    controlling == TerminalDevice(ttyNr: Int64(la_terminal_device(descriptor)))
-                else {
-                    close(descriptor)
-                    return .notTheControllingTerminal
-                }
-            case .secretInput:
-                var info = stat()
-                let type = fstat(descriptor, &info) == 0 ? info.st_mode & S_IFMT : 0
-                guard type == S_IFIFO || type == S_IFREG else {
-                    close(descriptor)
-                    return .notAPipeOrFile
-                }
-            }
-            return redeemed.destination.receive(redeemed.kind, descriptor) ? .accepted : .unknownTicket
+        case .failure(let status): return status
+        case .success(let ticket): redeemed = ticket
         }
+        let type = mode_t(bitPattern: la_descriptor_type(descriptor))
+        switch redeemed.kind {
+        case .terminal:
+            // A terminal is a character device: anything else is refused before `isatty`, which a
+            // file on FUSE would send to its server.
+            guard type == Glibc.S_IFCHR, isatty(descriptor) == 1 else { return .notATerminal }
+            // The terminal the process runs in, not any terminal it can open: the kernel's
+            // tty_nr for the peer against the descriptor's device.
+            let stat = (try? String(contentsOfFile: "/proc/\(peer.pid)/stat", encoding: .utf8)) ?? ""
+            guard let controlling = TerminalDevice.controllingTerminal(stat: stat),
+                controlling == TerminalDevice(ttyNr: Int64(la_terminal_device(descriptor)))
+            else {
+                return .notTheControllingTerminal
+            }
+        case .secretInput:
+            // A pipe only: reading it, and its last close, ask no file system. A file's lines come
+            // through a pipe the client library fills (`handOverSecretInput`).
+            guard type == Glibc.S_IFIFO else { return .notAPipe }
+        }
+        return redeemed.destination.receive(redeemed.kind, descriptor) ? .accepted : .unknownTicket
     }
 
     private func answer(_ fd: Int32, _ status: HandoffStatus) {

@@ -225,6 +225,13 @@ final class PeerProcess: Sendable {
         procFile(AT_FDCWD, "\(proc)/\(pid)/\(file)").map { String(decoding: $0, as: UTF8.self) }
     }
 
+    /// Whose turn (`TurnOwner`) work for the process takes, root's by its `/proc/PID/loginuid`.
+    /// Read by pid, and only to choose a queue: a wrong one delays, and decides nothing.
+    static func turn(uid: UInt32, pid: Int32) -> UInt32 {
+        let loginUID = uid == 0 ? procText(pid, "loginuid").flatMap { UInt32($0) } : nil
+        return TurnOwner.of(uid: uid, loginUID: loginUID)
+    }
+
     /// All of an open file, if it has at most `limit` bytes.
     static func bounded(_ file: Int32, atMost limit: Int) -> [UInt8]? {
         var bytes: [UInt8] = []

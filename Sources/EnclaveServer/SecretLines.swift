@@ -9,7 +9,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// A handed pipe or file, read one line (one secret) at a time. The read waits in `poll` on a
+/// A handed pipe (`HandedDescriptor.secretInput`: never a file, whose read could wait on a FUSE
+/// server), read one line (one secret) at a time. The read waits in `poll` on a
 /// thread of its own, at most `timeout` seconds: a script that hands a pipe and writes nothing
 /// gets an error, never a daemon that waits forever.
 final class SecretLines: Sendable {

@@ -26,12 +26,12 @@ final class HandoffServerTests: XCTestCase {
 
     private var handoffPath: String { EnclavePaths.handoffSocket(for: enclave.socketPath) }
 
-    /// A greeted connection and a terminal ticket issued on it.
-    private func ticket() throws -> (RawClient, Data) {
+    /// A greeted connection and a ticket issued on it (a terminal's unless told).
+    private func ticket(_ kind: HandedDescriptor = .terminal) throws -> (RawClient, Data) {
         let client = try RawClient(path: enclave.socketPath)
         client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
         _ = try client.readReply()
-        client.sendRequest(id: 2, op: "handoff", args: ["kind": "terminal"])
+        client.sendRequest(id: 2, op: "handoff", args: ["kind": kind.rawValue])
         let reply = try client.readReply()?["reply"] as? [String: Any]
         guard reply?["kind"] as? String == "handoffTicket", let text = reply?["value"] as? String,
             let token = Data(base64Encoded: text)
@@ -131,6 +131,64 @@ final class HandoffServerTests: XCTestCase {
         closing.close()
         usleep(200_000)
         XCTAssertEqual(try handOver([UInt8](second), descriptor: 0), .unknownTicket)
+    }
+
+    /// A refused descriptor is closed, and a file on FUSE waits in its close for its server's
+    /// FLUSH, which an attacker's server never answers. Closed on the handoff socket's one thread
+    /// (before), that close held every user's handoffs for good: the next exchange got no answer.
+    /// Now the close waits in its user's turn, and the socket answers on.
+    func testARefusedFileWhoseCloseNeverEndsHoldsNoOtherHandoff() throws {
+        let fileSystem = try NeverFlushingFileSystem()
+        let file = try fileSystem.openFile()
+        defer {
+            fileSystem.end()  // the daemon's closes, and this one, go on
+            close(file)
+        }
+        let unknown = [UInt8](repeating: 7, count: Handoff.ticketBytes)
+        XCTAssertEqual(try handOver(unknown, descriptor: file), .unknownTicket)
+        let (client, token) = try ticket()
+        defer { client.close() }
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: file), .notATerminal, "judged without asking FUSE")
+        let (other, second) = try ticket()
+        defer { other.close() }
+        XCTAssertEqual(try handOver([UInt8](second), descriptor: nil), .noDescriptor, "the socket answers on")
+        // The closes wait in this user's turn: with 8 under way (`HandedDescriptorCloser.heldPerUser`)
+        // the user hands no more — answered busy, nothing received — until they end.
+        for _ in 2..<8 { XCTAssertEqual(try handOver(unknown, descriptor: file), .unknownTicket) }
+        XCTAssertEqual(try handOver(unknown, descriptor: file), .busy)
+        fileSystem.end()
+        var answer = HandoffStatus.busy
+        for _ in 0..<50 where answer == .busy {
+            usleep(100_000)
+            answer = try handOver(unknown, descriptor: nil) ?? .busy
+        }
+        XCTAssertEqual(answer, .noDescriptor, "taken again once the closes end")
+    }
+
+    /// A file handed as secret input was kept until its connection ended, then closed on the
+    /// connection's event loop: a file on FUSE whose server never answers FLUSH held that loop,
+    /// and every connection it serves, every user's, for good (before: handed, then after the
+    /// connection closed new connections went unanswered). Secret input is a pipe now (the client
+    /// library passes a file's lines through one): such a file is refused, and its close waits in
+    /// its user's turn.
+    func testAFileOnFUSEIsNoSecretInputAndItsCloseHoldsNoConnection() throws {
+        let fileSystem = try NeverFlushingFileSystem()
+        let file = try fileSystem.openFile()
+        defer {
+            fileSystem.end()
+            close(file)
+        }
+        let (client, token) = try ticket(.secretInput)
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: file), .notAPipe)
+        client.close()
+        usleep(200_000)
+        // More connections than the daemon has event loops: each is greeted.
+        for number in 0..<8 {
+            let other = try RawClient(path: enclave.socketPath)
+            defer { other.close() }
+            other.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+            XCTAssertNotNil(try other.readReply(timeout: 5), "connection \(number) greeted")
+        }
     }
 
     /// Connections that say nothing hold at most `perUserWaiting` slots of their own user, each for

@@ -120,6 +120,30 @@ final class LactlTests: XCTestCase {
         XCTAssertEqual(Self.lines(of: enclave.log(), holding: secrets), [], "no secret in the daemon's log")
     }
 
+    /// `--stdin < FILE`: the daemon takes secret input from a pipe only (a file's close may wait on
+    /// a FUSE server), so lactl passes the file's lines through one; a file larger than a pipe
+    /// holds is refused, saying so.
+    func testASecretsFileOnStandardInputGoesThroughAPipe() throws {
+        let enclave = try TestEnclave(.with { $0.passcode = nil })
+        let directory = NSTemporaryDirectory() + "la-secrets-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try "24681357\n".write(toFile: directory + "/secrets", atomically: true, encoding: .utf8)
+        try String(repeating: "24681357\n", count: 600).write(
+            toFile: directory + "/large",
+            atomically: true,
+            encoding: .utf8
+        )
+        let lactl = "'\(productPath("lactl"))'"
+        let socket = "--socket '\(enclave.socketPath)'"
+        let set = try runProcess("/bin/sh", ["-c", "\(lactl) passcode set --stdin \(socket) < '\(directory)/secrets'"])
+        XCTAssertEqual(set.status, 0, set.stderr)
+        XCTAssertTrue(try enclave.status().passcodeSet)
+        let large = try runProcess("/bin/sh", ["-c", "\(lactl) enrolments --stdin \(socket) < '\(directory)/large'"])
+        XCTAssertEqual(large.status, 1)
+        XCTAssertTrue(large.stderr.contains("at most 4096 bytes"), large.stderr)
+    }
+
     func testSimulateQueuesEventsAndRejectsUnknownOnes() throws {
         let enclave = try TestEnclave()
         let lactl = productPath("lactl")

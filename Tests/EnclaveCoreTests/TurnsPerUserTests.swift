@@ -44,6 +44,27 @@ final class TurnsPerUserTests: XCTestCase {
         XCTAssertEqual(turns.usersRunning, 0, "a user with nothing running is forgotten")
     }
 
+    /// What a user has under way counts their waiting pieces with their running ones, theirs only.
+    func testAUsersPiecesUnderWayAreTheRunningAndTheWaiting() {
+        var turns = TurnsPerUser<Int>(atOnce: 2)
+        let rows: [(arriving: UInt32?, ending: UInt32?, mine: Int, others: Int)] = [
+            (1000, nil, 1, 0),
+            (1000, nil, 2, 0),
+            (1000, nil, 3, 0),
+            (1001, nil, 3, 1),
+            (nil, 1000, 2, 1),
+            (nil, 1000, 1, 1),
+            (nil, 1001, 1, 0),
+            (nil, 1000, 0, 0),
+        ]
+        for (number, row) in rows.enumerated() {
+            if let uid = row.arriving { _ = turns.arrive(uid, number) }
+            if let uid = row.ending { _ = turns.ended(uid) }
+            XCTAssertEqual(turns.underWay(of: 1000), row.mine, "row \(number)")
+            XCTAssertEqual(turns.underWay(of: 1001), row.others, "row \(number)")
+        }
+    }
+
     func testRootsWorkTakesTheTurnOfWhoeverLoggedIn() {
         let rows: [(uid: UInt32, loginUID: UInt32?, turn: UInt32, why: String)] = [
             (1000, nil, 1000, "a user's own"),

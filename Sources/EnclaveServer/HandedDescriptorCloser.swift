@@ -1,0 +1,56 @@
+import EnclaveCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Closes what a client handed over and the daemon does not keep (a refused handoff's
+/// descriptors), each user's in turn, on threads of their own.
+///
+/// A close can wait without end: a file on a FUSE mount waits for its server to answer FLUSH, and
+/// no signal but a fatal one ends that wait; a serial line waits for its output to drain. On the
+/// handoff socket's one thread such a close held every user's handoffs.
+/// - Each user's closes run `perUser` at a time, in the order they came (`TurnsPerUser`, root's
+///   by who logged in); another user's run beside them.
+/// - A user with `heldPerUser` descriptors closing or waiting to close hands over no more: the
+///   handoff socket answers "busy" without receiving, and a descriptor never received is dropped
+///   by the kernel, with no close of ours. So one user's closes that never end hold `perUser`
+///   threads and fewer than `heldPerUser` + 8 descriptors (one message's), and nothing of anyone
+///   else's.
+final class HandedDescriptorCloser: Sendable {
+    static let perUser = 2
+    static let heldPerUser = 8
+
+    private let turns = Mutex(TurnsPerUser<Int32>(atOnce: perUser))
+    private let closing: @Sendable (Int32) -> Void
+
+    /// `closing`: what closes one descriptor (tests hold it).
+    init(closing: @escaping @Sendable (Int32) -> Void = { _ = Glibc.close($0) }) {
+        self.closing = closing
+    }
+
+    /// Takes ownership of `fd`, handed by `user` (a `TurnOwner`), and closes it in that user's turn.
+    func close(_ fd: Int32, of user: UInt32) {
+        if let now = turns.withLock({ $0.arrive(user, fd) }) { start(now, of: user) }
+    }
+
+    /// Whether `user` may hand over another descriptor.
+    func takesMore(from user: UInt32) -> Bool {
+        turns.withLock { $0.underWay(of: user) < Self.heldPerUser }
+    }
+
+    /// Descriptors of `user`'s closing or waiting (tests).
+    func underWay(of user: UInt32) -> Int { turns.withLock { $0.underWay(of: user) } }
+
+    private func start(_ fd: Int32, of user: UInt32) {
+        // The thread closes the user's next descriptors while they come: the turn stays its own.
+        startThread(named: "la-close-fd") { [self] in
+            var next: Int32? = fd
+            while let fd = next {
+                closing(fd)
+                next = turns.withLock { $0.ended(user) }
+            }
+        }
+    }
+}
