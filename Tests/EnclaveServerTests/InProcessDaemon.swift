@@ -45,6 +45,7 @@ extension EnclaveDaemon {
             throw Failure(.internalError, "the secrets were not handed over")
         }
         guard redeemed.destination.receive(.secretInput, ends[0]) else {
+            close(ends[0])
             throw Failure(.internalError, "the connection did not take the pipe")
         }
     }
