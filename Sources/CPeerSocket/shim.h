@@ -183,16 +183,19 @@ static inline ssize_t la_send_with_descriptor(int socket, const void *bytes, siz
     return n;
 }
 
+/// The most descriptors one message carries (the kernel's SCM_MAX_FD).
+#define LA_MOST_DESCRIPTORS 253
+static const int la_most_descriptors = LA_MOST_DESCRIPTORS;
+
 /// Receives up to `length` bytes and the descriptors that came with them (close-on-exec), at most
 /// `capacity` of them into `fds`, their count into `*count`; descriptors beyond that are closed and
 /// counted too, so the caller can refuse the message (a caller whose closes must not wait here —
-/// a file on FUSE waits for its server — gives room for all 8 the control buffer holds; more
-/// than that the kernel drops with MSG_CTRUNC, closing nothing of ours). Non-blocking. Returns
-/// what recvmsg returns.
+/// a file on FUSE waits for its server — gives room for `la_most_descriptors`, all one message
+/// can carry). Non-blocking. Returns what recvmsg returns.
 static inline ssize_t la_receive_with_descriptors(int socket, void *bytes, size_t length, int *fds, int capacity, int *count) {
     struct iovec io = { .iov_base = bytes, .iov_len = length };
     union {
-        char buffer[CMSG_SPACE(sizeof(int) * 8)];
+        char buffer[CMSG_SPACE(sizeof(int) * LA_MOST_DESCRIPTORS)];
         struct cmsghdr align;
     } control;
     struct msghdr message = la_message(&io, control.buffer, sizeof control.buffer);
@@ -222,6 +225,26 @@ static inline ssize_t la_receive_with_descriptors(int socket, void *bytes, size_
 /// accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK).
 static inline int la_accept_cloexec_nonblocking(int fd) {
     return (int)syscall(SYS_accept4, fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+}
+
+#ifndef CLONE_FILES
+#define CLONE_FILES 0x00000400
+#endif
+
+/// Gives the calling thread a descriptor table of its own, holding only the process's `keep`
+/// (`count` of them, ascending): what it opens or receives from then on, and what threads it
+/// starts (pthread_create shares the caller's table), stays out of the process's own table. The
+/// copies it closes are not the last (the process's table keeps its own): nothing waits. 0, or -1
+/// with errno.
+static inline int la_private_descriptor_table(const int *keep, int count) {
+    if (syscall(SYS_unshare, CLONE_FILES) != 0) return -1;
+    unsigned int next = 0;
+    for (int i = 0; i < count; i++) {
+        unsigned int kept = (unsigned int)keep[i];
+        if (kept > next && syscall(SYS_close_range, next, kept - 1, 0) != 0) return -1;
+        if (kept + 1 > next) next = kept + 1;
+    }
+    return syscall(SYS_close_range, next, ~0U, 0) == 0 ? 0 : -1;
 }
 
 /// pipe2(fds, O_CLOEXEC | O_NONBLOCK).

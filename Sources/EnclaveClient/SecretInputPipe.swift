@@ -20,6 +20,8 @@ enum SecretInputPipe {
         var info = stat()
         guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return (descriptor, false) }
         var bytes: [UInt8] = []
+        // Never grown (a grown array leaves a copy of the secrets behind, unzeroed).
+        bytes.reserveCapacity(fileLimit + 1)
         var chunk = [UInt8](repeating: 0, count: fileLimit + 1)
         defer {
             for i in bytes.indices { bytes[i] = 0 }

@@ -59,15 +59,3 @@ public struct TurnsPerUser<Work> {
     /// Users with a piece running (a user with none is forgotten).
     public var usersRunning: Int { byUser.count }
 }
-
-/// Whose turn a connection's work takes (`TurnsPerUser`): its uid — or, for root, the user logged
-/// in who started it (`/proc/PID/loginuid`, which no setuid changes), when one is set: `su`, `sudo`
-/// and other setuid programs every user runs would otherwise share root's one turn, and one user's
-/// could hold everyone's. Unset (`UInt32.max`: a service, a machine without login auditing): root's
-/// own.
-public enum TurnOwner {
-    public static func of(uid: UInt32, loginUID: UInt32?) -> UInt32 {
-        guard uid == 0, let loginUID, loginUID != UInt32.max else { return uid }
-        return loginUID
-    }
-}

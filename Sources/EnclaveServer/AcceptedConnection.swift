@@ -12,12 +12,12 @@ import Glibc
 /// (then counted in the connection budget and pinned) or refused (with the reason to send).
 struct AcceptedConnection: Sendable {
     enum Admission: Sendable {
-        /// Counted in the budget: release `credentials.uid` when the connection ends. Pinned, and
-        /// proven to hold the connection.
-        case admitted(PeerCredentials, any PinnedPeer)
+        /// Counted in the budget as `share` (`ShareOwner`): released when the connection ends.
+        /// Pinned, and proven to hold the connection.
+        case admitted(PeerCredentials, any PinnedPeer, share: UInt32)
         /// Root, connected to a user-mode daemon that runs as another user (`AppIdentity.administrator`):
         /// counted in the budget like any peer, not pinned (its process is not the daemon's to read).
-        case administrator(PeerCredentials)
+        case administrator(PeerCredentials, share: UInt32)
         /// Not counted; the failure is sent, then the connection closes.
         case refused(Failure, log: String, pid: Int32, uid: UInt32?)
     }
@@ -75,6 +75,7 @@ struct AcceptedConnection: Sendable {
             pidfd: Int32?
         ) -> EventLoopFuture<Admission> {
             let visiting = mode == .user && credentials.uid != servedUser
+            let share = PeerProcess.share(uid: credentials.uid, pid: credentials.pid)
             let refusal: Admission? =
                 if visiting && credentials.uid != 0 {
                     .refused(
@@ -83,7 +84,7 @@ struct AcceptedConnection: Sendable {
                         pid: credentials.pid,
                         uid: credentials.uid
                     )
-                } else if let refusal = connections.admit(credentials.uid) {
+                } else if let refusal = connections.admit(share) {
                     .refused(
                         refusal.failure,
                         log: "refused a connection over the limit",
@@ -91,7 +92,7 @@ struct AcceptedConnection: Sendable {
                         uid: credentials.uid
                     )
                 } else if visiting {
-                    .administrator(credentials)
+                    .administrator(credentials, share: share)
                 } else {
                     nil
                 }
@@ -101,8 +102,7 @@ struct AcceptedConnection: Sendable {
             }
             // The executable is read first; then the process must hold this connection, close-on-exec
             // (a process that exec'd in between has lost it).
-            let turn = PeerProcess.turn(uid: credentials.uid, pid: credentials.pid)
-            return pins.pin(uid: turn, on: channel.eventLoop) { () throws(PeerProcess.Refusal) in
+            return pins.pin(uid: share, on: channel.eventLoop) { () throws(PeerProcess.Refusal) in
                 defer { if let pidfd { close(pidfd) } }
                 if let helper { return try helper.pin(pid: credentials.pid, pidfd: pidfd, cookie: cookie) }
                 let process = try PeerProcess(pid: credentials.pid, pidfd: pidfd)
@@ -110,9 +110,9 @@ struct AcceptedConnection: Sendable {
                 return process
             }.map { outcome in
                 switch outcome {
-                case .success(let peer): return .admitted(credentials, peer)
+                case .success(let peer): return .admitted(credentials, peer, share: share)
                 case .failure(let error):
-                    connections.release(credentials.uid)
+                    connections.release(share)
                     return .unidentified(error, pid: credentials.pid, uid: credentials.uid)
                 }
             }
@@ -131,10 +131,10 @@ extension AcceptedConnection.Admission {
         )
     }
 
-    /// The uid counted in the connection budget, to release when the connection ends.
-    var countedUser: UInt32? {
+    /// The share counted in the connection budget, to release when the connection ends.
+    var countedShare: UInt32? {
         switch self {
-        case .admitted(let credentials, _), .administrator(let credentials): credentials.uid
+        case .admitted(_, _, let share), .administrator(_, let share): share
         case .refused: nil
         }
     }

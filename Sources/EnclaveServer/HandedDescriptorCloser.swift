@@ -9,8 +9,9 @@ import Glibc
 /// descriptors), each user's in turn, on threads of their own.
 ///
 /// A close can wait without end: a file on a FUSE mount waits for its server to answer FLUSH, and
-/// no signal but a fatal one ends that wait; a serial line waits for its output to drain. On the
-/// handoff socket's one thread such a close held every user's handoffs.
+/// no signal ends that wait, not even SIGKILL; a serial line waits for its output to drain. On
+/// the handoff socket's one thread such a close held every user's handoffs. Its threads are the
+/// handoff loop's, in the loop's own descriptor table (`HandedDescriptorForwarder` says why).
 /// - Each user's closes run `perUser` at a time, in the order they came (`TurnsPerUser`, root's
 ///   by who logged in); another user's run beside them.
 /// - A user with `heldPerUser` descriptors closing or waiting to close hands over no more: the
@@ -30,7 +31,7 @@ final class HandedDescriptorCloser: Sendable {
         self.closing = closing
     }
 
-    /// Takes ownership of `fd`, handed by `user` (a `TurnOwner`), and closes it in that user's turn.
+    /// Takes ownership of `fd`, handed by `user` (a `ShareOwner`), and closes it in that user's turn.
     func close(_ fd: Int32, of user: UInt32) {
         if let now = turns.withLock({ $0.arrive(user, fd) }) { start(now, of: user) }
     }

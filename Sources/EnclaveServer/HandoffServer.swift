@@ -52,9 +52,14 @@ final class HandoffRegistry: Sendable {
 /// never here: a file on a FUSE mount whose server never answers is asked nothing, and its close
 /// waits in that user's turn.
 ///
-/// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake` is set by `start`
-/// before the loop's thread exists, `thread` by `start` and read only by `stop` (the service that
-/// owns the server calls them in turn); the loop's own state lives on its thread.
+/// The loop runs with a descriptor table of its own (`la_private_descriptor_table`): what it
+/// receives never enters the process's table, and a close that never ends holds nothing of the
+/// daemon's; what it accepts, `HandedDescriptorForwarder` carries into the process's table.
+///
+/// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake` and `forwarder`
+/// are set by `start` before the loop's thread exists, `thread` by `start` and read only by
+/// `stop` (the service that owns the server calls them in turn); the loop's own state lives on
+/// its thread.
 final class HandoffServer: @unchecked Sendable {
     static let perUserWaiting = 4
     static let waiting = 256
@@ -65,12 +70,13 @@ final class HandoffServer: @unchecked Sendable {
     private let logger: Logger
     private let closer = HandedDescriptorCloser()
     private var wake: [Int32] = [-1, -1]
+    private var forwarder: HandedDescriptorForwarder?
     private var thread: LoopThread?
 
     private struct Pending {
         var fd: Int32
         var peer: HandoffTickets<HandedDescriptors>.Owner
-        /// Whose turn its closes take (`PeerProcess.turn`).
+        /// Whose turn its closes take (`PeerProcess.share`).
         var turn: UInt32
         var deadline: Double
     }
@@ -135,23 +141,71 @@ final class HandoffServer: @unchecked Sendable {
         return fd
     }
 
-    /// False when the loop could not start (no descriptors for its wake-up pipe).
+    /// False when the loop could not start (no descriptors for its wake-up pipe or its forwarder,
+    /// or no descriptor table of its own); the listener is closed then (and its file removed).
     func start() -> Bool {
-        guard la_pipe_cloexec_nonblocking(&wake) == 0 else { return false }
+        guard la_pipe_cloexec_nonblocking(&wake) == 0 else {
+            closeListener()
+            return false
+        }
+        guard let forwarder = HandedDescriptorForwarder() else {
+            close(wake[0])
+            close(wake[1])
+            closeListener()
+            return false
+        }
+        self.forwarder = forwarder
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        thread = LoopThread(name: "la-handoff") { [self] in loop() }
+        let keep = Array(Set([STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, listener, wake[0], forwarder.loopEnd]))
+            .sorted()
+        let separation = Separation()
+        let thread = LoopThread(name: "la-handoff") { [self] in
+            let own = keep.withUnsafeBufferPointer { la_private_descriptor_table($0.baseAddress, Int32($0.count)) } == 0
+            let failure = errno
+            separation.own.withLock { $0 = own }
+            separation.done.signal()
+            guard own else {
+                logger.error("the handoff socket has no descriptor table of its own", metadata: ["errno": "\(failure)"])
+                return
+            }
+            loop()
+        }
+        separation.done.wait()
+        // The loop's descriptors are in its own table now (or it has ended): the process's copies go.
+        close(wake[0])
+        forwarder.loopHasItsOwn()
+        guard separation.own.withLock({ $0 }) else {
+            thread.join()
+            close(wake[1])
+            forwarder.stop()
+            closeListener()
+            return false
+        }
+        close(listener)
+        self.thread = thread
         return true
     }
 
-    /// Ends the loop and waits for it; closes the listener (and removes its file when it made it).
+    /// Ends the loop and waits for it (it closes the listener in its own table); removes the
+    /// listener's file when it made it.
     func stop() {
         guard let thread else { return }
         var one: UInt8 = 1
         _ = write(wake[1], &one, 1)
         thread.join()
         self.thread = nil
-        close(wake[0])
         close(wake[1])
+        forwarder?.stop()
+        if let path { unlink(path) }
+    }
+
+    /// Whether the loop's thread has its own descriptor table, told once.
+    private final class Separation: Sendable {
+        let own = Mutex(false)
+        let done = DispatchSemaphore(value: 0)
+    }
+
+    private func closeListener() {
         close(listener)
         if let path { unlink(path) }
     }
@@ -161,7 +215,13 @@ final class HandoffServer: @unchecked Sendable {
         /// Out of descriptors, the listener stays readable: it is left alone for a moment instead
         /// of spinning on EMFILE.
         var acceptPausedUntil = 0.0
-        defer { for waiting in pending { close(waiting.fd) } }
+        defer {
+            // In the loop's own table: the process's copies are gone already.
+            for waiting in pending { close(waiting.fd) }
+            close(listener)
+            close(wake[0])
+            if let forwarder { close(forwarder.loopEnd) }
+        }
         while true {
             let now = monotonicSeconds()
             pending.removeAll { p in
@@ -213,7 +273,7 @@ final class HandoffServer: @unchecked Sendable {
                 Pending(
                     fd: fd,
                     peer: peer,
-                    turn: PeerProcess.turn(uid: credentials.uid, pid: credentials.pid),
+                    turn: PeerProcess.share(uid: credentials.uid, pid: credentials.pid),
                     deadline: monotonicSeconds() + Handoff.exchangeTimeout
                 )
             )
@@ -234,8 +294,8 @@ final class HandoffServer: @unchecked Sendable {
             return true
         }
         var bytes = [UInt8](repeating: 0, count: Handoff.ticketBytes + 1)
-        // Room for all the control buffer holds: the shim would close the rest itself, here.
-        var received = [Int32](repeating: -1, count: 8)
+        // Room for all one message can carry: the shim would close the rest itself, here.
+        var received = [Int32](repeating: -1, count: Int(la_most_descriptors))
         var count: Int32 = 0
         let n = la_receive_with_descriptors(p.fd, &bytes, bytes.count, &received, Int32(received.count), &count)
         if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return false }
@@ -249,7 +309,8 @@ final class HandoffServer: @unchecked Sendable {
             status = .malformed
         } else if let descriptor {
             status = deliver(descriptor, ticket: Data(bytes.prefix(Handoff.ticketBytes)), peer: p.peer)
-            if status != .accepted { closer.close(descriptor, of: p.turn) }
+            // Taken or not, this copy is the loop's (a taken one has its own in the process's table).
+            closer.close(descriptor, of: p.turn)
         } else {
             // The ticket is spent either way: whoever sent it gets no second try.
             _ = registry.redeem(Data(bytes.prefix(Handoff.ticketBytes)), by: p.peer)
@@ -265,7 +326,8 @@ final class HandoffServer: @unchecked Sendable {
         return true
     }
 
-    /// Whether `descriptor` is taken; when not, the caller closes it (`HandedDescriptorCloser`).
+    /// Whether `descriptor` is taken (a copy of it, in the process's table); the caller closes this
+    /// one either way (`HandedDescriptorCloser`).
     private func deliver(
         _ descriptor: Int32,
         ticket: Data,
@@ -295,7 +357,10 @@ final class HandoffServer: @unchecked Sendable {
             // through a pipe the client library fills (`handOverSecretInput`).
             guard type == Glibc.S_IFIFO else { return .notAPipe }
         }
-        return redeemed.destination.receive(redeemed.kind, descriptor) ? .accepted : .unknownTicket
+        guard let forwarder, forwarder.forward(redeemed.kind, descriptor, to: redeemed.destination) else {
+            return .unknownTicket
+        }
+        return .accepted
     }
 
     private func answer(_ fd: Int32, _ status: HandoffStatus) {

@@ -225,11 +225,13 @@ final class PeerProcess: Sendable {
         procFile(AT_FDCWD, "\(proc)/\(pid)/\(file)").map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// Whose turn (`TurnOwner`) work for the process takes, root's by its `/proc/PID/loginuid`.
-    /// Read by pid, and only to choose a queue: a wrong one delays, and decides nothing.
-    static func turn(uid: UInt32, pid: Int32) -> UInt32 {
+    /// Whose share of the daemon (`ShareOwner`) the process's connections and work take: a
+    /// subordinate uid's account (`SubordinateIDFile`), root's by its `/proc/PID/loginuid`. Read by
+    /// pid: a process that ended and whose pid was taken meanwhile counts against another share,
+    /// which decides nothing about what the connection may do.
+    static func share(uid: UInt32, pid: Int32, subordinates: SubordinateIDFile = .system) -> UInt32 {
         let loginUID = uid == 0 ? procText(pid, "loginuid").flatMap { UInt32($0) } : nil
-        return TurnOwner.of(uid: uid, loginUID: loginUID)
+        return ShareOwner.of(uid: uid, loginUID: loginUID, subordinates: subordinates.current)
     }
 
     /// All of an open file, if it has at most `limit` bytes.

@@ -162,7 +162,7 @@ public struct EnclaveService: Service {
                     admission: admission
                 )
             } catch {
-                if let uid = admission.countedUser { connections.release(uid) }
+                if let share = admission.countedShare { connections.release(share) }
                 // The async bootstrap drops a child whose initializer failed without closing it.
                 channel.close(promise: nil)
                 throw error
@@ -240,9 +240,9 @@ extension EnclaveService {
         let credentials: PeerCredentials
         let process: any PinnedPeer
         switch admission {
-        case .admitted(let c, let p): (credentials, process) = (c, p)
-        case .administrator(let c):
-            defer { connections.release(c.uid) }
+        case .admitted(let c, let p, _): (credentials, process) = (c, p)
+        case .administrator(let c, let share):
+            defer { connections.release(share) }
             logger.notice("root connected to administer this user's daemon", metadata: ["pid": "\(c.pid)"])
             let peer = PeerIdentity(uid: c.uid, gid: c.gid, pid: c.pid, identity: .administrator)
             await ConnectionShell(daemon: daemon, logger: logger).serve(
@@ -262,7 +262,7 @@ extension EnclaveService {
             await writer.send(ReplyEnvelope(id: 0, reply: .failure(failure)))
             return
         }
-        defer { connections.release(credentials.uid) }
+        defer { if let share = admission.countedShare { connections.release(share) } }
         let peer = PeerIdentity(
             uid: credentials.uid,
             gid: credentials.gid,

@@ -61,7 +61,8 @@ struct ClientOptions: ParsableArguments {
 
     /// Administration: hands the daemon where the person's answers come from — this terminal, where
     /// the daemon itself asks (saying what is being allowed), or with `--stdin` standard input, one
-    /// secret per line — then sends `request`. lactl never reads a passcode itself.
+    /// secret per line — then sends `request`. lactl never reads a passcode itself: a file on
+    /// standard input is passed through a pipe as it is (`handOverSecretInput`), a pipe handed on.
     func administer(_ request: Request, stdin: Bool, onEvent: (@Sendable (Reply) -> Void)? = nil) throws -> Reply {
         let connection = try connection()
         if stdin {

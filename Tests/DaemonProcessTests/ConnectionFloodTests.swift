@@ -151,6 +151,80 @@ final class ConnectionFloodTests: XCTestCase {
         XCTAssertLessThan(descriptors, budget, "the daemon holds \(descriptors) descriptors")
         XCTAssertTrue(flood.isRunning, "the flood still holds its connections")
     }
+    /// Attack: a user with subordinate uids (/etc/subuid, what `newuidmap` lets their user
+    /// namespaces run as) connects under several of them. Counted as that many users (before),
+    /// they filled the daemon's whole budget and every other user was refused ("the daemon serves
+    /// 8 connections already"). Counted against their owner, they hold the owner's share only.
+    func testSubordinateUIDsTakeTheirOwnersShare() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
+            throw XCTSkip("needs root and setpriv to run clients as subordinate uids")
+        }
+        let subuid = "/etc/subuid"
+        let original = FileManager.default.contents(atPath: subuid)
+        defer {
+            if let original {
+                FileManager.default.createFile(atPath: subuid, contents: original)
+            } else {
+                unlink(subuid)
+            }
+        }
+        // nobody (65534) owns 100000…165535 for the length of this test.
+        var lines = original.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        if !lines.isEmpty && !lines.hasSuffix("\n") { lines += "\n" }
+        FileManager.default.createFile(atPath: subuid, contents: Data((lines + "nobody:100000:65536\n").utf8))
+        let enclave = try TestEnclave(
+            .with {
+                $0.systemMode = true
+                $0.extraArguments = ["--max-connections-per-user", "3", "--max-connections", "8"]
+            }
+        )
+        _ = try enclave.status()
+        // Each subordinate uid opens 3 connections and counts those the daemon has not refused
+        // (closed) within 2 s; they stay open for a while.
+        let script = """
+            import select, socket, sys, time
+            held = []
+            for _ in range(3):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(sys.argv[1])
+                held.append(s)
+            time.sleep(2)
+            kept = [s for s in held if not select.select([s], [], [], 0)[0]]
+            print(len(kept), flush=True)
+            time.sleep(20)
+            """
+        var clients: [(Process, Pipe)] = []
+        defer {
+            for (client, _) in clients {
+                client.terminate()
+                client.waitUntilExit()
+            }
+        }
+        for uid in 100_000..<100_004 {
+            let client = Process()
+            client.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            client.arguments = [
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "--", "/usr/bin/python3", "-c", script,
+                enclave.socketPath,
+            ]
+            let out = Pipe()
+            client.standardOutput = out
+            try client.run()
+            clients.append((client, out))
+            usleep(300_000)
+        }
+        var kept = 0
+        for (_, out) in clients {
+            let line = String(decoding: out.fileHandleForReading.readData(ofLength: 2), as: UTF8.self)
+            kept += Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        }
+        XCTAssertEqual(kept, 3, "the four subordinate uids hold their owner's 3 connections, no more")
+        XCTAssertTrue(enclave.log().contains("uid=100001"), "refused as their owner's: \(enclave.log().suffix(1500))")
+        // Everyone else is served meanwhile: root, counted as itself.
+        let status = try runProcess(productPath("lactl"), ["status", "--socket", enclave.socketPath], timeout: 15)
+        XCTAssertEqual(status.status, 0, status.stdout + status.stderr)
+    }
+
     /// Attack: a client asks for large answers and never reads them (before: 55 `matchAll` copies
     /// grew the daemon from 39 MB to 1,133 MB, ~1 GB still after the connection closed). Its
     /// answers are encoded as they are made and bounded in bytes (`ChannelReplySink`): past the

@@ -182,13 +182,96 @@ final class HandoffServerTests: XCTestCase {
         XCTAssertEqual(try handOver([UInt8](token), descriptor: file), .notAPipe)
         client.close()
         usleep(200_000)
-        // More connections than the daemon has event loops: each is greeted.
-        for number in 0..<8 {
+        // More connections than the daemon has event loops (one per core): each is greeted.
+        for number in 0..<(2 * ProcessInfo.processInfo.activeProcessorCount + 2) {
             let other = try RawClient(path: enclave.socketPath)
             defer { other.close() }
             other.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
             XCTAssertNotNil(try other.readReply(timeout: 5), "connection \(number) greeted")
         }
+    }
+
+    /// A close that never ends cannot be ended by any signal, not even SIGKILL, and keeps the
+    /// descriptor table of the thread stuck in it. In the daemon's own table (before), that kept
+    /// the state directory's lock after the daemon was killed: no daemon could start again on that
+    /// state until the attacker let go (every start: "another laenclaved already serves"). The
+    /// handoff loop has a table of its own now, and a new daemon starts.
+    func testAStuckCloseKeepsNoDaemonFromStartingAgain() throws {
+        let fileSystem = try NeverFlushingFileSystem()
+        defer { fileSystem.end() }
+        let file = try fileSystem.openFile()
+        let unknown = [UInt8](repeating: 7, count: Handoff.ticketBytes)
+        XCTAssertEqual(try handOver(unknown, descriptor: file), .unknownTicket)
+        // The opener's own close is answered: nothing of this process holds the file when it starts
+        // a daemon (whose exec would close a copy, and wait).
+        close(file)
+        let old = enclave.processID
+        guard old > 0 else { return XCTFail("no daemon") }
+        XCTAssertTrue(
+            Self.hasThread(of: old, named: "la-close-fd", waitingIn: "request_wait_answer"),
+            "the refused file's close waits for its FUSE server"
+        )
+        kill(old, SIGKILL)
+        defer {
+            fileSystem.end()  // the stuck close ends, and the old daemon with it
+            var status: Int32 = 0
+            while waitpid(old, &status, 0) < 0 && errno == EINTR {}
+        }
+        // Its descriptors go with its last thread of their table: its socket no longer accepts.
+        guard Self.refusesConnections(enclave.socketPath) else {
+            return XCTFail("the killed daemon's descriptor table lives on: its socket still accepts")
+        }
+        var failure: (any Error)?
+        for _ in 0..<25 {
+            do {
+                try enclave.start()
+                failure = nil
+                break
+            } catch {
+                failure = error
+                usleep(200_000)
+            }
+        }
+        XCTAssertNil(failure, "a new daemon serves the same state")
+        XCTAssertNoThrow(try enclave.status())
+    }
+
+    /// Whether, within 10 s, connecting to `path` is refused (no one listens). Non-blocking: a
+    /// listener nobody accepts from fills its backlog, and a blocking connect would wait there.
+    private static func refusesConnections(_ path: String) -> Bool {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: Array(path.utf8.prefix(raw.count - 1)) + [0])
+        }
+        for _ in 0..<500 {
+            let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
+            }
+            let refused = connected != 0 && (errno == ECONNREFUSED || errno == ENOENT)
+            close(socket)
+            if refused { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// Whether, within 5 s, a thread of `pid` named `name` waits in `function`
+    /// (/proc/PID/task/TID/comm and wchan).
+    private static func hasThread(of pid: pid_t, named name: String, waitingIn function: String) -> Bool {
+        for _ in 0..<250 {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            for task in tasks {
+                let comm = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)
+                let wchan = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/wchan", encoding: .utf8)
+                if comm?.trimmingCharacters(in: .newlines) == name, wchan == function { return true }
+            }
+            usleep(20_000)
+        }
+        return false
     }
 
     /// Connections that say nothing hold at most `perUserWaiting` slots of their own user, each for

@@ -7,9 +7,12 @@ import Glibc
 #endif
 
 /// A FUSE file system (root mounts it: the tests run as root) holding one file, `file`, whose
-/// server answers what opening it takes and never a FLUSH, READ, POLL or IOCTL: a close of the
-/// file, in any process, waits until the server ends — and no signal but a fatal one ends that
-/// wait. What an attacker's own FUSE mount (fusermount3, or a user namespace) can hand the
+/// server answers what opening it takes and, once it is open, nothing about it: no FLUSH, READ,
+/// POLL, IOCTL, nor GETATTR (its attributes are never valid for long: an `fstat` asks, a `statx`
+/// that must not sync does not) — except the FLUSH of the process that opened it, so that the
+/// test's own close ends. A close of the file in any other process (the daemon, or a child the
+/// test spawns: its exec closes the copy it inherited) waits until the server ends — and no
+/// signal ends that wait, not even SIGKILL (the kernel's FLUSH is a forced request). What an attacker's own FUSE mount (fusermount3, or a user namespace) can hand the
 /// daemon. `end()` kills the server, which lets every waiting close go, and unmounts.
 final class NeverFlushingFileSystem {
     static let serverSource = #"""
@@ -20,7 +23,23 @@ final class NeverFlushingFileSystem {
         #include <stdio.h>
         #include <string.h>
         #include <sys/mount.h>
+        #include <sys/prctl.h>
+        #include <signal.h>
         #include <unistd.h>
+
+        /* The process a thread (a request's pid) belongs to. */
+        static int thread_group(uint32_t thread) {
+            char path[64];
+            snprintf(path, sizeof path, "/proc/%u/status", thread);
+            FILE *status = fopen(path, "r");
+            if (!status) return -1;
+            char line[256];
+            int group = -1;
+            while (fgets(line, sizeof line, status))
+                if (sscanf(line, "Tgid: %d", &group) == 1) break;
+            fclose(status);
+            return group;
+        }
 
         static void attributes(struct fuse_attr *attr, uint64_t node) {
             attr->ino = node;
@@ -31,6 +50,8 @@ final class NeverFlushingFileSystem {
 
         int main(int argc, char **argv) {
             if (argc != 2) return 2;
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test process that dies takes it along */
+            int opened = 0, opener = -1;
             int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
             char options[160];
             snprintf(options, sizeof options, "fd=%d,rootmode=40000,user_id=0,group_id=0,allow_other", fuse);
@@ -65,7 +86,8 @@ final class NeverFlushingFileSystem {
                     size += sizeof out.body.init;
                     break;
                 case FUSE_GETATTR:
-                    out.body.attr.attr_valid = 3600;
+                    if (in->nodeid != 1 && opened) continue;
+                    out.body.attr.attr_valid = in->nodeid == 1 ? 3600 : 0;
                     attributes(&out.body.attr.attr, in->nodeid);
                     size += sizeof out.body.attr;
                     break;
@@ -76,11 +98,16 @@ final class NeverFlushingFileSystem {
                     }
                     out.body.entry.nodeid = 2;
                     out.body.entry.entry_valid = 3600;
-                    out.body.entry.attr_valid = 3600;
+                    out.body.entry.attr_valid = 0;
                     attributes(&out.body.entry.attr, 2);
                     size += sizeof out.body.entry;
                     break;
+                case FUSE_FLUSH:
+                    if (opener < 0 || thread_group(in->pid) != opener) continue;
+                    break;
                 case FUSE_OPEN:
+                    opened = 1;
+                    opener = thread_group(in->pid);
                     out.body.open.fh = 1;
                     size += sizeof out.body.open;
                     break;
@@ -114,6 +141,7 @@ final class NeverFlushingFileSystem {
             ["-O2", "-o", directory + "/server", directory + "/server.c"]
         )
         guard built.status == 0 else {
+            try? FileManager.default.removeItem(atPath: directory)
             throw NSError(domain: "cc", code: Int(built.status), userInfo: [NSLocalizedDescriptionKey: built.stderr])
         }
         server = Process()

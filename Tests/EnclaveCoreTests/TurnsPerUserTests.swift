@@ -65,20 +65,6 @@ final class TurnsPerUserTests: XCTestCase {
         }
     }
 
-    func testRootsWorkTakesTheTurnOfWhoeverLoggedIn() {
-        let rows: [(uid: UInt32, loginUID: UInt32?, turn: UInt32, why: String)] = [
-            (1000, nil, 1000, "a user's own"),
-            (1000, 1001, 1000, "a user's is theirs, whoever logged in"),
-            (0, 1000, 1000, "su or sudo run by uid 1000"),
-            (0, 0, 0, "root logged in"),
-            (0, UInt32.max, 0, "a service: no login"),
-            (0, nil, 0, "unreadable"),
-        ]
-        for row in rows {
-            XCTAssertEqual(TurnOwner.of(uid: row.uid, loginUID: row.loginUID), row.turn, row.why)
-        }
-    }
-
     func testAFloodOfOneUserWaitsBehindItsOwnAndNoOneElse() {
         var turns = TurnsPerUser<Int>(atOnce: 1)
         XCTAssertEqual(turns.arrive(1000, 0), 0)
