@@ -19,9 +19,11 @@ public enum ShareOwner {
 }
 
 /// The uid ranges accounts may map in the user namespaces they make (subuid(5): one
-/// `OWNER:FIRST:COUNT` a line, OWNER a login name or a uid). Our choice where the file is odd:
-/// a line that does not parse, an owner that names no account, or a range that runs past the
-/// last uid is left out; a uid in two ranges is the first one's.
+/// `OWNER:FIRST:COUNT` a line, OWNER a login name or a uid). Our choices:
+/// - A range root owns is left out: root hands such ranges to the containers it runs (LXD,
+///   Incus: `root:1000000:1000000000`), each uid there its own share, never root's.
+/// - A line that does not parse, an owner that names no account, or a range that runs past the
+///   last uid is left out; a uid in two ranges is the first one's.
 public struct SubordinateIDs: Sendable, Equatable {
     public struct Range: Sendable, Equatable {
         public let owner: UInt32
@@ -50,7 +52,7 @@ public struct SubordinateIDs: Sendable, Equatable {
                 count > 0, UInt64(first) + UInt64(count) <= UInt64(UInt32.max)
             else { continue }
             let name = String(fields[0])
-            guard let owner = UInt32(name) ?? uidOf(name) else { continue }
+            guard let owner = UInt32(name) ?? uidOf(name), owner != 0 else { continue }
             ranges.append(Range(owner: owner, first: first, count: count))
         }
         self.init(ranges: ranges)

@@ -110,6 +110,13 @@ final class LoopThread: Sendable {
         finished.signal()
     }
 
+    /// `join`, waiting at most `seconds`: whether the loop has returned.
+    func join(within seconds: Double) -> Bool {
+        guard finished.wait(timeout: .now() + seconds) == .success else { return false }
+        finished.signal()
+        return true
+    }
+
     /// Runs `body` on a thread of its own and answers what it returns.
     static func run<T: Sendable>(name: String, _ body: @escaping @Sendable () -> T) async -> T {
         await withCheckedContinuation { done in

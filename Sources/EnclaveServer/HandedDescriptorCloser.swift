@@ -17,8 +17,8 @@ import Glibc
 /// - A user with `heldPerUser` descriptors closing or waiting to close hands over no more: the
 ///   handoff socket answers "busy" without receiving, and a descriptor never received is dropped
 ///   by the kernel, with no close of ours. So one user's closes that never end hold `perUser`
-///   threads and fewer than `heldPerUser` + 8 descriptors (one message's), and nothing of anyone
-///   else's.
+///   threads and fewer than `heldPerUser` + 253 descriptors (one message's most), in the handoff
+///   loop's table, and nothing of anyone else's.
 final class HandedDescriptorCloser: Sendable {
     static let perUser = 2
     static let heldPerUser = 8

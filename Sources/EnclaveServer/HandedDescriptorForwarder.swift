@@ -31,9 +31,14 @@ final class HandedDescriptorForwarder: @unchecked Sendable {
         let kind: HandedDescriptor
         let destination: HandedDescriptors
     }
-    /// The forwarding under way (one at a time: the loop waits for its answer).
-    private let current = Mutex<Forwarding?>(nil)
-    private let taken = Mutex(false)
+    private struct State {
+        /// The forwarding under way (one at a time: the loop waits for its answer).
+        var current: Forwarding?
+        var taken = false
+        /// The receiving thread has ended: nothing more is forwarded (the loop answers `busy`).
+        var ended = false
+    }
+    private let state = Mutex(State())
     private let answered = DispatchSemaphore(value: 0)
 
     /// nil when there are no descriptors for the pair.
@@ -49,17 +54,24 @@ final class HandedDescriptorForwarder: @unchecked Sendable {
     /// The loop has its own table, holding `loopEnd`: the process's copy goes.
     func loopHasItsOwn() { Glibc.close(loopEnd) }
 
-    /// On the loop's thread: hands `fd` (still the loop's to close) to `destination`; whether its
-    /// connection took it (false: the connection has ended).
-    func forward(_ kind: HandedDescriptor, _ fd: Int32, to destination: HandedDescriptors) -> Bool {
-        current.withLock { $0 = Forwarding(kind: kind, destination: destination) }
+    enum Outcome { case taken, connectionEnded, notCarried }
+
+    /// On the loop's thread: hands `fd` (still the loop's to close) to `destination`.
+    func forward(_ kind: HandedDescriptor, _ fd: Int32, to destination: HandedDescriptors) -> Outcome {
+        let going = state.withLock { state in
+            guard !state.ended else { return false }
+            state.current = Forwarding(kind: kind, destination: destination)
+            return true
+        }
+        guard going else { return .notCarried }
         var byte: UInt8 = 1
         guard la_send_with_descriptor(loopEnd, &byte, 1, fd) == 1 else {
-            current.withLock { $0 = nil }
-            return false
+            state.withLock { $0.current = nil }
+            return .notCarried
         }
+        // Signalled once the receiver has given it to the connection, or has ended (`receive`).
         answered.wait()
-        return taken.withLock { $0 }
+        return state.withLock { $0.taken } ? .taken : .connectionEnded
     }
 
     /// Once the loop has closed `loopEnd` (in its own table): the receiving thread ends.
@@ -69,28 +81,50 @@ final class HandedDescriptorForwarder: @unchecked Sendable {
         Glibc.close(processEnd)
     }
 
+    /// Until the loop closes its end (EOF). A message that brought no descriptor (the process's
+    /// table full) is answered not taken; an error that is not the end is waited out, so that a
+    /// forwarding is always answered.
     private func receive() {
+        defer {
+            // Whoever forwards from now on is told at once; one waiting now is woken.
+            let waiting = state.withLock { state in
+                state.ended = true
+                state.taken = false
+                return state.current != nil
+            }
+            if waiting { answered.signal() }
+        }
         while true {
             var poller = pollfd(fd: processEnd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, -1) >= 0 || errno == EINTR else { return }
+            if poll(&poller, 1, -1) < 0 {
+                if errno != EINTR { usleep(10_000) }
+                continue
+            }
             var byte: UInt8 = 0
             var fds = [Int32](repeating: -1, count: 1)
             var count: Int32 = 0
             let n = la_receive_with_descriptors(processEnd, &byte, 1, &fds, 1, &count)
-            if n < 0 && (errno == EAGAIN || errno == EINTR) { continue }
-            guard n > 0 else { return }
-            let forwarding = current.withLock { f in
-                defer { f = nil }
-                return f
+            if n == 0 { return }
+            if n < 0 {
+                if errno != EAGAIN && errno != EINTR { usleep(10_000) }
+                continue
+            }
+            let forwarding = state.withLock { state in
+                defer { state.current = nil }
+                return state.current
             }
             var took = false
-            if count == 1, let forwarding {
-                took = forwarding.destination.receive(forwarding.kind, fds[0])
-                // Not taken (its connection ended): a pipe's or a terminal's close, as the
-                // connection's own would be (`closeTerminal`: a serial line may drain).
-                if !took { dispose(fds[0], kind: forwarding.kind) }
+            if count == 1 {
+                if let forwarding {
+                    took = forwarding.destination.receive(forwarding.kind, fds[0])
+                    // Not taken (its connection ended): a pipe's or a terminal's close, as the
+                    // connection's own would be (`closeTerminal`: a serial line may drain).
+                    if !took { dispose(fds[0], kind: forwarding.kind) }
+                } else {
+                    Glibc.close(fds[0])
+                }
             }
-            taken.withLock { $0 = took }
+            state.withLock { $0.taken = took }
             answered.signal()
         }
     }

@@ -46,7 +46,8 @@ final class HandoffRegistry: Sendable {
 /// The handoff socket's loop (`Handoff`), on a thread of its own: it never runs on the event
 /// loops or the cooperative pool, and it blocks only in `poll`. Non-blocking throughout: a
 /// client that connects and sends nothing holds one slot of its own user's for at most
-/// `Handoff.exchangeTimeout`, and at most `perUserWaiting` of them — it never delays another user.
+/// `Handoff.exchangeTimeout`, and at most `perUserWaiting` of them (a user's share: `ShareOwner`)
+/// — it never delays another user, until `waiting` connections in all wait.
 /// A handed descriptor is judged by what the kernel has cached (`la_descriptor_type`) and by
 /// calls only a terminal answers, and one it does not keep is closed by `HandedDescriptorCloser`,
 /// never here: a file on a FUSE mount whose server never answers is asked nothing, and its close
@@ -187,16 +188,21 @@ final class HandoffServer: @unchecked Sendable {
     }
 
     /// Ends the loop and waits for it (it closes the listener in its own table); removes the
-    /// listener's file when it made it.
+    /// listener's file when it made it. A loop that does not end within 2 s (held in a release the
+    /// kernel makes it do: see "Handing the terminal over") is left behind with its receiver: it
+    /// holds nothing but its own table, and the daemon stops all the same.
     func stop() {
         guard let thread else { return }
         var one: UInt8 = 1
         _ = write(wake[1], &one, 1)
-        thread.join()
         self.thread = nil
+        if let path { unlink(path) }
+        guard thread.join(within: 2) else {
+            logger.error("the handoff socket's loop did not end; left behind")
+            return
+        }
         close(wake[1])
         forwarder?.stop()
-        if let path { unlink(path) }
     }
 
     /// Whether the loop's thread has its own descriptor table, told once.
@@ -264,18 +270,20 @@ final class HandoffServer: @unchecked Sendable {
                 continue
             }
             let peer = HandoffTickets<HandedDescriptors>.Owner(uid: credentials.uid, pid: credentials.pid)
-            guard pending.count < Self.waiting, pending.filter({ $0.peer.uid == peer.uid }).count < Self.perUserWaiting
+            // The ranges as last read: reading them again may ask the account database, whose
+            // cached descriptors this loop's table of its own must not meet.
+            let share = PeerProcess.share(
+                uid: credentials.uid,
+                pid: credentials.pid,
+                subordinates: SubordinateIDFile.system.lastRead
+            )
+            guard pending.count < Self.waiting, pending.filter({ $0.turn == share }).count < Self.perUserWaiting
             else {
                 answer(fd, .busy)
                 continue
             }
             pending.append(
-                Pending(
-                    fd: fd,
-                    peer: peer,
-                    turn: PeerProcess.share(uid: credentials.uid, pid: credentials.pid),
-                    deadline: monotonicSeconds() + Handoff.exchangeTimeout
-                )
+                Pending(fd: fd, peer: peer, turn: share, deadline: monotonicSeconds() + Handoff.exchangeTimeout)
             )
         }
     }
@@ -357,10 +365,11 @@ final class HandoffServer: @unchecked Sendable {
             // through a pipe the client library fills (`handOverSecretInput`).
             guard type == Glibc.S_IFIFO else { return .notAPipe }
         }
-        guard let forwarder, forwarder.forward(redeemed.kind, descriptor, to: redeemed.destination) else {
-            return .unknownTicket
+        switch forwarder?.forward(redeemed.kind, descriptor, to: redeemed.destination) {
+        case .taken: return .accepted
+        case .connectionEnded: return .unknownTicket
+        case .notCarried, nil: return .busy
         }
-        return .accepted
     }
 
     private func answer(_ fd: Int32, _ status: HandoffStatus) {

@@ -229,9 +229,13 @@ final class PeerProcess: Sendable {
     /// subordinate uid's account (`SubordinateIDFile`), root's by its `/proc/PID/loginuid`. Read by
     /// pid: a process that ended and whose pid was taken meanwhile counts against another share,
     /// which decides nothing about what the connection may do.
-    static func share(uid: UInt32, pid: Int32, subordinates: SubordinateIDFile = .system) -> UInt32 {
+    static func share(
+        uid: UInt32,
+        pid: Int32,
+        subordinates: SubordinateIDs = SubordinateIDFile.system.current
+    ) -> UInt32 {
         let loginUID = uid == 0 ? procText(pid, "loginuid").flatMap { UInt32($0) } : nil
-        return ShareOwner.of(uid: uid, loginUID: loginUID, subordinates: subordinates.current)
+        return ShareOwner.of(uid: uid, loginUID: loginUID, subordinates: subordinates)
     }
 
     /// All of an open file, if it has at most `limit` bytes.

@@ -91,6 +91,8 @@ public struct EnclaveService: Service {
         let listening = try await bind(activated: listeners?.main)
         let server = listening.server
         defer { if !listening.activated { unlink(listening.path) } }
+        // Read before the first connection needs it (on a thread of its own).
+        _ = SubordinateIDFile.system.current
         handoff.hold(startHandoff(passed: listeners?.handoff, socketPath: listening.path))
         onReady()
         try await withGracefulShutdownHandler {

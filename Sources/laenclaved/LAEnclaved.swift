@@ -225,6 +225,12 @@ struct LAEnclaved: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Standard input, output and error are open (to /dev/null if the starter closed one), so
+        // that no descriptor of the daemon's own takes their numbers: the handoff loop keeps those
+        // three in its table of its own (`la_private_descriptor_table`), and must keep nothing else.
+        for fd in STDIN_FILENO...STDERR_FILENO where fcntl(fd, F_GETFD) < 0 {
+            _ = open("/dev/null", O_RDWR)
+        }
         let parent = getppid()
         if let peerHelper { PeerHelper.serve(socket: peerHelper) }
         // A system daemon given the capabilities to read other users' processes (the packaged

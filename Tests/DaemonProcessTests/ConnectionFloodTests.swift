@@ -156,22 +156,27 @@ final class ConnectionFloodTests: XCTestCase {
     /// they filled the daemon's whole budget and every other user was refused ("the daemon serves
     /// 8 connections already"). Counted against their owner, they hold the owner's share only.
     func testSubordinateUIDsTakeTheirOwnersShare() throws {
-        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv") else {
-            throw XCTSkip("needs root and setpriv to run clients as subordinate uids")
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/python3")
+        else {
+            throw XCTSkip("needs root, setpriv and python3 to run clients as subordinate uids")
         }
         let subuid = "/etc/subuid"
         let original = FileManager.default.contents(atPath: subuid)
+        // Written in place (the file keeps its inode, owner, mode and label), and put back.
+        func rewrite(_ contents: Data) {
+            let file = open(subuid, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard file >= 0 else { return XCTFail("cannot write \(subuid)") }
+            defer { close(file) }
+            XCTAssertEqual(contents.withUnsafeBytes { write(file, $0.baseAddress, $0.count) }, contents.count)
+        }
         defer {
-            if let original {
-                FileManager.default.createFile(atPath: subuid, contents: original)
-            } else {
-                unlink(subuid)
-            }
+            if let original { rewrite(original) } else { unlink(subuid) }
         }
         // nobody (65534) owns 100000…165535 for the length of this test.
         var lines = original.map { String(decoding: $0, as: UTF8.self) } ?? ""
         if !lines.isEmpty && !lines.hasSuffix("\n") { lines += "\n" }
-        FileManager.default.createFile(atPath: subuid, contents: Data((lines + "nobody:100000:65536\n").utf8))
+        rewrite(Data((lines + "nobody:100000:65536\n").utf8))
         let enclave = try TestEnclave(
             .with {
                 $0.systemMode = true

@@ -208,7 +208,7 @@ final class HandoffServerTests: XCTestCase {
         let old = enclave.processID
         guard old > 0 else { return XCTFail("no daemon") }
         XCTAssertTrue(
-            Self.hasThread(of: old, named: "la-close-fd", waitingIn: "request_wait_answer"),
+            Self.hasThread(of: old, named: "la-close-fd", waitingIn: "fuse_flush"),
             "the refused file's close waits for its FUSE server"
         )
         kill(old, SIGKILL)
@@ -260,14 +260,16 @@ final class HandoffServerTests: XCTestCase {
     }
 
     /// Whether, within 5 s, a thread of `pid` named `name` waits in `function`
-    /// (/proc/PID/task/TID/comm and wchan).
+    /// (/proc/PID/task/TID/comm, and its stack, which root reads, or its wchan).
     private static func hasThread(of pid: pid_t, named name: String, waitingIn function: String) -> Bool {
         for _ in 0..<250 {
             let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
             for task in tasks {
                 let comm = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)
+                let stack = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stack", encoding: .utf8)
                 let wchan = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/wchan", encoding: .utf8)
-                if comm?.trimmingCharacters(in: .newlines) == name, wchan == function { return true }
+                let waiting = stack?.contains(function) == true || wchan == function
+                if comm?.trimmingCharacters(in: .newlines) == name, waiting { return true }
             }
             usleep(20_000)
         }

@@ -10,12 +10,14 @@ final class ShareOwnerTests: XCTestCase {
             nobody-here:300000:10
             bob:200000:0
             bob:4294967000:1000
+            root:1000000:1000000000
+            0:500000:10
             broken line
             carol:x:10
             :400000:10
 
             """,
-        uidOf: { ["alice": 1000, "bob": 1002][$0] }
+        uidOf: { ["alice": 1000, "bob": 1002, "root": 0][$0] }
     )
 
     func testSubordinateIDsAreReadAsSubuidWritesThem() {
@@ -25,7 +27,7 @@ final class ShareOwnerTests: XCTestCase {
                 .init(owner: 1000, first: 100_000, count: 65_536),
                 .init(owner: 1001, first: 165_536, count: 65_536),
             ],
-            "an unknown name, an empty range, one past the last uid and lines that do not parse are left out"
+            "root's, an unknown name's, an empty range, one past the last uid and lines that do not parse are left out"
         )
     }
 
@@ -42,6 +44,7 @@ final class ShareOwnerTests: XCTestCase {
             (0, 0, 0, "root logged in"),
             (0, UInt32.max, 0, "a service: no login"),
             (0, nil, 0, "unreadable"),
+            (1_000_000, nil, 1_000_000, "a uid of root's containers: its own"),
         ]
         for row in rows {
             XCTAssertEqual(

@@ -4,19 +4,53 @@ import XCTest
 
 @testable import EnclaveServer
 
-/// /etc/subuid, read again when it changes, and none when it is not there.
+/// /etc/subuid, read again (off the caller's thread) when it changes, and none when it is not there.
 final class SubordinateIDFileTests: XCTestCase {
+    private var path = ""
+
+    override func setUp() { path = NSTemporaryDirectory() + "la-subuid-\(UUID().uuidString.prefix(8))" }
+    override func tearDown() { unlink(path) }
+
     func testTheFileIsReadAgainWhenItChanges() throws {
-        let path = NSTemporaryDirectory() + "la-subuid-\(UUID().uuidString.prefix(8))"
-        defer { unlink(path) }
         let file = SubordinateIDFile(path: path)
+        file.readAgain()
         XCTAssertEqual(file.current, SubordinateIDs(), "no file: no ranges")
-        try "0:100000:65536\n".write(toFile: path, atomically: false, encoding: .utf8)
-        XCTAssertEqual(file.current.owner(of: 100_000), 0)
-        XCTAssertEqual(file.current.owner(of: 200_000), nil)
-        try "0:100000:65536\n1:200000:65536\n".write(toFile: path, atomically: false, encoding: .utf8)
-        XCTAssertEqual(file.current.owner(of: 200_000), 1, "read again once changed")
+        try write("1:100000:65536\n")
+        XCTAssertEqual(file.lastRead, SubordinateIDs(), "the handoff loop's look-up reads nothing")
+        XCTAssertTrue(eventually { file.current.owner(of: 100_000) == 1 }, "read again, on a thread of its own")
+        // The same size, another owner: the change time tells (a tick of the file clock later).
+        usleep(50_000)
+        try write("2:100000:65536\n")
+        XCTAssertTrue(eventually { file.current.owner(of: 100_000) == 2 })
         unlink(path)
-        XCTAssertEqual(file.current, SubordinateIDs(), "gone: no ranges")
+        XCTAssertTrue(eventually { file.current == SubordinateIDs() }, "gone: no ranges")
+    }
+
+    func testAnOwnerNoAccountIsFoundForIsLeftOutAndAReadThatFailsKeepsTheLast() throws {
+        let file = SubordinateIDFile(path: path)
+        try write("1:100000:65536\nno-such-account-here:200000:65536\n")
+        file.readAgain()
+        XCTAssertEqual(file.lastRead.ranges, [.init(owner: 1, first: 100_000, count: 65_536)])
+        // Over the largest file read: kept what was read before.
+        try write(String(repeating: "#", count: SubordinateIDFile.largest + 1))
+        file.readAgain()
+        XCTAssertEqual(file.lastRead.owner(of: 100_000), 1)
+    }
+
+    private func write(_ text: String) throws {
+        // In place, as an editor that keeps the inode would: only the size or change time tells.
+        let handle = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        XCTAssertGreaterThanOrEqual(handle, 0)
+        defer { close(handle) }
+        let bytes = Array(text.utf8)
+        XCTAssertEqual(bytes.withUnsafeBytes { Glibc.write(handle, $0.baseAddress, $0.count) }, bytes.count)
+    }
+
+    private func eventually(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<500 {
+            if condition() { return true }
+            usleep(10_000)
+        }
+        return false
     }
 }
