@@ -25,6 +25,8 @@ public final class EnclaveDaemon: Sendable {
     let rollback: RollbackGuard?
     /// Where Secure Enclave keys are made and used (`KeyEngine`): the TPM on a TPM root.
     let keyEngine: KeyEngine
+    /// Each share's way onto the TPM (`KeyEngine.forUser`).
+    let tpmAdmissions = TPMAdmissions()
     /// On a TPM root: the daemon's attestation key in the TPM.
     let tpmAttestation: TPMAttestationKeys?
     /// `issueRecovery`, `moveToTPM`: the TPM's secret, kept for `issueRecoverySecret` only.
@@ -217,7 +219,7 @@ public final class EnclaveDaemon: Sendable {
                 stopping: stopping,
                 attestor: attestor,
                 rollback: rollback,
-                keyEngine: keyEngine.forUser(),
+                keyEngine: keyEngine.forUser { tpmAdmissions.admission(for: uid) },
                 tpmAttestation: tpmAttestation,
                 keys: UserKeys(
                     wrapping: KeyHierarchy.wrappingKey(master: masterKey, uid: uid),

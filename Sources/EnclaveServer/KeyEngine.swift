@@ -11,7 +11,9 @@ import Foundation
 ///
 /// On the TPM, each user's engine admits at most `usesPerUser` key uses running or waiting for the
 /// TPM's one thread and refuses the next at once: a TPM takes 25–200 ms a signature, and one
-/// user's flood must not stall the other users' keys and rollback counter.
+/// user's flood must not stall the other users' keys and rollback counter. "One user" is a share
+/// (`ShareOwner`): the sessions of a user's subordinate uids, each its own keychain, use their
+/// owner's one admission (`TPMAdmissions`).
 enum KeyEngine: Sendable {
     case software
     case tpm(tcti: String, primary: TPMPrimaryContext, admission: BlockingPool.Admission?)
@@ -21,10 +23,10 @@ enum KeyEngine: Sendable {
     /// The daemon's engine on a TPM root (each user's comes from `forUser`).
     static func tpm(tcti: String) -> KeyEngine { .tpm(tcti: tcti, primary: TPMPrimaryContext(), admission: nil) }
 
-    /// This engine with a user's own admission to the TPM.
-    func forUser() -> KeyEngine {
+    /// This engine with a user's admission to the TPM (asked for only on a TPM root).
+    func forUser(admission: () -> BlockingPool.Admission) -> KeyEngine {
         guard case .tpm(let tcti, let primary, _) = self else { return self }
-        return .tpm(tcti: tcti, primary: primary, admission: BlockingWork.tpmAdmission(atMost: Self.usesPerUser))
+        return .tpm(tcti: tcti, primary: primary, admission: admission())
     }
 
     /// The private half of a new key of `kind`.

@@ -52,16 +52,21 @@ final class KeyEngineTests: XCTestCase {
     }
 
     /// Attack: one user floods the TPM with signatures (a TPM takes 25–200 ms each), so every
-    /// other user's key use and rollback counter move waits behind the whole flood. With the TPM's
-    /// thread held, the flooding user's uses past its share are refused at once, and the other
-    /// user's is admitted beside them; released, all admitted uses sign.
+    /// other user's key use and rollback counter move waits behind the whole flood — here from two
+    /// of its subordinate uids, two sessions of its own (before `TPMAdmissions`, each session had
+    /// its own share, so every subordinate uid added `usesPerUser` uses to the queue). With the
+    /// TPM's thread held, the flooding user's uses past its one share are refused at once, and the
+    /// other user's is admitted beside them; released, all admitted uses sign.
     func testOneUsersFloodIsRefusedPastItsShareAndAnotherUserIsServed() async throws {
         guard SwtpmSimulator.available else { throw XCTSkip("needs swtpm (scripts/setup-debian installs it)") }
         let tpm = try SwtpmSimulator()
         defer { tpm.destroy() }
         let daemon = KeyEngine.tpm(tcti: tpm.tcti)
-        let flooder = daemon.forUser()
-        let other = daemon.forUser()
+        let admissions = TPMAdmissions()
+        let subordinates = SubordinateIDs(ranges: [.init(owner: 1000, first: 100_000, count: 65_536)])
+        let flooder = daemon.forUser { admissions.admission(for: 100_000, subordinates: subordinates) }
+        let flooderTwin = daemon.forUser { admissions.admission(for: 100_001, subordinates: subordinates) }
+        let other = daemon.forUser { admissions.admission(for: 1001, subordinates: subordinates) }
         let flooderKey = blob(.signing, try await flooder.create(.signing))
         let otherKey = blob(.signing, try await other.create(.signing))
         XCTAssertEqual(flooderKey.privateKey, Data(), "the daemon holds no scalar of a TPM key")
@@ -83,10 +88,10 @@ final class KeyEngineTests: XCTestCase {
         let uses = 20
         let digest = self.digest
         let refusedSoFar = Atomic(0)
-        let flood = (0..<uses).map { _ in
+        let flood = (0..<uses).map { use in
             Task { @Sendable () -> KeyReply.Problem? in
                 do {
-                    _ = try await flooder.sign(digest, with: flooderKey)
+                    _ = try await (use % 2 == 0 ? flooder : flooderTwin).sign(digest, with: flooderKey)
                     return nil
                 } catch {
                     refusedSoFar.add(1, ordering: .sequentiallyConsistent)
