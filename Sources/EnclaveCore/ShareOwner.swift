@@ -20,8 +20,10 @@ public enum ShareOwner {
 
 /// The uid ranges accounts may map in the user namespaces they make (subuid(5): one
 /// `OWNER:FIRST:COUNT` a line, OWNER a login name or a uid). Our choices:
-/// - A range root owns is left out: root hands such ranges to the containers it runs (LXD,
-///   Incus: `root:1000000:1000000000`), each uid there its own share, never root's.
+/// - A range root owns is root's to hand to the containers it runs (LXD, Incus:
+///   `root:1000000:1000000000`, 65,536 uids a container): never root's share, and not one share
+///   a uid either (one container could then take as many shares as it has uids), but one share
+///   for each block of 65,536 (`containerBlock`), named by its first uid.
 /// - A line that does not parse, an owner that names no account, or a range that runs past the
 ///   last uid is left out; a uid in two ranges is the first one's.
 public struct SubordinateIDs: Sendable, Equatable {
@@ -52,12 +54,20 @@ public struct SubordinateIDs: Sendable, Equatable {
                 count > 0, UInt64(first) + UInt64(count) <= UInt64(UInt32.max)
             else { continue }
             let name = String(fields[0])
-            guard let owner = UInt32(name) ?? uidOf(name), owner != 0 else { continue }
+            guard let owner = UInt32(name) ?? uidOf(name) else { continue }
             ranges.append(Range(owner: owner, first: first, count: count))
         }
         self.init(ranges: ranges)
     }
 
-    /// The account whose range holds `uid`, if one does.
-    public func owner(of uid: UInt32) -> UInt32? { ranges.first { $0.holds(uid) }?.owner }
+    /// What a root-owned range is cut into: one container's uids, as LXD and Incus give them.
+    public static let containerBlock: UInt32 = 65_536
+
+    /// The share a range holds `uid` for, if one does: its owner's, or in a range root owns, the
+    /// first uid of `uid`'s block.
+    public func owner(of uid: UInt32) -> UInt32? {
+        guard let range = ranges.first(where: { $0.holds(uid) }) else { return nil }
+        guard range.owner == 0 else { return range.owner }
+        return range.first + (uid - range.first) / Self.containerBlock * Self.containerBlock
+    }
 }

@@ -87,12 +87,13 @@ public struct EnclaveService: Service {
     }
 
     public func run() async throws {
+        // /etc/subuid read once before the first connection (and its session) needs it: a share
+        // and a session's TPM admission are decided then. On a thread of its own (NSS may wait).
+        await LoopThread.run(name: "la-subuid") { SubordinateIDFile.system.readAgain() }
         let listeners = try SocketActivation.takeListeners()
         let listening = try await bind(activated: listeners?.main)
         let server = listening.server
         defer { if !listening.activated { unlink(listening.path) } }
-        // Read before the first connection needs it (on a thread of its own).
-        _ = SubordinateIDFile.system.current
         handoff.hold(startHandoff(passed: listeners?.handoff, socketPath: listening.path))
         onReady()
         try await withGracefulShutdownHandler {

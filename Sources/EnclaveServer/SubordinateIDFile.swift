@@ -54,13 +54,16 @@ final class SubordinateIDFile: Sendable {
         let stamp = Self.stamp(of: path)
         let read = read()
         let now = Self.now()
+        // Changed within the file clock's tick (a second on some file systems) before the read: a
+        // rewrite of the same size in that tick would leave the same stamp, so read once more.
+        let recent = stamp.count == 5 && abs(Double(time(nil)) - Double(stamp[3])) < 2
         cached.withLock { cached in
             cached.reading = false
             cached.stamp = stamp
             switch read {
             case .read(let ids, let complete):
                 cached.ids = ids
-                cached.retryAt = complete ? nil : now + Self.retryAfter
+                cached.retryAt = complete && !recent ? nil : now + (complete ? 2 : Self.retryAfter)
             case .failed:
                 cached.retryAt = now + 1
             }

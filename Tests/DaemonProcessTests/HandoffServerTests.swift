@@ -268,7 +268,10 @@ final class HandoffServerTests: XCTestCase {
                 let comm = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)
                 let stack = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stack", encoding: .utf8)
                 let wchan = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/wchan", encoding: .utf8)
-                let waiting = stack?.contains(function) == true || wchan == function
+                // The stack names the call (root reads it); the wait channel only where it waits.
+                let waiting =
+                    stack?.contains(function) == true
+                    || ["request_wait_answer", "__fuse_simple_request"].contains(wchan ?? "")
                 if comm?.trimmingCharacters(in: .newlines) == name, waiting { return true }
             }
             usleep(20_000)

@@ -11,7 +11,6 @@ final class ShareOwnerTests: XCTestCase {
             bob:200000:0
             bob:4294967000:1000
             root:1000000:1000000000
-            0:500000:10
             broken line
             carol:x:10
             :400000:10
@@ -26,8 +25,9 @@ final class ShareOwnerTests: XCTestCase {
             [
                 .init(owner: 1000, first: 100_000, count: 65_536),
                 .init(owner: 1001, first: 165_536, count: 65_536),
+                .init(owner: 0, first: 1_000_000, count: 1_000_000_000),
             ],
-            "root's, an unknown name's, an empty range, one past the last uid and lines that do not parse are left out"
+            "an unknown name's, an empty range, one past the last uid and lines that do not parse are left out"
         )
     }
 
@@ -44,7 +44,9 @@ final class ShareOwnerTests: XCTestCase {
             (0, 0, 0, "root logged in"),
             (0, UInt32.max, 0, "a service: no login"),
             (0, nil, 0, "unreadable"),
-            (1_000_000, nil, 1_000_000, "a uid of root's containers: its own"),
+            (1_000_000, nil, 1_000_000, "the first container's block of root's range"),
+            (1_065_535, nil, 1_000_000, "the same container"),
+            (1_065_536, nil, 1_065_536, "the next container: a share of its own, never root's"),
         ]
         for row in rows {
             XCTAssertEqual(
