@@ -38,7 +38,7 @@ final class SubordinateIDFile: Sendable {
     /// What was read last; reads the file again, on a thread of its own, when it changed.
     var current: SubordinateIDs {
         let stamp = Self.stamp(of: path)
-        let now = Self.now()
+        let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
         let (ids, due) = cached.withLock { cached -> (SubordinateIDs, Bool) in
             let due = cached.stamp != stamp || cached.retryAt.map { now >= $0 } == true
             guard due, !cached.reading else { return (cached.ids, false) }
@@ -53,7 +53,7 @@ final class SubordinateIDFile: Sendable {
     func readAgain() {
         let stamp = Self.stamp(of: path)
         let read = read()
-        let now = Self.now()
+        let now = Double(DispatchTime.now().uptimeNanoseconds) / 1e9
         // Changed within the file clock's tick (a second on some file systems) before the read: a
         // rewrite of the same size in that tick would leave the same stamp, so read once more.
         let recent = stamp.count == 5 && abs(Double(time(nil)) - Double(stamp[3])) < 2
@@ -99,9 +99,4 @@ final class SubordinateIDFile: Sendable {
         ]
     }
 
-    private static func now() -> Double {
-        var t = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &t)
-        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
-    }
 }

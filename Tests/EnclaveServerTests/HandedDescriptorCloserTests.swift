@@ -1,4 +1,5 @@
 import Foundation
+import IntegrationSupport
 import Synchronization
 import XCTest
 
@@ -53,7 +54,7 @@ final class HandedDescriptorCloserTests: XCTestCase {
         closer.close(2, of: 1001)
         for _ in 0..<2 { XCTAssertEqual(finished.wait(timeout: .now() + 10), .success) }
         XCTAssertEqual(Set(seen.withLock { $0.closed }), [1, 2], "another user's closes are not held")
-        XCTAssertTrue(Self.eventually { closer.underWay(of: 1001) == 0 }, "and end their turn")
+        eventually("and end their turn") { closer.underWay(of: 1001) == 0 }
 
         for _ in hanging { release.signal() }
         for _ in hanging { XCTAssertEqual(finished.wait(timeout: .now() + 10), .success) }
@@ -65,17 +66,7 @@ final class HandedDescriptorCloserTests: XCTestCase {
             HandedDescriptorCloser.perUser,
             "the user's turn: \(HandedDescriptorCloser.perUser) at once"
         )
-        XCTAssertTrue(Self.eventually { closer.underWay(of: 1000) == 0 })
+        eventually("the user's closes end their turn") { closer.underWay(of: 1000) == 0 }
         XCTAssertTrue(closer.takesMore(from: 1000), "taken again once the closes end")
-    }
-
-    /// Whether `condition` holds within 10 s: a close is told done before its thread ends its
-    /// turn, so what is under way is looked at until it has.
-    private static func eventually(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<1000 {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
     }
 }

@@ -1,5 +1,6 @@
 import EnclaveCore
 import Foundation
+import IntegrationSupport
 import XCTest
 
 @testable import EnclaveServer
@@ -17,11 +18,11 @@ final class SubordinateIDFileTests: XCTestCase {
         XCTAssertEqual(file.current, SubordinateIDs(), "no file: no ranges")
         try write("1:100000:65536\n")
         XCTAssertEqual(file.lastRead, SubordinateIDs(), "the handoff loop's look-up reads nothing")
-        XCTAssertTrue(eventually { file.current.owner(of: 100_000) == 1 }, "read again, on a thread of its own")
+        eventually("read again, on a thread of its own") { file.current.owner(of: 100_000) == 1 }
         try write("22:100000:65536\n")
-        XCTAssertTrue(eventually { file.current.owner(of: 100_000) == 22 }, "changed: read again")
+        eventually("changed: read again") { file.current.owner(of: 100_000) == 22 }
         unlink(path)
-        XCTAssertTrue(eventually { file.current == SubordinateIDs() }, "gone: no ranges")
+        eventually("gone: no ranges") { file.current == SubordinateIDs() }
     }
 
     func testAnOwnerNoAccountIsFoundForIsLeftOutAndAReadThatFailsKeepsTheLast() throws {
@@ -42,13 +43,5 @@ final class SubordinateIDFileTests: XCTestCase {
         defer { close(handle) }
         let bytes = Array(text.utf8)
         XCTAssertEqual(bytes.withUnsafeBytes { Glibc.write(handle, $0.baseAddress, $0.count) }, bytes.count)
-    }
-
-    private func eventually(_ condition: () -> Bool) -> Bool {
-        for _ in 0..<500 {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return false
     }
 }
