@@ -14,19 +14,30 @@ extension ConnectionHandler {
         /// The evaluation options each step runs with (reason, no-UI, terminal, titles).
         var options: EvaluationOptions
         var audited: String
+        /// The request's end: each step's evaluation ends with it.
+        var end: RequestEnd
 
-        init(id: UInt64, context: String, options: EvaluationOptions, audited: String) {
+        init(id: UInt64, context: String, options: EvaluationOptions, audited: String, end: RequestEnd) {
             self.id = id
             self.context = context
             self.options = options
             self.audited = audited
+            self.end = end
         }
 
-        init(id: UInt64, context: String, reason: String, noUI: Bool, onTerminal: Bool, audited: String) {
+        init(
+            id: UInt64,
+            context: String,
+            reason: String,
+            noUI: Bool,
+            onTerminal: Bool,
+            audited: String,
+            end: RequestEnd
+        ) {
             var options = EvaluationOptions(reason: reason)
             options.interactionNotAllowed = noUI
             options.onTerminal = onTerminal
-            self.init(id: id, context: context, options: options, audited: audited)
+            self.init(id: id, context: context, options: options, audited: audited, end: end)
         }
     }
 
@@ -66,7 +77,8 @@ extension ConnectionHandler {
             passcodeOnly: step == .passcode,
             options: request.options,
             session: session,
-            audited: request.audited
+            audited: request.audited,
+            end: request.end
         )
         if !report.audited { audit(request.audited, policy: policy.rawValue, result: Self.describe(report.outcome)) }
         return report.outcome
@@ -74,24 +86,31 @@ extension ConnectionHandler {
 
     /// `evaluateAccessControl`: the access control's steps in order on the context; the answer
     /// is an `evaluated` reply like `evaluate`'s.
-    func startAccessControl(id: UInt64, _ request: Request.AuthorizeAccessControl, session: UserSession) throws {
+    func startAccessControl(id: UInt64, _ request: Request.AuthorizeAccessControl, session: UserSession) throws -> Job?
+    {
         let (context, flags, options) = (request.context, request.flags, request.options)
         do { _ = try AccessRequirement(flags: flags) } catch { throw Failure(.invalidParameter, "\(error)") }
         let sink = self.sink
         let kind = daemon.sensor?.info.kind ?? .none
-        let proof = ProofRequest(id: id, context: context, options: options, audited: "accessControl.authorize")
         // Nothing was made with it: no state to plan from, and nothing read again afterwards.
         let proofs = AccessProofs(
             [(candidate: flags, plan: AccessPlan(accessControl: flags))],
             rules: .every,
             planned: .unbound
         )
-        try start(on: context) {
+        return try start(on: context) { end in
+            let proof = ProofRequest(
+                id: id,
+                context: context,
+                options: options,
+                audited: "accessControl.authorize",
+                end: end
+            )
             var result = EvaluationResult(success: true, error: nil, message: nil, biometryType: kind, domainState: nil)
             do throws(AccessDenial) { _ = try await self.prove(proofs, proof, session: session) } catch {
                 result = EvaluationResult(error, biometryType: kind)
             }
-            await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+            sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
         }
     }
 }

@@ -82,7 +82,7 @@ extension ConnectionHandler {
         let (stages, forward) = AsyncStream<EnrolmentProgress>.makeStream()
         let sink = self.sink
         let forwarding = Task {
-            for await p in stages { await sink.send(ReplyEnvelope(id: id, reply: .enrollProgress(p))) }
+            for await p in stages { sink.send(ReplyEnvelope(id: id, reply: .enrollProgress(p))) }
         }
         defer { forwarding.cancel() }
         do {

@@ -4,21 +4,22 @@ import EnclaveProtocol
 /// Evaluations on the connection's contexts: `evaluatePolicy`, and each step an access control
 /// needs (`ConnectionHandler+AccessProofs`).
 extension ConnectionHandler {
-    func startEvaluation(id: UInt64, _ request: Request.Evaluate, session: UserSession) throws {
+    func startEvaluation(id: UInt64, _ request: Request.Evaluate, session: UserSession) throws -> Job? {
         let (context, options) = (request.context, request.options)
         let policy = try ArgumentChecks.policy(request.policy)
         // The context is taken here, in the order requests arrive: of two evaluations sent on one
         // context, the second is the one refused, whichever task the runtime starts first.
         let slot = takeSlot(context)
         do {
-            try start(on: context) {
+            return try start(on: context) { end in
                 await self.evaluateAndAnswer(
                     id: id,
                     context: context,
                     policy: policy,
                     options: options,
                     session: session,
-                    slot: slot
+                    slot: slot,
+                    end: end
                 )
             }
         } catch {
@@ -33,7 +34,8 @@ extension ConnectionHandler {
         policy: PolicyValue,
         options: EvaluationOptions,
         session: UserSession,
-        slot: EvaluationSlot
+        slot: EvaluationSlot,
+        end: RequestEnd
     ) async {
         let report = await runEvaluation(
             requestID: id,
@@ -43,6 +45,7 @@ extension ConnectionHandler {
             options: options,
             session: session,
             audited: "evaluate",
+            end: end,
             slot: slot
         )
         let result: EvaluationResult
@@ -65,7 +68,7 @@ extension ConnectionHandler {
             )
         }
         if !report.audited { audit("evaluate", policy: policy.rawValue, result: Self.describe(report.outcome)) }
-        await sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
+        sink.send(ReplyEnvelope(id: id, reply: .evaluated(result)))
     }
 
     /// An evaluation's place on its context (or why it has none), and the inputs it will read.
@@ -95,26 +98,21 @@ extension ConnectionHandler {
         }
     }
 
-    /// Runs a request as a task of its own, tracked on its context so that invalidation and
-    /// disconnection end it. On an invalidated context the request still runs (one that needs no
-    /// authentication answers as usual; an evaluation finds the context invalid), untracked; on a
-    /// closed connection it does not run.
-    func start(on context: String, _ body: @escaping @Sendable () async -> Void) throws {
-        let (stop, stopper) = AsyncStream<Never>.makeStream()
-        switch try state.withLock({ try $0.requestStarting(on: context, RunningRequest(stop: stopper)) }) {
+    /// A request as a job of its own (`Received.job`), tracked on its context so that
+    /// invalidation and disconnection end it (`body` reads its `RequestEnd`). On an invalidated
+    /// context the request still runs (one that needs no authentication answers as usual; an
+    /// evaluation finds the context invalid), untracked; on a closed connection it does not run
+    /// (nil). The job returned must be started: it is the context's until it ends.
+    func start(on context: String, _ body: @escaping @Sendable (RequestEnd) async -> Void) throws -> Job? {
+        let end = RequestEnd()
+        switch try state.withLock({ try $0.requestStarting(on: context, RunningRequest(end: end)) }) {
         case .closed:
-            return
+            return nil
         case .untracked:
-            jobQueue.yield(body)
+            return { await body(end) }
         case .tracked(let ticket):
-            jobQueue.yield { [self] in
-                // The request, or its end when its context or connection goes: whichever comes first.
-                await withTaskGroup(of: Void.self) { race in
-                    race.addTask { await body() }
-                    race.addTask { for await _ in stop {} }
-                    _ = await race.next()
-                    race.cancelAll()
-                }
+            return { [self] in
+                await body(end)
                 state.withLock { $0.requestEnded(on: context, ticket: ticket) }
             }
         }
@@ -132,6 +130,7 @@ extension ConnectionHandler {
         options: EvaluationOptions,
         session: UserSession,
         audited operation: String,
+        end: RequestEnd,
         slot taken: EvaluationSlot? = nil,
         pam: PAMEvaluationTerms? = nil
     ) async -> EvaluationReport {
@@ -194,10 +193,11 @@ extension ConnectionHandler {
             inputs: stream,
             continuation: continuation,
             captureExecutor: executor,
-            show: { await prompt.show($0) },
+            show: { prompt.show($0) },
             audit: audit,
             secret: pam?.secret ?? .devicePasscode,
-            promptTimeout: pam?.promptTimeout
+            promptTimeout: pam?.promptTimeout,
+            end: end
         )
         await prompt.close(result: Self.closingLine(report.outcome))
         var proven: ContextAuthorization?

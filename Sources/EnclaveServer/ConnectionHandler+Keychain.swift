@@ -6,12 +6,18 @@ import EnclaveProtocol
 /// proves them on the call's context (`prove`); the session opens what was accepted. Their
 /// arguments were checked with the request (`KeychainRequest.validate`, `KeyRequest.validate`).
 extension ConnectionHandler {
-    func startKeychain(id: UInt64, _ operation: KeychainOperation, _ k: KeychainRequest, session: UserSession) throws {
-        try start(on: k.context) {
+    func startKeychain(
+        id: UInt64,
+        _ operation: KeychainOperation,
+        _ k: KeychainRequest,
+        session: UserSession
+    ) throws -> Job? {
+        try start(on: k.context) { end in
             let reply: KeychainReply
             switch await session.keychainStart(operation, k, app: self.peer.identity) {
             case .answered(let answered): reply = answered
-            case .proving(let pending): reply = await self.proveAndFinish(id: id, k, pending, session: session)
+            case .proving(let pending):
+                reply = await self.proveAndFinish(id: id, k, pending, session: session, end: end)
             }
             await self.answerKeychain(id: id, operation, reply)
         }
@@ -20,23 +26,24 @@ extension ConnectionHandler {
     /// A read is answered where it arrives when it needs nobody (most reads): no task of its own,
     /// nothing tracked on its context. One that must prove a step goes on as `startKeychain`'s
     /// requests do, as a task on its context, so that the connection reads on while it waits.
-    func copyKeychain(id: UInt64, _ k: KeychainRequest, session: UserSession) async throws -> Reply? {
+    func copyKeychain(id: UInt64, _ k: KeychainRequest, session: UserSession) async throws -> Handling {
         switch await session.keychainStart(.copy, k, app: peer.identity) {
         case .answered(let reply):
             recordKeychain(.copy, reply)
-            return .keychain(reply)
+            return .reply(.keychain(reply))
         case .proving(let pending):
-            try start(on: k.context) {
-                let reply = await self.proveAndFinish(id: id, k, pending, session: session)
-                await self.answerKeychain(id: id, .copy, reply)
-            }
-            return nil
+            return .started(
+                try start(on: k.context) { end in
+                    let reply = await self.proveAndFinish(id: id, k, pending, session: session, end: end)
+                    await self.answerKeychain(id: id, .copy, reply)
+                }
+            )
         }
     }
 
     private func answerKeychain(id: UInt64, _ operation: KeychainOperation, _ reply: KeychainReply) async {
         recordKeychain(operation, reply)
-        await sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
+        sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
     }
 
     /// Changes and failures are recorded; a successful read is recorded through its authorization
@@ -52,7 +59,8 @@ extension ConnectionHandler {
         id: UInt64,
         _ k: KeychainRequest,
         _ pending: PendingKeychain,
-        session: UserSession
+        session: UserSession,
+        end: RequestEnd
     ) async -> KeychainReply {
         let noUI = k.interactionNotAllowed || (k.authenticationUI?.forbidsPrompt ?? false)
         let request = ProofRequest(
@@ -61,7 +69,8 @@ extension ConnectionHandler {
             reason: k.reason ?? "Access a keychain item",
             noUI: noUI,
             onTerminal: k.onTerminal,
-            audited: "keychain.authorize"
+            audited: "keychain.authorize",
+            end: end
         )
         do throws(AccessDenial) {
             let (accepted, waited) = try await prove(pending.proofs, request, session: session)
@@ -72,18 +81,18 @@ extension ConnectionHandler {
         }
     }
 
-    func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws {
+    func startKeyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) throws -> Job? {
         let sink = self.sink
-        try start(on: k.context) {
-            let reply = await self.keyOperation(id: id, k, session: session)
+        return try start(on: k.context) { end in
+            let reply = await self.keyOperation(id: id, k, session: session, end: end)
             if k.operation != .open {
                 self.audit("key.\(k.operation.rawValue)", result: reply.problem?.rawValue ?? "ok")
             }
-            await sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
+            sink.send(ReplyEnvelope(id: id, reply: .key(reply)))
         }
     }
 
-    private func keyOperation(id: UInt64, _ k: KeyRequest, session: UserSession) async -> KeyReply {
+    private func keyOperation(id: UInt64, _ k: KeyRequest, session: UserSession, end: RequestEnd) async -> KeyReply {
         switch await session.keyStart(k, app: peer.identity) {
         case .answered(let reply):
             return reply
@@ -94,7 +103,8 @@ extension ConnectionHandler {
                 reason: k.reason ?? "Use a Secure Enclave key",
                 noUI: k.interactionNotAllowed,
                 onTerminal: k.onTerminal,
-                audited: "key.authorize"
+                audited: "key.authorize",
+                end: end
             )
             do throws(AccessDenial) {
                 let (_, waited) = try await prove(pending.proofs, request, session: session)

@@ -26,17 +26,21 @@ extension ConnectionHandler {
     /// 1 to 64 bytes), so nothing on the connection can use what it proved.
     static let pamContext = ""
 
-    func startPAMAuthentication(id: UInt64, _ request: Request.PAMAuthenticate) throws {
+    func startPAMAuthentication(id: UInt64, _ request: Request.PAMAuthenticate) throws -> Job? {
         guard daemon.config.mode == .system else {
             throw Failure(.notPermitted, "PAM authentications are served by the system daemon")
         }
-        try start(on: Self.pamContext) {
-            let reply = await self.authenticateForPAM(id: id, request)
-            await self.sink.send(ReplyEnvelope(id: id, reply: .pamAuthenticated(reply)))
+        return try start(on: Self.pamContext) { end in
+            let reply = await self.authenticateForPAM(id: id, request, end: end)
+            self.sink.send(ReplyEnvelope(id: id, reply: .pamAuthenticated(reply)))
         }
     }
 
-    private func authenticateForPAM(id: UInt64, _ request: Request.PAMAuthenticate) async -> PAMAuthenticationReply {
+    private func authenticateForPAM(
+        id: UInt64,
+        _ request: Request.PAMAuthenticate,
+        end: RequestEnd
+    ) async -> PAMAuthenticationReply {
         let rulesRequest = PAMAuthenticationRules.Request(
             user: request.user,
             service: request.service,
@@ -165,6 +169,7 @@ extension ConnectionHandler {
             ),
             session: session,
             audited: "pamAuthenticate",
+            end: end,
             pam: terms
         )
         var outcome = PAMAuthenticationRules.outcome(of: report.outcome, fingerOnly: fingerOnly)

@@ -22,9 +22,26 @@ final class ConnectionHandler: Sendable {
     private static let lastNumber = Atomic<UInt64>(0)
     let logger: Logger
 
-    /// Requests that run on their own (evaluations, keychain and key calls), for `run()`.
-    private let jobs: AsyncStream<@Sendable () async -> Void>
-    let jobQueue: AsyncStream<@Sendable () async -> Void>.Continuation
+    /// A request's work that runs on its own (evaluations, keychain and key calls, what waits for
+    /// the person), beside the reading of the next requests.
+    typealias Job = @Sendable () async -> Void
+
+    /// What the reading task does after a frame (`ConnectionShell`).
+    struct Received {
+        /// False: the connection closes.
+        var open: Bool
+        /// Work to start as a child task of the connection's group, at once, before the next frame
+        /// is read: an immediate task, so it begins on the reading task's thread, with no wait for
+        /// an executor (nothing a connection started outlives it: the group waits for them all).
+        var job: Job?
+    }
+
+    /// What handling a request leaves the reading task: its reply now (nil: none, as for hello),
+    /// or its work started on its own (nil: the connection closed meanwhile).
+    enum Handling {
+        case reply(Reply?)
+        case started(Job?)
+    }
 
     /// The connection's event loop as a task executor (`SocketServer`; nil in-process): where its
     /// evaluations run their sensor captures, so a reading reaches the evaluation on the thread
@@ -44,36 +61,28 @@ final class ConnectionHandler: Sendable {
         self.logger = logger
         self.executor = executor
         state = Mutex(Machine(administrator: peer.identity.kind == .administrator))
-        (jobs, jobQueue) = AsyncStream.makeStream()
     }
 
     /// Whether the hello deadline closes the connection (nothing but hello was said in time).
     func helloDeadlinePassed() -> Bool { state.withLock { $0.helloDeadlinePassed() } }
 
-    /// Runs the connection's requests as child tasks of one task group, until `closed()`, then
-    /// waits for every one of them: nothing a connection started outlives it. Run it beside the
-    /// loop that feeds `receive`.
-    func run() async {
-        await withDiscardingTaskGroup { group in
-            for await job in jobs { group.addTask { await job() } }
-        }
-    }
-
-    /// Called for each complete frame, in order. Returns false when the connection must close.
-    /// `followed`: more of the client's bytes were read with it (it sent more without waiting).
-    func receive(_ payload: [UInt8], followed: Bool = false) async -> Bool {
+    /// Called for each complete frame, in order; says whether the connection stays open and what
+    /// to start. `followed`: more of the client's bytes were read with it (it sent more without
+    /// waiting).
+    func receive(_ payload: [UInt8], followed: Bool = false) async -> Received {
+        let open = Received(open: true)
         let envelope: RequestEnvelope
         // The coding the first hello chose (`ConnectionStateMachine.encoding`): JSON until then.
         let encoding = state.withLock { $0.encoding }
         do throws(WireError) { envelope = try RequestEnvelope.decode(payload, encoding) } catch {
-            await sink.send(ReplyEnvelope(id: error.id ?? 0, reply: .failure(error.failure)))
-            return true
+            sink.send(ReplyEnvelope(id: error.id ?? 0, reply: .failure(error.failure)))
+            return open
         }
         let id = envelope.id
         let request = envelope.request
         switch state.withLock({ $0.requestArrived(request, followed: followed) }) {
         case .greet(let chosen):
-            await sink.send(
+            sink.send(
                 ReplyEnvelope(
                     id: id,
                     reply: .hello(
@@ -91,35 +100,53 @@ final class ConnectionHandler: Sendable {
             // (a later hello names the same one: nothing changes).
             sink.speak(chosen)
         case .refuseAndClose(let failure):
-            await sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
-            return false
+            sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
+            return Received(open: false)
         case .refuse(let failure):
-            await sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
+            sink.send(ReplyEnvelope(id: id, reply: .failure(failure)))
         case .drop:
-            return false
+            return Received(open: false)
         case .answer:
-            if let reply = await answer(envelope) { await sink.send(ReplyEnvelope(id: id, reply: reply)) }
+            switch await answer(envelope, handle) {
+            case .reply(let reply?): sink.send(ReplyEnvelope(id: id, reply: reply))
+            case .reply(nil): break
+            case .started(let job): return Received(open: true, job: job)
+            }
         case .answerWaitingForThePerson:
-            jobQueue.yield { [self] in
-                let reply = await answer(envelope)
+            return Received(open: true) { [self] in
+                // Administration: it answers, and starts nothing on its own.
+                let handled = await answer(envelope) { .reply(try await administer($0, session: try session(for: $0))) }
                 state.withLock { $0.personRequestFinished() }
-                if let reply { await sink.send(ReplyEnvelope(id: id, reply: reply)) }
+                if case .reply(let reply?) = handled { sink.send(ReplyEnvelope(id: id, reply: reply)) }
             }
         }
-        return true
+        return open
     }
 
-    private func answer(_ envelope: RequestEnvelope) async -> Reply? {
+    /// `handling`'s outcome, or the failure it threw as the reply.
+    private func answer(
+        _ envelope: RequestEnvelope,
+        _ handling: (RequestEnvelope) async throws -> Handling
+    ) async -> Handling {
         do {
-            return try await handle(envelope)
+            return try await handling(envelope)
         } catch {
-            if let failure = DaemonError.failure(for: error) { return .failure(failure) }
+            if let failure = DaemonError.failure(for: error) { return .reply(.failure(failure)) }
             logger.error("request failed", metadata: ["op": "\(envelope.request.operation)", "error": "\(error)"])
-            return .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))
+            return .reply(
+                .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))
+            )
         }
     }
 
-    /// The connection ended: every request on it ends, and `run()` returns once they have. When the
+    /// The request's arguments checked, and the session it acts on.
+    private func session(for envelope: RequestEnvelope) throws -> UserSession {
+        try envelope.request.validate()
+        // The machine let root through only for what it may do on the user's daemon.
+        return try daemon.session(for: peer.identity.kind == .administrator ? daemon.servedUser : peer.uid)
+    }
+
+    /// The connection ended: every request on it ends (the connection's group waits for them). When the
     /// daemon itself is stopping, the evaluations answer systemCancel (the client is still there
     /// to read it); otherwise the client went away and they end with appCancel.
     func closed() {
@@ -130,7 +157,6 @@ final class ConnectionHandler: Sendable {
         daemon.handoff.revoke(connection: number)
         for waiter in closing.waiters { waiter() }
         handed.close()
-        jobQueue.finish()
     }
 
     /// Runs `body` when the connection closes (at once if it has).
@@ -138,88 +164,84 @@ final class ConnectionHandler: Sendable {
         if !state.withLock({ $0.whenClosed(body) }) { body() }
     }
 
-    private func handle(_ envelope: RequestEnvelope) async throws -> Reply? {
-        try envelope.request.validate()
-        // The machine let root through only for what it may do on the user's daemon.
-        let session = try daemon.session(for: peer.identity.kind == .administrator ? daemon.servedUser : peer.uid)
+    private func handle(_ envelope: RequestEnvelope) async throws -> Handling {
+        let session = try session(for: envelope)
         let id = envelope.id
         switch envelope.request {
         case .hello:
-            return nil
+            return .reply(nil)
         case .canEvaluate(let a):
             let policy = try ArgumentChecks.policy(a.policy)
             if !(try state.withLock { try $0.useContext(a.context) }) {
-                return .canEvaluate(
-                    CanEvaluateReply(
-                        biometryType: daemon.sensor?.info.kind ?? .none,
-                        error: .invalidContext,
-                        message: "Invalid context.",
-                        domainState: nil
+                return .reply(
+                    .canEvaluate(
+                        CanEvaluateReply(
+                            biometryType: daemon.sensor?.info.kind ?? .none,
+                            error: .invalidContext,
+                            message: "Invalid context.",
+                            domainState: nil
+                        )
                     )
                 )
             }
-            return .canEvaluate(try await session.canEvaluate(policy: policy, app: peer.app))
+            return .reply(.canEvaluate(try await session.canEvaluate(policy: policy, app: peer.app)))
         case .evaluate(let a):
-            try startEvaluation(id: id, a, session: session)
-            return nil
+            return .started(try startEvaluation(id: id, a, session: session))
         case .authorizeAccessControl(let a):
-            try startAccessControl(id: id, a, session: session)
-            return nil
+            return .started(try startAccessControl(id: id, a, session: session))
         case .handoff(let a):
             let owner = HandoffTickets<HandedDescriptors>.Owner(uid: peer.uid, pid: peer.pid)
-            return .handoffTicket(
-                daemon.handoff.issue(to: owner, connection: number, kind: a.kind, destination: handed)
+            return .reply(
+                .handoffTicket(
+                    daemon.handoff.issue(to: owner, connection: number, kind: a.kind, destination: handed)
+                )
             )
         case .invalidate(let a):
             for running in state.withLock({ $0.invalidate(a.context) }) { running.end() }
-            return .ok
+            return .reply(.ok)
         case .domainState:
-            return .domainState(
-                DomainStateReply(
-                    biometryType: daemon.sensor?.info.kind ?? .none,
-                    stateHash: try await session.domainState(app: peer.app)
+            return .reply(
+                .domainState(
+                    DomainStateReply(
+                        biometryType: daemon.sensor?.info.kind ?? .none,
+                        stateHash: try await session.domainState(app: peer.app)
+                    )
                 )
             )
         case .status:
             var status = try await session.status(app: peer.app)
             status.promptAgent = daemon.promptAgents.agent(serving: peer) != nil
             status.root = daemon.root
-            return .status(status)
+            return .reply(.status(status))
         case .simulate(let a):
             try await session.simulate(a.events)
-            return .ok
+            return .reply(.ok)
         case .clearSimulated:
             await session.clearSimulated()
-            return .ok
+            return .reply(.ok)
         case .keychainAdd(let k):
-            try startKeychain(id: id, .add, k, session: session)
-            return nil
+            return .started(try startKeychain(id: id, .add, k, session: session))
         case .keychainCopy(let k):
             if state.withLock({ $0.pipelines }) {
-                try startKeychain(id: id, .copy, k, session: session)
-                return nil
+                return .started(try startKeychain(id: id, .copy, k, session: session))
             }
             return try await copyKeychain(id: id, k, session: session)
         case .keychainUpdate(let k):
-            try startKeychain(id: id, .update, k, session: session)
-            return nil
+            return .started(try startKeychain(id: id, .update, k, session: session))
         case .keychainDelete(let k):
-            try startKeychain(id: id, .delete, k, session: session)
-            return nil
+            return .started(try startKeychain(id: id, .delete, k, session: session))
         case .key(let k):
-            try startKeyOperation(id: id, k, session: session)
-            return nil
+            return .started(try startKeyOperation(id: id, k, session: session))
         case .servePrompts:
-            return try await servePrompts(requestID: id)
+            return .reply(try await servePrompts(requestID: id))
         case .promptAction(let a):
-            return try answerPrompt(a.prompt, a.action)
+            return .reply(try answerPrompt(a.prompt, a.action))
         case .pamAuthenticate(let a):
-            try startPAMAuthentication(id: id, a)
-            return nil
+            return .started(try startPAMAuthentication(id: id, a))
         case .setPasscode, .changePasscode, .removePasscode, .enroll, .unenroll, .audit, .resetPasscodeLockout,
             .remoteLock,
             .configureAccessGroup, .accessGroups, .enrolments, .keychainList, .keychainRemove:
-            return try await administer(envelope, session: session)
+            return .reply(try await administer(envelope, session: session))
         }
     }
 

@@ -42,10 +42,18 @@ struct ConnectionShell {
         executor: (any TaskExecutor)?
     ) async {
         let handler = ConnectionHandler(peer: peer, daemon: daemon, sink: writer, logger: logger, executor: executor)
-        await withDiscardingTaskGroup { group in
-            group.addTask { await handler.run() }
+        // The requests' jobs are this group's tasks: nothing a connection started outlives it.
+        await withDiscardingTaskGroup { jobs in
             defer { handler.closed() }
-            await readRequests(channel, inbox: inbox, writer: writer, handler: handler, peer: peer, process: process)
+            await readRequests(
+                channel,
+                inbox: inbox,
+                writer: writer,
+                handler: handler,
+                peer: peer,
+                process: process,
+                jobs: &jobs
+            )
         }
     }
 
@@ -55,7 +63,8 @@ struct ConnectionShell {
         writer: ChannelReplySink,
         handler: ConnectionHandler,
         peer: PeerIdentity,
-        process: (any PinnedPeer)?
+        process: (any PinnedPeer)?,
+        jobs: inout DiscardingTaskGroup
     ) async {
         // A connection that never says hello holds a descriptor and a slot of its user's budget.
         let helloDeadline = channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(daemon.config.helloTimeout * 1e9))) {
@@ -77,7 +86,7 @@ struct ConnectionShell {
                             "closing a connection whose process ran another executable or ended",
                             metadata: ["pid": "\(peer.pid)", "app": "\(peer.app)"]
                         )
-                        await writer.send(
+                        writer.send(
                             ReplyEnvelope(
                                 id: 0,
                                 reply: .failure(
@@ -90,7 +99,9 @@ struct ConnectionShell {
                         )
                         return
                     }
-                    guard await handler.receive(frame, followed: decoder.holdsMore) else { return }
+                    let received = await handler.receive(frame, followed: decoder.holdsMore)
+                    if let job = received.job { jobs.addImmediateTask(operation: job) }
+                    guard received.open else { return }
                 }
             }
             try decoder.finish()
@@ -99,7 +110,7 @@ struct ConnectionShell {
                 "closing a connection with broken framing",
                 metadata: ["pid": "\(peer.pid)", "error": "\(error)"]
             )
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(error.failure)))
+            writer.send(ReplyEnvelope(id: 0, reply: .failure(error.failure)))
         }
     }
 }

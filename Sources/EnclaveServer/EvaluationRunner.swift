@@ -3,21 +3,6 @@ import EnclaveProtocol
 import Foundation
 import Logging
 
-/// What can reach a running evaluation.
-enum SessionInput: Sendable {
-    case machine(EvaluationMachine.Input)
-    /// Scripted events were queued; the evaluation takes them in order.
-    case simulatedAvailable
-    /// A simulation key on a prompt: a touch for the simulated sensor, read if it is armed.
-    case touch(SensorReading)
-    /// What capture number `capture` read (`EvaluationRunner.arm`); a capture that was replaced or
-    /// disarmed speaks for nothing.
-    case sensor(SensorReading, capture: UInt64)
-    case sensorFailed(String, capture: UInt64)
-    /// The sensor could not read the scan ("finger not centred"): shown, not counted.
-    case sensorRetry(String, capture: UInt64)
-}
-
 struct EvaluationReport: Sendable {
     var outcome: EvaluationMachine.Outcome
     var biometryType: BiometryKind
@@ -40,8 +25,10 @@ struct EvaluationRunner {
     /// Where sensor captures run (the connection's event loop): a reading then reaches the
     /// evaluation without waking another thread.
     var captureExecutor: (any TaskExecutor)?
-    var show: @Sendable (PromptScreen) async -> Void
+    var show: @Sendable (PromptScreen) -> Void
     var audit: @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+    /// The end of the request the evaluation serves: its wait for the user's prompt reads it.
+    var end: RequestEnd
     /// What a typed passcode is (a PAM authentication's: the login password), and how long the
     /// request may wait for its prompt and keep it open, from its start (nil: the daemon's
     /// `promptQueueTimeout`, then `promptTimeout`).
@@ -73,8 +60,9 @@ struct EvaluationRunner {
         inputs: AsyncStream<SessionInput>,
         continuation: AsyncStream<SessionInput>.Continuation,
         captureExecutor: (any TaskExecutor)? = nil,
-        show: @escaping @Sendable (PromptScreen) async -> Void,
-        audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry
+        show: @escaping @Sendable (PromptScreen) -> Void,
+        audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry,
+        end: RequestEnd
     ) {
         self.policy = policy
         self.passcodeOnly = passcodeOnly
@@ -86,6 +74,7 @@ struct EvaluationRunner {
         self.captureExecutor = captureExecutor
         self.show = show
         self.audit = audit
+        self.end = end
     }
 
     mutating func run(on session: isolated UserSession) async -> EvaluationReport {
@@ -99,17 +88,20 @@ struct EvaluationRunner {
             // A prompt timeout of the request's own (PAM) counts from its arrival, the wait included.
             let arrived = ContinuousClock.now
             let turn = await session.acquirePrompt(
-                timeout: min(session.config.promptQueueTimeout, promptTimeout ?? .infinity)
+                timeout: min(session.config.promptQueueTimeout, promptTimeout ?? .infinity),
+                until: end
             )
             guard turn != .gaveUp else {
-                if Task.isCancelled { return await report(session.stopping.endingOutcome(), on: session) }
+                if end.hasEnded || Task.isCancelled {
+                    return await report(session.stopping.endingOutcome(), on: session)
+                }
                 return await report(
                     .failure(.systemCancel, "Another authentication prompt for this user took too long."),
                     on: session
                 )
             }
             defer { session.releasePrompt() }
-            if Task.isCancelled {
+            if end.hasEnded || Task.isCancelled {
                 return await report(session.stopping.endingOutcome("The context was invalidated."), on: session)
             }
             // Facts may have changed while waiting: start afresh. (A free prompt was taken without
@@ -215,7 +207,7 @@ struct EvaluationRunner {
             )
             if var screen = lastScreen {
                 screen.instruction = "\(screen.sensorName ?? "Sensor"): \(message)"
-                await show(screen)
+                show(screen)
             }
             return nil
         case .sensorFailed(let message, let number):
@@ -287,7 +279,7 @@ struct EvaluationRunner {
             case .show(let screen):
                 guard await save(finishing: nil, on: session) else { return unsavable }
                 lastScreen = screen
-                await show(screen)
+                show(screen)
             case .checkPasscode(let passcode):
                 // The check suspends, and other requests must not see an unsaved change.
                 guard await save(finishing: nil, on: session) else { return unsavable }

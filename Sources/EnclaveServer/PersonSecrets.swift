@@ -101,7 +101,11 @@ struct PersonSecrets {
         // The terminal is judged inside the user's prompt slot: one scan of /proc at a time per
         // user, so however many requests one user sends, a system daemon's helper (which also pins
         // every user's connections) is held for one scan of theirs at a time.
-        guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout) != .gaveUp else {
+        let clientGone = RequestEnd()
+        whenClosed { clientGone.end() }
+        guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout, until: clientGone) != .gaveUp
+        else {
+            if clientGone.hasEnded { throw DaemonError(.notPermitted, "the app went away before its prompt") }
             throw DaemonError(.busy, "another prompt of this user took too long")
         }
         do {
@@ -152,7 +156,7 @@ struct PersonSecrets {
         var answers: [String] = []
         var iterator = actions.makeAsyncIterator()
         for instruction in instructions {
-            await prompt.show(screen(instruction))
+            prompt.show(screen(instruction))
             waiting: while true {
                 switch await iterator.next() {
                 case .passcode(let p)??:

@@ -56,7 +56,7 @@ final class PromptAgent: Sendable {
 
     /// Tells the agent it serves its seat now.
     func announce() async {
-        await sink.send(
+        sink.send(
             ReplyEnvelope(id: requestID, reply: .agentEvent(AgentEvent(prompt: 0, serving: seat.description)))
         )
     }
@@ -109,7 +109,7 @@ final class PromptAgent: Sendable {
         }
     }
 
-    fileprivate func show(_ number: UInt64, _ screen: PromptScreen) async {
+    fileprivate func show(_ number: UInt64, _ screen: PromptScreen) {
         let send = prompts.withLock { prompts -> Bool in
             guard !prompts.ended, var open = prompts.open[number] else { return false }
             let first = open.screen == nil
@@ -124,7 +124,7 @@ final class PromptAgent: Sendable {
             prompts.open[number] = open
             return true
         }
-        if send { await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.show(number, screen)))) }
+        if send { sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.show(number, screen)))) }
     }
 
     fileprivate func close(_ number: UInt64, result: String) async {
@@ -132,7 +132,7 @@ final class PromptAgent: Sendable {
         guard let open else { return }
         open.deadline?.cancel()
         if open.screen != nil {
-            await sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.close(number, result: result))))
+            sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.close(number, result: result))))
         }
     }
 
@@ -145,7 +145,7 @@ final class PromptAgent: Sendable {
 
     /// Ends the agent's `servePrompts` with `failure` (it stopped answering).
     func dismiss(_ failure: Failure) async {
-        await sink.send(ReplyEnvelope(id: requestID, reply: .failure(failure)))
+        sink.send(ReplyEnvelope(id: requestID, reply: .failure(failure)))
     }
 }
 
@@ -159,7 +159,7 @@ final class AgentPrompt: PromptPresenter {
         self.number = number
     }
 
-    func show(_ screen: PromptScreen) async { await agent.show(number, screen) }
+    func show(_ screen: PromptScreen) { agent.show(number, screen) }
     func close(result: String) async { await agent.close(number, result: result) }
 }
 

@@ -8,7 +8,7 @@ import Synchronization
 /// (`HeadlessPrompt`: the screens go to the app, and only the sensor or a simulated person can
 /// answer). The daemon's order is that one: agent, terminal, headless.
 protocol PromptPresenter: AnyObject, Sendable {
-    func show(_ screen: PromptScreen) async
+    func show(_ screen: PromptScreen)
     /// Ends the prompt with its outcome's line.
     func close(result: String) async
 }
@@ -25,7 +25,7 @@ final class HeadlessPrompt: PromptPresenter {
         self.requestID = requestID
     }
 
-    func show(_ screen: PromptScreen) async { await sink.send(ReplyEnvelope(id: requestID, reply: .prompt(screen))) }
+    func show(_ screen: PromptScreen) { sink.send(ReplyEnvelope(id: requestID, reply: .prompt(screen))) }
     func close(result: String) async {}
 }
 
@@ -83,14 +83,14 @@ final class PromptRoute: PromptPresenter, Sendable {
         return route
     }
 
-    func show(_ screen: PromptScreen) async {
+    func show(_ screen: PromptScreen) {
         let presenter = route.withLock { route -> (any PromptPresenter)? in
             guard !route.closed else { return nil }
             route.lastScreen = screen
             route.shown += 1
             return route.current
         }
-        await presenter?.show(screen)
+        presenter?.show(screen)
     }
 
     func close(result: String) async {
@@ -114,6 +114,6 @@ final class PromptRoute: PromptPresenter, Sendable {
         guard let new = moved.new else { return exhausted() }
         // A screen shown since the move went to the new presenter already.
         let screen = route.withLock { $0.closed || $0.shown != moved.count ? nil : $0.lastScreen }
-        if let screen { await new.show(screen) }
+        if let screen { new.show(screen) }
     }
 }

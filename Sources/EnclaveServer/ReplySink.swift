@@ -4,7 +4,7 @@ import Synchronization
 
 /// Sends replies on one connection; several evaluations may answer at once.
 protocol ReplySink: Sendable {
-    func send(_ envelope: ReplyEnvelope) async
+    func send(_ envelope: ReplyEnvelope)
     /// Codes every later reply so (after `hello`'s answer); a sink of values needs no coding.
     func speak(_ encoding: WireEncoding)
 }
@@ -39,7 +39,7 @@ final class ChannelReplySink: ReplySink, Sendable {
 
     func speak(_ encoding: WireEncoding) { binary.store(encoding == .binary, ordering: .releasing) }
 
-    func send(_ envelope: ReplyEnvelope) async {
+    func send(_ envelope: ReplyEnvelope) {
         let encoding: WireEncoding = binary.load(ordering: .acquiring) ? .binary : .json
         let frame: [UInt8]
         do { frame = try FrameEncoder.checkedFrame(envelope.encoded(encoding)) } catch {

@@ -262,7 +262,7 @@ extension EnclaveService {
                 "\(log)",
                 metadata: ["pid": "\(pid)", "uid": "\(uid.map(String.init) ?? "?")", "why": "\(failure.message)"]
             )
-            await writer.send(ReplyEnvelope(id: 0, reply: .failure(failure)))
+            writer.send(ReplyEnvelope(id: 0, reply: .failure(failure)))
             return
         }
         defer { if let share = admission.countedShare { connections.release(share) } }

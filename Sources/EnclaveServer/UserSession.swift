@@ -258,10 +258,11 @@ actor UserSession {
         inputs: AsyncStream<SessionInput>,
         continuation: AsyncStream<SessionInput>.Continuation,
         captureExecutor: (any TaskExecutor)? = nil,
-        show: @escaping @Sendable (PromptScreen) async -> Void,
+        show: @escaping @Sendable (PromptScreen) -> Void,
         audit: @escaping @Sendable (EvaluationMachine.Outcome) -> AuditEntry,
         secret: EvaluationMachine.Secret = .devicePasscode,
-        promptTimeout: Double? = nil
+        promptTimeout: Double? = nil,
+        end: RequestEnd
     ) async -> EvaluationReport {
         var runner = EvaluationRunner(
             policy: policy,
@@ -273,7 +274,8 @@ actor UserSession {
             continuation: continuation,
             captureExecutor: captureExecutor,
             show: show,
-            audit: audit
+            audit: audit,
+            end: end
         )
         runner.secret = secret
         runner.promptTimeout = promptTimeout
@@ -288,15 +290,23 @@ actor UserSession {
     /// How taking the user's one prompt went.
     enum PromptTurn { case free, afterWaiting, gaveUp }
 
-    func acquirePrompt(timeout: Double) async -> PromptTurn {
+    /// Takes the user's one prompt, waiting behind the others up to `timeout` seconds. The wait
+    /// ends at once when `end` does (its request's context was invalidated or its client went
+    /// away), or when the task is cancelled (the daemon stops): a prompt is never taken for nobody.
+    func acquirePrompt(timeout: Double, until end: RequestEnd) async -> PromptTurn {
         guard let id = prompt.enter() else { return .free }
         let timer = Deadline(after: timeout) { [weak self] in
             Task { await self?.dropPromptWaiter(id) }
         }
         defer { timer.cancel() }
+        let ending = end.whenEnded { [weak self] in
+            Task { await self?.dropPromptWaiter(id) }
+        }
+        defer { if let ending { end.forget(ending) } }
         let taken = await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
                 prompt.wait(id, c)
+                if ending == nil { prompt.drop(id) }
             }
         } onCancel: {
             Task { await self.dropPromptWaiter(id) }

@@ -11,7 +11,7 @@ import LocalAuthenticationTesting
 ///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
 ///     concurrent client connections.
 /// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon);
-/// la-bench wire N (what the wire's coding costs a message: `WireCodingBench`); la-bench reuse N, la-bench match N, la-bench can N CLIENTS, la-bench lookup N CLIENTS (one kind of request in a loop, to profile under);
+/// la-bench wire N (what the wire's coding costs a message: `WireCodingBench`); la-bench reuse N, la-bench match N, la-bench protected N, la-bench can N CLIENTS, la-bench lookup N CLIENTS (one kind of request in a loop, to profile under);
 /// la-bench pty-scan N (what administration on a terminal adds: `PtyScanBench`); la-bench tpm N TCTI
 /// (what the TPM root costs at start: `TPMBench`); la-bench tpm-attest N TCTI (the TPM's certify
 /// statement about a key, beside tpm2_certify: `TPMAttestationBench`); la-bench tpm-keys N TCTI (a
@@ -83,6 +83,9 @@ struct Bench {
         }
         if args.count > 1 && args[1] == "match" {
             return try await matchesOnly(iterations: args.count > 2 ? Int(args[2]) ?? 20_000 : 20_000)
+        }
+        if args.count > 1 && args[1] == "protected" {
+            return try await protectedReadsOnly(iterations: args.count > 2 ? Int(args[2]) ?? 2000 : 2000)
         }
         if args.count > 1 && args[1] == "lookup" {
             return try lookUpsOnly(

@@ -46,7 +46,7 @@ enum CPUFigures {
         return lines.joined(separator: "\n")
     }
 
-    private static func line(_ name: String, _ cost: [Double?], server serverName: String = "daemon") -> String {
+    static func line(_ name: String, _ cost: [Double?], server serverName: String = "daemon") -> String {
         guard cost.count == 2, let server = cost[0], let client = cost[1] else {
             return "\(name): n/a (a process's CPU clock could not be read)"
         }

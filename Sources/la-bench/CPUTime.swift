@@ -39,7 +39,8 @@ enum CPUTime {
         return (result, cost(operations, processes: processes, since: before))
     }
 
-    private static func cost(_ operations: Int, processes: [pid_t], since before: [Double?]) -> [Double?] {
+    /// Each process's CPU per operation since `before` (`processes` read then).
+    static func cost(_ operations: Int, processes: [pid_t], since before: [Double?]) -> [Double?] {
         zip(processes.map(seconds(of:)), before).map { after, before in
             guard let after, let before else { return nil }
             return (after - before) / Double(max(1, operations))

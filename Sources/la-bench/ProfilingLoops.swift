@@ -111,6 +111,8 @@ extension Bench {
         var samples: [Double] = []
         samples.reserveCapacity(iterations)
         var rssAfterWarmUp = ""
+        let processes = [enclave.processID, getpid()]
+        let cpuBefore = processes.map(CPUTime.seconds(of:))
         for i in 0..<iterations {
             if i == min(1000, iterations / 2) { rssAfterWarmUp = LoadBench.memory(enclave.processID) }
             // (With no iterations there is no warm-up to read.)
@@ -131,7 +133,63 @@ extension Bench {
             "evaluatePolicy with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))"
         )
         print(
+            CPUFigures.line(
+                "CPU per round (queue a touch, evaluatePolicy, invalidate)",
+                CPUTime.cost(iterations, processes: processes, since: cpuBefore)
+            )
+        )
+        print(
             "daemon memory after the warm-up: \(rssAfterWarmUp); after the run: \(LoadBench.memory(enclave.processID))"
+        )
+    }
+
+    /// `la-bench protected N`: N reads of an item that needs the person (`biometryAny`), each with
+    /// a queued match and no `LAContext` (a one-shot context): the second walk of
+    /// docs/architecture.md, in a loop to count or profile (`perf record`, uprobes on the
+    /// runtime's enqueues; recipe in docs/benchmarks.md).
+    static func protectedReadsOnly(iterations: Int) async throws {
+        let enclave = try TestEnclave()
+        defer { enclave.stop() }
+        let control = try enclave.connection()
+        let item: [String: KeychainValue] = ["class": .string("genp"), "svce": .string("bench"), "acct": .string("p")]
+        var added = item
+        added["v_Data"] = .data(Data("secret".utf8))
+        let access = AccessControlValue(protection: .whenUnlockedThisDeviceOnly, flags: .biometryAny)
+        guard
+            case .keychain(let stored) = try await control.request(
+                .keychainAdd(KeychainRequest(attributes: added, accessControl: access, context: "add"))
+            ), stored.status == .success
+        else { throw EnclaveClientError.protocolError("the protected item was not added") }
+        print("la-bench protected: daemon pid \(enclave.processID)")
+        fflush(nil)
+        var samples: [Double] = []
+        samples.reserveCapacity(iterations)
+        let processes = [enclave.processID, getpid()]
+        let cpuBefore = processes.map(CPUTime.seconds(of:))
+        for i in 0..<iterations {
+            _ = try await control.request(.simulate(.init(events: [.match])))
+            let start = DispatchTime.now().uptimeNanoseconds
+            let reply = try await control.request(
+                .keychainCopy(
+                    KeychainRequest(attributes: item, context: "read-\(i)", reason: "bench", returnData: true)
+                )
+            )
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+            guard case .keychain(let found) = reply, found.status == .success else {
+                throw EnclaveClientError.protocolError("the protected read failed: \(reply)")
+            }
+            // Its one-shot context released, as `SecItemCopyMatching` releases it.
+            _ = try await control.request(.invalidate(.init(context: "read-\(i)")))
+        }
+        let sorted = samples.sorted()
+        print(
+            "protected SecItemCopyMatching with a queued match: p50 \(micros(percentile(sorted, 0.5))), p99 \(micros(percentile(sorted, 0.99)))"
+        )
+        print(
+            CPUFigures.line(
+                "CPU per round (queue a touch, the protected read, its context released)",
+                CPUTime.cost(iterations, processes: processes, since: cpuBefore)
+            )
         )
     }
 }

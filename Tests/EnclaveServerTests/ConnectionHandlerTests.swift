@@ -2,6 +2,7 @@ import EnclaveCore
 import EnclaveProtocol
 import Foundation
 import Logging
+import Synchronization
 import XCTest
 
 @testable import EnclaveServer
@@ -12,8 +13,7 @@ import XCTest
 final class ConnectionHandlerTests: XCTestCase {
     /// Replies as the handler sends them, awaitable by request id: a waiter is woken by the reply
     /// it waits for, never by polling.
-    actor RecordingReplySink: ReplySink {
-        private(set) var replies: [ReplyEnvelope] = []
+    final class RecordingReplySink: ReplySink {
         private struct Waiter {
             let token: UInt64
             let id: UInt64
@@ -22,19 +22,38 @@ final class ConnectionHandlerTests: XCTestCase {
             /// kind of reply waits for the next one).
             let takes: Bool
             let continuation: CheckedContinuation<Reply, any Error>
+            var timer: Task<Void, Never>?
         }
-        private var waiters: [Waiter] = []
-        private var timers: [UInt64: Task<Void, Never>] = [:]
-        private var nextToken: UInt64 = 0
+        private struct Recorded {
+            var replies: [ReplyEnvelope] = []
+            var waiters: [Waiter] = []
+            var nextToken: UInt64 = 0
 
-        func send(_ envelope: ReplyEnvelope) async {
-            replies.append(envelope)
-            for waiter in waiters where waiter.id == envelope.id && waiter.matches(envelope.reply) {
-                resume(waiter.token, with: .success(envelope.reply))
-                if waiter.takes {
-                    replies.removeLast()
-                    break
+            mutating func take(_ token: UInt64) -> Waiter? {
+                guard let i = waiters.firstIndex(where: { $0.token == token }) else { return nil }
+                return waiters.remove(at: i)
+            }
+        }
+        private let recorded = Mutex(Recorded())
+
+        func send(_ envelope: ReplyEnvelope) {
+            // Every waiter it matches is woken, up to the first that takes it.
+            let woken = recorded.withLock { recorded -> [Waiter] in
+                recorded.replies.append(envelope)
+                var woken: [Waiter] = []
+                for waiter in recorded.waiters where waiter.id == envelope.id && waiter.matches(envelope.reply) {
+                    woken.append(waiter)
+                    if waiter.takes {
+                        recorded.replies.removeLast()
+                        break
+                    }
                 }
+                for waiter in woken { _ = recorded.take(waiter.token) }
+                return woken
+            }
+            for waiter in woken {
+                waiter.timer?.cancel()
+                waiter.continuation.resume(returning: envelope.reply)
             }
         }
 
@@ -45,31 +64,38 @@ final class ConnectionHandlerTests: XCTestCase {
             timeout: Double = 5,
             matching matches: @escaping @Sendable (Reply) -> Bool
         ) async throws -> Reply {
-            if let i = replies.firstIndex(where: { $0.id == id && matches($0.reply) }) {
-                return takes ? replies.remove(at: i).reply : replies[i].reply
-            }
-            nextToken += 1
-            let token = nextToken
-            return try await withCheckedThrowingContinuation { continuation in
-                waiters.append(Waiter(token: token, id: id, matches: matches, takes: takes, continuation: continuation))
-                timers[token] = Task { [weak self] in
-                    guard (try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))) != nil else { return }
-                    await self?.expire(token, id: id, timeout: timeout)
+            try await withCheckedThrowingContinuation { continuation in
+                let found = recorded.withLock { recorded -> Reply? in
+                    if let i = recorded.replies.firstIndex(where: { $0.id == id && matches($0.reply) }) {
+                        return takes ? recorded.replies.remove(at: i).reply : recorded.replies[i].reply
+                    }
+                    recorded.nextToken += 1
+                    let token = recorded.nextToken
+                    let timer = Task { [weak self] in
+                        guard (try? await Task.sleep(nanoseconds: UInt64(timeout * 1e9))) != nil else { return }
+                        self?.expire(token, id: id, timeout: timeout)
+                    }
+                    recorded.waiters.append(
+                        Waiter(
+                            token: token,
+                            id: id,
+                            matches: matches,
+                            takes: takes,
+                            continuation: continuation,
+                            timer: timer
+                        )
+                    )
+                    return nil
                 }
+                if let found { continuation.resume(returning: found) }
             }
         }
 
         private func expire(_ token: UInt64, id: UInt64, timeout: Double) {
-            resume(
-                token,
-                with: .failure(Failure(.internalError, "no such reply to \(id) within \(timeout) s; got \(replies)"))
+            let (expired, replies) = recorded.withLock { ($0.take(token), $0.replies) }
+            expired?.continuation.resume(
+                throwing: Failure(.internalError, "no such reply to \(id) within \(timeout) s; got \(replies)")
             )
-        }
-
-        private func resume(_ token: UInt64, with result: Result<Reply, any Error>) {
-            guard let i = waiters.firstIndex(where: { $0.token == token }) else { return }
-            waiters.remove(at: i).continuation.resume(with: result)
-            timers.removeValue(forKey: token)?.cancel()
         }
 
         /// The final reply to `id`, waiting for it up to `timeout` seconds; taken, so the next call
@@ -83,8 +109,11 @@ final class ConnectionHandlerTests: XCTestCase {
             _ = try await reply(id, takes: false, timeout: timeout) { !$0.isFinal }
         }
 
+        /// The replies sent and not taken, in order.
+        var replies: [ReplyEnvelope] { recorded.withLock { $0.replies } }
+
         /// Removes and returns the reply at `index` of `replies`.
-        func takeReply(at index: Int) -> Reply { replies.remove(at: index).reply }
+        func takeReply(at index: Int) -> Reply { recorded.withLock { $0.replies.remove(at: index).reply } }
 
         /// Whether a prompt screen was sent for `id`.
         func sawPrompt(_ id: UInt64) -> Bool { replies.contains { $0.id == id && !$0.reply.isFinal } }
@@ -96,7 +125,7 @@ final class ConnectionHandlerTests: XCTestCase {
     private var sink: RecordingReplySink!
     private var handler: ConnectionHandler!
     private var nextID: UInt64 = 1
-    private var runners: [Task<Void, Never>] = []
+    private let jobs = ConnectionJobs()
     private var handlers: [ConnectionHandler] = []
     private let app = "/usr/bin/example-app"
 
@@ -113,9 +142,8 @@ final class ConnectionHandlerTests: XCTestCase {
     override func tearDown() async throws {
         handler.closed()
         for handler in handlers { handler.closed() }
-        // Each connection's requests run in one task group: closing it ends them all, and its
-        // `run()` returns only then.
-        for runner in runners { await runner.value }
+        // Closing a connection ends every request it started.
+        await jobs.finished()
         handler = nil
         daemon = nil
         try? FileManager.default.removeItem(atPath: directory)
@@ -134,7 +162,6 @@ final class ConnectionHandlerTests: XCTestCase {
             sink: sink,
             logger: Logger(label: "test")
         )
-        runners.append(Task { await handler.run() })
         handlers.append(handler)
         return handler
     }
@@ -147,14 +174,17 @@ final class ConnectionHandlerTests: XCTestCase {
     ) async throws {
         let next = connect("/usr/bin/next-app")
         defer { next.closed() }
-        _ = await next.receive(
+        _ = await jobs.receive(
+            on: next,
             RequestEnvelope(id: first, request: .hello(.init(version: enclaveProtocolVersion))).encoded()
         )
-        _ = await next.receive(
+        _ = await jobs.receive(
+            on: next,
             RequestEnvelope(id: first + 1, request: .simulate(.init(events: [SimulatedEvent(.match)]))).encoded()
         )
         _ = try await sink.final(first + 1)
-        _ = await next.receive(
+        _ = await jobs.receive(
+            on: next,
             RequestEnvelope(
                 id: first + 2,
                 request: .evaluate(.init(context: "n", policy: 1, options: EvaluationOptions(reason: "Unlock")))
@@ -170,7 +200,7 @@ final class ConnectionHandlerTests: XCTestCase {
     private func request(_ r: Request) async throws -> Reply {
         let id = nextID
         nextID += 1
-        let open = await handler.receive(RequestEnvelope(id: id, request: r).encoded())
+        let open = await jobs.receive(on: handler, RequestEnvelope(id: id, request: r).encoded())
         XCTAssertTrue(open)
         return try await sink.final(id)
     }
@@ -219,7 +249,7 @@ final class ConnectionHandlerTests: XCTestCase {
         var id: UInt64 = 1000
         func ask(_ handler: ConnectionHandler, _ request: Request) async throws -> Reply {
             id += 1
-            _ = await handler.receive(RequestEnvelope(id: id, request: request).encoded())
+            _ = await jobs.receive(on: handler, RequestEnvelope(id: id, request: request).encoded())
             return try await sink.final(id)
         }
         let app = ConnectionHandler(
@@ -235,11 +265,9 @@ final class ConnectionHandlerTests: XCTestCase {
             logger: Logger(label: "test")
         )
         // Requests that wait for the person run as the connection's jobs.
-        let running = [Task { await app.run() }, Task { await root.run() }]
         defer {
             app.closed()
             root.closed()
-            for task in running { task.cancel() }
         }
         for handler in [app, root] { _ = try await ask(handler, .hello(.init(version: enclaveProtocolVersion))) }
         // The app on its own: only the person, with the login password, may (nobody to ask here).
@@ -270,7 +298,7 @@ final class ConnectionHandlerTests: XCTestCase {
     /// Sends one payload as the socket layer would hand it over.
     @discardableResult
     private func receive(_ payload: [UInt8], on target: ConnectionHandler? = nil) async -> Bool {
-        await (target ?? handler).receive(payload)
+        await jobs.receive(on: target ?? handler, payload)
     }
 
     private func receive(json object: Any, on target: ConnectionHandler? = nil) async {
@@ -494,7 +522,7 @@ final class ConnectionHandlerTests: XCTestCase {
         try await expectFailure(51, .invalidParameter)
         // A rejected evaluate started nothing: no prompt was shown for any of them.
         for id: UInt64 in [11, 12, 21, 22, 31, 32, 41, 42, 50, 51] {
-            let prompted = await sink.sawPrompt(id)
+            let prompted = sink.sawPrompt(id)
             XCTAssertFalse(prompted, "\(id)")
         }
         guard case .status(let afterRejected) = try await request(.status) else { return XCTFail() }
@@ -545,7 +573,7 @@ final class ConnectionHandlerTests: XCTestCase {
         presenting["onTerminal"] = true
         await send(9, "evaluate", ["context": "run", "policy": 2, "options": presenting])
         try await sink.waitForPrompt(9)
-        let prompted = await sink.sawPrompt(9)
+        let prompted = sink.sawPrompt(9)
         XCTAssertTrue(prompted, "the evaluation shows its prompt")
         await send(10, "simulate", ["events": [["kind": "passcode", "passcode": long]]])
         try await expectFailure(10, .invalidParameter)
@@ -603,7 +631,7 @@ final class ConnectionHandlerTests: XCTestCase {
             await send(id, "promptInput", args)
             try await expectFailure(id, .unknownOperation)
         }
-        let finished = await sink.hasFinal(running)
+        let finished = sink.hasFinal(running)
         XCTAssertFalse(finished, "the evaluation still waits for the person")
         id += 1
         await send(id, "invalidate", ["context": "run"])
@@ -689,7 +717,7 @@ final class ConnectionHandlerTests: XCTestCase {
 
     func testTheFirstRequestMustBeHello() async throws {
         let fresh = connect(app)
-        let open = await fresh.receive(RequestEnvelope(id: 900, request: .status).encoded())
+        let open = await jobs.receive(on: fresh, RequestEnvelope(id: 900, request: .status).encoded())
         XCTAssertTrue(open)
         guard case .failure(let f) = try await sink.final(900) else { return XCTFail() }
         XCTAssertEqual(f.code, .outOfOrder)
@@ -861,7 +889,8 @@ final class ConnectionHandlerTests: XCTestCase {
     func testAClosedConnectionLeavesNoEvaluationBehind() async throws {
         let options = EvaluationOptions(reason: "Unlock")
         for id in [UInt64(500), 501] {
-            let open = await handler.receive(
+            let open = await jobs.receive(
+                on: handler,
                 RequestEnvelope(id: id, request: .evaluate(.init(context: "twice", policy: 1, options: options)))
                     .encoded()
             )
@@ -884,7 +913,8 @@ final class ConnectionHandlerTests: XCTestCase {
     func testAConnectionRunsABoundedNumberOfRequests() async throws {
         let options = EvaluationOptions(reason: "Unlock")
         for i in 0..<200 {
-            _ = await handler.receive(
+            _ = await jobs.receive(
+                on: handler,
                 RequestEnvelope(
                     id: UInt64(2000 + i),
                     request: .evaluate(.init(context: "flood-\(i)", policy: 1, options: options))
@@ -935,7 +965,8 @@ final class ConnectionHandlerTests: XCTestCase {
         let limit = ContextTable<RunningRequest>.maxRunning
         let options = EvaluationOptions(reason: "Unlock")
         for i in 0..<limit {
-            _ = await handler.receive(
+            _ = await jobs.receive(
+                on: handler,
                 RequestEnvelope(
                     id: UInt64(3000 + i),
                     request: .evaluate(.init(context: "waiting-\(i)", policy: 1, options: options))
@@ -949,11 +980,12 @@ final class ConnectionHandlerTests: XCTestCase {
                 reason: "Read",
                 returnData: true
             )
-            _ = await handler.receive(
+            _ = await jobs.receive(
+                on: handler,
                 RequestEnvelope(id: id, request: .keychainCopy(query)).encoded(),
                 followed: followed
             )
-            let answered = await sink.hasFinal(id)
+            let answered = sink.hasFinal(id)
             XCTAssertTrue(answered, "the read of \(account) was answered before the connection read on")
             return try await sink.final(id)
         }
@@ -966,7 +998,8 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertEqual(refused.code, .busy)
         // A context's invalidate, whose answer nobody waits for, sent just before the next request
         // (as after every SecItem call without an LAContext), is not pipelining.
-        _ = await handler.receive(
+        _ = await jobs.receive(
+            on: handler,
             RequestEnvelope(id: 3950, request: .invalidate(.init(context: "read-3900"))).encoded(),
             followed: true
         )
@@ -999,13 +1032,13 @@ final class ConnectionHandlerTests: XCTestCase {
             )
         )
         XCTAssertEqual(added.status, .success)
-        _ = await handler.receive(RequestEnvelope(id: 4000, request: .status).encoded(), followed: true)
+        _ = await jobs.receive(on: handler, RequestEnvelope(id: 4000, request: .status).encoded(), followed: true)
         let query = KeychainRequest(
             attributes: ["class": .string("genp"), "acct": .string("p")],
             context: "read",
             returnData: true
         )
-        _ = await handler.receive(RequestEnvelope(id: 4001, request: .keychainCopy(query)).encoded())
+        _ = await jobs.receive(on: handler, RequestEnvelope(id: 4001, request: .keychainCopy(query)).encoded())
         guard case .keychain(let read) = try await sink.final(4001) else { return XCTFail("a keychain reply") }
         XCTAssertEqual(read.items.first?.data, Data("v".utf8))
     }
@@ -1089,9 +1122,9 @@ final class ConnectionHandlerTests: XCTestCase {
             reason: "Read",
             returnData: true
         )
-        _ = await handler.receive(RequestEnvelope(id: 700, request: .keychainCopy(query)).encoded())
+        _ = await jobs.receive(on: handler, RequestEnvelope(id: 700, request: .keychainCopy(query)).encoded())
         try await sink.waitForPrompt(700)
-        let prompted = await sink.sawPrompt(700)
+        let prompted = sink.sawPrompt(700)
         XCTAssertTrue(prompted, "the read waits on its prompt")
         handler.closed()
         guard case .keychain(let ended) = try await sink.final(700) else { return XCTFail("the read answered") }

@@ -47,7 +47,8 @@ final class EvaluationRunnerPasscodeTests: XCTestCase {
                     policy: nil,
                     result: "\(outcome)"
                 )
-            }
+            },
+            end: RequestEnd()
         )
     }
 

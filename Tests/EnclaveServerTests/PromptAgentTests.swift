@@ -17,7 +17,7 @@ final class PromptAgentTests: XCTestCase {
     private var directory: String!
     private var daemon: EnclaveDaemon!
     private var handlers: [ConnectionHandler] = []
-    private var runners: [Task<Void, Never>] = []
+    private let jobs = ConnectionJobs()
     private var app: (handler: ConnectionHandler, sink: Sink)!
     private var nextID: UInt64 = 1
 
@@ -36,7 +36,7 @@ final class PromptAgentTests: XCTestCase {
 
     override func tearDown() async throws {
         for handler in handlers { handler.closed() }
-        for runner in runners { await runner.value }
+        await jobs.finished()
         daemon = nil
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -61,16 +61,19 @@ final class PromptAgentTests: XCTestCase {
             sink: sink,
             logger: Logger(label: "test")
         )
-        runners.append(Task { await handler.run() })
         handlers.append(handler)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)), on: (handler, sink))
         return (handler, sink)
     }
 
-    private func send(_ r: Request, on c: (handler: ConnectionHandler, sink: Sink)) async -> UInt64 {
+    private func send(
+        _ r: Request,
+        on c: (handler: ConnectionHandler, sink: Sink),
+        jobs: ConnectionJobs? = nil
+    ) async -> UInt64 {
         let id = nextID
         nextID += 1
-        _ = await c.handler.receive(RequestEnvelope(id: id, request: r).encoded())
+        await (jobs ?? self.jobs).receive(on: c.handler, RequestEnvelope(id: id, request: r).encoded())
         return id
     }
 
@@ -104,6 +107,21 @@ final class PromptAgentTests: XCTestCase {
             ),
             on: c
         )
+    }
+
+    /// The person cancels `prompt` on the agent: the app's evaluation `id` answers userCancel.
+    private func cancel(
+        _ prompt: UInt64,
+        on agent: (handler: ConnectionHandler, sink: Sink),
+        answering id: UInt64,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) async throws {
+        _ = try await request(.promptAction(.init(prompt: prompt, action: PromptAction(.cancel))), on: agent)
+        guard case .evaluated(let result) = try await app.sink.final(id) else {
+            return XCTFail("no evaluation", file: file, line: line)
+        }
+        XCTAssertEqual(result.error, .userCancel, file: file, line: line)
     }
 
     private func status() async throws -> UserStatus {
@@ -201,7 +219,7 @@ final class PromptAgentTests: XCTestCase {
             return XCTFail("no evaluation")
         }
         XCTAssertTrue(result.success, "\(result)")
-        let appSawAPrompt = await app.sink.sawPrompt(evaluation)
+        let appSawAPrompt = app.sink.sawPrompt(evaluation)
         XCTAssertFalse(appSawAPrompt, "the app got no screen: the agent drew it")
         let closed = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(closed.prompt, shown.prompt)
@@ -244,14 +262,7 @@ final class PromptAgentTests: XCTestCase {
             return XCTFail("an answer to no prompt was taken")
         }
         XCTAssertEqual(f.code, .invalidParameter)
-        _ = try await request(
-            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))),
-            on: agent.connection
-        )
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
-            return XCTFail("no evaluation")
-        }
-        XCTAssertEqual(result.error, .userCancel)
+        try await cancel(shown.prompt, on: agent.connection, answering: evaluation)
         let s = try await status()
         XCTAssertEqual(s.passcodeFailures, 0)
         XCTAssertEqual(s.biometricFailures, 0)
@@ -379,6 +390,34 @@ final class PromptAgentTests: XCTestCase {
         XCTAssertTrue(f.message.contains("agent went away"), f.message)
     }
 
+    /// An administration that waits its turn for the user's one prompt (another app's is open)
+    /// ends when its client goes away: it neither waits out the queue's 30 s nor takes the prompt
+    /// for nobody once the other one closes.
+    func testAnAdministrationWaitingForThePromptEndsWhenItsClientGoesAway() async throws {
+        let agent = try await serveAsAgent()
+        let evaluation = await evaluate(on: app)
+        let shown = try await agent.connection.sink.event(agent.serving)
+        XCTAssertNotNil(shown.screen, "the app's prompt holds the user's one prompt")
+        _ = try await request(
+            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
+            on: agent.connection
+        )
+        let gone = try await connect(appPath)
+        let goneJobs = ConnectionJobs()
+        _ = await send(.keychainList, on: gone, jobs: goneJobs)
+        gone.handler.closed()
+        let ended = await goneJobs.finished(within: 5)
+        XCTAssertTrue(ended, "the administration of a client that went away still waits for the prompt")
+        try await cancel(shown.prompt, on: agent.connection, answering: evaluation)
+        // The next prompt is the next app's, not the gone administration's.
+        let next = await evaluate(on: app)
+        var nextShown = try await agent.connection.sink.event(agent.serving)
+        while nextShown.screen == nil { nextShown = try await agent.connection.sink.event(agent.serving) }
+        XCTAssertNil(nextShown.screen?.administration, "\(String(describing: nextShown.screen))")
+        XCTAssertEqual(nextShown.screen?.reason, "Unlock the vault")
+        _ = await send(.invalidate(.init(context: "c\(next)")), on: app)
+    }
+
     /// An answer to a prompt that has closed is refused, and changes nothing.
     func testAnAnswerAfterThePromptClosedIsRefused() async throws {
         let agent = try await serveAsAgent()
@@ -388,14 +427,7 @@ final class PromptAgentTests: XCTestCase {
             .promptAction(.init(prompt: shown.prompt, action: PromptAction(.shown))),
             on: agent.connection
         )
-        _ = try await request(
-            .promptAction(.init(prompt: shown.prompt, action: PromptAction(.cancel))),
-            on: agent.connection
-        )
-        guard case .evaluated(let result) = try await app.sink.final(evaluation) else {
-            return XCTFail("no evaluation")
-        }
-        XCTAssertEqual(result.error, .userCancel)
+        try await cancel(shown.prompt, on: agent.connection, answering: evaluation)
         guard
             case .failure(let late) = try await request(
                 .promptAction(.init(prompt: shown.prompt, action: .typed("0000"))),
@@ -424,7 +456,7 @@ final class PromptAgentTests: XCTestCase {
         let evaluation = await evaluate(on: here)
         let shown = try await agent.connection.sink.event(agent.serving)
         XCTAssertEqual(shown.screen?.app, appPath)
-        let hereSawAPrompt = await here.sink.sawPrompt(evaluation)
+        let hereSawAPrompt = here.sink.sawPrompt(evaluation)
         XCTAssertFalse(hereSawAPrompt)
         _ = await send(.invalidate(.init(context: "c\(evaluation)")), on: here)
     }
