@@ -99,7 +99,9 @@ extension ConnectionHandler {
     }
 
     /// A request as a job of its own (`Received.job`), tracked on its context so that
-    /// invalidation and disconnection end it (`body` reads its `RequestEnd`). On an invalidated
+    /// invalidation and disconnection end its evaluation and its wait for the user's prompt
+    /// (`body` reads its `RequestEnd`); what it has already queued on a blocking pool (a TPM key
+    /// use, a passcode check) still runs, and is answered to nobody. On an invalidated
     /// context the request still runs (one that needs no authentication answers as usual; an
     /// evaluation finds the context invalid), untracked; on a closed connection it does not run
     /// (nil). The job returned must be started: it is the context's until it ends.

@@ -19,7 +19,7 @@ extension ConnectionHandler {
             case .proving(let pending):
                 reply = await self.proveAndFinish(id: id, k, pending, session: session, end: end)
             }
-            await self.answerKeychain(id: id, operation, reply)
+            self.answerKeychain(id: id, operation, reply)
         }
     }
 
@@ -35,13 +35,13 @@ extension ConnectionHandler {
             return .started(
                 try start(on: k.context) { end in
                     let reply = await self.proveAndFinish(id: id, k, pending, session: session, end: end)
-                    await self.answerKeychain(id: id, .copy, reply)
+                    self.answerKeychain(id: id, .copy, reply)
                 }
             )
         }
     }
 
-    private func answerKeychain(id: UInt64, _ operation: KeychainOperation, _ reply: KeychainReply) async {
+    private func answerKeychain(id: UInt64, _ operation: KeychainOperation, _ reply: KeychainReply) {
         recordKeychain(operation, reply)
         sink.send(ReplyEnvelope(id: id, reply: .keychain(reply)))
     }

@@ -25,14 +25,12 @@ extension ConnectionHandler {
             onUnresponsive: { agent in
                 registry.remove(connection: agent.connection)
                 logger.warning("the prompt agent did not answer: dropped", metadata: ["seat": "\(agent.seat)"])
-                Task {
-                    await agent.dismiss(
-                        Failure(
-                            .busy,
-                            "the agent did not show a prompt within \(Int(agent.answerTimeout)) s: it no longer serves"
-                        )
+                agent.dismiss(
+                    Failure(
+                        .busy,
+                        "the agent did not show a prompt within \(Int(agent.answerTimeout)) s: it no longer serves"
                     )
-                }
+                )
             }
         )
         switch state.withLock({ $0.agentStarting(agent) }) {
@@ -53,7 +51,7 @@ extension ConnectionHandler {
             return nil
         }
         logger.info("prompt agent serves", metadata: ["seat": "\(agent.seat)", "pid": "\(peer.pid)"])
-        await agent.announce()
+        agent.announce()
         return nil
     }
 

@@ -28,6 +28,8 @@ struct PersonSecrets {
     /// Who reads which processes hold that other side.
     let holderReader: PtyMasterHolders.Reader
 
+    static let clientWentAway = DaemonError(.notPermitted, "the app went away before its prompt")
+
     static let nobodyToAsk = DaemonError(
         .notPermitted,
         "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)"
@@ -105,8 +107,13 @@ struct PersonSecrets {
         whenClosed { clientGone.end() }
         guard await session.acquirePrompt(timeout: session.config.promptQueueTimeout, until: clientGone) != .gaveUp
         else {
-            if clientGone.hasEnded { throw DaemonError(.notPermitted, "the app went away before its prompt") }
+            if clientGone.hasEnded { throw Self.clientWentAway }
             throw DaemonError(.busy, "another prompt of this user took too long")
+        }
+        // The turn came as the client went: the prompt is not shown for nobody.
+        if clientGone.hasEnded {
+            await session.releasePrompt()
+            throw Self.clientWentAway
         }
         do {
             let verdict = try await terminalVerdict()

@@ -55,7 +55,7 @@ final class PromptAgent: Sendable {
     }
 
     /// Tells the agent it serves its seat now.
-    func announce() async {
+    func announce() {
         sink.send(
             ReplyEnvelope(id: requestID, reply: .agentEvent(AgentEvent(prompt: 0, serving: seat.description)))
         )
@@ -127,7 +127,7 @@ final class PromptAgent: Sendable {
         if send { sink.send(ReplyEnvelope(id: requestID, reply: .agentEvent(.show(number, screen)))) }
     }
 
-    fileprivate func close(_ number: UInt64, result: String) async {
+    fileprivate func close(_ number: UInt64, result: String) {
         let open = prompts.withLock { $0.open.removeValue(forKey: number) }
         guard let open else { return }
         open.deadline?.cancel()
@@ -144,7 +144,7 @@ final class PromptAgent: Sendable {
     }
 
     /// Ends the agent's `servePrompts` with `failure` (it stopped answering).
-    func dismiss(_ failure: Failure) async {
+    func dismiss(_ failure: Failure) {
         sink.send(ReplyEnvelope(id: requestID, reply: .failure(failure)))
     }
 }
@@ -160,7 +160,7 @@ final class AgentPrompt: PromptPresenter {
     }
 
     func show(_ screen: PromptScreen) { agent.show(number, screen) }
-    func close(result: String) async { await agent.close(number, result: result) }
+    func close(result: String) async { agent.close(number, result: result) }
 }
 
 /// The serving agents of the daemon, by seat.

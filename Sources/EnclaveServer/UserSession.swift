@@ -292,8 +292,10 @@ actor UserSession {
 
     /// Takes the user's one prompt, waiting behind the others up to `timeout` seconds. The wait
     /// ends at once when `end` does (its request's context was invalidated or its client went
-    /// away), or when the task is cancelled (the daemon stops): a prompt is never taken for nobody.
+    /// away), or when the task is cancelled (the daemon stops). The turn may still come as the end
+    /// does: the caller looks at `end` once it has the prompt.
     func acquirePrompt(timeout: Double, until end: RequestEnd) async -> PromptTurn {
+        guard !end.hasEnded else { return .gaveUp }
         guard let id = prompt.enter() else { return .free }
         let timer = Deadline(after: timeout) { [weak self] in
             Task { await self?.dropPromptWaiter(id) }

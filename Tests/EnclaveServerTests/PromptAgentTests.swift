@@ -404,10 +404,14 @@ final class PromptAgentTests: XCTestCase {
         )
         let gone = try await connect(appPath)
         let goneJobs = ConnectionJobs()
-        _ = await send(.keychainList, on: gone, jobs: goneJobs)
+        let listing = await send(.keychainList, on: gone, jobs: goneJobs)
         gone.handler.closed()
         let ended = await goneJobs.finished(within: 5)
         XCTAssertTrue(ended, "the administration of a client that went away still waits for the prompt")
+        guard case .failure(let refused) = try await gone.sink.final(listing, timeout: 1) else {
+            return XCTFail("listed for a client that went away")
+        }
+        XCTAssertEqual(refused, PersonSecrets.clientWentAway.failure)
         try await cancel(shown.prompt, on: agent.connection, answering: evaluation)
         // The next prompt is the next app's, not the gone administration's.
         let next = await evaluate(on: app)
