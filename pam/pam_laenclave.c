@@ -41,6 +41,8 @@
 
 #define SYSTEM_SOCKET "/run/laenclaved/socket"
 #define HANDOFF_SUFFIX ".handoff"
+/* The handoff socket's first byte when the daemon will take the ticket (Handoff.ready). */
+#define HANDOFF_READY 0x80
 #define PROTOCOL_VERSION 1
 #define MAX_FRAME (64 * 1024)
 #define TICKET_BYTES 16
@@ -260,7 +262,9 @@ static int hand_over(const char *socket_path, const unsigned char *ticket, int t
     header->cmsg_type = SCM_RIGHTS;
     header->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(header), &terminal, sizeof(int));
-    if (wait_for(fd, POLLOUT, deadline) != 1 || sendmsg(fd, &message, MSG_NOSIGNAL) != TICKET_BYTES
+    /* The daemon says it is ready before it takes a descriptor (HANDOFF_READY), or why not. */
+    if (read_all(fd, (char *)&status, 1, deadline) != 0 || status != HANDOFF_READY
+        || wait_for(fd, POLLOUT, deadline) != 1 || sendmsg(fd, &message, MSG_NOSIGNAL) != TICKET_BYTES
         || read_all(fd, (char *)&status, 1, deadline) != 0) {
         close(fd);
         return -1;

@@ -3,6 +3,7 @@
 // linux-libc-dev); no library.
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
@@ -165,8 +166,16 @@ static inline struct msghdr la_message(struct iovec *io, char *control, size_t s
     return message;
 }
 
+/// Sends `length` bytes with descriptor `fd` attached, in one sendmsg with `flags` (MSG_OOB:
+/// urgent data) besides MSG_NOSIGNAL. Returns what sendmsg returns.
+static inline ssize_t la_send_with_descriptor_flags(int socket, const void *bytes, size_t length, int fd, int flags);
+
 /// Sends `length` bytes with descriptor `fd` attached, in one sendmsg. Returns what sendmsg returns.
 static inline ssize_t la_send_with_descriptor(int socket, const void *bytes, size_t length, int fd) {
+    return la_send_with_descriptor_flags(socket, bytes, length, fd, 0);
+}
+
+static inline ssize_t la_send_with_descriptor_flags(int socket, const void *bytes, size_t length, int fd, int flags) {
     struct iovec io = { .iov_base = (void *)bytes, .iov_len = length };
     union {
         char buffer[CMSG_SPACE(sizeof(int))];
@@ -179,7 +188,7 @@ static inline ssize_t la_send_with_descriptor(int socket, const void *bytes, siz
     header->cmsg_len = CMSG_LEN(sizeof(int));
     memcpy(CMSG_DATA(header), &fd, sizeof(int));
     ssize_t n;
-    do { n = sendmsg(socket, &message, MSG_NOSIGNAL); } while (n < 0 && errno == EINTR);
+    do { n = sendmsg(socket, &message, MSG_NOSIGNAL | flags); } while (n < 0 && errno == EINTR);
     return n;
 }
 
@@ -216,6 +225,63 @@ static inline ssize_t la_receive_with_descriptors(int socket, void *bytes, size_
     // Truncated control data: descriptors were lost; report one more than fit, so it is refused.
     if (message.msg_flags & MSG_CTRUNC) *count += capacity + 1;
     return n;
+}
+
+#include <sys/ioctl.h>
+
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
+
+/// Whether the socket takes descriptors (SCM_RIGHTS) sent to it: with `take` 0, a sender's
+/// sendmsg carrying any fails with EPERM and nothing enters the socket's queue. Set on a
+/// listening socket, the connections it accepts start that way, also for what is sent before
+/// the accept. Linux 6.16 (SO_PASSRIGHTS); -1 with ENOPROTOOPT before.
+static inline int la_take_descriptors(int socket, int take) {
+    return setsockopt(socket, SOL_SOCKET, SO_PASSRIGHTS, &take, sizeof take);
+}
+
+/// Whether a connection takes descriptors now: 1 or 0, -1 (ENOPROTOOPT) before Linux 6.16. A
+/// connection made before its listener was told to refuse them takes them.
+static inline int la_takes_descriptors(int socket) {
+    int take = 1;
+    socklen_t size = sizeof take;
+    if (getsockopt(socket, SOL_SOCKET, SO_PASSRIGHTS, &take, &size) != 0) return -1;
+    return take != 0;
+}
+
+/// Reads urgent data (MSG_OOB) in line with the rest (SO_OOBINLINE), descriptors and all. Else,
+/// depending on the kernel, a plain read frees an urgent byte it meets (a descriptor that rode
+/// with it is released there, by the reader), or leaves it where FIONREAD does not count it. Set
+/// it before anything is read.
+static inline int la_read_urgent_in_line(int socket) {
+    int one = 1;
+    return setsockopt(socket, SOL_SOCKET, SO_OOBINLINE, &one, sizeof one);
+}
+
+/// Ends a connection's reading so that nothing more can enter its queue (a sender's sendmsg then
+/// fails with EPIPE: the kernel checks under the lock that queues), and says what is still
+/// queued: 0 nothing; 1 bytes, and with `look` 0 the descriptors that may ride with them; with
+/// `look` 1, 1 only when descriptors ride there (a peek without room for them says so, and
+/// takes none: MSG_CTRUNC), 2 bytes without any; -1 with errno.
+static inline int la_end_reading(int socket, int look) {
+    if (shutdown(socket, SHUT_RD) != 0 && errno != ENOTCONN) return -1;
+    int queued = 0;
+    if (ioctl(socket, FIONREAD, &queued) != 0) return -1;
+    if (queued <= 0) return 0;
+    if (!look) return 1;
+    char *bytes = malloc((size_t)queued);
+    if (bytes == NULL) return 1;
+    struct iovec io = { .iov_base = bytes, .iov_len = (size_t)queued };
+    struct msghdr message;
+    memset(&message, 0, sizeof message);
+    message.msg_iov = &io;
+    message.msg_iovlen = 1;
+    ssize_t n;
+    do { n = recvmsg(socket, &message, MSG_PEEK | MSG_DONTWAIT); } while (n < 0 && errno == EINTR);
+    free(bytes);
+    if (n < 0) return 1;
+    return (message.msg_flags & MSG_CTRUNC) ? 1 : 2;
 }
 
 // accept4 and pipe2 are behind _GNU_SOURCE, which Swift's Glibc module is built without: through

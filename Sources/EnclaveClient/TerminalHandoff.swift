@@ -58,13 +58,21 @@ extension EnclaveConnection {
         }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let bytes = [UInt8](ticket)
-        guard la_send_with_descriptor(socket, bytes, bytes.count, descriptor) == bytes.count else {
-            throw EnclaveClientError.handoffFailed("could not send the handoff: \(String(cString: strerror(errno)))")
-        }
+        // The daemon says `ready` before it takes a descriptor, or why not (`busy`).
         var answer: UInt8 = 255
         guard recv(socket, &answer, 1, 0) == 1 else {
             throw EnclaveClientError.handoffFailed("the daemon did not answer the handoff")
+        }
+        if answer == Handoff.ready {
+            let bytes = [UInt8](ticket)
+            guard la_send_with_descriptor(socket, bytes, bytes.count, descriptor) == bytes.count else {
+                throw EnclaveClientError.handoffFailed(
+                    "could not send the handoff: \(String(cString: strerror(errno)))"
+                )
+            }
+            guard recv(socket, &answer, 1, 0) == 1 else {
+                throw EnclaveClientError.handoffFailed("the daemon did not answer the handoff")
+            }
         }
         guard let status = HandoffStatus(rawValue: answer), status == .accepted else {
             throw EnclaveClientError.handoffFailed(

@@ -17,11 +17,21 @@ public enum HandedDescriptor: String, Codable, Sendable, CaseIterable {
 ///
 /// 1. On its connection the client asks `handoff(kind:)` and gets a ticket of `ticketBytes` random
 ///    bytes, valid for `ticketLifetime` seconds, for one descriptor, for that connection only.
-/// 2. It connects to `EnclavePaths.handoffSocket(for:)` and sends the ticket's bytes with the
-///    descriptor attached, in one `sendmsg`.
-/// 3. The daemon checks that the kernel's peer (SO_PEERCRED) is the process that asked, and the
+/// 2. It connects to `EnclavePaths.handoffSocket(for:)` and reads one byte: `ready`, or a
+///    `HandoffStatus` (`busy`) and the end. Until `ready`, the connection takes no descriptor (a
+///    `sendmsg` carrying one fails, where the kernel can refuse it: Linux 6.16).
+/// 3. On `ready`, it sends the ticket's bytes with the descriptor attached, in one `sendmsg`.
+/// 4. The daemon checks that the kernel's peer (SO_PEERCRED) is the process that asked, and the
 ///    descriptor's kind, then answers one `HandoffStatus` byte and closes.
+///
+/// A client and a daemon from before `ready` (2026-11-30) do not agree: a new client waits for a
+/// `ready` an old daemon never says (it answers `malformed` after `exchangeTimeout`); an old
+/// client's descriptor is refused by a new daemon's kernel (Linux 6.16), or taken while the
+/// client reads `ready` as a refusal. The handoff fails, and the prompt is drawn without the
+/// terminal (both may, in the last case).
 public enum Handoff {
+    /// The daemon's first byte when it will take the ticket and its descriptor (no `HandoffStatus`).
+    public static let ready: UInt8 = 0x80
     public static let ticketBytes = 16
     public static let ticketLifetime: Double = 10
     /// How long the daemon waits for a ticket after the connect.

@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// Closes what a client handed over and the daemon does not keep (a refused handoff's
-/// descriptors), each user's in turn, on threads of their own.
+/// descriptors, and a handoff connection that still holds bytes nobody read, with whatever
+/// descriptors rode with them), each user's in turn, on threads of their own.
 ///
 /// A close can wait without end: a file on a FUSE mount waits for its server to answer FLUSH, and
 /// no signal ends that wait, not even SIGKILL; a serial line waits for its output to drain. On
@@ -15,10 +16,12 @@ import Glibc
 /// - Each user's closes run `perUser` at a time, in the order they came (`TurnsPerUser`, root's
 ///   by who logged in); another user's run beside them.
 /// - A user with `heldPerUser` descriptors closing or waiting to close hands over no more: the
-///   handoff socket answers "busy" without receiving, and a descriptor never received is dropped
-///   by the kernel, with no close of ours. So one user's closes that never end hold `perUser`
-///   threads and fewer than `heldPerUser` + 253 descriptors (one message's most), in the handoff
-///   loop's table, and nothing of anyone else's.
+///   handoff socket answers "busy" before it lets anything be sent (`Handoff.ready`, told to one
+///   connection of a user's at a time). So one user's closes that never end hold `perUser`
+///   threads and fewer than `heldPerUser` + 253 descriptors (one message's most) + its connection,
+///   in the handoff loop's table, and nothing of anyone else's (before Linux 6.16, where the
+///   kernel cannot refuse descriptors, also each connection of theirs answered busy with
+///   descriptors sent unasked: `HandoffServer.Holding`).
 final class HandedDescriptorCloser: Sendable {
     static let perUser = 2
     static let heldPerUser = 8

@@ -9,40 +9,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// The daemon's `HandoffTickets`, shared by the connections (which issue and revoke) and the
-/// handoff loop (which redeems).
-final class HandoffRegistry: Sendable {
-    private let tickets = Mutex(HandoffTickets<HandedDescriptors>())
-    private let clock: any EnclaveClock
-
-    init(clock: any EnclaveClock) { self.clock = clock }
-
-    func issue(
-        to owner: HandoffTickets<HandedDescriptors>.Owner,
-        connection: UInt64,
-        kind: HandedDescriptor,
-        destination: HandedDescriptors
-    ) -> Data {
-        var generator = SystemRandomNumberGenerator()
-        let token = Data((0..<Handoff.ticketBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
-        let now = clock.monotonic().seconds
-        tickets.withLock {
-            $0.issue(token, to: owner, connection: connection, kind: kind, destination: destination, now: now)
-        }
-        return token
-    }
-
-    func redeem(
-        _ token: Data,
-        by peer: HandoffTickets<HandedDescriptors>.Owner
-    ) -> Result<HandoffTickets<HandedDescriptors>.Redeemed, HandoffStatus> {
-        let now = clock.monotonic().seconds
-        return tickets.withLock { $0.redeem(token, by: peer, now: now) }
-    }
-
-    func revoke(connection: UInt64) { tickets.withLock { $0.revoke(connection: connection) } }
-}
-
 /// The handoff socket's loop (`Handoff`), on a thread of its own: it never runs on the event
 /// loops or the cooperative pool, and it blocks only in `poll`. Non-blocking throughout: a
 /// client that connects and sends nothing holds one slot of its own user's for at most
@@ -57,8 +23,17 @@ final class HandoffRegistry: Sendable {
 /// receives never enters the process's table, and a close that never ends holds nothing of the
 /// daemon's; what it accepts, `HandedDescriptorForwarder` carries into the process's table.
 ///
-/// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake` and `forwarder`
-/// are set by `start` before the loop's thread exists, `thread` by `start` and read only by
+/// A connection takes no descriptor until the loop says `Handoff.ready` (`la_take_descriptors`,
+/// set on the listener: Linux 6.16), one connection of each user at a time, and after its one
+/// message nothing more can enter it (`la_end_reading`). The kernel releases descriptors nobody
+/// received with the connection, on the thread that closes it, and such a release can wait
+/// without end (a FUSE file with pages its server never takes back): a connection that may
+/// still hold some is closed by `HandedDescriptorCloser`, in its user's turn, never here
+/// (`Holding`). Urgent data is read in line (`la_read_urgent_in_line`): a plain read may free an
+/// urgent byte it meets, releasing what rode with it in the reader, or leave it uncounted.
+///
+/// Unchecked: a thin owner of the listening descriptor and its wake pipe. `wake`, `forwarder`
+/// and `refusesUntilReady` are set by `start` before the loop's thread exists, `thread` by `start` and read only by
 /// `stop` (the service that owns the server calls them in turn); the loop's own state lives on
 /// its thread.
 final class HandoffServer: @unchecked Sendable {
@@ -73,6 +48,9 @@ final class HandoffServer: @unchecked Sendable {
     private var wake: [Int32] = [-1, -1]
     private var forwarder: HandedDescriptorForwarder?
     private var thread: LoopThread?
+    /// Whether a connection takes descriptors only once told `ready` (the kernel refuses them
+    /// before: `la_take_descriptors`); false before Linux 6.16.
+    private var refusesUntilReady = false
 
     private struct Pending {
         var fd: Int32
@@ -80,6 +58,23 @@ final class HandoffServer: @unchecked Sendable {
         /// Whose turn its closes take (`PeerProcess.share`).
         var turn: UInt32
         var deadline: Double
+        /// Told `ready`: its one message is read when it comes.
+        var ready = false
+        var holding: Holding
+    }
+
+    /// What a connection may hold that nobody received, and so where it is closed.
+    enum Holding {
+        /// Nothing: the kernel refused descriptors on it (never told ready). Closed here.
+        case nothing
+        /// Descriptors with any bytes left unread (told ready): closed in the user's turn if any
+        /// bytes are left.
+        case unread
+        /// Descriptors sent unasked, where the kernel cannot refuse them (before Linux 6.16, or a
+        /// connection made before the listener refused them): closed in the user's turn if a
+        /// look at what is left finds descriptors (bytes alone are closed here, so a flood of
+        /// them holds nothing).
+        case unasked
     }
 
     /// `path`: the file to remove when the loop stops (nil when systemd owns it).
@@ -88,58 +83,6 @@ final class HandoffServer: @unchecked Sendable {
         self.path = path
         self.registry = registry
         self.logger = logger
-    }
-
-    /// Binds `path` (0666 in system mode, 0600 in user mode, like the daemon's socket), replacing a
-    /// stale socket file; throws when something else is there.
-    static func bind(path: String, mode: mode_t) throws -> Int32 {
-        var existing = stat()
-        if lstat(path, &existing) == 0 {
-            guard (existing.st_mode & S_IFMT) == S_IFSOCK else { throw DaemonError.socketPathOccupied(path) }
-            unlink(path)
-        }
-        let fd = socket(
-            AF_UNIX,
-            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue),
-            0
-        )
-        guard fd >= 0 else { throw DaemonError.socketPathOccupied(path, errno: errno) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw DaemonError.socketPathOccupied(path, errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
-        // Bound under a temporary name and renamed once its mode is final, as the daemon's socket.
-        let temporary = path + ".\(getpid()).new"
-        unlink(temporary)
-        var temporaryAddress = address
-        let temporaryBytes = Array(temporary.utf8)
-        guard temporaryBytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            close(fd)
-            throw DaemonError.socketPathOccupied(path, errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &temporaryAddress.sun_path) { raw in
-            raw.copyBytes(from: temporaryBytes)
-            raw[temporaryBytes.count] = 0
-        }
-        let bound = withUnsafePointer(to: &temporaryAddress) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, chmod(temporary, mode) == 0, listen(fd, 64) == 0, rename(temporary, path) == 0 else {
-            let e = errno
-            unlink(temporary)
-            close(fd)
-            throw DaemonError.socketPathOccupied(path, errno: e)
-        }
-        return fd
     }
 
     /// False when the loop could not start (no descriptors for its wake-up pipe or its forwarder,
@@ -157,6 +100,13 @@ final class HandoffServer: @unchecked Sendable {
         }
         self.forwarder = forwarder
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        refusesUntilReady = la_take_descriptors(listener, 0) == 0
+        if !refusesUntilReady {
+            logger.notice(
+                "the kernel cannot refuse descriptors on the handoff socket (SO_PASSRIGHTS, Linux 6.16): what a client sends before it is asked is closed in its user's turn",
+                metadata: ["errno": "\(errno)"]
+            )
+        }
         let keep = Array(Set([STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO, listener, wake[0], forwarder.loopEnd]))
             .sorted()
         let separation = Separation()
@@ -223,7 +173,7 @@ final class HandoffServer: @unchecked Sendable {
         var acceptPausedUntil = 0.0
         defer {
             // In the loop's own table: the process's copies are gone already.
-            for waiting in pending { close(waiting.fd) }
+            for waiting in pending { finish(waiting.fd, of: waiting.turn, waiting.holding) }
             close(listener)
             close(wake[0])
             if let forwarder { close(forwarder.loopEnd) }
@@ -232,15 +182,18 @@ final class HandoffServer: @unchecked Sendable {
             let now = monotonicSeconds()
             pending.removeAll { p in
                 guard p.deadline <= now else { return false }
-                answer(p.fd, .malformed)
+                // Told ready and silent: not a ticket; still waiting its turn: busy.
+                answer(p.fd, p.ready ? .malformed : .busy, of: p.turn, p.holding)
                 return true
             }
+            offerReady(&pending)
             let listening = now >= acceptPausedUntil
             var fds = [
                 pollfd(fd: wake[0], events: Int16(POLLIN), revents: 0),
                 pollfd(fd: listening ? listener : -1, events: Int16(POLLIN), revents: 0),
             ]
-            fds += pending.map { pollfd(fd: $0.fd, events: Int16(POLLIN), revents: 0) }
+            // One still waiting its turn is not read (nothing it sends is taken before ready).
+            fds += pending.map { pollfd(fd: $0.fd, events: $0.ready ? Int16(POLLIN) : 0, revents: 0) }
             let wakeUps = pending.map(\.deadline) + (listening ? [] : [acceptPausedUntil])
             let timeout = wakeUps.min().map { Int32(max(1, ($0 - now) * 1000)) } ?? -1
             let n = poll(&fds, nfds_t(fds.count), timeout)
@@ -251,7 +204,13 @@ final class HandoffServer: @unchecked Sendable {
             if fds[0].revents != 0 { return }
             var done: Set<Int32> = []
             for (index, p) in pending.enumerated() where fds[index + 2].revents != 0 {
-                if exchange(p) { done.insert(p.fd) }
+                if p.ready {
+                    if exchange(p) { done.insert(p.fd) }
+                } else {
+                    // Hung up while waiting its turn.
+                    finish(p.fd, of: p.turn, p.holding)
+                    done.insert(p.fd)
+                }
             }
             pending.removeAll { done.contains($0.fd) }
             if fds[1].revents & Int16(POLLIN) != 0, !acceptAll(into: &pending) {
@@ -265,8 +224,12 @@ final class HandoffServer: @unchecked Sendable {
         while true {
             let fd = la_accept_cloexec_nonblocking(listener)
             guard fd >= 0 else { return errno != EMFILE && errno != ENFILE }
+            // Before anything is read (a plain read of urgent data releases what rode with it).
+            _ = la_read_urgent_in_line(fd)
+            // What may have come unasked: nothing where the kernel refuses descriptors on it.
+            let holding: Holding = refusesUntilReady && la_takes_descriptors(fd) == 0 ? .nothing : .unasked
             guard let credentials = PeerCredentials.of(socket: fd) else {
-                close(fd)
+                finish(fd, of: .max, holding)
                 continue
             }
             let peer = HandoffTickets<HandedDescriptors>.Owner(uid: credentials.uid, pid: credentials.pid)
@@ -279,28 +242,61 @@ final class HandoffServer: @unchecked Sendable {
             )
             guard pending.count < Self.waiting, pending.filter({ $0.turn == share }).count < Self.perUserWaiting
             else {
-                answer(fd, .busy)
+                answer(fd, .busy, of: share, holding)
                 continue
             }
             pending.append(
-                Pending(fd: fd, peer: peer, turn: share, deadline: monotonicSeconds() + Handoff.exchangeTimeout)
+                Pending(
+                    fd: fd,
+                    peer: peer,
+                    turn: share,
+                    deadline: monotonicSeconds() + Handoff.exchangeTimeout,
+                    holding: holding
+                )
             )
         }
     }
 
-    /// The one message: the ticket's bytes with exactly one descriptor. False when there was
-    /// nothing to read after all (it stays pending until its deadline). A user whose closes are
-    /// under way up to `HandedDescriptorCloser.heldPerUser` is answered busy before anything is
-    /// received.
-    private func exchange(_ p: Pending) -> Bool {
-        guard closer.takesMore(from: p.turn) else {
-            logger.notice(
-                "refused a handoff",
-                metadata: ["uid": "\(p.peer.uid)", "pid": "\(p.peer.pid)", "why": "closing"]
-            )
-            answer(p.fd, .busy)
-            return true
+    /// Tells `ready` to the first connection of each user that has none told yet: one message
+    /// of a user's at a time may bring descriptors, and only while the user's closes under way
+    /// are fewer than `HandedDescriptorCloser.heldPerUser` (else busy, before anything may be
+    /// sent).
+    private func offerReady(_ pending: inout [Pending]) {
+        var told = Set(pending.filter(\.ready).map(\.turn))
+        var index = 0
+        while index < pending.count {
+            let p = pending[index]
+            guard !p.ready, !told.contains(p.turn) else {
+                index += 1
+                continue
+            }
+            var ready = Handoff.ready
+            guard closer.takesMore(from: p.turn) else {
+                logger.notice(
+                    "refused a handoff",
+                    metadata: ["uid": "\(p.peer.uid)", "pid": "\(p.peer.pid)", "why": "closing"]
+                )
+                answer(p.fd, .busy, of: p.turn, p.holding)
+                pending.remove(at: index)
+                continue
+            }
+            guard !refusesUntilReady || la_take_descriptors(p.fd, 1) == 0,
+                send(p.fd, &ready, 1, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT)) == 1
+            else {
+                finish(p.fd, of: p.turn, .unread)
+                pending.remove(at: index)
+                continue
+            }
+            pending[index].ready = true
+            pending[index].holding = .unread
+            told.insert(p.turn)
+            index += 1
         }
+    }
+
+    /// The one message: the ticket's bytes with exactly one descriptor. False when there was
+    /// nothing to read after all (it stays pending until its deadline).
+    private func exchange(_ p: Pending) -> Bool {
         var bytes = [UInt8](repeating: 0, count: Handoff.ticketBytes + 1)
         // Room for all one message can carry: the shim would close the rest itself, here.
         var received = [Int32](repeating: -1, count: Int(la_most_descriptors))
@@ -330,7 +326,7 @@ final class HandoffServer: @unchecked Sendable {
                 metadata: ["uid": "\(p.peer.uid)", "pid": "\(p.peer.pid)", "why": "\(status)"]
             )
         }
-        answer(p.fd, status)
+        answer(p.fd, status, of: p.turn, p.holding)
         return true
     }
 
@@ -372,10 +368,23 @@ final class HandoffServer: @unchecked Sendable {
         }
     }
 
-    private func answer(_ fd: Int32, _ status: HandoffStatus) {
+    private func answer(_ fd: Int32, _ status: HandoffStatus, of share: UInt32, _ holding: Holding) {
         var byte = status.rawValue
         _ = send(fd, &byte, 1, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT))
-        close(fd)
+        finish(fd, of: share, holding)
+    }
+
+    /// Closes a connection of `share`'s: here, once nothing can enter it and nothing it holds
+    /// could make the close wait (`Holding`); else in the user's turn (`HandedDescriptorCloser`),
+    /// where the kernel's release of what it holds may wait.
+    private func finish(_ fd: Int32, of share: UInt32, _ holding: Holding) {
+        let mayWait: Bool
+        switch holding {
+        case .nothing: mayWait = false
+        case .unread: mayWait = la_end_reading(fd, 0) != 0
+        case .unasked: mayWait = ![0, 2].contains(la_end_reading(fd, 1))
+        }
+        if mayWait { closer.close(fd, of: share) } else { close(fd) }
     }
 
     private func monotonicSeconds() -> Double {

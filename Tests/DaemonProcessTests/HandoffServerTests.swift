@@ -41,20 +41,27 @@ final class HandoffServerTests: XCTestCase {
         return (client, token)
     }
 
-    /// Sends `bytes` (with `descriptor` attached when given) on a fresh handoff connection; the status byte.
-    private func handOver(_ bytes: [UInt8], descriptor: Int32?) throws -> HandoffStatus? {
+    /// A fresh handoff connection (reads time out after 5 s) and the daemon's first byte:
+    /// `Handoff.ready`, or its answer at once (busy); nil when none came.
+    private func openHandoff() throws -> (socket: Int32, first: UInt8?) {
         let socket = try EnclaveConnection.connectSocket(handoffPath)
-        defer { close(socket) }
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var first: UInt8 = 255
+        return (socket, recv(socket, &first, 1, 0) == 1 ? first : nil)
+    }
+
+    /// Sends `bytes` (with `descriptor` attached when given) on a fresh handoff connection, once
+    /// the daemon is ready; its status byte.
+    private func handOver(_ bytes: [UInt8], descriptor: Int32?) throws -> HandoffStatus? {
+        let (socket, first) = try openHandoff()
+        defer { close(socket) }
+        guard let first else { return nil }
+        guard first == Handoff.ready else { return HandoffStatus(rawValue: first) }
         let sent =
             descriptor.map { la_send_with_descriptor(socket, bytes, bytes.count, $0) }
             ?? send(socket, bytes, bytes.count, Int32(MSG_NOSIGNAL))
-        // A daemon that refuses at once (busy) may answer and close before the bytes arrive: then
-        // the send fails, and its answer is still there to read.
-        if sent != bytes.count {
-            XCTAssertTrue(errno == EPIPE || errno == ECONNRESET, "send: \(String(cString: strerror(errno)))")
-        }
+        XCTAssertEqual(sent, bytes.count, "send: \(String(cString: strerror(errno)))")
         var answer: UInt8 = 255
         guard recv(socket, &answer, 1, 0) == 1 else { return nil }
         return HandoffStatus(rawValue: answer)
@@ -95,6 +102,7 @@ final class HandoffServerTests: XCTestCase {
             import socket, sys
             s = socket.socket(socket.AF_UNIX)
             s.connect(sys.argv[1])
+            assert s.recv(1)[0] == \(Handoff.ready)
             socket.send_fds(s, [bytes.fromhex(sys.argv[2])], [0])
             print(s.recv(1)[0])
             """
@@ -236,6 +244,128 @@ final class HandoffServerTests: XCTestCase {
         XCTAssertNoThrow(try enclave.status())
     }
 
+    /// The kernel releases what rides in a message nobody received when its connection closes,
+    /// on the thread that closes it. Here that is the last open file of a file on FUSE whose
+    /// server caches writes and never takes a page back: its release writes the dirty pages back
+    /// and waits, without end. Sent behind the ticket (the daemon reads one message), it held the
+    /// handoff loop, so every user's handoffs, for good (before: the next handoff got no answer).
+    /// Now nothing can enter a connection after its one message (`la_end_reading`), and one that
+    /// still holds unread bytes is closed in its user's turn.
+    func testADescriptorLeftUnreadHoldsNoOtherHandoff() throws {
+        try assertADescriptorLeftUnreadHoldsNoOtherHandoff(urgent: false)
+    }
+
+    /// The same descriptor riding with urgent data (MSG_OOB), alone at the head of the queue. How
+    /// a plain read treats an urgent byte depends on the kernel: it may free it where it is read,
+    /// releasing what rode with it in the reader, or leave it where FIONREAD does not count it, so
+    /// that the connection looks empty and is closed on the loop. Urgent data is read in line now
+    /// (SO_OOBINLINE): the descriptor is received, refused, and its close (which writes back first:
+    /// `fuse_flush`) waits in the user's turn. On this kernel a read that left the byte aside was
+    /// still caught by the look at what is left (`fuse_release`, in the user's turn), which is what
+    /// a build without the setting showed.
+    func testADescriptorRidingWithUrgentDataHoldsNoOtherHandoff() throws {
+        try assertADescriptorLeftUnreadHoldsNoOtherHandoff(urgent: true)
+    }
+
+    private func assertADescriptorLeftUnreadHoldsNoOtherHandoff(urgent: Bool) throws {
+        let fileSystem = try NeverFlushingFileSystem(writeBack: true)
+        let sent = try fileSystem.openFile()
+        let writer = try fileSystem.openFile(writing: true)
+        defer {
+            fileSystem.end()  // every release waiting on it goes on, and then this close
+            close(writer)
+        }
+        let (socket, first) = try openHandoff()
+        defer { close(socket) }
+        XCTAssertEqual(first, Handoff.ready)
+        // The daemon held still while both messages go, this process closes its copy of the sent
+        // file (nothing is dirty yet: its close is answered) and dirties a page through the other:
+        // the daemon's release of the unread message is the sent file's last, with a page to write.
+        let daemon = enclave.processID
+        kill(daemon, SIGSTOP)
+        var stopped = true
+        defer { if stopped { kill(daemon, SIGCONT) } }
+        let unknown = [UInt8](repeating: 7, count: Handoff.ticketBytes)
+        if urgent {
+            // Alone, at the head of the queue, where the daemon's one read meets it.
+            XCTAssertEqual(la_send_with_descriptor_flags(socket, [1], 1, sent, Int32(MSG_OOB)), 1)
+        } else {
+            let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            XCTAssertEqual(la_send_with_descriptor(socket, unknown, unknown.count, null), unknown.count)
+            close(null)
+            XCTAssertEqual(la_send_with_descriptor(socket, [1], 1, sent), 1)
+        }
+        close(sent)
+        XCTAssertEqual(write(writer, "dirty", 5), 5)
+        kill(daemon, SIGCONT)
+        stopped = false
+        var answer: UInt8 = 255
+        XCTAssertEqual(recv(socket, &answer, 1, 0), 1)
+        XCTAssertEqual(HandoffStatus(rawValue: answer), urgent ? .malformed : .unknownTicket)
+        // Received and refused (its close writes back first), or released with the connection.
+        XCTAssertTrue(
+            Self.hasThread(of: daemon, named: "la-close-fd", waitingIn: urgent ? "fuse_flush" : "fuse_release"),
+            "the file's last close waits for the FUSE server, in the user's turn"
+        )
+        XCTAssertEqual(try handOver(unknown, descriptor: nil), .noDescriptor, "the socket answers on")
+    }
+
+    /// A descriptor sent before the daemon says `ready` never enters the connection: the kernel
+    /// refuses the send (SO_PASSRIGHTS, set on the listener, holds for what comes before the
+    /// accept too). So a connection the daemon answers busy, or never reads, holds nothing whose
+    /// release could wait (the test above), and the loop may close it itself.
+    func testADescriptorSentBeforeTheDaemonIsReadyNeverEntersTheConnection() throws {
+        var probe: [Int32] = [-1, -1]
+        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &probe), 0)
+        let refuses = la_take_descriptors(probe[1], 0) == 0
+        close(probe[0])
+        close(probe[1])
+        guard refuses else { throw XCTSkip("this kernel cannot refuse descriptors (SO_PASSRIGHTS: Linux 6.16)") }
+        // The daemon held still: the connection waits in the listener's queue, not yet accepted.
+        let daemon = enclave.processID
+        kill(daemon, SIGSTOP)
+        var stopped = true
+        defer { if stopped { kill(daemon, SIGCONT) } }
+        let socket = try EnclaveConnection.connectSocket(handoffPath)
+        let unknown = [UInt8](repeating: 7, count: Handoff.ticketBytes)
+        let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { close(null) }
+        let sent = la_send_with_descriptor(socket, unknown, unknown.count, null)
+        let failure = errno
+        // Gone before the next handoff (one of a user's at a time is told ready).
+        close(socket)
+        kill(daemon, SIGCONT)
+        stopped = false
+        XCTAssertEqual(sent, -1, "a descriptor entered a connection before the daemon was ready")
+        XCTAssertEqual(failure, EPERM)
+        XCTAssertEqual(try handOver(unknown, descriptor: nil), .noDescriptor, "the socket answers on")
+    }
+
+    /// One handoff of a user's at a time may send descriptors: a second connection hears `ready`
+    /// only once the first's message is read, so what one user has under way stays within one
+    /// message beyond their cap of closes.
+    func testOneHandoffOfAUserAtATimeIsToldReady() throws {
+        let (first, told) = try openHandoff()
+        defer { close(first) }
+        XCTAssertEqual(told, Handoff.ready)
+        let second = try EnclaveConnection.connectSocket(handoffPath)
+        defer { close(second) }
+        var byte: UInt8 = 255
+        var quick = timeval(tv_sec: 0, tv_usec: 300_000)
+        setsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &quick, socklen_t(MemoryLayout<timeval>.size))
+        XCTAssertEqual(recv(second, &byte, 1, 0), -1, "told ready while another of the user's is")
+        XCTAssertEqual(
+            send(first, [UInt8](repeating: 7, count: Handoff.ticketBytes), Handoff.ticketBytes, 0),
+            Handoff.ticketBytes
+        )
+        XCTAssertEqual(recv(first, &byte, 1, 0), 1)
+        XCTAssertEqual(HandoffStatus(rawValue: byte), .noDescriptor)
+        var wait = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        XCTAssertEqual(recv(second, &byte, 1, 0), 1)
+        XCTAssertEqual(byte, Handoff.ready, "its turn came")
+    }
+
     /// Whether, within 10 s, connecting to `path` is refused (no one listens). Non-blocking: a
     /// listener nobody accepts from fills its backlog, and a blocking connect would wait there.
     private static func refusesConnections(_ path: String) -> Bool {
@@ -286,12 +416,27 @@ final class HandoffServerTests: XCTestCase {
         defer { for fd in silent { close(fd) } }
         usleep(200_000)
         XCTAssertEqual(try handOver([1], descriptor: nil), .busy)
-        for socket in silent {
+        // The first is told ready and, silent, not a ticket; the others, waiting their turn behind
+        // it (one of a user's at a time may send descriptors), busy — or, told ready as the first
+        // went, silent too.
+        for (number, socket) in silent.enumerated() {
             var timeout = timeval(tv_sec: 5, tv_usec: 0)
             setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            var answer: UInt8 = 255
-            XCTAssertEqual(recv(socket, &answer, 1, 0), 1, "answered within the exchange timeout")
-            XCTAssertEqual(HandoffStatus(rawValue: answer), .malformed)
+            var answer: [UInt8] = [255, 255, 255]
+            let n = recv(socket, &answer, 3, Int32(MSG_WAITALL))
+            let said = Array(answer.prefix(max(0, n)))
+            if number == 0 {
+                XCTAssertEqual(
+                    said,
+                    [Handoff.ready, HandoffStatus.malformed.rawValue],
+                    "the first, within the timeout"
+                )
+            } else {
+                XCTAssertTrue(
+                    said == [HandoffStatus.busy.rawValue] || said == [Handoff.ready, HandoffStatus.malformed.rawValue],
+                    "connection \(number) answered within the timeout: \(said)"
+                )
+            }
         }
         let (client, token) = try ticket()
         defer { client.close() }

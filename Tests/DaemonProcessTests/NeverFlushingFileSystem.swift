@@ -14,6 +14,12 @@ import Glibc
 /// test spawns: its exec closes the copy it inherited) waits until the server ends — and no
 /// signal ends that wait, not even SIGKILL (the kernel's FLUSH is a forced request). What an attacker's own FUSE mount (fusermount3, or a user namespace) can hand the
 /// daemon. `end()` kills the server, which lets every waiting close go, and unmounts.
+///
+/// With `writeBack`, the mount caches writes (FUSE_WRITEBACK_CACHE): the opener may read and
+/// write the file, and no page written is ever taken back (WRITE is never answered). The last
+/// release of any open file of it writes the file's dirty pages back, and waits: whoever drops
+/// that last reference while a page is dirty — a close, or the release of a message nobody
+/// received that carried the file — waits until the server ends.
 final class NeverFlushingFileSystem {
     static let serverSource = #"""
         #define _GNU_SOURCE
@@ -49,7 +55,8 @@ final class NeverFlushingFileSystem {
         }
 
         int main(int argc, char **argv) {
-            if (argc != 2) return 2;
+            if (argc != 2 && argc != 3) return 2;
+            int writeback = argc == 3 && strcmp(argv[2], "writeback") == 0;
             prctl(PR_SET_PDEATHSIG, SIGKILL); /* a test process that dies takes it along */
             int opened = 0, opener = -1;
             int fuse = open("/dev/fuse", O_RDWR | O_CLOEXEC);
@@ -73,6 +80,7 @@ final class NeverFlushingFileSystem {
                         struct fuse_attr_out attr;
                         struct fuse_entry_out entry;
                         struct fuse_open_out open;
+                        char data[5];
                     } body;
                 } out;
                 memset(&out, 0, sizeof out);
@@ -83,10 +91,14 @@ final class NeverFlushingFileSystem {
                     out.body.init.major = FUSE_KERNEL_VERSION;
                     out.body.init.minor = FUSE_KERNEL_MINOR_VERSION;
                     out.body.init.max_write = 4096;
+                    if (writeback) out.body.init.flags = FUSE_WRITEBACK_CACHE;
                     size += sizeof out.body.init;
                     break;
+                case FUSE_SETATTR:
+                    if (!writeback || thread_group(in->pid) != opener) continue;
+                    /* fall through: the opener's own changes are answered with the attributes */
                 case FUSE_GETATTR:
-                    if (in->nodeid != 1 && opened) continue;
+                    if (in->nodeid != 1 && opened && !(writeback && thread_group(in->pid) == opener)) continue;
                     out.body.attr.attr_valid = in->nodeid == 1 ? 3600 : 0;
                     attributes(&out.body.attr.attr, in->nodeid);
                     size += sizeof out.body.attr;
@@ -111,11 +123,19 @@ final class NeverFlushingFileSystem {
                     out.body.open.fh = 1;
                     size += sizeof out.body.open;
                     break;
+                case FUSE_READ:
+                    if (!writeback || thread_group(in->pid) != opener) continue;
+                    memcpy(out.body.data, "hello", 5);
+                    size += 5;
+                    break;
+                case FUSE_GETXATTR:
+                    out.header.error = -EOPNOTSUPP; /* no extended attributes: the kernel stops asking */
+                    break;
                 case FUSE_ACCESS:
                 case FUSE_RELEASE:
                     break;
                 default:
-                    continue; /* FLUSH, READ, POLL, IOCTL, INTERRUPT, FORGET…: never answered */
+                    continue; /* WRITE, POLL, IOCTL, INTERRUPT, FORGET…: never answered */
                 }
                 out.header.len = (uint32_t)size;
                 write(fuse, &out, size);
@@ -129,7 +149,7 @@ final class NeverFlushingFileSystem {
     private var ended = false
 
     /// Throws XCTSkip where FUSE cannot be mounted here (not root, no /dev/fuse).
-    init() throws {
+    init(writeBack: Bool = false) throws {
         guard getuid() == 0 else { throw XCTSkip("mounting FUSE takes root (the tests run as root)") }
         guard access("/dev/fuse", R_OK | W_OK) == 0 else { throw XCTSkip("needs /dev/fuse") }
         directory = NSTemporaryDirectory() + "la-fuse-\(UUID().uuidString.prefix(8))"
@@ -146,7 +166,7 @@ final class NeverFlushingFileSystem {
         }
         server = Process()
         server.executableURL = URL(fileURLWithPath: directory + "/server")
-        server.arguments = [mountPoint]
+        server.arguments = [mountPoint] + (writeBack ? ["writeback"] : [])
         let output = Pipe()
         server.standardOutput = output
         try server.run()
@@ -157,9 +177,10 @@ final class NeverFlushingFileSystem {
         }
     }
 
-    /// `file`, opened for reading by this process: close it only after `end()`.
-    func openFile() throws -> Int32 {
-        let fd = open(mountPoint + "/file", O_RDONLY | O_CLOEXEC)
+    /// `file`, opened for reading (or reading and writing) by this process: close it only after
+    /// `end()` (with `writeBack`, a close while a page is dirty waits too).
+    func openFile(writing: Bool = false) throws -> Int32 {
+        let fd = open(mountPoint + "/file", (writing ? O_RDWR : O_RDONLY) | O_CLOEXEC)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         return fd
     }

@@ -347,6 +347,7 @@ final class TerminalPromptTests: XCTestCase {
             tty = os.open(os.ttyname(0) if handing == "name" else "/dev/tty", os.O_RDWR | os.O_NOCTTY)
             handoff = socket.socket(socket.AF_UNIX)
             handoff.connect(socket_path + ".handoff")
+            if handoff.recv(1) != bytes([\(Handoff.ready)]): sys.exit("the daemon is not ready for the handoff")
             socket.send_fds(handoff, [ticket], [tty])
             status = handoff.recv(1)
             if status != b"\\x00": sys.exit("handoff refused: %r" % status)

@@ -82,10 +82,12 @@ final class UserUnitTests: XCTestCase {
         // The daemon serves the handoff socket systemd passed it (it answers garbage with a status byte).
         let handoff = try EnclaveConnection.connectSocket(EnclavePaths.handoffSocket(for: socket))
         defer { close(handoff) }
-        XCTAssertEqual(send(handoff, [1, 2, 3], 3, Int32(MSG_NOSIGNAL)), 3)
-        var answer: UInt8 = 255
+        var answer: [UInt8] = [255, 255]
         XCTAssertEqual(recv(handoff, &answer, 1, 0), 1)
-        XCTAssertEqual(answer, HandoffStatus.malformed.rawValue)
+        XCTAssertEqual(answer[0], Handoff.ready)
+        XCTAssertEqual(send(handoff, [1, 2, 3], 3, Int32(MSG_NOSIGNAL)), 3)
+        XCTAssertEqual(recv(handoff, &answer, 1, 0), 1)
+        XCTAssertEqual(answer[0], HandoffStatus.malformed.rawValue)
         // The daemon is the activator's process itself (systemd-socket-activate execs it), with only
         // the environment it was given (TERM is the activator's own addition).
         let environ = try String(

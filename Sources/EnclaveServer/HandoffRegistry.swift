@@ -1,0 +1,38 @@
+import EnclaveCore
+import EnclaveProtocol
+import Foundation
+import Synchronization
+
+/// The daemon's `HandoffTickets`, shared by the connections (which issue and revoke) and the
+/// handoff loop (which redeems).
+final class HandoffRegistry: Sendable {
+    private let tickets = Mutex(HandoffTickets<HandedDescriptors>())
+    private let clock: any EnclaveClock
+
+    init(clock: any EnclaveClock) { self.clock = clock }
+
+    func issue(
+        to owner: HandoffTickets<HandedDescriptors>.Owner,
+        connection: UInt64,
+        kind: HandedDescriptor,
+        destination: HandedDescriptors
+    ) -> Data {
+        var generator = SystemRandomNumberGenerator()
+        let token = Data((0..<Handoff.ticketBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
+        let now = clock.monotonic().seconds
+        tickets.withLock {
+            $0.issue(token, to: owner, connection: connection, kind: kind, destination: destination, now: now)
+        }
+        return token
+    }
+
+    func redeem(
+        _ token: Data,
+        by peer: HandoffTickets<HandedDescriptors>.Owner
+    ) -> Result<HandoffTickets<HandedDescriptors>.Redeemed, HandoffStatus> {
+        let now = clock.monotonic().seconds
+        return tickets.withLock { $0.redeem(token, by: peer, now: now) }
+    }
+
+    func revoke(connection: UInt64) { tickets.withLock { $0.revoke(connection: connection) } }
+}
