@@ -11,7 +11,7 @@ import LocalAuthenticationTesting
 ///  3. throughput of canEvaluatePolicy and of prompt-free evaluations (reuse window) with many
 ///     concurrent client connections.
 /// Usage: la-bench [iterations] [max-clients]; la-bench daemon SOCKET [iterations] (a running daemon);
-/// la-bench wire N (what the wire's coding costs a message: `WireCodingBench`); la-bench reuse N, la-bench match N, la-bench protected N, la-bench can N CLIENTS, la-bench lookup N CLIENTS (one kind of request in a loop, to profile under);
+/// la-bench wire N (what the wire's coding costs a message: `WireCodingBench`); la-bench reuse N, la-bench match N, la-bench protected N, la-bench handoff N, la-bench can N CLIENTS, la-bench lookup N CLIENTS (one kind of request in a loop, to profile under);
 /// la-bench pty-scan N (what administration on a terminal adds: `PtyScanBench`); la-bench tpm N TCTI
 /// (what the TPM root costs at start: `TPMBench`); la-bench tpm-attest N TCTI (the TPM's certify
 /// statement about a key, beside tpm2_certify: `TPMAttestationBench`); la-bench tpm-keys N TCTI (a
@@ -65,6 +65,9 @@ struct Bench {
         }
         if args.count > 1 && args[1] == "secitem-threads" {
             return try SecItemThreadsBench.run(pairsPerThread: max(1, args.count > 2 ? Int(args[2]) ?? 200 : 200))
+        }
+        if args.count > 1 && args[1] == "handoff" {
+            return try HandoffBench.run(iterations: max(1, args.count > 2 ? Int(args[2]) ?? 1000 : 1000))
         }
         if args.count > 1 && args[1] == "pty-scan" {
             return try PtyScanBench.run(iterations: max(1, args.count > 2 ? Int(args[2]) ?? 200 : 200))
