@@ -262,26 +262,36 @@ static inline int la_read_urgent_in_line(int socket) {
 /// Ends a connection's reading so that nothing more can enter its queue (a sender's sendmsg then
 /// fails with EPIPE: the kernel checks under the lock that queues), and says what is still
 /// queued: 0 nothing; 1 bytes, and with `look` 0 the descriptors that may ride with them; with
-/// `look` 1, 1 only when descriptors ride there (a peek without room for them says so, and
-/// takes none: MSG_CTRUNC), 2 bytes without any; -1 with errno.
+/// `look` 1, 1 only when descriptors ride there (peeks without room for them say so, and take
+/// none: MSG_CTRUNC) or not every byte could be seen, 2 bytes without any; -1 with errno.
 static inline int la_end_reading(int socket, int look) {
     if (shutdown(socket, SHUT_RD) != 0 && errno != ENOTCONN) return -1;
     int queued = 0;
     if (ioctl(socket, FIONREAD, &queued) != 0) return -1;
     if (queued <= 0) return 0;
     if (!look) return 1;
+    // A peek stops early (at urgent data's mark, at a change of sender): it goes on from where the
+    // last one stopped (SO_PEEK_OFF) until every queued byte was seen; anything short of that is
+    // taken for descriptors.
+    int offset = 0;
+    if (setsockopt(socket, SOL_SOCKET, SO_PEEK_OFF, &offset, sizeof offset) != 0) return 1;
     char *bytes = malloc((size_t)queued);
     if (bytes == NULL) return 1;
-    struct iovec io = { .iov_base = bytes, .iov_len = (size_t)queued };
-    struct msghdr message;
-    memset(&message, 0, sizeof message);
-    message.msg_iov = &io;
-    message.msg_iovlen = 1;
-    ssize_t n;
-    do { n = recvmsg(socket, &message, MSG_PEEK | MSG_DONTWAIT); } while (n < 0 && errno == EINTR);
+    int seen = 0, found = 0;
+    for (int looks = 0; seen < queued && !found && looks < 64; looks++) {
+        struct iovec io = { .iov_base = bytes, .iov_len = (size_t)(queued - seen) };
+        struct msghdr message;
+        memset(&message, 0, sizeof message);
+        message.msg_iov = &io;
+        message.msg_iovlen = 1;
+        ssize_t n;
+        do { n = recvmsg(socket, &message, MSG_PEEK | MSG_DONTWAIT); } while (n < 0 && errno == EINTR);
+        if (n <= 0) break;
+        seen += (int)n;
+        found = (message.msg_flags & MSG_CTRUNC) != 0;
+    }
     free(bytes);
-    if (n < 0) return 1;
-    return (message.msg_flags & MSG_CTRUNC) ? 1 : 2;
+    return found || seen < queued ? 1 : 2;
 }
 
 // accept4 and pipe2 are behind _GNU_SOURCE, which Swift's Glibc module is built without: through

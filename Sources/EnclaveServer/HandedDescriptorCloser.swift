@@ -19,9 +19,10 @@ import Glibc
 ///   handoff socket answers "busy" before it lets anything be sent (`Handoff.ready`, told to one
 ///   connection of a user's at a time). So one user's closes that never end hold `perUser`
 ///   threads and fewer than `heldPerUser` + 253 descriptors (one message's most) + its connection,
-///   in the handoff loop's table, and nothing of anyone else's (before Linux 6.16, where the
+///   in the handoff loop's table, and nothing of anyone else's. Before Linux 6.16, where the
 ///   kernel cannot refuse descriptors, also each connection of theirs answered busy with
-///   descriptors sent unasked: `HandoffServer.Holding`).
+///   descriptors sent unasked (`HandoffServer.Holding`): a count only the sender's own limit of
+///   descriptors in flight bounds (docs/architecture.md, "Handing the terminal over").
 final class HandedDescriptorCloser: Sendable {
     static let perUser = 2
     static let heldPerUser = 8

@@ -63,20 +63,6 @@ final class HandoffServer: @unchecked Sendable {
         var holding: Holding
     }
 
-    /// What a connection may hold that nobody received, and so where it is closed.
-    enum Holding {
-        /// Nothing: the kernel refused descriptors on it (never told ready). Closed here.
-        case nothing
-        /// Descriptors with any bytes left unread (told ready): closed in the user's turn if any
-        /// bytes are left.
-        case unread
-        /// Descriptors sent unasked, where the kernel cannot refuse them (before Linux 6.16, or a
-        /// connection made before the listener refused them): closed in the user's turn if a
-        /// look at what is left finds descriptors (bytes alone are closed here, so a flood of
-        /// them holds nothing).
-        case unasked
-    }
-
     /// `path`: the file to remove when the loop stops (nil when systemd owns it).
     init(listener: Int32, path: String?, registry: HandoffRegistry, logger: Logger) {
         self.listener = listener
@@ -224,8 +210,11 @@ final class HandoffServer: @unchecked Sendable {
         while true {
             let fd = la_accept_cloexec_nonblocking(listener)
             guard fd >= 0 else { return errno != EMFILE && errno != ENFILE }
-            // Before anything is read (a plain read of urgent data releases what rode with it).
-            _ = la_read_urgent_in_line(fd)
+            // Before anything is read (a plain read of urgent data may release what rode with it).
+            guard la_read_urgent_in_line(fd) == 0 else {
+                finish(fd, of: .max, .unasked)
+                continue
+            }
             // What may have come unasked: nothing where the kernel refuses descriptors on it.
             let holding: Holding = refusesUntilReady && la_takes_descriptors(fd) == 0 ? .nothing : .unasked
             guard let credentials = PeerCredentials.of(socket: fd) else {
@@ -289,6 +278,8 @@ final class HandoffServer: @unchecked Sendable {
             }
             pending[index].ready = true
             pending[index].holding = .unread
+            // Its own time for the message, from now: its wait for its turn was not its doing.
+            pending[index].deadline = monotonicSeconds() + Handoff.exchangeTimeout
             told.insert(p.turn)
             index += 1
         }
@@ -298,7 +289,9 @@ final class HandoffServer: @unchecked Sendable {
     /// nothing to read after all (it stays pending until its deadline).
     private func exchange(_ p: Pending) -> Bool {
         var bytes = [UInt8](repeating: 0, count: Handoff.ticketBytes + 1)
-        // Room for all one message can carry: the shim would close the rest itself, here.
+        // Room for all one message can carry: the shim would close the rest itself, here. (The
+        // kernel also releases in the reader what it cannot hand over: a descriptor a security
+        // module refuses, or room taken by credentials, which this socket never asks for.)
         var received = [Int32](repeating: -1, count: Int(la_most_descriptors))
         var count: Int32 = 0
         let n = la_receive_with_descriptors(p.fd, &bytes, bytes.count, &received, Int32(received.count), &count)

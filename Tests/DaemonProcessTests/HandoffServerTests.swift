@@ -351,19 +351,42 @@ final class HandoffServerTests: XCTestCase {
         let second = try EnclaveConnection.connectSocket(handoffPath)
         defer { close(second) }
         var byte: UInt8 = 255
-        var quick = timeval(tv_sec: 0, tv_usec: 300_000)
+        var quick = timeval(tv_sec: 0, tv_usec: 500_000)
         setsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &quick, socklen_t(MemoryLayout<timeval>.size))
         XCTAssertEqual(recv(second, &byte, 1, 0), -1, "told ready while another of the user's is")
-        XCTAssertEqual(
-            send(first, [UInt8](repeating: 7, count: Handoff.ticketBytes), Handoff.ticketBytes, 0),
-            Handoff.ticketBytes
-        )
+        let unknown = [UInt8](repeating: 7, count: Handoff.ticketBytes)
+        XCTAssertEqual(send(first, unknown, unknown.count, Int32(MSG_NOSIGNAL)), unknown.count)
         XCTAssertEqual(recv(first, &byte, 1, 0), 1)
         XCTAssertEqual(HandoffStatus(rawValue: byte), .noDescriptor)
         var wait = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(second, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
         XCTAssertEqual(recv(second, &byte, 1, 0), 1)
         XCTAssertEqual(byte, Handoff.ready, "its turn came")
+    }
+
+    /// What the loop looks at before it closes a connection it never told ready itself
+    /// (`la_end_reading`): descriptors behind ordinary bytes and urgent data are found, though a
+    /// peek stops at urgent data's mark; bytes alone are not taken for descriptors.
+    func testALookAtWhatIsLeftFindsDescriptorsBehindUrgentData() throws {
+        for (urgent, descriptor) in [(true, true), (false, true), (true, false), (false, false)] {
+            var pair: [Int32] = [-1, -1]
+            XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair), 0)
+            defer {
+                close(pair[0])
+                close(pair[1])
+            }
+            XCTAssertEqual(la_read_urgent_in_line(pair[1]), 0)
+            XCTAssertEqual(send(pair[0], "x", 1, Int32(MSG_NOSIGNAL)), 1)
+            let null = open("/dev/null", O_RDONLY | O_CLOEXEC)
+            defer { close(null) }
+            let flags = urgent ? Int32(MSG_OOB) : 0
+            let sent =
+                descriptor
+                ? la_send_with_descriptor_flags(pair[0], "y", 1, null, flags)
+                : send(pair[0], "y", 1, Int32(MSG_NOSIGNAL) | flags)
+            XCTAssertEqual(sent, 1)
+            XCTAssertEqual(la_end_reading(pair[1], 1), descriptor ? 1 : 2, "urgent \(urgent), descriptor \(descriptor)")
+        }
     }
 
     /// Whether, within 10 s, connecting to `path` is refused (no one listens). Non-blocking: a

@@ -82,6 +82,8 @@ final class UserUnitTests: XCTestCase {
         // The daemon serves the handoff socket systemd passed it (it answers garbage with a status byte).
         let handoff = try EnclaveConnection.connectSocket(EnclavePaths.handoffSocket(for: socket))
         defer { close(handoff) }
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(handoff, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var answer: [UInt8] = [255, 255]
         XCTAssertEqual(recv(handoff, &answer, 1, 0), 1)
         XCTAssertEqual(answer[0], Handoff.ready)
