@@ -107,7 +107,7 @@ extension ConnectionHandler {
     /// (nil). The job returned must be started: it is the context's until it ends.
     func start(on context: String, _ body: @escaping @Sendable (RequestEnd) async -> Void) throws -> Job? {
         let end = RequestEnd()
-        switch try state.withLock({ try $0.requestStarting(on: context, RunningRequest(end: end)) }) {
+        switch try state.withLock({ try $0.requestStarting(on: context, RunningRequest(ending: end)) }) {
         case .closed:
             return nil
         case .untracked:

@@ -107,15 +107,19 @@ final class ConnectionHandler: Sendable {
         case .drop:
             return Received(open: false)
         case .answer:
-            switch await answer(envelope, handle) {
+            switch await answer(envelope) {
             case .reply(let reply?): sink.send(ReplyEnvelope(id: id, reply: reply))
             case .reply(nil): break
             case .started(let job): return Received(open: true, job: job)
             }
         case .answerWaitingForThePerson:
             return Received(open: true) { [self] in
-                // Administration: it answers, and starts nothing on its own.
-                let handled = await answer(envelope) { .reply(try await administer($0, session: try session(for: $0))) }
+                var handled = await answer(envelope)
+                // Work it started runs here, inside the person's slot (administration starts none).
+                if case .started(let job) = handled {
+                    await job?()
+                    handled = .reply(nil)
+                }
                 state.withLock { $0.personRequestFinished() }
                 if case .reply(let reply?) = handled { sink.send(ReplyEnvelope(id: id, reply: reply)) }
             }
@@ -123,13 +127,10 @@ final class ConnectionHandler: Sendable {
         return open
     }
 
-    /// `handling`'s outcome, or the failure it threw as the reply.
-    private func answer(
-        _ envelope: RequestEnvelope,
-        _ handling: (RequestEnvelope) async throws -> Handling
-    ) async -> Handling {
+    /// What handling the request leaves, or the failure it threw as the reply.
+    private func answer(_ envelope: RequestEnvelope) async -> Handling {
         do {
-            return try await handling(envelope)
+            return try await handle(envelope)
         } catch {
             if let failure = DaemonError.failure(for: error) { return .reply(.failure(failure)) }
             logger.error("request failed", metadata: ["op": "\(envelope.request.operation)", "error": "\(error)"])
@@ -137,13 +138,6 @@ final class ConnectionHandler: Sendable {
                 .failure(Failure(.internalError, "the daemon could not complete \(envelope.request.operation)"))
             )
         }
-    }
-
-    /// The request's arguments checked, and the session it acts on.
-    private func session(for envelope: RequestEnvelope) throws -> UserSession {
-        try envelope.request.validate()
-        // The machine let root through only for what it may do on the user's daemon.
-        return try daemon.session(for: peer.identity.kind == .administrator ? daemon.servedUser : peer.uid)
     }
 
     /// The connection ended: every request on it ends (the connection's group waits for them). When the
@@ -165,7 +159,9 @@ final class ConnectionHandler: Sendable {
     }
 
     private func handle(_ envelope: RequestEnvelope) async throws -> Handling {
-        let session = try session(for: envelope)
+        try envelope.request.validate()
+        // The machine let root through only for what it may do on the user's daemon.
+        let session = try daemon.session(for: peer.identity.kind == .administrator ? daemon.servedUser : peer.uid)
         let id = envelope.id
         switch envelope.request {
         case .hello:
