@@ -58,9 +58,9 @@ final class HandoffServer: @unchecked Sendable {
         /// Whose turn its closes take (`PeerProcess.share`).
         var turn: UInt32
         var deadline: Double
-        /// Told `ready`: its one message is read when it comes.
-        var ready = false
         var holding: Holding
+        /// Told `ready` (what it holds is then `.unread`): its one message is read when it comes.
+        var ready: Bool { holding == .unread }
     }
 
     /// `path`: the file to remove when the loop stops (nil when systemd owns it).
@@ -276,7 +276,6 @@ final class HandoffServer: @unchecked Sendable {
                 pending.remove(at: index)
                 continue
             }
-            pending[index].ready = true
             pending[index].holding = .unread
             // Its own time for the message, from now: its wait for its turn was not its doing.
             pending[index].deadline = monotonicSeconds() + Handoff.exchangeTimeout
