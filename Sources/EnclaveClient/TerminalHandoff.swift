@@ -88,8 +88,11 @@ extension EnclaveConnection {
     public func handOverSecretInput(_ descriptor: Int32) throws {
         let handing = try SecretInputPipe.handing(descriptor)
         defer { if handing.owned { Glibc.close(handing.descriptor) } }
-        guard case .handoffTicket(let ticket) = try request(.handoff(.init(kind: .secretInput))) else {
-            throw EnclaveClientError.handoffFailed("the daemon gave no handoff ticket")
+        let ticket: Data
+        switch try request(.handoff(.init(kind: .secretInput))) {
+        case .handoffTicket(let issued): ticket = issued
+        case .failure(let failure): throw EnclaveClientError.handoffFailed(failure.message)
+        default: throw EnclaveClientError.handoffFailed("the daemon gave no handoff ticket")
         }
         try handOver(handing.descriptor, ticket: ticket)
     }

@@ -70,6 +70,8 @@ public struct DaemonConfiguration: Sendable {
     /// `move-to-tpm = yes`: a software-root state moves to the TPM root at start
     /// (`SoftwareRootMove`); in system mode only from a file only root can write, as `tpm`.
     public var moveToTPM = false
+    /// `handoff`: when the handoff socket is served.
+    public var handoff: HandoffSocketSetting = .always
     /// Where logind states its sessions (`sessions/ID`: remote or not, seat): what a PAM
     /// authentication learns of the requesting process's session. Another directory only for the
     /// PAM module's tests (`--logind-directory`), on machines without logind.
@@ -136,6 +138,8 @@ public struct DaemonCommandLine: Sendable, Equatable {
     public var reanchor = false
     /// `--logind-directory`.
     public var logindDirectory: String?
+    /// `--handoff`, over the file's `handoff`.
+    public var handoff: HandoffSocketSetting?
 
     public init(mode: DaemonMode) { self.mode = mode }
 }
@@ -224,6 +228,7 @@ extension DaemonConfiguration {
         config.requireTPM = commandLine.requireTPM || settings.requireTPM == true
         config.moveToTPM = (mode == .system ? rootsFile?.moveToTPM : settings.moveToTPM) == true
         config.reanchor = commandLine.reanchor
+        config.handoff = commandLine.handoff ?? settings.handoff ?? .always
         config.administrationPipe = commandLine.administrationPipe || rootsFile?.administrationPipe == true
         if let holders = rootsFile?.terminalHolders { config.terminalHolders = holders }
         if mode == .system, !file.onlyRootWrites {

@@ -25,6 +25,8 @@ import Glibc
 /// require-tpm = no          # yes: never start without the TPM root
 /// move-to-tpm = no          # yes: a software-root state moves to the TPM root at start, keeping
 ///                           # everything (`laenclaved --move-to-tpm` does it once, by hand)
+/// handoff = always          # always | if-kernel-refuses | never: the handoff socket, for terminal
+///                           # prompts and piped secrets (`HandoffSocketSetting`)
 /// ```
 public struct DaemonSettings: Equatable, Sendable {
     public enum Sensor: String, Sendable, CaseIterable {
@@ -58,6 +60,8 @@ public struct DaemonSettings: Equatable, Sendable {
     public var requireTPM: Bool?
     /// `move-to-tpm`.
     public var moveToTPM: Bool?
+    /// `handoff`; nil: `always`.
+    public var handoff: HandoffSocketSetting?
 
     public init() {}
 
@@ -131,6 +135,7 @@ public struct DaemonSettings: Equatable, Sendable {
                 settings.tpm = setting
             case "require-tpm": settings.requireTPM = try yesOrNo()
             case "move-to-tpm": settings.moveToTPM = try yesOrNo()
+            case "handoff": settings.handoff = try choice(HandoffSocketSetting.self)
             case "prompt-agent":
                 guard let agent = promptAgent(value) else {
                     throw CoreError.settings(line: number, "prompt-agent is the agent's absolute path, or none")
@@ -139,7 +144,7 @@ public struct DaemonSettings: Equatable, Sendable {
             default:
                 throw CoreError.settings(
                     line: number,
-                    "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders, tpm, require-tpm, move-to-tpm)"
+                    "unknown setting \"\(key.prefix(40))\" (sensor, passcode-source, pam-service, pam-users, allow-simulation, prompt-agent, administration-pipe, terminal-holders, tpm, require-tpm, move-to-tpm, handoff)"
                 )
             }
         }

@@ -189,7 +189,7 @@ final class ConnectionHandler: Sendable {
             let owner = HandoffTickets<HandedDescriptors>.Owner(uid: peer.uid, pid: peer.pid)
             return .reply(
                 .handoffTicket(
-                    daemon.handoff.issue(to: owner, connection: number, kind: a.kind, destination: handed)
+                    try daemon.handoff.issue(to: owner, connection: number, kind: a.kind, destination: handed)
                 )
             )
         case .invalidate(let a):

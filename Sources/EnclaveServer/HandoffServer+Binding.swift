@@ -5,6 +5,10 @@ import Glibc
 #endif
 
 extension HandoffServer {
+    /// Whether the kernel refuses descriptors sent on `listener`'s connections before they are
+    /// asked for (SO_PASSRIGHTS, Linux 6.16), which it is told to do here. False before 6.16.
+    static func refusesUnaskedDescriptors(_ listener: Int32) -> Bool { la_take_descriptors(listener, 0) == 0 }
+
     /// Binds `path` (0666 in system mode, 0600 in user mode, like the daemon's socket), replacing a
     /// stale socket file; throws when something else is there.
     static func bind(path: String, mode: mode_t) throws -> Int32 {
@@ -21,7 +25,7 @@ extension HandoffServer {
         guard fd >= 0 else { throw DaemonError.socketPathOccupied(path, errno: errno) }
         // Refusing descriptors before it listens: a connection takes the listener's setting when
         // it is made (`start` sets it again on a listener systemd passed).
-        _ = la_take_descriptors(fd, 0)
+        _ = refusesUnaskedDescriptors(fd)
         // Bound under a temporary name and renamed once its mode is final, as the daemon's socket
         // (the longer name: `path` fits when it does).
         let temporary = path + ".\(getpid()).new"

@@ -86,7 +86,7 @@ final class HandoffServer: @unchecked Sendable {
         }
         self.forwarder = forwarder
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        refusesUntilReady = la_take_descriptors(listener, 0) == 0
+        refusesUntilReady = Self.refusesUnaskedDescriptors(listener)
         if !refusesUntilReady {
             logger.notice(
                 "the kernel cannot refuse descriptors on the handoff socket (SO_PASSRIGHTS, Linux 6.16): what a client sends before it is asked is closed in its user's turn",

@@ -114,29 +114,46 @@ public struct EnclaveService: Service {
     }
 
     /// The handoff socket beside the daemon's (`Handoff`): systemd's when the unit passes it,
-    /// else bound here. Without it every prompt is headless; the daemon still serves.
+    /// else bound here, when the `handoff` setting serves it on this kernel. Without it every
+    /// prompt is drawn by the agent or headless, and a handoff ticket is refused saying why; the
+    /// daemon still serves.
     private func startHandoff(passed: SocketActivation.Listener?, socketPath: String) -> HandoffServer? {
-        let server: HandoffServer
+        let (server, why) = openHandoff(passed: passed, socketPath: socketPath)
+        daemon.handoff.served(unlessBecause: why)
+        return server
+    }
+
+    private func openHandoff(passed: SocketActivation.Listener?, socketPath: String) -> (HandoffServer?, String?) {
+        let listener: Int32
+        let path: String?
         if let passed {
-            server = HandoffServer(listener: passed.descriptor, path: nil, registry: daemon.handoff, logger: logger)
+            (listener, path) = (passed.descriptor, nil)
         } else {
-            let path = EnclavePaths.handoffSocket(for: socketPath)
+            let bound = EnclavePaths.handoffSocket(for: socketPath)
             do {
-                let fd = try HandoffServer.bind(path: path, mode: daemon.config.mode == .system ? 0o666 : 0o600)
-                server = HandoffServer(listener: fd, path: path, registry: daemon.handoff, logger: logger)
+                listener = try HandoffServer.bind(path: bound, mode: daemon.config.mode == .system ? 0o666 : 0o600)
+                path = bound
             } catch {
                 logger.warning(
                     "no handoff socket: prompts cannot be shown on an app's terminal",
-                    metadata: ["path": "\(path)", "error": "\(error)"]
+                    metadata: ["path": "\(bound)", "error": "\(error)"]
                 )
-                return nil
+                return (nil, "its handoff socket could not be bound (see the daemon's log)")
             }
         }
+        let refuses = HandoffServer.refusesUnaskedDescriptors(listener)
+        if let why = daemon.config.handoff.whyNone(kernelRefusesUnasked: refuses) {
+            close(listener)
+            if let path { unlink(path) }
+            logger.notice("no handoff socket: prompts are not shown on an app's terminal", metadata: ["why": "\(why)"])
+            return (nil, why)
+        }
+        let server = HandoffServer(listener: listener, path: path, registry: daemon.handoff, logger: logger)
         guard server.start() else {
             logger.warning("no handoff socket: its loop could not start; prompts cannot be shown on an app's terminal")
-            return nil
+            return (nil, "its handoff socket's loop could not start (see the daemon's log)")
         }
-        return server
+        return (server, nil)
     }
 
     private func bootstrap() -> ServerBootstrap {

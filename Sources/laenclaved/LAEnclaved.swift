@@ -126,20 +126,7 @@ struct LAEnclaved: AsyncParsableCommand {
     @Option(name: .customLong("context-lifetime"), help: "Seconds an evaluated LAContext stays authorized.")
     var contextLifetime: Double = 300
 
-    @Option(name: .customLong("max-connections-per-user"), help: "Connections one user may hold at once (default 256).")
-    var maxConnectionsPerUser = ConnectionBudget.Limits.standard.perUser
-
-    @Option(
-        name: .customLong("max-connections"),
-        help: "Connections the daemon serves at once (default 4096; lowered to what the descriptor limit allows)."
-    )
-    var maxConnections = ConnectionBudget.Limits.standard.total
-
-    @Option(
-        name: .customLong("hello-timeout"),
-        help: "Seconds a new connection may take to say hello before it is closed."
-    )
-    var helloTimeout: Double = 10
+    @OptionGroup var connections: ConnectionOptions
 
     @Flag(
         name: .customLong("exit-with-parent"),
@@ -211,13 +198,13 @@ struct LAEnclaved: AsyncParsableCommand {
         if allowSimulation && noSimulation {
             throw ValidationError("--allow-simulation and --no-simulation exclude each other")
         }
-        if maxConnectionsPerUser < 1 || maxConnections < 1 {
+        if connections.maxConnectionsPerUser < 1 || connections.maxConnections < 1 {
             throw ValidationError("--max-connections-per-user and --max-connections must be at least 1")
         }
         for (name, value) in [
             ("--prompt-timeout", promptTimeout), ("--prompt-queue-timeout", promptQueueTimeout),
             ("--context-lifetime", contextLifetime),
-            ("--hello-timeout", helloTimeout),
+            ("--hello-timeout", connections.helloTimeout),
         ]
         where !(value.isFinite && value > 0 && value <= 86_400) {
             throw ValidationError("\(name) must be a number of seconds between 0 and 86400")
@@ -302,13 +289,16 @@ struct LAEnclaved: AsyncParsableCommand {
         commandLine.promptTimeout = promptTimeout
         commandLine.promptQueueTimeout = promptQueueTimeout
         commandLine.contextLifetime = contextLifetime
-        commandLine.helloTimeout = helloTimeout
+        commandLine.helloTimeout = connections.helloTimeout
+        commandLine.handoff = connections.handoff
         // Connections are descriptors: take what the limits need, and never promise more
         // connections than the descriptors allow (an accept loop out of descriptors spins).
-        let descriptors = Self.raiseDescriptorLimit(to: ConnectionBudget.descriptors(forConnections: maxConnections))
+        let descriptors = Self.raiseDescriptorLimit(
+            to: ConnectionBudget.descriptors(forConnections: connections.maxConnections)
+        )
         commandLine.connectionLimits = ConnectionBudget.Limits(
-            perUser: maxConnectionsPerUser,
-            total: min(maxConnections, ConnectionBudget.connections(forDescriptors: descriptors))
+            perUser: connections.maxConnectionsPerUser,
+            total: min(connections.maxConnections, ConnectionBudget.connections(forDescriptors: descriptors))
         )
         var defaults =
             mode == .system
@@ -342,10 +332,10 @@ struct LAEnclaved: AsyncParsableCommand {
             defaults: defaults
         )
         for warning in config.warnings { logger.warning("\(warning)") }
-        if config.connectionLimits.total < maxConnections {
+        if config.connectionLimits.total < connections.maxConnections {
             logger.warning(
                 "the descriptor limit allows only \(config.connectionLimits.total) connections",
-                metadata: ["asked": "\(maxConnections)"]
+                metadata: ["asked": "\(connections.maxConnections)"]
             )
         }
         let daemon: EnclaveDaemon

@@ -466,3 +466,62 @@ final class HandoffServerTests: XCTestCase {
         XCTAssertEqual(try handOver([UInt8](token), descriptor: nil), .noDescriptor, "served again")
     }
 }
+
+extension HandoffServerTests {
+    /// A daemon of its own started with `--handoff setting` (no passcode: administration needs a
+    /// handed pipe).
+    private func daemon(handoff setting: String) throws -> TestEnclave {
+        var configuration = TestEnclave.Configuration()
+        configuration.passcode = nil
+        configuration.extraArguments = ["--handoff", setting]
+        return try TestEnclave(configuration)
+    }
+
+    /// `--handoff never`: no handoff socket; a ticket is refused at once, saying why (a client
+    /// would otherwise try a socket nobody serves), and a secret pipe cannot be handed, with that
+    /// reason. The daemon serves on.
+    func testADaemonToldNeverServesNoHandoffSocketAndSaysWhy() throws {
+        let closed = try daemon(handoff: "never")
+        XCTAssertFalse(
+            FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: closed.socketPath)),
+            "a handoff socket was bound"
+        )
+        let client = try RawClient(path: closed.socketPath)
+        defer { client.close() }
+        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+        _ = try client.readReply()
+        client.sendRequest(id: 2, op: "handoff", args: ["kind": HandedDescriptor.terminal.rawValue])
+        let reply = try client.readReply()?["reply"] as? [String: Any]
+        XCTAssertEqual(reply?["kind"] as? String, "failure", "\(String(describing: reply))")
+        let failure = reply?["value"] as? [String: Any]
+        XCTAssertEqual(failure?["code"] as? String, "notPermitted")
+        XCTAssertEqual(failure?["message"] as? String, "this daemon takes no handoffs: handoff = never")
+
+        let connection = try EnclaveConnection(socketPath: closed.socketPath)
+        defer { connection.close() }
+        var ends: [Int32] = [-1, -1]
+        XCTAssertEqual(pipe(&ends), 0)
+        defer { for fd in ends { close(fd) } }
+        XCTAssertThrowsError(try connection.handOverSecretInput(ends[0])) { error in
+            XCTAssertEqual("\(error)", "this daemon takes no handoffs: handoff = never")
+        }
+        guard case .hello = try connection.request(.hello(.init(version: enclaveProtocolVersion))) else {
+            return XCTFail("the daemon does not serve on")
+        }
+    }
+
+    /// `--handoff if-kernel-refuses`: served exactly where the kernel refuses descriptors sent
+    /// before they are asked for (SO_PASSRIGHTS, Linux 6.16), asked of this machine's kernel.
+    func testADaemonToldIfKernelRefusesServesAsTheKernelAllows() throws {
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        XCTAssertGreaterThanOrEqual(probe, 0)
+        let refuses = la_take_descriptors(probe, 0) == 0
+        close(probe)
+        let daemon = try daemon(handoff: "if-kernel-refuses")
+        XCTAssertEqual(
+            FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: daemon.socketPath)),
+            refuses,
+            "kernel refuses unasked descriptors: \(refuses)"
+        )
+    }
+}

@@ -183,6 +183,23 @@ final class DaemonConfigurationTests: XCTestCase {
         XCTAssertNil(try resolve(.system).promptAgentPath, "no agent beside a daemon that has none in its defaults")
     }
 
+    /// `handoff`: the file's, the command line over it; served always when neither says.
+    func testTheHandoffSocket() throws {
+        let rows: [(file: String, commandLine: HandoffSocketSetting?, chosen: HandoffSocketSetting)] = [
+            ("", nil, .always),
+            ("handoff = never", nil, .never),
+            ("handoff = if-kernel-refuses", nil, .ifKernelRefuses),
+            ("handoff = never", .always, .always),
+            ("", .ifKernelRefuses, .ifKernelRefuses),
+        ]
+        for row in rows {
+            for mode in [DaemonMode.user, .system] {
+                let config = try resolve(mode, file: row.file) { $0.handoff = row.commandLine }
+                XCTAssertEqual(config.handoff, row.chosen, "\(mode) \(row)")
+            }
+        }
+    }
+
     /// Who may let administration read the passcode from a pipe: root's file (the system's; a
     /// system daemon's own), or the daemon's starter; never a user-mode daemon's own file, nor one
     /// others may write.

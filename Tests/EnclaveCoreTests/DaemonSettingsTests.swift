@@ -14,6 +14,7 @@ final class DaemonSettingsTests: XCTestCase {
         XCTAssertNil(s.tpm, "auto")
         XCTAssertNil(s.requireTPM)
         XCTAssertNil(s.moveToTPM)
+        XCTAssertNil(s.handoff, "always")
     }
 
     func testEveryKeyWithCommentsAndSpaces() throws {
@@ -31,8 +32,10 @@ final class DaemonSettingsTests: XCTestCase {
             tpm = swtpm:host=127.0.0.1,port=2321
             require-tpm = yes
             move-to-tpm = yes
+            handoff = if-kernel-refuses
             """
         )
+        XCTAssertEqual(s.handoff, .ifKernelRefuses)
         XCTAssertEqual(s.tpm, .tcti("swtpm:host=127.0.0.1,port=2321"))
         XCTAssertEqual(s.requireTPM, true)
         XCTAssertEqual(s.moveToTPM, true)
@@ -60,6 +63,7 @@ final class DaemonSettingsTests: XCTestCase {
             ("just words", 1, "key = value"),
             ("tpm = on", 1, "tpm is auto, off, or a TPM"),
             ("require-tpm = please", 1, "require-tpm is yes or no"),
+            ("handoff = off", 1, "handoff is one of always, if-kernel-refuses, never"),
         ] {
             XCTAssertThrowsError(try DaemonSettings.parse(text), text) { error in
                 guard let e = error as? CoreError, e.code == .settings else { return XCTFail("\(error)") }

@@ -132,6 +132,8 @@ final class ConnectionHandlerTests: XCTestCase {
     override func setUp() async throws {
         directory = NSTemporaryDirectory() + "connection-handler-\(UUID().uuidString)"
         daemon = try EnclaveDaemon(config: .inProcess(directory), clock: ManualClock(), logger: Logger(label: "test"))
+        // The test plays the handoff socket (`EnclaveDaemon.handOver`).
+        daemon.handoff.served(unlessBecause: nil)
         sink = RecordingReplySink()
         handler = connect(app)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
@@ -713,6 +715,20 @@ final class ConnectionHandlerTests: XCTestCase {
         XCTAssertNotEqual(first, second)
     }
 
+    /// A daemon that serves no handoff socket issues no ticket, and says why at once: a client
+    /// would otherwise connect for nothing (where systemd holds the socket, and wait for an answer
+    /// nobody gives).
+    func testHandoffIsRefusedSayingWhyWhenNoHandoffSocketIsServed() async throws {
+        daemon.handoff.served(unlessBecause: "handoff = never")
+        await send(1, "handoff", ["kind": "secretInput"])
+        guard case .failure(let f) = try await sink.final(1) else { return XCTFail("a ticket for nothing") }
+        XCTAssertEqual(f.code, .notPermitted)
+        XCTAssertEqual(f.message, "this daemon takes no handoffs: handoff = never")
+        daemon.handoff.served(unlessBecause: nil)
+        await send(2, "handoff", ["kind": "terminal"])
+        guard case .handoffTicket = try await sink.final(2) else { return XCTFail("no ticket once served") }
+    }
+
     // MARK: Requests
 
     func testTheFirstRequestMustBeHello() async throws {
@@ -1052,6 +1068,7 @@ final class ConnectionHandlerTests: XCTestCase {
         config.keychainQuotaBytes = 4096
         config.stateDirectory = directory + "/quota-state"
         daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
+        daemon.handoff.served(unlessBecause: nil)
         handler = connect(app)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
         func add(_ account: String, bytes: Int = 10) async throws -> KeychainReply {

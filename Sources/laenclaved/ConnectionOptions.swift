@@ -1,0 +1,30 @@
+import ArgumentParser
+import EnclaveCore
+
+/// How the daemon's sockets take connections: their limits, and whether the handoff socket is
+/// served (`HandoffSocketSetting`).
+struct ConnectionOptions: ParsableArguments {
+    @Option(name: .customLong("max-connections-per-user"), help: "Connections one user may hold at once (default 256).")
+    var maxConnectionsPerUser = ConnectionBudget.Limits.standard.perUser
+
+    @Option(
+        name: .customLong("max-connections"),
+        help: "Connections the daemon serves at once (default 4096; lowered to what the descriptor limit allows)."
+    )
+    var maxConnections = ConnectionBudget.Limits.standard.total
+
+    @Option(
+        name: .customLong("hello-timeout"),
+        help: "Seconds a new connection may take to say hello before it is closed."
+    )
+    var helloTimeout: Double = 10
+
+    @Option(
+        name: .customLong("handoff"),
+        help:
+            "When to serve the handoff socket, on which clients hand over their terminal for a prompt or a pipe of secrets: always (the default), if-kernel-refuses (only where the kernel refuses descriptors sent unasked: Linux 6.16), or never. Over the file's handoff."
+    )
+    var handoff: HandoffSocketSetting?
+}
+
+extension HandoffSocketSetting: ExpressibleByArgument {}
