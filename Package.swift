@@ -158,7 +158,7 @@ let package = Package(
             name: "lactl",
             dependencies: [
                 "EnclaveClient", "EnclaveCore", "EnclaveProtocol", "LocalAuthentication", "LocalAuthenticationTesting",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "CPeerSocket", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .executableTarget(

@@ -508,6 +508,11 @@ extension HandoffServerTests {
         guard case .hello = try connection.request(.hello(.init(version: enclaveProtocolVersion))) else {
             return XCTFail("the daemon does not serve on")
         }
+        let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", closed.socketPath])
+        XCTAssertTrue(
+            doctor.stdout.contains("handoff:      this daemon takes no handoffs: handoff = never"),
+            doctor.stdout
+        )
     }
 
     /// `--handoff if-kernel-refuses`: served exactly where the kernel refuses descriptors sent
@@ -522,6 +527,11 @@ extension HandoffServerTests {
             FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: daemon.socketPath)),
             refuses,
             "kernel refuses unasked descriptors: \(refuses)"
+        )
+        let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", daemon.socketPath])
+        XCTAssertTrue(
+            doctor.stdout.contains(refuses ? "handoff:      served" : "handoff:      this daemon takes no handoffs"),
+            doctor.stdout
         )
     }
 }
