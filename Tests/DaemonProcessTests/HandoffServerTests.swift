@@ -535,3 +535,87 @@ extension HandoffServerTests {
         )
     }
 }
+
+extension HandoffServerTests {
+    /// systemd's first activation: the connection that starts the daemon, and any made with it,
+    /// exist before the daemon tells the handoff listener to refuse descriptors, so they may hold
+    /// some sent unasked, whatever the kernel. One answered busy (the user's fifth) holds the last
+    /// open file of a file on FUSE whose release waits without end: taken for empty (as the
+    /// listener's setting would have it) and closed on the loop, it held every user's handoffs.
+    /// Its own setting is read instead, it is looked at, and closed in its user's turn.
+    func testAConnectionMadeBeforeTheDaemonStartedIsClosedInItsUsersTurn() throws {
+        var template = Array("/tmp/la-first-activation-XXXXXX".utf8CString)
+        let root = String(cString: mkdtemp(&template)!)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        mkdir(root + "/run", 0o700)
+        let path = root + "/run/socket"
+        let listeners = try [path, EnclavePaths.handoffSocket(for: path)].map {
+            try SocketActivationSupport.listeningSocket(at: $0, mode: 0o600)
+        }
+        defer { for fd in listeners { close(fd) } }
+        let log = root + "/laenclaved.log"
+        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil))
+        // Started first, holding still (a shell that stops itself before it execs the daemon): a
+        // process started while this one holds a file of the FUSE mount waits in its close.
+        let daemon = try SocketActivationSupport.spawn(
+            [
+                "/bin/sh", "-c", "kill -STOP $$; exec \"$@\"", "sh",
+                productPath("laenclaved"), "--user", "--socket", path, "--state-dir", root + "/state",
+                "--key-file", root + "/keys/master.key", "--passcode-cost", "10", "--tpm", "off",
+            ],
+            descriptors: listeners,
+            log: log
+        )
+        defer {
+            kill(daemon, SIGCONT)
+            terminateAndWait(daemon)
+        }
+        eventually("the launcher to hold still") {
+            let stat = (try? String(contentsOfFile: "/proc/\(daemon)/stat", encoding: .utf8)) ?? ""
+            return stat.split(separator: ")").last?.split(separator: " ").first == "T"
+        }
+        let fileSystem = try NeverFlushingFileSystem(writeBack: true)
+        let sent = try fileSystem.openFile()
+        let writer = try fileSystem.openFile(writing: true)
+        defer {
+            // The stuck release ends first: no signal ends a thread waiting in it.
+            fileSystem.end()
+            close(writer)
+        }
+        // Before the daemon runs: four that say a few bytes, and a fifth with the file alone. This
+        // process closes its copy (clean: answered) and dirties a page through the other: the
+        // daemon's release of the unread message is the file's last, with a page to write.
+        let early = try (0..<5).map { _ in try EnclaveConnection.connectSocket(EnclavePaths.handoffSocket(for: path)) }
+        defer { for fd in early { close(fd) } }
+        for fd in early.prefix(4) { XCTAssertEqual(send(fd, [1, 2, 3], 3, Int32(MSG_NOSIGNAL)), 3) }
+        XCTAssertEqual(la_send_with_descriptor(early[4], [1], 1, sent), 1, String(cString: strerror(errno)))
+        close(sent)
+        XCTAssertEqual(write(writer, "dirty", 5), 5)
+        kill(daemon, SIGCONT)
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(early[4], SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var answer: UInt8 = 255
+        XCTAssertEqual(recv(early[4], &answer, 1, 0), 1, "the fifth is answered")
+        XCTAssertEqual(HandoffStatus(rawValue: answer), .busy, "over the user's four waiting")
+        XCTAssertTrue(
+            Self.hasThread(of: daemon, named: "la-close-fd", waitingIn: "fuse_release"),
+            "the file's release waits for the FUSE server, in the user's turn"
+        )
+        // Another handoff is served.
+        let client = try RawClient(path: path)
+        defer { client.close() }
+        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+        _ = try client.readReply()
+        client.sendRequest(id: 2, op: "handoff", args: ["kind": HandedDescriptor.terminal.rawValue])
+        let reply = try client.readReply()?["reply"] as? [String: Any]
+        let token = try XCTUnwrap((reply?["value"] as? String).flatMap { Data(base64Encoded: $0) }, "\(reply ?? [:])")
+        let socket = try EnclaveConnection.connectSocket(EnclavePaths.handoffSocket(for: path))
+        defer { close(socket) }
+        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        XCTAssertEqual(recv(socket, &answer, 1, 0), 1, "told ready")
+        XCTAssertEqual(answer, Handoff.ready)
+        XCTAssertEqual(send(socket, [UInt8](token), token.count, Int32(MSG_NOSIGNAL)), token.count)
+        XCTAssertEqual(recv(socket, &answer, 1, 0), 1, "the socket answers on")
+        XCTAssertEqual(HandoffStatus(rawValue: answer), .noDescriptor)
+    }
+}

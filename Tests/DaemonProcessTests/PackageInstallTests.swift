@@ -671,33 +671,12 @@ final class PackageInstallTests: XCTestCase {
         mode: mode_t = 0o666
     ) throws -> Int32 {
         let path = path ?? socketPath
-        unlink(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(fd, 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: Array(path.utf8))
-            raw[path.utf8.count] = 0
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 128) == 0 else {
-            let e = errno
-            close(fd)
-            throw XCTSkip("cannot listen on \(path): \(String(cString: strerror(e)))")
-        }
+        let fd = try SocketActivationSupport.listeningSocket(at: path, mode: mode)
         if let owner {
             let pw = try XCTUnwrap(getpwnam(owner))
             chown(path, pw.pointee.pw_uid, pw.pointee.pw_gid)
         }
-        chmod(path, mode)
-        let high = fcntl(fd, F_DUPFD_CLOEXEC, 100)
-        close(fd)
-        return high
+        return fd
     }
 
     /// What laenclaved.service does: the daemon as laenclaved with the installed unit's capabilities
@@ -721,35 +700,13 @@ final class PackageInstallTests: XCTestCase {
         )
     }
 
-    /// Runs `command` with `descriptor` as its descriptor 3 and the socket-activation variables
-    /// (through a shell that execs it, so that LISTEN_PID is the command's own pid).
+    /// Runs `command` with `descriptor` as its descriptor 3 and the socket-activation variables.
     private func spawnWithSocket(
         _ command: [String],
         descriptor: Int32,
         log: String,
         listenPID: String = "$$"
     ) throws -> pid_t {
-        let argv = ["/bin/sh", "-c", "export LISTEN_PID=\(listenPID); exec \"$@\"", "sh"] + command
-        let environment = ["PATH=/usr/bin:/bin", "LISTEN_FDS=1", "LISTEN_FDNAMES=laenclaved.socket"]
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log, O_WRONLY | O_APPEND, 0)
-        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO)
-        let limit = min(Int32(sysconf(Int32(_SC_OPEN_MAX))), 65536)
-        for fd in 3..<max(limit, 3) where fd != descriptor && fcntl(fd, F_GETFD) >= 0 {
-            posix_spawn_file_actions_addclose(&actions, fd)
-        }
-        posix_spawn_file_actions_adddup2(&actions, descriptor, 3)  // dup2 clears close-on-exec on 3
-        let argvC: [UnsafeMutablePointer<CChar>?] = argv.map { strdup($0) } + [nil]
-        let envC: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
-        defer { for element in (argvC + envC) { free(element) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, argv[0], &actions, nil, argvC, envC)
-        guard rc == 0 else {
-            throw EnclaveClientError.unreachable("could not start \(command[0]): \(String(cString: strerror(rc)))")
-        }
-        return pid
+        try SocketActivationSupport.spawn(command, descriptors: [descriptor], log: log, listenPID: listenPID)
     }
 }
