@@ -241,6 +241,16 @@ static inline int la_take_descriptors(int socket, int take) {
     return setsockopt(socket, SOL_SOCKET, SO_PASSRIGHTS, &take, sizeof take);
 }
 
+/// Whether this kernel can refuse descriptors sent on a connection before they are asked for
+/// (SO_PASSRIGHTS, Linux 6.16): asked of a socket of our own. 1 or 0.
+static inline int la_kernel_refuses_unasked_descriptors(void) {
+    int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (probe < 0) return 0;
+    int refuses = la_take_descriptors(probe, 0) == 0;
+    close(probe);
+    return refuses;
+}
+
 /// Whether a connection takes descriptors now: 1 or 0, -1 (ENOPROTOOPT) before Linux 6.16. A
 /// connection made before its listener was told to refuse them takes them.
 static inline int la_takes_descriptors(int socket) {

@@ -110,7 +110,8 @@ extension ConnectionHandler {
             agent: daemon.promptAgents.agent(serving: peer),
             pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe),
             terminalHolders: daemon.config.terminalHolders,
-            holderReader: daemon.peerHelper.map { .helper($0) } ?? .thisProcess
+            holderReader: daemon.peerHelper.map { .helper($0) } ?? .thisProcess,
+            noHandoffs: daemon.handoff.notServedBecause
         )
     }
 

@@ -17,6 +17,9 @@ final class HandoffRegistry: Sendable {
     /// The handoff socket is served from now (`why` nil), or not, and why.
     func served(unlessBecause why: String?) { notServed.withLock { $0 = why } }
 
+    /// Why no handoff socket is served; nil while one is.
+    var notServedBecause: String? { notServed.withLock { $0 } }
+
     /// A ticket, or `notPermitted` saying why none is issued: the daemon serves no handoff socket.
     func issue(
         to owner: HandoffTickets<HandedDescriptors>.Owner,
@@ -24,7 +27,7 @@ final class HandoffRegistry: Sendable {
         kind: HandedDescriptor,
         destination: HandedDescriptors
     ) throws(DaemonError) -> Data {
-        if let why = notServed.withLock({ $0 }) {
+        if let why = notServedBecause {
             throw DaemonError(.notPermitted, "this daemon takes no handoffs: \(why)")
         }
         var generator = SystemRandomNumberGenerator()

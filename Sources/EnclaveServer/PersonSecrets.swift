@@ -27,6 +27,8 @@ struct PersonSecrets {
     let terminalHolders: Set<String>
     /// Who reads which processes hold that other side.
     let holderReader: PtyMasterHolders.Reader
+    /// Why the daemon takes no handoffs (no terminal can be handed to it), when it takes none.
+    var noHandoffs: String? = nil
 
     static let clientWentAway = DaemonError(.notPermitted, "the app went away before its prompt")
 
@@ -34,6 +36,15 @@ struct PersonSecrets {
         .notPermitted,
         "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)"
     )
+
+    /// Nobody to ask where no terminal can be handed to the daemon at all.
+    static func nobodyToAsk(noHandoffs why: String) -> DaemonError {
+        DaemonError(
+            .notPermitted,
+            "this needs the person: run it in a graphical session with the prompt agent (the daemon asks there); "
+                + "it cannot ask on a terminal, as it takes no handoffs: \(why)"
+        )
+    }
 
     /// The handed pipe, where it may give the passcode; a pipe handed where it may not is refused,
     /// not passed over for the prompt (the person did not ask for a prompt).
@@ -99,7 +110,9 @@ struct PersonSecrets {
 
     /// One trusted prompt with a screen per answer.
     private func onTrustedPrompt(_ instructions: [String]) async throws -> [String] {
-        guard agent != nil || descriptors.terminal != nil else { throw Self.nobodyToAsk }
+        guard agent != nil || descriptors.terminal != nil else {
+            throw noHandoffs.map { Self.nobodyToAsk(noHandoffs: $0) } ?? Self.nobodyToAsk
+        }
         // The terminal is judged inside the user's prompt slot: one scan of /proc at a time per
         // user, so however many requests one user sends, a system daemon's helper (which also pins
         // every user's connections) is held for one scan of theirs at a time.

@@ -1,3 +1,4 @@
+import CPeerSocket
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -124,6 +125,14 @@ public struct EnclaveService: Service {
     }
 
     private func openHandoff(passed: SocketActivation.Listener?, socketPath: String) -> (HandoffServer?, String?) {
+        let kernelRefuses = la_kernel_refuses_unasked_descriptors() == 1
+        if let why = daemon.config.handoff.whyNone(kernelRefusesUnasked: kernelRefuses) {
+            // systemd's copy stays: a drop-in without the socket's ListenStream= removes it
+            // (docs/configuration.md, `handoff`).
+            if let passed { close(passed.descriptor) }
+            logger.notice("no handoff socket: prompts are not shown on an app's terminal", metadata: ["why": "\(why)"])
+            return (nil, why)
+        }
         let listener: Int32
         let path: String?
         if let passed {
@@ -140,13 +149,6 @@ public struct EnclaveService: Service {
                 )
                 return (nil, "its handoff socket could not be bound (see the daemon's log)")
             }
-        }
-        let refuses = HandoffServer.refusesUnaskedDescriptors(listener)
-        if let why = daemon.config.handoff.whyNone(kernelRefusesUnasked: refuses) {
-            close(listener)
-            if let path { unlink(path) }
-            logger.notice("no handoff socket: prompts are not shown on an app's terminal", metadata: ["why": "\(why)"])
-            return (nil, why)
         }
         let server = HandoffServer(listener: listener, path: path, registry: daemon.handoff, logger: logger)
         guard server.start() else {

@@ -1,6 +1,7 @@
 import CPeerSocket
 import EnclaveClient
 import EnclaveProtocol
+import Foundation
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,12 @@ extension Doctor {
     /// Whether the daemon takes a terminal or a pipe handed over (`handoff`), asked as a client
     /// asks — a ticket, voided when this connection closes — and whether this kernel lets a local
     /// user make that unavailable to others (before Linux 6.16: docs/configuration.md, `handoff`).
-    func checkHandoff(_ connection: EnclaveConnection, mode: DaemonMode, into report: inout DoctorReport) {
+    func checkHandoff(
+        _ connection: EnclaveConnection,
+        mode: DaemonMode,
+        socketPath: String,
+        into report: inout DoctorReport
+    ) {
         let reply: Reply
         do { reply = try connection.request(.handoff(.init(kind: .terminal))) } catch {
             return report.problem(
@@ -21,7 +27,7 @@ extension Doctor {
         }
         switch reply {
         case .handoffTicket:
-            if Self.kernelRefusesUnaskedDescriptors {
+            if la_kernel_refuses_unasked_descriptors() == 1 {
                 report.ok("handoff", "served: prompts may be drawn on an app's terminal")
             } else if mode == .system {
                 report.note(
@@ -36,9 +42,18 @@ extension Doctor {
         case .failure(let failure):
             report.note(
                 "handoff",
-                "\(failure.message): prompts are drawn by the agent or headless, never on an app's terminal, "
-                    + "and lactl … --stdin cannot hand its pipe over"
+                "\(failure.message): prompts are drawn by the agent or headless, never on an app's terminal; "
+                    + "administration asks through the agent only (lactl … --stdin cannot hand its pipe over)"
             )
+            let handoff = EnclavePaths.handoffSocket(for: socketPath)
+            if FileManager.default.fileExists(atPath: handoff) {
+                report.note(
+                    "handoff",
+                    "\(handoff) is still there, where nobody takes what is sent: systemd holds it for the unit; "
+                        + "a drop-in laenclaved.socket.d/*.conf with ListenStream= and then only the daemon's "
+                        + "socket removes it (docs/configuration.md, handoff)"
+                )
+            }
         default:
             report.problem(
                 "handoff",
@@ -46,14 +61,5 @@ extension Doctor {
                 fix: "use a laenclaved of the same version as lactl"
             )
         }
-    }
-
-    /// Whether this kernel refuses descriptors sent on a connection before they are asked for
-    /// (SO_PASSRIGHTS, Linux 6.16): asked of a socket of our own.
-    static var kernelRefusesUnaskedDescriptors: Bool {
-        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard probe >= 0 else { return false }
-        defer { close(probe) }
-        return la_take_descriptors(probe, 0) == 0
     }
 }

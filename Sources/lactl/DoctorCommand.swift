@@ -202,7 +202,7 @@ struct Doctor: ParsableCommand {
             checkPromptAgent(s, into: &report)
             checkRoot(s, into: &report)
             readerInUse = s.sensor.map { !$0.simulated } ?? false
-            checkHandoff(connection, mode: mode, into: &report)
+            checkHandoff(connection, mode: mode, socketPath: path, into: &report)
         } catch {
             report.problem(
                 "sensor",

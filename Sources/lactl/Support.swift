@@ -70,9 +70,10 @@ struct ClientOptions: ParsableArguments {
                 printError("lactl: standard input could not be handed to the daemon: \(error)")
                 throw ExitCode(ExitStatus.refused)
             }
-        } else if !connection.handOverTerminal() {
-            printError("lactl: no terminal for the daemon to ask on; pass the passcode on standard input with --stdin")
-            throw ExitCode(ExitStatus.refused)
+        } else {
+            // Without a terminal handed over (none here, or the daemon takes none) the daemon asks
+            // through the prompt agent of this session, or says why it cannot.
+            _ = connection.handOverTerminal()
         }
         return try call(request, onEvent: onEvent, on: { connection })
     }

@@ -36,7 +36,7 @@ final class HandoffServerTests: XCTestCase {
         guard reply?["kind"] as? String == "handoffTicket", let text = reply?["value"] as? String,
             let token = Data(base64Encoded: text)
         else {
-            throw XCTSkip("no ticket: \(String(describing: reply))")
+            throw Failure(.internalError, "no ticket: \(String(describing: reply))")
         }
         return (client, token)
     }
@@ -315,12 +315,9 @@ final class HandoffServerTests: XCTestCase {
     /// accept too). So a connection the daemon answers busy, or never reads, holds nothing whose
     /// release could wait (the test above), and the loop may close it itself.
     func testADescriptorSentBeforeTheDaemonIsReadyNeverEntersTheConnection() throws {
-        var probe: [Int32] = [-1, -1]
-        XCTAssertEqual(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &probe), 0)
-        let refuses = la_take_descriptors(probe[1], 0) == 0
-        close(probe[0])
-        close(probe[1])
-        guard refuses else { throw XCTSkip("this kernel cannot refuse descriptors (SO_PASSRIGHTS: Linux 6.16)") }
+        guard la_kernel_refuses_unasked_descriptors() == 1 else {
+            throw XCTSkip("this kernel cannot refuse descriptors (SO_PASSRIGHTS: Linux 6.16)")
+        }
         // The daemon held still: the connection waits in the listener's queue, not yet accepted.
         let daemon = enclave.processID
         kill(daemon, SIGSTOP)
@@ -518,10 +515,7 @@ extension HandoffServerTests {
     /// `--handoff if-kernel-refuses`: served exactly where the kernel refuses descriptors sent
     /// before they are asked for (SO_PASSRIGHTS, Linux 6.16), asked of this machine's kernel.
     func testADaemonToldIfKernelRefusesServesAsTheKernelAllows() throws {
-        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        XCTAssertGreaterThanOrEqual(probe, 0)
-        let refuses = la_take_descriptors(probe, 0) == 0
-        close(probe)
+        let refuses = la_kernel_refuses_unasked_descriptors() == 1
         let daemon = try daemon(handoff: "if-kernel-refuses")
         XCTAssertEqual(
             FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: daemon.socketPath)),
@@ -537,6 +531,41 @@ extension HandoffServerTests {
 }
 
 extension HandoffServerTests {
+    /// A directory of a test's own, with the daemon's socket and the handoff socket beside it
+    /// listening as systemd makes them, for a daemon started on them.
+    private struct ActivatedSockets {
+        let root: String
+        let path: String
+        let listeners: [Int32]
+        let log: String
+
+        init(_ name: String) throws {
+            var template = Array("/tmp/la-\(name)-XXXXXX".utf8CString)
+            root = String(cString: mkdtemp(&template)!)
+            mkdir(root + "/run", 0o700)
+            path = root + "/run/socket"
+            let path = path
+            listeners = try [path, EnclavePaths.handoffSocket(for: path)].map {
+                try SocketActivationSupport.listeningSocket(at: $0, mode: 0o600)
+            }
+            log = root + "/laenclaved.log"
+            XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil))
+        }
+
+        /// The daemon's command line on these sockets, with `options`.
+        func daemon(_ options: [String]) -> [String] {
+            [
+                productPath("laenclaved"), "--user", "--socket", path, "--state-dir", root + "/state",
+                "--key-file", root + "/keys/master.key", "--passcode-cost", "10", "--tpm", "off",
+            ] + options
+        }
+
+        func remove() {
+            for fd in listeners { close(fd) }
+            try? FileManager.default.removeItem(atPath: root)
+        }
+    }
+
     /// systemd's first activation: the connection that starts the daemon, and any made with it,
     /// exist before the daemon tells the handoff listener to refuse descriptors, so they may hold
     /// some sent unasked, whatever the kernel. One answered busy (the user's fifth) holds the last
@@ -544,25 +573,15 @@ extension HandoffServerTests {
     /// listener's setting would have it) and closed on the loop, it held every user's handoffs.
     /// Its own setting is read instead, it is looked at, and closed in its user's turn.
     func testAConnectionMadeBeforeTheDaemonStartedIsClosedInItsUsersTurn() throws {
-        var template = Array("/tmp/la-first-activation-XXXXXX".utf8CString)
-        let root = String(cString: mkdtemp(&template)!)
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        mkdir(root + "/run", 0o700)
-        let path = root + "/run/socket"
-        let listeners = try [path, EnclavePaths.handoffSocket(for: path)].map {
-            try SocketActivationSupport.listeningSocket(at: $0, mode: 0o600)
-        }
-        defer { for fd in listeners { close(fd) } }
-        let log = root + "/laenclaved.log"
-        XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil))
+        let sockets = try ActivatedSockets("first-activation")
+        defer { sockets.remove() }
+        let (path, listeners, log) = (sockets.path, sockets.listeners, sockets.log)
         // Started first, holding still (a shell that stops itself before it execs the daemon): a
         // process started while this one holds a file of the FUSE mount waits in its close.
         let daemon = try SocketActivationSupport.spawn(
             [
                 "/bin/sh", "-c", "kill -STOP $$; exec \"$@\"", "sh",
-                productPath("laenclaved"), "--user", "--socket", path, "--state-dir", root + "/state",
-                "--key-file", root + "/keys/master.key", "--passcode-cost", "10", "--tpm", "off",
-            ],
+            ] + sockets.daemon([]),
             descriptors: listeners,
             log: log
         )
@@ -617,5 +636,51 @@ extension HandoffServerTests {
         XCTAssertEqual(send(socket, [UInt8](token), token.count, Int32(MSG_NOSIGNAL)), token.count)
         XCTAssertEqual(recv(socket, &answer, 1, 0), 1, "the socket answers on")
         XCTAssertEqual(HandoffStatus(rawValue: answer), .noDescriptor)
+    }
+}
+
+extension HandoffServerTests {
+    /// A handoff socket systemd passes, under `handoff = never`: the daemon lets go of its copy
+    /// (systemd's stays, and its file), refuses tickets saying why, and administration with no
+    /// terminal handed says that the daemon cannot ask on one.
+    func testAPassedHandoffSocketIsLetGoOfUnderNever() throws {
+        let sockets = try ActivatedSockets("passed-handoff")
+        defer { sockets.remove() }
+        let (path, listeners, log) = (sockets.path, sockets.listeners, sockets.log)
+        let handoff = EnclavePaths.handoffSocket(for: path)
+        var handoffSocket = stat()
+        XCTAssertEqual(fstat(listeners[1], &handoffSocket), 0)
+        let daemon = try SocketActivationSupport.spawn(
+            sockets.daemon(["--handoff", "never"]),
+            descriptors: listeners,
+            log: log
+        )
+        defer { terminateAndWait(daemon) }
+        eventually("the daemon to listen", timeout: 20) {
+            ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("listening")
+        }
+        let held = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/fd")) ?? []).compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(daemon)/fd/\($0)")
+        }
+        XCTAssertFalse(held.isEmpty, "the daemon's descriptors")
+        XCTAssertFalse(
+            held.contains("socket:[\(handoffSocket.st_ino)]"),
+            "the daemon holds the handoff socket: \(held)"
+        )
+        XCTAssertTrue(FileManager.default.fileExists(atPath: handoff), "systemd's file is left alone")
+
+        let client = try RawClient(path: path)
+        defer { client.close() }
+        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
+        _ = try client.readReply()
+        client.sendRequest(id: 2, op: "handoff", args: ["kind": HandedDescriptor.secretInput.rawValue])
+        let failure = (try client.readReply()?["reply"] as? [String: Any])?["value"] as? [String: Any]
+        XCTAssertEqual(failure?["message"] as? String, "this daemon takes no handoffs: handoff = never")
+
+        let set = try runProcess(productPath("lactl"), ["passcode", "set", "--socket", path])
+        XCTAssertNotEqual(set.status, 0)
+        XCTAssertTrue(set.stderr.contains("it takes no handoffs: handoff = never"), set.stderr)
+        let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", path])
+        XCTAssertTrue(doctor.stdout.contains("\(handoff) is still there"), doctor.stdout)
     }
 }

@@ -247,6 +247,7 @@ final class ConnectionHandlerTests: XCTestCase {
             servedUser: 4242,
             logger: Logger(label: "test")
         )
+        served.handoff.served(unlessBecause: nil)
         let sink = RecordingReplySink()
         var id: UInt64 = 1000
         func ask(_ handler: ConnectionHandler, _ request: Request) async throws -> Reply {
