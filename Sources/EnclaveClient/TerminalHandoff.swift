@@ -97,6 +97,10 @@ extension EnclaveConnection {
         try handOver(handing.descriptor, ticket: ticket)
     }
 
+    /// Why this connection's last terminal handoff failed: the daemon's answer or the exchange's
+    /// error (nil when none failed; a process with no foreground terminal tries none).
+    public var terminalHandoffRefusal: String? { terminalHandoff.refusal }
+
     /// The blocking form of `presentingOnTerminal`, for synchronous callers: whether the daemon now
     /// holds this process's controlling terminal.
     public func handOverTerminal() -> Bool {
@@ -128,13 +132,20 @@ extension EnclaveConnection {
             send(.handoff(.init(kind: .terminal))) { [self] result in
                 // Off the reader thread: the exchange waits for the daemon's answer.
                 DispatchQueue.global().async { [self] in
-                    var handed = false
-                    if case .success(.handoffTicket(let ticket)) = result {
-                        handed = (try? handOver(terminal.descriptor, ticket: ticket)) != nil
+                    let refusal: String?
+                    switch result {
+                    case .success(.handoffTicket(let ticket)):
+                        do {
+                            try handOver(terminal.descriptor, ticket: ticket)
+                            refusal = nil
+                        } catch { refusal = "\(error)" }
+                    case .success(.failure(let failure)): refusal = failure.message
+                    case .success(let other): refusal = "the daemon answered \(other)"
+                    case .failure(let error): refusal = "\(error)"
                     }
                     Glibc.close(terminal.descriptor)
-                    for completion in terminalHandoff.finish(device: terminal.device, handed: handed) {
-                        completion(handed)
+                    for completion in terminalHandoff.finish(device: terminal.device, refusal: refusal) {
+                        completion(refusal == nil)
                     }
                 }
             }
@@ -142,7 +153,7 @@ extension EnclaveConnection {
     }
 }
 
-/// Which terminal a connection has handed over (or failed to: not tried again on that
+/// Which terminal a connection has handed over (or failed to, and why: not tried again on that
 /// connection, so a daemon without a handoff socket costs one attempt), and who waits while a
 /// handoff runs.
 final class TerminalHandoffState: Sendable {
@@ -151,6 +162,7 @@ final class TerminalHandoffState: Sendable {
     private struct State {
         var handed: UInt64?
         var refused: UInt64?
+        var refusal: String?
         var waiters: [@Sendable (Bool) -> Void]?
     }
 
@@ -169,11 +181,16 @@ final class TerminalHandoffState: Sendable {
         }
     }
 
-    func finish(device: UInt64, handed ok: Bool) -> [@Sendable (Bool) -> Void] {
+    /// The handoff of `device` ended: handed when `refusal` is nil. Its waiters, to be told.
+    func finish(device: UInt64, refusal: String?) -> [@Sendable (Bool) -> Void] {
         state.withLock { s in
-            if ok { s.handed = device } else { s.refused = device }
+            if refusal == nil { s.handed = device } else { s.refused = device }
+            s.refusal = refusal
             defer { s.waiters = nil }
             return s.waiters ?? []
         }
     }
+
+    /// Why the last handoff failed (nil when it was handed, or none was tried).
+    var refusal: String? { state.withLock { $0.refusal } }
 }

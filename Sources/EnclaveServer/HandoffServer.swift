@@ -185,8 +185,10 @@ final class HandoffServer: @unchecked Sendable {
             let n = poll(&fds, nfds_t(fds.count), timeout)
             if n < 0 && errno != EINTR {
                 logger.error("the handoff socket failed", metadata: ["errno": "\(errno)"])
-                // Nobody accepts from now: a ticket would send a client to wait for nothing.
+                // Nobody accepts from now: a ticket would send a client to wait for nothing, and a
+                // file of ours would too.
                 registry.served(unlessBecause: "its handoff socket's loop failed (see the daemon's log)")
+                if let path { unlink(path) }
                 return
             }
             if fds[0].revents != 0 { return }

@@ -41,8 +41,8 @@ struct PersonSecrets {
     static func nobodyToAsk(noHandoffs why: String) -> DaemonError {
         DaemonError(
             .notPermitted,
-            "this needs the person: run it in a graphical session with the prompt agent (the daemon asks there); "
-                + "it cannot ask on a terminal, as it takes no handoffs: \(why)"
+            "this needs the person, and nobody can be asked here: no prompt agent serves this session, and the "
+                + "daemon cannot ask on a terminal, as it takes no handoffs: \(why)"
         )
     }
 

@@ -49,9 +49,9 @@ extension Doctor {
             if FileManager.default.fileExists(atPath: handoff) {
                 report.note(
                     "handoff",
-                    "\(handoff) is still there, where nobody takes what is sent: systemd holds it for the unit; "
-                        + "a drop-in laenclaved.socket.d/*.conf with ListenStream= and then only the daemon's "
-                        + "socket removes it (docs/configuration.md, handoff)"
+                    "\(handoff) is still there, where nobody takes what is sent: systemd holds it for the socket "
+                        + "unit (a drop-in laenclaved.socket.d/*.conf with ListenStream= and then only the daemon's "
+                        + "socket removes it: docs/configuration.md, handoff), or a daemon that ended left it"
                 )
             }
         default:

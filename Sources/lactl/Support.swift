@@ -70,10 +70,10 @@ struct ClientOptions: ParsableArguments {
                 printError("lactl: standard input could not be handed to the daemon: \(error)")
                 throw ExitCode(ExitStatus.refused)
             }
-        } else {
-            // Without a terminal handed over (none here, or the daemon takes none) the daemon asks
-            // through the prompt agent of this session, or says why it cannot.
-            _ = connection.handOverTerminal()
+        } else if !connection.handOverTerminal(), let why = connection.terminalHandoffRefusal {
+            // The daemon asks through the prompt agent of this session all the same, or says why
+            // it cannot; this terminal's own reason is said first.
+            printError("lactl: this terminal was not handed to the daemon: \(why)")
         }
         return try call(request, onEvent: onEvent, on: { connection })
     }

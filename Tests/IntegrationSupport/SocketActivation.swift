@@ -46,9 +46,10 @@ public enum SocketActivationSupport {
         log: String,
         listenPID: String = "$$"
     ) throws -> pid_t {
+        precondition(!descriptors.isEmpty, "a socket to pass")
         let argv = ["/bin/sh", "-c", "export LISTEN_PID=\(listenPID); exec \"$@\"", "sh"] + command
-        // The daemon's socket is the first; the others are told apart by their paths.
-        let names = ["laenclaved.socket"] + Array(repeating: "laenclaved.socket", count: descriptors.count - 1)
+        // All named after the unit, as systemd names them: the daemon tells them apart by their paths.
+        let names = Array(repeating: "laenclaved.socket", count: descriptors.count)
         let environment = [
             "PATH=/usr/bin:/bin", "LISTEN_FDS=\(descriptors.count)", "LISTEN_FDNAMES=\(names.joined(separator: ":"))",
         ]
