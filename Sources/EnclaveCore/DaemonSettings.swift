@@ -25,8 +25,8 @@ import Glibc
 /// require-tpm = no          # yes: never start without the TPM root
 /// move-to-tpm = no          # yes: a software-root state moves to the TPM root at start, keeping
 ///                           # everything (`laenclaved --move-to-tpm` does it once, by hand)
-/// handoff = always          # always | if-kernel-refuses | never: the handoff socket, for terminal
-///                           # prompts and piped secrets (`HandoffSocketSetting`)
+/// handoff = always          # always | if-kernel-refuses | root | never: who may hand over a
+///                           # terminal or piped secrets (`HandoffSocketSetting`)
 /// ```
 public struct DaemonSettings: Equatable, Sendable {
     public enum Sensor: String, Sendable, CaseIterable {

@@ -1,40 +1,45 @@
-/// `handoff`: when the daemon serves its handoff socket (`Handoff`), on which a client hands over
-/// its terminal for a prompt (the PAM module's sudo, an app's `evaluatePolicy` in a terminal) or a
-/// pipe for administration's secrets (`lactl … --stdin`). Without it every prompt is drawn by the
-/// prompt agent or headless, and a handoff ticket is refused at once, saying why.
+/// `handoff`: who may hand the daemon a descriptor on its handoff socket (`Handoff`): a terminal
+/// for a prompt (the PAM module under sudo or pkexec, an app's `evaluatePolicy` in a terminal) or
+/// a pipe for administration's secrets (`lactl … --stdin`). A client that may not is refused its
+/// ticket at once, saying why; its prompts are drawn by the prompt agent or headless.
 ///
 /// Our setting. Before Linux 6.16 the kernel cannot refuse descriptors a client sends unasked, and
-/// the kernel releases them with the connection, on the closing thread, where a file on the
-/// client's FUSE mount can wait without end: a local user can then fill the handoff loop's
+/// it releases them with the connection, on the closing thread, where a file on the client's FUSE
+/// mount can wait without end: a local user who may connect can then fill the handoff loop's
 /// descriptor table, and nobody's terminal is taken until they let go (docs/architecture.md,
-/// "Handing the terminal over"). A machine whose local users are not trusted with each other's
-/// terminal prompts runs `if-kernel-refuses` (or `never`) there.
+/// "Handing the terminal over"). Where only root may connect (the socket's file is 0600), nobody
+/// else can: root's own prompts — sudo's and polkit's, which run as root — keep their terminal.
 public enum HandoffSocketSetting: String, Sendable, CaseIterable {
-    /// The default: terminal prompts work on every kernel.
+    /// The default: every user's terminal prompts, on every kernel.
     case always
-    /// Only where the kernel refuses descriptors a connection has not been asked for
-    /// (SO_PASSRIGHTS, Linux 6.16).
+    /// Every user where the kernel refuses descriptors a connection has not been asked for
+    /// (SO_PASSRIGHTS, Linux 6.16); root only elsewhere.
     case ifKernelRefuses = "if-kernel-refuses"
+    /// Root only, on every kernel.
+    case root
     case never
 
-    /// Whether the daemon serves the handoff socket, given whether the kernel refuses descriptors
-    /// sent unasked on it.
-    public func serves(kernelRefusesUnasked: Bool) -> Bool {
-        switch self {
-        case .always: return true
-        case .ifKernelRefuses: return kernelRefusesUnasked
-        case .never: return false
-        }
+    /// Who may hand over, and why not everyone.
+    public enum Access: Equatable, Sendable {
+        case everyone
+        case rootOnly(why: String)
+        case nobody(why: String)
     }
 
-    /// Why a daemon serves no handoff socket under this setting, for its log and its refusals.
-    public func whyNone(kernelRefusesUnasked: Bool) -> String? {
-        guard !serves(kernelRefusesUnasked: kernelRefusesUnasked) else { return nil }
+    /// Who may hand the daemon a descriptor, given whether the kernel refuses descriptors sent
+    /// unasked.
+    public func access(kernelRefusesUnasked: Bool) -> Access {
         switch self {
-        case .never: return "handoff = never"
-        default:
-            return
-                "handoff = if-kernel-refuses, and this kernel cannot refuse descriptors sent unasked (SO_PASSRIGHTS: Linux 6.16)"
+        case .always: return .everyone
+        case .ifKernelRefuses:
+            return kernelRefusesUnasked
+                ? .everyone
+                : .rootOnly(
+                    why:
+                        "handoff = if-kernel-refuses, and this kernel cannot refuse descriptors sent unasked (SO_PASSRIGHTS: Linux 6.16)"
+                )
+        case .root: return .rootOnly(why: "handoff = root")
+        case .never: return .nobody(why: "handoff = never")
         }
     }
 }

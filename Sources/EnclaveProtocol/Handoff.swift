@@ -36,6 +36,10 @@ public enum Handoff {
     public static let ticketLifetime: Double = 10
     /// How long the daemon waits for a ticket after the connect.
     public static let exchangeTimeout: Double = 2
+    /// How a refused ticket begins, by who may hand over (the daemon's `handoff` setting): nobody,
+    /// or root only. The reason follows after a colon.
+    public static let refusedToEveryone = "this daemon takes no handoffs"
+    public static let refusedToAllButRoot = "this daemon takes handoffs from root only"
 }
 
 public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringConvertible {
@@ -54,6 +58,9 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
     case notAPipe = 7
     /// A terminal, but not the controlling terminal of the process that hands it.
     case notTheControllingTerminal = 8
+    /// The daemon takes root's handoffs only (`handoff = root`, or `if-kernel-refuses` on a kernel
+    /// that cannot refuse descriptors sent unasked). A client before it reads "status 9".
+    case rootOnly = 9
 
     public var description: String {
         switch self {
@@ -67,6 +74,7 @@ public enum HandoffStatus: UInt8, Error, Sendable, CaseIterable, CustomStringCon
         case .notAPipe: return "the handed secret input is not a pipe"
         case .notTheControllingTerminal:
             return "the handed terminal is not the controlling terminal of the process that hands it"
+        case .rootOnly: return "the daemon takes handoffs from root only"
         }
     }
 }

@@ -111,7 +111,7 @@ extension ConnectionHandler {
             pipeAllowed: AdminPolicy.pipeGivesThePasscode(caller: peer.uid, allowed: daemon.config.administrationPipe),
             terminalHolders: daemon.config.terminalHolders,
             holderReader: daemon.peerHelper.map { .helper($0) } ?? .thisProcess,
-            noHandoffs: daemon.handoff.notServedBecause
+            noHandoff: daemon.handoff.refusal(for: peer.uid)
         )
     }
 

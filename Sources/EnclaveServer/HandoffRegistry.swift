@@ -7,29 +7,34 @@ import Synchronization
 /// handoff loop (which redeems).
 final class HandoffRegistry: Sendable {
     private let tickets = Mutex(HandoffTickets<HandedDescriptors>())
-    /// Why no handoff socket is served; nil while one is. A ticket would be for nothing then, and
-    /// a client would wait for an answer nobody gives where systemd holds the socket.
-    private let notServed = Mutex<String?>("the handoff socket has not started")
+    /// Who may hand over now (`HandoffSocketSetting.Access`): nobody until the socket is served.
+    /// A ticket for anyone else would be for nothing, and a client would wait for an answer
+    /// nobody gives where systemd holds the socket.
+    private let access = Mutex(HandoffSocketSetting.Access.nobody(why: "the handoff socket has not started"))
     private let clock: any EnclaveClock
 
     init(clock: any EnclaveClock) { self.clock = clock }
 
-    /// The handoff socket is served from now (`why` nil), or not, and why.
-    func served(unlessBecause why: String?) { notServed.withLock { $0 = why } }
+    /// Who may hand over from now.
+    func serve(_ access: HandoffSocketSetting.Access) { self.access.withLock { $0 = access } }
 
-    /// Why no handoff socket is served; nil while one is.
-    var notServedBecause: String? { notServed.withLock { $0 } }
+    /// Why a process of `uid` may hand nothing over (nil when it may), said to it.
+    func refusal(for uid: UInt32) -> String? {
+        switch access.withLock({ $0 }) {
+        case .everyone: return nil
+        case .rootOnly(let why): return uid == 0 ? nil : "\(Handoff.refusedToAllButRoot): \(why)"
+        case .nobody(let why): return "\(Handoff.refusedToEveryone): \(why)"
+        }
+    }
 
-    /// A ticket, or `notPermitted` saying why none is issued: the daemon serves no handoff socket.
+    /// A ticket, or `notPermitted` saying why none is issued to `owner` (`refusal(for:)`).
     func issue(
         to owner: HandoffTickets<HandedDescriptors>.Owner,
         connection: UInt64,
         kind: HandedDescriptor,
         destination: HandedDescriptors
     ) throws(DaemonError) -> Data {
-        if let why = notServedBecause {
-            throw DaemonError(.notPermitted, "this daemon takes no handoffs: \(why)")
-        }
+        if let refusal = refusal(for: owner.uid) { throw DaemonError(.notPermitted, refusal) }
         var generator = SystemRandomNumberGenerator()
         let token = Data((0..<Handoff.ticketBytes).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
         let now = clock.monotonic().seconds

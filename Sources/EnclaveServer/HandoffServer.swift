@@ -42,6 +42,9 @@ final class HandoffServer: @unchecked Sendable {
 
     private let listener: Int32
     private let path: String?
+    /// Only root's processes may hand over (`HandoffSocketSetting.Access.rootOnly`): the socket's
+    /// file lets nobody else connect; one that did before is answered at once.
+    private let rootOnly: Bool
     private let registry: HandoffRegistry
     private let logger: Logger
     private let closer = HandedDescriptorCloser()
@@ -64,9 +67,10 @@ final class HandoffServer: @unchecked Sendable {
     }
 
     /// `path`: the file to remove when the loop stops (nil when systemd owns it).
-    init(listener: Int32, path: String?, registry: HandoffRegistry, logger: Logger) {
+    init(listener: Int32, path: String?, rootOnly: Bool = false, registry: HandoffRegistry, logger: Logger) {
         self.listener = listener
         self.path = path
+        self.rootOnly = rootOnly
         self.registry = registry
         self.logger = logger
     }
@@ -187,7 +191,7 @@ final class HandoffServer: @unchecked Sendable {
                 logger.error("the handoff socket failed", metadata: ["errno": "\(errno)"])
                 // Nobody accepts from now: a ticket would send a client to wait for nothing, and a
                 // file of ours would too.
-                registry.served(unlessBecause: "its handoff socket's loop failed (see the daemon's log)")
+                registry.serve(.nobody(why: "its handoff socket's loop failed (see the daemon's log)"))
                 if let path { unlink(path) }
                 return
             }
@@ -233,6 +237,10 @@ final class HandoffServer: @unchecked Sendable {
                 pid: credentials.pid,
                 subordinates: SubordinateIDFile.system.lastRead
             )
+            guard !rootOnly || credentials.uid == 0 else {
+                answer(fd, .rootOnly, of: share, holding)
+                continue
+            }
             guard pending.count < Self.waiting, pending.filter({ $0.turn == share }).count < Self.perUserWaiting
             else {
                 answer(fd, .busy, of: share, holding)

@@ -27,8 +27,9 @@ struct PersonSecrets {
     let terminalHolders: Set<String>
     /// Who reads which processes hold that other side.
     let holderReader: PtyMasterHolders.Reader
-    /// Why the daemon takes no handoffs (no terminal can be handed to it), when it takes none.
-    var noHandoffs: String? = nil
+    /// Why this client may hand the daemon no terminal (`HandoffRegistry.refusal(for:)`), when it
+    /// may not.
+    var noHandoff: String? = nil
 
     static let clientWentAway = DaemonError(.notPermitted, "the app went away before its prompt")
 
@@ -37,12 +38,12 @@ struct PersonSecrets {
         "this needs the person: run it in a terminal or a graphical session with the prompt agent (the daemon asks there)"
     )
 
-    /// Nobody to ask where no terminal can be handed to the daemon at all.
-    static func nobodyToAsk(noHandoffs why: String) -> DaemonError {
+    /// Nobody to ask where this client can hand the daemon no terminal at all (`refusal`).
+    static func nobodyToAsk(noHandoff refusal: String) -> DaemonError {
         DaemonError(
             .notPermitted,
             "this needs the person, and nobody can be asked here: no prompt agent serves this session, and the "
-                + "daemon cannot ask on a terminal, as it takes no handoffs: \(why)"
+                + "daemon cannot ask on a terminal: \(refusal)"
         )
     }
 
@@ -111,7 +112,7 @@ struct PersonSecrets {
     /// One trusted prompt with a screen per answer.
     private func onTrustedPrompt(_ instructions: [String]) async throws -> [String] {
         guard agent != nil || descriptors.terminal != nil else {
-            throw noHandoffs.map { Self.nobodyToAsk(noHandoffs: $0) } ?? Self.nobodyToAsk
+            throw noHandoff.map { Self.nobodyToAsk(noHandoff: $0) } ?? Self.nobodyToAsk
         }
         // The terminal is judged inside the user's prompt slot: one scan of /proc at a time per
         // user, so however many requests one user sends, a system daemon's helper (which also pins

@@ -1,4 +1,3 @@
-import CPeerSocket
 import EnclaveCore
 import EnclaveProtocol
 import Foundation
@@ -112,50 +111,6 @@ public struct EnclaveService: Service {
             server.channel.close(promise: nil)
         }
         logger.info("stopped")
-    }
-
-    /// The handoff socket beside the daemon's (`Handoff`): systemd's when the unit passes it,
-    /// else bound here, when the `handoff` setting serves it on this kernel. Without it every
-    /// prompt is drawn by the agent or headless, and a handoff ticket is refused saying why; the
-    /// daemon still serves.
-    private func startHandoff(passed: SocketActivation.Listener?, socketPath: String) -> HandoffServer? {
-        let (server, why) = openHandoff(passed: passed, socketPath: socketPath)
-        daemon.handoff.served(unlessBecause: why)
-        return server
-    }
-
-    private func openHandoff(passed: SocketActivation.Listener?, socketPath: String) -> (HandoffServer?, String?) {
-        let kernelRefuses = la_kernel_refuses_unasked_descriptors() == 1
-        if let why = daemon.config.handoff.whyNone(kernelRefusesUnasked: kernelRefuses) {
-            // systemd's copy stays: a drop-in without the socket's ListenStream= removes it
-            // (docs/configuration.md, `handoff`).
-            if let passed { close(passed.descriptor) }
-            logger.notice("no handoff socket: prompts are not shown on an app's terminal", metadata: ["why": "\(why)"])
-            return (nil, why)
-        }
-        let listener: Int32
-        let path: String?
-        if let passed {
-            (listener, path) = (passed.descriptor, nil)
-        } else {
-            let bound = EnclavePaths.handoffSocket(for: socketPath)
-            do {
-                listener = try HandoffServer.bind(path: bound, mode: daemon.config.mode == .system ? 0o666 : 0o600)
-                path = bound
-            } catch {
-                logger.warning(
-                    "no handoff socket: prompts cannot be shown on an app's terminal",
-                    metadata: ["path": "\(bound)", "error": "\(error)"]
-                )
-                return (nil, "its handoff socket could not be bound (see the daemon's log)")
-            }
-        }
-        let server = HandoffServer(listener: listener, path: path, registry: daemon.handoff, logger: logger)
-        guard server.start() else {
-            logger.warning("no handoff socket: its loop could not start; prompts cannot be shown on an app's terminal")
-            return (nil, "its handoff socket's loop could not start (see the daemon's log)")
-        }
-        return (server, nil)
     }
 
     private func bootstrap() -> ServerBootstrap {

@@ -27,18 +27,31 @@ extension Doctor {
         }
         switch reply {
         case .handoffTicket:
+            // Who may connect is what counts on such a kernel: the socket file's mode says it.
+            var socketFile = stat()
+            let othersConnect =
+                stat(EnclavePaths.handoffSocket(for: socketPath), &socketFile) == 0 && socketFile.st_mode & 0o002 != 0
             if la_kernel_refuses_unasked_descriptors() == 1 {
                 report.ok("handoff", "served: prompts may be drawn on an app's terminal")
+            } else if mode == .system, !othersConnect {
+                report.ok("handoff", "served to root only (sudo's and polkit's prompts keep their terminal)")
             } else if mode == .system {
                 report.note(
                     "handoff",
-                    "served on a kernel that cannot refuse descriptors sent unasked (before Linux 6.16): a local user "
-                        + "can make terminal prompts unavailable to others until they let go; where users are not "
-                        + "trusted with that, set handoff = if-kernel-refuses (docs/configuration.md)"
+                    "served to every user on a kernel that cannot refuse descriptors sent unasked (before Linux "
+                        + "6.16): a local user can make terminal prompts unavailable to others until they let go; "
+                        + "where users are not trusted with that, set handoff = if-kernel-refuses (root's prompts "
+                        + "only: sudo, polkit) (docs/configuration.md)"
                 )
             } else {
                 report.ok("handoff", "served: prompts may be drawn on this user's terminals")
             }
+        case .failure(let failure) where failure.message.hasPrefix(Handoff.refusedToAllButRoot):
+            report.note(
+                "handoff",
+                "\(failure.message): root's prompts (sudo, polkit) are drawn on their terminal; this user's by the "
+                    + "agent or headless, and administration asks through the agent only"
+            )
         case .failure(let failure):
             report.note(
                 "handoff",

@@ -22,7 +22,7 @@ struct ConnectionOptions: ParsableArguments {
     @Option(
         name: .customLong("handoff"),
         help:
-            "When to serve the handoff socket, on which clients hand over their terminal for a prompt or a pipe of secrets: always (the default), if-kernel-refuses (only where the kernel refuses descriptors sent unasked: Linux 6.16), or never. Over the file's handoff."
+            "Who may hand over a terminal for a prompt or a pipe of secrets on the handoff socket: always (everyone, the default), if-kernel-refuses (everyone where the kernel refuses descriptors sent unasked, Linux 6.16; root only elsewhere), root, or never. Over the file's handoff."
     )
     var handoff: HandoffSocketSetting?
 }

@@ -26,25 +26,39 @@ final class HandoffServerTests: XCTestCase {
 
     private var handoffPath: String { EnclavePaths.handoffSocket(for: enclave.socketPath) }
 
-    /// A greeted connection and a ticket issued on it (a terminal's unless told).
-    private func ticket(_ kind: HandedDescriptor = .terminal) throws -> (RawClient, Data) {
-        let client = try RawClient(path: enclave.socketPath)
+    private func handoffPath(_ socketPath: String) -> String { EnclavePaths.handoffSocket(for: socketPath) }
+
+    /// A greeted connection (to the test's daemon unless `socketPath` is given) and its answer to
+    /// `handoff` (a terminal's unless told).
+    private func askHandoff(
+        _ kind: HandedDescriptor = .terminal,
+        at socketPath: String? = nil
+    ) throws -> (RawClient, reply: [String: Any]?) {
+        let client = try RawClient(path: socketPath ?? enclave.socketPath)
         client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
         _ = try client.readReply()
         client.sendRequest(id: 2, op: "handoff", args: ["kind": kind.rawValue])
-        let reply = try client.readReply()?["reply"] as? [String: Any]
+        return (client, try client.readReply()?["reply"] as? [String: Any])
+    }
+
+    /// A greeted connection and a ticket issued on it (a terminal's unless told).
+    private func ticket(_ kind: HandedDescriptor = .terminal, at socketPath: String? = nil) throws -> (RawClient, Data)
+    {
+        let (client, reply) = try askHandoff(kind, at: socketPath)
         guard reply?["kind"] as? String == "handoffTicket", let text = reply?["value"] as? String,
             let token = Data(base64Encoded: text)
         else {
+            client.close()
             throw Failure(.internalError, "no ticket: \(String(describing: reply))")
         }
         return (client, token)
     }
 
-    /// A fresh handoff connection (reads time out after 5 s) and the daemon's first byte:
-    /// `Handoff.ready`, or its answer at once (busy); nil when none came.
-    private func openHandoff() throws -> (socket: Int32, first: UInt8?) {
-        let socket = try EnclaveConnection.connectSocket(handoffPath)
+    /// A fresh handoff connection (to the test's daemon unless `path` is given; reads time out
+    /// after 5 s) and the daemon's first byte: `Handoff.ready`, or its answer at once (busy); nil
+    /// when none came.
+    private func openHandoff(at path: String? = nil) throws -> (socket: Int32, first: UInt8?) {
+        let socket = try EnclaveConnection.connectSocket(path ?? handoffPath)
         var timeout = timeval(tv_sec: 5, tv_usec: 0)
         setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var first: UInt8 = 255
@@ -53,8 +67,8 @@ final class HandoffServerTests: XCTestCase {
 
     /// Sends `bytes` (with `descriptor` attached when given) on a fresh handoff connection, once
     /// the daemon is ready; its status byte.
-    private func handOver(_ bytes: [UInt8], descriptor: Int32?) throws -> HandoffStatus? {
-        let (socket, first) = try openHandoff()
+    private func handOver(_ bytes: [UInt8], descriptor: Int32?, at path: String? = nil) throws -> HandoffStatus? {
+        let (socket, first) = try openHandoff(at: path)
         defer { close(socket) }
         guard let first else { return nil }
         guard first == Handoff.ready else { return HandoffStatus(rawValue: first) }
@@ -483,12 +497,8 @@ extension HandoffServerTests {
             FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: closed.socketPath)),
             "a handoff socket was bound"
         )
-        let client = try RawClient(path: closed.socketPath)
+        let (client, reply) = try askHandoff(at: closed.socketPath)
         defer { client.close() }
-        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
-        _ = try client.readReply()
-        client.sendRequest(id: 2, op: "handoff", args: ["kind": HandedDescriptor.terminal.rawValue])
-        let reply = try client.readReply()?["reply"] as? [String: Any]
         XCTAssertEqual(reply?["kind"] as? String, "failure", "\(String(describing: reply))")
         let failure = reply?["value"] as? [String: Any]
         XCTAssertEqual(failure?["code"] as? String, "notPermitted")
@@ -523,21 +533,18 @@ extension HandoffServerTests {
         XCTAssertTrue(set.errors.contains("nobody can be asked here"), set.errors)
     }
 
-    /// `--handoff if-kernel-refuses`: served exactly where the kernel refuses descriptors sent
-    /// before they are asked for (SO_PASSRIGHTS, Linux 6.16), asked of this machine's kernel.
+    /// `--handoff if-kernel-refuses`: everyone's where the kernel refuses descriptors sent before
+    /// they are asked for (SO_PASSRIGHTS, Linux 6.16), root's only elsewhere — asked of this
+    /// machine's kernel.
     func testADaemonToldIfKernelRefusesServesAsTheKernelAllows() throws {
         let refuses = la_kernel_refuses_unasked_descriptors() == 1
         let daemon = try daemon(handoff: "if-kernel-refuses")
-        XCTAssertEqual(
-            FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: daemon.socketPath)),
-            refuses,
-            "kernel refuses unasked descriptors: \(refuses)"
-        )
+        XCTAssertTrue(FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: daemon.socketPath)))
+        let log = try String(contentsOfFile: daemon.logPath, encoding: .utf8)
+        XCTAssertEqual(log.contains("the handoff socket takes root's handoffs only"), !refuses, log)
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", daemon.socketPath])
-        XCTAssertTrue(
-            doctor.stdout.contains(refuses ? "handoff:      served" : "handoff:      this daemon takes no handoffs"),
-            doctor.stdout
-        )
+        // This process is root's: served either way.
+        XCTAssertTrue(doctor.stdout.contains("handoff:      served"), doctor.stdout)
     }
 }
 
@@ -550,7 +557,7 @@ extension HandoffServerTests {
         let listeners: [Int32]
         let log: String
 
-        init(_ name: String) throws {
+        init(_ name: String, mode: mode_t = 0o600) throws {
             var template = Array("/tmp/la-\(name)-XXXXXX".utf8CString)
             guard let made = mkdtemp(&template) else { throw Failure(.internalError, "no temporary directory") }
             root = String(cString: made)
@@ -559,7 +566,7 @@ extension HandoffServerTests {
             var listeners: [Int32] = []
             do {
                 for socket in [path, EnclavePaths.handoffSocket(for: path)] {
-                    listeners.append(try SocketActivationSupport.listeningSocket(at: socket, mode: 0o600))
+                    listeners.append(try SocketActivationSupport.listeningSocket(at: socket, mode: mode))
                 }
             } catch {
                 for fd in listeners { close(fd) }
@@ -643,21 +650,9 @@ extension HandoffServerTests {
             "the file's release waits for the FUSE server, in the user's turn"
         )
         // Another handoff is served.
-        let client = try RawClient(path: path)
+        let (client, token) = try ticket(at: path)
         defer { client.close() }
-        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
-        _ = try client.readReply()
-        client.sendRequest(id: 2, op: "handoff", args: ["kind": HandedDescriptor.terminal.rawValue])
-        let reply = try client.readReply()?["reply"] as? [String: Any]
-        let token = try XCTUnwrap((reply?["value"] as? String).flatMap { Data(base64Encoded: $0) }, "\(reply ?? [:])")
-        let socket = try EnclaveConnection.connectSocket(EnclavePaths.handoffSocket(for: path))
-        defer { close(socket) }
-        setsockopt(socket, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        XCTAssertEqual(recv(socket, &answer, 1, 0), 1, "told ready")
-        XCTAssertEqual(answer, Handoff.ready)
-        XCTAssertEqual(send(socket, [UInt8](token), token.count, Int32(MSG_NOSIGNAL)), token.count)
-        XCTAssertEqual(recv(socket, &answer, 1, 0), 1, "the socket answers on")
-        XCTAssertEqual(HandoffStatus(rawValue: answer), .noDescriptor)
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: nil, at: handoffPath(path)), .noDescriptor)
     }
 }
 
@@ -692,18 +687,81 @@ extension HandoffServerTests {
         )
         XCTAssertTrue(FileManager.default.fileExists(atPath: handoff), "systemd's file is left alone")
 
-        let client = try RawClient(path: path)
+        let (client, reply) = try askHandoff(.secretInput, at: path)
         defer { client.close() }
-        client.sendRequest(id: 1, op: "hello", args: ["version": enclaveProtocolVersion])
-        _ = try client.readReply()
-        client.sendRequest(id: 2, op: "handoff", args: ["kind": HandedDescriptor.secretInput.rawValue])
-        let failure = (try client.readReply()?["reply"] as? [String: Any])?["value"] as? [String: Any]
+        let failure = reply?["value"] as? [String: Any]
         XCTAssertEqual(failure?["message"] as? String, "this daemon takes no handoffs: handoff = never")
 
         let set = try runProcess(productPath("lactl"), ["passcode", "set", "--socket", path])
         XCTAssertNotEqual(set.status, 0)
-        XCTAssertTrue(set.stderr.contains("it takes no handoffs: handoff = never"), set.stderr)
+        XCTAssertTrue(set.stderr.contains("nobody can be asked here"), set.stderr)
+        XCTAssertTrue(set.stderr.contains("this daemon takes no handoffs: handoff = never"), set.stderr)
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", path])
         XCTAssertTrue(doctor.stdout.contains("\(handoff) is still there"), doctor.stdout)
+    }
+}
+
+extension HandoffServerTests {
+    /// `--handoff root`: only root's processes hand over (sudo's and polkit's prompts run as root).
+    /// The socket systemd made for everyone (0666) is made root's (0600), so another user cannot
+    /// even connect — nor queue a descriptor unasked — while root's handoff is served.
+    func testADaemonToldRootTakesRootsHandoffsOnly() throws {
+        let sockets = try ActivatedSockets("root-handoff", mode: 0o666)
+        defer { sockets.remove() }
+        // Everyone may reach the directory, as /run/laenclaved.
+        for directory in [sockets.root, sockets.root + "/run"] { chmod(directory, 0o755) }
+        let handoff = EnclavePaths.handoffSocket(for: sockets.path)
+        // Another user who connected while systemd held the socket alone is answered at once.
+        let early = Background {
+            try runProcess(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                    "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+                        + "s.settimeout(20); print(s.recv(1)[0])",
+                    handoff,
+                ]
+            )
+        }
+        eventually("the other user's connection to wait") {
+            ((try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8)) ?? "").components(separatedBy: handoff)
+                .count > 2
+        }
+        let daemon = try SocketActivationSupport.spawn(
+            sockets.daemon(["--handoff", "root"]),
+            descriptors: sockets.listeners,
+            log: sockets.log
+        )
+        defer { terminateAndWait(daemon) }
+        eventually("the daemon to make the handoff socket root's", timeout: 20) {
+            ((try? String(contentsOfFile: sockets.log, encoding: .utf8)) ?? "").contains("root's handoffs only")
+        }
+        let answered = try early.wait()
+        XCTAssertEqual(
+            answered.stdout.trimmingCharacters(in: .whitespacesAndNewlines),
+            "\(HandoffStatus.rootOnly.rawValue)",
+            answered.stderr
+        )
+        var info = stat()
+        XCTAssertEqual(stat(handoff, &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, 0o600, "the handoff socket's mode")
+        // Another user reaches the daemon's socket, and not the handoff socket.
+        func connectAsNobody(_ path: String) throws -> ProcessOutput {
+            try runProcess(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                    "import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])", path,
+                ]
+            )
+        }
+        XCTAssertEqual(try connectAsNobody(sockets.path).status, 0, "the daemon's socket is everyone's")
+        let refused = try connectAsNobody(handoff)
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("Permission denied"), refused.stderr)
+        // Root's handoff is served.
+        let (client, token) = try ticket(at: sockets.path)
+        defer { client.close() }
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: nil, at: handoff), .noDescriptor)
     }
 }

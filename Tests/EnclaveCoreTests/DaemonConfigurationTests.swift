@@ -191,6 +191,7 @@ final class DaemonConfigurationTests: XCTestCase {
             ("handoff = if-kernel-refuses", nil, .ifKernelRefuses),
             ("handoff = never", .always, .always),
             ("", .ifKernelRefuses, .ifKernelRefuses),
+            ("handoff = root", nil, .root),
         ]
         for row in rows {
             for mode in [DaemonMode.user, .system] {

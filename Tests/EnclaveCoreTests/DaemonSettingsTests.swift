@@ -63,7 +63,7 @@ final class DaemonSettingsTests: XCTestCase {
             ("just words", 1, "key = value"),
             ("tpm = on", 1, "tpm is auto, off, or a TPM"),
             ("require-tpm = please", 1, "require-tpm is yes or no"),
-            ("handoff = off", 1, "handoff is one of always, if-kernel-refuses, never"),
+            ("handoff = off", 1, "handoff is one of always, if-kernel-refuses, root, never"),
         ] {
             XCTAssertThrowsError(try DaemonSettings.parse(text), text) { error in
                 guard let e = error as? CoreError, e.code == .settings else { return XCTFail("\(error)") }

@@ -1,27 +1,23 @@
 import EnclaveCore
 import XCTest
 
-/// When the daemon serves its handoff socket, by setting and kernel, and what it says when not.
+/// Who may hand the daemon a descriptor, by setting and kernel, and what it says to the others.
 final class HandoffSocketSettingTests: XCTestCase {
-    func testWhetherTheSocketIsServed() {
-        let rows: [(HandoffSocketSetting, kernelRefuses: Bool, serves: Bool)] = [
-            (.always, true, true),
-            (.always, false, true),
-            (.ifKernelRefuses, true, true),
-            (.ifKernelRefuses, false, false),
-            (.never, true, false),
-            (.never, false, false),
+    func testWhoMayHandOver() {
+        let old =
+            "handoff = if-kernel-refuses, and this kernel cannot refuse descriptors sent unasked (SO_PASSRIGHTS: Linux 6.16)"
+        let rows: [(HandoffSocketSetting, kernelRefuses: Bool, HandoffSocketSetting.Access)] = [
+            (.always, true, .everyone),
+            (.always, false, .everyone),
+            (.ifKernelRefuses, true, .everyone),
+            (.ifKernelRefuses, false, .rootOnly(why: old)),
+            (.root, true, .rootOnly(why: "handoff = root")),
+            (.root, false, .rootOnly(why: "handoff = root")),
+            (.never, true, .nobody(why: "handoff = never")),
+            (.never, false, .nobody(why: "handoff = never")),
         ]
-        for (setting, refuses, serves) in rows {
-            XCTAssertEqual(setting.serves(kernelRefusesUnasked: refuses), serves, "\(setting) \(refuses)")
-            XCTAssertEqual(setting.whyNone(kernelRefusesUnasked: refuses) == nil, serves, "\(setting) \(refuses)")
+        for (setting, refuses, access) in rows {
+            XCTAssertEqual(setting.access(kernelRefusesUnasked: refuses), access, "\(setting) \(refuses)")
         }
-    }
-
-    func testWhyNoneNamesTheSettingAndTheKernel() {
-        XCTAssertEqual(HandoffSocketSetting.never.whyNone(kernelRefusesUnasked: true), "handoff = never")
-        let old = HandoffSocketSetting.ifKernelRefuses.whyNone(kernelRefusesUnasked: false) ?? ""
-        XCTAssertTrue(old.hasPrefix("handoff = if-kernel-refuses"), old)
-        XCTAssertTrue(old.contains("Linux 6.16"), old)
     }
 }

@@ -133,7 +133,7 @@ final class ConnectionHandlerTests: XCTestCase {
         directory = NSTemporaryDirectory() + "connection-handler-\(UUID().uuidString)"
         daemon = try EnclaveDaemon(config: .inProcess(directory), clock: ManualClock(), logger: Logger(label: "test"))
         // The test plays the handoff socket (`EnclaveDaemon.handOver`).
-        daemon.handoff.served(unlessBecause: nil)
+        daemon.handoff.serve(.everyone)
         sink = RecordingReplySink()
         handler = connect(app)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
@@ -247,7 +247,7 @@ final class ConnectionHandlerTests: XCTestCase {
             servedUser: 4242,
             logger: Logger(label: "test")
         )
-        served.handoff.served(unlessBecause: nil)
+        served.handoff.serve(.everyone)
         let sink = RecordingReplySink()
         var id: UInt64 = 1000
         func ask(_ handler: ConnectionHandler, _ request: Request) async throws -> Reply {
@@ -720,12 +720,12 @@ final class ConnectionHandlerTests: XCTestCase {
     /// would otherwise connect for nothing (where systemd holds the socket, and wait for an answer
     /// nobody gives).
     func testHandoffIsRefusedSayingWhyWhenNoHandoffSocketIsServed() async throws {
-        daemon.handoff.served(unlessBecause: "handoff = never")
+        daemon.handoff.serve(.nobody(why: "handoff = never"))
         await send(1, "handoff", ["kind": "secretInput"])
         guard case .failure(let f) = try await sink.final(1) else { return XCTFail("a ticket for nothing") }
         XCTAssertEqual(f.code, .notPermitted)
         XCTAssertEqual(f.message, "this daemon takes no handoffs: handoff = never")
-        daemon.handoff.served(unlessBecause: nil)
+        daemon.handoff.serve(.everyone)
         await send(2, "handoff", ["kind": "terminal"])
         guard case .handoffTicket = try await sink.final(2) else { return XCTFail("no ticket once served") }
     }
@@ -1069,7 +1069,7 @@ final class ConnectionHandlerTests: XCTestCase {
         config.keychainQuotaBytes = 4096
         config.stateDirectory = directory + "/quota-state"
         daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
-        daemon.handoff.served(unlessBecause: nil)
+        daemon.handoff.serve(.everyone)
         handler = connect(app)
         _ = try await request(.hello(.init(version: enclaveProtocolVersion)))
         func add(_ account: String, bytes: Int = 10) async throws -> KeychainReply {

@@ -28,7 +28,7 @@ final class PromptAgentTests: XCTestCase {
         config.promptAgentAnswerTimeout = 0.5
         daemon = try EnclaveDaemon(config: config, clock: ManualClock(), logger: Logger(label: "test"))
         // The test plays the handoff socket (`EnclaveDaemon.handOver`).
-        daemon.handoff.served(unlessBecause: nil)
+        daemon.handoff.serve(.everyone)
         app = try await connect(appPath)
         let setup = try await connect(appPath)
         try await handSecrets(["1234", "1234"], on: setup)

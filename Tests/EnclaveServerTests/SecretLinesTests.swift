@@ -1,3 +1,4 @@
+import CPeerSocket
 import Foundation
 import XCTest
 
