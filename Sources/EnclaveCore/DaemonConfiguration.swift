@@ -70,7 +70,7 @@ public struct DaemonConfiguration: Sendable {
     /// `move-to-tpm = yes`: a software-root state moves to the TPM root at start
     /// (`SoftwareRootMove`); in system mode only from a file only root can write, as `tpm`.
     public var moveToTPM = false
-    /// `handoff`: when the handoff socket is served.
+    /// `handoff`: who may hand over on the handoff socket (`HandoffSocketSetting`).
     public var handoff: HandoffSocketSetting = .always
     /// Where logind states its sessions (`sessions/ID`: remote or not, seat): what a PAM
     /// authentication learns of the requesting process's session. Another directory only for the

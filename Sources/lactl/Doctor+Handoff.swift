@@ -27,14 +27,15 @@ extension Doctor {
         }
         switch reply {
         case .handoffTicket:
-            // Who may connect is what counts on such a kernel: the socket file's mode says it.
+            // Who may connect is what counts: the socket file's mode says it (nil: not read).
             var socketFile = stat()
-            let othersConnect =
-                stat(EnclavePaths.handoffSocket(for: socketPath), &socketFile) == 0 && socketFile.st_mode & 0o002 != 0
-            if la_kernel_refuses_unasked_descriptors() == 1 {
-                report.ok("handoff", "served: prompts may be drawn on an app's terminal")
-            } else if mode == .system, !othersConnect {
+            let othersConnect: Bool? =
+                stat(EnclavePaths.handoffSocket(for: socketPath), &socketFile) == 0
+                ? socketFile.st_mode & 0o002 != 0 : nil
+            if mode == .system, othersConnect == false {
                 report.ok("handoff", "served to root only (sudo's and polkit's prompts keep their terminal)")
+            } else if la_kernel_refuses_unasked_descriptors() == 1 {
+                report.ok("handoff", "served: prompts may be drawn on an app's terminal")
             } else if mode == .system {
                 report.note(
                     "handoff",

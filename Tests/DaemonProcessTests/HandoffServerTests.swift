@@ -481,9 +481,10 @@ final class HandoffServerTests: XCTestCase {
 extension HandoffServerTests {
     /// A daemon of its own started with `--handoff setting` (no passcode: administration needs a
     /// handed pipe).
-    private func daemon(handoff setting: String) throws -> TestEnclave {
+    private func daemon(handoff setting: String, systemMode: Bool = false) throws -> TestEnclave {
         var configuration = TestEnclave.Configuration()
         configuration.passcode = nil
+        configuration.systemMode = systemMode
         configuration.extraArguments = ["--handoff", setting]
         return try TestEnclave(configuration)
     }
@@ -533,18 +534,23 @@ extension HandoffServerTests {
         XCTAssertTrue(set.errors.contains("nobody can be asked here"), set.errors)
     }
 
-    /// `--handoff if-kernel-refuses`: everyone's where the kernel refuses descriptors sent before
-    /// they are asked for (SO_PASSRIGHTS, Linux 6.16), root's only elsewhere — asked of this
-    /// machine's kernel.
+    /// `--handoff if-kernel-refuses`, a system daemon: everyone's where the kernel refuses
+    /// descriptors sent before they are asked for (SO_PASSRIGHTS, Linux 6.16), root's only
+    /// elsewhere (the socket 0600) — asked of this machine's kernel.
     func testADaemonToldIfKernelRefusesServesAsTheKernelAllows() throws {
+        guard getuid() == 0 else { throw XCTSkip("a system daemon's socket modes: needs root") }
         let refuses = la_kernel_refuses_unasked_descriptors() == 1
-        let daemon = try daemon(handoff: "if-kernel-refuses")
-        XCTAssertTrue(FileManager.default.fileExists(atPath: EnclavePaths.handoffSocket(for: daemon.socketPath)))
+        let daemon = try daemon(handoff: "if-kernel-refuses", systemMode: true)
+        var info = stat()
+        XCTAssertEqual(stat(EnclavePaths.handoffSocket(for: daemon.socketPath), &info), 0)
+        XCTAssertEqual(info.st_mode & 0o777, refuses ? 0o666 : 0o600, "kernel refuses unasked descriptors: \(refuses)")
         let log = try String(contentsOfFile: daemon.logPath, encoding: .utf8)
         XCTAssertEqual(log.contains("the handoff socket takes root's handoffs only"), !refuses, log)
         let doctor = try runProcess(productPath("lactl"), ["doctor", "--socket", daemon.socketPath])
-        // This process is root's: served either way.
-        XCTAssertTrue(doctor.stdout.contains("handoff:      served"), doctor.stdout)
+        XCTAssertTrue(
+            doctor.stdout.contains(refuses ? "handoff:      served: prompts" : "handoff:      served to root only"),
+            doctor.stdout
+        )
     }
 }
 
@@ -578,10 +584,10 @@ extension HandoffServerTests {
             XCTAssertTrue(FileManager.default.createFile(atPath: log, contents: nil))
         }
 
-        /// The daemon's command line on these sockets, with `options`.
-        func daemon(_ options: [String]) -> [String] {
+        /// The daemon's command line on these sockets (`mode`: `--user` or `--system`), with `options`.
+        func daemon(_ options: [String], mode: String = "--user") -> [String] {
             [
-                productPath("laenclaved"), "--user", "--socket", path, "--state-dir", root + "/state",
+                productPath("laenclaved"), mode, "--socket", path, "--state-dir", root + "/state",
                 "--key-file", root + "/keys/master.key", "--passcode-cost", "10", "--tpm", "off",
             ] + options
         }
@@ -706,29 +712,35 @@ extension HandoffServerTests {
     /// The socket systemd made for everyone (0666) is made root's (0600), so another user cannot
     /// even connect — nor queue a descriptor unasked — while root's handoff is served.
     func testADaemonToldRootTakesRootsHandoffsOnly() throws {
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else {
+            throw XCTSkip("another user's connection: needs root and /usr/bin/python3")
+        }
         let sockets = try ActivatedSockets("root-handoff", mode: 0o666)
         defer { sockets.remove() }
         // Everyone may reach the directory, as /run/laenclaved.
         for directory in [sockets.root, sockets.root + "/run"] { chmod(directory, 0o755) }
         let handoff = EnclavePaths.handoffSocket(for: sockets.path)
-        // Another user who connected while systemd held the socket alone is answered at once.
+        // Another user who connected while systemd held the socket alone, and sent a descriptor
+        // unasked, is answered at once (and the connection closed in that user's turn).
+        let sent = "/tmp/la-root-handoff-sent-\(UUID().uuidString)"
+        defer { unlink(sent) }
         let early = Background {
             try runProcess(
                 "/usr/bin/setpriv",
                 [
                     "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
-                    "import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
-                        + "s.settimeout(20); print(s.recv(1)[0])",
-                    handoff,
+                    "import os, socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+                        + "r, w = os.pipe(); socket.send_fds(s, [b'x'], [r]); open(sys.argv[2], 'w').close(); "
+                        + "s.settimeout(30); print(s.recv(1)[0])",
+                    handoff, sent,
                 ]
             )
         }
-        eventually("the other user's connection to wait") {
-            ((try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8)) ?? "").components(separatedBy: handoff)
-                .count > 2
+        eventually("the other user's connection to wait, its descriptor sent", timeout: 30) {
+            FileManager.default.fileExists(atPath: sent)
         }
         let daemon = try SocketActivationSupport.spawn(
-            sockets.daemon(["--handoff", "root"]),
+            sockets.daemon(["--handoff", "root"], mode: "--system"),
             descriptors: sockets.listeners,
             log: sockets.log
         )

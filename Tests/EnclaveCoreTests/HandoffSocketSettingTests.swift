@@ -1,4 +1,5 @@
 import EnclaveCore
+import EnclaveProtocol
 import XCTest
 
 /// Who may hand the daemon a descriptor, by setting and kernel, and what it says to the others.
@@ -17,7 +18,24 @@ final class HandoffSocketSettingTests: XCTestCase {
             (.never, false, .nobody(why: "handoff = never")),
         ]
         for (setting, refuses, access) in rows {
-            XCTAssertEqual(setting.access(kernelRefusesUnasked: refuses), access, "\(setting) \(refuses)")
+            XCTAssertEqual(
+                setting.access(kernelRefusesUnasked: refuses, mode: .system),
+                access,
+                "\(setting) \(refuses)"
+            )
+        }
+    }
+
+    /// A user-mode daemon's socket is its user's alone already: root only would refuse only them.
+    func testAUserModeDaemonTakesItsUsersHandoffsUnlessToldNever() {
+        for setting in HandoffSocketSetting.allCases {
+            for refuses in [true, false] {
+                XCTAssertEqual(
+                    setting.access(kernelRefusesUnasked: refuses, mode: .user),
+                    setting == .never ? .nobody(why: "handoff = never") : .everyone,
+                    "\(setting) \(refuses)"
+                )
+            }
         }
     }
 }
