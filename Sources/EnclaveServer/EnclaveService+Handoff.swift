@@ -64,8 +64,8 @@ extension EnclaveService {
         } else {
             let bound = EnclavePaths.handoffSocket(for: socketPath)
             do {
-                let everyone: mode_t = daemon.config.mode == .system && !rootOnly ? 0o666 : 0o600
-                listener = try HandoffServer.bind(path: bound, mode: everyone)
+                let mode: mode_t = daemon.config.mode == .system && !rootOnly ? 0o666 : 0o600
+                listener = try HandoffServer.bind(path: bound, mode: mode)
                 path = bound
             } catch {
                 logger.warning(

@@ -26,8 +26,6 @@ final class HandoffServerTests: XCTestCase {
 
     private var handoffPath: String { EnclavePaths.handoffSocket(for: enclave.socketPath) }
 
-    private func handoffPath(_ socketPath: String) -> String { EnclavePaths.handoffSocket(for: socketPath) }
-
     /// A greeted connection (to the test's daemon unless `socketPath` is given) and its answer to
     /// `handoff` (a terminal's unless told).
     private func askHandoff(
@@ -560,6 +558,8 @@ extension HandoffServerTests {
     private struct ActivatedSockets {
         let root: String
         let path: String
+        /// The handoff socket beside `path`.
+        var handoff: String { EnclavePaths.handoffSocket(for: path) }
         let listeners: [Int32]
         let log: String
 
@@ -638,7 +638,7 @@ extension HandoffServerTests {
         // Before the daemon runs: four that say a few bytes, and a fifth with the file alone. This
         // process closes its copy (clean: answered) and dirties a page through the other: the
         // daemon's release of the unread message is the file's last, with a page to write.
-        let early = try (0..<5).map { _ in try EnclaveConnection.connectSocket(EnclavePaths.handoffSocket(for: path)) }
+        let early = try (0..<5).map { _ in try EnclaveConnection.connectSocket(sockets.handoff) }
         defer { for fd in early { close(fd) } }
         for fd in early.prefix(4) { XCTAssertEqual(send(fd, [1, 2, 3], 3, Int32(MSG_NOSIGNAL)), 3) }
         XCTAssertEqual(la_send_with_descriptor(early[4], [1], 1, sent), 1, String(cString: strerror(errno)))
@@ -658,7 +658,7 @@ extension HandoffServerTests {
         // Another handoff is served.
         let (client, token) = try ticket(at: path)
         defer { client.close() }
-        XCTAssertEqual(try handOver([UInt8](token), descriptor: nil, at: handoffPath(path)), .noDescriptor)
+        XCTAssertEqual(try handOver([UInt8](token), descriptor: nil, at: sockets.handoff), .noDescriptor)
     }
 }
 
@@ -670,7 +670,7 @@ extension HandoffServerTests {
         let sockets = try ActivatedSockets("passed-handoff")
         defer { sockets.remove() }
         let (path, listeners, log) = (sockets.path, sockets.listeners, sockets.log)
-        let handoff = EnclavePaths.handoffSocket(for: path)
+        let handoff = sockets.handoff
         var handoffSocket = stat()
         XCTAssertEqual(fstat(listeners[1], &handoffSocket), 0)
         let daemon = try SocketActivationSupport.spawn(
@@ -719,7 +719,7 @@ extension HandoffServerTests {
         defer { sockets.remove() }
         // Everyone may reach the directory, as /run/laenclaved.
         for directory in [sockets.root, sockets.root + "/run"] { chmod(directory, 0o755) }
-        let handoff = EnclavePaths.handoffSocket(for: sockets.path)
+        let handoff = sockets.handoff
         // Another user who connected while systemd held the socket alone, and sent a descriptor
         // unasked, is answered at once (and the connection closed in that user's turn).
         let sent = "/tmp/la-root-handoff-sent-\(UUID().uuidString)"
